@@ -1,0 +1,43 @@
+/*
+ * bench_util.h - shared benchmark plumbing: a monotonic clock, a figures
+ * table that prints as aligned text or, with --json, as one JSON object.
+ */
+#ifndef KVSIM_BENCH_UTIL_H
+#define KVSIM_BENCH_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* Monotonic time in nanoseconds. */
+uint64_t kvs_bench_now_ns(void);
+
+/* Keeps the compiler from optimising a value away. */
+#define kvs_bench_keep(x) __asm__ volatile("" : : "g"(x) : "memory")
+
+typedef struct kvs_bench {
+	const char *name;   /* benchmark name, e.g. "alloc" */
+	bool json;          /* --json given */
+	json_t *root;       /* figures collected for --json */
+	json_t *rows;       /* array of row objects */
+} kvs_bench;
+
+/* Parse the common flags (--json, --help); returns false if the benchmark
+ * should exit (help printed or bad flag; *exit_code set). Unknown flags
+ * starting with "--" are left for the caller when `extra` is true. */
+bool kvs_bench_init(kvs_bench *b, const char *name, int argc, char **argv,
+		    int *exit_code);
+
+/* Record a top-level figure (also printed in table mode as "key: value"). */
+void kvs_bench_figure(kvs_bench *b, const char *key, double value,
+		      const char *unit);
+void kvs_bench_figure_str(kvs_bench *b, const char *key, const char *value);
+
+/* Record a row: a JSON object (stolen reference) appended to "rows". */
+void kvs_bench_row(kvs_bench *b, json_t *row);
+
+/* Print the JSON object (json mode) and free everything. */
+int kvs_bench_finish(kvs_bench *b);
+
+#endif

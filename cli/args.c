@@ -1,0 +1,181 @@
+/*
+ * args.c - the argument iterator and strict number parsing used by every
+ * subcommand.  Errors name the flag and the offending text.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv)
+{
+	memset(it, 0, sizeof *it);
+	it->argc = argc;
+	it->argv = argv;
+	it->i = 1;
+	it->cmd = cmd;
+}
+
+bool kvs_args_next(kvs_args *it, const char **positional)
+{
+	it->flag = NULL;
+	it->inline_val = NULL;
+	if (it->i >= it->argc)
+		return false;
+	const char *a = it->argv[it->i++];
+	if (a[0] == '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9')) {
+		const char *eq = strchr(a, '=');
+		if (eq && a[1] == '-') {
+			size_t n = (size_t)(eq - a);
+			if (n >= sizeof it->flagbuf)
+				n = sizeof it->flagbuf - 1;
+			memcpy(it->flagbuf, a, n);
+			it->flagbuf[n] = '\0';
+			it->flag = it->flagbuf;
+			it->inline_val = eq + 1;
+		} else {
+			it->flag = a;
+		}
+		return true;
+	}
+	*positional = a;
+	return true;
+}
+
+bool kvs_args_is(const kvs_args *it, const char *name)
+{
+	return it->flag && strcmp(it->flag, name) == 0;
+}
+
+void kvs_args_usage_error(kvs_args *it, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "kvsim %s: ", it->cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	it->error = true;
+}
+
+const char *kvs_args_value(kvs_args *it)
+{
+	if (it->inline_val)
+		return it->inline_val;
+	if (it->i >= it->argc) {
+		kvs_args_usage_error(it, "%s: missing value", it->flag);
+		return NULL;
+	}
+	return it->argv[it->i++];
+}
+
+void kvs_args_unknown(kvs_args *it)
+{
+	kvs_args_usage_error(it, "unknown option '%s' (see 'kvsim %s --help')",
+			     it->flag, it->cmd);
+}
+
+bool kvs_parse_u64(const char *s, uint64_t *out)
+{
+	if (!s || *s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno == ERANGE || *end != '\0')
+		return false;
+	*out = v;
+	return true;
+}
+
+bool kvs_parse_double(const char *s, double *out)
+{
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	char *end;
+	double v = strtod(s, &end);
+	if (errno == ERANGE || *end != '\0' || !isfinite(v))
+		return false;
+	*out = v;
+	return true;
+}
+
+bool kvs_args_u64(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out)
+{
+	const char *v = kvs_args_value(it);
+	uint64_t x;
+	if (!v)
+		return false;
+	if (!kvs_parse_u64(v, &x)) {
+		kvs_args_usage_error(it, "%s: expected a non-negative integer, got '%s'",
+				     it->flag, v);
+		return false;
+	}
+	if (x < min || x > max) {
+		kvs_args_usage_error(it, "%s: %s is out of range [%llu, %llu]",
+				     it->flag, v, (unsigned long long)min,
+				     (unsigned long long)max);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+bool kvs_args_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t x;
+	if (!kvs_args_u64(it, min, max, &x))
+		return false;
+	*out = (uint32_t)x;
+	return true;
+}
+
+bool kvs_args_double(kvs_args *it, double min, double max, double *out)
+{
+	const char *v = kvs_args_value(it);
+	double x;
+	if (!v)
+		return false;
+	if (!kvs_parse_double(v, &x)) {
+		kvs_args_usage_error(it, "%s: expected a number, got '%s'", it->flag, v);
+		return false;
+	}
+	if (!(x >= min && x <= max)) {
+		kvs_args_usage_error(it, "%s: %s is out of range [%g, %g]",
+				     it->flag, v, min, max);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+bool kvs_args_bytes(kvs_args *it, uint64_t *out)
+{
+	const char *v = kvs_args_value(it);
+	uint64_t x;
+	if (!v)
+		return false;
+	kvs_status st = kvs_parse_bytes(v, &x);
+	if (st != KVS_OK) {
+		kvs_args_usage_error(it, "%s: %s", it->flag, kvs_last_error());
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+void kvs_cli_report_error(const char *cmd, kvs_status st)
+{
+	const char *msg = kvs_last_error();
+	fprintf(stderr, "kvsim %s: %s\n", cmd, *msg ? msg : kvs_strerror(st));
+}
+
+bool kvs_cli_stderr_is_tty(void)
+{
+	return isatty(2) == 1;
+}

@@ -1,0 +1,114 @@
+/*
+ * cli/cli.h - plumbing shared by the kvsim subcommands: a small argument
+ * iterator (--name value, --name=value, boolean flags), number parsing with
+ * field names in errors, and the flag groups several commands share.
+ *
+ * Each subcommand is `int kvs_cmd_NAME(int argc, char **argv)` in
+ * cli/cmd_NAME.c; argv[0] is the subcommand name.  Exit codes: 0 success,
+ * 1 runtime failure, 2 usage error (unknown flag, bad value).
+ */
+#ifndef KVSIM_CLI_H
+#define KVSIM_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kvsim/kvsim.h"
+
+#define KVS_EXIT_OK 0
+#define KVS_EXIT_FAIL 1
+#define KVS_EXIT_USAGE 2
+
+typedef struct kvs_args {
+	int argc;
+	char **argv;
+	int i;                  /* next argv index */
+	const char *cmd;        /* subcommand name, for messages */
+	/* current flag, set by kvs_args_next */
+	const char *flag;       /* "--model" (without "=value") */
+	char flagbuf[128];
+	const char *inline_val; /* value after '=' or NULL */
+	bool error;             /* a usage error was reported */
+} kvs_args;
+
+void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv);
+
+/* Advance: returns true with it->flag set for a flag ("--x" or "-x"),
+ * true with it->flag == NULL and *positional set for a positional argument,
+ * false at the end. */
+bool kvs_args_next(kvs_args *it, const char **positional);
+
+/* Is the current flag `name` ("--model")? */
+bool kvs_args_is(const kvs_args *it, const char *name);
+
+/* Value of the current flag (inline or next argv); NULL and a usage error
+ * message when missing. */
+const char *kvs_args_value(kvs_args *it);
+
+/* Typed values for the current flag; false (and a message naming the flag)
+ * when missing, non-numeric, out of range, zero/negative where not allowed. */
+bool kvs_args_u64(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out);
+bool kvs_args_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out);
+bool kvs_args_double(kvs_args *it, double min, double max, double *out);
+bool kvs_args_bytes(kvs_args *it, uint64_t *out);   /* "80GB", "79.2GiB" */
+
+/* Report an unknown flag and mark the usage error. */
+void kvs_args_unknown(kvs_args *it);
+
+/* Print "kvsim CMD: message" to stderr (usage errors), mark error. */
+void kvs_args_usage_error(kvs_args *it, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Print "kvsim CMD: " + kvs_last_error() (or the status text) to stderr. */
+void kvs_cli_report_error(const char *cmd, kvs_status st);
+
+/* Parse strictly: whole string, base 10, no sign for unsigned. */
+bool kvs_parse_u64(const char *s, uint64_t *out);
+bool kvs_parse_double(const char *s, double *out);
+
+/* Is stderr a terminal (for progress lines)? */
+bool kvs_cli_stderr_is_tty(void);
+
+/* ---- flag group: model, GPU and deployment (cli/cli_deploy.c) ------------
+ * --model NAME|config.json, --gpu NAME, --gpu-mem SIZE,
+ * --gpu-memory-utilization F, --tp N, --pp N, --dtype T, --kv-cache-dtype T,
+ * --block-size N, --context N, --max-model-len N, --reserve SIZE,
+ * --layers N, --kv-heads N, --head-dim N, --params N, --gpu-hour-price F.
+ */
+typedef struct kvs_cli_deploy {
+	const char *model_arg;      /* as given, NULL = default */
+	const char *gpu_arg;
+	uint64_t gpu_mem;           /* 0 = from preset */
+	uint32_t layers, kv_heads, head_dim;  /* 0 = from model */
+	uint64_t params;            /* 0 = from model */
+	kvs_deploy d;               /* filled by kvs_cli_deploy_finish */
+	bool set_context, set_max_model_len, set_block_size;
+	/* raw values kept until finish */
+	uint32_t tp, pp, block_size;
+	uint64_t context, max_model_len;
+	double util, price;
+	int64_t reserve;
+	const char *dtype_arg, *kv_dtype_arg;
+} kvs_cli_deploy;
+
+/* Defaults: model llama-3-8b... (see cli_deploy.c); gpu a100-80gb. */
+void kvs_cli_deploy_init(kvs_cli_deploy *c, const char *default_model,
+			 const char *default_gpu);
+/* 1: the current flag belonged to this group and was consumed; 0: not ours;
+ * -1: ours but bad (message printed). */
+int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c);
+/* Load presets / config files, apply overrides, fill c->d.  Prints the error
+ * and returns false on failure. */
+bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd);
+void kvs_cli_deploy_help(FILE *f);
+
+/* ---- flag group: trace shaping (cli/cli_trace.c) -------------------------
+ * --format F, --limit N, --start S, --end S, --time-scale X, --rate R,
+ * --rate-mode keep|poisson, --seed N, --overlong reject|truncate,
+ * --skip-bad-lines, --sort-window N.
+ */
+int kvs_cli_trace_arg(kvs_args *it, kvs_trace_opts *o);
+void kvs_cli_trace_help(FILE *f);
+
+#endif /* KVSIM_CLI_H */

@@ -1,0 +1,112 @@
+/*
+ * main.c - the kvsim command line: dispatch to subcommands.
+ *
+ * Every subcommand lives in cli/cmd_NAME.c and is a thin layer over library
+ * calls: parse flags, call kvsim, print.
+ */
+#include "kvs_config.h"
+#include "cli.h"
+
+#include <string.h>
+
+typedef int (*kvs_cmd_fn)(int argc, char **argv);
+
+#define KVS_CMD(name) int kvs_cmd_##name(int argc, char **argv);
+#include "commands.h"
+#undef KVS_CMD
+
+struct command {
+	const char *name;
+	kvs_cmd_fn fn;
+	const char *summary;
+};
+
+static const struct command commands[] = {
+#define KVS_CMD(name) { #name, kvs_cmd_##name, NULL },
+#include "commands.h"
+#undef KVS_CMD
+};
+
+static const char *summary_of(const char *name)
+{
+	static const struct { const char *name, *text; } s[] = {
+		{ "size", "KV cache per token and per conversation; conversations per GPU" },
+		{ "trace", "summarise a request trace (rates, lengths, prefix sharing)" },
+		{ "gen", "generate a synthetic trace from a workload description" },
+		{ "replay", "replay a trace through the serving simulator under one policy" },
+		{ "compare", "replay one trace under several allocation policies, side by side" },
+		{ "sweep", "tune the block size and find the highest sustainable rate" },
+		{ "report", "render replay/compare/sweep JSON into an HTML report with plots" },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(s); i++)
+		if (strcmp(s[i].name, name) == 0)
+			return s[i].text;
+	return "";
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvsim COMMAND [OPTIONS]\n"
+		"\n"
+		"How much GPU memory does each conversation's KV cache take, and how\n"
+		"many conversations fit on one GPU?\n"
+		"\n"
+		"commands:\n");
+	for (size_t i = 0; i < KVS_ARRAY_LEN(commands); i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, summary_of(commands[i].name));
+	fprintf(f,
+		"  help      show this help, or 'kvsim help COMMAND'\n"
+		"\n"
+		"options:\n"
+		"  --version  print the version\n"
+		"  --help     show this help\n"
+		"\n"
+		"Run 'kvsim COMMAND --help' for the options of a command.\n");
+}
+
+static const struct command *find(const char *name)
+{
+	for (size_t i = 0; i < KVS_ARRAY_LEN(commands); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return KVS_EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+		printf("kvsim %s\n", kvs_version());
+		return KVS_EXIT_OK;
+	}
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+		usage(stdout);
+		return KVS_EXIT_OK;
+	}
+	if (strcmp(name, "help") == 0) {
+		if (argc < 3) {
+			usage(stdout);
+			return KVS_EXIT_OK;
+		}
+		const struct command *c = find(argv[2]);
+		if (!c) {
+			fprintf(stderr, "kvsim: unknown command '%s'\n", argv[2]);
+			usage(stderr);
+			return KVS_EXIT_USAGE;
+		}
+		char *hargv[] = { argv[2], (char *)"--help", NULL };
+		return c->fn(2, hargv);
+	}
+	const struct command *c = find(name);
+	if (!c) {
+		fprintf(stderr, "kvsim: unknown command '%s'\n\n", name);
+		usage(stderr);
+		return KVS_EXIT_USAGE;
+	}
+	return c->fn(argc - 1, argv + 1);
+}

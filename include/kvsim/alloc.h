@@ -1,0 +1,228 @@
+/*
+ * kvsim/alloc.h - one KV-memory allocator interface, many policies.
+ *
+ * The simulator, the sweep and the tests drive every policy through the
+ * functions below and never ask which policy they hold:
+ *
+ *   paged       fixed-size blocks from a pool (vLLM PagedAttention), with
+ *               prefix caching, copy-on-write fork and swap to host;
+ *   max         contiguous region of max_model_len tokens per request;
+ *   pow2        contiguous region of prompt + next power of two >= output;
+ *   oracle      contiguous region of exactly prompt + output;
+ *   vattention  virtually contiguous, backed on demand by physical pages of
+ *               page_bytes, separately for each K and V tensor of each layer.
+ *
+ * Vocabulary.  A sequence is registered by kvs_alloc_admit() and has a
+ * length `len`: tokens whose KV is stored.  kvs_alloc_grow() adds tokens
+ * (a prefill chunk or decoded tokens).  The simulator knows each request's
+ * true final length (prompt + output); the accounting uses it to split held
+ * memory into reservation (slots below the final length not yet written) and
+ * internal fragmentation (slots at or past the final length: never used).
+ *
+ * Memory accounting (kvs_alloc_account): six parts, in bytes, that sum to
+ * budget_bytes exactly at every instant:
+ *   token_states   KV stored for tokens already processed (len)
+ *   reservation    held for tokens the sequence will still produce
+ *   internal_frag  held but never to be used (over-reservation, tails of
+ *                  last blocks or pages, budget not divisible into blocks)
+ *   external_frag  free, but in holes too small for the next waiting request
+ *   cached_idle    prefix-cache blocks no sequence holds (evictable)
+ *   free           the rest
+ * docs/MEMORY-ACCOUNTING.md gives the exact definitions per policy.
+ *
+ * Errors.  Misuse (unknown or duplicate sequence, double release, growing
+ * past max_model_len) returns an error status and leaves the state as it
+ * was.  Lack of memory is the normal result KVS_ERR_NOSPACE, on which the
+ * caller preempts or waits.
+ */
+#ifndef KVSIM_ALLOC_H
+#define KVSIM_ALLOC_H
+
+#include "kvsim/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A physical block is an integer id, never a pointer. */
+typedef uint32_t kvs_block_id;
+#define KVS_BLOCK_NONE UINT32_MAX
+
+typedef uint64_t kvs_seq_id;
+
+typedef enum kvs_policy {
+	KVS_POLICY_PAGED = 0,
+	KVS_POLICY_MAX,
+	KVS_POLICY_POW2,
+	KVS_POLICY_ORACLE,
+	KVS_POLICY_VATTENTION,
+	KVS_POLICY_COUNT_
+} kvs_policy;
+
+const char *kvs_policy_name(kvs_policy p);                 /* "paged", ... */
+kvs_status kvs_policy_parse(const char *text, kvs_policy *out);
+
+typedef struct kvs_alloc_config {
+	kvs_policy policy;
+	uint64_t budget_bytes;        /* KV memory of one rank */
+	uint64_t kv_bytes_per_token;  /* per rank */
+	uint32_t block_size;          /* tokens per block (paged; 16) */
+	uint32_t max_model_len;       /* tokens; no sequence grows past it */
+	double watermark;             /* share of blocks kept free at admission (0.01) */
+	bool enable_prefix_caching;   /* paged only */
+	uint64_t swap_bytes;          /* host swap space in bytes (0 = none) */
+	bool best_fit;                /* contiguous placement: best instead of first fit */
+	uint64_t page_bytes;          /* vattention physical page (2 MiB; 64 KiB..2 MiB) */
+	uint32_t num_kv_tensors;      /* vattention: 2 x layers on this rank */
+} kvs_alloc_config;
+
+/* Defaults: paged, block 16, watermark 0.01, no prefix caching, no swap,
+ * first fit, 2 MiB pages, 64 tensors.  budget, bytes per token and
+ * max_model_len must still be set. */
+void kvs_alloc_config_defaults(kvs_alloc_config *cfg);
+
+/* What the allocator needs to know about a sequence. */
+typedef struct kvs_seq_desc {
+	kvs_seq_id seq;
+	uint32_t prompt_tokens;       /* tokens to prefill (for a recomputed
+	                               * sequence: prompt + tokens generated so far) */
+	uint32_t output_tokens;       /* tokens still to generate (true length) */
+	const uint64_t *block_hashes; /* chained hashes of the prompt's full blocks
+	                               * at this block size, or NULL */
+	uint32_t num_block_hashes;
+} kvs_seq_desc;
+
+typedef enum kvs_admit_verdict {
+	KVS_ADMIT_NOW = 0,   /* fits now */
+	KVS_ADMIT_LATER,     /* fits once memory is freed */
+	KVS_ADMIT_NEVER,     /* can never fit: reject */
+} kvs_admit_verdict;
+
+typedef enum kvs_admit_reason {
+	KVS_REASON_NONE = 0,
+	KVS_REASON_NO_FREE_BLOCKS,     /* LATER: not enough free blocks/pages */
+	KVS_REASON_WATERMARK,          /* LATER: would dip below the watermark */
+	KVS_REASON_NO_HOLE,            /* LATER: enough free bytes, no hole big enough */
+	KVS_REASON_NO_FREE_BYTES,      /* LATER: not enough free bytes */
+	KVS_REASON_EXCEEDS_MAX_LEN,    /* NEVER: prompt + output > max_model_len */
+	KVS_REASON_EXCEEDS_BUDGET,     /* NEVER: larger than the whole KV budget */
+	KVS_REASON_COUNT_
+} kvs_admit_reason;
+
+/* Stable snake_case name ("exceeds_max_model_len") and a sentence. */
+const char *kvs_admit_reason_name(kvs_admit_reason r);
+const char *kvs_admit_reason_text(kvs_admit_reason r);
+
+typedef struct kvs_block_copy {
+	kvs_block_id src;
+	kvs_block_id dst;
+} kvs_block_copy;
+
+typedef struct kvs_mem_parts {          /* bytes; the six sum to budget_bytes */
+	uint64_t token_states;
+	uint64_t reservation;
+	uint64_t internal_frag;
+	uint64_t external_frag;
+	uint64_t cached_idle;
+	uint64_t free;
+} kvs_mem_parts;
+
+typedef struct kvs_alloc_stats {
+	uint64_t prefix_hit_blocks, prefix_miss_blocks;
+	uint64_t prefix_hit_tokens, prefix_miss_tokens;
+	uint64_t evictions;             /* cached blocks whose hash was dropped */
+	uint64_t cow_copies;
+	uint64_t swap_out_blocks, swap_in_blocks;
+	uint64_t metadata_bytes;        /* allocator bookkeeping (block tables, ...) */
+} kvs_alloc_stats;
+
+typedef struct kvs_alloc kvs_alloc;
+
+kvs_status kvs_alloc_create(const kvs_alloc_config *cfg, kvs_alloc **out);
+void kvs_alloc_destroy(kvs_alloc *a);
+const kvs_alloc_config *kvs_alloc_get_config(const kvs_alloc *a);
+
+/* Would `d` fit now, later, or never?  *why (may be NULL) says why not. */
+kvs_admit_verdict kvs_alloc_can_admit(const kvs_alloc *a,
+				      const kvs_seq_desc *d,
+				      kvs_admit_reason *why);
+
+/* Register d->seq and take its memory per policy: paged allocates the
+ * prompt's blocks (reusing cached prefix blocks), contiguous policies reserve
+ * their region, vattention maps the prompt's pages.  *cached_tokens (may be
+ * NULL) receives the prompt tokens found in the prefix cache, which count as
+ * already stored (len starts there).  KVS_ERR_NOSPACE if it does not fit. */
+kvs_status kvs_alloc_admit(kvs_alloc *a, const kvs_seq_desc *d,
+			   uint32_t *cached_tokens);
+
+/* n more tokens of seq are now stored.  May allocate (paged, vattention);
+ * KVS_ERR_NOSPACE leaves everything unchanged.  If the last block is shared,
+ * copy-on-write happens and the copies are returned through *copies / *ncopies
+ * (both may be NULL; the array stays valid until the next call). */
+kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
+			  const kvs_block_copy **copies, size_t *ncopies);
+
+/* Tokens seq can still grow by without new memory (simulator fast path:
+ * the next allocation happens after this many more tokens). */
+uint32_t kvs_alloc_room(const kvs_alloc *a, kvs_seq_id seq);
+
+/* Current length (stored tokens) of seq, 0 if unknown. */
+uint32_t kvs_alloc_len(const kvs_alloc *a, kvs_seq_id seq);
+
+/* Release everything seq holds (finished, or preempted by recompute). */
+kvs_status kvs_alloc_release(kvs_alloc *a, kvs_seq_id seq);
+
+/* child shares parent's memory (parallel sampling, beam search); needs the
+ * child's own output length for accounting.  Paged: refcounts, no copy.
+ * Contiguous policies reserve a new region and report the copy. */
+kvs_status kvs_alloc_fork(kvs_alloc *a, kvs_seq_id parent, kvs_seq_id child,
+			  uint32_t child_output_tokens);
+
+/* Swap seq's blocks to the host pool and back; the mappings to copy are
+ * returned (device->host for swap_out, host->device for swap_in).
+ * KVS_ERR_NOSPACE when the other side has no room. */
+kvs_status kvs_alloc_swap_out(kvs_alloc *a, kvs_seq_id seq,
+			      const kvs_block_copy **copies, size_t *ncopies);
+kvs_status kvs_alloc_swap_in(kvs_alloc *a, kvs_seq_id seq,
+			     const kvs_block_copy **copies, size_t *ncopies);
+bool kvs_alloc_can_swap_in(const kvs_alloc *a, kvs_seq_id seq);
+
+/* Split the budget into the six parts now.  `next` (may be NULL) is the
+ * request at the head of the waiting queue: free memory in holes too small
+ * for it counts as external fragmentation. */
+void kvs_alloc_account(const kvs_alloc *a, const kvs_seq_desc *next,
+		       kvs_mem_parts *out);
+
+void kvs_alloc_get_stats(const kvs_alloc *a, kvs_alloc_stats *out);
+
+/* Full consistency check (expensive; tests call it after each operation). */
+bool kvs_alloc_is_valid(const kvs_alloc *a);
+
+/* ---- paged-only views (KVS_ERR_UNSUPPORTED for other policies) ---------- */
+
+/* Block table of seq: *ids[i] is the physical block of logical block i. */
+kvs_status kvs_alloc_block_table(const kvs_alloc *a, kvs_seq_id seq,
+				 const kvs_block_id **ids, uint32_t *n);
+/* Slot of token position pos: block_id * block_size + offset. */
+kvs_status kvs_alloc_slot(const kvs_alloc *a, kvs_seq_id seq, uint32_t pos,
+			  uint64_t *slot);
+/* Blocks in the pool, blocks free now (including cached-idle ones). */
+uint64_t kvs_alloc_num_blocks(const kvs_alloc *a);
+uint64_t kvs_alloc_free_blocks(const kvs_alloc *a);
+/* Longest cached prefix of the given chained hashes, in blocks; no side
+ * effects on the LRU or the counters. */
+uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,
+				 uint32_t n);
+
+/* ---- prefix hashes --------------------------------------------------------
+ * Chained block hashes as vLLM's prefix cache uses them: a block's hash
+ * covers its parent's hash and its own content, so equal hashes mean equal
+ * prefixes.  parent is 0 for the first block. */
+uint64_t kvs_hash_block_tokens(uint64_t parent, const uint32_t *tokens,
+			       uint32_t n);
+uint64_t kvs_hash_block_id(uint64_t parent, uint64_t id, uint32_t sub);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVSIM_ALLOC_H */

@@ -1,0 +1,107 @@
+/*
+ * kvsim/common.h - status codes, error messages, checked arithmetic and the
+ * host memory wrapper shared by every kvsim module.
+ *
+ * Errors: every fallible call returns a kvs_status and leaves its
+ * out-parameters untouched on failure.  The call that fails also records a
+ * human-readable message (file, line, field and reason where they apply) in a
+ * thread-local buffer, read back with kvs_last_error().  Exhaustion (no free
+ * block, no room for a request) is a normal result of the allocator, not an
+ * error.
+ */
+#ifndef KVSIM_COMMON_H
+#define KVSIM_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kvs_status {
+	KVS_OK = 0,
+	KVS_END,             /* end of a stream (trace reader): not an error */
+	KVS_ERR_INVALID,     /* bad argument or bad user input */
+	KVS_ERR_PARSE,       /* malformed input file */
+	KVS_ERR_IO,          /* file could not be opened, read or written */
+	KVS_ERR_NOMEM,       /* host allocation failed */
+	KVS_ERR_OVERFLOW,    /* a size does not fit in 64 bits */
+	KVS_ERR_NOT_FOUND,   /* unknown preset, sequence, key */
+	KVS_ERR_STATE,       /* misuse: double free, unknown sequence, ... */
+	KVS_ERR_LIMIT,       /* beyond a configured limit (max_model_len, ...) */
+	KVS_ERR_NOSPACE,     /* not enough free KV memory right now */
+	KVS_ERR_UNSUPPORTED, /* operation not offered by this policy/build */
+	KVS_ERR_CUDA,        /* a CUDA runtime call failed */
+	KVS_ERR_NO_DEVICE,   /* no CUDA device present */
+	KVS_STATUS_COUNT_
+} kvs_status;
+
+/* Short fixed description of a status code ("invalid argument", ...). */
+const char *kvs_strerror(kvs_status status);
+
+/* Message recorded by the last failing call on this thread, or "" if none. */
+const char *kvs_last_error(void);
+
+/* Record a printf-style message for status and return status, so that
+ * failing paths read `return kvs_fail(KVS_ERR_PARSE, "%s:%llu: ...", ...);` */
+kvs_status kvs_fail(kvs_status status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Clear the thread's last error message. */
+void kvs_clear_error(void);
+
+/* Library version string ("0.1.0"). */
+const char *kvs_version(void);
+
+/* ---- checked 64-bit arithmetic (true on overflow) ------------------------ */
+static inline bool kvs_mul_overflow(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return __builtin_mul_overflow(a, b, out);
+}
+static inline bool kvs_add_overflow(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return __builtin_add_overflow(a, b, out);
+}
+static inline uint64_t kvs_div_ceil(uint64_t a, uint64_t b)
+{
+	return a / b + (a % b != 0);
+}
+
+/* ---- host memory ----------------------------------------------------------
+ * All host memory of the library goes through these, so that jemalloc (the
+ * default), libc malloc (sanitizer builds) and test allocators are swapped in
+ * one place.  kvs_malloc and friends return NULL on failure like malloc.
+ */
+void *kvs_malloc(size_t size);
+void *kvs_calloc(size_t count, size_t size);
+void *kvs_realloc(void *ptr, size_t size);
+/* realloc of count * size with overflow check; NULL on overflow or failure */
+void *kvs_reallocarray(void *ptr, size_t count, size_t size);
+void kvs_free(void *ptr);
+char *kvs_strdup(const char *s);
+
+/* Name of the host allocator in use: "jemalloc" or "libc". */
+const char *kvs_mem_allocator(void);
+
+/* Peak resident set size of this process in bytes (0 if unknown). */
+uint64_t kvs_mem_peak_rss(void);
+
+/* ---- always-on invariant check --------------------------------------------
+ * For conditions that would silently corrupt results.  Never for validating
+ * user input: that returns a status.
+ */
+void kvs_require_fail(const char *expr, const char *file, int line)
+	__attribute__((noreturn, cold));
+#define kvs_require(expr) \
+	((expr) ? (void)0 : kvs_require_fail(#expr, __FILE__, __LINE__))
+
+#define KVS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define KVS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define KVS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVSIM_COMMON_H */

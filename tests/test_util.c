@@ -1,0 +1,53 @@
+/* test_util.c - see test_util.h */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char bufs[4][4096];
+static int next_buf;
+
+static char *buf(void)
+{
+	char *b = bufs[next_buf];
+	next_buf = (next_buf + 1) % 4;
+	return b;
+}
+
+const char *kvs_test_src(const char *rel)
+{
+	const char *root = getenv("KVS_SOURCE_ROOT");
+	char *b = buf();
+	snprintf(b, 4096, "%s/%s", root ? root : ".", rel);
+	return b;
+}
+
+const char *kvs_test_shared_trace(const char *rel)
+{
+	const char *root = getenv("KVS_SHARED_TRACES");
+	char *b = buf();
+	if (root)
+		snprintf(b, 4096, "%s/%s", root, rel);
+	else
+		snprintf(b, 4096, "%s", kvs_test_src("../shared/traces"));
+	if (!root) {
+		size_t n = strlen(b);
+		snprintf(b + n, 4096 - n, "/%s", rel);
+	}
+	return access(b, R_OK) == 0 ? b : NULL;
+}
+
+const char *kvs_test_write_tmp(const char *name, const char *text)
+{
+	char *b = buf();
+	const char *dir = getenv("TMPDIR");
+	snprintf(b, 4096, "%s/kvsim-test-%d-%s", dir ? dir : "/tmp", (int)getpid(), name);
+	FILE *f = fopen(b, "wb");
+	if (!f)
+		return NULL;
+	fputs(text, f);
+	fclose(f);
+	return b;
+}
