@@ -1,0 +1,377 @@
+/*
+ * kvsim/sim.h - discrete-event replay of request traces through one
+ * continuous-batching serving replica, and the metrics of that replay.
+ *
+ * A replay takes a deployment (model, GPU, tp, block size, ...), engine
+ * settings (policy, max_num_seqs, max_num_batched_tokens, preemption, ...)
+ * and a stream of requests, and returns a kvs_sim_result: accounting,
+ * the six memory parts time-weighted and at peak, concurrency, queueing,
+ * latency percentiles, throughput, goodput, preemptions, prefix hits, a
+ * sampled time series and quantile curves.  docs/SIMULATOR.md describes the
+ * engine, docs/COST-MODEL.md the step-time model, docs/REPORT-JSON.md the
+ * JSON form of a result.
+ *
+ * Cost.  A replay costs O(scheduling events x log(running)), not
+ * O(tokens x steps): runs of decode steps in which nothing but lengths
+ * changes are taken at once with their step times summed in closed form.
+ * Memory is proportional to the requests in flight (the trace is streamed;
+ * latency quantiles use bounded-size log histograms).
+ *
+ * Threads.  A kvs_sim holds all its state; independent simulations may run
+ * in parallel threads (the library keeps no mutable global state; errors go
+ * to the calling thread's kvs_last_error()).  A kvs_request_set may be read
+ * by many threads at once through separate cursors.
+ */
+#ifndef KVSIM_SIM_H
+#define KVSIM_SIM_H
+
+#include <stdio.h>
+
+#include "kvsim/common.h"
+#include "kvsim/alloc.h"
+#include "kvsim/model.h"
+#include "kvsim/trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct json_t json_t;   /* jansson */
+
+/* ---- request sources ------------------------------------------------------
+ * The engine pulls requests in arrival order (non-decreasing arrival_s).
+ * next() returns KVS_OK with *req filled, KVS_END at the end, or an error;
+ * req->hash_ids need only stay valid until the next call. */
+typedef struct kvs_request_source {
+	kvs_status (*next)(void *ctx, kvs_request *req);
+	void *ctx;
+	/* Optional: share of the input consumed so far (0..1) for progress
+	 * lines; NULL when unknown. */
+	double (*progress)(void *ctx);
+} kvs_request_source;
+
+/* A source reading an open trace (kvs_trace_next).  The trace stays owned
+ * by the caller. */
+kvs_request_source kvs_request_source_trace(kvs_trace *t);
+
+/* A trace held in memory, so that many replays (compare, sweep, capacity
+ * search) read it once.  Hash ids are kept at the granularity of the file
+ * (or of opts->block_size when set); the engine re-splits them to its own
+ * block size.  Immutable once loaded: safe to share between threads. */
+typedef struct kvs_request_set kvs_request_set;
+
+kvs_status kvs_request_set_load(const char *path, const kvs_trace_opts *opts,
+				kvs_request_set **out);
+/* Copy requests from any source into a new set. */
+kvs_status kvs_request_set_from_source(const kvs_request_source *src,
+				       kvs_request_set **out);
+/* An empty set to fill with kvs_request_set_append (tests, generators). */
+kvs_status kvs_request_set_create(kvs_request_set **out);
+/* Append a copy of req (and its hash ids); arrivals must not decrease. */
+kvs_status kvs_request_set_append(kvs_request_set *s, const kvs_request *req);
+void kvs_request_set_destroy(kvs_request_set *s);
+uint64_t kvs_request_set_count(const kvs_request_set *s);
+const kvs_request *kvs_request_set_get(const kvs_request_set *s, uint64_t i);
+/* Reader statistics and format of the loaded file (zeroed / AUTO when the
+ * set was built otherwise). */
+const kvs_trace_stats *kvs_request_set_trace_stats(const kvs_request_set *s);
+kvs_trace_format kvs_request_set_format(const kvs_request_set *s);
+const char *kvs_request_set_path(const kvs_request_set *s);
+
+/* A read cursor over a set; arrivals are multiplied by time_scale (> 0; 1
+ * keeps them; 0.5 doubles the rate).  One cursor per replay. */
+typedef struct kvs_request_cursor {
+	const kvs_request_set *set;
+	uint64_t next;
+	double time_scale;
+} kvs_request_cursor;
+
+void kvs_request_cursor_init(kvs_request_cursor *c, const kvs_request_set *s,
+			     double time_scale);
+kvs_request_source kvs_request_cursor_source(kvs_request_cursor *c);
+
+/* ---- configuration -------------------------------------------------------- */
+
+typedef enum kvs_preempt_mode {
+	KVS_PREEMPT_RECOMPUTE = 0,   /* free the KV, recompute it on readmission */
+	KVS_PREEMPT_SWAP,            /* copy the KV to host memory over PCIe */
+	KVS_PREEMPT_COUNT_
+} kvs_preempt_mode;
+
+const char *kvs_preempt_mode_name(kvs_preempt_mode m);  /* "recompute", "swap" */
+kvs_status kvs_preempt_mode_parse(const char *text, kvs_preempt_mode *out);
+
+typedef enum kvs_cost_kind {
+	KVS_COST_ROOFLINE = 0,   /* model + GPU roofline (docs/COST-MODEL.md) */
+	KVS_COST_LINEAR,         /* base + per token + per context token + per seq */
+	KVS_COST_KIND_COUNT_
+} kvs_cost_kind;
+
+/* Step-time model.  Roofline: per step, per rank,
+ *   t = max(flops / (fp16_flops * flops_efficiency),
+ *           bytes / (hbm_bytes_per_s * bandwidth_efficiency))
+ *       + all-reduce time (tp > 1) + step_overhead_s.
+ * Linear: t = linear_base_s + linear_per_token_s * batched tokens
+ *           + linear_per_context_s * context tokens read
+ *           + linear_per_seq_s * sequences in the batch.
+ * A measured step-time table (kvs_cost_fit_table) is fitted to the linear
+ * form by least squares. */
+typedef struct kvs_cost_config {
+	kvs_cost_kind kind;
+	double flops_efficiency;      /* share of peak FLOP/s reached (0.5) */
+	double bandwidth_efficiency;  /* share of peak HBM bandwidth reached (0.8) */
+	double step_overhead_s;       /* fixed per step: scheduler, launch (0.002) */
+	double allreduce_latency_s;   /* per all-reduce when tp > 1 (10e-6) */
+	double linear_base_s;
+	double linear_per_token_s;
+	double linear_per_context_s;
+	double linear_per_seq_s;
+	/* Filled by kvs_cost_fit_table: rows fitted and R^2 (0 otherwise). */
+	uint64_t fit_rows;
+	double fit_r2;
+	char table_path[256];         /* "" when no table */
+} kvs_cost_config;
+
+/* Defaults: roofline, 0.5, 0.8, 2 ms, 10 us; linear terms 0. */
+void kvs_cost_config_defaults(kvs_cost_config *c);
+
+/* Read a measured step-time table (CSV with a header naming at least
+ * num_tokens, context_tokens and step_time_s; optional num_seqs) and fit the
+ * linear model to it by least squares: c->kind becomes KVS_COST_LINEAR.
+ * Errors name the file, line and column. */
+kvs_status kvs_cost_fit_table(const char *path, kvs_cost_config *c);
+
+/* Time of one engine step, for tests and tools: a batch of num_tokens tokens
+ * over num_seqs sequences that reads context_tokens tokens of KV and whose
+ * attention covers attn_pairs (query, key) pairs. */
+typedef struct kvs_step_shape {
+	uint64_t num_tokens;
+	uint64_t num_seqs;
+	uint64_t context_tokens;
+	double attn_pairs;
+} kvs_step_shape;
+
+typedef struct kvs_sim_request_record kvs_sim_request_record;
+typedef struct kvs_sim_progress kvs_sim_progress;
+
+typedef struct kvs_sim_config {
+	kvs_deploy deploy;             /* model, GPU, tp, block size, max_model_len, ... */
+	kvs_policy policy;
+	uint32_t max_num_seqs;         /* running sequences at most (256) */
+	uint32_t max_num_batched_tokens; /* tokens per step (8192); >= max_num_seqs */
+	bool enable_prefix_caching;    /* paged: reuse blocks by prompt hash ids */
+	kvs_preempt_mode preemption_mode;
+	uint64_t swap_bytes;           /* host swap space per rank (4 GiB) */
+	double watermark;              /* share of blocks kept free at admission (0.01) */
+	uint64_t page_bytes;           /* vattention physical page (2 MiB) */
+	bool best_fit;                 /* contiguous placement: best fit */
+	double slo_ttft_s;             /* goodput SLOs; 0 = none */
+	double slo_tpot_s;
+	kvs_cost_config cost;
+	double sample_interval_s;      /* time series spacing; 0 = auto (1 s,
+	                                * coarsened to keep <= 4096 samples) */
+	double horizon_s;              /* stop at this simulated time; 0 = run to
+	                                * completion */
+	uint64_t seed;                 /* recorded; the engine itself is deterministic */
+	bool fast_path;                /* true: skip decode steps in closed form;
+	                                * false: step one token at a time (checks) */
+	bool record_wall_time;         /* put wall_s in results (breaks byte-identical
+	                                * JSON between runs) */
+	/* Overrides for tests and tools; 0 = from kvs_size_compute(&deploy). */
+	uint64_t kv_budget_bytes;      /* KV memory of one rank */
+	uint64_t kv_bytes_per_token;   /* per rank */
+	/* Optional callbacks (called on the simulating thread). */
+	void (*on_request)(void *ctx, const kvs_sim_request_record *r);
+	void *on_request_ctx;
+	void (*on_progress)(void *ctx, const kvs_sim_progress *p);
+	void *on_progress_ctx;
+} kvs_sim_config;
+
+/* Defaults around a deployment (policy paged, vLLM engine defaults). */
+void kvs_sim_config_defaults(kvs_sim_config *c, const kvs_deploy *d);
+
+/* One row per request, in the order requests leave the system. */
+typedef enum kvs_sim_outcome {
+	KVS_SIM_COMPLETED = 0,
+	KVS_SIM_REJECTED,
+	KVS_SIM_UNFINISHED,
+} kvs_sim_outcome;
+
+typedef enum kvs_sim_reject {
+	KVS_SIM_REJECT_MAX_LEN = 0,    /* "exceeds_max_model_len" */
+	KVS_SIM_REJECT_BUDGET,         /* "exceeds_kv_budget": larger than the pool */
+	KVS_SIM_REJECT_NEVER_FITS,     /* "never_fits": cannot be admitted even
+	                                * into an idle engine (watermark, holes) */
+	KVS_SIM_REJECT_EMPTY_PROMPT,   /* "empty_prompt" */
+	KVS_SIM_REJECT_COUNT_
+} kvs_sim_reject;
+
+const char *kvs_sim_reject_name(kvs_sim_reject r);
+
+struct kvs_sim_request_record {
+	uint64_t index;             /* request index in the source */
+	uint64_t line;              /* source line */
+	kvs_sim_outcome outcome;
+	kvs_sim_reject reason;      /* when rejected */
+	double arrival_s;
+	double admitted_s;          /* first scheduled; < 0 if never */
+	double first_token_s;       /* < 0 if none */
+	double finish_s;            /* < 0 unless completed */
+	uint32_t prompt_tokens;
+	uint32_t output_tokens;
+	uint32_t cached_tokens;     /* prefix-cache hit at first admission */
+	uint32_t preemptions;
+};
+
+struct kvs_sim_progress {
+	double sim_time_s;
+	double input_share;          /* 0..1, or < 0 when unknown */
+	uint64_t arrived, completed, rejected;
+	uint64_t steps, events;
+};
+
+/* ---- results -------------------------------------------------------------- */
+
+typedef struct kvs_sim_mem_pct {       /* percent of the KV budget; sum 100 */
+	double token_states;
+	double reservation;
+	double internal_frag;
+	double external_frag;
+	double cached_idle;
+	double free;
+} kvs_sim_mem_pct;
+
+typedef struct kvs_sim_dist {          /* seconds */
+	uint64_t count;
+	double mean, p50, p90, p99, max;   /* 0 when count == 0 */
+} kvs_sim_dist;
+
+typedef struct kvs_sim_stats {
+	kvs_policy policy;
+	/* accounting: arrived = completed + rejected + unfinished */
+	uint64_t arrived, completed, rejected, unfinished;
+	uint64_t rejected_by[KVS_SIM_REJECT_COUNT_];
+	uint64_t multi_sample_requests; /* n > 1 in the trace: simulated as n = 1 */
+	/* memory */
+	kvs_sim_mem_pct memory_pct;       /* time-weighted */
+	kvs_sim_mem_pct memory_peak_pct;  /* at the instant of most memory held */
+	double peak_time_s;
+	uint64_t kv_budget_bytes, kv_bytes_per_token, num_blocks;
+	uint64_t max_model_len;
+	uint64_t metadata_bytes_max;      /* allocator bookkeeping, max sampled */
+	/* concurrency: running sequences, time-weighted */
+	double concurrency_mean, concurrency_p50, concurrency_p99;
+	uint64_t concurrency_max;
+	double tokens_per_step_mean;
+	uint64_t tokens_per_step_max;
+	double waiting_mean;
+	uint64_t waiting_max;
+	/* latency */
+	kvs_sim_dist queue_delay_s, ttft_s, tpot_s, e2e_s;
+	/* throughput over sim_time_s */
+	double requests_per_s, output_tokens_per_s;
+	uint64_t prompt_tokens, output_tokens;   /* of completed requests */
+	double goodput_requests_per_s, goodput_fraction; /* fraction of arrived */
+	/* preemption and prefix caching */
+	uint64_t preemptions, recomputed_tokens;
+	uint64_t swap_out_bytes, swap_in_bytes, swapped_bytes;
+	uint64_t prefix_hit_tokens, prefix_hit_blocks;
+	uint64_t prefix_miss_tokens, prefix_miss_blocks;
+	double prefix_hit_rate_tokens, prefix_hit_rate_blocks;
+	/* the run */
+	double first_arrival_s, last_arrival_s;
+	double sim_time_s;
+	uint64_t steps, events, spans;
+	double wall_s;                    /* < 0 unless record_wall_time */
+} kvs_sim_stats;
+
+typedef struct kvs_sim_result kvs_sim_result;
+
+const kvs_sim_stats *kvs_sim_result_stats(const kvs_sim_result *r);
+const kvs_sim_config *kvs_sim_result_config(const kvs_sim_result *r);
+
+typedef enum kvs_sim_metric {
+	KVS_METRIC_QUEUE_DELAY = 0,
+	KVS_METRIC_TTFT,
+	KVS_METRIC_TPOT,
+	KVS_METRIC_E2E,
+	KVS_METRIC_COUNT_
+} kvs_sim_metric;
+
+/* Quantile q in [0, 1] of a latency metric, in seconds (relative error
+ * under 0.1%; q = 0 and q = 1 are the exact min and max).  0 when empty. */
+double kvs_sim_result_quantile(const kvs_sim_result *r, kvs_sim_metric m,
+			       double q);
+
+/* Time series, sampled every *interval_s of simulated time from 0. */
+typedef struct kvs_sim_sample {
+	double t_s;
+	kvs_sim_mem_pct mem;
+	uint32_t running;
+	uint64_t waiting;
+} kvs_sim_sample;
+
+const kvs_sim_sample *kvs_sim_result_samples(const kvs_sim_result *r,
+					     size_t *n, double *interval_s);
+
+void kvs_sim_result_destroy(kvs_sim_result *r);
+
+/* ---- running ------------------------------------------------------------- */
+
+typedef struct kvs_sim kvs_sim;
+
+/* Validate the configuration, size the KV pool (kvs_size_compute unless
+ * overridden) and create the allocator.  Errors name the offending field. */
+kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out);
+void kvs_sim_destroy(kvs_sim *s);
+
+/* Replay every request of src.  A kvs_sim runs once. */
+kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
+		       kvs_sim_result **out);
+
+/* create + run + destroy in one call. */
+kvs_status kvs_sim_replay(const kvs_sim_config *cfg,
+			  const kvs_request_source *src, kvs_sim_result **out);
+
+/* Step time of one step of the given shape under cfg's cost model, for the
+ * deployment in cfg (sizing done as in kvs_sim_create). */
+kvs_status kvs_sim_step_time(const kvs_sim_config *cfg,
+			     const kvs_step_shape *shape, double *out_s);
+
+/* ---- reports ---------------------------------------------------------------
+ * JSON objects as docs/REPORT-JSON.md specifies (new references; the caller
+ * decrefs).  NULL on allocation failure. */
+json_t *kvs_sim_model_json(const kvs_model *m);
+json_t *kvs_sim_gpu_json(const kvs_gpu *g);
+/* engine settings (the policy excluded) and the sized pool */
+json_t *kvs_sim_engine_json(const kvs_sim_config *cfg,
+			    const kvs_sim_stats *sized);
+/* trace summary; set may be NULL (then only what stats know is written),
+ * tstats (reader counters) may be NULL. */
+json_t *kvs_sim_trace_json(const char *path, kvs_trace_format format,
+			   const kvs_trace_stats *tstats,
+			   const kvs_sim_stats *st);
+/* one policy object (accounting, memory_pct, ..., timeseries, cdf) */
+json_t *kvs_sim_result_json(const kvs_sim_result *r);
+
+/* The whole replay/compare document: command "replay" or "compare" (with
+ * ratios paged / each when paged is among the results). */
+json_t *kvs_sim_report_json(const char *command,
+			    kvs_sim_result *const *results, size_t n,
+			    const char *trace_path, kvs_trace_format format,
+			    const kvs_trace_stats *tstats);
+
+/* Write a document with sorted keys and 2-space indent to path ("-" =
+ * stdout); errors name the file. */
+kvs_status kvs_sim_json_write(const json_t *doc, const char *path);
+
+/* CSV writers: the time series of one result; request records (header once,
+ * then one row per call). */
+kvs_status kvs_sim_timeseries_csv(const kvs_sim_result *r, FILE *f);
+void kvs_sim_request_csv_header(FILE *f);
+void kvs_sim_request_csv_row(FILE *f, const kvs_sim_request_record *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVSIM_SIM_H */

@@ -1,0 +1,513 @@
+/*
+ * cost.c - the step-time model: roofline from the model and GPU, a linear
+ * model (tests, calibration), a least-squares fit of a measured step-time
+ * table, and closed-form sums of step times over decode spans.
+ *
+ * docs/COST-MODEL.md states the model and its defaults.  Everything here is
+ * per rank of one tensor-parallel group; pipeline stages run one after the
+ * other, so a step costs the sum over stages (pp x one stage).
+ */
+#include "kvs_config.h"
+#include "sim_internal.h"
+
+#include <csv.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kvs_cost_config_defaults(kvs_cost_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->kind = KVS_COST_ROOFLINE;
+	c->flops_efficiency = 0.5;
+	c->bandwidth_efficiency = 0.8;
+	c->step_overhead_s = 0.002;
+	c->allreduce_latency_s = 10e-6;
+}
+
+/* ---- closed-form sums over a span -------------------------------------- */
+
+/* sums of a + b j over j in [j0, j1): S0 = sum, S1 = sum of j (a + b j) */
+static void line_sums(double a, double b, uint64_t j0, uint64_t j1,
+		      double *S0, double *S1)
+{
+	if (j1 <= j0) {
+		*S0 = 0;
+		*S1 = 0;
+		return;
+	}
+	double n = (double)(j1 - j0);
+	double x0 = (double)j0, x1 = (double)j1;
+	/* sum j = (j0 + j1 - 1) n / 2 ; sum j^2 = F(j1) - F(j0), F(x) = (x-1)x(2x-1)/6 */
+	double sj = (x0 + x1 - 1.0) * n / 2.0;
+	double sjj = ((x1 - 1.0) * x1 * (2.0 * x1 - 1.0) -
+		      (x0 - 1.0) * x0 * (2.0 * x0 - 1.0)) / 6.0;
+	*S0 = a * n + b * sj;
+	*S1 = a * sj + b * sjj;
+}
+
+/* First index in [j0, j1] from which line 1 (not line 2) is the larger, when
+ * the branch changes inside the range; the max of two lines switches at most
+ * once. */
+static uint64_t lin2_split(const kvs_lin2 *L, uint64_t j0, uint64_t j1)
+{
+	double da = L->a1 - L->a2, db = L->b1 - L->b2;
+	if (db == 0.0)
+		return da >= 0 ? j0 : j1;   /* one line dominates throughout */
+	double r = -da / db;            /* d(r) = 0 */
+	if (!(r > (double)j0))
+		return db > 0 ? j0 : j1;
+	if (r >= (double)j1)
+		return db > 0 ? j1 : j0;
+	return (uint64_t)ceil(r);
+}
+
+void kvs_lin2_sums(const kvs_lin2 *L, uint64_t j0, uint64_t j1,
+		   double *S0, double *S1)
+{
+	double s0 = 0, s1 = 0, p0, p1;
+	if (j1 <= j0) {
+		*S0 = 0;
+		*S1 = 0;
+		return;
+	}
+	uint64_t js = lin2_split(L, j0, j1);
+	double db = L->b1 - L->b2;
+	/* with db > 0 line 2 leads before js, line 1 after; db < 0 the reverse */
+	bool first_is_1 = db < 0 || (db == 0 && L->a1 >= L->a2);
+	if (db == 0) {
+		if (first_is_1)
+			line_sums(L->a1, L->b1, j0, j1, &s0, &s1);
+		else
+			line_sums(L->a2, L->b2, j0, j1, &s0, &s1);
+	} else if (db > 0) {
+		line_sums(L->a2, L->b2, j0, js, &p0, &p1);
+		s0 += p0;
+		s1 += p1;
+		line_sums(L->a1, L->b1, js, j1, &p0, &p1);
+		s0 += p0;
+		s1 += p1;
+	} else {
+		/* db < 0: line 1 leads until the crossover, then line 2 */
+		double r = -(L->a1 - L->a2) / db;
+		uint64_t jx = j1;
+		if (!(r > (double)j0))
+			jx = j0;
+		else if (r < (double)j1)
+			jx = (uint64_t)floor(r) + 1; /* line1 >= line2 for j <= r */
+		line_sums(L->a1, L->b1, j0, jx, &p0, &p1);
+		s0 += p0;
+		s1 += p1;
+		line_sums(L->a2, L->b2, jx, j1, &p0, &p1);
+		s0 += p0;
+		s1 += p1;
+	}
+	line_sums(L->c, 0.0, j0, j1, &p0, &p1);
+	*S0 = s0 + p0;
+	*S1 = s1 + p1;
+}
+
+double kvs_lin2_prefix(const kvs_lin2 *L, uint64_t k)
+{
+	double s0, s1;
+	kvs_lin2_sums(L, 0, k, &s0, &s1);
+	return s0;
+}
+
+uint64_t kvs_lin2_steps_to(const kvs_lin2 *L, uint64_t kmax, double target)
+{
+	uint64_t lo = 1, hi = kmax;
+	if (kmax <= 1 || kvs_lin2_prefix(L, kmax) < target)
+		return kmax;
+	while (lo < hi) {           /* prefix(hi) >= target */
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (kvs_lin2_prefix(L, mid) >= target)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+uint64_t kvs_lin2_step_at(const kvs_lin2 *L, uint64_t k, double offset)
+{
+	uint64_t lo = 0, hi = k - 1;    /* prefix(lo) <= offset */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+		if (kvs_lin2_prefix(L, mid) <= offset)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/* ---- the model ---------------------------------------------------------- */
+
+kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
+			 const kvs_deploy *d, const kvs_sizing *sz)
+{
+	memset(c, 0, sizeof *c);
+	c->cfg = *cfg;
+	if (cfg->kind == KVS_COST_LINEAR) {
+		if (!(cfg->linear_base_s >= 0 && cfg->linear_per_token_s >= 0 &&
+		      cfg->linear_per_context_s >= 0 && cfg->linear_per_seq_s >= 0) ||
+		    cfg->linear_base_s + cfg->linear_per_token_s +
+		    cfg->linear_per_seq_s <= 0)
+			return kvs_fail(KVS_ERR_INVALID,
+					"linear step-time model: coefficients must be >= 0 "
+					"and a step must take some time");
+		return KVS_OK;
+	}
+	if (cfg->kind != KVS_COST_ROOFLINE)
+		return kvs_fail(KVS_ERR_INVALID, "unknown step-time model %d", (int)cfg->kind);
+	if (!(cfg->flops_efficiency > 0 && cfg->flops_efficiency <= 1))
+		return kvs_fail(KVS_ERR_INVALID, "flops efficiency %g: must be in (0, 1]",
+				cfg->flops_efficiency);
+	if (!(cfg->bandwidth_efficiency > 0 && cfg->bandwidth_efficiency <= 1))
+		return kvs_fail(KVS_ERR_INVALID, "bandwidth efficiency %g: must be in (0, 1]",
+				cfg->bandwidth_efficiency);
+	if (!(cfg->step_overhead_s >= 0) || !(cfg->allreduce_latency_s >= 0))
+		return kvs_fail(KVS_ERR_INVALID, "step overhead and all-reduce latency must be >= 0");
+	const kvs_model *m = &d->model;
+	const kvs_gpu *g = &d->gpu;
+	if (!(g->fp16_flops > 0) || !(g->hbm_bytes_per_s > 0))
+		return kvs_fail(KVS_ERR_INVALID,
+				"GPU %s: peak FLOP/s and HBM bandwidth are needed for the "
+				"roofline step-time model", g->name);
+	uint32_t tp = d->tp ? d->tp : 1, pp = d->pp ? d->pp : 1;
+	double active = (double)(m->num_active_params ? m->num_active_params
+						      : m->num_params);
+	if (!(active > 0))
+		return kvs_fail(KVS_ERR_INVALID,
+				"model %s: parameter count unknown (give --params)", m->name);
+	c->flop_rate = g->fp16_flops * cfg->flops_efficiency;
+	c->byte_rate = g->hbm_bytes_per_s * cfg->bandwidth_efficiency;
+	/* stages run in turn: a step reads every stage's weights and KV */
+	c->weight_bytes = (double)sz->weight_bytes * pp;
+	c->kv_bytes_per_token = (double)sz->kv_bytes_per_token * pp;
+	c->linear_flops_per_token = 2.0 * active / tp;
+	double heads = (double)(m->num_heads ? m->num_heads : m->num_kv_heads);
+	c->attn_flops_per_pair = 4.0 * heads / tp * m->head_dim * m->num_layers;
+	if (tp > 1) {
+		double link = g->interconnect_bytes_per_s > 0 ? g->interconnect_bytes_per_s
+							      : g->pcie_bytes_per_s;
+		if (!(link > 0))
+			return kvs_fail(KVS_ERR_INVALID,
+					"GPU %s: interconnect bandwidth needed for tp %u",
+					g->name, tp);
+		/* two all-reduces per layer (attention and MLP outputs) of
+		 * hidden x 2 bytes per token; a ring moves 2 (tp-1)/tp of it */
+		double per_token_bytes = 2.0 * m->hidden_size * 2.0 * (tp - 1) / tp;
+		c->allreduce_per_token_s = 2.0 * m->num_layers * per_token_bytes / link;
+		c->allreduce_fixed_s = 2.0 * m->num_layers * cfg->allreduce_latency_s;
+	}
+	return KVS_OK;
+}
+
+double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
+		     double ctx, double pairs)
+{
+	const kvs_cost_config *k = &c->cfg;
+	if (k->kind == KVS_COST_LINEAR)
+		return k->linear_base_s + k->linear_per_token_s * (double)T +
+		       k->linear_per_context_s * ctx + k->linear_per_seq_s * (double)nseq;
+	double comp = (c->linear_flops_per_token * (double)T +
+		       c->attn_flops_per_pair * pairs) / c->flop_rate;
+	double mem = (c->weight_bytes + c->kv_bytes_per_token * (ctx + (double)T)) /
+		     c->byte_rate;
+	double comm = T && c->allreduce_fixed_s > 0
+		      ? c->allreduce_fixed_s + c->allreduce_per_token_s * (double)T : 0;
+	return (comp > mem ? comp : mem) + comm + k->step_overhead_s;
+}
+
+void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
+			   kvs_lin2 *out)
+{
+	const kvs_cost_config *k = &c->cfg;
+	double dn = (double)n;
+	if (k->kind == KVS_COST_LINEAR) {
+		out->a1 = out->a2 = k->linear_base_s + k->linear_per_token_s * dn +
+				    k->linear_per_context_s * ctx0 +
+				    k->linear_per_seq_s * dn;
+		out->b1 = out->b2 = k->linear_per_context_s * dn;
+		out->c = 0;
+		return;
+	}
+	/* a decode token attends to its whole context: pairs == ctx */
+	out->a1 = (c->linear_flops_per_token * dn + c->attn_flops_per_pair * ctx0) /
+		  c->flop_rate;
+	out->b1 = c->attn_flops_per_pair * dn / c->flop_rate;
+	out->a2 = (c->weight_bytes + c->kv_bytes_per_token * (ctx0 + dn)) / c->byte_rate;
+	out->b2 = c->kv_bytes_per_token * dn / c->byte_rate;
+	out->c = k->step_overhead_s +
+		 (n && c->allreduce_fixed_s > 0
+		  ? c->allreduce_fixed_s + c->allreduce_per_token_s * dn : 0);
+}
+
+/* ---- measured step-time table ------------------------------------------ */
+
+enum { COL_TOKENS, COL_CONTEXT, COL_SEQS, COL_TIME, NCOLS };
+static const char *const col_names[NCOLS] = {
+	"num_tokens", "context_tokens", "num_seqs", "step_time_s"
+};
+
+typedef struct table_parse {
+	const char *path;
+	uint64_t line;
+	int field;
+	bool header;
+	int col_of_field[32];   /* field index -> column id or -1 */
+	int nfields;
+	double row[NCOLS];
+	bool have[NCOLS];
+	kvs_status st;
+	/* normal equations over x = (1, tokens, context, seqs) */
+	double xtx[4][4], xty[4], yy, ysum;
+	uint64_t rows;
+} table_parse;
+
+static void table_field(void *s, size_t len, void *data)
+{
+	table_parse *p = data;
+	int f = p->field++;
+	if (p->st != KVS_OK)
+		return;
+	char buf[64];
+	if (len >= sizeof buf)
+		len = sizeof buf - 1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	if (p->header) {
+		if (f >= 32) {
+			p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: too many columns",
+					 p->path, (unsigned long long)p->line);
+			return;
+		}
+		p->col_of_field[f] = -1;
+		for (int c = 0; c < NCOLS; c++)
+			if (strcmp(buf, col_names[c]) == 0)
+				p->col_of_field[f] = c;
+		p->nfields = f + 1;
+		return;
+	}
+	if (f >= p->nfields) {
+		p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: column %d: more fields than the header",
+				 p->path, (unsigned long long)p->line, f + 1);
+		return;
+	}
+	int c = p->col_of_field[f];
+	if (c < 0)
+		return;
+	char *end;
+	errno = 0;
+	double v = strtod(buf, &end);
+	if (end == buf || *end != '\0' || errno == ERANGE || !isfinite(v) || v < 0) {
+		p->st = kvs_fail(KVS_ERR_PARSE,
+				 "%s:%llu: column %d (%s): expected a non-negative number, got '%s'",
+				 p->path, (unsigned long long)p->line, f + 1, col_names[c], buf);
+		return;
+	}
+	p->row[c] = v;
+	p->have[c] = true;
+}
+
+static void table_row(int term, void *data)
+{
+	(void)term;
+	table_parse *p = data;
+	if (p->st != KVS_OK)
+		return;
+	if (p->header) {
+		p->header = false;
+		for (int c = 0; c < NCOLS; c++) {
+			bool found = false;
+			for (int f = 0; f < p->nfields; f++)
+				found |= p->col_of_field[f] == c;
+			if (!found && c != COL_SEQS) {
+				p->st = kvs_fail(KVS_ERR_PARSE,
+						 "%s:%llu: header: missing column '%s' (need "
+						 "num_tokens,context_tokens,step_time_s[,num_seqs])",
+						 p->path, (unsigned long long)p->line, col_names[c]);
+				return;
+			}
+		}
+		return;
+	}
+	for (int c = 0; c < NCOLS; c++) {
+		if (!p->have[c] && c != COL_SEQS) {
+			p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: %s: missing value",
+					 p->path, (unsigned long long)p->line, col_names[c]);
+			return;
+		}
+	}
+	if (!(p->row[COL_TIME] > 0)) {
+		p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: step_time_s: must be > 0",
+				 p->path, (unsigned long long)p->line);
+		return;
+	}
+	double x[4] = { 1.0, p->row[COL_TOKENS], p->row[COL_CONTEXT], p->row[COL_SEQS] };
+	double y = p->row[COL_TIME];
+	for (int i = 0; i < 4; i++) {
+		for (int j = 0; j < 4; j++)
+			p->xtx[i][j] += x[i] * x[j];
+		p->xty[i] += x[i] * y;
+	}
+	p->yy += y * y;
+	p->ysum += y;
+	p->rows++;
+}
+
+/* Solve the normal equations restricted to the columns in `use`; false when
+ * singular. */
+static bool solve(const table_parse *p, const bool use[4], double beta[4])
+{
+	double A[4][5];
+	int idx[4], n = 0;
+	for (int i = 0; i < 4; i++)
+		if (use[i])
+			idx[n++] = i;
+	for (int r = 0; r < n; r++) {
+		for (int c = 0; c < n; c++)
+			A[r][c] = p->xtx[idx[r]][idx[c]];
+		A[r][n] = p->xty[idx[r]];
+	}
+	for (int c = 0; c < n; c++) {
+		int piv = c;
+		for (int r = c + 1; r < n; r++)
+			if (fabs(A[r][c]) > fabs(A[piv][c]))
+				piv = r;
+		double scale = fabs(A[c][c]) + fabs(A[piv][c]) + 1e-300;
+		if (fabs(A[piv][c]) <= 1e-12 * scale * (double)p->rows + 1e-300)
+			return false;
+		if (piv != c)
+			for (int k = 0; k <= n; k++) {
+				double t = A[c][k];
+				A[c][k] = A[piv][k];
+				A[piv][k] = t;
+			}
+		for (int r = 0; r < n; r++) {
+			if (r == c)
+				continue;
+			double f = A[r][c] / A[c][c];
+			for (int k = c; k <= n; k++)
+				A[r][k] -= f * A[c][k];
+		}
+	}
+	for (int i = 0; i < 4; i++)
+		beta[i] = 0;
+	for (int r = 0; r < n; r++)
+		beta[idx[r]] = A[r][n] / A[r][r];
+	return true;
+}
+
+kvs_status kvs_cost_fit_table(const char *path, kvs_cost_config *c)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return kvs_fail(KVS_ERR_IO, "%s: cannot open step-time table: %s", path,
+				strerror(errno));
+	struct csv_parser csv;
+	if (csv_init(&csv, CSV_APPEND_NULL) != 0) {
+		fclose(f);
+		return kvs_fail(KVS_ERR_NOMEM, "%s: csv parser", path);
+	}
+	table_parse *p = kvs_calloc(1, sizeof *p);
+	if (!p) {
+		csv_free(&csv);
+		fclose(f);
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+	}
+	p->path = path;
+	p->header = true;
+	p->st = KVS_OK;
+	char line[4096];
+	while (p->st == KVS_OK && fgets(line, sizeof line, f)) {
+		p->line++;
+		size_t n = strlen(line);
+		if (n == sizeof line - 1 && line[n - 1] != '\n') {
+			p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: line too long", path,
+					 (unsigned long long)p->line);
+			break;
+		}
+		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = '\0';
+		if (n == 0 || line[0] == '#')
+			continue;
+		p->field = 0;
+		memset(p->have, 0, sizeof p->have);
+		memset(p->row, 0, sizeof p->row);
+		if (csv_parse(&csv, line, n, table_field, table_row, p) != n) {
+			p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: %s", path,
+					 (unsigned long long)p->line,
+					 csv_strerror(csv_error(&csv)));
+			break;
+		}
+		csv_fini(&csv, table_field, table_row, p);
+	}
+	if (p->st == KVS_OK && ferror(f))
+		p->st = kvs_fail(KVS_ERR_IO, "%s: read error", path);
+	csv_free(&csv);
+	fclose(f);
+	kvs_status st = p->st;
+	if (st == KVS_OK && p->rows < 3)
+		st = kvs_fail(KVS_ERR_PARSE, "%s: %llu rows: need at least 3 measured steps",
+			      path, (unsigned long long)p->rows);
+	double beta[4] = { 0 };
+	if (st == KVS_OK) {
+		bool use[4] = { true, true, true, p->xtx[3][3] > 0 };
+		/* non-negative least squares by dropping negative terms: a few
+		 * rounds suffice for four unknowns */
+		bool ok = false;
+		for (int round = 0; round < 4; round++) {
+			if (!solve(p, use, beta)) {
+				/* tokens and sequences collinear (decode-only rows):
+				 * fold the per-sequence term into per-token */
+				if (use[3]) {
+					use[3] = false;
+					continue;
+				}
+				break;
+			}
+			bool neg = false;
+			for (int i = 1; i < 4; i++)
+				if (use[i] && beta[i] < 0) {
+					use[i] = false;
+					neg = true;
+				}
+			if (!neg) {
+				ok = true;
+				break;
+			}
+		}
+		if (!ok || !(beta[0] > 0))
+			st = kvs_fail(KVS_ERR_PARSE,
+				      "%s: cannot fit step time = base + a*num_tokens + "
+				      "b*context_tokens (+ c*num_seqs) with non-negative "
+				      "terms: vary num_tokens and context_tokens across rows",
+				      path);
+	}
+	if (st == KVS_OK) {
+		/* R^2 = 1 - SSE / SST, from the normal equations */
+		double n = (double)p->rows, mean = p->ysum / n;
+		double sse = p->yy;
+		for (int i = 0; i < 4; i++) {
+			sse -= 2 * beta[i] * p->xty[i];
+			for (int j = 0; j < 4; j++)
+				sse += beta[i] * beta[j] * p->xtx[i][j];
+		}
+		double sst = p->yy - n * mean * mean;
+		c->kind = KVS_COST_LINEAR;
+		c->linear_base_s = beta[0];
+		c->linear_per_token_s = beta[1];
+		c->linear_per_context_s = beta[2];
+		c->linear_per_seq_s = beta[3];
+		c->fit_rows = p->rows;
+		c->fit_r2 = sst > 0 ? 1.0 - (sse > 0 ? sse : 0) / sst : 1.0;
+		snprintf(c->table_path, sizeof c->table_path, "%s", path);
+	}
+	kvs_free(p);
+	return st;
+}

@@ -1,0 +1,1624 @@
+/*
+ * engine.c - discrete-event replay through one continuous-batching replica.
+ *
+ * Events.  A min-heap of (time, sequence number) holds the two kinds of
+ * event of one replica: the next arrival from the request stream and the end
+ * of the step (or span of steps) in flight.  Ties pop in push order, so runs
+ * are deterministic.  At every step boundary the scheduler plans the next
+ * step, vLLM style:
+ *
+ *   1. sequences whose next event is due at this step: finished ones release
+ *      their memory; ones at the end of their room (kvs_alloc_room) grow by
+ *      one token into a new block, preempting the most recently admitted
+ *      running sequence (recompute or swap) while that fails;
+ *   2. every decoding sequence contributes one token (decodes first);
+ *   3. sequences in prefill take chunks from what is left of
+ *      max_num_batched_tokens, in admission order;
+ *   4. unless a preemption happened in this step: swapped sequences come
+ *      back, then waiting requests are admitted FCFS while
+ *      kvs_alloc_can_admit says NOW, running < max_num_seqs and tokens are
+ *      left.
+ *
+ * The fast path.  Between events only lengths change, so decode steps are
+ * not simulated one by one.  Decoding sequences are advanced lazily: each
+ * remembers the step S at which its length was last told to the allocator
+ * and the step E of its next event, E = S + min(room, tokens left); a heap
+ * orders them by (E, admission).  When a planned step has no prefill,
+ * admission, preemption or swap, the engine takes k steps at once, with k up
+ * to the earliest of: the next due sequence, the next arrival, the horizon.
+ * The k step times form the max of two arithmetic series (compute and
+ * memory lines of the roofline), summed in closed form (cost.c); memory
+ * parts are linear in the step index inside a span and integrate in closed
+ * form as well.  A replay therefore costs O(events log running): arrivals,
+ * admissions, block allocations, completions, preemptions.  With
+ * cfg.fast_path false every sequence is touched at every step (the check
+ * that both give the same results is in tests/test_sim.c).
+ *
+ * Lengths.  A request of P prompt and O output tokens stores P tokens in
+ * prefill (chunked); the step completing the prefill emits output token 1;
+ * each further step stores the previous token's KV and emits the next, so O
+ * forward passes in all and P + O - 1 tokens stored at the end (the last
+ * token's KV is never written).  A recomputed sequence re-prefills
+ * P + generated tokens and continues.
+ *
+ * Memory.  Between allocator calls, the six parts are those of the last
+ * kvs_alloc_account() shifted by the tokens written since (each moves
+ * kv_bytes_per_token from reservation to token states); KVS_DEBUG >= 2
+ * checks this against a fresh account, and the allocator validator, at every
+ * step.
+ */
+#include "kvs_config.h"
+#include "sim_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- requests in flight ---------------------------------------------------- */
+
+typedef enum rstate {
+	RS_WAITING = 0,
+	RS_PREFILL,
+	RS_DECODE,
+	RS_DUE,        /* decode, popped for this step's processing */
+	RS_SWAPPED,
+} rstate;
+
+typedef struct sreq {
+	kvs_seq_id seq;
+	uint64_t index, line;
+	double arrival, admitted, first_token;
+	uint32_t prompt, output;   /* from the trace */
+	uint32_t out_eff;          /* forward passes that emit tokens: max(output, 1) */
+	uint32_t gen;              /* tokens emitted by the end of step S - 1 */
+	uint32_t target;           /* tokens to store before the next token is emitted */
+	uint32_t len;              /* length as the allocator knows it */
+	uint32_t cached_first;
+	uint32_t preemptions;
+	uint32_t chunk;            /* prefill tokens computed in the current step */
+	uint32_t nhashes;
+	uint64_t *hashes;
+	rstate state;
+	bool in_step;              /* holds a chunk in the step in flight */
+	bool over_len;             /* flagged or longer than max_model_len */
+	bool admitted_once;
+	uint64_t order;            /* admission order */
+	uint64_t S, E;             /* decode: sync step, event step */
+	uint32_t heap_pos;
+	struct sreq *prev, *next;  /* running list, by admission */
+} sreq;
+
+/* ---- small containers ------------------------------------------------------ */
+
+typedef struct deque {
+	sreq **v;
+	size_t cap, head, n;
+} deque;
+
+static bool deque_grow(deque *d)
+{
+	size_t cap = d->cap ? d->cap * 2 : 64;
+	sreq **v = kvs_reallocarray(NULL, cap, sizeof *v);
+	if (!v)
+		return false;
+	for (size_t i = 0; i < d->n; i++)
+		v[i] = d->v[(d->head + i) % d->cap];
+	kvs_free(d->v);
+	d->v = v;
+	d->cap = cap;
+	d->head = 0;
+	return true;
+}
+
+static bool deque_push_back(deque *d, sreq *r)
+{
+	if (d->n == d->cap && !deque_grow(d))
+		return false;
+	d->v[(d->head + d->n++) % d->cap] = r;
+	return true;
+}
+
+static bool deque_push_front(deque *d, sreq *r)
+{
+	if (d->n == d->cap && !deque_grow(d))
+		return false;
+	d->head = (d->head + d->cap - 1) % d->cap;
+	d->v[d->head] = r;
+	d->n++;
+	return true;
+}
+
+static sreq *deque_front(const deque *d)
+{
+	return d->n ? d->v[d->head] : NULL;
+}
+
+static sreq *deque_pop_front(deque *d)
+{
+	if (!d->n)
+		return NULL;
+	sreq *r = d->v[d->head];
+	d->head = (d->head + 1) % d->cap;
+	d->n--;
+	return r;
+}
+
+typedef enum ev_type { EV_ARRIVAL = 0, EV_STEP_DONE } ev_type;
+
+typedef struct event {
+	double t;
+	uint64_t seqno;
+	ev_type type;
+} event;
+
+static bool ev_less(const event *a, const event *b)
+{
+	return a->t < b->t || (a->t == b->t && a->seqno < b->seqno);
+}
+
+/* ---- the simulator ---------------------------------------------------------- */
+
+struct kvs_sim {
+	kvs_sim_config cfg;
+	kvs_alloc *alloc;
+	kvs_cost cost;
+	uint64_t budget, kvb;      /* bytes; per token bytes (per rank) */
+	uint32_t block_size, mml;
+	bool ran;
+
+	/* events */
+	event *ev;
+	size_t nev, capev;
+	uint64_t ev_seqno;
+	bool arrival_event_queued;
+
+	/* source */
+	const kvs_request_source *src;
+	sreq *pending;             /* next request, not yet arrived */
+	bool src_done;
+	double last_arrival;
+
+	/* engine state */
+	double now;
+	uint64_t G;                /* index of the next step to run */
+	bool busy;
+	uint64_t step_k;           /* steps in the span in flight */
+	deque waiting, swapped;
+	sreq **prefill;            /* running sequences in prefill, by admission */
+	size_t nprefill, capprefill;
+	sreq **heap;               /* decoding sequences by (E, order) */
+	size_t nheap, capheap;
+	sreq **due;
+	size_t capdue;
+	sreq *run_head, *run_tail;
+	uint32_t nrunning;
+	uint64_t next_order;
+	uint64_t next_seq;         /* allocator sequence ids */
+	/* lazy decode aggregates */
+	uint64_t sumS;             /* sum of S over the heap */
+	uint64_t dec_len_sum;      /* sum of allocator-known lengths over the heap */
+	/* memory parts: last kvs_alloc_account, and tokens written since */
+	kvs_mem_parts raw;
+	uint64_t synced;           /* tokens grown within room since raw */
+	bool dirty;
+	const sreq *raw_head;
+	uint32_t *hash_scratch_n;
+	uint64_t *hash_scratch;
+	size_t hash_scratch_cap;
+
+	/* metrics */
+	kvs_sim_result *res;
+	double mem_int[6];         /* byte-seconds */
+	double time_total;
+	double *conc_time;         /* time at each running count */
+	double waiting_int;
+	uint64_t held_peak;
+	uint64_t tokens_total;
+	double next_sample_t;
+	size_t capsamples;
+	bool auto_interval;
+	uint64_t good;
+	uint64_t plannings;
+	kvs_status err;
+	double wall0;
+};
+
+/* ---- event heap ------------------------------------------------------------ */
+
+static kvs_status ev_push(kvs_sim *s, double t, ev_type type)
+{
+	if (s->nev == s->capev) {
+		size_t cap = s->capev ? s->capev * 2 : 8;
+		event *v = kvs_reallocarray(s->ev, cap, sizeof *v);
+		if (!v)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (event heap)");
+		s->ev = v;
+		s->capev = cap;
+	}
+	event e = { t, s->ev_seqno++, type };
+	size_t i = s->nev++;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!ev_less(&e, &s->ev[p]))
+			break;
+		s->ev[i] = s->ev[p];
+		i = p;
+	}
+	s->ev[i] = e;
+	return KVS_OK;
+}
+
+static event ev_pop(kvs_sim *s)
+{
+	event top = s->ev[0];
+	event last = s->ev[--s->nev];
+	size_t i = 0, n = s->nev;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && ev_less(&s->ev[c + 1], &s->ev[c]))
+			c++;
+		if (!ev_less(&s->ev[c], &last))
+			break;
+		s->ev[i] = s->ev[c];
+		i = c;
+	}
+	if (n)
+		s->ev[i] = last;
+	return top;
+}
+
+/* ---- decode heap: O(log n) push, pop, remove -------------------------------- */
+
+static bool dh_less(const sreq *a, const sreq *b)
+{
+	return a->E < b->E || (a->E == b->E && a->order < b->order);
+}
+
+static void dh_set(kvs_sim *s, size_t i, sreq *r)
+{
+	s->heap[i] = r;
+	r->heap_pos = (uint32_t)i;
+}
+
+static void dh_up(kvs_sim *s, size_t i)
+{
+	sreq *r = s->heap[i];
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!dh_less(r, s->heap[p]))
+			break;
+		dh_set(s, i, s->heap[p]);
+		i = p;
+	}
+	dh_set(s, i, r);
+}
+
+static void dh_down(kvs_sim *s, size_t i)
+{
+	sreq *r = s->heap[i];
+	size_t n = s->nheap;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && dh_less(s->heap[c + 1], s->heap[c]))
+			c++;
+		if (!dh_less(s->heap[c], r))
+			break;
+		dh_set(s, i, s->heap[c]);
+		i = c;
+	}
+	dh_set(s, i, r);
+}
+
+static kvs_status dh_push(kvs_sim *s, sreq *r)
+{
+	if (s->nheap == s->capheap) {
+		size_t cap = s->capheap ? s->capheap * 2 : 64;
+		sreq **v = kvs_reallocarray(s->heap, cap, sizeof *v);
+		if (!v)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (decode heap)");
+		s->heap = v;
+		s->capheap = cap;
+	}
+	s->heap[s->nheap] = r;
+	r->heap_pos = (uint32_t)s->nheap;
+	s->nheap++;
+	dh_up(s, s->nheap - 1);
+	s->sumS += r->S;
+	s->dec_len_sum += r->len;
+	return KVS_OK;
+}
+
+static void dh_remove(kvs_sim *s, sreq *r)
+{
+	size_t i = r->heap_pos;
+	kvs_require(i < s->nheap && s->heap[i] == r);
+	s->sumS -= r->S;
+	s->dec_len_sum -= r->len;
+	sreq *last = s->heap[--s->nheap];
+	if (i < s->nheap) {
+		dh_set(s, i, last);
+		dh_up(s, i);
+		dh_down(s, last->heap_pos);
+	}
+}
+
+/* ---- running list ---------------------------------------------------------- */
+
+static void run_append(kvs_sim *s, sreq *r)
+{
+	r->order = s->next_order++;
+	r->prev = s->run_tail;
+	r->next = NULL;
+	if (s->run_tail)
+		s->run_tail->next = r;
+	else
+		s->run_head = r;
+	s->run_tail = r;
+	s->nrunning++;
+}
+
+static void run_remove(kvs_sim *s, sreq *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		s->run_head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		s->run_tail = r->prev;
+	r->prev = r->next = NULL;
+	s->nrunning--;
+}
+
+static kvs_status prefill_add(kvs_sim *s, sreq *r)
+{
+	if (s->nprefill == s->capprefill) {
+		size_t cap = s->capprefill ? s->capprefill * 2 : 16;
+		sreq **v = kvs_reallocarray(s->prefill, cap, sizeof *v);
+		if (!v)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+		s->prefill = v;
+		s->capprefill = cap;
+	}
+	s->prefill[s->nprefill++] = r;
+	return KVS_OK;
+}
+
+static void prefill_remove(kvs_sim *s, sreq *r)
+{
+	for (size_t i = 0; i < s->nprefill; i++)
+		if (s->prefill[i] == r) {
+			memmove(&s->prefill[i], &s->prefill[i + 1],
+				(s->nprefill - i - 1) * sizeof *s->prefill);
+			s->nprefill--;
+			return;
+		}
+	kvs_require(!"sequence not in the prefill list");
+}
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static void sreq_free(sreq *r)
+{
+	if (r) {
+		kvs_free(r->hashes);
+		kvs_free(r);
+	}
+}
+
+static void desc_of(const sreq *r, kvs_seq_desc *d)
+{
+	d->seq = r->seq;
+	d->prompt_tokens = r->target;
+	d->output_tokens = r->out_eff - r->gen;
+	d->block_hashes = r->nhashes ? r->hashes : NULL;
+	d->num_block_hashes = r->nhashes;
+}
+
+static void emit_record(kvs_sim *s, const sreq *r, kvs_sim_outcome outcome,
+			kvs_sim_reject reason, double finish)
+{
+	if (!s->cfg.on_request)
+		return;
+	kvs_sim_request_record rec = {
+		.index = r->index,
+		.line = r->line,
+		.outcome = outcome,
+		.reason = reason,
+		.arrival_s = r->arrival,
+		.admitted_s = r->admitted_once ? r->admitted : -1.0,
+		.first_token_s = r->first_token,
+		.finish_s = finish,
+		.prompt_tokens = r->prompt,
+		.output_tokens = r->output,
+		.cached_tokens = r->cached_first,
+		.preemptions = r->preemptions,
+	};
+	s->cfg.on_request(s->cfg.on_request_ctx, &rec);
+}
+
+static void reject(kvs_sim *s, sreq *r, kvs_sim_reject why)
+{
+	s->res->st.rejected++;
+	s->res->st.rejected_by[why]++;
+	emit_record(s, r, KVS_SIM_REJECTED, why, -1.0);
+	sreq_free(r);
+}
+
+/* ---- memory parts ----------------------------------------------------------- */
+
+/* Tokens written but not yet told to the allocator, during step G. */
+static uint64_t lag_tokens(const kvs_sim *s)
+{
+	return (uint64_t)s->nheap * (s->G + 1) - s->sumS;
+}
+
+static void parts_now(kvs_sim *s, int64_t out[6])
+{
+	const sreq *head = deque_front(&s->waiting);
+	if (s->dirty || head != s->raw_head) {
+		kvs_seq_desc d, *dp = NULL;
+		if (head) {
+			desc_of(head, &d);
+			dp = &d;
+		}
+		kvs_alloc_account(s->alloc, dp, &s->raw);
+		s->synced = 0;
+		s->dirty = false;
+		s->raw_head = head;
+	}
+	int64_t shift = (int64_t)((s->synced + lag_tokens(s)) * s->kvb);
+	out[0] = (int64_t)s->raw.token_states + shift;
+	out[1] = (int64_t)s->raw.reservation - shift;
+	out[2] = (int64_t)s->raw.internal_frag;
+	out[3] = (int64_t)s->raw.external_frag;
+	out[4] = (int64_t)s->raw.cached_idle;
+	out[5] = (int64_t)s->raw.free;
+}
+
+static void pct_of(const kvs_sim *s, const double bytes[6], kvs_sim_mem_pct *p)
+{
+	double b = (double)s->budget;
+	p->token_states = 100.0 * bytes[0] / b;
+	p->reservation = 100.0 * bytes[1] / b;
+	p->internal_frag = 100.0 * bytes[2] / b;
+	p->external_frag = 100.0 * bytes[3] / b;
+	p->cached_idle = 100.0 * bytes[4] / b;
+	p->free = 100.0 * bytes[5] / b;
+}
+
+/* ---- time integration and samples ------------------------------------------ */
+
+static kvs_status add_sample(kvs_sim *s, double t, const double bytes[6])
+{
+	kvs_sim_result *R = s->res;
+	if (R->nsamples == s->capsamples) {
+		if (s->auto_interval && R->nsamples >= 4096) {
+			/* keep every other sample and double the spacing */
+			size_t n = 0;
+			for (size_t i = 0; i < R->nsamples; i += 2)
+				R->samples[n++] = R->samples[i];
+			R->nsamples = n;
+			R->sample_interval_s *= 2;
+			s->next_sample_t = R->samples[n - 1].t_s + R->sample_interval_s;
+			if (t < s->next_sample_t - R->sample_interval_s * 1e-9)
+				return KVS_OK;
+		} else {
+			size_t cap = s->capsamples ? s->capsamples * 2 : 256;
+			kvs_sim_sample *v = kvs_reallocarray(R->samples, cap, sizeof *v);
+			if (!v)
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory (time series)");
+			R->samples = v;
+			s->capsamples = cap;
+		}
+	}
+	kvs_sim_sample *sm = &R->samples[R->nsamples++];
+	sm->t_s = t;
+	pct_of(s, bytes, &sm->mem);
+	sm->running = s->nrunning;
+	sm->waiting = s->waiting.n + s->swapped.n;
+	kvs_alloc_stats as;
+	kvs_alloc_get_stats(s->alloc, &as);
+	if (as.metadata_bytes > R->st.metadata_bytes_max)
+		R->st.metadata_bytes_max = as.metadata_bytes;
+	return KVS_OK;
+}
+
+/* Account for [t0, t0 + dur): a span of k steps with lines L (parts grow by
+ * `slope` tokens per step), or a constant gap when L is NULL. */
+static kvs_status integrate(kvs_sim *s, double t0, double dur,
+			    const kvs_lin2 *L, uint64_t k, uint64_t slope)
+{
+	if (!(dur > 0))
+		return KVS_OK;
+	int64_t p[6];
+	parts_now(s, p);
+	double S0 = dur, S1 = 0;
+	if (L)
+		kvs_lin2_sums(L, 0, k, &S0, &S1);
+	double d = (double)(slope * s->kvb);
+	for (int i = 0; i < 6; i++)
+		s->mem_int[i] += (double)p[i] * S0;
+	s->mem_int[0] += d * S1;
+	s->mem_int[1] -= d * S1;
+	s->time_total += S0;
+	s->conc_time[s->nrunning] += S0;
+	s->waiting_int += (double)(s->waiting.n + s->swapped.n) * S0;
+	while (s->next_sample_t < t0 + dur) {
+		double t = s->next_sample_t;
+		uint64_t j = 0;
+		if (L && t > t0)
+			j = kvs_lin2_step_at(L, k, t - t0);
+		double b[6];
+		for (int i = 0; i < 6; i++)
+			b[i] = (double)p[i];
+		b[0] += d * (double)j;
+		b[1] -= d * (double)j;
+		kvs_status st = add_sample(s, t, b);
+		if (st != KVS_OK)
+			return st;
+		if (s->next_sample_t == t)
+			s->next_sample_t = t + s->res->sample_interval_s;
+	}
+	return KVS_OK;
+}
+
+static void track_peak(kvs_sim *s)
+{
+	int64_t p[6];
+	parts_now(s, p);
+	uint64_t held = (uint64_t)(p[0] + p[1] + p[2]);
+	if (held > s->held_peak || s->held_peak == 0) {
+		double b[6];
+		for (int i = 0; i < 6; i++)
+			b[i] = (double)p[i];
+		s->held_peak = held;
+		pct_of(s, b, &s->res->st.memory_peak_pct);
+		s->res->st.peak_time_s = s->now;
+	}
+}
+
+/* ---- debug validation -------------------------------------------------------- */
+
+static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step);
+
+static void debug_check(kvs_sim *s)
+{
+	/* tell the allocator every length, then compare our shifted parts
+	 * with a fresh account */
+	for (size_t i = 0; i < s->nheap; i++)
+		if (s->heap[i]->S <= s->G)
+			kvs_require(sync_decode(s, s->heap[i], s->G) == KVS_OK);
+	int64_t ours[6];
+	parts_now(s, ours);
+	kvs_mem_parts fresh;
+	kvs_seq_desc d, *dp = NULL;
+	if (deque_front(&s->waiting)) {
+		desc_of(deque_front(&s->waiting), &d);
+		dp = &d;
+	}
+	kvs_require(kvs_alloc_is_valid(s->alloc));
+	kvs_alloc_account(s->alloc, dp, &fresh);
+	uint64_t sum = fresh.token_states + fresh.reservation + fresh.internal_frag +
+		       fresh.external_frag + fresh.cached_idle + fresh.free;
+	kvs_require(sum == s->budget);
+	/* the lag of step G (its own token, for sequences synced to G) */
+	int64_t lag = (int64_t)(lag_tokens(s) * s->kvb);
+	kvs_require(ours[0] == (int64_t)fresh.token_states + lag);
+	kvs_require(ours[1] == (int64_t)fresh.reservation - lag);
+	kvs_require(ours[2] == (int64_t)fresh.internal_frag);
+	kvs_require(ours[3] == (int64_t)fresh.external_frag);
+	kvs_require(ours[4] == (int64_t)fresh.cached_idle);
+	kvs_require(ours[5] == (int64_t)fresh.free);
+}
+
+/* ---- request intake ------------------------------------------------------- */
+
+static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
+{
+	if (!s->cfg.enable_prefix_caching || !q->hash_ids || q->num_hash_ids == 0)
+		return KVS_OK;
+	uint32_t src_block = q->hash_block_tokens ? q->hash_block_tokens : s->block_size;
+	uint32_t full = r->prompt / s->block_size;
+	if (src_block == s->block_size) {
+		uint32_t n = q->num_hash_ids < full ? q->num_hash_ids : full;
+		if (!n)
+			return KVS_OK;
+		r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
+		if (!r->hashes)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
+		memcpy(r->hashes, q->hash_ids, n * sizeof *r->hashes);
+		r->nhashes = n;
+		return KVS_OK;
+	}
+	uint64_t cap = (uint64_t)q->num_hash_ids * (src_block / s->block_size + 1);
+	if (cap > s->hash_scratch_cap) {
+		uint64_t *v = kvs_reallocarray(s->hash_scratch, cap, sizeof *v);
+		if (!v)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
+		s->hash_scratch = v;
+		s->hash_scratch_cap = cap;
+	}
+	uint32_t n = 0;
+	kvs_status st = kvs_trace_split_hashes(q->hash_ids, q->num_hash_ids, src_block,
+					       r->prompt, s->block_size,
+					       s->hash_scratch, &n);
+	if (st != KVS_OK)
+		return kvs_fail(st, "request %llu (line %llu): %s",
+				(unsigned long long)q->index, (unsigned long long)q->line,
+				kvs_last_error());
+	if (n > full)
+		n = full;
+	if (!n)
+		return KVS_OK;
+	r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
+	if (!r->hashes)
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
+	memcpy(r->hashes, s->hash_scratch, n * sizeof *r->hashes);
+	r->nhashes = n;
+	return KVS_OK;
+}
+
+/* Pull the next request of the source into s->pending. */
+static kvs_status pull(kvs_sim *s)
+{
+	kvs_request q;
+	s->pending = NULL;
+	if (s->src_done)
+		return KVS_OK;
+	kvs_status st = s->src->next(s->src->ctx, &q);
+	if (st == KVS_END) {
+		s->src_done = true;
+		return KVS_OK;
+	}
+	if (st != KVS_OK)
+		return st;
+	if (!(q.arrival_s >= 0) || !isfinite(q.arrival_s))
+		return kvs_fail(KVS_ERR_INVALID, "request %llu (line %llu): arrival %g s: "
+				"must be a finite time >= 0", (unsigned long long)q.index,
+				(unsigned long long)q.line, q.arrival_s);
+	if (q.arrival_s < s->last_arrival)
+		return kvs_fail(KVS_ERR_INVALID,
+				"request %llu (line %llu): arrival %.9g s is before the "
+				"previous one (%.9g s): requests must come in arrival order",
+				(unsigned long long)q.index, (unsigned long long)q.line,
+				q.arrival_s, s->last_arrival);
+	if (s->cfg.horizon_s > 0 && q.arrival_s > s->cfg.horizon_s) {
+		s->src_done = true;   /* arrives after the end of the run */
+		return KVS_OK;
+	}
+	s->last_arrival = q.arrival_s;
+	sreq *r = kvs_calloc(1, sizeof *r);
+	if (!r)
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (request)");
+	r->seq = s->next_seq++;
+	r->index = q.index;
+	r->line = q.line;
+	r->arrival = q.arrival_s;
+	r->admitted = -1;
+	r->first_token = -1;
+	r->prompt = q.prompt_tokens;
+	r->output = q.output_tokens;
+	r->out_eff = q.output_tokens ? q.output_tokens : 1;
+	r->target = q.prompt_tokens;
+	if (q.num_samples > 1)
+		s->res->st.multi_sample_requests++;
+	if (q.over_max_len || (uint64_t)q.prompt_tokens + q.output_tokens > s->mml)
+		r->over_len = true;   /* rejected on arrival */
+	st = copy_hashes(s, r, &q);
+	if (st != KVS_OK) {
+		sreq_free(r);
+		return st;
+	}
+	s->pending = r;
+	return KVS_OK;
+}
+
+static kvs_status arrive(kvs_sim *s, sreq *r)
+{
+	kvs_sim_stats *st = &s->res->st;
+	if (st->arrived == 0)
+		st->first_arrival_s = r->arrival;
+	st->last_arrival_s = r->arrival;
+	st->arrived++;
+	if (r->over_len) {
+		reject(s, r, KVS_SIM_REJECT_MAX_LEN);
+		return KVS_OK;
+	}
+	if (r->prompt == 0) {
+		reject(s, r, KVS_SIM_REJECT_EMPTY_PROMPT);
+		return KVS_OK;
+	}
+	kvs_seq_desc d;
+	desc_of(r, &d);
+	kvs_admit_reason why = KVS_REASON_NONE;
+	if (kvs_alloc_can_admit(s->alloc, &d, &why) == KVS_ADMIT_NEVER) {
+		reject(s, r, why == KVS_REASON_EXCEEDS_MAX_LEN ? KVS_SIM_REJECT_MAX_LEN :
+			     why == KVS_REASON_EXCEEDS_BUDGET ? KVS_SIM_REJECT_BUDGET :
+			     KVS_SIM_REJECT_NEVER_FITS);
+		return KVS_OK;
+	}
+	r->state = RS_WAITING;
+	if (!deque_push_back(&s->waiting, r))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (waiting queue)");
+	if (s->waiting.n + s->swapped.n > st->waiting_max)
+		st->waiting_max = s->waiting.n + s->swapped.n;
+	return KVS_OK;
+}
+
+static kvs_status drain_arrivals(kvs_sim *s)
+{
+	kvs_status st;
+	while (s->pending && s->pending->arrival <= s->now) {
+		sreq *r = s->pending;
+		if ((st = pull(s)) != KVS_OK) {
+			sreq_free(r);
+			return st;
+		}
+		if ((st = arrive(s, r)) != KVS_OK)
+			return st;
+	}
+	if (s->pending && !s->arrival_event_queued) {
+		if ((st = ev_push(s, s->pending->arrival, EV_ARRIVAL)) != KVS_OK)
+			return st;
+		s->arrival_event_queued = true;
+	}
+	return KVS_OK;
+}
+
+/* ---- scheduling ------------------------------------------------------------- */
+
+/* Bring a decoding sequence's allocator length up to the start of step
+ * to_step (within its room, so no allocation). */
+static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
+{
+	if (to_step <= r->S)
+		return KVS_OK;
+	uint64_t n = to_step - r->S;
+	kvs_status st = kvs_alloc_grow(s->alloc, r->seq, (uint32_t)n, NULL, NULL);
+	if (st != KVS_OK)
+		return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+				"allocator refused %llu tokens within the room it reported "
+				"for request %llu: %s", (unsigned long long)n,
+				(unsigned long long)r->index, kvs_last_error());
+	bool in_heap = r->state == RS_DECODE;
+	if (in_heap) {
+		s->sumS += n;
+		s->dec_len_sum += n;
+	}
+	r->S = to_step;
+	r->len += (uint32_t)n;
+	r->gen += (uint32_t)n;
+	s->synced += n;
+	return KVS_OK;
+}
+
+/* Key a decoding sequence synced at step S and put it in the heap. */
+static kvs_status decode_schedule(kvs_sim *s, sreq *r)
+{
+	uint64_t rem = r->out_eff - r->gen;
+	uint64_t room = rem ? kvs_alloc_room(s->alloc, r->seq) : 0;
+	r->E = r->S + (room < rem ? room : rem);
+	if (!s->cfg.fast_path && rem > 0)
+		r->E = r->S;   /* touch every sequence at every step */
+	r->state = RS_DECODE;
+	return dh_push(s, r);
+}
+
+static kvs_status preempt(kvs_sim *s, sreq *v, double *extra_time)
+{
+	kvs_sim_stats *st = &s->res->st;
+	kvs_status rc;
+	if (v->state == RS_DECODE) {
+		if ((rc = sync_decode(s, v, s->G)) != KVS_OK)
+			return rc;
+		dh_remove(s, v);
+	} else if (v->state == RS_DUE) {
+		/* already synced to G and out of the heap */
+	} else {
+		kvs_require(v->state == RS_PREFILL);
+		prefill_remove(s, v);
+	}
+	run_remove(s, v);
+	st->preemptions++;
+	v->preemptions++;
+	s->dirty = true;
+	bool decoding = v->state != RS_PREFILL;
+	if (decoding && s->cfg.preemption_mode == KVS_PREEMPT_SWAP) {
+		rc = kvs_alloc_swap_out(s->alloc, v->seq, NULL, NULL);
+		if (rc == KVS_OK) {
+			uint64_t bytes = (uint64_t)v->len * s->kvb;
+			st->swap_out_bytes += bytes;
+			*extra_time += (double)bytes / s->cfg.deploy.gpu.pcie_bytes_per_s;
+			v->state = RS_SWAPPED;
+			if (!deque_push_back(&s->swapped, v))
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+			return KVS_OK;
+		}
+		if (rc != KVS_ERR_NOSPACE && rc != KVS_ERR_UNSUPPORTED)
+			return rc;
+		/* host swap full (or not offered): recompute instead */
+	}
+	st->recomputed_tokens += v->len;
+	if ((rc = kvs_alloc_release(s->alloc, v->seq)) != KVS_OK)
+		return rc;
+	if (decoding)
+		v->target = v->prompt + v->gen;   /* every known token */
+	v->len = 0;
+	v->state = RS_WAITING;
+	if (!deque_push_front(&s->waiting, v))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+	if (s->waiting.n + s->swapped.n > st->waiting_max)
+		st->waiting_max = s->waiting.n + s->swapped.n;
+	return KVS_OK;
+}
+
+/* Grow r by n tokens, preempting the most recently admitted running
+ * sequence while memory is short.  *self_preempted when r itself went. */
+static kvs_status grow_or_preempt(kvs_sim *s, sreq *r, uint32_t n,
+				  bool *self_preempted, bool *preempted,
+				  double *extra_time)
+{
+	*self_preempted = false;
+	for (;;) {
+		kvs_status st = kvs_alloc_grow(s->alloc, r->seq, n, NULL, NULL);
+		if (st == KVS_OK) {
+			s->dirty = true;
+			return KVS_OK;
+		}
+		if (st != KVS_ERR_NOSPACE)
+			return st;
+		sreq *v = s->run_tail;
+		kvs_require(v != NULL);
+		*preempted = true;
+		if ((st = preempt(s, v, extra_time)) != KVS_OK)
+			return st;
+		if (v == r) {
+			*self_preempted = true;
+			return KVS_OK;
+		}
+	}
+}
+
+static void finish(kvs_sim *s, sreq *r)
+{
+	kvs_sim_result *R = s->res;
+	kvs_sim_stats *st = &R->st;
+	double t = s->now;
+	st->completed++;
+	st->prompt_tokens += r->prompt;
+	st->output_tokens += r->output;
+	double ttft = r->first_token - r->arrival;
+	kvs_sketch_add(&R->sk[KVS_METRIC_TTFT], ttft);
+	kvs_sketch_add(&R->sk[KVS_METRIC_E2E], t - r->arrival);
+	kvs_sketch_add(&R->sk[KVS_METRIC_QUEUE_DELAY], r->admitted - r->arrival);
+	bool good = !(s->cfg.slo_ttft_s > 0 && ttft > s->cfg.slo_ttft_s);
+	if (r->output >= 2) {
+		double tpot = (t - r->first_token) / (double)(r->output - 1);
+		kvs_sketch_add(&R->sk[KVS_METRIC_TPOT], tpot);
+		if (s->cfg.slo_tpot_s > 0 && tpot > s->cfg.slo_tpot_s)
+			good = false;
+	}
+	s->good += good;
+	emit_record(s, r, KVS_SIM_COMPLETED, KVS_SIM_REJECT_COUNT_, t);
+	sreq_free(r);
+}
+
+static kvs_status ensure_due_cap(kvs_sim *s)
+{
+	if (s->capdue >= s->nheap)
+		return KVS_OK;
+	size_t cap = s->capheap > 64 ? s->capheap : 64;
+	sreq **v = kvs_reallocarray(s->due, cap, sizeof *v);
+	if (!v)
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+	s->due = v;
+	s->capdue = cap;
+	return KVS_OK;
+}
+
+static kvs_status admit_head(kvs_sim *s, sreq *r)
+{
+	kvs_seq_desc d;
+	desc_of(r, &d);
+	uint32_t cached = 0;
+	kvs_status st = kvs_alloc_admit(s->alloc, &d, &cached);
+	if (st != KVS_OK)
+		return kvs_fail(st, "request %llu: admission failed after can_admit said "
+				"it fits: %s", (unsigned long long)r->index,
+				kvs_last_error());
+	deque_pop_front(&s->waiting);
+	s->dirty = true;
+	if (!r->admitted_once) {
+		r->admitted_once = true;
+		r->admitted = s->now;
+		r->cached_first = cached;
+	}
+	r->len = cached;
+	r->state = RS_PREFILL;
+	run_append(s, r);
+	return prefill_add(s, r);
+}
+
+/* Plan and start the step at s->now; leaves the engine idle when there is
+ * nothing to run. */
+static kvs_status plan(kvs_sim *s)
+{
+	kvs_status st;
+	const kvs_sim_config *cfg = &s->cfg;
+	bool preempted = false, swapped_any = false;
+	double extra = 0;   /* PCIe time of swaps in this step */
+
+	s->plannings++;
+	/* 1. due decode sequences: pop all, release finished, then allocate */
+	if ((st = ensure_due_cap(s)) != KVS_OK)
+		return st;
+	size_t ndue = 0;
+	while (s->nheap && s->heap[0]->E <= s->G) {
+		sreq *r = s->heap[0];
+		kvs_require(r->E == s->G);
+		if ((st = sync_decode(s, r, s->G)) != KVS_OK)
+			return st;
+		dh_remove(s, r);
+		r->state = RS_DUE;
+		s->due[ndue++] = r;
+	}
+	for (size_t i = 0; i < ndue; i++) {
+		sreq *r = s->due[i];
+		if (r->gen == r->out_eff) {
+			if ((st = kvs_alloc_release(s->alloc, r->seq)) != KVS_OK)
+				return st;
+			s->dirty = true;
+			run_remove(s, r);
+			s->due[i] = NULL;
+			finish(s, r);
+		}
+	}
+	for (size_t i = 0; i < ndue; i++) {
+		sreq *r = s->due[i];
+		if (!r || r->state != RS_DUE)
+			continue;   /* finished, or preempted by an earlier one */
+		bool self;
+		if ((st = grow_or_preempt(s, r, 1, &self, &preempted, &extra)) != KVS_OK)
+			return st;
+		if (self)
+			continue;
+		r->len += 1;     /* this step's token, stored in advance */
+		r->gen += 1;
+		r->S = s->G + 1;
+		if ((st = decode_schedule(s, r)) != KVS_OK)
+			return st;
+	}
+
+	/* 2-3. decodes first, then prefill chunks within the token budget */
+	uint64_t budget = cfg->max_num_batched_tokens - s->nheap;
+	uint64_t chunk_tokens = 0, chunk_seqs = 0;
+	double chunk_ctx = 0, chunk_pairs = 0;
+	for (size_t i = 0; i < s->nprefill && budget > 0; i++) {
+		sreq *r = s->prefill[i];
+		uint32_t left = r->target > r->len ? r->target - r->len : 0;
+		uint32_t c = left < budget ? left : (uint32_t)budget;
+		if (left == 0)
+			c = 0;   /* fully cached: one token recomputed for logits */
+		if (c > 0) {
+			st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL);
+			if (st == KVS_ERR_NOSPACE) {
+				/* the allocator mapped the prompt at admission, so
+				 * this is not expected; recompute it later */
+				double x = 0;
+				bool p2 = false, self;
+				if ((st = grow_or_preempt(s, r, c, &self, &p2, &x)) != KVS_OK)
+					return st;
+				preempted |= p2;
+				extra += x;
+				if (self) {
+					i--;   /* r left the list */
+					continue;
+				}
+			} else if (st != KVS_OK) {
+				return st;
+			}
+			s->dirty = true;
+		}
+		uint32_t work = c ? c : 1;
+		chunk_pairs += (double)work * r->len + (double)work * (work + 1) / 2.0;
+		chunk_ctx += (double)r->len + work;
+		r->len += c;
+		r->chunk = work;
+		r->in_step = true;
+		chunk_tokens += work;
+		chunk_seqs++;
+		budget -= work < budget ? work : budget;
+	}
+
+	/* 4. swapped back in, then new admissions, unless we preempted */
+	if (!preempted) {
+		while (s->swapped.n && s->nrunning < cfg->max_num_seqs && budget > 0) {
+			sreq *r = deque_front(&s->swapped);
+			if (!kvs_alloc_can_swap_in(s->alloc, r->seq))
+				break;
+			if ((st = kvs_alloc_swap_in(s->alloc, r->seq, NULL, NULL)) != KVS_OK) {
+				if (st == KVS_ERR_NOSPACE)
+					break;
+				return st;
+			}
+			deque_pop_front(&s->swapped);
+			uint64_t bytes = (uint64_t)r->len * s->kvb;
+			s->res->st.swap_in_bytes += bytes;
+			extra += (double)bytes / cfg->deploy.gpu.pcie_bytes_per_s;
+			swapped_any = true;
+			s->dirty = true;
+			run_append(s, r);
+			r->S = s->G;
+			r->state = RS_DUE;
+			if (kvs_alloc_room(s->alloc, r->seq) == 0) {
+				bool self;
+				if ((st = grow_or_preempt(s, r, 1, &self, &preempted, &extra)) != KVS_OK)
+					return st;
+				if (self)
+					break;
+				r->len += 1;
+				r->gen += 1;
+				r->S = s->G + 1;
+			}
+			if ((st = decode_schedule(s, r)) != KVS_OK)
+				return st;
+			budget--;
+		}
+	}
+	if (!preempted && s->swapped.n == 0) {
+		while (s->waiting.n && s->nrunning < cfg->max_num_seqs && budget > 0) {
+			sreq *r = deque_front(&s->waiting);
+			kvs_seq_desc d;
+			desc_of(r, &d);
+			kvs_admit_reason why = KVS_REASON_NONE;
+			kvs_admit_verdict v = kvs_alloc_can_admit(s->alloc, &d, &why);
+			if (v == KVS_ADMIT_LATER && s->nrunning == 0)
+				v = KVS_ADMIT_NEVER;   /* nothing will ever free memory */
+			if (v == KVS_ADMIT_NEVER) {
+				deque_pop_front(&s->waiting);
+				s->dirty = true;
+				reject(s, r, why == KVS_REASON_EXCEEDS_MAX_LEN ? KVS_SIM_REJECT_MAX_LEN :
+					     why == KVS_REASON_EXCEEDS_BUDGET ? KVS_SIM_REJECT_BUDGET :
+					     KVS_SIM_REJECT_NEVER_FITS);
+				continue;
+			}
+			if (v != KVS_ADMIT_NOW)
+				break;
+			if ((st = admit_head(s, r)) != KVS_OK)
+				return st;
+			uint32_t left = r->target > r->len ? r->target - r->len : 0;
+			uint32_t c = left < budget ? left : (uint32_t)budget;
+			if (c > 0 && (st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL)) != KVS_OK)
+				return kvs_fail(st, "request %llu: prefill of %u tokens failed "
+						"inside its admitted memory: %s",
+						(unsigned long long)r->index, c, kvs_last_error());
+			uint32_t work = c ? c : 1;
+			chunk_pairs += (double)work * r->len + (double)work * (work + 1) / 2.0;
+			chunk_ctx += (double)r->len + work;
+			r->len += c;
+			r->chunk = work;
+			r->in_step = true;
+			chunk_tokens += work;
+			chunk_seqs++;
+			budget -= work < budget ? work : budget;
+		}
+	} else if (s->nrunning == 0 && s->swapped.n) {
+		/* nothing runs and the head cannot come back: recompute it */
+		sreq *r = deque_pop_front(&s->swapped);
+		if ((st = kvs_alloc_release(s->alloc, r->seq)) != KVS_OK)
+			return st;
+		s->res->st.recomputed_tokens += r->len;
+		r->target = r->prompt + r->gen;
+		r->len = 0;
+		r->state = RS_WAITING;
+		if (!deque_push_front(&s->waiting, r))
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+		s->dirty = true;
+		return plan(s);
+	}
+
+	uint64_t T = s->nheap + chunk_tokens;
+	if (T == 0 && preempted && (s->waiting.n || s->swapped.n))
+		return plan(s);   /* everything was preempted: admit again now */
+	if (T == 0) {
+		s->busy = false;   /* idle until the next arrival */
+		track_peak(s);
+		return KVS_OK;
+	}
+	if (KVS_DEBUG >= 2)
+		debug_check(s);
+	track_peak(s);
+
+	/* step time; the fast path when nothing but lengths changes */
+	double ctx_dec = (double)(s->dec_len_sum + lag_tokens(s));
+	kvs_lin2 L;
+	kvs_cost_decode_lines(&s->cost, s->nheap, ctx_dec, &L);
+	uint64_t k = 1;
+	double dur;
+	bool single = chunk_seqs > 0 || preempted || swapped_any || !cfg->fast_path;
+	if (single) {
+		dur = kvs_cost_step(&s->cost, T, s->nheap + chunk_seqs,
+				    ctx_dec + chunk_ctx, ctx_dec + chunk_pairs) + extra;
+		L.a1 = L.a2 = dur;
+		L.b1 = L.b2 = L.c = 0;
+	} else {
+		k = s->heap[0]->E - s->G;
+		if (s->pending && s->pending->arrival > s->now)
+			k = kvs_lin2_steps_to(&L, k, s->pending->arrival - s->now);
+		if (cfg->horizon_s > 0 && cfg->horizon_s > s->now)
+			k = kvs_lin2_steps_to(&L, k, cfg->horizon_s - s->now);
+		dur = kvs_lin2_prefix(&L, k);
+	}
+	kvs_sim_stats *stt = &s->res->st;
+	if (T > stt->tokens_per_step_max)
+		stt->tokens_per_step_max = T;
+	if (s->nrunning > stt->concurrency_max)
+		stt->concurrency_max = s->nrunning;
+	s->tokens_total += T * k;
+	if ((st = integrate(s, s->now, dur, &L, k, single ? 0 : s->nheap)) != KVS_OK)
+		return st;
+	s->step_k = k;
+	s->busy = true;
+	stt->spans++;
+	return ev_push(s, s->now + dur, EV_STEP_DONE);
+}
+
+/* The step (or span) in flight ended at s->now. */
+static kvs_status step_done(kvs_sim *s)
+{
+	kvs_status st;
+	s->G += s->step_k;
+	s->res->st.steps += s->step_k;
+	for (size_t i = 0; i < s->nprefill;) {
+		sreq *r = s->prefill[i];
+		if (!r->in_step) {
+			i++;
+			continue;
+		}
+		r->in_step = false;
+		if (r->len < r->target) {
+			i++;
+			continue;
+		}
+		/* prefill complete: this step emitted the next token */
+		if (r->first_token < 0)
+			r->first_token = s->now;
+		r->gen += 1;
+		r->S = s->G;
+		memmove(&s->prefill[i], &s->prefill[i + 1],
+			(s->nprefill - i - 1) * sizeof *s->prefill);
+		s->nprefill--;
+		if ((st = decode_schedule(s, r)) != KVS_OK)
+			return st;
+	}
+	s->busy = false;
+	return KVS_OK;
+}
+
+/* ---- public API --------------------------------------------------------------- */
+
+const char *kvs_preempt_mode_name(kvs_preempt_mode m)
+{
+	switch (m) {
+	case KVS_PREEMPT_RECOMPUTE: return "recompute";
+	case KVS_PREEMPT_SWAP: return "swap";
+	default: return "unknown";
+	}
+}
+
+kvs_status kvs_preempt_mode_parse(const char *text, kvs_preempt_mode *out)
+{
+	if (text && strcmp(text, "recompute") == 0) {
+		*out = KVS_PREEMPT_RECOMPUTE;
+		return KVS_OK;
+	}
+	if (text && strcmp(text, "swap") == 0) {
+		*out = KVS_PREEMPT_SWAP;
+		return KVS_OK;
+	}
+	return kvs_fail(KVS_ERR_INVALID, "preemption mode '%s': expected recompute or swap",
+			text ? text : "");
+}
+
+const char *kvs_sim_reject_name(kvs_sim_reject r)
+{
+	static const char *const names[KVS_SIM_REJECT_COUNT_] = {
+		[KVS_SIM_REJECT_MAX_LEN] = "exceeds_max_model_len",
+		[KVS_SIM_REJECT_BUDGET] = "exceeds_kv_budget",
+		[KVS_SIM_REJECT_NEVER_FITS] = "never_fits",
+		[KVS_SIM_REJECT_EMPTY_PROMPT] = "empty_prompt",
+	};
+	return (unsigned)r < KVS_SIM_REJECT_COUNT_ ? names[r] : "none";
+}
+
+void kvs_sim_config_defaults(kvs_sim_config *c, const kvs_deploy *d)
+{
+	memset(c, 0, sizeof *c);
+	if (d)
+		c->deploy = *d;
+	c->policy = KVS_POLICY_PAGED;
+	c->max_num_seqs = 256;
+	c->max_num_batched_tokens = 8192;
+	c->preemption_mode = KVS_PREEMPT_RECOMPUTE;
+	c->swap_bytes = 4ull << 30;
+	c->watermark = 0.01;
+	c->page_bytes = 2ull << 20;
+	kvs_cost_config_defaults(&c->cost);
+	c->fast_path = true;
+}
+
+/* Resolve the pool: budget, bytes per token, max_model_len, sizing. */
+static kvs_status resolve(const kvs_sim_config *cfg, kvs_sizing *sz,
+			  uint64_t *budget, uint64_t *kvb, uint32_t *mml)
+{
+	const kvs_deploy *d = &cfg->deploy;
+	memset(sz, 0, sizeof *sz);
+	bool need_sizing = cfg->cost.kind == KVS_COST_ROOFLINE ||
+			   !cfg->kv_budget_bytes || !cfg->kv_bytes_per_token;
+	if (need_sizing) {
+		kvs_status st = kvs_size_compute(d, sz);
+		if (st != KVS_OK)
+			return st;
+	}
+	*budget = cfg->kv_budget_bytes ? cfg->kv_budget_bytes : sz->kv_budget_bytes;
+	*kvb = cfg->kv_bytes_per_token ? cfg->kv_bytes_per_token : sz->kv_bytes_per_token;
+	if (!*kvb)
+		return kvs_fail(KVS_ERR_INVALID, "KV bytes per token is 0");
+	if (!*budget)
+		return kvs_fail(KVS_ERR_INVALID,
+				"no KV cache memory left on %s for %s: the weights and the "
+				"reserve take the whole --gpu-memory-utilization share "
+				"(try more --tp, a larger GPU or a smaller --dtype)",
+				d->gpu.name, d->model.name);
+	uint64_t m = d->max_model_len ? d->max_model_len : d->model.max_position_embeddings;
+	if (m == 0)
+		return kvs_fail(KVS_ERR_INVALID, "max_model_len unknown: give --max-model-len");
+	if (m > UINT32_MAX)
+		return kvs_fail(KVS_ERR_OVERFLOW, "max_model_len %llu too large",
+				(unsigned long long)m);
+	*mml = (uint32_t)m;
+	return KVS_OK;
+}
+
+kvs_status kvs_sim_step_time(const kvs_sim_config *cfg,
+			     const kvs_step_shape *shape, double *out_s)
+{
+	kvs_sizing sz;
+	uint64_t budget, kvb;
+	uint32_t mml;
+	kvs_status st = resolve(cfg, &sz, &budget, &kvb, &mml);
+	if (st != KVS_OK)
+		return st;
+	kvs_cost c;
+	if ((st = kvs_cost_init(&c, &cfg->cost, &cfg->deploy, &sz)) != KVS_OK)
+		return st;
+	*out_s = kvs_cost_step(&c, shape->num_tokens, shape->num_seqs,
+			       (double)shape->context_tokens, shape->attn_pairs);
+	return KVS_OK;
+}
+
+kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
+{
+	if (!cfg || !out)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_create: NULL argument");
+	if ((unsigned)cfg->policy >= KVS_POLICY_COUNT_)
+		return kvs_fail(KVS_ERR_INVALID, "unknown policy %d", (int)cfg->policy);
+	if (cfg->max_num_seqs == 0)
+		return kvs_fail(KVS_ERR_INVALID, "max_num_seqs must be >= 1");
+	if (cfg->max_num_batched_tokens < cfg->max_num_seqs)
+		return kvs_fail(KVS_ERR_INVALID,
+				"max_num_batched_tokens (%u) must be >= max_num_seqs (%u)",
+				cfg->max_num_batched_tokens, cfg->max_num_seqs);
+	if (!(cfg->watermark >= 0 && cfg->watermark < 1))
+		return kvs_fail(KVS_ERR_INVALID, "watermark %g: must be in [0, 1)", cfg->watermark);
+	if ((unsigned)cfg->preemption_mode >= KVS_PREEMPT_COUNT_)
+		return kvs_fail(KVS_ERR_INVALID, "unknown preemption mode");
+	if (cfg->preemption_mode == KVS_PREEMPT_SWAP &&
+	    !(cfg->deploy.gpu.pcie_bytes_per_s > 0))
+		return kvs_fail(KVS_ERR_INVALID,
+				"--preemption-mode swap needs the GPU's PCIe bandwidth "
+				"(gpu %s has none)", cfg->deploy.gpu.name);
+	if (!(cfg->slo_ttft_s >= 0) || !(cfg->slo_tpot_s >= 0) ||
+	    !(cfg->sample_interval_s >= 0) || !(cfg->horizon_s >= 0))
+		return kvs_fail(KVS_ERR_INVALID, "SLOs, sample interval and horizon must be >= 0");
+
+	kvs_sim *s = kvs_calloc(1, sizeof *s);
+	if (!s)
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+	s->cfg = *cfg;
+	kvs_sizing sz;
+	kvs_status st = resolve(cfg, &sz, &s->budget, &s->kvb, &s->mml);
+	if (st == KVS_OK)
+		st = kvs_cost_init(&s->cost, &cfg->cost, &cfg->deploy, &sz);
+	if (st != KVS_OK) {
+		kvs_free(s);
+		return st;
+	}
+	s->block_size = cfg->deploy.block_size ? cfg->deploy.block_size : 16;
+	kvs_alloc_config ac;
+	kvs_alloc_config_defaults(&ac);
+	ac.policy = cfg->policy;
+	ac.budget_bytes = s->budget;
+	ac.kv_bytes_per_token = s->kvb;
+	ac.block_size = s->block_size;
+	ac.max_model_len = s->mml;
+	ac.watermark = cfg->watermark;
+	ac.enable_prefix_caching = cfg->enable_prefix_caching;
+	ac.swap_bytes = cfg->preemption_mode == KVS_PREEMPT_SWAP ? cfg->swap_bytes : 0;
+	ac.best_fit = cfg->best_fit;
+	if (cfg->page_bytes)
+		ac.page_bytes = cfg->page_bytes;
+	uint32_t layers = sz.layers_per_rank ? sz.layers_per_rank : cfg->deploy.model.num_layers;
+	if (layers)
+		ac.num_kv_tensors = 2 * layers;
+	if ((st = kvs_alloc_create(&ac, &s->alloc)) != KVS_OK) {
+		kvs_free(s);
+		return st;
+	}
+	s->conc_time = kvs_calloc((size_t)cfg->max_num_seqs + 1, sizeof *s->conc_time);
+	s->res = kvs_calloc(1, sizeof *s->res);
+	if (!s->conc_time || !s->res) {
+		kvs_sim_destroy(s);
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+	}
+	s->res->cfg = *cfg;
+	for (int i = 0; i < KVS_METRIC_COUNT_; i++)
+		kvs_sketch_init(&s->res->sk[i]);
+	kvs_sim_stats *r = &s->res->st;
+	r->policy = cfg->policy;
+	r->kv_budget_bytes = s->budget;
+	r->kv_bytes_per_token = s->kvb;
+	r->max_model_len = s->mml;
+	r->num_blocks = s->budget / ((uint64_t)s->block_size * s->kvb);
+	r->wall_s = -1;
+	s->auto_interval = cfg->sample_interval_s == 0;
+	s->res->sample_interval_s = s->auto_interval ? 1.0 : cfg->sample_interval_s;
+	s->dirty = true;
+	*out = s;
+	return KVS_OK;
+}
+
+static void free_reqs(kvs_sim *s)
+{
+	sreq *r;
+	while ((r = deque_pop_front(&s->waiting)))
+		sreq_free(r);
+	while ((r = deque_pop_front(&s->swapped)))
+		sreq_free(r);
+	for (r = s->run_head; r;) {
+		sreq *n = r->next;
+		sreq_free(r);
+		r = n;
+	}
+	s->run_head = s->run_tail = NULL;
+	sreq_free(s->pending);
+	s->pending = NULL;
+}
+
+void kvs_sim_destroy(kvs_sim *s)
+{
+	if (!s)
+		return;
+	free_reqs(s);
+	kvs_alloc_destroy(s->alloc);
+	kvs_free(s->waiting.v);
+	kvs_free(s->swapped.v);
+	kvs_free(s->prefill);
+	kvs_free(s->heap);
+	kvs_free(s->due);
+	kvs_free(s->ev);
+	kvs_free(s->conc_time);
+	kvs_free(s->hash_scratch);
+	if (s->res)
+		kvs_sim_result_destroy(s->res);
+	kvs_free(s);
+}
+
+static double wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void progress(kvs_sim *s)
+{
+	if (!s->cfg.on_progress)
+		return;
+	kvs_sim_progress p = {
+		.sim_time_s = s->now,
+		.input_share = s->src->progress ? s->src->progress(s->src->ctx) : -1.0,
+		.arrived = s->res->st.arrived,
+		.completed = s->res->st.completed,
+		.rejected = s->res->st.rejected,
+		.steps = s->res->st.steps,
+		.events = s->res->st.events,
+	};
+	s->cfg.on_progress(s->cfg.on_progress_ctx, &p);
+}
+
+static void finalize(kvs_sim *s)
+{
+	kvs_sim_result *R = s->res;
+	kvs_sim_stats *st = &R->st;
+	/* whatever is still in the system at the horizon */
+	sreq *r;
+	for (r = s->run_head; r; r = r->next) {
+		st->unfinished++;
+		emit_record(s, r, KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
+	}
+	for (size_t i = 0; i < s->waiting.n; i++) {
+		st->unfinished++;
+		emit_record(s, s->waiting.v[(s->waiting.head + i) % s->waiting.cap],
+			    KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
+	}
+	for (size_t i = 0; i < s->swapped.n; i++) {
+		st->unfinished++;
+		emit_record(s, s->swapped.v[(s->swapped.head + i) % s->swapped.cap],
+			    KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
+	}
+	st->sim_time_s = s->now;
+	double T = s->time_total;
+	if (T > 0) {
+		double b[6];
+		for (int i = 0; i < 6; i++)
+			b[i] = s->mem_int[i] / T;
+		pct_of(s, b, &st->memory_pct);
+		double acc = 0, mean = 0;
+		bool got50 = false, got99 = false;
+		for (uint32_t c = 0; c <= s->cfg.max_num_seqs; c++) {
+			acc += s->conc_time[c];
+			mean += (double)c * s->conc_time[c];
+			if (!got50 && acc >= 0.5 * T) {
+				st->concurrency_p50 = c;
+				got50 = true;
+			}
+			if (!got99 && acc >= 0.99 * T) {
+				st->concurrency_p99 = c;
+				got99 = true;
+			}
+		}
+		st->concurrency_mean = mean / T;
+		st->waiting_mean = s->waiting_int / T;
+	} else {
+		st->memory_pct.free = 100.0;
+	}
+	if (st->steps)
+		st->tokens_per_step_mean = (double)s->tokens_total / (double)st->steps;
+	kvs_sketch_dist(&R->sk[KVS_METRIC_QUEUE_DELAY], &st->queue_delay_s);
+	kvs_sketch_dist(&R->sk[KVS_METRIC_TTFT], &st->ttft_s);
+	kvs_sketch_dist(&R->sk[KVS_METRIC_TPOT], &st->tpot_s);
+	kvs_sketch_dist(&R->sk[KVS_METRIC_E2E], &st->e2e_s);
+	if (st->sim_time_s > 0) {
+		st->requests_per_s = (double)st->completed / st->sim_time_s;
+		st->output_tokens_per_s = (double)st->output_tokens / st->sim_time_s;
+		st->goodput_requests_per_s = (double)s->good / st->sim_time_s;
+	}
+	st->goodput_fraction = st->arrived ? (double)s->good / (double)st->arrived : 0;
+	st->swapped_bytes = st->swap_out_bytes + st->swap_in_bytes;
+	kvs_alloc_stats as;
+	kvs_alloc_get_stats(s->alloc, &as);
+	st->prefix_hit_tokens = as.prefix_hit_tokens;
+	st->prefix_hit_blocks = as.prefix_hit_blocks;
+	st->prefix_miss_tokens = as.prefix_miss_tokens;
+	st->prefix_miss_blocks = as.prefix_miss_blocks;
+	uint64_t tt = as.prefix_hit_tokens + as.prefix_miss_tokens;
+	uint64_t tb = as.prefix_hit_blocks + as.prefix_miss_blocks;
+	st->prefix_hit_rate_tokens = tt ? (double)as.prefix_hit_tokens / (double)tt : 0;
+	st->prefix_hit_rate_blocks = tb ? (double)as.prefix_hit_blocks / (double)tb : 0;
+	if (as.metadata_bytes > st->metadata_bytes_max)
+		st->metadata_bytes_max = as.metadata_bytes;
+	if (s->cfg.record_wall_time)
+		st->wall_s = wall_now() - s->wall0;
+}
+
+kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
+		       kvs_sim_result **out)
+{
+	if (!s || !src || !src->next || !out)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_run: NULL argument");
+	if (s->ran)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_run: a simulator runs once");
+	s->ran = true;
+	s->src = src;
+	s->wall0 = wall_now();
+	kvs_status st = pull(s);
+	if (st == KVS_OK && s->pending) {
+		st = ev_push(s, s->pending->arrival, EV_ARRIVAL);
+		s->arrival_event_queued = true;
+	}
+	double horizon = s->cfg.horizon_s;
+	while (st == KVS_OK && s->nev > 0) {
+		event e = ev_pop(s);
+		if (!s->busy && e.t > s->now) {
+			double until = horizon > 0 && e.t > horizon ? horizon : e.t;
+			if ((st = integrate(s, s->now, until - s->now, NULL, 0, 0)) != KVS_OK)
+				break;
+		}
+		if (horizon > 0 && e.t > horizon && !s->busy) {
+			s->now = horizon;
+			break;
+		}
+		s->now = e.t;
+		s->res->st.events++;
+		if (e.type == EV_ARRIVAL)
+			s->arrival_event_queued = false;
+		else if ((st = step_done(s)) != KVS_OK)
+			break;
+		if ((st = drain_arrivals(s)) != KVS_OK)
+			break;
+		if (horizon > 0 && s->now >= horizon)
+			break;
+		if (!s->busy && (st = plan(s)) != KVS_OK)
+			break;
+		if ((s->plannings & 0x3fff) == 0)
+			progress(s);
+	}
+	if (st != KVS_OK)
+		return st;
+	progress(s);
+	finalize(s);
+	kvs_require(s->res->st.arrived == s->res->st.completed + s->res->st.rejected +
+						  s->res->st.unfinished);
+	*out = s->res;
+	s->res = NULL;
+	return KVS_OK;
+}
+
+kvs_status kvs_sim_replay(const kvs_sim_config *cfg,
+			  const kvs_request_source *src, kvs_sim_result **out)
+{
+	kvs_sim *s;
+	kvs_status st = kvs_sim_create(cfg, &s);
+	if (st != KVS_OK)
+		return st;
+	st = kvs_sim_run(s, src, out);
+	kvs_sim_destroy(s);
+	return st;
+}
+
+/* ---- results -------------------------------------------------------------------- */
+
+const kvs_sim_stats *kvs_sim_result_stats(const kvs_sim_result *r)
+{
+	return &r->st;
+}
+
+const kvs_sim_config *kvs_sim_result_config(const kvs_sim_result *r)
+{
+	return &r->cfg;
+}
+
+double kvs_sim_result_quantile(const kvs_sim_result *r, kvs_sim_metric m, double q)
+{
+	if ((unsigned)m >= KVS_METRIC_COUNT_)
+		return 0;
+	return kvs_sketch_quantile(&r->sk[m], q);
+}
+
+const kvs_sim_sample *kvs_sim_result_samples(const kvs_sim_result *r, size_t *n,
+					     double *interval_s)
+{
+	if (n)
+		*n = r->nsamples;
+	if (interval_s)
+		*interval_s = r->sample_interval_s;
+	return r->samples;
+}
+
+void kvs_sim_result_destroy(kvs_sim_result *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < KVS_METRIC_COUNT_; i++)
+		kvs_sketch_free(&r->sk[i]);
+	kvs_free(r->samples);
+	kvs_free(r);
+}

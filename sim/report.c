@@ -1,0 +1,436 @@
+/*
+ * report.c - a replay's results as JSON (docs/REPORT-JSON.md) and CSV.
+ *
+ * Every object is built with jansson and written with JSON_SORT_KEYS, and
+ * nothing in it depends on wall-clock time unless record_wall_time is set,
+ * so the same inputs give byte-identical files.  Non-finite numbers are
+ * written as null.
+ */
+#include "sim_internal.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+static json_t *jreal(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *jint(uint64_t v)
+{
+	return json_integer((json_int_t)v);
+}
+
+static void set(json_t *o, const char *k, json_t *v)
+{
+	json_object_set_new(o, k, v ? v : json_null());
+}
+
+json_t *kvs_sim_model_json(const kvs_model *m)
+{
+	json_t *o = json_object();
+	set(o, "name", json_string(m->name));
+	set(o, "num_layers", jint(m->num_layers));
+	set(o, "num_heads", jint(m->num_heads));
+	set(o, "num_kv_heads", jint(m->num_kv_heads));
+	set(o, "head_dim", jint(m->head_dim));
+	set(o, "hidden_size", jint(m->hidden_size));
+	set(o, "intermediate_size", jint(m->intermediate_size));
+	set(o, "vocab_size", jint(m->vocab_size));
+	set(o, "max_position_embeddings", jint(m->max_position_embeddings));
+	set(o, "num_params", jint(m->num_params));
+	set(o, "num_active_params", jint(m->num_active_params ? m->num_active_params
+							       : m->num_params));
+	set(o, "dtype", json_string(kvs_dtype_name(m->dtype)));
+	set(o, "sliding_window", jint(m->sliding_window));
+	set(o, "num_experts", jint(m->num_experts));
+	set(o, "kv_lora_rank", jint(m->kv_lora_rank));
+	return o;
+}
+
+json_t *kvs_sim_gpu_json(const kvs_gpu *g)
+{
+	json_t *o = json_object();
+	set(o, "name", json_string(g->name));
+	set(o, "mem_bytes", jint(g->mem_bytes));
+	set(o, "hbm_bytes_per_s", jreal(g->hbm_bytes_per_s));
+	set(o, "fp16_flops", jreal(g->fp16_flops));
+	set(o, "pcie_bytes_per_s", jreal(g->pcie_bytes_per_s));
+	set(o, "interconnect_bytes_per_s", jreal(g->interconnect_bytes_per_s));
+	return o;
+}
+
+static json_t *opt_real(double v)
+{
+	return v > 0 ? jreal(v) : json_null();
+}
+
+json_t *kvs_sim_engine_json(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
+{
+	const kvs_deploy *d = &cfg->deploy;
+	json_t *o = json_object();
+	set(o, "tp", jint(d->tp ? d->tp : 1));
+	set(o, "pp", jint(d->pp ? d->pp : 1));
+	set(o, "block_size", jint(d->block_size ? d->block_size : 16));
+	set(o, "max_num_seqs", jint(cfg->max_num_seqs));
+	set(o, "max_num_batched_tokens", jint(cfg->max_num_batched_tokens));
+	set(o, "max_model_len", jint(sized ? sized->max_model_len : d->max_model_len));
+	set(o, "gpu_memory_utilization", jreal(d->gpu_memory_utilization));
+	set(o, "dtype", json_string(kvs_dtype_name(d->weight_dtype)));
+	set(o, "kv_cache_dtype", json_string(kvs_dtype_name(d->kv_dtype)));
+	set(o, "preemption_mode", json_string(kvs_preempt_mode_name(cfg->preemption_mode)));
+	set(o, "enable_prefix_caching", json_boolean(cfg->enable_prefix_caching));
+	set(o, "swap_space_bytes", jint(cfg->swap_bytes));
+	set(o, "watermark", jreal(cfg->watermark));
+	set(o, "page_bytes", jint(cfg->page_bytes));
+	set(o, "best_fit", json_boolean(cfg->best_fit));
+	set(o, "slo_ttft_s", opt_real(cfg->slo_ttft_s));
+	set(o, "slo_tpot_s", opt_real(cfg->slo_tpot_s));
+	set(o, "sample_interval_s", opt_real(cfg->sample_interval_s));
+	set(o, "horizon_s", opt_real(cfg->horizon_s));
+	set(o, "seed", jint(cfg->seed));
+	set(o, "fast_path", json_boolean(cfg->fast_path));
+	if (sized) {
+		set(o, "kv_budget_bytes", jint(sized->kv_budget_bytes));
+		set(o, "kv_bytes_per_token", jint(sized->kv_bytes_per_token));
+		set(o, "num_gpu_blocks", jint(sized->num_blocks));
+	}
+	const kvs_cost_config *c = &cfg->cost;
+	json_t *m = json_object();
+	set(m, "model", json_string(c->table_path[0] ? "table"
+				    : c->kind == KVS_COST_LINEAR ? "linear" : "roofline"));
+	if (c->kind == KVS_COST_ROOFLINE) {
+		set(m, "flops_efficiency", jreal(c->flops_efficiency));
+		set(m, "bandwidth_efficiency", jreal(c->bandwidth_efficiency));
+		set(m, "step_overhead_s", jreal(c->step_overhead_s));
+		set(m, "allreduce_latency_s", jreal(c->allreduce_latency_s));
+	} else {
+		set(m, "base_s", jreal(c->linear_base_s));
+		set(m, "per_token_s", jreal(c->linear_per_token_s));
+		set(m, "per_context_token_s", jreal(c->linear_per_context_s));
+		set(m, "per_seq_s", jreal(c->linear_per_seq_s));
+	}
+	if (c->table_path[0]) {
+		set(m, "table", json_string(c->table_path));
+		set(m, "fit_rows", jint(c->fit_rows));
+		set(m, "fit_r2", jreal(c->fit_r2));
+	}
+	set(o, "step_time", m);
+	return o;
+}
+
+json_t *kvs_sim_trace_json(const char *path, kvs_trace_format format,
+			   const kvs_trace_stats *ts, const kvs_sim_stats *st)
+{
+	json_t *o = json_object();
+	set(o, "path", path ? json_string(path) : json_null());
+	set(o, "format", json_string(format == KVS_TRACE_AUTO ? "memory"
+				     : kvs_trace_format_name(format)));
+	if (st) {
+		double span = st->arrived ? st->last_arrival_s - st->first_arrival_s : 0;
+		set(o, "requests", jint(st->arrived));
+		set(o, "first_arrival_s", jreal(st->first_arrival_s));
+		set(o, "last_arrival_s", jreal(st->last_arrival_s));
+		set(o, "span_s", jreal(span));
+		set(o, "mean_rate", span > 0 ? jreal((double)(st->arrived - 1) / span)
+					     : json_null());
+	}
+	if (ts) {
+		set(o, "lines_read", jint(ts->lines_read));
+		set(o, "header_lines", jint(ts->header_lines));
+		set(o, "blank_lines", jint(ts->blank_lines));
+		set(o, "yielded", jint(ts->requests));
+		set(o, "skipped_bad_lines", jint(ts->skipped[KVS_SKIP_BAD_LINE]));
+		set(o, "skipped_failed", jint(ts->skipped[KVS_SKIP_FAILED]));
+		set(o, "filtered_window", jint(ts->filtered_window));
+		set(o, "filtered_limit", jint(ts->filtered_limit));
+		set(o, "over_max_len", jint(ts->over_max_len));
+		set(o, "truncated", jint(ts->truncated));
+		set(o, "reordered", jint(ts->reordered));
+		set(o, "bytes_read", jint(ts->bytes_read));
+	}
+	return o;
+}
+
+static json_t *mem_json(const kvs_sim_mem_pct *p)
+{
+	json_t *o = json_object();
+	set(o, "token_states", jreal(p->token_states));
+	set(o, "reservation", jreal(p->reservation));
+	set(o, "internal_fragmentation", jreal(p->internal_frag));
+	set(o, "external_fragmentation", jreal(p->external_frag));
+	set(o, "cached_idle", jreal(p->cached_idle));
+	set(o, "free", jreal(p->free));
+	return o;
+}
+
+static json_t *dist_json(const kvs_sim_dist *d)
+{
+	json_t *o = json_object();
+	bool any = d->count > 0;
+	set(o, "count", jint(d->count));
+	set(o, "mean", any ? jreal(d->mean) : json_null());
+	set(o, "p50", any ? jreal(d->p50) : json_null());
+	set(o, "p90", any ? jreal(d->p90) : json_null());
+	set(o, "p99", any ? jreal(d->p99) : json_null());
+	set(o, "max", any ? jreal(d->max) : json_null());
+	return o;
+}
+
+static json_t *series(const kvs_sim_result *r, size_t off, bool is_u32, bool is_u64)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < r->nsamples; i++) {
+		const char *base = (const char *)&r->samples[i];
+		if (is_u32)
+			json_array_append_new(a, jint(*(const uint32_t *)(base + off)));
+		else if (is_u64)
+			json_array_append_new(a, jint(*(const uint64_t *)(base + off)));
+		else
+			json_array_append_new(a, jreal(*(const double *)(base + off)));
+	}
+	return a;
+}
+
+json_t *kvs_sim_result_json(const kvs_sim_result *r)
+{
+	const kvs_sim_stats *st = &r->st;
+	json_t *o = json_object();
+	set(o, "policy", json_string(kvs_policy_name(st->policy)));
+
+	json_t *acc = json_object();
+	set(acc, "arrived", jint(st->arrived));
+	set(acc, "completed", jint(st->completed));
+	set(acc, "rejected", jint(st->rejected));
+	set(acc, "unfinished", jint(st->unfinished));
+	json_t *why = json_object();
+	for (int i = 0; i < KVS_SIM_REJECT_COUNT_; i++)
+		set(why, kvs_sim_reject_name((kvs_sim_reject)i), jint(st->rejected_by[i]));
+	set(acc, "rejected_by_reason", why);
+	set(acc, "multi_sample_requests", jint(st->multi_sample_requests));
+	set(o, "accounting", acc);
+
+	set(o, "memory_pct", mem_json(&st->memory_pct));
+	set(o, "memory_peak_pct", mem_json(&st->memory_peak_pct));
+	set(o, "memory_peak_time_s", jreal(st->peak_time_s));
+	json_t *kv = json_object();
+	set(kv, "budget_bytes", jint(st->kv_budget_bytes));
+	set(kv, "bytes_per_token", jint(st->kv_bytes_per_token));
+	set(kv, "num_blocks", jint(st->num_blocks));
+	set(kv, "metadata_bytes_max", jint(st->metadata_bytes_max));
+	set(o, "kv", kv);
+
+	json_t *c = json_object();
+	set(c, "mean", jreal(st->concurrency_mean));
+	set(c, "p50", jreal(st->concurrency_p50));
+	set(c, "p99", jreal(st->concurrency_p99));
+	set(c, "max", jint(st->concurrency_max));
+	set(o, "concurrency", c);
+	json_t *tps = json_object();
+	set(tps, "mean", jreal(st->tokens_per_step_mean));
+	set(tps, "max", jint(st->tokens_per_step_max));
+	set(o, "tokens_per_step", tps);
+	json_t *w = json_object();
+	set(w, "mean", jreal(st->waiting_mean));
+	set(w, "max", jint(st->waiting_max));
+	set(o, "waiting", w);
+
+	set(o, "queue_delay_s", dist_json(&st->queue_delay_s));
+	set(o, "ttft_s", dist_json(&st->ttft_s));
+	set(o, "tpot_s", dist_json(&st->tpot_s));
+	set(o, "e2e_s", dist_json(&st->e2e_s));
+
+	json_t *th = json_object();
+	set(th, "requests_per_s", jreal(st->requests_per_s));
+	set(th, "output_tokens_per_s", jreal(st->output_tokens_per_s));
+	set(th, "output_tokens", jint(st->output_tokens));
+	set(th, "prompt_tokens", jint(st->prompt_tokens));
+	set(o, "throughput", th);
+	json_t *g = json_object();
+	set(g, "requests_per_s", jreal(st->goodput_requests_per_s));
+	set(g, "fraction", jreal(st->goodput_fraction));
+	set(g, "slo_ttft_s", opt_real(r->cfg.slo_ttft_s));
+	set(g, "slo_tpot_s", opt_real(r->cfg.slo_tpot_s));
+	set(o, "goodput", g);
+
+	set(o, "preemptions", jint(st->preemptions));
+	set(o, "recomputed_tokens", jint(st->recomputed_tokens));
+	set(o, "swapped_bytes", jint(st->swapped_bytes));
+	set(o, "swap_out_bytes", jint(st->swap_out_bytes));
+	set(o, "swap_in_bytes", jint(st->swap_in_bytes));
+	set(o, "prefix_hit_tokens", jint(st->prefix_hit_tokens));
+	set(o, "prefix_hit_blocks", jint(st->prefix_hit_blocks));
+	json_t *hr = json_object();
+	set(hr, "tokens", jreal(st->prefix_hit_rate_tokens));
+	set(hr, "blocks", jreal(st->prefix_hit_rate_blocks));
+	set(o, "prefix_hit_rate", hr);
+
+	json_t *sim = json_object();
+	set(sim, "sim_time_s", jreal(st->sim_time_s));
+	set(sim, "steps", jint(st->steps));
+	set(sim, "spans", jint(st->spans));
+	set(sim, "events", jint(st->events));
+	set(sim, "wall_s", st->wall_s >= 0 ? jreal(st->wall_s) : json_null());
+	set(o, "sim", sim);
+
+	json_t *ts = json_object();
+	set(ts, "interval_s", jreal(r->sample_interval_s));
+	set(ts, "t_s", series(r, offsetof(kvs_sim_sample, t_s), false, false));
+	set(ts, "token_states_pct",
+	    series(r, offsetof(kvs_sim_sample, mem.token_states), false, false));
+	set(ts, "reservation_pct",
+	    series(r, offsetof(kvs_sim_sample, mem.reservation), false, false));
+	set(ts, "internal_fragmentation_pct",
+	    series(r, offsetof(kvs_sim_sample, mem.internal_frag), false, false));
+	set(ts, "external_fragmentation_pct",
+	    series(r, offsetof(kvs_sim_sample, mem.external_frag), false, false));
+	set(ts, "cached_idle_pct",
+	    series(r, offsetof(kvs_sim_sample, mem.cached_idle), false, false));
+	set(ts, "free_pct", series(r, offsetof(kvs_sim_sample, mem.free), false, false));
+	set(ts, "running", series(r, offsetof(kvs_sim_sample, running), true, false));
+	set(ts, "waiting", series(r, offsetof(kvs_sim_sample, waiting), false, true));
+	set(o, "timeseries", ts);
+
+	json_t *cdf = json_object();
+	json_t *q = json_array();
+	for (int i = 0; i <= 100; i++)
+		json_array_append_new(q, jreal(i / 100.0));
+	set(cdf, "q", q);
+	static const struct { const char *key; kvs_sim_metric m; } keys[] = {
+		{ "queue_delay_s", KVS_METRIC_QUEUE_DELAY },
+		{ "ttft_s", KVS_METRIC_TTFT },
+		{ "tpot_s", KVS_METRIC_TPOT },
+		{ "e2e_s", KVS_METRIC_E2E },
+	};
+	for (size_t k = 0; k < KVS_ARRAY_LEN(keys); k++) {
+		json_t *a = json_array();
+		if (r->sk[keys[k].m].count)
+			for (int i = 0; i <= 100; i++)
+				json_array_append_new(a, jreal(kvs_sketch_quantile(
+					&r->sk[keys[k].m], i / 100.0)));
+		set(cdf, keys[k].key, a);
+	}
+	set(o, "cdf", cdf);
+	return o;
+}
+
+static json_t *ratio(double a, double b)
+{
+	return b > 0 && isfinite(a / b) ? jreal(a / b) : json_null();
+}
+
+static double waste_pct(const kvs_sim_stats *s)
+{
+	return s->memory_pct.reservation + s->memory_pct.internal_frag +
+	       s->memory_pct.external_frag;
+}
+
+json_t *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
+			    size_t n, const char *trace_path, kvs_trace_format format,
+			    const kvs_trace_stats *tstats)
+{
+	json_t *doc = json_object();
+	set(doc, "kvsim_version", json_string(kvs_version()));
+	set(doc, "command", json_string(command));
+	if (n == 0)
+		return doc;
+	const kvs_sim_config *cfg = &results[0]->cfg;
+	set(doc, "model", kvs_sim_model_json(&cfg->deploy.model));
+	set(doc, "gpu", kvs_sim_gpu_json(&cfg->deploy.gpu));
+	set(doc, "engine", kvs_sim_engine_json(cfg, &results[0]->st));
+	set(doc, "trace", kvs_sim_trace_json(trace_path, format, tstats, &results[0]->st));
+	json_t *pol = json_object();
+	const kvs_sim_stats *paged = NULL;
+	for (size_t i = 0; i < n; i++) {
+		set(pol, kvs_policy_name(results[i]->st.policy), kvs_sim_result_json(results[i]));
+		if (results[i]->st.policy == KVS_POLICY_PAGED)
+			paged = &results[i]->st;
+	}
+	set(doc, "policies", pol);
+	if (strcmp(command, "compare") == 0 && paged) {
+		json_t *rs = json_object();
+		for (size_t i = 0; i < n; i++) {
+			const kvs_sim_stats *o = &results[i]->st;
+			if (o->policy == KVS_POLICY_PAGED)
+				continue;
+			json_t *r = json_object();
+			set(r, "concurrency", ratio(paged->concurrency_mean, o->concurrency_mean));
+			set(r, "throughput", ratio(paged->output_tokens_per_s, o->output_tokens_per_s));
+			set(r, "requests_per_s", ratio(paged->requests_per_s, o->requests_per_s));
+			set(r, "waste", ratio(waste_pct(paged), waste_pct(o)));
+			set(r, "p99_queue_delay", ratio(paged->queue_delay_s.p99, o->queue_delay_s.p99));
+			set(rs, kvs_policy_name(o->policy), r);
+		}
+		set(doc, "ratios", rs);
+	}
+	return doc;
+}
+
+kvs_status kvs_sim_json_write(const json_t *doc, const char *path)
+{
+	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
+	if (!text)
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (JSON)");
+	bool to_stdout = strcmp(path, "-") == 0;
+	FILE *f = to_stdout ? stdout : fopen(path, "w");
+	if (!f) {
+		int e = errno;
+		free(text);
+		return kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+	}
+	bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+	free(text);
+	if (to_stdout)
+		ok = fflush(f) == 0 && ok;
+	else
+		ok = fclose(f) == 0 && ok;
+	if (!ok)
+		return kvs_fail(KVS_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+	return KVS_OK;
+}
+
+kvs_status kvs_sim_timeseries_csv(const kvs_sim_result *r, FILE *f)
+{
+	fprintf(f, "t_s,token_states_pct,reservation_pct,internal_fragmentation_pct,"
+		   "external_fragmentation_pct,cached_idle_pct,free_pct,running,waiting\n");
+	for (size_t i = 0; i < r->nsamples; i++) {
+		const kvs_sim_sample *s = &r->samples[i];
+		fprintf(f, "%.9g,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%u,%llu\n", s->t_s,
+			s->mem.token_states, s->mem.reservation, s->mem.internal_frag,
+			s->mem.external_frag, s->mem.cached_idle, s->mem.free,
+			s->running, (unsigned long long)s->waiting);
+	}
+	if (ferror(f))
+		return kvs_fail(KVS_ERR_IO, "time series: write failed");
+	return KVS_OK;
+}
+
+void kvs_sim_request_csv_header(FILE *f)
+{
+	fprintf(f, "index,line,outcome,reason,arrival_s,admitted_s,first_token_s,"
+		   "finish_s,prompt_tokens,output_tokens,cached_tokens,preemptions\n");
+}
+
+static void opt_time(FILE *f, double t)
+{
+	if (t >= 0)
+		fprintf(f, ",%.9f", t);
+	else
+		fputs(",", f);
+}
+
+void kvs_sim_request_csv_row(FILE *f, const kvs_sim_request_record *r)
+{
+	static const char *const outcome[] = { "completed", "rejected", "unfinished" };
+	fprintf(f, "%llu,%llu,%s,%s", (unsigned long long)r->index,
+		(unsigned long long)r->line, outcome[r->outcome],
+		r->outcome == KVS_SIM_REJECTED ? kvs_sim_reject_name(r->reason) : "");
+	fprintf(f, ",%.9f", r->arrival_s);
+	opt_time(f, r->admitted_s);
+	opt_time(f, r->first_token_s);
+	opt_time(f, r->finish_s);
+	fprintf(f, ",%u,%u,%u,%u\n", r->prompt_tokens, r->output_tokens,
+		r->cached_tokens, r->preemptions);
+}

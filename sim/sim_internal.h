@@ -1,0 +1,89 @@
+/*
+ * sim_internal.h - private pieces of the simulator shared by its files:
+ * the step-time model in "two lines" form, the bounded-memory quantile
+ * sketch, and the result object.
+ */
+#ifndef KVSIM_SIM_INTERNAL_H
+#define KVSIM_SIM_INTERNAL_H
+
+#include "kvsim/sim.h"
+
+/* ---- step time as a function of the step index within a decode span -------
+ * Within a span of decode-only steps the batch is fixed (T tokens = n
+ * sequences) and the context read grows by n tokens per step, so every cost
+ * term is linear in the step index j:
+ *     dt(j) = max(a1 + b1 j, a2 + b2 j) + c
+ * (line 1: compute, line 2: memory traffic, c: all-reduce + overhead; the
+ * linear model uses a1 = a2, b1 = b2).  The max of two lines changes branch
+ * at most once, so sums over j split at the crossover into two arithmetic
+ * series: O(1) per span whatever its length. */
+typedef struct kvs_lin2 {
+	double a1, b1, a2, b2, c;
+} kvs_lin2;
+
+/* S0 = sum dt(j), S1 = sum j dt(j) over j in [j0, j1). */
+void kvs_lin2_sums(const kvs_lin2 *L, uint64_t j0, uint64_t j1,
+		   double *S0, double *S1);
+/* sum of dt(j) over j in [0, k) */
+double kvs_lin2_prefix(const kvs_lin2 *L, uint64_t k);
+/* smallest k in [1, kmax] with prefix(k) >= target (kmax if none) */
+uint64_t kvs_lin2_steps_to(const kvs_lin2 *L, uint64_t kmax, double target);
+/* largest j in [0, k) with prefix(j) <= offset (the step running at offset) */
+uint64_t kvs_lin2_step_at(const kvs_lin2 *L, uint64_t k, double offset);
+
+/* Per-rank constants of the cost model, resolved once per simulation. */
+typedef struct kvs_cost {
+	kvs_cost_config cfg;
+	/* roofline */
+	double flop_rate;          /* effective FLOP/s */
+	double byte_rate;          /* effective bytes/s */
+	double weight_bytes;       /* per rank */
+	double kv_bytes_per_token; /* per rank */
+	double linear_flops_per_token; /* 2 x active params / tp */
+	double attn_flops_per_pair;    /* 4 x heads/tp x head_dim x layers */
+	double allreduce_per_token_s;  /* bandwidth part per batched token */
+	double allreduce_fixed_s;      /* latency part per step */
+} kvs_cost;
+
+kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
+			 const kvs_deploy *d, const kvs_sizing *sz);
+/* One step: T tokens, nseq sequences, ctx tokens of KV read, attention over
+ * pairs (query, key) pairs. */
+double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
+		     double ctx, double pairs);
+/* The lines of a decode span: n sequences each decoding one token, with
+ * ctx0 context tokens read in the first step (n more each step). */
+void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
+			   kvs_lin2 *out);
+
+/* ---- quantile sketch -------------------------------------------------------
+ * Log-bucketed histogram (the DDSketch idea): bucket i holds values in
+ * (g^(i-1), g^i] with g = (1 + a) / (1 - a), a = 0.001, so any quantile is
+ * within 0.1% of a true sample value.  Buckets are allocated over the range
+ * of values seen: about 7,000 per factor 1e6 of range, independent of the
+ * number of values.  Values <= 1e-12 are counted as zero. */
+typedef struct kvs_sketch {
+	uint64_t *counts;
+	int32_t lo;        /* index of counts[0] */
+	uint32_t n;        /* buckets allocated */
+	uint64_t zeros;
+	uint64_t count;
+	double sum, min, max;
+} kvs_sketch;
+
+void kvs_sketch_init(kvs_sketch *s);
+void kvs_sketch_free(kvs_sketch *s);
+kvs_status kvs_sketch_add(kvs_sketch *s, double v);
+double kvs_sketch_quantile(const kvs_sketch *s, double q);
+void kvs_sketch_dist(const kvs_sketch *s, kvs_sim_dist *out);
+
+struct kvs_sim_result {
+	kvs_sim_config cfg;
+	kvs_sim_stats st;
+	kvs_sketch sk[KVS_METRIC_COUNT_];
+	kvs_sim_sample *samples;
+	size_t nsamples;
+	double sample_interval_s;
+};
+
+#endif

@@ -1,0 +1,118 @@
+/*
+ * sketch.c - bounded-memory quantiles of latencies.
+ *
+ * A log-bucketed histogram: value v > 0 falls in bucket i = ceil(log_g v)
+ * with g = (1 + a) / (1 - a), a = 0.001, and is represented by
+ * 2 g^i / (g + 1), within a relative 0.1% of every value in the bucket.
+ * The bucket array covers the range of indices seen so far and grows at
+ * either end: about 6,900 buckets (55 KiB) span six decades, whatever the
+ * number of values.  min, max, sum and count are exact.  Deterministic: the
+ * same values in any order give the same answers.
+ */
+#include "sim_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define SKETCH_ALPHA 0.001
+#define SKETCH_ZERO 1e-12
+
+static double sketch_log_gamma(void)
+{
+	return log((1.0 + SKETCH_ALPHA) / (1.0 - SKETCH_ALPHA));
+}
+
+void kvs_sketch_init(kvs_sketch *s)
+{
+	memset(s, 0, sizeof *s);
+}
+
+void kvs_sketch_free(kvs_sketch *s)
+{
+	kvs_free(s->counts);
+	memset(s, 0, sizeof *s);
+}
+
+kvs_status kvs_sketch_add(kvs_sketch *s, double v)
+{
+	if (!(v >= 0))
+		v = 0;   /* latencies are never negative; guards rounding */
+	if (s->count == 0) {
+		s->min = s->max = v;
+	} else {
+		if (v < s->min)
+			s->min = v;
+		if (v > s->max)
+			s->max = v;
+	}
+	s->count++;
+	s->sum += v;
+	if (v <= SKETCH_ZERO) {
+		s->zeros++;
+		return KVS_OK;
+	}
+	int32_t i = (int32_t)ceil(log(v) / sketch_log_gamma());
+	if (s->n == 0) {
+		s->counts = kvs_calloc(64, sizeof *s->counts);
+		if (!s->counts)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
+		s->n = 64;
+		s->lo = i - 32;
+	}
+	if (i < s->lo || i >= s->lo + (int32_t)s->n) {
+		int32_t lo = i < s->lo ? i - 64 : s->lo;
+		int32_t hi = i >= s->lo + (int32_t)s->n ? i + 64 : s->lo + (int32_t)s->n;
+		uint32_t n = (uint32_t)(hi - lo);
+		uint64_t *c = kvs_calloc(n, sizeof *c);
+		if (!c)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
+		memcpy(c + (s->lo - lo), s->counts, s->n * sizeof *c);
+		kvs_free(s->counts);
+		s->counts = c;
+		s->lo = lo;
+		s->n = n;
+	}
+	s->counts[i - s->lo]++;
+	return KVS_OK;
+}
+
+double kvs_sketch_quantile(const kvs_sketch *s, double q)
+{
+	if (s->count == 0)
+		return 0;
+	if (q <= 0)
+		return s->min;
+	if (q >= 1)
+		return s->max;
+	/* the value of rank floor(q (count - 1)) (0-based, ascending) */
+	uint64_t rank = (uint64_t)floor(q * (double)(s->count - 1));
+	if (rank < s->zeros)
+		return s->min;
+	uint64_t seen = s->zeros;
+	double lg = sketch_log_gamma(), g = exp(lg);
+	for (uint32_t k = 0; k < s->n; k++) {
+		seen += s->counts[k];
+		if (seen > rank) {
+			double v = 2.0 * exp((double)(s->lo + (int32_t)k) * lg) / (g + 1.0);
+			if (v < s->min)
+				v = s->min;
+			if (v > s->max)
+				v = s->max;
+			return v;
+		}
+	}
+	return s->max;
+}
+
+void kvs_sketch_dist(const kvs_sketch *s, kvs_sim_dist *out)
+{
+	memset(out, 0, sizeof *out);
+	out->count = s->count;
+	if (!s->count)
+		return;
+	out->mean = s->sum / (double)s->count;
+	out->p50 = kvs_sketch_quantile(s, 0.50);
+	out->p90 = kvs_sketch_quantile(s, 0.90);
+	out->p99 = kvs_sketch_quantile(s, 0.99);
+	out->max = s->max;
+}
