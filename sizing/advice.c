@@ -163,13 +163,17 @@ kvs_status kvs_size_shrinks(const kvs_deploy *d, kvs_shrink_row rows[KVS_SHRINK_
 	/* contiguous reservation of max_model_len per conversation */
 	r = &rows[KVS_SHRINK_RESERVE_FULL];
 	{
+		/* a contiguous allocator reserves the longest sequence it admits */
+		uint64_t len = s0.max_model_len > d->context_tokens ? s0.max_model_len
+								    : d->context_tokens;
 		char ml[32];
-		kvs_sizing_commas(s0.max_model_len, ml, sizeof ml);
+		kvs_sizing_commas(len, ml, sizeof ml);
 		snprintf(r->label, sizeof r->label,
-			 "no paging: reserve max_model_len (%s tokens) per conversation", ml);
+			 "no paging: reserve %s (%s tokens) per conversation",
+			 len == s0.max_model_len ? "max_model_len" : "the context", ml);
 		uint64_t bytes;
 		st = kvs_kv_bytes_for_tokens(m, d->kv_dtype, d->kv_quant_group, d->tp, d->pp,
-					     s0.max_model_len, &bytes);
+					     len, &bytes);
 		if (st != KVS_OK)
 			return st;
 		r->applicable = true;
