@@ -134,6 +134,11 @@ typedef struct kvs_alloc_stats {
 	uint64_t cow_copies;
 	uint64_t swap_out_blocks, swap_in_blocks;
 	uint64_t metadata_bytes;        /* allocator bookkeeping (block tables, ...) */
+	uint64_t block_metadata_bytes;  /* of which per-block pool bookkeeping
+	                                 * (block array, prefix index, host pool) */
+	uint64_t copy_bytes;            /* device bytes copied: copy-on-write
+	                                 * blocks, contiguous/vattention forks */
+	uint64_t swap_out_bytes, swap_in_bytes; /* host<->device traffic */
 } kvs_alloc_stats;
 
 typedef struct kvs_alloc kvs_alloc;
@@ -195,6 +200,12 @@ void kvs_alloc_account(const kvs_alloc *a, const kvs_seq_desc *next,
 
 void kvs_alloc_get_stats(const kvs_alloc *a, kvs_alloc_stats *out);
 
+/* Sequences registered now (resident + swapped out). */
+uint32_t kvs_alloc_num_seqs(const kvs_alloc *a);
+
+/* True while seq's KV sits in the host swap pool. */
+bool kvs_alloc_is_swapped(const kvs_alloc *a, kvs_seq_id seq);
+
 /* Full consistency check (expensive; tests call it after each operation). */
 bool kvs_alloc_is_valid(const kvs_alloc *a);
 
@@ -206,7 +217,9 @@ kvs_status kvs_alloc_block_table(const kvs_alloc *a, kvs_seq_id seq,
 /* Slot of token position pos: block_id * block_size + offset. */
 kvs_status kvs_alloc_slot(const kvs_alloc *a, kvs_seq_id seq, uint32_t pos,
 			  uint64_t *slot);
-/* Blocks in the pool, blocks free now (including cached-idle ones). */
+/* Blocks in the pool, blocks free now (including cached-idle ones).
+ * vattention answers in page groups (one physical page per K/V tensor, the
+ * unit it maps); max / pow2 / oracle answer 0. */
 uint64_t kvs_alloc_num_blocks(const kvs_alloc *a);
 uint64_t kvs_alloc_free_blocks(const kvs_alloc *a);
 /* Longest cached prefix of the given chained hashes, in blocks; no side
