@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# CLI tests of `kvsim compare`: the default comparison on the bundled trace
+# (the README's first command), ratios, JSON, standard input, errors.
+set -u
+KVSIM="${KVSIM:?KVSIM must point at the kvsim binary}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+run() {
+	local want=$1
+	shift
+	"$KVSIM" compare "$@" >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	out=$(cat "$tmp/out")
+	err=$(cat "$tmp/err")
+	if [ "$rc" -ne "$want" ]; then
+		fail "kvsim compare $* exited $rc, expected $want; stderr: $err"
+		return 1
+	fi
+	return 0
+}
+has() { case "$1" in *"$2"*) ;; *) fail "$3: missing '$2' in: $(printf '%s' "$1" | head -c 400)" ;; esac; }
+
+run 0 --help && { has "$out" "--policies" "help"; has "$out" "paged / each" "help"; }
+
+run 0 && {
+	for p in paged max pow2 oracle vattention; do
+		has "$out" "$p: arrived " "accounting line of $p"
+	done
+	has "$out" "paged / each policy" "ratios"
+	has "$out" "waste (reserved + fragmented)" "waste ratio"
+}
+
+run 0 -q --policies paged,max --json "$tmp/c.json" --timeseries "$tmp/ts.csv" && {
+	grep -q '^paged,' "$tmp/ts.csv" || fail "time series lacks paged rows"
+	grep -q '^max,' "$tmp/ts.csv" || fail "time series lacks max rows"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/c.json" <<'PY' || fail "compare JSON content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "compare"
+assert set(d["policies"]) == {"paged", "max"}
+r = d["ratios"]["max"]
+for k in ("concurrency", "throughput", "waste", "p99_queue_delay"):
+    assert k in r, k
+pg, mx = d["policies"]["paged"], d["policies"]["max"]
+assert pg["concurrency"]["max"] >= mx["concurrency"]["max"]
+assert abs(r["concurrency"] - pg["concurrency"]["mean"] / mx["concurrency"]["mean"]) < 1e-9
+for p in (pg, mx):
+    a = p["accounting"]
+    assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"]
+PY
+	fi
+}
+run 0 -q --policies paged,max --json "$tmp/d.json" && { cmp -s "$tmp/c.json" "$tmp/d.json" || fail "JSON not byte-identical"; }
+
+# standard input is read once and replayed for each policy
+trace=$("$KVSIM" replay --help | sed -n 's/^without it, the bundled sample (\(.*\))$/\1/p')
+if [ -n "$trace" ] && [ -f "$trace" ]; then
+	"$KVSIM" compare - -q --policies paged,oracle --json "$tmp/stdin.json" <"$trace" >"$tmp/out" 2>"$tmp/err" ||
+		fail "compare from stdin: $(cat "$tmp/err")"
+	"$KVSIM" compare "$trace" -q --policies paged,oracle --json "$tmp/file.json" >/dev/null 2>&1
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/stdin.json" "$tmp/file.json" <<'PY' || fail "stdin and file replays differ"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a["policies"] == b["policies"]
+PY
+	fi
+fi
+
+run 2 --policies paged,paged && has "$err" "given twice" "duplicate policy"
+run 2 --policies paged,lru && has "$err" "unknown policy 'lru'" "bad policy"
+run 2 --policies "" && has "$err" "--policies" "empty list"
+
+if [ "$fails" -ne 0 ]; then
+	echo "$fails failure(s)" >&2
+	exit 1
+fi
+echo "test_compare: all passed"

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# CLI tests of `kvsim replay`: help, the default run on the bundled trace,
+# hand-computed timings on a tiny trace, JSON determinism and keys, the CSV
+# outputs, and error messages with exit codes.  Needs $KVSIM.
+set -u
+KVSIM="${KVSIM:?KVSIM must point at the kvsim binary}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+run() { # run EXPECTED_RC ARGS...
+	local want=$1
+	shift
+	"$KVSIM" replay "$@" >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	out=$(cat "$tmp/out")
+	err=$(cat "$tmp/err")
+	if [ "$rc" -ne "$want" ]; then
+		fail "kvsim replay $* exited $rc, expected $want; stderr: $err"
+		return 1
+	fi
+	return 0
+}
+has() { case "$1" in *"$2"*) ;; *) fail "$3: missing '$2' in: $(printf '%s' "$1" | head -c 400)" ;; esac; }
+
+# ---- help lists every option ---------------------------------------------------
+run 0 --help && for f in --policy --max-num-seqs --max-num-batched-tokens \
+	--enable-prefix-caching --preemption-mode --swap-space --watermark --page-size \
+	--slo-ttft --slo-tpot --flops-efficiency --bandwidth-efficiency --step-overhead \
+	--step-time-table --sample-interval --seed --quiet --json --timeseries --requests \
+	--model --gpu --tp --block-size --max-model-len --rate --limit; do
+	has "$out" "$f" "help"
+done
+
+# ---- the bundled trace ---------------------------------------------------------------
+run 0 -q && {
+	has "$out" "llama-3-8b on a100-40gb" "default deployment"
+	has "$out" "token states" "memory table"
+	has "$out" "external fragmentation" "memory table"
+	has "$out" "queue delay p99" "queueing"
+	has "$out" "TPOT p50" "latency"
+	has "$out" "paged: arrived " "accounting line"
+	[ -z "$err" ] || fail "--quiet still wrote to stderr: $err"
+}
+
+# ---- a tiny trace with hand-computed times (fixed 10 ms steps) ----------------------
+cat >"$tmp/tiny.csv" <<'CSV'
+TIMESTAMP,ContextTokens,GeneratedTokens
+2023-11-16 18:00:00.0000000,100,5
+2023-11-16 18:00:01.0000000,200,1
+2023-11-16 18:00:02.0000000,9000,10
+CSV
+run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --requests "$tmp/req.csv" \
+	--timeseries "$tmp/ts.csv" --json "$tmp/a.json" --sample-interval 0.5 && {
+	has "$out" "paged: arrived 3 = completed 2 + rejected 1 (exceeds_max_model_len 1) + unfinished 0" "accounting"
+	# request 0: arrives 0, first token after the 10 ms prefill, 5 steps in all
+	has "$(cat "$tmp/req.csv")" "paged,0,2,completed,,0.000000000,0.000000000,0.010000000,0.050000000,100,5,0,0" "request 0 row"
+	has "$(cat "$tmp/req.csv")" "paged,1,3,completed,,1.000000000,1.000000000,1.010000000,1.010000000,200,1,0,0" "request 1 row"
+	has "$(cat "$tmp/req.csv")" "rejected,exceeds_max_model_len" "rejected row"
+	[ "$(wc -l <"$tmp/req.csv")" -eq 4 ] || fail "requests CSV: expected header + 3 rows"
+	head -1 "$tmp/ts.csv" | grep -q '^policy,t_s,token_states_pct,reservation_pct,internal_fragmentation_pct,external_fragmentation_pct,cached_idle_pct,free_pct,running,waiting$' ||
+		fail "time series header: $(head -1 "$tmp/ts.csv")"
+	[ "$(wc -l <"$tmp/ts.csv")" -ge 4 ] || fail "time series: too few samples"
+}
+
+# ---- determinism and JSON -------------------------------------------------------------
+run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --json "$tmp/b.json" --sample-interval 0.5 &&
+	{ cmp -s "$tmp/a.json" "$tmp/b.json" || fail "same inputs gave different JSON"; }
+run 0 -q --json "$tmp/c.json" && run 0 -q --json "$tmp/d.json" &&
+	{ cmp -s "$tmp/c.json" "$tmp/d.json" || fail "default replay JSON not byte-identical"; }
+run 0 -q --json - && has "$out" '"policies"' "--json - prints JSON"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/c.json" <<'PY' || fail "JSON report content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "replay"
+for k in ("model", "gpu", "engine", "trace", "policies"):
+    assert k in d, k
+p = d["policies"]["paged"]
+a = p["accounting"]
+assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"], a
+assert a["arrived"] == d["trace"]["requests"]
+m = p["memory_pct"]
+assert abs(sum(m[k] for k in ("token_states", "reservation", "internal_fragmentation",
+       "external_fragmentation", "cached_idle", "free")) - 100) < 1e-6, m
+for k in ("concurrency", "queue_delay_s", "ttft_s", "tpot_s", "throughput", "goodput",
+          "timeseries", "cdf", "memory_peak_pct", "waiting", "tokens_per_step"):
+    assert k in p, k
+for k in ("p50", "p90", "p99", "max"):
+    assert p["ttft_s"][k] is not None
+ts = p["timeseries"]
+n = len(ts["t_s"])
+assert n > 10 and all(len(ts[k]) == n for k in ts if k != "interval_s")
+assert len(p["cdf"]["q"]) == 101 and len(p["cdf"]["ttft_s"]) == 101
+assert p["sim"]["wall_s"] is None
+e = d["engine"]
+assert e["max_num_seqs"] == 256 and e["block_size"] == 16 and e["kv_budget_bytes"] > 0
+PY
+fi
+
+# ---- options take effect ---------------------------------------------------------------
+run 0 -q --policy max --json "$tmp/max.json" && has "$(cat "$tmp/max.json")" '"max": {' "policy max"
+run 0 -q --max-num-seqs 4 --max-num-batched-tokens 512 && has "$out" "max_num_seqs 4" "max-num-seqs"
+
+# ---- errors ------------------------------------------------------------------------------
+run 2 --bogus && has "$err" "unknown option '--bogus'" "unknown flag"
+run 2 --policy lru && has "$err" "unknown policy 'lru'" "bad policy"
+run 2 --policies paged,max && has "$err" "one policy" "replay with several policies"
+run 2 --preemption-mode kill && has "$err" "--preemption-mode" "bad preemption mode"
+run 2 --max-num-seqs 16 --max-num-batched-tokens 8 && has "$err" "--max-num-batched-tokens" "batch < seqs"
+run 2 --max-num-seqs 0 && has "$err" "--max-num-seqs" "zero seqs"
+run 2 "$tmp/tiny.csv" "$tmp/tiny.csv" && has "$err" "one TRACE" "two traces"
+run 1 "$tmp/missing.csv" && has "$err" "missing.csv" "missing trace names the file"
+run 1 -q --step-time-table "$tmp/none.csv" && has "$err" "none.csv" "missing table"
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.0000000,100,5\n2023-11-16 18:00:01.0000000,abc,5\n' >"$tmp/bad.csv"
+run 1 "$tmp/bad.csv" -q && has "$err" "bad.csv:3" "malformed line names file and line"
+printf 'num_tokens,context_tokens,step_time_s\n1,2,0.01\n' >"$tmp/short.csv"
+run 2 -q --step-time-table "$tmp/short.csv" && has "$err" "at least 3" "table too short"
+
+if [ "$fails" -ne 0 ]; then
+	echo "$fails failure(s)" >&2
+	exit 1
+fi
+echo "test_replay: all passed"
