@@ -85,7 +85,6 @@ typedef struct sreq {
 	bool admitted_once;
 	uint64_t order;            /* admission order */
 	uint64_t S, E;             /* decode: sync step, event step */
-	uint32_t heap_pos;
 	struct sreq *prev, *next;  /* running list, by admission */
 } sreq;
 
@@ -144,6 +143,11 @@ static sreq *deque_pop_front(deque *d)
 	return r;
 }
 
+typedef struct dh_ent {
+	uint64_t E, order;
+	struct sreq *r;
+} dh_ent;
+
 typedef enum ev_type { EV_ARRIVAL = 0, EV_STEP_DONE } ev_type;
 
 typedef struct event {
@@ -187,7 +191,7 @@ struct kvs_sim {
 	deque waiting, swapped;
 	sreq **prefill;            /* running sequences in prefill, by admission */
 	size_t nprefill, capprefill;
-	sreq **heap;               /* decoding sequences by (E, order) */
+	dh_ent *heap;              /* decoding sequences by (E, order) */
 	size_t nheap, capheap;
 	sreq **due;
 	size_t capdue;
@@ -270,80 +274,91 @@ static event ev_pop(kvs_sim *s)
 	return top;
 }
 
-/* ---- decode heap: O(log n) push, pop, remove -------------------------------- */
+/* ---- decode heap ------------------------------------------------------------
+ * Keys live in the entries, so sifting never touches the requests (the
+ * heap is the hottest structure of a paged replay).  Removal of an
+ * arbitrary sequence (a preemption victim) scans for it: O(n), and rare. */
 
-static bool dh_less(const sreq *a, const sreq *b)
+static bool dh_less(const dh_ent *a, const dh_ent *b)
 {
 	return a->E < b->E || (a->E == b->E && a->order < b->order);
 }
 
-static void dh_set(kvs_sim *s, size_t i, sreq *r)
+static void dh_sift_up(kvs_sim *s, size_t i)
 {
-	s->heap[i] = r;
-	r->heap_pos = (uint32_t)i;
-}
-
-static void dh_up(kvs_sim *s, size_t i)
-{
-	sreq *r = s->heap[i];
+	dh_ent e = s->heap[i];
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
-		if (!dh_less(r, s->heap[p]))
+		if (!dh_less(&e, &s->heap[p]))
 			break;
-		dh_set(s, i, s->heap[p]);
+		s->heap[i] = s->heap[p];
 		i = p;
 	}
-	dh_set(s, i, r);
+	s->heap[i] = e;
 }
 
-static void dh_down(kvs_sim *s, size_t i)
+static void dh_sift_down(kvs_sim *s, size_t i)
 {
-	sreq *r = s->heap[i];
+	dh_ent e = s->heap[i];
 	size_t n = s->nheap;
 	for (;;) {
 		size_t c = 2 * i + 1;
 		if (c >= n)
 			break;
-		if (c + 1 < n && dh_less(s->heap[c + 1], s->heap[c]))
+		if (c + 1 < n && dh_less(&s->heap[c + 1], &s->heap[c]))
 			c++;
-		if (!dh_less(s->heap[c], r))
+		if (!dh_less(&s->heap[c], &e))
 			break;
-		dh_set(s, i, s->heap[c]);
+		s->heap[i] = s->heap[c];
 		i = c;
 	}
-	dh_set(s, i, r);
+	s->heap[i] = e;
 }
 
 static kvs_status dh_push(kvs_sim *s, sreq *r)
 {
 	if (s->nheap == s->capheap) {
 		size_t cap = s->capheap ? s->capheap * 2 : 64;
-		sreq **v = kvs_reallocarray(s->heap, cap, sizeof *v);
+		dh_ent *v = kvs_reallocarray(s->heap, cap, sizeof *v);
 		if (!v)
 			return kvs_fail(KVS_ERR_NOMEM, "out of memory (decode heap)");
 		s->heap = v;
 		s->capheap = cap;
 	}
-	s->heap[s->nheap] = r;
-	r->heap_pos = (uint32_t)s->nheap;
-	s->nheap++;
-	dh_up(s, s->nheap - 1);
+	s->heap[s->nheap] = (dh_ent){ r->E, r->order, r };
+	dh_sift_up(s, s->nheap++);
 	s->sumS += r->S;
 	s->dec_len_sum += r->len;
 	return KVS_OK;
 }
 
-static void dh_remove(kvs_sim *s, sreq *r)
+static void dh_unaccount(kvs_sim *s, const sreq *r)
 {
-	size_t i = r->heap_pos;
-	kvs_require(i < s->nheap && s->heap[i] == r);
 	s->sumS -= r->S;
 	s->dec_len_sum -= r->len;
-	sreq *last = s->heap[--s->nheap];
+}
+
+static sreq *dh_pop(kvs_sim *s)
+{
+	sreq *r = s->heap[0].r;
+	dh_unaccount(s, r);
+	s->heap[0] = s->heap[--s->nheap];
+	if (s->nheap)
+		dh_sift_down(s, 0);
+	return r;
+}
+
+static void dh_remove(kvs_sim *s, sreq *r)
+{
+	size_t i = 0;
+	while (i < s->nheap && s->heap[i].r != r)
+		i++;
+	kvs_require(i < s->nheap);
+	dh_unaccount(s, r);
+	s->heap[i] = s->heap[--s->nheap];
 	if (i < s->nheap) {
-		dh_set(s, i, last);
-		dh_up(s, i);
-		dh_down(s, last->heap_pos);
+		dh_sift_up(s, i);
+		dh_sift_down(s, i);
 	}
 }
 
@@ -593,8 +608,8 @@ static void debug_check(kvs_sim *s)
 	/* tell the allocator every length, then compare our shifted parts
 	 * with a fresh account */
 	for (size_t i = 0; i < s->nheap; i++)
-		if (s->heap[i]->S <= s->G)
-			kvs_require(sync_decode(s, s->heap[i], s->G) == KVS_OK);
+		if (s->heap[i].r->S <= s->G)
+			kvs_require(sync_decode(s, s->heap[i].r, s->G) == KVS_OK);
 	int64_t ours[6];
 	parts_now(s, ours);
 	kvs_mem_parts fresh;
@@ -822,7 +837,9 @@ static kvs_status preempt(kvs_sim *s, sreq *v, double *extra_time)
 			return rc;
 		dh_remove(s, v);
 	} else if (v->state == RS_DUE) {
-		/* already synced to G and out of the heap */
+		/* out of the heap; bring its length up to this step */
+		if ((rc = sync_decode(s, v, s->G)) != KVS_OK)
+			return rc;
 	} else {
 		kvs_require(v->state == RS_PREFILL);
 		prefill_remove(s, v);
@@ -962,18 +979,15 @@ static kvs_status plan(kvs_sim *s)
 	if ((st = ensure_due_cap(s)) != KVS_OK)
 		return st;
 	size_t ndue = 0;
-	while (s->nheap && s->heap[0]->E <= s->G) {
-		sreq *r = s->heap[0];
-		kvs_require(r->E == s->G);
-		if ((st = sync_decode(s, r, s->G)) != KVS_OK)
-			return st;
-		dh_remove(s, r);
-		r->state = RS_DUE;
+	while (s->nheap && s->heap[0].E <= s->G) {
+		kvs_require(s->heap[0].E == s->G);
+		sreq *r = dh_pop(s);
+		r->state = RS_DUE;   /* its length is synced with its next grow */
 		s->due[ndue++] = r;
 	}
 	for (size_t i = 0; i < ndue; i++) {
 		sreq *r = s->due[i];
-		if (r->gen == r->out_eff) {
+		if (r->gen + (s->G - r->S) == r->out_eff) {
 			if ((st = kvs_alloc_release(s->alloc, r->seq)) != KVS_OK)
 				return st;
 			s->dirty = true;
@@ -986,13 +1000,16 @@ static kvs_status plan(kvs_sim *s)
 		sreq *r = s->due[i];
 		if (!r || r->state != RS_DUE)
 			continue;   /* finished, or preempted by an earlier one */
+		/* the tokens of steps S..G-1 and this step's token, which needs
+		 * a new block: one allocator call */
 		bool self;
-		if ((st = grow_or_preempt(s, r, 1, &self, &preempted, &extra)) != KVS_OK)
+		uint32_t n = (uint32_t)(s->G - r->S + 1);
+		if ((st = grow_or_preempt(s, r, n, &self, &preempted, &extra)) != KVS_OK)
 			return st;
 		if (self)
 			continue;
-		r->len += 1;     /* this step's token, stored in advance */
-		r->gen += 1;
+		r->len += n;     /* this step's token stored in advance */
+		r->gen += n;
 		r->S = s->G + 1;
 		if ((st = decode_schedule(s, r)) != KVS_OK)
 			return st;
@@ -1151,7 +1168,7 @@ static kvs_status plan(kvs_sim *s)
 		L.a1 = L.a2 = dur;
 		L.b1 = L.b2 = L.c = 0;
 	} else {
-		k = s->heap[0]->E - s->G;
+		k = s->heap[0].E - s->G;
 		if (s->pending && s->pending->arrival > s->now)
 			k = kvs_lin2_steps_to(&L, k, s->pending->arrival - s->now);
 		if (cfg->horizon_s > 0 && cfg->horizon_s > s->now)

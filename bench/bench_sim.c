@@ -1,0 +1,241 @@
+/*
+ * bench_sim.c - replay speed: simulated requests per second, engine steps
+ * per second and peak memory, per policy, for the Azure 2023 conversation
+ * trace (../shared/traces; row skipped when absent) and for generated
+ * traces of 100 thousand and 1 million requests streamed from the
+ * generator (never held in memory).  Each case runs in a child process so
+ * that its peak resident memory is its own.
+ *
+ *   bench_sim [--json] [--quick] [--policies paged,max,...]
+ *
+ * Targets (one core): the conversation trace under 0.1 s per policy, a
+ * million requests under 10 s, peak memory under 200 MB.  Reference: the
+ * Vidur simulator (Python) replays about 500-700 requests/s.
+ */
+#include "bench_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kvs_config.h"
+#include "kvsim/kvsim.h"
+
+static kvs_status gen_next(void *ctx, kvs_request *req)
+{
+	return kvs_gen_next(ctx, req);
+}
+
+typedef struct figures {
+	int ok;
+	double wall_s;
+	uint64_t requests, completed, steps, spans;
+	double sim_time_s;
+	uint64_t peak_rss;
+	double conc_mean;
+	char err[200];
+} figures;
+
+typedef struct bench_case {
+	const char *name;
+	const char *trace;        /* path, or NULL for generated */
+	uint64_t generated;       /* requests to generate */
+	double target_s;          /* wall-time target */
+} bench_case;
+
+static void deploy_default(kvs_deploy *d)
+{
+	kvs_model m;
+	kvs_gpu g;
+	if (kvs_model_load("llama-3-8b", &m) != KVS_OK ||
+	    kvs_gpu_preset("a100-40gb", &g) != KVS_OK) {
+		fprintf(stderr, "bench_sim: presets: %s\n", kvs_last_error());
+		exit(1);
+	}
+	kvs_deploy_defaults(d, &m, &g);
+}
+
+static void run_case(const bench_case *bc, kvs_policy pol, figures *f)
+{
+	memset(f, 0, sizeof *f);
+	kvs_deploy d;
+	deploy_default(&d);
+	kvs_sim_config c;
+	kvs_sim_config_defaults(&c, &d);
+	c.policy = pol;
+	kvs_sim_result *res = NULL;
+	kvs_status st;
+	uint64_t t0 = kvs_bench_now_ns();
+	if (bc->trace) {
+		kvs_trace_opts o;
+		kvs_trace_opts_defaults(&o);
+		o.max_model_len = 8192;
+		o.block_size = 16;
+		kvs_trace *t;
+		st = kvs_trace_open(bc->trace, &o, &t);
+		if (st == KVS_OK) {
+			kvs_request_source src = kvs_request_source_trace(t);
+			st = kvs_sim_replay(&c, &src, &res);
+			kvs_trace_close(t);
+		}
+	} else {
+		/* Azure-conversation-like lengths at a rate the replica sustains,
+		 * so the queue (and memory) stays bounded */
+		kvs_gen_opts go;
+		kvs_gen_opts_defaults(&go);
+		go.seed = 42;
+		go.requests = bc->generated;
+		go.rate = 5.0;
+		go.prompt = (kvs_gen_dist){ KVS_DIST_LOGNORMAL, 1000, 0.9, NULL };
+		go.output = (kvs_gen_dist){ KVS_DIST_LOGNORMAL, 220, 0.9, NULL };
+		go.max_tokens = 4096;
+		go.hashes = 0;
+		kvs_gen *g;
+		st = kvs_gen_open(&go, &g);
+		if (st == KVS_OK) {
+			kvs_request_source src = { gen_next, g, NULL };
+			st = kvs_sim_replay(&c, &src, &res);
+			kvs_gen_close(g);
+		}
+	}
+	f->wall_s = (double)(kvs_bench_now_ns() - t0) * 1e-9;
+	if (st != KVS_OK) {
+		snprintf(f->err, sizeof f->err, "%s", kvs_last_error());
+		return;
+	}
+	const kvs_sim_stats *s = kvs_sim_result_stats(res);
+	f->ok = 1;
+	f->requests = s->arrived;
+	f->completed = s->completed;
+	f->steps = s->steps;
+	f->spans = s->spans;
+	f->sim_time_s = s->sim_time_s;
+	f->conc_mean = s->concurrency_mean;
+	kvs_sim_result_destroy(res);
+	f->peak_rss = kvs_mem_peak_rss();
+}
+
+/* Run in a child so the peak RSS belongs to this case alone. */
+static void run_isolated(const bench_case *bc, kvs_policy pol, figures *f)
+{
+	int fd[2];
+	if (pipe(fd) != 0) {
+		run_case(bc, pol, f);
+		return;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fd[0]);
+		figures x;
+		run_case(bc, pol, &x);
+		ssize_t w = write(fd[1], &x, sizeof x);
+		_exit(w == (ssize_t)sizeof x ? 0 : 1);
+	}
+	close(fd[1]);
+	memset(f, 0, sizeof *f);
+	if (pid < 0 || read(fd[0], f, sizeof *f) != (ssize_t)sizeof *f) {
+		snprintf(f->err, sizeof f->err, "child failed");
+		f->ok = 0;
+	}
+	close(fd[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+int main(int argc, char **argv)
+{
+	kvs_bench b;
+	int code;
+	if (!kvs_bench_init(&b, "sim", argc, argv, &code))
+		return code;
+	bool quick = false;
+	kvs_policy pols[KVS_POLICY_COUNT_];
+	size_t npol = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--quick") == 0) {
+			quick = true;
+		} else if (strcmp(argv[i], "--policies") == 0 && i + 1 < argc) {
+			char buf[256];
+			snprintf(buf, sizeof buf, "%s", argv[++i]);
+			char *save = NULL;
+			for (char *t = strtok_r(buf, ",", &save); t && npol < KVS_POLICY_COUNT_;
+			     t = strtok_r(NULL, ",", &save))
+				if (kvs_policy_parse(t, &pols[npol]) == KVS_OK)
+					npol++;
+		}
+	}
+	if (npol == 0)
+		for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+			pols[npol++] = (kvs_policy)p;
+
+	const char *root = getenv("KVS_SHARED_TRACES");
+	char conv[1024];
+	if (root)
+		snprintf(conv, sizeof conv, "%s/azure-2023/conv.csv", root);
+	else
+		snprintf(conv, sizeof conv, "%s/../shared/traces/azure-2023/conv.csv",
+			 KVS_SOURCE_ROOT);
+	bool have_conv = access(conv, R_OK) == 0;
+	const bench_case cases[] = {
+		{ "azure-conv (19,366 req)", conv, 0, 0.1 },
+		{ "generated 100k", NULL, 100000, 1.0 },
+		{ "generated 1M", NULL, 1000000, 10.0 },
+	};
+	if (!b.json) {
+		printf("kvsim replay speed, llama-3-8b on a100-40gb, one core, %s allocator\n",
+		       kvs_mem_allocator());
+		printf("reference: Vidur (Python) ~500-700 simulated requests/s\n\n");
+		printf("%-24s %-11s %9s %8s %12s %12s %10s %9s %8s %s\n", "workload", "policy",
+		       "wall s", "target", "requests/s", "steps/s", "steps", "peak MiB",
+		       "x Vidur", "");
+	}
+	for (size_t k = 0; k < KVS_ARRAY_LEN(cases); k++) {
+		const bench_case *bc = &cases[k];
+		if (bc->trace && !have_conv) {
+			if (!b.json)
+				printf("%-24s (skipped: %s absent)\n", bc->name, conv);
+			continue;
+		}
+		if (quick && bc->generated >= 1000000)
+			continue;
+		for (size_t p = 0; p < npol; p++) {
+			figures f;
+			run_isolated(bc, pols[p], &f);
+			const char *pn = kvs_policy_name(pols[p]);
+			if (!f.ok) {
+				printf("%-24s %-11s failed: %s\n", bc->name, pn, f.err);
+				continue;
+			}
+			double rps = (double)f.requests / f.wall_s;
+			double sps = (double)f.steps / f.wall_s;
+			double mib = (double)f.peak_rss / 1048576.0;
+			bool met = f.wall_s <= bc->target_s && mib < 200;
+			if (!b.json)
+				printf("%-24s %-11s %9.3f %7.1fs %12.0f %12.0f %10llu %9.1f %7.0fx %s\n",
+				       bc->name, pn, f.wall_s, bc->target_s, rps, sps,
+				       (unsigned long long)f.steps, mib, rps / 600.0,
+				       met ? "ok" : "MISSED");
+			json_t *row = json_object();
+			json_object_set_new(row, "workload", json_string(bc->name));
+			json_object_set_new(row, "policy", json_string(pn));
+			json_object_set_new(row, "wall_s", json_real(f.wall_s));
+			json_object_set_new(row, "target_s", json_real(bc->target_s));
+			json_object_set_new(row, "requests", json_integer((json_int_t)f.requests));
+			json_object_set_new(row, "completed", json_integer((json_int_t)f.completed));
+			json_object_set_new(row, "requests_per_s", json_real(rps));
+			json_object_set_new(row, "steps", json_integer((json_int_t)f.steps));
+			json_object_set_new(row, "spans", json_integer((json_int_t)f.spans));
+			json_object_set_new(row, "steps_per_s", json_real(sps));
+			json_object_set_new(row, "sim_time_s", json_real(f.sim_time_s));
+			json_object_set_new(row, "concurrency_mean", json_real(f.conc_mean));
+			json_object_set_new(row, "peak_rss_bytes", json_integer((json_int_t)f.peak_rss));
+			json_object_set_new(row, "speedup_vs_vidur_600", json_real(rps / 600.0));
+			json_object_set_new(row, "target_met", json_boolean(met));
+			kvs_bench_row(&b, row);
+		}
+	}
+	return kvs_bench_finish(&b);
+}
