@@ -18,6 +18,14 @@
 
 /* ---- helpers --------------------------------------------------------------- */
 
+/* KVS_TEST_SCALE (sanitizer builds set 0.1) scales the randomised cases. */
+static double test_scale(void)
+{
+	const char *s = getenv("KVS_TEST_SCALE");
+	double x = s ? atof(s) : 1.0;
+	return x > 0 && x <= 1 ? x : 1.0;
+}
+
 #define MAXREC 4096
 
 typedef struct recs {
@@ -399,7 +407,7 @@ static void compare_fast_slow(kvs_policy pol, bool prefix)
 	c.deploy.block_size = 16;
 	c.deploy.max_model_len = 4096;
 	c.kv_bytes_per_token = 131072;
-	c.kv_budget_bytes = 24000ull * 131072;
+	c.kv_budget_bytes = 8000ull * 131072;
 	c.page_bytes = 64 << 10;
 	c.max_num_seqs = 48;
 	c.max_num_batched_tokens = 1024;
@@ -410,9 +418,12 @@ static void compare_fast_slow(kvs_policy pol, bool prefix)
 	c.cost.linear_per_token_s = 2e-5;
 	c.cost.linear_per_context_s = 1e-7;
 	c.sample_interval_s = 0.5;
-	enum { N = 400 };
-	static kvs_request q[N];
-	static uint64_t hashes[N][64];
+	enum { NMAX = 400 };
+	static kvs_request q[NMAX];
+	static uint64_t hashes[NMAX][64];
+	int N = (int)(NMAX * test_scale());
+	if (N < 40)
+		N = 40;
 	uint64_t x = 99;
 	double t = 0;
 	for (int i = 0; i < N; i++) {
@@ -429,7 +440,7 @@ static void compare_fast_slow(kvs_policy pol, bool prefix)
 		q[i].num_hash_ids = nb < 64 ? nb : 64;
 		q[i].hash_block_tokens = 16;
 	}
-	kvs_request_set *set = set_of(q, N);
+	kvs_request_set *set = set_of(q, (size_t)N);
 	c.fast_path = true;
 	kvs_sim_result *f = run_set(&c, set, &fastR);
 	c.fast_path = false;
