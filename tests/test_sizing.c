@@ -753,6 +753,61 @@ static void test_long_context_advice(void **state)
 	assert_int_equal(a.context_tokens_for_n[0], 1ull << 40);
 }
 
+/* The invariants of docs/SIZING.md over every preset and a grid of
+ * deployments. */
+static void test_invariants(void **state)
+{
+	(void)state;
+	static const uint64_t contexts[] = { 1, 15, 16, 17, 1000, 4095, 4096, 4097, 8192,
+					     100000, 131072 };
+	static const uint32_t blocks[] = { 1, 8, 16, 32, 128 };
+	static const uint32_t tps[] = { 1, 2, 8 };
+	static const kvs_dtype kvd[] = { KVS_DTYPE_BF16, KVS_DTYPE_FP8, KVS_DTYPE_INT4 };
+	kvs_gpu g = gpu("h200-141gb");
+	size_t checked = 0;
+	for (const char *const *p = kvs_model_preset_names(); *p; p++) {
+		kvs_model m = load(*p);
+		for (size_t ti = 0; ti < KVS_ARRAY_LEN(tps); ti++)
+		for (size_t bi = 0; bi < KVS_ARRAY_LEN(blocks); bi++)
+		for (size_t ci = 0; ci < KVS_ARRAY_LEN(contexts); ci++)
+		for (size_t di = 0; di < KVS_ARRAY_LEN(kvd); di++) {
+			kvs_deploy d;
+			kvs_sizing s;
+			kvs_deploy_defaults(&d, &m, &g);
+			d.tp = tps[ti];
+			d.pp = ti == 2 ? 2 : 1;
+			d.block_size = blocks[bi];
+			d.context_tokens = contexts[ci];
+			d.kv_dtype = kvd[di];
+			d.kv_quant_group = di == 2 ? 32 : 0;
+			kvs_status st = kvs_size_compute(&d, &s);
+			if (m.num_heads % d.tp) {  /* e.g. Qwen2.5-7B's 28 heads at tp 8 */
+				assert_int_equal(st, KVS_ERR_INVALID);
+				continue;
+			}
+			if (st != KVS_OK)
+				fail_msg("%s tp %u: %s", *p, d.tp, kvs_last_error());
+			if (s.kv_budget_bytes)
+				assert_int_equal(s.kv_budget_bytes + s.weight_bytes + s.reserve_bytes,
+						 s.usable_bytes);
+			assert_true(s.num_gpu_blocks * s.bytes_per_block <= s.kv_budget_bytes);
+			assert_true(s.kv_budget_bytes < (s.num_gpu_blocks + 1) * s.bytes_per_block);
+			assert_true((double)s.max_conversations <= s.max_concurrency + 1e-9);
+			assert_true(s.bytes_per_context <= contexts[ci] * s.kv_bytes_per_token);
+			if (!s.sliding_layers_per_rank) {
+				assert_int_equal(s.bytes_per_context,
+						 contexts[ci] * s.kv_bytes_per_token);
+				assert_int_equal(s.max_conversations,
+						 s.num_gpu_blocks /
+						 ((contexts[ci] + blocks[bi] - 1) / blocks[bi]));
+			}
+			checked++;
+		}
+	}
+	/* all but Qwen2.5-7B at tp 8 */
+	assert_int_equal(checked, (15 * 3 - 1) * 5 * 11 * 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -772,6 +827,7 @@ int main(void)
 		cmocka_unit_test(test_parse_bytes),
 		cmocka_unit_test(test_shrinks),
 		cmocka_unit_test(test_long_context_advice),
+		cmocka_unit_test(test_invariants),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
