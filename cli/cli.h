@@ -74,7 +74,8 @@ bool kvs_cli_stderr_is_tty(void);
  * --model NAME|config.json, --gpu NAME, --gpu-mem SIZE,
  * --gpu-memory-utilization F, --tp N, --pp N, --dtype T, --kv-cache-dtype T,
  * --block-size N, --context N, --max-model-len N, --reserve SIZE,
- * --layers N, --kv-heads N, --head-dim N, --params N, --gpu-hour-price F.
+ * --layers N, --kv-heads N, --head-dim N, --params N, --gpu-hour-price F,
+ * --kv-quant-group N.
  */
 typedef struct kvs_cli_deploy {
 	const char *model_arg;      /* as given, NULL = default */
@@ -90,6 +91,8 @@ typedef struct kvs_cli_deploy {
 	double util, price;
 	int64_t reserve;
 	const char *dtype_arg, *kv_dtype_arg;
+	uint32_t kv_quant_group;    /* --kv-quant-group, 0 = per-tensor */
+	int fail_exit;              /* exit code when finish fails: 2 usage, 1 runtime */
 } kvs_cli_deploy;
 
 /* Defaults: model llama-3-8b... (see cli_deploy.c); gpu a100-80gb. */

@@ -62,6 +62,26 @@ typedef struct kvs_model {
 	 * per token.  kv_lora_rank == 0 means ordinary (GQA/MHA) attention. */
 	uint32_t kv_lora_rank;
 	uint32_t qk_rope_head_dim;
+
+	/* ---- architecture details, appended; all-zero means Llama-like (gated
+	 * MLP, no biases, two RMSNorms per layer).  Used by the parameter
+	 * estimate and the reserve estimate; the KV arithmetic needs none. */
+	kvs_dtype weight_dtype;          /* weight storage from quantization_config;
+					  * FP32 means "same as dtype" */
+	uint32_t q_lora_rank;            /* MLA query latent (0 = plain q_proj) */
+	uint32_t qk_nope_head_dim;       /* MLA: per-head query/key part without RoPE */
+	uint32_t v_head_dim;             /* MLA: per-head value width */
+	uint32_t shared_expert_intermediate_size; /* summed over shared experts (0 = none) */
+	uint32_t first_dense_layers;     /* MoE: leading dense layers (first_k_dense_replace) */
+	uint32_t norms_per_layer;        /* 0 = 2; Gemma-2 has 4 */
+	uint32_t learned_positions;      /* learned position embeddings (OPT: max_pos + 2) */
+	bool qkv_bias;                   /* bias on q, k, v projections (Qwen2) */
+	bool o_bias;                     /* bias on the output projection */
+	bool mlp_plain;                  /* up/down MLP (OPT) instead of gated SwiGLU/GeGLU */
+	bool mlp_bias;
+	bool norm_bias;                  /* LayerNorm with bias (OPT) */
+	bool qk_norm;                    /* per-head q/k norms (Qwen3, Gemma-3) */
+	bool params_from_config;         /* num_params came from the config, not the estimate */
 } kvs_model;
 
 typedef struct kvs_gpu {
@@ -97,7 +117,12 @@ typedef struct kvs_deploy {
 	double gpu_memory_utilization;  /* share of device memory kvsim may use (0.9) */
 	kvs_dtype weight_dtype;
 	kvs_dtype kv_dtype;
-	uint32_t kv_quant_group;        /* elements per scale for int8/int4/fp8 (0 = per-tensor) */
+	uint32_t kv_quant_group;        /* elements per scale for fp8/int8/int4 caches;
+					 * 0 = per-tensor scale (vLLM's default, no
+					 * per-token bytes).  With N > 0 each group of N
+					 * elements of a head (of the MLA latent) carries
+					 * an fp16 scale, plus an fp16 zero point for int4
+					 * (asymmetric): 2 or 4 bytes per group. */
 	uint32_t block_size;            /* tokens per KV block (16) */
 	uint64_t context_tokens;        /* tokens per conversation */
 	uint64_t max_model_len;         /* tokens; 0 = model's max_position_embeddings */
@@ -127,6 +152,22 @@ typedef struct kvs_sizing {
 	double cache_to_weights;            /* bytes_per_context / weight_bytes */
 	double dollars_per_conv_hour;       /* 0 when no price */
 	double dollars_per_mtok;            /* per million generated tokens at full occupancy */
+
+	/* ---- appended: the factors and the whole-block view ---------------- */
+	uint32_t kv_factor;                 /* 2 (K and V), 1 for an MLA latent */
+	uint32_t kv_width;                  /* elements per layer per factor on one rank:
+					     * kv_heads_per_rank x head_dim, or
+					     * kv_lora_rank + qk_rope_head_dim (MLA) */
+	uint32_t sliding_layers_per_rank;   /* of layers_per_rank, windowed */
+	uint64_t kv_scale_bytes_per_token;  /* quantisation scales, included above */
+	uint64_t max_model_len;             /* tokens, as used */
+	uint64_t blocks_per_conversation;   /* whole blocks one conversation at
+					     * context_tokens occupies (windows honoured) */
+	uint64_t max_conversations;         /* whole conversations that fit at once */
+	bool reserve_estimated;             /* reserve_bytes came from kvs_reserve_estimate */
+	bool context_over_max_model_len;    /* context_tokens > max_model_len */
+	double decode_step_s;               /* roofline decode step at full occupancy */
+	double decode_tokens_per_s;         /* generated tokens/s of one tp x pp replica */
 } kvs_sizing;
 
 /* KV bytes one token occupies on one rank, given the model, the cache dtype
@@ -144,10 +185,112 @@ kvs_status kvs_kv_bytes_for_tokens(const kvs_model *m, kvs_dtype kv_dtype,
 				   uint64_t *out);
 
 /* Parameter count from the architecture fields (embeddings, attention,
- * MLP or experts, norms, LM head unless tied). */
+ * MLP or experts, norms, LM head unless tied); UINT64_MAX if it overflows.
+ * Exact for the Llama, Mistral, Mixtral, Qwen2, Gemma-2 and OPT families. */
 uint64_t kvs_model_estimate_params(const kvs_model *m);
+/* Parameters touched per token: shared parts plus num_experts_per_tok
+ * routed experts (== the total for dense models). */
+uint64_t kvs_model_estimate_active_params(const kvs_model *m);
 
+/* Everything `kvsim size` prints, per rank: validates the deployment
+ * (tp must divide the kv heads or be a multiple of them, pp <= layers,
+ * 0 < utilization <= 1, ...) and returns KVS_ERR_INVALID or
+ * KVS_ERR_OVERFLOW with a message otherwise.  A KV budget too small for one
+ * conversation is a normal result (max_conversations == 0).  O(1). */
 kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out);
+
+/* Working-space (activation) reserve estimate per rank, in bytes: a fixed
+ * runtime part (CUDA context, cuBLAS/NCCL workspaces, CUDA graphs) plus the
+ * peak activations of a KVS_RESERVE_PROFILE_TOKENS-token prefill batch and
+ * the sampler's logits, as vLLM's profiling run measures them.  See
+ * docs/SIZING.md. */
+#define KVS_RESERVE_PROFILE_TOKENS 2048u
+#define KVS_RESERVE_PROFILE_SEQS 256u
+#define KVS_RESERVE_RUNTIME_BYTES (1024ull << 20)     /* 1 GiB */
+#define KVS_RESERVE_COMM_BYTES (512ull << 20)         /* +0.5 GiB when tp x pp > 1 */
+uint64_t kvs_reserve_estimate(const kvs_deploy *d);
+
+/* Weight bytes on one rank: num_params x bytes per weight / (tp x pp),
+ * rounded up, plus group scales for INT4 (fp16 scale and zero per 128
+ * weights).  KVS_ERR_OVERFLOW when it does not fit 64 bits. */
+kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
+			    uint32_t tp, uint32_t pp, uint64_t *out);
+
+/* ---- "what shrinks it" ---------------------------------------------------
+ * The same deployment (GPU, weights and reserve held fixed) with one change
+ * to the cache at a time.  Rows that do not apply (the model already has
+ * the feature) keep applicable = false and say why in `label`. */
+typedef enum kvs_shrink_kind {
+	KVS_SHRINK_BASELINE = 0,  /* as configured */
+	KVS_SHRINK_GQA8,          /* grouped-query attention with 8 kv heads */
+	KVS_SHRINK_MQA,           /* multi-query attention: 1 kv head */
+	KVS_SHRINK_FP8,           /* FP8 cache */
+	KVS_SHRINK_INT4,          /* INT4 cache (scales per kv_quant_group) */
+	KVS_SHRINK_SLIDING,       /* 4096-token sliding window on every layer */
+	KVS_SHRINK_MLA,           /* DeepSeek-style latent: 512 + 64 per layer */
+	KVS_SHRINK_RESERVE_FULL,  /* contiguous: reserve max_model_len per conversation */
+	KVS_SHRINK_COUNT_
+} kvs_shrink_kind;
+
+typedef struct kvs_shrink_row {
+	const char *key;                /* stable id: "baseline", "gqa8", "mqa", "fp8",
+					 * "int4", "sliding_window", "mla", "reserve_full" */
+	char label[112];                /* what the row changes, in words */
+	bool applicable;
+	uint64_t kv_bytes_per_token;    /* per rank */
+	uint64_t bytes_per_context;     /* one conversation at context_tokens, per rank */
+	uint64_t max_conversations;     /* whole conversations per replica */
+	double max_concurrency;         /* vLLM's figure */
+	double vs_baseline;             /* max_concurrency / baseline's (0 if baseline is 0) */
+} kvs_shrink_row;
+
+kvs_status kvs_size_shrinks(const kvs_deploy *d,
+			    kvs_shrink_row rows[KVS_SHRINK_COUNT_]);
+
+/* ---- long-context advice --------------------------------------------------
+ * When one conversation does not fit, or its cache outgrows the weights, or
+ * the context passes max_model_len: the ways out, with numbers. */
+typedef struct kvs_parallel_option {
+	uint32_t tp, pp;
+	uint64_t kv_budget_bytes;       /* per rank */
+	uint64_t max_conversations;     /* per replica of tp x pp GPUs */
+	double max_concurrency;
+} kvs_parallel_option;
+
+#define KVS_ADVICE_PARALLEL_MAX 6
+#define KVS_ADVICE_CONTEXTS 3
+
+typedef struct kvs_size_advice {
+	bool needed;                    /* any of the four conditions below */
+	bool weights_fit;               /* weights + reserve fit in usable memory */
+	bool context_fits;              /* at least one conversation fits */
+	bool cache_exceeds_weights;     /* one conversation's cache > weights */
+	bool over_max_model_len;
+	/* smallest tp x pp layouts (beyond the current one) that hold at least
+	 * one conversation, fewest GPUs first */
+	size_t n_parallel;
+	kvs_parallel_option parallel[KVS_ADVICE_PARALLEL_MAX];
+	uint64_t fp8_conversations;     /* with an FP8 cache */
+	uint64_t int4_conversations;    /* with an INT4 cache */
+	/* offloading to host memory over PCIe */
+	uint64_t offload_bytes;         /* bytes of one conversation beyond the KV budget */
+	double offload_s_per_step;      /* PCIe time per decode step to stream them */
+	double offload_full_s_per_step; /* ... to stream one whole conversation */
+	double pcie_bytes_per_s;
+	/* shorter contexts: longest context (tokens) at which n conversations fit */
+	uint32_t context_for_n[KVS_ADVICE_CONTEXTS];   /* n = 1, 8, 32 */
+	uint64_t context_tokens_for_n[KVS_ADVICE_CONTEXTS];
+	/* prefix sharing: conversations when half of each context is one shared,
+	 * cached prefix (stored once) */
+	uint64_t prefix_half_conversations;
+} kvs_size_advice;
+
+kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s,
+			   kvs_size_advice *out);
+
+/* The questions to ask before sizing a long-context deployment
+ * (NULL-terminated, static). */
+const char *const *kvs_size_questions(void);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,320 @@
+/*
+ * cli_deploy.c - the "model, GPU and deployment" flag group shared by size,
+ * replay, compare and sweep.  Flags are named as vLLM names them where it
+ * has a name (--gpu-memory-utilization, --kv-cache-dtype, --block-size,
+ * --max-model-len, --tensor-parallel-size/--tp, ...).
+ *
+ * Parsing only records the raw values; kvs_cli_deploy_finish loads the
+ * presets or config file, applies overrides and checks the whole deployment
+ * with kvs_size_compute, so every command refuses the same bad input with
+ * the same message.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kvs_cli_deploy_init(kvs_cli_deploy *c, const char *default_model,
+			 const char *default_gpu)
+{
+	memset(c, 0, sizeof *c);
+	c->model_arg = default_model ? default_model : "llama-2-7b";
+	c->gpu_arg = default_gpu ? default_gpu : "a100-80gb";
+	c->tp = 1;
+	c->pp = 1;
+	c->block_size = 16;
+	c->context = 4000;
+	c->util = 0.9;
+	c->reserve = -1;
+	c->fail_exit = KVS_EXIT_USAGE;
+}
+
+/* Strict positive integer with messages that say what is wrong. */
+static bool arg_uint(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out)
+{
+	const char *v = kvs_args_value(it);
+	if (!v)
+		return false;
+	const char *p = v;
+	if (*p == '-' || *p == '+') {
+		bool num = p[1] >= '0' && p[1] <= '9';
+		kvs_args_usage_error(it, "%s: %s, got '%s'", it->flag,
+				     num && *p == '-' ? "must be positive" :
+				     "expected a positive integer", v);
+		return false;
+	}
+	for (; *p; p++)
+		if (*p < '0' || *p > '9')
+			break;
+	if (p == v || *p) {
+		kvs_args_usage_error(it, "%s: expected a positive integer, got '%s'",
+				     it->flag, v);
+		return false;
+	}
+	errno = 0;
+	unsigned long long x = strtoull(v, NULL, 10);
+	if (errno == ERANGE || x > max) {
+		kvs_args_usage_error(it, "%s: %s is too large (at most %llu)", it->flag, v,
+				     (unsigned long long)max);
+		return false;
+	}
+	if (x < min) {
+		kvs_args_usage_error(it, "%s: must be at least %llu, got %s", it->flag,
+				     (unsigned long long)min, v);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+static bool arg_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t x;
+	if (!arg_uint(it, min, max, &x))
+		return false;
+	*out = (uint32_t)x;
+	return true;
+}
+
+/* A positive real in (0, max]. */
+static bool arg_pos_double(kvs_args *it, double max, double *out)
+{
+	const char *v = kvs_args_value(it);
+	double x;
+	if (!v)
+		return false;
+	if (!kvs_parse_double(v, &x)) {
+		kvs_args_usage_error(it, "%s: expected a number, got '%s'", it->flag, v);
+		return false;
+	}
+	if (!(x > 0.0)) {
+		kvs_args_usage_error(it, "%s: must be greater than 0, got '%s'", it->flag, v);
+		return false;
+	}
+	if (x > max) {
+		kvs_args_usage_error(it, "%s: %s is too large (at most %g)", it->flag, v, max);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
+{
+	bool ok;
+	if (kvs_args_is(it, "--model")) {
+		ok = (c->model_arg = kvs_args_value(it)) != NULL;
+	} else if (kvs_args_is(it, "--gpu")) {
+		ok = (c->gpu_arg = kvs_args_value(it)) != NULL;
+	} else if (kvs_args_is(it, "--gpu-mem")) {
+		ok = kvs_args_bytes(it, &c->gpu_mem);
+	} else if (kvs_args_is(it, "--gpu-memory-utilization")) {
+		ok = arg_pos_double(it, 1.0, &c->util);
+	} else if (kvs_args_is(it, "--tp") || kvs_args_is(it, "--tensor-parallel-size")) {
+		ok = arg_u32(it, 1, 1024, &c->tp);
+	} else if (kvs_args_is(it, "--pp") || kvs_args_is(it, "--pipeline-parallel-size")) {
+		ok = arg_u32(it, 1, 1024, &c->pp);
+	} else if (kvs_args_is(it, "--dtype")) {
+		ok = (c->dtype_arg = kvs_args_value(it)) != NULL;
+	} else if (kvs_args_is(it, "--kv-cache-dtype")) {
+		ok = (c->kv_dtype_arg = kvs_args_value(it)) != NULL;
+	} else if (kvs_args_is(it, "--kv-quant-group")) {
+		ok = arg_u32(it, 1, 1u << 20, &c->kv_quant_group);
+	} else if (kvs_args_is(it, "--block-size")) {
+		ok = arg_u32(it, 1, 1u << 16, &c->block_size);
+		c->set_block_size = true;
+	} else if (kvs_args_is(it, "--context")) {
+		ok = arg_uint(it, 1, UINT64_MAX, &c->context);
+		c->set_context = true;
+	} else if (kvs_args_is(it, "--max-model-len")) {
+		ok = arg_uint(it, 1, UINT64_MAX, &c->max_model_len);
+		c->set_max_model_len = true;
+	} else if (kvs_args_is(it, "--reserve")) {
+		const char *v = kvs_args_value(it);
+		uint64_t b = 0;
+		ok = v != NULL;
+		if (ok && strcmp(v, "auto") == 0) {
+			c->reserve = -1;
+		} else if (ok && strcmp(v, "0") == 0) {
+			c->reserve = 0;
+		} else if (ok) {
+			if (kvs_parse_bytes(v, &b) != KVS_OK) {
+				kvs_args_usage_error(it, "%s: %s (or 'auto', or 0)", it->flag,
+						     kvs_last_error());
+				ok = false;
+			} else if (b > (uint64_t)INT64_MAX) {
+				kvs_args_usage_error(it, "%s: '%s' is too large", it->flag, v);
+				ok = false;
+			} else {
+				c->reserve = (int64_t)b;
+			}
+		}
+	} else if (kvs_args_is(it, "--layers")) {
+		ok = arg_u32(it, 1, 1u << 20, &c->layers);
+	} else if (kvs_args_is(it, "--kv-heads")) {
+		ok = arg_u32(it, 1, 1u << 20, &c->kv_heads);
+	} else if (kvs_args_is(it, "--head-dim")) {
+		ok = arg_u32(it, 1, 1u << 20, &c->head_dim);
+	} else if (kvs_args_is(it, "--params")) {
+		const char *v = kvs_args_value(it);
+		double x;
+		ok = v != NULL;
+		if (ok && (!kvs_parse_double(v, &x) || !(x >= 1.0) || x >= 9.2e18 ||
+			   (v[0] == '-'))) {
+			kvs_args_usage_error(it, "%s: expected a positive parameter count such "
+					     "as 6738415616 or 7e9, got '%s'", it->flag, v);
+			ok = false;
+		} else if (ok) {
+			c->params = (uint64_t)llround(x);
+		}
+	} else if (kvs_args_is(it, "--gpu-hour-price")) {
+		ok = arg_pos_double(it, 1e6, &c->price);
+	} else {
+		return 0;
+	}
+	return ok ? 1 : -1;
+}
+
+static bool deploy_fail(kvs_cli_deploy *c, const char *cmd, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static bool deploy_fail(kvs_cli_deploy *c, const char *cmd, int code, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "kvsim %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	c->fail_exit = code;
+	return false;
+}
+
+static int exit_for(kvs_status st)
+{
+	return st == KVS_ERR_IO || st == KVS_ERR_PARSE || st == KVS_ERR_NOMEM
+		? KVS_EXIT_FAIL : KVS_EXIT_USAGE;
+}
+
+bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
+{
+	kvs_model m;
+	kvs_gpu g;
+	kvs_status st = kvs_model_load(c->model_arg, &m);
+	if (st != KVS_OK)
+		return deploy_fail(c, cmd, exit_for(st), "--model: %s", kvs_last_error());
+	st = kvs_gpu_preset(c->gpu_arg, &g);
+	if (st != KVS_OK)
+		return deploy_fail(c, cmd, exit_for(st), "--gpu: %s", kvs_last_error());
+	if (c->gpu_mem)
+		g.mem_bytes = c->gpu_mem;
+
+	/* architecture overrides */
+	bool reshaped = false;
+	if (m.kv_lora_rank && (c->kv_heads || c->head_dim))
+		return deploy_fail(c, cmd, KVS_EXIT_USAGE,
+			    "%s: model %s caches an MLA latent (kv_lora_rank %u), it has "
+			    "no kv heads to override", c->kv_heads ? "--kv-heads" : "--head-dim",
+			    m.name, m.kv_lora_rank);
+	if (c->layers) {
+		uint32_t old = m.num_layers;
+		uint64_t sl = (uint64_t)m.num_sliding_layers * c->layers;
+		m.num_sliding_layers = (uint32_t)((sl + old / 2) / old);
+		if (m.first_dense_layers > c->layers)
+			m.first_dense_layers = c->layers;
+		m.num_layers = c->layers;
+		reshaped = true;
+	}
+	if (c->kv_heads) {
+		if (c->kv_heads > m.num_heads || m.num_heads % c->kv_heads)
+			return deploy_fail(c, cmd, KVS_EXIT_USAGE,
+				    "--kv-heads: %u does not divide the model's %u attention heads",
+				    c->kv_heads, m.num_heads);
+		m.num_kv_heads = c->kv_heads;
+		reshaped = true;
+	}
+	if (c->head_dim) {
+		m.head_dim = c->head_dim;
+		reshaped = true;
+	}
+	if (c->params) {
+		double ratio = m.num_params ? (double)m.num_active_params / (double)m.num_params : 1.0;
+		m.num_params = c->params;
+		m.num_active_params = (uint64_t)llround((double)c->params * ratio);
+		m.params_from_config = true;
+	} else if (reshaped && !m.params_from_config) {
+		m.num_params = kvs_model_estimate_params(&m);
+		m.num_active_params = kvs_model_estimate_active_params(&m);
+		if (m.num_params == UINT64_MAX)
+			return deploy_fail(c, cmd, KVS_EXIT_USAGE,
+				    "the parameter count of the overridden model does not fit in 64 bits");
+	}
+
+	kvs_deploy *d = &c->d;
+	kvs_deploy_defaults(d, &m, &g);
+	d->tp = c->tp;
+	d->pp = c->pp;
+	d->gpu_memory_utilization = c->util;
+	d->block_size = c->block_size;
+	d->kv_quant_group = c->kv_quant_group;
+	d->reserve_bytes = c->reserve;
+	d->gpu_hour_price = c->price;
+	if (c->dtype_arg && strcmp(c->dtype_arg, "auto") != 0) {
+		if (kvs_dtype_parse(c->dtype_arg, &d->weight_dtype) != KVS_OK)
+			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--dtype: %s", kvs_last_error());
+	}
+	if (c->kv_dtype_arg && strcmp(c->kv_dtype_arg, "auto") != 0) {
+		if (kvs_dtype_parse(c->kv_dtype_arg, &d->kv_dtype) != KVS_OK)
+			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--kv-cache-dtype: %s", kvs_last_error());
+	}
+	if (c->set_max_model_len)
+		d->max_model_len = c->max_model_len;
+	uint64_t limit = d->max_model_len ? d->max_model_len : m.max_position_embeddings;
+	if (c->set_context)
+		d->context_tokens = c->context;
+	else
+		d->context_tokens = limit && limit < c->context ? limit : c->context;
+
+	kvs_sizing s;
+	st = kvs_size_compute(d, &s);
+	if (st != KVS_OK)
+		return deploy_fail(c, cmd, exit_for(st), "%s", kvs_last_error());
+	return true;
+}
+
+void kvs_cli_deploy_help(FILE *f)
+{
+	fprintf(f,
+		"model, GPU and deployment:\n"
+		"  --model NAME|FILE            model preset or a Hugging Face config.json\n"
+		"  --gpu NAME                   GPU preset (memory, bandwidth, FLOP/s)\n"
+		"  --gpu-mem SIZE               device memory with a unit: 80GB (10^9), 79.2GiB (2^30)\n"
+		"  --gpu-memory-utilization F   share of device memory to use, (0, 1] (default 0.9)\n"
+		"  --tp, --tensor-parallel-size N    tensor-parallel GPUs (default 1)\n"
+		"  --pp, --pipeline-parallel-size N  pipeline stages (default 1)\n"
+		"  --dtype T                    weights: auto, fp32, fp16, bf16, fp8, int8, int4\n"
+		"                               (default auto: the config's torch_dtype or quantization)\n"
+		"  --kv-cache-dtype T           cache: auto, fp16, bf16, fp8, int8, int4 (default auto)\n"
+		"  --kv-quant-group N           elements per quantisation scale for fp8/int8/int4\n"
+		"                               caches: adds an fp16 scale (+ fp16 zero for int4)\n"
+		"                               per group (default: one per-tensor scale, 0 bytes)\n"
+		"  --block-size N               tokens per KV block (default 16)\n"
+		"  --context N                  tokens per conversation (default 4000, at most\n"
+		"                               max_model_len)\n"
+		"  --max-model-len N            longest sequence (default: max_position_embeddings)\n"
+		"  --reserve SIZE|auto|0        working space per GPU for activations, CUDA\n"
+		"                               context and workspaces (default auto: estimated)\n"
+		"  --layers N, --kv-heads N, --head-dim N, --params N\n"
+		"                               override the model's shape or parameter count\n"
+		"  --gpu-hour-price F           dollars per GPU-hour, for cost figures\n");
+	fprintf(f, "\nmodel presets:");
+	for (const char *const *n = kvs_model_preset_names(); *n; n++)
+		fprintf(f, " %s", *n);
+	fprintf(f, "\nGPU presets:  ");
+	for (const char *const *n = kvs_gpu_preset_names(); *n; n++)
+		fprintf(f, " %s", *n);
+	fprintf(f, "\n(preset memory is the datasheet figure in decimal units: 80GB = 80e9 bytes)\n");
+}

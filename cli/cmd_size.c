@@ -1,0 +1,601 @@
+/*
+ * cmd_size.c - `kvsim size`: KV bytes per token and per conversation, the
+ * KV budget, num_gpu_blocks and conversations per GPU for one model on one
+ * deployment; what shrinks the cache; and, for long contexts, the ways out
+ * with numbers.  Printing only: every figure comes from sizing/.
+ */
+#include "cli.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvsim size [OPTIONS]\n"
+		"\n"
+		"How much GPU memory one conversation's KV cache takes, and how many\n"
+		"conversations fit on a GPU at once.  With no options: llama-2-7b on an\n"
+		"a100-80gb at 4,000 tokens per conversation.\n"
+		"\n");
+	kvs_cli_deploy_help(f);
+	fprintf(f,
+		"\n"
+		"output:\n"
+		"  --json                       one JSON object (snake_case keys, sorted)\n"
+		"  --help                       show this help\n"
+		"\n"
+		"examples:\n"
+		"  kvsim size --model llama-3-8b --gpu h100-80gb --context 8192\n"
+		"  kvsim size --model llama-2-70b --tp 4 --kv-cache-dtype fp8\n"
+		"  kvsim size --model path/to/config.json --gpu-mem 79.2GiB --context 128000\n");
+}
+
+/* ---- formatting ---------------------------------------------------------- */
+static const char *commas(uint64_t v, char *buf, size_t cap)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
+	size_t o = 0;
+	for (int i = 0; i < n && o + 2 < cap; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* binary units for cache sizes (KiB, MiB, GiB, TiB) */
+static const char *ibytes(uint64_t v, char *buf, size_t cap)
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double x = (double)v;
+	int i = 0;
+	while (x >= 1024.0 && i < 5) {
+		x /= 1024.0;
+		i++;
+	}
+	snprintf(buf, cap, i ? "%.2f %s" : "%.0f %s", x, u[i]);
+	return buf;
+}
+
+/* decimal units for device memory (GB as datasheets print it) */
+static const char *dbytes(uint64_t v, char *buf, size_t cap)
+{
+	static const char *const u[] = { "B", "KB", "MB", "GB", "TB", "PB" };
+	double x = (double)v;
+	int i = 0;
+	while (x >= 1000.0 && i < 5) {
+		x /= 1000.0;
+		i++;
+	}
+	snprintf(buf, cap, i ? "%.2f %s" : "%.0f %s", x, u[i]);
+	return buf;
+}
+
+static const char *plural(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* Print text wrapped at 78 columns: first line after `first`, the rest
+ * after `indent`. */
+static void wrap(const char *first, const char *indent, const char *text)
+{
+	int col = printf("%s", first);
+	int start = col;
+	const char *p = text;
+	while (*p) {
+		const char *e = strchr(p, ' ');
+		int len = e ? (int)(e - p) : (int)strlen(p);
+		if (col > start && col + 1 + len > 78) {
+			col = printf("\n%s", indent) - 1;
+			start = col;
+		} else if (col > start) {
+			putchar(' ');
+			col++;
+		}
+		col += printf("%.*s", len, p);
+		p += len;
+		while (*p == ' ')
+			p++;
+	}
+	putchar('\n');
+}
+
+typedef struct row {
+	char label[64];
+	char value[40];
+	char note[120];
+} row;
+
+typedef struct table {
+	row rows[32];
+	int n;
+} table;
+
+static void add(table *t, const char *label, const char *value, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void add(table *t, const char *label, const char *value, const char *fmt, ...)
+{
+	if (t->n >= (int)KVS_ARRAY_LEN(t->rows))
+		return;
+	row *r = &t->rows[t->n++];
+	snprintf(r->label, sizeof r->label, "%s", label);
+	snprintf(r->value, sizeof r->value, "%s", value);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->note, sizeof r->note, fmt, ap);
+	va_end(ap);
+}
+
+static void print_table(const table *t)
+{
+	int wl = 0, wv = 0;
+	for (int i = 0; i < t->n; i++) {
+		int a = (int)strlen(t->rows[i].label), b = (int)strlen(t->rows[i].value);
+		wl = a > wl ? a : wl;
+		wv = b > wv ? b : wv;
+	}
+	for (int i = 0; i < t->n; i++)
+		printf("  %-*s  %*s  %s\n", wl, t->rows[i].label, wv, t->rows[i].value,
+		       t->rows[i].note);
+}
+
+static const char *model_shape(const kvs_model *m, char *buf, size_t cap)
+{
+	char p[32];
+	if (m->kv_lora_rank)
+		snprintf(buf, cap, "%u layers, %u heads, MLA latent %u + rope %u",
+			 m->num_layers, m->num_heads, m->kv_lora_rank, m->qk_rope_head_dim);
+	else
+		snprintf(buf, cap, "%u layers, %u heads, %u kv heads, head_dim %u",
+			 m->num_layers, m->num_heads, m->num_kv_heads, m->head_dim);
+	size_t n = strlen(buf);
+	snprintf(buf + n, cap - n, ", %s parameters%s", commas(m->num_params, p, sizeof p),
+		 m->params_from_config ? "" : " (from the config's shapes)");
+	if (m->num_experts) {
+		n = strlen(buf);
+		snprintf(buf + n, cap - n, " (%s active: %u of %u experts per token)",
+			 commas(m->num_active_params, p, sizeof p), m->num_experts_per_tok,
+			 m->num_experts);
+	}
+	return buf;
+}
+
+/* ---- table output -------------------------------------------------------- */
+static void print_formula(const kvs_deploy *d, const kvs_sizing *s)
+{
+	const kvs_model *m = &d->model;
+	char a[32], b[32];
+	unsigned bits = kvs_dtype_bits(d->kv_dtype);
+	char eb[16];
+	if (bits % 8)
+		snprintf(eb, sizeof eb, "%g", bits / 8.0);
+	else
+		snprintf(eb, sizeof eb, "%u", bits / 8);
+	uint64_t elem = s->kv_bytes_per_token - s->kv_scale_bytes_per_token;
+	if (s->kv_factor == 1)
+		printf("  (%u latent + %u rope) x %u layers x %s bytes (%s) = %s B\n"
+		       "  MLA: one compressed latent per layer, shared by all %u heads: no K/V\n"
+		       "  factor and no per-head factor; kept whole on every tp rank\n",
+		       m->kv_lora_rank, m->qk_rope_head_dim, s->layers_per_rank, eb,
+		       kvs_dtype_name(d->kv_dtype), commas(elem, a, sizeof a), m->num_heads);
+	else
+		printf("  2 (K and V) x %u layers x %u kv heads x %u head_dim x %s bytes (%s) = %s B\n",
+		       s->layers_per_rank, s->kv_heads_per_rank, m->head_dim, eb,
+		       kvs_dtype_name(d->kv_dtype), commas(elem, a, sizeof a));
+	if (s->kv_scale_bytes_per_token)
+		printf("  + %s B of quantisation scales (fp16 %s per %u elements) = %s B\n",
+		       commas(s->kv_scale_bytes_per_token, a, sizeof a),
+		       d->kv_dtype == KVS_DTYPE_INT4 ? "scale and zero point" : "scale",
+		       d->kv_quant_group, commas(s->kv_bytes_per_token, b, sizeof b));
+	if (d->tp > 1 && s->kv_factor == 2)
+		printf("  tp %u: %u kv heads per GPU%s\n", d->tp, s->kv_heads_per_rank,
+		       d->tp > m->num_kv_heads ? " (replicated: tp exceeds the kv heads)" : "");
+	if (d->pp > 1)
+		printf("  pp %u: %u of %u layers on the largest stage\n", d->pp,
+		       s->layers_per_rank, m->num_layers);
+	if (s->sliding_layers_per_rank)
+		printf("  sliding window: %u of these %u layers keep only the last %s tokens\n",
+		       s->sliding_layers_per_rank, s->layers_per_rank,
+		       commas(m->sliding_window, a, sizeof a));
+}
+
+static void print_shrinks(const kvs_shrink_row *rows)
+{
+	char kv[24], conv[24], n[24], x[16];
+	int wl = (int)strlen("what changes");
+	for (int i = 0; i < KVS_SHRINK_COUNT_; i++) {
+		int l = (int)strlen(rows[i].label);
+		wl = l > wl ? l : wl;
+	}
+	printf("\nWhat shrinks it (same GPU, weights and reserve; per GPU)\n");
+	printf("  %-*s  %12s  %14s  %13s  %8s\n", wl, "what changes", "KV/token",
+	       "per conv.", "conversations", "vs now");
+	for (int i = 0; i < KVS_SHRINK_COUNT_; i++) {
+		const kvs_shrink_row *r = &rows[i];
+		if (!r->applicable) {
+			printf("  %-*s  %12s  %14s  %13s  %8s\n", wl, r->label, "-", "-", "-", "-");
+			continue;
+		}
+		snprintf(x, sizeof x, "%.2fx", r->vs_baseline);
+		printf("  %-*s  %12s  %14s  %13s  %8s\n", wl, r->label,
+		       ibytes(r->kv_bytes_per_token, kv, sizeof kv),
+		       ibytes(r->bytes_per_context, conv, sizeof conv),
+		       commas(r->max_conversations, n, sizeof n), x);
+	}
+}
+
+static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_size_advice *a)
+{
+	char b1[32], b2[32], b3[32], c1[32];
+	const char *gpu = d->gpu.name;
+	commas(d->context_tokens, c1, sizeof c1);
+	printf("\nLong context\n");
+	if (!a->weights_fit)
+		printf("  The weights (%s per GPU) and the working-space reserve (%s) do not\n"
+		       "  fit in the usable %s of one %s: no room for any KV cache.\n",
+		       dbytes(s->weight_bytes, b1, sizeof b1), dbytes(s->reserve_bytes, b2, sizeof b2),
+		       dbytes(s->usable_bytes, b3, sizeof b3), gpu);
+	else if (!a->context_fits)
+		printf("  One conversation of %s tokens needs %s of KV cache per GPU, more than\n"
+		       "  the %s KV budget of one %s: it does not fit at all.\n",
+		       c1, ibytes(s->bytes_per_context, b1, sizeof b1),
+		       ibytes(s->kv_budget_bytes, b2, sizeof b2), gpu);
+	if (a->cache_exceeds_weights)
+		printf("  One conversation's cache (%s) is %.2fx the weights (%s): at this\n"
+		       "  context the cache, not the model, decides how many GPUs you need.\n",
+		       ibytes(s->bytes_per_context, b1, sizeof b1), s->cache_to_weights,
+		       ibytes(s->weight_bytes, b2, sizeof b2));
+	if (a->over_max_model_len)
+		printf("  %s tokens is beyond max_model_len %s: the model was not trained for\n"
+		       "  positions this far (it needs RoPE scaling or a long-context variant).\n",
+		       c1, commas(s->max_model_len, b1, sizeof b1));
+
+	printf("\nWays out\n");
+	if (a->n_parallel) {
+		printf("  more GPUs (conversations per tp x pp replica):\n");
+		for (size_t i = 0; i < a->n_parallel; i++) {
+			const kvs_parallel_option *o = &a->parallel[i];
+			printf("    tp %-2u pp %-2u (%2u GPUs): %s %s, KV budget %s per GPU\n",
+			       o->tp, o->pp, o->tp * o->pp,
+			       commas(o->max_conversations, b1, sizeof b1),
+			       plural(o->max_conversations, "conversation", "conversations"),
+			       ibytes(o->kv_budget_bytes, b2, sizeof b2));
+		}
+	} else {
+		printf("  more GPUs: no layout up to 64 GPUs holds one conversation\n");
+	}
+	printf("  quantised cache: FP8 holds %s %s, INT4 %s (now %s)\n",
+	       commas(a->fp8_conversations, b1, sizeof b1),
+	       plural(a->fp8_conversations, "conversation", "conversations"),
+	       commas(a->int4_conversations, b2, sizeof b2),
+	       commas(s->max_conversations, b3, sizeof b3));
+	if (a->offload_bytes)
+		printf("  offload to host memory: the %s of one conversation beyond the budget\n"
+		       "    must cross PCIe (%.0f GB/s) on every decode step: %.3f s per token\n",
+		       ibytes(a->offload_bytes, b1, sizeof b1), a->pcie_bytes_per_s / 1e9,
+		       a->offload_s_per_step);
+	printf("  offload the whole cache: %s per conversation over PCIe (%.0f GB/s) is\n"
+	       "    %.3f s per decode step per conversation",
+	       ibytes(s->bytes_per_context, b1, sizeof b1), a->pcie_bytes_per_s / 1e9,
+	       a->offload_full_s_per_step);
+	if (s->decode_step_s > 0)
+		printf(" (on-GPU step: %.1f ms for all %s)\n", s->decode_step_s * 1e3,
+		       commas(s->max_conversations, b2, sizeof b2));
+	else
+		printf("\n");
+	printf("  shorter context:");
+	for (int i = 0; i < KVS_ADVICE_CONTEXTS; i++) {
+		uint64_t t = a->context_tokens_for_n[i];
+		if (t >= (1ull << 40))
+			printf("%s %u at any length (windowed)", i ? "," : "", a->context_for_n[i]);
+		else
+			printf("%s %u up to %s tokens", i ? "," : "", a->context_for_n[i],
+			       commas(t, b1, sizeof b1));
+	}
+	printf("\n  prefix sharing: if half of each context is one shared, cached prefix,\n"
+	       "    %s %s (now %s)\n",
+	       commas(a->prefix_half_conversations, b1, sizeof b1),
+	       plural(a->prefix_half_conversations, "conversation fits", "conversations fit"),
+	       commas(s->max_conversations, b2, sizeof b2));
+	printf("\nAsk the customer first\n");
+	for (const char *const *q = kvs_size_questions(); *q; q++)
+		wrap("  - ", "    ", *q);
+}
+
+static void print_text(const kvs_deploy *d, const kvs_sizing *s,
+		       const kvs_shrink_row *rows, const kvs_size_advice *a,
+		       const kvs_cli_deploy *c)
+{
+	const kvs_model *m = &d->model;
+	const kvs_gpu *g = &d->gpu;
+	char b1[64], b2[64], c1[32], shape[256];
+	printf("kvsim size: %s on %s, tp %u x pp %u (%u GPU%s), %s tokens per conversation\n\n",
+	       m->name, g->name, d->tp, d->pp, d->tp * d->pp, d->tp * d->pp > 1 ? "s" : "",
+	       commas(d->context_tokens, c1, sizeof c1));
+	printf("  model  %s\n", model_shape(m, shape, sizeof shape));
+	printf("  gpu    %s (%s), %.0f GB/s, %.0f TFLOP/s dense fp16\n",
+	       dbytes(g->mem_bytes, b1, sizeof b1),
+	       c->gpu_mem ? "--gpu-mem" : "datasheet, decimal",
+	       g->hbm_bytes_per_s / 1e9, g->fp16_flops / 1e12);
+
+	printf("\nKV bytes per token, per GPU\n");
+	print_formula(d, s);
+
+	table t = { .n = 0 };
+	add(&t, "kv_bytes_per_token", commas(s->kv_bytes_per_token, b1, sizeof b1), "%s",
+	    ibytes(s->kv_bytes_per_token, b2, sizeof b2));
+	char lab[64];
+	snprintf(lab, sizeof lab, "bytes per block (%u tokens)", d->block_size);
+	add(&t, lab, commas(s->bytes_per_block, b1, sizeof b1), "%s",
+	    ibytes(s->bytes_per_block, b2, sizeof b2));
+	snprintf(lab, sizeof lab, "per conversation (%s tokens)", c1);
+	add(&t, lab, commas(s->bytes_per_context, b1, sizeof b1), "%s%s",
+	    ibytes(s->bytes_per_context, b2, sizeof b2),
+	    s->sliding_layers_per_rank ? ", windows honoured" : "");
+	add(&t, "device memory", commas(g->mem_bytes, b1, sizeof b1), "%s",
+	    dbytes(g->mem_bytes, b2, sizeof b2));
+	snprintf(lab, sizeof lab, "usable (x %.2f)", d->gpu_memory_utilization);
+	add(&t, lab, commas(s->usable_bytes, b1, sizeof b1), "%s",
+	    dbytes(s->usable_bytes, b2, sizeof b2));
+	snprintf(lab, sizeof lab, "- weights (%s)", kvs_dtype_name(d->weight_dtype));
+	add(&t, lab, commas(s->weight_bytes, b1, sizeof b1), "%s%s",
+	    dbytes(s->weight_bytes, b2, sizeof b2),
+	    d->tp * d->pp > 1 ? ", this GPU's share" : "");
+	add(&t, "- working-space reserve", commas(s->reserve_bytes, b1, sizeof b1), "%s, %s",
+	    dbytes(s->reserve_bytes, b2, sizeof b2),
+	    s->reserve_estimated ? "estimated (see --reserve)" : "given");
+	char b3[32];
+	add(&t, "= KV budget", commas(s->kv_budget_bytes, b1, sizeof b1), "%s = %s",
+	    dbytes(s->kv_budget_bytes, b2, sizeof b2), ibytes(s->kv_budget_bytes, b3, sizeof b3));
+	add(&t, "num_gpu_blocks", commas(s->num_gpu_blocks, b1, sizeof b1), "blocks of %u tokens",
+	    d->block_size);
+	add(&t, "KV capacity", commas(s->kv_capacity_tokens, b1, sizeof b1), "tokens");
+	snprintf(b1, sizeof b1, "%.2fx", s->max_concurrency);
+	add(&t, "max_concurrency", b1, "for %s tokens per request, as vLLM logs it", c1);
+	add(&t, "conversations that fit", commas(s->max_conversations, b1, sizeof b1),
+	    "whole conversations in whole blocks (%s blocks each)",
+	    commas(s->blocks_per_conversation, b2, sizeof b2));
+	snprintf(b1, sizeof b1, "%.3f", s->cache_to_weights);
+	add(&t, "cache / weights", b1, "one conversation's cache over the weights");
+	if (s->decode_tokens_per_s > 0) {
+		snprintf(b1, sizeof b1, "%.0f", s->decode_tokens_per_s);
+		add(&t, "decode at full occupancy", b1,
+		    "tokens/s per replica, %.1f ms per step (roofline at peak bandwidth)",
+		    s->decode_step_s * 1e3);
+	}
+	if (d->gpu_hour_price > 0) {
+		snprintf(b1, sizeof b1, "$%.4f", s->dollars_per_conv_hour);
+		add(&t, "per conversation-hour", s->max_conversations ? b1 : "-",
+		    "at $%.2f per GPU-hour, %u GPU%s full", d->gpu_hour_price, d->tp * d->pp,
+		    d->tp * d->pp > 1 ? "s" : "");
+		snprintf(b1, sizeof b1, "$%.4f", s->dollars_per_mtok);
+		add(&t, "per million tokens", s->dollars_per_mtok > 0 ? b1 : "-",
+		    "generated, at full occupancy");
+	}
+	printf("\nMemory per GPU\n");
+	print_table(&t);
+	print_shrinks(rows);
+	if (a->needed)
+		print_advice(d, s, a);
+	else
+		printf("\nOne conversation's cache is %.1f%% of the weights and %s conversations fit:\n"
+		       "no long-context trouble (try --context 128000 to see the ways out).\n",
+		       s->cache_to_weights * 100.0, commas(s->max_conversations, b1, sizeof b1));
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+static json_t *j_u64(uint64_t v)
+{
+	return json_integer((json_int_t)(v > (uint64_t)INT64_MAX ? INT64_MAX : v));
+}
+
+static json_t *json_model(const kvs_model *m)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "name", json_string(m->name));
+	json_object_set_new(o, "num_layers", json_integer(m->num_layers));
+	json_object_set_new(o, "num_heads", json_integer(m->num_heads));
+	json_object_set_new(o, "num_kv_heads", json_integer(m->num_kv_heads));
+	json_object_set_new(o, "head_dim", json_integer(m->head_dim));
+	json_object_set_new(o, "hidden_size", json_integer(m->hidden_size));
+	json_object_set_new(o, "max_position_embeddings", json_integer(m->max_position_embeddings));
+	json_object_set_new(o, "num_params", j_u64(m->num_params));
+	json_object_set_new(o, "num_active_params", j_u64(m->num_active_params));
+	json_object_set_new(o, "params_from_config", json_boolean(m->params_from_config));
+	json_object_set_new(o, "dtype", json_string(kvs_dtype_name(m->dtype)));
+	json_object_set_new(o, "sliding_window", json_integer(m->sliding_window));
+	json_object_set_new(o, "num_sliding_layers", json_integer(m->num_sliding_layers));
+	json_object_set_new(o, "num_experts", json_integer(m->num_experts));
+	json_object_set_new(o, "num_experts_per_tok", json_integer(m->num_experts_per_tok));
+	json_object_set_new(o, "kv_lora_rank", json_integer(m->kv_lora_rank));
+	json_object_set_new(o, "qk_rope_head_dim", json_integer(m->qk_rope_head_dim));
+	return o;
+}
+
+static json_t *json_gpu(const kvs_gpu *g)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "name", json_string(g->name));
+	json_object_set_new(o, "mem_bytes", j_u64(g->mem_bytes));
+	json_object_set_new(o, "hbm_bytes_per_s", json_real(g->hbm_bytes_per_s));
+	json_object_set_new(o, "fp16_flops", json_real(g->fp16_flops));
+	json_object_set_new(o, "pcie_bytes_per_s", json_real(g->pcie_bytes_per_s));
+	json_object_set_new(o, "interconnect_bytes_per_s", json_real(g->interconnect_bytes_per_s));
+	return o;
+}
+
+static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
+			   const kvs_shrink_row *rows, const kvs_size_advice *a)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "kvsim_version", json_string(kvs_version()));
+	json_object_set_new(o, "command", json_string("size"));
+	json_object_set_new(o, "model", json_model(&d->model));
+	json_object_set_new(o, "gpu", json_gpu(&d->gpu));
+
+	json_t *e = json_object();
+	json_object_set_new(e, "tp", json_integer(d->tp));
+	json_object_set_new(e, "pp", json_integer(d->pp));
+	json_object_set_new(e, "gpu_memory_utilization", json_real(d->gpu_memory_utilization));
+	json_object_set_new(e, "dtype", json_string(kvs_dtype_name(d->weight_dtype)));
+	json_object_set_new(e, "kv_cache_dtype", json_string(kvs_dtype_name(d->kv_dtype)));
+	json_object_set_new(e, "kv_quant_group", json_integer(d->kv_quant_group));
+	json_object_set_new(e, "block_size", json_integer(d->block_size));
+	json_object_set_new(e, "context_tokens", j_u64(d->context_tokens));
+	json_object_set_new(e, "max_model_len", j_u64(s->max_model_len));
+	json_object_set_new(e, "gpu_hour_price", json_real(d->gpu_hour_price));
+	json_object_set_new(o, "deploy", e);
+
+	json_t *f = json_object();
+	json_object_set_new(f, "kv_factor", json_integer(s->kv_factor));
+	json_object_set_new(f, "layers", json_integer(s->layers_per_rank));
+	json_object_set_new(f, "kv_heads", json_integer(s->kv_heads_per_rank));
+	json_object_set_new(f, "head_dim", json_integer(d->model.kv_lora_rank ? 0 : d->model.head_dim));
+	json_object_set_new(f, "width", json_integer(s->kv_width));
+	json_object_set_new(f, "bits_per_element", json_integer(kvs_dtype_bits(d->kv_dtype)));
+	json_object_set_new(f, "scale_bytes_per_token", j_u64(s->kv_scale_bytes_per_token));
+	json_object_set_new(f, "sliding_layers", json_integer(s->sliding_layers_per_rank));
+	json_object_set_new(o, "kv_formula", f);
+
+	json_object_set_new(o, "kv_bytes_per_token", j_u64(s->kv_bytes_per_token));
+	json_object_set_new(o, "kv_bytes_per_token_total", j_u64(s->kv_bytes_per_token_total));
+	json_object_set_new(o, "bytes_per_block", j_u64(s->bytes_per_block));
+	json_object_set_new(o, "bytes_per_context", j_u64(s->bytes_per_context));
+	json_object_set_new(o, "weight_bytes", j_u64(s->weight_bytes));
+	json_object_set_new(o, "reserve_bytes", j_u64(s->reserve_bytes));
+	json_object_set_new(o, "reserve_estimated", json_boolean(s->reserve_estimated));
+	json_object_set_new(o, "usable_bytes", j_u64(s->usable_bytes));
+	json_object_set_new(o, "kv_budget_bytes", j_u64(s->kv_budget_bytes));
+	json_object_set_new(o, "num_gpu_blocks", j_u64(s->num_gpu_blocks));
+	json_object_set_new(o, "kv_capacity_tokens", j_u64(s->kv_capacity_tokens));
+	json_object_set_new(o, "max_concurrency", json_real(s->max_concurrency));
+	json_object_set_new(o, "max_conversations", j_u64(s->max_conversations));
+	json_object_set_new(o, "blocks_per_conversation", j_u64(s->blocks_per_conversation));
+	json_object_set_new(o, "cache_to_weights", json_real(s->cache_to_weights));
+	json_object_set_new(o, "decode_step_s", json_real(s->decode_step_s));
+	json_object_set_new(o, "decode_tokens_per_s", json_real(s->decode_tokens_per_s));
+	if (d->gpu_hour_price > 0) {
+		json_object_set_new(o, "dollars_per_conv_hour", json_real(s->dollars_per_conv_hour));
+		json_object_set_new(o, "dollars_per_mtok", json_real(s->dollars_per_mtok));
+	}
+
+	json_t *sh = json_array();
+	for (int i = 0; i < KVS_SHRINK_COUNT_; i++) {
+		const kvs_shrink_row *r = &rows[i];
+		json_t *x = json_object();
+		json_object_set_new(x, "key", json_string(r->key));
+		json_object_set_new(x, "label", json_string(r->label));
+		json_object_set_new(x, "applicable", json_boolean(r->applicable));
+		if (r->applicable) {
+			json_object_set_new(x, "kv_bytes_per_token", j_u64(r->kv_bytes_per_token));
+			json_object_set_new(x, "bytes_per_context", j_u64(r->bytes_per_context));
+			json_object_set_new(x, "max_conversations", j_u64(r->max_conversations));
+			json_object_set_new(x, "max_concurrency", json_real(r->max_concurrency));
+			json_object_set_new(x, "vs_baseline", json_real(r->vs_baseline));
+		}
+		json_array_append_new(sh, x);
+	}
+	json_object_set_new(o, "shrinks", sh);
+
+	json_t *ad = json_object();
+	json_object_set_new(ad, "needed", json_boolean(a->needed));
+	json_object_set_new(ad, "weights_fit", json_boolean(a->weights_fit));
+	json_object_set_new(ad, "context_fits", json_boolean(a->context_fits));
+	json_object_set_new(ad, "cache_exceeds_weights", json_boolean(a->cache_exceeds_weights));
+	json_object_set_new(ad, "over_max_model_len", json_boolean(a->over_max_model_len));
+	json_t *par = json_array();
+	for (size_t i = 0; i < a->n_parallel; i++) {
+		json_t *x = json_object();
+		json_object_set_new(x, "tp", json_integer(a->parallel[i].tp));
+		json_object_set_new(x, "pp", json_integer(a->parallel[i].pp));
+		json_object_set_new(x, "gpus", json_integer(a->parallel[i].tp * a->parallel[i].pp));
+		json_object_set_new(x, "kv_budget_bytes", j_u64(a->parallel[i].kv_budget_bytes));
+		json_object_set_new(x, "max_conversations", j_u64(a->parallel[i].max_conversations));
+		json_object_set_new(x, "max_concurrency", json_real(a->parallel[i].max_concurrency));
+		json_array_append_new(par, x);
+	}
+	json_object_set_new(ad, "parallel", par);
+	json_object_set_new(ad, "fp8_conversations", j_u64(a->fp8_conversations));
+	json_object_set_new(ad, "int4_conversations", j_u64(a->int4_conversations));
+	json_object_set_new(ad, "offload_bytes", j_u64(a->offload_bytes));
+	json_object_set_new(ad, "offload_s_per_step", json_real(a->offload_s_per_step));
+	json_object_set_new(ad, "offload_full_s_per_step", json_real(a->offload_full_s_per_step));
+	json_t *ctx = json_array();
+	for (int i = 0; i < KVS_ADVICE_CONTEXTS; i++) {
+		json_t *x = json_object();
+		json_object_set_new(x, "conversations", json_integer(a->context_for_n[i]));
+		json_object_set_new(x, "max_context_tokens", j_u64(a->context_tokens_for_n[i]));
+		json_array_append_new(ctx, x);
+	}
+	json_object_set_new(ad, "shorter_context", ctx);
+	json_object_set_new(ad, "prefix_half_conversations", j_u64(a->prefix_half_conversations));
+	json_object_set_new(o, "advice", ad);
+
+	json_t *qs = json_array();
+	for (const char *const *q = kvs_size_questions(); *q; q++)
+		json_array_append_new(qs, json_string(*q));
+	json_object_set_new(o, "questions", qs);
+	return o;
+}
+
+int kvs_cmd_size(int argc, char **argv);
+
+int kvs_cmd_size(int argc, char **argv)
+{
+	kvs_args it;
+	kvs_cli_deploy c;
+	bool json = false;
+	const char *pos;
+	kvs_args_init(&it, "size", argc, argv);
+	kvs_cli_deploy_init(&c, "llama-2-7b", "a100-80gb");
+	while (kvs_args_next(&it, &pos)) {
+		if (!it.flag) {
+			kvs_args_usage_error(&it, "unexpected argument '%s' (see 'kvsim size --help')",
+					     pos);
+			return KVS_EXIT_USAGE;
+		}
+		if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
+			usage(stdout);
+			return KVS_EXIT_OK;
+		}
+		if (kvs_args_is(&it, "--json")) {
+			json = true;
+			continue;
+		}
+		int r = kvs_cli_deploy_arg(&it, &c);
+		if (r < 0)
+			return KVS_EXIT_USAGE;
+		if (r == 0) {
+			kvs_args_unknown(&it);
+			return KVS_EXIT_USAGE;
+		}
+	}
+	if (!kvs_cli_deploy_finish(&c, "size"))
+		return c.fail_exit;
+
+	kvs_sizing s;
+	kvs_shrink_row rows[KVS_SHRINK_COUNT_];
+	kvs_size_advice a;
+	kvs_status st;
+	if ((st = kvs_size_compute(&c.d, &s)) || (st = kvs_size_shrinks(&c.d, rows)) ||
+	    (st = kvs_size_advise(&c.d, &s, &a))) {
+		kvs_cli_report_error("size", st);
+		return KVS_EXIT_FAIL;
+	}
+	if (json) {
+		json_t *o = json_report(&c.d, &s, rows, &a);
+		int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+		json_decref(o);
+		fputc('\n', stdout);
+		return rc == 0 ? KVS_EXIT_OK : KVS_EXIT_FAIL;
+	}
+	print_text(&c.d, &s, rows, &a, &c);
+	return KVS_EXIT_OK;
+}

@@ -1,0 +1,591 @@
+/*
+ * hfconfig.c - a kvs_model from a Hugging Face config.json, and the
+ * parameter count from the architecture.
+ *
+ * Field names are the ones Hugging Face transformers writes, with the older
+ * GPT-style aliases (n_layer, n_head, n_embd, ...).  Multimodal configs keep
+ * the language model under "text_config": its fields win over the top level.
+ * JSON null counts as absent.  A missing required field is an error that
+ * names the field and the file; so is a field of the wrong type or range.
+ */
+#include "sizing_internal.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct cfg {
+	const char *path;
+	json_t *root;
+	json_t *text;           /* "text_config" or NULL */
+} cfg;
+
+static json_t *cfg_get(const cfg *c, const char *key)
+{
+	json_t *v = c->text ? json_object_get(c->text, key) : NULL;
+	if (!v || json_is_null(v))
+		v = json_object_get(c->root, key);
+	return v && !json_is_null(v) ? v : NULL;
+}
+
+/* First present key of a NULL-terminated alias list. */
+static json_t *cfg_get_any(const cfg *c, const char *const *keys, const char **which)
+{
+	for (; *keys; keys++) {
+		json_t *v = cfg_get(c, *keys);
+		if (v) {
+			*which = *keys;
+			return v;
+		}
+	}
+	return NULL;
+}
+
+static void show(json_t *v, char *buf, size_t cap)
+{
+	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	snprintf(buf, cap, "%s", s ? s : "?");
+	if (strlen(buf) == cap - 1 && cap > 4)
+		memcpy(buf + cap - 4, "...", 4);
+	free(s);
+}
+
+/* Integer field in [min, max].  *found tells whether it was present; a
+ * missing field is an error only when `required` (naming the first alias). */
+static kvs_status cfg_uint(const cfg *c, const char *const *keys, bool required,
+			   const char *why, uint64_t min, uint64_t max,
+			   uint64_t *out, bool *found)
+{
+	const char *key = keys[0];
+	json_t *v = cfg_get_any(c, keys, &key);
+	if (found)
+		*found = v != NULL;
+	if (!v) {
+		if (required)
+			return kvs_fail(KVS_ERR_PARSE, "%s: missing field '%s'%s%s%s",
+					c->path, keys[0], why ? " (" : "",
+					why ? why : "", why ? ")" : "");
+		return KVS_OK;
+	}
+	char text[64];
+	if (!json_is_integer(v)) {
+		/* 4096.0 is a whole number written as a real: accept it */
+		double d = json_is_real(v) ? json_real_value(v) : -1.0;
+		if (json_is_real(v) && d >= 0.0 && d <= 9007199254740992.0 &&
+		    d == (double)(uint64_t)d) {
+			uint64_t x = (uint64_t)d;
+			if (x >= min && x <= max) {
+				*out = x;
+				return KVS_OK;
+			}
+		}
+		show(v, text, sizeof text);
+		return kvs_fail(KVS_ERR_PARSE,
+				"%s: field '%s': expected an integer in [%llu, %llu], got %s",
+				c->path, key, (unsigned long long)min,
+				(unsigned long long)max, text);
+	}
+	json_int_t x = json_integer_value(v);
+	if (x < 0 || (uint64_t)x < min || (uint64_t)x > max) {
+		show(v, text, sizeof text);
+		return kvs_fail(KVS_ERR_PARSE,
+				"%s: field '%s': %s is out of range [%llu, %llu]",
+				c->path, key, text, (unsigned long long)min,
+				(unsigned long long)max);
+	}
+	*out = (uint64_t)x;
+	return KVS_OK;
+}
+
+static kvs_status cfg_u32(const cfg *c, const char *const *keys, bool required,
+			  const char *why, uint32_t min, uint32_t *out, bool *found)
+{
+	uint64_t x = 0;
+	bool present = false;
+	kvs_status st = cfg_uint(c, keys, required, why, min, UINT32_MAX, &x, &present);
+	if (found)
+		*found = present;
+	if (st == KVS_OK && present)
+		*out = (uint32_t)x;
+	return st;
+}
+
+static kvs_status cfg_bool(const cfg *c, const char *key, bool *out, bool *found)
+{
+	json_t *v = cfg_get(c, key);
+	if (found)
+		*found = v != NULL;
+	if (!v)
+		return KVS_OK;
+	if (!json_is_boolean(v)) {
+		char text[64];
+		show(v, text, sizeof text);
+		return kvs_fail(KVS_ERR_PARSE, "%s: field '%s': expected true or false, got %s",
+				c->path, key, text);
+	}
+	*out = json_is_true(v);
+	return KVS_OK;
+}
+
+#define KEYS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+static bool type_is(const char *model_type, const char *const *list)
+{
+	if (!model_type)
+		return false;
+	for (; *list; list++)
+		if (strcmp(model_type, *list) == 0)
+			return true;
+	return false;
+}
+
+/* Sliding-window layers: layer_types, sliding_window_pattern, the Gemma-2
+ * alternation, Qwen2's max_window_layers, else all layers. */
+static kvs_status parse_sliding(const cfg *c, const char *model_type, kvs_model *m)
+{
+	kvs_status st;
+	bool use_found = false, use = true;
+	if ((st = cfg_bool(c, "use_sliding_window", &use, &use_found)))
+		return st;
+	uint32_t window = 0;
+	bool wfound = false;
+	if ((st = cfg_u32(c, KEYS("sliding_window", "sliding_window_size"), false,
+			  NULL, 0, &window, &wfound)))
+		return st;
+
+	json_t *types = cfg_get(c, "layer_types");
+	uint32_t n_sliding_types = 0;
+	if (types) {
+		if (!json_is_array(types) || json_array_size(types) != m->num_layers)
+			return kvs_fail(KVS_ERR_PARSE,
+					"%s: field 'layer_types': expected an array of %u "
+					"strings (one per layer)", c->path, m->num_layers);
+		for (size_t i = 0; i < json_array_size(types); i++) {
+			const char *t = json_string_value(json_array_get(types, i));
+			if (!t)
+				return kvs_fail(KVS_ERR_PARSE,
+						"%s: field 'layer_types'[%zu]: expected a string",
+						c->path, i);
+			if (strcmp(t, "sliding_attention") == 0 ||
+			    strcmp(t, "chunked_attention") == 0)
+				n_sliding_types++;
+			else if (strcmp(t, "full_attention") != 0)
+				return kvs_fail(KVS_ERR_PARSE,
+						"%s: field 'layer_types'[%zu]: unknown layer type '%s' "
+						"(expected full_attention or sliding_attention)",
+						c->path, i, t);
+		}
+		if (n_sliding_types && !window)
+			return kvs_fail(KVS_ERR_PARSE,
+					"%s: missing field 'sliding_window' (layer_types lists "
+					"%u sliding_attention layers)", c->path, n_sliding_types);
+	}
+	m->sliding_window = 0;
+	m->num_sliding_layers = 0;
+	if (!window || (use_found && !use))
+		return KVS_OK;
+	m->sliding_window = window;
+	uint32_t pattern = 0;
+	bool pfound = false;
+	if ((st = cfg_u32(c, KEYS("sliding_window_pattern"), false, NULL, 1, &pattern, &pfound)))
+		return st;
+	uint32_t mwl = 0;
+	bool mwl_found = false;
+	if ((st = cfg_u32(c, KEYS("max_window_layers"), false, NULL, 0, &mwl, &mwl_found)))
+		return st;
+	if (types)
+		m->num_sliding_layers = n_sliding_types;
+	else if (pfound) /* Gemma-3: every pattern-th layer is global */
+		m->num_sliding_layers = m->num_layers - m->num_layers / pattern;
+	else if (type_is(model_type, KEYS("gemma2")))
+		m->num_sliding_layers = (m->num_layers + 1) / 2; /* even layers */
+	else if (use_found && use && mwl_found) /* Qwen2: layers >= max_window_layers */
+		m->num_sliding_layers = mwl < m->num_layers ? m->num_layers - mwl : 0;
+	else
+		m->num_sliding_layers = m->num_layers;
+	if (!m->num_sliding_layers)
+		m->sliding_window = 0;
+	return KVS_OK;
+}
+
+/* Weight storage from quantization_config, if any. */
+static kvs_status parse_quant(const cfg *c, kvs_model *m)
+{
+	json_t *q = cfg_get(c, "quantization_config");
+	m->weight_dtype = KVS_DTYPE_FP32; /* "same as dtype" */
+	if (!q)
+		return KVS_OK;
+	if (!json_is_object(q))
+		return kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config': expected an object",
+				c->path);
+	const char *method = json_string_value(json_object_get(q, "quant_method"));
+	json_t *bits = json_object_get(q, "bits");
+	if (method && strcmp(method, "fp8") == 0)
+		m->weight_dtype = KVS_DTYPE_FP8;
+	else if (json_is_integer(bits) && json_integer_value(bits) == 8)
+		m->weight_dtype = KVS_DTYPE_INT8;
+	else if (json_is_integer(bits) && json_integer_value(bits) == 4)
+		m->weight_dtype = KVS_DTYPE_INT4;
+	return KVS_OK;
+}
+
+kvs_status kvs_model_from_json_file(const char *path, kvs_model *out)
+{
+	if (!path || !*path)
+		return kvs_fail(KVS_ERR_INVALID, "empty config path");
+	json_error_t jerr;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		FILE *f = fopen(path, "rb");
+		if (!f)
+			return kvs_fail(KVS_ERR_IO, "%s: cannot open: %s", path, jerr.text);
+		fclose(f);
+		return kvs_fail(KVS_ERR_PARSE, "%s:%d:%d: %s", path, jerr.line,
+				jerr.column, jerr.text);
+	}
+	kvs_status st = KVS_OK;
+	kvs_model m;
+	memset(&m, 0, sizeof m);
+	cfg c = { .path = path, .root = root, .text = NULL };
+	if (!json_is_object(root)) {
+		st = kvs_fail(KVS_ERR_PARSE, "%s: expected a JSON object (a config.json)", path);
+		goto done;
+	}
+	json_t *text = json_object_get(root, "text_config");
+	if (json_is_object(text))
+		c.text = text;
+
+	json_t *jtype = cfg_get(&c, "model_type");
+	const char *model_type = json_string_value(jtype);
+
+	const char *name = json_string_value(cfg_get(&c, "_name_or_path"));
+	snprintf(m.name, sizeof m.name, "%s", name && *name ? name : path);
+
+	bool found;
+	if ((st = cfg_u32(&c, KEYS("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+			  true, NULL, 1, &m.num_layers, NULL)) ||
+	    (st = cfg_u32(&c, KEYS("num_attention_heads", "n_head", "num_heads"),
+			  true, NULL, 1, &m.num_heads, NULL)) ||
+	    (st = cfg_u32(&c, KEYS("hidden_size", "n_embd", "d_model"),
+			  true, NULL, 1, &m.hidden_size, NULL)))
+		goto done;
+
+	/* kv heads: num_key_value_heads, Falcon's multi_query, else MHA */
+	m.num_kv_heads = m.num_heads;
+	if ((st = cfg_u32(&c, KEYS("num_key_value_heads", "num_kv_heads", "n_head_kv"),
+			  false, NULL, 1, &m.num_kv_heads, &found)))
+		goto done;
+	if (!found) {
+		bool mq = false;
+		if ((st = cfg_bool(&c, "multi_query", &mq, NULL)))
+			goto done;
+		if (mq)
+			m.num_kv_heads = 1;
+	}
+	if (m.num_kv_heads > m.num_heads || m.num_heads % m.num_kv_heads != 0) {
+		st = kvs_fail(KVS_ERR_PARSE,
+			      "%s: field 'num_key_value_heads': %u does not divide "
+			      "num_attention_heads %u", path, m.num_kv_heads, m.num_heads);
+		goto done;
+	}
+
+	/* MLA */
+	if ((st = cfg_u32(&c, KEYS("kv_lora_rank"), false, NULL, 0, &m.kv_lora_rank, NULL)))
+		goto done;
+	if (m.kv_lora_rank) {
+		if ((st = cfg_u32(&c, KEYS("qk_rope_head_dim"), true,
+				  "needed with kv_lora_rank", 1, &m.qk_rope_head_dim, NULL)) ||
+		    (st = cfg_u32(&c, KEYS("qk_nope_head_dim"), true,
+				  "needed with kv_lora_rank", 0, &m.qk_nope_head_dim, NULL)) ||
+		    (st = cfg_u32(&c, KEYS("v_head_dim"), true,
+				  "needed with kv_lora_rank", 1, &m.v_head_dim, NULL)) ||
+		    (st = cfg_u32(&c, KEYS("q_lora_rank"), false, NULL, 0, &m.q_lora_rank, NULL)))
+			goto done;
+	}
+
+	if ((st = cfg_u32(&c, KEYS("head_dim"), false, NULL, 1, &m.head_dim, &found)))
+		goto done;
+	if (!found) {
+		if (m.kv_lora_rank) {
+			m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+		} else if (m.hidden_size % m.num_heads != 0) {
+			st = kvs_fail(KVS_ERR_PARSE,
+				      "%s: missing field 'head_dim' (hidden_size %u is not a "
+				      "multiple of num_attention_heads %u)",
+				      path, m.hidden_size, m.num_heads);
+			goto done;
+		} else {
+			m.head_dim = m.hidden_size / m.num_heads;
+		}
+	}
+
+	if ((st = cfg_u32(&c, KEYS("max_position_embeddings", "n_positions",
+				   "max_sequence_length", "seq_length", "max_seq_len"),
+			  false, NULL, 1, &m.max_position_embeddings, NULL)))
+		goto done;
+
+	/* dtype */
+	m.dtype = KVS_DTYPE_FP16;
+	json_t *jd = cfg_get(&c, "torch_dtype");
+	const char *dkey = "torch_dtype";
+	if (!jd) {
+		jd = cfg_get(&c, "dtype");
+		dkey = "dtype";
+	}
+	if (jd) {
+		if (!json_is_string(jd) ||
+		    kvs_dtype_parse(json_string_value(jd), &m.dtype) != KVS_OK) {
+			char t[64];
+			show(jd, t, sizeof t);
+			st = kvs_fail(KVS_ERR_PARSE,
+				      "%s: field '%s': unknown data type %s (expected "
+				      "float16, bfloat16 or float32)", path, dkey, t);
+			goto done;
+		}
+	}
+	if ((st = parse_quant(&c, &m)))
+		goto done;
+
+	/* architecture flags by family, then explicit fields */
+	bool opt = type_is(model_type, KEYS("opt"));
+	m.tie_word_embeddings = !type_is(model_type,
+		KEYS("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
+		     "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3"));
+	if (opt) {
+		bool bias = true;
+		if ((st = cfg_bool(&c, "enable_bias", &bias, NULL)))
+			goto done;
+		m.mlp_plain = true;
+		m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+		m.norm_bias = true;
+		m.learned_positions = m.max_position_embeddings + 2; /* OPT's offset */
+	}
+	if (type_is(model_type, KEYS("qwen2", "qwen2_moe")))
+		m.qkv_bias = true;
+	if (type_is(model_type, KEYS("gemma2", "gemma3", "gemma3_text")))
+		m.norms_per_layer = 4;
+	if (type_is(model_type, KEYS("qwen3", "qwen3_moe", "gemma3", "gemma3_text")))
+		m.qk_norm = true;
+	bool ab = false;
+	if ((st = cfg_bool(&c, "attention_bias", &ab, &found)))
+		goto done;
+	if (found && !opt)
+		m.qkv_bias = m.o_bias = ab;
+	if ((st = cfg_bool(&c, "mlp_bias", &m.mlp_bias, NULL)) ||
+	    (st = cfg_bool(&c, "tie_word_embeddings", &m.tie_word_embeddings, NULL)))
+		goto done;
+
+	if ((st = parse_sliding(&c, model_type, &m)))
+		goto done;
+
+	/* mixture of experts */
+	if ((st = cfg_u32(&c, KEYS("num_local_experts", "n_routed_experts", "num_experts"),
+			  false, NULL, 0, &m.num_experts, NULL)))
+		goto done;
+	if (m.num_experts > 1) {
+		uint32_t n_shared = 0, shared_inter = 0;
+		if ((st = cfg_u32(&c, KEYS("num_experts_per_tok", "moe_topk", "top_k"), true,
+				  "needed with the expert count", 1, &m.num_experts_per_tok, NULL)) ||
+		    (st = cfg_u32(&c, KEYS("n_shared_experts"), false, NULL, 0, &n_shared, NULL)) ||
+		    (st = cfg_u32(&c, KEYS("shared_expert_intermediate_size"), false, NULL, 0,
+				  &shared_inter, NULL)) ||
+		    (st = cfg_u32(&c, KEYS("first_k_dense_replace"), false, NULL, 0,
+				  &m.first_dense_layers, NULL)))
+			goto done;
+		if (m.num_experts_per_tok > m.num_experts) {
+			st = kvs_fail(KVS_ERR_PARSE,
+				      "%s: field 'num_experts_per_tok': %u is more than the "
+				      "%u experts", path, m.num_experts_per_tok, m.num_experts);
+			goto done;
+		}
+		if (m.first_dense_layers > m.num_layers)
+			m.first_dense_layers = m.num_layers;
+		if ((st = cfg_u32(&c, KEYS("moe_intermediate_size"), false, NULL, 1,
+				  &m.moe_intermediate_size, NULL)))
+			goto done;
+		if (n_shared) {
+			uint32_t per = m.moe_intermediate_size;
+			if (!per) /* shared experts as wide as the dense MLP */
+				(void)cfg_u32(&c, KEYS("intermediate_size"), false, NULL, 0,
+					      &per, NULL);
+			uint64_t tot = (uint64_t)n_shared * per;
+			if (tot > UINT32_MAX) {
+				st = kvs_fail(KVS_ERR_PARSE,
+					      "%s: field 'n_shared_experts': %u shared experts "
+					      "of width %u are too wide", path, n_shared, per);
+				goto done;
+			}
+			shared_inter = (uint32_t)tot;
+		}
+		m.shared_expert_intermediate_size = shared_inter;
+	} else {
+		m.num_experts = 0;
+	}
+
+	/* parameter count: published, or estimated from the shapes */
+	uint64_t params = 0, active = 0;
+	bool pfound = false, afound = false;
+	if ((st = cfg_uint(&c, KEYS("kvsim_num_parameters"), false, NULL, 1, UINT64_MAX,
+			   &params, &pfound)) ||
+	    (st = cfg_uint(&c, KEYS("kvsim_num_active_parameters"), false, NULL, 1, UINT64_MAX,
+			   &active, &afound)))
+		goto done;
+	const char *why = pfound ? NULL : "needed to count the parameters; or give kvsim_num_parameters";
+	bool ifound = false;
+	if ((st = cfg_u32(&c, KEYS("intermediate_size", "ffn_dim", "n_inner"), false,
+			  NULL, 1, &m.intermediate_size, &ifound)) ||
+	    (st = cfg_u32(&c, KEYS("vocab_size"), !pfound, why, 1, &m.vocab_size, NULL)))
+		goto done;
+	if (!ifound && !pfound && !(m.num_experts && m.moe_intermediate_size &&
+				    m.first_dense_layers == 0)) {
+		st = kvs_fail(KVS_ERR_PARSE, "%s: missing field 'intermediate_size' (%s)",
+			      path, why);
+		goto done;
+	}
+	if (m.num_experts && !m.moe_intermediate_size)
+		m.moe_intermediate_size = m.intermediate_size;
+	if (pfound) {
+		m.num_params = params;
+		m.num_active_params = afound ? active : params;
+		m.params_from_config = true;
+	} else {
+		m.num_params = kvs_model_estimate_params(&m);
+		m.num_active_params = kvs_model_estimate_active_params(&m);
+		if (m.num_params == UINT64_MAX) {
+			st = kvs_fail(KVS_ERR_OVERFLOW,
+				      "%s: the parameter count does not fit in 64 bits", path);
+			goto done;
+		}
+	}
+	if (m.num_active_params > m.num_params)
+		m.num_active_params = m.num_params;
+	*out = m;
+done:
+	json_decref(root);
+	return st;
+}
+
+/* ---- parameter estimate ---------------------------------------------------
+ * Saturating arithmetic: any overflow makes the result UINT64_MAX. */
+typedef struct acc {
+	uint64_t v;
+	bool ovf;
+} acc;
+
+static void add(acc *a, uint64_t x)
+{
+	a->ovf |= kvs_add_overflow(a->v, x, &a->v);
+}
+
+static uint64_t mul(acc *a, uint64_t x, uint64_t y)
+{
+	uint64_t r;
+	a->ovf |= kvs_mul_overflow(x, y, &r);
+	return r;
+}
+
+static void addmul(acc *a, uint64_t x, uint64_t y)
+{
+	add(a, mul(a, x, y));
+}
+
+static uint64_t mlp_params(const kvs_model *m, acc *a, uint64_t inter)
+{
+	uint64_t h = m->hidden_size;
+	acc r = { 0, false };
+	if (!inter)
+		return 0;
+	addmul(&r, m->mlp_plain ? 2 * h : 3 * h, inter);
+	if (m->mlp_bias)
+		add(&r, (m->mlp_plain ? inter : 2 * inter) + h);
+	a->ovf |= r.ovf;
+	return r.v;
+}
+
+static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active)
+{
+	acc t = { 0, false };
+	uint64_t h = m->hidden_size, heads = m->num_heads, hd = m->head_dim;
+	uint64_t kv = m->num_kv_heads ? m->num_kv_heads : heads;
+	uint64_t norm = h * (m->norm_bias ? 2 : 1);
+
+	/* embeddings, LM head, learned positions, final norm */
+	uint64_t embed = mul(&t, m->vocab_size, h);
+	add(&t, embed);
+	if (!m->tie_word_embeddings)
+		add(&t, embed);
+	addmul(&t, m->learned_positions, h);
+	add(&t, norm);
+
+	/* one layer's attention and norms */
+	acc l = { 0, false };
+	if (m->kv_lora_rank) {
+		uint64_t qk = (uint64_t)m->qk_nope_head_dim + m->qk_rope_head_dim;
+		if (m->q_lora_rank) {   /* q_a, its norm, q_b */
+			addmul(&l, h, m->q_lora_rank);
+			add(&l, m->q_lora_rank);
+			addmul(&l, m->q_lora_rank, mul(&l, heads, qk));
+		} else {
+			addmul(&l, h, mul(&l, heads, qk));
+		}
+		/* kv_a (latent + rope key), its norm, kv_b, o */
+		addmul(&l, h, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim);
+		add(&l, m->kv_lora_rank);
+		addmul(&l, m->kv_lora_rank,
+		       mul(&l, heads, (uint64_t)m->qk_nope_head_dim + m->v_head_dim));
+		addmul(&l, heads * m->v_head_dim, h);
+	} else {
+		addmul(&l, h, heads * hd);       /* q */
+		addmul(&l, 2 * h, kv * hd);      /* k, v (kv, hd < 2^32) */
+		addmul(&l, heads * hd, h);       /* o */
+		if (m->qkv_bias) {
+			add(&l, heads * hd);
+			addmul(&l, 2, kv * hd);
+		}
+		if (m->o_bias)
+			add(&l, h);
+	}
+	if (m->qk_norm)
+		add(&l, 2 * hd);
+	addmul(&l, m->norms_per_layer ? m->norms_per_layer : 2, norm);
+	uint64_t attn = l.v;
+	t.ovf |= l.ovf;
+
+	uint64_t layers = m->num_layers;
+	uint64_t dense_layers = m->num_experts ? m->first_dense_layers : layers;
+	uint64_t moe_layers = layers - dense_layers;
+	acc d = { attn, false };
+	add(&d, mlp_params(m, &d, m->intermediate_size));
+	t.ovf |= d.ovf;
+	addmul(&t, dense_layers, d.v);
+	acc a = t;
+	if (moe_layers) {
+		acc c = { attn, false };     /* attention, shared experts, router */
+		add(&c, mlp_params(m, &c, m->shared_expert_intermediate_size));
+		addmul(&c, h, m->num_experts);
+		uint64_t expert = mlp_params(m, &c, m->moe_intermediate_size);
+		acc all = c, act = c;
+		addmul(&all, m->num_experts, expert);
+		addmul(&act, m->num_experts_per_tok, expert);
+		t.ovf |= all.ovf;
+		a.ovf |= act.ovf;
+		addmul(&t, moe_layers, all.v);
+		addmul(&a, moe_layers, act.v);
+	}
+	*total = t.ovf ? UINT64_MAX : t.v;
+	*active = (a.ovf || t.ovf) ? UINT64_MAX : (moe_layers ? a.v : t.v);
+}
+
+uint64_t kvs_model_estimate_params(const kvs_model *m)
+{
+	uint64_t t, a;
+	estimate(m, &t, &a);
+	return t;
+}
+
+uint64_t kvs_model_estimate_active_params(const kvs_model *m)
+{
+	uint64_t t, a;
+	estimate(m, &t, &a);
+	return a;
+}

@@ -1,0 +1,197 @@
+/*
+ * presets.c - built-in model and GPU presets.
+ *
+ * Presets are data, not code: one Hugging Face config.json per model under
+ * models/NAME.json and one gpus.json, found in the first of
+ *   $KVSIM_DATADIR, KVS_DATADIR (the installed share/kvsim), and the source
+ *   tree's sizing/presets (so an uninstalled build works),
+ * that holds the file.  The name lists below are the presets the project
+ * ships; tests check that each has its file and that the files hold no
+ * others.
+ */
+#include "kvs_config.h"
+#include "sizing_internal.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const model_names[] = {
+	"llama-2-7b", "llama-2-13b", "llama-2-70b",
+	"llama-3-8b", "llama-3-70b", "llama-3.1-405b",
+	"mistral-7b", "mixtral-8x7b",
+	"qwen2.5-7b", "qwen2.5-72b",
+	"opt-13b", "opt-66b",
+	"gemma-2-9b", "gemma-2-27b",
+	"deepseek-v3",
+	NULL,
+};
+
+static const char *const gpu_names[] = {
+	"a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb",
+	"l4", "l40s", "b200", "mi300x",
+	NULL,
+};
+
+const char *const *kvs_model_preset_names(void)
+{
+	return model_names;
+}
+
+const char *const *kvs_gpu_preset_names(void)
+{
+	return gpu_names;
+}
+
+bool kvs_sizing_find_data(const char *rel, char *buf, size_t cap)
+{
+	const char *dirs[3] = {
+		getenv("KVSIM_DATADIR"),
+		KVS_DATADIR,
+		KVS_SOURCE_ROOT "/sizing/presets",
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(dirs); i++) {
+		if (!dirs[i] || !*dirs[i])
+			continue;
+		int n = snprintf(buf, cap, "%s/%s", dirs[i], rel);
+		if (n < 0 || (size_t)n >= cap)
+			continue;
+		if (access(buf, R_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool in_list(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (strcmp(*list, name) == 0)
+			return true;
+	return false;
+}
+
+/* "a, b, c" of a NULL-terminated list, for error messages. */
+static void join(const char *const *list, char *buf, size_t cap)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (; *list; list++) {
+		int n = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", *list);
+		if (n < 0 || (size_t)n >= cap - len)
+			break;
+		len += (size_t)n;
+	}
+}
+
+static bool looks_like_path(const char *s)
+{
+	size_t n = strlen(s);
+	return strchr(s, '/') != NULL || (n > 5 && strcmp(s + n - 5, ".json") == 0);
+}
+
+kvs_status kvs_model_load(const char *name_or_path, kvs_model *out)
+{
+	char path[4096];
+	if (!name_or_path || !*name_or_path)
+		return kvs_fail(KVS_ERR_INVALID, "empty model name");
+	if (looks_like_path(name_or_path))
+		return kvs_model_from_json_file(name_or_path, out);
+
+	char rel[256];
+	int n = snprintf(rel, sizeof rel, "models/%s.json", name_or_path);
+	bool found = n > 0 && (size_t)n < sizeof rel &&
+		     kvs_sizing_find_data(rel, path, sizeof path);
+	if (!found) {
+		char known[1024];
+		join(model_names, known, sizeof known);
+		if (in_list(model_names, name_or_path))
+			return kvs_fail(KVS_ERR_IO,
+					"preset data for model '%s' not found (looked in "
+					"$KVSIM_DATADIR, %s and %s/sizing/presets)",
+					name_or_path, KVS_DATADIR, KVS_SOURCE_ROOT);
+		return kvs_fail(KVS_ERR_NOT_FOUND,
+				"unknown model '%s'; known models: %s "
+				"(or give a path to a Hugging Face config.json)",
+				name_or_path, known);
+	}
+	kvs_model m;
+	kvs_status st = kvs_model_from_json_file(path, &m);
+	if (st != KVS_OK)
+		return st;
+	snprintf(m.name, sizeof m.name, "%s", name_or_path);
+	*out = m;
+	return KVS_OK;
+}
+
+/* One positive number field of a GPU entry. */
+static kvs_status gpu_rate(json_t *g, const char *path, const char *name,
+			   const char *key, double scale, double *out)
+{
+	json_t *v = json_object_get(g, key);
+	if (!v)
+		return kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': missing field '%s'",
+				path, name, key);
+	if (!json_is_number(v) || !(json_number_value(v) > 0.0))
+		return kvs_fail(KVS_ERR_PARSE,
+				"%s: gpu '%s': field '%s' must be a positive number",
+				path, name, key);
+	*out = json_number_value(v) * scale;
+	return KVS_OK;
+}
+
+kvs_status kvs_gpu_preset(const char *name, kvs_gpu *out)
+{
+	char path[4096], known[512];
+	join(gpu_names, known, sizeof known);
+	if (!name || !*name)
+		return kvs_fail(KVS_ERR_INVALID, "empty GPU name; known GPUs: %s", known);
+	if (!kvs_sizing_find_data("gpus.json", path, sizeof path))
+		return kvs_fail(KVS_ERR_IO,
+				"GPU preset file gpus.json not found (looked in "
+				"$KVSIM_DATADIR, %s and %s/sizing/presets)",
+				KVS_DATADIR, KVS_SOURCE_ROOT);
+	json_error_t jerr;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return kvs_fail(KVS_ERR_PARSE, "%s:%d:%d: %s", path, jerr.line,
+				jerr.column, jerr.text);
+	kvs_status st = KVS_OK;
+	json_t *gpus = json_object_get(root, "gpus");
+	json_t *g = json_is_object(gpus) ? json_object_get(gpus, name) : NULL;
+	if (!json_is_object(gpus)) {
+		st = kvs_fail(KVS_ERR_PARSE, "%s: missing object 'gpus'", path);
+		goto done;
+	}
+	if (!json_is_object(g)) {
+		st = kvs_fail(KVS_ERR_NOT_FOUND, "unknown GPU '%s'; known GPUs: %s "
+			      "(or give --gpu-mem SIZE, e.g. 80GB or 79.2GiB)", name, known);
+		goto done;
+	}
+	kvs_gpu gpu;
+	memset(&gpu, 0, sizeof gpu);
+	snprintf(gpu.name, sizeof gpu.name, "%s", name);
+	json_t *mem = json_object_get(g, "memory");
+	if (!json_is_string(mem)) {
+		st = kvs_fail(KVS_ERR_PARSE,
+			      "%s: gpu '%s': field 'memory' must be a size string such as \"80GB\"",
+			      path, name);
+		goto done;
+	}
+	if (kvs_parse_bytes(json_string_value(mem), &gpu.mem_bytes) != KVS_OK) {
+		st = kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': field 'memory': %s",
+			      path, name, kvs_last_error());
+		goto done;
+	}
+	if ((st = gpu_rate(g, path, name, "hbm_gb_per_s", 1e9, &gpu.hbm_bytes_per_s)) ||
+	    (st = gpu_rate(g, path, name, "fp16_dense_tflops", 1e12, &gpu.fp16_flops)) ||
+	    (st = gpu_rate(g, path, name, "pcie_gb_per_s", 1e9, &gpu.pcie_bytes_per_s)) ||
+	    (st = gpu_rate(g, path, name, "interconnect_gb_per_s", 1e9,
+			   &gpu.interconnect_bytes_per_s)))
+		goto done;
+	*out = gpu;
+done:
+	json_decref(root);
+	return st;
+}

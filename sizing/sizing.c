@@ -1,0 +1,389 @@
+/*
+ * sizing.c - the KV cache arithmetic: bytes per token, per sequence, per
+ * block; weights, working-space reserve, KV budget, num_gpu_blocks and
+ * concurrency for one deployment.
+ *
+ * One token on one rank:
+ *
+ *   kv_bytes_per_token = layers_per_rank x layer_bytes
+ *   layer_bytes        = ceil(factor x width x bits / 8) + scale bytes
+ *   factor x width     = 2 x kv_heads_per_rank x head_dim      (K and V)
+ *                      = 1 x (kv_lora_rank + qk_rope_head_dim)  (MLA latent)
+ *
+ * The KV memory of a rank, for the vLLM-style pool:
+ *
+ *   usable     = round(mem_bytes x gpu_memory_utilization)
+ *   kv_budget  = usable - weights - reserve              (0 when negative)
+ *   num_gpu_blocks = floor(kv_budget / (block_size x kv_bytes_per_token))
+ *
+ * All sizes are unsigned 64-bit with explicit overflow checks; doubles only
+ * for ratios, rates and dollars.
+ */
+#include "kvs_config.h"
+#include "sizing_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static kvs_status ovf(const char *what)
+{
+	return kvs_fail(KVS_ERR_OVERFLOW, "%s does not fit in 64 bits", what);
+}
+
+kvs_status kvs_sizing_layout(const kvs_model *m, kvs_dtype kv_dtype,
+			     uint32_t group, uint32_t tp, uint32_t pp,
+			     kvs_kv_layout *out)
+{
+	kvs_kv_layout l;
+	memset(&l, 0, sizeof l);
+	if (!m)
+		return kvs_fail(KVS_ERR_INVALID, "no model");
+	if (m->num_layers == 0)
+		return kvs_fail(KVS_ERR_INVALID, "model %s: num_layers must be positive", m->name);
+	if (tp == 0 || pp == 0)
+		return kvs_fail(KVS_ERR_INVALID, "tp and pp must be at least 1 (got tp %u, pp %u)",
+				tp, pp);
+	if (pp > m->num_layers)
+		return kvs_fail(KVS_ERR_INVALID,
+				"pp %u is more than the model's %u layers", pp, m->num_layers);
+	unsigned bits = kvs_dtype_bits(kv_dtype);
+	if (!bits)
+		return kvs_fail(KVS_ERR_INVALID, "unknown KV cache data type %d", (int)kv_dtype);
+	if (m->num_heads && m->num_heads % tp != 0)
+		return kvs_fail(KVS_ERR_INVALID,
+				"tp %u does not divide the model's %u attention heads",
+				tp, m->num_heads);
+	if (m->kv_lora_rank) {
+		/* MLA: the latent is shared by all heads, so every tp rank keeps
+		 * the whole latent of its layers. */
+		if (m->qk_rope_head_dim == 0)
+			return kvs_fail(KVS_ERR_INVALID, "model %s: MLA needs qk_rope_head_dim",
+					m->name);
+		l.factor = 1;
+		l.width = m->kv_lora_rank + m->qk_rope_head_dim;
+		if (l.width < m->kv_lora_rank)
+			return ovf("kv_lora_rank + qk_rope_head_dim");
+	} else {
+		uint32_t kv = m->num_kv_heads;
+		if (kv == 0 || m->head_dim == 0)
+			return kvs_fail(KVS_ERR_INVALID,
+					"model %s: num_kv_heads and head_dim must be positive",
+					m->name);
+		if (kv >= tp ? kv % tp != 0 : tp % kv != 0)
+			return kvs_fail(KVS_ERR_INVALID,
+					"tp %u does not split the model's %u kv heads evenly "
+					"(tp must divide them, or be a multiple of them)", tp, kv);
+		l.kv_heads_rank = kv >= tp ? kv / tp : 1; /* replicated when tp > kv */
+		uint64_t w = (uint64_t)l.kv_heads_rank * m->head_dim;
+		if (w > UINT32_MAX)
+			return ovf("kv_heads x head_dim");
+		l.factor = 2;
+		l.width = (uint32_t)w;
+	}
+	uint64_t elems = (uint64_t)l.factor * l.width; /* < 2^33 */
+	uint64_t layer_bits = elems * bits;            /* < 2^39 */
+	l.layer_bytes = kvs_div_ceil(layer_bits, 8);
+	if (bits < 16 && group > 0) {
+		/* one fp16 scale per group (+ an fp16 zero point for int4); groups
+		 * stay within a head (within the latent for MLA) */
+		uint64_t per_vec = m->kv_lora_rank ? l.width : m->head_dim;
+		uint64_t vecs = m->kv_lora_rank ? 1 : l.kv_heads_rank;
+		uint64_t groups = l.factor * vecs * kvs_div_ceil(per_vec, group);
+		l.scale_bytes = groups * (kv_dtype == KVS_DTYPE_INT4 ? 4 : 2);
+		l.layer_bytes += l.scale_bytes;
+	}
+
+	/* pipeline stages: the largest stage holds ceil(L / pp) layers, with
+	 * full and windowed layers split as evenly as each kind allows */
+	l.layers_rank = (uint32_t)kvs_div_ceil(m->num_layers, pp);
+	uint32_t sliding = m->sliding_window ? m->num_sliding_layers : 0;
+	if (sliding > m->num_layers)
+		sliding = m->num_layers;
+	uint32_t full = m->num_layers - sliding;
+	uint32_t full_rank = (uint32_t)kvs_div_ceil(full, pp);
+	l.full_rank = full_rank < l.layers_rank ? full_rank : l.layers_rank;
+	l.sliding_rank = l.layers_rank - l.full_rank;
+	l.window = l.sliding_rank ? m->sliding_window : 0;
+	*out = l;
+	return KVS_OK;
+}
+
+kvs_status kvs_kv_bytes_per_token(const kvs_model *m, kvs_dtype kv_dtype,
+				  uint32_t kv_quant_group, uint32_t tp,
+				  uint32_t pp, uint64_t *out)
+{
+	kvs_kv_layout l;
+	kvs_status st = kvs_sizing_layout(m, kv_dtype, kv_quant_group, tp, pp, &l);
+	if (st != KVS_OK)
+		return st;
+	uint64_t v;
+	if (kvs_mul_overflow(l.layer_bytes, l.layers_rank, &v))
+		return ovf("KV bytes per token");
+	*out = v;
+	return KVS_OK;
+}
+
+static kvs_status bytes_for_tokens(const kvs_kv_layout *l, uint64_t n, uint64_t *out)
+{
+	uint64_t win = l->window && n > l->window ? l->window : n;
+	uint64_t a, b, layer_tokens, v;
+	if (kvs_mul_overflow(l->full_rank, n, &a) ||
+	    kvs_mul_overflow(l->sliding_rank, win, &b) ||
+	    kvs_add_overflow(a, b, &layer_tokens) ||
+	    kvs_mul_overflow(layer_tokens, l->layer_bytes, &v))
+		return ovf("KV bytes of the sequence");
+	*out = v;
+	return KVS_OK;
+}
+
+kvs_status kvs_kv_bytes_for_tokens(const kvs_model *m, kvs_dtype kv_dtype,
+				   uint32_t kv_quant_group, uint32_t tp,
+				   uint32_t pp, uint64_t n_tokens,
+				   uint64_t *out)
+{
+	kvs_kv_layout l;
+	kvs_status st = kvs_sizing_layout(m, kv_dtype, kv_quant_group, tp, pp, &l);
+	if (st != KVS_OK)
+		return st;
+	return bytes_for_tokens(&l, n_tokens, out);
+}
+
+uint64_t kvs_sizing_layer_blocks(const kvs_kv_layout *l, uint32_t bs, uint64_t n)
+{
+	uint64_t full_blocks = kvs_div_ceil(n, bs);
+	uint64_t win_blocks = full_blocks;
+	if (l->window) {
+		/* w consecutive tokens straddle at most ceil((w - 1) / bs) + 1 blocks */
+		uint64_t w = kvs_div_ceil(l->window - 1, bs) + 1;
+		if (w < win_blocks)
+			win_blocks = w;
+	}
+	uint64_t a, b, r;
+	if (kvs_mul_overflow(l->full_rank, full_blocks, &a) ||
+	    kvs_mul_overflow(l->sliding_rank, win_blocks, &b) ||
+	    kvs_add_overflow(a, b, &r))
+		return UINT64_MAX;
+	return r;
+}
+
+kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
+			    uint32_t tp, uint32_t pp, uint64_t *out)
+{
+	unsigned bits = kvs_dtype_bits(weight_dtype);
+	if (!bits)
+		return kvs_fail(KVS_ERR_INVALID, "unknown weight data type %d", (int)weight_dtype);
+	if (tp == 0 || pp == 0)
+		return kvs_fail(KVS_ERR_INVALID, "tp and pp must be at least 1");
+	uint64_t pbits, bytes, ranks;
+	if (kvs_mul_overflow(m->num_params, bits, &pbits))
+		return ovf("weight bytes");
+	bytes = kvs_div_ceil(pbits, 8);
+	if (weight_dtype == KVS_DTYPE_INT4 &&
+	    kvs_add_overflow(bytes, kvs_div_ceil(m->num_params, 128) * 4, &bytes))
+		return ovf("weight bytes");
+	ranks = (uint64_t)tp * pp;
+	*out = kvs_div_ceil(bytes, ranks);
+	return KVS_OK;
+}
+
+/* Serving dtype for activations: fp32 configs are served in bf16. */
+static unsigned act_bytes(const kvs_model *m)
+{
+	return m->dtype == KVS_DTYPE_FP32 ? 2 : (kvs_dtype_bits(m->dtype) + 7) / 8;
+}
+
+uint64_t kvs_reserve_estimate(const kvs_deploy *d)
+{
+	const kvs_model *m = &d->model;
+	uint64_t tp = d->tp ? d->tp : 1, pp = d->pp ? d->pp : 1;
+	uint64_t heads = m->num_heads ? m->num_heads : m->num_kv_heads;
+	uint64_t kv = m->num_kv_heads;
+	uint64_t heads_rank = kvs_div_ceil(heads, tp);
+	uint64_t kv_rank = kv ? kvs_div_ceil(kv, tp) : 0;
+	double qkv;
+	if (m->kv_lora_rank)
+		qkv = (double)heads_rank * ((double)m->qk_nope_head_dim + m->qk_rope_head_dim) +
+		      m->kv_lora_rank + m->qk_rope_head_dim;
+	else
+		qkv = (double)(heads_rank + 2 * kv_rank) * m->head_dim;
+	uint64_t inter = m->intermediate_size;
+	if (m->num_experts && m->moe_intermediate_size) {
+		uint64_t moe = (uint64_t)m->moe_intermediate_size * m->num_experts_per_tok +
+			       m->shared_expert_intermediate_size;
+		if (moe > inter || m->first_dense_layers == 0)
+			inter = moe;
+	}
+	uint64_t inter_rank = kvs_div_ceil(inter, tp);
+	/* one layer's live tensors per token: input and residual, q/k/v, and
+	 * the MLP's gate, up and activated product (up and product when plain).
+	 * Doubles: the fields are untrusted uint32s and this is an estimate. */
+	double per_token = 2.0 * m->hidden_size + (double)qkv +
+			   (m->mlp_plain ? 2.0 : 3.0) * (double)inter_rank;
+	double act = per_token * KVS_RESERVE_PROFILE_TOKENS * act_bytes(m);
+	double logits = (double)KVS_RESERVE_PROFILE_SEQS * m->vocab_size * 4.0;
+	double r = (double)KVS_RESERVE_RUNTIME_BYTES +
+		   (tp * pp > 1 ? (double)KVS_RESERVE_COMM_BYTES : 0.0) + act + logits;
+	return r < 1e18 ? (uint64_t)r : (uint64_t)1e18;
+}
+
+void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g)
+{
+	memset(d, 0, sizeof *d);
+	if (m)
+		d->model = *m;
+	if (g)
+		d->gpu = *g;
+	d->tp = 1;
+	d->pp = 1;
+	d->gpu_memory_utilization = 0.9;
+	kvs_dtype act = d->model.dtype == KVS_DTYPE_FP32 ? KVS_DTYPE_BF16 : d->model.dtype;
+	if (kvs_dtype_bits(act) < 16)
+		act = KVS_DTYPE_BF16;
+	d->weight_dtype = d->model.weight_dtype != KVS_DTYPE_FP32 ? d->model.weight_dtype : act;
+	d->kv_dtype = act; /* vLLM's kv_cache_dtype "auto": the model's dtype */
+	d->kv_quant_group = 0;
+	d->block_size = 16;
+	d->max_model_len = 0;
+	uint64_t ctx = 4000;
+	if (d->model.max_position_embeddings && d->model.max_position_embeddings < ctx)
+		ctx = d->model.max_position_embeddings;
+	d->context_tokens = ctx;
+	d->reserve_bytes = -1;
+	d->gpu_hour_price = 0.0;
+}
+
+/* Roofline decode step on one rank for `conv` conversations at full
+ * context: weights (MoE: the experts those tokens touch) and every
+ * conversation's cache read once; matmul and attention FLOPs; tp adds two
+ * all-reduces per layer.  Stages of a pipeline run one after another. */
+static double decode_step(const kvs_deploy *d, const kvs_sizing *s, uint64_t conv)
+{
+	const kvs_model *m = &d->model;
+	double ranks = (double)d->tp * d->pp;
+	double c = (double)conv;
+	double w = (double)s->weight_bytes;
+	double active_w = w * ((double)m->num_active_params /
+			       (double)(m->num_params ? m->num_params : 1));
+	double wread = active_w * c < w ? active_w * c : w;
+	double bytes = wread + c * (double)s->bytes_per_context;
+	double heads_rank = (double)(m->num_heads ? m->num_heads : 1) / d->tp;
+	double att_dim = m->kv_lora_rank ? (double)m->kv_lora_rank + m->qk_rope_head_dim
+					 : (double)m->head_dim;
+	double flops = 2.0 * (double)m->num_active_params / ranks * c +
+		       4.0 * (double)d->context_tokens * heads_rank * att_dim *
+			       s->layers_per_rank * c;
+	double t = fmax(bytes / d->gpu.hbm_bytes_per_s, flops / d->gpu.fp16_flops);
+	if (d->tp > 1 && d->gpu.interconnect_bytes_per_s > 0)
+		t += 2.0 * s->layers_per_rank * c * m->hidden_size * 2.0 *
+		     (2.0 * (d->tp - 1) / d->tp) / d->gpu.interconnect_bytes_per_s;
+	return t * d->pp;
+}
+
+kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
+{
+	kvs_sizing s;
+	kvs_status st;
+	memset(&s, 0, sizeof s);
+	if (!d)
+		return kvs_fail(KVS_ERR_INVALID, "no deployment");
+	if (!(d->gpu_memory_utilization > 0.0 && d->gpu_memory_utilization <= 1.0))
+		return kvs_fail(KVS_ERR_INVALID,
+				"gpu_memory_utilization must be in (0, 1], got %g",
+				d->gpu_memory_utilization);
+	if (d->block_size == 0)
+		return kvs_fail(KVS_ERR_INVALID, "block_size must be at least 1 token");
+	if (d->context_tokens == 0)
+		return kvs_fail(KVS_ERR_INVALID, "context must be at least 1 token");
+	if (d->gpu.mem_bytes == 0)
+		return kvs_fail(KVS_ERR_INVALID, "GPU memory must be positive");
+	if (!(d->gpu_hour_price >= 0.0) || !isfinite(d->gpu_hour_price))
+		return kvs_fail(KVS_ERR_INVALID, "GPU-hour price must be zero or positive");
+
+	kvs_kv_layout l;
+	if ((st = kvs_sizing_layout(&d->model, d->kv_dtype, d->kv_quant_group, d->tp,
+				    d->pp, &l)))
+		return st;
+	s.kv_factor = l.factor;
+	s.kv_width = l.width;
+	s.kv_heads_per_rank = l.kv_heads_rank;
+	s.layers_per_rank = l.layers_rank;
+	s.sliding_layers_per_rank = l.sliding_rank;
+	if (kvs_mul_overflow(l.layer_bytes, l.layers_rank, &s.kv_bytes_per_token) ||
+	    kvs_mul_overflow(l.scale_bytes, l.layers_rank, &s.kv_scale_bytes_per_token) ||
+	    kvs_mul_overflow(l.layer_bytes, (uint64_t)d->model.num_layers * d->tp,
+			     &s.kv_bytes_per_token_total))
+		return ovf("KV bytes per token");
+	if (kvs_mul_overflow(s.kv_bytes_per_token, d->block_size, &s.bytes_per_block))
+		return ovf("bytes per block");
+	if ((st = bytes_for_tokens(&l, d->context_tokens, &s.bytes_per_context)))
+		return st;
+	s.max_model_len = d->max_model_len ? d->max_model_len
+		: d->model.max_position_embeddings ? d->model.max_position_embeddings
+		: d->context_tokens;
+	s.context_over_max_model_len = d->context_tokens > s.max_model_len;
+
+	if ((st = kvs_weight_bytes(&d->model, d->weight_dtype, d->tp, d->pp, &s.weight_bytes)))
+		return st;
+	s.reserve_estimated = d->reserve_bytes < 0;
+	s.reserve_bytes = s.reserve_estimated ? kvs_reserve_estimate(d)
+					      : (uint64_t)d->reserve_bytes;
+	double usable = nearbyint((double)d->gpu.mem_bytes * d->gpu_memory_utilization);
+	s.usable_bytes = usable >= (double)d->gpu.mem_bytes ? d->gpu.mem_bytes : (uint64_t)usable;
+	uint64_t taken;
+	if (kvs_add_overflow(s.weight_bytes, s.reserve_bytes, &taken))
+		return ovf("weights plus reserve");
+	s.kv_budget_bytes = s.usable_bytes > taken ? s.usable_bytes - taken : 0;
+	s.num_gpu_blocks = s.kv_budget_bytes / s.bytes_per_block;
+	if (kvs_mul_overflow(s.num_gpu_blocks, d->block_size, &s.kv_capacity_tokens))
+		return ovf("KV capacity in tokens");
+
+	/* whole conversations: layer-blocks of the pool over layer-blocks of one */
+	uint64_t conv_lb = kvs_sizing_layer_blocks(&l, d->block_size, d->context_tokens);
+	uint64_t pool_lb;
+	if (conv_lb == UINT64_MAX ||
+	    kvs_mul_overflow(s.num_gpu_blocks, l.layers_rank, &pool_lb))
+		return ovf("blocks per conversation");
+	s.blocks_per_conversation = kvs_div_ceil(conv_lb, l.layers_rank);
+	s.max_conversations = conv_lb ? pool_lb / conv_lb : 0;
+	/* vLLM's log line: pool bytes over one request's bytes at this length */
+	s.max_concurrency = s.bytes_per_context
+		? (double)s.num_gpu_blocks * (double)s.bytes_per_block / (double)s.bytes_per_context
+		: 0.0;
+	s.cache_to_weights = s.weight_bytes ? (double)s.bytes_per_context / (double)s.weight_bytes
+					    : 0.0;
+	if (s.max_conversations && d->gpu.hbm_bytes_per_s > 0 && d->gpu.fp16_flops > 0) {
+		s.decode_step_s = decode_step(d, &s, s.max_conversations);
+		s.decode_tokens_per_s = (double)s.max_conversations / s.decode_step_s;
+	}
+	if (d->gpu_hour_price > 0 && s.max_conversations) {
+		double per_hour = d->gpu_hour_price * d->tp * d->pp;
+		s.dollars_per_conv_hour = per_hour / (double)s.max_conversations;
+		if (s.decode_tokens_per_s > 0)
+			s.dollars_per_mtok = per_hour / 3600.0 / s.decode_tokens_per_s * 1e6;
+	}
+	if (KVS_DEBUG >= 1) {
+		/* the budget parts add up; whole blocks never beat vLLM's ratio */
+		kvs_require(s.kv_budget_bytes == 0 ||
+			    s.kv_budget_bytes + taken == s.usable_bytes);
+		kvs_require(s.num_gpu_blocks * s.bytes_per_block <= s.kv_budget_bytes);
+		kvs_require((double)s.max_conversations <= s.max_concurrency * (1 + 1e-12));
+		kvs_require(s.max_conversations * conv_lb <= pool_lb);
+	}
+	*out = s;
+	return KVS_OK;
+}
+
+const char *kvs_sizing_commas(uint64_t v, char *buf, size_t cap)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
+	size_t o = 0;
+	for (int i = 0; i < n && o + 2 < cap; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}

@@ -1,0 +1,42 @@
+/*
+ * sizing_internal.h - helpers shared by the files of sizing/ (not public).
+ */
+#ifndef KVSIM_SIZING_INTERNAL_H
+#define KVSIM_SIZING_INTERNAL_H
+
+#include "kvsim/model.h"
+
+/* Find `rel` ("models/llama-2-7b.json", "gpus.json") in the preset data
+ * directories, in order: $KVSIM_DATADIR, the installed KVS_DATADIR, the
+ * source tree's sizing/presets.  Writes the first readable path to buf and
+ * returns true; false when none is readable. */
+bool kvs_sizing_find_data(const char *rel, char *buf, size_t cap);
+
+/* Where a KV layout puts one token on one rank.  Filled by
+ * kvs_sizing_layout, used by sizing.c and advice.c. */
+typedef struct kvs_kv_layout {
+	uint32_t factor;          /* 2 (K, V) or 1 (MLA latent) */
+	uint32_t width;           /* elements per factor per layer on one rank */
+	uint32_t kv_heads_rank;   /* 0 for MLA */
+	uint32_t layers_rank;     /* ceil(layers / pp): the largest stage */
+	uint32_t full_rank;       /* full-attention layers on that stage */
+	uint32_t sliding_rank;    /* sliding-window layers on that stage */
+	uint32_t window;          /* tokens; 0 = none */
+	uint64_t layer_bytes;     /* bytes per token per layer, incl. scales */
+	uint64_t scale_bytes;     /* of which quantisation scales */
+} kvs_kv_layout;
+
+kvs_status kvs_sizing_layout(const kvs_model *m, kvs_dtype kv_dtype,
+			     uint32_t kv_quant_group, uint32_t tp, uint32_t pp,
+			     kvs_kv_layout *out);
+
+/* Layer-blocks (one layer x block_size tokens) one sequence of n tokens
+ * holds on one rank: full layers ceil(n / bs) each, windowed layers at most
+ * the blocks a window can straddle. */
+uint64_t kvs_sizing_layer_blocks(const kvs_kv_layout *l, uint32_t block_size,
+				 uint64_t n_tokens);
+
+/* Decimal thousands separators for messages ("1,234,567"). */
+const char *kvs_sizing_commas(uint64_t v, char *buf, size_t cap);
+
+#endif
