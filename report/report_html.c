@@ -38,7 +38,7 @@ static const char CSS[] =
 	".muted{color:#666}"
 	"table{border-collapse:collapse;background:#fff;margin:.4em 0 1em;font-size:.95em}"
 	"th,td{border:1px solid #ddd;padding:4px 10px;text-align:right;white-space:nowrap}"
-	"th:first-child,td:first-child{text-align:left}"
+	"th:first-child,td:first-child,th.l,td.l{text-align:left}"
 	"thead th{background:#f0f0f0}"
 	"tr.group th{background:#f7f7f7;text-align:left;font-weight:600;color:#444}"
 	".sw{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:-.1em;margin-right:.35em;border:1px solid #888}"
@@ -203,7 +203,7 @@ static void memory_bars(FILE *f, const rp_run *run)
 		swatch(f, rp_part_color(k));
 		fprintf(f, "%s &nbsp; ", rp_part_label[k]);
 	}
-	fprintf(f, "</p>\n<table>\n<thead><tr><th>policy</th><th>share of the KV budget</th>"
+	fprintf(f, "</p>\n<table>\n<thead><tr><th>policy</th><th class=\"l\">share of the KV budget</th>"
 		   "<th>sum</th></tr></thead>\n");
 	for (size_t i = 0; i < run->npol; i++) {
 		const rp_policy *p = &run->pol[i];
@@ -460,7 +460,7 @@ static void figures(FILE *f, const rp_run *run, const rp_fig *figs, size_t nfigs
 static void overview(FILE *f, const rp_run *runs, size_t nruns)
 {
 	fprintf(f, "<h2 id=\"overview\">Overview</h2>\n<table>\n<thead><tr><th>run</th>"
-		   "<th>policy</th><th>arrived</th><th>completed</th><th>token states</th>"
+		   "<th class=\"l\">policy</th><th>arrived</th><th>completed</th><th>token states</th>"
 		   "<th>free</th><th>running mean</th><th>queue p99</th><th>TTFT p99</th>"
 		   "<th>TPOT p99</th><th>req/s</th></tr></thead>\n<tbody>\n");
 	for (size_t r = 0; r < nruns; r++) {
@@ -469,7 +469,7 @@ static void overview(FILE *f, const rp_run *runs, size_t nruns)
 			const rp_policy *p = &run->pol[i];
 			fprintf(f, "<tr><td><a href=\"#run%zu\">", r + 1);
 			esc(f, run->label);
-			fprintf(f, "</a></td><td>");
+			fprintf(f, "</a></td><td class=\"l\">");
 			swatch(f, rp_policy_color(p->name));
 			esc(f, p->name);
 			fprintf(f, "</td>");
@@ -487,7 +487,7 @@ static void overview(FILE *f, const rp_run *runs, size_t nruns)
 		if (run->kind == RP_KIND_SWEEP) {
 			fprintf(f, "<tr><td><a href=\"#run%zu\">", r + 1);
 			esc(f, run->label);
-			fprintf(f, "</a></td><td colspan=\"10\">sweep: %zu rows, %zu capacity results</td></tr>\n",
+			fprintf(f, "</a></td><td class=\"l\" colspan=\"10\">sweep: %zu rows, %zu capacity results</td></tr>\n",
 				run->nrows, run->ncap);
 		}
 	}
