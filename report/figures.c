@@ -197,6 +197,7 @@ static void fig_memory(pl_fig *f, const rp_run *run)
 		const rp_policy *p = &run->pol[i];
 		pl_panel *pn = &panels[i];
 		pn->xa.scale = pn->ya.scale = PL_LINEAR;
+		pn->xa.exact = true; /* the time axis ends where the run ends */
 		pl_axis_fit(&pn->xa, 0, tmax > 0 ? tmax / div : 1, cols >= 3 ? 5 : 8);
 		pl_axis_fit(&pn->ya, 0, 100, 5);
 		snprintf(pn->xa.title, sizeof pn->xa.title, "simulated time (%s)", unit);
@@ -277,6 +278,7 @@ static void fig_requests(pl_fig *f, const rp_run *run)
 	double *v = t ? t + 2 * MAX_POINTS : NULL;
 	for (int k = 0; k < 2; k++) {
 		pn[k].xa.scale = pn[k].ya.scale = PL_LINEAR;
+		pn[k].xa.exact = true;
 		pl_axis_fit(&pn[k].xa, 0, tmax > 0 ? tmax / div : 1, 10);
 		pl_axis_fit(&pn[k].ya, 0, fmax(k == 0 ? rmax : wmax, 1) * 1.05, 4);
 		snprintf(pn[k].xa.title, sizeof pn[k].xa.title, "simulated time (%s)", unit);

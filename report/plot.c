@@ -254,6 +254,11 @@ void pl_axis_fit(pl_axis *a, double lo, double hi, int max_ticks)
 	else
 		step = 10 * mag;
 	a->step = step;
+	if (a->exact) {
+		a->lo = lo;
+		a->hi = hi;
+		return;
+	}
 	a->lo = floor(lo / step + 1e-9) * step;
 	a->hi = ceil(hi / step - 1e-9) * step;
 	if (a->hi <= a->lo)
@@ -311,9 +316,10 @@ static size_t ticks(const pl_axis *a, double *t, size_t cap, bool *labelled)
 		return n;
 	}
 	/* from the index, not by repeated addition, so no error accumulates */
-	double count = a->step > 0 ? floor((a->hi - a->lo) / a->step + 1e-6) + 1 : 0;
+	double first = a->step > 0 ? ceil(a->lo / a->step - 1e-6) * a->step : a->lo;
+	double count = a->step > 0 ? floor((a->hi - first) / a->step + 1e-6) + 1 : 0;
 	for (; n < cap && (double)n < count; n++) {
-		t[n] = a->lo + (double)n * a->step;
+		t[n] = first + (double)n * a->step;
 		labelled[n] = true;
 	}
 	return n;

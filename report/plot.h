@@ -28,6 +28,7 @@ typedef struct pl_axis {
 	char title[96];     /* with the unit, e.g. "simulated time (s)" */
 	double step;        /* linear tick step (set by pl_axis_fit) */
 	int log_every;      /* log2: label every this many powers of two */
+	bool exact;         /* linear: keep lo..hi as given, ticks inside */
 } pl_axis;
 
 typedef struct pl_panel {
