@@ -25,6 +25,8 @@ enum {
 
 /* at most this many points per drawn curve */
 #define MAX_POINTS 1200
+/* at most this many policy panels in the memory figure */
+#define MAX_PANELS 12
 
 static const rp_rgb INK = { 0.13, 0.13, 0.13 };
 static const rp_rgb MUTED = { 0.40, 0.40, 0.40 };
@@ -156,13 +158,17 @@ static void policy_legend(pl_fig *f, double *y, const char *const *names,
 
 static void fig_memory(pl_fig *f, const rp_run *run)
 {
-	char sub[192], bud[32];
+	char sub[256], bud[32];
 	double budget = meta_num(run, RP_META_ENGINE, "kv_budget_bytes");
 	rp_fmt_bytes(bud, sizeof bud, budget);
-	snprintf(sub, sizeof sub,
-		 "share of the KV budget%s%s%s by part, one panel per policy; waste = reservation + fragmentation",
-		 isfinite(budget) ? " (" : "", isfinite(budget) ? bud : "",
-		 isfinite(budget) ? ")" : "");
+	if (run->npol > MAX_PANELS)  /* never drop a policy silently */
+		snprintf(sub, sizeof sub, "share of the KV budget by part: the first %d of %zu policies "
+			 "(see the tables for all)", MAX_PANELS, run->npol);
+	else
+		snprintf(sub, sizeof sub,
+			 "share of the KV budget%s%s%s by part, one panel per policy; waste = reservation + fragmentation",
+			 isfinite(budget) ? " (" : "", isfinite(budget) ? bud : "",
+			 isfinite(budget) ? ")" : "");
 	double y = pl_title(f, "KV cache memory over time", sub);
 	pl_legend_item items[RP_NPARTS];
 	for (int i = 0; i < RP_NPARTS; i++)
@@ -178,9 +184,9 @@ static void fig_memory(pl_fig *f, const rp_run *run)
 	double div = time_unit(tmax, &unit);
 
 	int rows, cols;
-	panel_layout(run->npol, &rows, &cols);
-	pl_panel panels[16];
-	size_t np = run->npol < 16 ? run->npol : 16;
+	size_t np = run->npol < MAX_PANELS ? run->npol : MAX_PANELS;
+	panel_layout(np, &rows, &cols);
+	pl_panel panels[MAX_PANELS];
 	pl_grid(f, 10 * f->s, y, f->w - 10 * f->s, f->h, rows, cols, panels, np);
 
 	/* the long panel annotation only when it fits every panel, so all
