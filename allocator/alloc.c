@@ -523,6 +523,13 @@ kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 				"would reach %llu tokens, past max_model_len %u",
 				(unsigned long long)seq,
 				(unsigned long long)s->len + n, a->cfg.max_model_len);
+	if (KVS_UNLIKELY(n == 0)) {
+		if (copies)
+			*copies = NULL;
+		if (ncopies)
+			*ncopies = 0;
+		return KVS_OK;
+	}
 	kvs_status st = a->m->grow(a, s, n, copies, ncopies);
 	if (KVS_DEBUG >= 2)
 		kvs_require(kvs_alloc_is_valid(a));

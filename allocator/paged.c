@@ -781,8 +781,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 			continue;
 		}
 		if ((uint64_t)s->nblocks * bs < s->len ||
-		    s->res != kvs_seq_reserved((uint64_t)s->nblocks * bs, s->len, s->final_len) ||
-		    s->nhashes > s->nblocks)
+		    s->res != kvs_seq_reserved((uint64_t)s->nblocks * bs, s->len, s->final_len))
 			goto out;
 		for (uint32_t i = 0; i < s->nblocks; i++) {
 			uint32_t id = s->table[i];
