@@ -625,7 +625,7 @@ static int cm_holes(uint32_t *start, uint64_t *bytes)
 		n++;
 		i = j;
 	}
-	if (owner[CS - 1] >= 0 && CX) {
+	if (owner[CS - 1] >= 0 && CX != 0) {
 		start[n] = CS;
 		bytes[n] = CX;
 		n++;
