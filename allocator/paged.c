@@ -366,7 +366,7 @@ static uint32_t prefix_hits(const paged *p, const kvs_seq_desc *d,
 			lim = d->num_block_hashes;
 		for (; h < lim; h++) {
 			uint32_t id = ht_find(p, d->block_hashes[h]);
-			if (id == NONE)
+			if (id == NONE || p->b[id].ref == MAX_REF)
 				break;
 			nidle += p->b[id].ref == 0;
 		}
@@ -576,6 +576,11 @@ static kvs_status paged_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 		st = kvs_alloc_grow_u64(&c->hashes, &c->hashes_cap, par->nhashes);
 	if (st != KVS_OK)
 		return st;
+	for (uint32_t i = 0; i < par->nblocks; i++)
+		if (p->b[par->table[i]].ref == MAX_REF)
+			return kvs_fail(KVS_ERR_LIMIT, "allocator: fork: block %u "
+					"is shared by %u sequences already",
+					par->table[i], MAX_REF);
 	for (uint32_t i = 0; i < par->nblocks; i++) {
 		ref_inc(p, par->table[i], fill_of(p->bs, i, par->len));
 		c->table[i] = par->table[i];
