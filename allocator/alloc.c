@@ -1,0 +1,797 @@
+/*
+ * alloc.c - the public allocator interface: configuration, names, prefix
+ * hashes, the sequence map, and the dispatch to one policy's methods.
+ *
+ * Every public call does its argument and misuse checks here (unknown or
+ * duplicate sequence, swapped sequence, max_model_len) before the policy
+ * sees it, so a policy only handles well-formed requests and a misuse never
+ * reaches policy state.
+ *
+ * Sequence map: open addressing with linear probing over a power-of-two
+ * table of (seq id, record index), load factor at most 1/2, deletion by
+ * backward shift (no tombstones), so lookups stay O(1) however many
+ * sequences come and go.
+ */
+#include "alloc_internal.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- names ---------------------------------------------------------------- */
+
+static const char *const policy_names[KVS_POLICY_COUNT_] = {
+	[KVS_POLICY_PAGED] = "paged",
+	[KVS_POLICY_MAX] = "max",
+	[KVS_POLICY_POW2] = "pow2",
+	[KVS_POLICY_ORACLE] = "oracle",
+	[KVS_POLICY_VATTENTION] = "vattention",
+};
+
+const char *kvs_policy_name(kvs_policy p)
+{
+	if ((unsigned)p >= KVS_POLICY_COUNT_)
+		return "unknown";
+	return policy_names[p];
+}
+
+kvs_status kvs_policy_parse(const char *text, kvs_policy *out)
+{
+	if (!text || !out)
+		return kvs_fail(KVS_ERR_INVALID, "policy: missing value");
+	for (int p = 0; p < KVS_POLICY_COUNT_; p++) {
+		if (strcasecmp(text, policy_names[p]) == 0) {
+			*out = (kvs_policy)p;
+			return KVS_OK;
+		}
+	}
+	return kvs_fail(KVS_ERR_INVALID,
+			"policy: unknown policy \"%s\" (expected paged, max, pow2, "
+			"oracle or vattention)", text);
+}
+
+static const char *const reason_names[KVS_REASON_COUNT_] = {
+	[KVS_REASON_NONE] = "none",
+	[KVS_REASON_NO_FREE_BLOCKS] = "no_free_blocks",
+	[KVS_REASON_WATERMARK] = "watermark",
+	[KVS_REASON_NO_HOLE] = "no_hole",
+	[KVS_REASON_NO_FREE_BYTES] = "no_free_bytes",
+	[KVS_REASON_EXCEEDS_MAX_LEN] = "exceeds_max_model_len",
+	[KVS_REASON_EXCEEDS_BUDGET] = "exceeds_budget",
+};
+
+static const char *const reason_texts[KVS_REASON_COUNT_] = {
+	[KVS_REASON_NONE] = "fits",
+	[KVS_REASON_NO_FREE_BLOCKS] =
+		"not enough free blocks or pages for the prompt right now",
+	[KVS_REASON_WATERMARK] =
+		"admitting it would dip below the free-block watermark",
+	[KVS_REASON_NO_HOLE] =
+		"enough free bytes in total, but no single hole large enough",
+	[KVS_REASON_NO_FREE_BYTES] =
+		"not enough free bytes for its reservation right now",
+	[KVS_REASON_EXCEEDS_MAX_LEN] =
+		"prompt plus output is longer than max_model_len",
+	[KVS_REASON_EXCEEDS_BUDGET] =
+		"needs more KV memory than the whole budget holds",
+};
+
+const char *kvs_admit_reason_name(kvs_admit_reason r)
+{
+	if ((unsigned)r >= KVS_REASON_COUNT_)
+		return "unknown";
+	return reason_names[r];
+}
+
+const char *kvs_admit_reason_text(kvs_admit_reason r)
+{
+	if ((unsigned)r >= KVS_REASON_COUNT_)
+		return "unknown reason";
+	return reason_texts[r];
+}
+
+/* ---- prefix hashes ----------------------------------------------------------
+ * A multiply-fold mix: the 128-bit product of two 64-bit words folded to 64
+ * bits (high ^ low) spreads every input bit over the result; the splitmix64
+ * finaliser then removes the last structure.  Constants are odd 64-bit
+ * values with balanced bits (the golden ratio and friends).
+ */
+#define HK0 0x9e3779b97f4a7c15ull
+#define HK1 0xd6e8feb86659fd93ull
+#define HK2 0xa0761d6478bd642full
+#define HK3 0xe7037ed1a0b428dbull
+
+static inline uint64_t mix_mul(uint64_t a, uint64_t b)
+{
+	__uint128_t r = (__uint128_t)a * b;
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+static inline uint64_t mix_final(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+uint64_t kvs_hash_block_tokens(uint64_t parent, const uint32_t *tokens,
+			       uint32_t n)
+{
+	uint64_t h = mix_mul(parent ^ HK0, (uint64_t)n ^ HK1);
+	uint32_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		uint64_t w0 = tokens[i] | (uint64_t)tokens[i + 1] << 32;
+		uint64_t w1 = tokens[i + 2] | (uint64_t)tokens[i + 3] << 32;
+		h = mix_mul(w0 ^ HK2 ^ h, w1 ^ HK3) + HK0;
+	}
+	for (; i < n; i++)
+		h = mix_mul(h ^ tokens[i] ^ HK2, HK1);
+	return mix_final(h ^ parent);
+}
+
+uint64_t kvs_hash_block_id(uint64_t parent, uint64_t id, uint32_t sub)
+{
+	uint64_t h = mix_mul(parent ^ HK0, id ^ HK1);
+	h = mix_mul(h ^ HK2, (uint64_t)sub ^ HK3);
+	return mix_final(h ^ id);
+}
+
+/* ---- configuration -------------------------------------------------------- */
+
+void kvs_alloc_config_defaults(kvs_alloc_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->policy = KVS_POLICY_PAGED;
+	cfg->block_size = 16;
+	cfg->watermark = 0.01;
+	cfg->enable_prefix_caching = false;
+	cfg->swap_bytes = 0;
+	cfg->best_fit = false;
+	cfg->page_bytes = 2u << 20;
+	cfg->num_kv_tensors = 64;
+}
+
+static kvs_status check_config(const kvs_alloc_config *c)
+{
+	if ((unsigned)c->policy >= KVS_POLICY_COUNT_)
+		return kvs_fail(KVS_ERR_INVALID, "allocator: unknown policy %d",
+				(int)c->policy);
+	if (c->budget_bytes == 0)
+		return kvs_fail(KVS_ERR_INVALID,
+				"allocator: budget_bytes must be positive");
+	if (c->kv_bytes_per_token == 0)
+		return kvs_fail(KVS_ERR_INVALID,
+				"allocator: kv_bytes_per_token must be positive");
+	if (c->max_model_len == 0)
+		return kvs_fail(KVS_ERR_INVALID,
+				"allocator: max_model_len must be positive");
+	if (!(c->watermark >= 0.0 && c->watermark < 1.0))
+		return kvs_fail(KVS_ERR_INVALID,
+				"allocator: watermark %g is outside [0, 1)",
+				c->watermark);
+	return KVS_OK;
+}
+
+/* ---- buffers -------------------------------------------------------------- */
+
+kvs_status kvs_alloc_grow_u32(uint32_t **arr, uint32_t *cap, uint32_t n)
+{
+	if (n <= *cap)
+		return KVS_OK;
+	uint64_t c = *cap ? *cap : 4;
+	while (c < n)
+		c *= 2;
+	if (c > UINT32_MAX)
+		c = UINT32_MAX;
+	uint32_t *p = kvs_reallocarray(*arr, (size_t)c, sizeof *p);
+	if (!p)
+		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory "
+				"growing a table to %u entries", n);
+	*arr = p;
+	*cap = (uint32_t)c;
+	return KVS_OK;
+}
+
+kvs_status kvs_alloc_grow_u64(uint64_t **arr, uint32_t *cap, uint32_t n)
+{
+	if (n <= *cap)
+		return KVS_OK;
+	uint64_t c = *cap ? *cap : 4;
+	while (c < n)
+		c *= 2;
+	if (c > UINT32_MAX)
+		c = UINT32_MAX;
+	uint64_t *p = kvs_reallocarray(*arr, (size_t)c, sizeof *p);
+	if (!p)
+		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory "
+				"growing a table to %u entries", n);
+	*arr = p;
+	*cap = (uint32_t)c;
+	return KVS_OK;
+}
+
+kvs_status kvs_alloc_reserve_copies(kvs_alloc *a, size_t n)
+{
+	if (n <= a->copies_cap)
+		return KVS_OK;
+	size_t c = a->copies_cap ? a->copies_cap : 16;
+	while (c < n)
+		c *= 2;
+	kvs_block_copy *p = kvs_reallocarray(a->copies, c, sizeof *p);
+	if (!p)
+		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory "
+				"for a copy list of %zu blocks", n);
+	a->copies = p;
+	a->copies_cap = c;
+	return KVS_OK;
+}
+
+/* ---- sequence map ---------------------------------------------------------- */
+
+#define MAP_EMPTY UINT32_MAX
+
+/* Fibonacci hashing: one multiply, the top bits pick the slot. */
+static inline uint64_t map_home(const kvs_alloc *a, kvs_seq_id id)
+{
+	return (id * HK0) >> a->map_shift;
+}
+
+kvs_seq_rec *kvs_alloc_find(const kvs_alloc *a, kvs_seq_id seq)
+{
+	uint64_t i = map_home(a, seq);
+	for (;;) {
+		const kvs_seq_map_entry *e = &a->map[i];
+		if (e->idx == MAP_EMPTY)
+			return NULL;
+		if (e->key == seq)
+			return &a->recs[e->idx];
+		i = (i + 1) & a->map_mask;
+	}
+}
+
+static void map_put(kvs_alloc *a, kvs_seq_id seq, uint32_t idx)
+{
+	uint64_t i = map_home(a, seq);
+	while (a->map[i].idx != MAP_EMPTY)
+		i = (i + 1) & a->map_mask;
+	a->map[i].key = seq;
+	a->map[i].idx = idx;
+}
+
+static void map_del(kvs_alloc *a, kvs_seq_id seq)
+{
+	uint64_t i = map_home(a, seq);
+	while (a->map[i].key != seq || a->map[i].idx == MAP_EMPTY) {
+		kvs_require(a->map[i].idx != MAP_EMPTY);
+		i = (i + 1) & a->map_mask;
+	}
+	/* Backward shift: pull later entries of the cluster into the hole
+	 * unless their home lies cyclically in (hole, j]. */
+	uint64_t j = i;
+	for (;;) {
+		j = (j + 1) & a->map_mask;
+		if (a->map[j].idx == MAP_EMPTY)
+			break;
+		uint64_t k = map_home(a, a->map[j].key);
+		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+		if (stays)
+			continue;
+		a->map[i] = a->map[j];
+		i = j;
+	}
+	a->map[i].idx = MAP_EMPTY;
+}
+
+/* Room for one more sequence in the map (load <= 1/2). */
+static kvs_status map_reserve(kvs_alloc *a)
+{
+	uint64_t cap = a->map_mask + 1;
+	if ((uint64_t)(a->nseqs + 1) * 2 <= cap)
+		return KVS_OK;
+	uint64_t ncap = cap * 2;
+	kvs_seq_map_entry *old = a->map;
+	kvs_seq_map_entry *nm = kvs_reallocarray(NULL, (size_t)ncap, sizeof *nm);
+	if (!nm)
+		return kvs_fail(KVS_ERR_NOMEM,
+				"allocator: out of host memory for the sequence map");
+	for (uint64_t i = 0; i < ncap; i++)
+		nm[i].idx = MAP_EMPTY;
+	a->map = nm;
+	a->map_mask = ncap - 1;
+	a->map_shift--;
+	for (uint64_t i = 0; i < cap; i++)
+		if (old[i].idx != MAP_EMPTY)
+			map_put(a, old[i].key, old[i].idx);
+	kvs_free(old);
+	return KVS_OK;
+}
+
+/* A fresh record (keeps the buffers of a recycled one); index in *idx.
+ * May move a->recs. */
+static kvs_status rec_get(kvs_alloc *a, uint32_t *idx)
+{
+	uint32_t i = a->free_rec;
+	if (i == UINT32_MAX) {
+		if (a->nrecs == a->recs_cap) {
+			uint64_t c = a->recs_cap ? (uint64_t)a->recs_cap * 2 : 16;
+			if (c >= UINT32_MAX)
+				return kvs_fail(KVS_ERR_LIMIT,
+						"allocator: too many sequences");
+			kvs_seq_rec *r = kvs_reallocarray(a->recs, (size_t)c,
+							  sizeof *r);
+			if (!r)
+				return kvs_fail(KVS_ERR_NOMEM, "allocator: out of "
+						"host memory for sequence records");
+			memset(r + a->recs_cap, 0,
+			       (size_t)(c - a->recs_cap) * sizeof *r);
+			a->recs = r;
+			a->recs_cap = (uint32_t)c;
+		}
+		i = a->nrecs++;
+	} else {
+		a->free_rec = a->recs[i].next_free;
+	}
+	kvs_seq_rec *s = &a->recs[i];
+	kvs_block_id *table = s->table;
+	uint32_t table_cap = s->table_cap;
+	uint64_t *hashes = s->hashes;
+	uint32_t hashes_cap = s->hashes_cap;
+	memset(s, 0, sizeof *s);
+	s->table = table;
+	s->table_cap = table_cap;
+	s->hashes = hashes;
+	s->hashes_cap = hashes_cap;
+	*idx = i;
+	return KVS_OK;
+}
+
+static void rec_put(kvs_alloc *a, uint32_t idx)
+{
+	kvs_seq_rec *s = &a->recs[idx];
+	s->state = KVS_SEQ_UNUSED;
+	s->nblocks = 0;
+	s->nhashes = 0;
+	s->next_free = a->free_rec;
+	a->free_rec = idx;
+}
+
+/* ---- create / destroy ------------------------------------------------------- */
+
+kvs_status kvs_alloc_create(const kvs_alloc_config *cfg, kvs_alloc **out)
+{
+	if (!cfg || !out)
+		return kvs_fail(KVS_ERR_INVALID, "allocator: missing argument");
+	kvs_status st = check_config(cfg);
+	if (st != KVS_OK)
+		return st;
+	kvs_alloc *a = kvs_calloc(1, sizeof *a);
+	if (!a)
+		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
+	a->cfg = *cfg;
+	a->free_rec = UINT32_MAX;
+	switch (cfg->policy) {
+	case KVS_POLICY_PAGED:
+		a->m = &kvs_paged_methods;
+		break;
+	case KVS_POLICY_VATTENTION:
+		a->m = &kvs_vatt_methods;
+		break;
+	default:
+		a->m = &kvs_contig_methods;
+		break;
+	}
+	a->map_mask = 15;
+	a->map_shift = 64 - 4;
+	a->map = kvs_reallocarray(NULL, 16, sizeof *a->map);
+	if (!a->map) {
+		kvs_free(a);
+		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
+	}
+	for (int i = 0; i < 16; i++)
+		a->map[i].idx = MAP_EMPTY;
+	st = a->m->init(a);
+	if (st != KVS_OK) {
+		kvs_free(a->map);
+		kvs_free(a);
+		return st;
+	}
+	*out = a;
+	return KVS_OK;
+}
+
+void kvs_alloc_destroy(kvs_alloc *a)
+{
+	if (!a)
+		return;
+	a->m->fini(a);
+	for (uint32_t i = 0; i < a->nrecs; i++) {
+		kvs_free(a->recs[i].table);
+		kvs_free(a->recs[i].hashes);
+	}
+	kvs_free(a->recs);
+	kvs_free(a->map);
+	kvs_free(a->copies);
+	kvs_free(a);
+}
+
+const kvs_alloc_config *kvs_alloc_get_config(const kvs_alloc *a)
+{
+	return &a->cfg;
+}
+
+/* ---- admission ----------------------------------------------------------- */
+
+kvs_admit_verdict kvs_alloc_can_admit(const kvs_alloc *a,
+				      const kvs_seq_desc *d,
+				      kvs_admit_reason *why)
+{
+	kvs_admit_reason r = KVS_REASON_NONE;
+	kvs_admit_verdict v;
+	if ((uint64_t)d->prompt_tokens + d->output_tokens > a->cfg.max_model_len) {
+		v = KVS_ADMIT_NEVER;
+		r = KVS_REASON_EXCEEDS_MAX_LEN;
+	} else {
+		v = a->m->can_admit(a, d, &r);
+	}
+	if (why)
+		*why = r;
+	return v;
+}
+
+static kvs_status check_desc(const kvs_alloc *a, const kvs_seq_desc *d)
+{
+	if (d->prompt_tokens == 0)
+		return kvs_fail(KVS_ERR_INVALID, "allocator: sequence %llu has "
+				"an empty prompt",
+				(unsigned long long)d->seq);
+	if (d->num_block_hashes && !d->block_hashes)
+		return kvs_fail(KVS_ERR_INVALID, "allocator: sequence %llu: "
+				"num_block_hashes %u without block_hashes",
+				(unsigned long long)d->seq, d->num_block_hashes);
+	if (kvs_alloc_find(a, d->seq))
+		return kvs_fail(KVS_ERR_STATE,
+				"allocator: sequence %llu is already admitted",
+				(unsigned long long)d->seq);
+	return KVS_OK;
+}
+
+kvs_status kvs_alloc_admit(kvs_alloc *a, const kvs_seq_desc *d,
+			   uint32_t *cached_tokens)
+{
+	if (!a || !d)
+		return kvs_fail(KVS_ERR_INVALID, "allocator: missing argument");
+	kvs_status st = check_desc(a, d);
+	if (st != KVS_OK)
+		return st;
+	kvs_admit_reason why;
+	kvs_admit_verdict v = kvs_alloc_can_admit(a, d, &why);
+	if (v == KVS_ADMIT_NEVER)
+		return kvs_fail(KVS_ERR_LIMIT, "allocator: sequence %llu "
+				"(%u + %u tokens) can never be admitted: %s",
+				(unsigned long long)d->seq, d->prompt_tokens,
+				d->output_tokens, kvs_admit_reason_text(why));
+	if (v == KVS_ADMIT_LATER)
+		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu "
+				"does not fit now: %s",
+				(unsigned long long)d->seq,
+				kvs_admit_reason_text(why));
+	st = map_reserve(a);
+	if (st != KVS_OK)
+		return st;
+	uint32_t idx;
+	st = rec_get(a, &idx);
+	if (st != KVS_OK)
+		return st;
+	kvs_seq_rec *s = &a->recs[idx];
+	s->id = d->seq;
+	s->final_len = d->prompt_tokens + d->output_tokens;
+	s->state = KVS_SEQ_RESIDENT;
+	uint32_t cached = 0;
+	st = a->m->admit(a, s, d, &cached);
+	if (st != KVS_OK) {
+		rec_put(a, idx);
+		return st;
+	}
+	map_put(a, d->seq, idx);
+	a->nseqs++;
+	if (cached_tokens)
+		*cached_tokens = cached;
+	if (KVS_DEBUG >= 2)
+		kvs_require(kvs_alloc_is_valid(a));
+	return KVS_OK;
+}
+
+/* ---- per-sequence operations ------------------------------------------------ */
+
+static kvs_status unknown_seq(const char *op, kvs_seq_id seq)
+{
+	return kvs_fail(KVS_ERR_STATE, "allocator: %s: unknown sequence %llu",
+			op, (unsigned long long)seq);
+}
+
+kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
+			  const kvs_block_copy **copies, size_t *ncopies)
+{
+	kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	if (KVS_UNLIKELY(!s))
+		return unknown_seq("grow", seq);
+	if (KVS_UNLIKELY(s->state != KVS_SEQ_RESIDENT))
+		return kvs_fail(KVS_ERR_STATE, "allocator: grow: sequence %llu "
+				"is swapped out", (unsigned long long)seq);
+	if (KVS_UNLIKELY((uint64_t)s->len + n > a->cfg.max_model_len))
+		return kvs_fail(KVS_ERR_LIMIT, "allocator: grow: sequence %llu "
+				"would reach %llu tokens, past max_model_len %u",
+				(unsigned long long)seq,
+				(unsigned long long)s->len + n, a->cfg.max_model_len);
+	if (KVS_UNLIKELY(n == 0)) {
+		if (copies)
+			*copies = NULL;
+		if (ncopies)
+			*ncopies = 0;
+		return KVS_OK;
+	}
+	kvs_status st = a->m->grow(a, s, n, copies, ncopies);
+	if (KVS_DEBUG >= 2)
+		kvs_require(kvs_alloc_is_valid(a));
+	return st;
+}
+
+uint32_t kvs_alloc_room(const kvs_alloc *a, kvs_seq_id seq)
+{
+	const kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	if (!s || s->state != KVS_SEQ_RESIDENT)
+		return 0;
+	return a->m->room(a, s);
+}
+
+uint32_t kvs_alloc_len(const kvs_alloc *a, kvs_seq_id seq)
+{
+	const kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	return s ? s->len : 0;
+}
+
+bool kvs_alloc_is_swapped(const kvs_alloc *a, kvs_seq_id seq)
+{
+	const kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	return s && s->state == KVS_SEQ_SWAPPED;
+}
+
+uint32_t kvs_alloc_num_seqs(const kvs_alloc *a)
+{
+	return a->nseqs;
+}
+
+kvs_status kvs_alloc_release(kvs_alloc *a, kvs_seq_id seq)
+{
+	kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	if (!s)
+		return unknown_seq("release", seq);
+	a->m->release(a, s);
+	map_del(a, seq);
+	rec_put(a, (uint32_t)(s - a->recs));
+	a->nseqs--;
+	if (KVS_DEBUG >= 2)
+		kvs_require(kvs_alloc_is_valid(a));
+	return KVS_OK;
+}
+
+kvs_status kvs_alloc_fork(kvs_alloc *a, kvs_seq_id parent, kvs_seq_id child,
+			  uint32_t child_output_tokens)
+{
+	kvs_seq_rec *p = kvs_alloc_find(a, parent);
+	if (!p)
+		return unknown_seq("fork", parent);
+	if (p->state != KVS_SEQ_RESIDENT)
+		return kvs_fail(KVS_ERR_STATE, "allocator: fork: sequence %llu "
+				"is swapped out", (unsigned long long)parent);
+	if (parent == child || kvs_alloc_find(a, child))
+		return kvs_fail(KVS_ERR_STATE, "allocator: fork: sequence %llu "
+				"already exists", (unsigned long long)child);
+	uint64_t final_len = (uint64_t)p->len + child_output_tokens;
+	if (final_len > a->cfg.max_model_len)
+		return kvs_fail(KVS_ERR_LIMIT, "allocator: fork: child %llu "
+				"would reach %llu tokens, past max_model_len %u",
+				(unsigned long long)child,
+				(unsigned long long)final_len, a->cfg.max_model_len);
+	kvs_status st = map_reserve(a);
+	if (st != KVS_OK)
+		return st;
+	uint32_t pidx = (uint32_t)(p - a->recs);
+	uint32_t cidx;
+	st = rec_get(a, &cidx);    /* may move a->recs */
+	if (st != KVS_OK)
+		return st;
+	p = &a->recs[pidx];
+	kvs_seq_rec *c = &a->recs[cidx];
+	c->id = child;
+	c->final_len = (uint32_t)final_len;
+	c->state = KVS_SEQ_RESIDENT;
+	st = a->m->fork(a, p, c);
+	if (st != KVS_OK) {
+		rec_put(a, cidx);
+		return st;
+	}
+	map_put(a, child, cidx);
+	a->nseqs++;
+	if (KVS_DEBUG >= 2)
+		kvs_require(kvs_alloc_is_valid(a));
+	return KVS_OK;
+}
+
+kvs_status kvs_alloc_swap_out(kvs_alloc *a, kvs_seq_id seq,
+			      const kvs_block_copy **copies, size_t *ncopies)
+{
+	kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	if (!s)
+		return unknown_seq("swap_out", seq);
+	if (!a->m->swap_out)
+		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s does "
+				"not swap", kvs_policy_name(a->cfg.policy));
+	if (s->state != KVS_SEQ_RESIDENT)
+		return kvs_fail(KVS_ERR_STATE, "allocator: swap_out: sequence "
+				"%llu is already swapped out",
+				(unsigned long long)seq);
+	kvs_status st = a->m->swap_out(a, s, copies, ncopies);
+	if (KVS_DEBUG >= 2)
+		kvs_require(kvs_alloc_is_valid(a));
+	return st;
+}
+
+kvs_status kvs_alloc_swap_in(kvs_alloc *a, kvs_seq_id seq,
+			     const kvs_block_copy **copies, size_t *ncopies)
+{
+	kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	if (!s)
+		return unknown_seq("swap_in", seq);
+	if (!a->m->swap_in)
+		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s does "
+				"not swap", kvs_policy_name(a->cfg.policy));
+	if (s->state != KVS_SEQ_SWAPPED)
+		return kvs_fail(KVS_ERR_STATE, "allocator: swap_in: sequence "
+				"%llu is not swapped out",
+				(unsigned long long)seq);
+	kvs_status st = a->m->swap_in(a, s, copies, ncopies);
+	if (KVS_DEBUG >= 2)
+		kvs_require(kvs_alloc_is_valid(a));
+	return st;
+}
+
+bool kvs_alloc_can_swap_in(const kvs_alloc *a, kvs_seq_id seq)
+{
+	const kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	if (!s || s->state != KVS_SEQ_SWAPPED || !a->m->can_swap_in)
+		return false;
+	return a->m->can_swap_in(a, s);
+}
+
+/* ---- accounting, stats, validation ------------------------------------------ */
+
+void kvs_alloc_account(const kvs_alloc *a, const kvs_seq_desc *next,
+		       kvs_mem_parts *out)
+{
+	a->m->account(a, next, out);
+	if (KVS_DEBUG >= 1)
+		kvs_require(out->token_states + out->reservation +
+			    out->internal_frag + out->external_frag +
+			    out->cached_idle + out->free == a->cfg.budget_bytes);
+}
+
+void kvs_alloc_get_stats(const kvs_alloc *a, kvs_alloc_stats *out)
+{
+	*out = a->stats;
+	uint64_t md = (uint64_t)a->recs_cap * sizeof(kvs_seq_rec) +
+		      (a->map_mask + 1) * sizeof(kvs_seq_map_entry) +
+		      a->copies_cap * sizeof(kvs_block_copy);
+	for (uint32_t i = 0; i < a->nrecs; i++)
+		md += (uint64_t)a->recs[i].table_cap * sizeof(kvs_block_id) +
+		      (uint64_t)a->recs[i].hashes_cap * sizeof(uint64_t);
+	out->block_metadata_bytes = a->m->metadata_bytes(a);
+	out->metadata_bytes = md + out->block_metadata_bytes;
+}
+
+bool kvs_alloc_is_valid(const kvs_alloc *a)
+{
+	/* records and map agree */
+	uint32_t live = 0;
+	uint64_t tok = 0, res = 0;
+	for (uint32_t i = 0; i < a->nrecs; i++) {
+		const kvs_seq_rec *s = &a->recs[i];
+		if (s->state == KVS_SEQ_UNUSED)
+			continue;
+		live++;
+		if (kvs_alloc_find(a, s->id) != s)
+			return false;
+		if (s->len > a->cfg.max_model_len ||
+		    s->final_len > a->cfg.max_model_len)
+			return false;
+		if (s->state == KVS_SEQ_RESIDENT) {
+			tok += s->len;
+			res += s->res;
+		} else if (s->res != 0) {
+			return false;
+		}
+	}
+	if (live != a->nseqs || tok != a->tok_sum || res != a->res_sum)
+		return false;
+	uint64_t used = 0;
+	for (uint64_t i = 0; i <= a->map_mask; i++) {
+		const kvs_seq_map_entry *e = &a->map[i];
+		if (e->idx == MAP_EMPTY)
+			continue;
+		used++;
+		if (e->idx >= a->nrecs || a->recs[e->idx].state == KVS_SEQ_UNUSED ||
+		    a->recs[e->idx].id != e->key)
+			return false;
+	}
+	if (used != a->nseqs)
+		return false;
+	uint32_t nfree = 0;
+	for (uint32_t i = a->free_rec; i != UINT32_MAX; i = a->recs[i].next_free) {
+		if (i >= a->nrecs || a->recs[i].state != KVS_SEQ_UNUSED ||
+		    ++nfree > a->nrecs)
+			return false;
+	}
+	if (nfree + live != a->nrecs)
+		return false;
+	if (!a->m->is_valid(a))
+		return false;
+	kvs_mem_parts m;
+	a->m->account(a, NULL, &m);
+	uint64_t sum = m.token_states + m.reservation + m.internal_frag +
+		       m.external_frag + m.cached_idle + m.free;
+	return sum == a->cfg.budget_bytes;
+}
+
+/* ---- paged-only views ------------------------------------------------------- */
+
+static bool is_paged(const kvs_alloc *a)
+{
+	return a->m == &kvs_paged_methods;
+}
+
+kvs_status kvs_alloc_block_table(const kvs_alloc *a, kvs_seq_id seq,
+				 const kvs_block_id **ids, uint32_t *n)
+{
+	if (!is_paged(a))
+		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s has "
+				"no block tables", kvs_policy_name(a->cfg.policy));
+	const kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	if (!s)
+		return unknown_seq("block_table", seq);
+	if (s->state != KVS_SEQ_RESIDENT)
+		return kvs_fail(KVS_ERR_STATE, "allocator: block_table: sequence "
+				"%llu is swapped out", (unsigned long long)seq);
+	*ids = s->table;
+	*n = s->nblocks;
+	return KVS_OK;
+}
+
+kvs_status kvs_alloc_slot(const kvs_alloc *a, kvs_seq_id seq, uint32_t pos,
+			  uint64_t *slot)
+{
+	const kvs_block_id *ids;
+	uint32_t n;
+	kvs_status st = kvs_alloc_block_table(a, seq, &ids, &n);
+	if (st != KVS_OK)
+		return st;
+	uint32_t bs = a->cfg.block_size;
+	if (pos / bs >= n)
+		return kvs_fail(KVS_ERR_INVALID, "allocator: slot: position %u of "
+				"sequence %llu is past its %u blocks", pos,
+				(unsigned long long)seq, n);
+	*slot = (uint64_t)ids[pos / bs] * bs + pos % bs;
+	return KVS_OK;
+}
+
+uint64_t kvs_alloc_num_blocks(const kvs_alloc *a)
+{
+	return a->m->num_units(a);
+}
+
+uint64_t kvs_alloc_free_blocks(const kvs_alloc *a)
+{
+	return a->m->free_units(a);
+}

@@ -1,0 +1,150 @@
+/*
+ * alloc_internal.h - what the policy files share behind kvsim/alloc.h.
+ *
+ * One kvs_alloc object per allocator.  The public kvs_alloc_* functions in
+ * alloc.c check arguments, look the sequence up and then call the policy
+ * through a const table of methods (the shape of SQLite's pcache methods):
+ *
+ *   kvs_alloc --+-- methods ------> paged_methods | contig_methods | vatt_methods
+ *               +-- seq map  (open addressing, seq id -> record index, O(1))
+ *               +-- recs[]   (one record per admitted or swapped sequence;
+ *               |             free records are chained through next_free and
+ *               |             keep their buffers, so steady state allocates
+ *               |             nothing)
+ *               +-- running totals (tokens, reservation) kept incrementally
+ *               +-- policy state (void *)
+ *
+ * Ownership: the allocator owns every buffer it hands out (block tables,
+ * copy lists); they stay valid until the next call that changes the state.
+ * Not thread-safe: one simulator drives one allocator.
+ */
+#ifndef KVSIM_ALLOC_INTERNAL_H
+#define KVSIM_ALLOC_INTERNAL_H
+
+#include "kvs_config.h"
+#include "kvsim/alloc.h"
+
+enum kvs_seq_state {
+	KVS_SEQ_UNUSED = 0,  /* record on the free-record chain */
+	KVS_SEQ_RESIDENT,    /* KV on the device */
+	KVS_SEQ_SWAPPED,     /* KV in the host swap pool (paged only) */
+};
+
+/* One sequence.  Fields a policy does not use stay zero. */
+typedef struct kvs_seq_rec {
+	kvs_seq_id id;
+	uint32_t state;       /* enum kvs_seq_state */
+	uint32_t len;         /* tokens stored */
+	uint32_t final_len;   /* prompt + output: true final length, tokens */
+	uint32_t res;         /* reservation counted in the totals, tokens */
+	uint32_t next_free;   /* free-record chain */
+
+	/* paged: block table (device ids, or host ids while swapped) */
+	kvs_block_id *table;
+	uint32_t nblocks, table_cap;
+	/* paged with prefix caching: hashes of the prompt's full blocks */
+	uint64_t *hashes;
+	uint32_t nhashes, hashes_cap;
+
+	/* contiguous: region [off, off + region * bytes_per_token) */
+	uint64_t off;         /* bytes */
+	uint32_t region;      /* tokens */
+	/* vattention: physical pages mapped per K/V tensor */
+	uint32_t pages;
+} kvs_seq_rec;
+
+typedef struct kvs_alloc_methods {
+	const char *name;
+	kvs_status (*init)(kvs_alloc *a);
+	void (*fini)(kvs_alloc *a);
+	kvs_admit_verdict (*can_admit)(const kvs_alloc *a, const kvs_seq_desc *d,
+				       kvs_admit_reason *why);
+	/* s is fresh (id, final_len set; len 0).  On failure s is untouched
+	 * apart from buffers it may keep. */
+	kvs_status (*admit)(kvs_alloc *a, kvs_seq_rec *s, const kvs_seq_desc *d,
+			    uint32_t *cached);
+	/* len + n <= max_model_len is checked by the caller. */
+	kvs_status (*grow)(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
+			   const kvs_block_copy **copies, size_t *ncopies);
+	uint32_t (*room)(const kvs_alloc *a, const kvs_seq_rec *s);
+	void (*release)(kvs_alloc *a, kvs_seq_rec *s);
+	/* child is fresh with id and final_len set. */
+	kvs_status (*fork)(kvs_alloc *a, kvs_seq_rec *parent, kvs_seq_rec *child);
+	kvs_status (*swap_out)(kvs_alloc *a, kvs_seq_rec *s,
+			       const kvs_block_copy **copies, size_t *ncopies);
+	kvs_status (*swap_in)(kvs_alloc *a, kvs_seq_rec *s,
+			      const kvs_block_copy **copies, size_t *ncopies);
+	bool (*can_swap_in)(const kvs_alloc *a, const kvs_seq_rec *s);
+	void (*account)(const kvs_alloc *a, const kvs_seq_desc *next,
+			kvs_mem_parts *out);
+	bool (*is_valid)(const kvs_alloc *a);
+	uint64_t (*num_units)(const kvs_alloc *a);
+	uint64_t (*free_units)(const kvs_alloc *a);
+	uint64_t (*metadata_bytes)(const kvs_alloc *a);
+} kvs_alloc_methods;
+
+typedef struct kvs_seq_map_entry {
+	kvs_seq_id key;
+	uint32_t idx;          /* record index; UINT32_MAX = empty */
+} kvs_seq_map_entry;
+
+struct kvs_alloc {
+	const kvs_alloc_methods *m;
+	kvs_alloc_config cfg;
+	kvs_alloc_stats stats;
+
+	/* sequences */
+	kvs_seq_rec *recs;
+	uint32_t nrecs, recs_cap;     /* records ever created, capacity */
+	uint32_t free_rec;            /* head of the free-record chain */
+	uint32_t nseqs;               /* resident + swapped */
+	kvs_seq_map_entry *map;
+	uint64_t map_mask;            /* capacity - 1 (power of two) */
+	unsigned map_shift;           /* 64 - log2(capacity) */
+
+	/* running totals over resident sequences, tokens */
+	uint64_t tok_sum;             /* sum of len */
+	uint64_t res_sum;             /* sum of res */
+
+	/* copy list handed to the caller */
+	kvs_block_copy *copies;
+	size_t copies_cap;
+
+	void *p;                      /* policy state */
+};
+
+extern const kvs_alloc_methods kvs_paged_methods;
+extern const kvs_alloc_methods kvs_contig_methods;
+extern const kvs_alloc_methods kvs_vatt_methods;
+
+/* Record lookup; NULL when seq is unknown.  O(1) expected. */
+kvs_seq_rec *kvs_alloc_find(const kvs_alloc *a, kvs_seq_id seq);
+
+/* Make sure a->copies holds n entries (KVS_ERR_NOMEM otherwise). */
+kvs_status kvs_alloc_reserve_copies(kvs_alloc *a, size_t n);
+
+/* Reservation of a sequence holding cap tokens of memory: slots below its
+ * final length not yet written. */
+static inline uint32_t kvs_seq_reserved(uint64_t cap, uint32_t len,
+					uint32_t final_len)
+{
+	uint32_t top = cap < final_len ? (uint32_t)cap : final_len;
+	return top > len ? top - len : 0;
+}
+
+/* Update the running reservation of s after its len or capacity (tokens)
+ * changed. */
+static inline void kvs_seq_set_res(kvs_alloc *a, kvs_seq_rec *s, uint64_t cap)
+{
+	uint32_t r = kvs_seq_reserved(cap, s->len, s->final_len);
+	a->res_sum = a->res_sum - s->res + r;
+	s->res = r;
+}
+
+/* Grow a uint32 array to hold at least n entries (geometric). */
+kvs_status kvs_alloc_grow_u32(uint32_t **arr, uint32_t *cap, uint32_t n);
+kvs_status kvs_alloc_grow_u64(uint64_t **arr, uint32_t *cap, uint32_t n);
+
+/* Iterate records in use: for (i = 0; i < a->nrecs; i++) if state != UNUSED */
+
+#endif /* KVSIM_ALLOC_INTERNAL_H */

@@ -1,0 +1,399 @@
+/*
+ * contig.c - contiguous-reservation allocators (max, pow2, oracle): the
+ * schemes that came before PagedAttention, measured on the same budget.
+ *
+ * Memory picture: one linear KV address space [0, budget_bytes).  Each
+ * sequence holds one region of region_tokens x kv_bytes_per_token bytes,
+ * reserved whole at admission:
+ *
+ *   max     max_model_len tokens
+ *   pow2    prompt + the next power of two >= output (1 when output is 0),
+ *           at most max_model_len
+ *   oracle  exactly prompt + output
+ *
+ *   |--seq 3--|..hole..|----seq 1----|.hole.|--seq 7--|....hole....|
+ *
+ * Free space is an address-ordered array of extents (offset, length), kept
+ * coalesced: no two extents touch.  Placement is first fit (lowest address
+ * that fits) or, with best_fit, the smallest hole that fits (lowest address
+ * on ties); the region is cut from the hole's start.  A release merges the
+ * region with its neighbours.  There are at most (sequences + 1) holes; the
+ * array is sized for that at admission so release never allocates.
+ *
+ * Costs: placement and release O(holes) (scan, memmove); grow and room O(1);
+ * account O(holes) for external fragmentation (every other part is a
+ * running total).  Holes stay few (at most the number of running sequences
+ * plus one), so this is cheap next to a scheduling step.
+ */
+#include "alloc_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct extent {
+	uint64_t off, len;   /* bytes */
+} extent;
+
+typedef struct contig {
+	extent *fx;          /* free extents by address */
+	uint32_t nfx, fx_cap;
+	uint64_t free_bytes;
+	uint64_t held_tokens; /* sum of regions of resident sequences */
+} contig;
+
+static inline contig *C(const kvs_alloc *a)
+{
+	return (contig *)a->p;
+}
+
+/* Region for a sequence of prompt + output tokens (fits in max_model_len:
+ * the caller checked). */
+static uint32_t region_tokens(const kvs_alloc *a, uint32_t prompt,
+			      uint32_t output)
+{
+	uint32_t mml = a->cfg.max_model_len;
+	switch (a->cfg.policy) {
+	case KVS_POLICY_MAX:
+		return mml;
+	case KVS_POLICY_POW2: {
+		uint64_t p2 = 1;
+		while (p2 < output)
+			p2 <<= 1;
+		uint64_t r = prompt + p2;
+		return r > mml ? mml : (uint32_t)r;
+	}
+	default:
+		/* a forked child of an empty parent still takes one token */
+		return prompt + output ? prompt + output : 1;
+	}
+}
+
+/* Smallest region the policy can ever reserve (external fragmentation
+ * with no waiting request). */
+static uint32_t min_region(const kvs_alloc *a)
+{
+	return a->cfg.policy == KVS_POLICY_MAX ? a->cfg.max_model_len : 1;
+}
+
+static kvs_status contig_init(kvs_alloc *a)
+{
+	contig *c = kvs_calloc(1, sizeof *c);
+	if (!c)
+		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
+	c->fx_cap = 16;
+	c->fx = kvs_reallocarray(NULL, c->fx_cap, sizeof *c->fx);
+	if (!c->fx) {
+		kvs_free(c);
+		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
+	}
+	c->fx[0] = (extent){ 0, a->cfg.budget_bytes };
+	c->nfx = 1;
+	c->free_bytes = a->cfg.budget_bytes;
+	a->p = c;
+	return KVS_OK;
+}
+
+static void contig_fini(kvs_alloc *a)
+{
+	kvs_free(C(a)->fx);
+	kvs_free(C(a));
+}
+
+/* Index of the hole for `bytes`, or UINT32_MAX. */
+static uint32_t find_hole(const kvs_alloc *a, uint64_t bytes)
+{
+	const contig *c = C(a);
+	uint32_t best = UINT32_MAX;
+	for (uint32_t i = 0; i < c->nfx; i++) {
+		if (c->fx[i].len < bytes)
+			continue;
+		if (!a->cfg.best_fit)
+			return i;
+		if (best == UINT32_MAX || c->fx[i].len < c->fx[best].len)
+			best = i;
+	}
+	return best;
+}
+
+/* bytes of a region, or UINT64_MAX on overflow */
+static uint64_t region_bytes(const kvs_alloc *a, uint32_t tokens)
+{
+	uint64_t b;
+	if (kvs_mul_overflow(tokens, a->cfg.kv_bytes_per_token, &b))
+		return UINT64_MAX;
+	return b;
+}
+
+static kvs_admit_verdict contig_can_admit(const kvs_alloc *a,
+					  const kvs_seq_desc *d,
+					  kvs_admit_reason *why)
+{
+	uint64_t need = region_bytes(a, region_tokens(a, d->prompt_tokens,
+						      d->output_tokens));
+	if (need > a->cfg.budget_bytes) {
+		*why = KVS_REASON_EXCEEDS_BUDGET;
+		return KVS_ADMIT_NEVER;
+	}
+	if (need > C(a)->free_bytes) {
+		*why = KVS_REASON_NO_FREE_BYTES;
+		return KVS_ADMIT_LATER;
+	}
+	if (find_hole(a, need) == UINT32_MAX) {
+		*why = KVS_REASON_NO_HOLE;
+		return KVS_ADMIT_LATER;
+	}
+	*why = KVS_REASON_NONE;
+	return KVS_ADMIT_NOW;
+}
+
+/* Place a region of `tokens` for s; NOSPACE when no hole fits. */
+static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t tokens)
+{
+	contig *c = C(a);
+	/* after this placement there are at most nseqs + 2 holes (the new
+	 * sequence is not counted in nseqs yet) */
+	uint32_t want = a->nseqs + 2;
+	if (want > c->fx_cap) {
+		uint32_t cap = c->fx_cap;
+		while (cap < want)
+			cap *= 2;
+		extent *fx = kvs_reallocarray(c->fx, cap, sizeof *fx);
+		if (!fx)
+			return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host "
+					"memory for the free-extent list");
+		c->fx = fx;
+		c->fx_cap = cap;
+	}
+	uint64_t bytes = region_bytes(a, tokens);
+	uint32_t i = bytes == UINT64_MAX ? UINT32_MAX : find_hole(a, bytes);
+	if (i == UINT32_MAX)
+		return kvs_fail(KVS_ERR_NOSPACE, "allocator: no hole of %llu "
+				"bytes for sequence %llu",
+				(unsigned long long)bytes,
+				(unsigned long long)s->id);
+	s->off = c->fx[i].off;
+	s->region = tokens;
+	c->fx[i].off += bytes;
+	c->fx[i].len -= bytes;
+	if (c->fx[i].len == 0) {
+		memmove(&c->fx[i], &c->fx[i + 1],
+			(c->nfx - i - 1) * sizeof *c->fx);
+		c->nfx--;
+	}
+	c->free_bytes -= bytes;
+	c->held_tokens += tokens;
+	return KVS_OK;
+}
+
+static void unplace(kvs_alloc *a, kvs_seq_rec *s)
+{
+	contig *c = C(a);
+	uint64_t off = s->off, len = region_bytes(a, s->region);
+	/* first extent above the region */
+	uint32_t lo = 0, hi = c->nfx;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (c->fx[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	uint32_t i = lo;
+	bool left = i > 0 && c->fx[i - 1].off + c->fx[i - 1].len == off;
+	bool right = i < c->nfx && off + len == c->fx[i].off;
+	if (left && right) {
+		c->fx[i - 1].len += len + c->fx[i].len;
+		memmove(&c->fx[i], &c->fx[i + 1],
+			(c->nfx - i - 1) * sizeof *c->fx);
+		c->nfx--;
+	} else if (left) {
+		c->fx[i - 1].len += len;
+	} else if (right) {
+		c->fx[i].off = off;
+		c->fx[i].len += len;
+	} else {
+		kvs_require(c->nfx < c->fx_cap);
+		memmove(&c->fx[i + 1], &c->fx[i], (c->nfx - i) * sizeof *c->fx);
+		c->fx[i] = (extent){ off, len };
+		c->nfx++;
+	}
+	c->free_bytes += len;
+	c->held_tokens -= s->region;
+	s->region = 0;
+	s->off = 0;
+}
+
+static kvs_status contig_admit(kvs_alloc *a, kvs_seq_rec *s,
+			       const kvs_seq_desc *d, uint32_t *cached)
+{
+	kvs_status st = place(a, s, region_tokens(a, d->prompt_tokens,
+						  d->output_tokens));
+	if (st != KVS_OK)
+		return st;
+	s->len = 0;
+	kvs_seq_set_res(a, s, s->region);
+	*cached = 0;
+	return KVS_OK;
+}
+
+static kvs_status contig_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
+			      const kvs_block_copy **copies, size_t *ncopies)
+{
+	if (KVS_UNLIKELY((uint64_t)s->len + n > s->region))
+		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu "
+				"outgrows its reservation of %u tokens",
+				(unsigned long long)s->id, s->region);
+	s->len += n;
+	a->tok_sum += n;
+	kvs_seq_set_res(a, s, s->region);
+	if (copies)
+		*copies = NULL;
+	if (ncopies)
+		*ncopies = 0;
+	return KVS_OK;
+}
+
+static uint32_t contig_room(const kvs_alloc *a, const kvs_seq_rec *s)
+{
+	(void)a;
+	return s->region - s->len;
+}
+
+static void contig_release(kvs_alloc *a, kvs_seq_rec *s)
+{
+	a->tok_sum -= s->len;
+	a->res_sum -= s->res;
+	s->res = 0;
+	unplace(a, s);
+}
+
+/* The child gets its own region (the policy's size for its prompt = the
+ * parent's tokens, output = its own) and a copy of the parent's KV. */
+static kvs_status contig_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
+{
+	uint32_t par_len = par->len;
+	kvs_status st = place(a, c, region_tokens(a, par_len,
+						  c->final_len - par_len));
+	if (st != KVS_OK)
+		return st;
+	c->len = par_len;
+	a->tok_sum += par_len;
+	kvs_seq_set_res(a, c, c->region);
+	a->stats.copy_bytes += (uint64_t)par_len * a->cfg.kv_bytes_per_token;
+	return KVS_OK;
+}
+
+static void contig_account(const kvs_alloc *a, const kvs_seq_desc *next,
+			   kvs_mem_parts *out)
+{
+	const contig *c = C(a);
+	uint64_t B = a->cfg.kv_bytes_per_token;
+	uint32_t ref = next ? region_tokens(a, next->prompt_tokens,
+					    next->output_tokens)
+			    : min_region(a);
+	uint64_t need = region_bytes(a, ref);
+	uint64_t ext = 0;
+	for (uint32_t i = 0; i < c->nfx; i++)
+		if (c->fx[i].len < need)
+			ext += c->fx[i].len;
+	out->token_states = a->tok_sum * B;
+	out->reservation = a->res_sum * B;
+	out->internal_frag = (c->held_tokens - a->tok_sum - a->res_sum) * B;
+	out->external_frag = ext;
+	out->cached_idle = 0;
+	out->free = c->free_bytes - ext;
+}
+
+static int cmp_extent(const void *x, const void *y)
+{
+	const extent *a = x, *b = y;
+	return a->off < b->off ? -1 : a->off > b->off;
+}
+
+static bool contig_is_valid(const kvs_alloc *a)
+{
+	const contig *c = C(a);
+	uint64_t budget = a->cfg.budget_bytes;
+	uint64_t fsum = 0;
+	for (uint32_t i = 0; i < c->nfx; i++) {
+		const extent *e = &c->fx[i];
+		if (e->len == 0 || e->off > budget || e->len > budget - e->off)
+			return false;
+		/* sorted and coalesced: a gap between consecutive holes */
+		if (i > 0 && c->fx[i - 1].off + c->fx[i - 1].len >= e->off)
+			return false;
+		fsum += e->len;
+	}
+	if (fsum != c->free_bytes)
+		return false;
+	/* all extents (free and held) tile [0, budget) exactly */
+	uint32_t n = c->nfx + a->nseqs;
+	extent *all = kvs_calloc(n ? n : 1, sizeof *all);
+	if (!all)
+		return false;
+	uint32_t k = 0;
+	uint64_t held = 0;
+	bool ok = true;
+	for (uint32_t i = 0; i < c->nfx; i++)
+		all[k++] = c->fx[i];
+	for (uint32_t r = 0; r < a->nrecs && ok; r++) {
+		const kvs_seq_rec *s = &a->recs[r];
+		if (s->state == KVS_SEQ_UNUSED)
+			continue;
+		if (s->state != KVS_SEQ_RESIDENT || s->region == 0 ||
+		    s->len > s->region ||
+		    s->res != kvs_seq_reserved(s->region, s->len, s->final_len) ||
+		    k >= n) {
+			ok = false;
+			break;
+		}
+		all[k++] = (extent){ s->off, region_bytes(a, s->region) };
+		held += s->region;
+	}
+	if (ok && (k != n || held != c->held_tokens))
+		ok = false;
+	if (ok) {
+		qsort(all, n, sizeof *all, cmp_extent);
+		uint64_t at = 0;
+		for (uint32_t i = 0; i < n && ok; i++) {
+			if (all[i].off != at)
+				ok = false;
+			at += all[i].len;
+		}
+		if (at != budget)
+			ok = false;
+	}
+	kvs_free(all);
+	return ok;
+}
+
+static uint64_t contig_zero(const kvs_alloc *a)
+{
+	(void)a;
+	return 0;
+}
+
+static uint64_t contig_metadata_bytes(const kvs_alloc *a)
+{
+	return (uint64_t)C(a)->fx_cap * sizeof(extent) + sizeof(contig);
+}
+
+const kvs_alloc_methods kvs_contig_methods = {
+	.name = "contiguous",
+	.init = contig_init,
+	.fini = contig_fini,
+	.can_admit = contig_can_admit,
+	.admit = contig_admit,
+	.grow = contig_grow,
+	.room = contig_room,
+	.release = contig_release,
+	.fork = contig_fork,
+	.swap_out = NULL,
+	.swap_in = NULL,
+	.can_swap_in = NULL,
+	.account = contig_account,
+	.is_valid = contig_is_valid,
+	.num_units = contig_zero,
+	.free_units = contig_zero,
+	.metadata_bytes = contig_metadata_bytes,
+};

@@ -1,0 +1,617 @@
+/*
+ * test_allocator.c - the paged allocator operation by operation, with
+ * hand-derived block ids and byte counts; names, hashes and configuration
+ * checks of the shared interface.  The validator runs after every step.
+ *
+ * Geometry of most tests: 100 bytes per token, 4 tokens per block (400
+ * bytes), budget 10 blocks + 50 bytes = 4050 bytes, max_model_len 64.
+ */
+#include "test_util.h"
+#include "kvsim/alloc.h"
+
+#include <math.h>
+#include <string.h>
+
+#define B 100u
+#define BS 4u
+#define BUDGET (10u * BS * B + 50u)
+
+static kvs_alloc_config cfg_paged(void)
+{
+	kvs_alloc_config c;
+	kvs_alloc_config_defaults(&c);
+	c.budget_bytes = BUDGET;
+	c.kv_bytes_per_token = B;
+	c.block_size = BS;
+	c.max_model_len = 64;
+	c.watermark = 0.0;
+	return c;
+}
+
+static kvs_alloc *make(const kvs_alloc_config *c)
+{
+	kvs_alloc *a = NULL;
+	assert_int_equal(kvs_alloc_create(c, &a), KVS_OK);
+	assert_non_null(a);
+	assert_true(kvs_alloc_is_valid(a));
+	return a;
+}
+
+static kvs_seq_desc desc(kvs_seq_id id, uint32_t prompt, uint32_t output)
+{
+	kvs_seq_desc d = { .seq = id, .prompt_tokens = prompt,
+			   .output_tokens = output };
+	return d;
+}
+
+static void admit_ok(kvs_alloc *a, kvs_seq_id id, uint32_t prompt,
+		     uint32_t output)
+{
+	kvs_seq_desc d = desc(id, prompt, output);
+	uint32_t cached = 99;
+	assert_int_equal(kvs_alloc_admit(a, &d, &cached), KVS_OK);
+	assert_int_equal(cached, 0);
+	assert_true(kvs_alloc_is_valid(a));
+}
+
+static void grow_ok(kvs_alloc *a, kvs_seq_id id, uint32_t n)
+{
+	const kvs_block_copy *c;
+	size_t nc = 99;
+	assert_int_equal(kvs_alloc_grow(a, id, n, &c, &nc), KVS_OK);
+	assert_int_equal(nc, 0);
+	assert_true(kvs_alloc_is_valid(a));
+}
+
+static void expect_parts(const kvs_alloc *a, uint64_t tok, uint64_t res,
+			 uint64_t internal, uint64_t cached, uint64_t free_b)
+{
+	kvs_mem_parts m;
+	kvs_alloc_account(a, NULL, &m);
+	assert_int_equal(m.token_states, tok);
+	assert_int_equal(m.reservation, res);
+	assert_int_equal(m.internal_frag, internal);
+	assert_int_equal(m.external_frag, 0);
+	assert_int_equal(m.cached_idle, cached);
+	assert_int_equal(m.free, free_b);
+	assert_int_equal(m.token_states + m.reservation + m.internal_frag +
+			 m.external_frag + m.cached_idle + m.free, BUDGET);
+}
+
+/* ---- names, defaults, hashes ----------------------------------------------- */
+
+static void test_names(void **state)
+{
+	(void)state;
+	kvs_alloc_config c;
+	kvs_alloc_config_defaults(&c);
+	assert_int_equal(c.policy, KVS_POLICY_PAGED);
+	assert_int_equal(c.block_size, 16);
+	assert_true(fabs(c.watermark - 0.01) < 1e-12);
+	assert_false(c.enable_prefix_caching);
+	assert_int_equal(c.swap_bytes, 0);
+	assert_false(c.best_fit);
+	assert_int_equal(c.page_bytes, 2u << 20);
+	assert_int_equal(c.num_kv_tensors, 64);
+
+	const char *names[] = { "paged", "max", "pow2", "oracle", "vattention" };
+	for (int p = 0; p < KVS_POLICY_COUNT_; p++) {
+		assert_string_equal(kvs_policy_name((kvs_policy)p), names[p]);
+		kvs_policy out = KVS_POLICY_COUNT_;
+		assert_int_equal(kvs_policy_parse(names[p], &out), KVS_OK);
+		assert_int_equal(out, p);
+	}
+	kvs_policy out = KVS_POLICY_MAX;
+	assert_int_equal(kvs_policy_parse("PAGED", &out), KVS_OK);
+	assert_int_equal(out, KVS_POLICY_PAGED);
+	assert_int_equal(kvs_policy_parse("buddy", &out), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "buddy"));
+	assert_int_equal(out, KVS_POLICY_PAGED);   /* untouched on failure */
+	assert_string_equal(kvs_policy_name((kvs_policy)99), "unknown");
+
+	assert_string_equal(kvs_admit_reason_name(KVS_REASON_EXCEEDS_MAX_LEN),
+			    "exceeds_max_model_len");
+	assert_string_equal(kvs_admit_reason_name(KVS_REASON_NO_HOLE), "no_hole");
+	for (int r = 0; r < KVS_REASON_COUNT_; r++) {
+		assert_true(strlen(kvs_admit_reason_name((kvs_admit_reason)r)) > 0);
+		assert_true(strlen(kvs_admit_reason_text((kvs_admit_reason)r)) > 0);
+	}
+}
+
+static void test_hashes(void **state)
+{
+	(void)state;
+	uint32_t t1[16], t2[16];
+	for (uint32_t i = 0; i < 16; i++)
+		t1[i] = t2[i] = 1000 + i;
+	uint64_t h1 = kvs_hash_block_tokens(0, t1, 16);
+	assert_int_equal(h1, kvs_hash_block_tokens(0, t2, 16));
+	t2[15]++;
+	assert_int_not_equal(h1, kvs_hash_block_tokens(0, t2, 16));
+	/* swapping two tokens changes the hash */
+	t2[15]--;
+	t2[0] = t1[1];
+	t2[1] = t1[0];
+	assert_int_not_equal(h1, kvs_hash_block_tokens(0, t2, 16));
+	/* the parent is part of the hash */
+	assert_int_not_equal(h1, kvs_hash_block_tokens(h1, t1, 16));
+	assert_int_not_equal(kvs_hash_block_tokens(0, t1, 15),
+			     kvs_hash_block_tokens(0, t1, 16));
+	/* ids and sub-blocks */
+	uint64_t a = kvs_hash_block_id(0, 7, 0);
+	assert_int_equal(a, kvs_hash_block_id(0, 7, 0));
+	assert_int_not_equal(a, kvs_hash_block_id(0, 7, 1));
+	assert_int_not_equal(a, kvs_hash_block_id(0, 8, 0));
+	assert_int_not_equal(kvs_hash_block_id(a, 7, 0), a);
+	/* no collisions and balanced bits over a small dense set */
+	enum { N = 4096 };
+	static uint64_t hs[N];
+	unsigned ones = 0;
+	for (uint32_t i = 0; i < N; i++) {
+		hs[i] = kvs_hash_block_id(0, i, 0);
+		ones += (unsigned)__builtin_popcountll(hs[i]);
+		for (uint32_t j = 0; j < i; j++)
+			assert_int_not_equal(hs[i], hs[j]);
+	}
+	double mean = (double)ones / N;
+	assert_true(mean > 31.0 && mean < 33.0);
+}
+
+static void test_bad_config(void **state)
+{
+	(void)state;
+	kvs_alloc *a = NULL;
+	kvs_alloc_config c = cfg_paged();
+	c.budget_bytes = 0;
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);
+	c = cfg_paged();
+	c.kv_bytes_per_token = 0;
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);
+	c = cfg_paged();
+	c.block_size = 0;
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);
+	c = cfg_paged();
+	c.max_model_len = 0;
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);
+	c = cfg_paged();
+	c.watermark = 1.0;
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);
+	c.watermark = NAN;
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);
+	c = cfg_paged();
+	c.budget_bytes = BS * B - 1;     /* not one block */
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);
+	c = cfg_paged();
+	c.block_size = UINT32_MAX;
+	c.kv_bytes_per_token = UINT64_MAX / 2;
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_OVERFLOW);
+	c = cfg_paged();
+	c.policy = KVS_POLICY_COUNT_;
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);
+	c = cfg_paged();
+	c.budget_bytes = UINT64_MAX;
+	c.kv_bytes_per_token = 1;
+	c.block_size = 1;                /* 2^64 blocks: too many ids */
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_LIMIT);
+	assert_null(a);
+}
+
+/* ---- paged ---------------------------------------------------------------------- */
+
+static void test_paged_grow_and_account(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	kvs_alloc *a = make(&c);
+	assert_int_equal(kvs_alloc_num_blocks(a), 10);
+	assert_int_equal(kvs_alloc_free_blocks(a), 10);
+	expect_parts(a, 0, 0, 50, 0, 4000);
+
+	/* prompt 6, output 4 (final 10): 2 blocks, nothing stored yet */
+	admit_ok(a, 1, 6, 4);
+	assert_int_equal(kvs_alloc_len(a, 1), 0);
+	assert_int_equal(kvs_alloc_room(a, 1), 8);
+	assert_int_equal(kvs_alloc_free_blocks(a), 8);
+	expect_parts(a, 0, 800, 50, 0, 3200);
+	const kvs_block_id *ids;
+	uint32_t n;
+	assert_int_equal(kvs_alloc_block_table(a, 1, &ids, &n), KVS_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(ids[0], 0);
+	assert_int_equal(ids[1], 1);
+
+	grow_ok(a, 1, 6);                 /* prefill */
+	expect_parts(a, 600, 200, 50, 0, 3200);
+	assert_int_equal(kvs_alloc_room(a, 1), 2);
+	grow_ok(a, 1, 2);                 /* len 8: both blocks full */
+	expect_parts(a, 800, 0, 50, 0, 3200);
+	assert_int_equal(kvs_alloc_room(a, 1), 0);
+	grow_ok(a, 1, 1);                 /* len 9: third block */
+	assert_int_equal(kvs_alloc_block_table(a, 1, &ids, &n), KVS_OK);
+	assert_int_equal(n, 3);
+	assert_int_equal(ids[2], 2);
+	/* 3 blocks = 1200 bytes: 900 stored, 100 reserved (token 10), 200
+	 * never used (slots 11, 12) + 50 budget tail */
+	expect_parts(a, 900, 100, 250, 0, 2800);
+	assert_int_equal(kvs_alloc_room(a, 1), 3);
+	uint64_t slot;
+	assert_int_equal(kvs_alloc_slot(a, 1, 8, &slot), KVS_OK);
+	assert_int_equal(slot, 2 * BS + 0);
+	assert_int_equal(kvs_alloc_slot(a, 1, 5, &slot), KVS_OK);
+	assert_int_equal(slot, 1 * BS + 1);
+	assert_int_equal(kvs_alloc_slot(a, 1, 12, &slot), KVS_ERR_INVALID);
+
+	/* growing past the true final length is allowed: all of it is
+	 * stored, the tail of the last block is internal */
+	grow_ok(a, 1, 2);                 /* len 11 > final 10 */
+	expect_parts(a, 1100, 0, 150, 0, 2800);
+
+	assert_int_equal(kvs_alloc_release(a, 1), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	expect_parts(a, 0, 0, 50, 0, 4000);
+	assert_int_equal(kvs_alloc_num_seqs(a), 0);
+	/* freed last-first onto the stack: block 0 on top again */
+	admit_ok(a, 2, 1, 0);
+	assert_int_equal(kvs_alloc_block_table(a, 2, &ids, &n), KVS_OK);
+	assert_int_equal(ids[0], 0);
+	kvs_alloc_destroy(a);
+}
+
+static void test_paged_admission(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	c.watermark = 0.2;                /* 2 of 10 blocks */
+	kvs_alloc *a = make(&c);
+	kvs_admit_reason why;
+	kvs_seq_desc d = desc(1, 60, 5);  /* 65 > max_model_len 64 */
+	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NEVER);
+	assert_int_equal(why, KVS_REASON_EXCEEDS_MAX_LEN);
+	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_ERR_LIMIT);
+	d = desc(1, 30, 11);              /* 41 tokens > 40 slots */
+	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NEVER);
+	assert_int_equal(why, KVS_REASON_EXCEEDS_BUDGET);
+	d = desc(1, 33, 0);               /* 9 blocks, 10 - 9 < watermark 2 */
+	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NEVER);
+	assert_int_equal(why, KVS_REASON_EXCEEDS_BUDGET);
+	/* paged admission needs only the prompt's blocks */
+	d = desc(1, 24, 16);              /* 6 blocks now, 40 tokens final */
+	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NOW);
+	assert_int_equal(why, KVS_REASON_NONE);
+	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_OK);
+	d = desc(2, 12, 0);               /* 3 blocks: 4 free, 1 < 2 left */
+	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_LATER);
+	assert_int_equal(why, KVS_REASON_WATERMARK);
+	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_ERR_NOSPACE);
+	d = desc(2, 20, 0);               /* 5 blocks > 4 free */
+	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_LATER);
+	assert_int_equal(why, KVS_REASON_NO_FREE_BLOCKS);
+	d = desc(2, 8, 0);                /* 2 blocks, 2 left = watermark */
+	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NOW);
+	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_OK);
+	/* running sequences may dip into the watermark */
+	grow_ok(a, 1, 24);
+	grow_ok(a, 1, 8);                 /* 8 blocks for seq 1 */
+	assert_int_equal(kvs_alloc_free_blocks(a), 0);
+	/* out of blocks: NOSPACE, nothing changes */
+	kvs_mem_parts before, after;
+	kvs_alloc_account(a, NULL, &before);
+	assert_int_equal(kvs_alloc_grow(a, 1, 1, NULL, NULL), KVS_ERR_NOSPACE);
+	assert_int_equal(kvs_alloc_len(a, 1), 32);
+	kvs_alloc_account(a, NULL, &after);
+	assert_memory_equal(&before, &after, sizeof before);
+	assert_true(kvs_alloc_is_valid(a));
+	kvs_alloc_destroy(a);
+}
+
+static void test_paged_misuse(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	kvs_alloc *a = make(&c);
+	admit_ok(a, 7, 5, 5);
+	grow_ok(a, 7, 5);
+	kvs_mem_parts before, after;
+	kvs_alloc_account(a, NULL, &before);
+	kvs_seq_desc d = desc(7, 3, 3);
+	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_ERR_STATE);
+	d = desc(8, 0, 3);
+	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_ERR_INVALID);
+	d = desc(8, 4, 3);
+	d.num_block_hashes = 1;
+	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_ERR_INVALID);
+	assert_int_equal(kvs_alloc_grow(a, 99, 1, NULL, NULL), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_grow(a, 7, 60, NULL, NULL), KVS_ERR_LIMIT);
+	assert_non_null(strstr(kvs_last_error(), "max_model_len"));
+	assert_int_equal(kvs_alloc_release(a, 99), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_fork(a, 99, 100, 1), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_fork(a, 7, 7, 1), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_fork(a, 7, 100, 60), KVS_ERR_LIMIT);
+	assert_int_equal(kvs_alloc_swap_in(a, 7, NULL, NULL), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_swap_out(a, 7, NULL, NULL), KVS_ERR_NOSPACE);
+	assert_false(kvs_alloc_can_swap_in(a, 7));
+	assert_int_equal(kvs_alloc_room(a, 99), 0);
+	assert_int_equal(kvs_alloc_len(a, 99), 0);
+	uint64_t slot = 5;
+	assert_int_equal(kvs_alloc_slot(a, 99, 0, &slot), KVS_ERR_STATE);
+	assert_int_equal(slot, 5);
+	kvs_alloc_account(a, NULL, &after);
+	assert_memory_equal(&before, &after, sizeof before);
+	assert_int_equal(kvs_alloc_len(a, 7), 5);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_release(a, 7), KVS_OK);
+	assert_int_equal(kvs_alloc_release(a, 7), KVS_ERR_STATE);   /* double */
+	assert_true(kvs_alloc_is_valid(a));
+	expect_parts(a, 0, 0, 50, 0, 4000);
+	kvs_alloc_destroy(a);
+}
+
+static void test_paged_fork_cow(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	kvs_alloc *a = make(&c);
+	admit_ok(a, 1, 6, 4);             /* final 10 */
+	grow_ok(a, 1, 6);                 /* blocks 0 (4), 1 (2 of 4) */
+	assert_int_equal(kvs_alloc_fork(a, 1, 2, 3), KVS_OK);   /* final 9 */
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_len(a, 2), 6);
+	assert_int_equal(kvs_alloc_free_blocks(a), 8);
+	/* shared: 6 tokens once; slots 6, 7 reserved once (both will write) */
+	expect_parts(a, 600, 200, 50, 0, 3200);
+	assert_int_equal(kvs_alloc_room(a, 2), 0);  /* next write copies */
+
+	const kvs_block_copy *cp;
+	size_t nc;
+	assert_int_equal(kvs_alloc_grow(a, 2, 1, &cp, &nc), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(nc, 1);
+	assert_int_equal(cp[0].src, 1);
+	assert_int_equal(cp[0].dst, 2);
+	const kvs_block_id *ids;
+	uint32_t n;
+	assert_int_equal(kvs_alloc_block_table(a, 2, &ids, &n), KVS_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(ids[0], 0);      /* full block still shared */
+	assert_int_equal(ids[1], 2);
+	/* blocks 0 (4 tokens, shared), 1 (parent: 2 tokens + 2 reserved for
+	 * its final 10), 2 (child: 3 tokens + 1 reserved for its final 9) */
+	expect_parts(a, 900, 300, 50, 0, 2800);
+	kvs_alloc_stats st;
+	kvs_alloc_get_stats(a, &st);
+	assert_int_equal(st.cow_copies, 1);
+	assert_int_equal(st.copy_bytes, BS * B);
+	/* parent now writes in place */
+	assert_int_equal(kvs_alloc_room(a, 1), 2);
+	grow_ok(a, 1, 1);
+	assert_int_equal(kvs_alloc_release(a, 1), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_free_blocks(a), 8);
+	assert_int_equal(kvs_alloc_release(a, 2), KVS_OK);
+	expect_parts(a, 0, 0, 50, 0, 4000);
+
+	/* fork before prefill shares empty blocks; the first writer gets
+	 * fresh blocks and no copy (nothing to copy) */
+	admit_ok(a, 3, 8, 0);
+	assert_int_equal(kvs_alloc_fork(a, 3, 4, 2), KVS_OK);
+	assert_int_equal(kvs_alloc_grow(a, 4, 8, &cp, &nc), KVS_OK);
+	assert_int_equal(nc, 0);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_free_blocks(a), 6);
+	kvs_alloc_destroy(a);
+}
+
+static void hashes_for(uint64_t *h, uint32_t n, uint64_t doc)
+{
+	uint64_t parent = 0;
+	for (uint32_t i = 0; i < n; i++)
+		parent = h[i] = kvs_hash_block_id(parent, doc * 1000 + i, 0);
+}
+
+static void test_paged_prefix_cache(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	c.enable_prefix_caching = true;
+	kvs_alloc *a = make(&c);
+	uint64_t h[4];
+	hashes_for(h, 4, 1);
+	kvs_seq_desc d = desc(1, 10, 2);  /* 2 full prompt blocks + 2 tokens */
+	d.block_hashes = h;
+	d.num_block_hashes = 4;           /* extra hashes are ignored */
+	uint32_t cached = 99;
+	assert_int_equal(kvs_alloc_admit(a, &d, &cached), KVS_OK);
+	assert_int_equal(cached, 0);
+	assert_int_equal(kvs_alloc_prefix_lookup(a, h, 4), 0);
+	grow_ok(a, 1, 5);                 /* block 0 full: cached now */
+	assert_int_equal(kvs_alloc_prefix_lookup(a, h, 4), 1);
+	grow_ok(a, 1, 5);
+	assert_int_equal(kvs_alloc_prefix_lookup(a, h, 4), 2);
+	assert_int_equal(kvs_alloc_release(a, 1), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	/* blocks 0, 1 cached-idle; block 2 (partial) free */
+	expect_parts(a, 0, 0, 50, 800, 3200);
+	assert_int_equal(kvs_alloc_free_blocks(a), 10);
+
+	d.seq = 2;
+	kvs_admit_reason why;
+	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NOW);
+	assert_int_equal(kvs_alloc_admit(a, &d, &cached), KVS_OK);
+	assert_int_equal(cached, 8);
+	assert_int_equal(kvs_alloc_len(a, 2), 8);
+	assert_true(kvs_alloc_is_valid(a));
+	const kvs_block_id *ids;
+	uint32_t n;
+	assert_int_equal(kvs_alloc_block_table(a, 2, &ids, &n), KVS_OK);
+	assert_int_equal(n, 3);
+	assert_int_equal(ids[0], 0);
+	assert_int_equal(ids[1], 1);
+	/* 8 cached tokens stored, 2 prompt + 2 output reserved */
+	expect_parts(a, 800, 400, 50, 0, 2800);
+
+	/* a second live sharer: refcount 2 on the cached blocks */
+	kvs_seq_desc d3 = desc(3, 8, 1);  /* prompt = exactly 2 blocks */
+	d3.block_hashes = h;
+	d3.num_block_hashes = 2;
+	assert_int_equal(kvs_alloc_admit(a, &d3, &cached), KVS_OK);
+	assert_int_equal(cached, 4);      /* last prompt token recomputed */
+	assert_true(kvs_alloc_is_valid(a));
+	expect_parts(a, 800, 800, 50, 0, 2400);  /* blk 1' holds 4 reserved */
+
+	kvs_alloc_stats st;
+	kvs_alloc_get_stats(a, &st);
+	assert_int_equal(st.prefix_hit_blocks, 3);
+	assert_int_equal(st.prefix_miss_blocks, 3 + 1 + 1);
+	assert_int_equal(st.prefix_hit_tokens, 12);
+	assert_int_equal(st.prefix_miss_tokens, 10 + 2 + 4);
+	assert_int_equal(st.evictions, 0);
+	assert_int_equal(kvs_alloc_release(a, 2), KVS_OK);
+	assert_int_equal(kvs_alloc_release(a, 3), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+
+	/* eviction: fill every block; the idle cached ones go, tail first */
+	uint64_t g[9];
+	hashes_for(g, 9, 2);
+	kvs_seq_desc d4 = desc(4, 36, 0); /* 9 blocks: 8 free + 1 evicted */
+	d4.block_hashes = g;
+	d4.num_block_hashes = 9;
+	assert_int_equal(kvs_alloc_free_blocks(a), 10);
+	assert_int_equal(kvs_alloc_admit(a, &d4, &cached), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	kvs_alloc_get_stats(a, &st);
+	assert_int_equal(st.evictions, 1);
+	/* the first block of the old prefix survives, the second went */
+	assert_int_equal(kvs_alloc_prefix_lookup(a, h, 2), 1);
+	grow_ok(a, 4, 36);                /* 9 new cached blocks (full) */
+	assert_int_equal(kvs_alloc_prefix_lookup(a, g, 9), 9);
+	kvs_alloc_destroy(a);
+}
+
+static void test_paged_swap(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	c.swap_bytes = 3 * BS * B + 7;    /* 3 host blocks */
+	kvs_alloc *a = make(&c);
+	admit_ok(a, 1, 6, 4);
+	grow_ok(a, 1, 6);
+	admit_ok(a, 2, 12, 0);            /* 3 blocks, only 4 tokens written */
+	grow_ok(a, 2, 4);
+	const kvs_block_copy *cp;
+	size_t nc;
+	assert_int_equal(kvs_alloc_swap_out(a, 1, &cp, &nc), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(nc, 2);
+	assert_int_equal(cp[0].src, 0);
+	assert_int_equal(cp[0].dst, 0);
+	assert_int_equal(cp[1].src, 1);
+	assert_int_equal(cp[1].dst, 1);
+	assert_true(kvs_alloc_is_swapped(a, 1));
+	assert_int_equal(kvs_alloc_len(a, 1), 6);
+	assert_int_equal(kvs_alloc_room(a, 1), 0);
+	assert_int_equal(kvs_alloc_grow(a, 1, 1, NULL, NULL), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_swap_out(a, 1, NULL, NULL), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_block_table(a, 1, &(const kvs_block_id *){0},
+					       &(uint32_t){0}), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_free_blocks(a), 7);
+	/* seq 2 holds 4 tokens in 1 of its 3 blocks: 1 host block left, it
+	 * needs 1 (empty blocks are dropped, not copied) */
+	assert_int_equal(kvs_alloc_swap_out(a, 2, &cp, &nc), KVS_OK);
+	assert_int_equal(nc, 1);
+	assert_true(kvs_alloc_is_valid(a));
+	expect_parts(a, 0, 0, 50, 0, 4000);
+	/* host pool full now */
+	admit_ok(a, 3, 2, 0);
+	grow_ok(a, 3, 2);
+	assert_int_equal(kvs_alloc_swap_out(a, 3, NULL, NULL), KVS_ERR_NOSPACE);
+	assert_true(kvs_alloc_can_swap_in(a, 1));
+	assert_int_equal(kvs_alloc_swap_in(a, 1, &cp, &nc), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(nc, 2);
+	assert_int_equal(cp[0].src, 0);
+	assert_int_equal(cp[1].src, 1);
+	assert_false(kvs_alloc_is_swapped(a, 1));
+	assert_int_equal(kvs_alloc_swap_in(a, 1, NULL, NULL), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_len(a, 1), 6);
+	assert_int_equal(kvs_alloc_room(a, 1), 2);
+	grow_ok(a, 1, 4);
+	kvs_alloc_stats st;
+	kvs_alloc_get_stats(a, &st);
+	assert_int_equal(st.swap_out_blocks, 3);
+	assert_int_equal(st.swap_in_blocks, 2);
+	assert_int_equal(st.swap_out_bytes, 3 * BS * B);
+	/* releasing a swapped sequence returns its host blocks */
+	assert_int_equal(kvs_alloc_release(a, 2), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_swap_out(a, 3, &cp, &nc), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	kvs_alloc_destroy(a);
+}
+
+static void test_paged_pool_take_give(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	kvs_alloc *a = make(&c);
+	admit_ok(a, 1, 4, 0);             /* block 0 */
+	kvs_block_id ids[12];
+	assert_int_equal(kvs_alloc_blocks_take(a, 3, ids), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(ids[0], 1);
+	assert_int_equal(ids[1], 2);
+	assert_int_equal(ids[2], 3);
+	assert_int_equal(kvs_alloc_free_blocks(a), 6);
+	/* pinned blocks hold no tokens: internal fragmentation */
+	expect_parts(a, 0, 400, 1200 + 50, 0, 2400);
+	assert_int_equal(kvs_alloc_blocks_take(a, 7, ids + 3), KVS_ERR_NOSPACE);
+	kvs_block_id bad[2] = { ids[0], ids[0] };
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, bad), KVS_ERR_STATE);
+	bad[1] = 0;                       /* held by seq 1, not taken */
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, bad), KVS_ERR_STATE);
+	bad[1] = 99;
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, bad), KVS_ERR_STATE);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_free_blocks(a), 6);
+	assert_int_equal(kvs_alloc_blocks_give(a, 3, ids), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_blocks_give(a, 1, ids), KVS_ERR_STATE);
+	expect_parts(a, 0, 400, 50, 0, 3600);
+	kvs_alloc_destroy(a);
+
+	c.policy = KVS_POLICY_ORACLE;
+	a = make(&c);
+	assert_int_equal(kvs_alloc_blocks_take(a, 1, ids), KVS_ERR_UNSUPPORTED);
+	kvs_alloc_destroy(a);
+}
+
+static void test_paged_metadata(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	c.enable_prefix_caching = true;
+	c.budget_bytes = 1000u * BS * B;
+	kvs_alloc *a = make(&c);
+	kvs_alloc_stats st;
+	kvs_alloc_get_stats(a, &st);
+	assert_true(st.block_metadata_bytes <= 32u * 1000u + 256u);
+	assert_true(st.metadata_bytes >= st.block_metadata_bytes);
+	kvs_alloc_destroy(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_hashes),
+		cmocka_unit_test(test_bad_config),
+		cmocka_unit_test(test_paged_grow_and_account),
+		cmocka_unit_test(test_paged_admission),
+		cmocka_unit_test(test_paged_misuse),
+		cmocka_unit_test(test_paged_fork_cow),
+		cmocka_unit_test(test_paged_prefix_cache),
+		cmocka_unit_test(test_paged_swap),
+		cmocka_unit_test(test_paged_pool_take_give),
+		cmocka_unit_test(test_paged_metadata),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
