@@ -4,6 +4,7 @@
  * calls behind KVS_CUDA_CHECK; "no device" and "no driver" both read as
  * KVS_ERR_NO_DEVICE so that GPU tests and benchmarks can skip cleanly.
  */
+#include <stdio.h>
 #include "cuda_check.h"
 
 #include <string.h>
@@ -36,7 +37,7 @@ extern "C" kvs_status kvs_cu_open(int device, void **stream,
 	cudaDeviceProp prop;
 	KVS_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
 	memset(info, 0, sizeof *info);
-	strncpy(info->name, prop.name, sizeof info->name - 1);
+	snprintf(info->name, sizeof info->name, "%s", prop.name);
 	info->cc_major = prop.major;
 	info->cc_minor = prop.minor;
 	info->sm_count = (uint32_t)prop.multiProcessorCount;
