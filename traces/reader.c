@@ -230,11 +230,14 @@ struct kvs_trace {
 	uint64_t *out_ids;
 	uint32_t out_cap;
 	char first_skip[512];
+	char err_msg[512];
 };
 
+/* Remember the error that stopped the reader: later calls repeat it. */
 static kvs_status sticky(kvs_trace *t, kvs_status st)
 {
 	t->err = st;
+	snprintf(t->err_msg, sizeof t->err_msg, "%s", kvs_last_error());
 	return st;
 }
 
@@ -260,6 +263,26 @@ static kvs_status bad_line(kvs_trace *t, uint64_t line, const char *field,
 	t->st.failed_lines++;
 	return kvs_fail(KVS_ERR_PARSE, "%s:%llu: %s: %s", t->path,
 			(unsigned long long)line, field, why);
+}
+
+/* A line over KVS_TRACE_MAX_LINE: with skip_bad_lines, discard it and
+ * count it; *skipped tells the caller to read on. */
+static kvs_status long_line(kvs_trace *t, kvs_status st, bool *skipped)
+{
+	*skipped = false;
+	if (st != KVS_ERR_PARSE || !t->lb.long_line)
+		return st;
+	if (!t->o.skip_bad_lines) {
+		t->st.failed_lines++;
+		return st;
+	}
+	t->st.skipped[KVS_SKIP_BAD_LINE]++;
+	if (!t->first_skip[0])
+		snprintf(t->first_skip, sizeof t->first_skip, "%s", kvs_last_error());
+	st = kvs_linebuf_skip_rest(&t->lb);
+	t->st.bytes_read = t->lb.bytes;
+	*skipped = st == KVS_OK;
+	return st;
 }
 
 /* ---- libcsv plumbing ---------------------------------------------------------*/
@@ -515,8 +538,10 @@ static kvs_status detect(kvs_trace *t)
 					"blank or comment lines)", t->path);
 		}
 		if (st != KVS_OK) {
-			if (st == KVS_ERR_PARSE)
-				t->st.failed_lines++;
+			bool skipped;
+			st = long_line(t, st, &skipped);
+			if (skipped)
+				continue;
 			return st;
 		}
 		uint64_t ln = t->lb.lineno;
@@ -930,8 +955,10 @@ static kvs_status read_one(kvs_trace *t, bool *pushed)
 				return KVS_OK;
 			}
 			if (st != KVS_OK) {
-				if (st == KVS_ERR_PARSE)
-					t->st.failed_lines++;
+				bool skipped;
+				st = long_line(t, st, &skipped);
+				if (skipped)
+					continue;
 				return st;
 			}
 			ln = t->lb.lineno;
@@ -1189,7 +1216,7 @@ static uint64_t drop_pending(kvs_trace *t)
 kvs_status kvs_trace_next(kvs_trace *t, kvs_request *req)
 {
 	if (t->err != KVS_OK)
-		return kvs_fail(t->err, "%s: the reader stopped at an earlier error", t->path);
+		return kvs_fail(t->err, "%s", t->err_msg);
 	for (;;) {
 		if (t->done)
 			return KVS_END;
@@ -1214,7 +1241,7 @@ kvs_status kvs_trace_next(kvs_trace *t, kvs_request *req)
 		t->free_slots[t->nfree++] = s;
 		if (t->have_last && s->t_ns < t->last_t_ns) {
 			t->st.failed_lines += 1 + drop_pending(t);
-			double d = (double)(t->last_t_ns - s->t_ns) * 1e-9;
+			double d = (double)(t->last_t_ns - s->t_ns) / 1e9;
 			if (t->o.sort_window == 0)
 				kvs_fail(KVS_ERR_PARSE,
 					 "%s:%llu: %s: arrivals are not sorted: %.6f s earlier "
@@ -1237,7 +1264,7 @@ kvs_status kvs_trace_next(kvs_trace *t, kvs_request *req)
 			t->have_base = true;
 			t->base_ns = t->lay->absolute ? s->t_ns : 0;
 		}
-		double rel = (double)(s->t_ns - t->base_ns) * 1e-9;
+		double rel = (double)(s->t_ns - t->base_ns) / 1e9;
 		if (rel < t->o.window_start_s) {
 			t->st.filtered_window++;
 			continue;

@@ -32,6 +32,7 @@ typedef struct kvs_linebuf {
 	uint64_t lineno;        /* lines returned so far */
 	uint64_t bytes;         /* bytes consumed as lines */
 	const char *path;       /* for messages */
+	bool long_line;         /* the last error was an over-long line */
 } kvs_linebuf;
 
 kvs_status kvs_linebuf_open(kvs_linebuf *lb, const char *path);
@@ -40,6 +41,9 @@ kvs_status kvs_linebuf_open(kvs_linebuf *lb, const char *path);
  * over KVS_TRACE_MAX_LINE; KVS_ERR_IO for a read error.  The returned line
  * is NUL-terminated in place. */
 kvs_status kvs_linebuf_next(kvs_linebuf *lb, char **line, size_t *len);
+/* After an over-long line error: discard the rest of that line so reading
+ * can go on (skip_bad_lines). */
+kvs_status kvs_linebuf_skip_rest(kvs_linebuf *lb);
 void kvs_linebuf_close(kvs_linebuf *lb);
 
 /* ---- field parsing (parse.c) ---------------------------------------------
