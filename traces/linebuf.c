@@ -14,11 +14,13 @@
 
 #define LB_CHUNK (256u * 1024u)
 
-kvs_status kvs_linebuf_open(kvs_linebuf *lb, const char *path)
+kvs_status kvs_linebuf_open(kvs_linebuf *lb, const char *path, FILE *stream)
 {
 	memset(lb, 0, sizeof *lb);
 	lb->path = path;
-	if (strcmp(path, "-") == 0) {
+	if (stream) {
+		lb->f = stream;
+	} else if (strcmp(path, "-") == 0) {
 		lb->f = stdin;
 	} else {
 		lb->f = fopen(path, "rb");

@@ -1150,7 +1150,8 @@ static kvs_status source_rate(const char *path, const kvs_trace_opts *o, double 
 	return KVS_OK;
 }
 
-kvs_status kvs_trace_open(const char *path, const kvs_trace_opts *opts, kvs_trace **out)
+static kvs_status open_impl(const char *path, FILE *stream, const kvs_trace_opts *opts,
+			    kvs_trace **out)
 {
 	kvs_trace_opts dflt;
 	if (!opts) {
@@ -1181,7 +1182,7 @@ kvs_status kvs_trace_open(const char *path, const kvs_trace_opts *opts, kvs_trac
 	t->factor = opts->time_scale;
 	kvs_rng_seed(&t->rng, opts->seed);
 	csv_reset(t);
-	st = kvs_linebuf_open(&t->lb, path);
+	st = kvs_linebuf_open(&t->lb, t->path, stream);
 	if (st == KVS_OK)
 		st = detect(t);
 	if (st == KVS_OK && t->o.block_size && t->src_block &&
@@ -1192,7 +1193,7 @@ kvs_status kvs_trace_open(const char *path, const kvs_trace_opts *opts, kvs_trac
 			      t->o.block_size, t->src_block);
 	if (st == KVS_OK && opts->rate > 0 && opts->rate_mode == KVS_RATE_KEEP_SHAPE) {
 		double r = 0;
-		st = source_rate(path, opts, &r);
+		st = source_rate(stream ? "-" : path, opts, &r);
 		if (st == KVS_OK)
 			t->factor = r / opts->rate;
 	}
@@ -1202,6 +1203,17 @@ kvs_status kvs_trace_open(const char *path, const kvs_trace_opts *opts, kvs_trac
 	}
 	*out = t;
 	return KVS_OK;
+}
+
+kvs_status kvs_trace_open(const char *path, const kvs_trace_opts *opts, kvs_trace **out)
+{
+	return open_impl(path, NULL, opts, out);
+}
+
+kvs_status kvs_trace_open_stream(FILE *stream, const char *name,
+				 const kvs_trace_opts *opts, kvs_trace **out)
+{
+	return open_impl(name, stream, opts, out);
 }
 
 /* Lines read ahead in the sort window when reading stops early. */
