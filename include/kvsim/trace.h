@@ -198,7 +198,9 @@ typedef struct kvs_trace_summary {
 	bool has_hashes;
 	uint32_t hash_block_tokens;
 	uint64_t hashed_blocks;     /* full prompt blocks with a hash id */
-	uint64_t full_blocks;       /* full prompt blocks: sum floor(prompt / block) */
+	uint64_t full_blocks;       /* full prompt blocks of every request:
+	                             * sum floor(prompt / block) (exact below
+	                             * 2^20-token prompts) */
 	uint64_t hit_blocks;        /* blocks found in the cache */
 	uint64_t unique_blocks;     /* distinct hash ids seen */
 	double prefix_hit_blocks;   /* hit_blocks / full_blocks */
