@@ -1225,8 +1225,9 @@ static uint64_t drop_pending(kvs_trace *t)
 	return n;
 }
 
-kvs_status kvs_trace_next(kvs_trace *t, kvs_request *req)
+kvs_status kvs_trace_next(kvs_trace *t, kvs_request *out)
 {
+	kvs_request q, *req = &q; /* *out is untouched on failure */
 	if (t->err != KVS_OK)
 		return kvs_fail(t->err, "%s", t->err_msg);
 	for (;;) {
@@ -1327,6 +1328,7 @@ kvs_status kvs_trace_next(kvs_trace *t, kvs_request *req)
 		req->session_id = s->session;
 		req->turn = s->turn;
 		t->st.requests++;
+		*out = q;
 		return KVS_OK;
 	}
 }
