@@ -5,9 +5,11 @@
  * A reader is opened on a file, yields one kvs_request per call in constant
  * memory whatever the file size, and keeps counters so that every line is
  * accounted for: lines read = requests yielded + skipped (by reason) +
- * filtered + header/blank lines.  Malformed lines stop the reader with
+ * filtered + header/comment/blank lines (+ the failed line after an error;
+ * see kvs_trace_stats_balanced).  Malformed lines stop the reader with
  * KVS_ERR_PARSE and a message "file:line: field: reason" (kvs_last_error),
  * unless skip_bad_lines is set, in which case they are skipped and counted.
+ * The format is described in docs/TRACE-FORMAT.md.
  *
  * Formats (detected from the header / first line, or forced):
  *   azure      TIMESTAMP,ContextTokens,GeneratedTokens (Azure LLM 2023)
@@ -111,7 +113,18 @@ typedef struct kvs_trace_stats {
 	uint64_t truncated;
 	uint64_t reordered;         /* arrivals fixed by the sort window */
 	uint64_t bytes_read;
+	uint64_t failed_lines;      /* after an error: the line that stopped the
+	                             * reader plus any read ahead of it in the
+	                             * sort window; 0 otherwise */
 } kvs_trace_stats;
+
+/* Do the counters add up?  lines_read = header_lines + blank_lines +
+ * requests + skipped[*] + filtered_window + filtered_limit + failed_lines.
+ * Holds after KVS_END and after an error; tests check it after every run. */
+bool kvs_trace_stats_balanced(const kvs_trace_stats *s);
+
+/* Name of a skip reason ("bad_line", "failed"). */
+const char *kvs_trace_skip_reason_name(kvs_skip_reason r);
 
 typedef struct kvs_trace kvs_trace;
 
@@ -136,8 +149,151 @@ kvs_status kvs_trace_split_hashes(const uint64_t *ids, uint32_t n,
 				  uint32_t block_size, uint64_t *out,
 				  uint32_t *nout);
 
-/* Path of the bundled default trace (installed data dir, or source tree). */
+/* Path of the bundled default trace: $KVSIM_DATADIR/traces/azure-conv-sample.csv,
+ * then the installed data dir, then the source tree; the first that exists
+ * (the source-tree path when none does).  Static storage. */
 const char *kvs_trace_default_path(void);
+
+/* Message of the first line skipped as malformed ("file:line: field:
+ * reason"), or "" when none was: lets a command show one example. */
+const char *kvs_trace_first_skip(const kvs_trace *t);
+
+/* Source granularity of the hash ids this reader yields before re-splitting
+ * (512 for Mooncake, the file's hash_block_tokens for native, 0 if none). */
+uint32_t kvs_trace_source_block(const kvs_trace *t);
+
+/* Coarsen chained hash ids of src_block tokens to block_size, a multiple of
+ * src_block: the hash of a coarse block is the hash of its last fine block
+ * (chained ids name the whole prefix).  Only full coarse blocks of a
+ * prompt of prompt_tokens are kept.  out may alias ids.  KVS_ERR_INVALID
+ * when block_size is not a multiple of src_block. */
+kvs_status kvs_trace_merge_hashes(const uint64_t *ids, uint32_t n,
+				  uint32_t src_block, uint32_t prompt_tokens,
+				  uint32_t block_size, uint64_t *out,
+				  uint32_t *nout);
+
+/* ---- summary (kvsim trace) ----------------------------------------------- */
+
+/* Length distribution.  Percentiles are nearest-rank (the smallest value v
+ * with at least ceil(p * n) values <= v); exact below 2^20 tokens, above it
+ * within 1/16 of an octave (4.4 %). */
+typedef struct kvs_len_stats {
+	uint64_t n;
+	double mean;
+	uint64_t min, p50, p90, p99, max;
+} kvs_len_stats;
+
+typedef struct kvs_trace_summary {
+	kvs_trace_format format;
+	uint64_t requests;
+	double first_s, last_s;     /* first and last arrival, seconds */
+	double span_s;              /* last - first */
+	double mean_rate;           /* (requests - 1) / span_s, req/s; 0 if undefined */
+	double cv_interarrival;     /* sd / mean of inter-arrival gaps; 0 if < 2 gaps */
+	kvs_len_stats prompt;       /* tokens */
+	kvs_len_stats output;       /* tokens */
+	uint64_t prompt_tokens_total, output_tokens_total;
+	/* Unbounded prefix cache over the hash ids (chained; a lookup stops at
+	 * the first miss, as vLLM's does).  Zero when the trace has none. */
+	bool has_hashes;
+	uint32_t hash_block_tokens;
+	uint64_t hashed_blocks;     /* full prompt blocks with a hash id */
+	uint64_t full_blocks;       /* full prompt blocks of every request:
+	                             * sum floor(prompt / block) (exact below
+	                             * 2^20-token prompts) */
+	uint64_t hit_blocks;        /* blocks found in the cache */
+	uint64_t unique_blocks;     /* distinct hash ids seen */
+	double prefix_hit_blocks;   /* hit_blocks / full_blocks */
+	double prefix_hit_tokens;   /* hit_blocks * block / prompt_tokens_total */
+	uint64_t sessions;          /* distinct non-zero session ids */
+	uint32_t max_turn;
+	uint64_t multi_sample;      /* requests with num_samples > 1 */
+	kvs_trace_stats reader;
+} kvs_trace_summary;
+
+/* Read every request of an open reader (to KVS_END) and summarise it.
+ * Memory: constant for the arrival and length statistics; the prefix cache
+ * and the session set grow with the distinct hash ids / sessions (16 bytes
+ * each).  On error the summary is untouched. */
+kvs_status kvs_trace_summarize(kvs_trace *t, kvs_trace_summary *out);
+
+/* ---- native writer ------------------------------------------------------- */
+
+typedef struct kvs_trace_writer kvs_trace_writer;
+
+/* Open path ("-" is stdout) for a native trace, format KVS_TRACE_NATIVE_CSV
+ * or KVS_TRACE_NATIVE_JSONL.  with_hashes adds the hash columns (CSV). */
+kvs_status kvs_trace_writer_open(const char *path, kvs_trace_format format,
+				 bool with_hashes, kvs_trace_writer **out);
+/* A "# text" comment line (before the first request, CSV and JSONL). */
+kvs_status kvs_trace_writer_comment(kvs_trace_writer *w, const char *text);
+kvs_status kvs_trace_writer_put(kvs_trace_writer *w, const kvs_request *r);
+/* Flush and close; KVS_ERR_IO if any write failed.  NULL is a no-op. */
+kvs_status kvs_trace_writer_close(kvs_trace_writer *w);
+
+/* ---- synthetic workload generator (kvsim gen) ----------------------------- */
+
+typedef enum kvs_gen_arrival {
+	KVS_ARRIVAL_POISSON = 0,    /* exponential gaps */
+	KVS_ARRIVAL_GAMMA,          /* gamma gaps with coefficient of variation cv */
+	KVS_ARRIVAL_CONSTANT,       /* gaps of exactly 1 / rate */
+} kvs_gen_arrival;
+
+typedef enum kvs_gen_dist_kind {
+	KVS_DIST_FIXED = 0,         /* a */
+	KVS_DIST_UNIFORM,           /* integers in [a, b] */
+	KVS_DIST_LOGNORMAL,         /* mean a tokens, sigma b of log(length) */
+	KVS_DIST_TRACE,             /* resampled from the lengths of a trace */
+} kvs_gen_dist_kind;
+
+typedef struct kvs_gen_dist {
+	kvs_gen_dist_kind kind;
+	double a, b;
+	const char *trace_path;     /* KVS_DIST_TRACE; not owned */
+} kvs_gen_dist;
+
+/* "fixed:N", "uniform:A:B", "lognormal:MEAN:SIGMA" or "trace:FILE";
+ * KVS_ERR_INVALID with a message otherwise.  For trace:, out->trace_path
+ * points into text. */
+kvs_status kvs_gen_dist_parse(const char *text, kvs_gen_dist *out);
+
+typedef struct kvs_gen_opts {
+	uint64_t seed;
+	uint64_t requests;          /* stop after this many (0: duration only) */
+	double duration_s;          /* stop before this arrival (0: requests only) */
+	kvs_gen_arrival arrival;
+	double rate;                /* new conversations per second */
+	double cv;                  /* gamma: coefficient of variation of gaps */
+	kvs_gen_dist prompt;        /* new prompt tokens per turn */
+	kvs_gen_dist output;        /* output tokens per turn */
+	uint32_t max_tokens;        /* lengths are clamped to [1, max_tokens] */
+	/* shared-prefix groups: a system prompt of prefix_tokens shared by
+	 * prefix_fraction of the conversations, spread over prefix_groups
+	 * distinct prompts */
+	uint32_t prefix_groups;
+	uint32_t prefix_tokens;
+	double prefix_fraction;
+	/* multi-turn sessions: turns per conversation (mean when geometric),
+	 * think time between a turn's arrival and the next (exponential) */
+	double turns;
+	bool turns_geometric;
+	double think_s;
+	uint32_t num_samples;       /* parallel sampling n */
+	uint32_t hash_block_tokens; /* granularity of emitted hash ids */
+	int hashes;                 /* -1 auto (when groups or turns > 1), 0, 1 */
+} kvs_gen_opts;
+
+void kvs_gen_opts_defaults(kvs_gen_opts *o);
+
+typedef struct kvs_gen kvs_gen;
+
+/* Validate options (KVS_ERR_INVALID naming the option) and load any trace
+ * to resample lengths from (a reservoir of at most 2^20 pairs). */
+kvs_status kvs_gen_open(const kvs_gen_opts *o, kvs_gen **out);
+/* Next request in arrival order; KVS_END when done.  Memory grows with the
+ * conversations in flight only.  hash_ids valid until the next call. */
+kvs_status kvs_gen_next(kvs_gen *g, kvs_request *req);
+void kvs_gen_close(kvs_gen *g);
 
 #ifdef __cplusplus
 }

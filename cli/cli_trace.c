@@ -1,0 +1,110 @@
+/*
+ * cli_trace.c - the trace-shaping flag group shared by every command that
+ * reads a trace (trace, replay, compare, sweep).  Parsing only: the reader
+ * applies the options (kvs_trace_open).
+ */
+#include "cli.h"
+
+#include <string.h>
+
+int kvs_cli_trace_arg(kvs_args *it, kvs_trace_opts *o)
+{
+	if (kvs_args_is(it, "--format")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		if (kvs_trace_format_parse(v, &o->format) != KVS_OK) {
+			kvs_args_usage_error(it, "--format: %s", kvs_last_error());
+			return -1;
+		}
+		return 1;
+	}
+	if (kvs_args_is(it, "--limit"))
+		return kvs_args_u64(it, 1, UINT64_MAX, &o->limit) ? 1 : -1;
+	if (kvs_args_is(it, "--start"))
+		return kvs_args_double(it, 0, 1e12, &o->window_start_s) ? 1 : -1;
+	if (kvs_args_is(it, "--end"))
+		return kvs_args_double(it, 1e-9, 1e12, &o->window_end_s) ? 1 : -1;
+	if (kvs_args_is(it, "--time-scale")) {
+		if (o->rate > 0) {
+			kvs_args_usage_error(it, "--time-scale and --rate both set the arrival "
+					     "times; give one");
+			return -1;
+		}
+		return kvs_args_double(it, 1e-9, 1e9, &o->time_scale) ? 1 : -1;
+	}
+	if (kvs_args_is(it, "--rate")) {
+		if (o->time_scale != 1.0) {
+			kvs_args_usage_error(it, "--time-scale and --rate both set the arrival "
+					     "times; give one");
+			return -1;
+		}
+		return kvs_args_double(it, 1e-9, 1e9, &o->rate) ? 1 : -1;
+	}
+	if (kvs_args_is(it, "--rate-mode")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		if (strcmp(v, "keep") == 0 || strcmp(v, "keep-shape") == 0) {
+			o->rate_mode = KVS_RATE_KEEP_SHAPE;
+		} else if (strcmp(v, "poisson") == 0) {
+			o->rate_mode = KVS_RATE_POISSON;
+		} else {
+			kvs_args_usage_error(it, "--rate-mode: expected keep or poisson, got '%s'", v);
+			return -1;
+		}
+		return 1;
+	}
+	if (kvs_args_is(it, "--seed"))
+		return kvs_args_u64(it, 0, UINT64_MAX, &o->seed) ? 1 : -1;
+	if (kvs_args_is(it, "--overlong")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		if (strcmp(v, "reject") == 0) {
+			o->overlong = KVS_OVERLONG_REJECT;
+		} else if (strcmp(v, "truncate") == 0) {
+			o->overlong = KVS_OVERLONG_TRUNCATE;
+		} else {
+			kvs_args_usage_error(it, "--overlong: expected reject or truncate, got '%s'", v);
+			return -1;
+		}
+		return 1;
+	}
+	if (kvs_args_is(it, "--skip-bad-lines") || kvs_args_is(it, "--keep-failed")) {
+		if (it->inline_val) {
+			kvs_args_usage_error(it, "%s takes no value", it->flag);
+			return -1;
+		}
+		if (kvs_args_is(it, "--skip-bad-lines"))
+			o->skip_bad_lines = true;
+		else
+			o->skip_failed = false;
+		return 1;
+	}
+	if (kvs_args_is(it, "--sort-window"))
+		return kvs_args_u32(it, 0, 1u << 24, &o->sort_window) ? 1 : -1;
+	return 0;
+}
+
+void kvs_cli_trace_help(FILE *f)
+{
+	fprintf(f,
+		"trace options:\n"
+		"  --format F          auto (default: from the header / first line), azure,\n"
+		"                      mooncake, burstgpt, splitwise, native-csv, native-jsonl\n"
+		"  --limit N           stop after N requests\n"
+		"  --start S           keep arrivals at or after S seconds (trace clock)\n"
+		"  --end S             keep arrivals before S seconds (trace clock)\n"
+		"  --time-scale X      multiply arrival times by X (0.5 = twice the rate)\n"
+		"  --rate R            re-time arrivals to a mean of R requests/s\n"
+		"  --rate-mode M       keep (default: scale the gaps, keeping burstiness;\n"
+		"                      reads the file twice) or poisson (exponential gaps)\n"
+		"  --seed N            seed of the Poisson re-timing (default 0)\n"
+		"  --overlong M        requests over --max-model-len: reject (default: flag\n"
+		"                      and count them) or truncate (cut the prompt's tail)\n"
+		"  --skip-bad-lines    skip and count malformed lines instead of stopping\n"
+		"  --keep-failed       keep BurstGPT failure rows (0 response tokens)\n"
+		"  --sort-window N     reorder arrivals out of order by up to N requests\n"
+		"                      (default 0: an unsorted trace is an error)\n");
+}

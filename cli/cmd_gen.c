@@ -1,0 +1,221 @@
+/*
+ * cmd_gen.c - `kvsim gen`: write a synthetic native trace from a workload
+ * description (arrival process, length distributions, shared system
+ * prompts, multi-turn conversations, parallel sampling).  Deterministic
+ * for a given --seed.
+ */
+#include "cli.h"
+
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvsim gen [options] [-o FILE]\n"
+		"\n"
+		"Write a synthetic request trace in kvsim's native format (CSV, or JSONL\n"
+		"for a .jsonl FILE or --format jsonl) to FILE or standard output.\n"
+		"\n"
+		"size:\n"
+		"  --requests N        number of requests (default 1000; 0 with --duration)\n"
+		"  --duration S        stop before the first arrival at or after S seconds\n"
+		"  --seed N            random seed (default 1); same seed, same trace\n"
+		"arrivals (of new conversations):\n"
+		"  --arrival P         poisson (default), gamma or constant\n"
+		"  --rate R            conversations per second (default 1)\n"
+		"  --cv C              gamma: coefficient of variation of the gaps (default 1;\n"
+		"                      > 1 is burstier than Poisson)\n"
+		"lengths (tokens, new per turn):\n"
+		"  --prompt-len D      default lognormal:1024:1; D is fixed:N, uniform:MIN:MAX,\n"
+		"  --output-len D      lognormal:MEAN:SIGMA (mean in tokens, sigma of the log)\n"
+		"                      or trace:FILE (resampled; the same FILE for both keeps\n"
+		"                      prompt/output pairs); default output lognormal:256:1\n"
+		"  --max-tokens N      clamp every prompt and output to N (default 131072)\n"
+		"shared system prompts:\n"
+		"  --prefix-tokens K   length of a shared system prompt\n"
+		"  --prefix-fraction F share of conversations that start with one (0..1;\n"
+		"                      default 1 when --prefix-tokens is given)\n"
+		"  --prefix-groups G   number of distinct system prompts (default 1)\n"
+		"multi-turn conversations:\n"
+		"  --turns T           turns per conversation (default 1)\n"
+		"  --turns-dist D      fixed (default) or geometric (mean T)\n"
+		"  --think S           mean think time between turns, exponential (default 0)\n"
+		"other:\n"
+		"  --n N               parallel sampling: n outputs per request (default 1)\n"
+		"  --hash-block N      block size of the emitted prefix hash ids (default 16)\n"
+		"  --hashes, --no-hashes  emit hash ids always / never (default: when there\n"
+		"                      are shared prompts or multi-turn conversations)\n"
+		"  --format F          csv or jsonl (default: from FILE's extension, else csv)\n"
+		"  -o, --out FILE      output file (default: standard output)\n"
+		"  --help              show this help\n");
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static bool dist_arg(kvs_args *it, kvs_gen_dist *d)
+{
+	const char *v = kvs_args_value(it);
+	if (!v)
+		return false;
+	if (kvs_gen_dist_parse(v, d) != KVS_OK) {
+		kvs_args_usage_error(it, "%s: %s", it->flag, kvs_last_error());
+		return false;
+	}
+	return true;
+}
+
+int kvs_cmd_gen(int argc, char **argv);
+
+int kvs_cmd_gen(int argc, char **argv)
+{
+	kvs_args it;
+	kvs_args_init(&it, "gen", argc, argv);
+	kvs_gen_opts o;
+	kvs_gen_opts_defaults(&o);
+	const char *out = "-", *fmt = NULL;
+	bool set_requests = false;
+	const char *pos;
+	while (kvs_args_next(&it, &pos)) {
+		if (!it.flag) {
+			kvs_args_usage_error(&it, "unexpected argument '%s' (the output file "
+					     "goes after -o)", pos);
+			return KVS_EXIT_USAGE;
+		}
+		bool ok = true;
+		if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
+			usage(stdout);
+			return KVS_EXIT_OK;
+		} else if (kvs_args_is(&it, "--requests")) {
+			ok = kvs_args_u64(&it, 0, UINT64_MAX, &o.requests);
+			set_requests = true;
+		} else if (kvs_args_is(&it, "--duration")) {
+			ok = kvs_args_double(&it, 1e-9, 1e12, &o.duration_s);
+		} else if (kvs_args_is(&it, "--seed")) {
+			ok = kvs_args_u64(&it, 0, UINT64_MAX, &o.seed);
+		} else if (kvs_args_is(&it, "--arrival")) {
+			const char *v = kvs_args_value(&it);
+			if (!v)
+				return KVS_EXIT_USAGE;
+			if (strcmp(v, "poisson") == 0)
+				o.arrival = KVS_ARRIVAL_POISSON;
+			else if (strcmp(v, "gamma") == 0)
+				o.arrival = KVS_ARRIVAL_GAMMA;
+			else if (strcmp(v, "constant") == 0)
+				o.arrival = KVS_ARRIVAL_CONSTANT;
+			else {
+				kvs_args_usage_error(&it, "--arrival: expected poisson, gamma or "
+						     "constant, got '%s'", v);
+				ok = false;
+			}
+		} else if (kvs_args_is(&it, "--rate")) {
+			ok = kvs_args_double(&it, 1e-9, 1e9, &o.rate);
+		} else if (kvs_args_is(&it, "--cv")) {
+			ok = kvs_args_double(&it, 1e-3, 100, &o.cv);
+		} else if (kvs_args_is(&it, "--prompt-len")) {
+			ok = dist_arg(&it, &o.prompt);
+		} else if (kvs_args_is(&it, "--output-len")) {
+			ok = dist_arg(&it, &o.output);
+		} else if (kvs_args_is(&it, "--max-tokens")) {
+			ok = kvs_args_u32(&it, 1, UINT32_MAX, &o.max_tokens);
+		} else if (kvs_args_is(&it, "--prefix-tokens")) {
+			ok = kvs_args_u32(&it, 0, UINT32_MAX, &o.prefix_tokens);
+		} else if (kvs_args_is(&it, "--prefix-fraction")) {
+			ok = kvs_args_double(&it, 0, 1, &o.prefix_fraction);
+		} else if (kvs_args_is(&it, "--prefix-groups")) {
+			ok = kvs_args_u32(&it, 1, 1u << 20, &o.prefix_groups);
+		} else if (kvs_args_is(&it, "--turns")) {
+			ok = kvs_args_double(&it, 1, 1e6, &o.turns);
+		} else if (kvs_args_is(&it, "--turns-dist")) {
+			const char *v = kvs_args_value(&it);
+			if (!v)
+				return KVS_EXIT_USAGE;
+			if (strcmp(v, "fixed") == 0)
+				o.turns_geometric = false;
+			else if (strcmp(v, "geometric") == 0)
+				o.turns_geometric = true;
+			else {
+				kvs_args_usage_error(&it, "--turns-dist: expected fixed or "
+						     "geometric, got '%s'", v);
+				ok = false;
+			}
+		} else if (kvs_args_is(&it, "--think")) {
+			ok = kvs_args_double(&it, 0, 1e9, &o.think_s);
+		} else if (kvs_args_is(&it, "--n")) {
+			ok = kvs_args_u32(&it, 1, 1u << 16, &o.num_samples);
+		} else if (kvs_args_is(&it, "--hash-block")) {
+			ok = kvs_args_u32(&it, 1, 1u << 20, &o.hash_block_tokens);
+		} else if (kvs_args_is(&it, "--hashes")) {
+			o.hashes = 1;
+		} else if (kvs_args_is(&it, "--no-hashes")) {
+			o.hashes = 0;
+		} else if (kvs_args_is(&it, "--format")) {
+			fmt = kvs_args_value(&it);
+			ok = fmt != NULL;
+			if (ok && strcmp(fmt, "csv") != 0 && strcmp(fmt, "jsonl") != 0) {
+				kvs_args_usage_error(&it, "--format: expected csv or jsonl, got '%s'", fmt);
+				ok = false;
+			}
+		} else if (kvs_args_is(&it, "-o") || kvs_args_is(&it, "--out")) {
+			ok = (out = kvs_args_value(&it)) != NULL;
+		} else {
+			kvs_args_unknown(&it);
+			ok = false;
+		}
+		if (!ok)
+			return KVS_EXIT_USAGE;
+	}
+	if (o.duration_s > 0 && !set_requests)
+		o.requests = 0; /* --duration alone: as many as fit */
+	if (o.prefix_tokens > 0 && o.prefix_fraction == 0)
+		o.prefix_fraction = 1.0; /* a shared prompt with no fraction: everyone */
+	kvs_trace_format f = KVS_TRACE_NATIVE_CSV;
+	if (fmt ? strcmp(fmt, "jsonl") == 0 : ends_with(out, ".jsonl"))
+		f = KVS_TRACE_NATIVE_JSONL;
+
+	kvs_gen *g;
+	kvs_status st = kvs_gen_open(&o, &g);
+	if (st != KVS_OK) {
+		/* bad combinations of options are usage errors */
+		kvs_cli_report_error("gen", st);
+		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
+	}
+	bool hashes = o.hashes > 0 ||
+		      (o.hashes < 0 && ((o.prefix_fraction > 0 && o.prefix_tokens > 0) || o.turns > 1));
+	kvs_trace_writer *w;
+	st = kvs_trace_writer_open(out, f, hashes, &w);
+	if (st != KVS_OK) {
+		kvs_gen_close(g);
+		kvs_cli_report_error("gen", st);
+		return KVS_EXIT_FAIL;
+	}
+	char cmdline[1024];
+	size_t n = (size_t)snprintf(cmdline, sizeof cmdline, "generated by kvsim %s:", kvs_version());
+	for (int i = 0; i < argc && n < sizeof cmdline; i++)
+		n += (size_t)snprintf(cmdline + n, sizeof cmdline - n, " %s", argv[i]);
+	kvs_trace_writer_comment(w, cmdline);
+	kvs_request r;
+	uint64_t count = 0;
+	double last = 0;
+	while ((st = kvs_gen_next(g, &r)) == KVS_OK) {
+		if ((st = kvs_trace_writer_put(w, &r)) != KVS_OK)
+			break;
+		count++;
+		last = r.arrival_s;
+	}
+	kvs_status cst = kvs_trace_writer_close(w);
+	kvs_gen_close(g);
+	if (st == KVS_END)
+		st = cst;
+	if (st != KVS_OK) {
+		kvs_cli_report_error("gen", st);
+		return KVS_EXIT_FAIL;
+	}
+	if (strcmp(out, "-") != 0)
+		fprintf(stderr, "kvsim gen: wrote %llu requests over %.3f s to %s\n",
+			(unsigned long long)count, last, out);
+	return KVS_EXIT_OK;
+}

@@ -1,0 +1,1399 @@
+/*
+ * reader.c - the streaming trace reader: format detection, per-format row
+ * decoding (CSV through libcsv, JSONL through jansson), the sort window,
+ * shaping (window, time scale, rate, limit, max_model_len) and the
+ * counters that account for every line.
+ *
+ * Pipeline of one kvs_trace_next call:
+ *
+ *   line buffer -> decode row -> slot -> heap (sort window, W + 1 slots)
+ *     -> pop earliest -> order check -> time window -> re-time
+ *     -> max_model_len -> hash ids at the requested block size -> request
+ *
+ * Times travel as int64 nanoseconds on the trace's own clock until the
+ * last step; Azure's absolute timestamps are rebased to the first request.
+ *
+ * Invariant (kvs_trace_stats_balanced): every line read is exactly one of
+ * header/comment, blank, yielded, skipped (by reason), filtered (window or
+ * limit) or failed (stopped the reader, or was read ahead of the line that
+ * did).
+ */
+#include "kvs_config.h"
+#include "trace_internal.h"
+
+#include <csv.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define MAX_FIELDS 64
+#define MOONCAKE_BLOCK 512
+
+/* ---- format names ---------------------------------------------------------*/
+
+static const char *const format_names[KVS_TRACE_FORMAT_COUNT_] = {
+	[KVS_TRACE_AUTO] = "auto",
+	[KVS_TRACE_AZURE] = "azure",
+	[KVS_TRACE_MOONCAKE] = "mooncake",
+	[KVS_TRACE_BURSTGPT] = "burstgpt",
+	[KVS_TRACE_SPLITWISE] = "splitwise",
+	[KVS_TRACE_NATIVE_CSV] = "native-csv",
+	[KVS_TRACE_NATIVE_JSONL] = "native-jsonl",
+};
+
+const char *kvs_trace_format_name(kvs_trace_format f)
+{
+	if ((unsigned)f >= KVS_TRACE_FORMAT_COUNT_)
+		return "unknown";
+	return format_names[f];
+}
+
+kvs_status kvs_trace_format_parse(const char *text, kvs_trace_format *out)
+{
+	static const struct {
+		const char *name;
+		kvs_trace_format f;
+	} aliases[] = {
+		{ "csv", KVS_TRACE_NATIVE_CSV },
+		{ "jsonl", KVS_TRACE_NATIVE_JSONL },
+		{ "vidur", KVS_TRACE_SPLITWISE },
+	};
+	if (!text)
+		return kvs_fail(KVS_ERR_INVALID, "trace format: missing");
+	for (int f = 0; f < KVS_TRACE_FORMAT_COUNT_; f++) {
+		if (strcasecmp(text, format_names[f]) == 0) {
+			*out = (kvs_trace_format)f;
+			return KVS_OK;
+		}
+	}
+	for (size_t i = 0; i < KVS_ARRAY_LEN(aliases); i++) {
+		if (strcasecmp(text, aliases[i].name) == 0) {
+			*out = aliases[i].f;
+			return KVS_OK;
+		}
+	}
+	return kvs_fail(KVS_ERR_INVALID,
+			"unknown trace format '%s' (expected auto, azure, mooncake, burstgpt, "
+			"splitwise, native-csv or native-jsonl)", text);
+}
+
+void kvs_trace_opts_defaults(kvs_trace_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->format = KVS_TRACE_AUTO;
+	o->time_scale = 1.0;
+	o->rate_mode = KVS_RATE_KEEP_SHAPE;
+	o->overlong = KVS_OVERLONG_REJECT;
+	o->skip_failed = true;
+}
+
+const char *kvs_trace_skip_reason_name(kvs_skip_reason r)
+{
+	switch (r) {
+	case KVS_SKIP_BAD_LINE: return "bad_line";
+	case KVS_SKIP_FAILED: return "failed";
+	default: return "unknown";
+	}
+}
+
+bool kvs_trace_stats_balanced(const kvs_trace_stats *s)
+{
+	uint64_t sum = s->header_lines + s->blank_lines + s->requests +
+		       s->filtered_window + s->filtered_limit + s->failed_lines;
+	for (int i = 0; i < KVS_SKIP_COUNT_; i++)
+		sum += s->skipped[i];
+	return sum == s->lines_read;
+}
+
+/* ---- CSV layouts ------------------------------------------------------------*/
+
+enum col {
+	C_TIME, C_PROMPT, C_OUTPUT, C_SESSION, C_TURN, C_SAMPLES, C_PRIORITY,
+	C_HBLOCK, C_HASHES, C_COUNT
+};
+
+enum time_kind { T_DATETIME, T_SECONDS, T_MS };
+
+struct layout {
+	kvs_trace_format fmt;
+	const char *names[C_COUNT];   /* header names (case-insensitive) */
+	enum time_kind tk;
+	bool absolute;                /* rebase arrivals to the first request */
+	int canon[C_COUNT];           /* headerless column positions, -1 absent */
+	uint32_t canon_fields;        /* 0: a header is required */
+	const char *example;
+};
+
+#define REQUIRED_COLS 3 /* C_TIME, C_PROMPT, C_OUTPUT */
+
+static const struct layout csv_layouts[] = {
+	{ KVS_TRACE_NATIVE_CSV,
+	  { "arrival_s", "prompt_tokens", "output_tokens", "session_id", "turn",
+	    "num_samples", "priority", "hash_block_tokens", "hash_ids" },
+	  T_SECONDS, false, { -1, -1, -1, -1, -1, -1, -1, -1, -1 }, 0,
+	  "arrival_s,prompt_tokens,output_tokens[,session_id,turn,num_samples,"
+	  "priority,hash_block_tokens,hash_ids]" },
+	{ KVS_TRACE_AZURE,
+	  { "TIMESTAMP", "ContextTokens", "GeneratedTokens" },
+	  T_DATETIME, true, { 0, 1, 2, -1, -1, -1, -1, -1, -1 }, 3,
+	  "TIMESTAMP,ContextTokens,GeneratedTokens" },
+	{ KVS_TRACE_BURSTGPT,
+	  { "Timestamp", "Request tokens", "Response tokens" },
+	  T_SECONDS, false, { 0, 2, 3, -1, -1, -1, -1, -1, -1 }, 6,
+	  "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type" },
+	{ KVS_TRACE_SPLITWISE,
+	  { "arrived_at", "num_prefill_tokens", "num_decode_tokens" },
+	  T_SECONDS, false, { 0, 1, 2, -1, -1, -1, -1, -1, -1 }, 3,
+	  "arrived_at,num_prefill_tokens,num_decode_tokens" },
+};
+
+static const struct layout json_layouts[] = {
+	{ KVS_TRACE_MOONCAKE,
+	  { "timestamp", "input_length", "output_length", NULL, NULL, NULL, NULL,
+	    NULL, "hash_ids" },
+	  T_MS, false, { 0 }, 0,
+	  "{\"timestamp\": ms, \"input_length\": N, \"output_length\": M, \"hash_ids\": [...]}" },
+	{ KVS_TRACE_NATIVE_JSONL,
+	  { "arrival_s", "prompt_tokens", "output_tokens", "session_id", "turn",
+	    "num_samples", "priority", "hash_block_tokens", "hash_ids" },
+	  T_SECONDS, false, { 0 }, 0,
+	  "{\"arrival_s\": s, \"prompt_tokens\": N, \"output_tokens\": M, ...}" },
+};
+
+/* ---- the reader ---------------------------------------------------------------*/
+
+typedef struct slot {
+	int64_t t_ns;           /* trace clock */
+	uint64_t line;
+	uint64_t seq;           /* read order, breaks ties */
+	uint32_t prompt, output, samples, turn;
+	int32_t priority;
+	uint64_t session;
+	uint64_t *ids;          /* source granularity */
+	uint32_t nids, ids_cap;
+	uint32_t id_block;
+} slot;
+
+struct kvs_trace {
+	char *path;
+	kvs_trace_opts o;
+	kvs_trace_format fmt;
+	const struct layout *lay;
+	bool json;
+	kvs_linebuf lb;
+	kvs_trace_stats st;
+
+	/* CSV columns: col[c] = field index or -1; names as in the header */
+	int col[C_COUNT];
+	char colname[C_COUNT][40];
+	uint32_t ncols;
+	struct csv_parser csv;
+	bool csv_ready;
+	char *fbuf;
+	size_t fcap, flen;
+	uint32_t nf;
+	bool ftoomany;
+	uint32_t foff[MAX_FIELDS], flens[MAX_FIELDS];
+
+	/* a data line read during detection, processed first */
+	char *pending;
+	size_t pending_len;
+	uint64_t pending_line;
+
+	/* sort window */
+	slot *slots;
+	slot **heap;
+	slot **free_slots;
+	uint32_t nslots, heap_n, nfree;
+	uint64_t seq;
+	bool eof, done;
+	kvs_status err;         /* sticky error */
+	bool have_last;
+	int64_t last_t_ns;
+	uint64_t last_line;
+	bool have_max_in;
+	int64_t max_in_ns;
+	bool have_base;
+	int64_t base_ns;
+
+	/* shaping */
+	double factor;          /* arrival multiplier (time_scale or rate) */
+	kvs_rng rng;
+	double poisson_t;
+	uint32_t src_block;     /* hash-id granularity of the file, 0 unknown */
+
+	uint64_t *out_ids;
+	uint32_t out_cap;
+	char first_skip[512];
+	char err_msg[512];
+};
+
+/* Remember the error that stopped the reader: later calls repeat it. */
+static kvs_status sticky(kvs_trace *t, kvs_status st)
+{
+	t->err = st;
+	snprintf(t->err_msg, sizeof t->err_msg, "%s", kvs_last_error());
+	return st;
+}
+
+/* A malformed line: skipped and counted with skip_bad_lines, else fatal. */
+static kvs_status bad_line(kvs_trace *t, uint64_t line, const char *field,
+			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static kvs_status bad_line(kvs_trace *t, uint64_t line, const char *field,
+			   const char *fmt, ...)
+{
+	char why[384];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	if (t->o.skip_bad_lines) {
+		t->st.skipped[KVS_SKIP_BAD_LINE]++;
+		if (!t->first_skip[0])
+			snprintf(t->first_skip, sizeof t->first_skip, "%s:%llu: %s: %s",
+				 t->path, (unsigned long long)line, field, why);
+		return KVS_OK;
+	}
+	t->st.failed_lines++;
+	return kvs_fail(KVS_ERR_PARSE, "%s:%llu: %s: %s", t->path,
+			(unsigned long long)line, field, why);
+}
+
+/* A line over KVS_TRACE_MAX_LINE: with skip_bad_lines, discard it and
+ * count it; *skipped tells the caller to read on. */
+static kvs_status long_line(kvs_trace *t, kvs_status st, bool *skipped)
+{
+	*skipped = false;
+	if (st != KVS_ERR_PARSE || !t->lb.long_line)
+		return st;
+	if (!t->o.skip_bad_lines) {
+		t->st.failed_lines++;
+		return st;
+	}
+	t->st.skipped[KVS_SKIP_BAD_LINE]++;
+	if (!t->first_skip[0])
+		snprintf(t->first_skip, sizeof t->first_skip, "%s", kvs_last_error());
+	st = kvs_linebuf_skip_rest(&t->lb);
+	t->st.bytes_read = t->lb.bytes;
+	*skipped = st == KVS_OK;
+	return st;
+}
+
+/* ---- libcsv plumbing ---------------------------------------------------------*/
+
+static void cb_field(void *data, size_t len, void *ctx)
+{
+	kvs_trace *t = ctx;
+	if (t->nf >= MAX_FIELDS) {
+		t->ftoomany = true;
+		return;
+	}
+	/* fbuf was sized to the line, and fields are never longer in total */
+	if (len > 0)
+		memcpy(t->fbuf + t->flen, data, len);
+	t->fbuf[t->flen + len] = '\0';
+	t->foff[t->nf] = (uint32_t)t->flen;
+	t->flens[t->nf] = (uint32_t)len;
+	t->flen += len + 1;
+	t->nf++;
+}
+
+static void cb_row(int c, void *ctx)
+{
+	(void)c;
+	(void)ctx;
+}
+
+static void *csv_realloc_fn(void *p, size_t n)
+{
+	return kvs_realloc(p, n);
+}
+
+static void csv_reset(kvs_trace *t)
+{
+	if (t->csv_ready)
+		csv_free(&t->csv);
+	csv_init(&t->csv, CSV_STRICT | CSV_STRICT_FINI);
+	csv_set_realloc_func(&t->csv, csv_realloc_fn);
+	csv_set_free_func(&t->csv, kvs_free);
+	t->csv_ready = true;
+}
+
+/* Split one line into fields.  NULL or a reason. */
+static const char *csv_split(kvs_trace *t, const char *line, size_t len)
+{
+	size_t need = len + MAX_FIELDS + 1;
+	if (need > t->fcap) {
+		char *nb = kvs_realloc(t->fbuf, need);
+		if (!nb)
+			return "no memory for the fields";
+		t->fbuf = nb;
+		t->fcap = need;
+	}
+	t->nf = 0;
+	t->flen = 0;
+	t->ftoomany = false;
+	size_t used = csv_parse(&t->csv, line, len, cb_field, cb_row, t);
+	int rc = used == len ? csv_fini(&t->csv, cb_field, cb_row, t) : -1;
+	if (rc != 0) {
+		bool unterminated = used == len;
+		csv_reset(t);
+		return unterminated ? "unterminated quoted field (a record must fit on one line)"
+				    : "malformed quoting (a quote inside an unquoted field, or "
+				      "text after a closing quote)";
+	}
+	if (t->ftoomany)
+		return "more than 64 fields";
+	return NULL;
+}
+
+static const char *field(const kvs_trace *t, int c, size_t *len)
+{
+	int i = t->col[c];
+	*len = t->flens[i];
+	return t->fbuf + t->foff[i];
+}
+
+/* ---- header detection -------------------------------------------------------*/
+
+static bool header_matches(kvs_trace *t, const struct layout *lay)
+{
+	int col[C_COUNT];
+	for (int c = 0; c < C_COUNT; c++) {
+		col[c] = -1;
+		if (!lay->names[c])
+			continue;
+		for (uint32_t i = 0; i < t->nf; i++) {
+			if (strcasecmp(t->fbuf + t->foff[i], lay->names[c]) == 0) {
+				col[c] = (int)i;
+				break;
+			}
+		}
+		if (c < REQUIRED_COLS && col[c] < 0)
+			return false;
+	}
+	for (int c = 0; c < C_COUNT; c++) {
+		t->col[c] = col[c];
+		if (col[c] >= 0)
+			snprintf(t->colname[c], sizeof t->colname[c], "%s",
+				 t->fbuf + t->foff[col[c]]);
+		else if (lay->names[c])
+			snprintf(t->colname[c], sizeof t->colname[c], "%s", lay->names[c]);
+	}
+	t->ncols = t->nf;
+	return true;
+}
+
+static void use_canonical(kvs_trace *t, const struct layout *lay)
+{
+	for (int c = 0; c < C_COUNT; c++) {
+		t->col[c] = lay->canon[c];
+		snprintf(t->colname[c], sizeof t->colname[c], "%s",
+			 lay->names[c] ? lay->names[c] : "");
+	}
+	t->ncols = lay->canon_fields;
+}
+
+static const struct layout *find_layout(const struct layout *l, size_t n,
+					kvs_trace_format f)
+{
+	for (size_t i = 0; i < n; i++)
+		if (l[i].fmt == f)
+			return &l[i];
+	return NULL;
+}
+
+static void keep_pending(kvs_trace *t, const char *line, size_t len, uint64_t ln,
+			 kvs_status *st)
+{
+	t->pending = kvs_malloc(len + 1);
+	if (!t->pending) {
+		*st = kvs_fail(KVS_ERR_NOMEM, "%s: no memory", t->path);
+		return;
+	}
+	memcpy(t->pending, line, len);
+	t->pending[len] = '\0';
+	t->pending_len = len;
+	t->pending_line = ln;
+}
+
+static bool is_blank(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] != ' ' && s[i] != '\t')
+			return false;
+	return true;
+}
+
+static kvs_status detect_json(kvs_trace *t, const char *line, size_t len, uint64_t ln)
+{
+	kvs_trace_format want = t->o.format;
+	if (want == KVS_TRACE_AUTO) {
+		json_error_t e;
+		json_t *root = json_loadb(line, len, 0, &e);
+		if (!root) {
+			t->st.failed_lines++;
+			return kvs_fail(KVS_ERR_PARSE, "%s:%llu: json: %s (column %d)", t->path,
+					(unsigned long long)ln, e.text, e.column);
+		}
+		if (json_is_object(root) && json_object_get(root, "arrival_s"))
+			want = KVS_TRACE_NATIVE_JSONL;
+		else if (json_is_object(root) && json_object_get(root, "input_length"))
+			want = KVS_TRACE_MOONCAKE;
+		json_decref(root);
+		if (want == KVS_TRACE_AUTO) {
+			t->st.failed_lines++;
+			return kvs_fail(KVS_ERR_PARSE,
+					"%s:%llu: json: unrecognised record %s (expected Mooncake "
+					"%s or native %s; or pass --format)", t->path,
+					(unsigned long long)ln, kvs_trace_quote(line, len),
+					json_layouts[0].example, json_layouts[1].example);
+		}
+	}
+	t->fmt = want;
+	t->lay = find_layout(json_layouts, KVS_ARRAY_LEN(json_layouts), want);
+	t->json = true;
+	for (int c = 0; c < C_COUNT; c++)
+		snprintf(t->colname[c], sizeof t->colname[c], "%s",
+			 t->lay->names[c] ? t->lay->names[c] : "");
+	if (want == KVS_TRACE_MOONCAKE)
+		t->src_block = MOONCAKE_BLOCK;
+	kvs_status st = KVS_OK;
+	keep_pending(t, line, len, ln, &st);
+	return st;
+}
+
+static kvs_status detect_csv(kvs_trace *t, const char *line, size_t len, uint64_t ln)
+{
+	kvs_trace_format want = t->o.format;
+	const char *why = csv_split(t, line, len);
+	if (why) {
+		t->st.failed_lines++;
+		return kvs_fail(KVS_ERR_PARSE, "%s:%llu: header: %s", t->path,
+				(unsigned long long)ln, why);
+	}
+	for (size_t i = 0; i < KVS_ARRAY_LEN(csv_layouts); i++) {
+		const struct layout *lay = &csv_layouts[i];
+		if (want != KVS_TRACE_AUTO && want != lay->fmt)
+			continue;
+		if (header_matches(t, lay)) {
+			t->lay = lay;
+			t->fmt = lay->fmt;
+			t->st.header_lines++;
+			return KVS_OK;
+		}
+	}
+	if (want != KVS_TRACE_AUTO) {
+		const struct layout *lay = find_layout(csv_layouts, KVS_ARRAY_LEN(csv_layouts), want);
+		int64_t ns;
+		uint32_t tc = lay->canon_fields ? (uint32_t)lay->canon[C_TIME] : 0;
+		bool data = lay->canon_fields && t->nf > tc &&
+			    (lay->tk == T_DATETIME
+				     ? !kvs_parse_field_datetime_ns(t->fbuf + t->foff[tc], t->flens[tc], &ns)
+				     : !kvs_parse_field_seconds_ns(t->fbuf + t->foff[tc], t->flens[tc], &ns));
+		if (data) {
+			/* forced format without a header: canonical column order */
+			t->lay = lay;
+			t->fmt = lay->fmt;
+			use_canonical(t, lay);
+			kvs_status st = KVS_OK;
+			keep_pending(t, line, len, ln, &st);
+			return st;
+		}
+		t->st.failed_lines++;
+		return kvs_fail(KVS_ERR_PARSE,
+				"%s:%llu: header: %s does not name the %s columns (expected %s)",
+				t->path, (unsigned long long)ln, kvs_trace_quote(line, len),
+				kvs_trace_format_name(want), lay->example);
+	}
+	t->st.failed_lines++;
+	return kvs_fail(KVS_ERR_PARSE,
+			"%s:%llu: header: unrecognised header %s; expected one of: azure "
+			"\"%s\", burstgpt \"%s\", splitwise \"%s\", native \"%s\", or a JSON "
+			"object per line (mooncake, native-jsonl); or pass --format",
+			t->path, (unsigned long long)ln, kvs_trace_quote(line, len),
+			csv_layouts[1].example, csv_layouts[2].example,
+			csv_layouts[3].example, csv_layouts[0].example);
+}
+
+static kvs_status detect(kvs_trace *t)
+{
+	for (;;) {
+		char *line;
+		size_t len;
+		kvs_status st = kvs_linebuf_next(&t->lb, &line, &len);
+		t->st.lines_read = t->lb.lineno;
+		t->st.bytes_read = t->lb.bytes;
+		if (st == KVS_END) {
+			if (t->st.lines_read == 0)
+				return kvs_fail(KVS_ERR_PARSE, "%s: empty file (no header and no "
+						"requests)", t->path);
+			return kvs_fail(KVS_ERR_PARSE, "%s: no header and no requests (only "
+					"blank or comment lines)", t->path);
+		}
+		if (st != KVS_OK) {
+			bool skipped;
+			st = long_line(t, st, &skipped);
+			if (skipped)
+				continue;
+			return st;
+		}
+		uint64_t ln = t->lb.lineno;
+		if (ln == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+			line += 3; /* UTF-8 byte order mark */
+			len -= 3;
+		}
+		if (is_blank(line, len)) {
+			t->st.blank_lines++;
+			continue;
+		}
+		if (line[0] == '#') {
+			t->st.header_lines++;
+			continue;
+		}
+		size_t sp = 0;
+		while (sp < len && (line[sp] == ' ' || line[sp] == '\t'))
+			sp++;
+		bool json_fmt = t->o.format == KVS_TRACE_MOONCAKE ||
+				t->o.format == KVS_TRACE_NATIVE_JSONL;
+		if (line[sp] == '{' && (t->o.format == KVS_TRACE_AUTO || json_fmt))
+			return detect_json(t, line, len, ln);
+		if (json_fmt) {
+			t->st.failed_lines++;
+			return kvs_fail(KVS_ERR_PARSE, "%s:%llu: json: expected a JSON object per "
+					"line for --format %s, got %s", t->path,
+					(unsigned long long)ln, kvs_trace_format_name(t->o.format),
+					kvs_trace_quote(line, len));
+		}
+		return detect_csv(t, line, len, ln);
+	}
+}
+
+/* ---- row decoding ---------------------------------------------------------------*/
+
+static bool slot_reserve_ids(slot *s, uint32_t n)
+{
+	if (n <= s->ids_cap)
+		return true;
+	uint32_t cap = s->ids_cap ? s->ids_cap : 64;
+	while (cap < n)
+		cap *= 2;
+	uint64_t *p = kvs_reallocarray(s->ids, cap, sizeof *p);
+	if (!p)
+		return false;
+	s->ids = p;
+	s->ids_cap = cap;
+	return true;
+}
+
+/* Checks shared by every format once the fields are in the slot.
+ * Returns KVS_OK with *keep false when the row was skipped. */
+static kvs_status validate(kvs_trace *t, slot *s, bool *keep, uint32_t hblock)
+{
+	*keep = false;
+	if (s->prompt == 0)
+		return bad_line(t, s->line, t->colname[C_PROMPT], "must be at least 1 token");
+	if (s->output == 0) {
+		if (t->fmt == KVS_TRACE_BURSTGPT) {
+			if (t->o.skip_failed) {
+				t->st.skipped[KVS_SKIP_FAILED]++;
+				return KVS_OK;
+			}
+		} else {
+			return bad_line(t, s->line, t->colname[C_OUTPUT],
+					"must be at least 1 token");
+		}
+	}
+	if (s->samples == 0)
+		return bad_line(t, s->line, t->colname[C_SAMPLES], "must be at least 1");
+	if (s->nids > 0) {
+		if (hblock == 0)
+			return bad_line(t, s->line, t->colname[C_HBLOCK],
+					"missing or 0 while hash_ids are given");
+		if (t->src_block == 0) {
+			t->src_block = hblock;
+		} else if (hblock != t->src_block) {
+			return bad_line(t, s->line, t->colname[C_HBLOCK],
+					"%u differs from the %u of earlier lines (one block size "
+					"per trace)", hblock, t->src_block);
+		}
+		uint64_t blocks = kvs_div_ceil(s->prompt, hblock);
+		if (s->nids > blocks)
+			return bad_line(t, s->line, t->colname[C_HASHES],
+					"%u ids for %u prompt tokens, more than the %llu blocks "
+					"of %u tokens", s->nids, s->prompt,
+					(unsigned long long)blocks, hblock);
+	}
+	s->id_block = hblock;
+	*keep = true;
+	return KVS_OK;
+}
+
+static const char *parse_time(const kvs_trace *t, const char *v, size_t n, int64_t *ns)
+{
+	switch (t->lay->tk) {
+	case T_DATETIME: return kvs_parse_field_datetime_ns(v, n, ns);
+	case T_MS: return kvs_parse_field_ms_ns(v, n, ns);
+	default: return kvs_parse_field_seconds_ns(v, n, ns);
+	}
+}
+
+static kvs_status decode_csv(kvs_trace *t, const char *line, size_t len, slot *s,
+			     bool *keep)
+{
+	*keep = false;
+	const char *why = csv_split(t, line, len);
+	if (why)
+		return bad_line(t, s->line, "row", "%s", why);
+	if (t->nf != t->ncols)
+		return bad_line(t, s->line, "row", "%u fields, expected %u%s", t->nf, t->ncols,
+				t->st.header_lines ? " as in the header" : "");
+	size_t n;
+	const char *v = field(t, C_TIME, &n);
+	if ((why = parse_time(t, v, n, &s->t_ns)))
+		return bad_line(t, s->line, t->colname[C_TIME], "%s, got %s", why,
+				kvs_trace_quote(v, n));
+	struct {
+		int c;
+		uint32_t *dst;
+		uint32_t dflt;
+	} u32s[] = {
+		{ C_PROMPT, &s->prompt, 0 }, { C_OUTPUT, &s->output, 0 },
+		{ C_TURN, &s->turn, 0 }, { C_SAMPLES, &s->samples, 1 },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(u32s); i++) {
+		*u32s[i].dst = u32s[i].dflt;
+		if (t->col[u32s[i].c] < 0)
+			continue;
+		v = field(t, u32s[i].c, &n);
+		if (n == 0 && u32s[i].c > C_OUTPUT)
+			continue; /* optional column left empty */
+		uint64_t x;
+		if ((why = kvs_parse_field_u64(v, n, UINT32_MAX, &x)))
+			return bad_line(t, s->line, t->colname[u32s[i].c], "%s, got %s", why,
+					kvs_trace_quote(v, n));
+		*u32s[i].dst = (uint32_t)x;
+	}
+	s->session = 0;
+	if (t->col[C_SESSION] >= 0 && (v = field(t, C_SESSION, &n), n > 0)) {
+		if ((why = kvs_parse_field_u64(v, n, UINT64_MAX, &s->session)))
+			return bad_line(t, s->line, t->colname[C_SESSION], "%s, got %s", why,
+					kvs_trace_quote(v, n));
+	}
+	s->priority = 0;
+	if (t->col[C_PRIORITY] >= 0 && (v = field(t, C_PRIORITY, &n), n > 0)) {
+		int64_t p;
+		if ((why = kvs_parse_field_i64(v, n, INT32_MIN, INT32_MAX, &p)))
+			return bad_line(t, s->line, t->colname[C_PRIORITY], "%s, got %s", why,
+					kvs_trace_quote(v, n));
+		s->priority = (int32_t)p;
+	}
+	uint32_t hblock = 0;
+	if (t->col[C_HBLOCK] >= 0 && (v = field(t, C_HBLOCK, &n), n > 0)) {
+		uint64_t x;
+		if ((why = kvs_parse_field_u64(v, n, 1u << 20, &x)))
+			return bad_line(t, s->line, t->colname[C_HBLOCK], "%s, got %s", why,
+					kvs_trace_quote(v, n));
+		hblock = (uint32_t)x;
+	}
+	s->nids = 0;
+	if (t->col[C_HASHES] >= 0 && (v = field(t, C_HASHES, &n), n > 0)) {
+		/* space-separated non-negative integers */
+		size_t i = 0;
+		while (i < n) {
+			while (i < n && v[i] == ' ')
+				i++;
+			if (i == n)
+				break;
+			size_t j = i;
+			while (j < n && v[j] != ' ')
+				j++;
+			uint64_t id;
+			if ((why = kvs_parse_field_u64(v + i, j - i, UINT64_MAX, &id)))
+				return bad_line(t, s->line, t->colname[C_HASHES],
+						"id %u: %s, got %s", s->nids + 1, why,
+						kvs_trace_quote(v + i, j - i));
+			if (!slot_reserve_ids(s, s->nids + 1))
+				return kvs_fail(KVS_ERR_NOMEM, "%s: no memory for hash ids", t->path);
+			s->ids[s->nids++] = id;
+			i = j;
+		}
+	}
+	return validate(t, s, keep, hblock);
+}
+
+/* Integer (or integral real) JSON member; *present false when absent. */
+static const char *json_u64(json_t *obj, const char *key, uint64_t max, bool *present,
+			    uint64_t *out)
+{
+	json_t *v = json_object_get(obj, key);
+	*present = v != NULL && !json_is_null(v);
+	if (!*present)
+		return NULL;
+	if (json_is_integer(v)) {
+		json_int_t x = json_integer_value(v);
+		if (x < 0)
+			return "negative value";
+		if ((uint64_t)x > max)
+			return "too large";
+		*out = (uint64_t)x;
+		return NULL;
+	}
+	if (json_is_real(v)) {
+		double x = json_real_value(v);
+		if (x < 0)
+			return "negative value";
+		if (x != floor(x))
+			return "expected an integer, not a fraction";
+		if (x > (double)max)
+			return "too large";
+		*out = (uint64_t)x;
+		return NULL;
+	}
+	return "expected a number";
+}
+
+static kvs_status decode_json(kvs_trace *t, const char *line, size_t len, slot *s,
+			      bool *keep)
+{
+	*keep = false;
+	json_error_t e;
+	json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &e);
+	if (!root)
+		return bad_line(t, s->line, "json", "%s (column %d)", e.text, e.column);
+	kvs_status st = KVS_OK;
+	const char *why = NULL;
+	const char *const *names = t->lay->names;
+	const char *fname = "json";
+	bool present;
+	uint64_t x;
+	if (!json_is_object(root)) {
+		st = bad_line(t, s->line, "json", "expected an object, got %s",
+			      kvs_trace_quote(line, len));
+		goto out;
+	}
+	/* time */
+	fname = names[C_TIME];
+	json_t *tv = json_object_get(root, fname);
+	if (!tv || json_is_null(tv)) {
+		why = "missing";
+	} else if (json_is_integer(tv)) {
+		json_int_t ti = json_integer_value(tv);
+		int64_t unit = t->lay->tk == T_MS ? 1000000 : 1000000000;
+		if (ti < 0)
+			why = "negative value";
+		else if (ti > INT64_MAX / unit)
+			why = "too large";
+		else
+			s->t_ns = (int64_t)ti * unit;
+	} else if (json_is_real(tv)) {
+		double d = json_real_value(tv) * (t->lay->tk == T_MS ? 1e6 : 1e9);
+		if (d < 0)
+			why = "negative value";
+		else if (!(d < 9.2e18))
+			why = "too large";
+		else
+			s->t_ns = (int64_t)llround(d);
+	} else {
+		why = "expected a number";
+	}
+	if (why)
+		goto field_err;
+	struct {
+		int c;
+		uint32_t *dst;
+		uint32_t dflt;
+		bool required;
+	} u32s[] = {
+		{ C_PROMPT, &s->prompt, 0, true }, { C_OUTPUT, &s->output, 0, true },
+		{ C_TURN, &s->turn, 0, false }, { C_SAMPLES, &s->samples, 1, false },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(u32s); i++) {
+		*u32s[i].dst = u32s[i].dflt;
+		fname = names[u32s[i].c];
+		if (!fname)
+			continue;
+		if ((why = json_u64(root, fname, UINT32_MAX, &present, &x)))
+			goto field_err;
+		if (!present && u32s[i].required) {
+			why = "missing";
+			goto field_err;
+		}
+		if (present)
+			*u32s[i].dst = (uint32_t)x;
+	}
+	s->session = 0;
+	if ((fname = names[C_SESSION])) {
+		if ((why = json_u64(root, fname, UINT64_MAX, &present, &x)))
+			goto field_err;
+		if (present)
+			s->session = x;
+	}
+	s->priority = 0;
+	if ((fname = names[C_PRIORITY])) {
+		json_t *pv = json_object_get(root, fname);
+		if (pv && !json_is_null(pv)) {
+			if (!json_is_integer(pv)) {
+				why = "expected an integer";
+				goto field_err;
+			}
+			json_int_t p = json_integer_value(pv);
+			if (p < INT32_MIN || p > INT32_MAX) {
+				why = "out of the 32-bit range";
+				goto field_err;
+			}
+			s->priority = (int32_t)p;
+		}
+	}
+	uint32_t hblock = t->fmt == KVS_TRACE_MOONCAKE ? MOONCAKE_BLOCK : 0;
+	if ((fname = names[C_HBLOCK])) {
+		if ((why = json_u64(root, fname, 1u << 20, &present, &x)))
+			goto field_err;
+		if (present)
+			hblock = (uint32_t)x;
+	}
+	s->nids = 0;
+	fname = names[C_HASHES];
+	json_t *ids = json_object_get(root, fname);
+	if (ids && !json_is_null(ids)) {
+		if (!json_is_array(ids)) {
+			why = "expected an array of integers";
+			goto field_err;
+		}
+		size_t n = json_array_size(ids);
+		if (n > UINT32_MAX || !slot_reserve_ids(s, (uint32_t)n)) {
+			st = kvs_fail(KVS_ERR_NOMEM, "%s: no memory for hash ids", t->path);
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++) {
+			json_t *iv = json_array_get(ids, i);
+			if (!json_is_integer(iv) || json_integer_value(iv) < 0) {
+				st = bad_line(t, s->line, fname, "element %zu: expected a "
+					      "non-negative integer", i);
+				goto out;
+			}
+			s->ids[i] = (uint64_t)json_integer_value(iv);
+		}
+		s->nids = (uint32_t)n;
+	}
+	json_decref(root);
+	return validate(t, s, keep, hblock);
+field_err:
+	st = bad_line(t, s->line, fname, "%s", why);
+out:
+	json_decref(root);
+	return st;
+}
+
+/* ---- sort window (binary heap on (t_ns, seq)) ----------------------------------*/
+
+static inline bool slot_before(const slot *a, const slot *b)
+{
+	return a->t_ns < b->t_ns || (a->t_ns == b->t_ns && a->seq < b->seq);
+}
+
+static void heap_push(kvs_trace *t, slot *s)
+{
+	uint32_t i = t->heap_n++;
+	while (i > 0) {
+		uint32_t p = (i - 1) / 2;
+		if (!slot_before(s, t->heap[p]))
+			break;
+		t->heap[i] = t->heap[p];
+		i = p;
+	}
+	t->heap[i] = s;
+}
+
+static slot *heap_pop(kvs_trace *t)
+{
+	slot *top = t->heap[0];
+	slot *last = t->heap[--t->heap_n];
+	uint32_t i = 0, n = t->heap_n;
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && slot_before(t->heap[c + 1], t->heap[c]))
+			c++;
+		if (!slot_before(t->heap[c], last))
+			break;
+		t->heap[i] = t->heap[c];
+		i = c;
+	}
+	if (n > 0)
+		t->heap[i] = last;
+	return top;
+}
+
+/* Read lines until one request is decoded into a free slot and pushed, or
+ * the end.  KVS_OK with *pushed. */
+static kvs_status read_one(kvs_trace *t, bool *pushed)
+{
+	*pushed = false;
+	slot *s = t->free_slots[t->nfree - 1];
+	for (;;) {
+		char *line;
+		size_t len;
+		uint64_t ln;
+		if (t->pending) {
+			line = t->pending;
+			len = t->pending_len;
+			ln = t->pending_line;
+		} else {
+			kvs_status st = kvs_linebuf_next(&t->lb, &line, &len);
+			t->st.lines_read = t->lb.lineno;
+			t->st.bytes_read = t->lb.bytes;
+			if (st == KVS_END) {
+				t->eof = true;
+				return KVS_OK;
+			}
+			if (st != KVS_OK) {
+				bool skipped;
+				st = long_line(t, st, &skipped);
+				if (skipped)
+					continue;
+				return st;
+			}
+			ln = t->lb.lineno;
+		}
+		kvs_status st;
+		bool keep = false;
+		if (KVS_UNLIKELY(len == 0 || is_blank(line, len))) {
+			t->st.blank_lines++;
+			st = KVS_OK;
+		} else if (KVS_UNLIKELY(line[0] == '#')) {
+			t->st.header_lines++;
+			st = KVS_OK;
+		} else {
+			s->line = ln;
+			st = t->json ? decode_json(t, line, len, s, &keep)
+				     : decode_csv(t, line, len, s, &keep);
+		}
+		if (t->pending) {
+			kvs_free(t->pending);
+			t->pending = NULL;
+		}
+		if (st != KVS_OK)
+			return st;
+		if (keep) {
+			s->seq = t->seq++;
+			if (t->have_max_in && s->t_ns < t->max_in_ns)
+				t->st.reordered++;
+			if (!t->have_max_in || s->t_ns > t->max_in_ns) {
+				t->max_in_ns = s->t_ns;
+				t->have_max_in = true;
+			}
+			t->nfree--;
+			heap_push(t, s);
+			*pushed = true;
+			return KVS_OK;
+		}
+	}
+}
+
+/* ---- hash ids ----------------------------------------------------------------------*/
+
+kvs_status kvs_trace_split_hashes(const uint64_t *ids, uint32_t n, uint32_t src_block,
+				  uint32_t prompt_tokens, uint32_t block_size,
+				  uint64_t *out, uint32_t *nout)
+{
+	if (src_block == 0 || block_size == 0 || src_block % block_size != 0)
+		return kvs_fail(KVS_ERR_INVALID,
+				"block size %u does not divide the trace's %u-token hash "
+				"blocks (use a divisor of %u, e.g. 16)", block_size, src_block,
+				src_block);
+	uint64_t k = src_block / block_size;
+	uint64_t full = prompt_tokens / block_size;
+	uint64_t total = (uint64_t)n * k;
+	if (full > total)
+		full = total;
+	for (uint64_t b = 0; b < full; b++) {
+		uint64_t id = ids[b / k];
+		uint64_t v;
+		if (kvs_mul_overflow(id, k, &v) || kvs_add_overflow(v, b % k, &v))
+			return kvs_fail(KVS_ERR_OVERFLOW,
+					"hash id %llu is too large to split into %llu sub-blocks",
+					(unsigned long long)id, (unsigned long long)k);
+		out[b] = v;
+	}
+	*nout = (uint32_t)full;
+	return KVS_OK;
+}
+
+kvs_status kvs_trace_merge_hashes(const uint64_t *ids, uint32_t n, uint32_t src_block,
+				  uint32_t prompt_tokens, uint32_t block_size,
+				  uint64_t *out, uint32_t *nout)
+{
+	if (src_block == 0 || block_size == 0 || block_size % src_block != 0)
+		return kvs_fail(KVS_ERR_INVALID,
+				"block size %u is not a multiple of the trace's %u-token hash "
+				"blocks", block_size, src_block);
+	uint32_t m = block_size / src_block;
+	uint32_t full = prompt_tokens / block_size;
+	if (full > n / m)
+		full = n / m;
+	for (uint32_t c = 0; c < full; c++)
+		out[c] = ids[(uint64_t)(c + 1) * m - 1];
+	*nout = full;
+	return KVS_OK;
+}
+
+static kvs_status yield_hashes(kvs_trace *t, const slot *s, uint32_t prompt,
+			       kvs_request *req)
+{
+	req->hash_ids = NULL;
+	req->num_hash_ids = 0;
+	req->hash_block_tokens = 0;
+	if (s->nids == 0)
+		return KVS_OK;
+	uint32_t src = s->id_block;
+	uint32_t bs = t->o.block_size ? t->o.block_size : src;
+	uint64_t cap = bs <= src ? (uint64_t)s->nids * (src / bs) : s->nids;
+	if (cap > t->out_cap) {
+		uint64_t *p = kvs_reallocarray(t->out_ids, cap, sizeof *p);
+		if (!p)
+			return kvs_fail(KVS_ERR_NOMEM, "%s: no memory for hash ids", t->path);
+		t->out_ids = p;
+		t->out_cap = (uint32_t)cap;
+	}
+	uint32_t nout;
+	kvs_status st;
+	if (bs == src || src % bs == 0) {
+		st = kvs_trace_split_hashes(s->ids, s->nids, src, prompt, bs, t->out_ids, &nout);
+	} else if (bs % src == 0) {
+		st = kvs_trace_merge_hashes(s->ids, s->nids, src, prompt, bs, t->out_ids, &nout);
+	} else {
+		st = kvs_fail(KVS_ERR_INVALID,
+			      "%s: block size %u neither divides nor is a multiple of the "
+			      "trace's %u-token hash blocks (use a power of two)", t->path,
+			      bs, src);
+	}
+	if (st != KVS_OK)
+		return st;
+	req->hash_ids = nout ? t->out_ids : NULL;
+	req->num_hash_ids = nout;
+	req->hash_block_tokens = bs;
+	return KVS_OK;
+}
+
+/* ---- open / next / close -----------------------------------------------------------*/
+
+static kvs_status check_opts(const kvs_trace_opts *o)
+{
+	if ((unsigned)o->format >= KVS_TRACE_FORMAT_COUNT_)
+		return kvs_fail(KVS_ERR_INVALID, "trace format %d is unknown", (int)o->format);
+	if (!(o->time_scale > 0) || !isfinite(o->time_scale))
+		return kvs_fail(KVS_ERR_INVALID, "time scale must be a positive number, got %g",
+				o->time_scale);
+	if (o->rate < 0 || !isfinite(o->rate))
+		return kvs_fail(KVS_ERR_INVALID, "rate must be positive, got %g", o->rate);
+	if (o->window_start_s < 0 || !isfinite(o->window_start_s))
+		return kvs_fail(KVS_ERR_INVALID, "window start must be >= 0 s, got %g",
+				o->window_start_s);
+	if (o->window_end_s > 0 && o->window_end_s <= o->window_start_s)
+		return kvs_fail(KVS_ERR_INVALID, "window end %g s is not after its start %g s",
+				o->window_end_s, o->window_start_s);
+	if (o->sort_window > (1u << 24))
+		return kvs_fail(KVS_ERR_INVALID, "sort window %u is over the limit of %u "
+				"requests", o->sort_window, 1u << 24);
+	if (o->block_size > (1u << 20))
+		return kvs_fail(KVS_ERR_INVALID, "block size %u is too large", o->block_size);
+	if ((unsigned)o->overlong > KVS_OVERLONG_TRUNCATE ||
+	    (unsigned)o->rate_mode > KVS_RATE_POISSON)
+		return kvs_fail(KVS_ERR_INVALID, "unknown overlong or rate mode");
+	return KVS_OK;
+}
+
+/* Mean rate of the requests this reader would yield, by a first pass over
+ * the file with the same options but no re-timing: (n - 1) / span. */
+static kvs_status source_rate(const char *path, const kvs_trace_opts *o, double *rate)
+{
+	if (strcmp(path, "-") == 0)
+		return kvs_fail(KVS_ERR_INVALID,
+				"--rate with --rate-mode keep reads the trace twice (to learn "
+				"its mean rate) and cannot do so from standard input; use "
+				"--rate-mode poisson or --time-scale");
+	kvs_trace_opts o2 = *o;
+	o2.rate = 0;
+	o2.time_scale = 1.0;
+	o2.block_size = 0;
+	o2.max_model_len = 0;
+	kvs_trace *t;
+	kvs_status st = kvs_trace_open(path, &o2, &t);
+	if (st != KVS_OK)
+		return st;
+	kvs_request r;
+	uint64_t n = 0;
+	double first = 0, last = 0;
+	while ((st = kvs_trace_next(t, &r)) == KVS_OK) {
+		if (n == 0)
+			first = r.arrival_s;
+		last = r.arrival_s;
+		n++;
+	}
+	kvs_trace_close(t);
+	if (st != KVS_END)
+		return st;
+	if (n < 2 || !(last > first))
+		return kvs_fail(KVS_ERR_INVALID,
+				"%s: --rate: the trace has %llu request(s) spanning %g s, so it "
+				"has no mean rate to rescale; use --rate-mode poisson", path,
+				(unsigned long long)n, last - first);
+	*rate = (double)(n - 1) / (last - first);
+	return KVS_OK;
+}
+
+static kvs_status open_impl(const char *path, FILE *stream, const kvs_trace_opts *opts,
+			    kvs_trace **out)
+{
+	kvs_trace_opts dflt;
+	if (!opts) {
+		kvs_trace_opts_defaults(&dflt);
+		opts = &dflt;
+	}
+	if (!path || !*path)
+		return kvs_fail(KVS_ERR_INVALID, "trace path is empty");
+	kvs_status st = check_opts(opts);
+	if (st != KVS_OK)
+		return st;
+	kvs_trace *t = kvs_calloc(1, sizeof *t);
+	if (!t)
+		return kvs_fail(KVS_ERR_NOMEM, "%s: no memory for a reader", path);
+	t->o = *opts;
+	t->path = kvs_strdup(path);
+	t->nslots = opts->sort_window + 1;
+	t->slots = kvs_calloc(t->nslots, sizeof *t->slots);
+	t->heap = kvs_calloc(t->nslots, sizeof *t->heap);
+	t->free_slots = kvs_calloc(t->nslots, sizeof *t->free_slots);
+	if (!t->path || !t->slots || !t->heap || !t->free_slots) {
+		kvs_trace_close(t);
+		return kvs_fail(KVS_ERR_NOMEM, "%s: no memory for a reader", path);
+	}
+	for (uint32_t i = 0; i < t->nslots; i++)
+		t->free_slots[i] = &t->slots[i];
+	t->nfree = t->nslots;
+	t->factor = opts->time_scale;
+	kvs_rng_seed(&t->rng, opts->seed);
+	csv_reset(t);
+	st = kvs_linebuf_open(&t->lb, t->path, stream);
+	if (st == KVS_OK)
+		st = detect(t);
+	if (st == KVS_OK && t->o.block_size && t->src_block &&
+	    t->src_block % t->o.block_size != 0 && t->o.block_size % t->src_block != 0)
+		st = kvs_fail(KVS_ERR_INVALID,
+			      "%s: --block-size %u neither divides nor is a multiple of the "
+			      "trace's %u-token hash blocks (use a power of two)", path,
+			      t->o.block_size, t->src_block);
+	if (st == KVS_OK && opts->rate > 0 && opts->rate_mode == KVS_RATE_KEEP_SHAPE) {
+		double r = 0;
+		st = source_rate(stream ? "-" : path, opts, &r);
+		if (st == KVS_OK)
+			t->factor = r / opts->rate;
+	}
+	if (st != KVS_OK) {
+		kvs_trace_close(t);
+		return st;
+	}
+	*out = t;
+	return KVS_OK;
+}
+
+kvs_status kvs_trace_open(const char *path, const kvs_trace_opts *opts, kvs_trace **out)
+{
+	return open_impl(path, NULL, opts, out);
+}
+
+kvs_status kvs_trace_open_stream(FILE *stream, const char *name,
+				 const kvs_trace_opts *opts, kvs_trace **out)
+{
+	return open_impl(name, stream, opts, out);
+}
+
+/* Lines read ahead in the sort window when reading stops early. */
+static uint64_t drop_pending(kvs_trace *t)
+{
+	uint64_t n = t->heap_n;
+	while (t->heap_n > 0)
+		t->free_slots[t->nfree++] = heap_pop(t);
+	return n;
+}
+
+kvs_status kvs_trace_next(kvs_trace *t, kvs_request *out)
+{
+	kvs_request q, *req = &q; /* *out is untouched on failure */
+	if (t->err != KVS_OK)
+		return kvs_fail(t->err, "%s", t->err_msg);
+	for (;;) {
+		if (t->done)
+			return KVS_END;
+		if (t->o.limit && t->st.requests >= t->o.limit) {
+			t->st.filtered_limit += drop_pending(t);
+			t->done = true;
+			return KVS_END;
+		}
+		while (t->nfree > 0 && !t->eof) {
+			bool pushed;
+			kvs_status st = read_one(t, &pushed);
+			if (st != KVS_OK) {
+				t->st.failed_lines += drop_pending(t);
+				return sticky(t, st);
+			}
+		}
+		if (t->heap_n == 0) {
+			t->done = true;
+			return KVS_END;
+		}
+		slot *s = heap_pop(t);
+		t->free_slots[t->nfree++] = s;
+		if (t->have_last && s->t_ns < t->last_t_ns) {
+			t->st.failed_lines += 1 + drop_pending(t);
+			double d = (double)(t->last_t_ns - s->t_ns) / 1e9;
+			if (t->o.sort_window == 0)
+				kvs_fail(KVS_ERR_PARSE,
+					 "%s:%llu: %s: arrivals are not sorted: %.6f s earlier "
+					 "than line %llu (use --sort-window N to reorder within N "
+					 "requests)", t->path, (unsigned long long)s->line,
+					 t->colname[C_TIME], d, (unsigned long long)t->last_line);
+			else
+				kvs_fail(KVS_ERR_PARSE,
+					 "%s:%llu: %s: %.6f s earlier than line %llu, out "
+					 "of order by more than the sort window of %u requests "
+					 "(raise --sort-window)", t->path,
+					 (unsigned long long)s->line, t->colname[C_TIME], d,
+					 (unsigned long long)t->last_line, t->o.sort_window);
+			return sticky(t, KVS_ERR_PARSE);
+		}
+		t->have_last = true;
+		t->last_t_ns = s->t_ns;
+		t->last_line = s->line;
+		if (!t->have_base) {
+			t->have_base = true;
+			t->base_ns = t->lay->absolute ? s->t_ns : 0;
+		}
+		double rel = (double)(s->t_ns - t->base_ns) / 1e9;
+		if (rel < t->o.window_start_s) {
+			t->st.filtered_window++;
+			continue;
+		}
+		if (t->o.window_end_s > 0 && rel >= t->o.window_end_s) {
+			/* sorted from here on: stop reading */
+			t->st.filtered_window += 1 + drop_pending(t);
+			t->done = true;
+			return KVS_END;
+		}
+		memset(req, 0, sizeof *req);
+		if (t->o.rate > 0 && t->o.rate_mode == KVS_RATE_POISSON) {
+			if (t->st.requests > 0)
+				t->poisson_t += kvs_rng_exp(&t->rng, t->o.rate);
+			req->arrival_s = t->poisson_t;
+		} else {
+			req->arrival_s = (rel - t->o.window_start_s) * t->factor;
+		}
+		uint32_t prompt = s->prompt, output = s->output;
+		uint32_t m = t->o.max_model_len;
+		if (m > 0 && (uint64_t)prompt + output > m) {
+			if (t->o.overlong == KVS_OVERLONG_TRUNCATE) {
+				/* keep the head of the prompt (its prefix hashes stay
+				 * valid); the output is cut only when it alone does not
+				 * leave one prompt token */
+				if (output > m - 1)
+					output = m - 1;
+				if (prompt > m - output)
+					prompt = m - output;
+				req->truncated = true;
+				t->st.truncated++;
+			} else {
+				req->over_max_len = true;
+				t->st.over_max_len++;
+			}
+		}
+		kvs_status st = yield_hashes(t, s, prompt, req);
+		if (st != KVS_OK) {
+			t->st.failed_lines += 1 + drop_pending(t);
+			return sticky(t, st);
+		}
+		req->index = t->st.requests;
+		req->line = s->line;
+		req->prompt_tokens = prompt;
+		req->output_tokens = output;
+		req->num_samples = s->samples;
+		req->priority = s->priority;
+		req->session_id = s->session;
+		req->turn = s->turn;
+		t->st.requests++;
+		*out = q;
+		return KVS_OK;
+	}
+}
+
+const kvs_trace_stats *kvs_trace_get_stats(const kvs_trace *t)
+{
+	return &t->st;
+}
+
+kvs_trace_format kvs_trace_get_format(const kvs_trace *t)
+{
+	return t->fmt;
+}
+
+const char *kvs_trace_path(const kvs_trace *t)
+{
+	return t->path;
+}
+
+const char *kvs_trace_first_skip(const kvs_trace *t)
+{
+	return t->first_skip;
+}
+
+uint32_t kvs_trace_source_block(const kvs_trace *t)
+{
+	return t->src_block;
+}
+
+void kvs_trace_close(kvs_trace *t)
+{
+	if (!t)
+		return;
+	kvs_linebuf_close(&t->lb);
+	if (t->csv_ready)
+		csv_free(&t->csv);
+	if (t->slots)
+		for (uint32_t i = 0; i < t->nslots; i++)
+			kvs_free(t->slots[i].ids);
+	kvs_free(t->slots);
+	kvs_free(t->heap);
+	kvs_free(t->free_slots);
+	kvs_free(t->fbuf);
+	kvs_free(t->pending);
+	kvs_free(t->out_ids);
+	kvs_free(t->path);
+	kvs_free(t);
+}
+
+/* ---- the bundled default trace ----------------------------------------------------*/
+
+#define DEFAULT_TRACE "azure-conv-sample.csv"
+
+const char *kvs_trace_default_path(void)
+{
+	static _Thread_local char buf[4096];
+	const char *env = getenv("KVSIM_DATADIR");
+	if (env && *env) {
+		snprintf(buf, sizeof buf, "%s/traces/%s", env, DEFAULT_TRACE);
+		if (access(buf, R_OK) == 0)
+			return buf;
+	}
+	snprintf(buf, sizeof buf, "%s/traces/%s", KVS_DATADIR, DEFAULT_TRACE);
+	if (access(buf, R_OK) == 0)
+		return buf;
+	snprintf(buf, sizeof buf, "%s/traces/samples/%s", KVS_SOURCE_ROOT, DEFAULT_TRACE);
+	return buf;
+}

@@ -1,0 +1,275 @@
+/*
+ * summary.c - what `kvsim trace` prints: arrival statistics, length
+ * percentiles and the prefix sharing an unbounded prefix cache would find.
+ *
+ * Lengths go into a histogram that is exact below 2^20 tokens (an array of
+ * counts that grows to the largest value seen, 8 MiB at most) and
+ * log-bucketed above (16 buckets per octave), so percentiles cost constant
+ * memory whatever the number of requests.  Inter-arrival gaps are folded
+ * with Welford's method.  The prefix cache is a set of every hash id seen
+ * (open addressing, 16 bytes per distinct id at the maximum load of 1/2).
+ */
+#include "trace_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- length histogram -------------------------------------------------------*/
+
+static bool lenhist_add(kvs_lenhist *h, uint64_t v)
+{
+	if (v < KVS_LENHIST_EXACT_MAX) {
+		if (v >= h->exact_cap) {
+			uint32_t cap = h->exact_cap ? h->exact_cap : 4096;
+			while (cap <= v)
+				cap *= 2;
+			uint64_t *p = kvs_reallocarray(h->exact, cap, sizeof *p);
+			if (!p)
+				return false;
+			memset(p + h->exact_cap, 0, (cap - h->exact_cap) * sizeof *p);
+			h->exact = p;
+			h->exact_cap = cap;
+		}
+		h->exact[v]++;
+	} else {
+		int oct = 63 - __builtin_clzll(v);
+		unsigned sub = (unsigned)(v >> (oct - 4)) & 15u;
+		h->log[oct * 16 + sub]++;
+	}
+	if (h->n == 0 || v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+	h->n++;
+	h->sum += v;
+	return true;
+}
+
+/* Nearest rank: smallest v with count(<= v) >= ceil(p n). */
+static uint64_t lenhist_quantile(const kvs_lenhist *h, double p)
+{
+	if (h->n == 0)
+		return 0;
+	uint64_t rank = (uint64_t)ceil(p * (double)h->n);
+	if (rank < 1)
+		rank = 1;
+	uint64_t c = 0;
+	for (uint32_t v = 0; v < h->exact_cap; v++) {
+		c += h->exact[v];
+		if (c >= rank)
+			return v;
+	}
+	for (unsigned i = 0; i < KVS_ARRAY_LEN(h->log); i++) {
+		c += h->log[i];
+		if (c >= rank) {
+			/* upper edge of the bucket, capped by the maximum */
+			unsigned oct = i / 16, sub = i % 16;
+			uint64_t hi = ((16ull + sub + 1) << (oct - 4)) - 1;
+			return hi < h->max ? hi : h->max;
+		}
+	}
+	return h->max;
+}
+
+/* Sum of floor(v / b) over the values: exact below KVS_LENHIST_EXACT_MAX,
+ * from each bucket's lower edge above. */
+static uint64_t lenhist_sum_div(const kvs_lenhist *h, uint32_t b)
+{
+	uint64_t sum = 0;
+	for (uint32_t v = b; v < h->exact_cap; v++)
+		sum += h->exact[v] * (v / b);
+	for (unsigned i = 0; i < KVS_ARRAY_LEN(h->log); i++) {
+		if (!h->log[i])
+			continue;
+		unsigned oct = i / 16, sub = i % 16;
+		sum += h->log[i] * ((((uint64_t)16 + sub) << (oct - 4)) / b);
+	}
+	return sum;
+}
+
+static void lenhist_finish(const kvs_lenhist *h, kvs_len_stats *s)
+{
+	memset(s, 0, sizeof *s);
+	s->n = h->n;
+	if (h->n == 0)
+		return;
+	s->mean = (double)(h->sum / (long double)h->n);
+	s->min = h->min;
+	s->max = h->max;
+	s->p50 = lenhist_quantile(h, 0.50);
+	s->p90 = lenhist_quantile(h, 0.90);
+	s->p99 = lenhist_quantile(h, 0.99);
+}
+
+/* ---- a set of 64-bit ids ------------------------------------------------------*/
+
+typedef struct idset {
+	uint64_t *keys;     /* 0 = empty; the id 0 is kept aside */
+	uint64_t cap, n;
+	bool has_zero;
+} idset;
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static bool idset_has(const idset *s, uint64_t k)
+{
+	if (k == 0)
+		return s->has_zero;
+	if (s->cap == 0)
+		return false;
+	uint64_t m = s->cap - 1;
+	for (uint64_t i = mix64(k) & m;; i = (i + 1) & m) {
+		if (s->keys[i] == k)
+			return true;
+		if (s->keys[i] == 0)
+			return false;
+	}
+}
+
+static void idset_put_nogrow(idset *s, uint64_t k)
+{
+	uint64_t m = s->cap - 1;
+	for (uint64_t i = mix64(k) & m;; i = (i + 1) & m) {
+		if (s->keys[i] == k)
+			return;
+		if (s->keys[i] == 0) {
+			s->keys[i] = k;
+			s->n++;
+			return;
+		}
+	}
+}
+
+/* Insert; *added tells whether k was new.  false on allocation failure. */
+static bool idset_put(idset *s, uint64_t k, bool *added)
+{
+	if (k == 0) {
+		*added = !s->has_zero;
+		s->has_zero = true;
+		return true;
+	}
+	if ((s->n + 1) * 2 > s->cap) {
+		uint64_t ncap = s->cap ? s->cap * 2 : 1024;
+		uint64_t *nk = kvs_calloc(ncap, sizeof *nk);
+		if (!nk)
+			return false;
+		idset old = *s;
+		s->keys = nk;
+		s->cap = ncap;
+		s->n = 0;
+		for (uint64_t i = 0; i < old.cap; i++)
+			if (old.keys[i])
+				idset_put_nogrow(s, old.keys[i]);
+		kvs_free(old.keys);
+	}
+	uint64_t before = s->n;
+	idset_put_nogrow(s, k);
+	*added = s->n != before;
+	return true;
+}
+
+static uint64_t idset_size(const idset *s)
+{
+	return s->n + (s->has_zero ? 1 : 0);
+}
+
+/* ---- the summary ---------------------------------------------------------------*/
+
+kvs_status kvs_trace_summarize(kvs_trace *t, kvs_trace_summary *out)
+{
+	kvs_trace_summary s;
+	memset(&s, 0, sizeof s);
+	kvs_lenhist *hp = kvs_calloc(2, sizeof *hp);
+	idset blocks = { 0 }, sessions = { 0 };
+	if (!hp)
+		return kvs_fail(KVS_ERR_NOMEM, "no memory for the trace summary");
+	double prev = 0, gap_mean = 0, gap_m2 = 0;
+	uint64_t gaps = 0;
+	kvs_status st;
+	kvs_request r;
+	while ((st = kvs_trace_next(t, &r)) == KVS_OK) {
+		if (s.requests == 0) {
+			s.first_s = r.arrival_s;
+		} else {
+			double g = r.arrival_s - prev;
+			gaps++;
+			double d = g - gap_mean;
+			gap_mean += d / (double)gaps;
+			gap_m2 += d * (g - gap_mean);
+		}
+		prev = r.arrival_s;
+		s.last_s = r.arrival_s;
+		s.requests++;
+		if (!lenhist_add(&hp[0], r.prompt_tokens) || !lenhist_add(&hp[1], r.output_tokens)) {
+			st = kvs_fail(KVS_ERR_NOMEM, "no memory for the length histogram");
+			break;
+		}
+		s.prompt_tokens_total += r.prompt_tokens;
+		s.output_tokens_total += r.output_tokens;
+		if (r.num_samples > 1)
+			s.multi_sample++;
+		if (r.turn > s.max_turn)
+			s.max_turn = r.turn;
+		bool added;
+		if (r.session_id != 0 && !idset_put(&sessions, r.session_id, &added)) {
+			st = kvs_fail(KVS_ERR_NOMEM, "no memory for the session set");
+			break;
+		}
+		if (r.hash_block_tokens > 0) {
+			s.has_hashes = true;
+			s.hash_block_tokens = r.hash_block_tokens;
+			s.hashed_blocks += r.num_hash_ids;
+			bool hitting = true;
+			for (uint32_t i = 0; i < r.num_hash_ids; i++) {
+				if (hitting && idset_has(&blocks, r.hash_ids[i]))
+					s.hit_blocks++;
+				else
+					hitting = false;
+				if (!idset_put(&blocks, r.hash_ids[i], &added)) {
+					st = kvs_fail(KVS_ERR_NOMEM, "no memory for the prefix cache "
+						      "(%llu distinct blocks)",
+						      (unsigned long long)idset_size(&blocks));
+					break;
+				}
+			}
+			if (st != KVS_OK)
+				break;
+		}
+	}
+	if (st == KVS_END) {
+		st = KVS_OK;
+		s.format = kvs_trace_get_format(t);
+		s.span_s = s.requests ? s.last_s - s.first_s : 0;
+		s.mean_rate = s.requests > 1 && s.span_s > 0 ? (double)(s.requests - 1) / s.span_s : 0;
+		s.cv_interarrival = gaps > 1 && gap_mean > 0 ? sqrt(gap_m2 / (double)gaps) / gap_mean : 0;
+		lenhist_finish(&hp[0], &s.prompt);
+		lenhist_finish(&hp[1], &s.output);
+		/* every prompt's full blocks, with or without ids (the block size
+		 * is one per trace) */
+		if (s.has_hashes)
+			s.full_blocks = lenhist_sum_div(&hp[0], s.hash_block_tokens);
+		s.unique_blocks = idset_size(&blocks);
+		s.sessions = idset_size(&sessions);
+		if (s.full_blocks > 0)
+			s.prefix_hit_blocks = (double)s.hit_blocks / (double)s.full_blocks;
+		if (s.prompt_tokens_total > 0 && s.has_hashes)
+			s.prefix_hit_tokens = (double)s.hit_blocks * s.hash_block_tokens /
+					      (double)s.prompt_tokens_total;
+		s.reader = *kvs_trace_get_stats(t);
+		*out = s;
+	}
+	kvs_free(hp[0].exact);
+	kvs_free(hp[1].exact);
+	kvs_free(hp);
+	kvs_free(blocks.keys);
+	kvs_free(sessions.keys);
+	return st;
+}
