@@ -245,6 +245,69 @@ kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids);
 kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 				 const kvs_block_id *ids);
 
+/* ---- block pool fast path ------------------------------------------------
+ * The paged allocator's device block pool, for callers that take and give
+ * single blocks at a high rate (an engine's own block manager, kernel
+ * scratch, benchmarks).  kvs_block_pool_take1 / give1 mean exactly what
+ * kvs_alloc_blocks_take / give mean for n = 1, but they are inline: a pop or
+ * push on the free-id stack plus one store to the block's state word, with
+ * one unlikely branch to a non-inlined slow path (eviction of the least
+ * recently released cached-idle block when the free stack is empty, the
+ * exhausted pool, a block that was not taken).  About 1 ns a pair.
+ *
+ * The struct body is visible only so that these two inline; it belongs to
+ * the allocator: never read or write its fields.  The pool lives as long
+ * as its allocator; blocks taken through it and through
+ * kvs_alloc_blocks_take are the same kind and may be given back either
+ * way. */
+typedef struct kvs_block_pool {
+	kvs_block_id *free_ids_;  /* [nblocks] free-id stack, top at nfree_ - 1 */
+	uint32_t *state_;         /* [nblocks] reference count | flags per block */
+	uint32_t nfree_;          /* blocks on the free stack */
+	uint32_t nblocks_;        /* blocks in the pool */
+	uint32_t npinned_;        /* blocks taken outside any sequence */
+} kvs_block_pool;
+
+/* State word of a block taken through the pool: pinned, one reference. */
+#define KVS_BLOCK_POOL_PINNED_ ((1u << 30) | 1u)
+
+/* The pool of a paged allocator; NULL (with KVS_ERR_UNSUPPORTED recorded)
+ * for other policies. */
+kvs_block_pool *kvs_alloc_block_pool(kvs_alloc *a);
+
+/* Slow paths of the two below; call those instead. */
+kvs_block_id kvs_block_pool_take_slow(kvs_block_pool *pool);
+kvs_status kvs_block_pool_give_fail(kvs_block_pool *pool, kvs_block_id id);
+
+/* One fresh block, owned by the caller until given back (it counts as
+ * internal fragmentation meanwhile), or KVS_BLOCK_NONE when no block is
+ * free or cached-idle (exhaustion is a normal result; a message is
+ * recorded).  O(1). */
+static inline kvs_block_id kvs_block_pool_take1(kvs_block_pool *pool)
+{
+	if (KVS_UNLIKELY(pool->nfree_ == 0))
+		return kvs_block_pool_take_slow(pool);
+	kvs_block_id id = pool->free_ids_[--pool->nfree_];
+	pool->state_[id] = KVS_BLOCK_POOL_PINNED_;
+	pool->npinned_++;
+	return id;
+}
+
+/* Give back a block taken by kvs_block_pool_take1 or kvs_alloc_blocks_take.
+ * KVS_ERR_STATE, and no change, if id was not taken (or is given twice).
+ * O(1). */
+static inline kvs_status kvs_block_pool_give1(kvs_block_pool *pool,
+					      kvs_block_id id)
+{
+	if (KVS_UNLIKELY(id >= pool->nblocks_ ||
+			 pool->state_[id] != KVS_BLOCK_POOL_PINNED_))
+		return kvs_block_pool_give_fail(pool, id);
+	pool->state_[id] = 0;
+	pool->free_ids_[pool->nfree_++] = id;
+	pool->npinned_--;
+	return KVS_OK;
+}
+
 /* Longest cached prefix of the given chained hashes, in blocks; no side
  * effects on the LRU or the counters. */
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,
