@@ -55,7 +55,6 @@
 #define MAX_REF ((1u << 29) - 1)
 #define PB_HASHED (1u << 29)   /* in the prefix index (full, hash known) */
 #define PB_PINNED (1u << 30)   /* taken through the pool, outside any table */
-#define PB_FLAGS (PB_HASHED | PB_PINNED)
 
 _Static_assert(KVS_BLOCK_POOL_PINNED_ == (PB_PINNED | 1u),
 	       "the inline pool fast path writes this state word");
@@ -471,7 +470,7 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 	  const kvs_block_copy **copies, size_t *ncopies)
 {
 	uint32_t bs = p->bs;
-	uint32_t len = s->len, newlen = len + n;
+	uint32_t len = s->len, newlen = len + n;  /* <= max_model_len */
 	uint64_t cap = (uint64_t)s->nblocks * bs;
 	/* blocks written by this step that others also hold: copy first */
 	uint32_t ncow = 0;
@@ -480,16 +479,20 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 		for (uint32_t i = len / bs; i <= last; i++)
 			ncow += ref_of(p, s->table[i]) > 1;
 	}
-	uint32_t want = (uint32_t)kvs_div_ceil(newlen, bs);
+	/* 32-bit division: one div instruction for quotient and remainder */
+	uint32_t want = newlen / bs + (newlen % bs != 0);
 	uint32_t fresh = want > s->nblocks ? want - s->nblocks : 0;
 	if ((uint64_t)ncow + fresh > (uint64_t)p->pool.nfree_ + p->nidle)
 		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu needs "
 				"%u blocks, %u free",
 				(unsigned long long)s->id, ncow + fresh,
 				p->pool.nfree_ + p->nidle);
-	kvs_status st = kvs_alloc_grow_u32(&s->table, &s->table_cap,
-					   s->nblocks + fresh);
-	if (st == KVS_OK)
+	/* buffers are recycled with the records: calls only when they grow */
+	kvs_status st = KVS_OK;
+	if (KVS_UNLIKELY(s->nblocks + fresh > s->table_cap))
+		st = kvs_alloc_grow_u32(&s->table, &s->table_cap,
+					s->nblocks + fresh);
+	if (st == KVS_OK && ncow)
 		st = kvs_alloc_reserve_copies(a, ncow);
 	if (st != KVS_OK)
 		return st;
@@ -511,8 +514,21 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 			}
 		}
 	}
-	for (uint32_t i = 0; i < fresh; i++)
-		s->table[s->nblocks + i] = take(a, p);
+	kvs_block_id *t = s->table + s->nblocks;
+	if (KVS_LIKELY(fresh <= p->pool.nfree_)) {
+		/* straight off the free stack, no eviction possible */
+		uint32_t *fs = p->pool.free_ids_, *st_ = p->pool.state_;
+		uint32_t top = p->pool.nfree_;
+		for (uint32_t i = 0; i < fresh; i++) {
+			uint32_t id = fs[--top];
+			st_[id] = 1;
+			t[i] = id;
+		}
+		p->pool.nfree_ = top;
+	} else {
+		for (uint32_t i = 0; i < fresh; i++)
+			t[i] = take(a, p);
+	}
 	s->nblocks += fresh;
 	s->len = newlen;
 	a->tok_sum += n;
@@ -565,8 +581,30 @@ static uint32_t paged_room(const kvs_alloc *a, const kvs_seq_rec *s)
 
 static void drop_device_blocks(kvs_alloc *a, paged *p, kvs_seq_rec *s)
 {
-	for (uint32_t i = s->nblocks; i-- > 0;)
-		ref_dec(p, s->table[i], fill_of(p->bs, i, s->len));
+	if (KVS_LIKELY(p->dup_tok == 0 && p->shared_tails == 0)) {
+		/* No block held by two tables (a shared block is either full,
+		 * counted in dup_tok, or not, counted in shared_tails), so
+		 * every block of s has ref 1 and goes back: unhashed ones
+		 * to the free stack, hashed ones to the LRU tail. */
+		uint32_t *fs = p->pool.free_ids_, *st = p->pool.state_;
+		uint32_t top = p->pool.nfree_;
+		for (uint32_t i = s->nblocks; i-- > 0;) {
+			uint32_t id = s->table[i];
+			if (KVS_LIKELY(st[id] == 1)) {
+				st[id] = 0;
+				fs[top++] = id;
+			} else {
+				if (KVS_DEBUG >= 1)
+					kvs_require(st[id] == (PB_HASHED | 1u));
+				st[id] = PB_HASHED;   /* ref 1 -> 0, stays hashed */
+				lru_append(p, id);
+			}
+		}
+		p->pool.nfree_ = top;
+	} else {
+		for (uint32_t i = s->nblocks; i-- > 0;)
+			ref_dec(p, s->table[i], fill_of(p->bs, i, s->len));
+	}
 	a->tok_sum -= s->len;
 	a->res_sum -= s->res;
 	s->res = 0;
@@ -839,22 +877,22 @@ static bool paged_is_valid(const kvs_alloc *a)
 		}
 	}
 	uint64_t tok = 0, res = 0, owned = 0;
-	uint32_t tails = 0, npinned = 0;
+	uint32_t tails = 0;
 	for (uint32_t id = 0; id < n; id++) {
 		if (mark[id] != V_NONE)
 			continue;
 		bool pinned = (p->pool.state_[id] & PB_PINNED) != 0;
+		/* a pinned block is in no table, holds no hash: exactly the
+		 * state word the inline give1 expects */
 		if (ref_of(p, id) == 0 || ref_of(p, id) != refs[id] + pinned ||
-		    (pinned && refs[id]))
+		    (pinned && p->pool.state_[id] != KVS_BLOCK_POOL_PINNED_))
 			goto out;
-		npinned += pinned;
 		owned++;
 		tok += fill[id];
 		res += resmax[id];
 		tails += refs[id] >= 2 && fill[id] < bs;
 	}
-	if (dup != p->dup_tok || tails != p->shared_tails ||
-	    npinned != p->pool.npinned_)
+	if (dup != p->dup_tok || tails != p->shared_tails)
 		goto out;
 	/* prefix index: exactly the hashed blocks, each reachable */
 	uint32_t hashed = 0;
@@ -954,13 +992,12 @@ kvs_block_pool_take_slow(kvs_block_pool *pool)
 	if (pool->nfree_)
 		return kvs_block_pool_take1(pool);
 	if (p->nidle == 0) {
-		kvs_fail(KVS_ERR_NOSPACE, "allocator: no free block (%u pinned)",
-			 pool->npinned_);
+		kvs_fail(KVS_ERR_NOSPACE, "allocator: no free block in a pool "
+			 "of %u", pool->nblocks_);
 		return NONE;
 	}
 	uint32_t id = evict(p->a, p);
 	pool->state_[id] = KVS_BLOCK_POOL_PINNED_;
-	pool->npinned_++;
 	return id;
 }
 
@@ -982,9 +1019,19 @@ kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids)
 	if (n > pool->nfree_ + p->nidle)
 		return kvs_fail(KVS_ERR_NOSPACE, "allocator: %u blocks wanted, "
 				"%u free", n, pool->nfree_ + p->nidle);
-	/* all or nothing: n blocks are there, so take1 cannot fail */
-	for (uint32_t i = 0; i < n; i++)
-		ids[i] = kvs_block_pool_take1(pool);
+	/* all or nothing: n blocks are there.  Straight off the stack with
+	 * the top in a register, then the rest by eviction. */
+	uint32_t top = pool->nfree_, i = 0;
+	const uint32_t *fs = pool->free_ids_;
+	uint32_t *st = pool->state_;
+	for (; i < n && top; i++) {
+		uint32_t id = fs[--top];
+		st[id] = KVS_BLOCK_POOL_PINNED_;
+		ids[i] = id;
+	}
+	pool->nfree_ = top;
+	for (; i < n; i++)
+		ids[i] = kvs_block_pool_take_slow(pool);
 	return KVS_OK;
 }
 
@@ -998,16 +1045,19 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 	/* one pass; a bad id (not taken, or given twice) undoes the pass, so
 	 * a bad list changes nothing: the blocks given so far are the top i
 	 * entries of the free stack */
+	uint32_t top = pool->nfree_, nb = pool->nblocks_;
+	uint32_t *fs = pool->free_ids_, *st = pool->state_;
 	for (uint32_t i = 0; i < n; i++) {
-		if (KVS_UNLIKELY(kvs_block_pool_give1(pool, ids[i]) != KVS_OK)) {
-			while (i-- > 0) {
-				uint32_t u = pool->free_ids_[--pool->nfree_];
-				pool->state_[u] = KVS_BLOCK_POOL_PINNED_;
-				pool->npinned_++;
-			}
-			return KVS_ERR_STATE;
+		uint32_t id = ids[i];
+		if (KVS_UNLIKELY(id >= nb || st[id] != KVS_BLOCK_POOL_PINNED_)) {
+			while (i-- > 0)
+				st[fs[--top]] = KVS_BLOCK_POOL_PINNED_;
+			return kvs_block_pool_give_fail(pool, id);
 		}
+		st[id] = 0;
+		fs[top++] = id;
 	}
+	pool->nfree_ = top;
 	return KVS_OK;
 }
 

@@ -253,7 +253,9 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
  * push on the free-id stack plus one store to the block's state word, with
  * one unlikely branch to a non-inlined slow path (eviction of the least
  * recently released cached-idle block when the free stack is empty, the
- * exhausted pool, a block that was not taken).  About 1 ns a pair.
+ * exhausted pool, a block that was not taken).  A pair costs five stores
+ * (the stack top twice, the state word twice, the pushed id): about 2 ns
+ * here, against about 10 ns for malloc(64) + free through jemalloc.
  *
  * The struct body is visible only so that these two inline; it belongs to
  * the allocator: never read or write its fields.  The pool lives as long
@@ -265,7 +267,6 @@ typedef struct kvs_block_pool {
 	uint32_t *state_;         /* [nblocks] reference count | flags per block */
 	uint32_t nfree_;          /* blocks on the free stack */
 	uint32_t nblocks_;        /* blocks in the pool */
-	uint32_t npinned_;        /* blocks taken outside any sequence */
 } kvs_block_pool;
 
 /* State word of a block taken through the pool: pinned, one reference. */
@@ -285,11 +286,12 @@ kvs_status kvs_block_pool_give_fail(kvs_block_pool *pool, kvs_block_id id);
  * recorded).  O(1). */
 static inline kvs_block_id kvs_block_pool_take1(kvs_block_pool *pool)
 {
-	if (KVS_UNLIKELY(pool->nfree_ == 0))
+	uint32_t top = pool->nfree_;
+	if (KVS_UNLIKELY(top == 0))
 		return kvs_block_pool_take_slow(pool);
-	kvs_block_id id = pool->free_ids_[--pool->nfree_];
+	kvs_block_id id = pool->free_ids_[top - 1];
+	pool->nfree_ = top - 1;
 	pool->state_[id] = KVS_BLOCK_POOL_PINNED_;
-	pool->npinned_++;
 	return id;
 }
 
@@ -299,12 +301,15 @@ static inline kvs_block_id kvs_block_pool_take1(kvs_block_pool *pool)
 static inline kvs_status kvs_block_pool_give1(kvs_block_pool *pool,
 					      kvs_block_id id)
 {
-	if (KVS_UNLIKELY(id >= pool->nblocks_ ||
-			 pool->state_[id] != KVS_BLOCK_POOL_PINNED_))
+	if (KVS_UNLIKELY(id >= pool->nblocks_))
 		return kvs_block_pool_give_fail(pool, id);
-	pool->state_[id] = 0;
-	pool->free_ids_[pool->nfree_++] = id;
-	pool->npinned_--;
+	uint32_t *state = &pool->state_[id];
+	if (KVS_UNLIKELY(*state != KVS_BLOCK_POOL_PINNED_))
+		return kvs_block_pool_give_fail(pool, id);
+	*state = 0;
+	uint32_t top = pool->nfree_;
+	pool->free_ids_[top] = id;
+	pool->nfree_ = top + 1;
 	return KVS_OK;
 }
 
