@@ -50,14 +50,21 @@
 
 #define NONE KVS_BLOCK_NONE
 
-/* State word of a block (kvs_block_pool.state_[id]): the reference count in
- * the low 29 bits (block tables holding it, + 1 if pinned), then flags. */
+/* State word of a block (kvs_block_pool.state_[id]):
+ *   held by tables or cached-idle:  hashed flag | reference count (29 bits)
+ *   the pool's (free, or pinned):   POOL | position on the free stack
+ * A pool block is free exactly when its position is below the stack top and
+ * the stack holds its id there (sparse-set membership); otherwise it is
+ * pinned: taken through kvs_block_pool_take1 / kvs_alloc_blocks_take,
+ * owned outside any table, with one implicit reference.  So taking a block
+ * off the stack for the caller writes nothing but the top. */
 #define MAX_REF ((1u << 29) - 1)
 #define PB_HASHED (1u << 29)   /* in the prefix index (full, hash known) */
-#define PB_PINNED (1u << 30)   /* taken through the pool, outside any table */
+#define POOL KVS_BLOCK_POOL_TAG_
+#define MAX_BLOCKS (POOL - 1)  /* positions must fit below the tag */
 
-_Static_assert(KVS_BLOCK_POOL_PINNED_ == (PB_PINNED | 1u),
-	       "the inline pool fast path writes this state word");
+_Static_assert((POOL & (MAX_REF | PB_HASHED)) == 0,
+	       "the pool tag is a bit of its own");
 
 /* Cold per-block data: 16 bytes. */
 typedef struct pblock {
@@ -108,6 +115,19 @@ static inline paged *P(const kvs_alloc *a)
 static inline uint32_t ref_of(const paged *p, uint32_t id)
 {
 	return p->pool.state_[id] & MAX_REF;
+}
+
+/* Is id a pinned block, with the free stack's top at top?  (The test
+ * kvs_block_pool_give1 makes.) */
+static inline bool pool_pinned(const kvs_block_pool *pool, uint32_t top,
+			       uint32_t id)
+{
+	if (id >= pool->nblocks_)
+		return false;
+	uint32_t pos = pool->state_[id] ^ POOL;
+	if (pos >= pool->nblocks_)
+		return false;       /* not the pool's: held by a table, or idle */
+	return !(pos < top && pool->free_ids_[pos] == id);
 }
 
 static inline uint32_t fill_of(uint32_t bs, uint32_t i, uint32_t len)
@@ -253,10 +273,12 @@ static inline void ref_dec(paged *p, uint32_t id, uint32_t fill)
 	}
 	if (--*st & MAX_REF)
 		return;
-	if (*st & PB_HASHED)
+	if (*st & PB_HASHED) {
 		lru_append(p, id);
-	else
+	} else {
+		*st = POOL | p->pool.nfree_;
 		p->pool.free_ids_[p->pool.nfree_++] = id;
+	}
 }
 
 /* Hash the blocks of s that became full while len went from old to s->len. */
@@ -296,10 +318,10 @@ static kvs_status paged_init(kvs_alloc *a)
 				"holds no block of %llu bytes",
 				(unsigned long long)c->budget_bytes,
 				(unsigned long long)bb);
-	if (n >= NONE)
+	if (n > MAX_BLOCKS)
 		return kvs_fail(KVS_ERR_LIMIT, "allocator: %llu blocks exceed "
-				"the 32-bit block id space; raise block_size",
-				(unsigned long long)n);
+				"the pool's limit of %u; raise block_size",
+				(unsigned long long)n, MAX_BLOCKS);
 	paged *p = kvs_calloc(1, sizeof *p);
 	if (!p)
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
@@ -318,8 +340,10 @@ static kvs_status paged_init(kvs_alloc *a)
 		goto nomem;
 	/* free stack in id order: block 0 on top */
 	for (uint32_t i = 0; i < p->pool.nblocks_; i++) {
+		uint32_t id = p->pool.nblocks_ - 1 - i;
 		p->b[i].prev = p->b[i].next = NONE;
-		p->pool.free_ids_[i] = p->pool.nblocks_ - 1 - i;
+		p->pool.free_ids_[i] = id;
+		p->pool.state_[id] = POOL | i;
 	}
 	p->pool.nfree_ = p->pool.nblocks_;
 	p->lru_head = p->lru_tail = NONE;
@@ -591,7 +615,7 @@ static void drop_device_blocks(kvs_alloc *a, paged *p, kvs_seq_rec *s)
 		for (uint32_t i = s->nblocks; i-- > 0;) {
 			uint32_t id = s->table[i];
 			if (KVS_LIKELY(st[id] == 1)) {
-				st[id] = 0;
+				st[id] = POOL | top;
 				fs[top++] = id;
 			} else {
 				if (KVS_DEBUG >= 1)
@@ -814,7 +838,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 		goto out;
 	for (uint32_t k = 0; k < p->pool.nfree_; k++) {
 		uint32_t id = p->pool.free_ids_[k];
-		if (id >= n || mark[id] || p->pool.state_[id])
+		if (id >= n || mark[id] || p->pool.state_[id] != (POOL | k))
 			goto out;
 		mark[id] = V_FREE;
 	}
@@ -881,12 +905,15 @@ static bool paged_is_valid(const kvs_alloc *a)
 	for (uint32_t id = 0; id < n; id++) {
 		if (mark[id] != V_NONE)
 			continue;
-		bool pinned = (p->pool.state_[id] & PB_PINNED) != 0;
-		/* a pinned block is in no table, holds no hash: exactly the
-		 * state word the inline give1 expects */
-		if (ref_of(p, id) == 0 || ref_of(p, id) != refs[id] + pinned ||
-		    (pinned && p->pool.state_[id] != KVS_BLOCK_POOL_PINNED_))
+		/* a pinned block (the pool's, off the stack) is in no table,
+		 * has one implicit reference and is what give1 accepts */
+		uint32_t stw = p->pool.state_[id];
+		if (stw & POOL) {
+			if (refs[id] || !pool_pinned(&p->pool, p->pool.nfree_, id))
+				goto out;
+		} else if (ref_of(p, id) == 0 || ref_of(p, id) != refs[id]) {
 			goto out;
+		}
 		owned++;
 		tok += fill[id];
 		res += resmax[id];
@@ -963,10 +990,11 @@ static uint64_t paged_metadata_bytes(const kvs_alloc *a)
 }
 
 /* ---- raw pool access ------------------------------------------------------------
- * Pinned blocks (state word PB_PINNED | 1, never hashed) are owned outside
- * any table.  take1 / give1 are inline in kvsim/alloc.h; what they cannot
- * do on their own is here.
+ * Pinned blocks (state word POOL | any position, off the free stack) are
+ * owned outside any table.  take1 / give1 are inline in kvsim/alloc.h;
+ * what they cannot do on their own is here.
  */
+
 
 static inline paged *pool_paged(kvs_block_pool *pool)
 {
@@ -997,7 +1025,7 @@ kvs_block_pool_take_slow(kvs_block_pool *pool)
 		return NONE;
 	}
 	uint32_t id = evict(p->a, p);
-	pool->state_[id] = KVS_BLOCK_POOL_PINNED_;
+	pool->state_[id] = POOL;     /* position 0: off the stack all the same */
 	return id;
 }
 
@@ -1019,16 +1047,12 @@ kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids)
 	if (n > pool->nfree_ + p->nidle)
 		return kvs_fail(KVS_ERR_NOSPACE, "allocator: %u blocks wanted, "
 				"%u free", n, pool->nfree_ + p->nidle);
-	/* all or nothing: n blocks are there.  Straight off the stack with
-	 * the top in a register, then the rest by eviction. */
+	/* all or nothing: n blocks are there.  Straight off the stack (the
+	 * state words already say POOL), then the rest by eviction. */
 	uint32_t top = pool->nfree_, i = 0;
 	const uint32_t *fs = pool->free_ids_;
-	uint32_t *st = pool->state_;
-	for (; i < n && top; i++) {
-		uint32_t id = fs[--top];
-		st[id] = KVS_BLOCK_POOL_PINNED_;
-		ids[i] = id;
-	}
+	for (; i < n && top; i++)
+		ids[i] = fs[--top];
 	pool->nfree_ = top;
 	for (; i < n; i++)
 		ids[i] = kvs_block_pool_take_slow(pool);
@@ -1042,19 +1066,17 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s has "
 				"no block pool", kvs_policy_name(a->cfg.policy));
 	kvs_block_pool *pool = &P(a)->pool;
-	/* one pass; a bad id (not taken, or given twice) undoes the pass, so
-	 * a bad list changes nothing: the blocks given so far are the top i
-	 * entries of the free stack */
-	uint32_t top = pool->nfree_, nb = pool->nblocks_;
+	/* one pass with the top in a local: a bad id (not taken, or given
+	 * twice, also within the list) abandons the pass before the top is
+	 * stored, and the blocks pushed so far, whose positions lie at or
+	 * above the old top, read as pinned again: no change */
+	uint32_t top = pool->nfree_;
 	uint32_t *fs = pool->free_ids_, *st = pool->state_;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = ids[i];
-		if (KVS_UNLIKELY(id >= nb || st[id] != KVS_BLOCK_POOL_PINNED_)) {
-			while (i-- > 0)
-				st[fs[--top]] = KVS_BLOCK_POOL_PINNED_;
+		if (KVS_UNLIKELY(!pool_pinned(pool, top, id)))
 			return kvs_block_pool_give_fail(pool, id);
-		}
-		st[id] = 0;
+		st[id] = POOL | top;
 		fs[top++] = id;
 	}
 	pool->nfree_ = top;
