@@ -4,18 +4,21 @@
  *
  * Memory picture (N blocks of block_size tokens each):
  *
- *   st[N]      state word, 4 bytes: ref:29 | hashed | pinned (the hot
- *              array: allocation and free touch only st and the stack)
+ *   st[N]      state word, 4 bytes: hashed | ref:29, or POOL | stack
+ *              position (the hot array: allocation and free touch only st
+ *              and the stack)
  *   b[N]       pblock, 16 bytes: hash | prev | next (prefix cache, LRU)
- *   fstack[N]  free-id stack, 4 bytes per block
+ *   fstack[N]  free-id stack, 4 bytes per block (pool.free_ids_)
  *   ht[2N]     prefix index, 4 bytes per slot: block id or NONE (only with
  *              prefix caching), open addressing keyed by the block's hash
  *              (32 bytes per block in all with prefix caching, 24 without)
  *
  *   every block is exactly one of
- *     free         ref 0, no flags, on the free-id stack
- *     cached-idle  ref 0, hashed, on the LRU queue (prev/next; head = oldest)
- *     owned        ref >= 1 = number of block tables holding it
+ *     free         POOL | its position on the free-id stack
+ *     cached-idle  hashed, ref 0, on the LRU queue (prev/next; head = oldest)
+ *     owned        ref >= 1 = number of block tables holding it, or pinned:
+ *                  POOL | a position where the stack does not hold it
+ *                  (taken through the raw pool calls; see MAX_REF below)
  *
  * Fresh blocks come off the free stack; only when it is empty is the LRU
  * head evicted (hash dropped).  Released blocks go to the free stack, or to
