@@ -2,8 +2,13 @@
  * bench_alloc.c - allocator hot paths against the host allocator.
  *
  * Figures (ns per operation, best of several rounds to shed noise):
- *   pool_pair       one block taken from and given back to the pool
- *                   (kvs_alloc_blocks_take/give, batches of 16 and of 1)
+ *   pool_single     one block taken from and given back to the pool through
+ *                   the inline fast path (kvs_block_pool_take1 / give1):
+ *                   one block in flight, and 64 in flight (taken one by
+ *                   one, given back oldest first); measured in rounds
+ *                   interleaved with the host pair, the target's reference
+ *   pool_pair       the same through the library calls
+ *                   kvs_alloc_blocks_take / give (batches of 16 and of 1)
  *   grow_block_pair one block allocated and freed through the sequence API:
  *                   a sequence grows by block_size tokens K times (one new
  *                   block each), then is released (K blocks freed)
@@ -108,6 +113,74 @@ static double bench_pool_pair(uint32_t n)
 	}
 	kvs_alloc_destroy(a);
 	return best;
+}
+
+/* host pair and inline pool pair, rounds interleaved so that both see the
+ * same machine (the build machine is shared and noisy). */
+static double host_round(void)
+{
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < 2000000; i++) {
+		void *p = kvs_malloc(64);
+		kvs_bench_keep(p);
+		kvs_free(p);
+	}
+	return (double)(now_ns() - t0) / 2000000.0;
+}
+
+static double single_round(kvs_block_pool *pool)
+{
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < 4000000; i++) {
+		kvs_block_id id = kvs_block_pool_take1(pool);
+		if (id == KVS_BLOCK_NONE)
+			must(KVS_ERR_NOSPACE);
+		kvs_bench_keep(id);
+		must(kvs_block_pool_give1(pool, id));
+	}
+	return (double)(now_ns() - t0) / 4000000.0;
+}
+
+static double single64_round(kvs_block_pool *pool)
+{
+	enum { W = 64 };
+	kvs_block_id ids[W];
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < 4000000 / W; i++) {
+		for (int k = 0; k < W; k++) {
+			ids[k] = kvs_block_pool_take1(pool);
+			if (ids[k] == KVS_BLOCK_NONE)
+				must(KVS_ERR_NOSPACE);
+		}
+		kvs_bench_keep(ids[0]);
+		for (int k = 0; k < W; k++)
+			must(kvs_block_pool_give1(pool, ids[k]));
+	}
+	return (double)(now_ns() - t0) / (double)(4000000 / W * W);
+}
+
+static void bench_single(double *host, double *single, double *single64)
+{
+	kvs_alloc *a = make(1 << 12, false, 1 << 16);
+	kvs_block_pool *pool = kvs_alloc_block_pool(a);
+	if (!pool)
+		must(KVS_ERR_UNSUPPORTED);
+	*host = *single = *single64 = 1e30;
+	for (int r = 0; r < 2 * ROUNDS; r++) {
+		double h = host_round(), s1 = single_round(pool),
+		       s64 = single64_round(pool);
+		if (h < *host)
+			*host = h;
+		if (s1 < *single)
+			*single = s1;
+		if (s64 < *single64)
+			*single64 = s64;
+	}
+	if (!kvs_alloc_is_valid(a) || kvs_alloc_free_blocks(a) != 1 << 12) {
+		fprintf(stderr, "bench_alloc: pool inconsistent after the run\n");
+		exit(1);
+	}
+	kvs_alloc_destroy(a);
 }
 
 static double bench_append(void)
@@ -237,23 +310,6 @@ static double bench_account(void)
 	return best;
 }
 
-static double bench_host_pair(void)
-{
-	double best = 1e30;
-	for (int r = 0; r < ROUNDS; r++) {
-		uint64_t t0 = now_ns();
-		for (int i = 0; i < 2000000; i++) {
-			void *p = kvs_malloc(64);
-			kvs_bench_keep(p);
-			kvs_free(p);
-		}
-		double ns = (double)(now_ns() - t0) / 2000000.0;
-		if (ns < best)
-			best = ns;
-	}
-	return best;
-}
-
 static double metadata_per_block(void)
 {
 	kvs_alloc *a = make(1 << 20, true, 4096);
@@ -269,7 +325,8 @@ int main(int argc, char **argv)
 	int code;
 	if (!kvs_bench_init(&b, "alloc", argc, argv, &code))
 		return code;
-	double host = bench_host_pair();
+	double host, single, single64;
+	bench_single(&host, &single, &single64);
 	double pool16 = bench_pool_pair(16);
 	double pool1 = bench_pool_pair(1);
 	double pair = bench_block_pair();
@@ -281,12 +338,26 @@ int main(int argc, char **argv)
 	double account = bench_account();
 	double meta = metadata_per_block();
 
-	kvs_bench_figure(&b, "host_pair_ns", host, "ns (malloc+free of 64 B)");
+	char unit[96];
+	snprintf(unit, sizeof unit, "ns (malloc+free of 64 B, %s)",
+		 kvs_mem_allocator());
+	kvs_bench_figure(&b, "host_pair_ns", host, unit);
+	snprintf(unit, sizeof unit, "ns per block, take1+give1 inline "
+		 "(target <= host/5 = %.2f ns)", host / 5);
+	kvs_bench_figure(&b, "pool_single_pair_ns", single, unit);
+	kvs_bench_figure(&b, "pool_single_speedup", host / single,
+			 "x vs host pair (target >= 5)");
+	kvs_bench_figure(&b, "pool_single_target_met", host / single >= 5.0,
+			 "1 = met");
+	kvs_bench_figure(&b, "pool_single64_pair_ns", single64,
+			 "ns per block, 64 in flight, take1/give1");
+	kvs_bench_figure(&b, "pool_single64_speedup", host / single64,
+			 "x vs host pair");
 	kvs_bench_figure(&b, "pool_pair_ns", pool16,
-			 "ns per block, take+give 16 (target <= host/5)");
+			 "ns per block, blocks_take/give of 16");
 	kvs_bench_figure(&b, "pool_pair_speedup", host / pool16, "x vs host pair");
-	kvs_bench_figure(&b, "pool_pair_single_ns", pool1,
-			 "ns per block, take+give 1 (two library calls)");
+	kvs_bench_figure(&b, "pool_pair_call1_ns", pool1,
+			 "ns per block, blocks_take/give of 1 (two calls)");
 	kvs_bench_figure(&b, "grow_block_pair_ns", pair,
 			 "ns per block, grow across a block + release");
 	kvs_bench_figure(&b, "append_ns", append, "ns per grow by 1 token");
