@@ -4,14 +4,21 @@
  *
  * Memory picture (N blocks of block_size tokens each):
  *
- *   b[N]   pblock, 24 bytes: hash | ref | prev | next | flags
- *   ht[2N] prefix index, 4 bytes per slot: block id or NONE (only with
- *          prefix caching), open addressing keyed by b[id].hash
+ *   st[N]      state word, 4 bytes: hashed | ref:29, or POOL | stack
+ *              position (the hot array: allocation and free touch only st
+ *              and the stack)
+ *   b[N]       pblock, 16 bytes: hash | prev | next (prefix cache, LRU)
+ *   fstack[N]  free-id stack, 4 bytes per block (pool.free_ids_)
+ *   ht[2N]     prefix index, 4 bytes per slot: block id or NONE (only with
+ *              prefix caching), open addressing keyed by the block's hash
+ *              (32 bytes per block in all with prefix caching, 24 without)
  *
  *   every block is exactly one of
- *     free         ref 0, not hashed, on the free stack (singly linked via next)
- *     cached-idle  ref 0, hashed, on the LRU queue (prev/next; head = oldest)
- *     owned        ref >= 1 = number of block tables holding it
+ *     free         POOL | its position on the free-id stack
+ *     cached-idle  hashed, ref 0, on the LRU queue (prev/next; head = oldest)
+ *     owned        ref >= 1 = number of block tables holding it, or pinned:
+ *                  POOL | a position where the stack does not hold it
+ *                  (taken through the raw pool calls; see MAX_REF below)
  *
  * Fresh blocks come off the free stack; only when it is empty is the LRU
  * head evicted (hash dropped).  Released blocks go to the free stack, or to
@@ -45,26 +52,51 @@
 #include <string.h>
 
 #define NONE KVS_BLOCK_NONE
-#define PB_HASHED 1u
 
+/* State word of a block (kvs_block_pool.state_[id]):
+ *   held by tables or cached-idle:  hashed flag | reference count (29 bits)
+ *   the pool's (free, or pinned):   POOL | position on the free stack
+ * A pool block is free exactly when its position is below the stack top and
+ * the stack holds its id there (sparse-set membership); otherwise it is
+ * pinned: taken through kvs_block_pool_take1 / kvs_alloc_blocks_take,
+ * owned outside any table, with one implicit reference.  So taking a block
+ * off the stack for the caller writes nothing but the top. */
+#define MAX_REF ((1u << 29) - 1)
+#define PB_HASHED (1u << 29)   /* in the prefix index (full, hash known) */
+#define POOL KVS_BLOCK_POOL_TAG_
+#define MAX_BLOCKS (POOL - 1)  /* positions must fit below the tag */
+
+_Static_assert((POOL & (MAX_REF | PB_HASHED)) == 0,
+	       "the pool tag is a bit of its own");
+
+/* Cold per-block data: 16 bytes. */
 typedef struct pblock {
-	uint64_t hash;   /* chained prefix hash (valid when PB_HASHED) */
-	uint32_t ref;    /* block tables holding it */
-	uint32_t prev;   /* LRU link */
-	uint32_t next;   /* LRU link, or free-stack link */
-	uint32_t flags;  /* PB_HASHED */
+	uint64_t hash;             /* chained prefix hash (when PB_HASHED) */
+	uint32_t prev, next;       /* LRU links (cached-idle blocks only) */
 } pblock;
 
+static inline uint64_t bhash(const pblock *b)
+{
+	return b->hash;
+}
+
+static inline void set_bhash(pblock *b, uint64_t h)
+{
+	b->hash = h;
+}
+
+/* pool is the first member: the pool's slow paths find the allocator
+ * from the pool pointer the caller holds. */
 typedef struct paged {
+	kvs_block_pool pool;         /* free-id stack, state words, pinned count */
+	kvs_alloc *a;                /* owner (statistics for the slow paths) */
 	pblock *b;
-	uint32_t nblocks;
 	uint32_t bs;                 /* tokens per block */
 	uint64_t block_bytes;
 	uint64_t leftover;           /* budget bytes not in whole blocks */
 	uint32_t watermark;          /* blocks */
 	bool caching;
 
-	uint32_t free_head, nfree;   /* free stack */
 	uint32_t lru_head, lru_tail, nidle;
 
 	uint32_t *ht;                /* prefix index */
@@ -81,6 +113,24 @@ typedef struct paged {
 static inline paged *P(const kvs_alloc *a)
 {
 	return (paged *)a->p;
+}
+
+static inline uint32_t ref_of(const paged *p, uint32_t id)
+{
+	return p->pool.state_[id] & MAX_REF;
+}
+
+/* Is id a pinned block, with the free stack's top at top?  (The test
+ * kvs_block_pool_give1 makes.) */
+static inline bool pool_pinned(const kvs_block_pool *pool, uint32_t top,
+			       uint32_t id)
+{
+	if (id >= pool->nblocks_)
+		return false;
+	uint32_t pos = pool->state_[id] ^ POOL;
+	if (pos >= pool->nblocks_)
+		return false;       /* not the pool's: held by a table, or idle */
+	return !(pos < top && pool->free_ids_[pos] == id);
 }
 
 static inline uint32_t fill_of(uint32_t bs, uint32_t i, uint32_t len)
@@ -108,7 +158,7 @@ static inline uint32_t ht_find(const paged *p, uint64_t h)
 	uint64_t i = ht_home(p, h);
 	for (;;) {
 		uint32_t id = p->ht[i];
-		if (id == NONE || p->b[id].hash == h)
+		if (id == NONE || bhash(&p->b[id]) == h)
 			return id;
 		i = ht_next(p, i);
 	}
@@ -116,17 +166,17 @@ static inline uint32_t ht_find(const paged *p, uint64_t h)
 
 static void ht_insert(paged *p, uint32_t id)
 {
-	uint64_t i = ht_home(p, p->b[id].hash);
+	uint64_t i = ht_home(p, bhash(&p->b[id]));
 	while (p->ht[i] != NONE)
 		i = ht_next(p, i);
 	p->ht[i] = id;
-	p->b[id].flags |= PB_HASHED;
+	p->pool.state_[id] |= PB_HASHED;
 	p->nhashed++;
 }
 
 static void ht_remove(paged *p, uint32_t id)
 {
-	uint64_t i = ht_home(p, p->b[id].hash);
+	uint64_t i = ht_home(p, bhash(&p->b[id]));
 	while (p->ht[i] != id) {
 		kvs_require(p->ht[i] != NONE);
 		i = ht_next(p, i);
@@ -137,7 +187,7 @@ static void ht_remove(paged *p, uint32_t id)
 		uint32_t e = p->ht[j];
 		if (e == NONE)
 			break;
-		uint64_t k = ht_home(p, p->b[e].hash);
+		uint64_t k = ht_home(p, bhash(&p->b[e]));
 		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
 		if (stays)
 			continue;
@@ -145,7 +195,7 @@ static void ht_remove(paged *p, uint32_t id)
 		i = j;
 	}
 	p->ht[i] = NONE;
-	p->b[id].flags &= ~PB_HASHED;
+	p->pool.state_[id] &= ~PB_HASHED;
 	p->nhashed--;
 }
 
@@ -192,46 +242,45 @@ static __attribute__((noinline)) uint32_t evict(kvs_alloc *a, paged *p)
  * Cost: a stack pop (one unlikely branch to eviction). */
 static inline uint32_t take(kvs_alloc *a, paged *p)
 {
-	uint32_t id = p->free_head;
-	if (KVS_LIKELY(id != NONE)) {
-		p->free_head = p->b[id].next;
-		p->nfree--;
-	} else {
+	uint32_t id;
+	if (KVS_LIKELY(p->pool.nfree_))
+		id = p->pool.free_ids_[--p->pool.nfree_];
+	else
 		id = evict(a, p);
-	}
-	p->b[id].ref = 1;
+	p->pool.state_[id] = 1;      /* evict() dropped the hash */
 	return id;
 }
 
 /* Another table now holds id, whose fill is `fill` (id not idle). */
 static inline void ref_inc(paged *p, uint32_t id, uint32_t fill)
 {
-	pblock *b = &p->b[id];
-	if (b->ref >= 1) {
+	uint32_t *st = &p->pool.state_[id];
+	uint32_t ref = *st & MAX_REF;
+	if (ref >= 1) {
 		p->dup_tok += fill;
-		if (fill < p->bs && b->ref == 1)
+		if (fill < p->bs && ref == 1)
 			p->shared_tails++;
 	}
-	b->ref++;
+	++*st;                       /* callers keep ref below MAX_REF */
 }
 
 /* One table less holds id. */
 static inline void ref_dec(paged *p, uint32_t id, uint32_t fill)
 {
-	pblock *b = &p->b[id];
-	if (b->ref >= 2) {
+	uint32_t *st = &p->pool.state_[id];
+	uint32_t ref = *st & MAX_REF;
+	if (ref >= 2) {
 		p->dup_tok -= fill;
-		if (fill < p->bs && b->ref == 2)
+		if (fill < p->bs && ref == 2)
 			p->shared_tails--;
 	}
-	if (--b->ref == 0) {
-		if (b->flags & PB_HASHED) {
-			lru_append(p, id);
-		} else {
-			b->next = p->free_head;
-			p->free_head = id;
-			p->nfree++;
-		}
+	if (--*st & MAX_REF)
+		return;
+	if (*st & PB_HASHED) {
+		lru_append(p, id);
+	} else {
+		*st = POOL | p->pool.nfree_;
+		p->pool.free_ids_[p->pool.nfree_++] = id;
 	}
 }
 
@@ -243,12 +292,12 @@ static void register_full(paged *p, kvs_seq_rec *s, uint32_t old)
 		hi = s->nhashes;
 	for (uint32_t i = lo; i < hi; i++) {
 		uint32_t id = s->table[i];
-		if (p->b[id].flags & PB_HASHED)
+		if (p->pool.state_[id] & PB_HASHED)
 			continue;
 		uint64_t h = s->hashes[i];
 		if (ht_find(p, h) != NONE)
 			continue;    /* same content already cached elsewhere */
-		p->b[id].hash = h;
+		set_bhash(&p->b[id], h);
 		ht_insert(p, id);
 	}
 }
@@ -272,30 +321,34 @@ static kvs_status paged_init(kvs_alloc *a)
 				"holds no block of %llu bytes",
 				(unsigned long long)c->budget_bytes,
 				(unsigned long long)bb);
-	if (n >= NONE)
+	if (n > MAX_BLOCKS)
 		return kvs_fail(KVS_ERR_LIMIT, "allocator: %llu blocks exceed "
-				"the 32-bit block id space; raise block_size",
-				(unsigned long long)n);
+				"the pool's limit of %u; raise block_size",
+				(unsigned long long)n, MAX_BLOCKS);
 	paged *p = kvs_calloc(1, sizeof *p);
 	if (!p)
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
-	p->nblocks = (uint32_t)n;
+	p->pool.nblocks_ = (uint32_t)n;
 	p->bs = c->block_size;
 	p->block_bytes = bb;
 	p->leftover = c->budget_bytes - n * bb;
 	p->watermark = (uint32_t)(c->watermark * (double)n);
 	p->caching = c->enable_prefix_caching;
-	p->b = kvs_reallocarray(NULL, (size_t)n, sizeof *p->b);
-	if (!p->b)
+	p->a = a;
+	p->b = kvs_calloc((size_t)n, sizeof *p->b);
+	p->pool.state_ = kvs_calloc((size_t)n, sizeof *p->pool.state_);
+	p->pool.free_ids_ = kvs_reallocarray(NULL, (size_t)n,
+					     sizeof *p->pool.free_ids_);
+	if (!p->b || !p->pool.state_ || !p->pool.free_ids_)
 		goto nomem;
 	/* free stack in id order: block 0 on top */
-	for (uint32_t i = 0; i < p->nblocks; i++) {
-		p->b[i] = (pblock){ .hash = 0, .ref = 0, .prev = NONE,
-				    .next = i + 1 < p->nblocks ? i + 1 : NONE,
-				    .flags = 0 };
+	for (uint32_t i = 0; i < p->pool.nblocks_; i++) {
+		uint32_t id = p->pool.nblocks_ - 1 - i;
+		p->b[i].prev = p->b[i].next = NONE;
+		p->pool.free_ids_[i] = id;
+		p->pool.state_[id] = POOL | i;
 	}
-	p->free_head = 0;
-	p->nfree = p->nblocks;
+	p->pool.nfree_ = p->pool.nblocks_;
 	p->lru_head = p->lru_tail = NONE;
 	if (p->caching) {
 		p->ht_cap = 2 * n;
@@ -320,6 +373,8 @@ static kvs_status paged_init(kvs_alloc *a)
 	return KVS_OK;
 nomem:
 	kvs_free(p->b);
+	kvs_free(p->pool.state_);
+	kvs_free(p->pool.free_ids_);
 	kvs_free(p->ht);
 	kvs_free(p->host_free);
 	kvs_free(p);
@@ -331,6 +386,8 @@ static void paged_fini(kvs_alloc *a)
 {
 	paged *p = P(a);
 	kvs_free(p->b);
+	kvs_free(p->pool.state_);
+	kvs_free(p->pool.free_ids_);
 	kvs_free(p->ht);
 	kvs_free(p->host_free);
 	kvs_free(p);
@@ -351,9 +408,9 @@ static uint32_t prefix_hits(const paged *p, const kvs_seq_desc *d,
 			lim = d->num_block_hashes;
 		for (; h < lim; h++) {
 			uint32_t id = ht_find(p, d->block_hashes[h]);
-			if (id == NONE)
+			if (id == NONE || ref_of(p, id) == MAX_REF)
 				break;
-			nidle += p->b[id].ref == 0;
+			nidle += ref_of(p, id) == 0;
 		}
 	}
 	*idle = nidle;
@@ -367,15 +424,15 @@ static kvs_admit_verdict paged_can_admit(const kvs_alloc *a,
 	const paged *p = P(a);
 	uint64_t final_len = (uint64_t)d->prompt_tokens + d->output_tokens;
 	uint64_t nprompt = kvs_div_ceil(d->prompt_tokens, p->bs);
-	if (kvs_div_ceil(final_len, p->bs) > p->nblocks ||
-	    nprompt + p->watermark > p->nblocks) {
+	if (kvs_div_ceil(final_len, p->bs) > p->pool.nblocks_ ||
+	    nprompt + p->watermark > p->pool.nblocks_) {
 		*why = KVS_REASON_EXCEEDS_BUDGET;
 		return KVS_ADMIT_NEVER;
 	}
 	uint32_t idle;
 	uint32_t hits = prefix_hits(p, d, &idle);
 	uint64_t need = nprompt - hits + idle;
-	uint64_t avail = (uint64_t)p->nfree + p->nidle;
+	uint64_t avail = (uint64_t)p->pool.nfree_ + p->nidle;
 	if (need > avail) {
 		*why = KVS_REASON_NO_FREE_BLOCKS;
 		return KVS_ADMIT_LATER;
@@ -409,7 +466,7 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 	/* cached blocks first, so fresh allocations cannot evict them */
 	for (uint32_t i = 0; i < hits; i++) {
 		uint32_t id = ht_find(p, d->block_hashes[i]);
-		if (p->b[id].ref == 0)
+		if (ref_of(p, id) == 0)
 			lru_unlink(p, id);
 		ref_inc(p, id, p->bs);
 		s->table[i] = id;
@@ -440,25 +497,29 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 	  const kvs_block_copy **copies, size_t *ncopies)
 {
 	uint32_t bs = p->bs;
-	uint32_t len = s->len, newlen = len + n;
+	uint32_t len = s->len, newlen = len + n;  /* <= max_model_len */
 	uint64_t cap = (uint64_t)s->nblocks * bs;
 	/* blocks written by this step that others also hold: copy first */
 	uint32_t ncow = 0;
 	if (p->shared_tails && len < cap) {
 		uint32_t last = (uint32_t)(((newlen < cap ? newlen : cap) - 1) / bs);
 		for (uint32_t i = len / bs; i <= last; i++)
-			ncow += p->b[s->table[i]].ref > 1;
+			ncow += ref_of(p, s->table[i]) > 1;
 	}
-	uint32_t want = (uint32_t)kvs_div_ceil(newlen, bs);
+	/* 32-bit division: one div instruction for quotient and remainder */
+	uint32_t want = newlen / bs + (newlen % bs != 0);
 	uint32_t fresh = want > s->nblocks ? want - s->nblocks : 0;
-	if ((uint64_t)ncow + fresh > (uint64_t)p->nfree + p->nidle)
+	if ((uint64_t)ncow + fresh > (uint64_t)p->pool.nfree_ + p->nidle)
 		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu needs "
 				"%u blocks, %u free",
 				(unsigned long long)s->id, ncow + fresh,
-				p->nfree + p->nidle);
-	kvs_status st = kvs_alloc_grow_u32(&s->table, &s->table_cap,
-					   s->nblocks + fresh);
-	if (st == KVS_OK)
+				p->pool.nfree_ + p->nidle);
+	/* buffers are recycled with the records: calls only when they grow */
+	kvs_status st = KVS_OK;
+	if (KVS_UNLIKELY(s->nblocks + fresh > s->table_cap))
+		st = kvs_alloc_grow_u32(&s->table, &s->table_cap,
+					s->nblocks + fresh);
+	if (st == KVS_OK && ncow)
 		st = kvs_alloc_reserve_copies(a, ncow);
 	if (st != KVS_OK)
 		return st;
@@ -467,7 +528,7 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 		uint32_t last = (uint32_t)(((newlen < cap ? newlen : cap) - 1) / bs);
 		for (uint32_t i = len / bs; i <= last; i++) {
 			uint32_t old = s->table[i];
-			if (p->b[old].ref <= 1)
+			if (ref_of(p, old) <= 1)
 				continue;
 			uint32_t f = fill_of(bs, i, len);
 			uint32_t nb = take(a, p);
@@ -480,8 +541,21 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 			}
 		}
 	}
-	for (uint32_t i = 0; i < fresh; i++)
-		s->table[s->nblocks + i] = take(a, p);
+	kvs_block_id *t = s->table + s->nblocks;
+	if (KVS_LIKELY(fresh <= p->pool.nfree_)) {
+		/* straight off the free stack, no eviction possible */
+		uint32_t *fs = p->pool.free_ids_, *st_ = p->pool.state_;
+		uint32_t top = p->pool.nfree_;
+		for (uint32_t i = 0; i < fresh; i++) {
+			uint32_t id = fs[--top];
+			st_[id] = 1;
+			t[i] = id;
+		}
+		p->pool.nfree_ = top;
+	} else {
+		for (uint32_t i = 0; i < fresh; i++)
+			t[i] = take(a, p);
+	}
 	s->nblocks += fresh;
 	s->len = newlen;
 	a->tok_sum += n;
@@ -523,7 +597,7 @@ static uint32_t paged_room(const kvs_alloc *a, const kvs_seq_rec *s)
 	if (p->shared_tails) {
 		/* writing into a shared block copies it first */
 		for (i = s->len / p->bs; i < s->nblocks; i++)
-			if (p->b[s->table[i]].ref > 1)
+			if (ref_of(p, s->table[i]) > 1)
 				break;
 	}
 	uint64_t lim = (uint64_t)i * p->bs;
@@ -534,8 +608,30 @@ static uint32_t paged_room(const kvs_alloc *a, const kvs_seq_rec *s)
 
 static void drop_device_blocks(kvs_alloc *a, paged *p, kvs_seq_rec *s)
 {
-	for (uint32_t i = s->nblocks; i-- > 0;)
-		ref_dec(p, s->table[i], fill_of(p->bs, i, s->len));
+	if (KVS_LIKELY(p->dup_tok == 0 && p->shared_tails == 0)) {
+		/* No block held by two tables (a shared block is either full,
+		 * counted in dup_tok, or not, counted in shared_tails), so
+		 * every block of s has ref 1 and goes back: unhashed ones
+		 * to the free stack, hashed ones to the LRU tail. */
+		uint32_t *fs = p->pool.free_ids_, *st = p->pool.state_;
+		uint32_t top = p->pool.nfree_;
+		for (uint32_t i = s->nblocks; i-- > 0;) {
+			uint32_t id = s->table[i];
+			if (KVS_LIKELY(st[id] == 1)) {
+				st[id] = POOL | top;
+				fs[top++] = id;
+			} else {
+				if (KVS_DEBUG >= 1)
+					kvs_require(st[id] == (PB_HASHED | 1u));
+				st[id] = PB_HASHED;   /* ref 1 -> 0, stays hashed */
+				lru_append(p, id);
+			}
+		}
+		p->pool.nfree_ = top;
+	} else {
+		for (uint32_t i = s->nblocks; i-- > 0;)
+			ref_dec(p, s->table[i], fill_of(p->bs, i, s->len));
+	}
 	a->tok_sum -= s->len;
 	a->res_sum -= s->res;
 	s->res = 0;
@@ -561,6 +657,11 @@ static kvs_status paged_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 		st = kvs_alloc_grow_u64(&c->hashes, &c->hashes_cap, par->nhashes);
 	if (st != KVS_OK)
 		return st;
+	for (uint32_t i = 0; i < par->nblocks; i++)
+		if (ref_of(p, par->table[i]) == MAX_REF)
+			return kvs_fail(KVS_ERR_LIMIT, "allocator: fork: block %u "
+					"is shared by %u sequences already",
+					par->table[i], MAX_REF);
 	for (uint32_t i = 0; i < par->nblocks; i++) {
 		ref_inc(p, par->table[i], fill_of(p->bs, i, par->len));
 		c->table[i] = par->table[i];
@@ -614,7 +715,7 @@ static kvs_status paged_swap_out(kvs_alloc *a, kvs_seq_rec *s,
 static bool paged_can_swap_in(const kvs_alloc *a, const kvs_seq_rec *s)
 {
 	const paged *p = P(a);
-	uint64_t avail = (uint64_t)p->nfree + p->nidle;
+	uint64_t avail = (uint64_t)p->pool.nfree_ + p->nidle;
 	return s->nblocks <= avail && avail - s->nblocks >= p->watermark;
 }
 
@@ -626,7 +727,7 @@ static kvs_status paged_swap_in(kvs_alloc *a, kvs_seq_rec *s,
 		return kvs_fail(KVS_ERR_NOSPACE, "allocator: swap_in: sequence "
 				"%llu needs %u blocks above the watermark of %u, "
 				"%u free", (unsigned long long)s->id, s->nblocks,
-				p->watermark, p->nfree + p->nidle);
+				p->watermark, p->pool.nfree_ + p->nidle);
 	uint32_t k = s->nblocks;
 	kvs_status st = kvs_alloc_reserve_copies(a, k);
 	if (st != KVS_OK)
@@ -678,9 +779,9 @@ static __attribute__((noinline)) uint64_t shared_res_excess(const kvs_alloc *a)
 			if (s->state != KVS_SEQ_RESIDENT)
 				continue;
 			for (uint32_t i = s->len / bs; i < s->nblocks; i++) {
-				pblock *b = &p->b[s->table[i]];
-				if (b->ref < 2)
+				if (ref_of(p, s->table[i]) < 2)
 					continue;
+				pblock *b = &p->b[s->table[i]];
 				uint32_t v = block_res(bs, i, s->len, s->final_len);
 				if (pass == 0) {
 					b->prev = 0;     /* largest claim */
@@ -704,7 +805,7 @@ static void paged_account(const kvs_alloc *a, const kvs_seq_desc *next,
 {
 	const paged *p = P(a);
 	uint64_t B = a->cfg.kv_bytes_per_token;
-	uint64_t owned = (uint64_t)p->nblocks - p->nfree - p->nidle;
+	uint64_t owned = (uint64_t)p->pool.nblocks_ - p->pool.nfree_ - p->nidle;
 	uint64_t tok = a->tok_sum - p->dup_tok;
 	uint64_t res = a->res_sum;
 	if (p->shared_tails)
@@ -714,7 +815,7 @@ static void paged_account(const kvs_alloc *a, const kvs_seq_desc *next,
 	out->internal_frag = owned * p->block_bytes - (tok + res) * B + p->leftover;
 	out->external_frag = 0;
 	out->cached_idle = (uint64_t)p->nidle * p->block_bytes;
-	out->free = (uint64_t)p->nfree * p->block_bytes;
+	out->free = (uint64_t)p->pool.nfree_ * p->block_bytes;
 	(void)next;
 }
 
@@ -725,7 +826,7 @@ enum { V_NONE = 0, V_FREE, V_IDLE };
 static bool paged_is_valid(const kvs_alloc *a)
 {
 	const paged *p = P(a);
-	uint32_t n = p->nblocks, bs = p->bs;
+	uint32_t n = p->pool.nblocks_, bs = p->bs;
 	bool ok = false;
 	uint8_t *mark = kvs_calloc(n, 1);
 	uint32_t *refs = kvs_calloc(n, sizeof *refs);
@@ -736,21 +837,20 @@ static bool paged_is_valid(const kvs_alloc *a)
 		goto out;
 	/* free stack */
 	uint32_t cnt = 0;
-	for (uint32_t id = p->free_head; id != NONE; id = p->b[id].next) {
-		if (id >= n || mark[id] || p->b[id].ref || (p->b[id].flags & PB_HASHED))
+	if (p->pool.nfree_ > n)
+		goto out;
+	for (uint32_t k = 0; k < p->pool.nfree_; k++) {
+		uint32_t id = p->pool.free_ids_[k];
+		if (id >= n || mark[id] || p->pool.state_[id] != (POOL | k))
 			goto out;
 		mark[id] = V_FREE;
-		if (++cnt > n)
-			goto out;
 	}
-	if (cnt != p->nfree)
-		goto out;
 	/* LRU, both directions */
 	cnt = 0;
 	uint32_t prev = NONE;
 	for (uint32_t id = p->lru_head; id != NONE; id = p->b[id].next) {
-		if (id >= n || mark[id] || p->b[id].ref ||
-		    !(p->b[id].flags & PB_HASHED) || p->b[id].prev != prev)
+		if (id >= n || mark[id] || p->pool.state_[id] != PB_HASHED ||
+		    p->b[id].prev != prev)
 			goto out;
 		mark[id] = V_IDLE;
 		prev = id;
@@ -781,8 +881,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 			continue;
 		}
 		if ((uint64_t)s->nblocks * bs < s->len ||
-		    s->res != kvs_seq_reserved((uint64_t)s->nblocks * bs, s->len, s->final_len) ||
-		    s->nhashes > s->nblocks)
+		    s->res != kvs_seq_reserved((uint64_t)s->nblocks * bs, s->len, s->final_len))
 			goto out;
 		for (uint32_t i = 0; i < s->nblocks; i++) {
 			uint32_t id = s->table[i];
@@ -799,8 +898,8 @@ static bool paged_is_valid(const kvs_alloc *a)
 			if (v > resmax[id])
 				resmax[id] = v;
 			/* a cached block must hold what its hash names */
-			if ((p->b[id].flags & PB_HASHED) &&
-			    (f != bs || (i < s->nhashes && s->hashes[i] != p->b[id].hash)))
+			if ((p->pool.state_[id] & PB_HASHED) &&
+			    (f != bs || (i < s->nhashes && s->hashes[i] != bhash(&p->b[id]))))
 				goto out;
 		}
 	}
@@ -809,8 +908,15 @@ static bool paged_is_valid(const kvs_alloc *a)
 	for (uint32_t id = 0; id < n; id++) {
 		if (mark[id] != V_NONE)
 			continue;
-		if (p->b[id].ref == 0 || p->b[id].ref != refs[id])
+		/* a pinned block (the pool's, off the stack) is in no table,
+		 * has one implicit reference and is what give1 accepts */
+		uint32_t stw = p->pool.state_[id];
+		if (stw & POOL) {
+			if (refs[id] || !pool_pinned(&p->pool, p->pool.nfree_, id))
+				goto out;
+		} else if (ref_of(p, id) == 0 || ref_of(p, id) != refs[id]) {
 			goto out;
+		}
 		owned++;
 		tok += fill[id];
 		res += resmax[id];
@@ -821,7 +927,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 	/* prefix index: exactly the hashed blocks, each reachable */
 	uint32_t hashed = 0;
 	for (uint32_t id = 0; id < n; id++)
-		hashed += (p->b[id].flags & PB_HASHED) != 0;
+		hashed += (p->pool.state_[id] & PB_HASHED) != 0;
 	if (hashed != p->nhashed || (!p->caching && hashed))
 		goto out;
 	if (p->caching) {
@@ -831,8 +937,8 @@ static bool paged_is_valid(const kvs_alloc *a)
 			if (id == NONE)
 				continue;
 			entries++;
-			if (id >= n || !(p->b[id].flags & PB_HASHED) ||
-			    ht_find(p, p->b[id].hash) != id)
+			if (id >= n || !(p->pool.state_[id] & PB_HASHED) ||
+			    ht_find(p, bhash(&p->b[id])) != id)
 				goto out;
 		}
 		if (entries != hashed)
@@ -853,7 +959,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 	uint64_t B = a->cfg.kv_bytes_per_token;
 	if (m.token_states != tok * B || m.reservation != res * B ||
 	    m.cached_idle != (uint64_t)p->nidle * p->block_bytes ||
-	    m.free != (uint64_t)p->nfree * p->block_bytes ||
+	    m.free != (uint64_t)p->pool.nfree_ * p->block_bytes ||
 	    m.internal_frag != owned * p->block_bytes - (tok + res) * B + p->leftover)
 		goto out;
 	ok = true;
@@ -870,20 +976,114 @@ out:
 
 static uint64_t paged_num_units(const kvs_alloc *a)
 {
-	return P(a)->nblocks;
+	return P(a)->pool.nblocks_;
 }
 
 static uint64_t paged_free_units(const kvs_alloc *a)
 {
-	return (uint64_t)P(a)->nfree + P(a)->nidle;
+	return (uint64_t)P(a)->pool.nfree_ + P(a)->nidle;
 }
 
 static uint64_t paged_metadata_bytes(const kvs_alloc *a)
 {
 	const paged *p = P(a);
-	return (uint64_t)p->nblocks * sizeof(pblock) +
+	return (uint64_t)p->pool.nblocks_ * (sizeof(pblock) + 2 * sizeof(uint32_t)) +
 	       p->ht_cap * sizeof(uint32_t) +
 	       (uint64_t)p->host_nblocks * sizeof(uint32_t) + sizeof *p;
+}
+
+/* ---- raw pool access ------------------------------------------------------------
+ * Pinned blocks (state word POOL | any position, off the free stack) are
+ * owned outside any table.  take1 / give1 are inline in kvsim/alloc.h;
+ * what they cannot do on their own is here.
+ */
+
+
+static inline paged *pool_paged(kvs_block_pool *pool)
+{
+	return (paged *)(void *)pool;     /* pool is paged's first member */
+}
+
+kvs_block_pool *kvs_alloc_block_pool(kvs_alloc *a)
+{
+	if (a->m != &kvs_paged_methods) {
+		kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s has no "
+			 "block pool", kvs_policy_name(a->cfg.policy));
+		return NULL;
+	}
+	return &P(a)->pool;
+}
+
+/* The free stack is empty: evict the least recently released cached-idle
+ * block, or report exhaustion. */
+__attribute__((noinline)) kvs_block_id
+kvs_block_pool_take_slow(kvs_block_pool *pool)
+{
+	paged *p = pool_paged(pool);
+	if (pool->nfree_)
+		return kvs_block_pool_take1(pool);
+	if (p->nidle == 0) {
+		kvs_fail(KVS_ERR_NOSPACE, "allocator: no free block in a pool "
+			 "of %u", pool->nblocks_);
+		return NONE;
+	}
+	uint32_t id = evict(p->a, p);
+	pool->state_[id] = POOL;     /* position 0: off the stack all the same */
+	return id;
+}
+
+__attribute__((noinline, cold)) kvs_status
+kvs_block_pool_give_fail(kvs_block_pool *pool, kvs_block_id id)
+{
+	(void)pool;
+	return kvs_fail(KVS_ERR_STATE, "allocator: block %u was not taken "
+			"(or is given twice)", id);
+}
+
+kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids)
+{
+	if (a->m != &kvs_paged_methods)
+		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s has "
+				"no block pool", kvs_policy_name(a->cfg.policy));
+	paged *p = P(a);
+	kvs_block_pool *pool = &p->pool;
+	if (n > pool->nfree_ + p->nidle)
+		return kvs_fail(KVS_ERR_NOSPACE, "allocator: %u blocks wanted, "
+				"%u free", n, pool->nfree_ + p->nidle);
+	/* all or nothing: n blocks are there.  Straight off the stack (the
+	 * state words already say POOL), then the rest by eviction. */
+	uint32_t top = pool->nfree_, i = 0;
+	const uint32_t *fs = pool->free_ids_;
+	for (; i < n && top; i++)
+		ids[i] = fs[--top];
+	pool->nfree_ = top;
+	for (; i < n; i++)
+		ids[i] = kvs_block_pool_take_slow(pool);
+	return KVS_OK;
+}
+
+kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
+				 const kvs_block_id *ids)
+{
+	if (a->m != &kvs_paged_methods)
+		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s has "
+				"no block pool", kvs_policy_name(a->cfg.policy));
+	kvs_block_pool *pool = &P(a)->pool;
+	/* one pass with the top in a local: a bad id (not taken, or given
+	 * twice, also within the list) abandons the pass before the top is
+	 * stored, and the blocks pushed so far, whose positions lie at or
+	 * above the old top, read as pinned again: no change */
+	uint32_t top = pool->nfree_;
+	uint32_t *fs = pool->free_ids_, *st = pool->state_;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = ids[i];
+		if (KVS_UNLIKELY(!pool_pinned(pool, top, id)))
+			return kvs_block_pool_give_fail(pool, id);
+		st[id] = POOL | top;
+		fs[top++] = id;
+	}
+	pool->nfree_ = top;
+	return KVS_OK;
 }
 
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,

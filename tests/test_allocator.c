@@ -548,6 +548,125 @@ static void test_paged_swap(void **state)
 	kvs_alloc_destroy(a);
 }
 
+static void test_paged_pool_take_give(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	kvs_alloc *a = make(&c);
+	admit_ok(a, 1, 4, 0);             /* block 0 */
+	kvs_block_id ids[12];
+	assert_int_equal(kvs_alloc_blocks_take(a, 3, ids), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(ids[0], 1);
+	assert_int_equal(ids[1], 2);
+	assert_int_equal(ids[2], 3);
+	assert_int_equal(kvs_alloc_free_blocks(a), 6);
+	/* pinned blocks hold no tokens: internal fragmentation */
+	expect_parts(a, 0, 400, 1200 + 50, 0, 2400);
+	assert_int_equal(kvs_alloc_blocks_take(a, 7, ids + 3), KVS_ERR_NOSPACE);
+	kvs_block_id bad[2] = { ids[0], ids[0] };
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, bad), KVS_ERR_STATE);
+	bad[1] = 0;                       /* held by seq 1, not taken */
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, bad), KVS_ERR_STATE);
+	bad[1] = 99;
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, bad), KVS_ERR_STATE);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_free_blocks(a), 6);
+	assert_int_equal(kvs_alloc_blocks_give(a, 3, ids), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_blocks_give(a, 1, ids), KVS_ERR_STATE);
+	expect_parts(a, 0, 400, 50, 0, 3600);
+	kvs_alloc_destroy(a);
+
+	c.policy = KVS_POLICY_ORACLE;
+	a = make(&c);
+	assert_int_equal(kvs_alloc_blocks_take(a, 1, ids), KVS_ERR_UNSUPPORTED);
+	kvs_alloc_destroy(a);
+}
+
+/* The inline single-block path: stack order, eviction and exhaustion in
+ * the slow path, misuse, and blocks moving between the two pool APIs. */
+static void test_paged_pool_single(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	c.enable_prefix_caching = true;
+	kvs_alloc *a = make(&c);
+	kvs_block_pool *pool = kvs_alloc_block_pool(a);
+	assert_non_null(pool);
+	uint64_t h[2];
+	hashes_for(h, 2, 1);
+	kvs_seq_desc d = desc(1, 9, 0);   /* 2 full prompt blocks + 1 token */
+	d.block_hashes = h;
+	d.num_block_hashes = 2;
+	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_OK);
+	grow_ok(a, 1, 9);                 /* blocks 0, 1 hashed; 2 partial */
+	assert_int_equal(kvs_alloc_release(a, 1), KVS_OK);
+	/* free stack: 2 on top, then 3..9; LRU: 1 (released first), 0 */
+	kvs_block_id ids[10];
+	for (uint32_t i = 0; i < 8; i++) {
+		ids[i] = kvs_block_pool_take1(pool);
+		assert_int_equal(ids[i], 2 + i);
+		assert_true(kvs_alloc_is_valid(a));
+	}
+	expect_parts(a, 0, 0, 8 * BS * B + 50, 2 * BS * B, 0);
+	/* free stack empty: the slow path evicts the LRU head, then the next */
+	ids[8] = kvs_block_pool_take1(pool);
+	assert_int_equal(ids[8], 1);
+	ids[9] = kvs_block_pool_take1(pool);
+	assert_int_equal(ids[9], 0);
+	assert_true(kvs_alloc_is_valid(a));
+	kvs_alloc_stats st;
+	kvs_alloc_get_stats(a, &st);
+	assert_int_equal(st.evictions, 2);
+	assert_int_equal(kvs_alloc_prefix_lookup(a, h, 2), 0);
+	/* exhausted: a normal result that changes nothing */
+	assert_int_equal(kvs_block_pool_take1(pool), KVS_BLOCK_NONE);
+	assert_int_equal(kvs_alloc_free_blocks(a), 0);
+	assert_true(kvs_alloc_is_valid(a));
+	expect_parts(a, 0, 0, 10 * BS * B + 50, 0, 0);
+	/* misuse: out of range, given twice; no change */
+	assert_int_equal(kvs_block_pool_give1(pool, 10), KVS_ERR_STATE);
+	assert_int_equal(kvs_block_pool_give1(pool, KVS_BLOCK_NONE),
+			 KVS_ERR_STATE);
+	assert_int_equal(kvs_block_pool_give1(pool, 5), KVS_OK);
+	assert_int_equal(kvs_block_pool_give1(pool, 5), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_free_blocks(a), 1);
+	assert_true(kvs_alloc_is_valid(a));
+	/* taken one way, given back the other: stack 5 | 2 3 */
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, &ids[0]), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	kvs_block_id two[2];
+	assert_int_equal(kvs_alloc_blocks_take(a, 2, two), KVS_OK);
+	assert_int_equal(two[0], 3);
+	assert_int_equal(two[1], 2);
+	assert_int_equal(kvs_block_pool_give1(pool, two[0]), KVS_OK);
+	assert_int_equal(kvs_block_pool_give1(pool, two[1]), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	/* a block a sequence holds is not the pool's to give back */
+	admit_ok(a, 7, 1, 0);             /* takes block 2 off the top */
+	const kvs_block_id *t;
+	uint32_t n;
+	assert_int_equal(kvs_alloc_block_table(a, 7, &t, &n), KVS_OK);
+	assert_int_equal(t[0], 2);
+	assert_int_equal(kvs_block_pool_give1(pool, 2), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_release(a, 7), KVS_OK);
+	for (uint32_t i = 2; i < 10; i++)     /* 4, 6..9, 1, 0 */
+		if (ids[i] != 5)
+			assert_int_equal(kvs_block_pool_give1(pool, ids[i]),
+					 KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_free_blocks(a), 10);
+	expect_parts(a, 0, 0, 50, 0, 10 * BS * B);
+	kvs_alloc_destroy(a);
+
+	c = cfg_paged();
+	c.policy = KVS_POLICY_MAX;
+	a = make(&c);
+	assert_null(kvs_alloc_block_pool(a));
+	kvs_alloc_destroy(a);
+}
+
 static void test_paged_metadata(void **state)
 {
 	(void)state;
@@ -574,6 +693,8 @@ int main(void)
 		cmocka_unit_test(test_paged_fork_cow),
 		cmocka_unit_test(test_paged_prefix_cache),
 		cmocka_unit_test(test_paged_swap),
+		cmocka_unit_test(test_paged_pool_take_give),
+		cmocka_unit_test(test_paged_pool_single),
 		cmocka_unit_test(test_paged_metadata),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

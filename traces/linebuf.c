@@ -14,11 +14,13 @@
 
 #define LB_CHUNK (256u * 1024u)
 
-kvs_status kvs_linebuf_open(kvs_linebuf *lb, const char *path)
+kvs_status kvs_linebuf_open(kvs_linebuf *lb, const char *path, FILE *stream)
 {
 	memset(lb, 0, sizeof *lb);
 	lb->path = path;
-	if (strcmp(path, "-") == 0) {
+	if (stream) {
+		lb->f = stream;
+	} else if (strcmp(path, "-") == 0) {
 		lb->f = stdin;
 	} else {
 		lb->f = fopen(path, "rb");
@@ -107,10 +109,34 @@ kvs_status kvs_linebuf_next(kvs_linebuf *lb, char **line, size_t *len)
 			return st;
 	}
 	lb->lineno++;
+	lb->long_line = true;
 	return kvs_fail(KVS_ERR_PARSE,
 			"%s:%llu: line: longer than %u bytes (a trace line is a short "
 			"record; is this a binary file, or one without newlines?)",
 			lb->path, (unsigned long long)lb->lineno, KVS_TRACE_MAX_LINE);
+}
+
+kvs_status kvs_linebuf_skip_rest(kvs_linebuf *lb)
+{
+	lb->long_line = false;
+	for (;;) {
+		char *s = lb->buf + lb->start;
+		size_t avail = lb->end - lb->start;
+		char *nl = memchr(s, '\n', avail);
+		if (nl) {
+			size_t n = (size_t)(nl - s) + 1;
+			lb->start += n;
+			lb->bytes += n;
+			return KVS_OK;
+		}
+		lb->bytes += avail;
+		lb->start = lb->end = 0;
+		if (lb->eof)
+			return KVS_OK;
+		kvs_status st = fill(lb);
+		if (st != KVS_OK)
+			return st;
+	}
 }
 
 void kvs_linebuf_close(kvs_linebuf *lb)

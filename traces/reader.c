@@ -230,11 +230,14 @@ struct kvs_trace {
 	uint64_t *out_ids;
 	uint32_t out_cap;
 	char first_skip[512];
+	char err_msg[512];
 };
 
+/* Remember the error that stopped the reader: later calls repeat it. */
 static kvs_status sticky(kvs_trace *t, kvs_status st)
 {
 	t->err = st;
+	snprintf(t->err_msg, sizeof t->err_msg, "%s", kvs_last_error());
 	return st;
 }
 
@@ -260,6 +263,26 @@ static kvs_status bad_line(kvs_trace *t, uint64_t line, const char *field,
 	t->st.failed_lines++;
 	return kvs_fail(KVS_ERR_PARSE, "%s:%llu: %s: %s", t->path,
 			(unsigned long long)line, field, why);
+}
+
+/* A line over KVS_TRACE_MAX_LINE: with skip_bad_lines, discard it and
+ * count it; *skipped tells the caller to read on. */
+static kvs_status long_line(kvs_trace *t, kvs_status st, bool *skipped)
+{
+	*skipped = false;
+	if (st != KVS_ERR_PARSE || !t->lb.long_line)
+		return st;
+	if (!t->o.skip_bad_lines) {
+		t->st.failed_lines++;
+		return st;
+	}
+	t->st.skipped[KVS_SKIP_BAD_LINE]++;
+	if (!t->first_skip[0])
+		snprintf(t->first_skip, sizeof t->first_skip, "%s", kvs_last_error());
+	st = kvs_linebuf_skip_rest(&t->lb);
+	t->st.bytes_read = t->lb.bytes;
+	*skipped = st == KVS_OK;
+	return st;
 }
 
 /* ---- libcsv plumbing ---------------------------------------------------------*/
@@ -515,8 +538,10 @@ static kvs_status detect(kvs_trace *t)
 					"blank or comment lines)", t->path);
 		}
 		if (st != KVS_OK) {
-			if (st == KVS_ERR_PARSE)
-				t->st.failed_lines++;
+			bool skipped;
+			st = long_line(t, st, &skipped);
+			if (skipped)
+				continue;
 			return st;
 		}
 		uint64_t ln = t->lb.lineno;
@@ -930,8 +955,10 @@ static kvs_status read_one(kvs_trace *t, bool *pushed)
 				return KVS_OK;
 			}
 			if (st != KVS_OK) {
-				if (st == KVS_ERR_PARSE)
-					t->st.failed_lines++;
+				bool skipped;
+				st = long_line(t, st, &skipped);
+				if (skipped)
+					continue;
 				return st;
 			}
 			ln = t->lb.lineno;
@@ -1123,7 +1150,8 @@ static kvs_status source_rate(const char *path, const kvs_trace_opts *o, double 
 	return KVS_OK;
 }
 
-kvs_status kvs_trace_open(const char *path, const kvs_trace_opts *opts, kvs_trace **out)
+static kvs_status open_impl(const char *path, FILE *stream, const kvs_trace_opts *opts,
+			    kvs_trace **out)
 {
 	kvs_trace_opts dflt;
 	if (!opts) {
@@ -1154,7 +1182,7 @@ kvs_status kvs_trace_open(const char *path, const kvs_trace_opts *opts, kvs_trac
 	t->factor = opts->time_scale;
 	kvs_rng_seed(&t->rng, opts->seed);
 	csv_reset(t);
-	st = kvs_linebuf_open(&t->lb, path);
+	st = kvs_linebuf_open(&t->lb, t->path, stream);
 	if (st == KVS_OK)
 		st = detect(t);
 	if (st == KVS_OK && t->o.block_size && t->src_block &&
@@ -1165,7 +1193,7 @@ kvs_status kvs_trace_open(const char *path, const kvs_trace_opts *opts, kvs_trac
 			      t->o.block_size, t->src_block);
 	if (st == KVS_OK && opts->rate > 0 && opts->rate_mode == KVS_RATE_KEEP_SHAPE) {
 		double r = 0;
-		st = source_rate(path, opts, &r);
+		st = source_rate(stream ? "-" : path, opts, &r);
 		if (st == KVS_OK)
 			t->factor = r / opts->rate;
 	}
@@ -1177,6 +1205,17 @@ kvs_status kvs_trace_open(const char *path, const kvs_trace_opts *opts, kvs_trac
 	return KVS_OK;
 }
 
+kvs_status kvs_trace_open(const char *path, const kvs_trace_opts *opts, kvs_trace **out)
+{
+	return open_impl(path, NULL, opts, out);
+}
+
+kvs_status kvs_trace_open_stream(FILE *stream, const char *name,
+				 const kvs_trace_opts *opts, kvs_trace **out)
+{
+	return open_impl(name, stream, opts, out);
+}
+
 /* Lines read ahead in the sort window when reading stops early. */
 static uint64_t drop_pending(kvs_trace *t)
 {
@@ -1186,10 +1225,11 @@ static uint64_t drop_pending(kvs_trace *t)
 	return n;
 }
 
-kvs_status kvs_trace_next(kvs_trace *t, kvs_request *req)
+kvs_status kvs_trace_next(kvs_trace *t, kvs_request *out)
 {
+	kvs_request q, *req = &q; /* *out is untouched on failure */
 	if (t->err != KVS_OK)
-		return kvs_fail(t->err, "%s: the reader stopped at an earlier error", t->path);
+		return kvs_fail(t->err, "%s", t->err_msg);
 	for (;;) {
 		if (t->done)
 			return KVS_END;
@@ -1214,7 +1254,7 @@ kvs_status kvs_trace_next(kvs_trace *t, kvs_request *req)
 		t->free_slots[t->nfree++] = s;
 		if (t->have_last && s->t_ns < t->last_t_ns) {
 			t->st.failed_lines += 1 + drop_pending(t);
-			double d = (double)(t->last_t_ns - s->t_ns) * 1e-9;
+			double d = (double)(t->last_t_ns - s->t_ns) / 1e9;
 			if (t->o.sort_window == 0)
 				kvs_fail(KVS_ERR_PARSE,
 					 "%s:%llu: %s: arrivals are not sorted: %.6f s earlier "
@@ -1237,7 +1277,7 @@ kvs_status kvs_trace_next(kvs_trace *t, kvs_request *req)
 			t->have_base = true;
 			t->base_ns = t->lay->absolute ? s->t_ns : 0;
 		}
-		double rel = (double)(s->t_ns - t->base_ns) * 1e-9;
+		double rel = (double)(s->t_ns - t->base_ns) / 1e9;
 		if (rel < t->o.window_start_s) {
 			t->st.filtered_window++;
 			continue;
@@ -1288,6 +1328,7 @@ kvs_status kvs_trace_next(kvs_trace *t, kvs_request *req)
 		req->session_id = s->session;
 		req->turn = s->turn;
 		t->st.requests++;
+		*out = q;
 		return KVS_OK;
 	}
 }

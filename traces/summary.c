@@ -71,6 +71,22 @@ static uint64_t lenhist_quantile(const kvs_lenhist *h, double p)
 	return h->max;
 }
 
+/* Sum of floor(v / b) over the values: exact below KVS_LENHIST_EXACT_MAX,
+ * from each bucket's lower edge above. */
+static uint64_t lenhist_sum_div(const kvs_lenhist *h, uint32_t b)
+{
+	uint64_t sum = 0;
+	for (uint32_t v = b; v < h->exact_cap; v++)
+		sum += h->exact[v] * (v / b);
+	for (unsigned i = 0; i < KVS_ARRAY_LEN(h->log); i++) {
+		if (!h->log[i])
+			continue;
+		unsigned oct = i / 16, sub = i % 16;
+		sum += h->log[i] * ((((uint64_t)16 + sub) << (oct - 4)) / b);
+	}
+	return sum;
+}
+
 static void lenhist_finish(const kvs_lenhist *h, kvs_len_stats *s)
 {
 	memset(s, 0, sizeof *s);
@@ -210,7 +226,6 @@ kvs_status kvs_trace_summarize(kvs_trace *t, kvs_trace_summary *out)
 		if (r.hash_block_tokens > 0) {
 			s.has_hashes = true;
 			s.hash_block_tokens = r.hash_block_tokens;
-			s.full_blocks += r.prompt_tokens / r.hash_block_tokens;
 			s.hashed_blocks += r.num_hash_ids;
 			bool hitting = true;
 			for (uint32_t i = 0; i < r.num_hash_ids; i++) {
@@ -237,6 +252,10 @@ kvs_status kvs_trace_summarize(kvs_trace *t, kvs_trace_summary *out)
 		s.cv_interarrival = gaps > 1 && gap_mean > 0 ? sqrt(gap_m2 / (double)gaps) / gap_mean : 0;
 		lenhist_finish(&hp[0], &s.prompt);
 		lenhist_finish(&hp[1], &s.output);
+		/* every prompt's full blocks, with or without ids (the block size
+		 * is one per trace) */
+		if (s.has_hashes)
+			s.full_blocks = lenhist_sum_div(&hp[0], s.hash_block_tokens);
 		s.unique_blocks = idset_size(&blocks);
 		s.sessions = idset_size(&sessions);
 		if (s.full_blocks > 0)

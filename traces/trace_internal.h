@@ -32,15 +32,26 @@ typedef struct kvs_linebuf {
 	uint64_t lineno;        /* lines returned so far */
 	uint64_t bytes;         /* bytes consumed as lines */
 	const char *path;       /* for messages */
+	bool long_line;         /* the last error was an over-long line */
 } kvs_linebuf;
 
-kvs_status kvs_linebuf_open(kvs_linebuf *lb, const char *path);
+/* Open path ("-": stdin), or read from stream (not closed) when given. */
+kvs_status kvs_linebuf_open(kvs_linebuf *lb, const char *path, FILE *stream);
 /* Next line without its terminator (\n, \r\n).  The pointer is valid until
  * the next call.  KVS_END at the end of the file; KVS_ERR_PARSE for a line
  * over KVS_TRACE_MAX_LINE; KVS_ERR_IO for a read error.  The returned line
  * is NUL-terminated in place. */
 kvs_status kvs_linebuf_next(kvs_linebuf *lb, char **line, size_t *len);
+/* After an over-long line error: discard the rest of that line so reading
+ * can go on (skip_bad_lines). */
+kvs_status kvs_linebuf_skip_rest(kvs_linebuf *lb);
 void kvs_linebuf_close(kvs_linebuf *lb);
+
+/* Open a reader on an already open stream (not closed by the reader);
+ * name is used in messages.  For harnesses and in-memory input; --rate
+ * with keep-shape is refused (it needs to read the input twice). */
+kvs_status kvs_trace_open_stream(FILE *stream, const char *name,
+				 const kvs_trace_opts *opts, kvs_trace **out);
 
 /* ---- field parsing (parse.c) ---------------------------------------------
  * Each returns NULL on success or a static reason ("expected an integer",

@@ -5,9 +5,11 @@
  * A reader is opened on a file, yields one kvs_request per call in constant
  * memory whatever the file size, and keeps counters so that every line is
  * accounted for: lines read = requests yielded + skipped (by reason) +
- * filtered + header/blank lines.  Malformed lines stop the reader with
+ * filtered + header/comment/blank lines (+ the failed line after an error;
+ * see kvs_trace_stats_balanced).  Malformed lines stop the reader with
  * KVS_ERR_PARSE and a message "file:line: field: reason" (kvs_last_error),
  * unless skip_bad_lines is set, in which case they are skipped and counted.
+ * The format is described in docs/TRACE-FORMAT.md.
  *
  * Formats (detected from the header / first line, or forced):
  *   azure      TIMESTAMP,ContextTokens,GeneratedTokens (Azure LLM 2023)
@@ -111,8 +113,9 @@ typedef struct kvs_trace_stats {
 	uint64_t truncated;
 	uint64_t reordered;         /* arrivals fixed by the sort window */
 	uint64_t bytes_read;
-	uint64_t failed_lines;      /* the malformed line that stopped the reader
-	                             * with an error (0 or 1) */
+	uint64_t failed_lines;      /* after an error: the line that stopped the
+	                             * reader plus any read ahead of it in the
+	                             * sort window; 0 otherwise */
 } kvs_trace_stats;
 
 /* Do the counters add up?  lines_read = header_lines + blank_lines +
@@ -195,7 +198,9 @@ typedef struct kvs_trace_summary {
 	bool has_hashes;
 	uint32_t hash_block_tokens;
 	uint64_t hashed_blocks;     /* full prompt blocks with a hash id */
-	uint64_t full_blocks;       /* full prompt blocks: sum floor(prompt / block) */
+	uint64_t full_blocks;       /* full prompt blocks of every request:
+	                             * sum floor(prompt / block) (exact below
+	                             * 2^20-token prompts) */
 	uint64_t hit_blocks;        /* blocks found in the cache */
 	uint64_t unique_blocks;     /* distinct hash ids seen */
 	double prefix_hit_blocks;   /* hit_blocks / full_blocks */

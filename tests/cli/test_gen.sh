@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# kvsim gen: determinism, formats, the options reaching the trace, and
+# usage errors.
+set -euo pipefail
+K="${KVSIM:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+has() { grep -qF -- "$2" <<<"$1" || fail "expected '$2' in: $1"; }
+
+"$K" gen --help | grep -q -- "--prefix-fraction" || fail "help"
+
+# same seed, same bytes; another seed, other bytes
+"$K" gen --requests 500 --seed 9 > "$tmp/a.csv"
+"$K" gen --requests 500 --seed 9 -o "$tmp/b.csv" 2>/dev/null
+# (the first line is a comment quoting the command line)
+cmp -s <(tail -n +2 "$tmp/a.csv") <(tail -n +2 "$tmp/b.csv") || fail "same seed differs"
+"$K" gen --requests 500 --seed 10 > "$tmp/c.csv"
+cmp -s "$tmp/a.csv" "$tmp/c.csv" && fail "another seed gives the same trace"
+head -2 "$tmp/a.csv" | tail -1 | grep -q '^arrival_s,prompt_tokens,output_tokens' || fail "csv header"
+
+# constant arrivals at 4/s: exact rate; fixed lengths
+j=$("$K" gen --requests 101 --arrival constant --rate 4 --prompt-len fixed:300 \
+	--output-len fixed:20 | "$K" trace - --json)
+has "$j" '"requests": 101'
+has "$j" '"span_s": 25'
+has "$j" '"cv_interarrival": 0'
+has "$j" '"p99": 300'
+
+# shared prefix and sessions reach the trace as hash ids
+"$K" gen --requests 400 --prefix-tokens 256 --prefix-fraction 1 --prompt-len fixed:64 \
+	--output-len fixed:8 -o "$tmp/p.jsonl" 2>/dev/null
+j=$("$K" trace "$tmp/p.jsonl" --json)
+has "$j" '"format": "native-jsonl"'
+# 400 prompts of 320 tokens = 20 blocks; the 16 shared blocks hit in all but the first
+has "$j" '"full_blocks": 8000'
+has "$j" '"hit_blocks": 6384'
+j=$("$K" gen --requests 300 --turns 3 --think 5 | "$K" trace - --json)
+has "$j" '"max_turn": 3'
+has "$j" '"has_hashes": true'
+j=$("$K" gen --requests 10 --n 4 | "$K" trace - --json)
+has "$j" '"multi_sample": 10'
+
+# resampling lengths from a trace keeps its values
+j=$("$K" gen --requests 50 --prompt-len "trace:$KVS_SOURCE_ROOT/traces/samples/splitwise-sample.csv" \
+	--output-len "trace:$KVS_SOURCE_ROOT/traces/samples/splitwise-sample.csv" | "$K" trace - --json)
+has "$j" '"max": 4096'
+
+set +e
+"$K" gen --rate 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--rate 0 exits 2"
+"$K" gen --prompt-len zipf:1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad distribution exits 2"
+"$K" gen --bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown flag exits 2"
+"$K" gen --prefix-fraction 0.5 >/dev/null 2>&1; [ $? -eq 2 ] || fail "fraction without tokens exits 2"
+"$K" gen -o /nonexistent-dir/x.csv >/dev/null 2>&1; [ $? -eq 1 ] || fail "unwritable output exits 1"
+set -e
+echo "cli gen: ok"

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# kvsim trace: table and --json on the samples, shaping flags, exit codes
+# for usage errors (2) and bad files (1), --skip-bad-lines, --write.
+set -euo pipefail
+K="${KVSIM:?}"
+S="${KVS_SOURCE_ROOT:?}/traces/samples"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+has() { grep -qF -- "$2" <<<"$1" || fail "expected '$2' in: $1"; }
+
+"$K" trace --help | grep -q -- "--sort-window" || fail "help lists the shaping flags"
+"$K" help trace | grep -q "usage: kvsim trace" || fail "kvsim help trace"
+
+# default: the bundled Azure cut
+out=$("$K" trace)
+has "$out" "azure-conv-sample.csv (azure)"
+has "$out" "requests         1511"
+
+j=$("$K" trace "$S/mooncake-sample.jsonl" --json)
+has "$j" '"requests": 5'
+has "$j" '"span_s": 3.25'
+has "$j" '"full_blocks": 9'
+has "$j" '"hit_blocks": 5'
+has "$j" '"prefix_hit_blocks": 0.5555555556'
+has "$j" '"p50": 1100'
+has "$j" '"balanced": true'
+j=$("$K" trace "$S/mooncake-sample.jsonl" --json --block-size 256)
+has "$j" '"hit_blocks": 10'
+has "$j" '"hash_block_tokens": 256'
+
+j=$("$K" trace "$S/azure-conv-sample.csv" --json)
+has "$j" '"prefix_hit_blocks": null'
+has "$j" '"format": "azure"'
+
+j=$("$K" trace "$S/burstgpt-sample.csv" --json)
+has "$j" '"failed": 2'
+has "$j" '"requests": 5'
+j=$("$K" trace "$S/burstgpt-sample.csv" --json --keep-failed)
+has "$j" '"requests": 7'
+
+# shaping
+j=$("$K" trace "$S/azure-conv-sample.csv" --json --limit 10)
+has "$j" '"requests": 10'
+j=$("$K" trace "$S/azure-conv-sample.csv" --json --start 10 --end 20)
+has "$j" '"requests": 40'
+has "$j" '"filtered_window": 45'
+j=$("$K" trace "$S/azure-conv-sample.csv" --json --rate 20)
+has "$j" '"mean_rate": 20'
+j=$("$K" trace "$S/azure-conv-sample.csv" --json --max-model-len 2000)
+has "$j" '"over_max_len": 144'
+j=$("$K" trace "$S/azure-conv-sample.csv" --json --max-model-len 2000 --overlong truncate)
+has "$j" '"truncated": 144'
+# standard input
+j=$("$K" trace - --json < "$S/native-sample.csv")
+has "$j" '"sessions": 2'
+
+# usage errors exit 2
+set +e
+"$K" trace --bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown flag exits 2"
+"$K" trace --limit 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--limit 0 exits 2"
+"$K" trace --rate 5 --time-scale 2 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--rate with --time-scale exits 2"
+"$K" trace --format csvx >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --format exits 2"
+"$K" trace a.csv b.csv >/dev/null 2>&1; [ $? -eq 2 ] || fail "two files exit 2"
+# runtime failures exit 1 with file:line: field: reason
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:47.6805900,-3,44\n' > "$tmp/bad.csv"
+err=$("$K" trace "$tmp/bad.csv" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] || fail "bad line exits 1 (got $rc)"
+has "$err" "bad.csv:3: ContextTokens: negative value"
+"$K" trace "$tmp/missing.csv" >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing file exits 1"
+: > "$tmp/empty.csv"
+err=$("$K" trace "$tmp/empty.csv" 2>&1); [ $? -eq 1 ] || fail "empty file exits 1"
+has "$err" "empty file"
+set -e
+out=$("$K" trace "$tmp/bad.csv" --skip-bad-lines 2>"$tmp/err")
+has "$out" "requests         1"
+has "$(cat "$tmp/err")" "skipped 1 malformed line(s); first: $tmp/bad.csv:3: ContextTokens"
+
+# --write converts to native, readable back with the same numbers
+"$K" trace "$S/mooncake-sample.jsonl" --block-size 128 --write "$tmp/m.csv" 2>/dev/null
+j=$("$K" trace "$tmp/m.csv" --json)
+has "$j" '"format": "native-csv"'
+has "$j" '"hash_block_tokens": 128'
+has "$j" '"requests": 5'
+"$K" trace "$S/azure-conv-sample.csv" --write "$tmp/a.jsonl" 2>/dev/null
+j=$("$K" trace "$tmp/a.jsonl" --json)
+has "$j" '"format": "native-jsonl"'
+has "$j" '"total": 1609464'
+echo "cli trace: ok"

@@ -1,0 +1,439 @@
+/* test_gen.c - the synthetic workload generator: distributions and rates
+ * within statistical tolerance of what was asked (fixed seeds), exact
+ * structure of shared prefixes and multi-turn conversations, determinism,
+ * and a round trip through the native writer and reader. */
+#include "test_util.h"
+#include "kvsim/trace.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static double scale(void)
+{
+	const char *s = getenv("KVS_TEST_SCALE");
+	double x = s ? atof(s) : 1.0;
+	return x > 0 && x <= 1 ? x : 1.0;
+}
+
+typedef struct gstats {
+	uint64_t n;
+	double first, last, gap_mean, gap_m2;
+	double prompt_sum, output_sum;
+	uint32_t prompt_min, prompt_max;
+} gstats;
+
+static void run(const kvs_gen_opts *o, gstats *s)
+{
+	kvs_gen *g;
+	assert_int_equal(kvs_gen_open(o, &g), KVS_OK);
+	memset(s, 0, sizeof *s);
+	s->prompt_min = UINT32_MAX;
+	kvs_request r;
+	double prev = 0;
+	kvs_status st;
+	while ((st = kvs_gen_next(g, &r)) == KVS_OK) {
+		if (s->n == 0) {
+			s->first = r.arrival_s;
+		} else {
+			double gp = r.arrival_s - prev;
+			assert_true(gp >= 0);
+			double d = gp - s->gap_mean;
+			s->gap_mean += d / (double)s->n;
+			s->gap_m2 += d * (gp - s->gap_mean);
+		}
+		prev = s->last = r.arrival_s;
+		s->n++;
+		s->prompt_sum += r.prompt_tokens;
+		s->output_sum += r.output_tokens;
+		if (r.prompt_tokens < s->prompt_min)
+			s->prompt_min = r.prompt_tokens;
+		if (r.prompt_tokens > s->prompt_max)
+			s->prompt_max = r.prompt_tokens;
+		assert_true(r.prompt_tokens >= 1 && r.output_tokens >= 1);
+		assert_int_equal(r.index, s->n - 1);
+	}
+	assert_int_equal(st, KVS_END);
+	kvs_gen_close(g);
+}
+
+static double cv(const gstats *s)
+{
+	return sqrt(s->gap_m2 / (double)(s->n - 1)) / s->gap_mean;
+}
+
+static void test_dist_parse(void **state)
+{
+	(void)state;
+	kvs_gen_dist d;
+	assert_int_equal(kvs_gen_dist_parse("fixed:128", &d), KVS_OK);
+	assert_int_equal(d.kind, KVS_DIST_FIXED);
+	assert_true(d.a == 128);
+	assert_int_equal(kvs_gen_dist_parse("300", &d), KVS_OK);
+	assert_true(d.kind == KVS_DIST_FIXED && d.a == 300);
+	assert_int_equal(kvs_gen_dist_parse("uniform:10:20", &d), KVS_OK);
+	assert_true(d.kind == KVS_DIST_UNIFORM && d.a == 10 && d.b == 20);
+	assert_int_equal(kvs_gen_dist_parse("lognormal:1000:0.5", &d), KVS_OK);
+	assert_true(d.kind == KVS_DIST_LOGNORMAL && d.a == 1000 && d.b == 0.5);
+	assert_int_equal(kvs_gen_dist_parse("trace:/x/y.csv", &d), KVS_OK);
+	assert_string_equal(d.trace_path, "/x/y.csv");
+	assert_int_equal(kvs_gen_dist_parse("uniform:20:10", &d), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "1 <= MIN <= MAX"));
+	assert_int_equal(kvs_gen_dist_parse("fixed:0", &d), KVS_ERR_INVALID);
+	assert_int_equal(kvs_gen_dist_parse("fixed:1.5", &d), KVS_ERR_INVALID);
+	assert_int_equal(kvs_gen_dist_parse("lognormal:100", &d), KVS_ERR_INVALID);
+	assert_int_equal(kvs_gen_dist_parse("lognormal:100:9", &d), KVS_ERR_INVALID);
+	assert_int_equal(kvs_gen_dist_parse("zipf:3", &d), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "'zipf:3' is not a length distribution"));
+	assert_int_equal(kvs_gen_dist_parse("fixed:12x", &d), KVS_ERR_INVALID);
+}
+
+static void test_bad_opts(void **state)
+{
+	(void)state;
+	kvs_gen_opts o;
+	kvs_gen *g;
+	kvs_gen_opts_defaults(&o);
+	o.rate = 0;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "--rate must be > 0"));
+	kvs_gen_opts_defaults(&o);
+	o.prefix_fraction = 0.5;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "--prefix-fraction needs --prefix-tokens"));
+	kvs_gen_opts_defaults(&o);
+	o.requests = 0;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_INVALID);
+	kvs_gen_opts_defaults(&o);
+	o.prompt.kind = KVS_DIST_TRACE;
+	o.prompt.trace_path = "/nonexistent/trace.csv";
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_IO);
+}
+
+/* Poisson: the mean gap's standard error is gap / sqrt(n); 4 of them. */
+static void test_poisson(void **state)
+{
+	(void)state;
+	kvs_gen_opts o;
+	kvs_gen_opts_defaults(&o);
+	o.requests = (uint64_t)(20000 * scale());
+	o.rate = 10;
+	o.seed = 42;
+	gstats s;
+	run(&o, &s);
+	assert_int_equal(s.n, o.requests);
+	assert_true(s.first == 0);
+	double rate = (double)(s.n - 1) / (s.last - s.first);
+	assert_true(fabs(rate / 10 - 1) < 4 / sqrt((double)s.n));
+	assert_true(fabs(cv(&s) - 1) < 0.1);
+	/* lognormal defaults: mean 1024 and 256 */
+	assert_true(fabs(s.prompt_sum / s.n / 1024 - 1) < 0.08);
+	assert_true(fabs(s.output_sum / s.n / 256 - 1) < 0.08);
+}
+
+static void test_gamma_and_constant(void **state)
+{
+	(void)state;
+	kvs_gen_opts o;
+	kvs_gen_opts_defaults(&o);
+	o.requests = (uint64_t)(40000 * scale());
+	o.arrival = KVS_ARRIVAL_GAMMA;
+	o.rate = 5;
+	o.cv = 3;
+	o.seed = 7;
+	gstats s;
+	run(&o, &s);
+	double rate = (double)(s.n - 1) / (s.last - s.first);
+	/* gaps have sd 3 / rate: standard error of the mean 3 / sqrt(n) */
+	assert_true(fabs(rate / 5 - 1) < 4 * 3 / sqrt((double)s.n));
+	assert_true(fabs(cv(&s) / 3 - 1) < 0.15);
+
+	o.arrival = KVS_ARRIVAL_CONSTANT;
+	o.requests = 1001;
+	run(&o, &s);
+	assert_true(fabs(s.last - 200.0) < 1e-9);
+	assert_true(cv(&s) < 1e-9);
+
+	o.requests = 0;
+	o.duration_s = 100.5;
+	run(&o, &s);
+	assert_int_equal(s.n, 503); /* arrivals 0, 0.2, ..., 100.4 */
+}
+
+static void test_lengths(void **state)
+{
+	(void)state;
+	kvs_gen_opts o;
+	kvs_gen_opts_defaults(&o);
+	o.requests = (uint64_t)(20000 * scale());
+	o.seed = 3;
+	assert_int_equal(kvs_gen_dist_parse("uniform:100:200", &o.prompt), KVS_OK);
+	assert_int_equal(kvs_gen_dist_parse("fixed:77", &o.output), KVS_OK);
+	gstats s;
+	run(&o, &s);
+	/* uniform on 101 integers: sd 29.2, standard error 29.2 / sqrt(n) */
+	assert_true(fabs(s.prompt_sum / s.n - 150) < 4 * 29.2 / sqrt((double)s.n));
+	assert_int_equal(s.prompt_min, 100);
+	assert_int_equal(s.prompt_max, 200);
+	assert_true(s.output_sum == 77.0 * s.n);
+
+	/* lognormal mean 2000, sigma 0.5: sd = 2000 sqrt(e^0.25 - 1) = 1066 */
+	assert_int_equal(kvs_gen_dist_parse("lognormal:2000:0.5", &o.prompt), KVS_OK);
+	run(&o, &s);
+	assert_true(fabs(s.prompt_sum / s.n - 2000) < 4 * 1066 / sqrt((double)s.n));
+
+	/* clamped to max_tokens */
+	o.max_tokens = 500;
+	run(&o, &s);
+	assert_true(s.prompt_max <= 500);
+}
+
+static void test_resample(void **state)
+{
+	(void)state;
+	kvs_gen_opts o;
+	kvs_gen_opts_defaults(&o);
+	const char *src = kvs_test_src("traces/samples/burstgpt-sample.csv");
+	assert_int_equal(kvs_gen_dist_parse("trace:x", &o.prompt), KVS_OK);
+	o.prompt.trace_path = src;
+	o.output = o.prompt;
+	o.requests = 500;
+	kvs_gen *g;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_OK);
+	/* the 5 (prompt, output) pairs of the sample, kept together */
+	const uint32_t pp[5] = { 472, 417, 1360, 24, 91 }, oo[5] = { 18, 276, 39, 97, 112 };
+	int seen[5] = { 0 };
+	kvs_request r;
+	while (kvs_gen_next(g, &r) == KVS_OK) {
+		int k = -1;
+		for (int i = 0; i < 5; i++)
+			if (r.prompt_tokens == pp[i] && r.output_tokens == oo[i])
+				k = i;
+		assert_true(k >= 0);
+		seen[k]++;
+	}
+	kvs_gen_close(g);
+	for (int i = 0; i < 5; i++)
+		assert_true(seen[i] > 50 && seen[i] < 150); /* 100 each expected */
+}
+
+static void test_determinism(void **state)
+{
+	(void)state;
+	kvs_gen_opts o;
+	kvs_gen_opts_defaults(&o);
+	o.requests = 300;
+	o.turns = 3;
+	o.turns_geometric = true;
+	o.think_s = 4;
+	o.prefix_tokens = 100;
+	o.prefix_fraction = 0.5;
+	o.seed = 99;
+	kvs_gen *a, *b;
+	assert_int_equal(kvs_gen_open(&o, &a), KVS_OK);
+	assert_int_equal(kvs_gen_open(&o, &b), KVS_OK);
+	kvs_request ra, rb;
+	uint64_t h = 1469598103934665603ull;
+	while (kvs_gen_next(a, &ra) == KVS_OK) {
+		assert_int_equal(kvs_gen_next(b, &rb), KVS_OK);
+		assert_true(ra.arrival_s == rb.arrival_s);
+		assert_int_equal(ra.prompt_tokens, rb.prompt_tokens);
+		assert_int_equal(ra.output_tokens, rb.output_tokens);
+		assert_int_equal(ra.num_hash_ids, rb.num_hash_ids);
+		assert_memory_equal(ra.hash_ids, rb.hash_ids, ra.num_hash_ids * sizeof(uint64_t));
+		h = (h ^ ra.prompt_tokens) * 1099511628211ull;
+	}
+	assert_int_equal(kvs_gen_next(b, &rb), KVS_END);
+	kvs_gen_close(a);
+	kvs_gen_close(b);
+	o.seed = 100;
+	assert_int_equal(kvs_gen_open(&o, &a), KVS_OK);
+	uint64_t h2 = 1469598103934665603ull;
+	while (kvs_gen_next(a, &ra) == KVS_OK)
+		h2 = (h2 ^ ra.prompt_tokens) * 1099511628211ull;
+	kvs_gen_close(a);
+	assert_true(h != h2);
+}
+
+static void test_shared_prefix(void **state)
+{
+	(void)state;
+	kvs_gen_opts o;
+	kvs_gen_opts_defaults(&o);
+	o.requests = (uint64_t)(10000 * scale());
+	o.seed = 5;
+	o.prefix_tokens = 512;
+	o.prefix_fraction = 0.5;
+	o.prefix_groups = 2;
+	o.hash_block_tokens = 16;
+	assert_int_equal(kvs_gen_dist_parse("fixed:100", &o.prompt), KVS_OK);
+	kvs_gen *g;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_OK);
+	kvs_request r;
+	uint64_t grouped = 0, n = 0;
+	bool group_seen[2] = { false, false };
+	while (kvs_gen_next(g, &r) == KVS_OK) {
+		n++;
+		assert_int_equal(r.hash_block_tokens, 16);
+		if (r.prompt_tokens == 612) {
+			grouped++;
+			assert_int_equal(r.num_hash_ids, 38);
+			uint64_t grp = (r.hash_ids[0] >> 32) - 1;
+			assert_true(grp < 2);
+			group_seen[grp] = true;
+			for (uint32_t i = 0; i < 32; i++)
+				assert_int_equal(r.hash_ids[i], ((grp + 1) << 32) | i);
+			assert_true((r.hash_ids[32] >> 32) > 2); /* own blocks after */
+		} else {
+			assert_int_equal(r.prompt_tokens, 100);
+			assert_int_equal(r.num_hash_ids, 6);
+			assert_true((r.hash_ids[0] >> 32) > 2);
+		}
+	}
+	kvs_gen_close(g);
+	assert_true(group_seen[0] && group_seen[1]);
+	/* binomial(n, 0.5): sd sqrt(n) / 2 */
+	assert_true(fabs((double)grouped - n / 2.0) < 4 * sqrt((double)n) / 2);
+}
+
+static void test_sessions(void **state)
+{
+	(void)state;
+	kvs_gen_opts o;
+	kvs_gen_opts_defaults(&o);
+	o.requests = 3000;
+	o.seed = 11;
+	o.turns = 3;
+	o.think_s = 10;
+	o.rate = 2;
+	o.num_samples = 4;
+	enum { MAXS = 4000 };
+	static uint32_t last_prompt[MAXS], last_output[MAXS], last_turn[MAXS];
+	static double last_t[MAXS];
+	memset(last_turn, 0, sizeof last_turn);
+	kvs_gen *g;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_OK);
+	kvs_request r;
+	double prev = 0;
+	uint64_t sessions = 0;
+	while (kvs_gen_next(g, &r) == KVS_OK) {
+		assert_true(r.arrival_s >= prev);
+		prev = r.arrival_s;
+		assert_int_equal(r.num_samples, 4);
+		assert_true(r.session_id >= 1 && r.session_id < MAXS);
+		uint64_t s = r.session_id;
+		assert_int_equal(r.turn, last_turn[s] + 1);
+		assert_true(r.turn <= 3);
+		if (r.turn == 1) {
+			sessions++;
+		} else {
+			/* history (previous prompt and output) plus new tokens */
+			assert_true(r.prompt_tokens > last_prompt[s] + last_output[s]);
+			assert_true(r.arrival_s >= last_t[s]);
+			/* the previous prompt's full blocks are this prompt's first */
+			assert_true(r.num_hash_ids >= last_prompt[s] / 16);
+			for (uint32_t i = 0; i < r.num_hash_ids; i++)
+				assert_int_equal(r.hash_ids[i], ((2 + s) << 32) | i);
+		}
+		last_turn[s] = r.turn;
+		last_prompt[s] = r.prompt_tokens;
+		last_output[s] = r.output_tokens;
+		last_t[s] = r.arrival_s;
+	}
+	kvs_gen_close(g);
+	/* each conversation has 3 turns unless cut at the end */
+	assert_true(sessions >= 1000 && sessions < 1100);
+}
+
+static void test_roundtrip_file(void **state)
+{
+	(void)state;
+	kvs_gen_opts o;
+	kvs_gen_opts_defaults(&o);
+	o.requests = 200;
+	o.turns = 2;
+	o.prefix_tokens = 64;
+	o.prefix_fraction = 0.3;
+	const char *path = kvs_test_write_tmp("gen.jsonl", "");
+	for (int fmt = 0; fmt < 2; fmt++) {
+		kvs_trace_format f = fmt ? KVS_TRACE_NATIVE_JSONL : KVS_TRACE_NATIVE_CSV;
+		kvs_gen *g;
+		kvs_trace_writer *w;
+		assert_int_equal(kvs_gen_open(&o, &g), KVS_OK);
+		assert_int_equal(kvs_trace_writer_open(path, f, true, &w), KVS_OK);
+		kvs_request r;
+		while (kvs_gen_next(g, &r) == KVS_OK)
+			assert_int_equal(kvs_trace_writer_put(w, &r), KVS_OK);
+		assert_int_equal(kvs_trace_writer_close(w), KVS_OK);
+		kvs_gen_close(g);
+
+		assert_int_equal(kvs_gen_open(&o, &g), KVS_OK);
+		kvs_trace *t;
+		kvs_trace_opts to;
+		kvs_trace_opts_defaults(&to);
+		to.format = f;
+		assert_int_equal(kvs_trace_open(path, &to, &t), KVS_OK);
+		kvs_request q;
+		uint64_t n = 0;
+		while (kvs_gen_next(g, &r) == KVS_OK) {
+			assert_int_equal(kvs_trace_next(t, &q), KVS_OK);
+			assert_true(fabs(q.arrival_s - r.arrival_s) < 1e-6);
+			assert_int_equal(q.prompt_tokens, r.prompt_tokens);
+			assert_int_equal(q.output_tokens, r.output_tokens);
+			assert_int_equal(q.session_id, r.session_id);
+			assert_int_equal(q.turn, r.turn);
+			assert_int_equal(q.num_hash_ids, r.num_hash_ids);
+			assert_memory_equal(q.hash_ids, r.hash_ids, r.num_hash_ids * sizeof(uint64_t));
+			n++;
+		}
+		assert_int_equal(kvs_trace_next(t, &q), KVS_END);
+		assert_int_equal(n, 200);
+		kvs_trace_close(t);
+		kvs_gen_close(g);
+	}
+	unlink(path);
+}
+
+static void test_line_limit(void **state)
+{
+	(void)state;
+	/* 131072 one-token blocks would make a line the reader refuses */
+	kvs_gen_opts o;
+	kvs_gen_opts_defaults(&o);
+	o.requests = 1;
+	o.hashes = 1;
+	o.hash_block_tokens = 1;
+	assert_int_equal(kvs_gen_dist_parse("fixed:131072", &o.prompt), KVS_OK);
+	kvs_gen *g;
+	kvs_trace_writer *w;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_OK);
+	const char *path = kvs_test_write_tmp("big.csv", "");
+	assert_int_equal(kvs_trace_writer_open(path, KVS_TRACE_NATIVE_CSV, true, &w), KVS_OK);
+	kvs_request r;
+	assert_int_equal(kvs_gen_next(g, &r), KVS_OK);
+	assert_int_equal(kvs_trace_writer_put(w, &r), KVS_ERR_LIMIT);
+	assert_non_null(strstr(kvs_last_error(), "use a larger hash block size"));
+	kvs_trace_writer_close(w);
+	kvs_gen_close(g);
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dist_parse),
+		cmocka_unit_test(test_bad_opts),
+		cmocka_unit_test(test_poisson),
+		cmocka_unit_test(test_gamma_and_constant),
+		cmocka_unit_test(test_lengths),
+		cmocka_unit_test(test_resample),
+		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_shared_prefix),
+		cmocka_unit_test(test_sessions),
+		cmocka_unit_test(test_roundtrip_file),
+		cmocka_unit_test(test_line_limit),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
