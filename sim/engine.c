@@ -646,9 +646,11 @@ static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 		s->hash_scratch_cap = cap;
 	}
 	uint32_t n = 0;
-	kvs_status st = kvs_trace_split_hashes(q->hash_ids, q->num_hash_ids, src_block,
-					       r->prompt, s->block_size,
-					       s->hash_scratch, &n);
+	kvs_status st = s->block_size < src_block
+		? kvs_trace_split_hashes(q->hash_ids, q->num_hash_ids, src_block,
+					 r->prompt, s->block_size, s->hash_scratch, &n)
+		: kvs_trace_merge_hashes(q->hash_ids, q->num_hash_ids, src_block,
+					 r->prompt, s->block_size, s->hash_scratch, &n);
 	if (st != KVS_OK)
 		return kvs_fail(st, "request %llu (line %llu): %s",
 				(unsigned long long)q->index, (unsigned long long)q->line,

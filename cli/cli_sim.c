@@ -1,0 +1,830 @@
+/*
+ * cli_sim.c - the engine flag group (see cli_sim.h), the progress line, and
+ * the replay / compare tables.
+ */
+#include "cli_sim.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+void kvs_cli_sim_init(kvs_cli_sim *c)
+{
+	memset(c, 0, sizeof *c);
+	kvs_sim_config_defaults(&c->cfg, NULL);
+	c->fail_exit = KVS_EXIT_USAGE;
+}
+
+static bool no_value(kvs_args *it)
+{
+	if (it->inline_val) {
+		kvs_args_usage_error(it, "%s takes no value", it->flag);
+		return false;
+	}
+	return true;
+}
+
+static int parse_policies(kvs_args *it, kvs_cli_sim *c, bool one)
+{
+	const char *v = kvs_args_value(it);
+	if (!v)
+		return -1;
+	char buf[256];
+	if (strlen(v) >= sizeof buf) {
+		kvs_args_usage_error(it, "%s: list too long", it->flag);
+		return -1;
+	}
+	strcpy(buf, v);
+	c->npolicies = 0;
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		kvs_policy p;
+		if (kvs_policy_parse(tok, &p) != KVS_OK) {
+			kvs_args_usage_error(it, "%s: unknown policy '%s' (paged, max, pow2, "
+					     "oracle, vattention)", it->flag, tok);
+			return -1;
+		}
+		for (size_t i = 0; i < c->npolicies; i++)
+			if (c->policies[i] == p) {
+				kvs_args_usage_error(it, "%s: policy '%s' given twice", it->flag, tok);
+				return -1;
+			}
+		if (c->npolicies == KVS_POLICY_COUNT_)
+			break;
+		c->policies[c->npolicies++] = p;
+	}
+	if (c->npolicies == 0) {
+		kvs_args_usage_error(it, "%s: no policy given", it->flag);
+		return -1;
+	}
+	if (one && c->npolicies > 1) {
+		kvs_args_usage_error(it, "%s: one policy (use --policies or 'kvsim compare' "
+				     "for several)", it->flag);
+		return -1;
+	}
+	return 1;
+}
+
+static int parse_linear(kvs_args *it, kvs_cli_sim *c)
+{
+	const char *v = kvs_args_value(it);
+	if (!v)
+		return -1;
+	double x[4] = { 0, 0, 0, 0 };
+	int n = 0;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", v);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == 4 || !kvs_parse_double(tok, &x[n]) || x[n] < 0) {
+			kvs_args_usage_error(it, "%s: expected BASE_S[,PER_TOKEN_S[,PER_CONTEXT_"
+					     "TOKEN_S[,PER_SEQ_S]]] (non-negative numbers), got '%s'",
+					     it->flag, v);
+			return -1;
+		}
+		n++;
+	}
+	if (n == 0 || x[0] + x[1] + x[3] <= 0) {
+		kvs_args_usage_error(it, "%s: a step must take some time, got '%s'", it->flag, v);
+		return -1;
+	}
+	c->cfg.cost.kind = KVS_COST_LINEAR;
+	c->cfg.cost.linear_base_s = x[0];
+	c->cfg.cost.linear_per_token_s = x[1];
+	c->cfg.cost.linear_per_context_s = x[2];
+	c->cfg.cost.linear_per_seq_s = x[3];
+	c->step_linear_set = true;
+	return 1;
+}
+
+int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
+{
+	kvs_sim_config *g = &c->cfg;
+	if (kvs_args_is(it, "--policy"))
+		return parse_policies(it, c, true);
+	if (kvs_args_is(it, "--policies"))
+		return parse_policies(it, c, false);
+	if (kvs_args_is(it, "--max-num-seqs"))
+		return kvs_args_u32(it, 1, 1u << 20, &g->max_num_seqs) ? 1 : -1;
+	if (kvs_args_is(it, "--max-num-batched-tokens"))
+		return kvs_args_u32(it, 1, 1u << 30, &g->max_num_batched_tokens) ? 1 : -1;
+	if (kvs_args_is(it, "--enable-prefix-caching")) {
+		if (!no_value(it))
+			return -1;
+		g->enable_prefix_caching = true;
+		return 1;
+	}
+	if (kvs_args_is(it, "--no-enable-prefix-caching")) {
+		if (!no_value(it))
+			return -1;
+		g->enable_prefix_caching = false;
+		return 1;
+	}
+	if (kvs_args_is(it, "--preemption-mode")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		if (kvs_preempt_mode_parse(v, &g->preemption_mode) != KVS_OK) {
+			kvs_args_usage_error(it, "--preemption-mode: expected recompute or swap, "
+					     "got '%s'", v);
+			return -1;
+		}
+		return 1;
+	}
+	if (kvs_args_is(it, "--swap-space")) {
+		double gib;
+		if (!kvs_args_double(it, 0, 1 << 20, &gib))
+			return -1;
+		g->swap_bytes = (uint64_t)llround(gib * 1073741824.0);
+		return 1;
+	}
+	if (kvs_args_is(it, "--watermark"))
+		return kvs_args_double(it, 0, 0.99, &g->watermark) ? 1 : -1;
+	if (kvs_args_is(it, "--page-size")) {
+		if (!kvs_args_bytes(it, &g->page_bytes))
+			return -1;
+		if (g->page_bytes < (64u << 10) || g->page_bytes > (2u << 20)) {
+			kvs_args_usage_error(it, "--page-size: must be between 64KiB and 2MiB");
+			return -1;
+		}
+		return 1;
+	}
+	if (kvs_args_is(it, "--best-fit")) {
+		if (!no_value(it))
+			return -1;
+		g->best_fit = true;
+		return 1;
+	}
+	if (kvs_args_is(it, "--slo-ttft"))
+		return kvs_args_double(it, 1e-9, 1e9, &g->slo_ttft_s) ? 1 : -1;
+	if (kvs_args_is(it, "--slo-tpot"))
+		return kvs_args_double(it, 1e-9, 1e9, &g->slo_tpot_s) ? 1 : -1;
+	if (kvs_args_is(it, "--flops-efficiency"))
+		return kvs_args_double(it, 1e-3, 1, &g->cost.flops_efficiency) ? 1 : -1;
+	if (kvs_args_is(it, "--bandwidth-efficiency"))
+		return kvs_args_double(it, 1e-3, 1, &g->cost.bandwidth_efficiency) ? 1 : -1;
+	if (kvs_args_is(it, "--step-overhead"))
+		return kvs_args_double(it, 0, 10, &g->cost.step_overhead_s) ? 1 : -1;
+	if (kvs_args_is(it, "--allreduce-latency"))
+		return kvs_args_double(it, 0, 1, &g->cost.allreduce_latency_s) ? 1 : -1;
+	if (kvs_args_is(it, "--step-time-table"))
+		return (c->table_path = kvs_args_value(it)) ? 1 : -1;
+	if (kvs_args_is(it, "--step-time-linear"))
+		return parse_linear(it, c);
+	if (kvs_args_is(it, "--sample-interval"))
+		return kvs_args_double(it, 1e-6, 1e9, &g->sample_interval_s) ? 1 : -1;
+	if (kvs_args_is(it, "--horizon"))
+		return kvs_args_double(it, 1e-9, 1e12, &g->horizon_s) ? 1 : -1;
+	if (kvs_args_is(it, "--seed")) {
+		if (!kvs_args_u64(it, 0, UINT64_MAX, &g->seed))
+			return -1;
+		c->seed_set = true;
+		return 1;
+	}
+	if (kvs_args_is(it, "--quiet") || kvs_args_is(it, "-q")) {
+		if (!no_value(it))
+			return -1;
+		c->quiet = true;
+		return 1;
+	}
+	if (kvs_args_is(it, "--no-fast-path")) {
+		if (!no_value(it))
+			return -1;
+		g->fast_path = false;
+		return 1;
+	}
+	if (kvs_args_is(it, "--wall-time")) {
+		if (!no_value(it))
+			return -1;
+		g->record_wall_time = true;
+		return 1;
+	}
+	return 0;
+}
+
+bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
+			const char *cmd)
+{
+	c->cfg.deploy = *d;
+	if (c->npolicies == 0) {
+		c->policies[0] = KVS_POLICY_PAGED;
+		c->npolicies = 1;
+	}
+	c->cfg.policy = c->policies[0];
+	if (c->table_path && c->step_linear_set) {
+		fprintf(stderr, "kvsim %s: --step-time-table and --step-time-linear both "
+			"set the step time; give one\n", cmd);
+		c->fail_exit = KVS_EXIT_USAGE;
+		return false;
+	}
+	if (c->table_path) {
+		kvs_status st = kvs_cost_fit_table(c->table_path, &c->cfg.cost);
+		if (st != KVS_OK) {
+			fprintf(stderr, "kvsim %s: --step-time-table: %s\n", cmd, kvs_last_error());
+			c->fail_exit = st == KVS_ERR_IO ? KVS_EXIT_FAIL : KVS_EXIT_USAGE;
+			return false;
+		}
+	}
+	if (c->cfg.max_num_batched_tokens < c->cfg.max_num_seqs) {
+		fprintf(stderr, "kvsim %s: --max-num-batched-tokens (%u) must be at least "
+			"--max-num-seqs (%u)\n", cmd, c->cfg.max_num_batched_tokens,
+			c->cfg.max_num_seqs);
+		c->fail_exit = KVS_EXIT_USAGE;
+		return false;
+	}
+	if (c->cfg.preemption_mode == KVS_PREEMPT_SWAP && c->cfg.swap_bytes == 0) {
+		fprintf(stderr, "kvsim %s: --preemption-mode swap needs --swap-space > 0\n", cmd);
+		c->fail_exit = KVS_EXIT_USAGE;
+		return false;
+	}
+	if (c->seed_set)
+		o->seed = c->cfg.seed;
+	else
+		c->cfg.seed = o->seed;
+	o->block_size = d->block_size ? d->block_size : 16;
+	uint64_t mml = d->max_model_len ? d->max_model_len : d->model.max_position_embeddings;
+	o->max_model_len = mml > UINT32_MAX ? UINT32_MAX : (uint32_t)mml;
+	return true;
+}
+
+void kvs_cli_sim_help(FILE *f, bool several)
+{
+	fprintf(f,
+		"engine (vLLM names where vLLM has one):\n");
+	if (several)
+		fprintf(f,
+			"  --policies LIST              comma-separated: paged, max, pow2, oracle,\n"
+			"                               vattention (default: all five)\n");
+	else
+		fprintf(f,
+			"  --policy P                   paged (default), max, pow2, oracle, vattention\n");
+	fprintf(f,
+		"  --max-num-seqs N             running sequences at most (default 256)\n"
+		"  --max-num-batched-tokens N   tokens per step; prompts are chunked to fit\n"
+		"                               (default 8192; at least --max-num-seqs)\n"
+		"  --enable-prefix-caching      paged: share prompt blocks by the trace's\n"
+		"                               hash ids (--no-enable-prefix-caching: off, default)\n"
+		"  --preemption-mode M          recompute (default) or swap (to host over PCIe)\n"
+		"  --swap-space GIB             host swap space per GPU in GiB (default 4)\n"
+		"  --watermark F                share of blocks kept free at admission (default 0.01)\n"
+		"  --page-size SIZE             vattention physical page, 64KiB..2MiB (default 2MiB)\n"
+		"  --best-fit                   contiguous policies: best-fit placement (default first fit)\n"
+		"\n"
+		"step time (docs/COST-MODEL.md):\n"
+		"  --flops-efficiency F         share of peak FLOP/s reached (default 0.5)\n"
+		"  --bandwidth-efficiency F     share of peak HBM bandwidth reached (default 0.8)\n"
+		"  --step-overhead S            fixed time per step in seconds (default 0.002)\n"
+		"  --allreduce-latency S        per all-reduce with --tp > 1 (default 10e-6)\n"
+		"  --step-time-table CSV        measured steps (num_tokens,context_tokens,\n"
+		"                               step_time_s[,num_seqs]) fitted by least squares\n"
+		"  --step-time-linear B[,T[,C[,S]]]  step = B + T*tokens + C*context tokens + S*seqs\n"
+		"\n"
+		"metrics and run:\n"
+		"  --slo-ttft S                 goodput: time-to-first-token objective in seconds\n"
+		"  --slo-tpot S                 goodput: time-per-output-token objective in seconds\n"
+		"  --sample-interval S          time series spacing in simulated seconds\n"
+		"                               (default: 1 s, coarsened to at most 4096 samples)\n"
+		"  --horizon S                  stop at S simulated seconds; the rest is unfinished\n"
+		"  --seed N                     seed (recorded; also the trace's Poisson re-timing)\n"
+		"  --quiet, -q                  no progress line on stderr\n"
+		"  --no-fast-path               step one token at a time (slow; for checking)\n"
+		"  --wall-time                  record the run's wall time in the JSON (not\n"
+		"                               byte-identical between runs then)\n");
+}
+
+/* ---- progress -------------------------------------------------------------- */
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void on_progress(void *ctx, const kvs_sim_progress *p)
+{
+	kvs_cli_sim *c = ctx;
+	double now = mono_s();
+	if (now - c->progress_last < 0.25)
+		return;
+	c->progress_last = now;
+	char share[32] = "";
+	if (p->input_share >= 0)
+		snprintf(share, sizeof share, "%5.1f%% of trace, ", 100.0 * p->input_share);
+	fprintf(stderr, "\r%s: %s%llu arrived, %llu finished, %.1f s simulated   ",
+		c->progress_label, share, (unsigned long long)p->arrived,
+		(unsigned long long)p->completed, p->sim_time_s);
+	c->progress_shown = true;
+}
+
+void kvs_cli_sim_progress_begin(kvs_cli_sim *c, const char *label)
+{
+	c->progress_label = label;
+	c->progress_last = mono_s();
+	c->progress_shown = false;
+	if (!c->quiet && kvs_cli_stderr_is_tty()) {
+		c->cfg.on_progress = on_progress;
+		c->cfg.on_progress_ctx = c;
+	} else {
+		c->cfg.on_progress = NULL;
+	}
+}
+
+void kvs_cli_sim_progress_end(kvs_cli_sim *c)
+{
+	if (c->progress_shown)
+		fprintf(stderr, "\r%*s\r", 78, "");
+	c->progress_shown = false;
+}
+
+static kvs_status cli_trace_next(void *ctx, kvs_request *req)
+{
+	return kvs_trace_next(((kvs_cli_trace_source *)ctx)->t, req);
+}
+
+static double cli_trace_progress(void *ctx)
+{
+	kvs_cli_trace_source *ts = ctx;
+	if (!(ts->file_bytes > 0))
+		return -1;
+	double x = (double)kvs_trace_get_stats(ts->t)->bytes_read / ts->file_bytes;
+	return x > 1 ? 1 : x;
+}
+
+kvs_request_source kvs_cli_trace_source_init(kvs_cli_trace_source *ts,
+					     kvs_trace *t, const char *path)
+{
+	struct stat sb;
+	ts->t = t;
+	ts->file_bytes = path && strcmp(path, "-") != 0 && stat(path, &sb) == 0 &&
+			 S_ISREG(sb.st_mode) ? (double)sb.st_size : 0;
+	kvs_request_source s = { cli_trace_next, ts, cli_trace_progress };
+	return s;
+}
+
+/* ---- printing ----------------------------------------------------------------- */
+
+static void human_bytes(char *buf, size_t n, double b)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+	while (b >= 1024 && u < 4) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, n, u ? "%.2f %s" : "%.0f %s", b, unit[u]);
+}
+
+void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
+			      const kvs_sim_stats *st, const char *trace_path,
+			      kvs_trace_format format)
+{
+	const kvs_deploy *d = &cfg->deploy;
+	char budget[32], per_tok[32];
+	human_bytes(budget, sizeof budget, (double)st->kv_budget_bytes);
+	human_bytes(per_tok, sizeof per_tok, (double)st->kv_bytes_per_token);
+	uint32_t bs = d->block_size ? d->block_size : 16;
+	fprintf(f, "model %s on %s (tp %u), KV cache %s\n", d->model.name, d->gpu.name,
+		d->tp ? d->tp : 1, kvs_dtype_name(d->kv_dtype));
+	fprintf(f, "KV pool per GPU %s = %llu tokens (%llu blocks of %u), %s per token, "
+		"max_model_len %llu\n", budget,
+		(unsigned long long)(st->kv_budget_bytes / st->kv_bytes_per_token),
+		(unsigned long long)st->num_blocks, bs, per_tok,
+		(unsigned long long)st->max_model_len);
+	fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, preemption %s, "
+		"prefix caching %s, step time %s\n", cfg->max_num_seqs,
+		cfg->max_num_batched_tokens, kvs_preempt_mode_name(cfg->preemption_mode),
+		cfg->enable_prefix_caching ? "on" : "off",
+		cfg->cost.table_path[0] ? "from table" :
+		cfg->cost.kind == KVS_COST_LINEAR ? "linear" : "roofline");
+	double span = st->arrived > 1 ? st->last_arrival_s - st->first_arrival_s : 0;
+	fprintf(f, "trace %s (%s): %llu requests over %.1f s", trace_path ? trace_path : "-",
+		format == KVS_TRACE_AUTO ? "memory" : kvs_trace_format_name(format),
+		(unsigned long long)st->arrived, span);
+	if (span > 0)
+		fprintf(f, " (%.2f req/s)", (double)(st->arrived - 1) / span);
+	fputs("\n\n", f);
+}
+
+void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st)
+{
+	fprintf(f, "%s: arrived %llu = completed %llu + rejected %llu", kvs_policy_name(st->policy),
+		(unsigned long long)st->arrived, (unsigned long long)st->completed,
+		(unsigned long long)st->rejected);
+	if (st->rejected) {
+		fputs(" (", f);
+		bool first = true;
+		for (int i = 0; i < KVS_SIM_REJECT_COUNT_; i++)
+			if (st->rejected_by[i]) {
+				fprintf(f, "%s%s %llu", first ? "" : ", ",
+					kvs_sim_reject_name((kvs_sim_reject)i),
+					(unsigned long long)st->rejected_by[i]);
+				first = false;
+			}
+		fputs(")", f);
+	}
+	fprintf(f, " + unfinished %llu\n", (unsigned long long)st->unfinished);
+	if (st->multi_sample_requests)
+		fprintf(f, "  (%llu requests asked for parallel sampling n > 1; simulated "
+			"with n = 1)\n", (unsigned long long)st->multi_sample_requests);
+}
+
+typedef double (*getter)(const kvs_sim_stats *);
+
+#define G(name, expr) \
+	static double name(const kvs_sim_stats *s) { return (double)(expr); }
+G(g_arrived, s->arrived)
+G(g_completed, s->completed)
+G(g_rejected, s->rejected)
+G(g_unfinished, s->unfinished)
+G(g_tok, s->memory_pct.token_states)
+G(g_res, s->memory_pct.reservation)
+G(g_int, s->memory_pct.internal_frag)
+G(g_ext, s->memory_pct.external_frag)
+G(g_cached, s->memory_pct.cached_idle)
+G(g_free, s->memory_pct.free)
+G(g_ptok, s->memory_peak_pct.token_states)
+G(g_pwaste, s->memory_peak_pct.reservation + s->memory_peak_pct.internal_frag +
+	     s->memory_peak_pct.external_frag)
+G(g_cmean, s->concurrency_mean)
+G(g_cp50, s->concurrency_p50)
+G(g_cp99, s->concurrency_p99)
+G(g_cmax, s->concurrency_max)
+G(g_tps, s->tokens_per_step_mean)
+G(g_wmean, s->waiting_mean)
+G(g_wmax, s->waiting_max)
+G(g_q50, s->queue_delay_s.p50)
+G(g_q90, s->queue_delay_s.p90)
+G(g_q99, s->queue_delay_s.p99)
+G(g_qmax, s->queue_delay_s.max)
+G(g_t50, s->ttft_s.p50)
+G(g_t90, s->ttft_s.p90)
+G(g_t99, s->ttft_s.p99)
+G(g_p50, s->tpot_s.p50 * 1e3)
+G(g_p90, s->tpot_s.p90 * 1e3)
+G(g_p99, s->tpot_s.p99 * 1e3)
+G(g_e50, s->e2e_s.p50)
+G(g_e99, s->e2e_s.p99)
+G(g_rps, s->requests_per_s)
+G(g_otps, s->output_tokens_per_s)
+G(g_good, s->goodput_requests_per_s)
+G(g_goodf, s->goodput_fraction * 100)
+G(g_pre, s->preemptions)
+G(g_recomp, s->recomputed_tokens)
+G(g_swap, (double)s->swapped_bytes / 1048576.0)
+G(g_hit, s->prefix_hit_rate_tokens * 100)
+G(g_simt, s->sim_time_s)
+G(g_steps, s->steps)
+G(g_spans, s->spans)
+#undef G
+
+typedef struct row {
+	const char *label;   /* NULL: section title in `fmt` */
+	getter get;
+	const char *fmt;
+} row;
+
+static const row rows[] = {
+	{ NULL, NULL, "requests" },
+	{ "  arrived", g_arrived, "%.0f" },
+	{ "  completed", g_completed, "%.0f" },
+	{ "  rejected", g_rejected, "%.0f" },
+	{ "  unfinished", g_unfinished, "%.0f" },
+	{ NULL, NULL, "KV memory, time-weighted (% of pool)" },
+	{ "  token states", g_tok, "%.2f" },
+	{ "  reservation", g_res, "%.2f" },
+	{ "  internal fragmentation", g_int, "%.2f" },
+	{ "  external fragmentation", g_ext, "%.2f" },
+	{ "  cached idle", g_cached, "%.2f" },
+	{ "  free", g_free, "%.2f" },
+	{ NULL, NULL, "KV memory at peak use (% of pool)" },
+	{ "  token states", g_ptok, "%.2f" },
+	{ "  reserved or fragmented", g_pwaste, "%.2f" },
+	{ NULL, NULL, "concurrency (running sequences)" },
+	{ "  mean", g_cmean, "%.1f" },
+	{ "  p50", g_cp50, "%.0f" },
+	{ "  p99", g_cp99, "%.0f" },
+	{ "  max", g_cmax, "%.0f" },
+	{ "  tokens per step, mean", g_tps, "%.1f" },
+	{ NULL, NULL, "admission queue" },
+	{ "  waiting, mean", g_wmean, "%.1f" },
+	{ "  waiting, max", g_wmax, "%.0f" },
+	{ "  queue delay p50 (s)", g_q50, "%.3f" },
+	{ "  queue delay p90 (s)", g_q90, "%.3f" },
+	{ "  queue delay p99 (s)", g_q99, "%.3f" },
+	{ "  queue delay max (s)", g_qmax, "%.3f" },
+	{ NULL, NULL, "latency" },
+	{ "  TTFT p50 (s)", g_t50, "%.3f" },
+	{ "  TTFT p90 (s)", g_t90, "%.3f" },
+	{ "  TTFT p99 (s)", g_t99, "%.3f" },
+	{ "  TPOT p50 (ms)", g_p50, "%.2f" },
+	{ "  TPOT p90 (ms)", g_p90, "%.2f" },
+	{ "  TPOT p99 (ms)", g_p99, "%.2f" },
+	{ "  end-to-end p50 (s)", g_e50, "%.3f" },
+	{ "  end-to-end p99 (s)", g_e99, "%.3f" },
+	{ NULL, NULL, "throughput" },
+	{ "  requests/s", g_rps, "%.3f" },
+	{ "  output tokens/s", g_otps, "%.1f" },
+	{ "  goodput requests/s", g_good, "%.3f" },
+	{ "  goodput (% of arrived)", g_goodf, "%.1f" },
+	{ NULL, NULL, "preemption and prefix cache" },
+	{ "  preemptions", g_pre, "%.0f" },
+	{ "  recomputed tokens", g_recomp, "%.0f" },
+	{ "  swapped (MiB)", g_swap, "%.1f" },
+	{ "  prefix hit rate (% tokens)", g_hit, "%.1f" },
+	{ NULL, NULL, "simulation" },
+	{ "  simulated time (s)", g_simt, "%.1f" },
+	{ "  engine steps", g_steps, "%.0f" },
+	{ "  scheduling spans", g_spans, "%.0f" },
+};
+
+static double ratio_of(double a, double b)
+{
+	return b > 0 ? a / b : NAN;
+}
+
+void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
+{
+	const int lw = 32, cw = 12;
+	fprintf(f, "%-*s", lw, "");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%*s", cw, kvs_policy_name(kvs_sim_result_stats(res[i])->policy));
+	fputc('\n', f);
+	for (size_t r = 0; r < KVS_ARRAY_LEN(rows); r++) {
+		if (!rows[r].label) {
+			fprintf(f, "%s\n", rows[r].fmt);
+			continue;
+		}
+		fprintf(f, "%-*s", lw, rows[r].label);
+		for (size_t i = 0; i < n; i++) {
+			char cell[32];
+			snprintf(cell, sizeof cell, rows[r].fmt, rows[r].get(kvs_sim_result_stats(res[i])));
+			fprintf(f, "%*s", cw, cell);
+		}
+		fputc('\n', f);
+	}
+	/* ratios paged / each */
+	const kvs_sim_stats *paged = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (kvs_sim_result_stats(res[i])->policy == KVS_POLICY_PAGED)
+			paged = kvs_sim_result_stats(res[i]);
+	if (paged && n > 1) {
+		fprintf(f, "paged / each policy\n");
+		static const struct { const char *label; getter g; } rr[] = {
+			{ "  concurrency (mean)", g_cmean },
+			{ "  throughput (output tokens/s)", g_otps },
+			{ "  waste (reserved + fragmented)", NULL },
+			{ "  p99 queue delay", g_q99 },
+		};
+		for (size_t k = 0; k < KVS_ARRAY_LEN(rr); k++) {
+			fprintf(f, "%-*s", lw, rr[k].label);
+			for (size_t i = 0; i < n; i++) {
+				const kvs_sim_stats *o = kvs_sim_result_stats(res[i]);
+				double x;
+				if (rr[k].g)
+					x = ratio_of(rr[k].g(paged), rr[k].g(o));
+				else
+					x = ratio_of(paged->memory_pct.reservation +
+						     paged->memory_pct.internal_frag +
+						     paged->memory_pct.external_frag,
+						     o->memory_pct.reservation +
+						     o->memory_pct.internal_frag +
+						     o->memory_pct.external_frag);
+				char cell[32];
+				if (isfinite(x))
+					snprintf(cell, sizeof cell, "%.3gx", x);
+				else
+					snprintf(cell, sizeof cell, "-");
+				fprintf(f, "%*s", cw, cell);
+			}
+			fputc('\n', f);
+		}
+	}
+	fputc('\n', f);
+	for (size_t i = 0; i < n; i++)
+		kvs_cli_sim_print_accounting(f, kvs_sim_result_stats(res[i]));
+}
+
+/* ---- replay / compare ---------------------------------------------------------- */
+
+typedef struct req_csv {
+	FILE *f;
+	const char *policy;
+} req_csv;
+
+static void on_request_row(void *ctx, const kvs_sim_request_record *r)
+{
+	req_csv *rc = ctx;
+	fprintf(rc->f, "%s,", rc->policy);
+	kvs_sim_request_csv_row(rc->f, r);
+}
+
+static int write_timeseries(const char *cmd, const char *path,
+			    kvs_sim_result *const *res, size_t n)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "kvsim %s: --timeseries: %s: cannot write\n", cmd, path);
+		return KVS_EXIT_FAIL;
+	}
+	fprintf(f, "policy,t_s,token_states_pct,reservation_pct,internal_fragmentation_pct,"
+		   "external_fragmentation_pct,cached_idle_pct,free_pct,running,waiting\n");
+	for (size_t i = 0; i < n; i++) {
+		size_t ns;
+		const kvs_sim_sample *s = kvs_sim_result_samples(res[i], &ns, NULL);
+		const char *name = kvs_policy_name(kvs_sim_result_stats(res[i])->policy);
+		for (size_t k = 0; k < ns; k++)
+			fprintf(f, "%s,%.9g,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%u,%llu\n", name,
+				s[k].t_s, s[k].mem.token_states, s[k].mem.reservation,
+				s[k].mem.internal_frag, s[k].mem.external_frag,
+				s[k].mem.cached_idle, s[k].mem.free, s[k].running,
+				(unsigned long long)s[k].waiting);
+	}
+	bool bad = ferror(f) != 0;
+	if (f != stdout)
+		bad |= fclose(f) != 0;
+	else
+		bad |= fflush(f) != 0;
+	if (bad) {
+		fprintf(stderr, "kvsim %s: --timeseries: %s: write failed\n", cmd, path);
+		return KVS_EXIT_FAIL;
+	}
+	return KVS_EXIT_OK;
+}
+
+int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE *f))
+{
+	const char *cmd = several ? "compare" : "replay";
+	kvs_args it;
+	kvs_args_init(&it, cmd, argc, argv);
+	kvs_cli_deploy dep;
+	kvs_cli_deploy_init(&dep, "llama-3-8b", "a100-40gb");
+	kvs_trace_opts topts;
+	kvs_trace_opts_defaults(&topts);
+	kvs_cli_sim sim;
+	kvs_cli_sim_init(&sim);
+	const char *path = NULL, *json = NULL, *tscsv = NULL, *reqcsv = NULL;
+	const char *pos;
+	while (kvs_args_next(&it, &pos)) {
+		if (!it.flag) {
+			if (path) {
+				kvs_args_usage_error(&it, "one TRACE at most (got '%s' and '%s')",
+						     path, pos);
+				return KVS_EXIT_USAGE;
+			}
+			path = pos;
+			continue;
+		}
+		if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
+			usage(stdout);
+			return KVS_EXIT_OK;
+		}
+		if (kvs_args_is(&it, "--json")) {
+			if (!(json = kvs_args_value(&it)))
+				return KVS_EXIT_USAGE;
+			continue;
+		}
+		if (kvs_args_is(&it, "--timeseries")) {
+			if (!(tscsv = kvs_args_value(&it)))
+				return KVS_EXIT_USAGE;
+			continue;
+		}
+		if (kvs_args_is(&it, "--requests")) {
+			if (!(reqcsv = kvs_args_value(&it)))
+				return KVS_EXIT_USAGE;
+			continue;
+		}
+		int r = kvs_cli_deploy_arg(&it, &dep);
+		if (r == 0)
+			r = kvs_cli_sim_arg(&it, &sim);
+		if (r == 0)
+			r = kvs_cli_trace_arg(&it, &topts);
+		if (r < 0)
+			return KVS_EXIT_USAGE;
+		if (r == 0) {
+			kvs_args_unknown(&it);
+			return KVS_EXIT_USAGE;
+		}
+	}
+	if (it.error)
+		return KVS_EXIT_USAGE;
+	if (several && sim.npolicies == 0) {
+		for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+			sim.policies[p] = (kvs_policy)p;
+		sim.npolicies = KVS_POLICY_COUNT_;
+	}
+	if (!several && sim.npolicies > 1) {
+		fprintf(stderr, "kvsim replay: one policy per replay; use 'kvsim compare "
+			"--policies ...' for several\n");
+		return KVS_EXIT_USAGE;
+	}
+	if (!kvs_cli_deploy_finish(&dep, cmd))
+		return dep.fail_exit;
+	if (!kvs_cli_sim_finish(&sim, &dep.d, &topts, cmd))
+		return sim.fail_exit;
+	if (!path)
+		path = kvs_trace_default_path();
+
+	int rc = KVS_EXIT_OK;
+	req_csv rcsv = { NULL, NULL };
+	if (reqcsv) {
+		rcsv.f = strcmp(reqcsv, "-") == 0 ? stdout : fopen(reqcsv, "w");
+		if (!rcsv.f) {
+			fprintf(stderr, "kvsim %s: --requests: %s: cannot write\n", cmd, reqcsv);
+			return KVS_EXIT_FAIL;
+		}
+		fputs("policy,", rcsv.f);
+		kvs_sim_request_csv_header(rcsv.f);
+	}
+	/* standard input is read once into memory; files are streamed once
+	 * per policy, so memory stays proportional to requests in flight */
+	kvs_request_set *set = NULL;
+	kvs_status st = KVS_OK;
+	if (strcmp(path, "-") == 0 && (st = kvs_request_set_load(path, &topts, &set)) != KVS_OK) {
+		kvs_cli_report_error(cmd, st);
+		if (rcsv.f && rcsv.f != stdout)
+			fclose(rcsv.f);
+		return KVS_EXIT_FAIL;
+	}
+	kvs_sim_result *res[KVS_POLICY_COUNT_] = { 0 };
+	size_t nres = 0;
+	kvs_trace_stats tstats;
+	memset(&tstats, 0, sizeof tstats);
+	kvs_trace_format format = KVS_TRACE_AUTO;
+	for (size_t i = 0; i < sim.npolicies && st == KVS_OK; i++) {
+		kvs_sim_config cfg;
+		char label[64];
+		snprintf(label, sizeof label, "%s %s", cmd, kvs_policy_name(sim.policies[i]));
+		kvs_cli_sim_progress_begin(&sim, label);
+		cfg = sim.cfg;
+		cfg.policy = sim.policies[i];
+		if (rcsv.f) {
+			rcsv.policy = kvs_policy_name(cfg.policy);
+			cfg.on_request = on_request_row;
+			cfg.on_request_ctx = &rcsv;
+		}
+		if (set) {
+			kvs_request_cursor cur;
+			kvs_request_cursor_init(&cur, set, 1.0);
+			kvs_request_source src = kvs_request_cursor_source(&cur);
+			st = kvs_sim_replay(&cfg, &src, &res[nres]);
+			tstats = *kvs_request_set_trace_stats(set);
+			format = kvs_request_set_format(set);
+		} else {
+			kvs_trace *t;
+			st = kvs_trace_open(path, &topts, &t);
+			if (st == KVS_OK) {
+				kvs_cli_trace_source ts;
+				kvs_request_source src = kvs_cli_trace_source_init(&ts, t, path);
+				st = kvs_sim_replay(&cfg, &src, &res[nres]);
+				tstats = *kvs_trace_get_stats(t);
+				format = kvs_trace_get_format(t);
+				kvs_trace_close(t);
+			}
+		}
+		kvs_cli_sim_progress_end(&sim);
+		if (st == KVS_OK)
+			nres++;
+	}
+	if (st != KVS_OK) {
+		kvs_cli_report_error(cmd, st);
+		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
+	}
+	if (rc == KVS_EXIT_OK && json && strcmp(json, "-") == 0) {
+		/* JSON on stdout replaces the table */
+	} else if (rc == KVS_EXIT_OK) {
+		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]), kvs_sim_result_stats(res[0]),
+					 path, format);
+		kvs_cli_sim_print_results(stdout, res, nres);
+	}
+	if (rc == KVS_EXIT_OK && json) {
+		json_t *doc = kvs_sim_report_json(cmd, res, nres, path, format, &tstats);
+		if (!doc) {
+			fprintf(stderr, "kvsim %s: out of memory\n", cmd);
+			rc = KVS_EXIT_FAIL;
+		} else {
+			st = kvs_sim_json_write(doc, json);
+			if (st != KVS_OK) {
+				fprintf(stderr, "kvsim %s: --json: %s\n", cmd, kvs_last_error());
+				rc = KVS_EXIT_FAIL;
+			}
+			json_decref(doc);
+		}
+	}
+	if (rc == KVS_EXIT_OK && tscsv)
+		rc = write_timeseries(cmd, tscsv, res, nres);
+	if (rcsv.f) {
+		bool bad = ferror(rcsv.f) != 0;
+		bad |= rcsv.f != stdout ? fclose(rcsv.f) != 0 : fflush(rcsv.f) != 0;
+		if (bad && rc == KVS_EXIT_OK) {
+			fprintf(stderr, "kvsim %s: --requests: %s: write failed\n", cmd, reqcsv);
+			rc = KVS_EXIT_FAIL;
+		}
+	}
+	for (size_t i = 0; i < nres; i++)
+		kvs_sim_result_destroy(res[i]);
+	kvs_request_set_destroy(set);
+	return rc;
+}

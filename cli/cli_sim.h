@@ -1,0 +1,83 @@
+/*
+ * cli/cli_sim.h - the engine flag group shared by replay, compare and sweep
+ * (policy, vLLM scheduler limits, preemption, prefix caching, step-time
+ * model, SLOs, sampling, progress), and the printing of results.
+ *
+ * Usage in a command:
+ *
+ *     kvs_cli_sim sim;  kvs_cli_sim_init(&sim);
+ *     ... in the flag loop, after the deploy group:
+ *         int r = kvs_cli_sim_arg(&it, &sim);   1 ours, 0 not ours, -1 bad
+ *     ... then, after kvs_cli_deploy_finish(&dep, cmd):
+ *         if (!kvs_cli_sim_finish(&sim, &dep.d, &trace_opts, cmd))
+ *                 return sim.fail_exit;
+ *     sim.cfg is then complete for sim.policies[0] (set cfg.policy for each
+ *     policy), and the trace options carry --seed, the block size (to
+ *     re-split hash ids) and max_model_len (to flag overlong requests).
+ *
+ * Dispatch the sim group before the trace group: both know --seed; the sim
+ * group takes it and kvs_cli_sim_finish copies it into the trace options.
+ */
+#ifndef KVSIM_CLI_SIM_H
+#define KVSIM_CLI_SIM_H
+
+#include "cli.h"
+#include "kvsim/sim.h"
+
+typedef struct kvs_cli_sim {
+	kvs_sim_config cfg;             /* engine settings; deploy filled by finish */
+	kvs_policy policies[KVS_POLICY_COUNT_];
+	size_t npolicies;               /* 0 until --policy/--policies */
+	const char *table_path;         /* --step-time-table */
+	bool quiet;                     /* --quiet: no progress line */
+	bool seed_set;
+	bool step_linear_set;
+	int fail_exit;                  /* exit code when finish fails */
+	/* progress line state */
+	double progress_last;
+	const char *progress_label;
+	bool progress_shown;
+} kvs_cli_sim;
+
+void kvs_cli_sim_init(kvs_cli_sim *c);
+/* 1: the current flag was ours and consumed; 0: not ours; -1: ours, bad
+ * value (message printed). */
+int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c);
+/* Complete cfg from the deployment, read the step-time table, apply the
+ * engine's block size, max_model_len and seed to the trace options.  Prints
+ * the error and returns false on failure (exit code in c->fail_exit). */
+bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d,
+			kvs_trace_opts *topts, const char *cmd);
+void kvs_cli_sim_help(FILE *f, bool several_policies);
+
+/* Set cfg.on_progress to a progress line on stderr (when stderr is a
+ * terminal and --quiet is not given), labelled e.g. "replay paged". */
+void kvs_cli_sim_progress_begin(kvs_cli_sim *c, const char *label);
+void kvs_cli_sim_progress_end(kvs_cli_sim *c);
+
+/* A streaming source over an open trace that also reports the share of
+ * the file read (for progress). */
+typedef struct kvs_cli_trace_source {
+	kvs_trace *t;
+	double file_bytes;              /* 0 when unknown (stdin) */
+} kvs_cli_trace_source;
+
+kvs_request_source kvs_cli_trace_source_init(kvs_cli_trace_source *ts,
+					     kvs_trace *t, const char *path);
+
+/* Printing.  The header names model, GPU, pool and trace; a result prints
+ * as a column of figures; several results side by side with the ratios
+ * paged / each.  Every report ends with the accounting lines. */
+void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
+			      const kvs_sim_stats *st, const char *trace_path,
+			      kvs_trace_format format);
+void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n);
+void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st);
+
+/* The whole of `kvsim replay` (several = false) and `kvsim compare`
+ * (several = true): flags, runs, table, --json, --timeseries, --requests.
+ * usage() prints the command's own help. */
+int kvs_cli_sim_command(int argc, char **argv, bool several,
+			void (*usage)(FILE *f));
+
+#endif /* KVSIM_CLI_SIM_H */

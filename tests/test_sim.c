@@ -1,0 +1,779 @@
+/*
+ * test_sim.c - the simulator on hand-computable cases with a fixed step
+ * time, the closed-form sums against brute force, the fast path against
+ * one-token-at-a-time stepping, accounting, rejections, determinism, the
+ * quantile sketch and the step-time table fit.
+ */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "kvsim/kvsim.h"
+#include "../sim/sim_internal.h"
+
+/* ---- helpers --------------------------------------------------------------- */
+
+#define MAXREC 4096
+
+typedef struct recs {
+	kvs_sim_request_record r[MAXREC];
+	size_t n;
+} recs;
+
+static void on_rec(void *ctx, const kvs_sim_request_record *r)
+{
+	recs *R = ctx;
+	assert_true(R->n < MAXREC);
+	R->r[R->n++] = *r;
+}
+
+static const kvs_sim_request_record *rec_of(const recs *R, uint64_t index)
+{
+	for (size_t i = 0; i < R->n; i++)
+		if (R->r[i].index == index)
+			return &R->r[i];
+	fail_msg("no record for request %llu", (unsigned long long)index);
+	return NULL;
+}
+
+/* A pool of `tokens` tokens of kvb bytes, blocks of `bs`, a fixed step of
+ * 10 ms (linear model), watermark 0. */
+static void cfg_fixed(kvs_sim_config *c, kvs_policy pol, uint64_t tokens,
+		      uint64_t kvb, uint32_t bs, uint32_t mml)
+{
+	kvs_sim_config_defaults(c, NULL);
+	c->policy = pol;
+	c->deploy.block_size = bs;
+	c->deploy.max_model_len = mml;
+	c->deploy.tp = 1;
+	c->kv_bytes_per_token = kvb;
+	c->kv_budget_bytes = tokens * kvb;
+	c->watermark = 0;
+	c->cost.kind = KVS_COST_LINEAR;
+	c->cost.linear_base_s = 0.01;
+	c->max_num_seqs = 64;
+	c->max_num_batched_tokens = 512;
+	c->sample_interval_s = 0.05;
+}
+
+static kvs_request mkreq(uint64_t i, double t, uint32_t p, uint32_t o)
+{
+	kvs_request r;
+	memset(&r, 0, sizeof r);
+	r.index = i;
+	r.line = i + 2;
+	r.arrival_s = t;
+	r.prompt_tokens = p;
+	r.output_tokens = o;
+	r.num_samples = 1;
+	return r;
+}
+
+static kvs_sim_result *run_set(kvs_sim_config *c, const kvs_request_set *set,
+			       recs *R)
+{
+	if (R) {
+		R->n = 0;
+		c->on_request = on_rec;
+		c->on_request_ctx = R;
+	}
+	kvs_request_cursor cur;
+	kvs_request_cursor_init(&cur, set, 1.0);
+	kvs_request_source src = kvs_request_cursor_source(&cur);
+	kvs_sim_result *res = NULL;
+	kvs_status st = kvs_sim_replay(c, &src, &res);
+	if (st != KVS_OK)
+		fail_msg("replay: %s", kvs_last_error());
+	return res;
+}
+
+static kvs_request_set *set_of(const kvs_request *q, size_t n)
+{
+	kvs_request_set *s;
+	assert_int_equal(kvs_request_set_create(&s), KVS_OK);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(kvs_request_set_append(s, &q[i]), KVS_OK);
+	return s;
+}
+
+static void assert_close(double a, double b, double rel)
+{
+	double tol = rel * (fabs(a) > fabs(b) ? fabs(a) : fabs(b)) + 1e-12;
+	if (!(fabs(a - b) <= tol))
+		fail_msg("%.15g != %.15g (tolerance %.3g)", a, b, tol);
+}
+
+static void assert_parts_sum(const kvs_sim_mem_pct *m)
+{
+	double sum = m->token_states + m->reservation + m->internal_frag +
+		     m->external_frag + m->cached_idle + m->free;
+	assert_close(sum, 100.0, 1e-9);
+	assert_true(m->token_states >= -1e-9 && m->reservation >= -1e-9 &&
+		    m->internal_frag >= -1e-9 && m->external_frag >= -1e-9 &&
+		    m->cached_idle >= -1e-9 && m->free >= -1e-9);
+}
+
+static void assert_accounting(const kvs_sim_stats *st)
+{
+	uint64_t rej = 0;
+	for (int i = 0; i < KVS_SIM_REJECT_COUNT_; i++)
+		rej += st->rejected_by[i];
+	assert_int_equal(rej, st->rejected);
+	assert_int_equal(st->arrived, st->completed + st->rejected + st->unfinished);
+	assert_parts_sum(&st->memory_pct);
+	assert_parts_sum(&st->memory_peak_pct);
+}
+
+/* ---- closed-form sums ------------------------------------------------------------ */
+
+static void test_lin2_sums(void **state)
+{
+	(void)state;
+	const kvs_lin2 cases[] = {
+		{ 1.0, 0.5, 3.0, 0.1, 0.25 },     /* crossover at j = 5 */
+		{ 3.0, 0.1, 1.0, 0.5, 0.0 },      /* the other way round */
+		{ 2.0, 0.2, 2.0, 0.2, 0.01 },     /* equal lines */
+		{ 5.0, 0.0, 1.0, 0.0, 0.0 },      /* constants */
+		{ 0.001, 1e-6, 0.004, 2e-7, 0.002 },
+	};
+	for (size_t c = 0; c < KVS_ARRAY_LEN(cases); c++) {
+		const kvs_lin2 *L = &cases[c];
+		for (uint64_t j0 = 0; j0 < 12; j0 += 3)
+			for (uint64_t j1 = j0; j1 < 40; j1 += 7) {
+				double b0 = 0, b1 = 0;
+				for (uint64_t j = j0; j < j1; j++) {
+					double x = L->a1 + L->b1 * j, y = L->a2 + L->b2 * j;
+					double dt = (x > y ? x : y) + L->c;
+					b0 += dt;
+					b1 += dt * j;
+				}
+				double s0, s1;
+				kvs_lin2_sums(L, j0, j1, &s0, &s1);
+				assert_close(s0, b0, 1e-12);
+				assert_close(s1, b1, 1e-12);
+			}
+		/* steps_to / step_at invert the prefix sums */
+		for (double target = 0.5; target < 30; target += 1.3) {
+			if (kvs_lin2_prefix(L, 1000) <= target)
+				break;
+			uint64_t k = kvs_lin2_steps_to(L, 1000, target);
+			assert_true(kvs_lin2_prefix(L, k) >= target);
+			if (k > 1)
+				assert_true(kvs_lin2_prefix(L, k - 1) < target);
+			uint64_t j = kvs_lin2_step_at(L, 1000, target);
+			assert_true(kvs_lin2_prefix(L, j) <= target);
+			assert_true(kvs_lin2_prefix(L, j + 1) > target);
+		}
+	}
+}
+
+/* ---- hand-computed cases ------------------------------------------------------------ */
+
+static void lone_request(bool fast)
+{
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 4096, 64, 16, 2048);
+	c.fast_path = fast;
+	c.cost.linear_per_token_s = 1e-5;   /* prefill of 100: 11 ms, decode 10.01 ms */
+	kvs_request q = mkreq(0, 1.0, 100, 5);
+	kvs_request_set *set = set_of(&q, 1);
+	static recs R;
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	assert_int_equal(st->completed, 1);
+	assert_int_equal(st->steps, 5);          /* 1 prefill + 4 decodes */
+	const kvs_sim_request_record *r = rec_of(&R, 0);
+	assert_int_equal(r->outcome, KVS_SIM_COMPLETED);
+	assert_close(r->admitted_s, 1.0, 1e-12);
+	assert_close(r->first_token_s, 1.011, 1e-12);
+	assert_close(r->finish_s, 1.011 + 4 * 0.01001, 1e-12);
+	assert_close(st->ttft_s.max, 0.011, 1e-9);
+	assert_close(st->tpot_s.max, 0.01001, 1e-9);
+	assert_close(st->e2e_s.max, 0.011 + 4 * 0.01001, 1e-9);
+	assert_close(st->queue_delay_s.max, 0.0, 1e-12);
+	/* 7 blocks of 16 held from admission (the first instant of the peak):
+	 * 100 tokens stored, 5 more to come (final length 105), 7 never used */
+	assert_close(st->memory_peak_pct.token_states, 100.0 * 100 / 4096, 1e-9);
+	assert_close(st->memory_peak_pct.reservation, 100.0 * 5 / 4096, 1e-9);
+	assert_close(st->memory_peak_pct.internal_frag, 100.0 * 7 / 4096, 1e-9);
+	assert_close(st->peak_time_s, 1.0, 1e-12);
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+static void test_lone_request(void **state)
+{
+	(void)state;
+	lone_request(true);
+	lone_request(false);
+}
+
+static void test_chunked_prefill(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 4096, 64, 16, 2048);
+	c.max_num_seqs = 8;
+	c.max_num_batched_tokens = 64;   /* 100 prompt tokens: chunks of 64 + 36 */
+	kvs_request q = mkreq(0, 0.0, 100, 3);
+	kvs_request_set *set = set_of(&q, 1);
+	static recs R;
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_request_record *r = rec_of(&R, 0);
+	assert_close(r->first_token_s, 0.02, 1e-12);
+	assert_close(r->finish_s, 0.04, 1e-12);
+	assert_int_equal(kvs_sim_result_stats(res)->tokens_per_step_max, 64);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+/* Two requests of 150 tokens each (100 + 50) on a pool of 160 tokens: the
+ * second waits for the first, under paged and under oracle reservation. */
+static void contend(kvs_policy pol, bool fast)
+{
+	kvs_sim_config c;
+	cfg_fixed(&c, pol, 160, 2, 16, 1024);
+	c.fast_path = fast;
+	kvs_request q[2] = { mkreq(0, 0.0, 100, 50), mkreq(1, 0.0, 100, 50) };
+	kvs_request_set *set = set_of(q, 2);
+	static recs R;
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	assert_int_equal(st->completed, 2);
+	assert_int_equal(st->preemptions, 0);
+	assert_int_equal(st->concurrency_max, 1);
+	const kvs_sim_request_record *a = rec_of(&R, 0), *b = rec_of(&R, 1);
+	assert_close(a->first_token_s, 0.01, 1e-12);
+	assert_close(a->finish_s, 0.50, 1e-12);
+	assert_close(b->admitted_s, 0.50, 1e-12);
+	assert_close(b->first_token_s, 0.51, 1e-12);
+	assert_close(b->finish_s, 1.00, 1e-12);
+	assert_close(st->queue_delay_s.max, 0.50, 1e-3);
+	assert_close(st->sim_time_s, 1.0, 1e-12);
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+static void test_contention(void **state)
+{
+	(void)state;
+	contend(KVS_POLICY_PAGED, true);
+	contend(KVS_POLICY_PAGED, false);
+	contend(KVS_POLICY_ORACLE, true);
+	contend(KVS_POLICY_ORACLE, false);
+}
+
+/* Pool of 10 blocks of 16; two requests of 32 + 100.  Both prefill at step
+ * 0; each takes a block every 16 tokens; at step 49 A (older) needs its 6th
+ * block with all 10 taken, so B (most recent) is preempted with 80 tokens
+ * stored and 49 emitted.  B waits until A finishes at step 100 (t = 1.00),
+ * re-prefills 81 tokens (emits token 50) and finishes at step 150. */
+static void preempt_case(bool fast, kvs_preempt_mode mode)
+{
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 160, 2, 16, 1024);
+	c.fast_path = fast;
+	c.preemption_mode = mode;
+	c.deploy.gpu.pcie_bytes_per_s = 1e12;
+	c.swap_bytes = 1 << 20;
+	kvs_request q[2] = { mkreq(0, 0.0, 32, 100), mkreq(1, 0.0, 32, 100) };
+	kvs_request_set *set = set_of(q, 2);
+	static recs R;
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	assert_int_equal(st->completed, 2);
+	assert_int_equal(st->preemptions, 1);
+	const kvs_sim_request_record *a = rec_of(&R, 0), *b = rec_of(&R, 1);
+	assert_int_equal(a->preemptions, 0);
+	assert_int_equal(b->preemptions, 1);
+	assert_close(a->first_token_s, 0.01, 1e-12);
+	assert_close(b->first_token_s, 0.01, 1e-12);
+	if (mode == KVS_PREEMPT_RECOMPUTE) {
+		assert_int_equal(st->recomputed_tokens, 80);
+		assert_int_equal(st->swapped_bytes, 0);
+		assert_close(a->finish_s, 1.00, 1e-12);
+		assert_close(b->finish_s, 1.51, 1e-12);
+	} else {
+		/* swapped out at step 49 (80 tokens x 2 bytes), back in when
+		 * A finishes, then 51 more tokens: finishes at step 150 too,
+		 * plus the PCIe time of the two copies */
+		assert_int_equal(st->recomputed_tokens, 0);
+		assert_int_equal(st->swap_out_bytes, 160);
+		assert_int_equal(st->swap_in_bytes, 160);
+		assert_close(a->finish_s, 1.00 + 160 / 1e12, 1e-9);
+		assert_close(b->finish_s, 1.51 + 320 / 1e12, 1e-9);
+	}
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+static void test_preemption(void **state)
+{
+	(void)state;
+	preempt_case(true, KVS_PREEMPT_RECOMPUTE);
+	preempt_case(false, KVS_PREEMPT_RECOMPUTE);
+	preempt_case(true, KVS_PREEMPT_SWAP);
+	preempt_case(false, KVS_PREEMPT_SWAP);
+}
+
+/* max policy: budget B = 1000 tokens, max_model_len M = 300: at most
+ * floor(B / M) = 3 at once, whatever the request sizes. */
+static void test_max_policy_bound(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_MAX, 1000, 4, 16, 300);
+	kvs_request q[20];
+	for (int i = 0; i < 20; i++)
+		q[i] = mkreq((uint64_t)i, 0.001 * i, 10 + i, 20 + 3 * i);
+	kvs_request_set *set = set_of(q, 20);
+	kvs_sim_result *res = run_set(&c, set, NULL);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	assert_int_equal(st->completed, 20);
+	assert_int_equal(st->concurrency_max, 3);
+	assert_true(st->concurrency_p99 <= 3);
+	kvs_sim_result_destroy(res);
+	/* paged fits them all at once on the same pool */
+	c.policy = KVS_POLICY_PAGED;
+	res = run_set(&c, set, NULL);
+	assert_true(kvs_sim_result_stats(res)->concurrency_max > 3);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+/* Paged never holds more blocks than exist: on a small pool under heavy
+ * load, at every sample the held parts stay within the budget and the six
+ * parts sum to 100%; KVS_DEBUG >= 2 also runs the allocator validator and
+ * compares the engine's parts with a fresh account at every step. */
+static void test_paged_pool_bound(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 50 * 16, 8, 16, 512);
+	c.sample_interval_s = 0.01;
+	kvs_request q[300];
+	uint64_t x = 12345;
+	double t = 0;
+	for (int i = 0; i < 300; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		t += (double)((x >> 33) % 100) / 2000.0;
+		q[i] = mkreq((uint64_t)i, t, 1 + (uint32_t)((x >> 20) % 200),
+			     1 + (uint32_t)((x >> 45) % 150));
+	}
+	kvs_request_set *set = set_of(q, 300);
+	kvs_sim_result *res = run_set(&c, set, NULL);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	assert_int_equal(st->completed, 300);
+	assert_true(st->preemptions > 0);
+	size_t n;
+	const kvs_sim_sample *sm = kvs_sim_result_samples(res, &n, NULL);
+	assert_true(n > 10);
+	for (size_t i = 0; i < n; i++) {
+		assert_parts_sum(&sm[i].mem);
+		assert_true(sm[i].mem.token_states + sm[i].mem.reservation +
+			    sm[i].mem.internal_frag <= 100.0 + 1e-9);
+		assert_true(sm[i].running <= c.max_num_seqs);
+	}
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+/* ---- fast path == stepping one token at a time ----------------------------- */
+
+static recs fastR, slowR;
+
+static void compare_fast_slow(kvs_policy pol, bool prefix)
+{
+	kvs_sim_config c;
+	kvs_sim_config_defaults(&c, NULL);
+	c.policy = pol;
+	c.deploy.block_size = 16;
+	c.deploy.max_model_len = 4096;
+	c.kv_bytes_per_token = 131072;
+	c.kv_budget_bytes = 24000ull * 131072;
+	c.page_bytes = 64 << 10;
+	c.max_num_seqs = 48;
+	c.max_num_batched_tokens = 1024;
+	c.enable_prefix_caching = prefix;
+	/* a roofline-shaped linear model: memory-bound with a context term */
+	c.cost.kind = KVS_COST_LINEAR;
+	c.cost.linear_base_s = 0.012;
+	c.cost.linear_per_token_s = 2e-5;
+	c.cost.linear_per_context_s = 1e-7;
+	c.sample_interval_s = 0.5;
+	enum { N = 400 };
+	static kvs_request q[N];
+	static uint64_t hashes[N][64];
+	uint64_t x = 99;
+	double t = 0;
+	for (int i = 0; i < N; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		t += (double)((x >> 33) % 1000) / 4000.0;
+		q[i] = mkreq((uint64_t)i, t, 1 + (uint32_t)((x >> 17) % 900),
+			     1 + (uint32_t)((x >> 40) % 400));
+		/* a few shared system prompts */
+		uint32_t nb = q[i].prompt_tokens / 16;
+		for (uint32_t b = 0; b < nb && b < 64; b++)
+			hashes[i][b] = b < 8 ? (uint64_t)(i % 3) * 1000 + b + 1
+					     : (uint64_t)i * 100000 + b;
+		q[i].hash_ids = hashes[i];
+		q[i].num_hash_ids = nb < 64 ? nb : 64;
+		q[i].hash_block_tokens = 16;
+	}
+	kvs_request_set *set = set_of(q, N);
+	c.fast_path = true;
+	kvs_sim_result *f = run_set(&c, set, &fastR);
+	c.fast_path = false;
+	kvs_sim_result *s = run_set(&c, set, &slowR);
+	const kvs_sim_stats *a = kvs_sim_result_stats(f), *b = kvs_sim_result_stats(s);
+	assert_int_equal(a->completed, b->completed);
+	assert_int_equal(a->rejected, b->rejected);
+	assert_int_equal(a->steps, b->steps);
+	assert_int_equal(a->preemptions, b->preemptions);
+	assert_int_equal(a->recomputed_tokens, b->recomputed_tokens);
+	assert_int_equal(a->prefix_hit_tokens, b->prefix_hit_tokens);
+	assert_int_equal(a->concurrency_max, b->concurrency_max);
+	assert_int_equal(a->tokens_per_step_max, b->tokens_per_step_max);
+	assert_true(a->spans < b->spans);    /* the fast path did skip steps */
+	assert_close(a->sim_time_s, b->sim_time_s, 1e-9);
+	assert_close(a->concurrency_mean, b->concurrency_mean, 1e-9);
+	assert_close(a->waiting_mean, b->waiting_mean, 1e-9);
+	assert_close(a->memory_pct.token_states, b->memory_pct.token_states, 1e-9);
+	assert_close(a->memory_pct.reservation, b->memory_pct.reservation, 1e-9);
+	assert_close(a->memory_pct.internal_frag, b->memory_pct.internal_frag, 1e-9);
+	assert_close(a->memory_pct.free, b->memory_pct.free, 1e-9);
+	assert_close(a->ttft_s.p99, b->ttft_s.p99, 1e-9);
+	assert_close(a->tpot_s.p50, b->tpot_s.p50, 1e-9);
+	assert_int_equal(fastR.n, slowR.n);
+	for (size_t i = 0; i < fastR.n; i++) {
+		const kvs_sim_request_record *x1 = &fastR.r[i], *y1 = &slowR.r[i];
+		assert_int_equal(x1->index, y1->index);
+		assert_int_equal(x1->outcome, y1->outcome);
+		assert_int_equal(x1->preemptions, y1->preemptions);
+		assert_close(x1->admitted_s, y1->admitted_s, 1e-9);
+		assert_close(x1->first_token_s, y1->first_token_s, 1e-9);
+		assert_close(x1->finish_s, y1->finish_s, 1e-9);
+	}
+	size_t n1, n2;
+	const kvs_sim_sample *s1 = kvs_sim_result_samples(f, &n1, NULL);
+	const kvs_sim_sample *s2 = kvs_sim_result_samples(s, &n2, NULL);
+	assert_int_equal(n1, n2);
+	for (size_t i = 0; i < n1; i++) {
+		assert_close(s1[i].mem.token_states, s2[i].mem.token_states, 1e-9);
+		assert_int_equal(s1[i].running, s2[i].running);
+		assert_int_equal(s1[i].waiting, s2[i].waiting);
+	}
+	assert_accounting(a);
+	kvs_sim_result_destroy(f);
+	kvs_sim_result_destroy(s);
+	kvs_request_set_destroy(set);
+}
+
+static void test_fast_path_equivalence(void **state)
+{
+	(void)state;
+	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+		compare_fast_slow((kvs_policy)p, false);
+	compare_fast_slow(KVS_POLICY_PAGED, true);
+}
+
+/* ---- rejections and accounting --------------------------------------------------- */
+
+static void test_rejections(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 160, 2, 16, 1000);
+	kvs_request q[5] = {
+		mkreq(0, 0.0, 10, 10),
+		mkreq(1, 0.1, 900, 200),   /* over max_model_len */
+		mkreq(2, 0.2, 100, 100),   /* 200 tokens > pool of 160 */
+		mkreq(3, 0.3, 0, 5),       /* empty prompt */
+		mkreq(4, 0.4, 20, 20),
+	};
+	q[1].over_max_len = true;
+	kvs_request_set *set = set_of(q, 5);
+	static recs R;
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	assert_int_equal(st->arrived, 5);
+	assert_int_equal(st->completed, 2);
+	assert_int_equal(st->rejected, 3);
+	assert_int_equal(st->rejected_by[KVS_SIM_REJECT_MAX_LEN], 1);
+	assert_int_equal(st->rejected_by[KVS_SIM_REJECT_BUDGET], 1);
+	assert_int_equal(st->rejected_by[KVS_SIM_REJECT_EMPTY_PROMPT], 1);
+	assert_int_equal(rec_of(&R, 2)->outcome, KVS_SIM_REJECTED);
+	assert_int_equal(rec_of(&R, 2)->reason, KVS_SIM_REJECT_BUDGET);
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	/* under max reservation (300 > pool) every request is too big */
+	cfg_fixed(&c, KVS_POLICY_MAX, 160, 2, 16, 300);
+	res = run_set(&c, set, NULL);
+	st = kvs_sim_result_stats(res);
+	assert_int_equal(st->completed, 0);
+	assert_int_equal(st->rejected, 5);
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+static void test_horizon_unfinished(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 4096, 2, 16, 2048);
+	c.horizon_s = 0.255;
+	kvs_request q[3] = { mkreq(0, 0.0, 10, 10), mkreq(1, 0.0, 10, 100),
+			     mkreq(2, 5.0, 10, 10) };
+	kvs_request_set *set = set_of(q, 3);
+	kvs_sim_result *res = run_set(&c, set, NULL);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	assert_int_equal(st->arrived, 2);   /* the third comes after the horizon */
+	assert_int_equal(st->completed, 1);
+	assert_int_equal(st->unfinished, 1);
+	assert_close(st->sim_time_s, 0.26, 1e-12);
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+/* ---- determinism and JSON ------------------------------------------------------- */
+
+static char *json_of(kvs_sim_config *c, const kvs_request_set *set)
+{
+	kvs_sim_result *res = run_set(c, set, NULL);
+	kvs_sim_result *arr[1] = { res };
+	json_t *doc = kvs_sim_report_json("replay", arr, 1, "mem", KVS_TRACE_AUTO, NULL);
+	char *s = json_dumps(doc, JSON_SORT_KEYS);
+	json_decref(doc);
+	kvs_sim_result_destroy(res);
+	return s;
+}
+
+static void test_json_deterministic(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 800, 8, 16, 512);
+	kvs_request q[50];
+	for (int i = 0; i < 50; i++)
+		q[i] = mkreq((uint64_t)i, 0.03 * i, 5 + (uint32_t)(i * 7 % 90),
+			     1 + (uint32_t)(i * 13 % 70));
+	kvs_request_set *set = set_of(q, 50);
+	char *a = json_of(&c, set), *b = json_of(&c, set);
+	assert_string_equal(a, b);
+	json_error_t err;
+	json_t *doc = json_loads(a, 0, &err);
+	assert_non_null(doc);
+	json_t *p = json_object_get(json_object_get(doc, "policies"), "paged");
+	assert_non_null(p);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "accounting"),
+							    "arrived")), 50);
+	static const char *keys[] = {
+		"accounting", "memory_pct", "memory_peak_pct", "concurrency",
+		"tokens_per_step", "waiting", "queue_delay_s", "ttft_s", "tpot_s",
+		"e2e_s", "throughput", "goodput", "preemptions", "recomputed_tokens",
+		"swapped_bytes", "prefix_hit_tokens", "prefix_hit_blocks",
+		"prefix_hit_rate", "sim", "timeseries", "cdf",
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(keys); i++)
+		if (!json_object_get(p, keys[i]))
+			fail_msg("missing key %s", keys[i]);
+	json_t *ts = json_object_get(p, "timeseries");
+	size_t n = json_array_size(json_object_get(ts, "t_s"));
+	assert_true(n > 0);
+	assert_int_equal(json_array_size(json_object_get(ts, "free_pct")), n);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(p, "cdf"), "q")), 101);
+	assert_true(json_is_null(json_object_get(json_object_get(p, "sim"), "wall_s")));
+	json_decref(doc);
+	free(a);
+	free(b);
+	kvs_request_set_destroy(set);
+}
+
+/* ---- pieces ---------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void test_sketch(void **state)
+{
+	(void)state;
+	enum { N = 20000 };
+	static double v[N];
+	kvs_sketch s;
+	kvs_sketch_init(&s);
+	uint64_t x = 7;
+	for (int i = 0; i < N; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		v[i] = i % 50 == 0 ? 0.0 : exp(((double)(x >> 11) / 9007199254740992.0) * 12 - 8);
+		assert_int_equal(kvs_sketch_add(&s, v[i]), KVS_OK);
+	}
+	qsort(v, N, sizeof v[0], cmp_double);
+	for (double q = 0.0; q <= 1.0; q += 0.01) {
+		double want = v[(size_t)floor(q * (N - 1))];
+		double got = kvs_sketch_quantile(&s, q);
+		assert_true(fabs(got - want) <= 0.0011 * want + 1e-12);
+	}
+	assert_true(kvs_sketch_quantile(&s, 1.0) == v[N - 1]);
+	assert_true(kvs_sketch_quantile(&s, 0.0) == v[0]);
+	assert_true(s.n < 8000);
+	kvs_sketch_free(&s);
+}
+
+static void test_step_table_fit(void **state)
+{
+	(void)state;
+	/* t = 0.004 + 3e-5 tokens + 2e-8 context + 1e-4 seqs, exactly */
+	char text[8192];
+	int off = snprintf(text, sizeof text, "num_tokens,context_tokens,num_seqs,step_time_s\n");
+	for (int i = 0; i < 40; i++) {
+		unsigned tok = 1 + (unsigned)(i * 37 % 500), ctx = (unsigned)(i * 7919 % 100000);
+		unsigned seqs = 1 + (unsigned)(i * 11 % 64);
+		double t = 0.004 + 3e-5 * tok + 2e-8 * ctx + 1e-4 * seqs;
+		off += snprintf(text + off, sizeof text - (size_t)off, "%u,%u,%u,%.12g\n",
+				tok, ctx, seqs, t);
+	}
+	const char *path = kvs_test_write_tmp("steps.csv", text);
+	kvs_cost_config c;
+	kvs_cost_config_defaults(&c);
+	assert_int_equal(kvs_cost_fit_table(path, &c), KVS_OK);
+	assert_int_equal(c.kind, KVS_COST_LINEAR);
+	assert_close(c.linear_base_s, 0.004, 1e-6);
+	assert_close(c.linear_per_token_s, 3e-5, 1e-6);
+	assert_close(c.linear_per_context_s, 2e-8, 1e-6);
+	assert_close(c.linear_per_seq_s, 1e-4, 1e-6);
+	assert_true(c.fit_r2 > 0.999999);
+	assert_int_equal(c.fit_rows, 40);
+	remove(path);
+	/* malformed: the message names file, line and column */
+	path = kvs_test_write_tmp("bad.csv", "num_tokens,context_tokens,step_time_s\n1,2,0.01\n3,x,0.02\n");
+	assert_int_equal(kvs_cost_fit_table(path, &c), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), ":3: column 2 (context_tokens)"));
+	remove(path);
+	path = kvs_test_write_tmp("bad2.csv", "tokens,time\n1,2\n");
+	assert_int_equal(kvs_cost_fit_table(path, &c), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "missing column"));
+	remove(path);
+}
+
+static void test_roofline(void **state)
+{
+	(void)state;
+	kvs_model m;
+	kvs_gpu g;
+	if (kvs_model_load("llama-3-8b", &m) != KVS_OK || kvs_gpu_preset("a100-80gb", &g) != KVS_OK)
+		fail_msg("presets: %s", kvs_last_error());
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, &g);
+	kvs_sizing sz;
+	assert_int_equal(kvs_size_compute(&d, &sz), KVS_OK);
+	kvs_sim_config c;
+	kvs_sim_config_defaults(&c, &d);
+	/* one decode token with a context of 1: bandwidth-bound, weights once */
+	kvs_step_shape one = { 1, 1, 1, 1 };
+	double t;
+	assert_int_equal(kvs_sim_step_time(&c, &one, &t), KVS_OK);
+	double want = ((double)sz.weight_bytes + 2.0 * sz.kv_bytes_per_token) /
+		      (g.hbm_bytes_per_s * 0.8) + 0.002;
+	assert_close(t, want, 1e-12);
+	/* a prefill of 8192 tokens: compute-bound, 2 x params FLOPs per token */
+	kvs_step_shape pre = { 8192, 1, 8192, 8192.0 * 8193 / 2 };
+	assert_int_equal(kvs_sim_step_time(&c, &pre, &t), KVS_OK);
+	double flops = 2.0 * (double)m.num_params * 8192 +
+		       4.0 * m.num_heads * m.head_dim * m.num_layers * (8192.0 * 8193 / 2);
+	assert_close(t, flops / (g.fp16_flops * 0.5) + 0.002, 1e-12);
+	/* decode lines agree with single steps */
+	kvs_cost cost;
+	assert_int_equal(kvs_cost_init(&cost, &c.cost, &d, &sz), KVS_OK);
+	kvs_lin2 L;
+	kvs_cost_decode_lines(&cost, 64, 64 * 1000.0, &L);
+	for (uint64_t j = 0; j < 2000; j += 97) {
+		double x = kvs_cost_step(&cost, 64, 64, 64 * (1000.0 + j), 64 * (1000.0 + j));
+		double y = kvs_lin2_prefix(&L, j + 1) - kvs_lin2_prefix(&L, j);
+		assert_close(x, y, 1e-9);
+	}
+}
+
+static void test_bad_config(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	kvs_sim *s;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 160, 2, 16, 1000);
+	c.max_num_batched_tokens = 8;
+	c.max_num_seqs = 16;
+	assert_int_equal(kvs_sim_create(&c, &s), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "max_num_batched_tokens"));
+	cfg_fixed(&c, KVS_POLICY_PAGED, 160, 2, 16, 1000);
+	c.preemption_mode = KVS_PREEMPT_SWAP;
+	assert_int_equal(kvs_sim_create(&c, &s), KVS_ERR_INVALID);
+	cfg_fixed(&c, KVS_POLICY_PAGED, 160, 2, 16, 1000);
+	c.cost.linear_base_s = -1;
+	assert_int_equal(kvs_sim_create(&c, &s), KVS_ERR_INVALID);
+	/* arrivals out of order are an error naming the request */
+	cfg_fixed(&c, KVS_POLICY_PAGED, 160, 2, 16, 1000);
+	kvs_request_set *set;
+	assert_int_equal(kvs_request_set_create(&set), KVS_OK);
+	kvs_request a = mkreq(0, 1.0, 5, 5), b = mkreq(1, 0.5, 5, 5);
+	assert_int_equal(kvs_request_set_append(set, &a), KVS_OK);
+	assert_int_equal(kvs_request_set_append(set, &b), KVS_ERR_INVALID);
+	kvs_request_set_destroy(set);
+}
+
+static void test_cursor_time_scale(void **state)
+{
+	(void)state;
+	kvs_request q[3] = { mkreq(0, 0.0, 5, 5), mkreq(1, 2.0, 5, 5), mkreq(2, 4.0, 5, 5) };
+	uint64_t h[2] = { 11, 12 };
+	q[1].hash_ids = h;
+	q[1].num_hash_ids = 2;
+	kvs_request_set *set = set_of(q, 3);
+	kvs_request_cursor cur;
+	kvs_request_cursor_init(&cur, set, 0.5);
+	kvs_request_source src = kvs_request_cursor_source(&cur);
+	kvs_request r;
+	assert_int_equal(src.next(src.ctx, &r), KVS_OK);
+	assert_int_equal(src.next(src.ctx, &r), KVS_OK);
+	assert_close(r.arrival_s, 1.0, 1e-15);
+	assert_int_equal(r.num_hash_ids, 2);
+	assert_int_equal(r.hash_ids[1], 12);
+	assert_int_equal(src.next(src.ctx, &r), KVS_OK);
+	assert_int_equal(src.next(src.ctx, &r), KVS_END);
+	kvs_request_set_destroy(set);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lin2_sums),
+		cmocka_unit_test(test_lone_request),
+		cmocka_unit_test(test_chunked_prefill),
+		cmocka_unit_test(test_contention),
+		cmocka_unit_test(test_preemption),
+		cmocka_unit_test(test_max_policy_bound),
+		cmocka_unit_test(test_paged_pool_bound),
+		cmocka_unit_test(test_fast_path_equivalence),
+		cmocka_unit_test(test_rejections),
+		cmocka_unit_test(test_horizon_unfinished),
+		cmocka_unit_test(test_json_deterministic),
+		cmocka_unit_test(test_sketch),
+		cmocka_unit_test(test_step_table_fit),
+		cmocka_unit_test(test_roofline),
+		cmocka_unit_test(test_bad_config),
+		cmocka_unit_test(test_cursor_time_scale),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
