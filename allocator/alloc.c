@@ -233,9 +233,10 @@ kvs_status kvs_alloc_reserve_copies(kvs_alloc *a, size_t n)
 
 #define MAP_EMPTY UINT32_MAX
 
+/* Fibonacci hashing: one multiply, the top bits pick the slot. */
 static inline uint64_t map_home(const kvs_alloc *a, kvs_seq_id id)
 {
-	return mix_final(id ^ HK0) & a->map_mask;
+	return (id * HK0) >> a->map_shift;
 }
 
 kvs_seq_rec *kvs_alloc_find(const kvs_alloc *a, kvs_seq_id seq)
@@ -300,6 +301,7 @@ static kvs_status map_reserve(kvs_alloc *a)
 		nm[i].idx = MAP_EMPTY;
 	a->map = nm;
 	a->map_mask = ncap - 1;
+	a->map_shift--;
 	for (uint64_t i = 0; i < cap; i++)
 		if (old[i].idx != MAP_EMPTY)
 			map_put(a, old[i].key, old[i].idx);
@@ -382,6 +384,7 @@ kvs_status kvs_alloc_create(const kvs_alloc_config *cfg, kvs_alloc **out)
 		break;
 	}
 	a->map_mask = 15;
+	a->map_shift = 64 - 4;
 	a->map = kvs_reallocarray(NULL, 16, sizeof *a->map);
 	if (!a->map) {
 		kvs_free(a);
@@ -523,6 +526,13 @@ kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 				"would reach %llu tokens, past max_model_len %u",
 				(unsigned long long)seq,
 				(unsigned long long)s->len + n, a->cfg.max_model_len);
+	if (KVS_UNLIKELY(n == 0)) {
+		if (copies)
+			*copies = NULL;
+		if (ncopies)
+			*ncopies = 0;
+		return KVS_OK;
+	}
 	kvs_status st = a->m->grow(a, s, n, copies, ncopies);
 	if (KVS_DEBUG >= 2)
 		kvs_require(kvs_alloc_is_valid(a));

@@ -100,6 +100,7 @@ struct kvs_alloc {
 	uint32_t nseqs;               /* resident + swapped */
 	kvs_seq_map_entry *map;
 	uint64_t map_mask;            /* capacity - 1 (power of two) */
+	unsigned map_shift;           /* 64 - log2(capacity) */
 
 	/* running totals over resident sequences, tokens */
 	uint64_t tok_sum;             /* sum of len */

@@ -4,12 +4,14 @@
  *
  * Memory picture (N blocks of block_size tokens each):
  *
- *   b[N]   pblock, 24 bytes: hash | ref | prev | next | flags
- *   ht[2N] prefix index, 4 bytes per slot: block id or NONE (only with
- *          prefix caching), open addressing keyed by b[id].hash
+ *   b[N]       pblock, 20 bytes: hash | ref:29 flags:3 | prev | next
+ *   fstack[N]  free-id stack, 4 bytes per block
+ *   ht[2N]     prefix index, 4 bytes per slot: block id or NONE (only with
+ *              prefix caching), open addressing keyed by the block's hash
+ *              (32 bytes per block in all with prefix caching, 24 without)
  *
  *   every block is exactly one of
- *     free         ref 0, not hashed, on the free stack (singly linked via next)
+ *     free         ref 0, no flags, on the free-id stack
  *     cached-idle  ref 0, hashed, on the LRU queue (prev/next; head = oldest)
  *     owned        ref >= 1 = number of block tables holding it
  *
@@ -46,14 +48,28 @@
 
 #define NONE KVS_BLOCK_NONE
 #define PB_HASHED 1u
+#define PB_PINNED 2u     /* taken through kvs_alloc_blocks_take */
 
+/* 20 bytes: the hash is split so that the struct needs 4-byte alignment. */
 typedef struct pblock {
-	uint64_t hash;   /* chained prefix hash (valid when PB_HASHED) */
-	uint32_t ref;    /* block tables holding it */
-	uint32_t prev;   /* LRU link */
-	uint32_t next;   /* LRU link, or free-stack link */
-	uint32_t flags;  /* PB_HASHED */
+	uint32_t hash_lo, hash_hi; /* chained prefix hash (when PB_HASHED) */
+	uint32_t ref : 29;         /* block tables holding it (+1 if pinned) */
+	uint32_t flags : 3;        /* PB_* */
+	uint32_t prev, next;       /* LRU links (cached-idle blocks only) */
 } pblock;
+
+#define MAX_REF ((1u << 29) - 1)
+
+static inline uint64_t bhash(const pblock *b)
+{
+	return (uint64_t)b->hash_hi << 32 | b->hash_lo;
+}
+
+static inline void set_bhash(pblock *b, uint64_t h)
+{
+	b->hash_lo = (uint32_t)h;
+	b->hash_hi = (uint32_t)(h >> 32);
+}
 
 typedef struct paged {
 	pblock *b;
@@ -64,7 +80,7 @@ typedef struct paged {
 	uint32_t watermark;          /* blocks */
 	bool caching;
 
-	uint32_t free_head, nfree;   /* free stack */
+	uint32_t *fstack, nfree;     /* free-id stack: fstack[nfree - 1] on top */
 	uint32_t lru_head, lru_tail, nidle;
 
 	uint32_t *ht;                /* prefix index */
@@ -73,6 +89,8 @@ typedef struct paged {
 
 	uint64_t dup_tok;            /* sum over owned of (ref - 1) * fill */
 	uint32_t shared_tails;       /* non-full blocks with ref >= 2 */
+
+	uint32_t npinned;            /* blocks taken outside any sequence */
 
 	uint32_t *host_free;         /* host swap pool: free-id stack */
 	uint32_t host_nblocks, host_nfree;
@@ -108,7 +126,7 @@ static inline uint32_t ht_find(const paged *p, uint64_t h)
 	uint64_t i = ht_home(p, h);
 	for (;;) {
 		uint32_t id = p->ht[i];
-		if (id == NONE || p->b[id].hash == h)
+		if (id == NONE || bhash(&p->b[id]) == h)
 			return id;
 		i = ht_next(p, i);
 	}
@@ -116,7 +134,7 @@ static inline uint32_t ht_find(const paged *p, uint64_t h)
 
 static void ht_insert(paged *p, uint32_t id)
 {
-	uint64_t i = ht_home(p, p->b[id].hash);
+	uint64_t i = ht_home(p, bhash(&p->b[id]));
 	while (p->ht[i] != NONE)
 		i = ht_next(p, i);
 	p->ht[i] = id;
@@ -126,7 +144,7 @@ static void ht_insert(paged *p, uint32_t id)
 
 static void ht_remove(paged *p, uint32_t id)
 {
-	uint64_t i = ht_home(p, p->b[id].hash);
+	uint64_t i = ht_home(p, bhash(&p->b[id]));
 	while (p->ht[i] != id) {
 		kvs_require(p->ht[i] != NONE);
 		i = ht_next(p, i);
@@ -137,7 +155,7 @@ static void ht_remove(paged *p, uint32_t id)
 		uint32_t e = p->ht[j];
 		if (e == NONE)
 			break;
-		uint64_t k = ht_home(p, p->b[e].hash);
+		uint64_t k = ht_home(p, bhash(&p->b[e]));
 		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
 		if (stays)
 			continue;
@@ -192,13 +210,11 @@ static __attribute__((noinline)) uint32_t evict(kvs_alloc *a, paged *p)
  * Cost: a stack pop (one unlikely branch to eviction). */
 static inline uint32_t take(kvs_alloc *a, paged *p)
 {
-	uint32_t id = p->free_head;
-	if (KVS_LIKELY(id != NONE)) {
-		p->free_head = p->b[id].next;
-		p->nfree--;
-	} else {
+	uint32_t id;
+	if (KVS_LIKELY(p->nfree))
+		id = p->fstack[--p->nfree];
+	else
 		id = evict(a, p);
-	}
 	p->b[id].ref = 1;
 	return id;
 }
@@ -228,9 +244,7 @@ static inline void ref_dec(paged *p, uint32_t id, uint32_t fill)
 		if (b->flags & PB_HASHED) {
 			lru_append(p, id);
 		} else {
-			b->next = p->free_head;
-			p->free_head = id;
-			p->nfree++;
+			p->fstack[p->nfree++] = id;
 		}
 	}
 }
@@ -248,7 +262,7 @@ static void register_full(paged *p, kvs_seq_rec *s, uint32_t old)
 		uint64_t h = s->hashes[i];
 		if (ht_find(p, h) != NONE)
 			continue;    /* same content already cached elsewhere */
-		p->b[id].hash = h;
+		set_bhash(&p->b[id], h);
 		ht_insert(p, id);
 	}
 }
@@ -285,16 +299,15 @@ static kvs_status paged_init(kvs_alloc *a)
 	p->leftover = c->budget_bytes - n * bb;
 	p->watermark = (uint32_t)(c->watermark * (double)n);
 	p->caching = c->enable_prefix_caching;
-	p->b = kvs_reallocarray(NULL, (size_t)n, sizeof *p->b);
-	if (!p->b)
+	p->b = kvs_calloc((size_t)n, sizeof *p->b);
+	p->fstack = kvs_reallocarray(NULL, (size_t)n, sizeof *p->fstack);
+	if (!p->b || !p->fstack)
 		goto nomem;
 	/* free stack in id order: block 0 on top */
 	for (uint32_t i = 0; i < p->nblocks; i++) {
-		p->b[i] = (pblock){ .hash = 0, .ref = 0, .prev = NONE,
-				    .next = i + 1 < p->nblocks ? i + 1 : NONE,
-				    .flags = 0 };
+		p->b[i].prev = p->b[i].next = NONE;
+		p->fstack[i] = p->nblocks - 1 - i;
 	}
-	p->free_head = 0;
 	p->nfree = p->nblocks;
 	p->lru_head = p->lru_tail = NONE;
 	if (p->caching) {
@@ -320,6 +333,7 @@ static kvs_status paged_init(kvs_alloc *a)
 	return KVS_OK;
 nomem:
 	kvs_free(p->b);
+	kvs_free(p->fstack);
 	kvs_free(p->ht);
 	kvs_free(p->host_free);
 	kvs_free(p);
@@ -331,6 +345,7 @@ static void paged_fini(kvs_alloc *a)
 {
 	paged *p = P(a);
 	kvs_free(p->b);
+	kvs_free(p->fstack);
 	kvs_free(p->ht);
 	kvs_free(p->host_free);
 	kvs_free(p);
@@ -351,7 +366,7 @@ static uint32_t prefix_hits(const paged *p, const kvs_seq_desc *d,
 			lim = d->num_block_hashes;
 		for (; h < lim; h++) {
 			uint32_t id = ht_find(p, d->block_hashes[h]);
-			if (id == NONE)
+			if (id == NONE || p->b[id].ref == MAX_REF)
 				break;
 			nidle += p->b[id].ref == 0;
 		}
@@ -561,6 +576,11 @@ static kvs_status paged_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 		st = kvs_alloc_grow_u64(&c->hashes, &c->hashes_cap, par->nhashes);
 	if (st != KVS_OK)
 		return st;
+	for (uint32_t i = 0; i < par->nblocks; i++)
+		if (p->b[par->table[i]].ref == MAX_REF)
+			return kvs_fail(KVS_ERR_LIMIT, "allocator: fork: block %u "
+					"is shared by %u sequences already",
+					par->table[i], MAX_REF);
 	for (uint32_t i = 0; i < par->nblocks; i++) {
 		ref_inc(p, par->table[i], fill_of(p->bs, i, par->len));
 		c->table[i] = par->table[i];
@@ -736,15 +756,14 @@ static bool paged_is_valid(const kvs_alloc *a)
 		goto out;
 	/* free stack */
 	uint32_t cnt = 0;
-	for (uint32_t id = p->free_head; id != NONE; id = p->b[id].next) {
-		if (id >= n || mark[id] || p->b[id].ref || (p->b[id].flags & PB_HASHED))
+	if (p->nfree > n)
+		goto out;
+	for (uint32_t k = 0; k < p->nfree; k++) {
+		uint32_t id = p->fstack[k];
+		if (id >= n || mark[id] || p->b[id].ref || p->b[id].flags)
 			goto out;
 		mark[id] = V_FREE;
-		if (++cnt > n)
-			goto out;
 	}
-	if (cnt != p->nfree)
-		goto out;
 	/* LRU, both directions */
 	cnt = 0;
 	uint32_t prev = NONE;
@@ -781,8 +800,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 			continue;
 		}
 		if ((uint64_t)s->nblocks * bs < s->len ||
-		    s->res != kvs_seq_reserved((uint64_t)s->nblocks * bs, s->len, s->final_len) ||
-		    s->nhashes > s->nblocks)
+		    s->res != kvs_seq_reserved((uint64_t)s->nblocks * bs, s->len, s->final_len))
 			goto out;
 		for (uint32_t i = 0; i < s->nblocks; i++) {
 			uint32_t id = s->table[i];
@@ -800,23 +818,27 @@ static bool paged_is_valid(const kvs_alloc *a)
 				resmax[id] = v;
 			/* a cached block must hold what its hash names */
 			if ((p->b[id].flags & PB_HASHED) &&
-			    (f != bs || (i < s->nhashes && s->hashes[i] != p->b[id].hash)))
+			    (f != bs || (i < s->nhashes && s->hashes[i] != bhash(&p->b[id]))))
 				goto out;
 		}
 	}
 	uint64_t tok = 0, res = 0, owned = 0;
-	uint32_t tails = 0;
+	uint32_t tails = 0, npinned = 0;
 	for (uint32_t id = 0; id < n; id++) {
 		if (mark[id] != V_NONE)
 			continue;
-		if (p->b[id].ref == 0 || p->b[id].ref != refs[id])
+		bool pinned = (p->b[id].flags & PB_PINNED) != 0;
+		if (p->b[id].ref == 0 || p->b[id].ref != refs[id] + pinned ||
+		    (pinned && refs[id]))
 			goto out;
+		npinned += pinned;
 		owned++;
 		tok += fill[id];
 		res += resmax[id];
 		tails += refs[id] >= 2 && fill[id] < bs;
 	}
-	if (dup != p->dup_tok || tails != p->shared_tails)
+	if (dup != p->dup_tok || tails != p->shared_tails ||
+	    npinned != p->npinned)
 		goto out;
 	/* prefix index: exactly the hashed blocks, each reachable */
 	uint32_t hashed = 0;
@@ -832,7 +854,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 				continue;
 			entries++;
 			if (id >= n || !(p->b[id].flags & PB_HASHED) ||
-			    ht_find(p, p->b[id].hash) != id)
+			    ht_find(p, bhash(&p->b[id])) != id)
 				goto out;
 		}
 		if (entries != hashed)
@@ -881,9 +903,71 @@ static uint64_t paged_free_units(const kvs_alloc *a)
 static uint64_t paged_metadata_bytes(const kvs_alloc *a)
 {
 	const paged *p = P(a);
-	return (uint64_t)p->nblocks * sizeof(pblock) +
+	return (uint64_t)p->nblocks * (sizeof(pblock) + sizeof(uint32_t)) +
 	       p->ht_cap * sizeof(uint32_t) +
 	       (uint64_t)p->host_nblocks * sizeof(uint32_t) + sizeof *p;
+}
+
+kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids)
+{
+	if (a->m != &kvs_paged_methods)
+		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s has "
+				"no block pool", kvs_policy_name(a->cfg.policy));
+	paged *p = P(a);
+	if (n > p->nfree + p->nidle)
+		return kvs_fail(KVS_ERR_NOSPACE, "allocator: %u blocks wanted, "
+				"%u free", n, p->nfree + p->nidle);
+	uint32_t top = p->nfree, i = 0;
+	pblock *b = p->b;
+	const uint32_t *fs = p->fstack;
+	/* fast path: straight off the stack, nothing shared in memory */
+	for (; i < n && top; i++) {
+		uint32_t id = fs[--top];
+		b[id].ref = 1;
+		b[id].flags = PB_PINNED;
+		ids[i] = id;
+	}
+	p->nfree = top;
+	for (; i < n; i++) {           /* the rest evicts cached blocks */
+		uint32_t id = take(a, p);
+		b[id].flags |= PB_PINNED;
+		ids[i] = id;
+	}
+	p->npinned += n;
+	return KVS_OK;
+}
+
+kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
+				 const kvs_block_id *ids)
+{
+	if (a->m != &kvs_paged_methods)
+		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s has "
+				"no block pool", kvs_policy_name(a->cfg.policy));
+	paged *p = P(a);
+	/* one pass: pinned blocks have ref 1 and no hash, so they go straight
+	 * back; a bad id (not taken, or given twice) undoes the pass so that a
+	 * bad list changes nothing */
+	uint32_t top = p->nfree;
+	pblock *b = p->b;
+	uint32_t *fs = p->fstack;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = ids[i];
+		if (KVS_UNLIKELY(id >= p->nblocks || b[id].flags != PB_PINNED)) {
+			while (i-- > 0) {
+				uint32_t u = fs[--top];
+				b[u].ref = 1;
+				b[u].flags = PB_PINNED;
+			}
+			return kvs_fail(KVS_ERR_STATE, "allocator: block %u was "
+					"not taken (or is given twice)", id);
+		}
+		b[id].ref = 0;
+		b[id].flags = 0;
+		fs[top++] = id;
+	}
+	p->nfree = top;
+	p->npinned -= n;
+	return KVS_OK;
 }
 
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,

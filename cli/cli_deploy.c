@@ -178,10 +178,10 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 	return ok ? 1 : -1;
 }
 
-static bool fail(kvs_cli_deploy *c, const char *cmd, int code, const char *fmt, ...)
+static bool deploy_fail(kvs_cli_deploy *c, const char *cmd, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static bool fail(kvs_cli_deploy *c, const char *cmd, int code, const char *fmt, ...)
+static bool deploy_fail(kvs_cli_deploy *c, const char *cmd, int code, const char *fmt, ...)
 {
 	va_list ap;
 	fprintf(stderr, "kvsim %s: ", cmd);
@@ -205,17 +205,17 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 	kvs_gpu g;
 	kvs_status st = kvs_model_load(c->model_arg, &m);
 	if (st != KVS_OK)
-		return fail(c, cmd, exit_for(st), "--model: %s", kvs_last_error());
+		return deploy_fail(c, cmd, exit_for(st), "--model: %s", kvs_last_error());
 	st = kvs_gpu_preset(c->gpu_arg, &g);
 	if (st != KVS_OK)
-		return fail(c, cmd, exit_for(st), "--gpu: %s", kvs_last_error());
+		return deploy_fail(c, cmd, exit_for(st), "--gpu: %s", kvs_last_error());
 	if (c->gpu_mem)
 		g.mem_bytes = c->gpu_mem;
 
 	/* architecture overrides */
 	bool reshaped = false;
 	if (m.kv_lora_rank && (c->kv_heads || c->head_dim))
-		return fail(c, cmd, KVS_EXIT_USAGE,
+		return deploy_fail(c, cmd, KVS_EXIT_USAGE,
 			    "%s: model %s caches an MLA latent (kv_lora_rank %u), it has "
 			    "no kv heads to override", c->kv_heads ? "--kv-heads" : "--head-dim",
 			    m.name, m.kv_lora_rank);
@@ -230,7 +230,7 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 	}
 	if (c->kv_heads) {
 		if (c->kv_heads > m.num_heads || m.num_heads % c->kv_heads)
-			return fail(c, cmd, KVS_EXIT_USAGE,
+			return deploy_fail(c, cmd, KVS_EXIT_USAGE,
 				    "--kv-heads: %u does not divide the model's %u attention heads",
 				    c->kv_heads, m.num_heads);
 		m.num_kv_heads = c->kv_heads;
@@ -249,7 +249,7 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 		m.num_params = kvs_model_estimate_params(&m);
 		m.num_active_params = kvs_model_estimate_active_params(&m);
 		if (m.num_params == UINT64_MAX)
-			return fail(c, cmd, KVS_EXIT_USAGE,
+			return deploy_fail(c, cmd, KVS_EXIT_USAGE,
 				    "the parameter count of the overridden model does not fit in 64 bits");
 	}
 
@@ -264,11 +264,11 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 	d->gpu_hour_price = c->price;
 	if (c->dtype_arg && strcmp(c->dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->dtype_arg, &d->weight_dtype) != KVS_OK)
-			return fail(c, cmd, KVS_EXIT_USAGE, "--dtype: %s", kvs_last_error());
+			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--dtype: %s", kvs_last_error());
 	}
 	if (c->kv_dtype_arg && strcmp(c->kv_dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->kv_dtype_arg, &d->kv_dtype) != KVS_OK)
-			return fail(c, cmd, KVS_EXIT_USAGE, "--kv-cache-dtype: %s", kvs_last_error());
+			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--kv-cache-dtype: %s", kvs_last_error());
 	}
 	if (c->set_max_model_len)
 		d->max_model_len = c->max_model_len;
@@ -281,7 +281,7 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 	kvs_sizing s;
 	st = kvs_size_compute(d, &s);
 	if (st != KVS_OK)
-		return fail(c, cmd, exit_for(st), "%s", kvs_last_error());
+		return deploy_fail(c, cmd, exit_for(st), "%s", kvs_last_error());
 	return true;
 }
 

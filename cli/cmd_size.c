@@ -248,7 +248,7 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 		       c1, ibytes(s->bytes_per_context, b1, sizeof b1),
 		       ibytes(s->kv_budget_bytes, b2, sizeof b2), gpu);
 	if (a->cache_exceeds_weights)
-		printf("  One conversation's cache (%s) is %.1fx the weights (%s): at this\n"
+		printf("  One conversation's cache (%s) is %.2fx the weights (%s): at this\n"
 		       "  context the cache, not the model, decides how many GPUs you need.\n",
 		       ibytes(s->bytes_per_context, b1, sizeof b1), s->cache_to_weights,
 		       ibytes(s->weight_bytes, b2, sizeof b2));
@@ -373,7 +373,8 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	if (d->gpu_hour_price > 0) {
 		snprintf(b1, sizeof b1, "$%.4f", s->dollars_per_conv_hour);
 		add(&t, "per conversation-hour", s->max_conversations ? b1 : "-",
-		    "at $%.2f per GPU-hour, all %u GPUs full", d->gpu_hour_price, d->tp * d->pp);
+		    "at $%.2f per GPU-hour, %u GPU%s full", d->gpu_hour_price, d->tp * d->pp,
+		    d->tp * d->pp > 1 ? "s" : "");
 		snprintf(b1, sizeof b1, "$%.4f", s->dollars_per_mtok);
 		add(&t, "per million tokens", s->dollars_per_mtok > 0 ? b1 : "-",
 		    "generated, at full occupancy");

@@ -19,6 +19,7 @@
  * All sizes are unsigned 64-bit with explicit overflow checks; doubles only
  * for ratios, rates and dollars.
  */
+#include "kvs_config.h"
 #include "sizing_internal.h"
 
 #include <math.h>
@@ -360,6 +361,14 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 		s.dollars_per_conv_hour = per_hour / (double)s.max_conversations;
 		if (s.decode_tokens_per_s > 0)
 			s.dollars_per_mtok = per_hour / 3600.0 / s.decode_tokens_per_s * 1e6;
+	}
+	if (KVS_DEBUG >= 1) {
+		/* the budget parts add up; whole blocks never beat vLLM's ratio */
+		kvs_require(s.kv_budget_bytes == 0 ||
+			    s.kv_budget_bytes + taken == s.usable_bytes);
+		kvs_require(s.num_gpu_blocks * s.bytes_per_block <= s.kv_budget_bytes);
+		kvs_require((double)s.max_conversations <= s.max_concurrency * (1 + 1e-12));
+		kvs_require(s.max_conversations * conv_lb <= pool_lb);
 	}
 	*out = s;
 	return KVS_OK;

@@ -548,6 +548,42 @@ static void test_paged_swap(void **state)
 	kvs_alloc_destroy(a);
 }
 
+static void test_paged_pool_take_give(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	kvs_alloc *a = make(&c);
+	admit_ok(a, 1, 4, 0);             /* block 0 */
+	kvs_block_id ids[12];
+	assert_int_equal(kvs_alloc_blocks_take(a, 3, ids), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(ids[0], 1);
+	assert_int_equal(ids[1], 2);
+	assert_int_equal(ids[2], 3);
+	assert_int_equal(kvs_alloc_free_blocks(a), 6);
+	/* pinned blocks hold no tokens: internal fragmentation */
+	expect_parts(a, 0, 400, 1200 + 50, 0, 2400);
+	assert_int_equal(kvs_alloc_blocks_take(a, 7, ids + 3), KVS_ERR_NOSPACE);
+	kvs_block_id bad[2] = { ids[0], ids[0] };
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, bad), KVS_ERR_STATE);
+	bad[1] = 0;                       /* held by seq 1, not taken */
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, bad), KVS_ERR_STATE);
+	bad[1] = 99;
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, bad), KVS_ERR_STATE);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_free_blocks(a), 6);
+	assert_int_equal(kvs_alloc_blocks_give(a, 3, ids), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_blocks_give(a, 1, ids), KVS_ERR_STATE);
+	expect_parts(a, 0, 400, 50, 0, 3600);
+	kvs_alloc_destroy(a);
+
+	c.policy = KVS_POLICY_ORACLE;
+	a = make(&c);
+	assert_int_equal(kvs_alloc_blocks_take(a, 1, ids), KVS_ERR_UNSUPPORTED);
+	kvs_alloc_destroy(a);
+}
+
 static void test_paged_metadata(void **state)
 {
 	(void)state;
@@ -574,6 +610,7 @@ int main(void)
 		cmocka_unit_test(test_paged_fork_cow),
 		cmocka_unit_test(test_paged_prefix_cache),
 		cmocka_unit_test(test_paged_swap),
+		cmocka_unit_test(test_paged_pool_take_give),
 		cmocka_unit_test(test_paged_metadata),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

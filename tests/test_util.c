@@ -27,15 +27,12 @@ const char *kvs_test_src(const char *rel)
 const char *kvs_test_shared_trace(const char *rel)
 {
 	const char *root = getenv("KVS_SHARED_TRACES");
+	const char *src = getenv("KVS_SOURCE_ROOT");
 	char *b = buf();
 	if (root)
 		snprintf(b, 4096, "%s/%s", root, rel);
 	else
-		snprintf(b, 4096, "%s", kvs_test_src("../shared/traces"));
-	if (!root) {
-		size_t n = strlen(b);
-		snprintf(b + n, 4096 - n, "/%s", rel);
-	}
+		snprintf(b, 4096, "%s/../shared/traces/%s", src ? src : ".", rel);
 	return access(b, R_OK) == 0 ? b : NULL;
 }
 

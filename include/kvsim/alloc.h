@@ -33,7 +33,19 @@
  * Errors.  Misuse (unknown or duplicate sequence, double release, growing
  * past max_model_len) returns an error status and leaves the state as it
  * was.  Lack of memory is the normal result KVS_ERR_NOSPACE, on which the
- * caller preempts or waits.
+ * caller preempts or waits.  Statuses: KVS_ERR_STATE for an unknown
+ * sequence (including a second release), a duplicate admit or fork target,
+ * and an operation on a swapped-out sequence that needs it resident;
+ * KVS_ERR_LIMIT for a length past max_model_len, or an admit that can
+ * never fit (verdict NEVER); KVS_ERR_INVALID for a malformed description;
+ * KVS_ERR_UNSUPPORTED for an operation the policy does not offer (swap,
+ * block tables outside paged).  Growing by 0 tokens is a no-op.
+ *
+ * Cost.  Sequence lookup is O(1) (hash map).  grow within a block/page/
+ * region is a few adds; kvs_alloc_account is O(1) for paged and vattention
+ * (running totals; O(sequences) while forked sequences share a partly
+ * filled block) and O(holes) for the contiguous policies (external
+ * fragmentation depends on the waiting request).
  */
 #ifndef KVSIM_ALLOC_H
 #define KVSIM_ALLOC_H
@@ -222,6 +234,17 @@ kvs_status kvs_alloc_slot(const kvs_alloc *a, kvs_seq_id seq, uint32_t pos,
  * unit it maps); max / pow2 / oracle answer 0. */
 uint64_t kvs_alloc_num_blocks(const kvs_alloc *a);
 uint64_t kvs_alloc_free_blocks(const kvs_alloc *a);
+/* Raw access to the block pool, as vLLM's get_new_blocks / free_blocks:
+ * take n fresh blocks outside any sequence (they count as owned and hold no
+ * tokens: internal fragmentation until given back; cached-idle blocks are
+ * evicted if the free ones run out) and give them back.  For scratch blocks
+ * of kernel tests, and for benchmarks of the pool itself.  take: NOSPACE if
+ * fewer than n are free; give: KVS_ERR_STATE (and no change) if an id was
+ * not taken or appears twice.  Cost: O(n), a stack pop / push per block. */
+kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids);
+kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
+				 const kvs_block_id *ids);
+
 /* Longest cached prefix of the given chained hashes, in blocks; no side
  * effects on the LRU or the counters. */
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,

@@ -1,0 +1,111 @@
+/*
+ * cmd_report.c - `kvsim report RUN.json [RUN.json ...] -o DIR`: render the
+ * JSON of replay / compare / sweep into DIR/index.html with SVG and PNG
+ * figures (the library call kvs_report_write_files does the work).
+ */
+#include "kvs_config.h"
+#include "cli.h"
+
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvsim report RUN.json [RUN.json ...] -o DIR [OPTIONS]\n"
+		"\n"
+		"Render the JSON written by 'kvsim replay --json', 'kvsim compare --json'\n"
+		"or 'kvsim sweep --json' into DIR/index.html with its figures, each as SVG\n"
+		"and PNG: KV memory over time (stacked parts, one panel per policy),\n"
+		"running and waiting requests, CDFs of queueing delay, TTFT and TPOT; for a\n"
+		"sweep, fragmentation, throughput and p99 latency against block size and\n"
+		"the capacity-search result.  Several runs go into one page.\n"
+		"\n"
+		"options:\n"
+		"  -o, --output DIR   output directory (created if missing; required)\n"
+		"  --title TEXT       page title (default \"kvsim report\")\n"
+		"  --width N          figure width in pixels (default 1600)\n"
+		"  --height N         figure height in pixels (default 900)\n"
+		"  --quiet            no progress line on stderr\n"
+		"  -h, --help         show this help\n"
+		"\n"
+		"A progress line is shown on stderr when it is a terminal.  Exit status:\n"
+		"0 written, 1 bad input or write failure, 2 usage error.\n");
+}
+
+struct progress_state {
+	bool shown;
+};
+
+static void show_progress(void *ctx, size_t done, size_t total, const char *what)
+{
+	struct progress_state *ps = ctx;
+	fprintf(stderr, "\rkvsim report: [%zu/%zu] %-48.48s", done, total, what);
+	if (done == total)
+		fputc('\n', stderr);
+	fflush(stderr);
+	ps->shown = done != total;
+}
+
+int kvs_cmd_report(int argc, char **argv);  /* dispatched from main.c */
+
+int kvs_cmd_report(int argc, char **argv)
+{
+	kvs_args it;
+	const char *pos;
+	const char *outdir = NULL;
+	bool quiet = false;
+	kvs_report_opts o;
+	kvs_report_opts_defaults(&o);
+	const char **inputs = kvs_calloc((size_t)argc, sizeof *inputs);
+	size_t n = 0;
+	if (!inputs) {
+		fprintf(stderr, "kvsim report: out of memory\n");
+		return KVS_EXIT_FAIL;
+	}
+	kvs_args_init(&it, "report", argc, argv);
+	while (!it.error && kvs_args_next(&it, &pos)) {
+		if (!it.flag) {
+			inputs[n++] = pos;
+		} else if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
+			usage(stdout);
+			kvs_free(inputs);
+			return KVS_EXIT_OK;
+		} else if (kvs_args_is(&it, "-o") || kvs_args_is(&it, "--output")) {
+			outdir = kvs_args_value(&it);
+		} else if (kvs_args_is(&it, "--title")) {
+			o.title = kvs_args_value(&it);
+		} else if (kvs_args_is(&it, "--width")) {
+			kvs_args_u32(&it, 320, 8192, &o.png_width);
+		} else if (kvs_args_is(&it, "--height")) {
+			kvs_args_u32(&it, 180, 8192, &o.png_height);
+		} else if (kvs_args_is(&it, "--quiet") || kvs_args_is(&it, "-q")) {
+			quiet = true;
+		} else {
+			kvs_args_unknown(&it);
+		}
+	}
+	if (!it.error && n == 0)
+		kvs_args_usage_error(&it, "no input: give one or more RUN.json files");
+	if (!it.error && !outdir)
+		kvs_args_usage_error(&it, "no output directory: give -o DIR");
+	if (it.error) {
+		kvs_free(inputs);
+		return KVS_EXIT_USAGE;
+	}
+
+	struct progress_state ps = { false };
+	if (!quiet && kvs_cli_stderr_is_tty()) {
+		o.progress = show_progress;
+		o.progress_ctx = &ps;
+	}
+	kvs_status st = kvs_report_write_files(inputs, n, outdir, &o);
+	kvs_free(inputs);
+	if (ps.shown)
+		fputc('\n', stderr);
+	if (st != KVS_OK) {
+		kvs_cli_report_error("report", st);
+		return KVS_EXIT_FAIL;
+	}
+	printf("wrote %s/index.html\n", outdir);
+	return KVS_EXIT_OK;
+}

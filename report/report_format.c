@@ -1,0 +1,158 @@
+/*
+ * report_format.c - colours and number formatting shared by the figures and
+ * the HTML page, so a policy or a memory part looks the same everywhere.
+ *
+ * Policy colours are the Okabe-Ito palette (distinguishable with the common
+ * colour-vision deficiencies); memory parts use a separate palette in which
+ * the used part is a strong blue, the wasted parts warm colours and free
+ * memory a light grey.
+ */
+#include "kvs_config.h"
+#include "report_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static rp_rgb hex(unsigned v)
+{
+	return (rp_rgb){ ((v >> 16) & 0xff) / 255.0, ((v >> 8) & 0xff) / 255.0,
+			 (v & 0xff) / 255.0 };
+}
+
+rp_rgb rp_part_color(int part)
+{
+	static const unsigned c[RP_NPARTS] = {
+		0x3569b0, /* token states: blue */
+		0xf2a541, /* reservation: amber */
+		0xd1495b, /* internal fragmentation: red */
+		0x8e5ea2, /* external fragmentation: purple */
+		0x43aa8b, /* cached-idle: green */
+		0xdedede, /* free: light grey */
+	};
+	return hex(c[part >= 0 && part < RP_NPARTS ? part : RP_NPARTS - 1]);
+}
+
+static const struct {
+	const char *name;
+	unsigned color;
+} known[] = {
+	{ "paged", 0x0072b2 },      /* blue */
+	{ "max", 0xd55e00 },        /* vermillion */
+	{ "pow2", 0xe69f00 },       /* orange */
+	{ "oracle", 0x009e73 },     /* bluish green */
+	{ "vattention", 0xcc79a7 }, /* reddish purple */
+};
+
+int rp_policy_rank(const char *policy)
+{
+	for (size_t i = 0; i < KVS_ARRAY_LEN(known); i++)
+		if (strcmp(policy, known[i].name) == 0)
+			return (int)i;
+	return (int)KVS_ARRAY_LEN(known);
+}
+
+rp_rgb rp_policy_color(const char *policy)
+{
+	static const unsigned extra[] = { 0x56b4e9, 0x000000, 0x999933, 0x882255,
+					  0x44aa99, 0x6a3d9a };
+	int r = rp_policy_rank(policy);
+	if (r < (int)KVS_ARRAY_LEN(known))
+		return hex(known[r].color);
+	uint32_t h = 2166136261u; /* FNV-1a: stable across runs and builds */
+	for (const unsigned char *p = (const unsigned char *)policy; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return hex(extra[h % KVS_ARRAY_LEN(extra)]);
+}
+
+void rp_rgb_hex(rp_rgb c, char buf[8])
+{
+	snprintf(buf, 8, "#%02x%02x%02x", (unsigned)lround(c.r * 255),
+		 (unsigned)lround(c.g * 255), (unsigned)lround(c.b * 255));
+}
+
+void rp_fmt_num(char *buf, size_t size, double v, int sig)
+{
+	if (!isfinite(v)) {
+		snprintf(buf, size, "-");
+		return;
+	}
+	double a = fabs(v);
+	if (a >= 1e6) {
+		snprintf(buf, size, "%.3g M", v / 1e6);
+		return;
+	}
+	if (a >= 1e4 || v == floor(v)) {
+		rp_fmt_count(buf, size, v);
+		return;
+	}
+	/* fixed notation with `sig` significant digits, trailing zeros kept */
+	int mag = a > 0 ? (int)floor(log10(a)) : 0;
+	int dec = sig - 1 - mag;
+	if (dec < 0)
+		dec = 0;
+	if (dec > 6)
+		dec = 6;
+	snprintf(buf, size, "%.*f", dec, v);
+}
+
+void rp_fmt_count(char *buf, size_t size, double v)
+{
+	if (!isfinite(v)) {
+		snprintf(buf, size, "-");
+		return;
+	}
+	char tmp[64];
+	snprintf(tmp, sizeof tmp, "%.0f", fabs(v));
+	size_t n = strlen(tmp), o = 0;
+	char out[96];
+	if (v < 0 && lround(v) != 0)
+		out[o++] = '-';
+	for (size_t i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			out[o++] = ',';
+		out[o++] = tmp[i];
+	}
+	out[o] = '\0';
+	snprintf(buf, size, "%s", out);
+}
+
+void rp_fmt_seconds(char *buf, size_t size, double s)
+{
+	if (!isfinite(s)) {
+		snprintf(buf, size, "-");
+		return;
+	}
+	double a = fabs(s);
+	if (a == 0)
+		snprintf(buf, size, "0 s");
+	else if (a < 1e-3)
+		snprintf(buf, size, "%.3g µs", s * 1e6);
+	else if (a < 1)
+		snprintf(buf, size, "%.3g ms", s * 1e3);
+	else if (a < 600)
+		snprintf(buf, size, "%.3g s", s);
+	else if (a < 7200)
+		snprintf(buf, size, "%.3g min", s / 60);
+	else
+		snprintf(buf, size, "%.3g h", s / 3600);
+}
+
+void rp_fmt_bytes(char *buf, size_t size, double v)
+{
+	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	if (!isfinite(v)) {
+		snprintf(buf, size, "-");
+		return;
+	}
+	int u = 0;
+	double x = v;
+	while (fabs(x) >= 1024 && u < 5) {
+		x /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, size, "%.0f B", x);
+	else
+		snprintf(buf, size, "%.3g %s", x, unit[u]);
+}

@@ -1,0 +1,552 @@
+/*
+ * report_html.c - index.html: summary tables per run, the accounting line of
+ * every policy, the figures (PNG, linking to the SVG) and the run settings.
+ *
+ * The page is self-contained apart from the figure files beside it: inline
+ * CSS, no external fonts or scripts.  One small inline script runs after
+ * load and marks any figure whose image failed to load (naturalWidth 0),
+ * showing a warning and recording the counts on <body> as data-images and
+ * data-images-broken, which the browser test reads back.
+ */
+#include "kvs_config.h"
+#include "report_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+static void esc(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&#39;", f); break;
+		default: fputc(*s, f); break;
+		}
+	}
+}
+
+static const char CSS[] =
+	"body{font-family:'DejaVu Sans',system-ui,sans-serif;margin:0;color:#222;background:#fafafa;line-height:1.45}"
+	"main{max-width:1680px;margin:0 auto;padding:24px 32px 64px}"
+	"h1{font-size:2.1em;margin:.2em 0}h2{font-size:1.6em;margin:1.6em 0 .4em;border-bottom:2px solid #ccc;padding-bottom:.2em}"
+	"h3{font-size:1.2em;margin:1.4em 0 .5em}"
+	".muted{color:#666}"
+	"table{border-collapse:collapse;background:#fff;margin:.4em 0 1em;font-size:.95em}"
+	"th,td{border:1px solid #ddd;padding:4px 10px;text-align:right;white-space:nowrap}"
+	"th:first-child,td:first-child,th.l,td.l{text-align:left}"
+	"thead th{background:#f0f0f0}"
+	"tr.group th{background:#f7f7f7;text-align:left;font-weight:600;color:#444}"
+	".sw{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:-.1em;margin-right:.35em;border:1px solid #888}"
+	".acct{font-family:'DejaVu Sans Mono',monospace;margin:.2em 0}"
+	".ok{color:#1a7f37;font-weight:600}.bad{color:#b42318;font-weight:600}"
+	".bar{display:flex;width:100%;min-width:420px;height:22px;border:1px solid #999;background:#fff}"
+	".bar span{display:block;height:100%}"
+	"td.barcell{width:60%}"
+	"figure{margin:1.2em 0 2em;background:#fff;border:1px solid #ddd;padding:8px}"
+	"figure img{display:block;width:100%;height:auto}"
+	"figure.broken{border:3px solid #b42318}"
+	"figcaption{margin-top:.4em;color:#444}"
+	"#img-warning{background:#fde8e7;border:1px solid #b42318;padding:8px 12px}"
+	"details{margin:.5em 0}summary{cursor:pointer;font-weight:600}"
+	".meta{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}"
+	".meta table{font-size:.85em}"
+	"ul.reco li{margin:.3em 0}"
+	"nav a{margin-right:1em}";
+
+static const char SCRIPT[] =
+	"window.addEventListener('load',function(){"
+	"var im=document.images,bad=0;"
+	"for(var i=0;i<im.length;i++){"
+	"if(!im[i].complete||im[i].naturalWidth===0){bad++;"
+	"var fg=im[i].closest('figure');if(fg)fg.classList.add('broken');}}"
+	"document.body.setAttribute('data-images',String(im.length));"
+	"document.body.setAttribute('data-images-broken',String(bad));"
+	"if(bad){var w=document.getElementById('img-warning');"
+	"w.textContent=bad+' of '+im.length+' figures failed to load: keep the PNG and SVG files beside index.html.';"
+	"w.hidden=false;}});";
+
+static void swatch(FILE *f, rp_rgb c)
+{
+	char hx[8];
+	rp_rgb_hex(c, hx);
+	fprintf(f, "<span class=\"sw\" style=\"background:%s\"></span>", hx);
+}
+
+/* ---- policy summary table -------------------------------------------------- */
+
+typedef enum cellfmt { F_PCT, F_NUM, F_COUNT, F_SEC, F_BYTES, F_FRAC, F_RATIO } cellfmt;
+
+static void cell(FILE *f, double v, cellfmt fmt)
+{
+	char b[64];
+	switch (fmt) {
+	case F_PCT:
+		if (isfinite(v))
+			snprintf(b, sizeof b, "%.1f %%", v);
+		else
+			snprintf(b, sizeof b, "-");
+		break;
+	case F_NUM: rp_fmt_num(b, sizeof b, v, 3); break;
+	case F_COUNT: rp_fmt_count(b, sizeof b, v); break;
+	case F_SEC: rp_fmt_seconds(b, sizeof b, v); break;
+	case F_BYTES: rp_fmt_bytes(b, sizeof b, v); break;
+	case F_FRAC:
+		if (isfinite(v))
+			snprintf(b, sizeof b, "%.1f %%", v * 100);
+		else
+			snprintf(b, sizeof b, "-");
+		break;
+	case F_RATIO:
+		if (isfinite(v))
+			snprintf(b, sizeof b, "%.2f×", v);
+		else
+			snprintf(b, sizeof b, "-");
+		break;
+	}
+	fprintf(f, "<td>");
+	esc(f, b);
+	fprintf(f, "</td>");
+}
+
+/* a table row of one value per policy, read through an offset into rp_policy;
+ * skipped when every policy lacks it */
+static void row(FILE *f, const rp_run *run, const char *label, size_t off,
+		cellfmt fmt)
+{
+	bool any = false;
+	for (size_t i = 0; i < run->npol; i++)
+		any |= isfinite(*(const double *)((const char *)&run->pol[i] + off));
+	if (!any)
+		return;
+	fprintf(f, "<tr><td>");
+	esc(f, label);
+	fprintf(f, "</td>");
+	for (size_t i = 0; i < run->npol; i++)
+		cell(f, *(const double *)((const char *)&run->pol[i] + off), fmt);
+	fprintf(f, "</tr>\n");
+}
+
+static void group(FILE *f, const rp_run *run, const char *title)
+{
+	fprintf(f, "<tr class=\"group\"><th colspan=\"%zu\">", run->npol + 1);
+	esc(f, title);
+	fprintf(f, "</th></tr>\n");
+}
+
+#define OFF(field) offsetof(rp_policy, field)
+
+static void pct_rows(FILE *f, const rp_run *run, const char *what, size_t off,
+		     cellfmt fmt, bool mean)
+{
+	char l[96];
+	if (mean) {
+		snprintf(l, sizeof l, "%s mean", what);
+		row(f, run, l, off + offsetof(rp_pct, mean), fmt);
+	}
+	snprintf(l, sizeof l, "%s p50", what);
+	row(f, run, l, off + offsetof(rp_pct, p50), fmt);
+	snprintf(l, sizeof l, "%s p90", what);
+	row(f, run, l, off + offsetof(rp_pct, p90), fmt);
+	snprintf(l, sizeof l, "%s p99", what);
+	row(f, run, l, off + offsetof(rp_pct, p99), fmt);
+	snprintf(l, sizeof l, "%s max", what);
+	row(f, run, l, off + offsetof(rp_pct, max), fmt);
+}
+
+static void accounting(FILE *f, const rp_run *run)
+{
+	fprintf(f, "<h3>Accounting</h3>\n");
+	for (size_t i = 0; i < run->npol; i++) {
+		const rp_policy *p = &run->pol[i];
+		char a[32], c[32], r[32], u[32];
+		rp_fmt_count(a, sizeof a, (double)p->arrived);
+		rp_fmt_count(c, sizeof c, (double)p->completed);
+		rp_fmt_count(r, sizeof r, (double)p->rejected);
+		rp_fmt_count(u, sizeof u, (double)p->unfinished);
+		/* sums in 64 bits with overflow checks: a wrap would fake a balance */
+		uint64_t sum;
+		bool ovf = kvs_add_overflow(p->completed, p->rejected, &sum) ||
+			   kvs_add_overflow(sum, p->unfinished, &sum);
+		bool ok = !ovf && sum == p->arrived;
+		fprintf(f, "<p class=\"acct\">");
+		swatch(f, rp_policy_color(p->name));
+		fprintf(f, "<b>");
+		esc(f, p->name);
+		fprintf(f, "</b>: arrived %s = completed %s + rejected %s + unfinished %s ", a,
+			c, r, u);
+		fprintf(f, ok ? "<span class=\"ok\">balances</span>" :
+				"<span class=\"bad\">does not balance</span>");
+		if (p->nreasons) {
+			fprintf(f, " <span class=\"muted\">(rejected: ");
+			for (size_t k = 0; k < p->nreasons; k++) {
+				char n[32];
+				rp_fmt_count(n, sizeof n, (double)p->reasons[k].count);
+				fprintf(f, "%s", k ? ", " : "");
+				esc(f, p->reasons[k].reason);
+				fprintf(f, " %s", n);
+			}
+			fprintf(f, ")</span>");
+		}
+		fprintf(f, "</p>\n");
+	}
+}
+
+static void memory_bars(FILE *f, const rp_run *run)
+{
+	fprintf(f, "<h3>Where the KV memory went (time-weighted)</h3>\n<p>");
+	for (int k = 0; k < RP_NPARTS; k++) {
+		swatch(f, rp_part_color(k));
+		fprintf(f, "%s &nbsp; ", rp_part_label[k]);
+	}
+	fprintf(f, "</p>\n<table>\n<thead><tr><th>policy</th><th class=\"l\">share of the KV budget</th>"
+		   "<th>sum</th></tr></thead>\n");
+	for (size_t i = 0; i < run->npol; i++) {
+		const rp_policy *p = &run->pol[i];
+		double sum = 0;
+		fprintf(f, "<tr><td>");
+		swatch(f, rp_policy_color(p->name));
+		esc(f, p->name);
+		fprintf(f, "</td><td class=\"barcell\"><div class=\"bar\">");
+		for (int k = 0; k < RP_NPARTS; k++) {
+			char hx[8];
+			double v = fmax(p->mem[k], 0);
+			sum += p->mem[k];
+			rp_rgb_hex(rp_part_color(k), hx);
+			fprintf(f, "<span style=\"width:%.3f%%;background:%s\" title=\"%s %.1f%%\"></span>",
+				fmin(v, 100), hx, rp_part_label[k], p->mem[k]);
+		}
+		/* the six parts partition the budget: flag a report where they do not */
+		bool ok = fabs(sum - 100) <= 0.05;
+		fprintf(f, "</div></td><td%s>%.1f %%</td></tr>\n",
+			ok ? "" : " class=\"bad\" title=\"the six parts should sum to 100 %\"", sum);
+	}
+	fprintf(f, "</table>\n");
+}
+
+static void policy_table(FILE *f, const rp_run *run)
+{
+	fprintf(f, "<h3>Summary</h3>\n<table>\n<thead><tr><th>metric</th>");
+	for (size_t i = 0; i < run->npol; i++) {
+		fprintf(f, "<th>");
+		swatch(f, rp_policy_color(run->pol[i].name));
+		esc(f, run->pol[i].name);
+		fprintf(f, "</th>");
+	}
+	fprintf(f, "</tr></thead>\n<tbody>\n");
+
+	group(f, run, "KV memory, time-weighted (% of KV budget)");
+	for (int k = 0; k < RP_NPARTS; k++)
+		row(f, run, rp_part_label[k], OFF(mem) + (size_t)k * sizeof(double), F_PCT);
+	bool peak = false;
+	for (size_t i = 0; i < run->npol; i++)
+		for (int k = 0; k < RP_NPARTS; k++)
+			peak |= isfinite(run->pol[i].mem_peak[k]);
+	if (peak) {
+		group(f, run, "KV memory at peak use (% of KV budget)");
+		for (int k = 0; k < RP_NPARTS; k++)
+			row(f, run, rp_part_label[k], OFF(mem_peak) + (size_t)k * sizeof(double),
+			    F_PCT);
+	}
+	group(f, run, "Concurrency");
+	row(f, run, "running sequences mean", OFF(concurrency.mean), F_NUM);
+	row(f, run, "running sequences p50", OFF(concurrency.p50), F_NUM);
+	row(f, run, "running sequences p99", OFF(concurrency.p99), F_NUM);
+	row(f, run, "running sequences max", OFF(concurrency.max), F_NUM);
+	row(f, run, "tokens per step mean", OFF(tokens_per_step.mean), F_NUM);
+	row(f, run, "tokens per step max", OFF(tokens_per_step.max), F_NUM);
+	row(f, run, "waiting requests mean", OFF(waiting.mean), F_NUM);
+	row(f, run, "waiting requests max", OFF(waiting.max), F_NUM);
+	group(f, run, "Queueing delay (arrival to first scheduled)");
+	pct_rows(f, run, "queueing delay", OFF(queue_delay), F_SEC, false);
+	group(f, run, "Latency");
+	pct_rows(f, run, "TTFT", OFF(ttft), F_SEC, false);
+	pct_rows(f, run, "TPOT", OFF(tpot), F_SEC, false);
+	pct_rows(f, run, "end-to-end", OFF(e2e), F_SEC, false);
+	group(f, run, "Throughput");
+	row(f, run, "requests / s", OFF(requests_per_s), F_NUM);
+	row(f, run, "output tokens / s", OFF(output_tokens_per_s), F_NUM);
+	row(f, run, "goodput requests / s", OFF(goodput_rps), F_NUM);
+	row(f, run, "goodput share of requests", OFF(goodput_fraction), F_FRAC);
+	row(f, run, "SLO: TTFT", OFF(slo_ttft_s), F_SEC);
+	row(f, run, "SLO: TPOT", OFF(slo_tpot_s), F_SEC);
+	group(f, run, "Preemption and prefix cache");
+	row(f, run, "preemptions", OFF(preemptions), F_COUNT);
+	row(f, run, "recomputed tokens", OFF(recomputed_tokens), F_COUNT);
+	row(f, run, "swapped", OFF(swapped_bytes), F_BYTES);
+	row(f, run, "prefix hit tokens", OFF(prefix_hit_tokens), F_COUNT);
+	row(f, run, "prefix hit blocks", OFF(prefix_hit_blocks), F_COUNT);
+	row(f, run, "prefix hit rate (tokens)", OFF(prefix_hit_rate_tokens), F_FRAC);
+	row(f, run, "prefix hit rate (blocks)", OFF(prefix_hit_rate_blocks), F_FRAC);
+	bool ratios = false;
+	for (size_t i = 0; i < run->npol; i++)
+		ratios |= run->pol[i].has_ratios;
+	if (ratios) {
+		group(f, run, "Paged / this policy");
+		row(f, run, "concurrency", OFF(ratio_concurrency), F_RATIO);
+		row(f, run, "throughput", OFF(ratio_throughput), F_RATIO);
+		row(f, run, "waste", OFF(ratio_waste), F_RATIO);
+		row(f, run, "p99 queueing delay", OFF(ratio_p99_queue), F_RATIO);
+	}
+	group(f, run, "Simulation");
+	row(f, run, "simulated time", OFF(sim_time_s), F_SEC);
+	row(f, run, "engine steps", OFF(sim_steps), F_COUNT);
+	row(f, run, "events", OFF(sim_events), F_COUNT);
+	row(f, run, "wall time", OFF(sim_wall_s), F_SEC);
+	fprintf(f, "</tbody>\n</table>\n");
+}
+
+/* ---- sweep tables --------------------------------------------------------- */
+
+static void sweep_tables(FILE *f, const rp_run *run)
+{
+	static const struct {
+		int field;
+		const char *head;
+		cellfmt fmt;
+	} col[] = {
+		{ RP_ROW_IFRAG, "internal frag.", F_PCT },
+		{ RP_ROW_METADATA, "block tables", F_BYTES },
+		{ RP_ROW_PREFIX_HIT, "prefix hit", F_FRAC },
+		{ RP_ROW_CONC_MEAN, "running mean", F_NUM },
+		{ RP_ROW_CONC_P99, "running p99", F_NUM },
+		{ RP_ROW_QUEUE_P99, "queue p99", F_SEC },
+		{ RP_ROW_TTFT_P50, "TTFT p50", F_SEC },
+		{ RP_ROW_TTFT_P99, "TTFT p99", F_SEC },
+		{ RP_ROW_TPOT_P50, "TPOT p50", F_SEC },
+		{ RP_ROW_TPOT_P99, "TPOT p99", F_SEC },
+		{ RP_ROW_RPS, "req/s", F_NUM },
+		{ RP_ROW_OTPS, "out tok/s", F_NUM },
+		{ RP_ROW_PREEMPTIONS, "preemptions", F_COUNT },
+		{ RP_ROW_KERNEL_US, "kernel µs", F_NUM },
+	};
+	bool show[KVS_ARRAY_LEN(col)];
+	fprintf(f, "<h3>Sweep</h3>\n<table>\n<thead><tr><th>policy</th><th>block size</th>");
+	for (size_t c = 0; c < KVS_ARRAY_LEN(col); c++) {
+		show[c] = false;
+		for (size_t i = 0; i < run->nrows; i++)
+			show[c] |= isfinite(run->rows[i].f[col[c].field]);
+		if (show[c]) {
+			fprintf(f, "<th>");
+			esc(f, col[c].head);
+			fprintf(f, "</th>");
+		}
+	}
+	fprintf(f, "</tr></thead>\n<tbody>\n");
+	for (size_t i = 0; i < run->nrows; i++) {
+		const rp_row *r = &run->rows[i];
+		fprintf(f, "<tr><td>");
+		swatch(f, rp_policy_color(r->policy));
+		esc(f, r->policy);
+		fprintf(f, "</td><td>%g</td>", r->block_size);
+		for (size_t c = 0; c < KVS_ARRAY_LEN(col); c++)
+			if (show[c])
+				cell(f, r->f[col[c].field], col[c].fmt);
+		fprintf(f, "</tr>\n");
+	}
+	fprintf(f, "</tbody>\n</table>\n");
+
+	if (run->nreco) {
+		fprintf(f, "<h3>Recommendations</h3>\n<ul class=\"reco\">\n");
+		for (size_t i = 0; i < run->nreco; i++) {
+			const rp_reco *r = &run->reco[i];
+			fprintf(f, "<li><b>");
+			esc(f, r->objective);
+			fprintf(f, "</b>: ");
+			if (isfinite(r->block_size))
+				fprintf(f, "block size %g", r->block_size);
+			if (r->policy) {
+				fprintf(f, "%s", isfinite(r->block_size) ? ", " : "");
+				swatch(f, rp_policy_color(r->policy));
+				esc(f, r->policy);
+			}
+			if (r->reason) {
+				fprintf(f, " &mdash; ");
+				esc(f, r->reason);
+			}
+			fprintf(f, "</li>\n");
+		}
+		fprintf(f, "</ul>\n");
+	}
+	if (run->ncap) {
+		fprintf(f, "<h3>Capacity search</h3>\n<table>\n<thead><tr><th>policy</th>"
+			   "<th>block size</th><th>max rate (req/s)</th><th>tolerance</th>"
+			   "<th>SLO p99 TTFT</th><th>SLO p99 TPOT</th></tr></thead>\n<tbody>\n");
+		for (size_t i = 0; i < run->ncap; i++) {
+			const rp_capacity *c = &run->cap[i];
+			fprintf(f, "<tr><td>");
+			swatch(f, rp_policy_color(c->policy));
+			esc(f, c->policy);
+			fprintf(f, "</td>");
+			cell(f, c->block_size, F_NUM);
+			cell(f, c->max_rate, F_NUM);
+			cell(f, c->tolerance, F_NUM);
+			cell(f, c->slo_ttft_s, F_SEC);
+			cell(f, c->slo_tpot_s, F_SEC);
+			fprintf(f, "</tr>\n");
+		}
+		fprintf(f, "</tbody>\n</table>\n");
+	}
+}
+
+/* ---- page ----------------------------------------------------------------- */
+
+static void settings(FILE *f, const rp_run *run)
+{
+	bool any = false;
+	for (int m = 0; m < RP_NMETA; m++)
+		any |= run->nmeta[m] > 0;
+	if (!any)
+		return;
+	fprintf(f, "<details><summary>Run settings (model, GPU, engine, trace)</summary>\n"
+		   "<div class=\"meta\">\n");
+	for (int m = 0; m < RP_NMETA; m++) {
+		if (!run->nmeta[m])
+			continue;
+		fprintf(f, "<table><thead><tr><th colspan=\"2\">%s</th></tr></thead><tbody>\n",
+			rp_meta_key[m]);
+		for (size_t i = 0; i < run->nmeta[m]; i++) {
+			fprintf(f, "<tr><td>");
+			esc(f, run->meta[m][i].key);
+			fprintf(f, "</td><td>");
+			esc(f, run->meta[m][i].value);
+			fprintf(f, "</td></tr>\n");
+		}
+		fprintf(f, "</tbody></table>\n");
+	}
+	fprintf(f, "</div></details>\n");
+}
+
+static void figures(FILE *f, const rp_run *run, const rp_fig *figs, size_t nfigs,
+		    unsigned w, unsigned h)
+{
+	size_t shown = 0;
+	for (size_t i = 0; i < nfigs; i++) {
+		if (figs[i].run != run)
+			continue;
+		if (!shown++)
+			fprintf(f, "<h3>Figures</h3>\n");
+		fprintf(f, "<figure id=\"fig-%s\"><a href=\"%s.svg\"><img src=\"%s.png\" "
+			   "width=\"%u\" height=\"%u\" alt=\"",
+			figs[i].name, figs[i].name, figs[i].name, w, h);
+		esc(f, figs[i].title);
+		fprintf(f, "\"></a>\n<figcaption>");
+		esc(f, figs[i].title);
+		fprintf(f, " &middot; <a href=\"%s.svg\">SVG</a> &middot; <a href=\"%s.png\">PNG</a>"
+			   "</figcaption></figure>\n", figs[i].name, figs[i].name);
+	}
+	if (!shown)
+		fprintf(f, "<p class=\"muted\">No figures: the report has no timeseries, "
+			   "cdf or sweep data.</p>\n");
+	else if (run->kind == RP_KIND_POLICIES) {
+		bool ts = false, cdf = false;
+		for (size_t i = 0; i < run->npol; i++) {
+			ts |= run->pol[i].ts.n > 0;
+			cdf |= run->pol[i].cdf.n > 0;
+		}
+		if (!ts)
+			fprintf(f, "<p class=\"muted\">No timeseries in this report: no memory "
+				   "or request plots over time.</p>\n");
+		if (!cdf)
+			fprintf(f, "<p class=\"muted\">No cdf in this report: no distribution "
+				   "plots.</p>\n");
+	}
+}
+
+static void overview(FILE *f, const rp_run *runs, size_t nruns)
+{
+	fprintf(f, "<h2 id=\"overview\">Overview</h2>\n<table>\n<thead><tr><th>run</th>"
+		   "<th class=\"l\">policy</th><th>arrived</th><th>completed</th><th>token states</th>"
+		   "<th>free</th><th>running mean</th><th>queue p99</th><th>TTFT p99</th>"
+		   "<th>TPOT p99</th><th>req/s</th></tr></thead>\n<tbody>\n");
+	for (size_t r = 0; r < nruns; r++) {
+		const rp_run *run = &runs[r];
+		for (size_t i = 0; i < run->npol; i++) {
+			const rp_policy *p = &run->pol[i];
+			fprintf(f, "<tr><td><a href=\"#run%zu\">", r + 1);
+			esc(f, run->label);
+			fprintf(f, "</a></td><td class=\"l\">");
+			swatch(f, rp_policy_color(p->name));
+			esc(f, p->name);
+			fprintf(f, "</td>");
+			cell(f, (double)p->arrived, F_COUNT);
+			cell(f, (double)p->completed, F_COUNT);
+			cell(f, p->mem[0], F_PCT);
+			cell(f, p->mem[RP_NPARTS - 1], F_PCT);
+			cell(f, p->concurrency.mean, F_NUM);
+			cell(f, p->queue_delay.p99, F_SEC);
+			cell(f, p->ttft.p99, F_SEC);
+			cell(f, p->tpot.p99, F_SEC);
+			cell(f, p->requests_per_s, F_NUM);
+			fprintf(f, "</tr>\n");
+		}
+		if (run->kind == RP_KIND_SWEEP) {
+			fprintf(f, "<tr><td><a href=\"#run%zu\">", r + 1);
+			esc(f, run->label);
+			fprintf(f, "</a></td><td class=\"l\" colspan=\"10\">sweep: %zu rows, %zu capacity results</td></tr>\n",
+				run->nrows, run->ncap);
+		}
+	}
+	fprintf(f, "</tbody>\n</table>\n");
+}
+
+kvs_status rp_html_write(const char *path, const char *title,
+			 const rp_run *runs, size_t nruns, const rp_fig *figs,
+			 size_t nfigs, unsigned w, unsigned h)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return kvs_fail(KVS_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+		   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+		   "<title>");
+	esc(f, title);
+	fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n<h1>", CSS);
+	esc(f, title);
+	fprintf(f, "</h1>\n<p class=\"muted\">kvsim %s &middot; %zu run%s:", kvs_version(),
+		nruns, nruns == 1 ? "" : "s");
+	for (size_t r = 0; r < nruns; r++) {
+		fprintf(f, "%s <a href=\"#run%zu\">", r ? "," : "", r + 1);
+		esc(f, runs[r].label);
+		fprintf(f, "</a>");
+	}
+	fprintf(f, "</p>\n<p id=\"img-warning\" hidden></p>\n");
+	if (nruns > 1)
+		overview(f, runs, nruns);
+
+	for (size_t r = 0; r < nruns; r++) {
+		const rp_run *run = &runs[r];
+		fprintf(f, "<section id=\"run%zu\">\n<h2>", r + 1);
+		esc(f, run->label);
+		fprintf(f, " <span class=\"muted\">&middot; ");
+		esc(f, run->command);
+		if (run->model_name) {
+			fprintf(f, " &middot; ");
+			esc(f, run->model_name);
+		}
+		if (run->gpu_name) {
+			fprintf(f, " on ");
+			esc(f, run->gpu_name);
+		}
+		fprintf(f, "</span></h2>\n");
+		if (run->kind == RP_KIND_POLICIES) {
+			accounting(f, run);
+			memory_bars(f, run);
+			policy_table(f, run);
+		} else {
+			sweep_tables(f, run);
+		}
+		figures(f, run, figs, nfigs, w, h);
+		settings(f, run);
+		fprintf(f, "</section>\n");
+	}
+	fprintf(f, "</main>\n<script>%s</script>\n</body>\n</html>\n", SCRIPT);
+	bool err = ferror(f) != 0;
+	if (fclose(f) != 0 || err)
+		return kvs_fail(KVS_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+	return KVS_OK;
+}

@@ -1,0 +1,184 @@
+/*
+ * report_internal.h - the report module's private model of a run and the
+ * pieces that share it: the JSON reader (report_parse.c), the plotting layer
+ * (plot.c), the figures (figures.c) and the HTML page (report_html.c).
+ *
+ * The reader turns jansson values into the plain structs below once, so the
+ * drawing and page code never touch JSON.  Every optional number is a double
+ * that holds NAN when the key was absent; counts that the report checks
+ * (accounting) are uint64_t and required.
+ */
+#ifndef KVSIM_REPORT_INTERNAL_H
+#define KVSIM_REPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kvsim/report.h"
+
+/* ---- memory parts ---------------------------------------------------------
+ * Stacked bottom to top in this order in every figure and table. */
+enum { RP_NPARTS = 6 };
+extern const char *const rp_part_key[RP_NPARTS];   /* "token_states", ... */
+extern const char *const rp_part_label[RP_NPARTS]; /* "token states", ... */
+
+typedef struct rp_rgb {
+	double r, g, b;
+} rp_rgb;
+
+rp_rgb rp_part_color(int part);
+/* Fixed colours for the known policies (paged, max, pow2, oracle,
+ * vattention); any other name gets a colour from its hash, so a policy keeps
+ * its colour in every figure and table. */
+rp_rgb rp_policy_color(const char *policy);
+/* "#rrggbb" into buf (8 bytes). */
+void rp_rgb_hex(rp_rgb c, char buf[8]);
+/* Display rank of a policy name: known policies first, in a fixed order. */
+int rp_policy_rank(const char *policy);
+
+/* ---- a replay / compare run ---------------------------------------------- */
+typedef struct rp_pct {        /* percentile block, seconds or counts */
+	double mean, p50, p90, p99, max;
+} rp_pct;
+
+typedef struct rp_reason {
+	char *reason;
+	uint64_t count;
+} rp_reason;
+
+typedef struct rp_series {     /* timeseries, n samples */
+	size_t n;
+	double *t_s;               /* simulated seconds, non-decreasing */
+	double *part[RP_NPARTS];   /* percent of the KV budget */
+	double *running;           /* NULL when absent */
+	double *waiting;           /* NULL when absent */
+} rp_series;
+
+enum { RP_CDF_QUEUE, RP_CDF_TTFT, RP_CDF_TPOT, RP_NCDF };
+extern const char *const rp_cdf_key[RP_NCDF];   /* "queue_delay_s", ... */
+extern const char *const rp_cdf_title[RP_NCDF]; /* "Queueing delay", ... */
+
+typedef struct rp_cdf {
+	size_t n;
+	double *q;                 /* quantile levels 0..1, non-decreasing */
+	double *v[RP_NCDF];        /* seconds; NULL when absent */
+} rp_cdf;
+
+typedef struct rp_policy {
+	char *name;
+	uint64_t arrived, completed, rejected, unfinished;
+	rp_reason *reasons;
+	size_t nreasons;
+	double mem[RP_NPARTS];       /* time-weighted percent */
+	double mem_peak[RP_NPARTS];  /* NAN when absent */
+	rp_pct concurrency, tokens_per_step, waiting;
+	rp_pct queue_delay, ttft, tpot, e2e;  /* seconds */
+	double requests_per_s, output_tokens_per_s;
+	double goodput_rps, goodput_fraction, slo_ttft_s, slo_tpot_s;
+	double preemptions, recomputed_tokens, swapped_bytes;
+	double prefix_hit_tokens, prefix_hit_blocks;
+	double prefix_hit_rate_tokens, prefix_hit_rate_blocks;
+	double sim_time_s, sim_steps, sim_events, sim_wall_s;
+	/* compare: paged / this policy, from the top-level "ratios" */
+	double ratio_concurrency, ratio_throughput, ratio_waste, ratio_p99_queue;
+	bool has_ratios;
+	rp_series ts;                /* n == 0 when absent */
+	rp_cdf cdf;                  /* n == 0 when absent */
+} rp_policy;
+
+/* ---- a sweep run ---------------------------------------------------------- */
+enum {
+	RP_ROW_IFRAG, RP_ROW_METADATA, RP_ROW_PREFIX_HIT, RP_ROW_CONC_MEAN,
+	RP_ROW_CONC_P99, RP_ROW_QUEUE_P99, RP_ROW_TTFT_P50, RP_ROW_TTFT_P99,
+	RP_ROW_TPOT_P50, RP_ROW_TPOT_P99, RP_ROW_RPS, RP_ROW_OTPS,
+	RP_ROW_PREEMPTIONS, RP_ROW_KERNEL_US, RP_NROWF
+};
+extern const char *const rp_row_key[RP_NROWF];  /* JSON key of each field */
+
+typedef struct rp_row {
+	char *policy;
+	double block_size;           /* tokens per block, >= 1 */
+	double f[RP_NROWF];          /* NAN when absent */
+} rp_row;
+
+typedef struct rp_capacity {
+	char *policy;
+	double block_size;           /* NAN when absent */
+	double max_rate, tolerance, slo_ttft_s, slo_tpot_s;
+} rp_capacity;
+
+typedef struct rp_reco {
+	char *objective, *policy, *reason;
+	double block_size;
+} rp_reco;
+
+/* ---- key/value pairs for the run's settings tables ------------------------ */
+typedef struct rp_kv {
+	char *key, *value;
+} rp_kv;
+
+enum { RP_META_MODEL, RP_META_GPU, RP_META_ENGINE, RP_META_TRACE, RP_NMETA };
+extern const char *const rp_meta_key[RP_NMETA];
+
+typedef enum rp_kind { RP_KIND_POLICIES, RP_KIND_SWEEP } rp_kind;
+
+typedef struct rp_run {
+	char *label;                 /* as given (file name or "run N") */
+	char *command;               /* "replay", "compare", "sweep" */
+	char *version;               /* kvsim_version or NULL */
+	char *model_name, *gpu_name; /* NULL when absent */
+	rp_kind kind;
+	rp_kv *meta[RP_NMETA];
+	size_t nmeta[RP_NMETA];
+	rp_policy *pol;              /* in display order */
+	size_t npol;
+	rp_row *rows;                /* sweep, in input order */
+	size_t nrows;
+	rp_capacity *cap;
+	size_t ncap;
+	rp_reco *reco;
+	size_t nreco;
+	char prefix[32];             /* figure file prefix: "" or "run2-" */
+} rp_run;
+
+/* Parse one JSON text into *run (zeroed by the caller).  On failure returns
+ * KVS_ERR_PARSE with a message naming label and key path or line/column;
+ * partially filled runs are released by rp_run_free either way. */
+kvs_status rp_run_parse(const char *text, size_t len, const char *label,
+			rp_run *run);
+void rp_run_free(rp_run *run);
+
+/* ---- figures -------------------------------------------------------------- */
+typedef struct rp_fig {
+	char name[64];               /* file base name, with the run prefix */
+	char title[128];             /* caption */
+	int kind;                    /* private to figures.c */
+	const rp_run *run;
+	int which;                   /* CDF index, ... */
+} rp_fig;
+
+/* The figures a run has data for, appended to *figs (grown with
+ * kvs_reallocarray). */
+kvs_status rp_figures_plan(const rp_run *run, rp_fig **figs, size_t *nfigs);
+/* Draw fig into dir/NAME.svg and dir/NAME.png at w x h units. */
+kvs_status rp_figure_render(const rp_fig *fig, const char *dir, unsigned w,
+			    unsigned h);
+
+/* ---- the page ------------------------------------------------------------- */
+kvs_status rp_html_write(const char *path, const char *title,
+			 const rp_run *runs, size_t nruns, const rp_fig *figs,
+			 size_t nfigs, unsigned w, unsigned h);
+
+/* ---- number formatting shared by the page and the figures ----------------- */
+/* Seconds with a unit that suits the magnitude ("850 ms", "1.25 s"). */
+void rp_fmt_seconds(char *buf, size_t size, double s);
+/* A plain number with up to `sig` significant digits, "-" for NAN. */
+void rp_fmt_num(char *buf, size_t size, double v, int sig);
+/* An integer count with thousands separators ("1,234,567"). */
+void rp_fmt_count(char *buf, size_t size, double v);
+/* Bytes in binary units ("1.50 GiB"). */
+void rp_fmt_bytes(char *buf, size_t size, double v);
+
+#endif /* KVSIM_REPORT_INTERNAL_H */

@@ -1,0 +1,719 @@
+/*
+ * report_parse.c - read one run report (docs/REPORT-JSON.md) into rp_run.
+ *
+ * Required: for replay/compare, "policies" with at least one policy, each
+ * with "accounting" {arrived, completed, rejected, unfinished} and
+ * "memory_pct" (the six parts); for a sweep, "rows" with at least one row,
+ * each with "policy" and "block_size".  Everything else is optional and
+ * becomes NAN / an empty array, so a replay with one policy, a compare
+ * without timeseries or a sweep without capacity all render.  A key that is
+ * present with the wrong type, arrays of unequal length, or a time axis that
+ * goes backwards are errors: drawing them would mislead.
+ *
+ * Errors read "LABEL: policies.paged.accounting.arrived: missing required
+ * key" or "LABEL: line 12, column 5: ..." (jansson's message).
+ */
+#include "kvs_config.h"
+#include "report_internal.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const rp_part_key[RP_NPARTS] = {
+	"token_states", "reservation", "internal_fragmentation",
+	"external_fragmentation", "cached_idle", "free",
+};
+const char *const rp_part_label[RP_NPARTS] = {
+	"token states", "reservation", "internal fragmentation",
+	"external fragmentation", "cached-idle", "free",
+};
+const char *const rp_cdf_key[RP_NCDF] = { "queue_delay_s", "ttft_s", "tpot_s" };
+const char *const rp_cdf_title[RP_NCDF] = {
+	"Queueing delay (arrival to first scheduled)",
+	"Time to first token (TTFT)",
+	"Time per output token (TPOT)",
+};
+const char *const rp_row_key[RP_NROWF] = {
+	"internal_fragmentation_pct", "metadata_bytes", "prefix_hit_rate",
+	"concurrency_mean", "concurrency_p99", "queue_delay_p99_s",
+	"ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
+	"requests_per_s", "output_tokens_per_s", "preemptions", "kernel_cost_us",
+};
+const char *const rp_meta_key[RP_NMETA] = { "model", "gpu", "engine", "trace" };
+
+typedef struct pctx {
+	const char *label;
+} pctx;
+
+enum { PATH_MAX_ = 256 };
+
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number";
+	case JSON_TRUE: case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
+	}
+	return "?";
+}
+
+static void join(char *out, const char *path, const char *key)
+{
+	int n = path && *path ? snprintf(out, PATH_MAX_, "%s.%s", path, key)
+			      : snprintf(out, PATH_MAX_, "%s", key);
+	if (n >= PATH_MAX_)  /* absurdly deep or long keys: mark the cut */
+		memcpy(out + PATH_MAX_ - 4, "...", 4);
+}
+
+static kvs_status missing(const pctx *c, const char *path, const char *key)
+{
+	char p[PATH_MAX_];
+	join(p, path, key);
+	return kvs_fail(KVS_ERR_PARSE, "%s: %s: missing required key", c->label, p);
+}
+
+static kvs_status bad(const pctx *c, const char *path, const char *key,
+		      const char *expected, const json_t *v)
+{
+	char p[PATH_MAX_];
+	join(p, path, key);
+	return kvs_fail(KVS_ERR_PARSE, "%s: %s: expected %s, got %s", c->label,
+			p, expected, type_name(v));
+}
+
+/* Optional/required member of type object; *out NULL when absent (or null). */
+static kvs_status get_obj(const pctx *c, const json_t *parent, const char *path,
+			  const char *key, bool required, json_t **out)
+{
+	json_t *v = json_object_get(parent, key);
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return required ? missing(c, path, key) : KVS_OK;
+	if (!json_is_object(v))
+		return bad(c, path, key, "an object", v);
+	*out = v;
+	return KVS_OK;
+}
+
+static kvs_status get_arr(const pctx *c, const json_t *parent, const char *path,
+			  const char *key, bool required, json_t **out)
+{
+	json_t *v = json_object_get(parent, key);
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return required ? missing(c, path, key) : KVS_OK;
+	if (!json_is_array(v))
+		return bad(c, path, key, "an array", v);
+	*out = v;
+	return KVS_OK;
+}
+
+/* A number; NAN when absent or null. */
+static kvs_status get_num(const pctx *c, const json_t *parent, const char *path,
+			  const char *key, bool required, double *out)
+{
+	json_t *v = json_object_get(parent, key);
+	if (!v || json_is_null(v)) {
+		if (required)
+			return missing(c, path, key);
+		*out = NAN;
+		return KVS_OK;
+	}
+	if (!json_is_number(v))
+		return bad(c, path, key, "a number", v);
+	*out = json_number_value(v);
+	return KVS_OK;
+}
+
+/* A required non-negative integer count (an integral real is accepted). */
+static kvs_status get_count(const pctx *c, const json_t *parent, const char *path,
+			    const char *key, uint64_t *out)
+{
+	json_t *v = json_object_get(parent, key);
+	if (!v || json_is_null(v))
+		return missing(c, path, key);
+	if (json_is_integer(v)) {
+		json_int_t x = json_integer_value(v);
+		if (x < 0)
+			goto negative;
+		*out = (uint64_t)x;
+		return KVS_OK;
+	}
+	if (json_is_real(v)) {
+		double x = json_real_value(v);
+		if (x < 0)
+			goto negative;
+		if (x != floor(x) || x > 9.0e18)
+			return bad(c, path, key, "an integer count", v);
+		*out = (uint64_t)x;
+		return KVS_OK;
+	}
+	return bad(c, path, key, "an integer count", v);
+negative:;
+	char p[PATH_MAX_];
+	join(p, path, key);
+	return kvs_fail(KVS_ERR_PARSE, "%s: %s: negative count", c->label, p);
+}
+
+static kvs_status get_str(const pctx *c, const json_t *parent, const char *path,
+			  const char *key, bool required, char **out)
+{
+	json_t *v = json_object_get(parent, key);
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return required ? missing(c, path, key) : KVS_OK;
+	if (!json_is_string(v))
+		return bad(c, path, key, "a string", v);
+	*out = kvs_strdup(json_string_value(v));
+	return *out ? KVS_OK : kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
+}
+
+/* An array of numbers.  expect_n != 0 requires that length. */
+static kvs_status get_nums(const pctx *c, const json_t *parent, const char *path,
+			   const char *key, bool required, size_t expect_n,
+			   double **out, size_t *n)
+{
+	json_t *a;
+	kvs_status st = get_arr(c, parent, path, key, required, &a);
+	*out = NULL;
+	if (st != KVS_OK || !a)
+		return st;
+	char p[PATH_MAX_];
+	join(p, path, key);
+	size_t len = json_array_size(a);
+	if (expect_n && len != expect_n)
+		return kvs_fail(KVS_ERR_PARSE,
+				"%s: %s: has %zu values, expected %zu (the length of t_s / q)",
+				c->label, p, len, expect_n);
+	double *x = kvs_reallocarray(NULL, len ? len : 1, sizeof *x);
+	if (!x)
+		return kvs_fail(KVS_ERR_NOMEM, "%s: %s: out of memory", c->label, p);
+	for (size_t i = 0; i < len; i++) {
+		json_t *e = json_array_get(a, i);
+		if (!json_is_number(e)) {
+			kvs_free(x);
+			return kvs_fail(KVS_ERR_PARSE, "%s: %s[%zu]: expected a number, got %s",
+					c->label, p, i, type_name(e));
+		}
+		x[i] = json_number_value(e);
+	}
+	*out = x;
+	if (n)
+		*n = len;
+	return KVS_OK;
+}
+
+static kvs_status get_pct(const pctx *c, const json_t *parent, const char *path,
+			  const char *key, rp_pct *out)
+{
+	json_t *o;
+	kvs_status st = get_obj(c, parent, path, key, false, &o);
+	out->mean = out->p50 = out->p90 = out->p99 = out->max = NAN;
+	if (st != KVS_OK || !o)
+		return st;
+	char p[PATH_MAX_];
+	join(p, path, key);
+	if ((st = get_num(c, o, p, "mean", false, &out->mean)) ||
+	    (st = get_num(c, o, p, "p50", false, &out->p50)) ||
+	    (st = get_num(c, o, p, "p90", false, &out->p90)) ||
+	    (st = get_num(c, o, p, "p99", false, &out->p99)) ||
+	    (st = get_num(c, o, p, "max", false, &out->max)))
+		return st;
+	return KVS_OK;
+}
+
+/* ---- settings tables ------------------------------------------------------ */
+
+static char *scalar_text(const json_t *v)
+{
+	char buf[64];
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		return kvs_strdup(json_string_value(v));
+	case JSON_INTEGER:
+		snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+		return kvs_strdup(buf);
+	case JSON_REAL:
+		snprintf(buf, sizeof buf, "%.6g", json_real_value(v));
+		return kvs_strdup(buf);
+	case JSON_TRUE:
+		return kvs_strdup("true");
+	case JSON_FALSE:
+		return kvs_strdup("false");
+	case JSON_NULL:
+		return kvs_strdup("-");
+	default: {
+		/* nested values: compact JSON, cut to a table cell's width */
+		char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+		if (!s)
+			return NULL;
+		size_t n = strlen(s);
+		char *r = kvs_malloc(n + 4);
+		if (r) {
+			if (n > 160) {
+				memcpy(r, s, 157);
+				strcpy(r + 157, "...");
+			} else {
+				memcpy(r, s, n + 1);
+			}
+		}
+		free(s); /* allocated by jansson with libc free */
+		return r;
+	}
+	}
+}
+
+static kvs_status parse_meta(const pctx *c, const json_t *root, rp_run *run)
+{
+	for (int m = 0; m < RP_NMETA; m++) {
+		json_t *o = json_object_get(root, rp_meta_key[m]);
+		if (!o || json_is_null(o))
+			continue;
+		if (!json_is_object(o))
+			return bad(c, "", rp_meta_key[m], "an object", o);
+		size_t n = json_object_size(o), i = 0;
+		rp_kv *kv = kvs_calloc(n ? n : 1, sizeof *kv);
+		if (!kv)
+			return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
+		run->meta[m] = kv;
+		const char *k;
+		json_t *v;
+		json_object_foreach(o, k, v) {
+			kv[i].key = kvs_strdup(k);
+			kv[i].value = scalar_text(v);
+			run->nmeta[m] = ++i;
+			if (!kv[i - 1].key || !kv[i - 1].value)
+				return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
+		}
+	}
+	json_t *o;
+	kvs_status st;
+	if ((st = get_obj(c, root, "", "model", false, &o)) != KVS_OK)
+		return st;
+	if (o && (st = get_str(c, o, "model", "name", false, &run->model_name)) != KVS_OK)
+		return st;
+	if ((st = get_obj(c, root, "", "gpu", false, &o)) != KVS_OK)
+		return st;
+	if (o && (st = get_str(c, o, "gpu", "name", false, &run->gpu_name)) != KVS_OK)
+		return st;
+	return KVS_OK;
+}
+
+/* ---- policies ------------------------------------------------------------- */
+
+static kvs_status parse_series(const pctx *c, const json_t *o, const char *path,
+			       rp_series *ts)
+{
+	kvs_status st;
+	size_t n = 0;
+	if ((st = get_nums(c, o, path, "t_s", true, 0, &ts->t_s, &n)) != KVS_OK)
+		return st;
+	if (n == 0)
+		return kvs_fail(KVS_ERR_PARSE, "%s: %s.t_s: empty", c->label, path);
+	for (size_t i = 1; i < n; i++)
+		if (ts->t_s[i] < ts->t_s[i - 1])
+			return kvs_fail(KVS_ERR_PARSE,
+					"%s: %s.t_s[%zu]: time goes backwards (%g after %g)",
+					c->label, path, i, ts->t_s[i], ts->t_s[i - 1]);
+	for (int p = 0; p < RP_NPARTS; p++) {
+		char key[64];
+		snprintf(key, sizeof key, "%s_pct", rp_part_key[p]);
+		if ((st = get_nums(c, o, path, key, true, n, &ts->part[p], NULL)) != KVS_OK)
+			return st;
+	}
+	if ((st = get_nums(c, o, path, "running", false, n, &ts->running, NULL)) ||
+	    (st = get_nums(c, o, path, "waiting", false, n, &ts->waiting, NULL)))
+		return st;
+	ts->n = n;
+	return KVS_OK;
+}
+
+static kvs_status parse_cdf(const pctx *c, const json_t *o, const char *path,
+			    rp_cdf *cdf)
+{
+	kvs_status st;
+	size_t n = 0;
+	if ((st = get_nums(c, o, path, "q", true, 0, &cdf->q, &n)) != KVS_OK)
+		return st;
+	if (n == 0)
+		return kvs_fail(KVS_ERR_PARSE, "%s: %s.q: empty", c->label, path);
+	for (size_t i = 0; i < n; i++)
+		if (!(cdf->q[i] >= 0 && cdf->q[i] <= 1) || (i && cdf->q[i] < cdf->q[i - 1]))
+			return kvs_fail(KVS_ERR_PARSE,
+					"%s: %s.q[%zu]: quantile levels must rise from 0 to 1 (got %g)",
+					c->label, path, i, cdf->q[i]);
+	for (int k = 0; k < RP_NCDF; k++)
+		if ((st = get_nums(c, o, path, rp_cdf_key[k], false, n, &cdf->v[k], NULL)))
+			return st;
+	cdf->n = n;
+	return KVS_OK;
+}
+
+static kvs_status parse_policy(const pctx *c, const char *name, const json_t *po,
+			       rp_policy *p)
+{
+	char path[PATH_MAX_], sub[PATH_MAX_];
+	kvs_status st;
+	json_t *o;
+	snprintf(path, sizeof path, "policies.%s", name);
+	if (!json_is_object(po))
+		return bad(c, "policies", name, "an object", po);
+	if (!(p->name = kvs_strdup(name)))
+		return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
+
+	if ((st = get_obj(c, po, path, "accounting", true, &o)) != KVS_OK)
+		return st;
+	join(sub, path, "accounting");
+	if ((st = get_count(c, o, sub, "arrived", &p->arrived)) ||
+	    (st = get_count(c, o, sub, "completed", &p->completed)) ||
+	    (st = get_count(c, o, sub, "rejected", &p->rejected)) ||
+	    (st = get_count(c, o, sub, "unfinished", &p->unfinished)))
+		return st;
+	json_t *rr;
+	if ((st = get_obj(c, o, sub, "rejected_by_reason", false, &rr)) != KVS_OK)
+		return st;
+	if (rr && json_object_size(rr)) {
+		char rpath[PATH_MAX_];
+		join(rpath, sub, "rejected_by_reason");
+		p->reasons = kvs_calloc(json_object_size(rr), sizeof *p->reasons);
+		if (!p->reasons)
+			return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
+		const char *k;
+		json_t *v;
+		json_object_foreach(rr, k, v) {
+			rp_reason *r = &p->reasons[p->nreasons];
+			if ((st = get_count(c, rr, rpath, k, &r->count)) != KVS_OK)
+				return st;
+			if (!(r->reason = kvs_strdup(k)))
+				return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
+			p->nreasons++;
+		}
+	}
+
+	if ((st = get_obj(c, po, path, "memory_pct", true, &o)) != KVS_OK)
+		return st;
+	join(sub, path, "memory_pct");
+	for (int i = 0; i < RP_NPARTS; i++)
+		if ((st = get_num(c, o, sub, rp_part_key[i], true, &p->mem[i])) != KVS_OK)
+			return st;
+	if ((st = get_obj(c, po, path, "memory_peak_pct", false, &o)) != KVS_OK)
+		return st;
+	join(sub, path, "memory_peak_pct");
+	for (int i = 0; i < RP_NPARTS; i++) {
+		p->mem_peak[i] = NAN;
+		if (o && (st = get_num(c, o, sub, rp_part_key[i], false, &p->mem_peak[i])))
+			return st;
+	}
+
+	if ((st = get_pct(c, po, path, "concurrency", &p->concurrency)) ||
+	    (st = get_pct(c, po, path, "tokens_per_step", &p->tokens_per_step)) ||
+	    (st = get_pct(c, po, path, "waiting", &p->waiting)) ||
+	    (st = get_pct(c, po, path, "queue_delay_s", &p->queue_delay)) ||
+	    (st = get_pct(c, po, path, "ttft_s", &p->ttft)) ||
+	    (st = get_pct(c, po, path, "tpot_s", &p->tpot)) ||
+	    (st = get_pct(c, po, path, "e2e_s", &p->e2e)))
+		return st;
+
+	p->requests_per_s = p->output_tokens_per_s = NAN;
+	if ((st = get_obj(c, po, path, "throughput", false, &o)) != KVS_OK)
+		return st;
+	join(sub, path, "throughput");
+	if (o && ((st = get_num(c, o, sub, "requests_per_s", false, &p->requests_per_s)) ||
+		  (st = get_num(c, o, sub, "output_tokens_per_s", false, &p->output_tokens_per_s))))
+		return st;
+
+	p->goodput_rps = p->goodput_fraction = p->slo_ttft_s = p->slo_tpot_s = NAN;
+	if ((st = get_obj(c, po, path, "goodput", false, &o)) != KVS_OK)
+		return st;
+	join(sub, path, "goodput");
+	if (o && ((st = get_num(c, o, sub, "requests_per_s", false, &p->goodput_rps)) ||
+		  (st = get_num(c, o, sub, "fraction", false, &p->goodput_fraction)) ||
+		  (st = get_num(c, o, sub, "slo_ttft_s", false, &p->slo_ttft_s)) ||
+		  (st = get_num(c, o, sub, "slo_tpot_s", false, &p->slo_tpot_s))))
+		return st;
+
+	if ((st = get_num(c, po, path, "preemptions", false, &p->preemptions)) ||
+	    (st = get_num(c, po, path, "recomputed_tokens", false, &p->recomputed_tokens)) ||
+	    (st = get_num(c, po, path, "swapped_bytes", false, &p->swapped_bytes)) ||
+	    (st = get_num(c, po, path, "prefix_hit_tokens", false, &p->prefix_hit_tokens)) ||
+	    (st = get_num(c, po, path, "prefix_hit_blocks", false, &p->prefix_hit_blocks)))
+		return st;
+
+	p->prefix_hit_rate_tokens = p->prefix_hit_rate_blocks = NAN;
+	if ((st = get_obj(c, po, path, "prefix_hit_rate", false, &o)) != KVS_OK)
+		return st;
+	join(sub, path, "prefix_hit_rate");
+	if (o && ((st = get_num(c, o, sub, "tokens", false, &p->prefix_hit_rate_tokens)) ||
+		  (st = get_num(c, o, sub, "blocks", false, &p->prefix_hit_rate_blocks))))
+		return st;
+
+	p->sim_time_s = p->sim_steps = p->sim_events = p->sim_wall_s = NAN;
+	if ((st = get_obj(c, po, path, "sim", false, &o)) != KVS_OK)
+		return st;
+	join(sub, path, "sim");
+	if (o && ((st = get_num(c, o, sub, "sim_time_s", false, &p->sim_time_s)) ||
+		  (st = get_num(c, o, sub, "steps", false, &p->sim_steps)) ||
+		  (st = get_num(c, o, sub, "events", false, &p->sim_events)) ||
+		  (st = get_num(c, o, sub, "wall_s", false, &p->sim_wall_s))))
+		return st;
+
+	if ((st = get_obj(c, po, path, "timeseries", false, &o)) != KVS_OK)
+		return st;
+	join(sub, path, "timeseries");
+	if (o && (st = parse_series(c, o, sub, &p->ts)) != KVS_OK)
+		return st;
+	if ((st = get_obj(c, po, path, "cdf", false, &o)) != KVS_OK)
+		return st;
+	join(sub, path, "cdf");
+	if (o && (st = parse_cdf(c, o, sub, &p->cdf)) != KVS_OK)
+		return st;
+	p->ratio_concurrency = p->ratio_throughput = p->ratio_waste = p->ratio_p99_queue = NAN;
+	return KVS_OK;
+}
+
+static int policy_cmp(const void *a, const void *b)
+{
+	const rp_policy *x = a, *y = b;
+	int rx = rp_policy_rank(x->name), ry = rp_policy_rank(y->name);
+	if (rx != ry)
+		return rx < ry ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static kvs_status parse_policies(const pctx *c, const json_t *root, rp_run *run)
+{
+	json_t *pols;
+	kvs_status st = get_obj(c, root, "", "policies", true, &pols);
+	if (st != KVS_OK)
+		return st;
+	size_t n = json_object_size(pols);
+	if (n == 0)
+		return kvs_fail(KVS_ERR_PARSE, "%s: policies: no policy in the report",
+				c->label);
+	run->pol = kvs_calloc(n, sizeof *run->pol);
+	if (!run->pol)
+		return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
+	const char *k;
+	json_t *v;
+	json_object_foreach(pols, k, v) {
+		st = parse_policy(c, k, v, &run->pol[run->npol]);
+		run->npol++;
+		if (st != KVS_OK)
+			return st;
+	}
+	qsort(run->pol, run->npol, sizeof *run->pol, policy_cmp);
+
+	json_t *ratios;
+	if ((st = get_obj(c, root, "", "ratios", false, &ratios)) != KVS_OK || !ratios)
+		return st;
+	for (size_t i = 0; i < run->npol; i++) {
+		rp_policy *p = &run->pol[i];
+		json_t *r;
+		char sub[PATH_MAX_];
+		if ((st = get_obj(c, ratios, "ratios", p->name, false, &r)) != KVS_OK)
+			return st;
+		if (!r)
+			continue;
+		join(sub, "ratios", p->name);
+		if ((st = get_num(c, r, sub, "concurrency", false, &p->ratio_concurrency)) ||
+		    (st = get_num(c, r, sub, "throughput", false, &p->ratio_throughput)) ||
+		    (st = get_num(c, r, sub, "waste", false, &p->ratio_waste)) ||
+		    (st = get_num(c, r, sub, "p99_queue_delay", false, &p->ratio_p99_queue)))
+			return st;
+		p->has_ratios = true;
+	}
+	return KVS_OK;
+}
+
+/* ---- sweep ---------------------------------------------------------------- */
+
+static kvs_status parse_sweep(const pctx *c, const json_t *root, rp_run *run)
+{
+	json_t *a;
+	kvs_status st = get_arr(c, root, "", "rows", true, &a);
+	if (st != KVS_OK)
+		return st;
+	size_t n = json_array_size(a);
+	if (n == 0)
+		return kvs_fail(KVS_ERR_PARSE, "%s: rows: the sweep has no rows", c->label);
+	if (!(run->rows = kvs_calloc(n, sizeof *run->rows)))
+		return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_array_get(a, i);
+		rp_row *r = &run->rows[i];
+		char path[PATH_MAX_];
+		snprintf(path, sizeof path, "rows[%zu]", i);
+		run->nrows = i + 1;
+		if (!json_is_object(o))
+			return kvs_fail(KVS_ERR_PARSE, "%s: %s: expected an object, got %s",
+					c->label, path, type_name(o));
+		if ((st = get_str(c, o, path, "policy", true, &r->policy)) ||
+		    (st = get_num(c, o, path, "block_size", true, &r->block_size)))
+			return st;
+		if (!(r->block_size >= 1))
+			return kvs_fail(KVS_ERR_PARSE, "%s: %s.block_size: must be >= 1, got %g",
+					c->label, path, r->block_size);
+		for (int f = 0; f < RP_NROWF; f++)
+			if ((st = get_num(c, o, path, rp_row_key[f], false, &r->f[f])))
+				return st;
+	}
+
+	if ((st = get_arr(c, root, "", "capacity", false, &a)) != KVS_OK)
+		return st;
+	if (a && (n = json_array_size(a))) {
+		if (!(run->cap = kvs_calloc(n, sizeof *run->cap)))
+			return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
+		for (size_t i = 0; i < n; i++) {
+			json_t *o = json_array_get(a, i);
+			rp_capacity *r = &run->cap[i];
+			char path[PATH_MAX_];
+			snprintf(path, sizeof path, "capacity[%zu]", i);
+			run->ncap = i + 1;
+			if (!json_is_object(o))
+				return kvs_fail(KVS_ERR_PARSE, "%s: %s: expected an object, got %s",
+						c->label, path, type_name(o));
+			if ((st = get_str(c, o, path, "policy", true, &r->policy)) ||
+			    (st = get_num(c, o, path, "max_rate", true, &r->max_rate)) ||
+			    (st = get_num(c, o, path, "block_size", false, &r->block_size)) ||
+			    (st = get_num(c, o, path, "tolerance", false, &r->tolerance)) ||
+			    (st = get_num(c, o, path, "slo_ttft_s", false, &r->slo_ttft_s)) ||
+			    (st = get_num(c, o, path, "slo_tpot_s", false, &r->slo_tpot_s)))
+				return st;
+		}
+	}
+
+	if ((st = get_arr(c, root, "", "recommendations", false, &a)) != KVS_OK)
+		return st;
+	if (a && (n = json_array_size(a))) {
+		if (!(run->reco = kvs_calloc(n, sizeof *run->reco)))
+			return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
+		for (size_t i = 0; i < n; i++) {
+			json_t *o = json_array_get(a, i);
+			rp_reco *r = &run->reco[i];
+			char path[PATH_MAX_];
+			snprintf(path, sizeof path, "recommendations[%zu]", i);
+			run->nreco = i + 1;
+			if (!json_is_object(o))
+				return kvs_fail(KVS_ERR_PARSE, "%s: %s: expected an object, got %s",
+						c->label, path, type_name(o));
+			if ((st = get_str(c, o, path, "objective", true, &r->objective)) ||
+			    (st = get_str(c, o, path, "policy", false, &r->policy)) ||
+			    (st = get_str(c, o, path, "reason", false, &r->reason)) ||
+			    (st = get_num(c, o, path, "block_size", false, &r->block_size)))
+				return st;
+		}
+	}
+	return KVS_OK;
+}
+
+/* ---- entry ---------------------------------------------------------------- */
+
+kvs_status rp_run_parse(const char *text, size_t len, const char *label,
+			rp_run *run)
+{
+	pctx c = { .label = label };
+	json_error_t err;
+	kvs_status st;
+	if (!(run->label = kvs_strdup(label)))
+		return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", label);
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+	if (!root)
+		return kvs_fail(KVS_ERR_PARSE, "%s: line %d, column %d: %s", label,
+				err.line, err.column, err.text);
+	if (!json_is_object(root)) {
+		st = kvs_fail(KVS_ERR_PARSE, "%s: expected a JSON object at the top, got %s",
+			      label, type_name(root));
+		goto out;
+	}
+	if ((st = get_str(&c, root, "", "command", false, &run->command)) ||
+	    (st = get_str(&c, root, "", "kvsim_version", false, &run->version)))
+		goto out;
+	if (!run->command) {
+		/* older or hand-made reports: infer from the content */
+		const char *cmd = json_object_get(root, "rows") ? "sweep" :
+				  json_object_get(root, "policies") ? "replay" : NULL;
+		if (!cmd) {
+			st = kvs_fail(KVS_ERR_PARSE,
+				      "%s: neither \"policies\" (replay/compare) nor \"rows\" (sweep): not a kvsim run report",
+				      label);
+			goto out;
+		}
+		if (!(run->command = kvs_strdup(cmd))) {
+			st = kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", label);
+			goto out;
+		}
+	}
+	if (strcmp(run->command, "sweep") == 0) {
+		run->kind = RP_KIND_SWEEP;
+		st = parse_sweep(&c, root, run);
+	} else if (strcmp(run->command, "replay") == 0 ||
+		   strcmp(run->command, "compare") == 0) {
+		run->kind = RP_KIND_POLICIES;
+		st = parse_policies(&c, root, run);
+	} else {
+		st = kvs_fail(KVS_ERR_PARSE,
+			      "%s: command: \"%s\" has no report (expected replay, compare or sweep)",
+			      label, run->command);
+	}
+	if (st == KVS_OK)
+		st = parse_meta(&c, root, run);
+out:
+	json_decref(root);
+	return st;
+}
+
+static void policy_free(rp_policy *p)
+{
+	kvs_free(p->name);
+	for (size_t i = 0; i < p->nreasons; i++)
+		kvs_free(p->reasons[i].reason);
+	kvs_free(p->reasons);
+	kvs_free(p->ts.t_s);
+	for (int i = 0; i < RP_NPARTS; i++)
+		kvs_free(p->ts.part[i]);
+	kvs_free(p->ts.running);
+	kvs_free(p->ts.waiting);
+	kvs_free(p->cdf.q);
+	for (int i = 0; i < RP_NCDF; i++)
+		kvs_free(p->cdf.v[i]);
+}
+
+void rp_run_free(rp_run *run)
+{
+	if (!run)
+		return;
+	kvs_free(run->label);
+	kvs_free(run->command);
+	kvs_free(run->version);
+	kvs_free(run->model_name);
+	kvs_free(run->gpu_name);
+	for (int m = 0; m < RP_NMETA; m++) {
+		for (size_t i = 0; i < run->nmeta[m]; i++) {
+			kvs_free(run->meta[m][i].key);
+			kvs_free(run->meta[m][i].value);
+		}
+		kvs_free(run->meta[m]);
+	}
+	for (size_t i = 0; i < run->npol; i++)
+		policy_free(&run->pol[i]);
+	kvs_free(run->pol);
+	for (size_t i = 0; i < run->nrows; i++)
+		kvs_free(run->rows[i].policy);
+	kvs_free(run->rows);
+	for (size_t i = 0; i < run->ncap; i++)
+		kvs_free(run->cap[i].policy);
+	kvs_free(run->cap);
+	for (size_t i = 0; i < run->nreco; i++) {
+		kvs_free(run->reco[i].objective);
+		kvs_free(run->reco[i].policy);
+		kvs_free(run->reco[i].reason);
+	}
+	kvs_free(run->reco);
+	memset(run, 0, sizeof *run);
+}

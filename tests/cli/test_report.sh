@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# kvsim report: usage errors, bad input, and a full report from the fixtures
+# (and from a tiny replay and compare when the build has them) in which every
+# file is non-empty and valid: SVG parses as XML, PNG has its signature and
+# the size asked for, index.html references only files that exist.
+set -euo pipefail
+
+: "${KVSIM:?KVSIM must point to the kvsim binary}"
+: "${KVS_SOURCE_ROOT:?KVS_SOURCE_ROOT must point to the source tree}"
+data="$KVS_SOURCE_ROOT/tests/data"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-report-sh.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_exit CODE CMD...: run, capture stderr in $tmp/err, check the code
+expect_exit() {
+	local want=$1; shift
+	set +e
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	local got=$?
+	set -e
+	[ "$got" -eq "$want" ] || { cat "$tmp/err" >&2; fail "'$*' exited $got, want $want"; }
+}
+
+have_python=0
+if command -v python3 >/dev/null 2>&1; then have_python=1; fi
+
+# check_dir DIR: every figure and the page are valid; prints the figure count
+check_dir() {
+	local dir=$1 n=0
+	[ -s "$dir/index.html" ] || fail "$dir/index.html missing or empty"
+	for svg in "$dir"/*.svg; do
+		[ -s "$svg" ] || fail "$svg empty"
+		png=${svg%.svg}.png
+		[ -s "$png" ] || fail "$png missing or empty"
+		sig=$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')
+		[ "$sig" = "89504e470d0a1a0a" ] || fail "$png: not a PNG (signature $sig)"
+		n=$((n + 1))
+	done
+	if [ "$have_python" = 1 ]; then
+		python3 - "$dir" <<'EOF' || fail "$dir: validation failed"
+import glob, os, re, struct, sys
+import xml.etree.ElementTree as ET
+d = sys.argv[1]
+for svg in sorted(glob.glob(os.path.join(d, "*.svg"))):
+    root = ET.parse(svg).getroot()          # raises on malformed XML
+    assert root.tag.endswith("svg"), (svg, root.tag)
+    assert root.get("width") and root.get("height"), svg
+for png in sorted(glob.glob(os.path.join(d, "*.png"))):
+    with open(png, "rb") as f:
+        head = f.read(24)
+    w, h = struct.unpack(">II", head[16:24])    # IHDR width, height
+    assert head[12:16] == b"IHDR" and w >= 320 and h >= 180, (png, w, h)
+html = open(os.path.join(d, "index.html"), encoding="utf-8").read()
+refs = re.findall(r'(?:src|href)="([^"#][^"]*)"', html)
+assert refs, "index.html references no figure"
+for r in refs:
+    assert "://" not in r and not r.startswith("/"), ("not local", r)
+    p = os.path.join(d, r)
+    assert os.path.isfile(p) and os.path.getsize(p) > 0, ("missing", r)
+imgs = re.findall(r'<img [^>]*src="([^"]+)"', html)
+pngs = sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, "*.png")))
+assert sorted(imgs) == pngs, ("every PNG is shown once", imgs, pngs)
+EOF
+	fi
+	echo "$n"
+}
+
+# ---- usage ------------------------------------------------------------------
+expect_exit 0 "$KVSIM" report --help
+grep -q -- "-o, --output DIR" "$tmp/out" || fail "--help lacks -o"
+expect_exit 0 "$KVSIM" help report
+expect_exit 2 "$KVSIM" report
+grep -q "no input" "$tmp/err" || fail "no-input message: $(cat "$tmp/err")"
+expect_exit 2 "$KVSIM" report "$data/compare.json"
+grep -q "\-o DIR" "$tmp/err" || fail "missing -o message: $(cat "$tmp/err")"
+expect_exit 2 "$KVSIM" report "$data/compare.json" -o "$tmp/x" --frobnicate
+grep -q "unknown option '--frobnicate'" "$tmp/err" || fail "unknown flag message"
+expect_exit 2 "$KVSIM" report "$data/compare.json" -o "$tmp/x" --width 12
+expect_exit 2 "$KVSIM" report "$data/compare.json" -o
+[ ! -e "$tmp/x" ] || fail "usage errors must not write anything"
+
+# ---- bad input: exit 1, message names the file and the key or position ------
+expect_exit 1 "$KVSIM" report "$tmp/nope.json" -o "$tmp/x"
+grep -q "nope.json: cannot open" "$tmp/err" || fail "missing file message: $(cat "$tmp/err")"
+printf '{\n "command": "replay",\n "policies": {\n' >"$tmp/trunc.json"
+expect_exit 1 "$KVSIM" report "$tmp/trunc.json" -o "$tmp/x"
+grep -q "trunc.json: line 4, column" "$tmp/err" || fail "truncated JSON message: $(cat "$tmp/err")"
+sed 's/"arrived": 1200/"arrivd": 1200/' "$data/compare.json" >"$tmp/key.json"
+expect_exit 1 "$KVSIM" report "$data/sweep.json" "$tmp/key.json" -o "$tmp/x"
+grep -q "key.json: policies.max.accounting.arrived: missing required key" "$tmp/err" ||
+	fail "missing key message: $(cat "$tmp/err")"
+[ ! -e "$tmp/x" ] || fail "a bad input must leave no output"
+
+# ---- fixtures ------------------------------------------------------------------
+expect_exit 0 "$KVSIM" report "$data/compare.json" -o "$tmp/one"
+[ ! -s "$tmp/err" ] || fail "no progress output when stderr is not a terminal: $(cat "$tmp/err")"
+n=$(check_dir "$tmp/one")
+[ "$n" -eq 5 ] || fail "compare fixture: $n figures, want 5"
+for f in memory requests cdf-queue-delay cdf-ttft cdf-tpot; do
+	[ -s "$tmp/one/$f.svg" ] && [ -s "$tmp/one/$f.png" ] || fail "$f missing"
+done
+
+expect_exit 0 "$KVSIM" report "$data/compare.json" "$data/sweep.json" \
+	"$data/replay-min.json" -o "$tmp/multi/nested" --title "Fixture report" \
+	--width 1280 --height 720 --quiet
+n=$(check_dir "$tmp/multi/nested")
+[ "$n" -eq 9 ] || fail "multi-run report: $n figures, want 9"
+grep -q "<title>Fixture report</title>" "$tmp/multi/nested/index.html" || fail "--title"
+grep -q 'width="1280" height="720"' "$tmp/multi/nested/index.html" || fail "--width/--height"
+
+# ---- a tiny replay and compare, when the simulator is in this build ------------
+if "$KVSIM" replay --help >/dev/null 2>&1; then
+	"$KVSIM" replay --limit 200 --json "$tmp/replay.json" >/dev/null ||
+		fail "kvsim replay --limit 200 --json failed"
+	expect_exit 0 "$KVSIM" report "$tmp/replay.json" -o "$tmp/replay"
+	n=$(check_dir "$tmp/replay")
+	echo "replay report: $n figures"
+	if "$KVSIM" compare --help >/dev/null 2>&1; then
+		"$KVSIM" compare --limit 200 --json "$tmp/compare.json" >/dev/null ||
+			fail "kvsim compare --limit 200 --json failed"
+		expect_exit 0 "$KVSIM" report "$tmp/compare.json" "$tmp/replay.json" -o "$tmp/cmp"
+		n=$(check_dir "$tmp/cmp")
+		echo "compare report: $n figures"
+	fi
+else
+	echo "kvsim replay not in this build: report from a replay skipped"
+fi
+echo "ok"

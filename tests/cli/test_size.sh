@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# CLI tests of `kvsim size`: table output, JSON keys and figures, error
+# messages and exit codes.  Needs $KVSIM (the built binary) and
+# $KVS_SOURCE_ROOT.
+set -u
+KVSIM="${KVSIM:?KVSIM must point at the kvsim binary}"
+ROOT="${KVS_SOURCE_ROOT:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	fails=$((fails + 1))
+}
+
+# run EXPECTED_RC ARGS...: runs kvsim size, keeps stdout/stderr in $out/$err
+run() {
+	local want=$1
+	shift
+	"$KVSIM" size "$@" >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	out=$(cat "$tmp/out")
+	err=$(cat "$tmp/err")
+	if [ "$rc" -ne "$want" ]; then
+		fail "kvsim size $* exited $rc, expected $want; stderr: $err"
+		return 1
+	fi
+	return 0
+}
+
+has() { # has TEXT NEEDLE DESCRIPTION
+	case "$1" in
+	*"$2"*) ;;
+	*) fail "$3: missing '$2' in: $(printf '%s' "$1" | head -c 600)" ;;
+	esac
+}
+
+# JSON field (top level, integer or real): "key": value
+jget() {
+	printf '%s\n' "$out" | sed -n "s/^  \"$1\": \([^,]*\),\{0,1\}$/\1/p"
+}
+
+# ---- defaults: llama-2-7b on a100-80gb at 4,000 tokens ----------------------
+run 0 && {
+	has "$out" "llama-2-7b on a100-80gb" "default deployment"
+	has "$out" "2 (K and V) x 32 layers x 32 kv heads x 128 head_dim x 2 bytes (fp16) = 524,288 B" "formula"
+	has "$out" "kv_bytes_per_token" "table"
+	has "$out" "num_gpu_blocks" "table"
+	has "$out" "max_concurrency" "table"
+	has "$out" "2,097,152,000" "bytes per conversation"
+	has "$out" "What shrinks it" "shrink table"
+	has "$out" "GQA with 8 kv heads" "shrink table"
+	has "$out" "MQA" "shrink table"
+	has "$out" "FP8 cache" "shrink table"
+	has "$out" "INT4 cache" "shrink table"
+	has "$out" "sliding window" "shrink table"
+	has "$out" "MLA latent" "shrink table"
+	has "$out" "no paging" "shrink table"
+}
+
+# ---- the seed example: 80 GB - 14 GB of weights holds 31 conversations ------
+seed=(--gpu-mem 80GB --params 7e9 --gpu-memory-utilization 1 --reserve 0 --context 4000)
+run 0 "${seed[@]}" && {
+	has "$out" "14,000,000,000" "seed weights"
+	has "$out" "66,000,000,000" "seed KV budget"
+	printf '%s\n' "$out" | grep -Eq '^  conversations that fit +31 ' ||
+		fail "seed: 31 conversations expected: $out"
+}
+run 0 "${seed[@]}" --json && {
+	[ "$(jget kv_bytes_per_token)" = 524288 ] || fail "seed json kv_bytes_per_token: $(jget kv_bytes_per_token)"
+	[ "$(jget bytes_per_context)" = 2097152000 ] || fail "seed json bytes_per_context"
+	[ "$(jget kv_budget_bytes)" = 66000000000 ] || fail "seed json kv_budget_bytes"
+	[ "$(jget num_gpu_blocks)" = 7867 ] || fail "seed json num_gpu_blocks: $(jget num_gpu_blocks)"
+	[ "$(jget max_conversations)" = 31 ] || fail "seed json max_conversations"
+	case "$(jget max_concurrency)" in 31.46*) ;; *) fail "seed json max_concurrency: $(jget max_concurrency)" ;; esac
+	for k in kv_bytes_per_token kv_bytes_per_token_total bytes_per_block bytes_per_context \
+		weight_bytes reserve_bytes usable_bytes kv_budget_bytes num_gpu_blocks \
+		kv_capacity_tokens max_concurrency max_conversations cache_to_weights \
+		kv_formula shrinks advice questions model gpu deploy kvsim_version; do
+		has "$out" "\"$k\":" "json key $k"
+	done
+	# snake_case keys only, sorted
+	printf '%s\n' "$out" | grep -o '"[A-Za-z0-9_]*":' | grep -q '[A-Z]' && fail "json keys not snake_case"
+	[ "${out:0:1}" = "{" ] || fail "json output does not start with {"
+}
+if command -v python3 >/dev/null 2>&1; then
+	"$KVSIM" size --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["command"]=="size" and d["kv_bytes_per_token"]==524288' ||
+		fail "json does not parse or has wrong figures"
+fi
+
+# ---- figures from REFERENCE.md through the CLI ------------------------------
+run 0 --model llama-2-70b --gpu h100-80gb --tp 4 --json && {
+	[ "$(jget kv_bytes_per_token)" = 81920 ] || fail "llama-2-70b tp 4: $(jget kv_bytes_per_token)"
+	[ "$(jget kv_bytes_per_token_total)" = 327680 ] || fail "llama-2-70b tp 4 total"
+}
+run 0 --model deepseek-v3 --gpu h200-141gb --tp 8 --json && {
+	[ "$(jget kv_bytes_per_token)" = 70272 ] || fail "deepseek-v3: $(jget kv_bytes_per_token)"
+}
+run 0 --model deepseek-v3 --gpu h200-141gb --tp 8 && has "$out" "(512 latent + 64 rope) x 61 layers x 2 bytes (bf16) = 70,272 B" "MLA formula"
+run 0 --model gemma-2-9b --gpu h100-80gb --context 8192 --json && {
+	[ "$(jget bytes_per_context)" = $((2016 * 1024 * 1024)) ] || fail "gemma-2-9b 8192: $(jget bytes_per_context)"
+}
+run 0 --model llama-3-8b --kv-cache-dtype fp8 --json && {
+	[ "$(jget kv_bytes_per_token)" = 65536 ] || fail "llama-3-8b fp8: $(jget kv_bytes_per_token)"
+}
+run 0 --model llama-3-8b --kv-cache-dtype int4 --kv-quant-group 32 && has "$out" "quantisation scales" "int4 scales shown"
+run 0 --model "$ROOT/sizing/presets/models/qwen2.5-7b.json" --json && {
+	[ "$(jget kv_bytes_per_token)" = 57344 ] || fail "config path: $(jget kv_bytes_per_token)"
+}
+run 0 --gpu-hour-price 2.5 --json && { has "$out" '"dollars_per_conv_hour":' "price"; has "$out" '"dollars_per_mtok":' "price"; }
+run 0 --gpu-hour-price 2.5 && has "$out" "per conversation-hour" "price row"
+
+# ---- long context: the ways out ---------------------------------------------
+run 0 --context 128000 && {
+	has "$out" "does not fit" "long context"
+	has "$out" "x the weights" "long context"
+	has "$out" "Ways out" "long context"
+	has "$out" "more GPUs" "long context"
+	has "$out" "quantised cache" "long context"
+	has "$out" "PCIe" "long context offload"
+	has "$out" "shorter context" "long context"
+	has "$out" "prefix sharing" "long context"
+	has "$out" "Ask the customer" "questions"
+	has "$out" "typical context" "questions"
+}
+
+# ---- help -------------------------------------------------------------------
+run 0 --help && for f in --model --gpu --gpu-mem --gpu-memory-utilization --tp --pp --dtype \
+	--kv-cache-dtype --kv-quant-group --block-size --context --max-model-len --reserve \
+	--layers --kv-heads --head-dim --params --gpu-hour-price --json; do
+	has "$out" "$f" "help lists $f"
+done
+"$KVSIM" help size >/dev/null || fail "kvsim help size"
+
+# ---- bad input --------------------------------------------------------------
+run 2 --model llama-9-9b && { has "$err" "unknown model 'llama-9-9b'" "unknown model"; has "$err" "llama-2-7b" "lists models"; has "$err" "deepseek-v3" "lists models"; }
+run 2 --gpu a200 && { has "$err" "unknown GPU 'a200'" "unknown gpu"; has "$err" "h100-80gb" "lists gpus"; }
+printf '{"num_attention_heads": 32, "hidden_size": 4096}\n' >"$tmp/config.json"
+run 1 --model "$tmp/config.json" && { has "$err" "num_hidden_layers" "missing field named"; has "$err" "$tmp/config.json" "file named"; }
+printf '{"num_hidden_layers": 32,\n "num_attention_heads": }\n' >"$tmp/bad.json"
+run 1 --model "$tmp/bad.json" && has "$err" "$tmp/bad.json:2:" "json syntax error names line"
+run 1 --model "$tmp/missing.json" && has "$err" "missing.json" "missing file"
+run 2 --context 0 && has "$err" "--context: must be at least 1" "zero"
+run 2 --context -5 && has "$err" "--context: must be positive" "negative"
+run 2 --context abc && has "$err" "expected a positive integer, got 'abc'" "non-numeric"
+run 2 --context 4k && has "$err" "expected a positive integer" "suffix"
+run 2 --context 99999999999999999999999 && has "$err" "too large" "overflowing number"
+run 2 --context 1000000000000000000 && has "$err" "does not fit in 64 bits" "overflowing size"
+run 2 --tp 0 && has "$err" "--tp" "tp zero"
+run 2 --tp 3 && has "$err" "does not divide" "tp not dividing heads"
+run 2 --block-size 0 && has "$err" "--block-size" "block zero"
+run 2 --gpu-memory-utilization 0 && has "$err" "must be greater than 0" "util zero"
+run 2 --gpu-memory-utilization 1.5 && has "$err" "too large" "util > 1"
+run 2 --gpu-memory-utilization x && has "$err" "expected a number" "util non-numeric"
+run 2 --gpu-mem 80 && has "$err" "no unit" "unit required"
+run 2 --gpu-mem 80XB && has "$err" "unknown unit" "bad unit"
+run 2 --gpu-mem 0GB && has "$err" "greater than zero" "zero memory"
+run 2 --gpu-mem 99999999TB && has "$err" "64 bits" "memory overflow"
+run 2 --reserve 10 && has "$err" "--reserve" "reserve unit"
+run 2 --params -7 && has "$err" "--params" "negative params"
+run 2 --kv-cache-dtype fp7 && has "$err" "unknown data type 'fp7'" "bad dtype"
+run 2 --kv-heads 5 && has "$err" "--kv-heads" "kv heads not dividing"
+run 2 --model deepseek-v3 --kv-heads 8 && has "$err" "MLA" "kv heads on MLA"
+run 2 --gpu-hour-price -1 && has "$err" "--gpu-hour-price" "negative price"
+run 2 --bogus && has "$err" "unknown option '--bogus'" "unknown flag"
+run 2 --model && has "$err" "missing value" "missing value"
+run 2 stray && has "$err" "unexpected argument 'stray'" "positional"
+
+# the long-context case must not be an error
+run 0 --model llama-3.1-405b && has "$out" "do not" "405b on one GPU: weights do not fit"
+
+if [ "$fails" -ne 0 ]; then
+	echo "$fails failure(s)" >&2
+	exit 1
+fi
+echo "cli size: all checks passed"

@@ -1,0 +1,214 @@
+/*
+ * test_args.c - the CLI's argument iterator, strict number parsing and the
+ * shared "model, GPU and deployment" flag group.  The CLI sources are not
+ * part of libkvsim, so they are compiled into this test directly.
+ */
+#include "test_util.h"
+
+#include "args.c"
+#include "cli_deploy.c"
+
+#include <string.h>
+
+static void test_parse_numbers(void **state)
+{
+	(void)state;
+	uint64_t u = 7;
+	assert_true(kvs_parse_u64("123", &u));
+	assert_int_equal(u, 123);
+	assert_true(kvs_parse_u64("18446744073709551615", &u));
+	assert_int_equal(u, UINT64_MAX);
+	u = 7;
+	assert_false(kvs_parse_u64("18446744073709551616", &u));
+	assert_false(kvs_parse_u64("", &u));
+	assert_false(kvs_parse_u64("-1", &u));
+	assert_false(kvs_parse_u64("+1", &u));
+	assert_false(kvs_parse_u64("12a", &u));
+	assert_false(kvs_parse_u64(" 1", &u));
+	assert_false(kvs_parse_u64(NULL, &u));
+	assert_int_equal(u, 7);
+	double d = 0;
+	assert_true(kvs_parse_double("0.9", &d));
+	assert_true(d == 0.9);
+	assert_true(kvs_parse_double("7e9", &d));
+	assert_true(d == 7e9);
+	assert_false(kvs_parse_double("abc", &d));
+	assert_false(kvs_parse_double("1.5x", &d));
+	assert_false(kvs_parse_double("inf", &d));
+	assert_false(kvs_parse_double("nan", &d));
+	assert_false(kvs_parse_double("1e999", &d));
+	assert_false(kvs_parse_double("", &d));
+}
+
+static void test_iterator(void **state)
+{
+	(void)state;
+	char *argv[] = { "size", "--model", "llama-3-8b", "--tp=4", "pos", "-5", "--json",
+			 "--context", NULL };
+	kvs_args it;
+	const char *pos = NULL;
+	kvs_args_init(&it, "size", 8, argv);
+	assert_true(kvs_args_next(&it, &pos));
+	assert_true(kvs_args_is(&it, "--model"));
+	assert_string_equal(kvs_args_value(&it), "llama-3-8b");
+	assert_true(kvs_args_next(&it, &pos));
+	assert_true(kvs_args_is(&it, "--tp"));
+	uint32_t tp = 0;
+	assert_true(kvs_args_u32(&it, 1, 64, &tp));
+	assert_int_equal(tp, 4);
+	assert_true(kvs_args_next(&it, &pos));
+	assert_null(it.flag);
+	assert_string_equal(pos, "pos");
+	assert_true(kvs_args_next(&it, &pos)); /* "-5" is a value, not a flag */
+	assert_null(it.flag);
+	assert_string_equal(pos, "-5");
+	assert_true(kvs_args_next(&it, &pos));
+	assert_true(kvs_args_is(&it, "--json"));
+	assert_true(kvs_args_next(&it, &pos));
+	assert_true(kvs_args_is(&it, "--context"));
+	assert_false(it.error);
+	assert_null(kvs_args_value(&it)); /* missing value */
+	assert_true(it.error);
+	assert_false(kvs_args_next(&it, &pos));
+}
+
+static void test_typed_values(void **state)
+{
+	(void)state;
+	char *argv[] = { "x", "--n", "0", "--n", "abc", "--n", "99", "--f", "2.5",
+			 "--b", "80GB", "--b", "80", NULL };
+	kvs_args it;
+	const char *pos;
+	uint64_t u = 5;
+	double d = 0;
+	kvs_args_init(&it, "x", 13, argv);
+	kvs_args_next(&it, &pos);
+	assert_false(kvs_args_u64(&it, 1, 10, &u));  /* below min */
+	kvs_args_next(&it, &pos);
+	assert_false(kvs_args_u64(&it, 1, 10, &u));  /* not a number */
+	kvs_args_next(&it, &pos);
+	assert_false(kvs_args_u64(&it, 1, 10, &u));  /* above max */
+	assert_int_equal(u, 5);
+	kvs_args_next(&it, &pos);
+	assert_true(kvs_args_double(&it, 0, 10, &d));
+	assert_true(d == 2.5);
+	kvs_args_next(&it, &pos);
+	assert_true(kvs_args_bytes(&it, &u));
+	assert_int_equal(u, 80000000000ull);
+	kvs_args_next(&it, &pos);
+	assert_false(kvs_args_bytes(&it, &u));
+}
+
+/* Parse argv through the deployment group; returns the last arg result. */
+static int deploy_parse(kvs_cli_deploy *c, int argc, char **argv)
+{
+	kvs_args it;
+	const char *pos;
+	int r = 1;
+	kvs_args_init(&it, "test", argc, argv);
+	kvs_cli_deploy_init(c, "llama-2-7b", "a100-80gb");
+	while (r == 1 && kvs_args_next(&it, &pos))
+		r = kvs_cli_deploy_arg(&it, c);
+	return r;
+}
+
+#define PARSE(c, ...)                                                        \
+	({                                                                   \
+		char *argv_[] = { "test", __VA_ARGS__, NULL };               \
+		deploy_parse((c), (int)KVS_ARRAY_LEN(argv_) - 1, argv_);     \
+	})
+
+static void test_deploy_group(void **state)
+{
+	(void)state;
+	kvs_cli_deploy c;
+	assert_int_equal(PARSE(&c, "--model", "llama-2-70b", "--gpu", "h100-80gb", "--tp", "4",
+			       "--kv-cache-dtype", "fp8", "--block-size", "32", "--context",
+			       "8000", "--reserve", "2GiB", "--gpu-memory-utilization", "0.95",
+			       "--gpu-hour-price", "2.5", "--kv-quant-group", "64"), 1);
+	assert_true(kvs_cli_deploy_finish(&c, "test"));
+	assert_string_equal(c.d.model.name, "llama-2-70b");
+	assert_string_equal(c.d.gpu.name, "h100-80gb");
+	assert_int_equal(c.d.tp, 4);
+	assert_int_equal(c.d.kv_dtype, KVS_DTYPE_FP8);
+	assert_int_equal(c.d.weight_dtype, KVS_DTYPE_FP16);
+	assert_int_equal(c.d.block_size, 32);
+	assert_int_equal(c.d.context_tokens, 8000);
+	assert_int_equal(c.d.reserve_bytes, 2ll << 30);
+	assert_true(c.d.gpu_memory_utilization == 0.95);
+	assert_true(c.d.gpu_hour_price == 2.5);
+	assert_int_equal(c.d.kv_quant_group, 64);
+	assert_true(c.set_context && c.set_block_size);
+
+	/* defaults: the context stops at max_model_len */
+	assert_int_equal(PARSE(&c, "--model", "opt-13b"), 1);
+	assert_true(kvs_cli_deploy_finish(&c, "test"));
+	assert_int_equal(c.d.context_tokens, 2048);
+	assert_int_equal(PARSE(&c, "--max-model-len", "1000"), 1);
+	assert_true(kvs_cli_deploy_finish(&c, "test"));
+	assert_int_equal(c.d.context_tokens, 1000);
+	assert_int_equal(c.d.max_model_len, 1000);
+	assert_int_equal(c.d.reserve_bytes, -1);
+
+	/* overrides re-estimate the parameters unless given */
+	assert_int_equal(PARSE(&c, "--layers", "16", "--kv-heads", "8"), 1);
+	assert_true(kvs_cli_deploy_finish(&c, "test"));
+	assert_int_equal(c.d.model.num_layers, 16);
+	assert_int_equal(c.d.model.num_kv_heads, 8);
+	uint64_t layer = 2 * 4096ull * 4096 + 2 * 4096ull * 1024 + 3 * 4096ull * 11008 + 2 * 4096;
+	assert_int_equal(c.d.model.num_params, 16 * layer + 2 * 32000ull * 4096 + 4096);
+	assert_int_equal(PARSE(&c, "--params", "7e9", "--head-dim", "64", "--reserve", "0"), 1);
+	assert_true(kvs_cli_deploy_finish(&c, "test"));
+	assert_int_equal(c.d.model.num_params, 7000000000ull);
+	assert_int_equal(c.d.model.head_dim, 64);
+	assert_int_equal(c.d.reserve_bytes, 0);
+	assert_int_equal(PARSE(&c, "--gpu-mem", "79.2GiB"), 1);
+	assert_true(kvs_cli_deploy_finish(&c, "test"));
+	assert_int_equal(c.d.gpu.mem_bytes, 85040352461ull);
+
+	/* not ours */
+	assert_int_equal(PARSE(&c, "--json"), 0);
+	/* ours but bad */
+	assert_int_equal(PARSE(&c, "--tp", "0"), -1);
+	assert_int_equal(PARSE(&c, "--tp", "-2"), -1);
+	assert_int_equal(PARSE(&c, "--context", "1e3"), -1);
+	assert_int_equal(PARSE(&c, "--context", "99999999999999999999999"), -1);
+	assert_int_equal(PARSE(&c, "--gpu-memory-utilization", "0"), -1);
+	assert_int_equal(PARSE(&c, "--gpu-memory-utilization", "1.01"), -1);
+	assert_int_equal(PARSE(&c, "--gpu-mem", "80"), -1);
+	assert_int_equal(PARSE(&c, "--reserve", "5"), -1);
+	assert_int_equal(PARSE(&c, "--params", "0"), -1);
+	assert_int_equal(PARSE(&c, "--params", "-1"), -1);
+	assert_int_equal(PARSE(&c, "--gpu-hour-price", "0"), -1);
+
+	/* finish refuses with the right exit code */
+	assert_int_equal(PARSE(&c, "--model", "nope"), 1);
+	assert_false(kvs_cli_deploy_finish(&c, "test"));
+	assert_int_equal(c.fail_exit, KVS_EXIT_USAGE);
+	assert_int_equal(PARSE(&c, "--gpu", "nope"), 1);
+	assert_false(kvs_cli_deploy_finish(&c, "test"));
+	assert_int_equal(c.fail_exit, KVS_EXIT_USAGE);
+	const char *bad = kvs_test_write_tmp("cfg.json", "{\"hidden_size\": 1}");
+	assert_int_equal(PARSE(&c, "--model", (char *)bad), 1);
+	assert_false(kvs_cli_deploy_finish(&c, "test"));
+	assert_int_equal(c.fail_exit, KVS_EXIT_FAIL);
+	assert_int_equal(PARSE(&c, "--tp", "3"), 1);
+	assert_false(kvs_cli_deploy_finish(&c, "test"));
+	assert_int_equal(c.fail_exit, KVS_EXIT_USAGE);
+	assert_int_equal(PARSE(&c, "--kv-cache-dtype", "fp7"), 1);
+	assert_false(kvs_cli_deploy_finish(&c, "test"));
+	assert_int_equal(PARSE(&c, "--context", "1000000000000000000"), 1);
+	assert_false(kvs_cli_deploy_finish(&c, "test"));
+	assert_int_equal(c.fail_exit, KVS_EXIT_USAGE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_numbers),
+		cmocka_unit_test(test_iterator),
+		cmocka_unit_test(test_typed_values),
+		cmocka_unit_test(test_deploy_group),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

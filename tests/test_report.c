@@ -1,0 +1,661 @@
+/*
+ * test_report.c - the report module: every file a report promises exists
+ * and is valid (SVG well-formed XML, PNG read back by cairo at the asked
+ * size, HTML referencing only files that exist), the figures carry the data
+ * (the colours of the memory parts that are non-zero appear in the memory
+ * plot, those that are zero everywhere do not), the accounting line is
+ * printed and checked, optional keys only drop figures, and bad input fails
+ * with the file and the key path or line and column, writing nothing.
+ */
+#include "kvs_config.h"
+#include "test_util.h"
+
+#include "kvsim/report.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if KVS_HAVE_CAIRO
+#include <cairo.h>
+#endif
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = malloc((size_t)n + 1);
+	if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+		free(b);
+		b = NULL;
+	}
+	fclose(f);
+	if (b) {
+		b[n] = '\0';
+		if (len)
+			*len = (size_t)n;
+	}
+	return b;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static void rm_rf(const char *dir)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *make_tmpdir(void)
+{
+	const char *t = getenv("TMPDIR");
+	char tmpl[4096];
+	snprintf(tmpl, sizeof tmpl, "%s/kvsim-report-XXXXXX", t ? t : "/tmp");
+	char *d = mkdtemp(tmpl);
+	assert_non_null(d);
+	return strdup(d);
+}
+
+static bool file_exists(const char *dir, const char *name, size_t *size)
+{
+	char p[8800];
+	struct stat sb;
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	if (stat(p, &sb) != 0 || !S_ISREG(sb.st_mode))
+		return false;
+	if (size)
+		*size = (size_t)sb.st_size;
+	return true;
+}
+
+/* Minimal XML well-formedness: one root element, balanced and properly
+ * nested tags, quoted attributes, closed comments/PIs/CDATA.  Enough to
+ * catch a truncated or mangled SVG; the shell test also parses every SVG
+ * with a real XML parser. */
+static bool xml_ok(const char *s, char *why, size_t whylen)
+{
+	char stack[256][64];
+	int depth = 0, roots = 0;
+	const char *p = s;
+	while (*p) {
+		if (*p != '<') {
+			if (depth == 0 && !(*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) {
+				snprintf(why, whylen, "text outside the root at offset %td", p - s);
+				return false;
+			}
+			p++;
+			continue;
+		}
+		const char *end;
+		if (strncmp(p, "<?", 2) == 0) {
+			if (!(end = strstr(p, "?>")))
+				goto unterminated;
+			p = end + 2;
+		} else if (strncmp(p, "<!--", 4) == 0) {
+			if (!(end = strstr(p, "-->")))
+				goto unterminated;
+			p = end + 3;
+		} else if (strncmp(p, "<![CDATA[", 9) == 0) {
+			if (!(end = strstr(p, "]]>")))
+				goto unterminated;
+			p = end + 3;
+		} else if (strncmp(p, "<!", 2) == 0) {
+			if (!(end = strchr(p, '>')))
+				goto unterminated;
+			p = end + 1;
+		} else if (p[1] == '/') {
+			size_t n = strcspn(p + 2, " \t\r\n>");
+			if (depth == 0 || n >= 64 || strncmp(stack[depth - 1], p + 2, n) != 0 ||
+			    stack[depth - 1][n] != '\0') {
+				snprintf(why, whylen, "mismatched closing tag at offset %td", p - s);
+				return false;
+			}
+			depth--;
+			if (!(end = strchr(p, '>')))
+				goto unterminated;
+			p = end + 1;
+		} else {
+			size_t n = strcspn(p + 1, " \t\r\n/>");
+			if (n == 0 || n >= 64 || depth >= 256) {
+				snprintf(why, whylen, "bad tag name at offset %td", p - s);
+				return false;
+			}
+			if (depth == 0 && ++roots > 1) {
+				snprintf(why, whylen, "second root element at offset %td", p - s);
+				return false;
+			}
+			char name[64];
+			memcpy(name, p + 1, n);
+			name[n] = '\0';
+			p += 1 + n;
+			/* attributes: name="value" or name='value' */
+			for (;;) {
+				while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+					p++;
+				if (*p == '>' || (p[0] == '/' && p[1] == '>'))
+					break;
+				size_t an = strcspn(p, " \t\r\n=/>");
+				if (an == 0 || p[an] != '=' || (p[an + 1] != '"' && p[an + 1] != '\'')) {
+					snprintf(why, whylen, "bad attribute in <%s> at offset %td",
+						 name, p - s);
+					return false;
+				}
+				char q = p[an + 1];
+				if (!(end = strchr(p + an + 2, q)))
+					goto unterminated;
+				p = end + 1;
+			}
+			if (*p == '/') {
+				p += 2;
+			} else {
+				strcpy(stack[depth++], name);
+				p++;
+			}
+		}
+	}
+	if (depth != 0 || roots != 1) {
+		snprintf(why, whylen, "%d unclosed elements, %d roots", depth, roots);
+		return false;
+	}
+	return true;
+unterminated:
+	snprintf(why, whylen, "unterminated markup at offset %td", p - s);
+	return false;
+}
+
+static void check_svg(const char *dir, const char *name)
+{
+	char p[4096], why[128] = "";
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	size_t len = 0;
+	char *s = slurp(p, &len);
+	assert_non_null(s);
+	assert_true(len > 1000);
+	assert_non_null(strstr(s, "<svg"));
+	if (!xml_ok(s, why, sizeof why))
+		fail_msg("%s: not well-formed XML: %s", name, why);
+	free(s);
+}
+
+#if KVS_HAVE_CAIRO
+static cairo_surface_t *load_png(const char *dir, const char *name)
+{
+	char p[4096];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	size_t len = 0;
+	unsigned char *s = (unsigned char *)slurp(p, &len);
+	static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+	assert_non_null(s);
+	assert_true(len > 8);
+	assert_memory_equal(s, sig, 8);
+	free(s);
+	cairo_surface_t *img = cairo_image_surface_create_from_png(p);
+	assert_int_equal(cairo_surface_status(img), CAIRO_STATUS_SUCCESS);
+	return img;
+}
+
+/* pixels of exactly colour 0xRRGGBB */
+static size_t count_color(cairo_surface_t *img, unsigned rgb)
+{
+	cairo_surface_flush(img);
+	int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
+	int stride = cairo_image_surface_get_stride(img);
+	const unsigned char *d = cairo_image_surface_get_data(img);
+	size_t n = 0;
+	for (int y = 0; y < h; y++) {
+		const uint32_t *row = (const uint32_t *)(d + (size_t)y * (size_t)stride);
+		for (int x = 0; x < w; x++)
+			n += (row[x] & 0xffffff) == rgb;
+	}
+	return n;
+}
+#endif
+
+static void check_png(const char *dir, const char *name, int w, int h)
+{
+#if KVS_HAVE_CAIRO
+	cairo_surface_t *img = load_png(dir, name);
+	assert_int_equal(cairo_image_surface_get_width(img), w);
+	assert_int_equal(cairo_image_surface_get_height(img), h);
+	/* not blank: some dark ink (text, axes) on the white background */
+	assert_true(count_color(img, 0xffffff) < (size_t)w * (size_t)h);
+	cairo_surface_destroy(img);
+#else
+	(void)dir, (void)name, (void)w, (void)h;
+#endif
+}
+
+/* Every src= and href= in index.html that is not a fragment names a file
+ * in dir; returns how many <img> there are. */
+static int check_html_refs(const char *dir)
+{
+	char p[4096];
+	snprintf(p, sizeof p, "%s/index.html", dir);
+	char *html = slurp(p, NULL);
+	assert_non_null(html);
+	assert_non_null(strstr(html, "<!DOCTYPE html>"));
+	assert_non_null(strstr(html, "</html>"));
+	static const char *const attrs[] = { "src=\"", "href=\"" };
+	for (size_t a = 0; a < 2; a++) {
+		for (const char *q = strstr(html, attrs[a]); q; q = strstr(q + 1, attrs[a])) {
+			const char *v = q + strlen(attrs[a]);
+			size_t n = strcspn(v, "\"");
+			char ref[512];
+			assert_true(n > 0 && n < sizeof ref);
+			memcpy(ref, v, n);
+			ref[n] = '\0';
+			if (ref[0] == '#')
+				continue;
+			/* self-contained: nothing from the network, no absolute paths */
+			assert_null(strstr(ref, "://"));
+			assert_true(ref[0] != '/');
+			size_t size = 0;
+			if (!file_exists(dir, ref, &size))
+				fail_msg("index.html references %s, which is not in %s", ref, dir);
+			assert_true(size > 0);
+		}
+	}
+	int imgs = 0;
+	for (const char *q = strstr(html, "<img "); q; q = strstr(q + 1, "<img "))
+		imgs++;
+	free(html);
+	return imgs;
+}
+
+static char *read_html(const char *dir)
+{
+	char p[4096];
+	snprintf(p, sizeof p, "%s/index.html", dir);
+	char *html = slurp(p, NULL);
+	assert_non_null(html);
+	return html;
+}
+
+static void check_figure(const char *dir, const char *base)
+{
+	char n[256];
+	snprintf(n, sizeof n, "%s.svg", base);
+	check_svg(dir, n);
+	snprintf(n, sizeof n, "%s.png", base);
+	check_png(dir, n, 1600, 900);
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+static void test_compare_fixture(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	const char *in[] = { kvs_test_src("tests/data/compare.json") };
+	assert_int_equal(kvs_report_write_files(in, 1, dir, NULL), KVS_OK);
+	static const char *const figs[] = { "memory", "requests", "cdf-queue-delay",
+					    "cdf-ttft", "cdf-tpot" };
+	for (size_t i = 0; i < KVS_ARRAY_LEN(figs); i++)
+		check_figure(dir, figs[i]);
+	assert_int_equal(check_html_refs(dir), (int)KVS_ARRAY_LEN(figs));
+
+	char *html = read_html(dir);
+	/* the accounting line of each policy, with thousands separators */
+	assert_non_null(strstr(html, "arrived 1,200 = completed 1,188 + rejected 0 + unfinished 12"));
+	assert_non_null(strstr(html, "arrived 1,200 = completed 1,061 + rejected 3 + unfinished 136"));
+	assert_non_null(strstr(html, "prompt_exceeds_max_model_len 3"));
+	assert_null(strstr(html, "does not balance"));
+	/* table cells: memory split, latency percentiles with units, ratios */
+	assert_non_null(strstr(html, "<td>68.4 %</td>"));
+	assert_non_null(strstr(html, "<td>620 ms</td>"));
+	assert_non_null(strstr(html, "<td>4.94×</td>"));
+	/* display order: paged first, whatever the key order in the JSON */
+	const char *pg = strstr(html, "<b>paged</b>"), *mx = strstr(html, "<b>max</b>");
+	assert_non_null(pg);
+	assert_non_null(mx);
+	assert_true(pg < mx);
+	free(html);
+
+#if KVS_HAVE_CAIRO
+	/* the memory plot shows each part that is non-zero in some policy:
+	 * token states (all), reservation (max, oracle), internal (paged),
+	 * external (max, oracle), cached-idle (paged), free (all) */
+	cairo_surface_t *img = load_png(dir, "memory.png");
+	static const unsigned part_rgb[6] = { 0x3569b0, 0xf2a541, 0xd1495b,
+					      0x8e5ea2, 0x43aa8b, 0xdedede };
+	for (int k = 0; k < 6; k++)
+		if (count_color(img, part_rgb[k]) < 500)
+			fail_msg("memory.png: part %d colour %06x barely present", k, part_rgb[k]);
+	/* token states dominate paged: the blue covers more than the amber */
+	assert_true(count_color(img, part_rgb[0]) > count_color(img, part_rgb[1]) / 2);
+	cairo_surface_destroy(img);
+	/* each policy's colour appears in the request plot */
+	img = load_png(dir, "requests.png");
+	assert_true(count_color(img, 0x0072b2) > 200); /* paged */
+	assert_true(count_color(img, 0xd55e00) > 200); /* max */
+	assert_true(count_color(img, 0x009e73) > 200); /* oracle */
+	assert_int_equal(count_color(img, 0xcc79a7), 0); /* vattention: not in the run */
+	cairo_surface_destroy(img);
+#endif
+	rm_rf(dir);
+	free(dir);
+}
+
+static void test_sweep_and_multi(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	const char *in[] = { kvs_test_src("tests/data/compare.json"),
+			     kvs_test_src("tests/data/sweep.json"),
+			     kvs_test_src("tests/data/replay-min.json") };
+	assert_int_equal(kvs_report_write_files(in, 3, dir, NULL), KVS_OK);
+	static const char *const figs[] = {
+		"run1-memory", "run1-requests", "run1-cdf-queue-delay", "run1-cdf-ttft",
+		"run1-cdf-tpot", "run2-sweep-fragmentation", "run2-sweep-throughput",
+		"run2-sweep-latency", "run2-capacity",
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(figs); i++)
+		check_figure(dir, figs[i]);
+	/* the minimal replay has no timeseries and no cdf: no figures */
+	assert_false(file_exists(dir, "run3-memory.png", NULL));
+	assert_false(file_exists(dir, "memory.png", NULL));
+	assert_int_equal(check_html_refs(dir), (int)KVS_ARRAY_LEN(figs));
+	char *html = read_html(dir);
+	assert_non_null(strstr(html, "Overview"));
+	assert_non_null(strstr(html, "Recommendations"));
+	assert_non_null(strstr(html, "Capacity search"));
+	assert_non_null(strstr(html, "arrived 10 = completed 9 + rejected 0 + unfinished 1"));
+	assert_non_null(strstr(html, "No figures"));
+	free(html);
+#if KVS_HAVE_CAIRO
+	/* capacity bars in the colour of each policy, max included */
+	cairo_surface_t *img = load_png(dir, "run2-capacity.png");
+	assert_true(count_color(img, 0x0072b2) > 2000);
+	assert_true(count_color(img, 0xd55e00) > 500);
+	assert_true(count_color(img, 0xcc79a7) > 2000);
+	cairo_surface_destroy(img);
+#endif
+	rm_rf(dir);
+	free(dir);
+}
+
+static const char MIN_OK[] =
+	"{\"command\":\"replay\",\"policies\":{\"paged\":{"
+	"\"accounting\":{\"arrived\":3,\"completed\":2,\"rejected\":1,\"unfinished\":0},"
+	"\"memory_pct\":{\"token_states\":50,\"reservation\":0,\"internal_fragmentation\":0,"
+	"\"external_fragmentation\":0,\"cached_idle\":0,\"free\":50}%s}}}";
+
+/* MIN_OK with extra keys spliced into the paged policy */
+static char *with_extra(const char *extra)
+{
+	size_t n = sizeof MIN_OK + strlen(extra) + 1;
+	char *s = malloc(n);
+	snprintf(s, n, MIN_OK, extra);
+	return s;
+}
+
+/* Expect a parse error whose message contains every needle; nothing written. */
+static void expect_error(const char *text, kvs_status want, const char *needle1,
+			 const char *needle2)
+{
+	char *dir = make_tmpdir();
+	char out[4200];
+	snprintf(out, sizeof out, "%s/out", dir);
+	const char *texts[] = { text };
+	const char *labels[] = { "bad.json" };
+	kvs_clear_error();
+	kvs_status st = kvs_report_write(texts, labels, 1, out, NULL);
+	if (st != want)
+		fail_msg("status %d (%s), want %d; message: %s", st, kvs_strerror(st), want,
+			 kvs_last_error());
+	const char *msg = kvs_last_error();
+	if (!strstr(msg, "bad.json") || (needle1 && !strstr(msg, needle1)) ||
+	    (needle2 && !strstr(msg, needle2)))
+		fail_msg("message '%s' lacks '%s' / '%s'", msg, needle1 ? needle1 : "",
+			 needle2 ? needle2 : "");
+	struct stat sb;
+	assert_int_not_equal(stat(out, &sb), 0); /* nothing written */
+	rm_rf(dir);
+	free(dir);
+}
+
+static void test_bad_input(void **state)
+{
+	(void)state;
+	/* malformed JSON: jansson's line and column */
+	expect_error("{\n  \"command\": \"replay\",\n  \"policies\": {,}\n}", KVS_ERR_PARSE,
+		     "line 3, column", NULL);
+	expect_error("[1, 2]", KVS_ERR_PARSE, "top", NULL);
+	expect_error("{\"command\":\"size\"}", KVS_ERR_PARSE, "size", "has no report");
+	expect_error("{\"model\":{}}", KVS_ERR_PARSE, "not a kvsim run report", NULL);
+	expect_error("{\"command\":\"compare\"}", KVS_ERR_PARSE, "policies",
+		     "missing required key");
+	expect_error("{\"command\":\"compare\",\"policies\":{}}", KVS_ERR_PARSE,
+		     "no policy", NULL);
+	/* missing and mistyped required keys, named by path */
+	expect_error("{\"command\":\"replay\",\"policies\":{\"paged\":{\"accounting\":"
+		     "{\"completed\":1,\"rejected\":0,\"unfinished\":0}}}}",
+		     KVS_ERR_PARSE, "policies.paged.accounting.arrived", "missing");
+	expect_error("{\"command\":\"replay\",\"policies\":{\"paged\":{\"accounting\":"
+		     "{\"arrived\":1,\"completed\":\"1\",\"rejected\":0,\"unfinished\":0}}}}",
+		     KVS_ERR_PARSE, "policies.paged.accounting.completed", "integer count");
+	expect_error("{\"command\":\"replay\",\"policies\":{\"paged\":{\"accounting\":"
+		     "{\"arrived\":1,\"completed\":-1,\"rejected\":0,\"unfinished\":0}}}}",
+		     KVS_ERR_PARSE, "accounting.completed", "negative");
+	expect_error("{\"command\":\"replay\",\"policies\":{\"paged\":{\"accounting\":"
+		     "{\"arrived\":1,\"completed\":1,\"rejected\":0,\"unfinished\":0},"
+		     "\"memory_pct\":{\"token_states\":50}}}}",
+		     KVS_ERR_PARSE, "policies.paged.memory_pct.reservation", "missing");
+	/* optional blocks, when present, must be well formed */
+	char *s = with_extra(",\"ttft_s\":{\"p99\":\"fast\"}");
+	expect_error(s, KVS_ERR_PARSE, "policies.paged.ttft_s.p99", "expected a number");
+	free(s);
+	s = with_extra(",\"timeseries\":{\"t_s\":[0,1,2],\"token_states_pct\":[1,2,3],"
+		       "\"reservation_pct\":[0,0,0],\"internal_fragmentation_pct\":[0,0,0],"
+		       "\"external_fragmentation_pct\":[0,0,0],\"cached_idle_pct\":[0,0,0],"
+		       "\"free_pct\":[99,98,97],\"running\":[1,2]}");
+	expect_error(s, KVS_ERR_PARSE, "policies.paged.timeseries.running", "has 2 values");
+	free(s);
+	s = with_extra(",\"timeseries\":{\"t_s\":[0,2,1],\"token_states_pct\":[1,2,3],"
+		       "\"reservation_pct\":[0,0,0],\"internal_fragmentation_pct\":[0,0,0],"
+		       "\"external_fragmentation_pct\":[0,0,0],\"cached_idle_pct\":[0,0,0],"
+		       "\"free_pct\":[99,98,97]}");
+	expect_error(s, KVS_ERR_PARSE, "timeseries.t_s[2]", "backwards");
+	free(s);
+	s = with_extra(",\"timeseries\":{\"t_s\":[0,1],\"token_states_pct\":[1,2]}");
+	expect_error(s, KVS_ERR_PARSE, "timeseries.reservation_pct", "missing");
+	free(s);
+	s = with_extra(",\"cdf\":{\"q\":[0,0.5,1],\"ttft_s\":[0.1,null,0.3]}");
+	expect_error(s, KVS_ERR_PARSE, "policies.paged.cdf.ttft_s[1]", "expected a number");
+	free(s);
+	s = with_extra(",\"cdf\":{\"q\":[0,1.5],\"ttft_s\":[0.1,0.2]}");
+	expect_error(s, KVS_ERR_PARSE, "cdf.q[1]", NULL);
+	free(s);
+	/* sweep */
+	expect_error("{\"command\":\"sweep\",\"rows\":[{\"policy\":\"paged\"}]}",
+		     KVS_ERR_PARSE, "rows[0].block_size", "missing");
+	expect_error("{\"command\":\"sweep\",\"rows\":[{\"policy\":\"paged\",\"block_size\":0}]}",
+		     KVS_ERR_PARSE, "rows[0].block_size", ">= 1");
+	expect_error("{\"command\":\"sweep\",\"rows\":[]}", KVS_ERR_PARSE, "no rows", NULL);
+	expect_error("{\"command\":\"sweep\",\"rows\":[{\"policy\":\"paged\",\"block_size\":16}],"
+		     "\"capacity\":[{\"policy\":\"paged\"}]}",
+		     KVS_ERR_PARSE, "capacity[0].max_rate", "missing");
+	/* duplicate keys are rejected, not silently resolved */
+	expect_error("{\"command\":\"replay\",\"command\":\"sweep\"}", KVS_ERR_PARSE,
+		     "duplicate", NULL);
+}
+
+static void test_bad_args_and_files(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	const char *texts[] = { "{}" };
+	assert_int_equal(kvs_report_write(texts, NULL, 0, dir, NULL), KVS_ERR_INVALID);
+	assert_int_equal(kvs_report_write(NULL, NULL, 1, dir, NULL), KVS_ERR_INVALID);
+	assert_int_equal(kvs_report_write(texts, NULL, 1, NULL, NULL), KVS_ERR_INVALID);
+	kvs_report_opts o;
+	kvs_report_opts_defaults(&o);
+	o.png_width = 10;
+	char *ok = with_extra("");
+	const char *oks[] = { ok };
+	assert_int_equal(kvs_report_write(oks, NULL, 1, dir, &o), KVS_ERR_INVALID);
+	/* an unlabelled run is named "run 1" in messages */
+	assert_int_equal(kvs_report_write(texts, NULL, 1, dir, NULL), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "run 1"));
+
+	const char *missing[] = { "/nonexistent/run.json" };
+	assert_int_equal(kvs_report_write_files(missing, 1, dir, NULL), KVS_ERR_IO);
+	assert_non_null(strstr(kvs_last_error(), "/nonexistent/run.json"));
+
+	/* an output path under a regular file cannot be created */
+	char file[4200], sub[4300];
+	snprintf(file, sizeof file, "%s/plain", dir);
+	FILE *f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(sub, sizeof sub, "%s/out", file);
+#if KVS_HAVE_CAIRO
+	assert_int_equal(kvs_report_write(oks, NULL, 1, sub, NULL), KVS_ERR_IO);
+	assert_non_null(strstr(kvs_last_error(), "plain"));
+	/* nested output directories are created */
+	snprintf(sub, sizeof sub, "%s/a/b/c", dir);
+	assert_int_equal(kvs_report_write(oks, NULL, 1, sub, NULL), KVS_OK);
+	assert_true(file_exists(sub, "index.html", NULL));
+#endif
+	free(ok);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* A report that does not balance is flagged in the page, not hidden. */
+static void test_accounting_mismatch(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	const char *t[] = {
+		"{\"command\":\"replay\",\"policies\":{\"paged\":{"
+		"\"accounting\":{\"arrived\":10,\"completed\":5,\"rejected\":1,\"unfinished\":1},"
+		"\"memory_pct\":{\"token_states\":50,\"reservation\":0,\"internal_fragmentation\":0,"
+		"\"external_fragmentation\":0,\"cached_idle\":0,\"free\":40}}}}"
+	};
+	assert_int_equal(kvs_report_write(t, NULL, 1, dir, NULL), KVS_OK);
+	char *html = read_html(dir);
+	assert_non_null(strstr(html, "does not balance"));
+	/* the six parts sum to 90, flagged too */
+	assert_non_null(strstr(html, "should sum to 100"));
+	free(html);
+	rm_rf(dir);
+	free(dir);
+}
+
+struct prog {
+	size_t calls, last_done, total;
+	bool monotone, finished;
+};
+
+static void on_progress(void *ctx, size_t done, size_t total, const char *what)
+{
+	struct prog *p = ctx;
+	assert_non_null(what);
+	if (p->calls && done < p->last_done)
+		p->monotone = false;
+	p->calls++;
+	p->last_done = done;
+	p->total = total;
+	if (done == total)
+		p->finished = true;
+}
+
+/* A long run: the figures stay small (curves reduced before drawing), the
+ * optional running/waiting series and cdf are absent, progress is reported. */
+static void test_long_timeseries(void **state)
+{
+	(void)state;
+	const double scale = getenv("KVS_TEST_SCALE") ? atof(getenv("KVS_TEST_SCALE")) : 1;
+	size_t n = (size_t)(200000 * (scale > 0 && scale <= 1 ? scale : 1));
+	if (n < 5000)
+		n = 5000;
+	static const char *const keys[] = { "token_states_pct", "reservation_pct",
+					    "internal_fragmentation_pct",
+					    "external_fragmentation_pct", "cached_idle_pct",
+					    "free_pct" };
+	size_t cap = n * 7 * 12 + 4096, len = 0;
+	char *s = malloc(cap);
+	assert_non_null(s);
+	len += (size_t)snprintf(s + len, cap - len,
+		"{\"command\":\"replay\",\"policies\":{\"paged\":{"
+		"\"accounting\":{\"arrived\":3,\"completed\":3,\"rejected\":0,\"unfinished\":0},"
+		"\"memory_pct\":{\"token_states\":50,\"reservation\":0,\"internal_fragmentation\":5,"
+		"\"external_fragmentation\":0,\"cached_idle\":5,\"free\":40},"
+		"\"timeseries\":{\"t_s\":[");
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(s + len, cap - len, "%s%zu", i ? "," : "", i);
+	len += (size_t)snprintf(s + len, cap - len, "]");
+	for (int k = 0; k < 6; k++) {
+		len += (size_t)snprintf(s + len, cap - len, ",\"%s\":[", keys[k]);
+		for (size_t i = 0; i < n; i++) {
+			/* a spike every 1000 samples in the token states */
+			int v = k == 0 ? (i % 1000 == 0 ? 80 : 50) : k == 5 ? (i % 1000 == 0 ? 10 : 40)
+				: k == 2 || k == 4 ? 5 : 0;
+			len += (size_t)snprintf(s + len, cap - len, "%s%d", i ? "," : "", v);
+		}
+		len += (size_t)snprintf(s + len, cap - len, "]");
+	}
+	len += (size_t)snprintf(s + len, cap - len, "}}}}");
+	assert_true(len < cap);
+
+	char *dir = make_tmpdir();
+	const char *t[] = { s };
+	struct prog p = { .monotone = true };
+	kvs_report_opts o;
+	kvs_report_opts_defaults(&o);
+	o.png_width = 800;
+	o.png_height = 450;
+	o.progress = on_progress;
+	o.progress_ctx = &p;
+	assert_int_equal(kvs_report_write(t, NULL, 1, dir, &o), KVS_OK);
+	size_t svg = 0;
+	assert_true(file_exists(dir, "memory.svg", &svg));
+	assert_true(svg < 1500 * 1000); /* bounded whatever n is */
+	check_svg(dir, "memory.svg");
+	check_png(dir, "memory.png", 800, 450);
+	assert_false(file_exists(dir, "requests.png", NULL));
+	assert_false(file_exists(dir, "cdf-ttft.png", NULL));
+	assert_int_equal(check_html_refs(dir), 1);
+	/* parse + one figure + page */
+	assert_true(p.calls >= 3);
+	assert_true(p.monotone);
+	assert_true(p.finished);
+	assert_int_equal(p.total, 3);
+	free(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+int main(void)
+{
+#if !KVS_HAVE_CAIRO
+	fprintf(stderr, "test_report: built without cairo, skipping\n");
+	return KVS_TEST_SKIP;
+#endif
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_compare_fixture),
+		cmocka_unit_test(test_sweep_and_multi),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_bad_args_and_files),
+		cmocka_unit_test(test_accounting_mismatch),
+		cmocka_unit_test(test_long_timeseries),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,833 @@
+/*
+ * test_sizing.c - the KV cache arithmetic against hand-derived figures and
+ * the published ones in ../shared/REFERENCE.md; presets; config.json
+ * parsing and its error messages; the shrink table and the advice.
+ */
+#include "test_util.h"
+
+#include "kvsim/model.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static kvs_model load(const char *name)
+{
+	kvs_model m;
+	kvs_status st = kvs_model_load(name, &m);
+	if (st != KVS_OK)
+		fail_msg("%s: %s", name, kvs_last_error());
+	return m;
+}
+
+static kvs_gpu gpu(const char *name)
+{
+	kvs_gpu g;
+	kvs_status st = kvs_gpu_preset(name, &g);
+	if (st != KVS_OK)
+		fail_msg("%s: %s", name, kvs_last_error());
+	return g;
+}
+
+static uint64_t bpt(const kvs_model *m, kvs_dtype dt, uint32_t group, uint32_t tp, uint32_t pp)
+{
+	uint64_t v = 0;
+	kvs_status st = kvs_kv_bytes_per_token(m, dt, group, tp, pp, &v);
+	if (st != KVS_OK)
+		fail_msg("%s: %s", m->name, kvs_last_error());
+	return v;
+}
+
+static uint64_t for_tokens(const kvs_model *m, kvs_dtype dt, uint64_t n)
+{
+	uint64_t v = 0;
+	kvs_status st = kvs_kv_bytes_for_tokens(m, dt, 0, 1, 1, n, &v);
+	if (st != KVS_OK)
+		fail_msg("%s: %s", m->name, kvs_last_error());
+	return v;
+}
+
+/* The seed example.  80 GB is decimal (80e9 bytes, the datasheet unit) and
+ * "14 GB of weights" is 7e9 parameters at 2 bytes; utilization 1.0 and no
+ * working-space reserve make the KV budget exactly 80e9 - 14e9 = 66e9. */
+static void test_seed_example(void **state)
+{
+	(void)state;
+	kvs_model m;
+	memset(&m, 0, sizeof m);
+	snprintf(m.name, sizeof m.name, "seed");
+	m.num_layers = 32;
+	m.num_heads = 32;
+	m.num_kv_heads = 32;
+	m.head_dim = 128;
+	m.num_params = m.num_active_params = 7000000000ull;
+	m.dtype = KVS_DTYPE_FP16;
+	assert_int_equal(bpt(&m, KVS_DTYPE_FP16, 0, 1, 1), 524288);
+	assert_int_equal(for_tokens(&m, KVS_DTYPE_FP16, 4000), 2097152000ull);
+
+	kvs_gpu g;
+	memset(&g, 0, sizeof g);
+	snprintf(g.name, sizeof g.name, "80gb");
+	assert_int_equal(kvs_parse_bytes("80GB", &g.mem_bytes), KVS_OK);
+	g.hbm_bytes_per_s = 2e12;
+	g.fp16_flops = 3e14;
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, &g);
+	d.gpu_memory_utilization = 1.0;
+	d.reserve_bytes = 0;
+	d.context_tokens = 4000;
+	d.max_model_len = 4096;
+	kvs_sizing s;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.weight_bytes, 14000000000ull);
+	assert_int_equal(s.kv_budget_bytes, 66000000000ull);
+	assert_int_equal(s.bytes_per_block, 16ull * 524288);
+	assert_int_equal(s.num_gpu_blocks, 66000000000ull / (16ull * 524288)); /* 7867 */
+	assert_int_equal(s.num_gpu_blocks, 7867);
+	assert_int_equal(s.kv_capacity_tokens, 7867 * 16);
+	assert_int_equal(s.blocks_per_conversation, 250);
+	assert_int_equal(s.max_conversations, 31);
+	assert_true(s.max_concurrency > 31.46 && s.max_concurrency < 31.47); /* 7867*16/4000 */
+	assert_int_equal(s.kv_bytes_per_token_total, 524288);
+	assert_false(s.context_over_max_model_len);
+}
+
+struct ref {
+	const char *name;
+	uint32_t layers, heads, kv_heads, head_dim, hidden, max_pos;
+	uint64_t params;        /* 0: checked separately */
+	uint64_t bytes_per_token;
+};
+
+/* ../shared/REFERENCE.md, table "Models" */
+static const struct ref refs[] = {
+	{ "llama-2-7b", 32, 32, 32, 128, 4096, 4096, 6738415616ull, 524288 },
+	{ "llama-2-13b", 40, 40, 40, 128, 5120, 4096, 13015864320ull, 819200 },
+	{ "llama-2-70b", 80, 64, 8, 128, 8192, 4096, 68976648192ull, 327680 },
+	{ "llama-3-8b", 32, 32, 8, 128, 4096, 8192, 8030261248ull, 131072 },
+	{ "llama-3-70b", 80, 64, 8, 128, 8192, 8192, 70553706496ull, 327680 },
+	{ "llama-3.1-405b", 126, 128, 8, 128, 16384, 131072, 405853388800ull, 516096 },
+	{ "mistral-7b", 32, 32, 8, 128, 4096, 32768, 7241732096ull, 131072 },
+	{ "mixtral-8x7b", 32, 32, 8, 128, 4096, 32768, 46702792704ull, 131072 },
+	{ "qwen2.5-7b", 28, 28, 4, 128, 3584, 131072, 7615616512ull, 57344 },
+	{ "qwen2.5-72b", 80, 64, 8, 128, 8192, 131072, 72706203648ull, 327680 },
+	{ "opt-13b", 40, 40, 40, 128, 5120, 2048, 12853473280ull, 819200 },
+	{ "opt-66b", 64, 72, 72, 128, 9216, 2048, 65719701504ull, 2359296 },
+	{ "gemma-2-9b", 42, 16, 8, 256, 3584, 8192, 9241705984ull, 344064 },
+	{ "gemma-2-27b", 46, 32, 16, 128, 4608, 8192, 27227128320ull, 376832 },
+	{ "deepseek-v3", 61, 128, 128, 192, 7168, 163840, 0, 70272 },
+};
+
+static void test_presets_match_reference(void **state)
+{
+	(void)state;
+	size_t n = 0;
+	for (const char *const *p = kvs_model_preset_names(); *p; p++)
+		n++;
+	assert_int_equal(n, KVS_ARRAY_LEN(refs));
+	for (size_t i = 0; i < KVS_ARRAY_LEN(refs); i++) {
+		const struct ref *r = &refs[i];
+		kvs_model m = load(r->name);
+		assert_string_equal(m.name, r->name);
+		assert_int_equal(m.num_layers, r->layers);
+		assert_int_equal(m.num_heads, r->heads);
+		assert_int_equal(m.num_kv_heads, r->kv_heads);
+		assert_int_equal(m.head_dim, r->head_dim);
+		assert_int_equal(m.hidden_size, r->hidden);
+		assert_int_equal(m.max_position_embeddings, r->max_pos);
+		if (bpt(&m, KVS_DTYPE_FP16, 0, 1, 1) != r->bytes_per_token)
+			fail_msg("%s: %llu bytes/token, reference %llu", r->name,
+				 (unsigned long long)bpt(&m, KVS_DTYPE_FP16, 0, 1, 1),
+				 (unsigned long long)r->bytes_per_token);
+		/* the parameter count is estimated from the config's shapes */
+		assert_false(m.params_from_config);
+		if (r->params && m.num_params != r->params)
+			fail_msg("%s: %llu parameters, reference %llu", r->name,
+				 (unsigned long long)m.num_params,
+				 (unsigned long long)r->params);
+		if (!m.num_experts)
+			assert_int_equal(m.num_active_params, m.num_params);
+	}
+}
+
+static void test_moe_and_mla_params(void **state)
+{
+	(void)state;
+	kvs_model mx = load("mixtral-8x7b");
+	assert_int_equal(mx.num_experts, 8);
+	assert_int_equal(mx.num_experts_per_tok, 2);
+	/* "about 12.9B active": hand count, 2 of 8 experts per layer */
+	assert_int_equal(mx.num_active_params, 12879925248ull);
+
+	kvs_model ds = load("deepseek-v3");
+	assert_int_equal(ds.kv_lora_rank, 512);
+	assert_int_equal(ds.qk_rope_head_dim, 64);
+	assert_int_equal(ds.num_experts, 256);
+	assert_int_equal(ds.first_dense_layers, 3);
+	assert_int_equal(ds.shared_expert_intermediate_size, 2048);
+	assert_int_equal(ds.weight_dtype, KVS_DTYPE_FP8);   /* quantization_config */
+	/* 671B total, 37B active (MTP module and router biases not counted) */
+	assert_true(ds.num_params > 670000000000ull && ds.num_params < 672000000000ull);
+	assert_true(ds.num_active_params > 37000000000ull &&
+		    ds.num_active_params < 38000000000ull);
+	/* uncompressed equivalent: 128 heads x (192 + 128) vs 576: ~71x */
+	double ratio = 2.0 * 128 * (192 + 128) / 2.0 / 576.0;
+	assert_true(ratio > 71.0 && ratio < 71.2);
+}
+
+static void test_tp_pp(void **state)
+{
+	(void)state;
+	kvs_model m70 = load("llama-2-70b");
+	assert_int_equal(bpt(&m70, KVS_DTYPE_FP16, 0, 4, 1), 81920);
+	assert_int_equal(bpt(&m70, KVS_DTYPE_FP16, 0, 8, 1), 40960);
+	/* tp 16 > 8 kv heads: one head per rank, replicated */
+	kvs_model m3 = load("llama-3-70b");
+	assert_int_equal(bpt(&m3, KVS_DTYPE_FP16, 0, 16, 1), 40960);
+	/* pp: the largest stage of 32 layers over 3 stages holds 11 */
+	kvs_model m7 = load("llama-2-7b");
+	assert_int_equal(bpt(&m7, KVS_DTYPE_FP16, 0, 1, 3), 11 * 16384);
+	assert_int_equal(bpt(&m7, KVS_DTYPE_FP16, 0, 2, 2), 16 * 2 * 16 * 128 * 2);
+	/* MLA: every rank keeps the whole latent */
+	kvs_model ds = load("deepseek-v3");
+	assert_int_equal(bpt(&ds, KVS_DTYPE_BF16, 0, 1, 1), 70272);
+	assert_int_equal(bpt(&ds, KVS_DTYPE_BF16, 0, 8, 1), 70272);
+
+	uint64_t v = 7;
+	kvs_model m13 = load("llama-2-13b");
+	assert_int_equal(kvs_kv_bytes_per_token(&m13, KVS_DTYPE_FP16, 0, 3, 1, &v),
+			 KVS_ERR_INVALID);
+	assert_int_equal(v, 7); /* untouched on failure */
+	assert_non_null(strstr(kvs_last_error(), "tp 3"));
+	assert_int_equal(kvs_kv_bytes_per_token(&m7, KVS_DTYPE_FP16, 0, 1, 33, &v),
+			 KVS_ERR_INVALID);
+	assert_int_equal(kvs_kv_bytes_per_token(&m7, KVS_DTYPE_FP16, 0, 0, 1, &v),
+			 KVS_ERR_INVALID);
+}
+
+static void test_sliding_windows(void **state)
+{
+	(void)state;
+	kvs_model g = load("gemma-2-9b");
+	assert_int_equal(g.sliding_window, 4096);
+	assert_int_equal(g.num_sliding_layers, 21);
+	/* 8192 tokens: 21 global layers x 8192 + 21 local x 4096, 8 KiB each */
+	assert_int_equal(for_tokens(&g, KVS_DTYPE_BF16, 8192), 2016ull << 20);
+	assert_int_equal(for_tokens(&g, KVS_DTYPE_BF16, 4096), 1344ull << 20);
+	assert_int_equal(for_tokens(&g, KVS_DTYPE_BF16, 100), 344064ull * 100);
+	/* without the window it would be 2688 MiB */
+	assert_int_equal(344064ull * 8192, 2688ull << 20);
+
+	kvs_model m = load("mistral-7b");
+	assert_int_equal(m.sliding_window, 4096);
+	assert_int_equal(m.num_sliding_layers, 32);
+	assert_int_equal(for_tokens(&m, KVS_DTYPE_BF16, 8192), 131072ull * 4096);
+	assert_int_equal(for_tokens(&m, KVS_DTYPE_BF16, 4095), 131072ull * 4095);
+
+	/* Mixtral and Qwen2.5 declare windows they do not use */
+	kvs_model mx = load("mixtral-8x7b");
+	assert_int_equal(mx.sliding_window, 0);
+	kvs_model q = load("qwen2.5-7b");
+	assert_int_equal(q.sliding_window, 0);
+	assert_int_equal(for_tokens(&q, KVS_DTYPE_BF16, 131072), 57344ull * 131072);
+
+	/* whole blocks: Gemma-2-9B at 8192 tokens, block 16: 21 x 512 global
+	 * layer-blocks + 21 x 257 windowed ones (4096 tokens straddle 257) */
+	kvs_deploy d;
+	kvs_gpu h = gpu("h100-80gb");
+	kvs_deploy_defaults(&d, &g, &h);
+	d.context_tokens = 8192;
+	kvs_sizing s;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.sliding_layers_per_rank, 21);
+	assert_int_equal(s.blocks_per_conversation, (21 * 512 + 21 * 257 + 41) / 42);
+	assert_int_equal(s.max_conversations, s.num_gpu_blocks * 42 / (21 * 512 + 21 * 257));
+	/* pp 2: 21 layers per stage, 11 global + 10 windowed */
+	d.pp = 2;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.layers_per_rank, 21);
+	assert_int_equal(s.sliding_layers_per_rank, 10);
+}
+
+static void test_quantised_cache(void **state)
+{
+	(void)state;
+	kvs_model m = load("llama-3-8b");
+	uint64_t base = bpt(&m, KVS_DTYPE_BF16, 0, 1, 1);
+	assert_int_equal(base, 131072);
+	assert_int_equal(bpt(&m, KVS_DTYPE_FP8, 0, 1, 1), base / 2);
+	assert_int_equal(bpt(&m, KVS_DTYPE_INT8, 0, 1, 1), base / 2);
+	assert_int_equal(bpt(&m, KVS_DTYPE_INT4, 0, 1, 1), base / 4);
+	assert_int_equal(bpt(&m, KVS_DTYPE_FP32, 0, 1, 1), base * 2);
+	/* group scales: int4 with 32-element groups: per layer 2 x 8 heads x
+	 * 4 groups x (fp16 scale + fp16 zero) = 256 bytes */
+	assert_int_equal(bpt(&m, KVS_DTYPE_INT4, 32, 1, 1), base / 4 + 32 * 256);
+	/* fp8 with one scale per head vector: 2 x 8 x 1 x 2 bytes per layer */
+	assert_int_equal(bpt(&m, KVS_DTYPE_FP8, 128, 1, 1), base / 2 + 32 * 32);
+	/* groups do not span heads: 100-element groups still need 2 per head */
+	assert_int_equal(bpt(&m, KVS_DTYPE_INT8, 100, 1, 1), base / 2 + 32 * 2 * 8 * 2 * 2);
+	/* 16-bit caches carry no scales */
+	assert_int_equal(bpt(&m, KVS_DTYPE_BF16, 32, 1, 1), base);
+	/* MLA latent: 576 elements, 64-element groups: 9 groups x 2 bytes */
+	kvs_model ds = load("deepseek-v3");
+	assert_int_equal(bpt(&ds, KVS_DTYPE_FP8, 64, 1, 1), 61 * (576 + 18));
+
+	kvs_deploy d;
+	kvs_gpu g = gpu("a100-80gb");
+	kvs_deploy_defaults(&d, &m, &g);
+	d.kv_dtype = KVS_DTYPE_INT4;
+	d.kv_quant_group = 32;
+	kvs_sizing s;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.kv_scale_bytes_per_token, 32 * 256);
+	assert_int_equal(s.kv_bytes_per_token, base / 4 + 32 * 256);
+}
+
+static void test_weights_and_reserve(void **state)
+{
+	(void)state;
+	kvs_model m;
+	memset(&m, 0, sizeof m);
+	m.num_params = 7000000000ull;
+	uint64_t w;
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_FP16, 1, 1, &w), KVS_OK);
+	assert_int_equal(w, 14000000000ull);
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_FP8, 1, 1, &w), KVS_OK);
+	assert_int_equal(w, 7000000000ull);
+	/* int4: half a byte plus fp16 scale and zero per 128 weights */
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_INT4, 1, 1, &w), KVS_OK);
+	assert_int_equal(w, 3500000000ull + 218750000ull);
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_FP16, 4, 2, &w), KVS_OK);
+	assert_int_equal(w, 1750000000ull);
+	m.num_params = UINT64_MAX / 4;
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_FP16, 1, 1, &w), KVS_ERR_OVERFLOW);
+
+	/* reserve for llama-2-7b, by hand: 1 GiB runtime + a 2048-token batch
+	 * x (2 x 4096 hidden + 3 x 4096 qkv + 3 x 11008 MLP) x 2 bytes +
+	 * 256 sequences x 32000 vocab x 4 bytes of logits */
+	kvs_model l = load("llama-2-7b");
+	kvs_gpu g = gpu("a100-80gb");
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &l, &g);
+	uint64_t r = kvs_reserve_estimate(&d);
+	assert_int_equal(r, (1ull << 30) + 2048ull * (2 * 4096 + 3 * 4096 + 3 * 11008) * 2 +
+				    256ull * 32000 * 4);
+	d.tp = 2;
+	uint64_t r2 = kvs_reserve_estimate(&d);
+	assert_int_equal(r2, (1ull << 30) + (512ull << 20) +
+				     2048ull * (2 * 4096 + 3 * 2048 + 3 * 5504) * 2 +
+				     256ull * 32000 * 4);
+
+	/* defaults: llama-2-7b fp16, a100-80gb 80e9 bytes, 0.9 */
+	kvs_deploy_defaults(&d, &l, &g);
+	kvs_sizing s;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_true(s.reserve_estimated);
+	assert_int_equal(s.usable_bytes, 72000000000ull);
+	assert_int_equal(s.weight_bytes, 2 * 6738415616ull);
+	assert_int_equal(s.kv_budget_bytes, 72000000000ull - 2 * 6738415616ull - r);
+	assert_int_equal(s.num_gpu_blocks, s.kv_budget_bytes / (16 * 524288ull));
+	assert_int_equal(s.max_conversations, s.num_gpu_blocks / 250);
+	assert_true(s.decode_tokens_per_s > 0);
+	assert_true(s.cache_to_weights > 0.155 && s.cache_to_weights < 0.156);
+}
+
+static void test_size_validation(void **state)
+{
+	(void)state;
+	kvs_model m = load("llama-2-7b");
+	kvs_gpu g = gpu("a100-80gb");
+	kvs_deploy d;
+	kvs_sizing s;
+	kvs_deploy_defaults(&d, &m, &g);
+	d.gpu_memory_utilization = 0.0;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_ERR_INVALID);
+	d.gpu_memory_utilization = 1.5;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_ERR_INVALID);
+	kvs_deploy_defaults(&d, &m, &g);
+	d.block_size = 0;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_ERR_INVALID);
+	kvs_deploy_defaults(&d, &m, &g);
+	d.context_tokens = 0;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_ERR_INVALID);
+	kvs_deploy_defaults(&d, &m, &g);
+	d.context_tokens = 1ull << 50;  /* x 524288 bytes overflows */
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_ERR_OVERFLOW);
+	kvs_deploy_defaults(&d, &m, &g);
+	d.block_size = 1u << 31;
+	d.model.num_layers = 1u << 31;  /* bytes per block overflows */
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_ERR_OVERFLOW);
+	/* weights larger than the GPU: a normal result with no room */
+	kvs_model big = load("llama-3.1-405b");
+	kvs_deploy_defaults(&d, &big, &g);
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.kv_budget_bytes, 0);
+	assert_int_equal(s.num_gpu_blocks, 0);
+	assert_int_equal(s.max_conversations, 0);
+	/* context past max_model_len is flagged, not refused */
+	kvs_deploy_defaults(&d, &m, &g);
+	d.context_tokens = 128000;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_true(s.context_over_max_model_len);
+	assert_int_equal(s.max_model_len, 4096);
+}
+
+static void test_unknown_presets(void **state)
+{
+	(void)state;
+	kvs_model m;
+	kvs_gpu g;
+	assert_int_equal(kvs_model_load("llama-9-9b", &m), KVS_ERR_NOT_FOUND);
+	assert_non_null(strstr(kvs_last_error(), "llama-9-9b"));
+	assert_non_null(strstr(kvs_last_error(), "llama-2-7b"));
+	assert_non_null(strstr(kvs_last_error(), "deepseek-v3"));
+	assert_int_equal(kvs_gpu_preset("a200", &g), KVS_ERR_NOT_FOUND);
+	assert_non_null(strstr(kvs_last_error(), "h100-80gb"));
+	assert_non_null(strstr(kvs_last_error(), "mi300x"));
+	assert_int_equal(kvs_model_load("/nonexistent/config.json", &m), KVS_ERR_IO);
+	assert_non_null(strstr(kvs_last_error(), "/nonexistent/config.json"));
+}
+
+static void test_gpu_presets(void **state)
+{
+	(void)state;
+	kvs_gpu g = gpu("h100-80gb");
+	assert_int_equal(g.mem_bytes, 80000000000ull);
+	assert_true(g.hbm_bytes_per_s == 3350e9);
+	assert_true(g.fp16_flops == 989e12);
+	assert_true(g.pcie_bytes_per_s > 0 && g.interconnect_bytes_per_s > 0);
+	assert_int_equal(gpu("h200-141gb").mem_bytes, 141000000000ull);
+	assert_int_equal(gpu("mi300x").mem_bytes, 192000000000ull);
+	assert_int_equal(gpu("l4").mem_bytes, 24000000000ull);
+	/* ridge points from REFERENCE.md: A100-80GB ~153, H100 ~295, H200 ~206 */
+	kvs_gpu a = gpu("a100-80gb");
+	assert_int_equal((int)(a.fp16_flops / a.hbm_bytes_per_s), 153);
+	assert_int_equal((int)(g.fp16_flops / g.hbm_bytes_per_s), 295);
+	kvs_gpu h = gpu("h200-141gb");
+	assert_int_equal((int)(h.fp16_flops / h.hbm_bytes_per_s), 206);
+
+	/* the data file holds exactly the listed presets */
+	json_error_t e;
+	json_t *root = json_load_file(kvs_test_src("sizing/presets/gpus.json"), 0, &e);
+	assert_non_null(root);
+	json_t *gpus = json_object_get(root, "gpus");
+	size_t n = 0;
+	for (const char *const *p = kvs_gpu_preset_names(); *p; p++, n++) {
+		assert_non_null(json_object_get(gpus, *p));
+		gpu(*p);
+	}
+	assert_int_equal(json_object_size(gpus), n);
+	json_decref(root);
+
+	/* ... and one model file per listed model */
+	DIR *dir = opendir(kvs_test_src("sizing/presets/models"));
+	assert_non_null(dir);
+	size_t files = 0;
+	struct dirent *de;
+	while ((de = readdir(dir)) != NULL) {
+		size_t len = strlen(de->d_name);
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		char name[256];
+		snprintf(name, sizeof name, "%.*s", (int)(len - 5), de->d_name);
+		bool listed = false;
+		for (const char *const *p = kvs_model_preset_names(); *p; p++)
+			listed |= strcmp(*p, name) == 0;
+		if (!listed)
+			fail_msg("models/%s is not in the preset list", de->d_name);
+		files++;
+	}
+	closedir(dir);
+	assert_int_equal(files, KVS_ARRAY_LEN(refs));
+}
+
+static void test_datadir_env(void **state)
+{
+	(void)state;
+	/* KVSIM_DATADIR wins: a directory with one extra model */
+	const char *cfg = kvs_test_write_tmp("dd-probe.json", "{}");
+	assert_non_null(cfg);
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s.d", cfg);
+	char cmd[8300];
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s/models' && cp '%s' '%s/models/'", dir,
+		 kvs_test_src("sizing/presets/models/llama-3-8b.json"), dir);
+	assert_int_equal(system(cmd), 0);
+	char from[4200], to[4200];
+	snprintf(from, sizeof from, "%s/models/llama-3-8b.json", dir);
+	snprintf(to, sizeof to, "%s/models/my-model.json", dir);
+	assert_int_equal(rename(from, to), 0);
+	setenv("KVSIM_DATADIR", dir, 1);
+	kvs_model m = load("my-model");
+	assert_int_equal(m.num_kv_heads, 8);
+	unsetenv("KVSIM_DATADIR");
+	kvs_model m2;
+	assert_int_equal(kvs_model_load("my-model", &m2), KVS_ERR_NOT_FOUND);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, cfg);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* ---- config.json parsing --------------------------------------------------- */
+static kvs_status parse(const char *text, kvs_model *m)
+{
+	const char *p = kvs_test_write_tmp("config.json", text);
+	assert_non_null(p);
+	return kvs_model_from_json_file(p, m);
+}
+
+static void expect_error(const char *text, kvs_status want, const char *needle)
+{
+	kvs_model m;
+	kvs_status st = parse(text, &m);
+	if (st != want || !strstr(kvs_last_error(), needle) ||
+	    !strstr(kvs_last_error(), "config.json"))
+		fail_msg("status %d, message \"%s\"; wanted %d with \"%s\"", st,
+			 kvs_last_error(), want, needle);
+}
+
+#define BASE "\"num_hidden_layers\": 4, \"num_attention_heads\": 8, \"hidden_size\": 512, " \
+	     "\"intermediate_size\": 1024, \"vocab_size\": 1000"
+
+static void test_config_errors(void **state)
+{
+	(void)state;
+	expect_error("{\"num_attention_heads\": 8, \"hidden_size\": 512}", KVS_ERR_PARSE,
+		     "missing field 'num_hidden_layers'");
+	expect_error("{\"num_hidden_layers\": 4, \"hidden_size\": 512}", KVS_ERR_PARSE,
+		     "missing field 'num_attention_heads'");
+	expect_error("{\"num_hidden_layers\": 4, \"num_attention_heads\": 8, "
+		     "\"intermediate_size\": 1, \"vocab_size\": 1}", KVS_ERR_PARSE,
+		     "missing field 'hidden_size'");
+	expect_error("{\"num_hidden_layers\": 4, \"num_attention_heads\": 8, \"hidden_size\": 512,"
+		     " \"intermediate_size\": 1024}", KVS_ERR_PARSE, "missing field 'vocab_size'");
+	expect_error("{\"num_hidden_layers\": \"abc\", \"num_attention_heads\": 8}",
+		     KVS_ERR_PARSE, "field 'num_hidden_layers'");
+	expect_error("{\"num_hidden_layers\": -4, \"num_attention_heads\": 8}",
+		     KVS_ERR_PARSE, "out of range");
+	expect_error("{\"num_hidden_layers\": 0, \"num_attention_heads\": 8}",
+		     KVS_ERR_PARSE, "out of range");
+	expect_error("{\"num_hidden_layers\": 99999999999, \"num_attention_heads\": 8}",
+		     KVS_ERR_PARSE, "out of range");
+	expect_error("{\"num_hidden_layers\": 4.5, \"num_attention_heads\": 8}",
+		     KVS_ERR_PARSE, "expected an integer");
+	expect_error("{" BASE ", \"num_key_value_heads\": 3}", KVS_ERR_PARSE,
+		     "num_key_value_heads");
+	expect_error("{" BASE ", \"kv_lora_rank\": 512}", KVS_ERR_PARSE,
+		     "missing field 'qk_rope_head_dim'");
+	expect_error("{" BASE ", \"torch_dtype\": \"float7\"}", KVS_ERR_PARSE, "torch_dtype");
+	expect_error("{" BASE ", \"num_local_experts\": 8}", KVS_ERR_PARSE,
+		     "missing field 'num_experts_per_tok'");
+	expect_error("{" BASE ", \"layer_types\": [\"full_attention\"]}", KVS_ERR_PARSE,
+		     "layer_types");
+	expect_error("{" BASE ", \"layer_types\": [\"sliding_attention\", \"full_attention\","
+		     " \"sliding_attention\", \"full_attention\"]}", KVS_ERR_PARSE,
+		     "missing field 'sliding_window'");
+	expect_error("{" BASE ", \"tie_word_embeddings\": 1}", KVS_ERR_PARSE,
+		     "tie_word_embeddings");
+	expect_error("{\"num_hidden_layers\": 4,,}", KVS_ERR_PARSE, "config.json:1:");
+	expect_error("[1, 2]", KVS_ERR_PARSE, "expected a JSON object");
+	expect_error("{" BASE ", \"num_hidden_layers\": 5}", KVS_ERR_PARSE, "duplicate");
+	expect_error("{\"num_hidden_layers\": 4, \"num_attention_heads\": 7, \"hidden_size\": 512,"
+		     " \"intermediate_size\": 1024, \"vocab_size\": 1000}", KVS_ERR_PARSE,
+		     "missing field 'head_dim'");
+}
+
+static void test_config_variants(void **state)
+{
+	(void)state;
+	kvs_model m;
+	/* minimal llama-like: MHA, head_dim from hidden / heads */
+	assert_int_equal(parse("{" BASE "}", &m), KVS_OK);
+	assert_int_equal(m.num_kv_heads, 8);
+	assert_int_equal(m.head_dim, 64);
+	assert_int_equal(m.sliding_window, 0);
+	/* params: untied default (no model_type -> tied), 4 layers */
+	uint64_t layer = 4 * 512 * 512 + 3 * 512 * 1024 + 2 * 512;
+	assert_int_equal(m.num_params, 1000 * 512 + 4 * layer + 512);
+	/* published count wins */
+	assert_int_equal(parse("{" BASE ", \"kvsim_num_parameters\": 123456789}", &m), KVS_OK);
+	assert_int_equal(m.num_params, 123456789);
+	assert_true(m.params_from_config);
+	/* GPT-style aliases and Falcon's multi_query */
+	assert_int_equal(parse("{\"n_layer\": 2, \"n_head\": 4, \"n_embd\": 256, \"n_inner\": 1024,"
+			       " \"vocab_size\": 100, \"n_positions\": 1024, \"multi_query\": true}",
+			       &m), KVS_OK);
+	assert_int_equal(m.num_layers, 2);
+	assert_int_equal(m.num_kv_heads, 1);
+	assert_int_equal(m.max_position_embeddings, 1024);
+	/* null counts as absent; whole reals are accepted */
+	assert_int_equal(parse("{" BASE ", \"head_dim\": null, \"sliding_window\": null,"
+			       " \"max_position_embeddings\": 4096.0}", &m), KVS_OK);
+	assert_int_equal(m.head_dim, 64);
+	assert_int_equal(m.max_position_embeddings, 4096);
+	/* layer_types */
+	assert_int_equal(parse("{" BASE ", \"sliding_window\": 1024, \"layer_types\": "
+			       "[\"sliding_attention\", \"sliding_attention\", \"sliding_attention\","
+			       " \"full_attention\"]}", &m), KVS_OK);
+	assert_int_equal(m.sliding_window, 1024);
+	assert_int_equal(m.num_sliding_layers, 3);
+	/* Gemma-2 without layer_types: even layers are local */
+	assert_int_equal(parse("{" BASE ", \"model_type\": \"gemma2\", \"sliding_window\": 64,"
+			       " \"num_hidden_layers\": 5}", &m), KVS_ERR_PARSE); /* duplicate */
+	assert_int_equal(parse("{\"num_hidden_layers\": 5, \"num_attention_heads\": 8,"
+			       " \"hidden_size\": 512, \"intermediate_size\": 1024,"
+			       " \"vocab_size\": 1000, \"model_type\": \"gemma2\","
+			       " \"sliding_window\": 64}", &m), KVS_OK);
+	assert_int_equal(m.num_sliding_layers, 3);
+	assert_int_equal(m.norms_per_layer, 4);
+	/* Gemma-3: every 6th layer global */
+	assert_int_equal(parse("{\"num_hidden_layers\": 62, \"num_attention_heads\": 8,"
+			       " \"hidden_size\": 512, \"intermediate_size\": 1024,"
+			       " \"vocab_size\": 1000, \"model_type\": \"gemma3_text\","
+			       " \"sliding_window\": 1024, \"sliding_window_pattern\": 6}", &m),
+			 KVS_OK);
+	assert_int_equal(m.num_sliding_layers, 62 - 10);
+	/* Qwen2 with use_sliding_window true: layers >= max_window_layers */
+	assert_int_equal(parse("{" BASE ", \"model_type\": \"qwen2\", \"sliding_window\": 256,"
+			       " \"use_sliding_window\": true, \"max_window_layers\": 1}", &m),
+			 KVS_OK);
+	assert_int_equal(m.num_sliding_layers, 3);
+	assert_true(m.qkv_bias);
+	/* multimodal: text_config wins */
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {" BASE
+			       ", \"num_key_value_heads\": 2}, \"vision_config\": {}}", &m), KVS_OK);
+	assert_int_equal(m.num_layers, 4);
+	assert_int_equal(m.num_kv_heads, 2);
+	/* quantization_config */
+	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": \"awq\","
+			       " \"bits\": 4}}", &m), KVS_OK);
+	assert_int_equal(m.weight_dtype, KVS_DTYPE_INT4);
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, NULL);
+	assert_int_equal(d.weight_dtype, KVS_DTYPE_INT4);
+	assert_int_equal(d.kv_dtype, KVS_DTYPE_FP16);
+	/* MLA without q_lora_rank (DeepSeek-V2-Lite shape) */
+	assert_int_equal(parse("{" BASE ", \"kv_lora_rank\": 128, \"qk_rope_head_dim\": 32,"
+			       " \"qk_nope_head_dim\": 64, \"v_head_dim\": 64}", &m), KVS_OK);
+	assert_int_equal(m.head_dim, 96);
+	assert_int_equal(bpt(&m, KVS_DTYPE_BF16, 0, 1, 1), 4 * (128 + 32) * 2);
+}
+
+static void test_parse_bytes(void **state)
+{
+	(void)state;
+	uint64_t v = 0;
+	assert_int_equal(kvs_parse_bytes("80GB", &v), KVS_OK);
+	assert_int_equal(v, 80000000000ull);
+	assert_int_equal(kvs_parse_bytes("79.2GiB", &v), KVS_OK);
+	assert_int_equal(v, 85040352461ull);
+	assert_int_equal(kvs_parse_bytes("512MiB", &v), KVS_OK);
+	assert_int_equal(v, 512ull << 20);
+	assert_int_equal(kvs_parse_bytes("80", &v), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "no unit"));
+	assert_int_equal(kvs_parse_bytes("80XB", &v), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "unknown unit"));
+	assert_int_equal(kvs_parse_bytes("0GB", &v), KVS_ERR_INVALID);
+	assert_int_equal(kvs_parse_bytes("-1GB", &v), KVS_ERR_INVALID);
+	assert_int_equal(kvs_parse_bytes("abc", &v), KVS_ERR_INVALID);
+	assert_int_equal(kvs_parse_bytes("99999999TB", &v), KVS_ERR_OVERFLOW);
+	assert_int_equal(kvs_parse_bytes("", &v), KVS_ERR_INVALID);
+	kvs_dtype dt;
+	assert_int_equal(kvs_dtype_parse("bfloat16", &dt), KVS_OK);
+	assert_int_equal(dt, KVS_DTYPE_BF16);
+	assert_int_equal(kvs_dtype_parse("fp8_e5m2", &dt), KVS_OK);
+	assert_int_equal(dt, KVS_DTYPE_FP8);
+	assert_int_equal(kvs_dtype_parse("fp7", &dt), KVS_ERR_INVALID);
+}
+
+static void test_shrinks(void **state)
+{
+	(void)state;
+	kvs_model m = load("llama-2-7b");
+	kvs_gpu g = gpu("a100-80gb");
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, &g);
+	kvs_sizing s;
+	kvs_shrink_row r[KVS_SHRINK_COUNT_];
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(kvs_size_shrinks(&d, r), KVS_OK);
+	assert_string_equal(r[KVS_SHRINK_BASELINE].key, "baseline");
+	assert_int_equal(r[KVS_SHRINK_BASELINE].max_conversations, s.max_conversations);
+	assert_true(r[KVS_SHRINK_BASELINE].vs_baseline == 1.0);
+	assert_int_equal(r[KVS_SHRINK_GQA8].kv_bytes_per_token, 131072);
+	assert_int_equal(r[KVS_SHRINK_MQA].kv_bytes_per_token, 16384);
+	assert_int_equal(r[KVS_SHRINK_FP8].kv_bytes_per_token, 262144);
+	assert_int_equal(r[KVS_SHRINK_INT4].kv_bytes_per_token, 131072);
+	assert_int_equal(r[KVS_SHRINK_MLA].kv_bytes_per_token, 32 * 576 * 2);
+	/* weights and reserve held fixed: conversations scale with bytes */
+	uint64_t nb = s.kv_budget_bytes / (16 * 131072ull);
+	assert_int_equal(r[KVS_SHRINK_GQA8].max_conversations, nb / 250);
+	assert_true(r[KVS_SHRINK_FP8].vs_baseline > 1.99 && r[KVS_SHRINK_FP8].vs_baseline < 2.01);
+	/* 4,000 tokens is inside a 4096 window: no gain */
+	assert_int_equal(r[KVS_SHRINK_SLIDING].max_conversations, s.max_conversations);
+	/* contiguous: budget over 4096 tokens x 524288 bytes */
+	assert_int_equal(r[KVS_SHRINK_RESERVE_FULL].max_conversations,
+			 s.kv_budget_bytes / (4096ull * 524288));
+
+	/* Llama-3-8B already has 8 kv heads; Mistral already slides;
+	 * DeepSeek has no kv heads */
+	kvs_model l3 = load("llama-3-8b");
+	kvs_deploy_defaults(&d, &l3, &g);
+	assert_int_equal(kvs_size_shrinks(&d, r), KVS_OK);
+	assert_false(r[KVS_SHRINK_GQA8].applicable);
+	assert_true(r[KVS_SHRINK_MQA].applicable);
+	kvs_model mi = load("mistral-7b");
+	kvs_deploy_defaults(&d, &mi, &g);
+	assert_int_equal(kvs_size_shrinks(&d, r), KVS_OK);
+	assert_false(r[KVS_SHRINK_SLIDING].applicable);
+	kvs_model ds = load("deepseek-v3");
+	kvs_gpu h = gpu("h200-141gb");
+	kvs_deploy_defaults(&d, &ds, &h);
+	d.tp = 8;
+	assert_int_equal(kvs_size_shrinks(&d, r), KVS_OK);
+	assert_false(r[KVS_SHRINK_GQA8].applicable);
+	assert_false(r[KVS_SHRINK_MLA].applicable);
+	assert_true(r[KVS_SHRINK_FP8].applicable);
+	/* an FP8 cache already in place */
+	kvs_deploy_defaults(&d, &l3, &g);
+	d.kv_dtype = KVS_DTYPE_FP8;
+	assert_int_equal(kvs_size_shrinks(&d, r), KVS_OK);
+	assert_false(r[KVS_SHRINK_FP8].applicable);
+	assert_true(r[KVS_SHRINK_INT4].applicable);
+}
+
+static void test_long_context_advice(void **state)
+{
+	(void)state;
+	kvs_model m = load("llama-2-7b");
+	kvs_gpu g = gpu("a100-80gb");
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, &g);
+	kvs_sizing s;
+	kvs_size_advice a;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(kvs_size_advise(&d, &s, &a), KVS_OK);
+	assert_false(a.needed);
+
+	d.context_tokens = 128000;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.bytes_per_context, 128000ull * 524288);
+	assert_int_equal(s.max_conversations, 0);
+	assert_int_equal(kvs_size_advise(&d, &s, &a), KVS_OK);
+	assert_true(a.needed);
+	assert_true(a.weights_fit);
+	assert_false(a.context_fits);
+	assert_true(a.cache_exceeds_weights);
+	assert_true(a.over_max_model_len);
+	/* more GPUs: the first option uses 2 GPUs and holds one conversation */
+	assert_true(a.n_parallel > 0);
+	assert_int_equal(a.parallel[0].tp * a.parallel[0].pp, 2);
+	assert_true(a.parallel[0].max_conversations >= 1);
+	for (size_t i = 1; i < a.n_parallel; i++)
+		assert_true(a.parallel[i - 1].tp * a.parallel[i - 1].pp <=
+			    a.parallel[i].tp * a.parallel[i].pp);
+	/* FP8 halves the cache: 31.25 GiB fits in ~53 GiB once */
+	assert_int_equal(a.fp8_conversations, 1);
+	assert_int_equal(a.int4_conversations, s.num_gpu_blocks / 2000);
+	/* offload: what the pool cannot hold crosses PCIe each step */
+	uint64_t pool = s.num_gpu_blocks * s.bytes_per_block;
+	assert_int_equal(a.offload_bytes, s.bytes_per_context - pool);
+	assert_true(a.offload_s_per_step > 0.2 && a.offload_s_per_step < 0.4);
+	assert_true(a.offload_full_s_per_step > 2.0 && a.offload_full_s_per_step < 2.2);
+	/* shorter context: full attention, so n conversations get capacity / n */
+	assert_int_equal(a.context_for_n[0], 1);
+	assert_int_equal(a.context_tokens_for_n[0], s.kv_capacity_tokens);
+	assert_int_equal(a.context_tokens_for_n[1], s.num_gpu_blocks / 8 * 16);
+	assert_int_equal(a.context_tokens_for_n[2], s.num_gpu_blocks / 32 * 16);
+	assert_non_null(kvs_size_questions()[0]);
+
+	/* weights that do not fit */
+	kvs_model big = load("llama-3.1-405b");
+	kvs_deploy_defaults(&d, &big, &g);
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(kvs_size_advise(&d, &s, &a), KVS_OK);
+	assert_false(a.weights_fit);
+	assert_true(a.needed);
+	/* windowed: Mistral fits any context once the window fits */
+	kvs_model mi = load("mistral-7b");
+	kvs_deploy_defaults(&d, &mi, &g);
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(kvs_size_advise(&d, &s, &a), KVS_OK);
+	assert_int_equal(a.context_tokens_for_n[0], 1ull << 40);
+}
+
+/* The invariants of docs/SIZING.md over every preset and a grid of
+ * deployments. */
+static void test_invariants(void **state)
+{
+	(void)state;
+	static const uint64_t contexts[] = { 1, 15, 16, 17, 1000, 4095, 4096, 4097, 8192,
+					     100000, 131072 };
+	static const uint32_t blocks[] = { 1, 8, 16, 32, 128 };
+	static const uint32_t tps[] = { 1, 2, 8 };
+	static const kvs_dtype kvd[] = { KVS_DTYPE_BF16, KVS_DTYPE_FP8, KVS_DTYPE_INT4 };
+	kvs_gpu g = gpu("h200-141gb");
+	size_t checked = 0;
+	for (const char *const *p = kvs_model_preset_names(); *p; p++) {
+		kvs_model m = load(*p);
+		for (size_t ti = 0; ti < KVS_ARRAY_LEN(tps); ti++)
+		for (size_t bi = 0; bi < KVS_ARRAY_LEN(blocks); bi++)
+		for (size_t ci = 0; ci < KVS_ARRAY_LEN(contexts); ci++)
+		for (size_t di = 0; di < KVS_ARRAY_LEN(kvd); di++) {
+			kvs_deploy d;
+			kvs_sizing s;
+			kvs_deploy_defaults(&d, &m, &g);
+			d.tp = tps[ti];
+			d.pp = ti == 2 ? 2 : 1;
+			d.block_size = blocks[bi];
+			d.context_tokens = contexts[ci];
+			d.kv_dtype = kvd[di];
+			d.kv_quant_group = di == 2 ? 32 : 0;
+			kvs_status st = kvs_size_compute(&d, &s);
+			if (m.num_heads % d.tp) {  /* e.g. Qwen2.5-7B's 28 heads at tp 8 */
+				assert_int_equal(st, KVS_ERR_INVALID);
+				continue;
+			}
+			if (st != KVS_OK)
+				fail_msg("%s tp %u: %s", *p, d.tp, kvs_last_error());
+			if (s.kv_budget_bytes)
+				assert_int_equal(s.kv_budget_bytes + s.weight_bytes + s.reserve_bytes,
+						 s.usable_bytes);
+			assert_true(s.num_gpu_blocks * s.bytes_per_block <= s.kv_budget_bytes);
+			assert_true(s.kv_budget_bytes < (s.num_gpu_blocks + 1) * s.bytes_per_block);
+			assert_true((double)s.max_conversations <= s.max_concurrency + 1e-9);
+			assert_true(s.bytes_per_context <= contexts[ci] * s.kv_bytes_per_token);
+			if (!s.sliding_layers_per_rank) {
+				assert_int_equal(s.bytes_per_context,
+						 contexts[ci] * s.kv_bytes_per_token);
+				assert_int_equal(s.max_conversations,
+						 s.num_gpu_blocks /
+						 ((contexts[ci] + blocks[bi] - 1) / blocks[bi]));
+			}
+			checked++;
+		}
+	}
+	/* all but Qwen2.5-7B at tp 8 */
+	assert_int_equal(checked, (15 * 3 - 1) * 5 * 11 * 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_seed_example),
+		cmocka_unit_test(test_presets_match_reference),
+		cmocka_unit_test(test_moe_and_mla_params),
+		cmocka_unit_test(test_tp_pp),
+		cmocka_unit_test(test_sliding_windows),
+		cmocka_unit_test(test_quantised_cache),
+		cmocka_unit_test(test_weights_and_reserve),
+		cmocka_unit_test(test_size_validation),
+		cmocka_unit_test(test_unknown_presets),
+		cmocka_unit_test(test_gpu_presets),
+		cmocka_unit_test(test_datadir_env),
+		cmocka_unit_test(test_config_errors),
+		cmocka_unit_test(test_config_variants),
+		cmocka_unit_test(test_parse_bytes),
+		cmocka_unit_test(test_shrinks),
+		cmocka_unit_test(test_long_context_advice),
+		cmocka_unit_test(test_invariants),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
