@@ -6,6 +6,7 @@
  */
 #include "kvs_config.h"
 #include "cli.h"
+#include "cli_sim.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -25,7 +26,7 @@ static void usage(FILE *f)
 		"\n"
 		"sweep:\n"
 		"  --block-sizes LIST           block sizes in tokens (1,2,4,8,16,32,64,128,256)\n"
-		"  --policies LIST              paged,max,pow2,oracle,vattention (all)\n"
+		"  --policies LIST              policies to sweep (all five; see engine)\n"
 		"  --jobs N                     worker threads (online CPUs)\n"
 		"  --no-dedupe                  simulate contiguous policies at every block\n"
 		"                               size (default: once, row repeated: their\n"
@@ -38,28 +39,15 @@ static void usage(FILE *f)
 		"                               time as the plain cost model (rows then\n"
 		"                               equal 'kvsim replay' exactly)\n"
 		"\n"
-		"SLOs and capacity search:\n"
-		"  --slo-ttft S                 p99 time-to-first-token bound, seconds\n"
-		"  --slo-tpot S                 p99 time-per-output-token bound, seconds\n"
+		"capacity search (with --slo-ttft and/or --slo-tpot, engine flags below;\n"
+		"the SLOs bound p99 latencies and pick the throughput recommendation):\n"
 		"  --find-max-rate              per combination, the highest request rate\n"
 		"                               (trace arrivals scaled) meeting the SLOs\n"
 		"  --rate-tolerance X           relative step of the rate grid (0.02)\n"
 		"  --rate-search-range F        search between trace rate / F and x F (1e4)\n"
-		"\n"
-		"engine:\n"
-		"  --max-num-seqs N             running sequences at most (256)\n"
-		"  --max-num-batched-tokens N   tokens per step (8192)\n"
-		"  --enable-prefix-caching      reuse prompt blocks by the trace's hash ids\n"
-		"  --preemption-mode M          recompute (default) or swap\n"
-		"  --swap-space GIB             host swap space per GPU (4)\n"
-		"  --watermark F                share of blocks kept free at admission (0.01)\n"
-		"  --page-size SIZE             vattention physical page (2MiB)\n"
-		"  --step-time-table FILE.csv   fit the step time to measured steps\n"
-		"  --flops-efficiency F         roofline: share of peak FLOP/s (0.5)\n"
-		"  --bandwidth-efficiency F     roofline: share of peak HBM bandwidth (0.8)\n"
-		"  --step-overhead S            fixed per-step time, seconds (0.002)\n"
-		"\n"
-		"model, GPU and deployment (--block-size is replaced by --block-sizes):\n");
+		"\n");
+	kvs_cli_sim_help(f, true);
+	fprintf(f, "\nmodel, GPU and deployment (--block-size is replaced by --block-sizes):\n");
 	kvs_cli_deploy_help(f);
 	fprintf(f, "\ntrace shaping:\n");
 	kvs_cli_trace_help(f);
@@ -73,67 +61,14 @@ static void usage(FILE *f)
 
 typedef struct opts {
 	kvs_sweep_config sw;
-	kvs_sim_config sc;
+	kvs_cli_sim sim;
 	kvs_cli_deploy dep;
 	kvs_trace_opts to;
 	const char *trace;
 	const char *json, *csv;     /* "-" = stdout */
 	const char *profile;
-	const char *table;
 	bool quiet;
-	double flops_eff, bw_eff, overhead;
-	bool set_flops, set_bw, set_overhead;
-	double swap_gib;
-	bool set_swap;
 } opts;
-
-static int engine_arg(kvs_args *it, opts *o)
-{
-	kvs_sim_config *c = &o->sc;
-	if (kvs_args_is(it, "--max-num-seqs"))
-		return kvs_args_u32(it, 1, 1u << 20, &c->max_num_seqs) ? 1 : -1;
-	if (kvs_args_is(it, "--max-num-batched-tokens"))
-		return kvs_args_u32(it, 1, UINT32_MAX, &c->max_num_batched_tokens) ? 1 : -1;
-	if (kvs_args_is(it, "--enable-prefix-caching")) {
-		c->enable_prefix_caching = true;
-		return 1;
-	}
-	if (kvs_args_is(it, "--preemption-mode")) {
-		const char *v = kvs_args_value(it);
-		if (!v)
-			return -1;
-		if (kvs_preempt_mode_parse(v, &c->preemption_mode) != KVS_OK) {
-			kvs_args_usage_error(it, "--preemption-mode: %s", kvs_last_error());
-			return -1;
-		}
-		return 1;
-	}
-	if (kvs_args_is(it, "--swap-space")) {
-		o->set_swap = true;
-		return kvs_args_double(it, 0, 1 << 20, &o->swap_gib) ? 1 : -1;
-	}
-	if (kvs_args_is(it, "--watermark"))
-		return kvs_args_double(it, 0, 0.99, &c->watermark) ? 1 : -1;
-	if (kvs_args_is(it, "--page-size"))
-		return kvs_args_bytes(it, &c->page_bytes) ? 1 : -1;
-	if (kvs_args_is(it, "--step-time-table")) {
-		o->table = kvs_args_value(it);
-		return o->table ? 1 : -1;
-	}
-	if (kvs_args_is(it, "--flops-efficiency")) {
-		o->set_flops = true;
-		return kvs_args_double(it, 1e-6, 1, &o->flops_eff) ? 1 : -1;
-	}
-	if (kvs_args_is(it, "--bandwidth-efficiency")) {
-		o->set_bw = true;
-		return kvs_args_double(it, 1e-6, 1, &o->bw_eff) ? 1 : -1;
-	}
-	if (kvs_args_is(it, "--step-overhead")) {
-		o->set_overhead = true;
-		return kvs_args_double(it, 0, 10, &o->overhead) ? 1 : -1;
-	}
-	return 0;
-}
 
 static int sweep_arg(kvs_args *it, opts *o)
 {
@@ -168,10 +103,6 @@ static int sweep_arg(kvs_args *it, opts *o)
 		s->kernel_feeds_step_time = false;
 		return 1;
 	}
-	if (kvs_args_is(it, "--slo-ttft"))
-		return kvs_args_double(it, 1e-9, 1e9, &s->slo_ttft_s) ? 1 : -1;
-	if (kvs_args_is(it, "--slo-tpot"))
-		return kvs_args_double(it, 1e-9, 1e9, &s->slo_tpot_s) ? 1 : -1;
 	if (kvs_args_is(it, "--find-max-rate")) {
 		s->find_max_rate = true;
 		return 1;
@@ -298,9 +229,9 @@ int kvs_cmd_sweep(int argc, char **argv)
 	const char *pos;
 	memset(&o, 0, sizeof o);
 	kvs_args_init(&it, "sweep", argc, argv);
-	kvs_cli_deploy_init(&o.dep, "llama-2-7b", "a100-80gb");
+	kvs_cli_deploy_init(&o.dep, "llama-3-8b", "a100-40gb");   /* as replay */
 	kvs_trace_opts_defaults(&o.to);
-	kvs_sim_config_defaults(&o.sc, NULL);
+	kvs_cli_sim_init(&o.sim);
 	kvs_sweep_config_defaults(&o.sw, NULL);
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
@@ -322,11 +253,12 @@ int kvs_cmd_sweep(int argc, char **argv)
 			o.quiet = true;
 			continue;
 		}
+		/* the sim group before the trace group: both know --seed */
 		int r = sweep_arg(&it, &o);
 		if (r == 0)
-			r = engine_arg(&it, &o);
-		if (r == 0)
 			r = kvs_cli_deploy_arg(&it, &o.dep);
+		if (r == 0)
+			r = kvs_cli_sim_arg(&it, &o.sim);
 		if (r == 0)
 			r = kvs_cli_trace_arg(&it, &o.to);
 		if (r < 0)
@@ -336,11 +268,21 @@ int kvs_cmd_sweep(int argc, char **argv)
 			return KVS_EXIT_USAGE;
 		}
 	}
+	if (it.error)
+		return KVS_EXIT_USAGE;
 	if (o.dep.set_block_size) {
 		fprintf(stderr, "kvsim sweep: --block-size: the sweep varies the block size; "
 			"give --block-sizes LIST\n");
 		return KVS_EXIT_USAGE;
 	}
+	if (o.sim.npolicies > 0) {
+		fprintf(stderr, "kvsim sweep: --policy: the sweep runs several; give "
+			"--policies LIST\n");
+		return KVS_EXIT_USAGE;
+	}
+	/* the SLOs are the engine group's; the sweep bounds p99 latencies by them */
+	o.sw.slo_ttft_s = o.sim.cfg.slo_ttft_s;
+	o.sw.slo_tpot_s = o.sim.cfg.slo_tpot_s;
 	if (o.sw.find_max_rate && o.sw.slo_ttft_s == 0 && o.sw.slo_tpot_s == 0) {
 		fprintf(stderr, "kvsim sweep: --find-max-rate needs --slo-ttft and/or --slo-tpot\n");
 		return KVS_EXIT_USAGE;
@@ -352,36 +294,14 @@ int kvs_cmd_sweep(int argc, char **argv)
 	}
 	if (!kvs_cli_deploy_finish(&o.dep, "sweep"))
 		return o.dep.fail_exit;
-
-	/* engine settings over the deployment */
-	kvs_sim_config sc;
-	kvs_sim_config_defaults(&sc, &o.dep.d);
-	sc.max_num_seqs = o.sc.max_num_seqs ? o.sc.max_num_seqs : sc.max_num_seqs;
-	sc.max_num_batched_tokens = o.sc.max_num_batched_tokens ? o.sc.max_num_batched_tokens
-								: sc.max_num_batched_tokens;
-	sc.enable_prefix_caching = o.sc.enable_prefix_caching;
-	sc.preemption_mode = o.sc.preemption_mode;
-	if (o.set_swap)
-		sc.swap_bytes = (uint64_t)(o.swap_gib * (double)(1ull << 30));
-	sc.watermark = o.sc.watermark;
-	sc.page_bytes = o.sc.page_bytes;
-	if (o.set_flops)
-		sc.cost.flops_efficiency = o.flops_eff;
-	if (o.set_bw)
-		sc.cost.bandwidth_efficiency = o.bw_eff;
-	if (o.set_overhead)
-		sc.cost.step_overhead_s = o.overhead;
+	if (!kvs_cli_sim_finish(&o.sim, &o.dep.d, &o.to, "sweep"))
+		return o.sim.fail_exit;
+	/* keep the trace's hash ids at their own granularity: each block size of
+	 * the sweep re-splits (or merges) them itself */
+	o.to.block_size = 0;
+	o.sw.base = o.sim.cfg;
+	o.quiet |= o.sim.quiet;
 	kvs_status st;
-	if (o.table && (st = kvs_cost_fit_table(o.table, &sc.cost)) != KVS_OK) {
-		kvs_cli_report_error("sweep", st);
-		return KVS_EXIT_FAIL;
-	}
-	if (sc.max_num_batched_tokens < sc.max_num_seqs) {
-		fprintf(stderr, "kvsim sweep: --max-num-batched-tokens (%u) must be >= "
-			"--max-num-seqs (%u)\n", sc.max_num_batched_tokens, sc.max_num_seqs);
-		return KVS_EXIT_USAGE;
-	}
-	o.sw.base = sc;
 
 	kvs_kernel_profile *prof = NULL;
 	if (o.profile) {
@@ -392,11 +312,7 @@ int kvs_cmd_sweep(int argc, char **argv)
 		o.sw.kernel_profile = prof;
 	}
 
-	/* read the trace once; overlong prompts are flagged at the model's limit */
-	kvs_sizing sz;
-	if (o.to.max_model_len == 0 && kvs_size_compute(&o.dep.d, &sz) == KVS_OK &&
-	    sz.max_model_len <= UINT32_MAX)
-		o.to.max_model_len = (uint32_t)sz.max_model_len;
+	/* read the trace once (overlong prompts flagged at max_model_len) */
 	const char *path = o.trace ? o.trace : kvs_trace_default_path();
 	kvs_request_set *set = NULL;
 	if ((st = kvs_request_set_load(path, &o.to, &set)) != KVS_OK) {

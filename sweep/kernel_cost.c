@@ -313,6 +313,12 @@ kvs_status kvs_kernel_profile_load(const char *path, kvs_kernel_profile **out)
 		st = kvs_fail(KVS_ERR_PARSE, "%s: gpu: expected a string", path);
 	} else if (peak && !json_is_number(peak)) {
 		st = kvs_fail(KVS_ERR_PARSE, "%s: peak_gbps: expected a number", path);
+	} else if (json_is_string(json_object_get(root, "device")) &&
+		   strcmp(json_string_value(json_object_get(root, "device")),
+			  "cpu_reference") == 0) {
+		st = kvs_fail(KVS_ERR_PARSE, "%s: device: \"cpu_reference\": this profile was "
+			      "measured on the C reference kernels, not a GPU; run the kernel "
+			      "benchmark on the GPU to be tuned for", path);
 	} else if (!entries) {
 		st = kvs_fail(KVS_ERR_PARSE, "%s: missing key 'entries'", path);
 	} else if (!json_is_array(entries) || json_array_size(entries) == 0) {

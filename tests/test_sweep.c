@@ -468,6 +468,12 @@ static void test_kernel_model(void **state)
 	const char *bad3 = kvs_test_write_tmp("bad3.json", "{\"entries\": [");
 	assert_int_equal(kvs_kernel_profile_load(bad3, &prof), KVS_ERR_PARSE);
 	assert_int_equal(kvs_kernel_profile_load("/nonexistent/prof.json", &prof), KVS_ERR_IO);
+	const char *cpu = kvs_test_write_tmp("cpu.json",
+		"{\"device\": \"cpu_reference\", \"gpu\": \"none\", \"entries\": [{"
+		"\"block_size\": 16, \"context\": 10, \"batch\": 1, \"paged_us\": 1,"
+		" \"contiguous_us\": 1}]}");
+	assert_int_equal(kvs_kernel_profile_load(cpu, &prof), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "cpu_reference"));
 	kvs_request_set_destroy(set);
 }
 
