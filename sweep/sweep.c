@@ -1,0 +1,647 @@
+/*
+ * sweep.c - every (policy, block size) combination over one request set,
+ * on worker threads, and the capacity search per combination.
+ *
+ * Work items.  Combination i = policy index x nblock_sizes + block index
+ * (policy-major, in the order given).  Each item is one replay (a row) or one
+ * capacity search (a bracketing + bisection of replays).  Workers take the
+ * next item from a shared counter and write only their own slot, so the
+ * result order, and every figure, is the same for any number of threads.
+ * Contiguous policies allocate the same at every block size: with
+ * dedupe_contiguous they run once (at the first block size) and their rows
+ * are repeated, the pool's block count restated for each block size.
+ *
+ * Capacity search.  Rates form the grid r_k = r_0 (1 + tol)^k, r_0 the
+ * trace's mean rate (at cfg.time_scale), reached by scaling the arrivals by
+ * (1 + tol)^-k through the cursor.  Bracketing walks k by 1, 2, 4, ... up
+ * (or down) until the SLO verdict flips, bisection then narrows the bracket
+ * to adjacent grid points: r_lo meets the SLOs and r_lo (1 + tol) does not,
+ * by construction.  Cost: about log2(K) + log2(K) replays, K = |k| reached.
+ */
+#include "kvs_config.h"
+#include "sweep_internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void kvs_sweep_config_defaults(kvs_sweep_config *c, const kvs_sim_config *base)
+{
+	memset(c, 0, sizeof *c);
+	if (base)
+		c->base = *base;
+	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+		c->policies[p] = (kvs_policy)p;
+	c->npolicies = KVS_POLICY_COUNT_;
+	for (uint32_t b = 1, i = 0; b <= 256; b *= 2, i++)
+		c->block_sizes[i] = b;
+	c->nblock_sizes = 9;
+	c->time_scale = 1.0;
+	c->kernel_block_overhead = 1.0;
+	c->kernel_feeds_step_time = true;
+	c->dedupe_contiguous = true;
+	c->rate_tolerance = 0.02;
+	c->rate_max_factor = 1e4;
+}
+
+/* Split text at commas into trimmed items; calls fn for each. */
+static kvs_status each_item(const char *text, const char *what,
+			    kvs_status (*fn)(const char *item, void *ctx), void *ctx)
+{
+	if (!text || !*text)
+		return kvs_fail(KVS_ERR_INVALID, "%s: empty list", what);
+	const char *p = text;
+	for (;;) {
+		const char *e = strchr(p, ',');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		char item[64];
+		while (n && (*p == ' ' || *p == '\t')) {
+			p++;
+			n--;
+		}
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n == 0)
+			return kvs_fail(KVS_ERR_INVALID, "%s: empty item in '%s'", what, text);
+		if (n >= sizeof item)
+			return kvs_fail(KVS_ERR_INVALID, "%s: item too long in '%s'", what, text);
+		memcpy(item, p, n);
+		item[n] = '\0';
+		kvs_status st = fn(item, ctx);
+		if (st != KVS_OK)
+			return st;
+		if (!e)
+			return KVS_OK;
+		p = e + 1;
+	}
+}
+
+static kvs_status add_block(const char *item, void *ctx)
+{
+	kvs_sweep_config *c = ctx;
+	char *end;
+	unsigned long long v = strtoull(item, &end, 10);
+	if (*end || item[0] == '-' || item[0] == '+' || v == 0 ||
+	    v > KVS_SWEEP_MAX_BLOCK_SIZE)
+		return kvs_fail(KVS_ERR_INVALID, "block size '%s': expected an integer "
+				"1..%u", item, KVS_SWEEP_MAX_BLOCK_SIZE);
+	for (size_t i = 0; i < c->nblock_sizes; i++)
+		if (c->block_sizes[i] == v)
+			return kvs_fail(KVS_ERR_INVALID, "block size %llu given twice", v);
+	if (c->nblock_sizes == KVS_SWEEP_MAX_BLOCK_SIZES)
+		return kvs_fail(KVS_ERR_INVALID, "more than %d block sizes",
+				KVS_SWEEP_MAX_BLOCK_SIZES);
+	c->block_sizes[c->nblock_sizes++] = (uint32_t)v;
+	return KVS_OK;
+}
+
+kvs_status kvs_sweep_parse_block_sizes(const char *text, kvs_sweep_config *c)
+{
+	kvs_sweep_config tmp = *c;
+	tmp.nblock_sizes = 0;
+	kvs_status st = each_item(text, "block sizes", add_block, &tmp);
+	if (st == KVS_OK)
+		*c = tmp;
+	return st;
+}
+
+static kvs_status add_policy(const char *item, void *ctx)
+{
+	kvs_sweep_config *c = ctx;
+	kvs_policy p;
+	if (kvs_policy_parse(item, &p) != KVS_OK)
+		return kvs_fail(KVS_ERR_INVALID, "policy '%s': expected paged, max, pow2, "
+				"oracle or vattention", item);
+	for (size_t i = 0; i < c->npolicies; i++)
+		if (c->policies[i] == p)
+			return kvs_fail(KVS_ERR_INVALID, "policy %s given twice", item);
+	c->policies[c->npolicies++] = p;
+	return KVS_OK;
+}
+
+kvs_status kvs_sweep_parse_policies(const char *text, kvs_sweep_config *c)
+{
+	kvs_sweep_config tmp = *c;
+	tmp.npolicies = 0;
+	kvs_status st = each_item(text, "policies", add_policy, &tmp);
+	if (st == KVS_OK)
+		*c = tmp;
+	return st;
+}
+
+static kvs_status check_config(const kvs_sweep_config *c)
+{
+	if (c->npolicies == 0 || c->npolicies > KVS_POLICY_COUNT_)
+		return kvs_fail(KVS_ERR_INVALID, "sweep: no policies");
+	if (c->nblock_sizes == 0 || c->nblock_sizes > KVS_SWEEP_MAX_BLOCK_SIZES)
+		return kvs_fail(KVS_ERR_INVALID, "sweep: no block sizes");
+	for (size_t i = 0; i < c->nblock_sizes; i++)
+		if (c->block_sizes[i] == 0 || c->block_sizes[i] > KVS_SWEEP_MAX_BLOCK_SIZE)
+			return kvs_fail(KVS_ERR_INVALID, "sweep: block size %u out of range",
+					c->block_sizes[i]);
+	if (!(c->time_scale > 0) || !isfinite(c->time_scale))
+		return kvs_fail(KVS_ERR_INVALID, "sweep: time scale must be > 0");
+	if (!(c->kernel_block_overhead >= 0) || !isfinite(c->kernel_block_overhead))
+		return kvs_fail(KVS_ERR_INVALID, "sweep: kernel block overhead must be >= 0");
+	if (!(c->slo_ttft_s >= 0) || !(c->slo_tpot_s >= 0))
+		return kvs_fail(KVS_ERR_INVALID, "sweep: SLOs must be >= 0");
+	if (c->find_max_rate) {
+		if (c->slo_ttft_s == 0 && c->slo_tpot_s == 0)
+			return kvs_fail(KVS_ERR_INVALID, "capacity search needs an SLO: give "
+					"--slo-ttft and/or --slo-tpot");
+		if (!(c->rate_tolerance >= 1e-4 && c->rate_tolerance <= 1))
+			return kvs_fail(KVS_ERR_INVALID, "rate tolerance %g: must be in "
+					"[0.0001, 1]", c->rate_tolerance);
+		if (!(c->rate_max_factor >= 1 + c->rate_tolerance) ||
+		    !isfinite(c->rate_max_factor))
+			return kvs_fail(KVS_ERR_INVALID, "rate search range %g: must be > 1 + "
+					"tolerance", c->rate_max_factor);
+	}
+	return KVS_OK;
+}
+
+kvs_status kvs_sweep_check(const kvs_sweep_config *c, const kvs_request_set *set)
+{
+	kvs_status st = check_config(c);
+	if (st != KVS_OK)
+		return st;
+	if (!c->base.enable_prefix_caching)
+		return KVS_OK;
+	bool uses_hashes = false;
+	for (size_t i = 0; i < c->npolicies; i++)
+		uses_hashes |= c->policies[i] == KVS_POLICY_PAGED;
+	if (!uses_hashes)
+		return KVS_OK;
+	uint64_t n = kvs_request_set_count(set);
+	const char *path = kvs_request_set_path(set);
+	for (uint64_t i = 0; i < n; i++) {
+		const kvs_request *q = kvs_request_set_get(set, i);
+		uint32_t g = q->hash_block_tokens;
+		if (!q->hash_ids || !q->num_hash_ids || !g)
+			continue;
+		for (size_t j = 0; j < c->nblock_sizes; j++) {
+			uint32_t b = c->block_sizes[j];
+			if (g % b == 0 || b % g == 0)
+				continue;
+			return kvs_fail(KVS_ERR_INVALID,
+					"%s%sline %llu: block size %u cannot be used with this "
+					"trace's hash ids, which name blocks of %u tokens: a "
+					"block size must divide %u (or be a multiple of it) for "
+					"prefix caching to reuse them; drop %u from "
+					"--block-sizes or turn prefix caching off",
+					path ? path : "", path ? ": " : "",
+					(unsigned long long)q->line, b, g, g, b);
+		}
+	}
+	return KVS_OK;
+}
+
+kvs_status kvs_sweep_row_sim_config(const kvs_sweep_config *c,
+				    const kvs_request_set *set, kvs_policy policy,
+				    uint32_t block_size, kvs_sim_config *out)
+{
+	kvs_sweep_workload w;
+	kvs_sweep_workload_init(&w, set);
+	kvs_sweep_kernel k;
+	kvs_status st = kvs_sweep_kernel_ws(c, &w, policy, block_size, &k);
+	if (st != KVS_OK)
+		return st;
+	kvs_sim_config sc = c->base;
+	sc.policy = policy;
+	sc.deploy.block_size = block_size;
+	sc.slo_ttft_s = c->slo_ttft_s;
+	sc.slo_tpot_s = c->slo_tpot_s;
+	sc.on_request = NULL;
+	sc.on_progress = NULL;
+	sc.record_wall_time = false;
+	if ((st = kvs_sweep_apply_kernel(c, &w, k.rel, &sc)) != KVS_OK)
+		return st;
+	*out = sc;
+	return KVS_OK;
+}
+
+/* ---- work items ----------------------------------------------------------- */
+
+typedef struct item {
+	kvs_policy policy;
+	uint32_t block_size;
+	bool run;               /* false: repeated from another item */
+	kvs_sim_config sc;
+	kvs_status st;
+	char err[512];
+	uint32_t sims;
+} item;
+
+typedef struct job {
+	const kvs_sweep_config *cfg;
+	const kvs_request_set *set;
+	kvs_sweep_result *res;
+	item *items;
+	size_t nitems;
+	bool capacity;          /* pass: rows (false) or capacity searches */
+	atomic_size_t next;
+	atomic_bool failed;
+	pthread_mutex_t lock;
+	size_t done, total;
+	void (*on_done)(void *ctx, size_t done, size_t total);
+	void *on_done_ctx;
+} job;
+
+static kvs_status replay(const kvs_sim_config *sc, const kvs_request_set *set,
+			 double time_scale, kvs_sim_stats *out)
+{
+	kvs_request_cursor cur;
+	kvs_request_cursor_init(&cur, set, time_scale);
+	kvs_request_source src = kvs_request_cursor_source(&cur);
+	kvs_sim_result *r = NULL;
+	kvs_status st = kvs_sim_replay(sc, &src, &r);
+	if (st != KVS_OK)
+		return st;
+	*out = *kvs_sim_result_stats(r);
+	kvs_sim_result_destroy(r);
+	return KVS_OK;
+}
+
+static bool slo_holds(const kvs_sweep_config *c, const kvs_sim_stats *st)
+{
+	if (st->completed == 0)
+		return false;
+	if (c->slo_ttft_s > 0 && !(st->ttft_s.p99 <= c->slo_ttft_s))
+		return false;
+	if (c->slo_tpot_s > 0 && !(st->tpot_s.p99 <= c->slo_tpot_s))
+		return false;
+	return true;
+}
+
+static kvs_status capacity_search(const job *J, item *it, kvs_sweep_capacity *cap)
+{
+	const kvs_sweep_config *c = J->cfg;
+	double step = 1.0 + c->rate_tolerance;
+	int64_t kmax = (int64_t)ceil(log(c->rate_max_factor) / log(step));
+	double r0 = J->res->base_rate;
+	kvs_sim_stats st, best;
+	bool have_best = false;
+	int64_t lo = 0, hi = 0;
+	kvs_status s;
+	memset(&best, 0, sizeof best);
+#define PROBE(k, ok) do { \
+		s = replay(&it->sc, J->set, c->time_scale * pow(step, -(double)(k)), &st); \
+		it->sims++; \
+		if (s != KVS_OK) \
+			return s; \
+		(ok) = slo_holds(c, &st); \
+	} while (0)
+	bool ok;
+	PROBE(0, ok);
+	cap->outcome = KVS_CAPACITY_FOUND;
+	if (ok) {
+		best = st;
+		have_best = true;
+		int64_t d = 1;
+		for (;;) {
+			int64_t k = lo + d > kmax ? kmax : lo + d;
+			PROBE(k, ok);
+			if (!ok) {
+				hi = k;
+				break;
+			}
+			lo = k;
+			best = st;
+			if (k == kmax) {
+				cap->outcome = KVS_CAPACITY_UNBOUNDED;
+				hi = k;
+				break;
+			}
+			d *= 2;
+		}
+	} else {
+		int64_t d = 1;
+		for (;;) {
+			int64_t k = hi - d < -kmax ? -kmax : hi - d;
+			PROBE(k, ok);
+			if (ok) {
+				lo = k;
+				best = st;
+				have_best = true;
+				break;
+			}
+			hi = k;
+			if (k == -kmax) {
+				cap->outcome = KVS_CAPACITY_UNATTAINABLE;
+				lo = k;
+				break;
+			}
+			d *= 2;
+		}
+	}
+	if (cap->outcome == KVS_CAPACITY_FOUND) {
+		while (hi - lo > 1) {
+			int64_t mid = lo + (hi - lo) / 2;
+			PROBE(mid, ok);
+			if (ok) {
+				lo = mid;
+				best = st;
+			} else {
+				hi = mid;
+			}
+		}
+	}
+#undef PROBE
+	uint32_t gpus = (c->base.deploy.tp ? c->base.deploy.tp : 1) *
+			(c->base.deploy.pp ? c->base.deploy.pp : 1);
+	cap->policy = it->policy;
+	cap->block_size = it->block_size;
+	cap->tolerance = c->rate_tolerance;
+	cap->simulations = it->sims;
+	if (cap->outcome == KVS_CAPACITY_UNATTAINABLE || !have_best) {
+		cap->max_rate = 0;
+		cap->fail_rate = r0 * pow(step, (double)-kmax);
+		cap->time_scale = 0;
+		return KVS_OK;
+	}
+	cap->max_rate = r0 * pow(step, (double)lo);
+	cap->fail_rate = cap->outcome == KVS_CAPACITY_FOUND ? r0 * pow(step, (double)hi) : 0;
+	cap->time_scale = c->time_scale * pow(step, -(double)lo);
+	cap->ttft_p99_s = best.ttft_s.p99;
+	cap->tpot_p99_s = best.tpot_s.p99;
+	cap->concurrency_mean = best.concurrency_mean;
+	cap->conversations_per_gpu = best.concurrency_mean / gpus;
+	cap->requests_per_s_per_gpu = cap->max_rate / gpus;
+	cap->output_tokens_per_s = best.output_tokens_per_s;
+	return KVS_OK;
+}
+
+static void *worker(void *arg)
+{
+	job *J = arg;
+	for (;;) {
+		size_t i = atomic_fetch_add(&J->next, 1);
+		if (i >= J->nitems)
+			break;
+		item *it = &J->items[i];
+		if (!it->run)
+			continue;
+		if (atomic_load(&J->failed)) {
+			/* stop early; a lower index may still be running */
+			it->st = KVS_ERR_STATE;
+			snprintf(it->err, sizeof it->err, "not run: an earlier combination failed");
+			continue;
+		}
+		kvs_clear_error();
+		if (J->capacity) {
+			it->st = capacity_search(J, it, &J->res->caps[i]);
+		} else {
+			it->sims = 1;
+			it->st = replay(&it->sc, J->set, J->cfg->time_scale, &J->res->rows[i].st);
+		}
+		if (it->st != KVS_OK) {
+			snprintf(it->err, sizeof it->err, "%s", kvs_last_error());
+			atomic_store(&J->failed, true);
+		}
+		if (J->on_done) {
+			pthread_mutex_lock(&J->lock);
+			J->done++;
+			J->on_done(J->on_done_ctx, J->done, J->total);
+			pthread_mutex_unlock(&J->lock);
+		}
+	}
+	return NULL;
+}
+
+static unsigned online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+static kvs_status run_pass(job *J, unsigned jobs)
+{
+	size_t work = 0;
+	for (size_t i = 0; i < J->nitems; i++)
+		work += J->items[i].run;
+	if (jobs > work)
+		jobs = work ? (unsigned)work : 1;
+	atomic_store(&J->next, 0);
+	atomic_store(&J->failed, false);
+	pthread_t *th = kvs_calloc(jobs, sizeof *th);
+	if (!th)
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+	unsigned started = 0;
+	for (unsigned t = 1; t < jobs; t++) {
+		if (pthread_create(&th[t], NULL, worker, J) != 0)
+			break;      /* fewer threads is still correct */
+		started++;
+	}
+	worker(J);          /* the calling thread works too */
+	for (unsigned t = 1; t <= started; t++)
+		pthread_join(th[t], NULL);
+	kvs_free(th);
+	/* the failure of the lowest index, so messages do not depend on timing */
+	for (size_t i = 0; i < J->nitems; i++) {
+		item *it = &J->items[i];
+		if (it->run && it->st != KVS_OK && strncmp(it->err, "not run:", 8) != 0)
+			return kvs_fail(it->st, "%s, block size %u: %s",
+					kvs_policy_name(it->policy), it->block_size, it->err);
+	}
+	return KVS_OK;
+}
+
+kvs_status kvs_sweep_run(const kvs_sweep_config *cfg, const kvs_request_set *set,
+			 kvs_sweep_result **out)
+{
+	return kvs_sweep_run_ex(cfg, set, NULL, NULL, out);
+}
+
+kvs_status kvs_sweep_run_ex(const kvs_sweep_config *cfg, const kvs_request_set *set,
+			    void (*on_done)(void *ctx, size_t done, size_t total),
+			    void *ctx, kvs_sweep_result **out)
+{
+	if (!cfg || !set || !out)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sweep_run: NULL argument");
+	kvs_status st = kvs_sweep_check(cfg, set);
+	if (st != KVS_OK)
+		return st;
+	uint64_t nreq = kvs_request_set_count(set);
+	if (nreq == 0)
+		return kvs_fail(KVS_ERR_INVALID, "sweep: the trace has no requests");
+	kvs_sweep_result *R = kvs_calloc(1, sizeof *R);
+	size_t n = cfg->npolicies * cfg->nblock_sizes;
+	item *items = kvs_calloc(n, sizeof *items);
+	if (!R || !items) {
+		kvs_free(R);
+		kvs_free(items);
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+	}
+	R->cfg = *cfg;
+	R->rows = kvs_calloc(n, sizeof *R->rows);
+	R->nrows = n;
+	if (cfg->find_max_rate) {
+		R->caps = kvs_calloc(n, sizeof *R->caps);
+		R->ncaps = n;
+	}
+	if (!R->rows || (cfg->find_max_rate && !R->caps)) {
+		st = kvs_fail(KVS_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	kvs_sweep_workload w;
+	kvs_sweep_workload_init(&w, set);
+	R->mean_context = w.mean_context;
+	R->hash_block_tokens = w.hash_block_tokens;
+	double first = kvs_request_set_get(set, 0)->arrival_s;
+	double last = kvs_request_set_get(set, nreq - 1)->arrival_s;
+	R->base_rate = nreq > 1 && last > first
+		       ? (double)(nreq - 1) / ((last - first) * cfg->time_scale) : 0;
+	if (cfg->find_max_rate && !(R->base_rate > 0)) {
+		st = kvs_fail(KVS_ERR_INVALID, "capacity search needs a trace with at least "
+			      "two distinct arrival times (its rate is scaled)");
+		goto fail;
+	}
+	for (size_t p = 0; p < cfg->npolicies; p++) {
+		for (size_t b = 0; b < cfg->nblock_sizes; b++) {
+			size_t i = p * cfg->nblock_sizes + b;
+			item *it = &items[i];
+			kvs_sweep_row *row = &R->rows[i];
+			it->policy = row->policy = cfg->policies[p];
+			it->block_size = row->block_size = cfg->block_sizes[b];
+			it->run = !(cfg->dedupe_contiguous && b > 0 &&
+				    it->policy != KVS_POLICY_PAGED);
+			row->repeated = !it->run;
+			st = kvs_sweep_kernel_ws(cfg, &w, it->policy, it->block_size,
+						 &row->kernel);
+			if (st != KVS_OK)
+				goto fail;
+			kvs_sim_config sc = cfg->base;
+			sc.policy = it->policy;
+			sc.deploy.block_size = it->block_size;
+			sc.slo_ttft_s = cfg->slo_ttft_s;
+			sc.slo_tpot_s = cfg->slo_tpot_s;
+			sc.on_request = NULL;
+			sc.on_progress = NULL;
+			sc.record_wall_time = false;
+			st = kvs_sweep_apply_kernel(cfg, &w, row->kernel.rel, &sc);
+			if (st != KVS_OK)
+				goto fail;
+			it->sc = sc;
+		}
+	}
+	unsigned jobs = cfg->jobs ? cfg->jobs : online_cpus();
+	job J;
+	memset(&J, 0, sizeof J);
+	J.cfg = cfg;
+	J.set = set;
+	J.res = R;
+	J.items = items;
+	J.nitems = n;
+	J.on_done = on_done;
+	J.on_done_ctx = ctx;
+	for (size_t i = 0; i < n; i++)
+		J.total += items[i].run * (cfg->find_max_rate ? 2 : 1);
+	pthread_mutex_init(&J.lock, NULL);
+	st = run_pass(&J, jobs);
+	for (size_t i = 0; st == KVS_OK && i < n; i++)
+		R->simulations += items[i].sims;
+	if (st == KVS_OK && cfg->find_max_rate) {
+		J.capacity = true;
+		for (size_t i = 0; i < n; i++)
+			items[i].sims = 0;
+		st = run_pass(&J, jobs);
+		for (size_t i = 0; st == KVS_OK && i < n; i++)
+			R->simulations += items[i].sims;
+	}
+	pthread_mutex_destroy(&J.lock);
+	if (st != KVS_OK)
+		goto fail;
+	/* repeat contiguous rows across block sizes, as a replay there reports */
+	for (size_t p = 0; p < cfg->npolicies; p++) {
+		size_t i0 = p * cfg->nblock_sizes;
+		for (size_t b = 1; b < cfg->nblock_sizes; b++) {
+			size_t i = i0 + b;
+			if (items[i].run)
+				continue;
+			kvs_sweep_row *row = &R->rows[i];
+			row->st = R->rows[i0].st;
+			uint64_t per = (uint64_t)row->block_size * row->st.kv_bytes_per_token;
+			row->st.num_blocks = per ? row->st.kv_budget_bytes / per : 0;
+			if (R->caps) {
+				R->caps[i] = R->caps[i0];
+				R->caps[i].block_size = row->block_size;
+				R->caps[i].repeated = true;
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		R->rows[i].meets_slo = slo_holds(cfg, &R->rows[i].st);
+	kvs_sweep_recommend(R);
+	kvs_free(items);
+	*out = R;
+	return KVS_OK;
+fail:
+	kvs_free(items);
+	kvs_sweep_result_destroy(R);
+	return st;
+}
+
+void kvs_sweep_result_destroy(kvs_sweep_result *r)
+{
+	if (!r)
+		return;
+	kvs_free(r->rows);
+	kvs_free(r->caps);
+	kvs_free(r);
+}
+
+const kvs_sweep_config *kvs_sweep_result_config(const kvs_sweep_result *r)
+{
+	return &r->cfg;
+}
+
+size_t kvs_sweep_result_rows(const kvs_sweep_result *r)
+{
+	return r->nrows;
+}
+
+const kvs_sweep_row *kvs_sweep_result_row(const kvs_sweep_result *r, size_t i)
+{
+	return i < r->nrows ? &r->rows[i] : NULL;
+}
+
+size_t kvs_sweep_result_capacities(const kvs_sweep_result *r)
+{
+	return r->ncaps;
+}
+
+const kvs_sweep_capacity *kvs_sweep_result_capacity(const kvs_sweep_result *r, size_t i)
+{
+	return i < r->ncaps ? &r->caps[i] : NULL;
+}
+
+const kvs_sweep_recommendation *kvs_sweep_result_recommendation(
+	const kvs_sweep_result *r, kvs_sweep_objective o)
+{
+	return (unsigned)o < KVS_OBJ_COUNT_ ? &r->rec[o] : NULL;
+}
+
+uint64_t kvs_sweep_result_simulations(const kvs_sweep_result *r)
+{
+	return r->simulations;
+}
+
+double kvs_sweep_row_waste_pct(const kvs_sweep_row *row)
+{
+	return row->st.memory_pct.reservation + row->st.memory_pct.internal_frag +
+	       row->st.memory_pct.external_frag;
+}
+
+const char *kvs_capacity_outcome_name(kvs_capacity_outcome o)
+{
+	switch (o) {
+	case KVS_CAPACITY_FOUND: return "found";
+	case KVS_CAPACITY_UNBOUNDED: return "unbounded";
+	case KVS_CAPACITY_UNATTAINABLE: return "unattainable";
+	}
+	return "unknown";
+}

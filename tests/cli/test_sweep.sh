@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# CLI tests of `kvsim sweep`: help, table, JSON and CSV output, identical
+# JSON for --jobs 1 and 2, a row against `kvsim replay --json` (when that
+# command is built), capacity search, and usage errors with their exit codes.
+# Needs $KVSIM and $KVS_SOURCE_ROOT; python3 reads the JSON.
+set -u
+KVSIM="${KVSIM:?KVSIM must point at the kvsim binary}"
+ROOT="${KVS_SOURCE_ROOT:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+SAMPLE="$ROOT/traces/samples/azure-conv-sample.csv"
+MOON="$ROOT/traces/samples/mooncake-sample.jsonl"
+
+fail() {
+	echo "FAIL: $*" >&2
+	fails=$((fails + 1))
+}
+
+# run EXPECTED_RC ARGS...: kvsim sweep, stdout/stderr kept in $out/$err
+run() {
+	local want=$1
+	shift
+	"$KVSIM" sweep "$@" >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	out=$(cat "$tmp/out")
+	err=$(cat "$tmp/err")
+	if [ "$rc" -ne "$want" ]; then
+		fail "kvsim sweep $* exited $rc, expected $want; stderr: $err"
+		return 1
+	fi
+	return 0
+}
+
+run 0 --help && for flag in --block-sizes --policies --jobs --kernel-profile \
+	--find-max-rate --slo-ttft --slo-tpot --rate-tolerance --json --csv \
+	--enable-prefix-caching --model --gpu --limit; do
+	grep -q -- "$flag" <<<"$out" || fail "--help does not list $flag"
+done
+
+# table: one row per combination, recommendations
+if run 0 "$SAMPLE" --limit 300 --block-sizes 8,16,32 --policies paged,oracle --quiet; then
+	n=$(grep -cE '^(paged|oracle) ' <<<"$out")
+	[ "$n" -eq 6 ] || fail "table has $n rows, expected 6"
+	grep -q 'throughput_within_slo' <<<"$out" || fail "no throughput recommendation"
+	grep -q 'least_kv_waste' <<<"$out" || fail "no waste recommendation"
+	grep -q 'best_prefix_hit_rate' <<<"$out" || fail "no prefix recommendation"
+fi
+
+# JSON identical for --jobs 1 and --jobs 2
+args=("$SAMPLE" --limit 300 --block-sizes 4,16,64 --quiet)
+"$KVSIM" sweep "${args[@]}" --jobs 1 --json >"$tmp/j1.json" || fail "jobs 1 failed"
+"$KVSIM" sweep "${args[@]}" --jobs 2 --json >"$tmp/j2.json" || fail "jobs 2 failed"
+cmp -s "$tmp/j1.json" "$tmp/j2.json" || fail "--jobs 1 and --jobs 2 JSON differ"
+
+if command -v python3 >/dev/null; then
+	python3 - "$tmp/j1.json" <<'PY' || fail "sweep JSON schema"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "sweep"
+for k in ("model", "gpu", "engine", "trace", "rows", "recommendations", "kernel"):
+    assert k in d, k
+rows = d["rows"]
+assert len(rows) == 15, len(rows)
+keys = ["policy", "block_size", "internal_fragmentation_pct", "metadata_bytes",
+        "prefix_hit_rate", "concurrency_mean", "concurrency_p99", "queue_delay_p99_s",
+        "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "requests_per_s",
+        "output_tokens_per_s", "preemptions", "kernel_cost_us"]
+for r in rows:
+    for k in keys:
+        assert k in r, k
+assert [r["block_size"] for r in rows[:3]] == [4, 16, 64]
+# paged kernel cost falls from block 4 to 16 (fewer block-table lookups)
+assert rows[0]["kernel_relative_cost"] > rows[1]["kernel_relative_cost"] > 1
+assert all(r["kernel_relative_cost"] == 1 for r in rows if r["policy"] != "paged")
+assert {r["objective"] for r in d["recommendations"]} == {
+    "throughput_within_slo", "least_kv_waste", "best_prefix_hit_rate"}
+PY
+fi
+
+# CSV: header + one line per row
+if run 0 "$SAMPLE" --limit 200 --block-sizes 16,32 --policies paged --csv --quiet; then
+	[ "$(wc -l <<<"$out")" -eq 3 ] || fail "CSV has $(wc -l <<<"$out") lines, expected 3"
+	head -1 <<<"$out" | grep -q '^policy,block_size,internal_fragmentation_pct' ||
+		fail "CSV header"
+fi
+run 2 "$SAMPLE" --json --csv || true
+
+# a row equals a separate replay (without the kernel term, replay's settings)
+if "$KVSIM" help replay >/dev/null 2>&1 && command -v python3 >/dev/null; then
+	"$KVSIM" sweep "$SAMPLE" --limit 300 --block-sizes 32 --policies paged \
+		--no-kernel-step-time --quiet --json >"$tmp/s.json" || fail "sweep for replay"
+	"$KVSIM" replay "$SAMPLE" --limit 300 --block-size 32 --policy paged --quiet \
+		--json "$tmp/r.json" >/dev/null || fail "replay"
+	python3 - "$tmp/s.json" "$tmp/r.json" <<'PY' || fail "sweep row differs from replay"
+import json, sys
+s = json.load(open(sys.argv[1]))["rows"][0]
+p = json.load(open(sys.argv[2]))["policies"]["paged"]
+assert s["concurrency_mean"] == p["concurrency"]["mean"]
+assert s["ttft_p99_s"] == p["ttft_s"]["p99"]
+assert s["tpot_p99_s"] == p["tpot_s"]["p99"]
+assert s["internal_fragmentation_pct"] == p["memory_pct"]["internal_fragmentation"]
+assert s["preemptions"] == p["preemptions"]
+PY
+else
+	echo "kvsim replay not built: sweep-vs-replay CLI check skipped (covered by test_sweep)"
+fi
+
+# capacity search
+if run 0 "$SAMPLE" --limit 300 --block-sizes 16 --policies paged --find-max-rate \
+	--slo-ttft 2 --slo-tpot 0.2 --rate-tolerance 0.05 --quiet --json; then
+	if command -v python3 >/dev/null; then
+		python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+c = d["capacity"][0]
+assert c["outcome"] in ("found", "unbounded"), c
+assert c["max_rate"] > 0 and c["conversations_per_gpu"] > 0
+if c["outcome"] == "found":
+    assert abs(c["fail_rate"] / c["max_rate"] - 1.05) < 1e-9
+' <<<"$out" || fail "capacity JSON"
+	fi
+fi
+
+# usage errors: exit 2 with a message naming the problem
+run 2 "$SAMPLE" --find-max-rate
+grep -qi 'slo' <<<"$err" || fail "no SLO hint: $err"
+run 2 "$SAMPLE" --block-sizes 8,x
+grep -q "'x'" <<<"$err" || fail "bad block size not named: $err"
+run 2 "$SAMPLE" --policies paged,lru
+run 2 "$SAMPLE" --block-size 16
+run 2 "$SAMPLE" --frobnicate
+run 2 "$MOON" --block-sizes 16,48 --enable-prefix-caching
+grep -q 'block size 48' <<<"$err" && grep -q '512' <<<"$err" ||
+	fail "hash granularity error unclear: $err"
+run 0 "$MOON" --block-sizes 16,256 --policies paged --enable-prefix-caching --quiet
+run 1 "$SAMPLE" --kernel-profile "$tmp/missing.json"
+grep -q 'missing.json' <<<"$err" || fail "missing profile not named: $err"
+echo '{"entries": [{"block_size": 16}]}' >"$tmp/p.json"
+run 1 "$SAMPLE" --kernel-profile "$tmp/p.json"
+grep -q 'entries\[0\]' <<<"$err" || fail "profile error does not name the entry: $err"
+run 1 "$tmp/none.csv"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all sweep CLI tests passed"
