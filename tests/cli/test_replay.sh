@@ -156,7 +156,8 @@ run 0 --limit 200 --report "$tmp/rep2" && report_ok && {
 run 1 -q --limit 200 --report "$tmp/tiny.csv/sub" && has "$err" "tiny.csv is not a directory" "report under a file"
 [ -e "$tmp/tiny.csv/sub" ] && fail "report wrote under a file"
 run 1 -q --limit 200 --report "$tmp/tiny.csv" && has "$err" "--report" "report onto a file"
-run 2 -q --report && has "$err" "--report" "report without DIR"
+"$KVSIM" replay -q --report >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q -- "--report" "$tmp/err" || fail "--report without DIR: $(cat "$tmp/err")"
 
 # ---- --kv-read-factor --------------------------------------------------------------------
 # a lone request on a fixed linear model: prefill of 100 (reads 100 tokens of KV),
