@@ -4,11 +4,14 @@
  */
 #include "cli_sim.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void kvs_cli_sim_init(kvs_cli_sim *c)
 {
@@ -169,6 +172,8 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		return kvs_args_double(it, 0, 10, &g->cost.step_overhead_s) ? 1 : -1;
 	if (kvs_args_is(it, "--allreduce-latency"))
 		return kvs_args_double(it, 0, 1, &g->cost.allreduce_latency_s) ? 1 : -1;
+	if (kvs_args_is(it, "--kv-read-factor"))
+		return kvs_args_double(it, 1e-3, 1e3, &g->cost.kv_read_factor) ? 1 : -1;
 	if (kvs_args_is(it, "--step-time-table"))
 		return (c->table_path = kvs_args_value(it)) ? 1 : -1;
 	if (kvs_args_is(it, "--step-time-linear"))
@@ -277,6 +282,11 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --bandwidth-efficiency F     share of peak HBM bandwidth reached (default 0.8)\n"
 		"  --step-overhead S            fixed time per step in seconds (default 0.002)\n"
 		"  --allreduce-latency S        per all-reduce with --tp > 1 (default 10e-6)\n"
+		"  --kv-read-factor X           attention-kernel cost relative to an ideal\n"
+		"                               contiguous KV read: multiplies the KV-read\n"
+		"                               time of every step (default 1; a sweep row's\n"
+		"                               paged kernel cost, kernel_relative_cost, is\n"
+		"                               reproduced with this flag)\n"
 		"  --step-time-table CSV        measured steps (num_tokens,context_tokens,\n"
 		"                               step_time_s[,num_seqs]) fitted by least squares\n"
 		"  --step-time-linear B[,T[,C[,S]]]  step = B + T*tokens + C*context tokens + S*seqs\n"
@@ -654,6 +664,137 @@ static int write_timeseries(const char *cmd, const char *path,
 	return KVS_EXIT_OK;
 }
 
+/* ---- --json and --report --------------------------------------------------- */
+
+bool kvs_cli_report_dir_ok(const char *cmd, const char *dir)
+{
+	char path[4096];
+	size_t n = strlen(dir);
+	if (n == 0) {
+		fprintf(stderr, "kvsim %s: --report: empty directory name\n", cmd);
+		return false;
+	}
+	if (n >= sizeof path) {
+		fprintf(stderr, "kvsim %s: --report: %s: path too long\n", cmd, dir);
+		return false;
+	}
+	memcpy(path, dir, n + 1);
+	/* walk up to the deepest part of the path that exists */
+	for (;;) {
+		struct stat sb;
+		if (stat(path, &sb) == 0) {
+			if (!S_ISDIR(sb.st_mode)) {
+				fprintf(stderr, "kvsim %s: --report: %s: %s is not a directory\n",
+					cmd, dir, path);
+				return false;
+			}
+			if (access(path, W_OK | X_OK) != 0) {
+				fprintf(stderr, "kvsim %s: --report: %s: cannot write in %s: %s\n",
+					cmd, dir, path, strerror(errno));
+				return false;
+			}
+			return true;
+		}
+		if (errno != ENOENT && errno != ENOTDIR) {
+			fprintf(stderr, "kvsim %s: --report: %s: %s: %s\n", cmd, dir, path,
+				strerror(errno));
+			return false;
+		}
+		/* drop the last component (and trailing slashes) */
+		while (n > 1 && path[n - 1] == '/')
+			path[--n] = '\0';
+		while (n > 0 && path[n - 1] != '/')
+			n--;
+		if (n == 0) {
+			strcpy(path, ".");
+			n = 1;
+		} else {
+			while (n > 1 && path[n - 1] == '/')
+				n--;
+			path[n] = '\0';
+		}
+	}
+}
+
+typedef struct report_progress {
+	const char *cmd;
+	bool shown;
+} report_progress;
+
+static void on_report_progress(void *ctx, size_t done, size_t total, const char *what)
+{
+	report_progress *rp = ctx;
+	fprintf(stderr, "\rkvsim %s: report [%zu/%zu] %-40.40s", rp->cmd, done, total, what);
+	if (done == total)
+		fprintf(stderr, "\r%*s\r", 78, "");
+	fflush(stderr);
+	rp->shown = done != total;
+}
+
+int kvs_cli_json_output(const char *cmd, const json_t *doc, const char *json_path,
+			const char *report_dir, const char *title, bool quiet)
+{
+	if (!json_path && !report_dir)
+		return KVS_EXIT_OK;
+	/* one text for both outputs */
+	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
+	if (!text) {
+		fprintf(stderr, "kvsim %s: out of memory (JSON)\n", cmd);
+		return KVS_EXIT_FAIL;
+	}
+	int rc = KVS_EXIT_OK;
+	if (json_path) {
+		bool to_stdout = strcmp(json_path, "-") == 0;
+		FILE *f = to_stdout ? stdout : fopen(json_path, "w");
+		if (!f) {
+			fprintf(stderr, "kvsim %s: --json: %s: cannot write: %s\n", cmd, json_path,
+				strerror(errno));
+			rc = KVS_EXIT_FAIL;
+		} else {
+			bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+			ok = (to_stdout ? fflush(f) == 0 : fclose(f) == 0) && ok;
+			if (!ok) {
+				fprintf(stderr, "kvsim %s: --json: %s: write failed: %s\n", cmd,
+					json_path, strerror(errno));
+				rc = KVS_EXIT_FAIL;
+			}
+		}
+	}
+	if (rc == KVS_EXIT_OK && report_dir) {
+		kvs_report_opts o;
+		kvs_report_opts_defaults(&o);
+		o.title = title;
+		report_progress rp = { cmd, false };
+		if (!quiet && kvs_cli_stderr_is_tty()) {
+			o.progress = on_report_progress;
+			o.progress_ctx = &rp;
+		}
+		const char *texts[1] = { text };
+		char label[32];
+		snprintf(label, sizeof label, "kvsim %s", cmd);
+		const char *labels[1] = { label };
+		kvs_status st = kvs_report_write(texts, labels, 1, report_dir, &o);
+		if (rp.shown)
+			fprintf(stderr, "\r%*s\r", 78, "");
+		if (st != KVS_OK) {
+			fprintf(stderr, "kvsim %s: --report: %s\n", cmd, kvs_last_error());
+			rc = KVS_EXIT_FAIL;
+		} else if (!quiet) {
+			fprintf(stderr, "kvsim %s: report written to %s/index.html\n", cmd,
+				report_dir);
+		}
+	}
+	free(text);
+	return rc;
+}
+
+/* "kvsim replay: conv.csv" for the report page */
+static void report_title(char *buf, size_t n, const char *cmd, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	snprintf(buf, n, "kvsim %s: %s", cmd, base && base[1] ? base + 1 : path);
+}
+
 int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE *f))
 {
 	const char *cmd = several ? "compare" : "replay";
@@ -666,6 +807,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	kvs_cli_sim sim;
 	kvs_cli_sim_init(&sim);
 	const char *path = NULL, *json = NULL, *tscsv = NULL, *reqcsv = NULL;
+	const char *report = NULL;
 	const char *pos;
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
@@ -683,6 +825,11 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		}
 		if (kvs_args_is(&it, "--json")) {
 			if (!(json = kvs_args_value(&it)))
+				return KVS_EXIT_USAGE;
+			continue;
+		}
+		if (kvs_args_is(&it, "--report")) {
+			if (!(report = kvs_args_value(&it)))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
@@ -726,6 +873,9 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		return sim.fail_exit;
 	if (!path)
 		path = kvs_trace_default_path();
+	/* a directory that cannot be written fails now, not after the runs */
+	if (report && !kvs_cli_report_dir_ok(cmd, report))
+		return KVS_EXIT_FAIL;
 
 	int rc = KVS_EXIT_OK;
 	req_csv rcsv = { NULL, NULL };
@@ -799,17 +949,15 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 					 path, format);
 		kvs_cli_sim_print_results(stdout, res, nres);
 	}
-	if (rc == KVS_EXIT_OK && json) {
+	if (rc == KVS_EXIT_OK && (json || report)) {
 		json_t *doc = kvs_sim_report_json(cmd, res, nres, path, format, &tstats);
 		if (!doc) {
 			fprintf(stderr, "kvsim %s: out of memory\n", cmd);
 			rc = KVS_EXIT_FAIL;
 		} else {
-			st = kvs_sim_json_write(doc, json);
-			if (st != KVS_OK) {
-				fprintf(stderr, "kvsim %s: --json: %s\n", cmd, kvs_last_error());
-				rc = KVS_EXIT_FAIL;
-			}
+			char title[256];
+			report_title(title, sizeof title, cmd, path);
+			rc = kvs_cli_json_output(cmd, doc, json, report, title, sim.quiet);
 			json_decref(doc);
 		}
 	}

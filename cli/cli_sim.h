@@ -21,6 +21,8 @@
 #ifndef KVSIM_CLI_SIM_H
 #define KVSIM_CLI_SIM_H
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "kvsim/sim.h"
 
@@ -74,8 +76,25 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n);
 void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st);
 
+/* JSON output shared by replay, compare and sweep.  The document is dumped
+ * once (JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12), as
+ * kvs_sim_json_write); that one text is written to json_path ("-" =
+ * stdout; NULL = none) and handed to kvs_report_write() for report_dir
+ * (NULL = none), so the report and the JSON cannot disagree.  title names
+ * the report page (NULL: the library's default); the report's progress
+ * line appears on stderr when it is a terminal and quiet is false.
+ * Returns an exit code; messages are printed as "kvsim CMD: ...". */
+int kvs_cli_json_output(const char *cmd, const json_t *doc, const char *json_path,
+			const char *report_dir, const char *title, bool quiet);
+
+/* Check before any simulation that --report DIR can be created: the
+ * deepest existing part of the path must be a writable directory.  Prints
+ * "kvsim CMD: --report: ..." and returns false otherwise. */
+bool kvs_cli_report_dir_ok(const char *cmd, const char *dir);
+
 /* The whole of `kvsim replay` (several = false) and `kvsim compare`
- * (several = true): flags, runs, table, --json, --timeseries, --requests.
+ * (several = true): flags, runs, table, --json, --report, --timeseries,
+ * --requests.
  * usage() prints the command's own help. */
 int kvs_cli_sim_command(int argc, char **argv, bool several,
 			void (*usage)(FILE *f));

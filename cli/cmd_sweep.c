@@ -55,6 +55,9 @@ static void usage(FILE *f)
 		"\noutput:\n"
 		"  --json[=FILE]                the sweep document (docs/REPORT-JSON.md)\n"
 		"  --csv[=FILE]                 one CSV line per row\n"
+		"  --report DIR                 also render the sweep as DIR/index.html with\n"
+		"                               SVG and PNG figures (as 'kvsim report'; the\n"
+		"                               same JSON as --json), DIR created if missing\n"
 		"  --quiet                      no progress line on stderr\n"
 		"  --help                       show this help\n");
 }
@@ -66,6 +69,7 @@ typedef struct opts {
 	kvs_trace_opts to;
 	const char *trace;
 	const char *json, *csv;     /* "-" = stdout */
+	const char *report;         /* --report DIR */
 	const char *profile;
 	bool quiet;
 } opts;
@@ -249,6 +253,11 @@ int kvs_cmd_sweep(int argc, char **argv)
 		}
 		if (out_arg(&it, "--json", &o.json) || out_arg(&it, "--csv", &o.csv))
 			continue;
+		if (kvs_args_is(&it, "--report")) {
+			if (!(o.report = kvs_args_value(&it)))
+				return KVS_EXIT_USAGE;
+			continue;
+		}
 		if (kvs_args_is(&it, "--quiet") || kvs_args_is(&it, "-q")) {
 			o.quiet = true;
 			continue;
@@ -296,6 +305,9 @@ int kvs_cmd_sweep(int argc, char **argv)
 		return o.dep.fail_exit;
 	if (!kvs_cli_sim_finish(&o.sim, &o.dep.d, &o.to, "sweep"))
 		return o.sim.fail_exit;
+	/* a directory that cannot be written fails now, not after the runs */
+	if (o.report && !kvs_cli_report_dir_ok("sweep", o.report))
+		return KVS_EXIT_FAIL;
 	/* keep the trace's hash ids at their own granularity: each block size of
 	 * the sweep re-splits (or merges) them itself */
 	o.to.block_size = 0;
@@ -336,16 +348,20 @@ int kvs_cmd_sweep(int argc, char **argv)
 		rc = KVS_EXIT_FAIL;
 		goto out;
 	}
-	if (o.json) {
+	if (o.json || o.report) {
 		json_t *doc = kvs_sweep_result_json(R, set);
-		st = doc ? kvs_sim_json_write(doc, o.json)
-			 : kvs_fail(KVS_ERR_NOMEM, "out of memory (JSON)");
-		json_decref(doc);
-		if (st != KVS_OK) {
-			kvs_cli_report_error("sweep", st);
+		if (!doc) {
+			fprintf(stderr, "kvsim sweep: out of memory (JSON)\n");
 			rc = KVS_EXIT_FAIL;
 			goto out;
 		}
+		const char *base = strrchr(path, '/');
+		char title[256];
+		snprintf(title, sizeof title, "kvsim sweep: %s", base && base[1] ? base + 1 : path);
+		rc = kvs_cli_json_output("sweep", doc, o.json, o.report, title, o.quiet);
+		json_decref(doc);
+		if (rc != KVS_EXIT_OK)
+			goto out;
 	}
 	if (o.csv && (rc = write_out(o.csv, csv_fn, R)) != KVS_EXIT_OK)
 		goto out;

@@ -593,17 +593,37 @@ static bool same_block(double a, double b)
 	return (isnan(a) && isnan(b)) || a == b;
 }
 
+/* Top of a capacity entry's whisker: the next rate tried (fail_rate), else
+ * one grid step up; max_rate itself when neither is known. */
+static double cap_top(const rp_capacity *c)
+{
+	if (isfinite(c->fail_rate) && c->fail_rate > c->max_rate)
+		return c->fail_rate;
+	if (isfinite(c->tolerance) && c->tolerance > 0)
+		return c->max_rate * (1.0 + c->tolerance);
+	return c->max_rate;
+}
+
+static bool cap_is(const rp_capacity *c, const char *outcome)
+{
+	return c->outcome && strcmp(c->outcome, outcome) == 0;
+}
+
 static void fig_capacity(pl_fig *f, const rp_run *run)
 {
 	const char *names[32] = { NULL };
 	size_t nn = sweep_policies(run, true, names, 32);
 	const rp_capacity *c0 = &run->cap[0];
-	char sub[192], a[32], b[32], tol[32];
+	char sub[256], a[32], b[32], tol[48] = "";
 	rp_fmt_seconds(a, sizeof a, c0->slo_ttft_s);
 	rp_fmt_seconds(b, sizeof b, c0->slo_tpot_s);
-	snprintf(tol, sizeof tol, "%g", c0->tolerance);
+	/* the sweep's tolerance is the relative step of its rate grid; the
+	 * whisker reaches the next rate tried, which misses the SLOs */
+	if (isfinite(c0->tolerance) && c0->tolerance > 0)
+		snprintf(tol, sizeof tol, " (grid step %g %%)", 100 * c0->tolerance);
 	snprintf(sub, sizeof sub,
-		 "highest arrival rate at which p99 TTFT ≤ %s and p99 TPOT ≤ %s (bisection tolerance %s req/s)",
+		 "highest arrival rate with p99 TTFT ≤ %s and p99 TPOT ≤ %s; "
+		 "whisker: to the next rate tried, which misses them%s",
 		 a, b, tol);
 	double y = pl_title(f, "Capacity: sustainable request rate per policy", sub);
 	policy_legend(f, &y, names, nn, false);
@@ -629,11 +649,8 @@ static void fig_capacity(pl_fig *f, const rp_run *run)
 		groups[ng++] = NAN;
 
 	double vmax = 0;
-	for (size_t i = 0; i < run->ncap; i++) {
-		double top = run->cap[i].max_rate +
-			     (isfinite(run->cap[i].tolerance) ? run->cap[i].tolerance : 0);
-		vmax = fmax(vmax, top);
-	}
+	for (size_t i = 0; i < run->ncap; i++)
+		vmax = fmax(vmax, cap_top(&run->cap[i]));
 	pl_panel pn;
 	pl_grid(f, 40 * f->s, y, f->w - 40 * f->s, f->h, 1, 1, &pn, 1);
 	pn.xa.scale = pn.ya.scale = PL_LINEAR;
@@ -664,9 +681,10 @@ static void fig_capacity(pl_fig *f, const rp_run *run)
 				double cx = gx + bw * ((double)k - (double)(nn - 1) / 2.0);
 				rp_rgb col = rp_policy_color(c->policy);
 				pl_bar(f, &pn, cx, bw * 0.9, c->max_rate, col);
-				if (isfinite(c->tolerance) && c->tolerance > 0) {
-					/* the true limit lies in [max_rate, max_rate + tolerance] */
-					double wy[2] = { c->max_rate, c->max_rate + c->tolerance };
+				double top = cap_top(c);
+				if (top > c->max_rate && !cap_is(c, "unbounded")) {
+					/* the true limit lies in [max_rate, next rate tried) */
+					double wy[2] = { c->max_rate, top };
 					cairo_t *cr = f->cr;
 					cairo_save(cr);
 					cairo_set_source_rgb(cr, INK.r, INK.g, INK.b);
@@ -678,9 +696,16 @@ static void fig_capacity(pl_fig *f, const rp_run *run)
 					cairo_stroke(cr);
 					cairo_restore(cr);
 				}
-				char val[32];
-				rp_fmt_num(val, sizeof val, c->max_rate, 3);
-				double top = c->max_rate + (isfinite(c->tolerance) ? c->tolerance : 0);
+				char val[40];
+				if (cap_is(c, "unattainable")) {
+					snprintf(val, sizeof val, "none");
+				} else {
+					char num[32];
+					rp_fmt_num(num, sizeof num, c->max_rate, 3);
+					/* unbounded: the SLOs held up to the search limit */
+					snprintf(val, sizeof val, "%s%s",
+						 cap_is(c, "unbounded") ? "≥ " : "", num);
+				}
 				pl_text(f, cx, pl_mapy(&pn, top) - 18 * f->s, 19, PL_CENTER, true,
 					INK, 0, val);
 				if (ng == 1 && has_nan)

@@ -357,6 +357,8 @@ static void sweep_tables(FILE *f, const rp_run *run)
 			fprintf(f, "<li><b>");
 			esc(f, r->objective);
 			fprintf(f, "</b>: ");
+			if (!isfinite(r->block_size) && !r->policy)
+				fprintf(f, "none");
 			if (isfinite(r->block_size))
 				fprintf(f, "block size %g", r->block_size);
 			if (r->policy) {
@@ -374,7 +376,8 @@ static void sweep_tables(FILE *f, const rp_run *run)
 	}
 	if (run->ncap) {
 		fprintf(f, "<h3>Capacity search</h3>\n<table>\n<thead><tr><th>policy</th>"
-			   "<th>block size</th><th>max rate (req/s)</th><th>tolerance</th>"
+			   "<th>block size</th><th>outcome</th><th>max rate (req/s)</th>"
+			   "<th>next rate, missed (req/s)</th><th>grid step</th>"
 			   "<th>SLO p99 TTFT</th><th>SLO p99 TPOT</th></tr></thead>\n<tbody>\n");
 		for (size_t i = 0; i < run->ncap; i++) {
 			const rp_capacity *c = &run->cap[i];
@@ -383,8 +386,12 @@ static void sweep_tables(FILE *f, const rp_run *run)
 			esc(f, c->policy);
 			fprintf(f, "</td>");
 			cell(f, c->block_size, F_NUM);
+			fprintf(f, "<td>");
+			esc(f, c->outcome ? c->outcome : "-");
+			fprintf(f, "</td>");
 			cell(f, c->max_rate, F_NUM);
-			cell(f, c->tolerance, F_NUM);
+			cell(f, c->fail_rate, F_NUM);
+			cell(f, c->tolerance, F_FRAC);
 			cell(f, c->slo_ttft_s, F_SEC);
 			cell(f, c->slo_tpot_s, F_SEC);
 			fprintf(f, "</tr>\n");

@@ -105,8 +105,11 @@ typedef struct rp_row {
 
 typedef struct rp_capacity {
 	char *policy;
+	char *outcome;               /* "found", "unbounded", "unattainable"; NULL when absent */
 	double block_size;           /* NAN when absent */
-	double max_rate, tolerance, slo_ttft_s, slo_tpot_s;
+	double max_rate, slo_ttft_s, slo_tpot_s;
+	double tolerance;            /* relative step of the rate grid (0.02 = 2 %) */
+	double fail_rate;            /* the next rate tried, which misses the SLOs; NAN when absent */
 } rp_capacity;
 
 typedef struct rp_reco {

@@ -582,6 +582,8 @@ static kvs_status parse_sweep(const pctx *c, const json_t *root, rp_run *run)
 			    (st = get_num(c, o, path, "max_rate", true, &r->max_rate)) ||
 			    (st = get_num(c, o, path, "block_size", false, &r->block_size)) ||
 			    (st = get_num(c, o, path, "tolerance", false, &r->tolerance)) ||
+			    (st = get_num(c, o, path, "fail_rate", false, &r->fail_rate)) ||
+			    (st = get_str(c, o, path, "outcome", false, &r->outcome)) ||
 			    (st = get_num(c, o, path, "slo_ttft_s", false, &r->slo_ttft_s)) ||
 			    (st = get_num(c, o, path, "slo_tpot_s", false, &r->slo_tpot_s)))
 				return st;
@@ -706,8 +708,10 @@ void rp_run_free(rp_run *run)
 	for (size_t i = 0; i < run->nrows; i++)
 		kvs_free(run->rows[i].policy);
 	kvs_free(run->rows);
-	for (size_t i = 0; i < run->ncap; i++)
+	for (size_t i = 0; i < run->ncap; i++) {
 		kvs_free(run->cap[i].policy);
+		kvs_free(run->cap[i].outcome);
+	}
 	kvs_free(run->cap);
 	for (size_t i = 0; i < run->nreco; i++) {
 		kvs_free(run->reco[i].objective);

@@ -25,6 +25,7 @@ void kvs_cost_config_defaults(kvs_cost_config *c)
 	c->bandwidth_efficiency = 0.8;
 	c->step_overhead_s = 0.002;
 	c->allreduce_latency_s = 10e-6;
+	c->kv_read_factor = 1.0;
 }
 
 /* ---- closed-form sums over a span -------------------------------------- */
@@ -151,6 +152,13 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 {
 	memset(c, 0, sizeof *c);
 	c->cfg = *cfg;
+	/* a zero here is a config built without kvs_cost_config_defaults: it
+	 * would silently drop the KV read, so it is refused like any bad value */
+	if (!(cfg->kv_read_factor > 0) || !isfinite(cfg->kv_read_factor))
+		return kvs_fail(KVS_ERR_INVALID,
+				"KV-read factor %g: must be a finite number > 0 (1 = an "
+				"ideal contiguous read; set by kvs_cost_config_defaults)",
+				cfg->kv_read_factor);
 	if (cfg->kind == KVS_COST_LINEAR) {
 		if (!(cfg->linear_base_s >= 0 && cfg->linear_per_token_s >= 0 &&
 		      cfg->linear_per_context_s >= 0 && cfg->linear_per_seq_s >= 0) ||
@@ -213,10 +221,14 @@ double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 	const kvs_cost_config *k = &c->cfg;
 	if (k->kind == KVS_COST_LINEAR)
 		return k->linear_base_s + k->linear_per_token_s * (double)T +
-		       k->linear_per_context_s * ctx + k->linear_per_seq_s * (double)nseq;
+		       k->kv_read_factor * k->linear_per_context_s * ctx +
+		       k->linear_per_seq_s * (double)nseq;
 	double comp = (c->linear_flops_per_token * (double)T +
 		       c->attn_flops_per_pair * pairs) / c->flop_rate;
-	double mem = (c->weight_bytes + c->kv_bytes_per_token * (ctx + (double)T)) /
+	/* KV read (scaled by the attention kernel's relative cost) and KV
+	 * written for the new tokens */
+	double mem = (c->weight_bytes +
+		      c->kv_bytes_per_token * (k->kv_read_factor * ctx + (double)T)) /
 		     c->byte_rate;
 	double comm = T && c->allreduce_fixed_s > 0
 		      ? c->allreduce_fixed_s + c->allreduce_per_token_s * (double)T : 0;
@@ -228,11 +240,12 @@ void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
 {
 	const kvs_cost_config *k = &c->cfg;
 	double dn = (double)n;
+	double f = k->kv_read_factor;
 	if (k->kind == KVS_COST_LINEAR) {
 		out->a1 = out->a2 = k->linear_base_s + k->linear_per_token_s * dn +
-				    k->linear_per_context_s * ctx0 +
+				    f * k->linear_per_context_s * ctx0 +
 				    k->linear_per_seq_s * dn;
-		out->b1 = out->b2 = k->linear_per_context_s * dn;
+		out->b1 = out->b2 = f * k->linear_per_context_s * dn;
 		out->c = 0;
 		return;
 	}
@@ -240,8 +253,8 @@ void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
 	out->a1 = (c->linear_flops_per_token * dn + c->attn_flops_per_pair * ctx0) /
 		  c->flop_rate;
 	out->b1 = c->attn_flops_per_pair * dn / c->flop_rate;
-	out->a2 = (c->weight_bytes + c->kv_bytes_per_token * (ctx0 + dn)) / c->byte_rate;
-	out->b2 = c->kv_bytes_per_token * dn / c->byte_rate;
+	out->a2 = (c->weight_bytes + c->kv_bytes_per_token * (f * ctx0 + dn)) / c->byte_rate;
+	out->b2 = f * c->kv_bytes_per_token * dn / c->byte_rate;
 	out->c = k->step_overhead_s +
 		 (n && c->allreduce_fixed_s > 0
 		  ? c->allreduce_fixed_s + c->allreduce_per_token_s * dn : 0);

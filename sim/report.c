@@ -112,6 +112,7 @@ json_t *kvs_sim_engine_json(const kvs_sim_config *cfg, const kvs_sim_stats *size
 		set(m, "per_context_token_s", jreal(c->linear_per_context_s));
 		set(m, "per_seq_s", jreal(c->linear_per_seq_s));
 	}
+	set(m, "kv_read_factor", jreal(c->kv_read_factor));
 	if (c->table_path[0]) {
 		set(m, "table", json_string(c->table_path));
 		set(m, "fit_rows", jint(c->fit_rows));

@@ -53,17 +53,11 @@ void kvs_sweep_workload_init(kvs_sweep_workload *w, const kvs_request_set *set)
 {
 	memset(w, 0, sizeof *w);
 	uint64_t n = kvs_request_set_count(set);
-	double final_sum = 0;
-	uint64_t counted = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		const kvs_request *q = kvs_request_set_get(set, i);
 		if (q->hash_ids && q->num_hash_ids && q->hash_block_tokens &&
 		    !w->hash_block_tokens)
 			w->hash_block_tokens = q->hash_block_tokens;
-		if (!q->over_max_len) {
-			final_sum += (double)q->prompt_tokens + (double)q->output_tokens;
-			counted++;
-		}
 		uint64_t lo, hi;
 		if (!decode_range(q, &lo, &hi))
 			continue;
@@ -83,7 +77,6 @@ void kvs_sweep_workload_init(kvs_sweep_workload *w, const kvs_request_set *set)
 		w->prompts_only = true;
 	}
 	w->mean_context = w->decode_steps > 0 ? w->context_sum / w->decode_steps : 1.0;
-	w->mean_final_len = counted ? final_sum / (double)counted : 1.0;
 	w->set = set;
 }
 
@@ -128,28 +121,22 @@ const char *kvs_kernel_source_name(kvs_kernel_source s)
 	return "unknown";
 }
 
-/* Per-rank figures the cost needs: KV bytes per token, weight bytes (both
- * times pp: stages run in turn), KV tokens the pool holds. */
-static kvs_status pool_figures(const kvs_sim_config *sc, double *kvb, double *weights,
-			       double *capacity_tokens)
+/* KV bytes per token read by one rank's step, times pp (stages run in
+ * turn), as the step-time model counts them. */
+static kvs_status kv_bytes_per_step_token(const kvs_sim_config *sc, double *kvb)
 {
 	kvs_sizing sz;
 	memset(&sz, 0, sizeof sz);
-	bool need = sc->cost.kind == KVS_COST_ROOFLINE || !sc->kv_budget_bytes ||
-		    !sc->kv_bytes_per_token;
-	if (need) {
+	if (!sc->kv_bytes_per_token) {
 		kvs_status st = kvs_size_compute(&sc->deploy, &sz);
 		if (st != KVS_OK)
 			return st;
 	}
 	uint32_t pp = sc->deploy.pp ? sc->deploy.pp : 1;
 	uint64_t k = sc->kv_bytes_per_token ? sc->kv_bytes_per_token : sz.kv_bytes_per_token;
-	uint64_t budget = sc->kv_budget_bytes ? sc->kv_budget_bytes : sz.kv_budget_bytes;
 	if (!k)
 		return kvs_fail(KVS_ERR_INVALID, "KV bytes per token is 0");
 	*kvb = (double)k * pp;
-	*weights = (double)sz.weight_bytes * pp;
-	*capacity_tokens = (double)budget / (double)k;
 	return KVS_OK;
 }
 
@@ -178,16 +165,16 @@ kvs_status kvs_sweep_kernel_ws(const kvs_sweep_config *c, const kvs_sweep_worklo
 	const kvs_sim_config *sc = &c->base;
 	double t;
 	if (sc->cost.kind == KVS_COST_LINEAR) {
-		t = sc->cost.linear_per_context_s * w->mean_context;
+		t = sc->cost.kv_read_factor * sc->cost.linear_per_context_s * w->mean_context;
 	} else {
-		double kvb, weights, cap;
+		double kvb = 0;
 		kvs_sim_config tmp = *sc;
 		tmp.deploy.block_size = b;
-		kvs_status st = pool_figures(&tmp, &kvb, &weights, &cap);
+		kvs_status st = kv_bytes_per_step_token(&tmp, &kvb);
 		if (st != KVS_OK)
 			return st;
 		double rate = sc->deploy.gpu.hbm_bytes_per_s * sc->cost.bandwidth_efficiency;
-		t = rate > 0 ? kvb * w->mean_context / rate : 0;
+		t = rate > 0 ? sc->cost.kv_read_factor * kvb * w->mean_context / rate : 0;
 	}
 	k.cost_us = k.rel * t * 1e6;
 	*out = k;
@@ -205,42 +192,26 @@ kvs_status kvs_sweep_kernel_cost(const kvs_sweep_config *c, const kvs_request_se
 	return kvs_sweep_kernel_ws(c, &w, policy, block_size, out);
 }
 
-/* How the relative cost enters the step time.  Linear model: the
- * per-context-token term is the attention KV read, so it is multiplied by
- * rel exactly.  Roofline: the memory term is (W + k ctx) / (B e); the KV
- * part should become rel k ctx.  The simulator's cost model has no separate
- * KV-read factor, so the bandwidth efficiency e is lowered to e' such that
- * the memory time is exact at the workload's reference step: n_ref
- * sequences at the mean decode context, n_ref = min(max_num_seqs,
- * KV capacity / mean request length):
- *     e' = e (W + k C) / (W + rel k C),  C = n_ref x mean context.
- * Away from that step the weight read is slightly over-charged (rel > 1). */
-kvs_status kvs_sweep_apply_kernel(const kvs_sweep_config *c, const kvs_sweep_workload *w,
-				  double rel, kvs_sim_config *sc)
+/* How the relative cost enters the step time: the step-time model's KV-read
+ * factor (kvs_cost_config.kv_read_factor) multiplies the KV-read term, the
+ * roofline's KV bytes read and the linear model's per-context-token time,
+ * in single steps and in the closed-form decode spans alike.  The paged
+ * kernel at block size b reads KV rel times slower than the contiguous
+ * kernel, so the row's factor is the base configuration's (the contiguous
+ * kernel against an ideal read, 1 by default) times rel: exact at every
+ * step, whatever the batch. */
+kvs_status kvs_sweep_apply_kernel(const kvs_sweep_config *c, double rel,
+				  kvs_sim_config *sc)
 {
 	if (!c->kernel_feeds_step_time || rel == 1.0)
 		return KVS_OK;
 	if (!(rel > 0) || !isfinite(rel))
 		return kvs_fail(KVS_ERR_INVALID, "kernel relative cost %g: must be > 0", rel);
-	if (sc->cost.kind == KVS_COST_LINEAR) {
-		sc->cost.linear_per_context_s *= rel;
-		return KVS_OK;
-	}
-	double kvb, weights, cap;
-	kvs_status st = pool_figures(sc, &kvb, &weights, &cap);
-	if (st != KVS_OK)
-		return st;
-	double nref = cap / (w->mean_final_len > 1 ? w->mean_final_len : 1.0);
-	if (nref > sc->max_num_seqs)
-		nref = sc->max_num_seqs;
-	if (nref < 1)
-		nref = 1;
-	double C = nref * w->mean_context;
-	double e = sc->cost.bandwidth_efficiency * (weights + kvb * C) /
-		   (weights + rel * kvb * C);
-	if (e > 1.0)
-		e = 1.0;
-	sc->cost.bandwidth_efficiency = e;
+	double f = sc->cost.kv_read_factor * rel;
+	if (!(f > 0) || !isfinite(f))
+		return kvs_fail(KVS_ERR_INVALID, "KV-read factor %g x kernel relative cost "
+				"%g: must be a finite number > 0", sc->cost.kv_read_factor, rel);
+	sc->cost.kv_read_factor = f;
 	return KVS_OK;
 }
 

@@ -218,7 +218,7 @@ kvs_status kvs_sweep_row_sim_config(const kvs_sweep_config *c,
 	sc.on_request = NULL;
 	sc.on_progress = NULL;
 	sc.record_wall_time = false;
-	if ((st = kvs_sweep_apply_kernel(c, &w, k.rel, &sc)) != KVS_OK)
+	if ((st = kvs_sweep_apply_kernel(c, k.rel, &sc)) != KVS_OK)
 		return st;
 	*out = sc;
 	return KVS_OK;
@@ -522,7 +522,7 @@ kvs_status kvs_sweep_run_ex(const kvs_sweep_config *cfg, const kvs_request_set *
 			sc.on_request = NULL;
 			sc.on_progress = NULL;
 			sc.record_wall_time = false;
-			st = kvs_sweep_apply_kernel(cfg, &w, row->kernel.rel, &sc);
+			st = kvs_sweep_apply_kernel(cfg, row->kernel.rel, &sc);
 			if (st != KVS_OK)
 				goto fail;
 			it->sc = sc;

@@ -14,7 +14,6 @@ typedef struct kvs_sweep_workload {
 	double decode_steps;        /* sequence-steps of decode in the trace */
 	double context_sum;         /* tokens read over those steps */
 	double mean_context;        /* context_sum / decode_steps */
-	double mean_final_len;      /* prompt + output, tokens */
 	uint32_t hash_block_tokens; /* granularity of the hash ids (0: none) */
 	bool prompts_only;          /* no request decodes: prompts stand in */
 } kvs_sweep_workload;
@@ -22,9 +21,10 @@ typedef struct kvs_sweep_workload {
 void kvs_sweep_workload_init(kvs_sweep_workload *w, const kvs_request_set *set);
 kvs_status kvs_sweep_kernel_ws(const kvs_sweep_config *c, const kvs_sweep_workload *w,
 			       kvs_policy policy, uint32_t b, kvs_sweep_kernel *out);
-/* Fold the relative kernel cost into sc's step-time model. */
-kvs_status kvs_sweep_apply_kernel(const kvs_sweep_config *c, const kvs_sweep_workload *w,
-				  double rel, kvs_sim_config *sc);
+/* Fold the relative kernel cost into sc's step-time model: its KV-read
+ * factor is multiplied by rel (when c->kernel_feeds_step_time). */
+kvs_status kvs_sweep_apply_kernel(const kvs_sweep_config *c, double rel,
+				  kvs_sim_config *sc);
 
 struct kvs_sweep_result {
 	kvs_sweep_config cfg;

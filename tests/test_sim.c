@@ -399,7 +399,7 @@ static void test_paged_pool_bound(void **state)
 
 static recs fastR, slowR;
 
-static void compare_fast_slow(kvs_policy pol, bool prefix)
+static void compare_fast_slow(kvs_policy pol, bool prefix, double kv_read_factor)
 {
 	kvs_sim_config c;
 	kvs_sim_config_defaults(&c, NULL);
@@ -417,6 +417,7 @@ static void compare_fast_slow(kvs_policy pol, bool prefix)
 	c.cost.linear_base_s = 0.012;
 	c.cost.linear_per_token_s = 2e-5;
 	c.cost.linear_per_context_s = 1e-7;
+	c.cost.kv_read_factor = kv_read_factor;
 	c.sample_interval_s = 0.5;
 	enum { NMAX = 400 };
 	static kvs_request q[NMAX];
@@ -493,8 +494,11 @@ static void test_fast_path_equivalence(void **state)
 {
 	(void)state;
 	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
-		compare_fast_slow((kvs_policy)p, false);
-	compare_fast_slow(KVS_POLICY_PAGED, true);
+		compare_fast_slow((kvs_policy)p, false, 1.0);
+	compare_fast_slow(KVS_POLICY_PAGED, true, 1.0);
+	/* a KV-read factor scales the decode-span lines like single steps */
+	compare_fast_slow(KVS_POLICY_PAGED, false, 2.5);
+	compare_fast_slow(KVS_POLICY_VATTENTION, true, 1.7);
 }
 
 /* ---- rejections and accounting --------------------------------------------------- */
@@ -718,6 +722,119 @@ static void test_roofline(void **state)
 	}
 }
 
+/* ---- the KV-read factor ---------------------------------------------------------------
+ * A small hand-made deployment: 1e9 weight bytes and 1e5 KV bytes per token
+ * per rank, a GPU of 1 TB/s at 50% (5e11 B/s effective) and 1 PFLOP/s at
+ * 50%, 2 ms overhead.  A decode step of 4 sequences reading 4000 tokens of
+ * context writes 4 tokens:
+ *   memory  = (1e9 + 1e5 (f 4000 + 4)) / 5e11
+ *           = 2.0008 ms + f x 0.8 ms          (KV read: 4e8 B / 5e11 = 0.8 ms)
+ *   compute = (2 x 1e9 x 4 + 4 x 8 x 64 x 4 x 4000) / 5e14 = 16.07 us
+ * so the step is memory-bound and f = 2 makes its KV-read share exactly
+ * 1.6 ms instead of 0.8 ms. */
+static void small_deploy(kvs_deploy *d, kvs_sizing *sz)
+{
+	memset(d, 0, sizeof *d);
+	snprintf(d->model.name, sizeof d->model.name, "tiny");
+	d->model.num_layers = 4;
+	d->model.num_heads = 8;
+	d->model.num_kv_heads = 8;
+	d->model.head_dim = 64;
+	d->model.hidden_size = 512;
+	d->model.num_params = 1000000000ull;
+	snprintf(d->gpu.name, sizeof d->gpu.name, "unit");
+	d->gpu.hbm_bytes_per_s = 1e12;
+	d->gpu.fp16_flops = 1e15;
+	d->tp = 1;
+	d->pp = 1;
+	memset(sz, 0, sizeof *sz);
+	sz->weight_bytes = 1000000000ull;
+	sz->kv_bytes_per_token = 100000;
+}
+
+static void test_kv_read_factor(void **state)
+{
+	(void)state;
+	kvs_deploy d;
+	kvs_sizing sz;
+	small_deploy(&d, &sz);
+	kvs_cost_config cc;
+	kvs_cost_config_defaults(&cc);
+	assert_true(cc.kv_read_factor == 1.0);
+	cc.flops_efficiency = 0.5;
+	cc.bandwidth_efficiency = 0.5;
+	double t[3];
+	for (int f = 1; f <= 2; f++) {
+		cc.kv_read_factor = f;
+		kvs_cost c;
+		assert_int_equal(kvs_cost_init(&c, &cc, &d, &sz), KVS_OK);
+		t[f] = kvs_cost_step(&c, 4, 4, 4000.0, 4000.0);
+		assert_close(t[f], 0.002 + 2.0008e-3 + f * 0.8e-3, 1e-12);
+		/* the decode-span lines carry the factor too: step j of a span
+		 * from context 4000 reads 4000 + 4 j, at f x 0.8 ms per 4000 */
+		kvs_lin2 L;
+		kvs_cost_decode_lines(&c, 4, 4000.0, &L);
+		for (uint64_t j = 0; j < 50; j += 7) {
+			double want = 0.002 + (1e9 + 1e5 * (f * (4000.0 + 4.0 * j) + 4)) / 5e11;
+			double got = kvs_lin2_prefix(&L, j + 1) - kvs_lin2_prefix(&L, j);
+			assert_close(got, want, 1e-9);
+			assert_close(got, kvs_cost_step(&c, 4, 4, 4000.0 + 4.0 * j,
+							4000.0 + 4.0 * j), 1e-9);
+		}
+	}
+	/* with the weight read and the overhead removed, what is left at f = 1
+	 * is the KV read (0.8 ms) plus the write (0.8 us): f = 2 doubles the read */
+	t[0] = 0.002 + 1e9 / 5e11 + 1e5 * 4 / 5e11;
+	assert_close(t[2] - t[0], 2.0 * (t[1] - t[0]), 1e-9);
+	assert_close(t[2] - t[1], 0.8e-3, 1e-9);
+
+	/* the linear model: only the per-context-token term scales */
+	kvs_cost_config lc;
+	kvs_cost_config_defaults(&lc);
+	lc.kind = KVS_COST_LINEAR;
+	lc.linear_base_s = 0.01;
+	lc.linear_per_token_s = 1e-5;
+	lc.linear_per_context_s = 1e-7;
+	lc.linear_per_seq_s = 1e-4;
+	lc.kv_read_factor = 2.0;
+	kvs_cost c;
+	assert_int_equal(kvs_cost_init(&c, &lc, &d, &sz), KVS_OK);
+	assert_close(kvs_cost_step(&c, 4, 4, 4000.0, 4000.0),
+		     0.01 + 4e-5 + 2.0 * 4e-4 + 4e-4, 1e-12);
+	kvs_lin2 L;
+	kvs_cost_decode_lines(&c, 4, 4000.0, &L);
+	assert_close(L.b1, 2.0 * 1e-7 * 4, 1e-12);
+
+	/* a config built without defaults (factor 0) or a bad factor is refused */
+	lc.kv_read_factor = 0;
+	assert_int_equal(kvs_cost_init(&c, &lc, &d, &sz), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "KV-read factor"));
+	lc.kv_read_factor = NAN;
+	assert_int_equal(kvs_cost_init(&c, &lc, &d, &sz), KVS_ERR_INVALID);
+
+	/* through the engine: a lone request of 100 + 5 tokens on the linear
+	 * model reads 100 (prefill) + 101 + 102 + 103 + 104 tokens of KV */
+	for (int fast = 0; fast < 2; fast++) {
+		double e2e[3];
+		for (int f = 0; f <= 2; f++) {
+			kvs_sim_config sc;
+			cfg_fixed(&sc, KVS_POLICY_PAGED, 4096, 64, 16, 2048);
+			sc.fast_path = fast;
+			sc.cost.linear_per_context_s = f ? 1e-4 : 0;
+			sc.cost.kv_read_factor = f ? f : 1;
+			kvs_request q = mkreq(0, 1.0, 100, 5);
+			kvs_request_set *set = set_of(&q, 1);
+			kvs_sim_result *res = run_set(&sc, set, NULL);
+			e2e[f] = kvs_sim_result_stats(res)->e2e_s.max;
+			kvs_sim_result_destroy(res);
+			kvs_request_set_destroy(set);
+		}
+		assert_close(e2e[0], 5 * 0.01, 1e-9);
+		assert_close(e2e[1], 5 * 0.01 + 1e-4 * 510, 1e-9);
+		assert_close(e2e[2], 5 * 0.01 + 2 * 1e-4 * 510, 1e-9);
+	}
+}
+
 static void test_bad_config(void **state)
 {
 	(void)state;
@@ -783,6 +900,7 @@ int main(void)
 		cmocka_unit_test(test_sketch),
 		cmocka_unit_test(test_step_table_fit),
 		cmocka_unit_test(test_roofline),
+		cmocka_unit_test(test_kv_read_factor),
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_cursor_time_scale),
 	};

@@ -210,15 +210,20 @@ static void test_row_equals_replay(void **state)
 			kvs_sim_config rc;
 			assert_int_equal(kvs_sweep_row_sim_config(&c, set, row->policy,
 								  row->block_size, &rc), KVS_OK);
-			if (!feed) {
-				/* without the kernel feed: exactly the plain engine settings */
-				kvs_sim_config plain = sc;
-				plain.policy = row->policy;
-				plain.deploy.block_size = row->block_size;
-				assert_true(rc.cost.bandwidth_efficiency ==
-					    plain.cost.bandwidth_efficiency);
-				rc = plain;
-			}
+			/* the plain engine settings; with the kernel feed, the
+			 * KV-read factor (--kv-read-factor) is the row's relative
+			 * kernel cost and nothing else changes */
+			kvs_sim_config plain = sc;
+			plain.policy = row->policy;
+			plain.deploy.block_size = row->block_size;
+			assert_true(rc.cost.bandwidth_efficiency ==
+				    plain.cost.bandwidth_efficiency);
+			assert_true(rc.cost.flops_efficiency == plain.cost.flops_efficiency);
+			assert_true(rc.cost.kv_read_factor ==
+				    (feed ? row->kernel.rel : 1.0));
+			if (feed)
+				plain.cost.kv_read_factor = row->kernel.rel;
+			rc = plain;
 			kvs_sim_stats st;
 			replay_stats(&rc, set, 1.0, &st);
 			assert_stats_equal(&row->st, &st);
@@ -426,6 +431,28 @@ static void test_kernel_model(void **state)
 	assert_int_equal(k.source, KVS_KERNEL_MODEL);
 	assert_int_equal(kvs_sweep_kernel_cost(&c, set, KVS_POLICY_MAX, 8, &k), KVS_OK);
 	assert_float_equal(k.rel, 1.0, 0);
+
+	/* how a row's step time carries the kernel cost: the KV-read factor
+	 * becomes the base configuration's factor x rel; the linear model's
+	 * per-context-token term itself is left alone (the factor scales it) */
+	sc.cost.linear_per_context_s = 1e-6;
+	sc.cost.kv_read_factor = 1.5;
+	sweep_defaults(&c, &sc);
+	const double rel8 = 9.0 * 4.0 / 23.0;
+	kvs_sim_config rc;
+	assert_int_equal(kvs_sweep_row_sim_config(&c, set, KVS_POLICY_PAGED, 8, &rc), KVS_OK);
+	assert_float_equal(rc.cost.kv_read_factor, 1.5 * rel8, 1e-12);
+	assert_true(rc.cost.linear_per_context_s == 1e-6);
+	assert_true(rc.cost.linear_base_s == sc.cost.linear_base_s);
+	/* kernel_cost_us: rel x the contiguous read as the model charges it */
+	assert_int_equal(kvs_sweep_kernel_cost(&c, set, KVS_POLICY_PAGED, 8, &k), KVS_OK);
+	assert_float_equal(k.cost_us, rel8 * 1.5 * 1e-6 * 11.5 * 1e6, 1e-9);
+	assert_int_equal(kvs_sweep_row_sim_config(&c, set, KVS_POLICY_MAX, 8, &rc), KVS_OK);
+	assert_float_equal(rc.cost.kv_read_factor, 1.5, 0);
+	c.kernel_feeds_step_time = false;
+	assert_int_equal(kvs_sweep_row_sim_config(&c, set, KVS_POLICY_PAGED, 8, &rc), KVS_OK);
+	assert_float_equal(rc.cost.kv_read_factor, 1.5, 0);
+	sweep_defaults(&c, &sc);
 
 	/* a measured profile: ratio 1.2 at b = 16 (context 1000), 1.1 at 4000;
 	 * two batches at 1000 average */

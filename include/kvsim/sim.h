@@ -110,10 +110,15 @@ typedef enum kvs_cost_kind {
 /* Step-time model.  Roofline: per step, per rank,
  *   t = max(flops / (fp16_flops * flops_efficiency),
  *           bytes / (hbm_bytes_per_s * bandwidth_efficiency))
- *       + all-reduce time (tp > 1) + step_overhead_s.
+ *       + all-reduce time (tp > 1) + step_overhead_s,
+ *   bytes = weights + kv_bytes_per_token * (kv_read_factor * context tokens
+ *           read + batched tokens written).
  * Linear: t = linear_base_s + linear_per_token_s * batched tokens
- *           + linear_per_context_s * context tokens read
+ *           + kv_read_factor * linear_per_context_s * context tokens read
  *           + linear_per_seq_s * sequences in the batch.
+ * kv_read_factor is the attention kernel's cost relative to an ideal
+ * contiguous KV read (1: ideal; a paged kernel at a small block size reads
+ * slower, see docs/SWEEP.md); it scales the KV-read term only.
  * A measured step-time table (kvs_cost_fit_table) is fitted to the linear
  * form by least squares. */
 typedef struct kvs_cost_config {
@@ -122,6 +127,7 @@ typedef struct kvs_cost_config {
 	double bandwidth_efficiency;  /* share of peak HBM bandwidth reached (0.8) */
 	double step_overhead_s;       /* fixed per step: scheduler, launch (0.002) */
 	double allreduce_latency_s;   /* per all-reduce when tp > 1 (10e-6) */
+	double kv_read_factor;        /* multiplies the KV-read time (1.0); > 0 */
 	double linear_base_s;
 	double linear_per_token_s;
 	double linear_per_context_s;
@@ -132,7 +138,8 @@ typedef struct kvs_cost_config {
 	char table_path[256];         /* "" when no table */
 } kvs_cost_config;
 
-/* Defaults: roofline, 0.5, 0.8, 2 ms, 10 us; linear terms 0. */
+/* Defaults: roofline, 0.5, 0.8, 2 ms, 10 us, KV-read factor 1; linear
+ * terms 0. */
 void kvs_cost_config_defaults(kvs_cost_config *c);
 
 /* Read a measured step-time table (CSV with a header naming at least

@@ -73,6 +73,51 @@ PY
 	fi
 fi
 
+
+# ---- --report DIR ----------------------------------------------------------------------
+# check_report DIR: index.html exists, and every file it references (the PNG and
+# SVG figures) exists, is local and non-empty, PNGs with their signature
+check_report() {
+	local d=$1 r sig refs
+	[ -s "$d/index.html" ] || { fail "$d/index.html missing or empty"; return 1; }
+	refs=$(grep -o '\(src\|href\)="[^"#][^"]*"' "$d/index.html" |
+		sed 's/^[a-z]*="//; s/"$//' | sort -u)
+	[ -n "$refs" ] || fail "$d/index.html references no file"
+	for r in $refs; do
+		case "$r" in
+		*://* | /*) fail "$d: non-local reference $r"; continue ;;
+		esac
+		[ -s "$d/$r" ] || { fail "$d: $r referenced but missing or empty"; continue; }
+		case "$r" in
+		*.png)
+			sig=$(head -c 8 "$d/$r" | od -An -tx1 | tr -d ' \n')
+			[ "$sig" = "89504e470d0a1a0a" ] || fail "$d/$r: not a PNG" ;;
+		*.svg) grep -q '<svg' "$d/$r" || fail "$d/$r: not an SVG" ;;
+		esac
+	done
+	grep -q '<img ' "$d/index.html" || fail "$d/index.html shows no figure"
+	return 0
+}
+# report_ok: the last run wrote a report, or this build has no cairo (skip)
+report_ok() {
+	case "$err" in *libcairo2-dev*) echo "no cairo in this build: --report checks skipped"; return 1 ;; esac
+	return 0
+}
+printf 'x\n' >"$tmp/file"
+run 0 -q --limit 200 --policies paged,max,oracle --report "$tmp/rep" --json "$tmp/rep.json" && report_ok && {
+	check_report "$tmp/rep"
+	for fig in memory requests cdf-queue-delay cdf-ttft cdf-tpot; do
+		[ -s "$tmp/rep/$fig.png" ] && [ -s "$tmp/rep/$fig.svg" ] || fail "report lacks $fig.png/svg"
+	done
+	for p in paged max oracle; do
+		grep -q ">$p<\|>$p " "$tmp/rep/index.html" || fail "report does not name $p"
+	done
+	grep -c "arrived [0-9,]* = completed" "$tmp/rep/index.html" | grep -qx 3 ||
+		fail "report lacks the three accounting lines"
+}
+run 1 -q --limit 200 --report "$tmp/file/sub" && has "$err" "file is not a directory" "report under a file"
+run 0 --help && has "$out" "--report DIR" "help lists --report"
+
 run 2 --policies paged,paged && has "$err" "given twice" "duplicate policy"
 run 2 --policies paged,lru && has "$err" "unknown policy 'lru'" "bad policy"
 run 2 --policies "" && has "$err" "--policies" "empty list"

@@ -32,6 +32,7 @@ run 0 --help && for f in --policy --max-num-seqs --max-num-batched-tokens \
 	--enable-prefix-caching --preemption-mode --swap-space --watermark --page-size \
 	--slo-ttft --slo-tpot --flops-efficiency --bandwidth-efficiency --step-overhead \
 	--step-time-table --sample-interval --seed --quiet --json --timeseries --requests \
+	--report --kv-read-factor \
 	--model --gpu --tp --block-size --max-model-len --rate --limit; do
 	has "$out" "$f" "help"
 done
@@ -105,6 +106,80 @@ fi
 # ---- options take effect ---------------------------------------------------------------
 run 0 -q --policy max --json "$tmp/max.json" && has "$(cat "$tmp/max.json")" '"max": {' "policy max"
 run 0 -q --max-num-seqs 4 --max-num-batched-tokens 512 && has "$out" "max_num_seqs 4" "max-num-seqs"
+
+
+# ---- --report DIR ----------------------------------------------------------------------
+# check_report DIR: index.html exists, and every file it references (the PNG and
+# SVG figures) exists, is local and non-empty, PNGs with their signature
+check_report() {
+	local d=$1 r sig refs
+	[ -s "$d/index.html" ] || { fail "$d/index.html missing or empty"; return 1; }
+	refs=$(grep -o '\(src\|href\)="[^"#][^"]*"' "$d/index.html" |
+		sed 's/^[a-z]*="//; s/"$//' | sort -u)
+	[ -n "$refs" ] || fail "$d/index.html references no file"
+	for r in $refs; do
+		case "$r" in
+		*://* | /*) fail "$d: non-local reference $r"; continue ;;
+		esac
+		[ -s "$d/$r" ] || { fail "$d: $r referenced but missing or empty"; continue; }
+		case "$r" in
+		*.png)
+			sig=$(head -c 8 "$d/$r" | od -An -tx1 | tr -d ' \n')
+			[ "$sig" = "89504e470d0a1a0a" ] || fail "$d/$r: not a PNG" ;;
+		*.svg) grep -q '<svg' "$d/$r" || fail "$d/$r: not an SVG" ;;
+		esac
+	done
+	grep -q '<img ' "$d/index.html" || fail "$d/index.html shows no figure"
+	return 0
+}
+# report_ok: the last run wrote a report, or this build has no cairo (skip)
+report_ok() {
+	case "$err" in *libcairo2-dev*) echo "no cairo in this build: --report checks skipped"; return 1 ;; esac
+	return 0
+}
+run 0 -q --limit 200 --report "$tmp/rep" --json "$tmp/rep.json" && report_ok && {
+	check_report "$tmp/rep"
+	for fig in memory requests cdf-queue-delay cdf-ttft cdf-tpot; do
+		[ -s "$tmp/rep/$fig.png" ] && [ -s "$tmp/rep/$fig.svg" ] || fail "report lacks $fig.png/svg"
+	done
+	# the page shows the run the JSON describes (the same text is rendered)
+	n=$(sed -n 's/^ *"arrived": \([0-9]*\),*$/\1/p' "$tmp/rep.json" | head -1)
+	grep -q "arrived $n = completed" "$tmp/rep/index.html" || fail "report accounting differs from JSON (arrived $n)"
+}
+# the report without --json renders the same, the table still printed
+run 0 --limit 200 --report "$tmp/rep2" && report_ok && {
+	check_report "$tmp/rep2"
+	has "$out" "paged: arrived " "table with --report"
+	cmp -s "$tmp/rep/index.html" "$tmp/rep2/index.html" || fail "report differs with and without --json"
+}
+# a directory that cannot be created fails before the run, naming the path
+run 1 -q --limit 200 --report "$tmp/tiny.csv/sub" && has "$err" "tiny.csv is not a directory" "report under a file"
+[ -e "$tmp/tiny.csv/sub" ] && fail "report wrote under a file"
+run 1 -q --limit 200 --report "$tmp/tiny.csv" && has "$err" "--report" "report onto a file"
+"$KVSIM" replay -q --report >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q -- "--report" "$tmp/err" || fail "--report without DIR: $(cat "$tmp/err")"
+
+# ---- --kv-read-factor --------------------------------------------------------------------
+# a lone request on a fixed linear model: prefill of 100 (reads 100 tokens of KV),
+# decodes read 101..104; the factor doubles only the per-context-token term
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.0000000,100,5\n' >"$tmp/one.csv"
+for f in 1 2; do
+	run 0 "$tmp/one.csv" -q --step-time-linear 0.01,0,1e-4 --kv-read-factor $f --json "$tmp/kv$f.json"
+done
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/kv1.json" "$tmp/kv2.json" <<'PY' || fail "--kv-read-factor timings"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a["engine"]["step_time"]["kv_read_factor"] == 1
+assert b["engine"]["step_time"]["kv_read_factor"] == 2
+ea, eb = (d["policies"]["paged"]["e2e_s"]["max"] for d in (a, b))
+kv = 1e-4 * (100 + 101 + 102 + 103 + 104)       # KV-read time at factor 1
+assert abs(ea - (5 * 0.01 + kv)) < 1e-9, ea
+assert abs(eb - (5 * 0.01 + 2 * kv)) < 1e-9, eb
+PY
+fi
+run 2 -q --kv-read-factor 0 && has "$err" "--kv-read-factor" "zero factor"
+run 2 -q --kv-read-factor x && has "$err" "--kv-read-factor" "non-numeric factor"
 
 # ---- errors ------------------------------------------------------------------------------
 run 2 --bogus && has "$err" "unknown option '--bogus'" "unknown flag"

@@ -34,7 +34,7 @@ run() {
 
 run 0 --help && for flag in --block-sizes --policies --jobs --kernel-profile \
 	--find-max-rate --slo-ttft --slo-tpot --rate-tolerance --json --csv \
-	--enable-prefix-caching --model --gpu --limit; do
+	--enable-prefix-caching --model --gpu --limit --report --kv-read-factor; do
 	grep -q -- "$flag" <<<"$out" || fail "--help does not list $flag"
 done
 
@@ -102,6 +102,30 @@ assert s["tpot_p99_s"] == p["tpot_s"]["p99"]
 assert s["internal_fragmentation_pct"] == p["memory_pct"]["internal_fragmentation"]
 assert s["preemptions"] == p["preemptions"]
 PY
+	# with the kernel cost in the step time: replay --kv-read-factor REL
+	"$KVSIM" sweep "$SAMPLE" --limit 300 --block-sizes 4 --policies paged --quiet \
+		--json >"$tmp/sk.json" || fail "sweep with kernel cost"
+	rel=$(python3 -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))["rows"][0]["kernel_relative_cost"]))' "$tmp/sk.json")
+	"$KVSIM" replay "$SAMPLE" --limit 300 --block-size 4 --policy paged --quiet \
+		--kv-read-factor "$rel" --json "$tmp/rk.json" >/dev/null || fail "replay --kv-read-factor $rel"
+	python3 - "$tmp/sk.json" "$tmp/rk.json" "$tmp/r.json" <<'PY' || fail "kernel-fed sweep row differs from replay --kv-read-factor"
+import json, sys
+s = json.load(open(sys.argv[1]))["rows"][0]
+d = json.load(open(sys.argv[2]))
+p = d["policies"]["paged"]
+assert s["kernel_relative_cost"] > 1.2            # block 4: 1 + delta / 4 and more
+assert d["engine"]["step_time"]["kv_read_factor"] == s["kernel_relative_cost"]
+# the factor travels through 12 significant digits: equal to 1e-9
+close = lambda a, b: abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-12)
+assert close(s["concurrency_mean"], p["concurrency"]["mean"])
+assert close(s["ttft_p99_s"], p["ttft_s"]["p99"])
+assert close(s["tpot_p99_s"], p["tpot_s"]["p99"])
+assert close(s["output_tokens_per_s"], p["throughput"]["output_tokens_per_s"])
+assert s["preemptions"] == p["preemptions"]
+# and the kernel cost made the steps slower than the plain replay at block 32
+plain = json.load(open(sys.argv[3]))["policies"]["paged"]
+assert p["tpot_s"]["p50"] > plain["tpot_s"]["p50"]
+PY
 else
 	echo "kvsim replay not built: sweep-vs-replay CLI check skipped (covered by test_sweep)"
 fi
@@ -121,6 +145,66 @@ if c["outcome"] == "found":
 ' <<<"$out" || fail "capacity JSON"
 	fi
 fi
+
+
+# ---- --report DIR ----------------------------------------------------------------------
+# check_report DIR: index.html exists, and every file it references (the PNG and
+# SVG figures) exists, is local and non-empty, PNGs with their signature
+check_report() {
+	local d=$1 r sig refs
+	[ -s "$d/index.html" ] || { fail "$d/index.html missing or empty"; return 1; }
+	refs=$(grep -o '\(src\|href\)="[^"#][^"]*"' "$d/index.html" |
+		sed 's/^[a-z]*="//; s/"$//' | sort -u)
+	[ -n "$refs" ] || fail "$d/index.html references no file"
+	for r in $refs; do
+		case "$r" in
+		*://* | /*) fail "$d: non-local reference $r"; continue ;;
+		esac
+		[ -s "$d/$r" ] || { fail "$d: $r referenced but missing or empty"; continue; }
+		case "$r" in
+		*.png)
+			sig=$(head -c 8 "$d/$r" | od -An -tx1 | tr -d ' \n')
+			[ "$sig" = "89504e470d0a1a0a" ] || fail "$d/$r: not a PNG" ;;
+		*.svg) grep -q '<svg' "$d/$r" || fail "$d/$r: not an SVG" ;;
+		esac
+	done
+	grep -q '<img ' "$d/index.html" || fail "$d/index.html shows no figure"
+	return 0
+}
+# report_ok: the last run wrote a report, or this build has no cairo (skip)
+report_ok() {
+	case "$err" in *libcairo2-dev*) echo "no cairo in this build: --report checks skipped"; return 1 ;; esac
+	return 0
+}
+# the sweep rendered: rows, capacity and recommendations
+if run 0 "$SAMPLE" --limit 200 --block-sizes 4,16,64 --policies paged,oracle --find-max-rate \
+	--slo-ttft 2 --slo-tpot 0.2 --rate-tolerance 0.05 --quiet --json="$tmp/rep.json" \
+	--report "$tmp/rep" && report_ok; then
+	check_report "$tmp/rep"
+	for fig in sweep-fragmentation sweep-throughput sweep-latency capacity; do
+		[ -s "$tmp/rep/$fig.png" ] && [ -s "$tmp/rep/$fig.svg" ] || fail "sweep report lacks $fig.png/svg"
+	done
+	for k in Recommendations throughput_within_slo least_kv_waste best_prefix_hit_rate \
+		'Capacity search'; do
+		grep -q "$k" "$tmp/rep/index.html" || fail "sweep report lacks '$k'"
+	done
+	# the capacity table shows each entry's next rate tried (fail_rate)
+	if command -v python3 >/dev/null; then
+		python3 - "$tmp/rep.json" "$tmp/rep/index.html" <<'PY' || fail "capacity table"
+import json, sys
+d = json.load(open(sys.argv[1]))
+html = open(sys.argv[2], encoding="utf-8").read()
+assert len(d["capacity"]) == 6
+for c in d["capacity"]:
+    if c["outcome"] == "found":
+        assert "<td>%.3g</td>" % c["fail_rate"] in html or \
+               "<td>%.2f</td>" % c["fail_rate"] in html, c["fail_rate"]
+PY
+	fi
+fi
+run 1 "$SAMPLE" --limit 200 --block-sizes 16 --report "$SAMPLE/sub"
+grep -q 'is not a directory' <<<"$err" || fail "bad report dir not explained: $err"
+[ -n "$out" ] && fail "sweep ran before refusing the report directory"
 
 # usage errors: exit 2 with a message naming the problem
 run 2 "$SAMPLE" --find-max-rate
