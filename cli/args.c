@@ -66,7 +66,7 @@ const char *kvs_args_value(kvs_args *it)
 {
 	if (it->inline_val)
 		return it->inline_val;
-	if (it->i >= it->argc) {
+	if (it->i >= it->argc || strncmp(it->argv[it->i], "--", 2) == 0) {
 		kvs_args_usage_error(it, "%s: missing value", it->flag);
 		return NULL;
 	}

@@ -148,7 +148,7 @@ static kvs_request_set *sample_set(void)
 {
 	kvs_trace_opts o;
 	kvs_trace_opts_defaults(&o);
-	o.limit = 400;
+	o.limit = kvs_test_scaled(400, 60); /* fewer under sanitizers */
 	o.max_model_len = 4096;
 	kvs_request_set *s = NULL;
 	assert_int_equal(kvs_request_set_load(kvs_test_src("traces/samples/azure-conv-sample.csv"),

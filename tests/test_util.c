@@ -48,3 +48,18 @@ const char *kvs_test_write_tmp(const char *name, const char *text)
 	fclose(f);
 	return b;
 }
+
+double kvs_test_scale(void)
+{
+	const char *s = getenv("KVS_TEST_SCALE");
+	double v = s ? atof(s) : 1.0;
+	if (!(v > 0.0) || v > 1.0)
+		v = 1.0;
+	return v;
+}
+
+unsigned long kvs_test_scaled(unsigned long n, unsigned long lo)
+{
+	unsigned long v = (unsigned long)((double)n * kvs_test_scale());
+	return v < lo ? lo : v;
+}

@@ -25,4 +25,11 @@ const char *kvs_test_shared_trace(const char *rel);
 /* Write text to a fresh temp file; returns its path (static, rotating). */
 const char *kvs_test_write_tmp(const char *name, const char *text);
 
+/* KVS_TEST_SCALE (default 1; CI sets 0.1 under sanitizers) for sizing
+ * randomised or replay-heavy tests; clamped to (0, 1]. */
+double kvs_test_scale(void);
+
+/* n scaled by kvs_test_scale(), at least lo. */
+unsigned long kvs_test_scaled(unsigned long n, unsigned long lo);
+
 #endif
