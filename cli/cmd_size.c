@@ -34,20 +34,6 @@ static void usage(FILE *f)
 }
 
 /* ---- formatting ---------------------------------------------------------- */
-static const char *commas(uint64_t v, char *buf, size_t cap)
-{
-	char tmp[32];
-	int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
-	size_t o = 0;
-	for (int i = 0; i < n && o + 2 < cap; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = tmp[i];
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
 /* binary units for cache sizes (KiB, MiB, GiB, TiB) */
 static const char *ibytes(uint64_t v, char *buf, size_t cap)
 {
@@ -156,12 +142,12 @@ static const char *model_shape(const kvs_model *m, char *buf, size_t cap)
 		snprintf(buf, cap, "%u layers, %u heads, %u kv heads, head_dim %u",
 			 m->num_layers, m->num_heads, m->num_kv_heads, m->head_dim);
 	size_t n = strlen(buf);
-	snprintf(buf + n, cap - n, ", %s parameters%s", commas(m->num_params, p, sizeof p),
+	snprintf(buf + n, cap - n, ", %s parameters%s", kvs_fmt_commas(m->num_params, p, sizeof p),
 		 m->params_from_config ? "" : " (from the config's shapes)");
 	if (m->num_experts) {
 		n = strlen(buf);
 		snprintf(buf + n, cap - n, " (%s active: %u of %u experts per token)",
-			 commas(m->num_active_params, p, sizeof p), m->num_experts_per_tok,
+			 kvs_fmt_commas(m->num_active_params, p, sizeof p), m->num_experts_per_tok,
 			 m->num_experts);
 	}
 	return buf;
@@ -184,16 +170,16 @@ static void print_formula(const kvs_deploy *d, const kvs_sizing *s)
 		       "  MLA: one compressed latent per layer, shared by all %u heads: no K/V\n"
 		       "  factor and no per-head factor; kept whole on every tp rank\n",
 		       m->kv_lora_rank, m->qk_rope_head_dim, s->layers_per_rank, eb,
-		       kvs_dtype_name(d->kv_dtype), commas(elem, a, sizeof a), m->num_heads);
+		       kvs_dtype_name(d->kv_dtype), kvs_fmt_commas(elem, a, sizeof a), m->num_heads);
 	else
 		printf("  2 (K and V) x %u layers x %u kv heads x %u head_dim x %s bytes (%s) = %s B\n",
 		       s->layers_per_rank, s->kv_heads_per_rank, m->head_dim, eb,
-		       kvs_dtype_name(d->kv_dtype), commas(elem, a, sizeof a));
+		       kvs_dtype_name(d->kv_dtype), kvs_fmt_commas(elem, a, sizeof a));
 	if (s->kv_scale_bytes_per_token)
 		printf("  + %s B of quantisation scales (fp16 %s per %u elements) = %s B\n",
-		       commas(s->kv_scale_bytes_per_token, a, sizeof a),
+		       kvs_fmt_commas(s->kv_scale_bytes_per_token, a, sizeof a),
 		       d->kv_dtype == KVS_DTYPE_INT4 ? "scale and zero point" : "scale",
-		       d->kv_quant_group, commas(s->kv_bytes_per_token, b, sizeof b));
+		       d->kv_quant_group, kvs_fmt_commas(s->kv_bytes_per_token, b, sizeof b));
 	if (d->tp > 1 && s->kv_factor == 2)
 		printf("  tp %u: %u kv heads per GPU%s\n", d->tp, s->kv_heads_per_rank,
 		       d->tp > m->num_kv_heads ? " (replicated: tp exceeds the kv heads)" : "");
@@ -203,7 +189,7 @@ static void print_formula(const kvs_deploy *d, const kvs_sizing *s)
 	if (s->sliding_layers_per_rank)
 		printf("  sliding window: %u of these %u layers keep only the last %s tokens\n",
 		       s->sliding_layers_per_rank, s->layers_per_rank,
-		       commas(m->sliding_window, a, sizeof a));
+		       kvs_fmt_commas(m->sliding_window, a, sizeof a));
 }
 
 static void print_shrinks(const kvs_shrink_row *rows)
@@ -227,7 +213,7 @@ static void print_shrinks(const kvs_shrink_row *rows)
 		printf("  %-*s  %12s  %14s  %13s  %8s\n", wl, r->label,
 		       ibytes(r->kv_bytes_per_token, kv, sizeof kv),
 		       ibytes(r->bytes_per_context, conv, sizeof conv),
-		       commas(r->max_conversations, n, sizeof n), x);
+		       kvs_fmt_commas(r->max_conversations, n, sizeof n), x);
 	}
 }
 
@@ -235,7 +221,7 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 {
 	char b1[32], b2[32], b3[32], c1[32];
 	const char *gpu = d->gpu.name;
-	commas(d->context_tokens, c1, sizeof c1);
+	kvs_fmt_commas(d->context_tokens, c1, sizeof c1);
 	printf("\nLong context\n");
 	if (!a->weights_fit)
 		printf("  The weights (%s per GPU) and the working-space reserve (%s) do not\n"
@@ -255,7 +241,7 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 	if (a->over_max_model_len)
 		printf("  %s tokens is beyond max_model_len %s: the model was not trained for\n"
 		       "  positions this far (it needs RoPE scaling or a long-context variant).\n",
-		       c1, commas(s->max_model_len, b1, sizeof b1));
+		       c1, kvs_fmt_commas(s->max_model_len, b1, sizeof b1));
 
 	printf("\nWays out\n");
 	if (a->n_parallel) {
@@ -264,7 +250,7 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 			const kvs_parallel_option *o = &a->parallel[i];
 			printf("    tp %-2u pp %-2u (%2u GPUs): %s %s, KV budget %s per GPU\n",
 			       o->tp, o->pp, o->tp * o->pp,
-			       commas(o->max_conversations, b1, sizeof b1),
+			       kvs_fmt_commas(o->max_conversations, b1, sizeof b1),
 			       plural(o->max_conversations, "conversation", "conversations"),
 			       ibytes(o->kv_budget_bytes, b2, sizeof b2));
 		}
@@ -272,10 +258,10 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 		printf("  more GPUs: no layout up to 64 GPUs holds one conversation\n");
 	}
 	printf("  quantised cache: FP8 holds %s %s, INT4 %s (now %s)\n",
-	       commas(a->fp8_conversations, b1, sizeof b1),
+	       kvs_fmt_commas(a->fp8_conversations, b1, sizeof b1),
 	       plural(a->fp8_conversations, "conversation", "conversations"),
-	       commas(a->int4_conversations, b2, sizeof b2),
-	       commas(s->max_conversations, b3, sizeof b3));
+	       kvs_fmt_commas(a->int4_conversations, b2, sizeof b2),
+	       kvs_fmt_commas(s->max_conversations, b3, sizeof b3));
 	if (a->offload_bytes)
 		printf("  offload to host memory: the %s of one conversation beyond the budget\n"
 		       "    must cross PCIe (%.0f GB/s) on every decode step: %.3f s per token\n",
@@ -287,7 +273,7 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 	       a->offload_full_s_per_step);
 	if (s->decode_step_s > 0)
 		printf(" (on-GPU step: %.1f ms for all %s)\n", s->decode_step_s * 1e3,
-		       commas(s->max_conversations, b2, sizeof b2));
+		       kvs_fmt_commas(s->max_conversations, b2, sizeof b2));
 	else
 		printf("\n");
 	printf("  shorter context:");
@@ -297,13 +283,13 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 			printf("%s %u at any length (windowed)", i ? "," : "", a->context_for_n[i]);
 		else
 			printf("%s %u up to %s tokens", i ? "," : "", a->context_for_n[i],
-			       commas(t, b1, sizeof b1));
+			       kvs_fmt_commas(t, b1, sizeof b1));
 	}
 	printf("\n  prefix sharing: if half of each context is one shared, cached prefix,\n"
 	       "    %s %s (now %s)\n",
-	       commas(a->prefix_half_conversations, b1, sizeof b1),
+	       kvs_fmt_commas(a->prefix_half_conversations, b1, sizeof b1),
 	       plural(a->prefix_half_conversations, "conversation fits", "conversations fit"),
-	       commas(s->max_conversations, b2, sizeof b2));
+	       kvs_fmt_commas(s->max_conversations, b2, sizeof b2));
 	printf("\nAsk the customer first\n");
 	for (const char *const *q = kvs_size_questions(); *q; q++)
 		wrap("  - ", "    ", *q);
@@ -318,7 +304,7 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	char b1[64], b2[64], c1[32], shape[256];
 	printf("kvsim size: %s on %s, tp %u x pp %u (%u GPU%s), %s tokens per conversation\n\n",
 	       m->name, g->name, d->tp, d->pp, d->tp * d->pp, d->tp * d->pp > 1 ? "s" : "",
-	       commas(d->context_tokens, c1, sizeof c1));
+	       kvs_fmt_commas(d->context_tokens, c1, sizeof c1));
 	printf("  model  %s\n", model_shape(m, shape, sizeof shape));
 	printf("  gpu    %s (%s), %.0f GB/s, %.0f TFLOP/s dense fp16\n",
 	       dbytes(g->mem_bytes, b1, sizeof b1),
@@ -329,39 +315,39 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	print_formula(d, s);
 
 	table t = { .n = 0 };
-	add(&t, "kv_bytes_per_token", commas(s->kv_bytes_per_token, b1, sizeof b1), "%s",
+	add(&t, "kv_bytes_per_token", kvs_fmt_commas(s->kv_bytes_per_token, b1, sizeof b1), "%s",
 	    ibytes(s->kv_bytes_per_token, b2, sizeof b2));
 	char lab[64];
 	snprintf(lab, sizeof lab, "bytes per block (%u tokens)", d->block_size);
-	add(&t, lab, commas(s->bytes_per_block, b1, sizeof b1), "%s",
+	add(&t, lab, kvs_fmt_commas(s->bytes_per_block, b1, sizeof b1), "%s",
 	    ibytes(s->bytes_per_block, b2, sizeof b2));
 	snprintf(lab, sizeof lab, "per conversation (%s tokens)", c1);
-	add(&t, lab, commas(s->bytes_per_context, b1, sizeof b1), "%s%s",
+	add(&t, lab, kvs_fmt_commas(s->bytes_per_context, b1, sizeof b1), "%s%s",
 	    ibytes(s->bytes_per_context, b2, sizeof b2),
 	    s->sliding_layers_per_rank ? ", windows honoured" : "");
-	add(&t, "device memory", commas(g->mem_bytes, b1, sizeof b1), "%s",
+	add(&t, "device memory", kvs_fmt_commas(g->mem_bytes, b1, sizeof b1), "%s",
 	    dbytes(g->mem_bytes, b2, sizeof b2));
 	snprintf(lab, sizeof lab, "usable (x %.2f)", d->gpu_memory_utilization);
-	add(&t, lab, commas(s->usable_bytes, b1, sizeof b1), "%s",
+	add(&t, lab, kvs_fmt_commas(s->usable_bytes, b1, sizeof b1), "%s",
 	    dbytes(s->usable_bytes, b2, sizeof b2));
 	snprintf(lab, sizeof lab, "- weights (%s)", kvs_dtype_name(d->weight_dtype));
-	add(&t, lab, commas(s->weight_bytes, b1, sizeof b1), "%s%s",
+	add(&t, lab, kvs_fmt_commas(s->weight_bytes, b1, sizeof b1), "%s%s",
 	    dbytes(s->weight_bytes, b2, sizeof b2),
 	    d->tp * d->pp > 1 ? ", this GPU's share" : "");
-	add(&t, "- working-space reserve", commas(s->reserve_bytes, b1, sizeof b1), "%s, %s",
+	add(&t, "- working-space reserve", kvs_fmt_commas(s->reserve_bytes, b1, sizeof b1), "%s, %s",
 	    dbytes(s->reserve_bytes, b2, sizeof b2),
 	    s->reserve_estimated ? "estimated (see --reserve)" : "given");
 	char b3[32];
-	add(&t, "= KV budget", commas(s->kv_budget_bytes, b1, sizeof b1), "%s = %s",
+	add(&t, "= KV budget", kvs_fmt_commas(s->kv_budget_bytes, b1, sizeof b1), "%s = %s",
 	    dbytes(s->kv_budget_bytes, b2, sizeof b2), ibytes(s->kv_budget_bytes, b3, sizeof b3));
-	add(&t, "num_gpu_blocks", commas(s->num_gpu_blocks, b1, sizeof b1), "blocks of %u tokens",
+	add(&t, "num_gpu_blocks", kvs_fmt_commas(s->num_gpu_blocks, b1, sizeof b1), "blocks of %u tokens",
 	    d->block_size);
-	add(&t, "KV capacity", commas(s->kv_capacity_tokens, b1, sizeof b1), "tokens");
+	add(&t, "KV capacity", kvs_fmt_commas(s->kv_capacity_tokens, b1, sizeof b1), "tokens");
 	snprintf(b1, sizeof b1, "%.2fx", s->max_concurrency);
 	add(&t, "max_concurrency", b1, "for %s tokens per request, as vLLM logs it", c1);
-	add(&t, "conversations that fit", commas(s->max_conversations, b1, sizeof b1),
+	add(&t, "conversations that fit", kvs_fmt_commas(s->max_conversations, b1, sizeof b1),
 	    "whole conversations in whole blocks (%s blocks each)",
-	    commas(s->blocks_per_conversation, b2, sizeof b2));
+	    kvs_fmt_commas(s->blocks_per_conversation, b2, sizeof b2));
 	snprintf(b1, sizeof b1, "%.3f", s->cache_to_weights);
 	add(&t, "cache / weights", b1, "one conversation's cache over the weights");
 	if (s->decode_tokens_per_s > 0) {
@@ -387,7 +373,7 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	else
 		printf("\nOne conversation's cache is %.1f%% of the weights and %s conversations fit:\n"
 		       "no long-context trouble (try --context 128000 to see the ways out).\n",
-		       s->cache_to_weights * 100.0, commas(s->max_conversations, b1, sizeof b1));
+		       s->cache_to_weights * 100.0, kvs_fmt_commas(s->max_conversations, b1, sizeof b1));
 }
 
 /* ---- JSON ---------------------------------------------------------------- */

@@ -61,6 +61,22 @@ const char *kvs_version(void)
 	return KVS_VERSION;
 }
 
+const char *kvs_fmt_commas(uint64_t v, char *buf, size_t cap)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
+	size_t o = 0;
+	if (cap == 0)
+		return buf;
+	for (int i = 0; i < n && o + 2 < cap; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 void *kvs_malloc(size_t size)
 {
 	return malloc(size ? size : 1);

@@ -167,7 +167,7 @@ kvs_status kvs_size_shrinks(const kvs_deploy *d, kvs_shrink_row rows[KVS_SHRINK_
 		uint64_t len = s0.max_model_len > d->context_tokens ? s0.max_model_len
 								    : d->context_tokens;
 		char ml[32];
-		kvs_sizing_commas(len, ml, sizeof ml);
+		kvs_fmt_commas(len, ml, sizeof ml);
 		snprintf(r->label, sizeof r->label,
 			 "no paging: reserve %s (%s tokens) per conversation",
 			 len == s0.max_model_len ? "max_model_len" : "the context", ml);

@@ -373,17 +373,3 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 	*out = s;
 	return KVS_OK;
 }
-
-const char *kvs_sizing_commas(uint64_t v, char *buf, size_t cap)
-{
-	char tmp[32];
-	int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
-	size_t o = 0;
-	for (int i = 0; i < n && o + 2 < cap; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = tmp[i];
-	}
-	buf[o] = '\0';
-	return buf;
-}

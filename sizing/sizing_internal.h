@@ -36,7 +36,4 @@ kvs_status kvs_sizing_layout(const kvs_model *m, kvs_dtype kv_dtype,
 uint64_t kvs_sizing_layer_blocks(const kvs_kv_layout *l, uint32_t block_size,
 				 uint64_t n_tokens);
 
-/* Decimal thousands separators for messages ("1,234,567"). */
-const char *kvs_sizing_commas(uint64_t v, char *buf, size_t cap);
-
 #endif

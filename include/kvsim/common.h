@@ -55,6 +55,11 @@ void kvs_clear_error(void);
 /* Library version string ("0.1.0"). */
 const char *kvs_version(void);
 
+/* v in decimal with thousands separators ("1,234,567") written to buf (cap
+ * bytes, 27 are always enough); returns buf.  Truncates, still terminated,
+ * when cap is short. */
+const char *kvs_fmt_commas(uint64_t v, char *buf, size_t cap);
+
 /* ---- checked 64-bit arithmetic (true on overflow) ------------------------ */
 static inline bool kvs_mul_overflow(uint64_t a, uint64_t b, uint64_t *out)
 {
