@@ -79,6 +79,41 @@ void kvs_args_unknown(kvs_args *it)
 			     it->flag, it->cmd);
 }
 
+bool kvs_args_help(const kvs_args *it)
+{
+	return kvs_args_is(it, "--help") || kvs_args_is(it, "-h");
+}
+
+int kvs_args_str(kvs_args *it, const char *name, const char **out)
+{
+	if (!kvs_args_is(it, name))
+		return 0;
+	const char *v = kvs_args_value(it);
+	if (!v)
+		return -1;
+	*out = v;
+	return 1;
+}
+
+bool kvs_args_one_positional(kvs_args *it, const char *pos, const char **slot,
+			     const char *what)
+{
+	if (*slot) {
+		kvs_args_usage_error(it, "one %s at most (got '%s' and '%s')", what,
+				     *slot, pos);
+		return false;
+	}
+	*slot = pos;
+	return true;
+}
+
+bool kvs_args_taken(kvs_args *it, int r)
+{
+	if (r == 0)
+		kvs_args_unknown(it);
+	return r > 0;
+}
+
 bool kvs_parse_u64(const char *s, uint64_t *out)
 {
 	if (!s || *s < '0' || *s > '9')

@@ -53,6 +53,25 @@ bool kvs_args_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out);
 bool kvs_args_double(kvs_args *it, double min, double max, double *out);
 bool kvs_args_bytes(kvs_args *it, uint64_t *out);   /* "80GB", "79.2GiB" */
 
+/* Is the current flag --help or -h? */
+bool kvs_args_help(const kvs_args *it);
+
+/* A string-valued flag, in the flag groups' convention: 1 when the current
+ * flag is `name` and *out holds its value, 0 when it is another flag, -1
+ * when the value is missing (message printed). */
+int kvs_args_str(kvs_args *it, const char *name, const char **out);
+
+/* The positional argument of a command that takes at most one (`what`
+ * names it in the message): stores pos in *slot, or reports "one WHAT at
+ * most (got 'A' and 'B')" and returns false. */
+bool kvs_args_one_positional(kvs_args *it, const char *pos, const char **slot,
+			     const char *what);
+
+/* End of a chain of flag groups, r as they return it (1 taken, 0 not ours,
+ * -1 bad value, already reported): reports an unknown flag for 0 and
+ * returns true only when the flag was taken. */
+bool kvs_args_taken(kvs_args *it, int r);
+
 /* Report an unknown flag and mark the usage error. */
 void kvs_args_unknown(kvs_args *it);
 

@@ -811,49 +811,29 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	const char *pos;
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
-			if (path) {
-				kvs_args_usage_error(&it, "one TRACE at most (got '%s' and '%s')",
-						     path, pos);
+			if (!kvs_args_one_positional(&it, pos, &path, "TRACE"))
 				return KVS_EXIT_USAGE;
-			}
-			path = pos;
 			continue;
 		}
-		if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
+		if (kvs_args_help(&it)) {
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		if (kvs_args_is(&it, "--json")) {
-			if (!(json = kvs_args_value(&it)))
-				return KVS_EXIT_USAGE;
-			continue;
-		}
-		if (kvs_args_is(&it, "--report")) {
-			if (!(report = kvs_args_value(&it)))
-				return KVS_EXIT_USAGE;
-			continue;
-		}
-		if (kvs_args_is(&it, "--timeseries")) {
-			if (!(tscsv = kvs_args_value(&it)))
-				return KVS_EXIT_USAGE;
-			continue;
-		}
-		if (kvs_args_is(&it, "--requests")) {
-			if (!(reqcsv = kvs_args_value(&it)))
-				return KVS_EXIT_USAGE;
-			continue;
-		}
-		int r = kvs_cli_deploy_arg(&it, &dep);
+		int r = kvs_args_str(&it, "--json", &json);
+		if (r == 0)
+			r = kvs_args_str(&it, "--report", &report);
+		if (r == 0)
+			r = kvs_args_str(&it, "--timeseries", &tscsv);
+		if (r == 0)
+			r = kvs_args_str(&it, "--requests", &reqcsv);
+		if (r == 0)
+			r = kvs_cli_deploy_arg(&it, &dep);
 		if (r == 0)
 			r = kvs_cli_sim_arg(&it, &sim);
 		if (r == 0)
 			r = kvs_cli_trace_arg(&it, &topts);
-		if (r < 0)
+		if (!kvs_args_taken(&it, r))
 			return KVS_EXIT_USAGE;
-		if (r == 0) {
-			kvs_args_unknown(&it);
-			return KVS_EXIT_USAGE;
-		}
 	}
 	if (it.error)
 		return KVS_EXIT_USAGE;

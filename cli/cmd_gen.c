@@ -86,7 +86,7 @@ int kvs_cmd_gen(int argc, char **argv)
 			return KVS_EXIT_USAGE;
 		}
 		bool ok = true;
-		if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
+		if (kvs_args_help(&it)) {
 			usage(stdout);
 			return KVS_EXIT_OK;
 		} else if (kvs_args_is(&it, "--requests")) {

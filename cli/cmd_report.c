@@ -66,7 +66,7 @@ int kvs_cmd_report(int argc, char **argv)
 	while (!it.error && kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
 			inputs[n++] = pos;
-		} else if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
+		} else if (kvs_args_help(&it)) {
 			usage(stdout);
 			kvs_free(inputs);
 			return KVS_EXIT_OK;

@@ -547,7 +547,7 @@ int kvs_cmd_size(int argc, char **argv)
 					     pos);
 			return KVS_EXIT_USAGE;
 		}
-		if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
+		if (kvs_args_help(&it)) {
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
@@ -555,13 +555,8 @@ int kvs_cmd_size(int argc, char **argv)
 			json = true;
 			continue;
 		}
-		int r = kvs_cli_deploy_arg(&it, &c);
-		if (r < 0)
+		if (!kvs_args_taken(&it, kvs_cli_deploy_arg(&it, &c)))
 			return KVS_EXIT_USAGE;
-		if (r == 0) {
-			kvs_args_unknown(&it);
-			return KVS_EXIT_USAGE;
-		}
 	}
 	if (!kvs_cli_deploy_finish(&c, "size"))
 		return c.fail_exit;

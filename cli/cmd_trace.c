@@ -209,15 +209,11 @@ int kvs_cmd_trace(int argc, char **argv)
 	const char *pos;
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
-			if (path) {
-				kvs_args_usage_error(&it, "one trace at a time (got '%s' and '%s')",
-						     path, pos);
+			if (!kvs_args_one_positional(&it, pos, &path, "trace"))
 				return KVS_EXIT_USAGE;
-			}
-			path = pos;
 			continue;
 		}
-		if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
+		if (kvs_args_help(&it)) {
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
