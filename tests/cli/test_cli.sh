@@ -2,21 +2,7 @@
 # CLI tests of the kvsim front door: version, help for every command, unknown
 # commands and flags, and flags whose value is missing.
 set -u
-KVSIM="${KVSIM:?KVSIM must point at the kvsim binary}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-
-# expect RC PATTERN ARGS...: exit code RC and PATTERN in stdout+stderr
-expect() {
-	local want=$1 pat=$2
-	shift 2
-	"$KVSIM" "$@" >"$tmp/out" 2>&1
-	local rc=$?
-	[ "$rc" -eq "$want" ] || fail "kvsim $* exited $rc, expected $want: $(head -c 400 "$tmp/out")"
-	grep -qE -- "$pat" "$tmp/out" || fail "kvsim $*: no '$pat' in: $(head -c 400 "$tmp/out")"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 expect 0 '^kvsim [0-9]+\.[0-9]+\.[0-9]+$' --version
 expect 0 'usage: kvsim COMMAND' --help
@@ -37,8 +23,4 @@ expect 2 '--max-num-seqs: expected a non-negative integer' replay --max-num-seqs
 expect 2 '--max-num-seqs' replay --max-num-seqs 0
 expect 2 '--gpu-mem' size --gpu-mem 80
 
-if [ "$fails" -ne 0 ]; then
-	echo "$fails failure(s)" >&2
-	exit 1
-fi
-echo "cli: all checks passed"
+finish "cli"

@@ -2,28 +2,9 @@
 # CLI tests of `kvsim compare`: the default comparison on the bundled trace
 # (the README's first command), ratios, JSON, standard input, errors.
 set -u
-KVSIM="${KVSIM:?KVSIM must point at the kvsim binary}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-# sanitizer builds (KVS_TEST_SCALE < 1) replay only the first requests
-extra=()
-case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) extra=(--limit 150) ;; esac
-run() {
-	local want=$1
-	shift
-	"$KVSIM" compare "$@" ${extra[@]+"${extra[@]}"} >"$tmp/out" 2>"$tmp/err"
-	local rc=$?
-	out=$(cat "$tmp/out")
-	err=$(cat "$tmp/err")
-	if [ "$rc" -ne "$want" ]; then
-		fail "kvsim compare $* exited $rc, expected $want; stderr: $err"
-		return 1
-	fi
-	return 0
-}
-has() { case "$1" in *"$2"*) ;; *) fail "$3: missing '$2' in: $(printf '%s' "$1" | head -c 400)" ;; esac; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+kvs_scaled_limit 150   # sanitizer builds replay the first 150 requests
+run() { kvs_run compare "$@"; } # run EXPECTED_RC ARGS...: $out, $err
 
 run 0 --help && { has "$out" "--policies" "help"; has "$out" "paged / each" "help"; }
 
@@ -122,8 +103,4 @@ run 2 --policies paged,paged && has "$err" "given twice" "duplicate policy"
 run 2 --policies paged,lru && has "$err" "unknown policy 'lru'" "bad policy"
 run 2 --policies "" && has "$err" "--policies" "empty list"
 
-if [ "$fails" -ne 0 ]; then
-	echo "$fails failure(s)" >&2
-	exit 1
-fi
-echo "test_compare: all passed"
+finish "cli compare"

@@ -2,11 +2,8 @@
 # kvsim gen: determinism, formats, the options reaching the trace, and
 # usage errors.
 set -euo pipefail
-K="${KVSIM:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-has() { grep -qF -- "$2" <<<"$1" || fail "expected '$2' in: $1"; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+K=$KVSIM
 
 "$K" gen --help | grep -q -- "--prefix-fraction" || fail "help"
 
@@ -53,4 +50,4 @@ set +e
 "$K" gen --prefix-fraction 0.5 >/dev/null 2>&1; [ $? -eq 2 ] || fail "fraction without tokens exits 2"
 "$K" gen -o /nonexistent-dir/x.csv >/dev/null 2>&1; [ $? -eq 1 ] || fail "unwritable output exits 1"
 set -e
-echo "cli gen: ok"
+finish "cli gen"

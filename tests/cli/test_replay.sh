@@ -3,29 +3,9 @@
 # hand-computed timings on a tiny trace, JSON determinism and keys, the CSV
 # outputs, and error messages with exit codes.  Needs $KVSIM.
 set -u
-KVSIM="${KVSIM:?KVSIM must point at the kvsim binary}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-# sanitizer builds (KVS_TEST_SCALE < 1) replay only the first requests
-extra=()
-case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) extra=(--limit 150) ;; esac
-
-run() { # run EXPECTED_RC ARGS...
-	local want=$1
-	shift
-	"$KVSIM" replay "$@" ${extra[@]+"${extra[@]}"} >"$tmp/out" 2>"$tmp/err"
-	local rc=$?
-	out=$(cat "$tmp/out")
-	err=$(cat "$tmp/err")
-	if [ "$rc" -ne "$want" ]; then
-		fail "kvsim replay $* exited $rc, expected $want; stderr: $err"
-		return 1
-	fi
-	return 0
-}
-has() { case "$1" in *"$2"*) ;; *) fail "$3: missing '$2' in: $(printf '%s' "$1" | head -c 400)" ;; esac; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+kvs_scaled_limit 150   # sanitizer builds replay the first 150 requests
+run() { kvs_run replay "$@"; } # run EXPECTED_RC ARGS...: $out, $err
 
 # ---- help lists every option ---------------------------------------------------
 run 0 --help && for f in --policy --max-num-seqs --max-num-batched-tokens \
@@ -196,8 +176,4 @@ run 1 "$tmp/bad.csv" -q && has "$err" "bad.csv:3" "malformed line names file and
 printf 'num_tokens,context_tokens,step_time_s\n1,2,0.01\n' >"$tmp/short.csv"
 run 2 -q --step-time-table "$tmp/short.csv" && has "$err" "at least 3" "table too short"
 
-if [ "$fails" -ne 0 ]; then
-	echo "$fails failure(s)" >&2
-	exit 1
-fi
-echo "test_replay: all passed"
+finish "cli replay"

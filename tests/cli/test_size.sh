@@ -3,38 +3,9 @@
 # messages and exit codes.  Needs $KVSIM (the built binary) and
 # $KVS_SOURCE_ROOT.
 set -u
-KVSIM="${KVSIM:?KVSIM must point at the kvsim binary}"
 ROOT="${KVS_SOURCE_ROOT:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	fails=$((fails + 1))
-}
-
-# run EXPECTED_RC ARGS...: runs kvsim size, keeps stdout/stderr in $out/$err
-run() {
-	local want=$1
-	shift
-	"$KVSIM" size "$@" >"$tmp/out" 2>"$tmp/err"
-	local rc=$?
-	out=$(cat "$tmp/out")
-	err=$(cat "$tmp/err")
-	if [ "$rc" -ne "$want" ]; then
-		fail "kvsim size $* exited $rc, expected $want; stderr: $err"
-		return 1
-	fi
-	return 0
-}
-
-has() { # has TEXT NEEDLE DESCRIPTION
-	case "$1" in
-	*"$2"*) ;;
-	*) fail "$3: missing '$2' in: $(printf '%s' "$1" | head -c 600)" ;;
-	esac
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+run() { kvs_run size "$@"; } # run EXPECTED_RC ARGS...: $out, $err
 
 # JSON field (top level, integer or real): "key": value
 jget() {
@@ -170,8 +141,4 @@ run 2 stray && has "$err" "unexpected argument 'stray'" "positional"
 # the long-context case must not be an error
 run 0 --model llama-3.1-405b && has "$out" "do not" "405b on one GPU: weights do not fit"
 
-if [ "$fails" -ne 0 ]; then
-	echo "$fails failure(s)" >&2
-	exit 1
-fi
-echo "cli size: all checks passed"
+finish "cli size"

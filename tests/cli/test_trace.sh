@@ -2,12 +2,9 @@
 # kvsim trace: table and --json on the samples, shaping flags, exit codes
 # for usage errors (2) and bad files (1), --skip-bad-lines, --write.
 set -euo pipefail
-K="${KVSIM:?}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+K=$KVSIM
 S="${KVS_SOURCE_ROOT:?}/traces/samples"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-has() { grep -qF -- "$2" <<<"$1" || fail "expected '$2' in: $1"; }
 
 "$K" trace --help | grep -q -- "--sort-window" || fail "help lists the shaping flags"
 "$K" help trace | grep -q "usage: kvsim trace" || fail "kvsim help trace"
@@ -86,4 +83,4 @@ has "$j" '"requests": 5'
 j=$("$K" trace "$tmp/a.jsonl" --json)
 has "$j" '"format": "native-jsonl"'
 has "$j" '"total": 1609464'
-echo "cli trace: ok"
+finish "cli trace"

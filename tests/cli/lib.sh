@@ -1,0 +1,62 @@
+# tests/cli/lib.sh - sourced by the CLI tests: $KVSIM checked, a temp dir
+# ($tmp) removed on exit, a failure count, and the helpers below.  A failed
+# check is counted and reported, and the script goes on; finish exits 1 when
+# any check failed.
+KVSIM="${KVSIM:?KVSIM must point at the kvsim binary}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# has TEXT NEEDLE [WHAT]: NEEDLE occurs literally in TEXT
+has() {
+	case "$1" in
+	*"$2"*) ;;
+	*) fail "${3:-check}: missing '$2' in: $(printf '%s' "$1" | head -c 600)" ;;
+	esac
+}
+
+# Extra arguments kvs_run appends to every command (none by default).
+extra=()
+# kvs_scaled_limit N: under sanitizers (KVS_TEST_SCALE below 1) commands
+# read only the first N requests of their trace.
+kvs_scaled_limit() {
+	case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) extra=(--limit "$1") ;; esac
+}
+
+# kvs_run CMD WANT ARGS...: runs kvsim CMD ARGS... (and $extra), keeps stdout
+# in $out and stderr in $err; a failure unless it exits WANT.
+kvs_run() {
+	local cmd=$1 want=$2
+	shift 2
+	"$KVSIM" "$cmd" "$@" ${extra[@]+"${extra[@]}"} >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	out=$(cat "$tmp/out")
+	err=$(cat "$tmp/err")
+	if [ "$rc" -ne "$want" ]; then
+		fail "kvsim $cmd $* exited $rc, expected $want; stderr: $(head -c 600 "$tmp/err")"
+		return 1
+	fi
+	return 0
+}
+
+# expect WANT PATTERN ARGS...: kvsim ARGS... exits WANT and prints the
+# extended regular expression PATTERN on stdout or stderr.
+expect() {
+	local want=$1 pat=$2
+	shift 2
+	"$KVSIM" "$@" >"$tmp/out" 2>&1
+	local rc=$?
+	[ "$rc" -eq "$want" ] || fail "kvsim $* exited $rc, expected $want: $(head -c 400 "$tmp/out")"
+	grep -qE -- "$pat" "$tmp/out" || fail "kvsim $*: no '$pat' in: $(head -c 400 "$tmp/out")"
+}
+
+# finish NAME: the summary line; exit 1 when a check failed.
+finish() {
+	if [ "$fails" -ne 0 ]; then
+		echo "$1: $fails failure(s)" >&2
+		exit 1
+	fi
+	echo "$1: all checks passed"
+}
