@@ -41,12 +41,7 @@ static uint32_t below(uint32_t n)
 
 static uint64_t num_ops(void)
 {
-	const char *s = getenv("KVS_TEST_SCALE");
-	double scale = s ? atof(s) : 1.0;
-	if (!(scale > 0))
-		scale = 1.0;
-	uint64_t n = (uint64_t)(1000000.0 * scale);
-	return n < 1000 ? 1000 : n;
+	return kvs_test_scaled(1000000, 1000);
 }
 
 #define MAXS 24          /* live sequences at most */

@@ -11,13 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static double scale(void)
-{
-	const char *s = getenv("KVS_TEST_SCALE");
-	double x = s ? atof(s) : 1.0;
-	return x > 0 && x <= 1 ? x : 1.0;
-}
-
 typedef struct gstats {
 	uint64_t n;
 	double first, last, gap_mean, gap_m2;
@@ -118,7 +111,7 @@ static void test_poisson(void **state)
 	(void)state;
 	kvs_gen_opts o;
 	kvs_gen_opts_defaults(&o);
-	o.requests = (uint64_t)(20000 * scale());
+	o.requests = kvs_test_scaled(20000, 1);
 	o.rate = 10;
 	o.seed = 42;
 	gstats s;
@@ -138,7 +131,7 @@ static void test_gamma_and_constant(void **state)
 	(void)state;
 	kvs_gen_opts o;
 	kvs_gen_opts_defaults(&o);
-	o.requests = (uint64_t)(40000 * scale());
+	o.requests = kvs_test_scaled(40000, 1);
 	o.arrival = KVS_ARRIVAL_GAMMA;
 	o.rate = 5;
 	o.cv = 3;
@@ -167,7 +160,7 @@ static void test_lengths(void **state)
 	(void)state;
 	kvs_gen_opts o;
 	kvs_gen_opts_defaults(&o);
-	o.requests = (uint64_t)(20000 * scale());
+	o.requests = kvs_test_scaled(20000, 1);
 	o.seed = 3;
 	assert_int_equal(kvs_gen_dist_parse("uniform:100:200", &o.prompt), KVS_OK);
 	assert_int_equal(kvs_gen_dist_parse("fixed:77", &o.output), KVS_OK);
@@ -262,7 +255,7 @@ static void test_shared_prefix(void **state)
 	(void)state;
 	kvs_gen_opts o;
 	kvs_gen_opts_defaults(&o);
-	o.requests = (uint64_t)(10000 * scale());
+	o.requests = kvs_test_scaled(10000, 1);
 	o.seed = 5;
 	o.prefix_tokens = 512;
 	o.prefix_fraction = 0.5;

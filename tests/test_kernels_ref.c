@@ -40,16 +40,9 @@ static float rng_unit(void)   /* uniform in [-1, 1) */
 	return (float)((double)(rng_next() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
-static double test_scale(void)
-{
-	const char *s = getenv("KVS_TEST_SCALE");
-	double x = s ? atof(s) : 1.0;
-	return x > 0 ? x : 1.0;
-}
-
 static int trials(int n)
 {
-	int t = (int)(n * test_scale() + 0.5);
+	int t = (int)(n * kvs_test_scale() + 0.5);
 	return t < 1 ? 1 : t;
 }
 
