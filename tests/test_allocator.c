@@ -6,8 +6,7 @@
  * Geometry of most tests: 100 bytes per token, 4 tokens per block (400
  * bytes), budget 10 blocks + 50 bytes = 4050 bytes, max_model_len 64.
  */
-#include "test_util.h"
-#include "kvsim/alloc.h"
+#include "alloc_fixture.h"
 
 #include <math.h>
 #include <string.h>
@@ -28,32 +27,6 @@ static kvs_alloc_config cfg_paged(void)
 	return c;
 }
 
-static kvs_alloc *make(const kvs_alloc_config *c)
-{
-	kvs_alloc *a = NULL;
-	assert_int_equal(kvs_alloc_create(c, &a), KVS_OK);
-	assert_non_null(a);
-	assert_true(kvs_alloc_is_valid(a));
-	return a;
-}
-
-static kvs_seq_desc desc(kvs_seq_id id, uint32_t prompt, uint32_t output)
-{
-	kvs_seq_desc d = { .seq = id, .prompt_tokens = prompt,
-			   .output_tokens = output };
-	return d;
-}
-
-static void admit_ok(kvs_alloc *a, kvs_seq_id id, uint32_t prompt,
-		     uint32_t output)
-{
-	kvs_seq_desc d = desc(id, prompt, output);
-	uint32_t cached = 99;
-	assert_int_equal(kvs_alloc_admit(a, &d, &cached), KVS_OK);
-	assert_int_equal(cached, 0);
-	assert_true(kvs_alloc_is_valid(a));
-}
-
 static void grow_ok(kvs_alloc *a, kvs_seq_id id, uint32_t n)
 {
 	const kvs_block_copy *c;
@@ -66,16 +39,7 @@ static void grow_ok(kvs_alloc *a, kvs_seq_id id, uint32_t n)
 static void expect_parts(const kvs_alloc *a, uint64_t tok, uint64_t res,
 			 uint64_t internal, uint64_t cached, uint64_t free_b)
 {
-	kvs_mem_parts m;
-	kvs_alloc_account(a, NULL, &m);
-	assert_int_equal(m.token_states, tok);
-	assert_int_equal(m.reservation, res);
-	assert_int_equal(m.internal_frag, internal);
-	assert_int_equal(m.external_frag, 0);
-	assert_int_equal(m.cached_idle, cached);
-	assert_int_equal(m.free, free_b);
-	assert_int_equal(m.token_states + m.reservation + m.internal_frag +
-			 m.external_frag + m.cached_idle + m.free, BUDGET);
+	fx_expect_parts(a, NULL, BUDGET, tok, res, internal, 0, cached, free_b);
 }
 
 /* ---- names, defaults, hashes ----------------------------------------------- */
@@ -202,13 +166,13 @@ static void test_paged_grow_and_account(void **state)
 {
 	(void)state;
 	kvs_alloc_config c = cfg_paged();
-	kvs_alloc *a = make(&c);
+	kvs_alloc *a = fx_make(&c);
 	assert_int_equal(kvs_alloc_num_blocks(a), 10);
 	assert_int_equal(kvs_alloc_free_blocks(a), 10);
 	expect_parts(a, 0, 0, 50, 0, 4000);
 
 	/* prompt 6, output 4 (final 10): 2 blocks, nothing stored yet */
-	admit_ok(a, 1, 6, 4);
+	fx_admit_ok(a, 1, 6, 4);
 	assert_int_equal(kvs_alloc_len(a, 1), 0);
 	assert_int_equal(kvs_alloc_room(a, 1), 8);
 	assert_int_equal(kvs_alloc_free_blocks(a), 8);
@@ -251,7 +215,7 @@ static void test_paged_grow_and_account(void **state)
 	expect_parts(a, 0, 0, 50, 0, 4000);
 	assert_int_equal(kvs_alloc_num_seqs(a), 0);
 	/* freed last-first onto the stack: block 0 on top again */
-	admit_ok(a, 2, 1, 0);
+	fx_admit_ok(a, 2, 1, 0);
 	assert_int_equal(kvs_alloc_block_table(a, 2, &ids, &n), KVS_OK);
 	assert_int_equal(ids[0], 0);
 	kvs_alloc_destroy(a);
@@ -262,31 +226,31 @@ static void test_paged_admission(void **state)
 	(void)state;
 	kvs_alloc_config c = cfg_paged();
 	c.watermark = 0.2;                /* 2 of 10 blocks */
-	kvs_alloc *a = make(&c);
+	kvs_alloc *a = fx_make(&c);
 	kvs_admit_reason why;
-	kvs_seq_desc d = desc(1, 60, 5);  /* 65 > max_model_len 64 */
+	kvs_seq_desc d = fx_desc(1, 60, 5);  /* 65 > max_model_len 64 */
 	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NEVER);
 	assert_int_equal(why, KVS_REASON_EXCEEDS_MAX_LEN);
 	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_ERR_LIMIT);
-	d = desc(1, 30, 11);              /* 41 tokens > 40 slots */
+	d = fx_desc(1, 30, 11);              /* 41 tokens > 40 slots */
 	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NEVER);
 	assert_int_equal(why, KVS_REASON_EXCEEDS_BUDGET);
-	d = desc(1, 33, 0);               /* 9 blocks, 10 - 9 < watermark 2 */
+	d = fx_desc(1, 33, 0);               /* 9 blocks, 10 - 9 < watermark 2 */
 	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NEVER);
 	assert_int_equal(why, KVS_REASON_EXCEEDS_BUDGET);
 	/* paged admission needs only the prompt's blocks */
-	d = desc(1, 24, 16);              /* 6 blocks now, 40 tokens final */
+	d = fx_desc(1, 24, 16);              /* 6 blocks now, 40 tokens final */
 	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NOW);
 	assert_int_equal(why, KVS_REASON_NONE);
 	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_OK);
-	d = desc(2, 12, 0);               /* 3 blocks: 4 free, 1 < 2 left */
+	d = fx_desc(2, 12, 0);               /* 3 blocks: 4 free, 1 < 2 left */
 	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_LATER);
 	assert_int_equal(why, KVS_REASON_WATERMARK);
 	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_ERR_NOSPACE);
-	d = desc(2, 20, 0);               /* 5 blocks > 4 free */
+	d = fx_desc(2, 20, 0);               /* 5 blocks > 4 free */
 	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_LATER);
 	assert_int_equal(why, KVS_REASON_NO_FREE_BLOCKS);
-	d = desc(2, 8, 0);                /* 2 blocks, 2 left = watermark */
+	d = fx_desc(2, 8, 0);                /* 2 blocks, 2 left = watermark */
 	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NOW);
 	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_OK);
 	/* running sequences may dip into the watermark */
@@ -308,16 +272,16 @@ static void test_paged_misuse(void **state)
 {
 	(void)state;
 	kvs_alloc_config c = cfg_paged();
-	kvs_alloc *a = make(&c);
-	admit_ok(a, 7, 5, 5);
+	kvs_alloc *a = fx_make(&c);
+	fx_admit_ok(a, 7, 5, 5);
 	grow_ok(a, 7, 5);
 	kvs_mem_parts before, after;
 	kvs_alloc_account(a, NULL, &before);
-	kvs_seq_desc d = desc(7, 3, 3);
+	kvs_seq_desc d = fx_desc(7, 3, 3);
 	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_ERR_STATE);
-	d = desc(8, 0, 3);
+	d = fx_desc(8, 0, 3);
 	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_ERR_INVALID);
-	d = desc(8, 4, 3);
+	d = fx_desc(8, 4, 3);
 	d.num_block_hashes = 1;
 	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_ERR_INVALID);
 	assert_int_equal(kvs_alloc_grow(a, 99, 1, NULL, NULL), KVS_ERR_STATE);
@@ -350,8 +314,8 @@ static void test_paged_fork_cow(void **state)
 {
 	(void)state;
 	kvs_alloc_config c = cfg_paged();
-	kvs_alloc *a = make(&c);
-	admit_ok(a, 1, 6, 4);             /* final 10 */
+	kvs_alloc *a = fx_make(&c);
+	fx_admit_ok(a, 1, 6, 4);             /* final 10 */
 	grow_ok(a, 1, 6);                 /* blocks 0 (4), 1 (2 of 4) */
 	assert_int_equal(kvs_alloc_fork(a, 1, 2, 3), KVS_OK);   /* final 9 */
 	assert_true(kvs_alloc_is_valid(a));
@@ -392,7 +356,7 @@ static void test_paged_fork_cow(void **state)
 
 	/* fork before prefill shares empty blocks; the first writer gets
 	 * fresh blocks and no copy (nothing to copy) */
-	admit_ok(a, 3, 8, 0);
+	fx_admit_ok(a, 3, 8, 0);
 	assert_int_equal(kvs_alloc_fork(a, 3, 4, 2), KVS_OK);
 	assert_int_equal(kvs_alloc_grow(a, 4, 8, &cp, &nc), KVS_OK);
 	assert_int_equal(nc, 0);
@@ -413,10 +377,10 @@ static void test_paged_prefix_cache(void **state)
 	(void)state;
 	kvs_alloc_config c = cfg_paged();
 	c.enable_prefix_caching = true;
-	kvs_alloc *a = make(&c);
+	kvs_alloc *a = fx_make(&c);
 	uint64_t h[4];
 	hashes_for(h, 4, 1);
-	kvs_seq_desc d = desc(1, 10, 2);  /* 2 full prompt blocks + 2 tokens */
+	kvs_seq_desc d = fx_desc(1, 10, 2);  /* 2 full prompt blocks + 2 tokens */
 	d.block_hashes = h;
 	d.num_block_hashes = 4;           /* extra hashes are ignored */
 	uint32_t cached = 99;
@@ -450,7 +414,7 @@ static void test_paged_prefix_cache(void **state)
 	expect_parts(a, 800, 400, 50, 0, 2800);
 
 	/* a second live sharer: refcount 2 on the cached blocks */
-	kvs_seq_desc d3 = desc(3, 8, 1);  /* prompt = exactly 2 blocks */
+	kvs_seq_desc d3 = fx_desc(3, 8, 1);  /* prompt = exactly 2 blocks */
 	d3.block_hashes = h;
 	d3.num_block_hashes = 2;
 	assert_int_equal(kvs_alloc_admit(a, &d3, &cached), KVS_OK);
@@ -472,7 +436,7 @@ static void test_paged_prefix_cache(void **state)
 	/* eviction: fill every block; the idle cached ones go, tail first */
 	uint64_t g[9];
 	hashes_for(g, 9, 2);
-	kvs_seq_desc d4 = desc(4, 36, 0); /* 9 blocks: 8 free + 1 evicted */
+	kvs_seq_desc d4 = fx_desc(4, 36, 0); /* 9 blocks: 8 free + 1 evicted */
 	d4.block_hashes = g;
 	d4.num_block_hashes = 9;
 	assert_int_equal(kvs_alloc_free_blocks(a), 10);
@@ -492,10 +456,10 @@ static void test_paged_swap(void **state)
 	(void)state;
 	kvs_alloc_config c = cfg_paged();
 	c.swap_bytes = 3 * BS * B + 7;    /* 3 host blocks */
-	kvs_alloc *a = make(&c);
-	admit_ok(a, 1, 6, 4);
+	kvs_alloc *a = fx_make(&c);
+	fx_admit_ok(a, 1, 6, 4);
 	grow_ok(a, 1, 6);
-	admit_ok(a, 2, 12, 0);            /* 3 blocks, only 4 tokens written */
+	fx_admit_ok(a, 2, 12, 0);            /* 3 blocks, only 4 tokens written */
 	grow_ok(a, 2, 4);
 	const kvs_block_copy *cp;
 	size_t nc;
@@ -521,7 +485,7 @@ static void test_paged_swap(void **state)
 	assert_true(kvs_alloc_is_valid(a));
 	expect_parts(a, 0, 0, 50, 0, 4000);
 	/* host pool full now */
-	admit_ok(a, 3, 2, 0);
+	fx_admit_ok(a, 3, 2, 0);
 	grow_ok(a, 3, 2);
 	assert_int_equal(kvs_alloc_swap_out(a, 3, NULL, NULL), KVS_ERR_NOSPACE);
 	assert_true(kvs_alloc_can_swap_in(a, 1));
@@ -552,8 +516,8 @@ static void test_paged_pool_take_give(void **state)
 {
 	(void)state;
 	kvs_alloc_config c = cfg_paged();
-	kvs_alloc *a = make(&c);
-	admit_ok(a, 1, 4, 0);             /* block 0 */
+	kvs_alloc *a = fx_make(&c);
+	fx_admit_ok(a, 1, 4, 0);             /* block 0 */
 	kvs_block_id ids[12];
 	assert_int_equal(kvs_alloc_blocks_take(a, 3, ids), KVS_OK);
 	assert_true(kvs_alloc_is_valid(a));
@@ -579,7 +543,7 @@ static void test_paged_pool_take_give(void **state)
 	kvs_alloc_destroy(a);
 
 	c.policy = KVS_POLICY_ORACLE;
-	a = make(&c);
+	a = fx_make(&c);
 	assert_int_equal(kvs_alloc_blocks_take(a, 1, ids), KVS_ERR_UNSUPPORTED);
 	kvs_alloc_destroy(a);
 }
@@ -591,12 +555,12 @@ static void test_paged_pool_single(void **state)
 	(void)state;
 	kvs_alloc_config c = cfg_paged();
 	c.enable_prefix_caching = true;
-	kvs_alloc *a = make(&c);
+	kvs_alloc *a = fx_make(&c);
 	kvs_block_pool *pool = kvs_alloc_block_pool(a);
 	assert_non_null(pool);
 	uint64_t h[2];
 	hashes_for(h, 2, 1);
-	kvs_seq_desc d = desc(1, 9, 0);   /* 2 full prompt blocks + 1 token */
+	kvs_seq_desc d = fx_desc(1, 9, 0);   /* 2 full prompt blocks + 1 token */
 	d.block_hashes = h;
 	d.num_block_hashes = 2;
 	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_OK);
@@ -644,7 +608,7 @@ static void test_paged_pool_single(void **state)
 	assert_int_equal(kvs_block_pool_give1(pool, two[1]), KVS_OK);
 	assert_true(kvs_alloc_is_valid(a));
 	/* a block a sequence holds is not the pool's to give back */
-	admit_ok(a, 7, 1, 0);             /* takes block 2 off the top */
+	fx_admit_ok(a, 7, 1, 0);             /* takes block 2 off the top */
 	const kvs_block_id *t;
 	uint32_t n;
 	assert_int_equal(kvs_alloc_block_table(a, 7, &t, &n), KVS_OK);
@@ -662,7 +626,7 @@ static void test_paged_pool_single(void **state)
 
 	c = cfg_paged();
 	c.policy = KVS_POLICY_MAX;
-	a = make(&c);
+	a = fx_make(&c);
 	assert_null(kvs_alloc_block_pool(a));
 	kvs_alloc_destroy(a);
 }
@@ -673,7 +637,7 @@ static void test_paged_metadata(void **state)
 	kvs_alloc_config c = cfg_paged();
 	c.enable_prefix_caching = true;
 	c.budget_bytes = 1000u * BS * B;
-	kvs_alloc *a = make(&c);
+	kvs_alloc *a = fx_make(&c);
 	kvs_alloc_stats st;
 	kvs_alloc_get_stats(a, &st);
 	assert_true(st.block_metadata_bytes <= 32u * 1000u + 256u);

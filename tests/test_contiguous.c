@@ -6,8 +6,7 @@
  * Geometry: 10 bytes per token, budget 1005 bytes (100 tokens + 5 bytes
  * that no region can use), max_model_len 40.  Offsets below are in bytes.
  */
-#include "test_util.h"
-#include "kvsim/alloc.h"
+#include "alloc_fixture.h"
 
 #include <string.h>
 
@@ -23,28 +22,7 @@ static kvs_alloc *make(kvs_policy p, bool best_fit)
 	c.kv_bytes_per_token = B;
 	c.max_model_len = 40;
 	c.best_fit = best_fit;
-	kvs_alloc *a = NULL;
-	assert_int_equal(kvs_alloc_create(&c, &a), KVS_OK);
-	assert_true(kvs_alloc_is_valid(a));
-	return a;
-}
-
-static kvs_seq_desc desc(kvs_seq_id id, uint32_t prompt, uint32_t output)
-{
-	kvs_seq_desc d = { .seq = id, .prompt_tokens = prompt,
-			   .output_tokens = output };
-	return d;
-}
-
-static void admit_ok(kvs_alloc *a, kvs_seq_id id, uint32_t prompt,
-		     uint32_t output)
-{
-	kvs_seq_desc d = desc(id, prompt, output);
-	uint32_t cached = 99;
-	assert_int_equal(kvs_alloc_admit(a, &d, &cached), KVS_OK);
-	assert_int_equal(cached, 0);
-	assert_int_equal(kvs_alloc_len(a, id), 0);
-	assert_true(kvs_alloc_is_valid(a));
+	return fx_make(&c);
 }
 
 static void release_ok(kvs_alloc *a, kvs_seq_id id)
@@ -56,15 +34,7 @@ static void release_ok(kvs_alloc *a, kvs_seq_id id)
 static void expect(const kvs_alloc *a, const kvs_seq_desc *next, uint64_t tok,
 		   uint64_t res, uint64_t internal, uint64_t ext, uint64_t free_b)
 {
-	kvs_mem_parts m;
-	kvs_alloc_account(a, next, &m);
-	assert_int_equal(m.token_states, tok);
-	assert_int_equal(m.reservation, res);
-	assert_int_equal(m.internal_frag, internal);
-	assert_int_equal(m.external_frag, ext);
-	assert_int_equal(m.cached_idle, 0);
-	assert_int_equal(m.free, free_b);
-	assert_int_equal(tok + res + internal + ext + free_b, BUDGET);
+	fx_expect_parts(a, next, BUDGET, tok, res, internal, ext, 0, free_b);
 }
 
 static void test_oracle_first_fit(void **state)
@@ -72,9 +42,9 @@ static void test_oracle_first_fit(void **state)
 	(void)state;
 	kvs_alloc *a = make(KVS_POLICY_ORACLE, false);
 	expect(a, NULL, 0, 0, 0, 0, BUDGET);
-	admit_ok(a, 1, 10, 5);            /* [0, 150) */
-	admit_ok(a, 2, 20, 10);           /* [150, 450) */
-	admit_ok(a, 3, 5, 5);             /* [450, 550) */
+	fx_admit_ok(a, 1, 10, 5);            /* [0, 150) */
+	fx_admit_ok(a, 2, 20, 10);           /* [150, 450) */
+	fx_admit_ok(a, 3, 5, 5);             /* [450, 550) */
 	expect(a, NULL, 0, 550, 0, 0, 455);
 	assert_int_equal(kvs_alloc_grow(a, 1, 12, NULL, NULL), KVS_OK);
 	assert_int_equal(kvs_alloc_room(a, 1), 3);
@@ -86,9 +56,9 @@ static void test_oracle_first_fit(void **state)
 	assert_true(kvs_alloc_is_valid(a));
 
 	release_ok(a, 2);                 /* holes [150,450) [550,1005) */
-	admit_ok(a, 4, 30, 5);            /* 350: first fit skips 300 -> 550 */
+	fx_admit_ok(a, 4, 30, 5);            /* 350: first fit skips 300 -> 550 */
 	/* holes 300 and 105; a waiting request of 32 tokens fits neither */
-	kvs_seq_desc next = desc(9, 30, 2);
+	kvs_seq_desc next = fx_desc(9, 30, 2);
 	expect(a, &next, 120, 480, 0, 405, 0);
 	/* with no waiting request only holes below one token count */
 	expect(a, NULL, 120, 480, 0, 0, 405);
@@ -96,17 +66,17 @@ static void test_oracle_first_fit(void **state)
 	assert_int_equal(kvs_alloc_can_admit(a, &next, &why), KVS_ADMIT_LATER);
 	assert_int_equal(why, KVS_REASON_NO_HOLE);
 	assert_int_equal(kvs_alloc_admit(a, &next, NULL), KVS_ERR_NOSPACE);
-	kvs_seq_desc big = desc(9, 35, 6);
+	kvs_seq_desc big = fx_desc(9, 35, 6);
 	assert_int_equal(kvs_alloc_can_admit(a, &big, &why), KVS_ADMIT_NEVER);
 	assert_int_equal(why, KVS_REASON_EXCEEDS_MAX_LEN);
 
-	admit_ok(a, 5, 20, 5);            /* 250 into [150,450) -> [400,450) */
-	kvs_seq_desc d16 = desc(9, 16, 0);
+	fx_admit_ok(a, 5, 20, 5);            /* 250 into [150,450) -> [400,450) */
+	kvs_seq_desc d16 = fx_desc(9, 16, 0);
 	assert_int_equal(kvs_alloc_can_admit(a, &d16, &why), KVS_ADMIT_LATER);
 	assert_int_equal(why, KVS_REASON_NO_FREE_BYTES);
-	admit_ok(a, 6, 10, 0);            /* 100: only [900,1005) fits */
+	fx_admit_ok(a, 6, 10, 0);            /* 100: only [900,1005) fits */
 	/* holes: [400,450) 50 and [1000,1005) 5 */
-	kvs_seq_desc d5 = desc(9, 5, 0);
+	kvs_seq_desc d5 = fx_desc(9, 5, 0);
 	expect(a, &d5, 120, 480 + 250 + 100, 0, 5, 50);
 
 	release_ok(a, 1);
@@ -116,7 +86,7 @@ static void test_oracle_first_fit(void **state)
 	release_ok(a, 5);
 	expect(a, NULL, 0, 0, 0, 0, BUDGET);
 	/* coalesced back into one hole: the largest request fits */
-	admit_ok(a, 7, 40, 0);
+	fx_admit_ok(a, 7, 40, 0);
 	kvs_alloc_destroy(a);
 }
 
@@ -125,14 +95,14 @@ static void test_best_fit(void **state)
 	(void)state;
 	for (int best = 0; best <= 1; best++) {
 		kvs_alloc *a = make(KVS_POLICY_ORACLE, best);
-		admit_ok(a, 1, 20, 0);    /* [0,200) */
-		admit_ok(a, 2, 10, 0);    /* [200,300) */
-		admit_ok(a, 3, 15, 0);    /* [300,450) */
-		admit_ok(a, 4, 10, 0);    /* [450,550) */
+		fx_admit_ok(a, 1, 20, 0);    /* [0,200) */
+		fx_admit_ok(a, 2, 10, 0);    /* [200,300) */
+		fx_admit_ok(a, 3, 15, 0);    /* [300,450) */
+		fx_admit_ok(a, 4, 10, 0);    /* [450,550) */
 		release_ok(a, 1);
 		release_ok(a, 3);         /* holes 200, 150, 455 */
-		admit_ok(a, 5, 14, 0);    /* 140 */
-		kvs_seq_desc next = desc(9, 10, 5);   /* 150 */
+		fx_admit_ok(a, 5, 14, 0);    /* 140 */
+		kvs_seq_desc next = fx_desc(9, 10, 5);   /* 150 */
 		kvs_mem_parts m;
 		kvs_alloc_account(a, &next, &m);
 		/* first fit: [140,200) is too small; best fit: [440,450) */
@@ -145,12 +115,12 @@ static void test_max_policy(void **state)
 {
 	(void)state;
 	kvs_alloc *a = make(KVS_POLICY_MAX, false);
-	admit_ok(a, 1, 10, 5);            /* 40 tokens reserved */
+	fx_admit_ok(a, 1, 10, 5);            /* 40 tokens reserved */
 	/* 15 tokens to come, 25 never used */
 	expect(a, NULL, 0, 150, 250, 0, 605);
-	admit_ok(a, 2, 1, 0);
+	fx_admit_ok(a, 2, 1, 0);
 	kvs_admit_reason why;
-	kvs_seq_desc d = desc(3, 1, 0);
+	kvs_seq_desc d = fx_desc(3, 1, 0);
 	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_LATER);
 	assert_int_equal(why, KVS_REASON_NO_FREE_BYTES);
 	/* every request needs 400 bytes: the 205-byte tail is unusable */
@@ -183,7 +153,7 @@ static void test_pow2_policy(void **state)
 	};
 	for (size_t i = 0; i < KVS_ARRAY_LEN(cases); i++) {
 		kvs_alloc *a = make(KVS_POLICY_POW2, false);
-		admit_ok(a, 1, cases[i].prompt, cases[i].output);
+		fx_admit_ok(a, 1, cases[i].prompt, cases[i].output);
 		uint32_t final_len = cases[i].prompt + cases[i].output;
 		expect(a, NULL, 0, final_len * B,
 		       (cases[i].region - final_len) * B, 0,
@@ -197,7 +167,7 @@ static void test_fork_and_unsupported(void **state)
 {
 	(void)state;
 	kvs_alloc *a = make(KVS_POLICY_ORACLE, false);
-	admit_ok(a, 1, 10, 5);
+	fx_admit_ok(a, 1, 10, 5);
 	assert_int_equal(kvs_alloc_grow(a, 1, 10, NULL, NULL), KVS_OK);
 	assert_int_equal(kvs_alloc_fork(a, 1, 2, 3), KVS_OK);  /* 13 tokens */
 	assert_true(kvs_alloc_is_valid(a));
@@ -224,8 +194,8 @@ static void test_fork_and_unsupported(void **state)
 	assert_int_equal(kvs_alloc_release(a, 1), KVS_ERR_STATE);
 	release_ok(a, 2);
 	/* a fork that finds no hole fails and leaves no trace */
-	admit_ok(a, 3, 30, 10);           /* 400 */
-	admit_ok(a, 4, 30, 10);           /* 400 */
+	fx_admit_ok(a, 3, 30, 10);           /* 400 */
+	fx_admit_ok(a, 4, 30, 10);           /* 400 */
 	assert_int_equal(kvs_alloc_grow(a, 3, 30, NULL, NULL), KVS_OK);
 	assert_int_equal(kvs_alloc_fork(a, 3, 5, 10), KVS_ERR_NOSPACE);
 	assert_int_equal(kvs_alloc_len(a, 5), 0);

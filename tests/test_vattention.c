@@ -6,8 +6,7 @@
  * pages = 64 tokens per page; a page group (one page per tensor) is
  * 256 KiB; budget 10 groups + 1000 bytes; max_model_len 1024.
  */
-#include "test_util.h"
-#include "kvsim/alloc.h"
+#include "alloc_fixture.h"
 
 #include <string.h>
 
@@ -31,33 +30,17 @@ static kvs_alloc_config cfg(void)
 	return c;
 }
 
-static kvs_alloc *make(const kvs_alloc_config *c)
-{
-	kvs_alloc *a = NULL;
-	assert_int_equal(kvs_alloc_create(c, &a), KVS_OK);
-	assert_true(kvs_alloc_is_valid(a));
-	return a;
-}
-
 static void expect(const kvs_alloc *a, uint64_t budget, uint64_t tok,
 		   uint64_t res, uint64_t internal, uint64_t free_b)
 {
-	kvs_mem_parts m;
-	kvs_alloc_account(a, NULL, &m);
-	assert_int_equal(m.token_states, tok);
-	assert_int_equal(m.reservation, res);
-	assert_int_equal(m.internal_frag, internal);
-	assert_int_equal(m.external_frag, 0);
-	assert_int_equal(m.cached_idle, 0);
-	assert_int_equal(m.free, free_b);
-	assert_int_equal(tok + res + internal + free_b, budget);
+	fx_expect_parts(a, NULL, budget, tok, res, internal, 0, 0, free_b);
 }
 
 static void test_on_demand_pages(void **state)
 {
 	(void)state;
 	kvs_alloc_config c = cfg();
-	kvs_alloc *a = make(&c);
+	kvs_alloc *a = fx_make(&c);
 	assert_int_equal(kvs_alloc_num_blocks(a), 10);
 	expect(a, BUDGET, 0, 0, 1000, 10ull * GROUP);
 	kvs_seq_desc d = { .seq = 1, .prompt_tokens = 100, .output_tokens = 50 };
@@ -90,7 +73,7 @@ static void test_page_tail_waste(void **state)
 	kvs_alloc_config c = cfg();
 	c.kv_bytes_per_token = 4000;
 	c.budget_bytes = 3ull * GROUP;
-	kvs_alloc *a = make(&c);
+	kvs_alloc *a = fx_make(&c);
 	kvs_seq_desc d = { .seq = 1, .prompt_tokens = 65, .output_tokens = 0 };
 	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_OK);
 	assert_int_equal(kvs_alloc_grow(a, 1, 65, NULL, NULL), KVS_OK);
@@ -107,7 +90,7 @@ static void test_admission(void **state)
 	(void)state;
 	kvs_alloc_config c = cfg();
 	c.watermark = 0.1;                /* 1 group */
-	kvs_alloc *a = make(&c);
+	kvs_alloc *a = fx_make(&c);
 	kvs_admit_reason why;
 	kvs_seq_desc d = { .seq = 1, .prompt_tokens = 1000, .output_tokens = 25 };
 	assert_int_equal(kvs_alloc_can_admit(a, &d, &why), KVS_ADMIT_NEVER);
@@ -147,7 +130,7 @@ static void test_fork_copies(void **state)
 {
 	(void)state;
 	kvs_alloc_config c = cfg();
-	kvs_alloc *a = make(&c);
+	kvs_alloc *a = fx_make(&c);
 	kvs_seq_desc d = { .seq = 1, .prompt_tokens = 70, .output_tokens = 10 };
 	assert_int_equal(kvs_alloc_admit(a, &d, NULL), KVS_OK);
 	assert_int_equal(kvs_alloc_grow(a, 1, 70, NULL, NULL), KVS_OK);
