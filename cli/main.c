@@ -7,6 +7,7 @@
 #include "kvs_config.h"
 #include "cli.h"
 
+#include <errno.h>
 #include <string.h>
 
 typedef int (*kvs_cmd_fn)(int argc, char **argv);
@@ -65,6 +66,20 @@ static void usage(FILE *f)
 		"Run 'kvsim COMMAND --help' for the options of a command.\n");
 }
 
+/* A table or JSON that could not reach standard output (a full disk, a
+ * closed pipe) is a failure, not a silent success. */
+static int finish(const char *name, int rc)
+{
+	errno = 0;
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "kvsim %s: standard output: write failed%s%s\n", name,
+			errno ? ": " : "", errno ? strerror(errno) : "");
+		if (rc == KVS_EXIT_OK)
+			rc = KVS_EXIT_FAIL;
+	}
+	return rc;
+}
+
 static const struct command *find(const char *name)
 {
 	for (size_t i = 0; i < KVS_ARRAY_LEN(commands); i++)
@@ -100,7 +115,7 @@ int main(int argc, char **argv)
 			return KVS_EXIT_USAGE;
 		}
 		char *hargv[] = { argv[2], (char *)"--help", NULL };
-		return c->fn(2, hargv);
+		return finish(c->name, c->fn(2, hargv));
 	}
 	const struct command *c = find(name);
 	if (!c) {
@@ -108,5 +123,5 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return KVS_EXIT_USAGE;
 	}
-	return c->fn(argc - 1, argv + 1);
+	return finish(c->name, c->fn(argc - 1, argv + 1));
 }
