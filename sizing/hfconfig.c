@@ -10,9 +10,11 @@
  */
 #include "sizing_internal.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct cfg {
 	const char *path;
@@ -233,12 +235,18 @@ kvs_status kvs_model_from_json_file(const char *path, kvs_model *out)
 {
 	if (!path || !*path)
 		return kvs_fail(KVS_ERR_INVALID, "empty config path");
+	struct stat sb;
+	if (stat(path, &sb) != 0)
+		return kvs_fail(KVS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+	if (S_ISDIR(sb.st_mode))
+		return kvs_fail(KVS_ERR_IO, "%s: is a directory, expected a config.json file",
+				path);
 	json_error_t jerr;
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
 		FILE *f = fopen(path, "rb");
 		if (!f)
-			return kvs_fail(KVS_ERR_IO, "%s: cannot open: %s", path, jerr.text);
+			return kvs_fail(KVS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
 		fclose(f);
 		return kvs_fail(KVS_ERR_PARSE, "%s:%d:%d: %s", path, jerr.line,
 				jerr.column, jerr.text);
