@@ -250,7 +250,16 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		c->cfg.seed = o->seed;
 	o->block_size = d->block_size ? d->block_size : 16;
 	uint64_t mml = d->max_model_len ? d->max_model_len : d->model.max_position_embeddings;
-	o->max_model_len = mml > UINT32_MAX ? UINT32_MAX : (uint32_t)mml;
+	if (mml > UINT32_MAX) {
+		/* the simulator counts a sequence's tokens in 32 bits */
+		fprintf(stderr, "kvsim %s: %s %llu is beyond the simulator's %lu tokens per "
+			"sequence; give a smaller --max-model-len\n", cmd,
+			d->max_model_len ? "--max-model-len" : "the model's max_position_embeddings",
+			(unsigned long long)mml, (unsigned long)UINT32_MAX);
+		c->fail_exit = KVS_EXIT_USAGE;
+		return false;
+	}
+	o->max_model_len = (uint32_t)mml;
 	return true;
 }
 
@@ -631,14 +640,35 @@ static void on_request_row(void *ctx, const kvs_sim_request_record *r)
 	kvs_sim_request_csv_row(rc->f, r);
 }
 
-static int write_timeseries(const char *cmd, const char *path,
-			    kvs_sim_result *const *res, size_t n)
+/* An output named by a flag: "-" is standard output; the message names the
+ * flag, the path and the reason. */
+static FILE *out_open(const char *cmd, const char *flag, const char *path)
 {
-	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-	if (!f) {
-		fprintf(stderr, "kvsim %s: --timeseries: %s: cannot write\n", cmd, path);
-		return KVS_EXIT_FAIL;
-	}
+	if (strcmp(path, "-") == 0)
+		return stdout;
+	FILE *f = fopen(path, "w");
+	if (!f)
+		fprintf(stderr, "kvsim %s: %s: %s: cannot write: %s\n", cmd, flag, path,
+			strerror(errno));
+	return f;
+}
+
+/* Flush and close (standard output is only flushed); false, with the
+ * message printed unless quiet, when any write failed. */
+static bool out_close(const char *cmd, const char *flag, const char *path, FILE *f,
+		      bool quiet)
+{
+	errno = 0;
+	bool bad = ferror(f) != 0;
+	bad |= f != stdout ? fclose(f) != 0 : fflush(f) != 0;
+	if (bad && !quiet)
+		fprintf(stderr, "kvsim %s: %s: %s: write failed%s%s\n", cmd, flag, path,
+			errno ? ": " : "", errno ? strerror(errno) : "");
+	return !bad;
+}
+
+static void write_timeseries(FILE *f, kvs_sim_result *const *res, size_t n)
+{
 	fprintf(f, "policy,t_s,token_states_pct,reservation_pct,internal_fragmentation_pct,"
 		   "external_fragmentation_pct,cached_idle_pct,free_pct,running,waiting\n");
 	for (size_t i = 0; i < n; i++) {
@@ -652,16 +682,6 @@ static int write_timeseries(const char *cmd, const char *path,
 				s[k].mem.cached_idle, s[k].mem.free, s[k].running,
 				(unsigned long long)s[k].waiting);
 	}
-	bool bad = ferror(f) != 0;
-	if (f != stdout)
-		bad |= fclose(f) != 0;
-	else
-		bad |= fflush(f) != 0;
-	if (bad) {
-		fprintf(stderr, "kvsim %s: --timeseries: %s: write failed\n", cmd, path);
-		return KVS_EXIT_FAIL;
-	}
-	return KVS_EXIT_OK;
 }
 
 /* ---- --json and --report --------------------------------------------------- */
@@ -858,11 +878,15 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		return KVS_EXIT_FAIL;
 
 	int rc = KVS_EXIT_OK;
+	/* the output files open now, so that a bad path fails before the runs */
 	req_csv rcsv = { NULL, NULL };
+	FILE *tsf = NULL;
+	if (tscsv && !(tsf = out_open(cmd, "--timeseries", tscsv)))
+		return KVS_EXIT_FAIL;
 	if (reqcsv) {
-		rcsv.f = strcmp(reqcsv, "-") == 0 ? stdout : fopen(reqcsv, "w");
-		if (!rcsv.f) {
-			fprintf(stderr, "kvsim %s: --requests: %s: cannot write\n", cmd, reqcsv);
+		if (!(rcsv.f = out_open(cmd, "--requests", reqcsv))) {
+			if (tsf)
+				out_close(cmd, "--timeseries", tscsv, tsf, true);
 			return KVS_EXIT_FAIL;
 		}
 		fputs("policy,", rcsv.f);
@@ -874,8 +898,10 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	kvs_status st = KVS_OK;
 	if (strcmp(path, "-") == 0 && (st = kvs_request_set_load(path, &topts, &set)) != KVS_OK) {
 		kvs_cli_report_error(cmd, st);
-		if (rcsv.f && rcsv.f != stdout)
-			fclose(rcsv.f);
+		if (tsf)
+			out_close(cmd, "--timeseries", tscsv, tsf, true);
+		if (rcsv.f)
+			out_close(cmd, "--requests", reqcsv, rcsv.f, true);
 		return KVS_EXIT_FAIL;
 	}
 	kvs_sim_result *res[KVS_POLICY_COUNT_] = { 0 };
@@ -941,16 +967,16 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			json_decref(doc);
 		}
 	}
-	if (rc == KVS_EXIT_OK && tscsv)
-		rc = write_timeseries(cmd, tscsv, res, nres);
-	if (rcsv.f) {
-		bool bad = ferror(rcsv.f) != 0;
-		bad |= rcsv.f != stdout ? fclose(rcsv.f) != 0 : fflush(rcsv.f) != 0;
-		if (bad && rc == KVS_EXIT_OK) {
-			fprintf(stderr, "kvsim %s: --requests: %s: write failed\n", cmd, reqcsv);
+	if (tsf) {
+		if (rc == KVS_EXIT_OK)
+			write_timeseries(tsf, res, nres);
+		if (!out_close(cmd, "--timeseries", tscsv, tsf, rc != KVS_EXIT_OK) &&
+		    rc == KVS_EXIT_OK)
 			rc = KVS_EXIT_FAIL;
-		}
 	}
+	if (rcsv.f && !out_close(cmd, "--requests", reqcsv, rcsv.f, rc != KVS_EXIT_OK) &&
+	    rc == KVS_EXIT_OK)
+		rc = KVS_EXIT_FAIL;
 	for (size_t i = 0; i < nres; i++)
 		kvs_sim_result_destroy(res[i]);
 	kvs_request_set_destroy(set);

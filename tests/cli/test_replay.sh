@@ -176,4 +176,33 @@ run 1 "$tmp/bad.csv" -q && has "$err" "bad.csv:3" "malformed line names file and
 printf 'num_tokens,context_tokens,step_time_s\n1,2,0.01\n' >"$tmp/short.csv"
 run 2 -q --step-time-table "$tmp/short.csv" && has "$err" "at least 3" "table too short"
 
+# ---- hostile inputs and outputs: a clear message, never a crash ------------------------
+: >"$tmp/empty.csv"
+run 1 -q "$tmp/empty.csv" && has "$err" "empty file" "empty trace"
+run 1 -q /dev/null && has "$err" "/dev/null: empty file" "/dev/null trace"
+mkdir -p "$tmp/adir"
+run 1 -q "$tmp/adir" && has "$err" "Is a directory" "directory as trace"
+head -c 4096 /dev/zero | tr '\0' 'x' >"$tmp/noline.csv"
+run 1 -q "$tmp/noline.csv" && has "$err" "noline.csv:1" "junk names the line"
+run 2 -q "$tmp/tiny.csv" --max-model-len 4294967296 &&
+	has "$err" "--max-model-len 4294967296 is beyond the simulator's 4294967295 tokens" "max_model_len past 32 bits"
+run 2 -q "$tmp/tiny.csv" --tp 3 && has "$err" "does not divide" "tp 3 on 32 heads"
+run 2 -q "$tmp/tiny.csv" --block-size 0 && has "$err" "--block-size" "block size 0"
+run 2 -q "$tmp/tiny.csv" --watermark nan && has "$err" "--watermark: expected a number" "NaN watermark"
+run 2 -q "$tmp/tiny.csv" --slo-ttft inf && has "$err" "--slo-ttft: expected a number" "inf SLO"
+run 2 -q "$tmp/tiny.csv" --max-num-seqs 18446744073709551616 && has "$err" "--max-num-seqs" "huge seqs"
+run 1 -q "$tmp/tiny.csv" --json /nonexistent-dir/x.json &&
+	has "$err" "--json: /nonexistent-dir/x.json: cannot write: No such file or directory" "unwritable --json"
+run 1 -q "$tmp/tiny.csv" --timeseries /nonexistent-dir/x.csv &&
+	has "$err" "--timeseries: /nonexistent-dir/x.csv: cannot write: No such file or directory" "unwritable --timeseries"
+run 1 -q "$tmp/tiny.csv" --requests "$tmp/adir" &&
+	has "$err" "--requests: $tmp/adir: cannot write: Is a directory" "directory as --requests"
+if [ -w /dev/full ]; then
+	run 1 -q "$tmp/tiny.csv" --timeseries /dev/full && has "$err" "--timeseries: /dev/full: write failed" "full --timeseries"
+	run 1 -q "$tmp/tiny.csv" --requests /dev/full && has "$err" "--requests: /dev/full: write failed" "full --requests"
+	"$KVSIM" replay -q "$tmp/tiny.csv" >/dev/full 2>"$tmp/err"
+	[ $? -eq 1 ] || fail "replay to a full stdout exits 1"
+	has "$(cat "$tmp/err")" "standard output: write failed" "full stdout"
+fi
+
 finish "cli replay"
