@@ -28,7 +28,9 @@ kvs_status kvs_parse_bytes(const char *text, uint64_t *out)
 	errno = 0;
 	char *end;
 	double v = strtod(text, &end);
-	if (errno == ERANGE || !isfinite(v) || end == text)
+	/* decimal notation only: strtod would also take a hex float */
+	if (errno == ERANGE || !isfinite(v) || end == text ||
+	    strspn(text, "0123456789.eE+-") < (size_t)(end - text))
 		return kvs_fail(KVS_ERR_INVALID, "'%s' is not a size", text);
 	if (*end == '\0')
 		return kvs_fail(KVS_ERR_INVALID,
@@ -42,6 +44,9 @@ kvs_status kvs_parse_bytes(const char *text, uint64_t *out)
 			return kvs_fail(KVS_ERR_INVALID, "'%s' must be greater than zero", text);
 		if (bytes >= 18446744073709551616.0)
 			return kvs_fail(KVS_ERR_OVERFLOW, "'%s' does not fit in 64 bits", text);
+		/* 0 means "not given" to callers: a size that rounds to 0 is an error */
+		if (bytes < 0.5)
+			return kvs_fail(KVS_ERR_INVALID, "'%s' is less than one byte", text);
 		*out = (uint64_t)llround(bytes);
 		return KVS_OK;
 	}

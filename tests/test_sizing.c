@@ -629,6 +629,18 @@ static void test_parse_bytes(void **state)
 	assert_int_equal(kvs_parse_bytes("abc", &v), KVS_ERR_INVALID);
 	assert_int_equal(kvs_parse_bytes("99999999TB", &v), KVS_ERR_OVERFLOW);
 	assert_int_equal(kvs_parse_bytes("", &v), KVS_ERR_INVALID);
+	/* a size that rounds to 0 bytes would read as "not given" */
+	v = 7;
+	assert_int_equal(kvs_parse_bytes("0.4B", &v), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "less than one byte"));
+	assert_int_equal(kvs_parse_bytes("1e-30GB", &v), KVS_ERR_INVALID);
+	assert_int_equal(v, 7);
+	assert_int_equal(kvs_parse_bytes("0.5B", &v), KVS_OK);
+	assert_int_equal(v, 1);
+	/* decimal only: no hex floats */
+	assert_int_equal(kvs_parse_bytes("0x10GB", &v), KVS_ERR_INVALID);
+	assert_int_equal(kvs_parse_bytes("1.5e3MB", &v), KVS_OK);
+	assert_int_equal(v, 1500000000ull);
 	kvs_dtype dt;
 	assert_int_equal(kvs_dtype_parse("bfloat16", &dt), KVS_OK);
 	assert_int_equal(dt, KVS_DTYPE_BF16);
