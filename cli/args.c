@@ -129,7 +129,8 @@ bool kvs_parse_u64(const char *s, uint64_t *out)
 
 bool kvs_parse_double(const char *s, double *out)
 {
-	if (!s || !*s)
+	/* decimal notation only: no hex floats, blanks, "inf" or "nan" */
+	if (!s || !*s || s[strspn(s, "0123456789+-.eE")] != '\0')
 		return false;
 	errno = 0;
 	char *end;

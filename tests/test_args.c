@@ -38,6 +38,11 @@ static void test_parse_numbers(void **state)
 	assert_false(kvs_parse_double("nan", &d));
 	assert_false(kvs_parse_double("1e999", &d));
 	assert_false(kvs_parse_double("", &d));
+	assert_false(kvs_parse_double("0x10", &d));
+	assert_false(kvs_parse_double(" 5", &d));
+	assert_false(kvs_parse_double("infinity", &d));
+	assert_true(kvs_parse_double("-2.5E-3", &d));
+	assert_true(d == -2.5e-3);
 }
 
 static void test_iterator(void **state)
