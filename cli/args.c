@@ -79,6 +79,15 @@ void kvs_args_unknown(kvs_args *it)
 			     it->flag, it->cmd);
 }
 
+bool kvs_args_no_value(kvs_args *it)
+{
+	if (it->inline_val) {
+		kvs_args_usage_error(it, "%s takes no value", it->flag);
+		return false;
+	}
+	return true;
+}
+
 bool kvs_args_help(const kvs_args *it)
 {
 	return kvs_args_is(it, "--help") || kvs_args_is(it, "-h");

@@ -53,6 +53,9 @@ bool kvs_args_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out);
 bool kvs_args_double(kvs_args *it, double min, double max, double *out);
 bool kvs_args_bytes(kvs_args *it, uint64_t *out);   /* "80GB", "79.2GiB" */
 
+/* A boolean flag: false, with a usage error, when it came as "--flag=value". */
+bool kvs_args_no_value(kvs_args *it);
+
 /* Is the current flag --help or -h? */
 bool kvs_args_help(const kvs_args *it);
 

@@ -20,15 +20,6 @@ void kvs_cli_sim_init(kvs_cli_sim *c)
 	c->fail_exit = KVS_EXIT_USAGE;
 }
 
-static bool no_value(kvs_args *it)
-{
-	if (it->inline_val) {
-		kvs_args_usage_error(it, "%s takes no value", it->flag);
-		return false;
-	}
-	return true;
-}
-
 static int parse_policies(kvs_args *it, kvs_cli_sim *c, bool one)
 {
 	const char *v = kvs_args_value(it);
@@ -114,13 +105,13 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 	if (kvs_args_is(it, "--max-num-batched-tokens"))
 		return kvs_args_u32(it, 1, 1u << 30, &g->max_num_batched_tokens) ? 1 : -1;
 	if (kvs_args_is(it, "--enable-prefix-caching")) {
-		if (!no_value(it))
+		if (!kvs_args_no_value(it))
 			return -1;
 		g->enable_prefix_caching = true;
 		return 1;
 	}
 	if (kvs_args_is(it, "--no-enable-prefix-caching")) {
-		if (!no_value(it))
+		if (!kvs_args_no_value(it))
 			return -1;
 		g->enable_prefix_caching = false;
 		return 1;
@@ -155,7 +146,7 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		return 1;
 	}
 	if (kvs_args_is(it, "--best-fit")) {
-		if (!no_value(it))
+		if (!kvs_args_no_value(it))
 			return -1;
 		g->best_fit = true;
 		return 1;
@@ -189,19 +180,19 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		return 1;
 	}
 	if (kvs_args_is(it, "--quiet") || kvs_args_is(it, "-q")) {
-		if (!no_value(it))
+		if (!kvs_args_no_value(it))
 			return -1;
 		c->quiet = true;
 		return 1;
 	}
 	if (kvs_args_is(it, "--no-fast-path")) {
-		if (!no_value(it))
+		if (!kvs_args_no_value(it))
 			return -1;
 		g->fast_path = false;
 		return 1;
 	}
 	if (kvs_args_is(it, "--wall-time")) {
-		if (!no_value(it))
+		if (!kvs_args_no_value(it))
 			return -1;
 		g->record_wall_time = true;
 		return 1;

@@ -72,10 +72,8 @@ int kvs_cli_trace_arg(kvs_args *it, kvs_trace_opts *o)
 		return 1;
 	}
 	if (kvs_args_is(it, "--skip-bad-lines") || kvs_args_is(it, "--keep-failed")) {
-		if (it->inline_val) {
-			kvs_args_usage_error(it, "%s takes no value", it->flag);
+		if (!kvs_args_no_value(it))
 			return -1;
-		}
 		if (kvs_args_is(it, "--skip-bad-lines"))
 			o->skip_bad_lines = true;
 		else

@@ -149,8 +149,10 @@ int kvs_cmd_gen(int argc, char **argv)
 		} else if (kvs_args_is(&it, "--hash-block")) {
 			ok = kvs_args_u32(&it, 1, 1u << 20, &o.hash_block_tokens);
 		} else if (kvs_args_is(&it, "--hashes")) {
+			ok = kvs_args_no_value(&it);
 			o.hashes = 1;
 		} else if (kvs_args_is(&it, "--no-hashes")) {
+			ok = kvs_args_no_value(&it);
 			o.hashes = 0;
 		} else if (kvs_args_is(&it, "--format")) {
 			fmt = kvs_args_value(&it);

@@ -79,7 +79,7 @@ int kvs_cmd_report(int argc, char **argv)
 		} else if (kvs_args_is(&it, "--height")) {
 			kvs_args_u32(&it, 180, 8192, &o.png_height);
 		} else if (kvs_args_is(&it, "--quiet") || kvs_args_is(&it, "-q")) {
-			quiet = true;
+			quiet = kvs_args_no_value(&it);
 		} else {
 			kvs_args_unknown(&it);
 		}

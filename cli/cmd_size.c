@@ -552,6 +552,8 @@ int kvs_cmd_size(int argc, char **argv)
 			return KVS_EXIT_OK;
 		}
 		if (kvs_args_is(&it, "--json")) {
+			if (!kvs_args_no_value(&it))
+				return KVS_EXIT_USAGE;
 			json = true;
 			continue;
 		}

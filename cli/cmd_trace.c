@@ -223,6 +223,8 @@ int kvs_cmd_trace(int argc, char **argv)
 		if (r > 0)
 			continue;
 		if (kvs_args_is(&it, "--json")) {
+			if (!kvs_args_no_value(&it))
+				return KVS_EXIT_USAGE;
 			json = true;
 		} else if (kvs_args_is(&it, "--block-size")) {
 			if (!kvs_args_u32(&it, 1, 1u << 20, &o.block_size))
@@ -243,8 +245,9 @@ int kvs_cmd_trace(int argc, char **argv)
 	kvs_trace *t;
 	kvs_status st = kvs_trace_open(path, &o, &t);
 	if (st != KVS_OK) {
+		/* options the trace cannot take are usage errors, as in replay */
 		kvs_cli_report_error("trace", st);
-		return KVS_EXIT_FAIL;
+		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
 	int rc;
 	if (out) {

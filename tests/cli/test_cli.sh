@@ -22,5 +22,25 @@ expect 2 '--report: missing value' compare --report --limit 5
 expect 2 '--max-num-seqs: expected a non-negative integer' replay --max-num-seqs abc
 expect 2 '--max-num-seqs' replay --max-num-seqs 0
 expect 2 '--gpu-mem' size --gpu-mem 80
+# boolean flags take no value; "--flag=value" is refused, never ignored
+expect 2 '--json takes no value' size --json=x
+expect 2 '--json takes no value' trace --json=yes
+expect 2 '--quiet takes no value' replay --quiet=1
+expect 2 '--hashes takes no value' gen --hashes=0
+# numbers: NaN, infinity, hex and past 2^64 are refused with the flag named
+for v in nan inf 0x10 18446744073709551616 -1 ''; do
+	expect 2 '--max-num-seqs' replay --max-num-seqs "$v"
+	expect 2 '--watermark' compare --watermark "$v"
+	expect 2 '--limit' trace --limit "$v"
+	expect 2 '--context' size --context "$v"
+done
+# results that cannot reach standard output fail, for every command
+if [ -w /dev/full ]; then
+	for c in size trace gen; do
+		"$KVSIM" "$c" >/dev/full 2>"$tmp/err"
+		[ $? -eq 1 ] || fail "kvsim $c to a full stdout does not exit 1"
+		grep -q 'write failed' "$tmp/err" || fail "kvsim $c to a full stdout: $(cat "$tmp/err")"
+	done
+fi
 
 finish "cli"

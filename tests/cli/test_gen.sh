@@ -49,5 +49,12 @@ set +e
 "$K" gen --bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown flag exits 2"
 "$K" gen --prefix-fraction 0.5 >/dev/null 2>&1; [ $? -eq 2 ] || fail "fraction without tokens exits 2"
 "$K" gen -o /nonexistent-dir/x.csv >/dev/null 2>&1; [ $? -eq 1 ] || fail "unwritable output exits 1"
+"$K" gen --requests 3 --hashes=yes >/dev/null 2>&1; [ $? -eq 2 ] || fail "--hashes=yes exits 2"
+"$K" gen --requests 3 --rate nan >/dev/null 2>&1; [ $? -eq 2 ] || fail "--rate nan exits 2"
+"$K" gen --requests 3 --rate 0x10 >/dev/null 2>&1; [ $? -eq 2 ] || fail "hex --rate exits 2"
+"$K" gen --requests 18446744073709551616 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--requests past 2^64 exits 2"
+"$K" gen --requests 3 --prompt-len fixed:4294967296 >/dev/null 2>&1; [ $? -eq 2 ] || fail "length past 2^32 exits 2"
+"$K" gen --requests 3 --prompt-len "trace:$tmp" >/dev/null 2>&1; [ $? -eq 1 ] || fail "directory as a length trace exits 1"
+"$K" gen --requests 3 -o /dev/full >/dev/null 2>&1; [ $? -eq 1 ] || fail "full output exits 1"
 set -e
 finish "cli gen"
