@@ -77,6 +77,7 @@ int kvs_cmd_gen(int argc, char **argv)
 	kvs_gen_opts o;
 	kvs_gen_opts_defaults(&o);
 	const char *out = "-", *fmt = NULL;
+	bool out_given = false;
 	bool set_requests = false;
 	const char *pos;
 	while (kvs_args_next(&it, &pos)) {
@@ -162,7 +163,14 @@ int kvs_cmd_gen(int argc, char **argv)
 				ok = false;
 			}
 		} else if (kvs_args_is(&it, "-o") || kvs_args_is(&it, "--out")) {
-			ok = (out = kvs_args_value(&it)) != NULL;
+			if (out_given) {
+				kvs_args_usage_error(&it, "%s: one output file at most (already '%s')",
+						     it.flag, out);
+				ok = false;
+			} else {
+				ok = (out = kvs_args_value(&it)) != NULL;
+				out_given = true;
+			}
 		} else {
 			kvs_args_unknown(&it);
 			ok = false;

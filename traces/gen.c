@@ -246,36 +246,36 @@ static double gap(kvs_gen *g)
 static kvs_status check(const kvs_gen_opts *o)
 {
 	if (o->requests == 0 && !(o->duration_s > 0))
-		return kvs_fail(KVS_ERR_INVALID, "gen: give a number of requests or a duration");
+		return kvs_fail(KVS_ERR_INVALID, "generator: give a number of requests or a duration");
 	if (!(o->duration_s >= 0) || !isfinite(o->duration_s))
-		return kvs_fail(KVS_ERR_INVALID, "gen: duration must be >= 0 s");
+		return kvs_fail(KVS_ERR_INVALID, "generator: duration must be >= 0 s");
 	if (!(o->rate > 0) || !isfinite(o->rate))
-		return kvs_fail(KVS_ERR_INVALID, "gen: --rate must be > 0, got %g", o->rate);
+		return kvs_fail(KVS_ERR_INVALID, "generator: --rate must be > 0, got %g", o->rate);
 	if (o->arrival == KVS_ARRIVAL_GAMMA && !(o->cv > 0 && o->cv <= 100))
-		return kvs_fail(KVS_ERR_INVALID, "gen: --cv must be in (0, 100], got %g", o->cv);
+		return kvs_fail(KVS_ERR_INVALID, "generator: --cv must be in (0, 100], got %g", o->cv);
 	if ((unsigned)o->arrival > KVS_ARRIVAL_CONSTANT)
-		return kvs_fail(KVS_ERR_INVALID, "gen: unknown arrival process");
+		return kvs_fail(KVS_ERR_INVALID, "generator: unknown arrival process");
 	if (o->max_tokens == 0)
-		return kvs_fail(KVS_ERR_INVALID, "gen: --max-tokens must be >= 1");
+		return kvs_fail(KVS_ERR_INVALID, "generator: --max-tokens must be >= 1");
 	if (!(o->prefix_fraction >= 0 && o->prefix_fraction <= 1))
-		return kvs_fail(KVS_ERR_INVALID, "gen: --prefix-fraction must be in [0, 1], got %g",
+		return kvs_fail(KVS_ERR_INVALID, "generator: --prefix-fraction must be in [0, 1], got %g",
 				o->prefix_fraction);
 	if (o->prefix_fraction > 0 && (o->prefix_groups == 0 || o->prefix_tokens == 0))
-		return kvs_fail(KVS_ERR_INVALID, "gen: --prefix-fraction needs --prefix-tokens "
+		return kvs_fail(KVS_ERR_INVALID, "generator: --prefix-fraction needs --prefix-tokens "
 				"> 0 and --prefix-groups >= 1");
 	if (o->prefix_groups > (1u << 20))
-		return kvs_fail(KVS_ERR_INVALID, "gen: at most %u prefix groups", 1u << 20);
+		return kvs_fail(KVS_ERR_INVALID, "generator: at most %u prefix groups", 1u << 20);
 	if (o->prefix_tokens >= o->max_tokens && o->prefix_fraction > 0)
-		return kvs_fail(KVS_ERR_INVALID, "gen: the shared prefix (%u tokens) leaves no "
+		return kvs_fail(KVS_ERR_INVALID, "generator: the shared prefix (%u tokens) leaves no "
 				"room under --max-tokens %u", o->prefix_tokens, o->max_tokens);
 	if (!(o->turns >= 1 && o->turns <= 1e6))
-		return kvs_fail(KVS_ERR_INVALID, "gen: --turns must be in [1, 1e6], got %g", o->turns);
+		return kvs_fail(KVS_ERR_INVALID, "generator: --turns must be in [1, 1e6], got %g", o->turns);
 	if (!(o->think_s >= 0) || !isfinite(o->think_s))
-		return kvs_fail(KVS_ERR_INVALID, "gen: --think must be >= 0 s");
+		return kvs_fail(KVS_ERR_INVALID, "generator: --think must be >= 0 s");
 	if (o->num_samples == 0)
-		return kvs_fail(KVS_ERR_INVALID, "gen: --n must be >= 1");
+		return kvs_fail(KVS_ERR_INVALID, "generator: --n must be >= 1");
 	if (o->hash_block_tokens == 0 || o->hash_block_tokens > (1u << 20))
-		return kvs_fail(KVS_ERR_INVALID, "gen: --hash-block must be in [1, %u]", 1u << 20);
+		return kvs_fail(KVS_ERR_INVALID, "generator: --hash-block must be in [1, %u]", 1u << 20);
 	return KVS_OK;
 }
 
@@ -402,7 +402,7 @@ static kvs_status fill_hashes(kvs_gen *g, const conv *c, uint32_t prompt, kvs_re
 	}
 	uint64_t owner_conv = 1 + (uint64_t)g->o.prefix_groups + c->id;
 	if (owner_conv >= (1ull << 31))
-		return kvs_fail(KVS_ERR_OVERFLOW, "gen: more than 2^31 conversations with hash ids");
+		return kvs_fail(KVS_ERR_OVERFLOW, "generator: more than 2^31 conversations with hash ids");
 	uint32_t shared = c->group >= 0 ? g->o.prefix_tokens / b : 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t owner = i < shared ? 1 + (uint64_t)c->group : owner_conv;

@@ -54,6 +54,8 @@ set +e
 "$K" gen --requests 3 --rate 0x10 >/dev/null 2>&1; [ $? -eq 2 ] || fail "hex --rate exits 2"
 "$K" gen --requests 18446744073709551616 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--requests past 2^64 exits 2"
 "$K" gen --requests 3 --prompt-len fixed:4294967296 >/dev/null 2>&1; [ $? -eq 2 ] || fail "length past 2^32 exits 2"
+expect 2 "-o: one output file at most" gen --requests 3 -o "$tmp/x1.csv" -o "$tmp/x2.csv"
+expect 2 "^kvsim gen: generator: " gen --prefix-fraction 0.5
 "$K" gen --requests 3 --prompt-len "trace:$tmp" >/dev/null 2>&1; [ $? -eq 1 ] || fail "directory as a length trace exits 1"
 "$K" gen --requests 3 -o /dev/full >/dev/null 2>&1; [ $? -eq 1 ] || fail "full output exits 1"
 set -e
