@@ -38,6 +38,9 @@ static void usage(FILE *f)
 		"  --no-kernel-step-time        report the kernel cost but leave the step\n"
 		"                               time as the plain cost model (rows then\n"
 		"                               equal 'kvsim replay' exactly)\n"
+		"  --kernel-cost-margin X       least-waste and prefix-hit recommendations\n"
+		"                               consider paged block sizes whose kernel time\n"
+		"                               is within X of the cheapest one's (0.05)\n"
 		"\n"
 		"capacity search (with --slo-ttft and/or --slo-tpot, engine flags below;\n"
 		"the SLOs bound p99 latencies and pick the throughput recommendation):\n"
@@ -107,6 +110,8 @@ static int sweep_arg(kvs_args *it, opts *o)
 		s->kernel_feeds_step_time = false;
 		return 1;
 	}
+	if (kvs_args_is(it, "--kernel-cost-margin"))
+		return kvs_args_double(it, 0, 100, &s->kernel_cost_margin) ? 1 : -1;
 	if (kvs_args_is(it, "--find-max-rate")) {
 		s->find_max_rate = true;
 		return 1;
@@ -135,17 +140,33 @@ static void progress(void *ctx, size_t done, size_t total)
 	fflush(stderr);
 }
 
+/* "p99 TTFT <= 2 s and p99 TPOT <= 0.1 s", "" without SLOs */
+static void slo_text(const kvs_sweep_config *c, char *slo, size_t n)
+{
+	slo[0] = '\0';
+	if (c->slo_ttft_s > 0)
+		snprintf(slo, n, "p99 TTFT <= %g s", c->slo_ttft_s);
+	if (c->slo_tpot_s > 0)
+		snprintf(slo + strlen(slo), n - strlen(slo), "%sp99 TPOT <= %g s",
+			 c->slo_ttft_s > 0 ? " and " : "", c->slo_tpot_s);
+}
+
 static void print_table(const kvs_sweep_result *R, FILE *f)
 {
 	size_t n = kvs_sweep_result_rows(R);
 	const kvs_sweep_config *c = kvs_sweep_result_config(R);
-	fprintf(f, "%-10s %5s %7s %7s %10s %6s %7s %7s %8s %8s %8s %8s %8s %7s %8s %6s %6s %9s\n",
+	bool slo = c->slo_ttft_s > 0 || c->slo_tpot_s > 0;
+	char slo_s[96];
+	slo_text(c, slo_s, sizeof slo_s);
+	fprintf(f, "%-10s %5s %7s %7s %10s %6s %7s %7s %8s %8s %8s %8s %8s %7s %8s %6s %6s %9s%s\n",
 		"policy", "block", "intfrag", "waste", "metadata", "prefix", "conc",
 		"conc", "queue", "TTFT", "TTFT", "TPOT", "TPOT", "req/s", "tok/s",
-		"preem", "kernel", "kernel");
-	fprintf(f, "%-10s %5s %7s %7s %10s %6s %7s %7s %8s %8s %8s %8s %8s %7s %8s %6s %6s %9s\n",
+		"preem", "kernel", "kernel", slo ? "  SLO at" : "");
+	fprintf(f, "%-10s %5s %7s %7s %10s %6s %7s %7s %8s %8s %8s %8s %8s %7s %8s %6s %6s %9s%s\n",
 		"", "", "%", "%", "bytes", "hit %", "mean", "p99", "p99 s", "p50 s",
-		"p99 s", "p50 ms", "p99 ms", "", "", "", "x", "us/seq");
+		"p99 s", "p50 ms", "p99 ms", "", "", "", "x", "us/seq",
+		slo ? "  trace rate" : "");
+	size_t met = 0, distinct = 0;
 	for (size_t i = 0; i < n; i++) {
 		const kvs_sweep_row *r = kvs_sweep_result_row(R, i);
 		const kvs_sim_stats *s = &r->st;
@@ -158,7 +179,11 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 			1e3 * s->tpot_s.p50, 1e3 * s->tpot_s.p99, s->requests_per_s,
 			s->output_tokens_per_s, (unsigned long long)s->preemptions,
 			r->kernel.rel, r->kernel.cost_us,
-			(c->slo_ttft_s > 0 || c->slo_tpot_s > 0) && !r->meets_slo ? "  (SLO missed)" : "");
+			!slo ? "" : r->meets_slo ? "  met" : "  missed");
+		if (!r->repeated) {
+			distinct++;
+			met += r->meets_slo;
+		}
 	}
 	if (c->dedupe_contiguous && c->nblock_sizes > 1)
 		fprintf(f, "\nContiguous policies (max, pow2, oracle, vattention) reserve the same "
@@ -167,17 +192,22 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 	fprintf(f, "kernel x: paged / contiguous decode-attention time at this block size "
 		"(%s)%s.\n", c->kernel_profile ? "measured profile" : "analytic model",
 		c->kernel_feeds_step_time ? ", folded into the step time" : ", not in the step time");
+	if (slo) {
+		fprintf(f, "SLO at trace rate: %s, replayed at the trace's own arrival rate\n"
+			"(%.4g requests/s): %zu of %zu simulated combinations meet them.  ",
+			slo_s, kvs_sweep_result_base_rate(R), met, distinct);
+		if (c->find_max_rate)
+			fprintf(f, "The capacity table below gives the\nhighest rate each "
+				"sustains.\n");
+		else
+			fprintf(f, "Add --find-max-rate to find the\nhighest rate each "
+				"combination sustains within them.\n");
+	}
 	size_t nc = kvs_sweep_result_capacities(R);
 	if (nc) {
-		char slo[96] = "";
-		if (c->slo_ttft_s > 0)
-			snprintf(slo, sizeof slo, "p99 TTFT <= %g s", c->slo_ttft_s);
-		if (c->slo_tpot_s > 0)
-			snprintf(slo + strlen(slo), sizeof slo - strlen(slo), "%sp99 TPOT <= %g s",
-				 c->slo_ttft_s > 0 ? " and " : "", c->slo_tpot_s);
 		fprintf(f, "\nCapacity: the highest request rate with %s (rate grid step %.3g%%;\n"
 			"the next step up, 'fail req/s', misses them).  conv/GPU = mean running "
-			"sequences at that rate / GPUs.\n", slo, 100 * c->rate_tolerance);
+			"sequences at that rate / GPUs.\n", slo_s, 100 * c->rate_tolerance);
 		fprintf(f, "%-10s %5s %-12s %10s %10s %10s %10s %9s %9s %5s\n", "policy", "block",
 			"outcome", "max req/s", "fail req/s", "conv/GPU", "req/s/GPU",
 			"TTFT p99", "TPOT p99", "sims");
@@ -193,7 +223,10 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 	fprintf(f, "\nRecommendations:\n");
 	for (int o = 0; o < KVS_OBJ_COUNT_; o++) {
 		const kvs_sweep_recommendation *r = kvs_sweep_result_recommendation(R, o);
-		if (r->found)
+		if (r->found && r->any_block_size)
+			fprintf(f, "  %-22s %s: %s\n", r->objective_name,
+				kvs_policy_name(r->policy), r->reason);
+		else if (r->found)
 			fprintf(f, "  %-22s %s/%u: %s\n", r->objective_name,
 				kvs_policy_name(r->policy), r->block_size, r->reason);
 		else

@@ -486,31 +486,80 @@ static void block_range(const rp_run *run, double *lo, double *hi)
 	}
 }
 
+/* How a sweep panel scales its y axis. */
+typedef struct sweep_y {
+	bool latency;      /* seconds: pick µs / ms / s */
+	bool log_wide;     /* log10 when the positive values span > 2 decades */
+	bool from_data;    /* linear axis from the smallest value, not from 0 */
+	bool skip_ones;    /* draw policies constant at 1 as one dashed guide
+	                    * (relative costs of contiguous kernels) */
+	bool skip_zeros;   /* leave out policies constant at 0 (no prefix
+	                    * caching outside paged), noted in the panel */
+	double mul;        /* values x this (1; 100 for fractions as percent) */
+} sweep_y;
+
+/* Is every finite value of this policy's field exactly v? */
+static bool policy_constant_at(const rp_run *run, const char *name, int field, double v)
+{
+	for (size_t i = 0; i < run->nrows; i++)
+		if (strcmp(run->rows[i].policy, name) == 0 && isfinite(run->rows[i].f[field]) &&
+		    run->rows[i].f[field] != v)
+			return false;
+	return true;
+}
+
 /* One panel: field against block size, a line per policy. */
-static void sweep_panel(pl_fig *f, pl_panel *pn, const rp_run *run, int field,
-			bool latency, const char *title, const char *ytitle)
+static void sweep_panel_y(pl_fig *f, pl_panel *pn, const rp_run *run, int field,
+			  const sweep_y *o, const char *title, const char *ytitle)
 {
 	const char *names[32] = { NULL };
 	size_t nn = sweep_policies(run, false, names, 32);
-	double lo, hi, vmax = 0;
+	double lo, hi, vmax = 0, vmin = INFINITY, pmin = INFINITY;
+	double mul0 = o->mul > 0 ? o->mul : 1;
 	size_t have = 0;
+	bool guide = false;
+	bool drawn[32];
+	size_t nskip0 = 0;
+	for (size_t k = 0; k < nn; k++) {
+		drawn[k] = !(o->skip_zeros && policy_constant_at(run, names[k], field, 0.0));
+		nskip0 += !drawn[k];
+	}
 	block_range(run, &lo, &hi);
-	for (size_t i = 0; i < run->nrows; i++)
-		if (isfinite(run->rows[i].f[field])) {
-			vmax = fmax(vmax, run->rows[i].f[field]);
-			have++;
-		}
+	for (size_t i = 0; i < run->nrows; i++) {
+		double v = run->rows[i].f[field] * mul0;
+		size_t k = 0;
+		while (k < nn && strcmp(names[k], run->rows[i].policy) != 0)
+			k++;
+		if (!isfinite(v) || (k < nn && !drawn[k]))
+			continue;
+		have++;
+		vmax = fmax(vmax, v);
+		vmin = fmin(vmin, v);
+		if (v > 0)
+			pmin = fmin(pmin, v);
+	}
 	const char *unit = "";
-	double mul = latency ? latency_unit(vmax, &unit) : 1;
+	double mul = o->latency ? latency_unit(vmax, &unit) * mul0 : mul0;
+	double umul = mul / mul0;   /* the latency unit alone */
+	bool logy = o->log_wide && isfinite(pmin) && vmax > 100 * pmin;
 	pn->xa.scale = PL_LOG2;
-	pn->ya.scale = PL_LINEAR;
+	pn->ya.scale = logy ? PL_LOG10 : PL_LINEAR;
 	pl_axis_fit(&pn->xa, lo, hi, 10);
-	pl_axis_fit(&pn->ya, 0, vmax > 0 ? vmax * mul * 1.08 : 1, 5);
+	if (logy)
+		pl_axis_fit(&pn->ya, pmin * umul, vmax * umul, 8);
+	else if (o->from_data && have && vmax > vmin)
+		pl_axis_fit(&pn->ya, vmin * umul - 0.04 * (vmax - vmin) * umul,
+			    vmax * umul + 0.06 * (vmax - vmin) * umul, 5);
+	else if (o->from_data && have)
+		pl_axis_fit(&pn->ya, vmin * umul * 0.95, vmax * umul * 1.05, 5);
+	else
+		pl_axis_fit(&pn->ya, 0, vmax > 0 ? vmax * umul * 1.08 : 1, 5);
 	snprintf(pn->xa.title, sizeof pn->xa.title, "block size (tokens, log2)");
-	if (latency)
+	if (o->latency)
 		snprintf(pn->ya.title, sizeof pn->ya.title, "%s (%s)", ytitle, unit);
 	else
-		snprintf(pn->ya.title, sizeof pn->ya.title, "%s", ytitle);
+		snprintf(pn->ya.title, sizeof pn->ya.title, "%s%s", ytitle,
+			 logy ? ", log" : "");
 	pl_axes(f, pn, title, INK, true, true);
 	if (!have) {
 		pl_note(f, pn, "not in this sweep");
@@ -518,9 +567,16 @@ static void sweep_panel(pl_fig *f, pl_panel *pn, const rp_run *run, int field,
 	}
 	xy *pts = kvs_reallocarray(NULL, run->nrows, sizeof *pts);
 	double *x = kvs_reallocarray(NULL, 2 * run->nrows, sizeof *x);
+	pl_clip(f, pn);
 	if (pts && x) {
 		double *yv = x + run->nrows;
 		for (size_t k = 0; k < nn; k++) {
+			if (!drawn[k])
+				continue;
+			if (o->skip_ones && policy_constant_at(run, names[k], field, 1.0)) {
+				guide = true;
+				continue;
+			}
 			size_t m = 0;
 			for (size_t i = 0; i < run->nrows; i++)
 				if (strcmp(run->rows[i].policy, names[k]) == 0 &&
@@ -534,9 +590,46 @@ static void sweep_panel(pl_fig *f, pl_panel *pn, const rp_run *run, int field,
 			}
 			pl_line(f, pn, x, yv, m, rp_policy_color(names[k]), 4, false, true);
 		}
+		if (guide) {
+			double gx[2] = { pn->xa.lo, pn->xa.hi }, gy[2] = { 1.0, 1.0 };
+			pl_line(f, pn, gx, gy, 2, INK, 2.5, true, false);
+			pl_text(f, pl_mapx(pn, pn->xa.lo) + 12 * f->s, pl_mapy(pn, 1.0) + 26 * f->s,
+				17, PL_LEFT, false, INK, 0, "contiguous policies: 1.000");
+		}
 	}
+	pl_unclip(f);
+	if (nskip0)
+		pl_text(f, pn->x + 12 * f->s, pn->y + pn->h - 14 * f->s, 17, PL_LEFT, false, INK, 0,
+			nskip0 == 1 ? "one policy at 0 not drawn" : "policies at 0 not drawn");
+	if (logy && vmin <= 0)
+		pl_text(f, pn->x + 12 * f->s, pn->y + pn->h - 14 * f->s, 17, PL_LEFT, false, INK, 0,
+			"zero: on the bottom edge");
 	kvs_free(pts);
 	kvs_free(x);
+}
+
+static void sweep_panel(pl_fig *f, pl_panel *pn, const rp_run *run, int field,
+			bool latency, const char *title, const char *ytitle)
+{
+	sweep_y o = { .latency = latency, .mul = 1 };
+	sweep_panel_y(f, pn, run, field, &o, title, ytitle);
+}
+
+/* any row with a positive value of field */
+static bool rows_positive(const rp_run *run, int field)
+{
+	for (size_t i = 0; i < run->nrows; i++)
+		if (run->rows[i].f[field] > 0)
+			return true;
+	return false;
+}
+
+static bool rows_have(const rp_run *run, int field)
+{
+	for (size_t i = 0; i < run->nrows; i++)
+		if (isfinite(run->rows[i].f[field]))
+			return true;
+	return false;
 }
 
 static void sweep_header(pl_fig *f, const rp_run *run, const char *title,
@@ -553,13 +646,34 @@ static void fig_sweep(pl_fig *f, const rp_run *run, int kind)
 	double y;
 	pl_panel pn[3];
 	switch (kind) {
-	case FIG_SWEEP_FRAG:
-		sweep_header(f, run, "Internal fragmentation against block size",
-			     "time-weighted share of the KV budget lost to partly filled blocks", &y);
-		pl_grid(f, 40 * f->s, y, f->w - 40 * f->s, f->h, 1, 1, pn, 1);
-		sweep_panel(f, &pn[0], run, RP_ROW_IFRAG, false, NULL,
-			    "internal fragmentation (% of KV budget)");
+	case FIG_SWEEP_FRAG: {
+		/* the trade-off the sweep is about: small blocks waste less of the
+		 * last block (and share prefixes finely), large blocks make the
+		 * block-table walk of decode attention cheaper */
+		bool hits = rows_positive(run, RP_ROW_PREFIX_HIT);
+		bool kern = rows_have(run, RP_ROW_KERNEL_REL);
+		int np = 1 + hits + kern, k = 0;
+		sweep_header(f, run, "Block-size trade-off: KV memory against kernel time",
+			     kern ? "small blocks lose less KV to partly filled blocks; large blocks "
+				    "make decode attention cheaper"
+				  : "time-weighted share of the KV budget lost to partly filled blocks",
+			     &y);
+		pl_grid(f, 10 * f->s, y, f->w - 10 * f->s, f->h, 1, np, pn, (size_t)np);
+		sweep_y oi = { .log_wide = true, .mul = 1 };
+		sweep_panel_y(f, &pn[k++], run, RP_ROW_IFRAG, &oi, "Internal fragmentation",
+			      "% of KV budget, time-weighted");
+		if (hits) {
+			sweep_y oh = { .from_data = true, .skip_zeros = true, .mul = 100 };
+			sweep_panel_y(f, &pn[k++], run, RP_ROW_PREFIX_HIT, &oh,
+				      "Prefix-cache hits", "% of prompt tokens");
+		}
+		if (kern) {
+			sweep_y ok = { .from_data = true, .skip_ones = true, .mul = 1 };
+			sweep_panel_y(f, &pn[k++], run, RP_ROW_KERNEL_REL, &ok,
+				      "Attention kernel (model)", "decode time / contiguous kernel");
+		}
 		break;
+	}
 	case FIG_SWEEP_TPUT:
 		sweep_header(f, run, "Throughput against block size", NULL, &y);
 		pl_grid(f, 10 * f->s, y, f->w - 10 * f->s, f->h, 1, 2, pn, 2);
@@ -783,7 +897,8 @@ kvs_status rp_figures_plan(const rp_run *run, rp_fig **figs, size_t *n)
 	}
 	if (frag)
 		st = add(figs, n, run, FIG_SWEEP_FRAG, 0, "sweep-fragmentation",
-			 "Internal fragmentation against block size");
+			 "Block-size trade-off: internal fragmentation, prefix hits and "
+			 "kernel time against block size");
 	if (!st && tput)
 		st = add(figs, n, run, FIG_SWEEP_TPUT, 0, "sweep-throughput",
 			 "Throughput against block size");

@@ -79,7 +79,11 @@ static void swatch(FILE *f, rp_rgb c)
 
 /* ---- policy summary table -------------------------------------------------- */
 
-typedef enum cellfmt { F_PCT, F_NUM, F_COUNT, F_SEC, F_BYTES, F_FRAC, F_RATIO } cellfmt;
+/* F_PCTG: percent to 3 significant digits (sweep fragmentation spans
+ * 0.001 % to 80 %); F_X3: a cost relative to contiguous, 3 decimals */
+typedef enum cellfmt {
+	F_PCT, F_PCTG, F_NUM, F_COUNT, F_SEC, F_BYTES, F_FRAC, F_RATIO, F_X3
+} cellfmt;
 
 static void cell(FILE *f, double v, cellfmt fmt)
 {
@@ -88,6 +92,18 @@ static void cell(FILE *f, double v, cellfmt fmt)
 	case F_PCT:
 		if (isfinite(v))
 			snprintf(b, sizeof b, "%.1f %%", v);
+		else
+			snprintf(b, sizeof b, "-");
+		break;
+	case F_PCTG:
+		if (isfinite(v))
+			snprintf(b, sizeof b, "%.3g %%", v);
+		else
+			snprintf(b, sizeof b, "-");
+		break;
+	case F_X3:
+		if (isfinite(v))
+			snprintf(b, sizeof b, "%.3f×", v);
 		else
 			snprintf(b, sizeof b, "-");
 		break;
@@ -309,7 +325,8 @@ static void sweep_tables(FILE *f, const rp_run *run)
 		const char *head;
 		cellfmt fmt;
 	} col[] = {
-		{ RP_ROW_IFRAG, "internal frag.", F_PCT },
+		{ RP_ROW_IFRAG, "internal frag.", F_PCTG },
+		{ RP_ROW_WASTE, "KV waste", F_PCTG },
 		{ RP_ROW_METADATA, "block tables", F_BYTES },
 		{ RP_ROW_PREFIX_HIT, "prefix hit", F_FRAC },
 		{ RP_ROW_CONC_MEAN, "running mean", F_NUM },
@@ -322,6 +339,7 @@ static void sweep_tables(FILE *f, const rp_run *run)
 		{ RP_ROW_RPS, "req/s", F_NUM },
 		{ RP_ROW_OTPS, "out tok/s", F_NUM },
 		{ RP_ROW_PREEMPTIONS, "preemptions", F_COUNT },
+		{ RP_ROW_KERNEL_REL, "kernel vs contiguous", F_X3 },
 		{ RP_ROW_KERNEL_US, "kernel µs", F_NUM },
 	};
 	bool show[KVS_ARRAY_LEN(col)];

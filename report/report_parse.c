@@ -40,6 +40,7 @@ const char *const rp_row_key[RP_NROWF] = {
 	"concurrency_mean", "concurrency_p99", "queue_delay_p99_s",
 	"ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
 	"requests_per_s", "output_tokens_per_s", "preemptions", "kernel_cost_us",
+	"kernel_relative_cost", "waste_pct",
 };
 const char *const rp_meta_key[RP_NMETA] = { "model", "gpu", "engine", "trace" };
 

@@ -46,6 +46,7 @@ void kvs_sweep_config_defaults(kvs_sweep_config *c, const kvs_sim_config *base)
 	c->dedupe_contiguous = true;
 	c->rate_tolerance = 0.02;
 	c->rate_max_factor = 1e4;
+	c->kernel_cost_margin = 0.05;
 }
 
 /* Split text at commas into trimmed items; calls fn for each. */
@@ -147,6 +148,8 @@ static kvs_status check_config(const kvs_sweep_config *c)
 		return kvs_fail(KVS_ERR_INVALID, "sweep: time scale must be > 0");
 	if (!(c->kernel_block_overhead >= 0) || !isfinite(c->kernel_block_overhead))
 		return kvs_fail(KVS_ERR_INVALID, "sweep: kernel block overhead must be >= 0");
+	if (!(c->kernel_cost_margin >= 0) || !isfinite(c->kernel_cost_margin))
+		return kvs_fail(KVS_ERR_INVALID, "sweep: kernel cost margin must be >= 0");
 	if (!(c->slo_ttft_s >= 0) || !(c->slo_tpot_s >= 0))
 		return kvs_fail(KVS_ERR_INVALID, "sweep: SLOs must be >= 0");
 	if (c->find_max_rate) {
@@ -623,6 +626,11 @@ const kvs_sweep_recommendation *kvs_sweep_result_recommendation(
 	const kvs_sweep_result *r, kvs_sweep_objective o)
 {
 	return (unsigned)o < KVS_OBJ_COUNT_ ? &r->rec[o] : NULL;
+}
+
+double kvs_sweep_result_base_rate(const kvs_sweep_result *r)
+{
+	return r->base_rate;
 }
 
 uint64_t kvs_sweep_result_simulations(const kvs_sweep_result *r)

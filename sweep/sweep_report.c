@@ -2,36 +2,246 @@
  * sweep_report.c - the recommendation per objective, and the sweep's JSON
  * (docs/REPORT-JSON.md "Sweep") and CSV forms.
  *
- * Every choice breaks ties the same way: the cheaper attention kernel
- * (lower relative cost), then the earlier row, so recommendations are as
- * deterministic as the rows.
+ * Recommendations name only deployable policies: oracle reserves each
+ * request's true final length, which no server knows in advance, so it is
+ * a bound to compare against, quoted in the sentence, never a pick.  A
+ * policy that does not depend on the block size (all but paged) counts
+ * once, named without a block size.  Every choice breaks ties the same
+ * way: lower p99 TTFT, then lower KV waste, then smaller block-table
+ * metadata, then the earlier row, so recommendations are as deterministic
+ * as the rows.
  */
 #include "kvs_config.h"
 #include "sweep_internal.h"
 
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
-static bool better_tie(const kvs_sweep_row *a, size_t ia, const kvs_sweep_row *b,
-		       size_t ib)
+/* oracle knows each request's output length in advance: a bound */
+static bool deployable(kvs_policy p)
 {
-	if (a->kernel.rel != b->kernel.rel)
-		return a->kernel.rel < b->kernel.rel;
-	return ia < ib;
+	return p != KVS_POLICY_ORACLE;
 }
 
-static void slo_text(const kvs_sweep_config *c, char *buf, size_t n)
+/* paged is the only policy whose allocation and kernel vary with the block
+ * size; the others reserve contiguously and read KV contiguously */
+static bool by_block(kvs_policy p)
 {
-	if (c->slo_ttft_s > 0 && c->slo_tpot_s > 0)
-		snprintf(buf, n, "p99 TTFT <= %g s and TPOT <= %g s", c->slo_ttft_s,
-			 c->slo_tpot_s);
-	else if (c->slo_ttft_s > 0)
-		snprintf(buf, n, "p99 TTFT <= %g s", c->slo_ttft_s);
-	else if (c->slo_tpot_s > 0)
-		snprintf(buf, n, "p99 TPOT <= %g s", c->slo_tpot_s);
+	return p == KVS_POLICY_PAGED;
+}
+
+static double nan_hi(double v)
+{
+	return isnan(v) ? INFINITY : v;
+}
+
+/* the deciding criterion of a tie, for the sentence */
+enum { TIE_TTFT, TIE_WASTE, TIE_META, TIE_ORDER };
+
+typedef struct rctx {
+	const kvs_sweep_config *c;
+	const kvs_sweep_row *rows;
+	const kvs_sweep_capacity *caps;
+	size_t n;
+	char slo[96];
+	double margin;          /* kernel_cost_margin */
+	double min_rel;         /* cheapest paged kernel; INFINITY without paged */
+	size_t cheapest;        /* its row (SIZE_MAX without paged) */
+	bool *cand;             /* scratch, n entries */
+} rctx;
+
+/* The row stands for its combination: every paged row, and the first row
+ * of a policy that does not depend on the block size. */
+static bool distinct(const rctx *x, size_t i)
+{
+	if (by_block(x->rows[i].policy))
+		return true;
+	for (size_t j = 0; j < i; j++)
+		if (x->rows[j].policy == x->rows[i].policy)
+			return false;
+	return true;
+}
+
+/* Within the kernel-cost margin of the cheapest paged block size (rows of
+ * other policies use the contiguous kernel and always are). */
+static bool in_margin(const rctx *x, size_t i)
+{
+	if (!by_block(x->rows[i].policy))
+		return true;
+	return x->rows[i].kernel.rel <= x->min_rel * (1.0 + x->margin) * (1.0 + 1e-12);
+}
+
+static void name_of(const kvs_sweep_row *r, char *buf, size_t n)
+{
+	if (by_block(r->policy))
+		snprintf(buf, n, "%s at block size %u", kvs_policy_name(r->policy),
+			 r->block_size);
 	else
-		snprintf(buf, n, "no SLO given");
+		snprintf(buf, n, "%s", kvs_policy_name(r->policy));
+}
+
+/* p99 TTFT that ties are broken on: at the capacity found when searched,
+ * else at the trace's rate */
+static double tie_ttft(const rctx *x, size_t i)
+{
+	return nan_hi(x->caps ? x->caps[i].ttft_p99_s : x->rows[i].st.ttft_s.p99);
+}
+
+/* < 0 when row a goes before row b under the tie rule; *why: the criterion
+ * that decided */
+static int tie_cmp(const rctx *x, size_t a, size_t b, int *why)
+{
+	double ta = tie_ttft(x, a), tb = tie_ttft(x, b);
+	if (ta != tb) {
+		*why = TIE_TTFT;
+		return ta < tb ? -1 : 1;
+	}
+	double wa = kvs_sweep_row_waste_pct(&x->rows[a]);
+	double wb = kvs_sweep_row_waste_pct(&x->rows[b]);
+	if (wa != wb) {
+		*why = TIE_WASTE;
+		return wa < wb ? -1 : 1;
+	}
+	uint64_t ma = x->rows[a].st.metadata_bytes_max, mb = x->rows[b].st.metadata_bytes_max;
+	if (ma != mb) {
+		*why = TIE_META;
+		return ma < mb ? -1 : 1;
+	}
+	*why = TIE_ORDER;
+	return a < b ? -1 : a > b;
+}
+
+typedef struct pick {
+	size_t best;            /* SIZE_MAX: no candidate */
+	size_t ntied;           /* candidates tied on the objective's figure */
+	int why;                /* what set best apart from the runner-up */
+} pick;
+
+/* Among the candidates x->cand, those with the highest key (equal within
+ * rel_eq, relative) tie; the tie rule orders them. */
+static pick choose(const rctx *x, double (*key)(const rctx *, size_t), double rel_eq)
+{
+	pick p = { SIZE_MAX, 0, TIE_ORDER };
+	double top = -INFINITY;
+	bool any = false;
+	for (size_t i = 0; i < x->n; i++)
+		if (x->cand[i] && (!any || key(x, i) > top)) {
+			top = key(x, i);
+			any = true;
+		}
+	if (!any)
+		return p;
+	size_t second = SIZE_MAX;
+	for (size_t i = 0; i < x->n; i++) {
+		if (!x->cand[i])
+			continue;
+		double k = key(x, i);
+		if (!(k == top || fabs(k - top) <= rel_eq * fabs(top)))
+			continue;
+		p.ntied++;
+		int why;
+		if (p.best == SIZE_MAX || tie_cmp(x, i, p.best, &why) < 0) {
+			second = p.best;
+			p.best = i;
+		} else if (second == SIZE_MAX || tie_cmp(x, i, second, &why) < 0) {
+			second = i;
+		}
+	}
+	if (second != SIZE_MAX)
+		tie_cmp(x, p.best, second, &p.why);
+	return p;
+}
+
+static double key_rate(const rctx *x, size_t i)
+{
+	return x->caps[i].max_rate;
+}
+
+static double key_flat(const rctx *x, size_t i)
+{
+	(void)x;
+	(void)i;
+	return 0;
+}
+
+static double key_low_waste(const rctx *x, size_t i)
+{
+	return -kvs_sweep_row_waste_pct(&x->rows[i]);
+}
+
+static double key_hits(const rctx *x, size_t i)
+{
+	return x->rows[i].st.prefix_hit_rate_tokens;
+}
+
+/* Append printf text to buf (truncating safely). */
+static void cat(char *buf, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void cat(char *buf, size_t n, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	if (len + 1 >= n)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + len, n - len, fmt, ap);
+	va_end(ap);
+}
+
+/* "; 6 reach that grid rate and it has the lowest p99 TTFT there, 1.5 s" */
+static void tie_text(const rctx *x, const pick *p, const char *tied, char *buf, size_t n)
+{
+	if (p->ntied < 2)
+		return;
+	const kvs_sweep_row *r = &x->rows[p->best];
+	double ttft = tie_ttft(x, p->best);
+	cat(buf, n, "; %zu %s", p->ntied, tied);
+	switch (p->why) {
+	case TIE_TTFT:
+		cat(buf, n, " and it has the lowest p99 TTFT among them, %.4g s", ttft);
+		break;
+	case TIE_WASTE:
+		cat(buf, n, ", it shares the lowest p99 TTFT among them, %.4g s, and wastes "
+		    "the least KV of those, %.3g%%", ttft, kvs_sweep_row_waste_pct(r));
+		break;
+	case TIE_META:
+		cat(buf, n, ", it shares the lowest p99 TTFT (%.4g s) and KV waste among them "
+		    "and has the smallest block tables of those, %llu bytes", ttft,
+		    (unsigned long long)r->st.metadata_bytes_max);
+		break;
+	default:
+		cat(buf, n, ", tying on p99 TTFT, KV waste and block tables, and it "
+		    "comes first");
+		break;
+	}
+}
+
+/* the first oracle row (SIZE_MAX when oracle was not swept) */
+static size_t oracle_row(const rctx *x)
+{
+	for (size_t i = 0; i < x->n; i++)
+		if (!deployable(x->rows[i].policy))
+			return i;
+	return SIZE_MAX;
+}
+
+static size_t count_cand(const rctx *x)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < x->n; i++)
+		k += x->cand[i];
+	return k;
+}
+
+static bool any_deployable(const rctx *x)
+{
+	for (size_t i = 0; i < x->n; i++)
+		if (deployable(x->rows[i].policy))
+			return true;
+	return false;
 }
 
 static void set_rec(kvs_sweep_recommendation *rec, const kvs_sweep_row *row)
@@ -39,133 +249,287 @@ static void set_rec(kvs_sweep_recommendation *rec, const kvs_sweep_row *row)
 	rec->found = true;
 	rec->policy = row->policy;
 	rec->block_size = row->block_size;
+	rec->any_block_size = !by_block(row->policy);
+}
+
+static const char only_oracle[] =
+	"Only oracle was swept, and it is a bound, not a deployable choice (it "
+	"reserves each request's true output length, which no server knows in "
+	"advance): add paged, vattention, max or pow2 to --policies.";
+
+static void rec_throughput(rctx *x, kvs_sweep_recommendation *rec)
+{
+	char *buf = rec->reason;
+	size_t bn = sizeof rec->reason;
+	char nm[64];
+	size_t orow = oracle_row(x);
+	if (!any_deployable(x)) {
+		snprintf(buf, bn, "%s", only_oracle);
+		return;
+	}
+	if (x->caps) {
+		for (size_t i = 0; i < x->n; i++)
+			x->cand[i] = deployable(x->rows[i].policy) && distinct(x, i) &&
+				     x->caps[i].outcome != KVS_CAPACITY_UNATTAINABLE;
+		size_t ncomb = 0;
+		for (size_t i = 0; i < x->n; i++)
+			ncomb += deployable(x->rows[i].policy) && distinct(x, i);
+		/* rates on the grid are r0 (1 + tol)^k: equal k, equal rate */
+		pick p = choose(x, key_rate, 1e-9);
+		if (p.best != SIZE_MAX) {
+			const kvs_sweep_capacity *k = &x->caps[p.best];
+			set_rec(rec, &x->rows[p.best]);
+			name_of(&x->rows[p.best], nm, sizeof nm);
+			snprintf(buf, bn, "%s sustains %.3g requests/s (%.3g conversations per "
+				 "GPU) with %s, the highest rate of the %zu deployable "
+				 "combinations%s", nm, k->max_rate, k->conversations_per_gpu,
+				 x->slo, ncomb,
+				 k->outcome == KVS_CAPACITY_UNBOUNDED ? " (the search limit)" : "");
+			tie_text(x, &p, "reach that grid rate", buf, bn);
+		} else {
+			snprintf(buf, bn, "No deployable combination meets %s at any rate "
+				 "searched: relax the SLOs or use a faster deployment", x->slo);
+		}
+		if (orow != SIZE_MAX) {
+			const kvs_sweep_capacity *o = &x->caps[orow];
+			if (o->outcome == KVS_CAPACITY_UNATTAINABLE)
+				cat(buf, bn, "; oracle, the unattainable bound, meets them at no "
+				    "rate searched either");
+			else if (p.best != SIZE_MAX &&
+				 fabs(o->max_rate - x->caps[p.best].max_rate) <=
+				 1e-9 * o->max_rate)
+				cat(buf, bn, "; oracle, the unattainable bound, reaches the same "
+				    "grid rate");
+			else if (p.best != SIZE_MAX)
+				cat(buf, bn, "; oracle, the unattainable bound, reaches %.3g "
+				    "requests/s (%+.3g%%)", o->max_rate,
+				    100.0 * (o->max_rate / x->caps[p.best].max_rate - 1.0));
+			else
+				cat(buf, bn, "; oracle, the unattainable bound, reaches %.3g "
+				    "requests/s", o->max_rate);
+		}
+		cat(buf, bn, ".");
+		return;
+	}
+	/* at the trace's rate: rows within 1% of the best throughput serve the
+	 * trace alike (several serve everything), the tie rule orders them */
+	double top = -1;
+	for (size_t i = 0; i < x->n; i++) {
+		const kvs_sweep_row *r = &x->rows[i];
+		if (deployable(r->policy) && distinct(x, i) && r->meets_slo &&
+		    r->st.output_tokens_per_s > top)
+			top = r->st.output_tokens_per_s;
+	}
+	for (size_t i = 0; i < x->n; i++) {
+		const kvs_sweep_row *r = &x->rows[i];
+		x->cand[i] = deployable(r->policy) && distinct(x, i) && r->meets_slo &&
+			     r->st.output_tokens_per_s >= 0.99 * top;
+	}
+	pick p = choose(x, key_flat, 0);
+	if (p.best == SIZE_MAX) {
+		snprintf(buf, bn, "No deployable combination meets %s at the trace's rate: "
+			 "--find-max-rate finds the highest rate each sustains, or relax the "
+			 "SLOs", x->slo);
+	} else {
+		const kvs_sweep_row *r = &x->rows[p.best];
+		set_rec(rec, r);
+		name_of(r, nm, sizeof nm);
+		snprintf(buf, bn, "%s delivers %.4g output tokens/s at the trace's rate with "
+			 "p99 TPOT %.3g s (%s)", nm, r->st.output_tokens_per_s,
+			 r->st.tpot_s.p99, x->slo);
+		if (p.ntied < 2)
+			cat(buf, bn, " and p99 TTFT %.4g s", r->st.ttft_s.p99);
+		tie_text(x, &p, "deployable combinations come within 1% of the best "
+			 "throughput", buf, bn);
+	}
+	if (orow != SIZE_MAX)
+		cat(buf, bn, "; oracle, the unattainable bound, delivers %.4g tokens/s with "
+		    "p99 TTFT %.3g s", x->rows[orow].st.output_tokens_per_s,
+		    x->rows[orow].st.ttft_s.p99);
+	cat(buf, bn, ".");
+}
+
+/* When a paged block size left out by the kernel-cost margin would beat
+ * the pick on the objective (better(a, b): a beats b), say so: ", counting
+ * only paged block sizes whose kernel time is within 5% of the cheapest
+ * (block size 64, 1.042x contiguous): block size 1 wastes 0.0069% but its
+ * kernel takes 2.000x", naming the best of those left out. */
+static void margin_text(const rctx *x, size_t best, bool (*better)(const rctx *, size_t, size_t),
+			const char *(*what)(const rctx *, size_t, char *, size_t),
+			char *buf, size_t n)
+{
+	size_t out = SIZE_MAX;
+	for (size_t i = 0; i < x->n; i++) {
+		if (!by_block(x->rows[i].policy) || in_margin(x, i))
+			continue;
+		if (out == SIZE_MAX || better(x, i, out))
+			out = i;
+	}
+	if (out == SIZE_MAX || !better(x, out, best))
+		return;
+	char w[96];
+	cat(buf, n, ", counting only paged block sizes whose kernel time is within %g%% "
+	    "of the cheapest (block size %u, %.3fx contiguous): block size %u %s but its "
+	    "kernel takes %.3fx", 100.0 * x->margin, x->rows[x->cheapest].block_size,
+	    x->min_rel, x->rows[out].block_size, what(x, out, w, sizeof w),
+	    x->rows[out].kernel.rel);
+}
+
+static bool less_waste(const rctx *x, size_t a, size_t b)
+{
+	return kvs_sweep_row_waste_pct(&x->rows[a]) < kvs_sweep_row_waste_pct(&x->rows[b]);
+}
+
+static const char *waste_what(const rctx *x, size_t i, char *buf, size_t n)
+{
+	snprintf(buf, n, "wastes %.3g%%", kvs_sweep_row_waste_pct(&x->rows[i]));
+	return buf;
+}
+
+static bool more_hits(const rctx *x, size_t a, size_t b)
+{
+	return x->rows[a].st.prefix_hit_rate_tokens > x->rows[b].st.prefix_hit_rate_tokens;
+}
+
+static const char *hits_what(const rctx *x, size_t i, char *buf, size_t n)
+{
+	snprintf(buf, n, "reuses %.3g%%", 100.0 * x->rows[i].st.prefix_hit_rate_tokens);
+	return buf;
+}
+
+static void kernel_text(const kvs_sweep_row *r, char *buf, size_t n)
+{
+	if (by_block(r->policy))
+		cat(buf, n, " (kernel %.3fx contiguous)", r->kernel.rel);
+}
+
+static void rec_waste(rctx *x, kvs_sweep_recommendation *rec)
+{
+	char *buf = rec->reason;
+	size_t bn = sizeof rec->reason;
+	if (!any_deployable(x)) {
+		snprintf(buf, bn, "%s", only_oracle);
+		return;
+	}
+	for (size_t i = 0; i < x->n; i++)
+		x->cand[i] = deployable(x->rows[i].policy) && distinct(x, i) && in_margin(x, i);
+	pick p = choose(x, key_low_waste, 0);
+	if (p.best == SIZE_MAX)
+		return;     /* cannot happen: the cheapest paged row is in the margin */
+	const kvs_sweep_row *r = &x->rows[p.best];
+	char nm[64];
+	set_rec(rec, r);
+	name_of(r, nm, sizeof nm);
+	snprintf(buf, bn, "%s", nm);
+	kernel_text(r, buf, bn);
+	cat(buf, bn, " leaves the least KV memory held but unused of the %zu deployable "
+	    "choices considered, %.3g%% of the budget on average (reservation %.3g%%, internal "
+	    "fragmentation %.3g%%, external %.3g%%)", count_cand(x), kvs_sweep_row_waste_pct(r),
+	    r->st.memory_pct.reservation, r->st.memory_pct.internal_frag,
+	    r->st.memory_pct.external_frag);
+	margin_text(x, p.best, less_waste, waste_what, buf, bn);
+	tie_text(x, &p, "tie on waste", buf, bn);
+	size_t orow = oracle_row(x);
+	if (orow != SIZE_MAX)
+		cat(buf, bn, "; oracle, the unattainable bound for contiguous reservation, "
+		    "wastes %.3g%%", kvs_sweep_row_waste_pct(&x->rows[orow]));
+	cat(buf, bn, ".");
+}
+
+static void rec_prefix(rctx *x, kvs_sweep_recommendation *rec)
+{
+	char *buf = rec->reason;
+	size_t bn = sizeof rec->reason;
+	const kvs_sweep_config *c = x->c;
+	bool paged = false;
+	for (size_t i = 0; i < x->n; i++)
+		paged |= by_block(x->rows[i].policy);
+	for (size_t i = 0; i < x->n; i++)
+		x->cand[i] = deployable(x->rows[i].policy) && distinct(x, i) &&
+			     in_margin(x, i) && x->rows[i].st.prefix_hit_tokens > 0;
+	bool widened = false;
+	if (count_cand(x) == 0) {
+		/* no block size within the margin shares a prefix: look at all */
+		for (size_t i = 0; i < x->n; i++)
+			x->cand[i] = deployable(x->rows[i].policy) && distinct(x, i) &&
+				     x->rows[i].st.prefix_hit_tokens > 0;
+		widened = count_cand(x) > 0;
+	}
+	pick p = choose(x, key_hits, 0);
+	if (p.best == SIZE_MAX) {
+		if (!c->base.enable_prefix_caching)
+			snprintf(buf, bn, "Prefix caching is off (--enable-prefix-caching "
+				 "turns it on), so no combination reuses prompt blocks.");
+		else if (!paged)
+			snprintf(buf, bn, "Prefix caching applies to the paged policy only, "
+				 "and paged is not in --policies.");
+		else
+			snprintf(buf, bn, "No prefix-cache hits in any combination: the "
+				 "trace's prompts share no hash-identified prefix.");
+		return;
+	}
+	const kvs_sweep_row *r = &x->rows[p.best];
+	char nm[64];
+	set_rec(rec, r);
+	name_of(r, nm, sizeof nm);
+	snprintf(buf, bn, "%s", nm);
+	kernel_text(r, buf, bn);
+	cat(buf, bn, " reuses %.3g%% of prompt tokens from the prefix cache (coarser "
+	    "blocks share only whole blocks), the most of the deployable choices",
+	    100.0 * r->st.prefix_hit_rate_tokens);
+	if (widened)
+		cat(buf, bn, " (no paged block size within %g%% of the cheapest kernel "
+		    "reuses any)", 100.0 * x->margin);
+	else
+		margin_text(x, p.best, more_hits, hits_what, buf, bn);
+	tie_text(x, &p, "tie on hits", buf, bn);
+	cat(buf, bn, ".");
+}
+
+void kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_row *rows,
+			      const kvs_sweep_capacity *caps, size_t n,
+			      kvs_sweep_recommendation out[KVS_OBJ_COUNT_])
+{
+	static const char *const names[KVS_OBJ_COUNT_] = {
+		"throughput_within_slo", "least_kv_waste", "best_prefix_hit_rate",
+	};
+	for (int o = 0; o < KVS_OBJ_COUNT_; o++) {
+		memset(&out[o], 0, sizeof out[o]);
+		out[o].objective = (kvs_sweep_objective)o;
+		out[o].objective_name = names[o];
+	}
+	rctx x = { .c = c, .rows = rows, .caps = caps, .n = n,
+		   .margin = c->kernel_cost_margin >= 0 ? c->kernel_cost_margin : 0,
+		   .min_rel = INFINITY, .cheapest = SIZE_MAX };
+	if (c->slo_ttft_s > 0 && c->slo_tpot_s > 0)
+		snprintf(x.slo, sizeof x.slo, "p99 TTFT <= %g s and TPOT <= %g s",
+			 c->slo_ttft_s, c->slo_tpot_s);
+	else if (c->slo_ttft_s > 0)
+		snprintf(x.slo, sizeof x.slo, "p99 TTFT <= %g s", c->slo_ttft_s);
+	else if (c->slo_tpot_s > 0)
+		snprintf(x.slo, sizeof x.slo, "p99 TPOT <= %g s", c->slo_tpot_s);
+	else
+		snprintf(x.slo, sizeof x.slo, "no SLO given");
+	for (size_t i = 0; i < n; i++)
+		if (by_block(rows[i].policy) && rows[i].kernel.rel < x.min_rel) {
+			x.min_rel = rows[i].kernel.rel;
+			x.cheapest = i;
+		}
+	if (n == 0 || !(x.cand = kvs_calloc(n, sizeof *x.cand))) {
+		for (int o = 0; o < KVS_OBJ_COUNT_; o++)
+			snprintf(out[o].reason, sizeof out[o].reason, "%s",
+				 n ? "Out of memory choosing a recommendation." : "No rows.");
+		return;
+	}
+	rec_throughput(&x, &out[KVS_OBJ_THROUGHPUT]);
+	rec_waste(&x, &out[KVS_OBJ_WASTE]);
+	rec_prefix(&x, &out[KVS_OBJ_PREFIX]);
+	kvs_free(x.cand);
 }
 
 void kvs_sweep_recommend(kvs_sweep_result *R)
 {
-	const kvs_sweep_config *c = &R->cfg;
-	char slo[96];
-	slo_text(c, slo, sizeof slo);
-	for (int o = 0; o < KVS_OBJ_COUNT_; o++) {
-		memset(&R->rec[o], 0, sizeof R->rec[o]);
-		R->rec[o].objective = (kvs_sweep_objective)o;
-	}
-	R->rec[KVS_OBJ_THROUGHPUT].objective_name = "throughput_within_slo";
-	R->rec[KVS_OBJ_WASTE].objective_name = "least_kv_waste";
-	R->rec[KVS_OBJ_PREFIX].objective_name = "best_prefix_hit_rate";
-
-	/* throughput: the highest sustainable rate when searched, else the
-	 * highest output tokens/s among rows within the SLOs */
-	kvs_sweep_recommendation *rt = &R->rec[KVS_OBJ_THROUGHPUT];
-	size_t best = SIZE_MAX;
-	if (R->caps) {
-		for (size_t i = 0; i < R->ncaps; i++) {
-			const kvs_sweep_capacity *k = &R->caps[i];
-			if (k->outcome == KVS_CAPACITY_UNATTAINABLE)
-				continue;
-			if (best == SIZE_MAX || k->max_rate > R->caps[best].max_rate ||
-			    (k->max_rate == R->caps[best].max_rate &&
-			     better_tie(&R->rows[i], i, &R->rows[best], best)))
-				best = i;
-		}
-		if (best != SIZE_MAX) {
-			const kvs_sweep_capacity *k = &R->caps[best];
-			set_rec(rt, &R->rows[best]);
-			snprintf(rt->reason, sizeof rt->reason,
-				 "%s at block size %u sustains %.3g requests/s (%.3g conversations "
-				 "per GPU) with %s, the highest rate of the %zu combinations%s.",
-				 kvs_policy_name(k->policy), k->block_size, k->max_rate,
-				 k->conversations_per_gpu, slo, R->ncaps,
-				 k->outcome == KVS_CAPACITY_UNBOUNDED ? " (the search limit)" : "");
-		} else {
-			snprintf(rt->reason, sizeof rt->reason,
-				 "No combination meets %s at any rate searched: relax the SLOs "
-				 "or use a faster deployment.", slo);
-		}
-	} else {
-		/* rows within 1% of the best throughput serve the trace alike:
-		 * among them the lowest p99 TTFT wins */
-		double top = -1;
-		for (size_t i = 0; i < R->nrows; i++)
-			if (R->rows[i].meets_slo && R->rows[i].st.output_tokens_per_s > top)
-				top = R->rows[i].st.output_tokens_per_s;
-		for (size_t i = 0; i < R->nrows; i++) {
-			const kvs_sweep_row *r = &R->rows[i];
-			if (!r->meets_slo || r->st.output_tokens_per_s < 0.99 * top)
-				continue;
-			if (best == SIZE_MAX || r->st.ttft_s.p99 < R->rows[best].st.ttft_s.p99 ||
-			    (r->st.ttft_s.p99 == R->rows[best].st.ttft_s.p99 &&
-			     better_tie(r, i, &R->rows[best], best)))
-				best = i;
-		}
-		if (best != SIZE_MAX) {
-			const kvs_sweep_row *r = &R->rows[best];
-			set_rec(rt, r);
-			snprintf(rt->reason, sizeof rt->reason,
-				 "%s at block size %u delivers %.4g output tokens/s (within 1%% of "
-				 "the best of the %zu combinations at the trace's rate) with the "
-				 "lowest p99 TTFT among them, %.3g s, and p99 TPOT %.3g s (%s).",
-				 kvs_policy_name(r->policy), r->block_size,
-				 r->st.output_tokens_per_s, R->nrows, r->st.ttft_s.p99,
-				 r->st.tpot_s.p99, slo);
-		} else {
-			snprintf(rt->reason, sizeof rt->reason,
-				 "No combination meets %s at the trace's rate: lower the rate "
-				 "(--time-scale) or relax the SLOs.", slo);
-		}
-	}
-
-	/* least waste: reservation + internal + external fragmentation */
-	kvs_sweep_recommendation *rw = &R->rec[KVS_OBJ_WASTE];
-	best = SIZE_MAX;
-	for (size_t i = 0; i < R->nrows; i++) {
-		double w = kvs_sweep_row_waste_pct(&R->rows[i]);
-		double bw = best == SIZE_MAX ? INFINITY : kvs_sweep_row_waste_pct(&R->rows[best]);
-		if (w < bw || (w == bw && better_tie(&R->rows[i], i, &R->rows[best], best)))
-			best = i;
-	}
-	if (best != SIZE_MAX) {
-		const kvs_sweep_row *r = &R->rows[best];
-		set_rec(rw, r);
-		snprintf(rw->reason, sizeof rw->reason,
-			 "%s at block size %u leaves the least KV memory held but unused: "
-			 "%.3g%% of the budget on average (reservation %.3g%%, internal "
-			 "fragmentation %.3g%%, external %.3g%%).",
-			 kvs_policy_name(r->policy), r->block_size, kvs_sweep_row_waste_pct(r),
-			 r->st.memory_pct.reservation, r->st.memory_pct.internal_frag,
-			 r->st.memory_pct.external_frag);
-	}
-
-	/* prefix hits, in tokens */
-	kvs_sweep_recommendation *rp = &R->rec[KVS_OBJ_PREFIX];
-	best = SIZE_MAX;
-	for (size_t i = 0; i < R->nrows; i++) {
-		const kvs_sweep_row *r = &R->rows[i];
-		if (r->st.prefix_hit_tokens == 0)
-			continue;
-		if (best == SIZE_MAX ||
-		    r->st.prefix_hit_rate_tokens > R->rows[best].st.prefix_hit_rate_tokens ||
-		    (r->st.prefix_hit_rate_tokens == R->rows[best].st.prefix_hit_rate_tokens &&
-		     better_tie(r, i, &R->rows[best], best)))
-			best = i;
-	}
-	if (best != SIZE_MAX) {
-		const kvs_sweep_row *r = &R->rows[best];
-		set_rec(rp, r);
-		snprintf(rp->reason, sizeof rp->reason,
-			 "%s at block size %u reuses %.3g%% of prompt tokens from the prefix "
-			 "cache, the most of any combination (coarser blocks share only "
-			 "whole blocks).",
-			 kvs_policy_name(r->policy), r->block_size,
-			 100.0 * r->st.prefix_hit_rate_tokens);
-	} else {
-		snprintf(rp->reason, sizeof rp->reason, "%s",
-			 c->base.enable_prefix_caching
-			 ? "No prefix-cache hits in any combination: the trace's prompts "
-			   "share no hash-identified prefix."
-			 : "Prefix caching is off (--enable-prefix-caching), so no "
-			   "combination reuses prompt blocks.");
-	}
+	kvs_sweep_recommend_rows(&R->cfg, R->rows, R->caps, R->nrows, R->rec);
 }
 
 /* ---- JSON ---------------------------------------------------------------------- */
@@ -315,7 +679,9 @@ json_t *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *
 		jset(x, "objective", json_string(r->objective_name));
 		jset(x, "found", json_boolean(r->found));
 		jset(x, "policy", r->found ? json_string(kvs_policy_name(r->policy)) : json_null());
-		jset(x, "block_size", r->found ? jint(r->block_size) : json_null());
+		/* a policy independent of the block size is named without one */
+		jset(x, "block_size", r->found && !r->any_block_size ? jint(r->block_size)
+								 : json_null());
 		jset(x, "reason", json_string(r->reason));
 		json_array_append_new(recs, x);
 	}

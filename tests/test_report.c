@@ -377,8 +377,23 @@ static void test_sweep_and_multi(void **state)
 	assert_non_null(strstr(html, "Capacity search"));
 	assert_non_null(strstr(html, "arrived 10 = completed 9 + rejected 0 + unfinished 1"));
 	assert_non_null(strstr(html, "No figures"));
+	/* the sweep table's KV waste and kernel cost (paged, block 8: 1 +
+	 * 1/8 + 8/2300 = 1.1285 in the fixture; waste 0.35 + 0.3) */
+	assert_non_null(strstr(html, "<th>KV waste</th>"));
+	assert_non_null(strstr(html, "<th>kernel vs contiguous</th>"));
+	assert_non_null(strstr(html, "<td>1.129×</td>"));
+	assert_non_null(strstr(html, "<td>0.65 %</td>"));
 	free(html);
 #if KVS_HAVE_CAIRO
+	{
+		/* the trade-off figure: three panels (fragmentation, prefix hits,
+		 * kernel), paged drawn in each; vattention (kernel 1 everywhere)
+		 * only in the first two, its kernel panel a dashed guide */
+		cairo_surface_t *t = load_png(dir, "run2-sweep-fragmentation.png");
+		assert_true(count_color(t, 0x0072b2) > 3000);
+		assert_true(count_color(t, 0xcc79a7) > 1000);
+		cairo_surface_destroy(t);
+	}
 	/* capacity bars in the colour of each policy, max included */
 	cairo_surface_t *img = load_png(dir, "run2-capacity.png");
 	assert_true(count_color(img, 0x0072b2) > 2000);

@@ -123,10 +123,34 @@ static void test_internal_fragmentation(void **state)
 		if (b == 1)
 			assert_float_equal(row->kernel.rel, 2.0, 1e-12);
 	}
-	/* least waste: block size 1 (no tail at all) */
+	/* least waste: block size 1 has no tail at all, but its kernel costs 2x;
+	 * the pick is the least waste among block sizes whose kernel is within
+	 * 5% of the cheapest, derived here from the rows */
+	double min_rel = INFINITY;
+	for (size_t j = 0; j < 9; j++)
+		min_rel = fmin(min_rel, kvs_sweep_result_row(R, j)->kernel.rel);
+	size_t want = SIZE_MAX;
+	for (size_t j = 0; j < 9; j++) {
+		const kvs_sweep_row *row = kvs_sweep_result_row(R, j);
+		if (row->kernel.rel > min_rel * 1.05 * (1 + 1e-12))
+			continue;
+		if (want == SIZE_MAX || kvs_sweep_row_waste_pct(row) <
+		    kvs_sweep_row_waste_pct(kvs_sweep_result_row(R, want)))
+			want = j;
+	}
 	const kvs_sweep_recommendation *rw = kvs_sweep_result_recommendation(R, KVS_OBJ_WASTE);
 	assert_true(rw->found);
+	assert_int_equal(rw->block_size, all_blocks[want]);
+	assert_true(all_blocks[want] > 1);
+	assert_false(rw->any_block_size);
+	assert_non_null(strstr(rw->reason, "block size 1 wastes"));
+	kvs_sweep_result_destroy(R);
+	/* a margin wide enough for block 1's 2x kernel picks it */
+	c.kernel_cost_margin = 1.5;
+	assert_int_equal(kvs_sweep_run(&c, set, &R), KVS_OK);
+	rw = kvs_sweep_result_recommendation(R, KVS_OBJ_WASTE);
 	assert_int_equal(rw->block_size, 1);
+	assert_null(strstr(rw->reason, "counting only"));
 	kvs_sweep_result_destroy(R);
 	kvs_request_set_destroy(set);
 }
@@ -406,6 +430,175 @@ static void test_capacity(void **state)
 	kvs_request_set_destroy(set);
 }
 
+/* ---- recommendations on hand-made rows -----------------------------------------
+ * Rows are policy-major (policies x block sizes).  Figures are chosen so
+ * that each rule decides exactly one pick. */
+static void mkrow(kvs_sweep_row *r, kvs_policy p, uint32_t b, double rel, double waste,
+		  double ttft_p99, uint64_t meta, double otps, double hits)
+{
+	memset(r, 0, sizeof *r);
+	r->policy = p;
+	r->block_size = b;
+	r->kernel.rel = rel;
+	r->kernel.source = p == KVS_POLICY_PAGED ? KVS_KERNEL_MODEL : KVS_KERNEL_CONTIGUOUS;
+	r->st.memory_pct.internal_frag = waste;
+	r->st.ttft_s.p99 = ttft_p99;
+	r->st.tpot_s.p99 = 0.05;
+	r->st.metadata_bytes_max = meta;
+	r->st.output_tokens_per_s = otps;
+	r->st.prefix_hit_rate_tokens = hits;
+	r->st.prefix_hit_tokens = hits > 0 ? 1000 : 0;
+	r->st.completed = 10;
+	r->meets_slo = true;
+}
+
+static void mkcap(kvs_sweep_capacity *k, const kvs_sweep_row *r, double rate, double ttft)
+{
+	memset(k, 0, sizeof *k);
+	k->policy = r->policy;
+	k->block_size = r->block_size;
+	k->outcome = rate > 0 ? KVS_CAPACITY_FOUND : KVS_CAPACITY_UNATTAINABLE;
+	k->max_rate = rate;
+	k->fail_rate = rate * 1.02;
+	k->ttft_p99_s = ttft;
+	k->conversations_per_gpu = 10;
+}
+
+static void test_recommend_rules(void **state)
+{
+	(void)state;
+	kvs_sweep_config c;
+	kvs_sweep_config_defaults(&c, NULL);
+	c.slo_ttft_s = 2;
+	c.slo_tpot_s = 0.1;
+	c.find_max_rate = true;
+	assert_int_equal(kvs_sweep_parse_policies("paged,oracle,pow2", &c), KVS_OK);
+	assert_int_equal(kvs_sweep_parse_block_sizes("1,16,64", &c), KVS_OK);
+	kvs_sweep_row rows[9];
+	kvs_sweep_capacity caps[9];
+	kvs_sweep_recommendation rec[KVS_OBJ_COUNT_];
+	/*           policy               b   rel    waste ttft  meta  tok/s hits */
+	mkrow(&rows[0], KVS_POLICY_PAGED, 1, 2.000, 0.01, 1.0, 6000, 900, 0.50);
+	mkrow(&rows[1], KVS_POLICY_PAGED, 16, 1.060, 0.30, 1.0, 400, 1000, 0.45);
+	mkrow(&rows[2], KVS_POLICY_PAGED, 64, 1.040, 1.40, 1.0, 100, 1000, 0.40);
+	for (int b = 0; b < 3; b++) {
+		mkrow(&rows[3 + b], KVS_POLICY_ORACLE, c.block_sizes[b], 1, 9.6, 0.8, 16000,
+		      1010, 0);
+		mkrow(&rows[6 + b], KVS_POLICY_POW2, c.block_sizes[b], 1, 14.1, 0.9, 16000,
+		      1000, 0);
+		rows[3 + b].repeated = rows[6 + b].repeated = b > 0;
+	}
+	/* capacity: oracle is highest; paged 16 and 64 tie on the grid rate with
+	 * paged 1 below; 16 has the lower p99 TTFT at that rate */
+	mkcap(&caps[0], &rows[0], 4.0, 1.2);
+	mkcap(&caps[1], &rows[1], 4.5, 1.4);
+	mkcap(&caps[2], &rows[2], 4.5, 1.6);
+	for (int i = 3; i < 6; i++)
+		mkcap(&caps[i], &rows[i], 4.8, 1.0);
+	for (int i = 6; i < 9; i++)
+		mkcap(&caps[i], &rows[i], 4.4, 1.0);
+	kvs_sweep_recommend_rows(&c, rows, caps, 9, rec);
+	const kvs_sweep_recommendation *t = &rec[KVS_OBJ_THROUGHPUT];
+	assert_true(t->found);
+	assert_int_equal(t->policy, KVS_POLICY_PAGED);        /* never oracle */
+	assert_int_equal(t->block_size, 16);                  /* lower p99 TTFT */
+	assert_string_equal(t->objective_name, "throughput_within_slo");
+	assert_non_null(strstr(t->reason, "paged at block size 16 sustains 4.5 requests/s"));
+	assert_non_null(strstr(t->reason, "2 reach that grid rate"));
+	assert_non_null(strstr(t->reason, "lowest p99 TTFT among them, 1.4 s"));
+	assert_non_null(strstr(t->reason, "oracle, the unattainable bound, reaches 4.8"));
+	assert_non_null(strstr(t->reason, "of the 4 deployable combinations"));
+	assert_null(strchr(t->reason, '\n'));
+
+	/* the same p99 TTFT at the tied rate: lower waste decides (16) */
+	caps[2].ttft_p99_s = 1.4;
+	kvs_sweep_recommend_rows(&c, rows, caps, 9, rec);
+	assert_int_equal(rec[KVS_OBJ_THROUGHPUT].block_size, 16);
+	assert_non_null(strstr(rec[KVS_OBJ_THROUGHPUT].reason, "wastes the least KV"));
+	/* the same waste too: smaller block tables decide (64) */
+	rows[2].st.memory_pct.internal_frag = 0.30;
+	kvs_sweep_recommend_rows(&c, rows, caps, 9, rec);
+	assert_int_equal(rec[KVS_OBJ_THROUGHPUT].block_size, 64);
+	assert_non_null(strstr(rec[KVS_OBJ_THROUGHPUT].reason, "smallest block tables"));
+	/* identical in every rule: the earlier row (16) */
+	rows[2].st.metadata_bytes_max = 400;
+	kvs_sweep_recommend_rows(&c, rows, caps, 9, rec);
+	assert_int_equal(rec[KVS_OBJ_THROUGHPUT].block_size, 16);
+	assert_non_null(strstr(rec[KVS_OBJ_THROUGHPUT].reason, "comes first"));
+	rows[2].st.memory_pct.internal_frag = 1.40;
+	rows[2].st.metadata_bytes_max = 100;
+	caps[2].ttft_p99_s = 1.6;
+
+	/* a contiguous policy wins: named without a block size, JSON null */
+	for (int i = 6; i < 9; i++)
+		caps[i].max_rate = 4.6;
+	kvs_sweep_recommend_rows(&c, rows, caps, 9, rec);
+	t = &rec[KVS_OBJ_THROUGHPUT];
+	assert_int_equal(t->policy, KVS_POLICY_POW2);
+	assert_true(t->any_block_size);
+	assert_int_equal(t->block_size, 1);                   /* its first row */
+	assert_true(strncmp(t->reason, "pow2 sustains 4.6 requests/s", 28) == 0);
+	assert_null(strstr(t->reason, "block size"));
+	assert_null(strstr(t->reason, "reach that grid rate"));  /* counted once */
+	assert_non_null(strstr(t->reason, "(+4.35%)"));          /* oracle 4.8 / 4.6 */
+	for (int i = 6; i < 9; i++)
+		caps[i].max_rate = 4.4;
+
+	/* least waste: block 1 (2x kernel) is outside the 5% margin of the
+	 * cheapest paged kernel (64, 1.04): 16 at 1.06 is inside and wastes
+	 * less than 64, pow2 and oracle (excluded: a bound) */
+	const kvs_sweep_recommendation *w = &rec[KVS_OBJ_WASTE];
+	assert_true(w->found);
+	assert_int_equal(w->policy, KVS_POLICY_PAGED);
+	assert_int_equal(w->block_size, 16);
+	assert_non_null(strstr(w->reason, "within 5% of the cheapest (block size 64, 1.040x"));
+	assert_non_null(strstr(w->reason, "block size 1 wastes 0.01% but its kernel takes 2.000x"));
+	assert_non_null(strstr(w->reason, "oracle, the unattainable bound for contiguous "
+				   "reservation, wastes 9.6%"));
+	/* prefix hits: the same margin, block 1's 50% named as the costlier one */
+	const kvs_sweep_recommendation *p = &rec[KVS_OBJ_PREFIX];
+	assert_true(p->found);
+	assert_int_equal(p->block_size, 16);
+	assert_non_null(strstr(p->reason, "reuses 45% of prompt tokens"));
+	assert_non_null(strstr(p->reason, "block size 1 reuses 50% but its kernel takes 2.000x"));
+
+	/* oracle wastes least among contiguous policies but is never the pick */
+	for (int i = 0; i < 3; i++)
+		rows[i].st.memory_pct.internal_frag = 50;
+	kvs_sweep_recommend_rows(&c, rows, caps, 9, rec);
+	assert_int_equal(rec[KVS_OBJ_WASTE].policy, KVS_POLICY_POW2);
+	assert_true(rec[KVS_OBJ_WASTE].any_block_size);
+	assert_true(strncmp(rec[KVS_OBJ_WASTE].reason, "pow2 leaves", 11) == 0);
+
+	/* without a capacity search: deployable rows within 1% of the best
+	 * tokens/s (oracle's 1010 is not the reference), lowest p99 TTFT */
+	kvs_sweep_recommend_rows(&c, rows, NULL, 9, rec);
+	t = &rec[KVS_OBJ_THROUGHPUT];
+	assert_int_equal(t->policy, KVS_POLICY_POW2);         /* p99 TTFT 0.9 < 1.0 */
+	assert_non_null(strstr(t->reason, "3 deployable combinations come within 1%"));
+	assert_non_null(strstr(t->reason, "oracle, the unattainable bound, delivers 1010"));
+	for (int i = 0; i < 9; i++)
+		rows[i].meets_slo = false;
+	kvs_sweep_recommend_rows(&c, rows, NULL, 9, rec);
+	assert_false(rec[KVS_OBJ_THROUGHPUT].found);
+	assert_non_null(strstr(rec[KVS_OBJ_THROUGHPUT].reason, "--find-max-rate"));
+
+	/* prefix caching off: the flag that turns it on is named */
+	for (int i = 0; i < 9; i++)
+		rows[i].st.prefix_hit_tokens = 0;
+	kvs_sweep_recommend_rows(&c, rows, caps, 9, rec);
+	assert_false(rec[KVS_OBJ_PREFIX].found);
+	assert_non_null(strstr(rec[KVS_OBJ_PREFIX].reason, "--enable-prefix-caching"));
+
+	/* only oracle swept: nothing deployable to recommend */
+	kvs_sweep_config co = c;
+	assert_int_equal(kvs_sweep_parse_policies("oracle", &co), KVS_OK);
+	kvs_sweep_recommend_rows(&co, rows + 3, caps + 3, 3, rec);
+	for (int o = 0; o < KVS_OBJ_COUNT_; o++)
+		assert_false(rec[o].found);
+	assert_non_null(strstr(rec[KVS_OBJ_THROUGHPUT].reason, "not a deployable choice"));
+}
+
 /* ---- kernel model and profile ------------------------------------------------------ */
 
 static void test_kernel_model(void **state)
@@ -538,6 +731,7 @@ int main(void)
 		cmocka_unit_test(test_jobs_identical),
 		cmocka_unit_test(test_mooncake_block_size),
 		cmocka_unit_test(test_capacity),
+		cmocka_unit_test(test_recommend_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

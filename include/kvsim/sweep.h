@@ -108,11 +108,17 @@ typedef struct kvs_sweep_config {
 	bool find_max_rate;            /* needs at least one SLO */
 	double rate_tolerance;         /* relative grid step (0.02) */
 	double rate_max_factor;        /* search within trace rate x / this factor (1e4) */
+	/* Recommendations for least KV waste and best prefix-hit rate consider
+	 * only paged block sizes whose kernel relative cost is within this
+	 * fraction of the cheapest paged block size's (0.05): block size 1
+	 * wastes nothing but doubles the attention time. */
+	double kernel_cost_margin;
 } kvs_sweep_config;
 
 /* Defaults around a base configuration (may be NULL: the caller fills
  * base): every policy, block sizes 1..256 (powers of two), jobs 0,
- * delta 1, kernel feed on, dedupe on, tolerance 0.02. */
+ * delta 1, kernel feed on, dedupe on, tolerance 0.02, kernel-cost
+ * margin 0.05. */
 void kvs_sweep_config_defaults(kvs_sweep_config *c, const kvs_sim_config *base);
 
 /* Parse "1,2,4,8" / "paged,max" lists (sorted as given, duplicates are an
@@ -198,8 +204,12 @@ typedef struct kvs_sweep_recommendation {
 	                              * "best_prefix_hit_rate" */
 	bool found;
 	kvs_policy policy;
-	uint32_t block_size;
-	char reason[384];            /* one sentence */
+	uint32_t block_size;         /* the row's; see any_block_size */
+	/* The policy does not depend on the block size (every policy but
+	 * paged): block_size is then only the first swept, and the policy is
+	 * named without one (JSON block_size null). */
+	bool any_block_size;
+	char reason[640];            /* one sentence */
 } kvs_sweep_recommendation;
 
 typedef struct kvs_sweep_result kvs_sweep_result;
@@ -226,8 +236,28 @@ const kvs_sweep_capacity *kvs_sweep_result_capacity(const kvs_sweep_result *r,
 						    size_t i);
 const kvs_sweep_recommendation *kvs_sweep_result_recommendation(
 	const kvs_sweep_result *r, kvs_sweep_objective o);
+/* The trace's mean arrival rate at cfg->time_scale, requests/s ((n - 1) /
+ * span; 0 with fewer than two distinct arrival times): the rate the rows
+ * were replayed at and the base of the capacity grid. */
+double kvs_sweep_result_base_rate(const kvs_sweep_result *r);
 /* Simulations run in all (rows and capacity probes). */
 uint64_t kvs_sweep_result_simulations(const kvs_sweep_result *r);
+
+/* The recommendation per objective from a sweep's rows (and capacity
+ * entries, NULL without a search), as kvs_sweep_run makes them; c gives the
+ * policies and block sizes (rows are policy-major, c->npolicies x
+ * c->nblock_sizes of them), the SLOs and the kernel-cost margin.  Rules
+ * (docs/SWEEP.md "Recommendations"):
+ *  - only deployable policies are recommended: oracle reserves the true
+ *    output length, which no server knows in advance; it is named in the
+ *    sentence as the bound it is;
+ *  - a policy independent of the block size counts once (its first row);
+ *  - ties (on the capacity grid, or on the objective's figure) go to the
+ *    lower p99 TTFT, then the lower KV waste, then the smaller block-table
+ *    metadata, then the earlier row. */
+void kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_row *rows,
+			      const kvs_sweep_capacity *caps, size_t n,
+			      kvs_sweep_recommendation out[KVS_OBJ_COUNT_]);
 
 /* KV waste of a row as the compare report counts it: reservation +
  * internal + external fragmentation, time-weighted percent of the budget. */

@@ -168,6 +168,11 @@ def sweep():
                 "output_tokens_per_s": round(412.7 * base_rps / 1.98 / slow, 2),
                 "preemptions": int(14 * slow),
                 "kernel_cost_us": round(38.0 * (1 + 2.0 / bs), 2),
+                # paged reads through a block table (1 + 1 / b, plus the
+                # partly read last block); vattention reads contiguously
+                "kernel_relative_cost": (round(1 + 1.0 / bs + bs / 2300.0, 4)
+                                         if pol == "paged" else 1.0),
+                "waste_pct": round(ifrag + 0.3, 3),
             })
         for bs in (16, 32):
             cap.append({"policy": pol, "block_size": bs,
