@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "cli_sim.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -234,12 +235,13 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 	}
 }
 
-static int write_out(const char *path, kvs_status (*fn)(const void *, FILE *),
-		     const void *arg)
+static int write_out(const char *flag, const char *path,
+		     kvs_status (*fn)(const void *, FILE *), const void *arg)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
 	if (!f) {
-		fprintf(stderr, "kvsim sweep: %s: cannot open for writing\n", path);
+		fprintf(stderr, "kvsim sweep: %s: %s: cannot write: %s\n", flag, path,
+			strerror(errno));
 		return KVS_EXIT_FAIL;
 	}
 	kvs_status st = fn(arg, f);
@@ -270,22 +272,29 @@ int kvs_cmd_sweep(int argc, char **argv)
 	kvs_trace_opts_defaults(&o.to);
 	kvs_cli_sim_init(&o.sim);
 	kvs_sweep_config_defaults(&o.sw, NULL);
+	const char *bare_out = NULL; /* the previous argument: --json or --csv without =FILE */
 	while (kvs_args_next(&it, &pos)) {
+		const char *after_bare = bare_out;
+		bare_out = NULL;
 		if (!it.flag) {
-			if (o.trace) {
-				kvs_args_usage_error(&it, "one trace at most (got '%s' and '%s')",
-						     o.trace, pos);
+			if (o.trace && after_bare) {
+				kvs_args_usage_error(&it, "%s writes to standard output; give its file as "
+						     "%s=%s", after_bare, after_bare, pos);
 				return KVS_EXIT_USAGE;
 			}
-			o.trace = pos;
+			if (!kvs_args_one_positional(&it, pos, &o.trace, "trace"))
+				return KVS_EXIT_USAGE;
 			continue;
 		}
 		if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		if (out_arg(&it, "--json", &o.json) || out_arg(&it, "--csv", &o.csv))
+		if (out_arg(&it, "--json", &o.json) || out_arg(&it, "--csv", &o.csv)) {
+			if (!it.inline_val)
+				bare_out = it.flag;
 			continue;
+		}
 		if (kvs_args_is(&it, "--report")) {
 			if (!(o.report = kvs_args_value(&it)))
 				return KVS_EXIT_USAGE;
@@ -396,7 +405,7 @@ int kvs_cmd_sweep(int argc, char **argv)
 		if (rc != KVS_EXIT_OK)
 			goto out;
 	}
-	if (o.csv && (rc = write_out(o.csv, csv_fn, R)) != KVS_EXIT_OK)
+	if (o.csv && (rc = write_out("--csv", o.csv, csv_fn, R)) != KVS_EXIT_OK)
 		goto out;
 	if ((!o.json || strcmp(o.json, "-") != 0) && (!o.csv || strcmp(o.csv, "-") != 0)) {
 		printf("kvsim sweep: %s, %llu requests; %s on %s (tp %u); %llu simulations\n\n",

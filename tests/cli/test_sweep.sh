@@ -279,6 +279,12 @@ echo '{"entries": [{"block_size": 16}]}' >"$tmp/p.json"
 run 1 "$SAMPLE" --kernel-profile "$tmp/p.json"
 grep -q 'entries\[0\]' <<<"$err" || fail "profile error does not name the entry: $err"
 run 1 "$tmp/none.csv"
+# --json/--csv take their file after '=': a separate word is refused, not
+# mistaken for a second trace
+run 2 "$SAMPLE" --json "$tmp/x.json"
+grep -q -- '--json=' <<<"$err" || fail "no --json=FILE hint: $err"
+run 1 "$SAMPLE" --limit 50 --block-sizes 16 --policies paged --quiet --csv="$tmp/no/such/dir/x.csv"
+grep -q -- '--csv: .*cannot write' <<<"$err" || fail "--csv failure unclear: $err"
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all sweep CLI tests passed"
