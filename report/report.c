@@ -197,11 +197,12 @@ static kvs_status read_file(const char *path, char **out)
 		buf = nb;
 		cap *= 2;
 	}
-	bool err = ferror(f) != 0;
+	int err = ferror(f) ? errno : 0;
 	fclose(f);
 	if (err) {
 		kvs_free(buf);
-		return kvs_fail(KVS_ERR_IO, "%s: read error", path);
+		return kvs_fail(KVS_ERR_IO, "%s: cannot read: %s", path,
+				err == EISDIR ? "is a directory" : strerror(err));
 	}
 	buf[len] = '\0';
 	if (strlen(buf) != len) {

@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- the analytic model --------------------------------------------------- */
 
@@ -263,6 +264,9 @@ kvs_status kvs_kernel_profile_load(const char *path, kvs_kernel_profile **out)
 	if (!path || !out)
 		return kvs_fail(KVS_ERR_INVALID, "kernel profile: NULL argument");
 	json_error_t jerr;
+	struct stat sb;
+	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+		return kvs_fail(KVS_ERR_IO, "%s: kernel profile: is a directory", path);
 	json_t *root = json_load_file(path, 0, &jerr);
 	if (!root) {
 		bool missing = jerr.line < 0 || strstr(jerr.text, "unable to open");

@@ -83,6 +83,9 @@ expect_exit 2 "$KVSIM" report "$data/compare.json" -o
 
 # ---- bad input: exit 1, message names the file and the key or position ------
 expect_exit 1 "$KVSIM" report "$tmp/nope.json" -o "$tmp/x"
+mkdir -p "$tmp/adir"
+expect_exit 1 "$KVSIM" report "$tmp/adir" -o "$tmp/x"
+grep -q "adir: cannot read: is a directory" "$tmp/err" || fail "directory input unclear: $(cat "$tmp/err")"
 grep -q "nope.json: cannot open" "$tmp/err" || fail "missing file message: $(cat "$tmp/err")"
 printf '{\n "command": "replay",\n "policies": {\n' >"$tmp/trunc.json"
 expect_exit 1 "$KVSIM" report "$tmp/trunc.json" -o "$tmp/x"

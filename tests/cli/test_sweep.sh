@@ -279,6 +279,8 @@ echo '{"entries": [{"block_size": 16}]}' >"$tmp/p.json"
 run 1 "$SAMPLE" --kernel-profile "$tmp/p.json"
 grep -q 'entries\[0\]' <<<"$err" || fail "profile error does not name the entry: $err"
 run 1 "$tmp/none.csv"
+run 1 "$SAMPLE" --kernel-profile "$tmp"
+grep -q 'is a directory' <<<"$err" || fail "directory as kernel profile unclear: $err"
 # --json/--csv take their file after '=': a separate word is refused, not
 # mistaken for a second trace
 run 2 "$SAMPLE" --json "$tmp/x.json"
