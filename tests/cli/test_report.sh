@@ -83,10 +83,10 @@ expect_exit 2 "$KVSIM" report "$data/compare.json" -o
 
 # ---- bad input: exit 1, message names the file and the key or position ------
 expect_exit 1 "$KVSIM" report "$tmp/nope.json" -o "$tmp/x"
+grep -q "nope.json: cannot open" "$tmp/err" || fail "missing file message: $(cat "$tmp/err")"
 mkdir -p "$tmp/adir"
 expect_exit 1 "$KVSIM" report "$tmp/adir" -o "$tmp/x"
 grep -q "adir: cannot read: is a directory" "$tmp/err" || fail "directory input unclear: $(cat "$tmp/err")"
-grep -q "nope.json: cannot open" "$tmp/err" || fail "missing file message: $(cat "$tmp/err")"
 printf '{\n "command": "replay",\n "policies": {\n' >"$tmp/trunc.json"
 expect_exit 1 "$KVSIM" report "$tmp/trunc.json" -o "$tmp/x"
 grep -q "trunc.json: line 4, column" "$tmp/err" || fail "truncated JSON message: $(cat "$tmp/err")"
