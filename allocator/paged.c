@@ -143,9 +143,33 @@ static inline uint32_t fill_of(uint32_t bs, uint32_t i, uint32_t len)
 
 /* ---- prefix index ------------------------------------------------------------ */
 
+/* The home slot of key h.  Keys are whatever the caller passed as block
+ * hashes: chained 64-bit hashes from kvs_hash_block_*, but also raw trace
+ * ids (Mooncake's hash ids are small consecutive integers, re-split to
+ * id x k + j for smaller blocks).  Range reduction by the high word of
+ * h x cap alone uses only the key's top bits, which are all zero for such
+ * ids: every key would start at slot 0 and the index degenerate into one
+ * cluster probed linearly (quadratic work per prompt).  So the key is
+ * mixed first with a full-avalanche finaliser (splitmix64's), which makes
+ * any key family, integers, strided, split or lattice-shaped ids, behave
+ * like random hashes: about 2.2 slots per operation at load 1/2.
+ * (Fibonacci hashing alone, one multiply, spreads consecutive ids even
+ * better and keeps cluster neighbours close in time, but sparse split ids
+ * already cost it twice the probes and strides near a Fibonacci number
+ * pack keys into long runs; see docs/ALLOCATOR.md.) */
+static inline uint64_t ht_mix(uint64_t h)
+{
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	h ^= h >> 31;
+	return h;
+}
+
 static inline uint64_t ht_home(const paged *p, uint64_t h)
 {
-	return (uint64_t)(((__uint128_t)h * p->ht_cap) >> 64);
+	return (uint64_t)(((__uint128_t)ht_mix(h) * p->ht_cap) >> 64);
 }
 
 static inline uint64_t ht_next(const paged *p, uint64_t i)
@@ -153,37 +177,71 @@ static inline uint64_t ht_next(const paged *p, uint64_t i)
 	return i + 1 == p->ht_cap ? 0 : i + 1;
 }
 
-static inline uint32_t ht_find(const paged *p, uint64_t h)
+/* Probe counting: the mutating paths (admission, registration, eviction)
+ * add their index operations and the slots they examined to the
+ * statistics (prefix_index_ops / prefix_index_probes), a deterministic
+ * measure of the index's work that tests bound; the read-only paths
+ * (can_admit, kvs_alloc_prefix_lookup, the validator) count nothing. */
+
+/* The block cached under h, or NONE; *probes += slots examined. */
+static inline uint32_t ht_find_n(const paged *p, uint64_t h, uint64_t *probes)
 {
-	uint64_t i = ht_home(p, h);
-	for (;;) {
+	uint64_t i = ht_home(p, h), n = 1;
+	for (;; n++) {
 		uint32_t id = p->ht[i];
-		if (id == NONE || bhash(&p->b[id]) == h)
+		if (id == NONE || bhash(&p->b[id]) == h) {
+			*probes += n;
 			return id;
+		}
 		i = ht_next(p, i);
 	}
 }
 
-static void ht_insert(paged *p, uint32_t id)
+static inline uint32_t ht_find(const paged *p, uint64_t h)
 {
-	uint64_t i = ht_home(p, bhash(&p->b[id]));
-	while (p->ht[i] != NONE)
+	uint64_t n = 0;
+	return ht_find_n(p, h, &n);
+}
+
+/* Enter block id under h unless h is cached already: one probe sequence
+ * for the lookup and the insert.  True when id was entered. */
+static bool ht_insert_new(paged *p, uint32_t id, uint64_t h)
+{
+	uint64_t i = ht_home(p, h), n = 1;
+	for (;; n++) {
+		uint32_t e = p->ht[i];
+		if (e == NONE)
+			break;
+		if (bhash(&p->b[e]) == h) {
+			p->a->stats.prefix_index_ops++;
+			p->a->stats.prefix_index_probes += n;
+			return false;    /* same content cached in block e */
+		}
 		i = ht_next(p, i);
+	}
+	set_bhash(&p->b[id], h);
 	p->ht[i] = id;
 	p->pool.state_[id] |= PB_HASHED;
 	p->nhashed++;
+	p->a->stats.prefix_index_ops++;
+	p->a->stats.prefix_index_probes += n;
+	return true;
 }
 
+/* Drop id from the index: find its slot, then shift the rest of its
+ * cluster back (no tombstones, so probe lengths never build up). */
 static void ht_remove(paged *p, uint32_t id)
 {
-	uint64_t i = ht_home(p, bhash(&p->b[id]));
+	uint64_t i = ht_home(p, bhash(&p->b[id])), n = 1;
 	while (p->ht[i] != id) {
 		kvs_require(p->ht[i] != NONE);
 		i = ht_next(p, i);
+		n++;
 	}
 	uint64_t j = i;
 	for (;;) {
 		j = ht_next(p, j);
+		n++;
 		uint32_t e = p->ht[j];
 		if (e == NONE)
 			break;
@@ -197,6 +255,8 @@ static void ht_remove(paged *p, uint32_t id)
 	p->ht[i] = NONE;
 	p->pool.state_[id] &= ~PB_HASHED;
 	p->nhashed--;
+	p->a->stats.prefix_index_ops++;
+	p->a->stats.prefix_index_probes += n;
 }
 
 /* ---- block states ------------------------------------------------------------ */
@@ -294,11 +354,8 @@ static void register_full(paged *p, kvs_seq_rec *s, uint32_t old)
 		uint32_t id = s->table[i];
 		if (p->pool.state_[id] & PB_HASHED)
 			continue;
-		uint64_t h = s->hashes[i];
-		if (ht_find(p, h) != NONE)
-			continue;    /* same content already cached elsewhere */
-		set_bhash(&p->b[id], h);
-		ht_insert(p, id);
+		/* if the same content is cached elsewhere, id stays unhashed */
+		ht_insert_new(p, id, s->hashes[i]);
 	}
 }
 
@@ -397,20 +454,27 @@ static void paged_fini(kvs_alloc *a)
 
 /* Prefix hits usable by d: full prompt blocks found in the cache, stopping
  * before the last prompt token (it must be computed to produce the next
- * token).  *idle receives how many of them are cached-idle. */
+ * token).  *idle receives how many of them are cached-idle; ids (may be
+ * NULL) the hit blocks; *ops / *probes the lookups made and the index
+ * slots they examined.  O(hits + 1) lookups. */
 static uint32_t prefix_hits(const paged *p, const kvs_seq_desc *d,
-			    uint32_t *idle)
+			    uint32_t *idle, uint32_t *ids, uint64_t *ops,
+			    uint64_t *probes)
 {
 	uint32_t nidle = 0, h = 0;
+	*ops = *probes = 0;
 	if (p->caching && d->block_hashes && d->prompt_tokens > 0) {
 		uint32_t lim = (d->prompt_tokens - 1) / p->bs;
 		if (lim > d->num_block_hashes)
 			lim = d->num_block_hashes;
 		for (; h < lim; h++) {
-			uint32_t id = ht_find(p, d->block_hashes[h]);
+			uint32_t id = ht_find_n(p, d->block_hashes[h], probes);
+			++*ops;
 			if (id == NONE || ref_of(p, id) == MAX_REF)
 				break;
 			nidle += ref_of(p, id) == 0;
+			if (ids)
+				ids[h] = id;
 		}
 	}
 	*idle = nidle;
@@ -430,7 +494,8 @@ static kvs_admit_verdict paged_can_admit(const kvs_alloc *a,
 		return KVS_ADMIT_NEVER;
 	}
 	uint32_t idle;
-	uint32_t hits = prefix_hits(p, d, &idle);
+	uint64_t ops, probes;
+	uint32_t hits = prefix_hits(p, d, &idle, NULL, &ops, &probes);
 	uint64_t need = nprompt - hits + idle;
 	uint64_t avail = (uint64_t)p->pool.nfree_ + p->nidle;
 	if (need > avail) {
@@ -462,14 +527,17 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 	if (st != KVS_OK)
 		return st;
 	uint32_t idle;
-	uint32_t hits = prefix_hits(p, d, &idle);
+	uint64_t ops, probes;
+	/* the hit blocks land in the table (nprompt > hits entries) */
+	uint32_t hits = prefix_hits(p, d, &idle, s->table, &ops, &probes);
+	a->stats.prefix_index_ops += ops;
+	a->stats.prefix_index_probes += probes;
 	/* cached blocks first, so fresh allocations cannot evict them */
 	for (uint32_t i = 0; i < hits; i++) {
-		uint32_t id = ht_find(p, d->block_hashes[i]);
+		uint32_t id = s->table[i];
 		if (ref_of(p, id) == 0)
 			lru_unlink(p, id);
 		ref_inc(p, id, p->bs);
-		s->table[i] = id;
 	}
 	for (uint32_t i = hits; i < nprompt; i++)
 		s->table[i] = take(a, p);

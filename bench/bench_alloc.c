@@ -17,6 +17,10 @@
  *   prefix_lookup   per block, chains over a cache of ~1M blocks
  *   prefix_insert   per block, prefill growth that hashes full blocks
  *                   (allocation + index insert)
+ *   prefix_long     40,960-token prompts keyed by raw trace ids (as a
+ *                   Mooncake replay keys them) at block 1 and 16: insert
+ *                   (allocation, eviction, index insert, release) and
+ *                   lookup per block, index probes per operation
  *   account         the six-part split (paged, no forks)
  *   host_pair       malloc(64) + free through the host allocator (jemalloc
  *                   in the default build): the reference
@@ -286,6 +290,78 @@ static void bench_prefix(double *lookup_ns, double *insert_ns,
 	kvs_alloc_destroy(a);
 }
 
+/* Long prompts keyed as a Mooncake replay keys them: raw hash ids (small
+ * consecutive integers, one per 512-token block) re-split to the block
+ * size as id x k + j, k = 512 / bs.  Prompts of 40,960 tokens (80 hash
+ * blocks) with ids of their own are admitted, prefilled in 2,048-token
+ * chunks and released, NQ of them through a pool that holds POOLQ, so
+ * the cache evicts as it goes (insert: allocation + eviction + index
+ * insert + release, per block).  Then the POOLQ prompts still cached are
+ * looked up (per block), and the index's probes per operation are read
+ * from the statistics (deterministic). */
+typedef struct long_prompt_figs {
+	double insert_ns, lookup_ns, probes_per_op;
+	uint64_t blocks_per_prompt;
+} long_prompt_figs;
+
+static void bench_long_prompts(uint32_t bs, long_prompt_figs *f)
+{
+	enum { T = 40960, ID_BLOCK = 512, NQ = 12, POOLQ = 4, CHUNK = 2048 };
+	const uint32_t k = ID_BLOCK / bs, nb = T / bs;
+	kvs_alloc_config c;
+	kvs_alloc_config_defaults(&c);
+	c.kv_bytes_per_token = 128;
+	c.block_size = bs;
+	c.budget_bytes = ((uint64_t)POOLQ * (nb + 1) + 1) * bs * 128;
+	c.max_model_len = T + bs;
+	c.watermark = 0;
+	c.enable_prefix_caching = true;
+	kvs_alloc *a = NULL;
+	must(kvs_alloc_create(&c, &a));
+	uint64_t *h = malloc((size_t)NQ * nb * sizeof *h);
+	if (!h)
+		exit(1);
+	for (uint32_t q = 0; q < NQ; q++)
+		for (uint32_t b = 0; b < nb; b++)
+			h[(size_t)q * nb + b] =
+				((uint64_t)q * (T / ID_BLOCK) + b / k) * k + b % k;
+	uint64_t t0 = now_ns();
+	for (uint32_t q = 0; q < NQ; q++) {
+		kvs_seq_desc d = { .seq = q, .prompt_tokens = T + 1,
+				   .output_tokens = 0,
+				   .block_hashes = &h[(size_t)q * nb],
+				   .num_block_hashes = nb };
+		must(kvs_alloc_admit(a, &d, NULL));
+		for (uint32_t done = 0; done < T + 1; done += CHUNK)
+			must(kvs_alloc_grow(a, q, done + CHUNK <= T + 1 ? CHUNK
+					    : T + 1 - done, NULL, NULL));
+		must(kvs_alloc_release(a, q));
+	}
+	f->insert_ns = (double)(now_ns() - t0) / ((double)NQ * nb);
+	double best = 1e30;
+	uint64_t found = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		uint64_t t1 = now_ns();
+		for (uint32_t q = NQ - POOLQ; q < NQ; q++)
+			found += kvs_alloc_prefix_lookup(a, &h[(size_t)q * nb], nb);
+		double ns = (double)(now_ns() - t1) / ((double)POOLQ * nb);
+		if (ns < best)
+			best = ns;
+	}
+	if (found != (uint64_t)ROUNDS * POOLQ * nb) {
+		fprintf(stderr, "bench_alloc: long prompts lost cached blocks\n");
+		exit(1);
+	}
+	kvs_alloc_stats st;
+	kvs_alloc_get_stats(a, &st);
+	f->lookup_ns = best;
+	f->probes_per_op = (double)st.prefix_index_probes /
+			   (double)st.prefix_index_ops;
+	f->blocks_per_prompt = nb;
+	free(h);
+	kvs_alloc_destroy(a);
+}
+
 static double bench_account(void)
 {
 	kvs_alloc *a = make(1 << 14, false, 1 << 16);
@@ -335,6 +411,9 @@ int main(int argc, char **argv)
 	double lookup, insert;
 	uint64_t cached;
 	bench_prefix(&lookup, &insert, &cached);
+	long_prompt_figs lp1, lp16;
+	bench_long_prompts(1, &lp1);
+	bench_long_prompts(16, &lp16);
 	double account = bench_account();
 	double meta = metadata_per_block();
 
@@ -365,6 +444,18 @@ int main(int argc, char **argv)
 	kvs_bench_figure(&b, "prefix_cached_blocks", (double)cached, "blocks");
 	kvs_bench_figure(&b, "prefix_lookup_ns", lookup, "ns per block (target < 100)");
 	kvs_bench_figure(&b, "prefix_insert_ns", insert, "ns per block (alloc + hash insert)");
+	kvs_bench_figure(&b, "prefix_long_bs1_insert_ns", lp1.insert_ns,
+			 "ns per block, 40,960-token prompts, block 1, trace ids");
+	kvs_bench_figure(&b, "prefix_long_bs1_lookup_ns", lp1.lookup_ns,
+			 "ns per block (target < 100)");
+	kvs_bench_figure(&b, "prefix_long_bs1_probes_per_op", lp1.probes_per_op,
+			 "index slots per operation (deterministic)");
+	kvs_bench_figure(&b, "prefix_long_bs16_insert_ns", lp16.insert_ns,
+			 "ns per block, 40,960-token prompts, block 16, trace ids");
+	kvs_bench_figure(&b, "prefix_long_bs16_lookup_ns", lp16.lookup_ns,
+			 "ns per block (target < 100)");
+	kvs_bench_figure(&b, "prefix_long_bs16_probes_per_op", lp16.probes_per_op,
+			 "index slots per operation (deterministic)");
 	kvs_bench_figure(&b, "account_ns", account, "ns per six-part split");
 	kvs_bench_figure(&b, "metadata_bytes_per_block", meta, "bytes (target <= 32)");
 	return kvs_bench_finish(&b);

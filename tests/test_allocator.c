@@ -451,6 +451,94 @@ static void test_paged_prefix_cache(void **state)
 	kvs_alloc_destroy(a);
 }
 
+/* The prefix index does O(1) work per block whatever the keys look like.
+ * A Mooncake replay keys blocks by raw trace ids (small consecutive
+ * integers, re-split to id x k + j): an index that took its home slot from
+ * the key's top bits put every such key in slot 0 and probed one growing
+ * cluster, quadratic per prompt.  Six prompts of 2,048 one-token blocks
+ * each (ops hand-counted below) through a pool of four, under five key
+ * families; the probe count must stay below 3 per operation (about 1.5 to
+ * 2.5 at the index's load of 1/2; the degenerate index needed ~1,000). */
+enum { PX_N = 2048, PX_Q = 6 };
+
+static uint64_t px_key(int family, uint32_t q, uint32_t b)
+{
+	uint64_t x = (uint64_t)q * PX_N + b;     /* ids 0, 1, 2, ... */
+	switch (family) {
+	case 0: return x;                        /* block 1, 512-token ids */
+	case 1: return (x / 16 * 3 + 7) * 16 + x % 16;   /* sparse ids split */
+	case 2: return x << 20;                  /* varying middle bits */
+	case 3: return x << 44;                  /* varying top bits */
+	default: return kvs_hash_block_id(0, q, b);       /* mixed hashes */
+	}
+}
+
+static void test_paged_prefix_index_probes(void **state)
+{
+	(void)state;
+	static uint64_t h[PX_Q][PX_N];
+	for (int family = 0; family < 5; family++) {
+		kvs_alloc_config c;
+		kvs_alloc_config_defaults(&c);
+		c.kv_bytes_per_token = 1;
+		c.block_size = 1;
+		c.budget_bytes = 4 * (PX_N + 1);     /* four prompts' blocks */
+		c.max_model_len = PX_N + 1;
+		c.watermark = 0;
+		c.enable_prefix_caching = true;
+		kvs_alloc *a = fx_make(&c);
+		for (uint32_t q = 0; q < PX_Q; q++)
+			for (uint32_t b = 0; b < PX_N; b++)
+				h[q][b] = px_key(family, q, b);
+		uint32_t cached;
+		for (uint32_t q = 0; q < PX_Q; q++) {
+			kvs_seq_desc d = fx_desc(q, PX_N + 1, 0);
+			d.block_hashes = h[q];
+			d.num_block_hashes = PX_N;
+			assert_int_equal(kvs_alloc_admit(a, &d, &cached), KVS_OK);
+			assert_int_equal(cached, 0);
+			for (uint32_t k = 0; k < 4; k++)    /* chunked prefill */
+				grow_ok(a, q, k < 3 ? 512 : 513);
+			assert_int_equal(kvs_alloc_release(a, q), KVS_OK);
+			assert_true(kvs_alloc_is_valid(a));
+		}
+		kvs_alloc_stats st;
+		kvs_alloc_get_stats(a, &st);
+		/* q4 takes the 4 free blocks and evicts 2,045; q5 the one
+		 * block q4 left free (its unhashed last) and 2,048 more */
+		assert_int_equal(st.evictions, 2045 + 2048);
+		/* read-only calls count nothing */
+		kvs_seq_desc d5 = fx_desc(5, PX_N + 1, 0);
+		d5.block_hashes = h[5];
+		d5.num_block_hashes = PX_N;
+		assert_int_equal(kvs_alloc_prefix_lookup(a, h[5], PX_N), PX_N);
+		assert_int_equal(kvs_alloc_can_admit(a, &d5, NULL), KVS_ADMIT_NOW);
+		kvs_alloc_stats st2;
+		kvs_alloc_get_stats(a, &st2);
+		assert_int_equal(st2.prefix_index_ops, st.prefix_index_ops);
+		assert_int_equal(st2.prefix_index_probes, st.prefix_index_probes);
+		/* q5 again: every block a hit, 2,048 lookups, no miss lookup */
+		d5.seq = 7;
+		assert_int_equal(kvs_alloc_admit(a, &d5, &cached), KVS_OK);
+		assert_int_equal(cached, PX_N);
+		grow_ok(a, 7, 1);                   /* nothing new to register */
+		assert_int_equal(kvs_alloc_release(a, 7), KVS_OK);
+		assert_true(kvs_alloc_is_valid(a));
+		kvs_alloc_get_stats(a, &st);
+		/* 6 admission misses + 6 x 2,048 registrations + 4,093
+		 * evictions + 2,048 hits */
+		assert_int_equal(st.prefix_index_ops,
+				 6 + PX_Q * PX_N + 4093 + PX_N);
+		assert_true(st.prefix_index_probes >= st.prefix_index_ops);
+		if (st.prefix_index_probes > 3 * st.prefix_index_ops)
+			fail_msg("key family %d: %llu probes for %llu index "
+				 "operations", family,
+				 (unsigned long long)st.prefix_index_probes,
+				 (unsigned long long)st.prefix_index_ops);
+		kvs_alloc_destroy(a);
+	}
+}
+
 static void test_paged_swap(void **state)
 {
 	(void)state;
@@ -656,6 +744,7 @@ int main(void)
 		cmocka_unit_test(test_paged_misuse),
 		cmocka_unit_test(test_paged_fork_cow),
 		cmocka_unit_test(test_paged_prefix_cache),
+		cmocka_unit_test(test_paged_prefix_index_probes),
 		cmocka_unit_test(test_paged_swap),
 		cmocka_unit_test(test_paged_pool_take_give),
 		cmocka_unit_test(test_paged_pool_single),

@@ -563,6 +563,18 @@ static void paged_run(bool caching, double share)
 	if (caching)
 		assert_true(pm.st.evictions > 0 && pm.st.prefix_hit_blocks > 0 &&
 			    pm.st.cow_copies > 0 && pm.st.swap_in_blocks > 0);
+	/* the prefix index stayed O(1) per operation (about 2 slots at its
+	 * load of 1/2; a degenerate index probes whole clusters) */
+	kvs_alloc_stats st;
+	kvs_alloc_get_stats(a, &st);
+	if (caching) {
+		assert_true(st.prefix_index_ops >= pm.st.evictions);
+		assert_true(st.prefix_index_probes >= st.prefix_index_ops);
+		assert_true(st.prefix_index_probes <= 3 * st.prefix_index_ops);
+	} else {
+		assert_int_equal(st.prefix_index_ops, 0);
+		assert_int_equal(st.prefix_index_probes, 0);
+	}
 	kvs_alloc_destroy(a);
 }
 
