@@ -11,6 +11,9 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 SAMPLE="$ROOT/traces/samples/azure-conv-sample.csv"
 MOON="$ROOT/traces/samples/mooncake-sample.jsonl"
+# Requests per run: fewer under sanitizers (KVS_TEST_SCALE below 1), where
+# every engine step also runs the allocator validator.
+case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") N=300 N2=200 ;; *) N=60 N2=50 ;; esac
 
 fail() {
 	echo "FAIL: $*" >&2
@@ -39,7 +42,7 @@ run 0 --help && for flag in --block-sizes --policies --jobs --kernel-profile --k
 done
 
 # table: one row per combination, recommendations
-if run 0 "$SAMPLE" --limit 300 --block-sizes 8,16,32 --policies paged,oracle --quiet; then
+if run 0 "$SAMPLE" --limit $N --block-sizes 8,16,32 --policies paged,oracle --quiet; then
 	n=$(grep -cE '^(paged|oracle) ' <<<"$out")
 	[ "$n" -eq 6 ] || fail "table has $n rows, expected 6"
 	grep -q 'throughput_within_slo' <<<"$out" || fail "no throughput recommendation"
@@ -48,7 +51,7 @@ if run 0 "$SAMPLE" --limit 300 --block-sizes 8,16,32 --policies paged,oracle --q
 fi
 
 # JSON identical for --jobs 1 and --jobs 2
-args=("$SAMPLE" --limit 300 --block-sizes 4,16,64 --quiet)
+args=("$SAMPLE" --limit $N --block-sizes 4,16,64 --quiet)
 "$KVSIM" sweep "${args[@]}" --jobs 1 --json >"$tmp/j1.json" || fail "jobs 1 failed"
 "$KVSIM" sweep "${args[@]}" --jobs 2 --json >"$tmp/j2.json" || fail "jobs 2 failed"
 cmp -s "$tmp/j1.json" "$tmp/j2.json" || fail "--jobs 1 and --jobs 2 JSON differ"
@@ -79,7 +82,7 @@ PY
 fi
 
 # CSV: header + one line per row
-if run 0 "$SAMPLE" --limit 200 --block-sizes 16,32 --policies paged --csv --quiet; then
+if run 0 "$SAMPLE" --limit $N2 --block-sizes 16,32 --policies paged --csv --quiet; then
 	[ "$(wc -l <<<"$out")" -eq 3 ] || fail "CSV has $(wc -l <<<"$out") lines, expected 3"
 	head -1 <<<"$out" | grep -q '^policy,block_size,internal_fragmentation_pct' ||
 		fail "CSV header"
@@ -88,9 +91,9 @@ run 2 "$SAMPLE" --json --csv || true
 
 # a row equals a separate replay (without the kernel term, replay's settings)
 if "$KVSIM" help replay >/dev/null 2>&1 && command -v python3 >/dev/null; then
-	"$KVSIM" sweep "$SAMPLE" --limit 300 --block-sizes 32 --policies paged \
+	"$KVSIM" sweep "$SAMPLE" --limit $N --block-sizes 32 --policies paged \
 		--no-kernel-step-time --quiet --json >"$tmp/s.json" || fail "sweep for replay"
-	"$KVSIM" replay "$SAMPLE" --limit 300 --block-size 32 --policy paged --quiet \
+	"$KVSIM" replay "$SAMPLE" --limit $N --block-size 32 --policy paged --quiet \
 		--json "$tmp/r.json" >/dev/null || fail "replay"
 	python3 - "$tmp/s.json" "$tmp/r.json" <<'PY' || fail "sweep row differs from replay"
 import json, sys
@@ -103,10 +106,10 @@ assert s["internal_fragmentation_pct"] == p["memory_pct"]["internal_fragmentatio
 assert s["preemptions"] == p["preemptions"]
 PY
 	# with the kernel cost in the step time: replay --kv-read-factor REL
-	"$KVSIM" sweep "$SAMPLE" --limit 300 --block-sizes 4 --policies paged --quiet \
+	"$KVSIM" sweep "$SAMPLE" --limit $N --block-sizes 4 --policies paged --quiet \
 		--json >"$tmp/sk.json" || fail "sweep with kernel cost"
 	rel=$(python3 -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))["rows"][0]["kernel_relative_cost"]))' "$tmp/sk.json")
-	"$KVSIM" replay "$SAMPLE" --limit 300 --block-size 4 --policy paged --quiet \
+	"$KVSIM" replay "$SAMPLE" --limit $N --block-size 4 --policy paged --quiet \
 		--kv-read-factor "$rel" --json "$tmp/rk.json" >/dev/null || fail "replay --kv-read-factor $rel"
 	python3 - "$tmp/sk.json" "$tmp/rk.json" "$tmp/r.json" <<'PY' || fail "kernel-fed sweep row differs from replay --kv-read-factor"
 import json, sys
@@ -131,7 +134,7 @@ else
 fi
 
 # capacity search
-if run 0 "$SAMPLE" --limit 300 --block-sizes 16 --policies paged --find-max-rate \
+if run 0 "$SAMPLE" --limit $N --block-sizes 16 --policies paged --find-max-rate \
 	--slo-ttft 2 --slo-tpot 0.2 --rate-tolerance 0.05 --quiet --json; then
 	if command -v python3 >/dev/null; then
 		python3 -c '
@@ -177,7 +180,7 @@ report_ok() {
 	return 0
 }
 # the sweep rendered: rows, capacity and recommendations
-if run 0 "$SAMPLE" --limit 200 --block-sizes 4,16,64 --policies paged,oracle --find-max-rate \
+if run 0 "$SAMPLE" --limit $N2 --block-sizes 4,16,64 --policies paged,oracle --find-max-rate \
 	--slo-ttft 2 --slo-tpot 0.2 --rate-tolerance 0.05 --quiet --json="$tmp/rep.json" \
 	--report "$tmp/rep" && report_ok; then
 	check_report "$tmp/rep"
@@ -202,14 +205,14 @@ for c in d["capacity"]:
 PY
 	fi
 fi
-run 1 "$SAMPLE" --limit 200 --block-sizes 16 --report "$SAMPLE/sub"
+run 1 "$SAMPLE" --limit $N2 --block-sizes 16 --report "$SAMPLE/sub"
 grep -q 'is not a directory' <<<"$err" || fail "bad report dir not explained: $err"
 [ -n "$out" ] && fail "sweep ran before refusing the report directory"
 
 # SLOs at the trace's rate: a met/missed column and, without --find-max-rate,
 # the hint to use it; contiguous policies are recommended without a block size
 # and oracle (a bound) never is
-if run 0 "$SAMPLE" --limit 200 --block-sizes 8,16 --policies pow2,oracle --slo-ttft 1000 \
+if run 0 "$SAMPLE" --limit $N2 --block-sizes 8,16 --policies pow2,oracle --slo-ttft 1000 \
 	--slo-tpot 10 --quiet; then
 	grep -q 'trace rate' <<<"$out" || fail "no 'SLO at trace rate' column"
 	[ "$(grep -cE '^(pow2|oracle) .* met$' <<<"$out")" -eq 4 ] || fail "SLO column: $out"
@@ -219,7 +222,7 @@ if run 0 "$SAMPLE" --limit 200 --block-sizes 8,16 --policies pow2,oracle --slo-t
 	grep -q 'oracle, the unattainable bound' <<<"$out" || fail "oracle bound not quoted"
 	grep -qE '^  [a-z_]+ +oracle' <<<"$out" && fail "oracle recommended: $out"
 fi
-if run 0 "$SAMPLE" --limit 200 --block-sizes 16 --policies paged --slo-ttft 0.001 --quiet; then
+if run 0 "$SAMPLE" --limit $N2 --block-sizes 16 --policies paged --slo-ttft 0.001 --quiet; then
 	[ "$(grep -cE '^paged .* missed$' <<<"$out")" -eq 1 ] || fail "SLO missed not shown"
 	grep -q '0 of 1 simulated combinations meet them' <<<"$out" || fail "SLO summary: $out"
 fi
