@@ -261,6 +261,9 @@ json_t *kvs_sim_result_json(const kvs_sim_result *r)
 	set(o, "swapped_bytes", jint(st->swapped_bytes));
 	set(o, "swap_out_bytes", jint(st->swap_out_bytes));
 	set(o, "swap_in_bytes", jint(st->swap_in_bytes));
+	set(o, "forked_sequences", jint(st->forked_sequences));
+	set(o, "cow_copies", jint(st->cow_copies));
+	set(o, "copy_bytes", jint(st->copy_bytes));
 	set(o, "prefix_hit_tokens", jint(st->prefix_hit_tokens));
 	set(o, "prefix_hit_blocks", jint(st->prefix_hit_blocks));
 	json_t *hr = json_object();
