@@ -97,6 +97,8 @@ typedef struct sreq {
 	bool admitted_once;
 	bool refill;               /* family after a recompute: once forked, each
 	                            * sample re-prefills its own tokens */
+	uint64_t gate;             /* family preempted by its own growth: not
+	                            * readmitted while s->releases + 1 == gate */
 	uint64_t order;            /* admission order */
 	uint64_t S, E;             /* decode: sync step, event step */
 	struct sreq *prev, *next;  /* running list, by admission */
@@ -215,6 +217,8 @@ struct kvs_sim {
 	                            * admission (policies whose fork copies) */
 	bool fork_copies;          /* a fork copies the prompt's KV (all but paged) */
 	sreq *dead;                /* rejected while running, to free */
+	uint64_t releases;         /* device memory given back (finish, preemption) */
+	bool past_due;             /* planning: the due sequences are done */
 	sreq **due;
 	size_t capdue;
 	sreq *run_head, *run_tail;
@@ -531,6 +535,7 @@ static kvs_status release_family(kvs_sim *s, sreq *r)
 	}
 	if (r->nlive > 1)
 		s->nforked--;
+	s->releases++;
 	r->nreg = 0;
 	r->nlive = 1;
 	s->dirty = true;
@@ -958,8 +963,14 @@ static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 	uint64_t rem = r->out_eff - r->gen;
 	uint64_t room = rem ? family_room(s, r) : 0;
 	r->E = r->S + (room < rem ? room : rem);
-	if (!s->cfg.fast_path && rem > 0)
-		r->E = r->S;   /* touch every sequence at every step */
+	if (!s->cfg.fast_path && rem > 0) {
+		/* touch every sequence at every step: the step being planned,
+		 * unless its due sequences are done (a sequence swapped in
+		 * with room decodes this step's token unseen, as in a span) */
+		r->E = r->S;
+		if (s->past_due && r->E == s->G)
+			r->E = s->G + 1;
+	}
 	r->state = RS_DECODE;
 	return dh_push(s, r);
 }
@@ -1023,7 +1034,10 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 	kvs_sim_stats *st = &s->res->st;
 	kvs_status rc;
 	if (v->state == RS_DECODE) {
-		if ((rc = sync_decode(s, v, s->G)) != KVS_OK)
+		/* once the due sequences are planned, every decoding sequence
+		 * has this step's token (stepping one token at a time, all are
+		 * due and stored it in advance) */
+		if ((rc = sync_decode(s, v, s->G + s->past_due)) != KVS_OK)
 			return rc;
 		dh_remove(s, v);
 	} else if (v->state == RS_DUE) {
@@ -1049,6 +1063,7 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 		if ((rc = swap_out_family(s, v, &ok, extra_time)) != KVS_OK)
 			return rc;
 		if (ok) {
+			s->releases++;
 			v->state = RS_SWAPPED;
 			if (!deque_push_back(&s->swapped, v))
 				return kvs_fail(KVS_ERR_NOMEM, "out of memory");
@@ -1072,6 +1087,17 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 	if (s->waiting.n + s->swapped.n > st->waiting_max)
 		st->waiting_max = s->waiting.n + s->swapped.n;
 	return KVS_OK;
+}
+
+/* A family that ran out of memory while it was the most recent request
+ * (it preempted itself) would run out again at the same point if it were
+ * readmitted before anything gives memory back: free memory only shrinks
+ * until a release.  It waits for the next release (a single sequence needs
+ * no such gate: its readmission takes all its known tokens at once). */
+static void gate_family(kvs_sim *s, sreq *r)
+{
+	if (r->n > 1 && r->state == RS_WAITING)
+		r->gate = s->releases + 1;
 }
 
 /* Copy-on-write copies reported by a grow: their device time. */
@@ -1109,6 +1135,7 @@ static kvs_status grow_or_preempt(kvs_sim *s, sreq *r, uint32_t n,
 			if ((st = preempt(s, v, v != r || i == 0, extra_time)) != KVS_OK)
 				return st;
 			if (v == r) {
+				gate_family(s, r);
 				*self_preempted = true;
 				return KVS_OK;
 			}
@@ -1143,6 +1170,7 @@ static kvs_status fork_family(kvs_sim *s, sreq *r, bool *self_preempted,
 			if ((st = preempt(s, v, true, extra_time)) != KVS_OK)
 				return st;
 			if (v == r) {
+				gate_family(s, r);
 				*self_preempted = true;
 				return KVS_OK;
 			}
@@ -1320,6 +1348,7 @@ static kvs_status plan(kvs_sim *s)
 
 	s->plannings++;
 	free_dead(s);
+	s->past_due = false;
 	/* 0. families prefilled in the last step fork their samples */
 	if (s->nforkq && (st = do_forks(s, &preempted, &extra)) != KVS_OK)
 		return st;
@@ -1367,6 +1396,8 @@ static kvs_status plan(kvs_sim *s)
 			return st;
 	}
 
+	s->past_due = true;
+
 	/* 2-3. decodes first, then prefill chunks within the token budget */
 	uint64_t budget = cfg->max_num_batched_tokens - s->ndec;
 	uint64_t chunk_tokens = 0, chunk_seqs = 0;
@@ -1397,29 +1428,27 @@ static kvs_status plan(kvs_sim *s)
 			sreq *r = deque_front(&s->swapped);
 			if (s->nrunning + r->n > cfg->max_num_seqs || budget < r->nlive)
 				break;
-			/* every member comes back, or none */
-			uint32_t in = 0;
-			while (in < r->nlive && kvs_alloc_can_swap_in(s->alloc, member(r, in))) {
-				st = kvs_alloc_swap_in(s->alloc, member(r, in), NULL, NULL);
-				if (st == KVS_ERR_NOSPACE)
-					break;
-				if (st != KVS_OK)
-					return st;
-				in++;
-			}
-			if (in < r->nlive) {
-				/* back out again: the members that came in are
-				 * unshared now, their full blocks cached */
-				s->dirty = true;
-				while (in > 0) {
-					st = kvs_alloc_swap_out(s->alloc, member(r, --in), NULL, NULL);
-					if (st != KVS_OK)
-						return kvs_fail(KVS_ERR_STATE, "request %llu: swap-out "
-								"after a partial swap-in failed: %s",
-								(unsigned long long)r->index,
-								kvs_last_error());
-				}
+			/* every member comes back, or none: the whole group's
+			 * blocks must fit above the watermark (vLLM's rule for a
+			 * sequence group; swap is paged only) */
+			if (!kvs_alloc_can_swap_in(s->alloc, r->seq))
 				break;
+			if (r->nlive > 1) {
+				uint64_t need = (uint64_t)r->nlive *
+						kvs_div_ceil(r->len, s->block_size);
+				uint64_t avail = kvs_alloc_free_blocks(s->alloc);
+				uint64_t wm = (uint64_t)(cfg->watermark *
+							 (double)kvs_alloc_num_blocks(s->alloc));
+				if (need > avail || avail - need < wm)
+					break;
+			}
+			for (uint32_t i = 0; i < r->nlive; i++) {
+				st = kvs_alloc_swap_in(s->alloc, member(r, i), NULL, NULL);
+				if (st != KVS_OK)
+					return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+							"request %llu: swap-in of sample %u failed "
+							"after its group was found to fit: %s",
+							(unsigned long long)r->index, i, kvs_last_error());
 			}
 			deque_pop_front(&s->swapped);
 			uint64_t bytes = (uint64_t)r->len * s->kvb * r->nlive;
@@ -1448,7 +1477,8 @@ static kvs_status plan(kvs_sim *s)
 	if (!preempted && s->swapped.n == 0) {
 		while (s->waiting.n && budget > 0) {
 			sreq *r = deque_front(&s->waiting);
-			if (s->nrunning + r->n > cfg->max_num_seqs)
+			if (s->nrunning + r->n > cfg->max_num_seqs ||
+			    r->gate == s->releases + 1)
 				break;
 			kvs_seq_desc d;
 			desc_of(r, &d);
@@ -1546,6 +1576,7 @@ static kvs_status plan(kvs_sim *s)
 static kvs_status step_done(kvs_sim *s)
 {
 	kvs_status st;
+	s->past_due = false;
 	s->G += s->step_k;
 	s->res->st.steps += s->step_k;
 	for (size_t i = 0; i < s->nprefill;) {
