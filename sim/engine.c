@@ -38,8 +38,16 @@
  * prefill (chunked); the step completing the prefill emits output token 1;
  * each further step stores the previous token's KV and emits the next, so O
  * forward passes in all and P + O - 1 tokens stored at the end (the last
- * token's KV is never written).  A recomputed sequence re-prefills
- * P + generated tokens and continues.
+ * token's KV is never written), which is the final length the allocator
+ * is told.  A recomputed sequence re-prefills P + generated tokens and
+ * continues.
+ *
+ * Parallel sampling (n > 1).  The prompt is prefilled once; the next step
+ * forks n - 1 children (kvs_alloc_fork; the memory of children that get a
+ * copy is reserved at admission), and the n samples decode in lockstep as
+ * one decode-heap entry weighted by n.  Preemption takes the whole family:
+ * swapped together, or recomputed as the prompt once, a fork, then each
+ * sample's own tokens.
  *
  * Memory.  Between allocator calls, the six parts are those of the last
  * kvs_alloc_account() shifted by the tokens written since (each moves
