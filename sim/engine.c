@@ -38,8 +38,16 @@
  * prefill (chunked); the step completing the prefill emits output token 1;
  * each further step stores the previous token's KV and emits the next, so O
  * forward passes in all and P + O - 1 tokens stored at the end (the last
- * token's KV is never written).  A recomputed sequence re-prefills
- * P + generated tokens and continues.
+ * token's KV is never written), which is the final length the allocator
+ * is told.  A recomputed sequence re-prefills P + generated tokens and
+ * continues.
+ *
+ * Parallel sampling (n > 1).  The prompt is prefilled once; the next step
+ * forks n - 1 children (kvs_alloc_fork; the memory of children that get a
+ * copy is reserved at admission), and the n samples decode in lockstep as
+ * one decode-heap entry weighted by n.  Preemption takes the whole family:
+ * swapped together, or recomputed as the prompt once, a fork, then each
+ * sample's own tokens.
  *
  * Memory.  Between allocator calls, the six parts are those of the last
  * kvs_alloc_account() shifted by the tokens written since (each moves
@@ -60,17 +68,29 @@
 typedef enum rstate {
 	RS_WAITING = 0,
 	RS_PREFILL,
+	RS_FORK,       /* prompt prefilled, samples to fork at the next step */
 	RS_DECODE,
 	RS_DUE,        /* decode, popped for this step's processing */
 	RS_SWAPPED,
+	RS_DEAD,       /* rejected while running; freed at the next planning */
 } rstate;
 
+/* One request.  With parallel sampling (n > 1) it is a family of n
+ * sequences, allocator ids seq .. seq + n - 1 (sample 0 is the parent),
+ * that advance in lockstep: the fields below (len, gen, target, S, E) hold
+ * for every live member. */
 typedef struct sreq {
 	kvs_seq_id seq;
 	uint64_t index, line;
 	double arrival, admitted, first_token;
-	uint32_t prompt, output;   /* from the trace */
+	uint32_t prompt, output;   /* from the trace (output: per sample) */
 	uint32_t out_eff;          /* forward passes that emit tokens: max(output, 1) */
+	uint32_t n;                /* samples (parallel sampling n) */
+	uint32_t nlive;            /* members holding KV and advancing: 1 until
+	                            * the fork, then n */
+	uint32_t nreg;             /* members registered with the allocator
+	                            * (ids seq .. seq + nreg - 1): nlive, or n
+	                            * while contiguous children are reserved */
 	uint32_t gen;              /* tokens emitted by the end of step S - 1 */
 	uint32_t target;           /* tokens to store before the next token is emitted */
 	uint32_t len;              /* length as the allocator knows it */
@@ -83,6 +103,10 @@ typedef struct sreq {
 	bool in_step;              /* holds a chunk in the step in flight */
 	bool over_len;             /* flagged or longer than max_model_len */
 	bool admitted_once;
+	bool refill;               /* family after a recompute: once forked, each
+	                            * sample re-prefills its own tokens */
+	uint64_t gate;             /* family preempted by its own growth: not
+	                            * readmitted while s->releases + 1 == gate */
 	uint64_t order;            /* admission order */
 	uint64_t S, E;             /* decode: sync step, event step */
 	struct sreq *prev, *next;  /* running list, by admission */
@@ -191,8 +215,18 @@ struct kvs_sim {
 	deque waiting, swapped;
 	sreq **prefill;            /* running sequences in prefill, by admission */
 	size_t nprefill, capprefill;
-	dh_ent *heap;              /* decoding sequences by (E, order) */
+	dh_ent *heap;              /* decoding requests by (E, order) */
 	size_t nheap, capheap;
+	uint64_t ndec;             /* decoding sequences: sum of nlive over the heap */
+	sreq **forkq;              /* prefilled families waiting for their fork */
+	size_t nforkq, capforkq;
+	uint64_t nforked;          /* families whose children are forked now */
+	bool reserve_children;     /* the n - 1 children's memory is reserved at
+	                            * admission (policies whose fork copies) */
+	bool fork_copies;          /* a fork copies the prompt's KV (all but paged) */
+	sreq *dead;                /* rejected while running, to free */
+	uint64_t releases;         /* device memory given back (finish, preemption) */
+	bool past_due;             /* planning: the due sequences are done */
 	sreq **due;
 	size_t capdue;
 	sreq *run_head, *run_tail;
@@ -200,8 +234,8 @@ struct kvs_sim {
 	uint64_t next_order;
 	uint64_t next_seq;         /* allocator sequence ids */
 	/* lazy decode aggregates */
-	uint64_t sumS;             /* sum of S over the heap */
-	uint64_t dec_len_sum;      /* sum of allocator-known lengths over the heap */
+	uint64_t sumS;             /* sum of nlive x S over the heap */
+	uint64_t dec_len_sum;      /* sum of nlive x allocator-known length over the heap */
 	/* memory parts: last kvs_alloc_account, and tokens written since */
 	kvs_mem_parts raw;
 	uint64_t synced;           /* tokens grown within room since raw */
@@ -327,15 +361,17 @@ static kvs_status dh_push(kvs_sim *s, sreq *r)
 	}
 	s->heap[s->nheap] = (dh_ent){ r->E, r->order, r };
 	dh_sift_up(s, s->nheap++);
-	s->sumS += r->S;
-	s->dec_len_sum += r->len;
+	s->ndec += r->nlive;
+	s->sumS += (uint64_t)r->nlive * r->S;
+	s->dec_len_sum += (uint64_t)r->nlive * r->len;
 	return KVS_OK;
 }
 
 static void dh_unaccount(kvs_sim *s, const sreq *r)
 {
-	s->sumS -= r->S;
-	s->dec_len_sum -= r->len;
+	s->ndec -= r->nlive;
+	s->sumS -= (uint64_t)r->nlive * r->S;
+	s->dec_len_sum -= (uint64_t)r->nlive * r->len;
 }
 
 static sreq *dh_pop(kvs_sim *s)
@@ -364,6 +400,8 @@ static void dh_remove(kvs_sim *s, sreq *r)
 
 /* ---- running list ---------------------------------------------------------- */
 
+/* Running counts sequences: a family holds n of the max_num_seqs slots
+ * from its admission (as vLLM's scheduler budgets a sequence group). */
 static void run_append(kvs_sim *s, sreq *r)
 {
 	r->order = s->next_order++;
@@ -374,7 +412,7 @@ static void run_append(kvs_sim *s, sreq *r)
 	else
 		s->run_head = r;
 	s->run_tail = r;
-	s->nrunning++;
+	s->nrunning += r->n;
 }
 
 static void run_remove(kvs_sim *s, sreq *r)
@@ -388,7 +426,7 @@ static void run_remove(kvs_sim *s, sreq *r)
 	else
 		s->run_tail = r->prev;
 	r->prev = r->next = NULL;
-	s->nrunning--;
+	s->nrunning -= r->n;
 }
 
 static kvs_status prefill_add(kvs_sim *s, sreq *r)
@@ -403,6 +441,48 @@ static kvs_status prefill_add(kvs_sim *s, sreq *r)
 	}
 	s->prefill[s->nprefill++] = r;
 	return KVS_OK;
+}
+
+/* Back into the prefill list at its admission rank (a family whose
+ * samples recompute their own tokens after the fork). */
+static kvs_status prefill_insert_ordered(kvs_sim *s, sreq *r)
+{
+	kvs_status st = prefill_add(s, r);
+	if (st != KVS_OK)
+		return st;
+	size_t i = s->nprefill - 1;
+	while (i > 0 && s->prefill[i - 1]->order > r->order) {
+		s->prefill[i] = s->prefill[i - 1];
+		i--;
+	}
+	s->prefill[i] = r;
+	return KVS_OK;
+}
+
+static kvs_status forkq_add(kvs_sim *s, sreq *r)
+{
+	if (s->nforkq == s->capforkq) {
+		size_t cap = s->capforkq ? s->capforkq * 2 : 8;
+		sreq **v = kvs_reallocarray(s->forkq, cap, sizeof *v);
+		if (!v)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+		s->forkq = v;
+		s->capforkq = cap;
+	}
+	s->forkq[s->nforkq++] = r;
+	return KVS_OK;
+}
+
+/* Remove r from the fork queue if it is there. */
+static void forkq_remove(kvs_sim *s, const sreq *r)
+{
+	for (size_t i = 0; i < s->nforkq; i++)
+		if (s->forkq[i] == r) {
+			memmove(&s->forkq[i], &s->forkq[i + 1],
+				(s->nforkq - i - 1) * sizeof *s->forkq);
+			s->nforkq--;
+			return;
+		}
 }
 
 static void prefill_remove(kvs_sim *s, sreq *r)
@@ -427,13 +507,61 @@ static void sreq_free(sreq *r)
 	}
 }
 
+/* Tokens a sequence of r stores by the end: the prompt and every emitted
+ * token but the last, whose KV is never written (docs/MEMORY-ACCOUNTING.md,
+ * "final length"). */
+static uint32_t final_len(const sreq *r)
+{
+	return r->prompt + r->out_eff - 1;
+}
+
+/* What the allocator is told at admission: the tokens to prefill now
+ * (target) and those the sequence will still store after them, so that
+ * prompt_tokens + output_tokens is its exact final length. */
 static void desc_of(const sreq *r, kvs_seq_desc *d)
 {
 	d->seq = r->seq;
 	d->prompt_tokens = r->target;
-	d->output_tokens = r->out_eff - r->gen;
+	d->output_tokens = final_len(r) - r->target;
 	d->block_hashes = r->nhashes ? r->hashes : NULL;
 	d->num_block_hashes = r->nhashes;
+}
+
+static kvs_seq_id member(const sreq *r, uint32_t i)
+{
+	return r->seq + i;
+}
+
+/* Release every registered member (finished, preempted by recompute,
+ * rejected after admission). */
+static kvs_status release_family(kvs_sim *s, sreq *r)
+{
+	for (uint32_t i = 0; i < r->nreg; i++) {
+		kvs_status st = kvs_alloc_release(s->alloc, member(r, i));
+		if (st != KVS_OK)
+			return st;
+	}
+	if (r->nlive > 1)
+		s->nforked--;
+	s->releases++;
+	r->nreg = 0;
+	r->nlive = 1;
+	s->dirty = true;
+	return KVS_OK;
+}
+
+/* Tokens a family can grow by without new memory: the least of its live
+ * members' rooms (equal in lockstep, except right after a fork, when the
+ * shared last block must be copied first). */
+static uint32_t family_room(const kvs_sim *s, const sreq *r)
+{
+	uint32_t room = kvs_alloc_room(s->alloc, r->seq);
+	for (uint32_t i = 1; i < r->nlive && room; i++) {
+		uint32_t x = kvs_alloc_room(s->alloc, member(r, i));
+		if (x < room)
+			room = x;
+	}
+	return room;
 }
 
 static void emit_record(kvs_sim *s, const sreq *r, kvs_sim_outcome outcome,
@@ -454,6 +582,7 @@ static void emit_record(kvs_sim *s, const sreq *r, kvs_sim_outcome outcome,
 		.output_tokens = r->output,
 		.cached_tokens = r->cached_first,
 		.preemptions = r->preemptions,
+		.num_samples = r->n,
 	};
 	s->cfg.on_request(s->cfg.on_request_ctx, &rec);
 }
@@ -466,12 +595,21 @@ static void reject(kvs_sim *s, sreq *r, kvs_sim_reject why)
 	sreq_free(r);
 }
 
+static void free_dead(kvs_sim *s)
+{
+	while (s->dead) {
+		sreq *r = s->dead;
+		s->dead = r->next;
+		sreq_free(r);
+	}
+}
+
 /* ---- memory parts ----------------------------------------------------------- */
 
 /* Tokens written but not yet told to the allocator, during step G. */
 static uint64_t lag_tokens(const kvs_sim *s)
 {
-	return (uint64_t)s->nheap * (s->G + 1) - s->sumS;
+	return s->ndec * (s->G + 1) - s->sumS;
 }
 
 static void parts_now(kvs_sim *s, int64_t out[6])
@@ -714,7 +852,10 @@ static kvs_status pull(kvs_sim *s)
 	sreq *r = kvs_calloc(1, sizeof *r);
 	if (!r)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (request)");
-	r->seq = s->next_seq++;
+	r->n = q.num_samples > 1 ? q.num_samples : 1;
+	r->nlive = 1;
+	r->seq = s->next_seq;
+	s->next_seq += r->n;
 	r->index = q.index;
 	r->line = q.line;
 	r->arrival = q.arrival_s;
@@ -750,6 +891,11 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 	}
 	if (r->prompt == 0) {
 		reject(s, r, KVS_SIM_REJECT_EMPTY_PROMPT);
+		return KVS_OK;
+	}
+	if (r->n > s->cfg.max_num_seqs) {
+		/* its n sequences can never run at once */
+		reject(s, r, KVS_SIM_REJECT_NEVER_FITS);
 		return KVS_OK;
 	}
 	kvs_seq_desc d;
@@ -791,84 +937,157 @@ static kvs_status drain_arrivals(kvs_sim *s)
 
 /* ---- scheduling ------------------------------------------------------------- */
 
-/* Bring a decoding sequence's allocator length up to the start of step
- * to_step (within its room, so no allocation). */
+/* Bring a decoding request's allocator length up to the start of step
+ * to_step (within its room, so no allocation), every live member. */
 static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 {
 	if (to_step <= r->S)
 		return KVS_OK;
 	uint64_t n = to_step - r->S;
-	kvs_status st = kvs_alloc_grow(s->alloc, r->seq, (uint32_t)n, NULL, NULL);
-	if (st != KVS_OK)
-		return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
-				"allocator refused %llu tokens within the room it reported "
-				"for request %llu: %s", (unsigned long long)n,
-				(unsigned long long)r->index, kvs_last_error());
-	bool in_heap = r->state == RS_DECODE;
-	if (in_heap) {
-		s->sumS += n;
-		s->dec_len_sum += n;
+	for (uint32_t i = 0; i < r->nlive; i++) {
+		kvs_status st = kvs_alloc_grow(s->alloc, member(r, i), (uint32_t)n,
+					       NULL, NULL);
+		if (st != KVS_OK)
+			return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+					"allocator refused %llu tokens within the room it "
+					"reported for request %llu: %s", (unsigned long long)n,
+					(unsigned long long)r->index, kvs_last_error());
+	}
+	uint64_t tokens = n * r->nlive;
+	if (r->state == RS_DECODE) {   /* in the heap */
+		s->sumS += tokens;
+		s->dec_len_sum += tokens;
 	}
 	r->S = to_step;
 	r->len += (uint32_t)n;
 	r->gen += (uint32_t)n;
-	s->synced += n;
+	s->synced += tokens;
 	return KVS_OK;
 }
 
-/* Key a decoding sequence synced at step S and put it in the heap. */
+/* Key a decoding request synced at step S and put it in the heap. */
 static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 {
 	uint64_t rem = r->out_eff - r->gen;
-	uint64_t room = rem ? kvs_alloc_room(s->alloc, r->seq) : 0;
+	uint64_t room = rem ? family_room(s, r) : 0;
 	r->E = r->S + (room < rem ? room : rem);
-	if (!s->cfg.fast_path && rem > 0)
-		r->E = r->S;   /* touch every sequence at every step */
+	if (!s->cfg.fast_path && rem > 0) {
+		/* touch every sequence at every step: the step being planned,
+		 * unless its due sequences are done (a sequence swapped in
+		 * with room decodes this step's token unseen, as in a span) */
+		r->E = r->S;
+		if (s->past_due && r->E == s->G)
+			r->E = s->G + 1;
+	}
 	r->state = RS_DECODE;
 	return dh_push(s, r);
 }
 
-static kvs_status preempt(kvs_sim *s, sreq *v, double *extra_time)
+/* KV tokens a preemption by recompute drops: the parent's, and each forked
+ * child's own past the shared prompt (read before the release). */
+static uint64_t dropped_tokens(const kvs_sim *s, const sreq *r)
+{
+	uint64_t t = kvs_alloc_len(s->alloc, r->seq);
+	for (uint32_t i = 1; i < r->nlive; i++) {
+		uint32_t l = kvs_alloc_len(s->alloc, member(r, i));
+		t += l > r->prompt ? l - r->prompt : 0;
+	}
+	return t;
+}
+
+/* Swap every live member of a decoding request out; false (with the
+ * members already out released again) when the host pool is full. */
+static kvs_status swap_out_family(kvs_sim *s, sreq *v, bool *ok, double *extra_time)
+{
+	kvs_sim_stats *st = &s->res->st;
+	*ok = true;
+	for (uint32_t i = 0; i < v->nlive; i++) {
+		kvs_status rc = kvs_alloc_swap_out(s->alloc, member(v, i), NULL, NULL);
+		if (rc == KVS_ERR_NOSPACE || rc == KVS_ERR_UNSUPPORTED) {
+			*ok = false;   /* the copies made so far still took their time */
+			return KVS_OK;
+		}
+		if (rc != KVS_OK)
+			return rc;
+		uint64_t bytes = (uint64_t)kvs_alloc_len(s->alloc, member(v, i)) * s->kvb;
+		st->swap_out_bytes += bytes;
+		*extra_time += (double)bytes / s->cfg.deploy.gpu.pcie_bytes_per_s;
+	}
+	return KVS_OK;
+}
+
+/* Reject a family that was admitted but can never complete: with nothing
+ * else running it still ran out of memory (its n samples together need
+ * more than the pool). */
+static kvs_status reject_running(kvs_sim *s, sreq *r)
+{
+	kvs_status rc = release_family(s, r);
+	if (rc != KVS_OK)
+		return rc;
+	s->res->st.rejected++;
+	s->res->st.rejected_by[KVS_SIM_REJECT_NEVER_FITS]++;
+	emit_record(s, r, KVS_SIM_REJECTED, KVS_SIM_REJECT_NEVER_FITS, -1.0);
+	/* freed at the next planning: this step's lists may still point here */
+	r->state = RS_DEAD;
+	r->next = s->dead;
+	s->dead = r;
+	return KVS_OK;
+}
+
+/* Preempt v (all its members).  allow_swap is false when v's members are
+ * at different lengths (it went while growing them one by one): it is
+ * recomputed then. */
+static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_time)
 {
 	kvs_sim_stats *st = &s->res->st;
 	kvs_status rc;
 	if (v->state == RS_DECODE) {
-		if ((rc = sync_decode(s, v, s->G)) != KVS_OK)
+		/* once the due sequences are planned, every decoding sequence
+		 * has this step's token (stepping one token at a time, all are
+		 * due and stored it in advance) */
+		if ((rc = sync_decode(s, v, s->G + s->past_due)) != KVS_OK)
 			return rc;
 		dh_remove(s, v);
 	} else if (v->state == RS_DUE) {
 		/* out of the heap; bring its length up to this step */
 		if ((rc = sync_decode(s, v, s->G)) != KVS_OK)
 			return rc;
+	} else if (v->state == RS_FORK) {
+		forkq_remove(s, v);
 	} else {
 		kvs_require(v->state == RS_PREFILL);
 		prefill_remove(s, v);
 	}
+	bool decoding = v->state == RS_DECODE || v->state == RS_DUE;
 	run_remove(s, v);
+	s->dirty = true;
+	if (v->n > 1 && s->nrunning == 0)
+		return reject_running(s, v);
 	st->preemptions++;
 	v->preemptions++;
-	s->dirty = true;
-	bool decoding = v->state != RS_PREFILL;
-	if (decoding && s->cfg.preemption_mode == KVS_PREEMPT_SWAP) {
-		rc = kvs_alloc_swap_out(s->alloc, v->seq, NULL, NULL);
-		if (rc == KVS_OK) {
-			uint64_t bytes = (uint64_t)v->len * s->kvb;
-			st->swap_out_bytes += bytes;
-			*extra_time += (double)bytes / s->cfg.deploy.gpu.pcie_bytes_per_s;
+	if (decoding && allow_swap && v->nreg == v->nlive &&
+	    s->cfg.preemption_mode == KVS_PREEMPT_SWAP) {
+		bool ok;
+		if ((rc = swap_out_family(s, v, &ok, extra_time)) != KVS_OK)
+			return rc;
+		if (ok) {
+			s->releases++;
 			v->state = RS_SWAPPED;
 			if (!deque_push_back(&s->swapped, v))
 				return kvs_fail(KVS_ERR_NOMEM, "out of memory");
 			return KVS_OK;
 		}
-		if (rc != KVS_ERR_NOSPACE && rc != KVS_ERR_UNSUPPORTED)
-			return rc;
 		/* host swap full (or not offered): recompute instead */
 	}
-	st->recomputed_tokens += v->len;
-	if ((rc = kvs_alloc_release(s->alloc, v->seq)) != KVS_OK)
+	st->recomputed_tokens += dropped_tokens(s, v);
+	if ((rc = release_family(s, v)) != KVS_OK)
 		return rc;
-	if (decoding)
-		v->target = v->prompt + v->gen;   /* every known token */
+	/* a single sequence re-prefills every known token; a family its
+	 * prompt once, then (after the fork) each sample its own tokens */
+	if (v->n > 1)
+		v->target = v->prompt;
+	else if (decoding)
+		v->target = v->prompt + v->gen;
 	v->len = 0;
 	v->state = RS_WAITING;
 	if (!deque_push_front(&s->waiting, v))
@@ -878,31 +1097,111 @@ static kvs_status preempt(kvs_sim *s, sreq *v, double *extra_time)
 	return KVS_OK;
 }
 
-/* Grow r by n tokens, preempting the most recently admitted running
- * sequence while memory is short.  *self_preempted when r itself went. */
+/* A family that ran out of memory while it was the most recent request
+ * (it preempted itself) would run out again at the same point if it were
+ * readmitted before anything gives memory back: free memory only shrinks
+ * until a release.  It waits for the next release (a single sequence needs
+ * no such gate: its readmission takes all its known tokens at once). */
+static void gate_family(kvs_sim *s, sreq *r)
+{
+	if (r->n > 1 && r->state == RS_WAITING)
+		r->gate = s->releases + 1;
+}
+
+/* Copy-on-write copies reported by a grow: their device time. */
+static void charge_copies(kvs_sim *s, size_t ncopies, double *extra_time)
+{
+	if (!ncopies || !(s->cost.byte_rate > 0))
+		return;
+	/* a block copy reads and writes the block once */
+	double bytes = (double)ncopies * s->block_size * (double)s->kvb;
+	*extra_time += 2.0 * bytes / s->cost.byte_rate;
+}
+
+/* Grow every live member of r by n tokens, preempting the most recently
+ * admitted running request while memory is short.  *self_preempted when r
+ * itself went (recomputed if some members had grown already). */
 static kvs_status grow_or_preempt(kvs_sim *s, sreq *r, uint32_t n,
 				  bool *self_preempted, bool *preempted,
 				  double *extra_time)
 {
 	*self_preempted = false;
-	for (;;) {
-		kvs_status st = kvs_alloc_grow(s->alloc, r->seq, n, NULL, NULL);
-		if (st == KVS_OK) {
-			s->dirty = true;
-			return KVS_OK;
-		}
-		if (st != KVS_ERR_NOSPACE)
-			return st;
-		sreq *v = s->run_tail;
-		kvs_require(v != NULL);
-		*preempted = true;
-		if ((st = preempt(s, v, extra_time)) != KVS_OK)
-			return st;
-		if (v == r) {
-			*self_preempted = true;
-			return KVS_OK;
+	for (uint32_t i = 0; i < r->nlive; i++) {
+		for (;;) {
+			size_t nc = 0;
+			kvs_status st = kvs_alloc_grow(s->alloc, member(r, i), n, NULL, &nc);
+			if (st == KVS_OK) {
+				s->dirty = true;
+				charge_copies(s, nc, extra_time);
+				break;
+			}
+			if (st != KVS_ERR_NOSPACE)
+				return st;
+			sreq *v = s->run_tail;
+			kvs_require(v != NULL);
+			*preempted = true;
+			if ((st = preempt(s, v, v != r || i == 0, extra_time)) != KVS_OK)
+				return st;
+			if (v == r) {
+				gate_family(s, r);
+				*self_preempted = true;
+				return KVS_OK;
+			}
 		}
 	}
+	return KVS_OK;
+}
+
+/* Fork the n - 1 children of a family whose prompt is prefilled (the
+ * parent at len = prompt).  Each shares the parent's blocks (paged: no new
+ * memory until a shared block is written), or gets its own copy of the
+ * prompt's KV in memory reserved for it at admission (its region under the
+ * contiguous policies, its prompt's pages under vattention), released just
+ * before the fork takes it again.  Should a fork still find no memory, the
+ * most recent request is preempted, as for growth. */
+static kvs_status fork_family(kvs_sim *s, sreq *r, bool *self_preempted,
+			      bool *preempted, double *extra_time)
+{
+	*self_preempted = false;
+	uint32_t child_out = final_len(r) - r->len;
+	while (r->nlive < r->n) {
+		kvs_seq_id c = member(r, r->nlive);
+		bool reserved = r->nreg > r->nlive;
+		kvs_status st;
+		if (reserved && (st = kvs_alloc_release(s->alloc, c)) != KVS_OK)
+			return st;
+		st = kvs_alloc_fork(s->alloc, r->seq, c, child_out);
+		if (st == KVS_ERR_NOSPACE && !reserved) {
+			sreq *v = s->run_tail;
+			kvs_require(v != NULL);
+			*preempted = true;
+			if ((st = preempt(s, v, true, extra_time)) != KVS_OK)
+				return st;
+			if (v == r) {
+				gate_family(s, r);
+				*self_preempted = true;
+				return KVS_OK;
+			}
+			continue;
+		}
+		if (st != KVS_OK)
+			return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+					"request %llu: fork of sample %u failed%s: %s",
+					(unsigned long long)r->index, r->nlive,
+					reserved ? " in the region reserved for it" : "",
+					kvs_last_error());
+		if (r->nlive == 1)
+			s->nforked++;
+		r->nlive++;
+		if (r->nreg < r->nlive)
+			r->nreg = r->nlive;
+		s->dirty = true;
+	}
+	s->res->st.forked_sequences += r->n - 1;
+	if (s->fork_copies && s->cost.byte_rate > 0)   /* read and write */
+		*extra_time += 2.0 * (double)(r->n - 1) * r->len * (double)s->kvb /
+			       s->cost.byte_rate;
+	return KVS_OK;
 }
 
 static void finish(kvs_sim *s, sreq *r)
@@ -912,13 +1211,14 @@ static void finish(kvs_sim *s, sreq *r)
 	double t = s->now;
 	st->completed++;
 	st->prompt_tokens += r->prompt;
-	st->output_tokens += r->output;
+	st->output_tokens += (uint64_t)r->output * r->n;   /* every sample's */
 	double ttft = r->first_token - r->arrival;
 	kvs_sketch_add(&R->sk[KVS_METRIC_TTFT], ttft);
 	kvs_sketch_add(&R->sk[KVS_METRIC_E2E], t - r->arrival);
 	kvs_sketch_add(&R->sk[KVS_METRIC_QUEUE_DELAY], r->admitted - r->arrival);
 	bool good = !(s->cfg.slo_ttft_s > 0 && ttft > s->cfg.slo_ttft_s);
 	if (r->output >= 2) {
+		/* samples advance in lockstep: each sample's TPOT, and their mean */
 		double tpot = (t - r->first_token) / (double)(r->output - 1);
 		kvs_sketch_add(&R->sk[KVS_METRIC_TPOT], tpot);
 		if (s->cfg.slo_tpot_s > 0 && tpot > s->cfg.slo_tpot_s)
@@ -942,16 +1242,40 @@ static kvs_status ensure_due_cap(kvs_sim *s)
 	return KVS_OK;
 }
 
-static kvs_status admit_head(kvs_sim *s, sreq *r)
+/* Admit the head of the waiting queue (can_admit said NOW).  A family under
+ * a policy whose fork copies (all but paged) also reserves its n - 1
+ * children's memory now, as sequences of the parent's shape (their fork
+ * copies the prompt into it once the prompt is prefilled), so that an
+ * admitted family can always fork; when they do not all fit, nothing is
+ * admitted and *later is set. */
+static kvs_status admit_head(kvs_sim *s, sreq *r, bool *later)
 {
 	kvs_seq_desc d;
 	desc_of(r, &d);
 	uint32_t cached = 0;
+	*later = false;
 	kvs_status st = kvs_alloc_admit(s->alloc, &d, &cached);
 	if (st != KVS_OK)
 		return kvs_fail(st, "request %llu: admission failed after can_admit said "
 				"it fits: %s", (unsigned long long)r->index,
 				kvs_last_error());
+	r->nreg = 1;
+	r->nlive = 1;
+	if (r->n > 1 && s->reserve_children) {
+		for (uint32_t i = 1; i < r->n; i++) {
+			kvs_seq_desc c = d;
+			c.seq = member(r, i);
+			if (kvs_alloc_can_admit(s->alloc, &c, NULL) != KVS_ADMIT_NOW) {
+				*later = true;
+				break;
+			}
+			if ((st = kvs_alloc_admit(s->alloc, &c, NULL)) != KVS_OK)
+				return st;
+			r->nreg++;
+		}
+		if (*later)
+			return release_family(s, r);
+	}
 	deque_pop_front(&s->waiting);
 	s->dirty = true;
 	if (!r->admitted_once) {
@@ -965,6 +1289,62 @@ static kvs_status admit_head(kvs_sim *s, sreq *r)
 	return prefill_add(s, r);
 }
 
+/* Families whose prompt was prefilled in the last step: fork them, then
+ * decode (first pass) or let each sample recompute its own tokens (after a
+ * preemption by recompute). */
+static kvs_status do_forks(kvs_sim *s, bool *preempted, double *extra)
+{
+	kvs_status st;
+	while (s->nforkq) {
+		sreq *r = s->forkq[0];
+		bool self;
+		if ((st = fork_family(s, r, &self, preempted, extra)) != KVS_OK)
+			return st;
+		if (self)
+			continue;   /* preempt() took it off the queue */
+		forkq_remove(s, r);
+		r->S = s->G;
+		if (r->refill) {
+			/* recompute: each sample re-prefills its own tokens */
+			r->refill = false;
+			r->target = r->prompt + r->gen;
+			r->state = RS_PREFILL;
+			if ((st = prefill_insert_ordered(s, r)) != KVS_OK)
+				return st;
+		} else if ((st = decode_schedule(s, r)) != KVS_OK) {
+			return st;
+		}
+	}
+	return KVS_OK;
+}
+
+/* A prefill chunk of c tokens for each live member of r, counted into the
+ * step's batch. */
+static void add_chunk(sreq *r, uint32_t c, uint64_t *chunk_tokens,
+		      uint64_t *chunk_seqs, double *chunk_ctx, double *chunk_pairs,
+		      uint64_t *budget)
+{
+	uint32_t work = c ? c : 1;   /* fully cached: one token recomputed for logits */
+	double m = r->nlive;
+	*chunk_pairs += m * ((double)work * r->len + (double)work * (work + 1) / 2.0);
+	*chunk_ctx += m * ((double)r->len + work);
+	r->len += c;
+	r->chunk = work;
+	r->in_step = true;
+	uint64_t w = (uint64_t)work * r->nlive;
+	*chunk_tokens += w;
+	*chunk_seqs += r->nlive;
+	*budget -= w < *budget ? w : *budget;
+}
+
+/* Prefill tokens each live member of r takes this step from budget. */
+static uint32_t chunk_of(const sreq *r, uint64_t budget)
+{
+	uint32_t left = r->target > r->len ? r->target - r->len : 0;
+	uint64_t per = budget / r->nlive;
+	return left < per ? left : (uint32_t)per;
+}
+
 /* Plan and start the step at s->now; leaves the engine idle when there is
  * nothing to run. */
 static kvs_status plan(kvs_sim *s)
@@ -972,9 +1352,15 @@ static kvs_status plan(kvs_sim *s)
 	kvs_status st;
 	const kvs_sim_config *cfg = &s->cfg;
 	bool preempted = false, swapped_any = false;
-	double extra = 0;   /* PCIe time of swaps in this step */
+	double extra = 0;   /* PCIe time of swaps, copy time of forks, this step */
 
 	s->plannings++;
+	free_dead(s);
+	s->past_due = false;
+	/* 0. families prefilled in the last step fork their samples */
+	if (s->nforkq && (st = do_forks(s, &preempted, &extra)) != KVS_OK)
+		return st;
+
 	/* 1. due decode sequences: pop all, release finished, then allocate */
 	if ((st = ensure_due_cap(s)) != KVS_OK)
 		return st;
@@ -988,9 +1374,8 @@ static kvs_status plan(kvs_sim *s)
 	for (size_t i = 0; i < ndue; i++) {
 		sreq *r = s->due[i];
 		if (r->gen + (s->G - r->S) == r->out_eff) {
-			if ((st = kvs_alloc_release(s->alloc, r->seq)) != KVS_OK)
+			if ((st = release_family(s, r)) != KVS_OK)
 				return st;
-			s->dirty = true;
 			run_remove(s, r);
 			s->due[i] = NULL;
 			finish(s, r);
@@ -1001,7 +1386,11 @@ static kvs_status plan(kvs_sim *s)
 		if (!r || r->state != RS_DUE)
 			continue;   /* finished, or preempted by an earlier one */
 		/* the tokens of steps S..G-1 and this step's token, which needs
-		 * a new block: one allocator call */
+		 * a new block: one allocator call per member (a family is
+		 * synced to G first, so that its members grow by one token
+		 * each and stay at one length if it is preempted midway) */
+		if (r->nlive > 1 && (st = sync_decode(s, r, s->G)) != KVS_OK)
+			return st;
 		bool self;
 		uint32_t n = (uint32_t)(s->G - r->S + 1);
 		if ((st = grow_or_preempt(s, r, n, &self, &preempted, &extra)) != KVS_OK)
@@ -1015,60 +1404,62 @@ static kvs_status plan(kvs_sim *s)
 			return st;
 	}
 
+	s->past_due = true;
+
 	/* 2-3. decodes first, then prefill chunks within the token budget */
-	uint64_t budget = cfg->max_num_batched_tokens - s->nheap;
+	uint64_t budget = cfg->max_num_batched_tokens - s->ndec;
 	uint64_t chunk_tokens = 0, chunk_seqs = 0;
 	double chunk_ctx = 0, chunk_pairs = 0;
 	for (size_t i = 0; i < s->nprefill && budget > 0; i++) {
 		sreq *r = s->prefill[i];
-		uint32_t left = r->target > r->len ? r->target - r->len : 0;
-		uint32_t c = left < budget ? left : (uint32_t)budget;
-		if (left == 0)
-			c = 0;   /* fully cached: one token recomputed for logits */
+		uint32_t c = chunk_of(r, budget);
+		if (c == 0 && r->target > r->len)
+			continue;   /* a family's samples need a token each */
 		if (c > 0) {
-			st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL);
-			if (st == KVS_ERR_NOSPACE) {
-				/* the allocator mapped the prompt at admission, so
-				 * this is not expected; recompute it later */
-				double x = 0;
-				bool p2 = false, self;
-				if ((st = grow_or_preempt(s, r, c, &self, &p2, &x)) != KVS_OK)
-					return st;
-				preempted |= p2;
-				extra += x;
-				if (self) {
-					i--;   /* r left the list */
-					continue;
-				}
-			} else if (st != KVS_OK) {
+			bool self, p2 = false;
+			double x = 0;
+			if ((st = grow_or_preempt(s, r, c, &self, &p2, &x)) != KVS_OK)
 				return st;
+			preempted |= p2;
+			extra += x;
+			if (self) {
+				i--;   /* r left the list */
+				continue;
 			}
-			s->dirty = true;
 		}
-		uint32_t work = c ? c : 1;
-		chunk_pairs += (double)work * r->len + (double)work * (work + 1) / 2.0;
-		chunk_ctx += (double)r->len + work;
-		r->len += c;
-		r->chunk = work;
-		r->in_step = true;
-		chunk_tokens += work;
-		chunk_seqs++;
-		budget -= work < budget ? work : budget;
+		add_chunk(r, c, &chunk_tokens, &chunk_seqs, &chunk_ctx, &chunk_pairs, &budget);
 	}
 
 	/* 4. swapped back in, then new admissions, unless we preempted */
 	if (!preempted) {
-		while (s->swapped.n && s->nrunning < cfg->max_num_seqs && budget > 0) {
+		while (s->swapped.n && budget > 0) {
 			sreq *r = deque_front(&s->swapped);
+			if (s->nrunning + r->n > cfg->max_num_seqs || budget < r->nlive)
+				break;
+			/* every member comes back, or none: the whole group's
+			 * blocks must fit above the watermark (vLLM's rule for a
+			 * sequence group; swap is paged only) */
 			if (!kvs_alloc_can_swap_in(s->alloc, r->seq))
 				break;
-			if ((st = kvs_alloc_swap_in(s->alloc, r->seq, NULL, NULL)) != KVS_OK) {
-				if (st == KVS_ERR_NOSPACE)
+			if (r->nlive > 1) {
+				uint64_t need = (uint64_t)r->nlive *
+						kvs_div_ceil(r->len, s->block_size);
+				uint64_t avail = kvs_alloc_free_blocks(s->alloc);
+				uint64_t wm = (uint64_t)(cfg->watermark *
+							 (double)kvs_alloc_num_blocks(s->alloc));
+				if (need > avail || avail - need < wm)
 					break;
-				return st;
+			}
+			for (uint32_t i = 0; i < r->nlive; i++) {
+				st = kvs_alloc_swap_in(s->alloc, member(r, i), NULL, NULL);
+				if (st != KVS_OK)
+					return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+							"request %llu: swap-in of sample %u failed "
+							"after its group was found to fit: %s",
+							(unsigned long long)r->index, i, kvs_last_error());
 			}
 			deque_pop_front(&s->swapped);
-			uint64_t bytes = (uint64_t)r->len * s->kvb;
+			uint64_t bytes = (uint64_t)r->len * s->kvb * r->nlive;
 			s->res->st.swap_in_bytes += bytes;
 			extra += (double)bytes / cfg->deploy.gpu.pcie_bytes_per_s;
 			swapped_any = true;
@@ -1076,7 +1467,7 @@ static kvs_status plan(kvs_sim *s)
 			run_append(s, r);
 			r->S = s->G;
 			r->state = RS_DUE;
-			if (kvs_alloc_room(s->alloc, r->seq) == 0) {
+			if (family_room(s, r) == 0) {
 				bool self;
 				if ((st = grow_or_preempt(s, r, 1, &self, &preempted, &extra)) != KVS_OK)
 					return st;
@@ -1088,16 +1479,26 @@ static kvs_status plan(kvs_sim *s)
 			}
 			if ((st = decode_schedule(s, r)) != KVS_OK)
 				return st;
-			budget--;
+			budget -= r->nlive;
 		}
 	}
 	if (!preempted && s->swapped.n == 0) {
-		while (s->waiting.n && s->nrunning < cfg->max_num_seqs && budget > 0) {
+		while (s->waiting.n && budget > 0) {
 			sreq *r = deque_front(&s->waiting);
+			if (s->nrunning + r->n > cfg->max_num_seqs ||
+			    r->gate == s->releases + 1)
+				break;
 			kvs_seq_desc d;
 			desc_of(r, &d);
 			kvs_admit_reason why = KVS_REASON_NONE;
 			kvs_admit_verdict v = kvs_alloc_can_admit(s->alloc, &d, &why);
+			bool later = false;
+			if (v == KVS_ADMIT_NOW && (st = admit_head(s, r, &later)) != KVS_OK)
+				return st;
+			if (later) {
+				v = KVS_ADMIT_LATER;   /* the children's regions do not fit */
+				why = KVS_REASON_NONE;
+			}
 			if (v == KVS_ADMIT_LATER && s->nrunning == 0)
 				v = KVS_ADMIT_NEVER;   /* nothing will ever free memory */
 			if (v == KVS_ADMIT_NEVER) {
@@ -1110,40 +1511,29 @@ static kvs_status plan(kvs_sim *s)
 			}
 			if (v != KVS_ADMIT_NOW)
 				break;
-			if ((st = admit_head(s, r)) != KVS_OK)
-				return st;
-			uint32_t left = r->target > r->len ? r->target - r->len : 0;
-			uint32_t c = left < budget ? left : (uint32_t)budget;
+			uint32_t c = chunk_of(r, budget);
 			if (c > 0 && (st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL)) != KVS_OK)
 				return kvs_fail(st, "request %llu: prefill of %u tokens failed "
 						"inside its admitted memory: %s",
 						(unsigned long long)r->index, c, kvs_last_error());
-			uint32_t work = c ? c : 1;
-			chunk_pairs += (double)work * r->len + (double)work * (work + 1) / 2.0;
-			chunk_ctx += (double)r->len + work;
-			r->len += c;
-			r->chunk = work;
-			r->in_step = true;
-			chunk_tokens += work;
-			chunk_seqs++;
-			budget -= work < budget ? work : budget;
+			add_chunk(r, c, &chunk_tokens, &chunk_seqs, &chunk_ctx, &chunk_pairs,
+				  &budget);
 		}
 	} else if (s->nrunning == 0 && s->swapped.n) {
 		/* nothing runs and the head cannot come back: recompute it */
 		sreq *r = deque_pop_front(&s->swapped);
-		if ((st = kvs_alloc_release(s->alloc, r->seq)) != KVS_OK)
+		s->res->st.recomputed_tokens += dropped_tokens(s, r);
+		if ((st = release_family(s, r)) != KVS_OK)
 			return st;
-		s->res->st.recomputed_tokens += r->len;
-		r->target = r->prompt + r->gen;
+		r->target = r->n > 1 ? r->prompt : r->prompt + r->gen;
 		r->len = 0;
 		r->state = RS_WAITING;
 		if (!deque_push_front(&s->waiting, r))
 			return kvs_fail(KVS_ERR_NOMEM, "out of memory");
-		s->dirty = true;
 		return plan(s);
 	}
 
-	uint64_t T = s->nheap + chunk_tokens;
+	uint64_t T = s->ndec + chunk_tokens;
 	if (T == 0 && preempted && (s->waiting.n || s->swapped.n))
 		return plan(s);   /* everything was preempted: admit again now */
 	if (T == 0) {
@@ -1158,12 +1548,13 @@ static kvs_status plan(kvs_sim *s)
 	/* step time; the fast path when nothing but lengths changes */
 	double ctx_dec = (double)(s->dec_len_sum + lag_tokens(s));
 	kvs_lin2 L;
-	kvs_cost_decode_lines(&s->cost, s->nheap, ctx_dec, &L);
+	kvs_cost_decode_lines(&s->cost, s->ndec, ctx_dec, &L);
 	uint64_t k = 1;
 	double dur;
-	bool single = chunk_seqs > 0 || preempted || swapped_any || !cfg->fast_path;
+	bool single = chunk_seqs > 0 || preempted || swapped_any || extra > 0 ||
+		      !cfg->fast_path;
 	if (single) {
-		dur = kvs_cost_step(&s->cost, T, s->nheap + chunk_seqs,
+		dur = kvs_cost_step(&s->cost, T, s->ndec + chunk_seqs,
 				    ctx_dec + chunk_ctx, ctx_dec + chunk_pairs) + extra;
 		L.a1 = L.a2 = dur;
 		L.b1 = L.b2 = L.c = 0;
@@ -1181,7 +1572,7 @@ static kvs_status plan(kvs_sim *s)
 	if (s->nrunning > stt->concurrency_max)
 		stt->concurrency_max = s->nrunning;
 	s->tokens_total += T * k;
-	if ((st = integrate(s, s->now, dur, &L, k, single ? 0 : s->nheap)) != KVS_OK)
+	if ((st = integrate(s, s->now, dur, &L, k, single ? 0 : s->ndec)) != KVS_OK)
 		return st;
 	s->step_k = k;
 	s->busy = true;
@@ -1193,6 +1584,7 @@ static kvs_status plan(kvs_sim *s)
 static kvs_status step_done(kvs_sim *s)
 {
 	kvs_status st;
+	s->past_due = false;
 	s->G += s->step_k;
 	s->res->st.steps += s->step_k;
 	for (size_t i = 0; i < s->nprefill;) {
@@ -1206,15 +1598,29 @@ static kvs_status step_done(kvs_sim *s)
 			i++;
 			continue;
 		}
-		/* prefill complete: this step emitted the next token */
-		if (r->first_token < 0)
-			r->first_token = s->now;
-		r->gen += 1;
-		r->S = s->G;
 		memmove(&s->prefill[i], &s->prefill[i + 1],
 			(s->nprefill - i - 1) * sizeof *s->prefill);
 		s->nprefill--;
-		if ((st = decode_schedule(s, r)) != KVS_OK)
+		r->S = s->G;
+		bool emits = true;   /* this step emitted the next token */
+		if (r->nlive < r->n) {
+			/* a family's prompt: the first pass samples all n first
+			 * tokens; after a recompute, the samples' own tokens
+			 * come after the fork */
+			emits = r->gen == 0;
+			if (!emits || r->out_eff > 1) {
+				r->state = RS_FORK;
+				r->refill = !emits;
+				if ((st = forkq_add(s, r)) != KVS_OK)
+					return st;
+			}
+		}
+		if (emits) {
+			if (r->first_token < 0)
+				r->first_token = s->now;
+			r->gen += 1;
+		}
+		if (r->state != RS_FORK && (st = decode_schedule(s, r)) != KVS_OK)
 			return st;
 	}
 	s->busy = false;
@@ -1400,6 +1806,11 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	s->auto_interval = cfg->sample_interval_s == 0;
 	s->res->sample_interval_s = s->auto_interval ? 1.0 : cfg->sample_interval_s;
 	s->dirty = true;
+	/* every policy but paged copies the prompt's KV into each child at
+	 * the fork, into memory of the child's own: that memory is reserved
+	 * with the parent's at admission */
+	s->fork_copies = cfg->policy != KVS_POLICY_PAGED;
+	s->reserve_children = s->fork_copies;
 	*out = s;
 	return KVS_OK;
 }
@@ -1419,6 +1830,7 @@ static void free_reqs(kvs_sim *s)
 	s->run_head = s->run_tail = NULL;
 	sreq_free(s->pending);
 	s->pending = NULL;
+	free_dead(s);
 }
 
 void kvs_sim_destroy(kvs_sim *s)
@@ -1430,6 +1842,7 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->waiting.v);
 	kvs_free(s->swapped.v);
 	kvs_free(s->prefill);
+	kvs_free(s->forkq);
 	kvs_free(s->heap);
 	kvs_free(s->due);
 	kvs_free(s->ev);
@@ -1524,6 +1937,8 @@ static void finalize(kvs_sim *s)
 	st->swapped_bytes = st->swap_out_bytes + st->swap_in_bytes;
 	kvs_alloc_stats as;
 	kvs_alloc_get_stats(s->alloc, &as);
+	st->cow_copies = as.cow_copies;
+	st->copy_bytes = as.copy_bytes;
 	st->prefix_hit_tokens = as.prefix_hit_tokens;
 	st->prefix_hit_blocks = as.prefix_hit_blocks;
 	st->prefix_miss_tokens = as.prefix_miss_tokens;

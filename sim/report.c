@@ -261,6 +261,9 @@ json_t *kvs_sim_result_json(const kvs_sim_result *r)
 	set(o, "swapped_bytes", jint(st->swapped_bytes));
 	set(o, "swap_out_bytes", jint(st->swap_out_bytes));
 	set(o, "swap_in_bytes", jint(st->swap_in_bytes));
+	set(o, "forked_sequences", jint(st->forked_sequences));
+	set(o, "cow_copies", jint(st->cow_copies));
+	set(o, "copy_bytes", jint(st->copy_bytes));
 	set(o, "prefix_hit_tokens", jint(st->prefix_hit_tokens));
 	set(o, "prefix_hit_blocks", jint(st->prefix_hit_blocks));
 	json_t *hr = json_object();
@@ -411,7 +414,8 @@ kvs_status kvs_sim_timeseries_csv(const kvs_sim_result *r, FILE *f)
 void kvs_sim_request_csv_header(FILE *f)
 {
 	fprintf(f, "index,line,outcome,reason,arrival_s,admitted_s,first_token_s,"
-		   "finish_s,prompt_tokens,output_tokens,cached_tokens,preemptions\n");
+		   "finish_s,prompt_tokens,output_tokens,cached_tokens,preemptions,"
+		   "num_samples\n");
 }
 
 static void opt_time(FILE *f, double t)
@@ -432,6 +436,6 @@ void kvs_sim_request_csv_row(FILE *f, const kvs_sim_request_record *r)
 	opt_time(f, r->admitted_s);
 	opt_time(f, r->first_token_s);
 	opt_time(f, r->finish_s);
-	fprintf(f, ",%u,%u,%u,%u\n", r->prompt_tokens, r->output_tokens,
-		r->cached_tokens, r->preemptions);
+	fprintf(f, ",%u,%u,%u,%u,%u\n", r->prompt_tokens, r->output_tokens,
+		r->cached_tokens, r->preemptions, r->num_samples ? r->num_samples : 1);
 }

@@ -205,10 +205,11 @@ static void lone_request(bool fast)
 	assert_close(st->e2e_s.max, 0.011 + 4 * 0.01001, 1e-9);
 	assert_close(st->queue_delay_s.max, 0.0, 1e-12);
 	/* 7 blocks of 16 held from admission (the first instant of the peak):
-	 * 100 tokens stored, 5 more to come (final length 105), 7 never used */
+	 * 100 tokens stored, 4 more to come (final length 100 + 5 - 1 = 104:
+	 * the last output token's KV is never written), 8 never used */
 	assert_close(st->memory_peak_pct.token_states, 100.0 * 100 / 4096, 1e-9);
-	assert_close(st->memory_peak_pct.reservation, 100.0 * 5 / 4096, 1e-9);
-	assert_close(st->memory_peak_pct.internal_frag, 100.0 * 7 / 4096, 1e-9);
+	assert_close(st->memory_peak_pct.reservation, 100.0 * 4 / 4096, 1e-9);
+	assert_close(st->memory_peak_pct.internal_frag, 100.0 * 8 / 4096, 1e-9);
 	assert_close(st->peak_time_s, 1.0, 1e-12);
 	assert_accounting(st);
 	kvs_sim_result_destroy(res);
@@ -399,11 +400,15 @@ static void test_paged_pool_bound(void **state)
 
 static recs fastR, slowR;
 
-static void compare_fast_slow(kvs_policy pol, bool prefix, double kv_read_factor)
+static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_factor,
+				bool multi, kvs_preempt_mode mode)
 {
 	kvs_sim_config c;
 	kvs_sim_config_defaults(&c, NULL);
 	c.policy = pol;
+	c.preemption_mode = mode;
+	c.deploy.gpu.pcie_bytes_per_s = 25e9;
+	c.swap_bytes = 600ull * 131072;
 	c.deploy.block_size = 16;
 	c.deploy.max_model_len = 4096;
 	c.kv_bytes_per_token = 131072;
@@ -432,6 +437,8 @@ static void compare_fast_slow(kvs_policy pol, bool prefix, double kv_read_factor
 		t += (double)((x >> 33) % 1000) / 4000.0;
 		q[i] = mkreq((uint64_t)i, t, 1 + (uint32_t)((x >> 17) % 900),
 			     1 + (uint32_t)((x >> 40) % 400));
+		if (multi)   /* parallel sampling: n of 1 to 4 */
+			q[i].num_samples = 1 + (uint32_t)((x >> 58) % 4);
 		/* a few shared system prompts */
 		uint32_t nb = q[i].prompt_tokens / 16;
 		for (uint32_t b = 0; b < nb && b < 64; b++)
@@ -447,11 +454,20 @@ static void compare_fast_slow(kvs_policy pol, bool prefix, double kv_read_factor
 	c.fast_path = false;
 	kvs_sim_result *s = run_set(&c, set, &slowR);
 	const kvs_sim_stats *a = kvs_sim_result_stats(f), *b = kvs_sim_result_stats(s);
+	print_message("%s prefix %d factor %g n %s %s: %llu steps, %llu preemptions\n",
+		      kvs_policy_name(pol), prefix, kv_read_factor, multi ? "1-4" : "1",
+		      kvs_preempt_mode_name(mode), (unsigned long long)a->steps,
+		      (unsigned long long)a->preemptions);
 	assert_int_equal(a->completed, b->completed);
 	assert_int_equal(a->rejected, b->rejected);
 	assert_int_equal(a->steps, b->steps);
 	assert_int_equal(a->preemptions, b->preemptions);
 	assert_int_equal(a->recomputed_tokens, b->recomputed_tokens);
+	assert_int_equal(a->swapped_bytes, b->swapped_bytes);
+	assert_int_equal(a->forked_sequences, b->forked_sequences);
+	assert_int_equal(a->cow_copies, b->cow_copies);
+	assert_int_equal(a->copy_bytes, b->copy_bytes);
+	assert_int_equal(a->output_tokens, b->output_tokens);
 	assert_int_equal(a->prefix_hit_tokens, b->prefix_hit_tokens);
 	assert_int_equal(a->concurrency_max, b->concurrency_max);
 	assert_int_equal(a->tokens_per_step_max, b->tokens_per_step_max);
@@ -485,9 +501,42 @@ static void compare_fast_slow(kvs_policy pol, bool prefix, double kv_read_factor
 		assert_int_equal(s1[i].waiting, s2[i].waiting);
 	}
 	assert_accounting(a);
+	if (multi) {
+		/* every sample's output counted; families forked, and under
+		 * paged their shared last prompt blocks copied on write */
+		uint64_t n_multi = 0;
+		for (int i = 0; i < N; i++)
+			n_multi += q[i].num_samples > 1;
+		assert_int_equal(a->multi_sample_requests, n_multi);
+		assert_true(n_multi > 0);
+		if (pol == KVS_POLICY_MAX) {
+			/* one region of max_model_len (4096) fits the pool
+			 * (8000): no family ever fits, each is rejected */
+			assert_int_equal(a->forked_sequences, 0);
+			assert_true(a->rejected_by[KVS_SIM_REJECT_NEVER_FITS] >= n_multi);
+		} else {
+			assert_true(a->forked_sequences > 0);
+			assert_true(a->copy_bytes > 0);
+		}
+		if (pol == KVS_POLICY_PAGED)
+			assert_true(a->cow_copies > 0);
+		uint64_t out = 0;
+		for (size_t i = 0; i < fastR.n; i++)
+			if (fastR.r[i].outcome == KVS_SIM_COMPLETED) {
+				const kvs_request *qq = &q[fastR.r[i].index];
+				assert_int_equal(fastR.r[i].num_samples, qq->num_samples);
+				out += (uint64_t)qq->output_tokens * qq->num_samples;
+			}
+		assert_int_equal(a->output_tokens, out);
+	}
 	kvs_sim_result_destroy(f);
 	kvs_sim_result_destroy(s);
 	kvs_request_set_destroy(set);
+}
+
+static void compare_fast_slow(kvs_policy pol, bool prefix, double kv_read_factor)
+{
+	compare_fast_slow_n(pol, prefix, kv_read_factor, false, KVS_PREEMPT_RECOMPUTE);
 }
 
 static void test_fast_path_equivalence(void **state)
@@ -499,6 +548,247 @@ static void test_fast_path_equivalence(void **state)
 	/* a KV-read factor scales the decode-span lines like single steps */
 	compare_fast_slow(KVS_POLICY_PAGED, false, 2.5);
 	compare_fast_slow(KVS_POLICY_VATTENTION, true, 1.7);
+}
+
+/* The same with parallel sampling (n = 1..4 per request): forked siblings
+ * decode in lockstep and fit the spans; families preempted whole, by
+ * recompute and by swap. */
+static void test_fast_path_parallel_sampling(void **state)
+{
+	(void)state;
+	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+		compare_fast_slow_n((kvs_policy)p, false, 1.0, true, KVS_PREEMPT_RECOMPUTE);
+	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.0, true, KVS_PREEMPT_RECOMPUTE);
+	compare_fast_slow_n(KVS_POLICY_PAGED, false, 1.0, true, KVS_PREEMPT_SWAP);
+	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.3, true, KVS_PREEMPT_SWAP);
+}
+
+/* ---- parallel sampling ----------------------------------------------------------------
+ * One request of P = 40 prompt and O = 10 output tokens per sample, n = 4,
+ * blocks of 16, 10 ms steps.  Step 0 prefills the prompt once (3 blocks: 2
+ * full, 1 holding 8 tokens) and samples the 4 first tokens (TTFT 10 ms).
+ * At step 1 the request forks 3 children sharing the 3 blocks; each sample
+ * then writes its token 1 into the shared partial block: 3 copy-on-write
+ * copies (the last writer keeps the original).  Steps 1..9 each store one
+ * token per sample (position 39 + k) and emit the next: the request
+ * finishes at 100 ms with 4 x 10 output tokens, each sample at its final
+ * length 40 + 10 - 1 = 49.
+ *
+ * paged, slots held (step k = 0..9):
+ *   step 0:     3 blocks (48 slots): 40 stored, 8 reserved
+ *   steps 1-8:  2 shared full blocks + 4 private block-2 copies (96 slots):
+ *               32 + 4 (8 + k) stored, 4 (8 - k) reserved
+ *   step 9:     + one block 3 per sample (160 slots: the prompt's 2 full
+ *               blocks once plus 2 tail blocks per sample): 100 stored,
+ *               60 internal (15 unused slots of each block 3)
+ *   time-weighted: stored (40 + sum_{k=1..9} (64 + 4k)) / 10 = 79.6,
+ *   reserved (8 + sum_{k=1..8} 4 (8 - k)) / 10 = 12, internal 60 / 10 = 6.
+ * oracle: 4 regions of 49 (196 slots) from admission (the children's
+ *   reserved with the parent's); stored 40 in step 0, then 4 (40 + k):
+ *   time-weighted (40 + sum_{k=1..9} 4 (40 + k)) / 10 = 166, reserved 30,
+ *   nothing internal; a fork copies the 40 prompt tokens into each child. */
+static void sampling_case(kvs_policy pol, bool fast)
+{
+	kvs_sim_config c;
+	cfg_fixed(&c, pol, 4096, 64, 16, 2048);
+	c.fast_path = fast;
+	kvs_request q = mkreq(0, 0.0, 40, 10);
+	q.num_samples = 4;
+	kvs_request_set *set = set_of(&q, 1);
+	static recs R;
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	assert_int_equal(st->arrived, 1);
+	assert_int_equal(st->completed, 1);
+	assert_int_equal(st->multi_sample_requests, 1);
+	assert_int_equal(st->steps, 10);
+	assert_int_equal(st->output_tokens, 40);
+	assert_int_equal(st->prompt_tokens, 40);
+	assert_int_equal(st->forked_sequences, 3);
+	assert_int_equal(st->concurrency_max, 4);
+	assert_int_equal(st->preemptions, 0);
+	const kvs_sim_request_record *r = rec_of(&R, 0);
+	assert_int_equal(r->num_samples, 4);
+	assert_int_equal(r->output_tokens, 10);
+	assert_close(r->first_token_s, 0.01, 1e-12);
+	assert_close(r->finish_s, 0.10, 1e-12);
+	assert_close(st->ttft_s.max, 0.01, 1e-9);
+	assert_close(st->tpot_s.max, 0.01, 1e-9);
+	assert_close(st->output_tokens_per_s, 40 / 0.10, 1e-9);
+	const kvs_sim_mem_pct *m = &st->memory_pct, *pk = &st->memory_peak_pct;
+	double u = 100.0 / 4096;   /* one slot, in % of the pool */
+	if (pol == KVS_POLICY_PAGED) {
+		assert_int_equal(st->cow_copies, 3);
+		assert_int_equal(st->copy_bytes, 3 * 16 * 64);
+		assert_close(m->token_states, 79.6 * u, 1e-9);
+		assert_close(m->reservation, 12 * u, 1e-9);
+		assert_close(m->internal_frag, 6 * u, 1e-9);
+		/* the most held: 10 blocks, from step 9 */
+		assert_close(pk->token_states, 100 * u, 1e-9);
+		assert_close(pk->reservation, 0, 1e-9);
+		assert_close(pk->internal_frag, 60 * u, 1e-9);
+		assert_close(st->peak_time_s, 0.09, 1e-9);
+	} else {
+		assert_int_equal(st->cow_copies, 0);
+		assert_int_equal(st->copy_bytes, 3 * 40 * 64);
+		assert_close(m->token_states, 166 * u, 1e-9);
+		assert_close(m->reservation, 30 * u, 1e-9);
+		assert_close(m->internal_frag, 0, 1e-9);
+		assert_close(pk->token_states, 40 * u, 1e-9);
+		assert_close(pk->reservation, 156 * u, 1e-9);
+		assert_close(st->peak_time_s, 0.0, 1e-12);
+	}
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+static void test_parallel_sampling_by_hand(void **state)
+{
+	(void)state;
+	sampling_case(KVS_POLICY_PAGED, true);
+	sampling_case(KVS_POLICY_PAGED, false);
+	sampling_case(KVS_POLICY_ORACLE, true);
+	sampling_case(KVS_POLICY_ORACLE, false);
+}
+
+/* A family preempted whole.  Pool of 12 blocks of 16; A (32 + 100, n = 1)
+ * and B (16 + 60, n = 2) start together.  A holds ceil((32 + G) / 16)
+ * blocks at step G, B one shared block plus ceil((16 + G) / 16) - 1 of
+ * each sample's own; at step 33 they hold 5 + 7 = 12, at step 49 A needs
+ * its 6th block and B (the most recent) is preempted with both samples at
+ * 64 tokens (49 emitted).  Recompute drops 64 + (64 - 16) = 112 tokens of
+ * KV; swap copies both samples out (2 x 64 tokens x 2 bytes) and back. */
+static void family_preempt_case(kvs_preempt_mode mode, bool fast)
+{
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 12 * 16, 2, 16, 1024);
+	c.fast_path = fast;
+	c.preemption_mode = mode;
+	c.deploy.gpu.pcie_bytes_per_s = 1e12;
+	c.swap_bytes = 1 << 20;
+	kvs_request q[2] = { mkreq(0, 0.0, 32, 100), mkreq(1, 0.0, 16, 60) };
+	q[1].num_samples = 2;
+	kvs_request_set *set = set_of(q, 2);
+	static recs R;
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	assert_int_equal(st->completed, 2);
+	assert_int_equal(st->output_tokens, 100 + 2 * 60);
+	const kvs_sim_request_record *a = rec_of(&R, 0), *b = rec_of(&R, 1);
+	assert_int_equal(a->preemptions, 0);
+	assert_true(b->preemptions >= 1);
+	assert_close(b->first_token_s, 0.01, 1e-12);
+	if (mode == KVS_PREEMPT_SWAP) {
+		/* out at step 49, back in once A's blocks allow it */
+		assert_int_equal(st->preemptions, 1);
+		assert_int_equal(st->recomputed_tokens, 0);
+		assert_int_equal(st->swap_out_bytes, 2 * 64 * 2);
+		assert_int_equal(st->swap_in_bytes, 2 * 64 * 2);
+		assert_int_equal(st->forked_sequences, 1);
+	} else {
+		/* the first preemption drops 112 tokens; readmitted, B
+		 * re-prefills its prompt, forks again and each sample
+		 * recomputes its own 49 tokens */
+		assert_true(st->recomputed_tokens >= 112);
+		assert_true(st->forked_sequences >= 2);
+	}
+	assert_true(b->finish_s > a->finish_s - 1e-12 || mode == KVS_PREEMPT_SWAP);
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+static void test_parallel_sampling_preemption(void **state)
+{
+	(void)state;
+	family_preempt_case(KVS_PREEMPT_RECOMPUTE, true);
+	family_preempt_case(KVS_PREEMPT_RECOMPUTE, false);
+	family_preempt_case(KVS_PREEMPT_SWAP, true);
+	family_preempt_case(KVS_PREEMPT_SWAP, false);
+	/* n larger than max_num_seqs, or samples that together exceed the
+	 * pool though one fits: rejected as never_fits, still accounted */
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 10 * 16, 2, 16, 1024);
+	c.max_num_seqs = 4;
+	kvs_request q[3] = { mkreq(0, 0.0, 10, 10), mkreq(1, 0.1, 10, 10),
+			     mkreq(2, 0.2, 20, 100) };
+	q[0].num_samples = 5;
+	q[2].num_samples = 3;   /* 3 x ceil(119 / 16) - 1 = 20 blocks > 10 */
+	kvs_request_set *set = set_of(q, 3);
+	static recs R;
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	assert_int_equal(st->arrived, 3);
+	assert_int_equal(st->completed, 1);
+	assert_int_equal(st->rejected_by[KVS_SIM_REJECT_NEVER_FITS], 2);
+	assert_int_equal(rec_of(&R, 0)->outcome, KVS_SIM_REJECTED);
+	assert_int_equal(rec_of(&R, 2)->outcome, KVS_SIM_REJECTED);
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+/* A generated trace with n = 4 (as `kvsim gen --n 4` writes): every
+ * request accounted for per request, every sample's output counted, and
+ * paged (shared prompts) runs at least as many sequences at once as the
+ * contiguous policies. */
+static void test_parallel_sampling_generated(void **state)
+{
+	(void)state;
+	kvs_gen_opts o;
+	kvs_gen_opts_defaults(&o);
+	o.seed = 5;
+	o.requests = kvs_test_scaled(300, 40);
+	o.rate = 20;   /* a saturating load */
+	o.num_samples = 4;
+	assert_int_equal(kvs_gen_dist_parse("lognormal:600:0.8", &o.prompt), KVS_OK);
+	assert_int_equal(kvs_gen_dist_parse("lognormal:150:0.8", &o.output), KVS_OK);
+	o.max_tokens = 2000;
+	kvs_gen *g;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_OK);
+	kvs_request_source gsrc = { (kvs_status (*)(void *, kvs_request *))kvs_gen_next, g, NULL };
+	kvs_request_set *set;
+	assert_int_equal(kvs_request_set_from_source(&gsrc, &set), KVS_OK);
+	kvs_gen_close(g);
+	uint64_t n = kvs_request_set_count(set);
+	assert_int_equal(n, o.requests);
+	kvs_sim_result *res[KVS_POLICY_COUNT_];
+	for (int p = 0; p < KVS_POLICY_COUNT_; p++) {
+		kvs_sim_config c;
+		cfg_fixed(&c, (kvs_policy)p, 60000, 131072, 16, 4096);
+		c.page_bytes = 64 << 10;
+		c.max_num_seqs = 128;
+		c.max_num_batched_tokens = 2048;
+		c.cost.linear_per_context_s = 1e-8;
+		static recs R;
+		res[p] = run_set(&c, set, &R);
+		const kvs_sim_stats *st = kvs_sim_result_stats(res[p]);
+		assert_int_equal(st->arrived, n);
+		assert_int_equal(st->multi_sample_requests, n);
+		assert_int_equal(st->unfinished, 0);
+		assert_accounting(st);
+		uint64_t out = 0;
+		for (size_t i = 0; i < R.n; i++)
+			if (R.r[i].outcome == KVS_SIM_COMPLETED)
+				out += 4ull * R.r[i].output_tokens;
+		assert_int_equal(st->output_tokens, out);
+		assert_true(st->completed > 0);
+		assert_true(st->concurrency_max <= c.max_num_seqs);
+		assert_true(st->concurrency_max % 4 == 0);   /* whole families */
+		print_message("%s: completed %llu, concurrency mean %.2f max %llu, "
+			      "preemptions %llu, sim %.1f s\n", kvs_policy_name((kvs_policy)p),
+			      (unsigned long long)st->completed, st->concurrency_mean,
+			      (unsigned long long)st->concurrency_max,
+			      (unsigned long long)st->preemptions, st->sim_time_s);
+	}
+	const kvs_sim_stats *pg = kvs_sim_result_stats(res[KVS_POLICY_PAGED]);
+	for (int p = KVS_POLICY_MAX; p <= KVS_POLICY_ORACLE; p++)
+		assert_true(pg->concurrency_mean >=
+			    kvs_sim_result_stats(res[p])->concurrency_mean);
+	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+		kvs_sim_result_destroy(res[p]);
+	kvs_request_set_destroy(set);
 }
 
 /* ---- rejections and accounting --------------------------------------------------- */
@@ -894,6 +1184,10 @@ int main(void)
 		cmocka_unit_test(test_max_policy_bound),
 		cmocka_unit_test(test_paged_pool_bound),
 		cmocka_unit_test(test_fast_path_equivalence),
+		cmocka_unit_test(test_fast_path_parallel_sampling),
+		cmocka_unit_test(test_parallel_sampling_by_hand),
+		cmocka_unit_test(test_parallel_sampling_preemption),
+		cmocka_unit_test(test_parallel_sampling_generated),
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_horizon_unfinished),
 		cmocka_unit_test(test_json_deterministic),

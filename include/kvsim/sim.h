@@ -228,6 +228,7 @@ struct kvs_sim_request_record {
 	uint32_t output_tokens;
 	uint32_t cached_tokens;     /* prefix-cache hit at first admission */
 	uint32_t preemptions;
+	uint32_t num_samples;       /* parallel sampling n (output_tokens is per sample) */
 };
 
 struct kvs_sim_progress {
@@ -258,7 +259,7 @@ typedef struct kvs_sim_stats {
 	/* accounting: arrived = completed + rejected + unfinished */
 	uint64_t arrived, completed, rejected, unfinished;
 	uint64_t rejected_by[KVS_SIM_REJECT_COUNT_];
-	uint64_t multi_sample_requests; /* n > 1 in the trace: simulated as n = 1 */
+	uint64_t multi_sample_requests; /* n > 1 in the trace: forked into n sequences */
 	/* memory */
 	kvs_sim_mem_pct memory_pct;       /* time-weighted */
 	kvs_sim_mem_pct memory_peak_pct;  /* at the instant of most memory held */
@@ -277,11 +278,17 @@ typedef struct kvs_sim_stats {
 	kvs_sim_dist queue_delay_s, ttft_s, tpot_s, e2e_s;
 	/* throughput over sim_time_s */
 	double requests_per_s, output_tokens_per_s;
-	uint64_t prompt_tokens, output_tokens;   /* of completed requests */
+	uint64_t prompt_tokens, output_tokens;   /* of completed requests; output
+	                                          * counts every sample (n x) */
 	double goodput_requests_per_s, goodput_fraction; /* fraction of arrived */
 	/* preemption and prefix caching */
 	uint64_t preemptions, recomputed_tokens;
 	uint64_t swap_out_bytes, swap_in_bytes, swapped_bytes;
+	/* parallel sampling: children forked (n - 1 per request and prefill),
+	 * copy-on-write block copies (paged) and all device bytes copied
+	 * (copy-on-write blocks; the prompt copied into each child's region
+	 * or pages under the contiguous policies and vattention) */
+	uint64_t forked_sequences, cow_copies, copy_bytes;
 	uint64_t prefix_hit_tokens, prefix_hit_blocks;
 	uint64_t prefix_miss_tokens, prefix_miss_blocks;
 	double prefix_hit_rate_tokens, prefix_hit_rate_blocks;
