@@ -437,8 +437,11 @@ void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st)
 	}
 	fprintf(f, " + unfinished %llu\n", (unsigned long long)st->unfinished);
 	if (st->multi_sample_requests)
-		fprintf(f, "  (%llu requests asked for parallel sampling n > 1; simulated "
-			"with n = 1)\n", (unsigned long long)st->multi_sample_requests);
+		fprintf(f, "  (%llu requests asked for parallel sampling n > 1: prefilled once, "
+			"forked into %llu more sequences, %llu copy-on-write block copies)\n",
+			(unsigned long long)st->multi_sample_requests,
+			(unsigned long long)st->forked_sequences,
+			(unsigned long long)st->cow_copies);
 }
 
 typedef double (*getter)(const kvs_sim_stats *);
