@@ -52,6 +52,35 @@ expect() {
 	grep -qE -- "$pat" "$tmp/out" || fail "kvsim $*: no '$pat' in: $(head -c 400 "$tmp/out")"
 }
 
+# check_report DIR: index.html exists, and every file it references (the PNG and
+# SVG figures) exists, is local and non-empty, PNGs with their signature
+check_report() {
+	local d=$1 r sig refs
+	[ -s "$d/index.html" ] || { fail "$d/index.html missing or empty"; return 1; }
+	refs=$(grep -o '\(src\|href\)="[^"#][^"]*"' "$d/index.html" |
+		sed 's/^[a-z]*="//; s/"$//' | sort -u)
+	[ -n "$refs" ] || fail "$d/index.html references no file"
+	for r in $refs; do
+		case "$r" in
+		*://* | /*) fail "$d: non-local reference $r"; continue ;;
+		esac
+		[ -s "$d/$r" ] || { fail "$d: $r referenced but missing or empty"; continue; }
+		case "$r" in
+		*.png)
+			sig=$(head -c 8 "$d/$r" | od -An -tx1 | tr -d ' \n')
+			[ "$sig" = "89504e470d0a1a0a" ] || fail "$d/$r: not a PNG" ;;
+		*.svg) grep -q '<svg' "$d/$r" || fail "$d/$r: not an SVG" ;;
+		esac
+	done
+	grep -q '<img ' "$d/index.html" || fail "$d/index.html shows no figure"
+	return 0
+}
+# report_ok: the last run wrote a report, or this build has no cairo (skip)
+report_ok() {
+	case "$err" in *libcairo2-dev*) echo "no cairo in this build: --report checks skipped"; return 1 ;; esac
+	return 0
+}
+
 # finish NAME: the summary line; exit 1 when a check failed.
 finish() {
 	if [ "$fails" -ne 0 ]; then

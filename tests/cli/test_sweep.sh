@@ -4,21 +4,13 @@
 # command is built), capacity search, and usage errors with their exit codes.
 # Needs $KVSIM and $KVS_SOURCE_ROOT; python3 reads the JSON.
 set -u
-KVSIM="${KVSIM:?KVSIM must point at the kvsim binary}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT="${KVS_SOURCE_ROOT:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
 SAMPLE="$ROOT/traces/samples/azure-conv-sample.csv"
 MOON="$ROOT/traces/samples/mooncake-sample.jsonl"
 # Requests per run: fewer under sanitizers (KVS_TEST_SCALE below 1), where
 # every engine step also runs the allocator validator.
 case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") N=300 N2=200 ;; *) N=60 N2=50 ;; esac
-
-fail() {
-	echo "FAIL: $*" >&2
-	fails=$((fails + 1))
-}
 
 # run EXPECTED_RC ARGS...: kvsim sweep, stdout/stderr kept in $out/$err
 run() {
@@ -151,34 +143,6 @@ fi
 
 
 # ---- --report DIR ----------------------------------------------------------------------
-# check_report DIR: index.html exists, and every file it references (the PNG and
-# SVG figures) exists, is local and non-empty, PNGs with their signature
-check_report() {
-	local d=$1 r sig refs
-	[ -s "$d/index.html" ] || { fail "$d/index.html missing or empty"; return 1; }
-	refs=$(grep -o '\(src\|href\)="[^"#][^"]*"' "$d/index.html" |
-		sed 's/^[a-z]*="//; s/"$//' | sort -u)
-	[ -n "$refs" ] || fail "$d/index.html references no file"
-	for r in $refs; do
-		case "$r" in
-		*://* | /*) fail "$d: non-local reference $r"; continue ;;
-		esac
-		[ -s "$d/$r" ] || { fail "$d: $r referenced but missing or empty"; continue; }
-		case "$r" in
-		*.png)
-			sig=$(head -c 8 "$d/$r" | od -An -tx1 | tr -d ' \n')
-			[ "$sig" = "89504e470d0a1a0a" ] || fail "$d/$r: not a PNG" ;;
-		*.svg) grep -q '<svg' "$d/$r" || fail "$d/$r: not an SVG" ;;
-		esac
-	done
-	grep -q '<img ' "$d/index.html" || fail "$d/index.html shows no figure"
-	return 0
-}
-# report_ok: the last run wrote a report, or this build has no cairo (skip)
-report_ok() {
-	case "$err" in *libcairo2-dev*) echo "no cairo in this build: --report checks skipped"; return 1 ;; esac
-	return 0
-}
 # the sweep rendered: rows, capacity and recommendations
 if run 0 "$SAMPLE" --limit $N2 --block-sizes 4,16,64 --policies paged,oracle --find-max-rate \
 	--slo-ttft 2 --slo-tpot 0.2 --rate-tolerance 0.05 --quiet --json="$tmp/rep.json" \
