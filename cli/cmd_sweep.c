@@ -277,7 +277,12 @@ int kvs_cmd_sweep(int argc, char **argv)
 		const char *after_bare = bare_out;
 		bare_out = NULL;
 		if (!it.flag) {
-			if (o.trace && after_bare) {
+			/* "--json out.json", "--csv -": a file meant for the flag, not a trace */
+			size_t plen = strlen(pos);
+			bool looks_out = after_bare && (strcmp(pos, "-") == 0 ||
+				(strcmp(after_bare, "--json") == 0 && plen > 5 &&
+				 strcmp(pos + plen - 5, ".json") == 0));
+			if (after_bare && (o.trace || looks_out)) {
 				kvs_args_usage_error(&it, "%s writes to standard output; give its file as "
 						     "%s=%s", after_bare, after_bare, pos);
 				return KVS_EXIT_USAGE;

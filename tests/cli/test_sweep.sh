@@ -252,6 +252,10 @@ grep -q 'is a directory' <<<"$err" || fail "directory as kernel profile unclear:
 # mistaken for a second trace
 run 2 "$SAMPLE" --json "$tmp/x.json"
 grep -q -- '--json=' <<<"$err" || fail "no --json=FILE hint: $err"
+run 2 --json "$tmp/x.json" "$SAMPLE"
+grep -q -- '--json=' <<<"$err" || fail "no --json=FILE hint without a trace first: $err"
+run 2 --csv - "$SAMPLE"
+grep -q -- '--csv=' <<<"$err" || fail "no --csv=FILE hint for '-': $err"
 run 1 "$SAMPLE" --limit 50 --block-sizes 16 --policies paged --quiet --csv="$tmp/no/such/dir/x.csv"
 grep -q -- '--csv: .*cannot write' <<<"$err" || fail "--csv failure unclear: $err"
 
