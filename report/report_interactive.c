@@ -1019,10 +1019,13 @@ void rp_charts_write(FILE *f, const rp_run *run, const rp_fig *figs, size_t nfig
 		for (int k = 0; k < RP_NCDF; k++)
 			cdf_chart(f, run, k, static_fig(run, figs, nfigs, base[k], fb, sizeof fb), st,
 				  w, h);
-		if (!ts)
+		if (!ts && !cdf)
+			fprintf(f, "<p class=\"muted\">No figures: the report has no timeseries "
+				   "or cdf data.</p>\n");
+		else if (!ts)
 			fprintf(f, "<p class=\"muted\">No timeseries in this report: no memory "
 				   "or request plots over time.</p>\n");
-		if (!cdf)
+		else if (!cdf)
 			fprintf(f, "<p class=\"muted\">No cdf in this report: no distribution "
 				   "plots.</p>\n");
 	} else {

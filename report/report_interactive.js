@@ -1,8 +1,8 @@
 /*
  * report_interactive.js - the page script of kvsim's HTML report, inlined
  * at build time after Chart.js.  report_interactive.c writes each chart as a
- * JSON spec in <script type="application/json" class="kvs-chart"> inside
- * its <figure>; this script draws every spec with Chart.js:
+ * JSON spec in a script element of type application/json and class
+ * kvs-chart inside its figure; this script draws every spec with Chart.js:
  *
  *   - hover: the nearest points' values, formatted with units;
  *   - legend: a click hides or shows a series (a policy, a memory part);
@@ -288,6 +288,8 @@
 						fmt(raw && typeof raw === 'object' ? raw.y : raw, ch.kvsSpec.y.fmt);
 					var b = document.body;
 					b.setAttribute('data-hover-chart', ch.canvas.closest('figure').id);
+					b.setAttribute('data-hover-series', String(ch.kvsSeries[d]));
+					b.setAttribute('data-hover-index', String(k));
 					b.setAttribute('data-hover-expect', want);
 					/* Chart.js handles mouse events on the next animation frame */
 					var tries = 0;
@@ -312,6 +314,7 @@
 		var specs = document.querySelectorAll('script.kvs-chart');
 		var charts = [], ok = 0;
 		document.body.setAttribute('data-charts', String(specs.length));
+		document.body.setAttribute('data-theme', dark ? 'dark' : 'light');
 		if (typeof Chart === 'undefined') {
 			if (specs.length) errors.push('Chart.js is missing from this page');
 		} else {
@@ -323,6 +326,7 @@
 					var spec = JSON.parse(specs[i].textContent);
 					var ch = draw(spec, fig);
 					ch.kvsSpec = spec;
+					ch.kvsSeries = spec.series.map(function (x, j) { return j; });
 					charts.push(ch);
 					var want = 0;
 					spec.series.forEach(function (s) { if (!s.ref) want += s.data.length / 2; });
