@@ -534,8 +534,13 @@ static void cdf_chart(FILE *f, const rp_run *run, int which, const char *fig, bo
 	snprintf(id, sizeof id, "%s%s", run->prefix, base[which]);
 	snprintf(title, sizeof title, "%s: distribution over requests", rp_cdf_title[which]);
 	rp_fmt_seconds(sb, sizeof sb, slo);
-	snprintf(sub, sizeof sub, "%% of requests at or below x%s%s%s%s%s", log ? "; log x axis (" : "",
+	bool zeros = false;
+	for (size_t i = 0; log && i < run->npol; i++)
+		for (size_t j = 0; run->pol[i].cdf.v[which] && j < run->pol[i].cdf.n; j++)
+			zeros |= run->pol[i].cdf.v[which][j] <= 0;
+	snprintf(sub, sizeof sub, "%% of requests at or below x%s%s%s%s%s%s", log ? "; log x axis (" : "",
 		 log ? (maxpol ? maxpol : "") : "", log ? "'s tail is >50x the fastest median)" : "",
+		 zeros ? "; requests at 0 s start a curve above 0 %" : "",
 		 isfinite(slo) ? "; dashed: the SLO, " : "", isfinite(slo) ? sb : "");
 	chart c;
 	chart_begin(&c, f, id, NULL, title, sub, true);

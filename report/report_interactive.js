@@ -204,7 +204,9 @@
 				maintainAspectRatio: false,
 				parsing: spec.x.cat ? true : false,
 				normalized: true,
-				interaction: spec.interaction === 'point' ?
+				/* a CDF: every policy at the quantile under the mouse */
+				interaction: spec.tip === 'cdf' ? { mode: 'index', intersect: false } :
+					spec.interaction === 'point' ?
 					{ mode: 'nearest', intersect: true } :
 					{ mode: 'nearest', axis: 'x', intersect: false },
 				scales: { x: axis(spec.x, true), y: axis(spec.y, false) },
@@ -223,12 +225,16 @@
 							title: function (items) {
 								if (!items.length) return '';
 								var r = items[0].raw;
+								if (spec.tip === 'cdf')
+									return fmt(r.y, yfmt) + ' of requests at or below';
 								if (spec.x.cat) return (spec.x.title || '') + ' ' + items[0].label;
 								return (spec.x.name || spec.x.title) + ' ' + fmt(r.x, xfmt, spec.x.unit);
 							},
 							label: function (it) {
 								var r = it.raw, v = (r && typeof r === 'object') ? r.y : r;
-								var s = it.dataset.label + ': ' + fmt(v, yfmt, spec.y.unit);
+								var s = spec.tip === 'cdf' ?
+									it.dataset.label + ': ' + fmt(r.x, xfmt, spec.x.unit) :
+									it.dataset.label + ': ' + fmt(v, yfmt, spec.y.unit);
 								if (r && r.note) s += ' (' + r.note + ')';
 								return s;
 							}
@@ -284,8 +290,9 @@
 					});
 					ch.canvas.dispatchEvent(ev);
 					var raw = ch.data.datasets[d].data[k];
-					var want = ch.data.datasets[d].label + ': ' +
-						fmt(raw && typeof raw === 'object' ? raw.y : raw, ch.kvsSpec.y.fmt);
+					var sp = ch.kvsSpec, want = ch.data.datasets[d].label + ': ' + (sp.tip === 'cdf' ?
+						fmt(raw.x, sp.x.fmt, sp.x.unit) :
+						fmt(raw && typeof raw === 'object' ? raw.y : raw, sp.y.fmt, sp.y.unit));
 					var b = document.body;
 					b.setAttribute('data-hover-chart', ch.canvas.closest('figure').id);
 					b.setAttribute('data-hover-series', String(ch.kvsSeries[d]));

@@ -88,7 +88,7 @@ assert want in tip, ("tooltip", tip, "lacks", want)
 spec = json.loads(re.search(r'<figure[^>]* id="%s"><script type="application/json" class="kvs-chart">(.*?)</script>'
                             % re.escape(fig), page, re.S).group(1))
 s = spec["series"][series]
-y = s["data"][2 * index + 1]
+y = s["data"][2 * index + (0 if spec.get("tip") == "cdf" else 1)]  # a CDF shows x
 label, shown = want.rsplit(": ", 1)
 assert label == s["name"], (label, s["name"])
 num = float(re.match(r"[<]?([0-9.,]+)", shown).group(1).replace(",", ""))
