@@ -73,7 +73,7 @@ static const char CSS[] =
 	"#img-warning{background:var(--badbg);border:1px solid var(--bad);padding:8px 12px}"
 	"details{margin:.5em 0}summary{cursor:pointer;font-weight:600}"
 	"pre.licence{white-space:pre-wrap;font-size:.8em;color:var(--muted)}"
-	"footer{margin-top:3em;border-top:1px solid var(--line);padding-top:.5em}"
+	"footer{max-width:1680px;margin:0 auto 2em;border-top:1px solid var(--line);padding:.5em 32px}"
 	".meta{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}"
 	".meta table{font-size:.85em}"
 	"ul.reco li{margin:.3em 0}"

@@ -300,7 +300,8 @@ static void chart_end(chart *c, const char *caption, const char *fig, bool stati
 	if (caption) {
 		fputs(caption, f);  /* trusted: built from escaped parts */
 	}
-	fprintf(f, " <button type=\"button\" class=\"kvs-reset\" hidden>reset zoom</button>");
+	if (KVS_REPORT_HAVE_CHARTJS)
+		fprintf(f, " <button type=\"button\" class=\"kvs-reset\" hidden>reset zoom</button>");
 	if (fig)
 		fprintf(f, " <span class=\"muted\">&middot; static figure <a href=\"%s.svg\">SVG</a> "
 			   "&middot; <a href=\"%s.png\">PNG</a></span>", fig, fig);
@@ -483,7 +484,8 @@ static void count_chart(FILE *f, const rp_run *run, bool waiting, const char *fi
 		series_end(&c);
 	}
 	chart_end(&c, waiting ? "Waiting requests: hover for each policy's queue; drag to zoom." :
-			"Running sequences: click a policy in the legend to hide it; drag to zoom.",
+			"Running sequences: lines that coincide hide each other; click a policy "
+			"in the legend to hide it and see those below; drag to zoom.",
 		  waiting ? NULL : fig, st && !waiting, w, h);
 }
 
@@ -1053,7 +1055,7 @@ void rp_charts_write(FILE *f, const rp_run *run, const rp_fig *figs, size_t nfig
 				  static_fig(run, figs, nfigs, "sweep-fragmentation", fb, sizeof fb), st,
 				  w, h);
 		sweep_field_chart(f, &s, RP_ROW_WASTE, "KV waste against block size",
-				  "reservation + fragmentation, % of KV budget", "pct", NAN, NULL,
+				  "% of KV budget, time-weighted", "pct", NAN, NULL,
 				  false, w, h);
 		sweep_field_chart(f, &s, RP_ROW_KERNEL_REL,
 				  "Decode-attention kernel time against block size",
