@@ -731,8 +731,11 @@ static void sweep_field_chart(FILE *f, const sweep_ctx *s, int field, const char
 		 log ? (hi / lo >= 1000 ? "several decades" : "more than a decade") : "",
 		 isfinite(slo) ? (log ? "; dashed: the SLO, " : "dashed: the SLO, ") : "",
 		 isfinite(slo) ? sb : "");
+	if (field == RP_ROW_RPS)
+		snprintf(sub, sizeof sub, "at the trace's arrival rate: a policy below the others "
+			 "does not keep up with the offered load");
 	chart c;
-	chart_begin(&c, f, id, "small", title, sub, false);
+	chart_begin(&c, f, id, field == RP_ROW_RPS ? NULL : "small", title, sub, false);
 	fprintf(f, ",\"interaction\":\"point\"");
 	axis_bs(f, s->bs, s->nbs);
 	axis_json(f, "y", ytitle, NULL, fmt, log, NAN, NAN, log ? NULL : ",\"zero\":true");
