@@ -317,6 +317,30 @@
 		}
 	}
 
+	/* drag across the first zoomable chart, then double-click: record the x
+	 * range before, zoomed and reset as data-zoom */
+	function zoomtest(charts) {
+		for (var c = 0; c < charts.length; c++) {
+			var ch = charts[c];
+			if (!ch.kvsSpec.zoom) continue;
+			var cv = ch.canvas, r = cv.getBoundingClientRect(), ca = ch.chartArea;
+			var y = r.top + (ca.top + ca.bottom) / 2;
+			var x0 = r.left + ca.left + (ca.right - ca.left) * 0.25;
+			var x1 = r.left + ca.left + (ca.right - ca.left) * 0.5;
+			var range = function () { return [ch.scales.x.min, ch.scales.x.max]; };
+			var before = range();
+			cv.dispatchEvent(new MouseEvent('mousedown', { clientX: x0, clientY: y, bubbles: true }));
+			cv.dispatchEvent(new MouseEvent('mousemove', { clientX: x1, clientY: y, bubbles: true }));
+			window.dispatchEvent(new MouseEvent('mouseup', { clientX: x1, clientY: y, bubbles: true }));
+			var zoomed = range();
+			cv.dispatchEvent(new MouseEvent('dblclick', { clientX: x1, clientY: y, bubbles: true }));
+			document.body.setAttribute('data-zoom', JSON.stringify({
+				chart: cv.closest('figure').id, before: before, zoomed: zoomed, reset: range()
+			}));
+			return;
+		}
+	}
+
 	function start() {
 		var specs = document.querySelectorAll('script.kvs-chart');
 		var charts = [], ok = 0;
@@ -348,7 +372,10 @@
 		}
 		document.body.setAttribute('data-charts-ok', String(ok));
 		mark();
-		if (/#selftest/.test(window.location.href) && charts.length) selftest(charts);
+		if (/#selftest/.test(window.location.href) && charts.length) {
+			zoomtest(charts);
+			selftest(charts);
+		}
 	}
 
 	if (document.readyState === 'loading')

@@ -6,7 +6,9 @@
 #      error: data-charts == data-charts-ok == the number of chart specs;
 #   2. hovering a point (#selftest: the page sends a real mousemove to the
 #      middle point of its first chart) shows a tooltip with that point's
-#      value, checked against the value in the page's JSON spec;
+#      value, checked against the value in the page's JSON spec; dragging
+#      across the first zoomable chart zooms its x axis, a double-click
+#      zooms back out;
 #   3. the dark theme follows the system setting (--force-dark-mode);
 #   4. the static figures (--static) all decode, and a copy with one PNG
 #      removed is caught (data-images-broken="1" and a visible warning);
@@ -96,6 +98,13 @@ unit = shown.split(" ")[-1] if " " in shown else ""
 scale = {"ms": 1e-3, "µs": 1e-6, "min": 60, "h": 3600}.get(unit, 1)
 assert abs(num * scale - y) <= 0.006 * abs(y) + 1e-12, (shown, y)
 print("hovered %s / %s point %d: tooltip '%s' (data %g)" % (fig, s["name"], index, tip[:80], y))
+# a drag from 1/4 to 1/2 of the first zoomable chart zooms its x axis to
+# about that quarter; a double-click restores the whole range
+z = json.loads(attr["data-zoom"])
+(b0, b1), (z0, z1), (r0, r1) = z["before"], z["zoomed"], z["reset"]
+assert b0 < z0 < z1 < b1, ("zoom", z)
+assert (r0, r1) == (b0, b1), ("reset", z)
+print("zoomed %s: [%g, %g] -> [%g, %g] -> [%g, %g]" % (z["chart"], b0, b1, z0, z1, r0, r1))
 EOF
 
 # 3. the dark theme follows the system setting
