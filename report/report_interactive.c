@@ -1070,28 +1070,31 @@ void rp_charts_write(FILE *f, const rp_run *run, const rp_fig *figs, size_t nfig
 
 void rp_charts_tail(FILE *f)
 {
-	if (KVS_REPORT_HAVE_CHARTJS) {
-		fputs("<script>", f);
-		fwrite(RP_ASSET_CHARTJS, 1, RP_ASSET_CHARTJS_LEN, f);
-		fputs("</script>\n", f);
-	}
+#if KVS_REPORT_HAVE_CHARTJS
+	fputs("<script>", f);
+	fwrite(RP_ASSET_CHARTJS, 1, RP_ASSET_CHARTJS_LEN, f);
+	fputs("</script>\n", f);
+#endif
 	fputs("<script>", f);
 	fwrite(RP_ASSET_PAGE_JS, 1, RP_ASSET_PAGE_JS_LEN, f);
 	fputs("</script>\n", f);
-	if (KVS_REPORT_HAVE_CHARTJS) {
-		fputs("<footer><details><summary>Licence of the inlined chart library "
-		      "(Chart.js, MIT/Expat)</summary><pre class=\"licence\">", f);
-		for (size_t i = 0; i < RP_ASSET_CHARTJS_LICENSE_LEN; i++) {
-			char ch = RP_ASSET_CHARTJS_LICENSE[i];
-			if (ch == '<')
-				fputs("&lt;", f);
-			else if (ch == '&')
-				fputs("&amp;", f);
-			else if (ch == '>')
-				fputs("&gt;", f);
-			else
-				fputc(ch, f);
-		}
-		fputs("</pre></details></footer>\n", f);
+#if KVS_REPORT_HAVE_CHARTJS
+	fputs("<footer><details><summary>Licence of the inlined chart library "
+	      "(Chart.js, MIT/Expat)</summary><pre class=\"licence\">", f);
+	for (size_t i = 0; i < RP_ASSET_CHARTJS_LICENSE_LEN; i++) {
+		char ch = RP_ASSET_CHARTJS_LICENSE[i];
+		if (ch == '<')
+			fputs("&lt;", f);
+		else if (ch == '&')
+			fputs("&amp;", f);
+		else if (ch == '>')
+			fputs("&gt;", f);
+		else
+			fputc(ch, f);
 	}
+	fputs("</pre></details></footer>\n", f);
+#else
+	(void)RP_ASSET_CHARTJS;
+	(void)RP_ASSET_CHARTJS_LICENSE;
+#endif
 }
