@@ -134,7 +134,7 @@ static void compare_headline(FILE *f, const rp_run *run)
 				continue;
 			fprintf(f, "%s ", k++ ? "," : "");
 			name(f, p->name);
-			fprintf(f, " %.2g×", x);
+			fprintf(f, " %.3g×", x);
 		}
 		fprintf(f, ".</p>\n");
 	}
