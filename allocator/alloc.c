@@ -533,7 +533,9 @@ kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 			*ncopies = 0;
 		return KVS_OK;
 	}
-	kvs_status st = a->m->grow(a, s, n, copies, ncopies);
+	kvs_status st = KVS_LIKELY(a->m == &kvs_paged_methods)
+			? kvs_paged_grow(a, s, n, copies, ncopies)
+			: a->m->grow(a, s, n, copies, ncopies);
 	if (KVS_DEBUG >= 2)
 		kvs_require(kvs_alloc_is_valid(a));
 	return st;

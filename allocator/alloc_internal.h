@@ -117,6 +117,11 @@ extern const kvs_alloc_methods kvs_paged_methods;
 extern const kvs_alloc_methods kvs_contig_methods;
 extern const kvs_alloc_methods kvs_vatt_methods;
 
+/* The paged policy's grow, called directly (no method-table indirection)
+ * by kvs_alloc_grow, the simulator's hottest allocator call. */
+kvs_status kvs_paged_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
+			  const kvs_block_copy **copies, size_t *ncopies);
+
 /* Record lookup; NULL when seq is unknown.  O(1) expected. */
 kvs_seq_rec *kvs_alloc_find(const kvs_alloc *a, kvs_seq_id seq);
 

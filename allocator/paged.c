@@ -637,18 +637,35 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 	return KVS_OK;
 }
 
-/* Hot path: no new block, nothing shared (a few adds). */
-static kvs_status paged_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
-			     const kvs_block_copy **copies, size_t *ncopies)
+/* Hot path: nothing shared, and at most one new block that the free stack
+ * holds and the table has room for (a decode step, or a grow that crosses
+ * one block boundary): a few adds, one pop, no division.  Anything else
+ * (copy-on-write, several blocks, eviction, a table to enlarge) takes
+ * grow_slow, which does the same for those cases. */
+kvs_status kvs_paged_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
+			  const kvs_block_copy **copies, size_t *ncopies)
 {
 	paged *p = P(a);
-	uint32_t len = s->len;
-	if (KVS_UNLIKELY(p->shared_tails ||
-			 (uint64_t)len + n > (uint64_t)s->nblocks * p->bs))
+	uint32_t len = s->len, newlen = len + n;
+	uint32_t nb = s->nblocks;
+	uint64_t cap = (uint64_t)nb * p->bs;
+	if (KVS_UNLIKELY(p->shared_tails))
 		return grow_slow(a, p, s, n, copies, ncopies);
-	s->len = len + n;
+	if (newlen > cap) {
+		uint32_t top = p->pool.nfree_;
+		if (KVS_UNLIKELY(newlen > cap + p->bs || top == 0 ||
+				 nb >= s->table_cap))
+			return grow_slow(a, p, s, n, copies, ncopies);
+		uint32_t id = p->pool.free_ids_[top - 1];
+		p->pool.nfree_ = top - 1;
+		p->pool.state_[id] = 1;
+		s->table[nb] = id;
+		s->nblocks = nb + 1;
+		cap += p->bs;
+	}
+	s->len = newlen;
 	a->tok_sum += n;
-	kvs_seq_set_res(a, s, (uint64_t)s->nblocks * p->bs);
+	kvs_seq_set_res(a, s, cap);
 	if (p->caching)
 		register_full(p, s, len);
 	if (copies)
@@ -1172,7 +1189,7 @@ const kvs_alloc_methods kvs_paged_methods = {
 	.fini = paged_fini,
 	.can_admit = paged_can_admit,
 	.admit = paged_admit,
-	.grow = paged_grow,
+	.grow = kvs_paged_grow,
 	.room = paged_room,
 	.release = paged_release,
 	.fork = paged_fork,
