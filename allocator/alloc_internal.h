@@ -113,14 +113,9 @@ struct kvs_alloc {
 	void *p;                      /* policy state */
 };
 
-extern const kvs_alloc_methods kvs_paged_methods;
-extern const kvs_alloc_methods kvs_contig_methods;
-extern const kvs_alloc_methods kvs_vatt_methods;
-
-/* The paged policy's grow, called directly (no method-table indirection)
- * by kvs_alloc_grow, the simulator's hottest allocator call. */
-kvs_status kvs_paged_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
-			  const kvs_block_copy **copies, size_t *ncopies);
+extern const kvs_alloc_methods kvs_paged_methods __attribute__((visibility("hidden")));
+extern const kvs_alloc_methods kvs_contig_methods __attribute__((visibility("hidden")));
+extern const kvs_alloc_methods kvs_vatt_methods __attribute__((visibility("hidden")));
 
 /* Record lookup; NULL when seq is unknown.  O(1) expected. */
 kvs_seq_rec *kvs_alloc_find(const kvs_alloc *a, kvs_seq_id seq);

@@ -48,6 +48,7 @@
  * parent), swap O(blocks of the sequence).
  */
 #include "alloc_internal.h"
+#include "paged_internal.h"
 
 #include <string.h>
 
@@ -69,12 +70,6 @@
 _Static_assert((POOL & (MAX_REF | PB_HASHED)) == 0,
 	       "the pool tag is a bit of its own");
 
-/* Cold per-block data: 16 bytes. */
-typedef struct pblock {
-	uint64_t hash;             /* chained prefix hash (when PB_HASHED) */
-	uint32_t prev, next;       /* LRU links (cached-idle blocks only) */
-} pblock;
-
 static inline uint64_t bhash(const pblock *b)
 {
 	return b->hash;
@@ -84,31 +79,6 @@ static inline void set_bhash(pblock *b, uint64_t h)
 {
 	b->hash = h;
 }
-
-/* pool is the first member: the pool's slow paths find the allocator
- * from the pool pointer the caller holds. */
-typedef struct paged {
-	kvs_block_pool pool;         /* free-id stack, state words, pinned count */
-	kvs_alloc *a;                /* owner (statistics for the slow paths) */
-	pblock *b;
-	uint32_t bs;                 /* tokens per block */
-	uint64_t block_bytes;
-	uint64_t leftover;           /* budget bytes not in whole blocks */
-	uint32_t watermark;          /* blocks */
-	bool caching;
-
-	uint32_t lru_head, lru_tail, nidle;
-
-	uint32_t *ht;                /* prefix index */
-	uint64_t ht_cap;
-	uint32_t nhashed;
-
-	uint64_t dup_tok;            /* sum over owned of (ref - 1) * fill */
-	uint32_t shared_tails;       /* non-full blocks with ref >= 2 */
-
-	uint32_t *host_free;         /* host swap pool: free-id stack */
-	uint32_t host_nblocks, host_nfree;
-} paged;
 
 static inline paged *P(const kvs_alloc *a)
 {

@@ -1,0 +1,81 @@
+/*
+ * paged_internal.h - the paged allocator's state, shared by paged.c and the
+ * grow fast path that kvs_alloc_grow (alloc.c) inlines.
+ */
+#ifndef KVSIM_PAGED_INTERNAL_H
+#define KVSIM_PAGED_INTERNAL_H
+
+#include "alloc_internal.h"
+
+/* Cold per-block data: 16 bytes. */
+typedef struct pblock {
+	uint64_t hash;             /* chained prefix hash (when PB_HASHED) */
+	uint32_t prev, next;       /* LRU links (cached-idle blocks only) */
+} pblock;
+
+/* pool is the first member: the pool's slow paths find the allocator
+ * from the pool pointer the caller holds. */
+typedef struct paged {
+	kvs_block_pool pool;         /* free-id stack, state words, pinned count */
+	kvs_alloc *a;                /* owner (statistics for the slow paths) */
+	pblock *b;
+	uint32_t bs;                 /* tokens per block */
+	uint64_t block_bytes;
+	uint64_t leftover;           /* budget bytes not in whole blocks */
+	uint32_t watermark;          /* blocks */
+	bool caching;
+
+	uint32_t lru_head, lru_tail, nidle;
+
+	uint32_t *ht;                /* prefix index */
+	uint64_t ht_cap;
+	uint32_t nhashed;
+
+	uint64_t dup_tok;            /* sum over owned of (ref - 1) * fill */
+	uint32_t shared_tails;       /* non-full blocks with ref >= 2 */
+
+	uint32_t *host_free;         /* host swap pool: free-id stack */
+	uint32_t host_nblocks, host_nfree;
+} paged;
+
+/* The paged policy's grow (every case), called directly by kvs_alloc_grow
+ * when the fast path below declines. */
+__attribute__((visibility("hidden")))
+kvs_status kvs_paged_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
+			  const kvs_block_copy **copies, size_t *ncopies);
+
+/* The decode and block-crossing hot path of a paged grow, inlined into
+ * kvs_alloc_grow: no block shared, no prefix caching, and at most one new
+ * block, which the free stack holds and the table has room for.  Does
+ * exactly what kvs_paged_grow does in that case and returns true; returns
+ * false, having changed nothing, in every other case. */
+static inline bool kvs_paged_grow_fast(kvs_alloc *a, kvs_seq_rec *s, uint32_t n)
+{
+	paged *p = a->p;
+	if (KVS_UNLIKELY(p->shared_tails | p->caching))
+		return false;
+	uint32_t len = s->len, newlen = len + n;  /* <= max_model_len, checked */
+	uint32_t nb = s->nblocks;
+	uint64_t cap = (uint64_t)nb * p->bs;
+	if (newlen > cap) {
+		uint32_t top = p->pool.nfree_;
+		cap += p->bs;
+		if (KVS_UNLIKELY(newlen > cap || top == 0 || nb >= s->table_cap))
+			return false;
+		uint32_t id = p->pool.free_ids_[--top];
+		p->pool.nfree_ = top;
+		p->pool.state_[id] = 1;        /* ref 1, unhashed */
+		s->table[nb] = id;
+		s->nblocks = nb + 1;
+	}
+	/* kvs_seq_set_res with the values in registers */
+	uint32_t top = cap < s->final_len ? (uint32_t)cap : s->final_len;
+	uint32_t r = top > newlen ? top - newlen : 0;
+	a->res_sum += (uint64_t)r - s->res;
+	a->tok_sum += n;
+	s->res = r;
+	s->len = newlen;
+	return true;
+}
+
+#endif /* KVSIM_PAGED_INTERNAL_H */
