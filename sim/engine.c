@@ -105,6 +105,10 @@ typedef struct sreq {
 	bool admitted_once;
 	bool refill;               /* family after a recompute: once forked, each
 	                            * sample re-prefills its own tokens */
+	bool unshared;             /* family swapped back in: its samples no
+	                            * longer share the prompt's blocks (host
+	                            * blocks are never shared), so running out
+	                            * of memory alone does not mean it never fits */
 	uint64_t gate;             /* family preempted by its own growth: not
 	                            * readmitted while s->releases + 1 == gate */
 	uint64_t order;            /* admission order */
@@ -241,9 +245,12 @@ struct kvs_sim {
 	uint64_t synced;           /* tokens grown within room since raw */
 	bool dirty;
 	const sreq *raw_head;
-	uint32_t *hash_scratch_n;
 	uint64_t *hash_scratch;
 	size_t hash_scratch_cap;
+	uint64_t *seen_key;        /* repeated-id check of copy_hashes: keys, */
+	uint32_t *seen_stamp;      /* and the request that wrote each slot */
+	size_t seen_cap;
+	uint32_t seen_now;
 
 	/* metrics */
 	kvs_sim_result *res;
@@ -546,6 +553,7 @@ static kvs_status release_family(kvs_sim *s, sreq *r)
 	s->releases++;
 	r->nreg = 0;
 	r->nlive = 1;
+	r->unshared = false;
 	s->dirty = true;
 	return KVS_OK;
 }
@@ -773,6 +781,60 @@ static void debug_check(kvs_sim *s)
 
 /* ---- request intake ------------------------------------------------------- */
 
+/* Ids a request's hashes may keep: the longest prefix of distinct ids.  A
+ * chained id names its whole prefix, so an id repeated within one prompt
+ * breaks the chain rule (docs/TRACE-FORMAT.md); the blocks from the repeat
+ * on are taken as the request's own (never shared), which also keeps the
+ * allocator from mapping one cached block twice into one block table.
+ * O(n) expected: an open-addressing set whose slots are stamped with the
+ * request, so it is never cleared. */
+static kvs_status chained_prefix(kvs_sim *s, const uint64_t *h, uint32_t n,
+				 uint32_t *keep)
+{
+	*keep = n;
+	if (n < 2)
+		return KVS_OK;
+	size_t cap = 64;
+	while (cap < 2 * (size_t)n)
+		cap *= 2;
+	if (cap > s->seen_cap) {
+		uint64_t *k = kvs_reallocarray(s->seen_key, cap, sizeof *k);
+		if (k)
+			s->seen_key = k;
+		uint32_t *t = k ? kvs_reallocarray(s->seen_stamp, cap, sizeof *t) : NULL;
+		if (!t)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
+		memset(t, 0, cap * sizeof *t);
+		s->seen_stamp = t;
+		s->seen_cap = cap;
+		s->seen_now = 0;
+	}
+	if (++s->seen_now == 0) {   /* stamps wrapped: clear once */
+		memset(s->seen_stamp, 0, s->seen_cap * sizeof *s->seen_stamp);
+		s->seen_now = 1;
+	}
+	size_t mask = s->seen_cap - 1;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t x = h[i];   /* splitmix64's finaliser spreads raw ids */
+		x ^= x >> 30;
+		x *= 0xbf58476d1ce4e5b9ull;
+		x ^= x >> 27;
+		x *= 0x94d049bb133111ebull;
+		x ^= x >> 31;
+		size_t j = (size_t)x & mask;
+		while (s->seen_stamp[j] == s->seen_now) {
+			if (s->seen_key[j] == h[i]) {
+				*keep = i;
+				return KVS_OK;
+			}
+			j = (j + 1) & mask;
+		}
+		s->seen_stamp[j] = s->seen_now;
+		s->seen_key[j] = h[i];
+	}
+	return KVS_OK;
+}
+
 static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 {
 	if (!s->cfg.enable_prefix_caching || !q->hash_ids || q->num_hash_ids == 0)
@@ -781,6 +843,9 @@ static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 	uint32_t full = r->prompt / s->block_size;
 	if (src_block == s->block_size) {
 		uint32_t n = q->num_hash_ids < full ? q->num_hash_ids : full;
+		kvs_status st = chained_prefix(s, q->hash_ids, n, &n);
+		if (st != KVS_OK)
+			return st;
 		if (!n)
 			return KVS_OK;
 		r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
@@ -810,6 +875,8 @@ static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 				kvs_last_error());
 	if (n > full)
 		n = full;
+	if ((st = chained_prefix(s, s->hash_scratch, n, &n)) != KVS_OK)
+		return st;
 	if (!n)
 		return KVS_OK;
 	r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
@@ -1061,8 +1128,13 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 	bool decoding = v->state == RS_DECODE || v->state == RS_DUE;
 	run_remove(s, v);
 	s->dirty = true;
-	if (v->n > 1 && s->nrunning == 0)
-		return reject_running(s, v);
+	if (v->n > 1 && s->nrunning == 0) {
+		/* alone and out of memory: it never fits, unless it came back
+		 * from swap unshared; recomputed, it shares its prompt again */
+		if (!v->unshared)
+			return reject_running(s, v);
+		allow_swap = false;
+	}
 	st->preemptions++;
 	v->preemptions++;
 	if (decoding && allow_swap && v->nreg == v->nlive &&
@@ -1082,6 +1154,12 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 	st->recomputed_tokens += dropped_tokens(s, v);
 	if ((rc = release_family(s, v)) != KVS_OK)
 		return rc;
+	/* a victim synced past this step (S = G + 1) counted this step's
+	 * token in advance, but it does not run this step: the token is not
+	 * emitted (else the last token of a sequence due to finish at G + 1
+	 * would be re-prefilled, one past its final length) */
+	if (decoding && v->S > s->G)
+		v->gen -= (uint32_t)(v->S - s->G);
 	/* a single sequence re-prefills every known token; a family its
 	 * prompt once, then (after the fork) each sample its own tokens */
 	if (v->n > 1)
@@ -1104,7 +1182,9 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
  * no such gate: its readmission takes all its known tokens at once). */
 static void gate_family(kvs_sim *s, sreq *r)
 {
-	if (r->n > 1 && r->state == RS_WAITING)
+	/* alone (recomputed after a swap-in left it unshared) it has all
+	 * the memory there is: no gate, or nothing would ever admit it */
+	if (r->n > 1 && r->state == RS_WAITING && s->nrunning > 0)
 		r->gate = s->releases + 1;
 }
 
@@ -1318,6 +1398,23 @@ static kvs_status do_forks(kvs_sim *s, bool *preempted, double *extra)
 	return KVS_OK;
 }
 
+/* Swapped families at the head of the queue whose every token was emitted
+ * before they went out (a victim counts the token of the step it is
+ * preempted in, stored in advance): they need no more steps and finish
+ * now, without coming back. */
+static kvs_status finish_swapped_done(kvs_sim *s)
+{
+	sreq *r;
+	while ((r = deque_front(&s->swapped)) && r->gen >= r->out_eff) {
+		deque_pop_front(&s->swapped);
+		kvs_status st = release_family(s, r);
+		if (st != KVS_OK)
+			return st;
+		finish(s, r);
+	}
+	return KVS_OK;
+}
+
 /* A prefill chunk of c tokens for each live member of r, counted into the
  * step's batch. */
 static void add_chunk(sreq *r, uint32_t c, uint64_t *chunk_tokens,
@@ -1431,6 +1528,8 @@ static kvs_status plan(kvs_sim *s)
 	}
 
 	/* 4. swapped back in, then new admissions, unless we preempted */
+	if ((st = finish_swapped_done(s)) != KVS_OK)
+		return st;
 	if (!preempted) {
 		while (s->swapped.n && budget > 0) {
 			sreq *r = deque_front(&s->swapped);
@@ -1464,6 +1563,7 @@ static kvs_status plan(kvs_sim *s)
 			extra += (double)bytes / cfg->deploy.gpu.pcie_bytes_per_s;
 			swapped_any = true;
 			s->dirty = true;
+			r->unshared = r->nlive > 1;
 			run_append(s, r);
 			r->S = s->G;
 			r->state = RS_DUE;
@@ -1848,6 +1948,8 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);
+	kvs_free(s->seen_key);
+	kvs_free(s->seen_stamp);
 	if (s->res)
 		kvs_sim_result_destroy(s->res);
 	kvs_free(s);
