@@ -749,13 +749,25 @@ static void track_peak(kvs_sim *s)
 
 static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step);
 
-static void debug_check(kvs_sim *s)
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			return kvs_fail(KVS_ERR_STATE, "engine validator at step " \
+					"%llu: %s", (unsigned long long)s->G, #cond); \
+	} while (0)
+
+/* The engine's validator (debug_checks >= 2, or cfg.validate): KVS_OK, or
+ * KVS_ERR_STATE naming the first check that failed. */
+static kvs_status debug_check(kvs_sim *s)
 {
 	/* tell the allocator every length, then compare our shifted parts
 	 * with a fresh account */
 	for (size_t i = 0; i < s->nheap; i++)
-		if (s->heap[i].r->S <= s->G)
-			kvs_require(sync_decode(s, s->heap[i].r, s->G) == KVS_OK);
+		if (s->heap[i].r->S <= s->G) {
+			kvs_status st = sync_decode(s, s->heap[i].r, s->G);
+			if (st != KVS_OK)
+				return st;
+		}
 	int64_t ours[6];
 	parts_now(s, ours);
 	kvs_mem_parts fresh;
@@ -764,20 +776,31 @@ static void debug_check(kvs_sim *s)
 		desc_of(deque_front(&s->waiting), &d);
 		dp = &d;
 	}
-	kvs_require(kvs_alloc_is_valid(s->alloc));
+	CHECK(kvs_alloc_is_valid(s->alloc));
 	kvs_alloc_account(s->alloc, dp, &fresh);
 	uint64_t sum = fresh.token_states + fresh.reservation + fresh.internal_frag +
 		       fresh.external_frag + fresh.cached_idle + fresh.free;
-	kvs_require(sum == s->budget);
+	CHECK(sum == s->budget);
 	/* the lag of step G (its own token, for sequences synced to G) */
 	int64_t lag = (int64_t)(lag_tokens(s) * s->kvb);
-	kvs_require(ours[0] == (int64_t)fresh.token_states + lag);
-	kvs_require(ours[1] == (int64_t)fresh.reservation - lag);
-	kvs_require(ours[2] == (int64_t)fresh.internal_frag);
-	kvs_require(ours[3] == (int64_t)fresh.external_frag);
-	kvs_require(ours[4] == (int64_t)fresh.cached_idle);
-	kvs_require(ours[5] == (int64_t)fresh.free);
+	CHECK(ours[0] == (int64_t)fresh.token_states + lag);
+	CHECK(ours[1] == (int64_t)fresh.reservation - lag);
+	CHECK(ours[1] >= 0);
+	CHECK(ours[2] == (int64_t)fresh.internal_frag);
+	CHECK(ours[3] == (int64_t)fresh.external_frag);
+	CHECK(ours[4] == (int64_t)fresh.cached_idle);
+	CHECK(ours[5] == (int64_t)fresh.free);
+	CHECK(s->nrunning <= s->cfg.max_num_seqs);
+	for (size_t i = 0; i < s->nheap; i++) {
+		const sreq *r = s->heap[i].r;
+		CHECK(s->heap[i].E >= s->G);
+		CHECK(r->gen <= r->out_eff);
+		CHECK(r->len <= final_len(r) + 1);
+	}
+	return KVS_OK;
 }
+
+#undef CHECK
 
 /* ---- request intake ------------------------------------------------------- */
 
@@ -1641,8 +1664,8 @@ static kvs_status plan(kvs_sim *s)
 		track_peak(s);
 		return KVS_OK;
 	}
-	if (KVS_DEBUG >= 2)
-		debug_check(s);
+	if ((KVS_DEBUG >= 2 || cfg->validate) && (st = debug_check(s)) != KVS_OK)
+		return st;
 	track_peak(s);
 
 	/* step time; the fast path when nothing but lengths changes */
