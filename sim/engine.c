@@ -1438,23 +1438,34 @@ static kvs_status finish_swapped_done(kvs_sim *s)
 	return KVS_OK;
 }
 
+/* The step being planned: what it batches and what happened while it was
+ * planned. */
+typedef struct step_plan {
+	uint64_t budget;           /* tokens left of max_num_batched_tokens */
+	uint64_t chunk_tokens;     /* prefill tokens batched (fully cached: 1) */
+	uint64_t chunk_seqs;       /* sequences taking a prefill chunk */
+	double chunk_ctx;          /* context tokens those chunks read */
+	double chunk_pairs;        /* their attention (query, key) pairs */
+	double extra;              /* PCIe time of swaps, copy time of forks */
+	bool preempted;            /* a preemption happened: no admissions */
+	bool swapped_any;          /* a request came back from swap */
+} step_plan;
+
 /* A prefill chunk of c tokens for each live member of r, counted into the
  * step's batch. */
-static void add_chunk(sreq *r, uint32_t c, uint64_t *chunk_tokens,
-		      uint64_t *chunk_seqs, double *chunk_ctx, double *chunk_pairs,
-		      uint64_t *budget)
+static void add_chunk(sreq *r, uint32_t c, step_plan *b)
 {
 	uint32_t work = c ? c : 1;   /* fully cached: one token recomputed for logits */
 	double m = r->nlive;
-	*chunk_pairs += m * ((double)work * r->len + (double)work * (work + 1) / 2.0);
-	*chunk_ctx += m * ((double)r->len + work);
+	b->chunk_pairs += m * ((double)work * r->len + (double)work * (work + 1) / 2.0);
+	b->chunk_ctx += m * ((double)r->len + work);
 	r->len += c;
 	r->chunk = work;
 	r->in_step = true;
 	uint64_t w = (uint64_t)work * r->nlive;
-	*chunk_tokens += w;
-	*chunk_seqs += r->nlive;
-	*budget -= w < *budget ? w : *budget;
+	b->chunk_tokens += w;
+	b->chunk_seqs += r->nlive;
+	b->budget -= w < b->budget ? w : b->budget;
 }
 
 /* Prefill tokens each live member of r takes this step from budget. */
@@ -1465,23 +1476,14 @@ static uint32_t chunk_of(const sreq *r, uint64_t budget)
 	return left < per ? left : (uint32_t)per;
 }
 
-/* Plan and start the step at s->now; leaves the engine idle when there is
- * nothing to run. */
-static kvs_status plan(kvs_sim *s)
+/* Phase 1: the decoding requests whose event is this step.  All are popped
+ * first; finished ones release their memory before any other allocates;
+ * then each grows by the tokens of steps S..G-1 and this step's token,
+ * which needs a new block, preempting the most recent request while memory
+ * is short. */
+static kvs_status plan_due(kvs_sim *s, step_plan *b)
 {
 	kvs_status st;
-	const kvs_sim_config *cfg = &s->cfg;
-	bool preempted = false, swapped_any = false;
-	double extra = 0;   /* PCIe time of swaps, copy time of forks, this step */
-
-	s->plannings++;
-	free_dead(s);
-	s->past_due = false;
-	/* 0. families prefilled in the last step fork their samples */
-	if (s->nforkq && (st = do_forks(s, &preempted, &extra)) != KVS_OK)
-		return st;
-
-	/* 1. due decode sequences: pop all, release finished, then allocate */
 	if ((st = ensure_due_cap(s)) != KVS_OK)
 		return st;
 	size_t ndue = 0;
@@ -1513,7 +1515,7 @@ static kvs_status plan(kvs_sim *s)
 			return st;
 		bool self;
 		uint32_t n = (uint32_t)(s->G - r->S + 1);
-		if ((st = grow_or_preempt(s, r, n, &self, &preempted, &extra)) != KVS_OK)
+		if ((st = grow_or_preempt(s, r, n, &self, &b->preempted, &b->extra)) != KVS_OK)
 			return st;
 		if (self)
 			continue;
@@ -1523,16 +1525,20 @@ static kvs_status plan(kvs_sim *s)
 		if ((st = decode_schedule(s, r)) != KVS_OK)
 			return st;
 	}
+	return KVS_OK;
+}
 
-	s->past_due = true;
-
-	/* 2-3. decodes first, then prefill chunks within the token budget */
-	uint64_t budget = cfg->max_num_batched_tokens - s->ndec;
-	uint64_t chunk_tokens = 0, chunk_seqs = 0;
-	double chunk_ctx = 0, chunk_pairs = 0;
-	for (size_t i = 0; i < s->nprefill && budget > 0; i++) {
+/* Phases 2-3: every decoding sequence takes one token of the budget
+ * (decodes first, as vLLM's chunked prefill); the sequences in prefill
+ * then take chunks of what is left, in admission order, preempting the
+ * most recent request when a chunk finds no memory. */
+static kvs_status plan_prefill(kvs_sim *s, step_plan *b)
+{
+	kvs_status st;
+	b->budget = s->cfg.max_num_batched_tokens - s->ndec;
+	for (size_t i = 0; i < s->nprefill && b->budget > 0; i++) {
 		sreq *r = s->prefill[i];
-		uint32_t c = chunk_of(r, budget);
+		uint32_t c = chunk_of(r, b->budget);
 		if (c == 0 && r->target > r->len)
 			continue;   /* a family's samples need a token each */
 		if (c > 0) {
@@ -1540,145 +1546,160 @@ static kvs_status plan(kvs_sim *s)
 			double x = 0;
 			if ((st = grow_or_preempt(s, r, c, &self, &p2, &x)) != KVS_OK)
 				return st;
-			preempted |= p2;
-			extra += x;
+			b->preempted |= p2;
+			b->extra += x;
 			if (self) {
 				i--;   /* r left the list */
 				continue;
 			}
 		}
-		add_chunk(r, c, &chunk_tokens, &chunk_seqs, &chunk_ctx, &chunk_pairs, &budget);
+		add_chunk(r, c, b);
 	}
+	return KVS_OK;
+}
 
-	/* 4. swapped back in, then new admissions, unless we preempted */
-	if ((st = finish_swapped_done(s)) != KVS_OK)
-		return st;
-	if (!preempted) {
-		while (s->swapped.n && budget > 0) {
-			sreq *r = deque_front(&s->swapped);
-			if (s->nrunning + r->n > cfg->max_num_seqs || budget < r->nlive)
+/* Phase 4a (no preemption in this step): swapped requests come back in
+ * FCFS order while the whole group fits above the watermark, a seat and a
+ * token each are left; each decodes in this step. */
+static kvs_status plan_swap_in(kvs_sim *s, step_plan *b)
+{
+	kvs_status st;
+	const kvs_sim_config *cfg = &s->cfg;
+	while (s->swapped.n && b->budget > 0) {
+		sreq *r = deque_front(&s->swapped);
+		if (s->nrunning + r->n > cfg->max_num_seqs || b->budget < r->nlive)
+			break;
+		/* every member comes back, or none: the whole group's
+		 * blocks must fit above the watermark (vLLM's rule for a
+		 * sequence group; swap is paged only) */
+		if (!kvs_alloc_can_swap_in(s->alloc, r->seq))
+			break;
+		if (r->nlive > 1) {
+			uint64_t need = (uint64_t)r->nlive *
+					kvs_div_ceil(r->len, s->block_size);
+			uint64_t avail = kvs_alloc_free_blocks(s->alloc);
+			uint64_t wm = (uint64_t)(cfg->watermark *
+						 (double)kvs_alloc_num_blocks(s->alloc));
+			if (need > avail || avail - need < wm)
 				break;
-			/* every member comes back, or none: the whole group's
-			 * blocks must fit above the watermark (vLLM's rule for a
-			 * sequence group; swap is paged only) */
-			if (!kvs_alloc_can_swap_in(s->alloc, r->seq))
-				break;
-			if (r->nlive > 1) {
-				uint64_t need = (uint64_t)r->nlive *
-						kvs_div_ceil(r->len, s->block_size);
-				uint64_t avail = kvs_alloc_free_blocks(s->alloc);
-				uint64_t wm = (uint64_t)(cfg->watermark *
-							 (double)kvs_alloc_num_blocks(s->alloc));
-				if (need > avail || avail - need < wm)
-					break;
-			}
-			for (uint32_t i = 0; i < r->nlive; i++) {
-				st = kvs_alloc_swap_in(s->alloc, member(r, i), NULL, NULL);
-				if (st != KVS_OK)
-					return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
-							"request %llu: swap-in of sample %u failed "
-							"after its group was found to fit: %s",
-							(unsigned long long)r->index, i, kvs_last_error());
-			}
-			deque_pop_front(&s->swapped);
-			uint64_t bytes = (uint64_t)r->len * s->kvb * r->nlive;
-			s->res->st.swap_in_bytes += bytes;
-			extra += (double)bytes / cfg->deploy.gpu.pcie_bytes_per_s;
-			swapped_any = true;
-			s->dirty = true;
-			r->unshared = r->nlive > 1;
-			run_append(s, r);
-			r->S = s->G;
-			r->state = RS_DUE;
-			if (family_room(s, r) == 0) {
-				bool self;
-				if ((st = grow_or_preempt(s, r, 1, &self, &preempted, &extra)) != KVS_OK)
-					return st;
-				if (self)
-					break;
-				r->len += 1;
-				r->gen += 1;
-				r->S = s->G + 1;
-			}
-			if ((st = decode_schedule(s, r)) != KVS_OK)
-				return st;
-			budget -= r->nlive;
 		}
-	}
-	if (!preempted && s->swapped.n == 0) {
-		while (s->waiting.n && budget > 0) {
-			sreq *r = deque_front(&s->waiting);
-			if (s->nrunning + r->n > cfg->max_num_seqs ||
-			    r->gate == s->releases + 1)
-				break;
-			kvs_seq_desc d;
-			desc_of(r, &d);
-			kvs_admit_reason why = KVS_REASON_NONE;
-			kvs_admit_verdict v = kvs_alloc_can_admit(s->alloc, &d, &why);
-			bool later = false;
-			if (v == KVS_ADMIT_NOW && (st = admit_head(s, r, &later)) != KVS_OK)
-				return st;
-			if (later) {
-				v = KVS_ADMIT_LATER;   /* the children's regions do not fit */
-				why = KVS_REASON_NONE;
-			}
-			if (v == KVS_ADMIT_LATER && s->nrunning == 0)
-				v = KVS_ADMIT_NEVER;   /* nothing will ever free memory */
-			if (v == KVS_ADMIT_NEVER) {
-				deque_pop_front(&s->waiting);
-				s->dirty = true;
-				reject(s, r, why == KVS_REASON_EXCEEDS_MAX_LEN ? KVS_SIM_REJECT_MAX_LEN :
-					     why == KVS_REASON_EXCEEDS_BUDGET ? KVS_SIM_REJECT_BUDGET :
-					     KVS_SIM_REJECT_NEVER_FITS);
-				continue;
-			}
-			if (v != KVS_ADMIT_NOW)
-				break;
-			uint32_t c = chunk_of(r, budget);
-			if (c > 0 && (st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL)) != KVS_OK)
-				return kvs_fail(st, "request %llu: prefill of %u tokens failed "
-						"inside its admitted memory: %s",
-						(unsigned long long)r->index, c, kvs_last_error());
-			add_chunk(r, c, &chunk_tokens, &chunk_seqs, &chunk_ctx, &chunk_pairs,
-				  &budget);
+		for (uint32_t i = 0; i < r->nlive; i++) {
+			st = kvs_alloc_swap_in(s->alloc, member(r, i), NULL, NULL);
+			if (st != KVS_OK)
+				return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+						"request %llu: swap-in of sample %u failed "
+						"after its group was found to fit: %s",
+						(unsigned long long)r->index, i, kvs_last_error());
 		}
-	} else if (s->nrunning == 0 && s->swapped.n) {
-		/* nothing runs and the head cannot come back: recompute it */
-		sreq *r = deque_pop_front(&s->swapped);
-		s->res->st.recomputed_tokens += dropped_tokens(s, r);
-		if ((st = release_family(s, r)) != KVS_OK)
+		deque_pop_front(&s->swapped);
+		uint64_t bytes = (uint64_t)r->len * s->kvb * r->nlive;
+		s->res->st.swap_in_bytes += bytes;
+		b->extra += (double)bytes / cfg->deploy.gpu.pcie_bytes_per_s;
+		b->swapped_any = true;
+		s->dirty = true;
+		r->unshared = r->nlive > 1;
+		run_append(s, r);
+		r->S = s->G;
+		r->state = RS_DUE;
+		if (family_room(s, r) == 0) {
+			bool self;
+			if ((st = grow_or_preempt(s, r, 1, &self, &b->preempted,
+						  &b->extra)) != KVS_OK)
+				return st;
+			if (self)
+				break;
+			r->len += 1;
+			r->gen += 1;
+			r->S = s->G + 1;
+		}
+		if ((st = decode_schedule(s, r)) != KVS_OK)
 			return st;
-		r->target = r->n > 1 ? r->prompt : r->prompt + r->gen;
-		r->len = 0;
-		r->state = RS_WAITING;
-		if (!deque_push_front(&s->waiting, r))
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory");
-		return plan(s);
+		b->budget -= r->nlive;
 	}
+	return KVS_OK;
+}
 
-	uint64_t T = s->ndec + chunk_tokens;
-	if (T == 0 && preempted && (s->waiting.n || s->swapped.n))
-		return plan(s);   /* everything was preempted: admit again now */
-	if (T == 0) {
-		s->busy = false;   /* idle until the next arrival */
-		track_peak(s);
-		return KVS_OK;
+/* Phase 4b (no preemption, nothing swapped out): waiting requests are
+ * admitted FCFS while kvs_alloc_can_admit says NOW, a seat and tokens are
+ * left; each takes its first prefill chunk in this step.  A head that can
+ * never fit, or cannot fit an idle engine, is rejected; one that must wait
+ * stops the loop (no skipping ahead). */
+static kvs_status plan_admit(kvs_sim *s, step_plan *b)
+{
+	kvs_status st;
+	while (s->waiting.n && b->budget > 0) {
+		sreq *r = deque_front(&s->waiting);
+		if (s->nrunning + r->n > s->cfg.max_num_seqs ||
+		    r->gate == s->releases + 1)
+			break;
+		kvs_seq_desc d;
+		desc_of(r, &d);
+		kvs_admit_reason why = KVS_REASON_NONE;
+		kvs_admit_verdict v = kvs_alloc_can_admit(s->alloc, &d, &why);
+		bool later = false;
+		if (v == KVS_ADMIT_NOW && (st = admit_head(s, r, &later)) != KVS_OK)
+			return st;
+		if (later) {
+			v = KVS_ADMIT_LATER;   /* the children's regions do not fit */
+			why = KVS_REASON_NONE;
+		}
+		if (v == KVS_ADMIT_LATER && s->nrunning == 0)
+			v = KVS_ADMIT_NEVER;   /* nothing will ever free memory */
+		if (v == KVS_ADMIT_NEVER) {
+			deque_pop_front(&s->waiting);
+			s->dirty = true;
+			reject(s, r, why == KVS_REASON_EXCEEDS_MAX_LEN ? KVS_SIM_REJECT_MAX_LEN :
+				     why == KVS_REASON_EXCEEDS_BUDGET ? KVS_SIM_REJECT_BUDGET :
+				     KVS_SIM_REJECT_NEVER_FITS);
+			continue;
+		}
+		if (v != KVS_ADMIT_NOW)
+			break;
+		uint32_t c = chunk_of(r, b->budget);
+		if (c > 0 && (st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL)) != KVS_OK)
+			return kvs_fail(st, "request %llu: prefill of %u tokens failed "
+					"inside its admitted memory: %s",
+					(unsigned long long)r->index, c, kvs_last_error());
+		add_chunk(r, c, b);
 	}
-	if ((KVS_DEBUG >= 2 || cfg->validate) && (st = debug_check(s)) != KVS_OK)
+	return KVS_OK;
+}
+
+/* Nothing runs and the head of the swap queue cannot come back: it is
+ * recomputed instead (moved to the front of the waiting queue). */
+static kvs_status recompute_swapped_head(kvs_sim *s)
+{
+	sreq *r = deque_pop_front(&s->swapped);
+	s->res->st.recomputed_tokens += dropped_tokens(s, r);
+	kvs_status st = release_family(s, r);
+	if (st != KVS_OK)
 		return st;
-	track_peak(s);
+	r->target = r->n > 1 ? r->prompt : r->prompt + r->gen;
+	r->len = 0;
+	r->state = RS_WAITING;
+	if (!deque_push_front(&s->waiting, r))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+	return KVS_OK;
+}
 
-	/* step time; the fast path when nothing but lengths changes */
+/* Phase 5: the step's time and its start.  A step with no prefill,
+ * admission, preemption, swap or copy (and the fast path on) becomes a
+ * span of k decode steps, k up to the next due request, the next arrival
+ * or the horizon, timed and integrated in closed form. */
+static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T)
+{
+	const kvs_sim_config *cfg = &s->cfg;
 	double ctx_dec = (double)(s->dec_len_sum + lag_tokens(s));
 	kvs_lin2 L;
 	kvs_cost_decode_lines(&s->cost, s->ndec, ctx_dec, &L);
 	uint64_t k = 1;
 	double dur;
-	bool single = chunk_seqs > 0 || preempted || swapped_any || extra > 0 ||
-		      !cfg->fast_path;
+	bool single = b->chunk_seqs > 0 || b->preempted || b->swapped_any ||
+		      b->extra > 0 || !cfg->fast_path;
 	if (single) {
-		dur = kvs_cost_step(&s->cost, T, s->ndec + chunk_seqs,
-				    ctx_dec + chunk_ctx, ctx_dec + chunk_pairs) + extra;
+		dur = kvs_cost_step(&s->cost, T, s->ndec + b->chunk_seqs,
+				    ctx_dec + b->chunk_ctx, ctx_dec + b->chunk_pairs) +
+		      b->extra;
 		L.a1 = L.a2 = dur;
 		L.b1 = L.b2 = L.c = 0;
 	} else {
@@ -1695,12 +1716,59 @@ static kvs_status plan(kvs_sim *s)
 	if (s->nrunning > stt->concurrency_max)
 		stt->concurrency_max = s->nrunning;
 	s->tokens_total += T * k;
-	if ((st = integrate(s, s->now, dur, &L, k, single ? 0 : s->ndec)) != KVS_OK)
+	kvs_status st = integrate(s, s->now, dur, &L, k, single ? 0 : s->ndec);
+	if (st != KVS_OK)
 		return st;
 	s->step_k = k;
 	s->busy = true;
 	stt->spans++;
 	return ev_push(s, s->now + dur, EV_STEP_DONE);
+}
+
+/* Plan and start the step at s->now, in the phases of the file-top comment
+ * (0: forks, 1: due decodes, 2-3: decodes and prefill chunks, 4: swap-ins
+ * and admissions unless this step preempted); leaves the engine idle when
+ * there is nothing to run. */
+static kvs_status plan(kvs_sim *s)
+{
+	kvs_status st;
+	step_plan b = { 0 };
+
+	s->plannings++;
+	free_dead(s);
+	s->past_due = false;
+	if (s->nforkq && (st = do_forks(s, &b.preempted, &b.extra)) != KVS_OK)
+		return st;
+	if ((st = plan_due(s, &b)) != KVS_OK)
+		return st;
+	s->past_due = true;
+	if ((st = plan_prefill(s, &b)) != KVS_OK)
+		return st;
+	if ((st = finish_swapped_done(s)) != KVS_OK)
+		return st;
+	if (!b.preempted && (st = plan_swap_in(s, &b)) != KVS_OK)
+		return st;
+	if (!b.preempted && s->swapped.n == 0) {
+		if ((st = plan_admit(s, &b)) != KVS_OK)
+			return st;
+	} else if (s->nrunning == 0 && s->swapped.n) {
+		if ((st = recompute_swapped_head(s)) != KVS_OK)
+			return st;
+		return plan(s);
+	}
+
+	uint64_t T = s->ndec + b.chunk_tokens;
+	if (T == 0 && b.preempted && (s->waiting.n || s->swapped.n))
+		return plan(s);   /* everything was preempted: admit again now */
+	if (T == 0) {
+		s->busy = false;   /* idle until the next arrival */
+		track_peak(s);
+		return KVS_OK;
+	}
+	if ((KVS_DEBUG >= 2 || s->cfg.validate) && (st = debug_check(s)) != KVS_OK)
+		return st;
+	track_peak(s);
+	return start_step(s, &b, T);
 }
 
 /* The step (or span) in flight ended at s->now. */
