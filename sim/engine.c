@@ -791,6 +791,11 @@ static kvs_status debug_check(kvs_sim *s)
 	CHECK(ours[4] == (int64_t)fresh.cached_idle);
 	CHECK(ours[5] == (int64_t)fresh.free);
 	CHECK(s->nrunning <= s->cfg.max_num_seqs);
+	for (size_t i = 0; i < s->waiting.n; i++) {
+		const sreq *r = s->waiting.v[(s->waiting.head + i) % s->waiting.cap];
+		CHECK(r->target <= final_len(r));   /* never past its final length */
+		CHECK(r->gen < r->out_eff);
+	}
 	for (size_t i = 0; i < s->nheap; i++) {
 		const sreq *r = s->heap[i].r;
 		CHECK(s->heap[i].E >= s->G);
