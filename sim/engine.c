@@ -762,12 +762,16 @@ static kvs_status debug_check(kvs_sim *s)
 {
 	/* tell the allocator every length, then compare our shifted parts
 	 * with a fresh account */
-	for (size_t i = 0; i < s->nheap; i++)
-		if (s->heap[i].r->S <= s->G) {
-			kvs_status st = sync_decode(s, s->heap[i].r, s->G);
+	for (size_t i = 0; i < s->nheap; i++) {
+		sreq *r = s->heap[i].r;
+		if (r->S <= s->G) {
+			kvs_status st = sync_decode(s, r, s->G);
 			if (st != KVS_OK)
 				return st;
 		}
+		CHECK(r->gen <= r->out_eff);
+		CHECK(r->len <= final_len(r) + 1);
+	}
 	int64_t ours[6];
 	parts_now(s, ours);
 	kvs_mem_parts fresh;
@@ -791,17 +795,14 @@ static kvs_status debug_check(kvs_sim *s)
 	CHECK(ours[4] == (int64_t)fresh.cached_idle);
 	CHECK(ours[5] == (int64_t)fresh.free);
 	CHECK(s->nrunning <= s->cfg.max_num_seqs);
-	for (size_t i = 0; i < s->waiting.n; i++) {
+	/* a preempted victim goes to the front: the first few are checked
+	 * (the whole queue would cost O(waiting) per step) */
+	for (size_t i = 0; i < s->waiting.n && i < 4; i++) {
 		const sreq *r = s->waiting.v[(s->waiting.head + i) % s->waiting.cap];
 		CHECK(r->target <= final_len(r));   /* never past its final length */
 		CHECK(r->gen < r->out_eff);
 	}
-	for (size_t i = 0; i < s->nheap; i++) {
-		const sreq *r = s->heap[i].r;
-		CHECK(s->heap[i].E >= s->G);
-		CHECK(r->gen <= r->out_eff);
-		CHECK(r->len <= final_len(r) + 1);
-	}
+	CHECK(!s->nheap || s->heap[0].E >= s->G);
 	return KVS_OK;
 }
 
