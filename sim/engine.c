@@ -22,8 +22,11 @@
  * The fast path.  Between events only lengths change, so decode steps are
  * not simulated one by one.  Decoding sequences are advanced lazily: each
  * remembers the step S at which its length was last told to the allocator
- * and the step E of its next event, E = S + min(room, tokens left); a heap
- * orders them by (E, admission).  When a planned step has no prefill,
+ * and the step E of its next event, E = S + min(room, tokens left); a queue
+ * orders them by (E, admission): a ring of DQ_W buckets indexed by E for
+ * events less than DQ_W steps ahead when pushed (paged block crossings, a
+ * block_size or fewer steps ahead: O(1) push and removal, a bucket falling
+ * due sorted by admission), a binary heap for the rest.  When a planned step has no prefill,
  * admission, preemption or swap, the engine takes k steps at once, with k up
  * to the earliest of: the next due sequence, the next arrival, the horizon.
  * The k step times form the max of two arithmetic series (compute and
@@ -113,6 +116,7 @@ typedef struct sreq {
 	                            * readmitted while s->releases + 1 == gate */
 	uint64_t order;            /* admission order */
 	uint64_t S, E;             /* decode: sync step, event step */
+	bool in_ring;              /* decode: queued in the near ring (else the heap) */
 	struct sreq *prev, *next;  /* running list, by admission */
 } sreq;
 
@@ -171,6 +175,10 @@ static sreq *deque_pop_front(deque *d)
 	return r;
 }
 
+/* Width of the decode queue's near ring, in steps (a power of two, at most
+ * 64: one occupancy bit per bucket). */
+#define DQ_W 64
+
 typedef struct dh_ent {
 	uint64_t E, order;
 	struct sreq *r;
@@ -219,8 +227,14 @@ struct kvs_sim {
 	deque waiting, swapped;
 	sreq **prefill;            /* running sequences in prefill, by admission */
 	size_t nprefill, capprefill;
-	dh_ent *heap;              /* decoding requests by (E, order) */
+	dh_ent *heap;              /* decoding requests due DQ_W or more steps
+	                            * after their push, by (E, order) */
 	size_t nheap, capheap;
+	sreq **ring[DQ_W];         /* decoding requests due within DQ_W steps
+	                            * of their push: bucket E mod DQ_W */
+	uint32_t ringn[DQ_W], ringcap[DQ_W];
+	uint64_t ring_mask;        /* bit b: bucket b is not empty */
+	size_t nring;
 	uint64_t ndec;             /* decoding sequences: sum of nlive over the heap */
 	sreq **forkq;              /* prefilled families waiting for their fork */
 	size_t nforkq, capforkq;
@@ -358,6 +372,25 @@ static void dh_sift_down(kvs_sim *s, size_t i)
 
 static kvs_status dh_push(kvs_sim *s, sreq *r)
 {
+	if (r->E >= s->G && r->E - s->G < DQ_W) {
+		/* the near ring: O(1), keyed by E alone (order is restored
+		 * when a bucket falls due) */
+		unsigned b = (unsigned)(r->E & (DQ_W - 1));
+		if (s->ringn[b] == s->ringcap[b]) {
+			uint32_t cap = s->ringcap[b] ? s->ringcap[b] * 2 : 8;
+			sreq **v = kvs_reallocarray(s->ring[b], cap, sizeof *v);
+			if (!v)
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory (decode queue)");
+			s->ring[b] = v;
+			s->ringcap[b] = cap;
+		}
+		s->ring[b][s->ringn[b]++] = r;
+		s->ring_mask |= 1ull << b;
+		s->nring++;
+		r->in_ring = true;
+		goto accounted;
+	}
+	r->in_ring = false;
 	if (s->nheap == s->capheap) {
 		size_t cap = s->capheap ? s->capheap * 2 : 64;
 		dh_ent *v = kvs_reallocarray(s->heap, cap, sizeof *v);
@@ -368,6 +401,7 @@ static kvs_status dh_push(kvs_sim *s, sreq *r)
 	}
 	s->heap[s->nheap] = (dh_ent){ r->E, r->order, r };
 	dh_sift_up(s, s->nheap++);
+accounted:
 	s->ndec += r->nlive;
 	s->sumS += (uint64_t)r->nlive * r->S;
 	s->dec_len_sum += (uint64_t)r->nlive * r->len;
@@ -379,6 +413,28 @@ static void dh_unaccount(kvs_sim *s, const sreq *r)
 	s->ndec -= r->nlive;
 	s->sumS -= (uint64_t)r->nlive * r->S;
 	s->dec_len_sum -= (uint64_t)r->nlive * r->len;
+}
+
+/* Decoding requests queued (ring and heap). */
+static size_t dq_count(const kvs_sim *s)
+{
+	return s->nheap + s->nring;
+}
+
+/* The smallest E queued (UINT64_MAX when none).  Every ring entry has E in
+ * [G, G + DQ_W): pushed so, and G never passes the smallest E. */
+static uint64_t dq_min(const kvs_sim *s)
+{
+	uint64_t m = s->nheap ? s->heap[0].E : UINT64_MAX;
+	if (s->ring_mask) {
+		unsigned g = (unsigned)(s->G & (DQ_W - 1));
+		uint64_t rot = g ? (s->ring_mask >> g) | (s->ring_mask << (DQ_W - g))
+				 : s->ring_mask;
+		uint64_t e = s->G + (uint64_t)__builtin_ctzll(rot);
+		if (e < m)
+			m = e;
+	}
+	return m;
 }
 
 static sreq *dh_pop(kvs_sim *s)
@@ -393,6 +449,20 @@ static sreq *dh_pop(kvs_sim *s)
 
 static void dh_remove(kvs_sim *s, sreq *r)
 {
+	if (r->in_ring) {
+		unsigned b = (unsigned)(r->E & (DQ_W - 1));
+		uint32_t j = 0;
+		while (j < s->ringn[b] && s->ring[b][j] != r)
+			j++;
+		kvs_require(j < s->ringn[b]);
+		s->ring[b][j] = s->ring[b][--s->ringn[b]];
+		if (!s->ringn[b])
+			s->ring_mask &= ~(1ull << b);
+		s->nring--;
+		r->in_ring = false;
+		dh_unaccount(s, r);
+		return;
+	}
 	size_t i = 0;
 	while (i < s->nheap && s->heap[i].r != r)
 		i++;
@@ -762,8 +832,20 @@ static kvs_status debug_check(kvs_sim *s)
 {
 	/* tell the allocator every length, then compare our shifted parts
 	 * with a fresh account */
-	for (size_t i = 0; i < s->nheap; i++) {
-		sreq *r = s->heap[i].r;
+	for (size_t i = 0; i < dq_count(s); i++) {
+		sreq *r = NULL;
+		if (i < s->nheap) {
+			r = s->heap[i].r;
+		} else {
+			size_t j = i - s->nheap;
+			for (unsigned b = 0; b < DQ_W; j -= s->ringn[b], b++) {
+				if (j < s->ringn[b]) {
+					r = s->ring[b][j];
+					break;
+				}
+			}
+			CHECK(r && r->in_ring && r->E >= s->G && r->E - s->G < DQ_W);
+		}
 		if (r->S <= s->G) {
 			kvs_status st = sync_decode(s, r, s->G);
 			if (st != KVS_OK)
@@ -802,7 +884,7 @@ static kvs_status debug_check(kvs_sim *s)
 		CHECK(r->target <= final_len(r));   /* never past its final length */
 		CHECK(r->gen < r->out_eff);
 	}
-	CHECK(!s->nheap || s->heap[0].E >= s->G);
+	CHECK(!dq_count(s) || dq_min(s) >= s->G);
 	return KVS_OK;
 }
 
@@ -1340,9 +1422,10 @@ static void finish(kvs_sim *s, sreq *r)
 
 static kvs_status ensure_due_cap(kvs_sim *s)
 {
-	if (s->capdue >= s->nheap)
+	size_t need = dq_count(s);
+	if (s->capdue >= need)
 		return KVS_OK;
-	size_t cap = s->capheap > 64 ? s->capheap : 64;
+	size_t cap = need > 64 ? need : 64;
 	sreq **v = kvs_reallocarray(s->due, cap, sizeof *v);
 	if (!v)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
@@ -1498,6 +1581,33 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 		sreq *r = dh_pop(s);
 		r->state = RS_DUE;   /* its length is synced with its next grow */
 		s->due[ndue++] = r;
+	}
+	unsigned bk = (unsigned)(s->G & (DQ_W - 1));
+	if (s->ring_mask & (1ull << bk)) {
+		size_t from_heap = ndue;
+		for (uint32_t j = 0; j < s->ringn[bk]; j++) {
+			sreq *r = s->ring[bk][j];
+			kvs_require(r->E == s->G);
+			r->in_ring = false;
+			dh_unaccount(s, r);
+			r->state = RS_DUE;
+			s->due[ndue++] = r;
+		}
+		s->nring -= s->ringn[bk];
+		s->ringn[bk] = 0;
+		s->ring_mask &= ~(1ull << bk);
+		/* admission order, as a heap of (E, order) pops them */
+		if (ndue > 1 && ndue - from_heap >= 1) {
+			for (size_t i = 1; i < ndue; i++) {
+				sreq *r = s->due[i];
+				size_t j = i;
+				while (j > 0 && s->due[j - 1]->order > r->order) {
+					s->due[j] = s->due[j - 1];
+					j--;
+				}
+				s->due[j] = r;
+			}
+		}
 	}
 	for (size_t i = 0; i < ndue; i++) {
 		sreq *r = s->due[i];
@@ -1709,7 +1819,7 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T)
 		L.a1 = L.a2 = dur;
 		L.b1 = L.b2 = L.c = 0;
 	} else {
-		k = s->heap[0].E - s->G;
+		k = dq_min(s) - s->G;
 		if (s->pending && s->pending->arrival > s->now)
 			k = kvs_lin2_steps_to(&L, k, s->pending->arrival - s->now);
 		if (cfg->horizon_s > 0 && cfg->horizon_s > s->now)
@@ -2041,6 +2151,8 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->prefill);
 	kvs_free(s->forkq);
 	kvs_free(s->heap);
+	for (unsigned b = 0; b < DQ_W; b++)
+		kvs_free(s->ring[b]);
 	kvs_free(s->due);
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
