@@ -509,8 +509,20 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 			lru_unlink(p, id);
 		ref_inc(p, id, p->bs);
 	}
-	for (uint32_t i = hits; i < nprompt; i++)
-		s->table[i] = take(a, p);
+	if (KVS_LIKELY(nprompt - hits <= p->pool.nfree_)) {
+		/* straight off the free stack, no eviction possible */
+		uint32_t *fs = p->pool.free_ids_, *st_ = p->pool.state_;
+		uint32_t top = p->pool.nfree_;
+		for (uint32_t i = hits; i < nprompt; i++) {
+			uint32_t id = fs[--top];
+			st_[id] = 1;
+			s->table[i] = id;
+		}
+		p->pool.nfree_ = top;
+	} else {
+		for (uint32_t i = hits; i < nprompt; i++)
+			s->table[i] = take(a, p);
+	}
 	s->nblocks = nprompt;
 	if (nh)
 		memcpy(s->hashes, d->block_hashes, (size_t)nh * sizeof(uint64_t));
