@@ -14,7 +14,7 @@
  * The workload is generated once, into memory (its cost is printed as
  * workload_build_s); each policy's replay is then timed as a whole (engine
  * set-up, the replay, the result's statistics and release) in this
- * process, best of --repeat N rounds (5),
+ * process, best of --repeat N rounds (10),
  * in thread CPU time (the build machine is shared; wall time of the best
  * round is printed beside it).  The target is paged under 20 ms: 1,000x
  * the 19.25 s Vidur takes for the same 10,000 requests, a figure measured
@@ -144,7 +144,7 @@ static void replay_once(const kvs_request_set *set, kvs_policy pol, run_figs *f)
 int main(int argc, char **argv)
 {
 	kvs_bench b;
-	int code, repeat = 5;
+	int code, repeat = 10;
 	uint64_t requests = 10000;
 	kvs_policy pols[KVS_POLICY_COUNT_];
 	size_t npol = 0;
