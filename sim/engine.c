@@ -826,33 +826,42 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step);
 					"%llu: %s", (unsigned long long)s->G, #cond); \
 	} while (0)
 
+/* Validator, one queued decoding request: sync it to G, check its counts. */
+static kvs_status check_queued(kvs_sim *s, sreq *r)
+{
+	if (r->S <= s->G) {
+		kvs_status st = sync_decode(s, r, s->G);
+		if (st != KVS_OK)
+			return st;
+	}
+	CHECK(r->gen <= r->out_eff);
+	CHECK(r->len <= final_len(r) + 1);
+	return KVS_OK;
+}
+
 /* The engine's validator (debug_checks >= 2, or cfg.validate): KVS_OK, or
  * KVS_ERR_STATE naming the first check that failed. */
 static kvs_status debug_check(kvs_sim *s)
 {
 	/* tell the allocator every length, then compare our shifted parts
 	 * with a fresh account */
-	for (size_t i = 0; i < dq_count(s); i++) {
-		sreq *r = NULL;
-		if (i < s->nheap) {
-			r = s->heap[i].r;
-		} else {
-			size_t j = i - s->nheap;
-			for (unsigned b = 0; b < DQ_W; j -= s->ringn[b], b++) {
-				if (j < s->ringn[b]) {
-					r = s->ring[b][j];
-					break;
-				}
-			}
-			CHECK(r && r->in_ring && r->E >= s->G && r->E - s->G < DQ_W);
-		}
-		if (r->S <= s->G) {
-			kvs_status st = sync_decode(s, r, s->G);
+	for (size_t i = 0; i < s->nheap; i++) {
+		sreq *r = s->heap[i].r;
+		CHECK(!r->in_ring);
+		kvs_status st = check_queued(s, r);
+		if (st != KVS_OK)
+			return st;
+	}
+	for (unsigned b = 0; b < DQ_W; b++) {
+		CHECK(!s->ringn[b] == !(s->ring_mask & (1ull << b)));
+		for (uint32_t j = 0; j < s->ringn[b]; j++) {
+			sreq *r = s->ring[b][j];
+			CHECK(r->in_ring && (r->E & (DQ_W - 1)) == b &&
+			      r->E >= s->G && r->E - s->G < DQ_W);
+			kvs_status st = check_queued(s, r);
 			if (st != KVS_OK)
 				return st;
 		}
-		CHECK(r->gen <= r->out_eff);
-		CHECK(r->len <= final_len(r) + 1);
 	}
 	int64_t ours[6];
 	parts_now(s, ours);
