@@ -47,6 +47,8 @@ typedef struct fleet_run {
 	uint64_t *outstanding;     /* router's view */
 	double *kv_usage;          /* router's view */
 	uint32_t *prefix;          /* this request's prefix per replica; UINT32_MAX: unread */
+	double *next_ev;           /* [n] each replica's next event time */
+	unsigned needs;            /* KVS_ROUTER_NEEDS_* of the router */
 	const kvs_request *req;
 } fleet_run;
 
@@ -66,8 +68,11 @@ static uint32_t prefix_of(void *ctx, uint32_t i)
 	return f->prefix[i];
 }
 
+/* The signals the router reads (none for round-robin and random). */
 static void read_signals(fleet_run *f)
 {
+	if (!(f->needs & (KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV)))
+		return;
 	for (uint32_t i = 0; i < f->n; i++) {
 		kvs_sim_load l;
 		kvs_sim_get_load(f->sims[i], &l);
@@ -76,12 +81,17 @@ static void read_signals(fleet_run *f)
 	}
 }
 
+/* Replicas with an event before t process them (the others have nothing
+ * to do before t: a replica plans only while processing an event). */
 static kvs_status advance_all(fleet_run *f, double t)
 {
 	for (uint32_t i = 0; i < f->n; i++) {
+		if (!(f->next_ev[i] < t))
+			continue;
 		kvs_status st = kvs_sim_advance(f->sims[i], t);
 		if (st != KVS_OK)
 			return st;
+		f->next_ev[i] = kvs_sim_next_event_s(f->sims[i]);
 	}
 	return KVS_OK;
 }
@@ -150,12 +160,13 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 	f.outstanding = kvs_calloc(n, sizeof *f.outstanding);
 	f.kv_usage = kvs_calloc(n, sizeof *f.kv_usage);
 	f.prefix = kvs_calloc(n, sizeof *f.prefix);
+	f.next_ev = kvs_calloc(n, sizeof *f.next_ev);
 	if (R) {
 		R->rep = kvs_calloc(n, sizeof *R->rep);
 		R->rs = kvs_calloc(n, sizeof *R->rs);
 	}
 	if (!R || !R->rep || !R->rs || !f.sims || !f.routed || !f.outstanding ||
-	    !f.kv_usage || !f.prefix) {
+	    !f.kv_usage || !f.prefix || !f.next_ev) {
 		st = kvs_fail(KVS_ERR_NOMEM, "out of memory (fleet of %u)", n);
 		goto done;
 	}
@@ -168,7 +179,9 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 		st = kvs_sim_create(&cfg->sim, &f.sims[i]);
 		if (st == KVS_OK)
 			st = kvs_sim_start(f.sims[i], NULL);
+		f.next_ev[i] = INFINITY;
 	}
+	f.needs = kvs_router_needs(router);
 	if (st != KVS_OK)
 		goto done;
 
@@ -215,7 +228,8 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 			f.prefix[i] = UINT32_MAX;
 		f.req = &q;
 		uint32_t nblocks = 0;
-		if (cfg->sim.enable_prefix_caching && n > 1)
+		if (cfg->sim.enable_prefix_caching && n > 1 &&
+		    (f.needs & KVS_ROUTER_NEEDS_PREFIX))
 			f.prefix[0] = kvs_sim_prefix_match(f.sims[0], &q, &nblocks);
 		kvs_router_view v = {
 			.n = n,
@@ -230,6 +244,7 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 			cfg->on_route(cfg->on_route_ctx, &q, k);
 		if ((st = kvs_sim_feed(f.sims[k], &q)) != KVS_OK)
 			goto done;
+		f.next_ev[k] = kvs_sim_next_event_s(f.sims[k]);
 		f.routed[k]++;
 		if (S > 0)
 			f.outstanding[k]++;   /* the router counts what it sends */
@@ -257,6 +272,7 @@ done:
 	kvs_free(f.outstanding);
 	kvs_free(f.kv_usage);
 	kvs_free(f.prefix);
+	kvs_free(f.next_ev);
 	kvs_router_destroy(router);
 	if (st != KVS_OK) {
 		kvs_fleet_result_destroy(R);

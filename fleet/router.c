@@ -34,6 +34,7 @@ typedef struct router_row {
 	const char *name;
 	const char *help;
 	const router_ops *ops;
+	unsigned needs;         /* KVS_ROUTER_NEEDS_* (score: those weighted) */
 	router_param params[ROUTER_MAX_PARAMS];
 } router_row;
 
@@ -175,20 +176,22 @@ static const router_ops ops_score = { pick_score };
 /* ---- the registry --------------------------------------------------------------- */
 
 static const router_row routers[] = {
-	{ "round-robin", "replicas in turn (Vidur's round_robin)", &ops_round_robin, { { 0 } } },
-	{ "random", "uniform at random, seeded by --seed (Vidur's random)", &ops_random,
+	{ "round-robin", "replicas in turn (Vidur's round_robin)", &ops_round_robin, 0, { { 0 } } },
+	{ "random", "uniform at random, seeded by --seed (Vidur's random)", &ops_random, 0,
 	  { { 0 } } },
 	{ "least-requests", "fewest outstanding requests (Vidur's lor; vLLM production "
-	  "stack's session-less default)", &ops_least_requests, { { 0 } } },
-	{ "least-kv", "lowest KV block use (vLLM's gpu_cache_usage)", &ops_least_kv,
+	  "stack's session-less default)", &ops_least_requests, KVS_ROUTER_NEEDS_QUEUE,
 	  { { 0 } } },
+	{ "least-kv", "lowest KV block use (vLLM's gpu_cache_usage)", &ops_least_kv,
+	  KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV, { { 0 } } },
 	{ "prefix", "longest cached prefix of the prompt's blocks, with SGLang's "
 	  "cache-aware load-imbalance guard", &ops_prefix,
+	  KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV | KVS_ROUTER_NEEDS_PREFIX,
 	  { { "cache-threshold", 0.3, 0, "match ratio that routes by prefix" },
 	    { "balance-abs", 64, 0, "imbalance: max - min outstanding above this" },
 	    { "balance-rel", 1.5, 0, "and max above this times min" } } },
 	{ "score", "weighted sum of normalised scorers (llm-d inference scheduler)",
-	  &ops_score,
+	  &ops_score, 0,
 	  { { "prefix", 1, 0, "cached share of the prompt's blocks" },
 	    { "queue", 1, 0, "fewer outstanding requests (min-max normalised)" },
 	    { "kv", 1, 0, "free KV share" } } },
@@ -305,6 +308,15 @@ uint32_t kvs_router_pick(kvs_router *r, const kvs_router_view *v)
 	uint32_t i = r->row->ops->pick(r, v);
 	kvs_require(i < v->n);
 	return i;
+}
+
+unsigned kvs_router_needs(const kvs_router *r)
+{
+	if (r->row->ops != &ops_score)
+		return r->row->needs;
+	return (r->p[0] > 0 ? KVS_ROUTER_NEEDS_PREFIX : 0) |
+	       (r->p[1] > 0 ? KVS_ROUTER_NEEDS_QUEUE : 0) |
+	       (r->p[2] > 0 ? KVS_ROUTER_NEEDS_KV : 0);
 }
 
 const char *kvs_router_name(const kvs_router *r)

@@ -58,6 +58,13 @@ kvs_status kvs_router_create(const char *spec, uint64_t seed, kvs_router **out);
 void kvs_router_destroy(kvs_router *r);
 /* The replica for the next request, in [0, v->n). */
 uint32_t kvs_router_pick(kvs_router *r, const kvs_router_view *v);
+/* Signals a router reads (so that a fleet reads only those): */
+enum {
+	KVS_ROUTER_NEEDS_QUEUE = 1,   /* outstanding */
+	KVS_ROUTER_NEEDS_KV = 2,      /* kv_usage */
+	KVS_ROUTER_NEEDS_PREFIX = 4,  /* prefix_of */
+};
+unsigned kvs_router_needs(const kvs_router *r);
 /* The router's name ("score", "prefix", ...). */
 const char *kvs_router_name(const kvs_router *r);
 /* The specification with every parameter spelled out (for reports). */
