@@ -333,6 +333,10 @@ json_t *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,
 	json_t *doc = kvs_sim_report_json("fleet", &tot, 1, trace_path, format, tstats);
 	if (!doc)
 		return NULL;
+	/* the engine of one replica (the total sums the pools) */
+	const kvs_sim_result *r0 = r->rep[0];
+	json_object_set_new(doc, "engine", kvs_sim_engine_json(kvs_sim_result_config(r0),
+							       kvs_sim_result_stats(r0)));
 	json_t *fl = json_object();
 	json_t *rows = json_array();
 	if (!fl || !rows) {
