@@ -31,6 +31,9 @@ static void usage(FILE *f)
 		"  --router POLICY[:K=V,...]    how requests are routed (round-robin):\n", kvs_trace_default_path());
 	kvs_router_help(f);
 	fprintf(f,
+		"  --pool NAME:N:GPU:TP         a pool of N replicas on GPU (preset) with\n"
+		"                               tensor parallelism TP; repeat for a\n"
+		"                               heterogeneous fleet (instead of --replicas)\n"
 		"  --router-refresh S           route on replica load and KV use as of the\n"
 		"                               last refresh, every S seconds (0: exact)\n"
 		"  --gpu-hour-price P           dollars per GPU-hour: fleet cost per hour and\n"
@@ -67,12 +70,17 @@ typedef struct fleet_opts {
 	bool find_min;
 	double rate;
 	uint32_t max_replicas;
+	bool replicas_set;
+	const char *pool_specs[16];
+	size_t npools;
 } fleet_opts;
 
 static int fleet_arg(kvs_args *it, fleet_opts *o)
 {
-	if (kvs_args_is(it, "--replicas"))
+	if (kvs_args_is(it, "--replicas")) {
+		o->replicas_set = true;
 		return kvs_args_u32(it, 1, 1u << 20, &o->replicas) ? 1 : -1;
+	}
 	if (kvs_args_is(it, "--max-replicas"))
 		return kvs_args_u32(it, 1, 1u << 20, &o->max_replicas) ? 1 : -1;
 	if (kvs_args_is(it, "--router-refresh"))
@@ -87,7 +95,92 @@ static int fleet_arg(kvs_args *it, fleet_opts *o)
 		o->find_min = true;
 		return 1;
 	}
+	if (kvs_args_is(it, "--pool")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		if (o->npools == KVS_ARRAY_LEN(o->pool_specs)) {
+			kvs_args_usage_error(it, "--pool: at most %zu pools",
+					     KVS_ARRAY_LEN(o->pool_specs));
+			return -1;
+		}
+		o->pool_specs[o->npools++] = v;
+		return 1;
+	}
 	return kvs_args_str(it, "--router", &o->router);
+}
+
+/* "NAME:N:GPU:TP" on top of the base engine: the pool's GPU preset and
+ * tensor parallelism; the deployment is sized now so that an impossible
+ * pool fails before any run. */
+static bool parse_pool(const char *spec, const kvs_sim_config *base, kvs_fleet_pool *p)
+{
+	char buf[256];
+	char *f[5] = { 0 };
+	int nf = 0;
+	if (strlen(spec) >= sizeof buf) {
+		fprintf(stderr, "kvsim fleet: --pool '%.40s...': too long\n", spec);
+		return false;
+	}
+	strcpy(buf, spec);
+	for (char *s = buf; nf < 5;) {
+		f[nf++] = s;
+		char *c = strchr(s, ':');
+		if (!c)
+			break;
+		*c = 0;
+		s = c + 1;
+	}
+	if (nf != 4 || !*f[0] || !*f[1] || !*f[2] || !*f[3]) {
+		fprintf(stderr, "kvsim fleet: --pool '%s': expected NAME:N:GPU:TP "
+			"(e.g. big:2:h100-80gb:2)\n", spec);
+		return false;
+	}
+	if (strlen(f[0]) >= sizeof p->name) {
+		fprintf(stderr, "kvsim fleet: --pool '%s': name longer than %zu characters\n",
+			spec, sizeof p->name - 1);
+		return false;
+	}
+	char *e;
+	errno = 0;
+	unsigned long n = strtoul(f[1], &e, 10), tp;
+	if (*e || errno || n < 1 || n > (1u << 20) || f[1][0] == '-') {
+		fprintf(stderr, "kvsim fleet: --pool '%s': replicas '%s': expected an integer "
+			"in [1, %u]\n", spec, f[1], 1u << 20);
+		return false;
+	}
+	tp = strtoul(f[3], &e, 10);
+	if (*e || errno || tp < 1 || tp > 1024 || f[3][0] == '-') {
+		fprintf(stderr, "kvsim fleet: --pool '%s': tp '%s': expected an integer in "
+			"[1, 1024]\n", spec, f[3]);
+		return false;
+	}
+	memset(p, 0, sizeof *p);
+	snprintf(p->name, sizeof p->name, "%s", f[0]);
+	p->replicas = (uint32_t)n;
+	p->sim = *base;
+	if (kvs_gpu_preset(f[2], &p->sim.deploy.gpu) != KVS_OK) {
+		fprintf(stderr, "kvsim fleet: --pool '%s': %s\n", spec, kvs_last_error());
+		return false;
+	}
+	p->sim.deploy.tp = (uint32_t)tp;
+	kvs_sizing sz;
+	if (kvs_size_compute(&p->sim.deploy, &sz) != KVS_OK) {
+		fprintf(stderr, "kvsim fleet: --pool '%s': %s\n", spec, kvs_last_error());
+		return false;
+	}
+	return true;
+}
+
+/* GPUs of the whole fleet: tp x pp of every replica. */
+static uint64_t fleet_gpus(const kvs_fleet_result *r)
+{
+	uint64_t g = 0;
+	for (uint32_t i = 0; i < kvs_fleet_result_replicas(r); i++) {
+		const kvs_deploy *d = &kvs_sim_result_config(kvs_fleet_result_replica(r, i))->deploy;
+		g += (uint64_t)d->tp * (d->pp ? d->pp : 1);
+	}
+	return g;
 }
 
 static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
@@ -97,7 +190,11 @@ static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 	fprintf(f, "\nfleet: %u replicas, router %s", fs->replicas, c->router);
 	if (c->router_refresh_s > 0)
 		fprintf(f, ", signals refreshed every %g s", c->router_refresh_s);
-	fprintf(f, "\n  %7s %9s %9s %9s %9s %10s %10s %11s\n", "replica", "routed",
+	fputc('\n', f);
+	for (size_t p = 0; p < c->npools; p++)
+		fprintf(f, "  pool %s: %u x %s, tp %u\n", c->pools[p].name, c->pools[p].replicas,
+			c->pools[p].sim.deploy.gpu.name, c->pools[p].sim.deploy.tp);
+	fprintf(f, "  %7s %9s %9s %9s %9s %10s %10s %11s\n", "replica", "routed",
 		"completed", "rejected", "unfinished", "KV used %", "prefix hit", "preemptions");
 	for (uint32_t i = 0; i < fs->replicas; i++) {
 		const kvs_fleet_replica_stats *s = kvs_fleet_result_replica_stats(r, i);
@@ -111,9 +208,9 @@ static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 		fs->kv_used_cv);
 	if (o->gpu_hour_price > 0) {
 		const kvs_sim_stats *st = kvs_sim_result_stats(kvs_fleet_result_total(r));
-		uint32_t gpus = c->sim.deploy.tp * (c->sim.deploy.pp ? c->sim.deploy.pp : 1);
-		double per_h = o->gpu_hour_price * gpus * fs->replicas;
-		fprintf(f, "  cost: %u GPUs, $%.2f per hour", gpus * fs->replicas, per_h);
+		uint64_t gpus = fleet_gpus(r);
+		double per_h = o->gpu_hour_price * (double)gpus;
+		fprintf(f, "  cost: %llu GPUs, $%.2f per hour", (unsigned long long)gpus, per_h);
 		if (st->output_tokens_per_s > 0)
 			fprintf(f, ", $%.4f per million output tokens",
 				per_h / (st->output_tokens_per_s * 3600.0) * 1e6);
@@ -247,6 +344,11 @@ int kvs_cmd_fleet(int argc, char **argv)
 			"--slo-tpot\n");
 		return KVS_EXIT_USAGE;
 	}
+	if (fo.npools && (fo.replicas_set || fo.find_min)) {
+		fprintf(stderr, "kvsim fleet: --pool gives the replicas: not with %s\n",
+			fo.find_min ? "--find-min-replicas" : "--replicas");
+		return KVS_EXIT_USAGE;
+	}
 	if (fo.rate > 0 && !fo.find_min) {
 		fprintf(stderr, "kvsim fleet: --rate is for --find-min-replicas\n");
 		return KVS_EXIT_USAGE;
@@ -263,6 +365,12 @@ int kvs_cmd_fleet(int argc, char **argv)
 	fc.router = fo.router;
 	fc.router_refresh_s = fo.refresh_s;
 	fc.seed = sim.cfg.seed;
+	kvs_fleet_pool pools[KVS_ARRAY_LEN(fo.pool_specs)];
+	for (size_t p = 0; p < fo.npools; p++)
+		if (!parse_pool(fo.pool_specs[p], &sim.cfg, &pools[p]))
+			return KVS_EXIT_USAGE;
+	fc.pools = pools;
+	fc.npools = fo.npools;
 
 	kvs_fleet_result *res = NULL;
 	kvs_trace_stats tstats;
@@ -330,10 +438,9 @@ int kvs_cmd_fleet(int argc, char **argv)
 			rc = KVS_EXIT_FAIL;
 		} else {
 			if (fo.gpu_hour_price > 0) {
-				const kvs_fleet_stats *fs = kvs_fleet_result_stats(res);
 				const kvs_sim_stats *s = kvs_sim_result_stats(kvs_fleet_result_total(res));
-				uint32_t gpus = dep.d.tp * (dep.d.pp ? dep.d.pp : 1) * fs->replicas;
-				double per_h = fo.gpu_hour_price * gpus;
+				uint64_t gpus = fleet_gpus(res);
+				double per_h = fo.gpu_hour_price * (double)gpus;
 				json_t *cost = json_object();
 				json_object_set_new(cost, "gpus", json_integer(gpus));
 				json_object_set_new(cost, "gpu_hour_price", json_real(fo.gpu_hour_price));

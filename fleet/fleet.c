@@ -37,6 +37,7 @@ struct kvs_fleet_result {
 	kvs_fleet_replica_stats *rs;   /* [n] */
 	kvs_sim_result *total;
 	kvs_fleet_stats st;
+	kvs_fleet_pool *pools;         /* copy of cfg.pools */
 };
 
 typedef struct fleet_run {
@@ -141,7 +142,28 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 {
 	if (!cfg || !src || !src->next || !out)
 		return kvs_fail(KVS_ERR_INVALID, "kvs_fleet_run: NULL argument");
-	if (cfg->replicas == 0)
+	uint32_t n = cfg->replicas;
+	if (cfg->npools) {
+		if (!cfg->pools)
+			return kvs_fail(KVS_ERR_INVALID, "kvs_fleet_run: pools NULL");
+		uint64_t sum = 0;
+		for (size_t p = 0; p < cfg->npools; p++) {
+			if (cfg->pools[p].replicas == 0)
+				return kvs_fail(KVS_ERR_INVALID, "pool %s: replicas must be >= 1",
+						cfg->pools[p].name);
+			if (cfg->pools[p].sim.deploy.block_size != cfg->pools[0].sim.deploy.block_size)
+				return kvs_fail(KVS_ERR_INVALID, "pool %s: block size %u differs from "
+						"pool %s's %u: one block size per fleet",
+						cfg->pools[p].name, cfg->pools[p].sim.deploy.block_size,
+						cfg->pools[0].name, cfg->pools[0].sim.deploy.block_size);
+			sum += cfg->pools[p].replicas;
+		}
+		if (sum > (1u << 20))
+			return kvs_fail(KVS_ERR_INVALID, "pools: %llu replicas in all (at most %u)",
+					(unsigned long long)sum, 1u << 20);
+		n = (uint32_t)sum;
+	}
+	if (n == 0)
 		return kvs_fail(KVS_ERR_INVALID, "--replicas must be >= 1");
 	if (!(cfg->router_refresh_s >= 0) || !isfinite(cfg->router_refresh_s))
 		return kvs_fail(KVS_ERR_INVALID, "--router-refresh %g: must be a finite time >= 0",
@@ -152,7 +174,6 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 					  cfg->seed, &router);
 	if (st != KVS_OK)
 		return st;
-	uint32_t n = cfg->replicas;
 	fleet_run f = { .cfg = cfg, .n = n };
 	kvs_fleet_result *R = kvs_calloc(1, sizeof *R);
 	f.sims = kvs_calloc(n, sizeof *f.sims);
@@ -171,12 +192,35 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 		goto done;
 	}
 	R->cfg = *cfg;
+	if (cfg->npools) {
+		R->pools = kvs_reallocarray(NULL, cfg->npools, sizeof *R->pools);
+		if (!R->pools) {
+			st = kvs_fail(KVS_ERR_NOMEM, "out of memory");
+			goto done;
+		}
+		memcpy(R->pools, cfg->pools, cfg->npools * sizeof *R->pools);
+		R->cfg.pools = R->pools;
+	}
 	R->n = n;
 	snprintf(R->router_spec, sizeof R->router_spec, "%s", kvs_router_spec(router));
 	R->cfg.router = R->router_spec;
 	R->st.wall_s = -1;
+	size_t pool = 0;
+	uint32_t in_pool = 0;
 	for (uint32_t i = 0; i < n && st == KVS_OK; i++) {
-		st = kvs_sim_create(&cfg->sim, &f.sims[i]);
+		const kvs_sim_config *sc = &cfg->sim;
+		if (cfg->npools) {
+			if (in_pool == cfg->pools[pool].replicas) {
+				pool++;
+				in_pool = 0;
+			}
+			in_pool++;
+			sc = &cfg->pools[pool].sim;
+			R->rs[i].pool = (uint32_t)pool;
+		}
+		st = kvs_sim_create(sc, &f.sims[i]);
+		if (st != KVS_OK && cfg->npools)
+			st = kvs_fail(st, "pool %s: %s", cfg->pools[pool].name, kvs_last_error());
 		if (st == KVS_OK)
 			st = kvs_sim_start(f.sims[i], NULL);
 		f.next_ev[i] = INFINITY;
@@ -291,6 +335,7 @@ void kvs_fleet_result_destroy(kvs_fleet_result *r)
 			kvs_sim_result_destroy(r->rep[i]);
 	kvs_free(r->rep);
 	kvs_free(r->rs);
+	kvs_free(r->pools);
 	kvs_sim_result_destroy(r->total);
 	kvs_free(r);
 }
@@ -309,6 +354,11 @@ const kvs_fleet_replica_stats *kvs_fleet_result_replica_stats(const kvs_fleet_re
 							      uint32_t i)
 {
 	return i < r->n ? &r->rs[i] : NULL;
+}
+
+uint32_t kvs_fleet_result_replicas(const kvs_fleet_result *r)
+{
+	return r->n;
 }
 
 const kvs_fleet_stats *kvs_fleet_result_stats(const kvs_fleet_result *r)
@@ -356,6 +406,8 @@ json_t *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,
 		const kvs_fleet_replica_stats *s = &r->rs[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "replica", json_integer((json_int_t)i));
+		if (r->cfg.npools)
+			json_object_set_new(o, "pool", json_string(r->cfg.pools[s->pool].name));
 		json_object_set_new(o, "routed", json_integer((json_int_t)s->routed));
 		json_object_set_new(o, "arrived", json_integer((json_int_t)s->arrived));
 		json_object_set_new(o, "completed", json_integer((json_int_t)s->completed));
@@ -367,6 +419,24 @@ json_t *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,
 		json_array_append_new(rows, o);
 	}
 	json_object_set_new(fl, "per_replica", rows);
+	if (r->cfg.npools) {
+		json_t *pools = json_array();
+		uint32_t first = 0;
+		for (size_t p = 0; p < r->cfg.npools; p++) {
+			const kvs_fleet_pool *pl = &r->cfg.pools[p];
+			const kvs_sim_stats *s0 = kvs_sim_result_stats(r->rep[first]);
+			json_t *o = json_object();
+			json_object_set_new(o, "name", json_string(pl->name));
+			json_object_set_new(o, "replicas", json_integer((json_int_t)pl->replicas));
+			json_object_set_new(o, "gpu", json_string(pl->sim.deploy.gpu.name));
+			json_object_set_new(o, "tp", json_integer((json_int_t)pl->sim.deploy.tp));
+			json_object_set_new(o, "kv_budget_bytes", json_integer((json_int_t)s0->kv_budget_bytes));
+			json_object_set_new(o, "num_gpu_blocks", json_integer((json_int_t)s0->num_blocks));
+			json_array_append_new(pools, o);
+			first += pl->replicas;
+		}
+		json_object_set_new(fl, "pools", pools);
+	}
 	json_object_set_new(doc, "fleet", fl);
 	return doc;
 }

@@ -546,6 +546,93 @@ static void test_router_specs(void **state)
 	assert_non_null(strstr(kvs_last_error(), "least-nothing"));
 }
 
+/* ---- heterogeneous pools ----------------------------------------------------------- */
+
+static char *policies_json(const kvs_fleet_result *r)
+{
+	json_t *d = kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL);
+	char *s = json_dumps(json_object_get(d, "policies"),
+			     JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+	json_decref(d);
+	return s;
+}
+
+static void test_pools(void **state)
+{
+	(void)state;
+	size_t nreq = kvs_test_scaled(300, 60);
+	kvs_request_set *set = mixed_set(nreq);
+	kvs_fleet_pool pools[2];
+	memset(pools, 0, sizeof pools);
+	snprintf(pools[0].name, sizeof pools[0].name, "small");
+	pools[0].replicas = 1;
+	cfg_fixed(&pools[0].sim, 1000, true);
+	snprintf(pools[1].name, sizeof pools[1].name, "big");
+	pools[1].replicas = 2;
+	cfg_fixed(&pools[1].sim, 8000, true);
+	kvs_fleet_config fc;
+	kvs_fleet_config_defaults(&fc, NULL);
+	fc.sim = pools[0].sim;
+	fc.replicas = 99;   /* ignored: the pools give 3 */
+	fc.pools = pools;
+	fc.npools = 2;
+	fc.router = "round-robin";
+	uint32_t to[300];
+	routes R = { to, 0, 300 };
+	fc.on_route = on_route;
+	fc.on_route_ctx = &R;
+	kvs_request_cursor cur;
+	kvs_request_cursor_init(&cur, set, 1.0);
+	kvs_request_source src = kvs_request_cursor_source(&cur);
+	kvs_fleet_result *r;
+	assert_int_equal(kvs_fleet_run(&fc, &src, &r), KVS_OK);
+	assert_int_equal(kvs_fleet_result_replicas(r), 3);
+	assert_fleet_accounting(r, nreq);
+	for (size_t i = 0; i < nreq; i++)
+		assert_int_equal(to[i], (uint32_t)(i % 3));
+	/* replica 0 is the small pool, 1 and 2 the big one */
+	assert_int_equal(kvs_fleet_result_replica_stats(r, 0)->pool, 0);
+	assert_int_equal(kvs_fleet_result_replica_stats(r, 2)->pool, 1);
+	assert_int_equal(kvs_sim_result_stats(kvs_fleet_result_replica(r, 0))->kv_budget_bytes,
+			 1000 * 8);
+	assert_int_equal(kvs_sim_result_stats(kvs_fleet_result_replica(r, 1))->kv_budget_bytes,
+			 8000 * 8);
+	assert_int_equal(kvs_sim_result_stats(kvs_fleet_result_total(r))->kv_budget_bytes,
+			 (1000 + 2 * 8000) * 8);
+	/* the small pool preempts, the big ones do not */
+	assert_true(kvs_fleet_result_replica_stats(r, 0)->preemptions >
+		    kvs_fleet_result_replica_stats(r, 1)->preemptions);
+	json_t *d = kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL);
+	json_t *jp = json_object_get(json_object_get(d, "fleet"), "pools");
+	assert_int_equal(json_array_size(jp), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(jp, 1), "name")), "big");
+	json_decref(d);
+	kvs_fleet_result_destroy(r);
+
+	/* two pools of one configuration are that many replicas */
+	pools[0].sim = pools[1].sim;
+	fc.on_route = NULL;
+	kvs_request_cursor_init(&cur, set, 1.0);
+	assert_int_equal(kvs_fleet_run(&fc, &src, &r), KVS_OK);
+	kvs_fleet_result *same = fleet(&pools[1].sim, 3, "round-robin", 0, set, NULL);
+	char *x = policies_json(r), *y = policies_json(same);
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+	kvs_fleet_result_destroy(r);
+	kvs_fleet_result_destroy(same);
+
+	/* a pool of no replicas, or of another block size, is refused */
+	pools[1].replicas = 0;
+	assert_int_equal(kvs_fleet_run(&fc, &src, &r), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "pool big"));
+	pools[1].replicas = 2;
+	pools[1].sim.deploy.block_size = 32;
+	assert_int_equal(kvs_fleet_run(&fc, &src, &r), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "block size"));
+	kvs_request_set_destroy(set);
+}
+
 /* ---- Mooncake: prefix routing keeps families together ----------------------------- */
 
 static void test_mooncake_prefix_beats_round_robin(void **state)
@@ -604,6 +691,7 @@ int main(void)
 		cmocka_unit_test(test_accounting_all_routers),
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_router_specs),
+		cmocka_unit_test(test_pools),
 		cmocka_unit_test(test_mooncake_prefix_beats_round_robin),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -75,10 +75,21 @@ void kvs_router_help(FILE *f);
 
 /* ---- fleets ------------------------------------------------------------------ */
 
+/* A pool of identical replicas in a heterogeneous fleet. */
+typedef struct kvs_fleet_pool {
+	char name[32];
+	uint32_t replicas;         /* >= 1 */
+	kvs_sim_config sim;        /* the pool's engine (its GPU, tp, ...) */
+} kvs_fleet_pool;
+
 typedef struct kvs_fleet_config {
 	kvs_sim_config sim;        /* every replica's engine (on_request called
 	                            * with the records of all replicas) */
-	uint32_t replicas;         /* >= 1 */
+	uint32_t replicas;         /* >= 1; ignored when pools are given */
+	/* Optional heterogeneous fleet: replicas numbered pool by pool, in
+	 * this order (copied into the result). */
+	const kvs_fleet_pool *pools;
+	size_t npools;
 	const char *router;        /* router specification (round-robin) */
 	double router_refresh_s;   /* 0: exact signals; > 0: outstanding and KV
 	                            * use as of the last refresh, every S s */
@@ -94,6 +105,7 @@ typedef struct kvs_fleet_result kvs_fleet_result;
 
 /* Per-replica figures, and the balance of the fleet. */
 typedef struct kvs_fleet_replica_stats {
+	uint32_t pool;             /* index in cfg.pools (0 without pools) */
 	uint64_t routed;           /* requests the router sent there */
 	uint64_t arrived, completed, rejected, unfinished;
 	double kv_used_pct;        /* time-weighted KV in use: token states +
@@ -129,6 +141,9 @@ const kvs_fleet_config *kvs_fleet_result_config(const kvs_fleet_result *r);
 /* The replay document (kvs_sim_report_json) of the whole fleet, command
  * "fleet", plus a "fleet" object: replicas, router, refresh, per-replica
  * rows and balance (docs/FLEET.md). */
+/* Replicas of the fleet (replicas, or the pools' sum). */
+uint32_t kvs_fleet_result_replicas(const kvs_fleet_result *r);
+
 json_t *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,
 			      kvs_trace_format format, const kvs_trace_stats *tstats);
 

@@ -75,6 +75,30 @@ PY
 	fi
 }
 
+# ---- heterogeneous pools: 2 x (h100, tp 2) + 3 x (a100-40gb, tp 1) = 7 GPUs -----------------
+run 0 "$tmp/tiny.csv" -q --pool big:2:h100-80gb:2 --pool small:3:a100-40gb:1 \
+	--gpu-hour-price 2 --json "$tmp/p.json" && {
+	has "$out" "fleet: 5 replicas, router round-robin" "pool fleet line"
+	has "$out" "pool big: 2 x h100-80gb, tp 2" "pool line"
+	has "$out" "pool small: 3 x a100-40gb, tp 1" "pool line"
+	has "$out" "7 GPUs, \$14.00 per hour" "pool cost"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/p.json" <<'PY' || fail "pool JSON content"
+import json, sys
+fl = json.load(open(sys.argv[1]))["fleet"]
+assert [p["name"] for p in fl["pools"]] == ["big", "small"]
+assert [r["pool"] for r in fl["per_replica"]] == ["big", "big", "small", "small", "small"]
+assert fl["pools"][0]["kv_budget_bytes"] > fl["pools"][1]["kv_budget_bytes"]
+assert fl["cost"]["gpus"] == 7
+PY
+	fi
+}
+run 2 -q --pool big:2:h100-80gb && has "$err" "expected NAME:N:GPU:TP" "pool fields"
+run 2 -q --pool big:0:h100-80gb:1 && has "$err" "replicas '0'" "pool of none"
+run 2 -q --pool big:2:nope:1 && has "$err" "unknown GPU 'nope'" "pool GPU"
+run 2 -q --pool big:2:a100-40gb:3 && has "$err" "tp 3 does not divide" "pool tp"
+run 2 -q --pool big:2:a100-40gb:1 --replicas 3 && has "$err" "not with --replicas" "pool and replicas"
+
 # ---- the report renders a fleet ------------------------------------------------------------
 run 0 "$tmp/tiny.csv" -q --replicas 2 --report "$tmp/rep" && report_ok && check_report "$tmp/rep"
 
