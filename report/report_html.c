@@ -244,6 +244,52 @@ static void memory_bars(FILE *f, const rp_run *run)
 	fprintf(f, "</table>\n");
 }
 
+/* A fleet's replicas: one row each, and the balance. */
+static void replica_table(FILE *f, const rp_run *run)
+{
+	if (!run->nreps)
+		return;
+	bool pools = false;
+	for (size_t i = 0; i < run->nreps; i++)
+		pools |= run->reps[i].pool != NULL;
+	fprintf(f, "<h3>Replicas</h3>\n<p>%zu replicas", run->nreps);
+	if (run->router) {
+		fprintf(f, ", router <code>");
+		esc(f, run->router);
+		fprintf(f, "</code>");
+	}
+	if (!isnan(run->requests_cv))
+		fprintf(f, "; balance: requests CV %.4f", run->requests_cv);
+	if (!isnan(run->kv_used_cv))
+		fprintf(f, ", KV use CV %.4f", run->kv_used_cv);
+	fprintf(f, "</p>\n<table>\n<thead><tr><th>replica</th>%s<th>routed</th>"
+		   "<th>completed</th><th>rejected</th><th>unfinished</th><th>KV used %%</th>"
+		   "<th>prefix hit %%</th><th>preemptions</th></tr></thead>\n<tbody>\n",
+		pools ? "<th>pool</th>" : "");
+	for (size_t i = 0; i < run->nreps; i++) {
+		const rp_replica *r = &run->reps[i];
+		fprintf(f, "<tr><td>%zu</td>", i);
+		if (pools) {
+			fprintf(f, "<td>");
+			esc(f, r->pool ? r->pool : "");
+			fprintf(f, "</td>");
+		}
+		fprintf(f, "<td>%llu</td><td>%llu</td><td>%llu</td><td>%llu</td>",
+			(unsigned long long)r->routed, (unsigned long long)r->completed,
+			(unsigned long long)r->rejected, (unsigned long long)r->unfinished);
+		if (isnan(r->kv_used_pct))
+			fprintf(f, "<td>-</td>");
+		else
+			fprintf(f, "<td>%.2f</td>", r->kv_used_pct);
+		if (isnan(r->prefix_hit_rate))
+			fprintf(f, "<td>-</td>");
+		else
+			fprintf(f, "<td>%.2f</td>", 100.0 * r->prefix_hit_rate);
+		fprintf(f, "<td>%llu</td></tr>\n", (unsigned long long)r->preemptions);
+	}
+	fprintf(f, "</tbody></table>\n");
+}
+
 static void policy_table(FILE *f, const rp_run *run)
 {
 	fprintf(f, "<h3>Summary</h3>\n<table>\n<thead><tr><th>metric</th>");
@@ -562,6 +608,7 @@ kvs_status rp_html_write(const char *path, const char *title,
 			accounting(f, run);
 			memory_bars(f, run);
 			policy_table(f, run);
+			replica_table(f, run);
 		} else {
 			sweep_tables(f, run);
 		}

@@ -125,6 +125,13 @@ typedef struct rp_kv {
 enum { RP_META_MODEL, RP_META_GPU, RP_META_ENGINE, RP_META_TRACE, RP_NMETA };
 extern const char *const rp_meta_key[RP_NMETA];
 
+/* ---- a fleet's replicas ("fleet" object of `kvsim fleet`) -------------------- */
+typedef struct rp_replica {
+	char *pool;                  /* NULL without pools */
+	uint64_t routed, arrived, completed, rejected, unfinished, preemptions;
+	double kv_used_pct, prefix_hit_rate;   /* NAN when absent */
+} rp_replica;
+
 typedef enum rp_kind { RP_KIND_POLICIES, RP_KIND_SWEEP } rp_kind;
 
 typedef struct rp_run {
@@ -144,6 +151,11 @@ typedef struct rp_run {
 	rp_reco *reco;
 	size_t nreco;
 	char prefix[32];             /* figure file prefix: "" or "run2-" */
+	/* fleet runs: the router, balance and one row per replica */
+	char *router;
+	double requests_cv, kv_used_cv;
+	rp_replica *reps;
+	size_t nreps;
 } rp_run;
 
 /* Parse one JSON text into *run (zeroed by the caller).  On failure returns

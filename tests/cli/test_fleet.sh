@@ -100,7 +100,21 @@ run 2 -q --pool big:2:a100-40gb:3 && has "$err" "tp 3 does not divide" "pool tp"
 run 2 -q --pool big:2:a100-40gb:1 --replicas 3 && has "$err" "not with --replicas" "pool and replicas"
 
 # ---- the report renders a fleet ------------------------------------------------------------
-run 0 "$tmp/tiny.csv" -q --replicas 2 --report "$tmp/rep" && report_ok && check_report "$tmp/rep"
+run 0 "$tmp/tiny.csv" -q --replicas 2 --report "$tmp/rep" && report_ok && check_report "$tmp/rep" && {
+	has "$(cat "$tmp/rep/index.html")" "<h3>Replicas</h3>" "report replica table"
+	has "$(cat "$tmp/rep/index.html")" "<tr><td>0</td><td>3</td><td>3</td><td>0</td><td>0</td>" "report replica 0 row"
+	has "$(cat "$tmp/rep/index.html")" "requests CV 0.2000" "report balance"
+}
+# a per-replica row whose accounting does not add up is refused, named
+if command -v python3 >/dev/null 2>&1 && [ -f "$tmp/t.json" ]; then
+	python3 - "$tmp/t.json" "$tmp/bad.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["fleet"]["per_replica"][1]["completed"] = 7
+json.dump(d, open(sys.argv[2], "w"))
+PY
+	expect 1 'fleet.per_replica\[1\]: arrived 2 != completed' report "$tmp/bad.json" -o "$tmp/badrep"
+fi
 
 # ---- the fewest replicas for an SLO --------------------------------------------------------
 run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --slo-tpot 0.05 --router least-requests && {
