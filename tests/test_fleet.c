@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kvs_config.h"
 #include "kvsim/fleet.h"
 #include "test_util.h"
 
@@ -223,6 +224,7 @@ static void test_one_replica_is_replay(void **state)
 	cfg_fixed(&c, 2000, false);
 	c.preemption_mode = KVS_PREEMPT_SWAP;
 	c.deploy.gpu.pcie_bytes_per_s = 1e9;
+	c.swap_bytes = 1000 * 8;   /* host room for 1000 tokens (validators scan it) */
 	assert_same_as_replay(&c, set, "round-robin");
 	cfg_fixed(&c, 4000, true);
 	c.horizon_s = 1.7;
@@ -436,7 +438,7 @@ static void test_accounting_all_routers(void **state)
 			kvs_fleet_result_destroy(r);
 		}
 	/* a horizon leaves requests unfinished: still accounted */
-	c.horizon_s = 2.0;
+	c.horizon_s = 0.013 * (double)n / 2;   /* half the arrivals */
 	kvs_fleet_result *r = fleet(&c, 4, "least-requests", 0, set, NULL);
 	const kvs_sim_stats *t = kvs_sim_result_stats(kvs_fleet_result_total(r));
 	assert_true(t->unfinished > 0);
@@ -659,6 +661,14 @@ static void test_mooncake_prefix_beats_round_robin(void **state)
 	kvs_request_set *all, *set;
 	assert_int_equal(kvs_request_set_load(path, &o, &all), KVS_OK);
 	uint64_t n = kvs_test_scaled(kvs_request_set_count(all), 300);
+	if (KVS_DEBUG >= 2) {
+		/* the validators scan the whole pool at every step: a pool of
+		 * 64k tokens per replica and the first 200 requests */
+		n = 200;
+		kvs_sizing sz;
+		assert_int_equal(kvs_size_compute(&c.deploy, &sz), KVS_OK);
+		c.kv_budget_bytes = 65536 * sz.kv_bytes_per_token;
+	}
 	if (n > kvs_request_set_count(all))
 		n = kvs_request_set_count(all);
 	assert_int_equal(kvs_request_set_create(&set), KVS_OK);
