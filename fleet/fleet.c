@@ -405,7 +405,12 @@ json_t *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,
 	for (uint32_t i = 0; i < r->n; i++) {
 		const kvs_fleet_replica_stats *s = &r->rs[i];
 		json_t *o = json_object();
-		json_object_set_new(o, "replica", json_integer((json_int_t)i));
+		char name[48];
+		if (r->cfg.npools)
+			snprintf(name, sizeof name, "%s-%u", r->cfg.pools[s->pool].name, i);
+		else
+			snprintf(name, sizeof name, "%u", i);
+		json_object_set_new(o, "name", json_string(name));
 		if (r->cfg.npools)
 			json_object_set_new(o, "pool", json_string(r->cfg.pools[s->pool].name));
 		json_object_set_new(o, "routed", json_integer((json_int_t)s->routed));
@@ -418,7 +423,8 @@ json_t *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,
 		json_object_set_new(o, "preemptions", json_integer((json_int_t)s->preemptions));
 		json_array_append_new(rows, o);
 	}
-	json_object_set_new(fl, "per_replica", rows);
+	/* top level: the report's per-replica table (docs/REPORT.md) */
+	json_object_set_new(doc, "replicas", rows);
 	if (r->cfg.npools) {
 		json_t *pools = json_array();
 		uint32_t first = 0;

@@ -306,57 +306,6 @@ static kvs_status parse_meta(const pctx *c, const json_t *root, rp_run *run)
 	return KVS_OK;
 }
 
-/* ---- fleet ------------------------------------------------------------------ */
-
-static kvs_status parse_fleet(const pctx *c, const json_t *root, rp_run *run)
-{
-	json_t *fl, *rows, *bal;
-	kvs_status st;
-	if ((st = get_obj(c, root, "", "fleet", false, &fl)) != KVS_OK || !fl)
-		return st;
-	if ((st = get_str(c, fl, "fleet", "router", false, &run->router)) != KVS_OK ||
-	    (st = get_obj(c, fl, "fleet", "balance", false, &bal)) != KVS_OK ||
-	    (st = get_arr(c, fl, "fleet", "per_replica", true, &rows)) != KVS_OK)
-		return st;
-	run->requests_cv = run->kv_used_cv = NAN;
-	if (bal && ((st = get_num(c, bal, "fleet.balance", "requests_cv", false,
-				  &run->requests_cv)) != KVS_OK ||
-		    (st = get_num(c, bal, "fleet.balance", "kv_used_cv", false,
-				  &run->kv_used_cv)) != KVS_OK))
-		return st;
-	size_t n = json_array_size(rows);
-	if (!n)
-		return KVS_OK;
-	run->reps = kvs_calloc(n, sizeof *run->reps);
-	if (!run->reps)
-		return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
-	for (size_t i = 0; i < n; i++) {
-		char path[64];
-		snprintf(path, sizeof path, "fleet.per_replica[%zu]", i);
-		json_t *o = json_array_get(rows, i);
-		if (!json_is_object(o))
-			return kvs_fail(KVS_ERR_PARSE, "%s: %s: expected an object", c->label, path);
-		rp_replica *r = &run->reps[i];
-		run->nreps = i + 1;
-		if ((st = get_str(c, o, path, "pool", false, &r->pool)) ||
-		    (st = get_count(c, o, path, "routed", &r->routed)) ||
-		    (st = get_count(c, o, path, "arrived", &r->arrived)) ||
-		    (st = get_count(c, o, path, "completed", &r->completed)) ||
-		    (st = get_count(c, o, path, "rejected", &r->rejected)) ||
-		    (st = get_count(c, o, path, "unfinished", &r->unfinished)) ||
-		    (st = get_count(c, o, path, "preemptions", &r->preemptions)) ||
-		    (st = get_num(c, o, path, "kv_used_pct", false, &r->kv_used_pct)) ||
-		    (st = get_num(c, o, path, "prefix_hit_rate_tokens", false, &r->prefix_hit_rate)))
-			return st;
-		if (r->arrived != r->completed + r->rejected + r->unfinished)
-			return kvs_fail(KVS_ERR_PARSE, "%s: %s: arrived %llu != completed + "
-					"rejected + unfinished (%llu)", c->label, path,
-					(unsigned long long)r->arrived,
-					(unsigned long long)(r->completed + r->rejected + r->unfinished));
-	}
-	return KVS_OK;
-}
-
 /* ---- policies ------------------------------------------------------------- */
 
 static kvs_status parse_series(const pctx *c, const json_t *o, const char *path,
@@ -711,15 +660,15 @@ kvs_status rp_run_parse(const char *text, size_t len, const char *label,
 		   strcmp(run->command, "compare") == 0) {
 		run->kind = RP_KIND_POLICIES;
 		st = parse_policies(&c, root, run);
-		if (st == KVS_OK)
-			st = parse_fleet(&c, root, run);
 	} else {
 		st = kvs_fail(KVS_ERR_PARSE,
-			      "%s: command: \"%s\" has no report (expected replay, compare or sweep)",
+			      "%s: command: \"%s\" has no report (expected replay, compare, fleet or sweep)",
 			      label, run->command);
 	}
 	if (st == KVS_OK)
 		st = parse_meta(&c, root, run);
+	if (st == KVS_OK && json_object_get(root, "replicas"))  /* fleet runs */
+		st = rp_replicas_parse(json_object_get(root, "replicas"), label, run);
 out:
 	json_decref(root);
 	return st;
@@ -745,10 +694,6 @@ void rp_run_free(rp_run *run)
 {
 	if (!run)
 		return;
-	for (size_t i = 0; i < run->nreps; i++)
-		kvs_free(run->reps[i].pool);
-	kvs_free(run->reps);
-	kvs_free(run->router);
 	kvs_free(run->label);
 	kvs_free(run->command);
 	kvs_free(run->version);
@@ -778,5 +723,6 @@ void rp_run_free(rp_run *run)
 		kvs_free(run->reco[i].reason);
 	}
 	kvs_free(run->reco);
+	rp_replicas_free(run);
 	memset(run, 0, sizeof *run);
 }
