@@ -185,10 +185,12 @@ static int write_native(kvs_trace *t, const char *out)
 		if (st != KVS_OK)
 			break;
 	}
-	kvs_status cst = kvs_trace_writer_close(w);
+	/* a failed run leaves no file behind (and an existing one untouched) */
 	if (st == KVS_END)
-		st = cst;
-	if (st != KVS_OK && st != KVS_END) {
+		st = kvs_trace_writer_close(w);
+	else
+		kvs_trace_writer_discard(w);
+	if (st != KVS_OK) {
 		kvs_cli_report_error("trace", st);
 		return KVS_EXIT_FAIL;
 	}

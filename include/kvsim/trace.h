@@ -222,14 +222,19 @@ kvs_status kvs_trace_summarize(kvs_trace *t, kvs_trace_summary *out);
 typedef struct kvs_trace_writer kvs_trace_writer;
 
 /* Open path ("-" is stdout) for a native trace, format KVS_TRACE_NATIVE_CSV
- * or KVS_TRACE_NATIVE_JSONL.  with_hashes adds the hash columns (CSV). */
+ * or KVS_TRACE_NATIVE_JSONL.  with_hashes adds the hash columns (CSV).  The
+ * trace is written to a temporary file beside path (kvs_outfile) that
+ * kvs_trace_writer_close renames to path; path is untouched until then. */
 kvs_status kvs_trace_writer_open(const char *path, kvs_trace_format format,
 				 bool with_hashes, kvs_trace_writer **out);
 /* A "# text" comment line (before the first request, CSV and JSONL). */
 kvs_status kvs_trace_writer_comment(kvs_trace_writer *w, const char *text);
 kvs_status kvs_trace_writer_put(kvs_trace_writer *w, const kvs_request *r);
-/* Flush and close; KVS_ERR_IO if any write failed.  NULL is a no-op. */
+/* Flush, close and rename to the path; KVS_ERR_IO if any write failed (and
+ * then nothing is left at the path).  NULL is a no-op. */
 kvs_status kvs_trace_writer_close(kvs_trace_writer *w);
+/* Close and remove what was written: for a run that failed.  NULL: no-op. */
+void kvs_trace_writer_discard(kvs_trace_writer *w);
 
 /* ---- synthetic workload generator (kvsim gen) ----------------------------- */
 
