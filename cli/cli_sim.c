@@ -72,10 +72,11 @@ static int parse_linear(kvs_args *it, kvs_cli_sim *c)
 	snprintf(buf, sizeof buf, "%s", v);
 	char *save = NULL;
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == 4 || !kvs_parse_double(tok, &x[n]) || x[n] < 0) {
+		if (n == 4 || !kvs_parse_double(tok, &x[n]) || !(x[n] >= 0) ||
+		    x[n] > KVS_COST_MAX_COEF_S) {
 			kvs_args_usage_error(it, "%s: expected BASE_S[,PER_TOKEN_S[,PER_CONTEXT_"
-					     "TOKEN_S[,PER_SEQ_S]]] (non-negative numbers), got '%s'",
-					     it->flag, v);
+					     "TOKEN_S[,PER_SEQ_S]]] (numbers in [0, %g] s), got '%s'",
+					     it->flag, KVS_COST_MAX_COEF_S, v);
 			return -1;
 		}
 		n++;
@@ -792,7 +793,12 @@ int kvs_cli_json_output(const char *cmd, const json_t *doc, kvs_outfile *json_ou
 		if (rp.shown)
 			fprintf(stderr, "\r%*s\r", 78, "");
 		if (st != KVS_OK) {
-			fprintf(stderr, "kvsim %s: --report: %s\n", cmd, kvs_last_error());
+			/* the message names the run by its label: said once */
+			const char *msg = kvs_last_error();
+			size_t ll = strlen(label);
+			if (strncmp(msg, label, ll) == 0 && strncmp(msg + ll, ": ", 2) == 0)
+				msg += ll + 2;
+			fprintf(stderr, "kvsim %s: --report: %s\n", cmd, msg);
 			rc = KVS_EXIT_FAIL;
 		} else if (!quiet) {
 			fprintf(stderr, "kvsim %s: report written to %s/index.html\n", cmd,

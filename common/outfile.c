@@ -119,7 +119,7 @@ kvs_status kvs_outfile_open(const char *path, kvs_outfile **out)
 	bool exists = stat(path, &sb) == 0;
 	if (exists && S_ISDIR(sb.st_mode)) {
 		outfile_free(o);
-		return kvs_fail(KVS_ERR_IO, "%s: cannot write: is a directory", path);
+		return kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path, strerror(EISDIR));
 	}
 	if (exists && !S_ISREG(sb.st_mode)) {
 		/* a device or FIFO: written in place */
@@ -167,7 +167,7 @@ kvs_status kvs_outfile_open(const char *path, kvs_outfile **out)
 	pthread_sigmask(SIG_SETMASK, &prev, NULL);
 	if (fd < 0) {
 		kvs_status st = kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path,
-					 e == ENOENT ? "no such directory" : strerror(e));
+					 strerror(e));
 		outfile_free(o);
 		return st;
 	}

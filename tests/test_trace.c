@@ -498,7 +498,7 @@ static void test_writer_roundtrip(void **state)
 			 KVS_ERR_INVALID);
 	assert_int_equal(kvs_trace_writer_open("/nonexistent-dir/x.csv", KVS_TRACE_NATIVE_CSV,
 					       false, &w), KVS_ERR_IO);
-	assert_non_null(strstr(kvs_last_error(), "/nonexistent-dir/x.csv: cannot create"));
+	assert_non_null(strstr(kvs_last_error(), "/nonexistent-dir/x.csv: cannot write"));
 }
 
 static void test_headerless_forced(void **state)
