@@ -1698,10 +1698,15 @@ static kvs_status resolve(const kvs_sim_config *cfg, kvs_sizing *sz,
 		return kvs_fail(KVS_ERR_INVALID, "KV bytes per token is 0");
 	if (!*budget)
 		return kvs_fail(KVS_ERR_INVALID,
-				"no KV cache memory left on %s for %s: the weights and the "
-				"reserve take the whole --gpu-memory-utilization share "
-				"(try more --tp, a larger GPU or a smaller --dtype)",
-				d->gpu.name, d->model.name);
+				"no KV cache memory left for %s: the weights (%llu B) and "
+				"the reserve (%llu B) take the whole usable %llu B (device "
+				"memory %llu B, from --gpu-mem or the %s preset, x "
+				"--gpu-memory-utilization; try more --tp, more memory or a "
+				"smaller --dtype)", d->model.name,
+				(unsigned long long)sz->weight_bytes,
+				(unsigned long long)sz->reserve_bytes,
+				(unsigned long long)sz->usable_bytes,
+				(unsigned long long)d->gpu.mem_bytes, d->gpu.name);
 	uint64_t m = d->max_model_len ? d->max_model_len : d->model.max_position_embeddings;
 	if (m == 0)
 		return kvs_fail(KVS_ERR_INVALID, "max_model_len unknown: give --max-model-len");

@@ -485,6 +485,18 @@ static kvs_status detect_csv(kvs_trace *t, const char *line, size_t len, uint64_
 		if (want != KVS_TRACE_AUTO && want != lay->fmt)
 			continue;
 		if (header_matches(t, lay)) {
+			/* a column named twice is ambiguous (which one holds the
+			 * value?): refused, as JSON refuses duplicate keys */
+			for (uint32_t a = 0; a < t->nf; a++)
+				for (uint32_t b = a + 1; b < t->nf; b++)
+					if (strcasecmp(t->fbuf + t->foff[a], t->fbuf + t->foff[b]) == 0) {
+						t->st.failed_lines++;
+						return kvs_fail(KVS_ERR_PARSE, "%s:%llu: header: "
+								"column \"%s\" appears twice "
+								"(columns %u and %u)", t->path,
+								(unsigned long long)ln,
+								t->fbuf + t->foff[a], a + 1, b + 1);
+					}
 			t->lay = lay;
 			t->fmt = lay->fmt;
 			t->st.header_lines++;
@@ -550,6 +562,20 @@ static kvs_status detect(kvs_trace *t)
 		if (ln == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
 			line += 3; /* UTF-8 byte order mark */
 			len -= 3;
+		}
+		if (ln == 1 && len >= 2 && ((unsigned char)line[0] == 0xff || (unsigned char)line[0] == 0xfe) &&
+		    ((unsigned char)line[1] == 0xfe || (unsigned char)line[1] == 0xff) && line[0] != line[1]) {
+			t->st.failed_lines++;
+			return kvs_fail(KVS_ERR_PARSE, "%s:1: the file is UTF-16 text (byte-order "
+					"mark %02X %02X); traces are UTF-8 or ASCII: convert it "
+					"(iconv -f UTF-16 -t UTF-8)", t->path,
+					(unsigned char)line[0], (unsigned char)line[1]);
+		}
+		if (memchr(line, '\0', len)) {
+			t->st.failed_lines++;
+			return kvs_fail(KVS_ERR_PARSE, "%s:%llu: the line holds NUL bytes: a "
+					"UTF-16 text or a binary file, not a UTF-8 trace", t->path,
+					(unsigned long long)ln);
 		}
 		if (is_blank(line, len)) {
 			t->st.blank_lines++;
@@ -1078,7 +1104,9 @@ static kvs_status yield_hashes(kvs_trace *t, const slot *s, uint32_t prompt,
 			      bs, src);
 	}
 	if (st != KVS_OK)
-		return st;
+		return kvs_fail(st, "%s:%llu: %s: %s", t->path, (unsigned long long)s->line,
+				t->lay->names[C_HASHES] ? t->lay->names[C_HASHES] : "hash_ids",
+				kvs_last_error());
 	req->hash_ids = nout ? t->out_ids : NULL;
 	req->num_hash_ids = nout;
 	req->hash_block_tokens = bs;
