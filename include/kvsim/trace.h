@@ -203,6 +203,10 @@ typedef struct kvs_trace_summary {
 	                             * 2^20-token prompts) */
 	uint64_t hit_blocks;        /* blocks found in the cache */
 	uint64_t unique_blocks;     /* distinct hash ids seen */
+	uint64_t prefix_requests;   /* requests the prefix figures cover: all,
+	                             * unless prefix_capped */
+	bool prefix_capped;         /* KVS_SUMMARY_MAX_IDS distinct ids reached:
+	                             * the prefix figures stop there */
 	double prefix_hit_blocks;   /* hit_blocks / full_blocks */
 	double prefix_hit_tokens;   /* hit_blocks * block / prompt_tokens_total */
 	uint64_t sessions;          /* distinct non-zero session ids */
@@ -211,10 +215,18 @@ typedef struct kvs_trace_summary {
 	kvs_trace_stats reader;
 } kvs_trace_summary;
 
+/* Most distinct hash ids (at the trace's own granularity) the summary's
+ * prefix cache holds: 2^25, 768 MiB. */
+#define KVS_SUMMARY_MAX_IDS (1ull << 25)
+
 /* Read every request of an open reader (to KVS_END) and summarise it.
  * Memory: constant for the arrival and length statistics; the prefix cache
- * and the session set grow with the distinct hash ids / sessions (16 bytes
- * each).  On error the summary is untouched. */
+ * grows with the distinct hash ids at the trace's own granularity (24
+ * bytes each, whatever the block size the reader splits them to), up to
+ * KVS_SUMMARY_MAX_IDS, past which the prefix figures cover the requests
+ * before and the rest is still read and counted; the session set grows
+ * with the distinct sessions (16 bytes each).  On error the summary is
+ * untouched. */
 kvs_status kvs_trace_summarize(kvs_trace *t, kvs_trace_summary *out);
 
 /* ---- native writer ------------------------------------------------------- */
