@@ -490,7 +490,8 @@ kvs_status kvs_sweep_run_ex(const kvs_sweep_config *cfg, const kvs_request_set *
 		return st;
 	uint64_t nreq = kvs_request_set_count(set);
 	if (nreq == 0)
-		return kvs_fail(KVS_ERR_INVALID, "sweep: the trace has no requests");
+		return kvs_fail(KVS_ERR_INVALID, "%s: the trace has no requests to sweep",
+				kvs_request_set_path(set) ? kvs_request_set_path(set) : "trace");
 	kvs_sweep_result *R = kvs_calloc(1, sizeof *R);
 	size_t n = cfg->npolicies * cfg->nblock_sizes;
 	item *items = kvs_calloc(n, sizeof *items);
