@@ -58,10 +58,17 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
+/* the process's umask, read once (reading it means setting it: doing so
+ * at every open would race with files other threads create) */
+static _Atomic(int) file_mask = -1;
+
 static void install_handlers(void)
 {
 	if (atomic_flag_test_and_set(&handlers_set))
 		return;
+	mode_t m = umask(0);
+	umask(m);
+	atomic_store(&file_mask, (int)m);
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
 	for (size_t i = 0; i < KVS_ARRAY_LEN(sigs); i++) {
 		struct sigaction old;
@@ -179,9 +186,12 @@ kvs_status kvs_outfile_open(const char *path, kvs_outfile **out)
 				path, KVS_OUTFILE_MAX_OPEN);
 	}
 	/* the mode a plain fopen would give, or the replaced file's */
-	mode_t mask = umask(0);
-	umask(mask);
-	fchmod(fd, exists ? (sb.st_mode & 07777) : (0666 & ~mask));
+	int mask = atomic_load(&file_mask);
+	if (mask < 0)
+		mask = 022; /* another thread is installing the handlers */
+	if (fchmod(fd, exists ? (sb.st_mode & 07777) : (0666 & ~(mode_t)mask)) != 0) {
+		/* the file keeps mkstemp's 0600: readable by its owner still */
+	}
 	o->f = fdopen(fd, "w");
 	if (!o->f) {
 		kvs_status st = kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
