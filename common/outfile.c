@@ -12,7 +12,8 @@
  *
  * "-" is standard output, and a target that exists and is not a regular
  * file (a FIFO, /dev/null, /dev/full, a terminal) is written in place:
- * neither can be renamed over.
+ * neither can be renamed over.  A symbolic link to a file has the file
+ * replaced (beside it, in its own directory) and stays a link.
  *
  * The live temporary names sit in a fixed table read by the signal
  * handler (unlink is async-signal-safe); at most KVS_OUTFILE_MAX_OPEN
@@ -147,6 +148,23 @@ kvs_status kvs_outfile_open(const char *path, kvs_outfile **out)
 					 strerror(errno));
 		outfile_free(o);
 		return st;
+	}
+	/* a symbolic link to a file: the file is replaced, the link kept */
+	struct stat lsb;
+	if (exists && lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode)) {
+		char *real = realpath(path, NULL);
+		if (real) {
+			char *dup = kvs_strdup(real);
+			free(real);
+			if (!dup) {
+				outfile_free(o);
+				return kvs_fail(KVS_ERR_NOMEM, "%s: no memory for an output file",
+						path);
+			}
+			kvs_free(o->path);
+			o->path = dup;
+			path = o->path;
+		}
 	}
 	const char *slash = strrchr(path, '/');
 	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;

@@ -128,6 +128,18 @@ static void test_outfile(void **state)
 	assert_int_equal(kvs_outfile_commit(o), KVS_ERR_IO);
 	assert_non_null(strstr(kvs_last_error(), "/dev/full: write failed"));
 
+	/* a link to a file: the file is replaced, the link stays a link */
+	char link[300];
+	snprintf(link, sizeof link, "%s/link.txt", dir);
+	assert_int_equal(symlink("out.txt", link), 0);
+	assert_int_equal(kvs_outfile_write_all(link, "third\n", 6), KVS_OK);
+	struct stat lsb;
+	assert_int_equal(lstat(link, &lsb), 0);
+	assert_true(S_ISLNK(lsb.st_mode));
+	assert_string_equal(slurp(path), "third\n");
+	assert_int_equal(count_files(dir, "."), 2); /* "." and ".." only */
+
+	unlink(link);
 	unlink(path);
 	assert_int_equal(rmdir(dir), 0);
 }
