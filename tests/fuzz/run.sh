@@ -42,15 +42,30 @@ wanted() {
 	for w in "${only[@]}"; do [ "$w" = "$1" ] && return 0; done
 	return 1
 }
+# cpu_s FILE: user + system CPU seconds of the finished children in the
+# output of bash's `times` (run in this shell, not a subshell: a subshell's
+# children times start at 0)
+cpu_s() {
+	awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); t += p[1] * 60 + p[2] } printf "%.2f", t }' "$1"
+}
 # run NAME BIN CORPUS MAXLEN: one timed libFuzzer run
 run() {
 	local name=$1 bin=$2 corpus=$3 maxlen=$4
 	echo "== fuzz $name (${secs}s)"
 	local log="$out/fuzz_$name.log"
-	if (cd "$out" && ASAN_OPTIONS=detect_leaks=1 "$bin" -max_total_time="$secs" \
+	local t0 t1 ok=0
+	times > "$out/.times0"
+	t0=$(cpu_s "$out/.times0")
+	(cd "$out" && ASAN_OPTIONS=detect_leaks=1 "$bin" -max_total_time="$secs" \
 		-max_len="$maxlen" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-		"$corpus" > "$log" 2>&1); then
-		grep -E "^Done|stat::number_of_executed_units" "$log" || true
+		"$corpus" > "$log" 2>&1) || ok=$?
+	times > "$out/.times1"
+	t1=$(cpu_s "$out/.times1")
+	# the fuzzer's CPU time (wall time is --max_total_time; a shared
+	# machine gives it less)
+	echo "cpu $name: $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+	if [ "$ok" -eq 0 ]; then
+		grep -E "^Done|stat::number_of_executed_units|stat::new_units_added" "$log" || true
 	else
 		rc=1
 		echo "fuzz $name FAILED (full log: $log)"
