@@ -25,32 +25,8 @@ static int parse_policies(kvs_args *it, kvs_cli_sim *c, bool one)
 	const char *v = kvs_args_value(it);
 	if (!v)
 		return -1;
-	char buf[256];
-	if (strlen(v) >= sizeof buf) {
-		kvs_args_usage_error(it, "%s: list too long", it->flag);
-		return -1;
-	}
-	strcpy(buf, v);
-	c->npolicies = 0;
-	char *save = NULL;
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		kvs_policy p;
-		if (kvs_policy_parse(tok, &p) != KVS_OK) {
-			kvs_args_usage_error(it, "%s: unknown policy '%s' (paged, max, pow2, "
-					     "oracle, vattention)", it->flag, tok);
-			return -1;
-		}
-		for (size_t i = 0; i < c->npolicies; i++)
-			if (c->policies[i] == p) {
-				kvs_args_usage_error(it, "%s: policy '%s' given twice", it->flag, tok);
-				return -1;
-			}
-		if (c->npolicies == KVS_POLICY_COUNT_)
-			break;
-		c->policies[c->npolicies++] = p;
-	}
-	if (c->npolicies == 0) {
-		kvs_args_usage_error(it, "%s: no policy given", it->flag);
+	if (kvs_policy_parse_list(v, c->policies, KVS_POLICY_CAP, &c->npolicies) != KVS_OK) {
+		kvs_args_usage_error(it, "%s: %s", it->flag, kvs_last_error());
 		return -1;
 	}
 	if (one && c->npolicies > 1) {
@@ -205,7 +181,8 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 {
 	c->cfg.deploy = *d;
 	if (c->npolicies == 0) {
-		c->policies[0] = KVS_POLICY_PAGED;
+		/* the first registered policy (paged) */
+		c->policies[0] = (kvs_policy)0;
 		c->npolicies = 1;
 	}
 	c->cfg.policy = c->policies[0];
@@ -254,17 +231,60 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 	return true;
 }
 
+/* The --policy / --policies lines, from the registry: the names wrapped
+ * at 79 columns under the description column. */
+static void print_policy_flag(FILE *f, bool several)
+{
+	static const char *const count[] = { "none", "one", "two", "three", "four",
+		"five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+		"thirteen", "fourteen", "fifteen", "sixteen" };
+	const int indent = 31, width = 79;
+	size_t n = kvs_policy_count();
+	int col = fprintf(f, "  %-*s%s", indent - 2, several ? "--policies LIST" : "--policy P",
+			  several ? "comma-separated:" : "");
+	for (size_t i = 0; i < n; i++) {
+		char word[96];
+		const char *name = kvs_policy_name((kvs_policy)i);
+		if (several)
+			snprintf(word, sizeof word, "%s%s", name, i + 1 < n ? "," : "");
+		else
+			snprintf(word, sizeof word, "%s%s%s", name, i == 0 ? " (default)" : "",
+				 i + 1 < n ? "," : "");
+		bool first = !several && i == 0;
+		if (!first && col + 1 + (int)strlen(word) > width) {
+			col = fprintf(f, "\n%*s", indent, "") - 1;
+			first = true;
+		}
+		col += fprintf(f, "%s%s", first ? "" : " ", word);
+	}
+	if (several) {
+		char tail[64];
+		snprintf(tail, sizeof tail, "(default: all %s)",
+			 n < KVS_ARRAY_LEN(count) ? count[n] : "of them");
+		if (col + 1 + (int)strlen(tail) > width)
+			fprintf(f, "\n%*s%s\n", indent, "", tail);
+		else
+			fprintf(f, " %s\n", tail);
+	} else {
+		fputc('\n', f);
+	}
+}
+
+static void print_policies(FILE *f)
+{
+	size_t n = kvs_policy_count();
+	fprintf(f, "policies:\n");
+	for (size_t i = 0; i < n; i++) {
+		const kvs_policy_info *p = kvs_policy_get((kvs_policy)i);
+		fprintf(f, "  %-29s%s\n", p->name, p->help ? p->help : "");
+	}
+}
+
 void kvs_cli_sim_help(FILE *f, bool several)
 {
 	fprintf(f,
 		"engine (vLLM names where vLLM has one):\n");
-	if (several)
-		fprintf(f,
-			"  --policies LIST              comma-separated: paged, max, pow2, oracle,\n"
-			"                               vattention (default: all five)\n");
-	else
-		fprintf(f,
-			"  --policy P                   paged (default), max, pow2, oracle, vattention\n");
+	print_policy_flag(f, several);
 	fprintf(f,
 		"  --max-num-seqs N             running sequences at most (default 256)\n"
 		"  --max-num-batched-tokens N   tokens per step; prompts are chunked to fit\n"
@@ -302,6 +322,8 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --no-fast-path               step one token at a time (slow; for checking)\n"
 		"  --wall-time                  record the run's wall time in the JSON (not\n"
 		"                               byte-identical between runs then)\n");
+	fputc('\n', f);
+	print_policies(f);
 }
 
 /* ---- progress -------------------------------------------------------------- */
@@ -580,11 +602,11 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 	}
 	/* ratios paged / each */
 	const kvs_sim_stats *paged = NULL;
-	for (size_t i = 0; i < n; i++)
-		if (kvs_sim_result_stats(res[i])->policy == KVS_POLICY_PAGED)
+	for (size_t i = 0; i < n && !paged; i++)
+		if (kvs_policy_has(kvs_sim_result_stats(res[i])->policy, KVS_TRAIT_BASELINE))
 			paged = kvs_sim_result_stats(res[i]);
 	if (paged && n > 1) {
-		fprintf(f, "paged / each policy\n");
+		fprintf(f, "%s / each policy\n", kvs_policy_name(paged->policy));
 		static const struct { const char *label; getter g; } rr[] = {
 			{ "  concurrency (mean)", g_cmean },
 			{ "  throughput (output tokens/s)", g_otps },
@@ -852,9 +874,9 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	if (it.error)
 		return KVS_EXIT_USAGE;
 	if (several && sim.npolicies == 0) {
-		for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+		sim.npolicies = kvs_policy_count();
+		for (size_t p = 0; p < sim.npolicies; p++)
 			sim.policies[p] = (kvs_policy)p;
-		sim.npolicies = KVS_POLICY_COUNT_;
 	}
 	if (!several && sim.npolicies > 1) {
 		fprintf(stderr, "kvsim replay: one policy per replay; use 'kvsim compare "
@@ -898,7 +920,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			out_close(cmd, "--requests", reqcsv, rcsv.f, true);
 		return KVS_EXIT_FAIL;
 	}
-	kvs_sim_result *res[KVS_POLICY_COUNT_] = { 0 };
+	kvs_sim_result *res[KVS_POLICY_CAP] = { 0 };
 	size_t nres = 0;
 	kvs_trace_stats tstats;
 	memset(&tstats, 0, sizeof tstats);

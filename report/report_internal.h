@@ -29,13 +29,14 @@ typedef struct rp_rgb {
 } rp_rgb;
 
 rp_rgb rp_part_color(int part);
-/* Fixed colours for the known policies (paged, max, pow2, oracle,
- * vattention); any other name gets a colour from its hash, so a policy keeps
- * its colour in every figure and table. */
+/* The registry's colour for a registered policy (allocator/registry.c); any
+ * other name gets a colour from its hash, so a policy keeps its colour in
+ * every figure and table. */
 rp_rgb rp_policy_color(const char *policy);
 /* "#rrggbb" into buf (8 bytes). */
 void rp_rgb_hex(rp_rgb c, char buf[8]);
-/* Display rank of a policy name: known policies first, in a fixed order. */
+/* Display rank of a policy name: registered policies first, in registry
+ * order. */
 int rp_policy_rank(const char *policy);
 
 /* ---- a replay / compare run ---------------------------------------------- */

@@ -346,10 +346,11 @@ json_t *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
 	set(doc, "engine", kvs_sim_engine_json(cfg, &results[0]->st));
 	set(doc, "trace", kvs_sim_trace_json(trace_path, format, tstats, &results[0]->st));
 	json_t *pol = json_object();
+	/* the ratios are taken against the registry's baseline policy */
 	const kvs_sim_stats *paged = NULL;
 	for (size_t i = 0; i < n; i++) {
 		set(pol, kvs_policy_name(results[i]->st.policy), kvs_sim_result_json(results[i]));
-		if (results[i]->st.policy == KVS_POLICY_PAGED)
+		if (!paged && kvs_policy_has(results[i]->st.policy, KVS_TRAIT_BASELINE))
 			paged = &results[i]->st;
 	}
 	set(doc, "policies", pol);
@@ -357,7 +358,7 @@ json_t *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
 		json_t *rs = json_object();
 		for (size_t i = 0; i < n; i++) {
 			const kvs_sim_stats *o = &results[i]->st;
-			if (o->policy == KVS_POLICY_PAGED)
+			if (o == paged)
 				continue;
 			json_t *r = json_object();
 			set(r, "concurrency", ratio(paged->concurrency_mean, o->concurrency_mean));

@@ -19,17 +19,18 @@
 #include <stdarg.h>
 #include <string.h>
 
-/* oracle knows each request's output length in advance: a bound */
+/* a bound (oracle knows each request's output length in advance) is
+ * never recommended */
 static bool deployable(kvs_policy p)
 {
-	return p != KVS_POLICY_ORACLE;
+	return !kvs_policy_has(p, KVS_TRAIT_BOUND);
 }
 
-/* paged is the only policy whose allocation and kernel vary with the block
- * size; the others reserve contiguously and read KV contiguously */
+/* whether the policy's allocation and kernel vary with the block size;
+ * the others are named without one */
 static bool by_block(kvs_policy p)
 {
-	return p == KVS_POLICY_PAGED;
+	return kvs_policy_has(p, KVS_TRAIT_BLOCK_GRANULAR);
 }
 
 static double nan_hi(double v)
