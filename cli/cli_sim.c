@@ -644,18 +644,6 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 
 /* ---- replay / compare ---------------------------------------------------------- */
 
-typedef struct req_csv {
-	FILE *f;
-	const char *policy;
-} req_csv;
-
-static void on_request_row(void *ctx, const kvs_sim_request_record *r)
-{
-	req_csv *rc = ctx;
-	fprintf(rc->f, "%s,", rc->policy);
-	kvs_sim_request_csv_row(rc->f, r);
-}
-
 /* An output named by a flag: "-" is standard output; the message names the
  * flag, the path and the reason. */
 static FILE *out_open(const char *cmd, const char *flag, const char *path)
@@ -681,23 +669,6 @@ static bool out_close(const char *cmd, const char *flag, const char *path, FILE 
 		fprintf(stderr, "kvsim %s: %s: %s: write failed%s%s\n", cmd, flag, path,
 			errno ? ": " : "", errno ? strerror(errno) : "");
 	return !bad;
-}
-
-static void write_timeseries(FILE *f, kvs_sim_result *const *res, size_t n)
-{
-	fprintf(f, "policy,t_s,token_states_pct,reservation_pct,internal_fragmentation_pct,"
-		   "external_fragmentation_pct,cached_idle_pct,free_pct,running,waiting\n");
-	for (size_t i = 0; i < n; i++) {
-		size_t ns;
-		const kvs_sim_sample *s = kvs_sim_result_samples(res[i], &ns, NULL);
-		const char *name = kvs_policy_name(kvs_sim_result_stats(res[i])->policy);
-		for (size_t k = 0; k < ns; k++)
-			fprintf(f, "%s,%.9g,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%u,%llu\n", name,
-				s[k].t_s, s[k].mem.token_states, s[k].mem.reservation,
-				s[k].mem.internal_frag, s[k].mem.external_frag,
-				s[k].mem.cached_idle, s[k].mem.free, s[k].running,
-				(unsigned long long)s[k].waiting);
-	}
 }
 
 /* ---- --json and --report --------------------------------------------------- */
@@ -773,28 +744,15 @@ int kvs_cli_json_output(const char *cmd, const json_t *doc, const char *json_pat
 	if (!json_path && !report_dir)
 		return KVS_EXIT_OK;
 	/* one text for both outputs */
-	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
+	char *text = kvs_sim_json_text(doc);
 	if (!text) {
 		fprintf(stderr, "kvsim %s: out of memory (JSON)\n", cmd);
 		return KVS_EXIT_FAIL;
 	}
 	int rc = KVS_EXIT_OK;
-	if (json_path) {
-		bool to_stdout = strcmp(json_path, "-") == 0;
-		FILE *f = to_stdout ? stdout : fopen(json_path, "w");
-		if (!f) {
-			fprintf(stderr, "kvsim %s: --json: %s: cannot write: %s\n", cmd, json_path,
-				strerror(errno));
-			rc = KVS_EXIT_FAIL;
-		} else {
-			bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-			ok = (to_stdout ? fflush(f) == 0 : fclose(f) == 0) && ok;
-			if (!ok) {
-				fprintf(stderr, "kvsim %s: --json: %s: write failed: %s\n", cmd,
-					json_path, strerror(errno));
-				rc = KVS_EXIT_FAIL;
-			}
-		}
+	if (json_path && kvs_sim_json_write_text(text, json_path) != KVS_OK) {
+		fprintf(stderr, "kvsim %s: --json: %s\n", cmd, kvs_last_error());
+		rc = KVS_EXIT_FAIL;
 	}
 	if (rc == KVS_EXIT_OK && report_dir) {
 		kvs_report_opts o;
@@ -895,7 +853,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 
 	int rc = KVS_EXIT_OK;
 	/* the output files open now, so that a bad path fails before the runs */
-	req_csv rcsv = { NULL, NULL };
+	kvs_sim_request_csv rcsv = { NULL, NULL };
 	FILE *tsf = NULL;
 	if (tscsv && !(tsf = out_open(cmd, "--timeseries", tscsv)))
 		return KVS_EXIT_FAIL;
@@ -905,7 +863,6 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 				out_close(cmd, "--timeseries", tscsv, tsf, true);
 			return KVS_EXIT_FAIL;
 		}
-		fputs("policy,", rcsv.f);
 		kvs_sim_request_csv_header(rcsv.f);
 	}
 	/* standard input is read once into memory; files are streamed once
@@ -934,7 +891,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		cfg.policy = sim.policies[i];
 		if (rcsv.f) {
 			rcsv.policy = kvs_policy_name(cfg.policy);
-			cfg.on_request = on_request_row;
+			cfg.on_request = kvs_sim_request_csv_on_request;
 			cfg.on_request_ctx = &rcsv;
 		}
 		if (set) {
@@ -985,7 +942,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	}
 	if (tsf) {
 		if (rc == KVS_EXIT_OK)
-			write_timeseries(tsf, res, nres);
+			(void)kvs_sim_timeseries_csv(res, nres, tsf); /* errors: out_close */
 		if (!out_close(cmd, "--timeseries", tscsv, tsf, rc != KVS_EXIT_OK) &&
 		    rc == KVS_EXIT_OK)
 			rc = KVS_EXIT_FAIL;

@@ -43,10 +43,14 @@ json_t *kvs_sim_model_json(const kvs_model *m)
 	set(o, "num_params", jint(m->num_params));
 	set(o, "num_active_params", jint(m->num_active_params ? m->num_active_params
 							       : m->num_params));
+	set(o, "params_from_config", json_boolean(m->params_from_config));
 	set(o, "dtype", json_string(kvs_dtype_name(m->dtype)));
 	set(o, "sliding_window", jint(m->sliding_window));
+	set(o, "num_sliding_layers", jint(m->num_sliding_layers));
 	set(o, "num_experts", jint(m->num_experts));
+	set(o, "num_experts_per_tok", jint(m->num_experts_per_tok));
 	set(o, "kv_lora_rank", jint(m->kv_lora_rank));
+	set(o, "qk_rope_head_dim", jint(m->qk_rope_head_dim));
 	return o;
 }
 
@@ -373,20 +377,18 @@ json_t *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
 	return doc;
 }
 
-kvs_status kvs_sim_json_write(const json_t *doc, const char *path)
+char *kvs_sim_json_text(const json_t *doc)
 {
-	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
-	if (!text)
-		return kvs_fail(KVS_ERR_NOMEM, "out of memory (JSON)");
+	return json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
+}
+
+kvs_status kvs_sim_json_write_text(const char *text, const char *path)
+{
 	bool to_stdout = strcmp(path, "-") == 0;
 	FILE *f = to_stdout ? stdout : fopen(path, "w");
-	if (!f) {
-		int e = errno;
-		free(text);
-		return kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path, strerror(e));
-	}
+	if (!f)
+		return kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
 	bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-	free(text);
 	if (to_stdout)
 		ok = fflush(f) == 0 && ok;
 	else
@@ -396,16 +398,30 @@ kvs_status kvs_sim_json_write(const json_t *doc, const char *path)
 	return KVS_OK;
 }
 
-kvs_status kvs_sim_timeseries_csv(const kvs_sim_result *r, FILE *f)
+kvs_status kvs_sim_json_write(const json_t *doc, const char *path)
 {
-	fprintf(f, "t_s,token_states_pct,reservation_pct,internal_fragmentation_pct,"
+	char *text = kvs_sim_json_text(doc);
+	if (!text)
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (JSON)");
+	kvs_status st = kvs_sim_json_write_text(text, path);
+	free(text);
+	return st;
+}
+
+kvs_status kvs_sim_timeseries_csv(kvs_sim_result *const *res, size_t n, FILE *f)
+{
+	fprintf(f, "policy,t_s,token_states_pct,reservation_pct,internal_fragmentation_pct,"
 		   "external_fragmentation_pct,cached_idle_pct,free_pct,running,waiting\n");
-	for (size_t i = 0; i < r->nsamples; i++) {
-		const kvs_sim_sample *s = &r->samples[i];
-		fprintf(f, "%.9g,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%u,%llu\n", s->t_s,
-			s->mem.token_states, s->mem.reservation, s->mem.internal_frag,
-			s->mem.external_frag, s->mem.cached_idle, s->mem.free,
-			s->running, (unsigned long long)s->waiting);
+	for (size_t i = 0; i < n; i++) {
+		const kvs_sim_result *r = res[i];
+		const char *name = kvs_policy_name(r->st.policy);
+		for (size_t k = 0; k < r->nsamples; k++) {
+			const kvs_sim_sample *s = &r->samples[k];
+			fprintf(f, "%s,%.9g,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%u,%llu\n", name,
+				s->t_s, s->mem.token_states, s->mem.reservation,
+				s->mem.internal_frag, s->mem.external_frag, s->mem.cached_idle,
+				s->mem.free, s->running, (unsigned long long)s->waiting);
+		}
 	}
 	if (ferror(f))
 		return kvs_fail(KVS_ERR_IO, "time series: write failed");
@@ -414,7 +430,7 @@ kvs_status kvs_sim_timeseries_csv(const kvs_sim_result *r, FILE *f)
 
 void kvs_sim_request_csv_header(FILE *f)
 {
-	fprintf(f, "index,line,outcome,reason,arrival_s,admitted_s,first_token_s,"
+	fprintf(f, "policy,index,line,outcome,reason,arrival_s,admitted_s,first_token_s,"
 		   "finish_s,prompt_tokens,output_tokens,cached_tokens,preemptions,"
 		   "num_samples\n");
 }
@@ -427,10 +443,10 @@ static void opt_time(FILE *f, double t)
 		fputs(",", f);
 }
 
-void kvs_sim_request_csv_row(FILE *f, const kvs_sim_request_record *r)
+void kvs_sim_request_csv_row(FILE *f, const char *policy, const kvs_sim_request_record *r)
 {
 	static const char *const outcome[] = { "completed", "rejected", "unfinished" };
-	fprintf(f, "%llu,%llu,%s,%s", (unsigned long long)r->index,
+	fprintf(f, "%s,%llu,%llu,%s,%s", policy, (unsigned long long)r->index,
 		(unsigned long long)r->line, outcome[r->outcome],
 		r->outcome == KVS_SIM_REJECTED ? kvs_sim_reject_name(r->reason) : "");
 	fprintf(f, ",%.9f", r->arrival_s);
@@ -439,4 +455,10 @@ void kvs_sim_request_csv_row(FILE *f, const kvs_sim_request_record *r)
 	opt_time(f, r->finish_s);
 	fprintf(f, ",%u,%u,%u,%u,%u\n", r->prompt_tokens, r->output_tokens,
 		r->cached_tokens, r->preemptions, r->num_samples ? r->num_samples : 1);
+}
+
+void kvs_sim_request_csv_on_request(void *ctx, const kvs_sim_request_record *r)
+{
+	const kvs_sim_request_csv *c = ctx;
+	kvs_sim_request_csv_row(c->f, c->policy, r);
 }

@@ -375,15 +375,29 @@ json_t *kvs_sim_report_json(const char *command,
 			    const char *trace_path, kvs_trace_format format,
 			    const kvs_trace_stats *tstats);
 
-/* Write a document with sorted keys and 2-space indent to path ("-" =
- * stdout); errors name the file. */
+/* A document as text: sorted keys, 2-space indent, 12 significant digits
+ * (the one format of every replay, compare and sweep file).  The caller
+ * frees it with free(); NULL on allocation failure. */
+char *kvs_sim_json_text(const json_t *doc);
+/* Write text and a newline to path ("-" = stdout, flushed); errors name
+ * the file (KVS_ERR_IO). */
+kvs_status kvs_sim_json_write_text(const char *text, const char *path);
+/* kvs_sim_json_text + kvs_sim_json_write_text. */
 kvs_status kvs_sim_json_write(const json_t *doc, const char *path);
 
-/* CSV writers: the time series of one result; request records (header once,
- * then one row per call). */
-kvs_status kvs_sim_timeseries_csv(const kvs_sim_result *r, FILE *f);
+/* CSV writers (docs/REPORT-JSON.md): the time series of n results, one
+ * row per sample with the policy first; request records (header once, then
+ * one row per finished request, the policy first). */
+kvs_status kvs_sim_timeseries_csv(kvs_sim_result *const *res, size_t n, FILE *f);
 void kvs_sim_request_csv_header(FILE *f);
-void kvs_sim_request_csv_row(FILE *f, const kvs_sim_request_record *r);
+void kvs_sim_request_csv_row(FILE *f, const char *policy,
+			     const kvs_sim_request_record *r);
+/* An on_request callback (kvs_sim_config) writing rows to f for policy. */
+typedef struct kvs_sim_request_csv {
+	FILE *f;
+	const char *policy;
+} kvs_sim_request_csv;
+void kvs_sim_request_csv_on_request(void *ctx, const kvs_sim_request_record *r);
 
 #ifdef __cplusplus
 }
