@@ -466,120 +466,13 @@ void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st)
 			(unsigned long long)st->cow_copies);
 }
 
-typedef double (*getter)(const kvs_sim_stats *);
-
-#define G(name, expr) \
-	static double name(const kvs_sim_stats *s) { return (double)(expr); }
-G(g_arrived, s->arrived)
-G(g_completed, s->completed)
-G(g_rejected, s->rejected)
-G(g_unfinished, s->unfinished)
-G(g_tok, s->memory_pct.token_states)
-G(g_res, s->memory_pct.reservation)
-G(g_int, s->memory_pct.internal_frag)
-G(g_ext, s->memory_pct.external_frag)
-G(g_cached, s->memory_pct.cached_idle)
-G(g_free, s->memory_pct.free)
-G(g_ptok, s->memory_peak_pct.token_states)
-G(g_pwaste, s->memory_peak_pct.reservation + s->memory_peak_pct.internal_frag +
-	     s->memory_peak_pct.external_frag)
-G(g_cmean, s->concurrency_mean)
-G(g_cp50, s->concurrency_p50)
-G(g_cp99, s->concurrency_p99)
-G(g_cmax, s->concurrency_max)
-G(g_tps, s->tokens_per_step_mean)
-G(g_wmean, s->waiting_mean)
-G(g_wmax, s->waiting_max)
-G(g_q50, s->queue_delay_s.p50)
-G(g_q90, s->queue_delay_s.p90)
-G(g_q99, s->queue_delay_s.p99)
-G(g_qmax, s->queue_delay_s.max)
-G(g_t50, s->ttft_s.p50)
-G(g_t90, s->ttft_s.p90)
-G(g_t99, s->ttft_s.p99)
-G(g_p50, s->tpot_s.p50 * 1e3)
-G(g_p90, s->tpot_s.p90 * 1e3)
-G(g_p99, s->tpot_s.p99 * 1e3)
-G(g_e50, s->e2e_s.p50)
-G(g_e99, s->e2e_s.p99)
-G(g_rps, s->requests_per_s)
-G(g_otps, s->output_tokens_per_s)
-G(g_good, s->goodput_requests_per_s)
-G(g_goodf, s->goodput_fraction * 100)
-G(g_pre, s->preemptions)
-G(g_recomp, s->recomputed_tokens)
-G(g_swap, (double)s->swapped_bytes / 1048576.0)
-G(g_hit, s->prefix_hit_rate_tokens * 100)
-G(g_simt, s->sim_time_s)
-G(g_steps, s->steps)
-G(g_spans, s->spans)
-#undef G
-
-typedef struct row {
-	const char *label;   /* NULL: section title in `fmt` */
-	getter get;
-	const char *fmt;
-} row;
-
-static const row rows[] = {
-	{ NULL, NULL, "requests" },
-	{ "  arrived", g_arrived, "%.0f" },
-	{ "  completed", g_completed, "%.0f" },
-	{ "  rejected", g_rejected, "%.0f" },
-	{ "  unfinished", g_unfinished, "%.0f" },
-	{ NULL, NULL, "KV memory, time-weighted (% of pool)" },
-	{ "  token states", g_tok, "%.2f" },
-	{ "  reservation", g_res, "%.2f" },
-	{ "  internal fragmentation", g_int, "%.2f" },
-	{ "  external fragmentation", g_ext, "%.2f" },
-	{ "  cached idle", g_cached, "%.2f" },
-	{ "  free", g_free, "%.2f" },
-	{ NULL, NULL, "KV memory at peak use (% of pool)" },
-	{ "  token states", g_ptok, "%.2f" },
-	{ "  reserved or fragmented", g_pwaste, "%.2f" },
-	{ NULL, NULL, "concurrency (running sequences)" },
-	{ "  mean", g_cmean, "%.1f" },
-	{ "  p50", g_cp50, "%.0f" },
-	{ "  p99", g_cp99, "%.0f" },
-	{ "  max", g_cmax, "%.0f" },
-	{ "  tokens per step, mean", g_tps, "%.1f" },
-	{ NULL, NULL, "admission queue" },
-	{ "  waiting, mean", g_wmean, "%.1f" },
-	{ "  waiting, max", g_wmax, "%.0f" },
-	{ "  queue delay p50 (s)", g_q50, "%.3f" },
-	{ "  queue delay p90 (s)", g_q90, "%.3f" },
-	{ "  queue delay p99 (s)", g_q99, "%.3f" },
-	{ "  queue delay max (s)", g_qmax, "%.3f" },
-	{ NULL, NULL, "latency" },
-	{ "  TTFT p50 (s)", g_t50, "%.3f" },
-	{ "  TTFT p90 (s)", g_t90, "%.3f" },
-	{ "  TTFT p99 (s)", g_t99, "%.3f" },
-	{ "  TPOT p50 (ms)", g_p50, "%.2f" },
-	{ "  TPOT p90 (ms)", g_p90, "%.2f" },
-	{ "  TPOT p99 (ms)", g_p99, "%.2f" },
-	{ "  end-to-end p50 (s)", g_e50, "%.3f" },
-	{ "  end-to-end p99 (s)", g_e99, "%.3f" },
-	{ NULL, NULL, "throughput" },
-	{ "  requests/s", g_rps, "%.3f" },
-	{ "  output tokens/s", g_otps, "%.1f" },
-	{ "  goodput requests/s", g_good, "%.3f" },
-	{ "  goodput (% of arrived)", g_goodf, "%.1f" },
-	{ NULL, NULL, "preemption and prefix cache" },
-	{ "  preemptions", g_pre, "%.0f" },
-	{ "  recomputed tokens", g_recomp, "%.0f" },
-	{ "  swapped (MiB)", g_swap, "%.1f" },
-	{ "  prefix hit rate (% tokens)", g_hit, "%.1f" },
-	{ NULL, NULL, "simulation" },
-	{ "  simulated time (s)", g_simt, "%.1f" },
-	{ "  engine steps", g_steps, "%.0f" },
-	{ "  scheduling spans", g_spans, "%.0f" },
-};
-
 static double ratio_of(double a, double b)
 {
 	return b > 0 ? a / b : NAN;
 }
 
+/* The figures' column: the metric table's rows that have a label, in
+ * table order, under their section titles. */
 void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 {
 	const int lw = 32, cw = 12;
@@ -587,46 +480,40 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%*s", cw, kvs_policy_name(kvs_sim_result_stats(res[i])->policy));
 	fputc('\n', f);
-	for (size_t r = 0; r < KVS_ARRAY_LEN(rows); r++) {
-		if (!rows[r].label) {
-			fprintf(f, "%s\n", rows[r].fmt);
+	for (int id = 0; id < KVS_M_COUNT_; id++) {
+		const kvs_metric_info *m = kvs_metric_get((kvs_metric_id)id);
+		if (m->section)
+			fprintf(f, "%s\n", m->section);
+		if (!m->label)
 			continue;
-		}
-		fprintf(f, "%-*s", lw, rows[r].label);
+		fprintf(f, "%-*s", lw, m->label);
 		for (size_t i = 0; i < n; i++) {
 			char cell[32];
-			snprintf(cell, sizeof cell, rows[r].fmt, rows[r].get(kvs_sim_result_stats(res[i])));
+			snprintf(cell, sizeof cell, m->fmt,
+				 kvs_metric_value(m->id, kvs_sim_result_stats(res[i])) * m->scale);
 			fprintf(f, "%*s", cw, cell);
 		}
 		fputc('\n', f);
 	}
-	/* ratios paged / each */
+	/* ratios baseline / each */
 	const kvs_sim_stats *paged = NULL;
 	for (size_t i = 0; i < n && !paged; i++)
 		if (kvs_policy_has(kvs_sim_result_stats(res[i])->policy, KVS_TRAIT_BASELINE))
 			paged = kvs_sim_result_stats(res[i]);
 	if (paged && n > 1) {
 		fprintf(f, "%s / each policy\n", kvs_policy_name(paged->policy));
-		static const struct { const char *label; getter g; } rr[] = {
-			{ "  concurrency (mean)", g_cmean },
-			{ "  throughput (output tokens/s)", g_otps },
-			{ "  waste (reserved + fragmented)", NULL },
-			{ "  p99 queue delay", g_q99 },
+		static const struct { const char *label; kvs_metric_id m; } rr[] = {
+			{ "  concurrency (mean)", KVS_M_CONC_MEAN },
+			{ "  throughput (output tokens/s)", KVS_M_OUTPUT_TOKENS_PER_S },
+			{ "  waste (reserved + fragmented)", KVS_M_WASTE_PCT },
+			{ "  p99 queue delay", KVS_M_QUEUE_P99 },
 		};
 		for (size_t k = 0; k < KVS_ARRAY_LEN(rr); k++) {
 			fprintf(f, "%-*s", lw, rr[k].label);
 			for (size_t i = 0; i < n; i++) {
 				const kvs_sim_stats *o = kvs_sim_result_stats(res[i]);
-				double x;
-				if (rr[k].g)
-					x = ratio_of(rr[k].g(paged), rr[k].g(o));
-				else
-					x = ratio_of(paged->memory_pct.reservation +
-						     paged->memory_pct.internal_frag +
-						     paged->memory_pct.external_frag,
-						     o->memory_pct.reservation +
-						     o->memory_pct.internal_frag +
-						     o->memory_pct.external_frag);
+				double x = ratio_of(kvs_metric_value(rr[k].m, paged),
+						    kvs_metric_value(rr[k].m, o));
 				char cell[32];
 				if (isfinite(x))
 					snprintf(cell, sizeof cell, "%.3gx", x);

@@ -556,37 +556,12 @@ static json_t *row_json(const kvs_sweep_row *r)
 	json_t *o = json_object();
 	jset(o, "policy", json_string(kvs_policy_name(r->policy)));
 	jset(o, "block_size", jint(r->block_size));
-	jset(o, "internal_fragmentation_pct", jreal(s->memory_pct.internal_frag));
-	jset(o, "external_fragmentation_pct", jreal(s->memory_pct.external_frag));
-	jset(o, "reservation_pct", jreal(s->memory_pct.reservation));
-	jset(o, "token_states_pct", jreal(s->memory_pct.token_states));
-	jset(o, "waste_pct", jreal(kvs_sweep_row_waste_pct(r)));
-	jset(o, "metadata_bytes", jint(s->metadata_bytes_max));
-	jset(o, "num_gpu_blocks", jint(s->num_blocks));
-	jset(o, "prefix_hit_rate", jreal(s->prefix_hit_rate_tokens));
-	jset(o, "prefix_hit_rate_blocks", jreal(s->prefix_hit_rate_blocks));
-	jset(o, "prefix_hit_tokens", jint(s->prefix_hit_tokens));
-	jset(o, "concurrency_mean", jreal(s->concurrency_mean));
-	jset(o, "concurrency_p99", jreal(s->concurrency_p99));
-	jset(o, "concurrency_max", jint(s->concurrency_max));
-	jset(o, "queue_delay_p50_s", jreal(s->queue_delay_s.p50));
-	jset(o, "queue_delay_p99_s", jreal(s->queue_delay_s.p99));
-	jset(o, "ttft_p50_s", jreal(s->ttft_s.p50));
-	jset(o, "ttft_p90_s", jreal(s->ttft_s.p90));
-	jset(o, "ttft_p99_s", jreal(s->ttft_s.p99));
-	jset(o, "tpot_p50_s", jreal(s->tpot_s.p50));
-	jset(o, "tpot_p90_s", jreal(s->tpot_s.p90));
-	jset(o, "tpot_p99_s", jreal(s->tpot_s.p99));
-	jset(o, "requests_per_s", jreal(s->requests_per_s));
-	jset(o, "output_tokens_per_s", jreal(s->output_tokens_per_s));
-	jset(o, "goodput_requests_per_s", jreal(s->goodput_requests_per_s));
-	jset(o, "preemptions", jint(s->preemptions));
-	jset(o, "recomputed_tokens", jint(s->recomputed_tokens));
-	jset(o, "arrived", jint(s->arrived));
-	jset(o, "completed", jint(s->completed));
-	jset(o, "rejected", jint(s->rejected));
-	jset(o, "unfinished", jint(s->unfinished));
-	jset(o, "sim_time_s", jreal(s->sim_time_s));
+	/* every figure of the metric table that sweep rows carry, flat */
+	for (int i = 0; i < KVS_M_COUNT_; i++) {
+		const kvs_metric_info *m = kvs_metric_get((kvs_metric_id)i);
+		if (m->flags & KVS_MF_SWEEP)
+			jset(o, m->key, kvs_sim_metric_json(m, s));
+	}
 	jset(o, "kernel_cost_us", jreal(r->kernel.cost_us));
 	jset(o, "kernel_relative_cost", jreal(r->kernel.rel));
 	jset(o, "kernel_source", json_string(kvs_kernel_source_name(r->kernel.source)));
