@@ -96,7 +96,7 @@ enum {
 	RP_ROW_TPOT_P50, RP_ROW_TPOT_P99, RP_ROW_RPS, RP_ROW_OTPS,
 	RP_ROW_PREEMPTIONS, RP_ROW_KERNEL_US, RP_ROW_KERNEL_REL, RP_ROW_WASTE, RP_NROWF
 };
-extern const char *const rp_row_key[RP_NROWF];  /* JSON key of each field */
+/* the JSON key of each field is the metric table's (kvsim/sim.h) */
 
 typedef struct rp_row {
 	char *policy;

@@ -670,29 +670,36 @@ json_t *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *
 
 kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 {
-	fprintf(f, "policy,block_size,internal_fragmentation_pct,external_fragmentation_pct,"
-		"reservation_pct,waste_pct,metadata_bytes,prefix_hit_rate,concurrency_mean,"
-		"concurrency_p99,queue_delay_p99_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,"
-		"tpot_p50_s,tpot_p90_s,tpot_p99_s,requests_per_s,output_tokens_per_s,"
-		"preemptions,kernel_relative_cost,kernel_cost_us,kernel_source,meets_slo");
+	/* the row's figures, by the metric table's keys */
+	static const kvs_metric_id cols[] = {
+		KVS_M_INTERNAL_FRAG_PCT, KVS_M_EXTERNAL_FRAG_PCT, KVS_M_RESERVATION_PCT,
+		KVS_M_WASTE_PCT, KVS_M_METADATA_BYTES_MAX, KVS_M_PREFIX_HIT_RATE_TOKENS,
+		KVS_M_CONC_MEAN, KVS_M_CONC_P99, KVS_M_QUEUE_P99, KVS_M_TTFT_P50,
+		KVS_M_TTFT_P90, KVS_M_TTFT_P99, KVS_M_TPOT_P50, KVS_M_TPOT_P90,
+		KVS_M_TPOT_P99, KVS_M_REQUESTS_PER_S, KVS_M_OUTPUT_TOKENS_PER_S,
+		KVS_M_PREEMPTIONS,
+	};
+	fputs("policy,block_size", f);
+	for (size_t k = 0; k < KVS_ARRAY_LEN(cols); k++)
+		fprintf(f, ",%s", kvs_metric_get(cols[k])->key);
+	fputs(",kernel_relative_cost,kernel_cost_us,kernel_source,meets_slo", f);
 	if (R->caps)
 		fprintf(f, ",capacity_outcome,max_rate,fail_rate,conversations_per_gpu,"
 			"requests_per_s_per_gpu");
 	fputc('\n', f);
 	for (size_t i = 0; i < R->nrows; i++) {
 		const kvs_sweep_row *r = &R->rows[i];
-		const kvs_sim_stats *s = &r->st;
-		fprintf(f, "%s,%u,%.6g,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
-			"%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%s,%d",
-			kvs_policy_name(r->policy), r->block_size, s->memory_pct.internal_frag,
-			s->memory_pct.external_frag, s->memory_pct.reservation,
-			kvs_sweep_row_waste_pct(r), (unsigned long long)s->metadata_bytes_max,
-			s->prefix_hit_rate_tokens, s->concurrency_mean, s->concurrency_p99,
-			s->queue_delay_s.p99, s->ttft_s.p50, s->ttft_s.p90, s->ttft_s.p99,
-			s->tpot_s.p50, s->tpot_s.p90, s->tpot_s.p99, s->requests_per_s,
-			s->output_tokens_per_s, (unsigned long long)s->preemptions,
-			r->kernel.rel, r->kernel.cost_us, kvs_kernel_source_name(r->kernel.source),
-			r->meets_slo ? 1 : 0);
+		fprintf(f, "%s,%u", kvs_policy_name(r->policy), r->block_size);
+		for (size_t k = 0; k < KVS_ARRAY_LEN(cols); k++) {
+			const kvs_metric_info *m = kvs_metric_get(cols[k]);
+			double v = kvs_metric_value(m->id, &r->st);
+			if (m->flags & KVS_MF_INT)
+				fprintf(f, ",%llu", (unsigned long long)v);
+			else
+				fprintf(f, ",%.6g", v);
+		}
+		fprintf(f, ",%.6g,%.6g,%s,%d", r->kernel.rel, r->kernel.cost_us,
+			kvs_kernel_source_name(r->kernel.source), r->meets_slo ? 1 : 0);
 		if (R->caps) {
 			const kvs_sweep_capacity *k = &R->caps[i];
 			fprintf(f, ",%s,%.6g,%.6g,%.6g,%.6g", kvs_capacity_outcome_name(k->outcome),

@@ -9,6 +9,9 @@
  * tokens lives O steps and is told a final length of P + O - 1 (the last
  * token's KV is never written): its internal fragmentation is the region
  * minus that, (O - 1) + 8 tokens, for O seconds.
+ *
+ * The metric table: keys unique, every row where the JSON writers put it
+ * with the value the table reads from the stats, earlier keys found.
  */
 #include "kvs_config.h"
 #include "test_util.h"
@@ -252,8 +255,84 @@ static void test_registered_policy_sweep(void **state)
 	json_t *rows = json_object_get(doc, "rows");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 3),
 							      "policy")), "padded");
+	/* a row carries the sweep figures of the metric table under their keys */
+	const kvs_sweep_row *r3 = kvs_sweep_result_row(R, 3);
+	for (int i = 0; i < KVS_M_COUNT_; i++) {
+		const kvs_metric_info *m = kvs_metric_get((kvs_metric_id)i);
+		json_t *v = json_object_get(json_array_get(rows, 3), m->key);
+		assert_int_equal(v != NULL, (m->flags & KVS_MF_SWEEP) != 0);
+		if (v && !json_is_null(v))
+			assert_float_equal(json_number_value(v), kvs_metric_value(m->id, &r3->st),
+					   1e-12);
+	}
 	json_decref(doc);
 	kvs_sweep_result_destroy(R);
+	kvs_request_set_destroy(set);
+}
+
+
+/* ---- the metric table ------------------------------------------------------- */
+
+static void test_metric_table(void **state)
+{
+	(void)state;
+	for (int i = 0; i < KVS_M_COUNT_; i++) {
+		const kvs_metric_info *m = kvs_metric_get((kvs_metric_id)i);
+		assert_non_null(m);
+		assert_int_equal(m->id, i);
+		assert_non_null(m->unit);
+		assert_ptr_equal(kvs_metric_find(m->key), m);
+		if (m->old_key)
+			assert_ptr_equal(kvs_metric_find(m->old_key), m);
+		/* a figure in policy objects has a place there */
+		assert_int_equal((m->flags & KVS_MF_POLICY) != 0, m->group != NULL);
+		if (m->label)
+			assert_non_null(m->fmt);
+		for (int j = 0; j < i; j++) {
+			const kvs_metric_info *o = kvs_metric_get((kvs_metric_id)j);
+			assert_true(strcmp(o->key, m->key) != 0);
+			if (m->group && o->group)
+				assert_false(strcmp(o->group, m->group) == 0 &&
+					     strcmp(o->field, m->field) == 0);
+		}
+	}
+	assert_null(kvs_metric_get(KVS_M_COUNT_));
+	assert_null(kvs_metric_find("no_such_figure"));
+	assert_ptr_equal(kvs_metric_find("metadata_bytes"), kvs_metric_get(KVS_M_METADATA_BYTES_MAX));
+	assert_ptr_equal(kvs_metric_find("prefix_hit_rate"),
+			 kvs_metric_get(KVS_M_PREFIX_HIT_RATE_TOKENS));
+
+	kvs_request_set *set = small_set();
+	kvs_sim_result *r;
+	replay(KVS_POLICY_PAGED, set, &r);
+	const kvs_sim_stats *st = kvs_sim_result_stats(r);
+	/* by hand: three requests, all completed; waste is the three wasted parts */
+	assert_float_equal(kvs_metric_value(KVS_M_ARRIVED, st), 3, 0);
+	assert_float_equal(kvs_metric_value(KVS_M_COMPLETED, st), 3, 0);
+	assert_float_equal(kvs_metric_value(KVS_M_SIM_TIME_S, st), 23.0, 1e-9);
+	assert_float_equal(kvs_metric_value(KVS_M_WASTE_PCT, st),
+			   st->memory_pct.reservation + st->memory_pct.internal_frag +
+			   st->memory_pct.external_frag, 0);
+	assert_float_equal(kvs_metric_value(KVS_M_TTFT_P99, st), st->ttft_s.p99, 0);
+	assert_float_equal(kvs_metric_value(KVS_M_CONC_MAX, st), (double)st->concurrency_max, 0);
+
+	json_t *o = kvs_sim_result_json(r);
+	for (int i = 0; i < KVS_M_COUNT_; i++) {
+		const kvs_metric_info *m = kvs_metric_get((kvs_metric_id)i);
+		if (!(m->flags & KVS_MF_POLICY))
+			continue;
+		json_t *g = *m->group ? json_object_get(o, m->group) : o;
+		assert_non_null(g);
+		json_t *v = json_object_get(g, m->field);
+		if (!v)
+			fail_msg("%s: no %s.%s in the policy object", m->key, m->group, m->field);
+		if (json_is_null(v))
+			continue;   /* wall time not recorded */
+		assert_true((m->flags & KVS_MF_INT) ? json_is_integer(v) : json_is_real(v));
+		assert_float_equal(json_number_value(v), kvs_metric_value(m->id, st), 1e-12);
+	}
+	json_decref(o);
+	kvs_sim_result_destroy(r);
 	kvs_request_set_destroy(set);
 }
 
@@ -263,6 +342,7 @@ int main(void)
 		cmocka_unit_test(test_registry_rows),
 		cmocka_unit_test(test_registered_policy_replay),
 		cmocka_unit_test(test_registered_policy_sweep),
+		cmocka_unit_test(test_metric_table),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);
 }
