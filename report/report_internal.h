@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "kvsim/report.h"
+#include "kvsim/sim.h"
 
 /* ---- memory parts ---------------------------------------------------------
  * Stacked bottom to top in this order in every figure and table. */
@@ -85,6 +86,7 @@ typedef struct rp_policy {
 	/* compare: paged / this policy, from the top-level "ratios" */
 	double ratio_concurrency, ratio_throughput, ratio_waste, ratio_p99_queue;
 	bool has_ratios;
+	double m[KVS_M_COUNT_];      /* every figure by metric id; NAN when absent */
 	rp_series ts;                /* n == 0 when absent */
 	rp_cdf cdf;                  /* n == 0 when absent */
 } rp_policy;

@@ -393,6 +393,7 @@ static kvs_status parse_policy(const pctx *c, const char *name, const json_t *po
 		    (st = get_num(c, o, sub, mi->old_field, false, &m[id])) != KVS_OK)
 			return st;
 	}
+	memcpy(p->m, m, sizeof m);
 	p->arrived = (uint64_t)m[KVS_M_ARRIVED];
 	p->completed = (uint64_t)m[KVS_M_COMPLETED];
 	p->rejected = (uint64_t)m[KVS_M_REJECTED];

@@ -496,6 +496,16 @@ enum {
 	KVS_MF_SET_ONLY = 1u << 4, /* null unless >= 0 (recorded on request) */
 };
 
+typedef enum kvs_metric_style {   /* how the report page shows a figure */
+	KVS_MS_NONE = 0,
+	KVS_MS_PCT,       /* percent, "12.3 %" */
+	KVS_MS_NUM,       /* a number, 3 significant digits */
+	KVS_MS_COUNT,     /* a count with thousands separators */
+	KVS_MS_SEC,       /* seconds with a unit that suits ("850 ms") */
+	KVS_MS_BYTES,     /* binary units ("1.50 GiB") */
+	KVS_MS_FRAC,      /* a share 0..1 as percent */
+} kvs_metric_style;
+
 struct kvs_metric_info {
 	kvs_metric_id id;
 	const char *key;          /* flat key: sweep rows and CSV */
@@ -518,6 +528,12 @@ struct kvs_metric_info {
 	size_t offset;
 	double (*derive)(const kvs_sim_stats *st);
 	size_t dist_offset;       /* KVS_MF_DIST: its kvs_sim_dist */
+	/* the report page's policy table (kvsim report): a section title
+	 * before the row (or NULL), the row's label (NULL: not on the page),
+	 * and how the value is shown */
+	const char *page_section;
+	const char *page_label;
+	kvs_metric_style page_style;
 };
 
 /* The row of id; NULL past KVS_M_COUNT_.  Rows are in table order
