@@ -119,6 +119,9 @@ struct kvs_alloc {
 	void *p;                      /* policy state */
 };
 
+/* The policies' method tables (registered in registry.c).  Only tests and
+ * the policies' own files name them; everything else goes through
+ * kvs_policy_get(). */
 extern const kvs_alloc_methods kvs_paged_methods;
 /* contiguous reservation; the three differ only in .region */
 extern const kvs_alloc_methods kvs_max_methods;

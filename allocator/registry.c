@@ -18,7 +18,13 @@
 #include <string.h>
 #include <strings.h>
 
-static const kvs_policy_info builtin[KVS_POLICY_COUNT_] = {
+/* The method tables come from each policy's own file (declared in
+ * alloc_internal.h; a new policy may declare its table here, above its
+ * row). */
+
+/* The built-in rows, in display order: the first KVS_POLICY_COUNT_ have the
+ * ids of enum kvs_policy; a row appended here needs no id of its own. */
+static const kvs_policy_info builtin[] = {
 	[KVS_POLICY_PAGED] = {
 		.name = "paged",
 		.help = "fixed-size blocks from a pool (vLLM PagedAttention)",
@@ -62,10 +68,18 @@ static const kvs_policy_info builtin[KVS_POLICY_COUNT_] = {
 	},
 };
 
-static const kvs_policy_info *rows[KVS_POLICY_CAP] = {
-	&builtin[0], &builtin[1], &builtin[2], &builtin[3], &builtin[4],
-};
-static size_t nrows = KVS_POLICY_COUNT_;
+#define NBUILTIN (sizeof builtin / sizeof builtin[0])
+_Static_assert(NBUILTIN >= (size_t)KVS_POLICY_COUNT_ && NBUILTIN <= KVS_POLICY_CAP,
+	       "every enum kvs_policy id has a row, within KVS_POLICY_CAP");
+
+/* registered rows after the built-in ones */
+static const kvs_policy_info *added[KVS_POLICY_CAP - NBUILTIN];
+static size_t nrows = NBUILTIN;
+
+static const kvs_policy_info *row_at(size_t i)
+{
+	return i < NBUILTIN ? &builtin[i] : added[i - NBUILTIN];
+}
 
 size_t kvs_policy_count(void)
 {
@@ -74,7 +88,7 @@ size_t kvs_policy_count(void)
 
 const kvs_policy_info *kvs_policy_get(kvs_policy p)
 {
-	return (unsigned)p < nrows ? rows[p] : NULL;
+	return (unsigned)p < nrows ? row_at((size_t)p) : NULL;
 }
 
 bool kvs_policy_has(kvs_policy p, unsigned traits)
@@ -106,7 +120,7 @@ static bool row_is(const kvs_policy_info *r, const char *text)
 static int find(const char *text)
 {
 	for (size_t i = 0; i < nrows; i++)
-		if (row_is(rows[i], text))
+		if (row_is(row_at(i), text))
 			return (int)i;
 	return -1;
 }
@@ -131,7 +145,7 @@ kvs_status kvs_policy_register(const kvs_policy_info *info, kvs_policy *out)
 	if (nrows == KVS_POLICY_CAP)
 		return kvs_fail(KVS_ERR_LIMIT, "policy registry: full (%d policies)",
 				KVS_POLICY_CAP);
-	rows[nrows] = info;
+	added[nrows - NBUILTIN] = info;
 	if (out)
 		*out = (kvs_policy)nrows;
 	nrows++;
@@ -144,7 +158,7 @@ size_t kvs_policy_names(char *buf, size_t size, const char *sep, bool last_or)
 	for (size_t i = 0; i < nrows; i++) {
 		const char *s = i == 0 ? "" : last_or && i + 1 == nrows ? " or " : sep;
 		int k = snprintf(buf ? buf + (len < size ? len : size) : NULL,
-				 len < size ? size - len : 0, "%s%s", s, rows[i]->name);
+				 len < size ? size - len : 0, "%s%s", s, row_at(i)->name);
 		len += (size_t)(k > 0 ? k : 0);
 	}
 	if (buf && size && len == 0)

@@ -40,10 +40,12 @@ static const kvs_policy_info padded_row = {
 	.methods = &padded_methods,
 };
 static kvs_policy padded = (kvs_policy)-1;
+static size_t nbuiltin;   /* rows before the test's */
 
 static int group_setup(void **state)
 {
 	(void)state;
+	nbuiltin = kvs_policy_count();
 	padded_methods = kvs_oracle_methods;
 	padded_methods.name = "padded";
 	padded_methods.region = region_padded;
@@ -94,8 +96,9 @@ static const double want_ifrag = 100.0 * 98.0 / (16384.0 * 23.0);
 static void test_registry_rows(void **state)
 {
 	(void)state;
-	assert_int_equal(kvs_policy_count(), KVS_POLICY_COUNT_ + 1);
-	assert_int_equal(padded, KVS_POLICY_COUNT_);
+	assert_true(nbuiltin >= KVS_POLICY_COUNT_);
+	assert_int_equal(kvs_policy_count(), nbuiltin + 1);
+	assert_int_equal(padded, nbuiltin);
 	assert_string_equal(kvs_policy_name(padded), "padded");
 	assert_ptr_equal(kvs_policy_get(padded), &padded_row);
 	assert_null(kvs_policy_get((kvs_policy)KVS_POLICY_CAP));
@@ -106,7 +109,7 @@ static void test_registry_rows(void **state)
 				   KVS_TRAIT_PREFIX_HASHES | KVS_TRAIT_BASELINE));
 	assert_false(kvs_policy_has(KVS_POLICY_PAGED, KVS_TRAIT_FORKS_BY_COPY));
 	assert_true(kvs_policy_has(KVS_POLICY_ORACLE, KVS_TRAIT_BOUND));
-	for (size_t p = 0; p < kvs_policy_count(); p++) {
+	for (size_t p = 0; p < KVS_POLICY_COUNT_; p++) {
 		const kvs_policy_info *r = kvs_policy_get((kvs_policy)p);
 		assert_non_null(r->methods);
 		assert_non_null(r->help);
@@ -128,7 +131,7 @@ static void test_registry_rows(void **state)
 	assert_int_equal(q, padded);
 	assert_int_equal(kvs_policy_parse("pa", &q), KVS_ERR_INVALID);
 	assert_non_null(strstr(kvs_last_error(), "unknown policy 'pa'"));
-	assert_non_null(strstr(kvs_last_error(), "vattention or padded"));
+	assert_non_null(strstr(kvs_last_error(), " or padded)"));
 
 	/* the one list parser */
 	kvs_policy list[KVS_POLICY_CAP] = { 0 };
@@ -154,7 +157,9 @@ static void test_registry_rows(void **state)
 	/* every name, generated */
 	char names[256];
 	size_t need = kvs_policy_names(names, sizeof names, ", ", true);
-	assert_string_equal(names, "paged, max, pow2, oracle, vattention or padded");
+	/* the built-in ones first, in registry order, the test's last */
+	assert_int_equal(strncmp(names, "paged, max, pow2, oracle, vattention", 36), 0);
+	assert_string_equal(names + strlen(names) - 10, " or padded");
 	assert_int_equal(need, strlen(names));
 	char small[8];
 	assert_int_equal(kvs_policy_names(small, sizeof small, ", ", false), need - 2);
@@ -169,7 +174,7 @@ static void test_registry_rows(void **state)
 	assert_int_equal(kvs_policy_register(&dup_alias, NULL), KVS_ERR_INVALID);
 	assert_non_null(strstr(kvs_last_error(), "alias 'pad'"));
 	assert_int_equal(kvs_policy_register(&no_methods, NULL), KVS_ERR_INVALID);
-	assert_int_equal(kvs_policy_count(), KVS_POLICY_COUNT_ + 1);
+	assert_int_equal(kvs_policy_count(), nbuiltin + 1);
 }
 
 static void replay(kvs_policy p, const kvs_request_set *set, kvs_sim_result **out)
