@@ -294,20 +294,20 @@ static void rec_throughput(rctx *x, kvs_sweep_recommendation *rec)
 		if (orow != SIZE_MAX) {
 			const kvs_sweep_capacity *o = &x->caps[orow];
 			if (o->outcome == KVS_CAPACITY_UNATTAINABLE)
-				cat(buf, bn, "; oracle, the unattainable bound, meets them at no "
-				    "rate searched either");
+				cat(buf, bn, "; %s, the unattainable bound, meets them at no "
+				    "rate searched either", kvs_policy_name(o->policy));
 			else if (p.best != SIZE_MAX &&
 				 fabs(o->max_rate - x->caps[p.best].max_rate) <=
 				 1e-9 * o->max_rate)
-				cat(buf, bn, "; oracle, the unattainable bound, reaches the same "
-				    "grid rate");
+				cat(buf, bn, "; %s, the unattainable bound, reaches the same "
+				    "grid rate", kvs_policy_name(o->policy));
 			else if (p.best != SIZE_MAX)
-				cat(buf, bn, "; oracle, the unattainable bound, reaches %.3g "
-				    "requests/s (%+.3g%%)", o->max_rate,
+				cat(buf, bn, "; %s, the unattainable bound, reaches %.3g "
+				    "requests/s (%+.3g%%)", kvs_policy_name(o->policy), o->max_rate,
 				    100.0 * (o->max_rate / x->caps[p.best].max_rate - 1.0));
 			else
-				cat(buf, bn, "; oracle, the unattainable bound, reaches %.3g "
-				    "requests/s", o->max_rate);
+				cat(buf, bn, "; %s, the unattainable bound, reaches %.3g "
+				    "requests/s", kvs_policy_name(o->policy), o->max_rate);
 		}
 		cat(buf, bn, ".");
 		return;
@@ -344,8 +344,9 @@ static void rec_throughput(rctx *x, kvs_sweep_recommendation *rec)
 			 "throughput", buf, bn);
 	}
 	if (orow != SIZE_MAX)
-		cat(buf, bn, "; oracle, the unattainable bound, delivers %.4g tokens/s with "
-		    "p99 TTFT %.3g s", x->rows[orow].st.output_tokens_per_s,
+		cat(buf, bn, "; %s, the unattainable bound, delivers %.4g tokens/s with "
+		    "p99 TTFT %.3g s", kvs_policy_name(x->rows[orow].policy),
+		    x->rows[orow].st.output_tokens_per_s,
 		    x->rows[orow].st.ttft_s.p99);
 	cat(buf, bn, ".");
 }
@@ -432,8 +433,9 @@ static void rec_waste(rctx *x, kvs_sweep_recommendation *rec)
 	tie_text(x, &p, "tie on waste", buf, bn);
 	size_t orow = oracle_row(x);
 	if (orow != SIZE_MAX)
-		cat(buf, bn, "; oracle, the unattainable bound for contiguous reservation, "
-		    "wastes %.3g%%", kvs_sweep_row_waste_pct(&x->rows[orow]));
+		cat(buf, bn, "; %s, the unattainable bound for contiguous reservation, "
+		    "wastes %.3g%%", kvs_policy_name(x->rows[orow].policy),
+		    kvs_sweep_row_waste_pct(&x->rows[orow]));
 	cat(buf, bn, ".");
 }
 
@@ -444,7 +446,7 @@ static void rec_prefix(rctx *x, kvs_sweep_recommendation *rec)
 	const kvs_sweep_config *c = x->c;
 	bool paged = false;
 	for (size_t i = 0; i < x->n; i++)
-		paged |= by_block(x->rows[i].policy);
+		paged |= kvs_policy_has(x->rows[i].policy, KVS_TRAIT_PREFIX_HASHES);
 	for (size_t i = 0; i < x->n; i++)
 		x->cand[i] = deployable(x->rows[i].policy) && distinct(x, i) &&
 			     in_margin(x, i) && x->rows[i].st.prefix_hit_tokens > 0;
