@@ -374,7 +374,8 @@ json_t *kvs_sim_result_json(const kvs_sim_result *r);
 json_t *kvs_sim_metric_json(const kvs_metric_info *m, const kvs_sim_stats *st);
 
 /* The whole replay/compare document: command "replay" or "compare" (with
- * ratios paged / each when paged is among the results). */
+ * ratios baseline / each when the registry's baseline policy, paged, is
+ * among the results). */
 json_t *kvs_sim_report_json(const char *command,
 			    kvs_sim_result *const *results, size_t n,
 			    const char *trace_path, kvs_trace_format format,
