@@ -531,6 +531,15 @@ static kvs_status parse_policies(const pctx *c, const json_t *root, rp_run *run)
 	return KVS_OK;
 }
 
+const char *rp_row_field_key(int field)
+{
+	if (field < 0 || field >= RP_NROWF)
+		return "";
+	return rp_row_metric[field] >= 0
+		? kvs_metric_get((kvs_metric_id)rp_row_metric[field])->key
+		: rp_row_own_key[field];
+}
+
 /* ---- sweep ---------------------------------------------------------------- */
 
 static kvs_status parse_sweep(const pctx *c, const json_t *root, rp_run *run)
@@ -673,6 +682,8 @@ kvs_status rp_run_parse(const char *text, size_t len, const char *label,
 	}
 	if (st == KVS_OK)
 		st = parse_meta(&c, root, run);
+	if (st == KVS_OK && json_object_get(root, "replicas"))  /* fleet runs */
+		st = rp_replicas_parse(json_object_get(root, "replicas"), label, run);
 out:
 	json_decref(root);
 	return st;
@@ -727,5 +738,6 @@ void rp_run_free(rp_run *run)
 		kvs_free(run->reco[i].reason);
 	}
 	kvs_free(run->reco);
+	rp_replicas_free(run);
 	memset(run, 0, sizeof *run);
 }
