@@ -358,6 +358,11 @@ int kvs_cmd_fleet(int argc, char **argv)
 	if (report && !kvs_cli_report_dir_ok(cmd, report))
 		return KVS_EXIT_FAIL;
 
+	/* --json opens now, so that a bad path fails before the runs; it is
+	 * renamed into place only when the whole command succeeds */
+	kvs_outfile *jso = NULL;
+	if (json && !(jso = kvs_cli_out_open(cmd, "--json", json)))
+		return KVS_EXIT_FAIL;
 	kvs_fleet_config fc;
 	kvs_fleet_config_defaults(&fc, &dep.d);
 	fc.sim = sim.cfg;
@@ -367,8 +372,10 @@ int kvs_cmd_fleet(int argc, char **argv)
 	fc.seed = sim.cfg.seed;
 	kvs_fleet_pool pools[KVS_ARRAY_LEN(fo.pool_specs)];
 	for (size_t p = 0; p < fo.npools; p++)
-		if (!parse_pool(fo.pool_specs[p], &sim.cfg, &pools[p]))
+		if (!parse_pool(fo.pool_specs[p], &sim.cfg, &pools[p])) {
+			kvs_outfile_discard(jso);
 			return KVS_EXIT_USAGE;
+		}
 	fc.pools = pools;
 	fc.npools = fo.npools;
 
@@ -383,6 +390,7 @@ int kvs_cmd_fleet(int argc, char **argv)
 		/* read once into memory: the search runs the trace many times */
 		if ((st = kvs_request_set_load(path, &topts, &set)) != KVS_OK) {
 			kvs_cli_report_error(cmd, st);
+			kvs_outfile_discard(jso);
 			return KVS_EXIT_FAIL;
 		}
 		tstats = *kvs_request_set_trace_stats(set);
@@ -397,6 +405,7 @@ int kvs_cmd_fleet(int argc, char **argv)
 			fprintf(stderr, "kvsim fleet: --find-min-replicas needs a trace with at "
 				"least two distinct arrival times (its rate is scaled)\n");
 			kvs_request_set_destroy(set);
+			kvs_outfile_discard(jso);
 			return KVS_EXIT_USAGE;
 		}
 		double scale = fo.rate > 0 ? base_rate / fo.rate : 1.0;
@@ -454,10 +463,12 @@ int kvs_cmd_fleet(int argc, char **argv)
 			char title[256];
 			const char *base = strrchr(path, '/');
 			snprintf(title, sizeof title, "kvsim fleet: %s", base && base[1] ? base + 1 : path);
-			rc = kvs_cli_json_output(cmd, doc, json, report, title, sim.quiet);
+			rc = kvs_cli_json_output(cmd, doc, jso, report, title, sim.quiet);
 			json_decref(doc);
 		}
 	}
+	if (!kvs_cli_out_close(cmd, "--json", jso, rc == KVS_EXIT_OK) && rc == KVS_EXIT_OK)
+		rc = KVS_EXIT_FAIL;
 	kvs_fleet_result_destroy(res);
 	kvs_request_set_destroy(set);
 	return rc;

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 		"\n"
 		"sweep:\n"
 		"  --block-sizes LIST           block sizes in tokens (1,2,4,8,16,32,64,128,256)\n"
-		"  --policies LIST              policies to sweep (all five; see engine)\n"
+		"  --policies LIST              policies to sweep (all; see engine)\n"
 		"  --jobs N                     worker threads (online CPUs)\n"
 		"  --no-dedupe                  simulate contiguous policies at every block\n"
 		"                               size (default: once, row repeated: their\n"
@@ -186,10 +186,16 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 			met += r->meets_slo;
 		}
 	}
-	if (c->dedupe_contiguous && c->nblock_sizes > 1)
-		fprintf(f, "\nContiguous policies (max, pow2, oracle, vattention) reserve the same "
-			"memory at every block size\nand read KV with the contiguous kernel: each "
-			"is simulated once and its row repeated per block size.\n");
+	if (c->dedupe_contiguous && c->nblock_sizes > 1) {
+		/* the registered policies that do not depend on the block size */
+		fputs("\nContiguous policies (", f);
+		for (size_t p = 0, k = 0; p < kvs_policy_count(); p++)
+			if (!kvs_policy_has((kvs_policy)p, KVS_TRAIT_BLOCK_GRANULAR))
+				fprintf(f, "%s%s", k++ ? ", " : "", kvs_policy_name((kvs_policy)p));
+		fputs(") reserve the same memory at every block size\nand read KV with the "
+		      "contiguous kernel: each is simulated once and its row repeated per "
+		      "block size.\n", f);
+	}
 	fprintf(f, "kernel x: paged / contiguous decode-attention time at this block size "
 		"(%s)%s.\n", c->kernel_profile ? "measured profile" : "analytic model",
 		c->kernel_feeds_step_time ? ", folded into the step time" : ", not in the step time");
@@ -233,25 +239,6 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 		else
 			fprintf(f, "  %-22s none: %s\n", r->objective_name, r->reason);
 	}
-}
-
-static int write_out(const char *flag, const char *path,
-		     kvs_status (*fn)(const void *, FILE *), const void *arg)
-{
-	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-	if (!f) {
-		fprintf(stderr, "kvsim sweep: %s: %s: cannot write: %s\n", flag, path,
-			strerror(errno));
-		return KVS_EXIT_FAIL;
-	}
-	kvs_status st = fn(arg, f);
-	if (f != stdout && fclose(f) != 0 && st == KVS_OK)
-		st = kvs_fail(KVS_ERR_IO, "%s: write failed", path);
-	if (st != KVS_OK) {
-		kvs_cli_report_error("sweep", st);
-		return KVS_EXIT_FAIL;
-	}
-	return KVS_EXIT_OK;
 }
 
 static kvs_status csv_fn(const void *arg, FILE *f)
@@ -371,13 +358,25 @@ int kvs_cmd_sweep(int argc, char **argv)
 		o.sw.kernel_profile = prof;
 	}
 
+	/* every output file opens now, so that a bad path fails before the
+	 * runs; each is renamed into place only when the sweep succeeds */
+	kvs_outfile *jso = NULL, *cso = NULL;
+	if ((o.json && !(jso = kvs_cli_out_open("sweep", "--json", o.json))) ||
+	    (o.csv && !(cso = kvs_cli_out_open("sweep", "--csv", o.csv)))) {
+		kvs_outfile_discard(jso);
+		kvs_kernel_profile_destroy(prof);
+		return KVS_EXIT_FAIL;
+	}
+
 	/* read the trace once (overlong prompts flagged at max_model_len) */
 	const char *path = o.trace ? o.trace : kvs_trace_default_path();
 	kvs_request_set *set = NULL;
 	if ((st = kvs_request_set_load(path, &o.to, &set)) != KVS_OK) {
 		kvs_cli_report_error("sweep", st);
 		kvs_kernel_profile_destroy(prof);
-		return KVS_EXIT_FAIL;
+		kvs_outfile_discard(jso);
+		kvs_outfile_discard(cso);
+		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
 	int rc = KVS_EXIT_OK;
 	kvs_sweep_result *R = NULL;
@@ -405,13 +404,16 @@ int kvs_cmd_sweep(int argc, char **argv)
 		const char *base = strrchr(path, '/');
 		char title[256];
 		snprintf(title, sizeof title, "kvsim sweep: %s", base && base[1] ? base + 1 : path);
-		rc = kvs_cli_json_output("sweep", doc, o.json, o.report, title, o.quiet);
+		rc = kvs_cli_json_output("sweep", doc, jso, o.report, title, o.quiet);
 		json_decref(doc);
 		if (rc != KVS_EXIT_OK)
 			goto out;
 	}
-	if (o.csv && (rc = write_out("--csv", o.csv, csv_fn, R)) != KVS_EXIT_OK)
+	if (cso && (st = csv_fn(R, kvs_outfile_stream(cso))) != KVS_OK) {
+		fprintf(stderr, "kvsim sweep: --csv: %s: %s\n", o.csv, kvs_last_error());
+		rc = KVS_EXIT_FAIL;
 		goto out;
+	}
 	if ((!o.json || strcmp(o.json, "-") != 0) && (!o.csv || strcmp(o.csv, "-") != 0)) {
 		printf("kvsim sweep: %s, %llu requests; %s on %s (tp %u); %llu simulations\n\n",
 		       path, (unsigned long long)kvs_request_set_count(set),
@@ -419,7 +421,13 @@ int kvs_cmd_sweep(int argc, char **argv)
 		       (unsigned long long)kvs_sweep_result_simulations(R));
 		print_table(R, stdout);
 	}
-out:
+out:;
+	/* all or nothing: after one failure the rest are discarded */
+	bool ok = rc == KVS_EXIT_OK;
+	ok = kvs_cli_out_close("sweep", "--json", jso, ok) && ok;
+	ok = kvs_cli_out_close("sweep", "--csv", cso, ok) && ok;
+	if (!ok && rc == KVS_EXIT_OK)
+		rc = KVS_EXIT_FAIL;
 	kvs_sweep_result_destroy(R);
 	kvs_request_set_destroy(set);
 	kvs_kernel_profile_destroy(prof);
