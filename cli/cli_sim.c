@@ -204,6 +204,9 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 			const char *cmd)
 {
 	c->cfg.deploy = *d;
+	/* the engine profiles the batch it will run */
+	c->cfg.deploy.max_num_seqs = c->cfg.max_num_seqs;
+	c->cfg.deploy.max_num_batched_tokens = c->cfg.max_num_batched_tokens;
 	if (c->npolicies == 0) {
 		c->policies[0] = KVS_POLICY_PAGED;
 		c->npolicies = 1;
@@ -400,7 +403,7 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 		d->tp ? d->tp : 1, kvs_dtype_name(d->kv_dtype));
 	fprintf(f, "KV pool per GPU %s = %llu tokens (%llu blocks of %u), %s per token, "
 		"max_model_len %llu\n", budget,
-		(unsigned long long)(st->kv_budget_bytes / st->kv_bytes_per_token),
+		(unsigned long long)(st->num_blocks * bs),
 		(unsigned long long)st->num_blocks, bs, per_tok,
 		(unsigned long long)st->max_model_len);
 	fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, preemption %s, "
@@ -815,7 +818,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	kvs_args it;
 	kvs_args_init(&it, cmd, argc, argv);
 	kvs_cli_deploy dep;
-	kvs_cli_deploy_init(&dep, "llama-3-8b", "a100-40gb");
+	kvs_cli_deploy_init(&dep, "llama-3-8b", NULL);
 	kvs_trace_opts topts;
 	kvs_trace_opts_defaults(&topts);
 	kvs_cli_sim sim;

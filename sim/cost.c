@@ -191,14 +191,19 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 	if (!(active > 0))
 		return kvs_fail(KVS_ERR_INVALID,
 				"model %s: parameter count unknown (give --params)", m->name);
-	c->flop_rate = g->fp16_flops * cfg->flops_efficiency;
+	/* matmuls run at the weights' rate (FP8/INT8 tensor cores for 8-bit
+	 * weights); attention at the FP16 rate, expressed below in FLOPs at
+	 * the matmul rate so one division serves both (same step-time shape) */
+	double mm_rate = kvs_gpu_matmul_rate(g, d->weight_dtype);
+	c->flop_rate = mm_rate * cfg->flops_efficiency;
 	c->byte_rate = g->hbm_bytes_per_s * cfg->bandwidth_efficiency;
 	/* stages run in turn: a step reads every stage's weights and KV */
 	c->weight_bytes = (double)sz->weight_bytes * pp;
 	c->kv_bytes_per_token = (double)sz->kv_bytes_per_token * pp;
 	c->linear_flops_per_token = 2.0 * active / tp;
 	double heads = (double)(m->num_heads ? m->num_heads : m->num_kv_heads);
-	c->attn_flops_per_pair = 4.0 * heads / tp * m->head_dim * m->num_layers;
+	c->attn_flops_per_pair = 4.0 * heads / tp * m->head_dim * m->num_layers *
+				 (mm_rate / g->fp16_flops);
 	if (tp > 1) {
 		double link = g->interconnect_bytes_per_s > 0 ? g->interconnect_bytes_per_s
 							      : g->pcie_bytes_per_s;

@@ -228,6 +228,13 @@ static kvs_status parse_quant(const cfg *c, kvs_model *m)
 		m->weight_dtype = KVS_DTYPE_INT8;
 	else if (json_is_integer(bits) && json_integer_value(bits) == 4)
 		m->weight_dtype = KVS_DTYPE_INT4;
+	/* GPTQ/AWQ write "lm_head": true when the output layer is quantised
+	 * too; otherwise it (and the embeddings) stay at 16 bits */
+	json_t *lm = json_object_get(q, "lm_head");
+	if (lm && !json_is_boolean(lm))
+		return kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.lm_head': "
+				"expected true or false", c->path);
+	m->quant_lm_head = lm && json_is_true(lm);
 	return KVS_OK;
 }
 
@@ -385,6 +392,13 @@ kvs_status kvs_model_from_json_file(const char *path, kvs_model *out)
 
 	if ((st = parse_sliding(&c, model_type, &m)))
 		goto done;
+	json_t *cap = cfg_get(&c, "final_logit_softcapping");
+	if (cap && !json_is_number(cap)) {
+		st = kvs_fail(KVS_ERR_PARSE, "%s: field 'final_logit_softcapping': expected "
+			      "a number", path);
+		goto done;
+	}
+	m.logit_softcap = cap && json_number_value(cap) > 0;
 
 	/* mixture of experts */
 	if ((st = cfg_u32(&c, KEYS("num_local_experts", "n_routed_experts", "num_experts"),
