@@ -167,6 +167,12 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		return kvs_args_double(it, 1e-3, 1e3, &g->cost.kv_read_factor) ? 1 : -1;
 	if (kvs_args_is(it, "--step-time-table"))
 		return (c->table_path = kvs_args_value(it)) ? 1 : -1;
+	if (kvs_args_is(it, "--step-time-profile"))
+		return (c->profile_dir = kvs_args_value(it)) ? 1 : -1;
+	if (kvs_args_is(it, "--step-overhead-per-seq"))
+		return kvs_args_double(it, 0, 1, &g->cost.step_overhead_per_seq_s) ? 1 : -1;
+	if (kvs_args_is(it, "--step-overhead-per-token"))
+		return kvs_args_double(it, 0, 1, &g->cost.step_overhead_per_token_s) ? 1 : -1;
 	if (kvs_args_is(it, "--step-time-linear"))
 		return parse_linear(it, c);
 	if (kvs_args_is(it, "--sample-interval"))
@@ -217,6 +223,31 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 			"set the step time; give one\n", cmd);
 		c->fail_exit = KVS_EXIT_USAGE;
 		return false;
+	}
+	if (c->profile_dir && (c->table_path || c->step_linear_set)) {
+		fprintf(stderr, "kvsim %s: --step-time-profile and --step-time-%s both set "
+			"the step time; give one\n", cmd, c->table_path ? "table" : "linear");
+		c->fail_exit = KVS_EXIT_USAGE;
+		return false;
+	}
+	if (c->profile_dir) {
+		kvs_status st = kvs_cost_load_profile(c->profile_dir, d->tp, &c->cfg.cost);
+		if (st != KVS_OK) {
+			fprintf(stderr, "kvsim %s: --step-time-profile: %s\n", cmd, kvs_last_error());
+			c->fail_exit = st == KVS_ERR_IO || st == KVS_ERR_PARSE ? KVS_EXIT_FAIL
+									 : KVS_EXIT_USAGE;
+			return false;
+		}
+		/* the model's shape is checked now, not after the trace is read */
+		double t;
+		kvs_step_shape one = { 1, 1, 1, 1.0 };
+		if ((st = kvs_sim_step_time(&c->cfg, &one, &t)) != KVS_OK) {
+			fprintf(stderr, "kvsim %s: --step-time-profile: %s\n", cmd, kvs_last_error());
+			c->fail_exit = KVS_EXIT_USAGE;
+			return false;
+		}
+		if (!c->quiet)
+			fprintf(stderr, "kvsim %s: step time: %s\n", cmd, c->cfg.cost.profile_desc);
 	}
 	if (c->table_path) {
 		kvs_status st = kvs_cost_fit_table(c->table_path, &c->cfg.cost);
@@ -284,6 +315,11 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --flops-efficiency F         share of peak FLOP/s reached (default 0.5)\n"
 		"  --bandwidth-efficiency F     share of peak HBM bandwidth reached (default 0.8)\n"
 		"  --step-overhead S            fixed time per step in seconds (default 0.002)\n"
+		"  --step-overhead-per-seq S    + S per sequence in the step (default 0)\n"
+		"  --step-overhead-per-token S  + S per batched token (default 0)\n"
+		"  --step-time-profile DIR      measured Vidur operator profile (DIR/mlp.csv,\n"
+		"                               all-reduce from the network/ tree beside it);\n"
+		"                               attention stays on the roofline\n"
 		"  --allreduce-latency S        per all-reduce with --tp > 1 (default 10e-6)\n"
 		"  --kv-read-factor X           attention-kernel cost relative to an ideal\n"
 		"                               contiguous KV read: multiplies the KV-read\n"
@@ -411,6 +447,7 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 		cfg->max_num_batched_tokens, kvs_preempt_mode_name(cfg->preemption_mode),
 		cfg->enable_prefix_caching ? "on" : "off",
 		cfg->cost.table_path[0] ? "from table" :
+		cfg->cost.profile_points ? "profile + roofline" :
 		cfg->cost.kind == KVS_COST_LINEAR ? "linear" : "roofline");
 	double span = st->arrived > 1 ? st->last_arrival_s - st->first_arrival_s : 0;
 	fprintf(f, "trace %s (%s): %llu requests over %.1f s", trace_path ? trace_path : "-",

@@ -7,6 +7,13 @@ set -u
 ROOT="${KVS_SOURCE_ROOT:?}"
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# the table includes rows computed from ../shared/profiles: without it the
+# file cannot be regenerated identically
+if [ ! -d "$ROOT/../shared/profiles/vidur/compute" ]; then
+	echo "skip: ../shared/profiles is absent"
+	exit 77
+fi
+
 if ! bash "$ROOT/scripts/validation.sh" "$KVSIM" >"$tmp/validation.md" 2>"$tmp/err"; then
 	fail "scripts/validation.sh failed: $(head -c 600 "$tmp/err")"
 elif ! diff -u "$ROOT/docs/VALIDATION.md" "$tmp/validation.md" >"$tmp/diff"; then
