@@ -16,7 +16,10 @@
  * Free space is an address-ordered array of extents (offset, length), kept
  * coalesced: no two extents touch.  Placement is first fit (lowest address
  * that fits) or, with best_fit, the smallest hole that fits (lowest address
- * on ties); the region is cut from the hole's start.  A release merges the
+ * on ties); the region is cut from the hole's start.  With buddy, the
+ * region is rounded up to 2^k tokens and placed at the lowest offset
+ * aligned to its size (a binary buddy system's blocks), possibly in the
+ * middle of a hole.  A release merges the
  * region with its neighbours.  There are at most (sequences + 1) holes; the
  * array is sized for that at admission so release never allocates.
  *
@@ -68,6 +71,20 @@ static uint32_t region_tokens(const kvs_alloc *a, uint32_t prompt,
 	}
 }
 
+/* The region actually held: the policy's size, rounded up to a power of
+ * two of tokens under buddy placement (the rounding is internal
+ * fragmentation). */
+static uint32_t held_tokens(const kvs_alloc *a, uint32_t prompt, uint32_t output)
+{
+	uint32_t r = region_tokens(a, prompt, output);
+	if (!a->cfg.buddy)
+		return r;
+	uint64_t p2 = 1;
+	while (p2 < r)
+		p2 <<= 1;
+	return p2 > UINT32_MAX ? UINT32_MAX : (uint32_t)p2;
+}
+
 /* Smallest region the policy can ever reserve (external fragmentation
  * with no waiting request). */
 static uint32_t min_region(const kvs_alloc *a)
@@ -99,11 +116,30 @@ static void contig_fini(kvs_alloc *a)
 	kvs_free(C(a));
 }
 
+/* Buddy placement: the lowest offset aligned to `bytes` (a power of two
+ * of tokens times the bytes per token) whose [off, off + bytes) lies inside
+ * one hole.  A binary buddy system with full coalescing can hand out
+ * exactly such blocks: allocated blocks are aligned powers of two, so an
+ * aligned block that is wholly free is (part of) one free buddy block. */
+static uint64_t aligned_start(const extent *e, uint64_t bytes)
+{
+	uint64_t off = e->off % bytes ? e->off + (bytes - e->off % bytes) : e->off;
+	if (off < e->off || off - e->off > e->len || e->len - (off - e->off) < bytes)
+		return UINT64_MAX;
+	return off;
+}
+
 /* Index of the hole for `bytes`, or UINT32_MAX. */
 static uint32_t find_hole(const kvs_alloc *a, uint64_t bytes)
 {
 	const contig *c = C(a);
 	uint32_t best = UINT32_MAX;
+	if (a->cfg.buddy) {
+		for (uint32_t i = 0; i < c->nfx; i++)
+			if (aligned_start(&c->fx[i], bytes) != UINT64_MAX)
+				return i;
+		return UINT32_MAX;
+	}
 	for (uint32_t i = 0; i < c->nfx; i++) {
 		if (c->fx[i].len < bytes)
 			continue;
@@ -128,8 +164,8 @@ static kvs_admit_verdict contig_can_admit(const kvs_alloc *a,
 					  const kvs_seq_desc *d,
 					  kvs_admit_reason *why)
 {
-	uint64_t need = region_bytes(a, region_tokens(a, d->prompt_tokens,
-						      d->output_tokens));
+	uint64_t need = region_bytes(a, held_tokens(a, d->prompt_tokens,
+						    d->output_tokens));
 	if (need > a->cfg.budget_bytes) {
 		*why = KVS_REASON_EXCEEDS_BUDGET;
 		return KVS_ADMIT_NEVER;
@@ -151,8 +187,9 @@ static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t tokens)
 {
 	contig *c = C(a);
 	/* after this placement there are at most nseqs + 2 holes (the new
-	 * sequence is not counted in nseqs yet) */
-	uint32_t want = a->nseqs + 2;
+	 * sequence is not counted in nseqs yet); a buddy cut from a hole's
+	 * middle leaves one more transiently */
+	uint32_t want = a->nseqs + 3;
 	if (want > c->fx_cap) {
 		uint32_t cap = c->fx_cap;
 		while (cap < want)
@@ -171,14 +208,28 @@ static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t tokens)
 				"bytes for sequence %llu",
 				(unsigned long long)bytes,
 				(unsigned long long)s->id);
-	s->off = c->fx[i].off;
+	extent h = c->fx[i];
+	uint64_t off = a->cfg.buddy ? aligned_start(&h, bytes) : h.off;
+	s->off = off;
 	s->region = tokens;
-	c->fx[i].off += bytes;
-	c->fx[i].len -= bytes;
-	if (c->fx[i].len == 0) {
-		memmove(&c->fx[i], &c->fx[i + 1],
-			(c->nfx - i - 1) * sizeof *c->fx);
-		c->nfx--;
+	if (off > h.off) {
+		/* cut from the middle: the hole's head stays, its tail follows */
+		uint64_t tail = h.off + h.len - (off + bytes);
+		c->fx[i].len = off - h.off;
+		if (tail) {
+			memmove(&c->fx[i + 2], &c->fx[i + 1],
+				(c->nfx - i - 1) * sizeof *c->fx);
+			c->fx[i + 1] = (extent){ off + bytes, tail };
+			c->nfx++;
+		}
+	} else {
+		c->fx[i].off += bytes;
+		c->fx[i].len -= bytes;
+		if (c->fx[i].len == 0) {
+			memmove(&c->fx[i], &c->fx[i + 1],
+				(c->nfx - i - 1) * sizeof *c->fx);
+			c->nfx--;
+		}
 	}
 	c->free_bytes -= bytes;
 	c->held_tokens += tokens;
@@ -226,8 +277,8 @@ static void unplace(kvs_alloc *a, kvs_seq_rec *s)
 static kvs_status contig_admit(kvs_alloc *a, kvs_seq_rec *s,
 			       const kvs_seq_desc *d, uint32_t *cached)
 {
-	kvs_status st = place(a, s, region_tokens(a, d->prompt_tokens,
-						  d->output_tokens));
+	kvs_status st = place(a, s, held_tokens(a, d->prompt_tokens,
+						d->output_tokens));
 	if (st != KVS_OK)
 		return st;
 	s->len = 0;
@@ -272,8 +323,8 @@ static void contig_release(kvs_alloc *a, kvs_seq_rec *s)
 static kvs_status contig_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 {
 	uint32_t par_len = par->len;
-	kvs_status st = place(a, c, region_tokens(a, par_len,
-						  c->final_len - par_len));
+	kvs_status st = place(a, c, held_tokens(a, par_len,
+						c->final_len - par_len));
 	if (st != KVS_OK)
 		return st;
 	c->len = par_len;
@@ -288,13 +339,15 @@ static void contig_account(const kvs_alloc *a, const kvs_seq_desc *next,
 {
 	const contig *c = C(a);
 	uint64_t B = a->cfg.kv_bytes_per_token;
-	uint32_t ref = next ? region_tokens(a, next->prompt_tokens,
-					    next->output_tokens)
+	uint32_t ref = next ? held_tokens(a, next->prompt_tokens, next->output_tokens)
 			    : min_region(a);
 	uint64_t need = region_bytes(a, ref);
 	uint64_t ext = 0;
+	/* free bytes no region of `need` can use: whole holes too small, and
+	 * under buddy placement holes with no aligned room for it */
 	for (uint32_t i = 0; i < c->nfx; i++)
-		if (c->fx[i].len < need)
+		if (c->fx[i].len < need ||
+		    (a->cfg.buddy && aligned_start(&c->fx[i], need) == UINT64_MAX))
 			ext += c->fx[i].len;
 	out->token_states = a->tok_sum * B;
 	out->reservation = a->res_sum * B;

@@ -149,6 +149,26 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		if (!kvs_args_no_value(it))
 			return -1;
 		g->best_fit = true;
+		g->buddy = false;
+		return 1;
+	}
+	if (kvs_args_is(it, "--placement")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		if (strcmp(v, "first-fit") == 0) {
+			g->best_fit = g->buddy = false;
+		} else if (strcmp(v, "best-fit") == 0) {
+			g->best_fit = true;
+			g->buddy = false;
+		} else if (strcmp(v, "buddy") == 0) {
+			g->best_fit = false;
+			g->buddy = true;
+		} else {
+			kvs_args_usage_error(it, "%s: expected first-fit, best-fit or buddy, "
+					     "got '%s'", it->flag, v);
+			return -1;
+		}
 		return 1;
 	}
 	if (kvs_args_is(it, "--slo-ttft"))
@@ -310,6 +330,9 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --watermark F                share of blocks kept free at admission (default 0.01)\n"
 		"  --page-size SIZE             vattention physical page, 64KiB..2MiB (default 2MiB)\n"
 		"  --best-fit                   contiguous policies: best-fit placement (default first fit)\n"
+		"  --placement P                contiguous policies: first-fit (default), best-fit,\n"
+		"                               or buddy (regions of 2^k tokens aligned to their\n"
+		"                               size, as the PagedAttention paper's baselines)\n"
 		"\n"
 		"step time (docs/COST-MODEL.md):\n"
 		"  --flops-efficiency F         share of peak FLOP/s reached (default 0.5)\n"

@@ -1778,6 +1778,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	ac.enable_prefix_caching = cfg->enable_prefix_caching;
 	ac.swap_bytes = cfg->preemption_mode == KVS_PREEMPT_SWAP ? cfg->swap_bytes : 0;
 	ac.best_fit = cfg->best_fit;
+	ac.buddy = cfg->buddy;
 	if (cfg->page_bytes)
 		ac.page_bytes = cfg->page_bytes;
 	uint32_t layers = sz.layers_per_rank ? sz.layers_per_rank : cfg->deploy.model.num_layers;

@@ -201,6 +201,7 @@ typedef struct kvs_sim_config {
 	double watermark;              /* share of blocks kept free at admission (0.01) */
 	uint64_t page_bytes;           /* vattention physical page (2 MiB) */
 	bool best_fit;                 /* contiguous placement: best fit */
+	bool buddy;                    /* contiguous placement: binary buddy */
 	double slo_ttft_s;             /* goodput SLOs; 0 = none */
 	double slo_tpot_s;
 	kvs_cost_config cost;
