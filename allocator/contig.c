@@ -19,7 +19,7 @@
  * on ties); the region is cut from the hole's start.  With buddy, the
  * region is rounded up to 2^k tokens and placed at the lowest offset
  * aligned to its size (a binary buddy system's blocks), possibly in the
- * middle of a hole.  A release merges the
+ * middle of a hole; the rounding (`pad`) counts as external fragmentation.  A release merges the
  * region with its neighbours.  There are at most (sequences + 1) holes; the
  * array is sized for that at admission so release never allocates.
  *
@@ -42,6 +42,7 @@ typedef struct contig {
 	uint32_t nfx, fx_cap;
 	uint64_t free_bytes;
 	uint64_t held_tokens; /* sum of regions of resident sequences */
+	uint64_t pad_tokens;  /* of which buddy rounding (external fragmentation) */
 } contig;
 
 static inline contig *C(const kvs_alloc *a)
@@ -182,8 +183,10 @@ static kvs_admit_verdict contig_can_admit(const kvs_alloc *a,
 	return KVS_ADMIT_NOW;
 }
 
-/* Place a region of `tokens` for s; NOSPACE when no hole fits. */
-static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t tokens)
+/* Place a region for s: the policy's `policy_tokens`, held as `tokens`
+ * (rounded under buddy placement); NOSPACE when no hole fits. */
+static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t policy_tokens,
+			uint32_t tokens)
 {
 	contig *c = C(a);
 	/* after this placement there are at most nseqs + 2 holes (the new
@@ -212,6 +215,8 @@ static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t tokens)
 	uint64_t off = a->cfg.buddy ? aligned_start(&h, bytes) : h.off;
 	s->off = off;
 	s->region = tokens;
+	s->pad = tokens - policy_tokens;
+	c->pad_tokens += s->pad;
 	if (off > h.off) {
 		/* cut from the middle: the hole's head stays, its tail follows */
 		uint64_t tail = h.off + h.len - (off + bytes);
@@ -270,19 +275,21 @@ static void unplace(kvs_alloc *a, kvs_seq_rec *s)
 	}
 	c->free_bytes += len;
 	c->held_tokens -= s->region;
+	c->pad_tokens -= s->pad;
 	s->region = 0;
+	s->pad = 0;
 	s->off = 0;
 }
 
 static kvs_status contig_admit(kvs_alloc *a, kvs_seq_rec *s,
 			       const kvs_seq_desc *d, uint32_t *cached)
 {
-	kvs_status st = place(a, s, held_tokens(a, d->prompt_tokens,
-						d->output_tokens));
+	kvs_status st = place(a, s, region_tokens(a, d->prompt_tokens, d->output_tokens),
+			      held_tokens(a, d->prompt_tokens, d->output_tokens));
 	if (st != KVS_OK)
 		return st;
 	s->len = 0;
-	kvs_seq_set_res(a, s, s->region);
+	kvs_seq_set_res(a, s, s->region - s->pad);
 	*cached = 0;
 	return KVS_OK;
 }
@@ -290,13 +297,14 @@ static kvs_status contig_admit(kvs_alloc *a, kvs_seq_rec *s,
 static kvs_status contig_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
 			      const kvs_block_copy **copies, size_t *ncopies)
 {
-	if (KVS_UNLIKELY((uint64_t)s->len + n > s->region))
+	uint32_t cap = s->region - s->pad;
+	if (KVS_UNLIKELY((uint64_t)s->len + n > cap))
 		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu "
 				"outgrows its reservation of %u tokens",
-				(unsigned long long)s->id, s->region);
+				(unsigned long long)s->id, cap);
 	s->len += n;
 	a->tok_sum += n;
-	kvs_seq_set_res(a, s, s->region);
+	kvs_seq_set_res(a, s, cap);
 	if (copies)
 		*copies = NULL;
 	if (ncopies)
@@ -307,7 +315,7 @@ static kvs_status contig_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
 static uint32_t contig_room(const kvs_alloc *a, const kvs_seq_rec *s)
 {
 	(void)a;
-	return s->region - s->len;
+	return s->region - s->pad - s->len;
 }
 
 static void contig_release(kvs_alloc *a, kvs_seq_rec *s)
@@ -323,13 +331,14 @@ static void contig_release(kvs_alloc *a, kvs_seq_rec *s)
 static kvs_status contig_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 {
 	uint32_t par_len = par->len;
-	kvs_status st = place(a, c, held_tokens(a, par_len,
-						c->final_len - par_len));
+	uint32_t out = c->final_len - par_len;
+	kvs_status st = place(a, c, region_tokens(a, par_len, out),
+			      held_tokens(a, par_len, out));
 	if (st != KVS_OK)
 		return st;
 	c->len = par_len;
 	a->tok_sum += par_len;
-	kvs_seq_set_res(a, c, c->region);
+	kvs_seq_set_res(a, c, c->region - c->pad);
 	a->stats.copy_bytes += (uint64_t)par_len * a->cfg.kv_bytes_per_token;
 	return KVS_OK;
 }
@@ -349,10 +358,13 @@ static void contig_account(const kvs_alloc *a, const kvs_seq_desc *next,
 		if (c->fx[i].len < need ||
 		    (a->cfg.buddy && aligned_start(&c->fx[i], need) == UINT64_MAX))
 			ext += c->fx[i].len;
+	/* buddy rounding is memory the allocator's block sizes waste, not the
+	 * request's over-reservation: external, as the PagedAttention paper's
+	 * Fig. 2 counts it */
 	out->token_states = a->tok_sum * B;
 	out->reservation = a->res_sum * B;
-	out->internal_frag = (c->held_tokens - a->tok_sum - a->res_sum) * B;
-	out->external_frag = ext;
+	out->internal_frag = (c->held_tokens - c->pad_tokens - a->tok_sum - a->res_sum) * B;
+	out->external_frag = ext + c->pad_tokens * B;
 	out->cached_idle = 0;
 	out->free = c->free_bytes - ext;
 }
@@ -385,7 +397,7 @@ static bool contig_is_valid(const kvs_alloc *a)
 	if (!all)
 		return false;
 	uint32_t k = 0;
-	uint64_t held = 0;
+	uint64_t held = 0, pads = 0;
 	bool ok = true;
 	for (uint32_t i = 0; i < c->nfx; i++)
 		all[k++] = c->fx[i];
@@ -394,16 +406,18 @@ static bool contig_is_valid(const kvs_alloc *a)
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
 		if (s->state != KVS_SEQ_RESIDENT || s->region == 0 ||
-		    s->len > s->region ||
-		    s->res != kvs_seq_reserved(s->region, s->len, s->final_len) ||
+		    s->pad >= s->region || (s->pad && !a->cfg.buddy) ||
+		    s->len > s->region - s->pad ||
+		    s->res != kvs_seq_reserved(s->region - s->pad, s->len, s->final_len) ||
 		    k >= n) {
 			ok = false;
 			break;
 		}
 		all[k++] = (extent){ s->off, region_bytes(a, s->region) };
 		held += s->region;
+		pads += s->pad;
 	}
-	if (ok && (k != n || held != c->held_tokens))
+	if (ok && (k != n || held != c->held_tokens || pads != c->pad_tokens))
 		ok = false;
 	if (ok) {
 		qsort(all, n, sizeof *all, cmp_extent);
