@@ -187,6 +187,8 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		return kvs_args_double(it, 1e-3, 1e3, &g->cost.kv_read_factor) ? 1 : -1;
 	if (kvs_args_is(it, "--step-time-table"))
 		return (c->table_path = kvs_args_value(it)) ? 1 : -1;
+	if (kvs_args_is(it, "--max-concurrency"))
+		return kvs_args_u32(it, 1, 1u << 30, &g->max_concurrency) ? 1 : -1;
 	if (kvs_args_is(it, "--step-time-profile"))
 		return (c->profile_dir = kvs_args_value(it)) ? 1 : -1;
 	if (kvs_args_is(it, "--step-overhead-per-seq"))
@@ -340,6 +342,10 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --step-overhead S            fixed time per step in seconds (default 0.002)\n"
 		"  --step-overhead-per-seq S    + S per sequence in the step (default 0)\n"
 		"  --step-overhead-per-token S  + S per batched token (default 0)\n"
+		"  --max-concurrency N          closed-loop client: N requests in flight, the\n"
+		"                               next sent (its latency counted) when one leaves,\n"
+		"                               as vllm bench serve --max-concurrency (default:\n"
+		"                               open loop at the trace's arrival times)\n"
 		"  --step-time-profile DIR      measured Vidur operator profile (DIR/mlp.csv,\n"
 		"                               all-reduce from the network/ tree beside it);\n"
 		"                               attention stays on the roofline\n"

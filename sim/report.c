@@ -86,6 +86,7 @@ json_t *kvs_sim_engine_json(const kvs_sim_config *cfg, const kvs_sim_stats *size
 	set(o, "watermark", jreal(cfg->watermark));
 	set(o, "page_bytes", jint(cfg->page_bytes));
 	set(o, "best_fit", json_boolean(cfg->best_fit));
+	set(o, "max_concurrency", json_integer(cfg->max_concurrency));
 	set(o, "placement", json_string(cfg->buddy ? "buddy" : cfg->best_fit ? "best-fit"
 								 : "first-fit"));
 	set(o, "slo_ttft_s", opt_real(cfg->slo_ttft_s));

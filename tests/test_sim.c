@@ -404,6 +404,7 @@ static recs fastR, slowR;
  * measured profile instead of the linear model below */
 static const kvs_deploy *fs_deploy;
 static const kvs_cost_config *fs_cost;
+static uint32_t fs_max_concurrency;   /* closed-loop client in the comparison */
 
 static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_factor,
 				bool multi, kvs_preempt_mode mode)
@@ -432,6 +433,7 @@ static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_fact
 		c.cost = *fs_cost;
 		c.cost.kv_read_factor = kv_read_factor;
 	}
+	c.max_concurrency = fs_max_concurrency;
 	c.sample_interval_s = 0.5;
 	enum { NMAX = 400 };
 	static kvs_request q[NMAX];
@@ -480,7 +482,8 @@ static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_fact
 	assert_int_equal(a->prefix_hit_tokens, b->prefix_hit_tokens);
 	assert_int_equal(a->concurrency_max, b->concurrency_max);
 	assert_int_equal(a->tokens_per_step_max, b->tokens_per_step_max);
-	assert_true(a->spans < b->spans);    /* the fast path did skip steps */
+	/* the fast path did skip steps (a closed loop always steps) */
+	assert_true(fs_max_concurrency ? a->spans == b->spans : a->spans < b->spans);
 	assert_close(a->sim_time_s, b->sim_time_s, 1e-9);
 	assert_close(a->concurrency_mean, b->concurrency_mean, 1e-9);
 	assert_close(a->waiting_mean, b->waiting_mean, 1e-9);
@@ -1121,6 +1124,52 @@ static void test_fast_path_profile(void **state)
 	compare_fast_slow(KVS_POLICY_PAGED, false, 1.0);
 	fs_deploy = NULL;
 	fs_cost = NULL;
+	/* and a closed-loop client, every policy: it steps one token at a time
+	 * whatever fast_path says, so both runs must agree */
+	fs_max_concurrency = 12;
+	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+		compare_fast_slow((kvs_policy)p, false, 1.0);
+	fs_max_concurrency = 0;
+}
+
+/* Closed loop, by hand: three requests at t = 0 (prompt 100, output 5;
+ * prefill 11 ms, decodes 10.01 ms) with one in flight run back to back,
+ * each sent when the previous one finishes; with two, the third waits for
+ * the first. */
+static void test_closed_loop(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 4096, 64, 16, 2048);
+	c.cost.linear_per_token_s = 1e-5;
+	c.max_concurrency = 1;
+	kvs_request q[3] = { mkreq(0, 0.0, 100, 5), mkreq(1, 0.0, 100, 5), mkreq(2, 0.0, 100, 5) };
+	static recs R;
+	double one = 0.011 + 4 * 0.01001;
+	for (int fast = 0; fast < 2; fast++) {
+		c.fast_path = fast;
+		kvs_request_set *set = set_of(q, 3);
+		kvs_sim_result *res = run_set(&c, set, &R);
+		const kvs_sim_stats *st = kvs_sim_result_stats(res);
+		assert_int_equal(st->completed, 3);
+		for (int i = 0; i < 3; i++) {
+			const kvs_sim_request_record *r = rec_of(&R, (uint64_t)i);
+			assert_close(r->arrival_s, i * one, 1e-9);      /* sent at the previous finish */
+			assert_close(r->finish_s, (i + 1) * one, 1e-9);
+		}
+		kvs_sim_result_destroy(res);
+		kvs_request_set_destroy(set);
+	}
+	/* two in flight: 0 and 1 batch together, 2 is sent when they finish */
+	c.max_concurrency = 2;
+	c.fast_path = true;
+	kvs_request_set *set = set_of(q, 3);
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_request_record *r0 = rec_of(&R, 0), *r2 = rec_of(&R, 2);
+	assert_close(r2->arrival_s, r0->finish_s, 1e-12);
+	assert_true(r0->finish_s > one);                    /* a batch of two is slower */
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
 }
 
 static void test_roofline(void **state)
@@ -1346,6 +1395,7 @@ int main(void)
 		cmocka_unit_test(test_profile_step_time),
 		cmocka_unit_test(test_profile_load),
 		cmocka_unit_test(test_fast_path_profile),
+		cmocka_unit_test(test_closed_loop),
 		cmocka_unit_test(test_kv_read_factor),
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_cursor_time_scale),

@@ -202,6 +202,10 @@ typedef struct kvs_sim_config {
 	uint64_t page_bytes;           /* vattention physical page (2 MiB) */
 	bool best_fit;                 /* contiguous placement: best fit */
 	bool buddy;                    /* contiguous placement: binary buddy */
+	uint32_t max_concurrency;      /* closed-loop client: at most N requests in
+	                                * flight, the next sent when one leaves
+	                                * (vllm bench serve --max-concurrency); 0 =
+	                                * open loop (trace arrival times) */
 	double slo_ttft_s;             /* goodput SLOs; 0 = none */
 	double slo_tpot_s;
 	kvs_cost_config cost;
