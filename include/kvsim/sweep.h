@@ -41,7 +41,7 @@
 extern "C" {
 #endif
 
-#define KVS_SWEEP_MAX_BLOCK_SIZES 64
+#define KVS_SWEEP_MAX_BLOCK_SIZES 1024
 #define KVS_SWEEP_MAX_BLOCK_SIZE 65536u
 
 /* ---- measured kernel profile ------------------------------------------------
