@@ -85,5 +85,8 @@ void kvs_sweep_point_store(kvs_sweep_work *w, size_t p, const kvs_sweep_point_re
  * recommend; hands the result over and frees the rest of w. */
 kvs_sweep_result *kvs_sweep_work_finish(kvs_sweep_work *w);
 void kvs_sweep_work_free(kvs_sweep_work *w);
+/* Do sweep/plan.c's field tables cover kvs_sim_stats and kvs_sweep_capacity
+ * (every byte a field or alignment padding)?  err names the gap. */
+bool kvs_sweep_point_fields_check(char *err, size_t errn);
 
 #endif
