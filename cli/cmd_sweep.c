@@ -77,7 +77,9 @@ static void usage(FILE *f)
 		"                               whole or not at all; existing ones skipped\n"
 		"  --merge DIR                  with --from-plan: gather DIR's point files;\n"
 		"                               the output flags then print exactly what the\n"
-		"                               threaded sweep prints\n");
+		"                               threaded sweep prints\n"
+		"  --plan-info                  with --from-plan: print the number of\n"
+		"                               points, the plan's id and its trace\n");
 }
 
 typedef struct opts {
@@ -96,6 +98,7 @@ typedef struct opts {
 	const char *points;         /* --points A-B */
 	const char *out_dir;        /* --out DIR */
 	const char *merge_dir;      /* --merge DIR */
+	bool plan_info;             /* --plan-info */
 	const char **args;          /* configuration flags as given (for the plan) */
 	size_t nargs;
 	const char *config_flag;    /* the first of them, for messages */
@@ -108,6 +111,10 @@ static int plan_arg(kvs_args *it, opts *o)
 					     "--merge" };
 	const char **slots[] = { &o->plan_out, &o->from_plan, &o->points, &o->out_dir,
 				 &o->merge_dir };
+	if (kvs_args_is(it, "--plan-info")) {
+		o->plan_info = true;
+		return 1;
+	}
 	for (size_t i = 0; i < KVS_ARRAY_LEN(names); i++) {
 		if (kvs_args_is(it, names[i])) {
 			*slots[i] = kvs_args_value(it);
@@ -480,7 +487,18 @@ static int from_plan(opts *o, kvs_sweep_plan **plan)
 			"plan's; give it when writing the plan\n", o->config_flag);
 		return KVS_EXIT_USAGE;
 	}
-	if (o->plan_out || !!o->out_dir == !!o->merge_dir || !!o->points != !!o->out_dir) {
+	if (o->plan_info && !o->plan_out && !o->out_dir && !o->merge_dir && !o->points) {
+		kvs_status st = kvs_sweep_plan_load(o->from_plan, plan);
+		if (st != KVS_OK) {
+			kvs_cli_report_error("sweep", st);
+			return KVS_EXIT_FAIL;
+		}
+		printf("points %zu\nplan_id %s\ntrace %s\n", kvs_sweep_plan_points(*plan),
+		       kvs_sweep_plan_id(*plan), kvs_sweep_plan_trace_path(*plan));
+		return KVS_EXIT_OK;
+	}
+	if (o->plan_out || o->plan_info || !!o->out_dir == !!o->merge_dir ||
+	    !!o->points != !!o->out_dir) {
 		fprintf(stderr, "kvsim sweep: --from-plan needs either --points A-B --out DIR "
 			"or --merge DIR\n");
 		return KVS_EXIT_USAGE;
@@ -605,6 +623,11 @@ int kvs_cmd_sweep(int argc, char **argv)
 
 	/* read the trace once (overlong prompts flagged at max_model_len) */
 	path = o.trace ? o.trace : kvs_trace_default_path();
+	if (plan && (st = kvs_sweep_plan_check_trace(plan, path)) != KVS_OK) {
+		kvs_cli_report_error("sweep", st);
+		rc = KVS_EXIT_FAIL;
+		goto out;
+	}
 	if ((st = kvs_request_set_load(path, &o.to, &set)) != KVS_OK) {
 		kvs_cli_report_error("sweep", st);
 		rc = KVS_EXIT_FAIL;

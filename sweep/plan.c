@@ -625,8 +625,7 @@ static bool json_diff(const json_t *a, const json_t *b, char *at, size_t n)
 	return true;
 }
 
-kvs_status kvs_sweep_plan_bind(kvs_sweep_plan *p, const kvs_sweep_config *cfg,
-			       const kvs_request_set *set, const char *trace_file)
+kvs_status kvs_sweep_plan_check_trace(const kvs_sweep_plan *p, const char *trace_file)
 {
 	char sha[KVS_SHA256_HEX];
 	kvs_status st = kvs_sha256_file(trace_file, sha);
@@ -636,6 +635,15 @@ kvs_status kvs_sweep_plan_bind(kvs_sweep_plan *p, const kvs_sweep_config *cfg,
 		return kvs_fail(KVS_ERR_INVALID, "%s: SHA-256 %s, but plan %s was written for "
 				"a trace with SHA-256 %s: not the plan's trace", trace_file, sha,
 				p->path, p->trace_sha);
+	return KVS_OK;
+}
+
+kvs_status kvs_sweep_plan_bind(kvs_sweep_plan *p, const kvs_sweep_config *cfg,
+			       const kvs_request_set *set, const char *trace_file)
+{
+	kvs_status st = kvs_sweep_plan_check_trace(p, trace_file);
+	if (st != KVS_OK)
+		return st;
 	kvs_sweep_work_free(&p->work);
 	p->bound = false;
 	if ((st = kvs_sweep_work_init(cfg, set, &p->work)) != KVS_OK)

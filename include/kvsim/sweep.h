@@ -297,6 +297,8 @@ size_t kvs_sweep_plan_args(const kvs_sweep_plan *p, const char *const **args);
 const char *kvs_sweep_plan_trace_path(const kvs_sweep_plan *p);
 const char *kvs_sweep_plan_id(const kvs_sweep_plan *p);    /* 64 hex digits */
 size_t kvs_sweep_plan_points(const kvs_sweep_plan *p);
+/* Is trace_file the plan's trace (its SHA-256)?  The message names both. */
+kvs_status kvs_sweep_plan_check_trace(const kvs_sweep_plan *p, const char *trace_file);
 /* Bind a loaded plan to the configuration rebuilt from its args and the
  * trace read from trace_file: the file's SHA-256 and the rebuilt
  * configuration and points must be the plan's (the message names the first
