@@ -99,6 +99,7 @@ typedef struct opts {
 	const char *out_dir;        /* --out DIR */
 	const char *merge_dir;      /* --merge DIR */
 	bool plan_info;             /* --plan-info */
+	size_t first, last;         /* --points, checked against the plan */
 	const char **args;          /* configuration flags as given (for the plan) */
 	size_t nargs;
 	const char *config_flag;    /* the first of them, for messages */
@@ -305,29 +306,6 @@ static kvs_status csv_fn(const void *arg, FILE *f)
 	return kvs_sweep_result_csv(arg, f);
 }
 
-/* "A-B" or "I" against n points */
-static bool points_range(const char *text, size_t n, size_t *a, size_t *b)
-{
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(text, &end, 10), y = x;
-	if (end == text || text[0] == '-' || errno)
-		return false;
-	if (*end == '-') {
-		const char *t = end + 1;
-		if (!(*t >= '0' && *t <= '9'))
-			return false;
-		y = strtoull(t, &end, 10);
-		if (errno)
-			return false;
-	}
-	if (*end || x > y || y >= n)
-		return false;
-	*a = (size_t)x;
-	*b = (size_t)y;
-	return true;
-}
-
 /* --plan, --from-plan --points/--out, --from-plan --merge: -1 with *R the
  * merged result (printed as the threaded sweep's), else an exit code. */
 static int plan_mode(opts *o, kvs_sweep_plan **plan, const kvs_request_set *set,
@@ -358,12 +336,7 @@ static int plan_mode(opts *o, kvs_sweep_plan **plan, const kvs_request_set *set,
 		return KVS_EXIT_FAIL;
 	}
 	if (o->out_dir) {
-		size_t a, b, ran = 0, skipped = 0, n = kvs_sweep_plan_points(*plan);
-		if (!points_range(o->points, n, &a, &b)) {
-			fprintf(stderr, "kvsim sweep: --points %s: expected I or A-B with A <= B "
-				"< %zu (the plan's points)\n", o->points, n);
-			return KVS_EXIT_USAGE;
-		}
+		size_t a = o->first, b = o->last, ran = 0, skipped = 0;
 		unsigned jobs = o->sw.jobs ? o->sw.jobs : 1;
 		st = kvs_sweep_plan_run_points(*plan, a, b, o->out_dir, jobs, &ran, &skipped);
 		if (st != KVS_OK) {
@@ -478,6 +451,29 @@ static int parse(int argc, char **argv, opts *o)
 	return -1;
 }
 
+/* "A-B" or "I" against n points */
+static bool points_range(const char *text, size_t n, size_t *a, size_t *b)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(text, &end, 10), y = x;
+	if (end == text || text[0] == '-' || errno)
+		return false;
+	if (*end == '-') {
+		const char *t = end + 1;
+		if (!(*t >= '0' && *t <= '9'))
+			return false;
+		y = strtoull(t, &end, 10);
+		if (errno)
+			return false;
+	}
+	if (*end || x > y || y >= n)
+		return false;
+	*a = (size_t)x;
+	*b = (size_t)y;
+	return true;
+}
+
 /* --from-plan: the configuration comes from the plan's flags; the command
  * line gives the mode, the outputs, --jobs and optionally the trace. */
 static int from_plan(opts *o, kvs_sweep_plan **plan)
@@ -506,7 +502,13 @@ static int from_plan(opts *o, kvs_sweep_plan **plan)
 	kvs_status st = kvs_sweep_plan_load(o->from_plan, plan);
 	if (st != KVS_OK) {
 		kvs_cli_report_error("sweep", st);
-		return st == KVS_ERR_PARSE || st == KVS_ERR_IO ? KVS_EXIT_FAIL : KVS_EXIT_USAGE;
+		return KVS_EXIT_FAIL;
+	}
+	size_t n = kvs_sweep_plan_points(*plan);
+	if (o->points && !points_range(o->points, n, &o->first, &o->last)) {
+		fprintf(stderr, "kvsim sweep: --points %s: expected I or A-B with A <= B "
+			"< %zu (the plan's points)\n", o->points, n);
+		return KVS_EXIT_USAGE;
 	}
 	const char *const *args;
 	size_t nargs = kvs_sweep_plan_args(*plan, &args);
@@ -539,6 +541,8 @@ static int from_plan(opts *o, kvs_sweep_plan **plan)
 	p.out_dir = o->out_dir;
 	p.merge_dir = o->merge_dir;
 	p.sw.jobs = o->sw.jobs;
+	p.first = o->first;
+	p.last = o->last;
 	kvs_free(o->args);
 	*o = p;
 	return -1;
