@@ -16,6 +16,9 @@
 #   --joblog FILE        parallel's job log (OUTDIR.joblog)
 #   --resume-failed      rerun only the jobs the job log records as failed or
 #                        not run (points already written are skipped anyway)
+#   --cleanup            remove the plan, trace and point files from remote
+#                        hosts afterwards (parallel's --cleanup; never with
+#                        paths the hosts share with this machine)
 #   --kvsim PATH         kvsim on the hosts ($KVSIM, else kvsim in PATH)
 #   --no-merge           run the points only
 #   -- FLAGS             output flags of the merge (--json=F, --csv=F, ...);
@@ -23,14 +26,14 @@
 #
 # Remote hosts without a shared file system get the plan and its trace by
 # --basefile (same path as here; relative paths land under the remote home
-# directory), and each point file back by --return, then --cleanup.
+# directory), and each point file back by --return.
 set -euo pipefail
 
 die() { echo "sweep-parallel: $*" >&2; exit 2; }
 [ $# -ge 2 ] || die "usage: sweep-parallel.sh PLAN.json OUTDIR [OPTIONS] [-- MERGE FLAGS]"
 plan=$1 out=$2
 shift 2
-logins=() jobs=() chunk=1 shared=0 retries=3 joblog="" resume=() merge=1 remote=0
+logins=() jobs=() chunk=1 shared=0 retries=3 joblog="" resume=() merge=1 remote=0 cleanup=()
 kvsim=${KVSIM:-kvsim}
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
 	--retries) retries=$2; shift 2 ;;
 	--joblog) joblog=$2; shift 2 ;;
 	--resume-failed) resume=(--resume-failed); shift ;;
+	--cleanup) cleanup=(--cleanup); shift ;;
 	--kvsim) kvsim=$2; shift 2 ;;
 	--no-merge) merge=0; shift ;;
 	--) shift; break ;;
@@ -62,7 +66,7 @@ xfer=()
 if [ $remote = 1 ] && [ $shared = 0 ]; then
 	[ "$chunk" = 1 ] || die "--chunk $chunk with remote hosts needs --shared (results return one file per job)"
 	xfer=(--basefile "$plan" --basefile "$trace"
-	      --return "$out/point-{=\$_=sprintf(\"%06d\",\$_)=}.json" --cleanup)
+	      --return "$out/point-{=\$_=sprintf(\"%06d\",\$_)=}.json" ${cleanup[@]+"${cleanup[@]}"})
 fi
 mkdir -p "$out"
 

@@ -107,7 +107,7 @@ SSH
 		rargs=(trace.csv --block-sizes 16 --policies paged,max ${limit[@]+"${limit[@]}"})
 		"$KVSIM" sweep "${rargs[@]}" --jobs 2 --json=ref.json --quiet >/dev/null &&
 		"$KVSIM" sweep "${rargs[@]}" --plan plan.json --quiet &&
-		PARALLEL_SSH="$tmp/fakessh" "$script" plan.json out -S 2/remotehost --kvsim "$KVSIM" \
+		PARALLEL_SSH="$tmp/fakessh" "$script" plan.json out -S 2/remotehost --kvsim "$KVSIM" --cleanup \
 			-- --json=m.json --quiet >/dev/null
 	) || fail "run on a remote host (stand-in ssh) failed"
 	cmp -s local/ref.json local/m.json || fail "remote host: merged JSON differs"
