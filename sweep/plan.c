@@ -524,9 +524,10 @@ kvs_status kvs_sweep_plan_load(const char *path, kvs_sweep_plan **out)
 {
 	json_error_t e;
 	json_t *doc = json_load_file(path, 0, &e);
+	if (!doc && e.line < 1)
+		return kvs_fail(KVS_ERR_IO, "%s: cannot read: %s", path, e.text);
 	if (!doc)
-		return kvs_fail(errno == ENOENT && e.line <= 0 ? KVS_ERR_IO : KVS_ERR_PARSE,
-				"%s:%d: %s", path, e.line, e.text);
+		return kvs_fail(KVS_ERR_PARSE, "%s:%d: %s", path, e.line, e.text);
 	kvs_sweep_plan *p = kvs_calloc(1, sizeof *p);
 	if (!p) {
 		json_decref(doc);
@@ -710,7 +711,8 @@ static kvs_status point_read(const kvs_sweep_plan *p, const char *file, size_t i
 	json_error_t e;
 	json_t *doc = json_load_file(file, 0, &e);
 	if (!doc)
-		return kvs_fail(KVS_ERR_PARSE, "%s:%d: %s", file, e.line, e.text);
+		return kvs_fail(KVS_ERR_PARSE, "%s:%d: %s (delete it to run the point again)",
+				file, e.line, e.text);
 	kvs_status st = point_check(p, doc, i, file);
 	if (st == KVS_OK && r) {
 		memset(r, 0, sizeof *r);
