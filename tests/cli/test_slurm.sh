@@ -90,9 +90,9 @@ echo "slurm: node $host up after $SECONDS s (slurmctld port $port)"
 # the reference bytes, and the plan
 trace="$tmp/trace.csv"
 cp "$root/traces/samples/azure-conv-sample.csv" "$trace"
-limit=()
-case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) limit=(--limit 40) ;; esac
-args=("$trace" --block-sizes 4,16,64 --policies paged,max ${limit[@]+"${limit[@]}"})
+limit=() bs=4,16,64
+case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) limit=(--limit 40) bs=16,32,64 ;; esac
+args=("$trace" --block-sizes $bs --policies paged,max ${limit[@]+"${limit[@]}"})
 cd "$tmp" || exit 1
 "$KVSIM" sweep "${args[@]}" --json=ref.json --csv=ref.csv --quiet >/dev/null || fail "threaded sweep"
 "$KVSIM" sweep "${args[@]}" --plan plan.json --quiet || fail "plan"
