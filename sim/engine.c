@@ -26,9 +26,9 @@
  * orders them by (E, admission): a ring of DQ_W buckets indexed by E for
  * events less than DQ_W steps ahead when pushed (paged block crossings, a
  * block_size or fewer steps ahead: O(1) push and removal, a bucket falling
- * due sorted by admission), a binary heap for the rest.  When a planned step has no prefill,
- * admission, preemption or swap, the engine takes k steps at once, with k up
- * to the earliest of: the next due sequence, the next arrival, the horizon.
+ * due sorted by admission), a binary heap for the rest.  When a planned
+ * step has no prefill, admission, preemption or swap, the engine takes k
+ * steps at once, with k up to the earliest of: the next due sequence, the next arrival, the horizon.
  * The k step times form the max of two arithmetic series (compute and
  * memory lines of the roofline), summed in closed form (cost.c); memory
  * parts are linear in the step index inside a span and integrate in closed
@@ -100,8 +100,10 @@ typedef struct sreq {
 	uint32_t cached_first;
 	uint32_t preemptions;
 	uint32_t chunk;            /* prefill tokens computed in the current step */
-	uint32_t nhashes;
-	uint64_t *hashes;
+	uint32_t nhashes;          /* hash ids kept, at the trace's granularity */
+	uint32_t hash_block;       /* that granularity (tokens) */
+	uint32_t nblock_hashes;    /* ids at the block size (chained prefix) */
+	uint64_t *hashes;          /* re-split to the block size when admitted */
 	rstate state;
 	bool in_step;              /* holds a chunk in the step in flight */
 	bool over_len;             /* flagged or longer than max_model_len */
@@ -212,12 +214,20 @@ struct kvs_sim {
 	size_t nev, capev;
 	uint64_t ev_seqno;
 	bool arrival_event_queued;
+	uint64_t inflight;            /* arrived, not yet completed or rejected
+				       * (closed loop: at most max_concurrency) */
 
 	/* source */
 	const kvs_request_source *src;
 	sreq *pending;             /* next request, not yet arrived */
 	bool src_done;
 	double last_arrival;
+	/* driven from outside (kvs_sim_feed, no source): requests fed but not
+	 * yet pending, linked through sreq.next, and the earliest time a
+	 * request not yet fed may arrive (spans stop there) */
+	sreq *fed_head, *fed_tail;
+	double arrival_bound;
+	bool started, stopped;
 
 	/* engine state */
 	double now;
@@ -261,6 +271,11 @@ struct kvs_sim {
 	const sreq *raw_head;
 	uint64_t *hash_scratch;
 	size_t hash_scratch_cap;
+	uint64_t *desc_hashes;     /* the block-size ids of one request ... */
+	size_t desc_hashes_cap;
+	uint32_t desc_nhashes;
+	kvs_seq_id desc_seq;       /* ... this one (KVS_SEQ_NONE_ when none) */
+	bool desc_valid;
 	uint64_t *seen_key;        /* repeated-id check of copy_hashes: keys, */
 	uint32_t *seen_stamp;      /* and the request that wrote each slot */
 	size_t seen_cap;
@@ -595,13 +610,15 @@ static uint32_t final_len(const sreq *r)
 /* What the allocator is told at admission: the tokens to prefill now
  * (target) and those the sequence will still store after them, so that
  * prompt_tokens + output_tokens is its exact final length. */
-static void desc_of(const sreq *r, kvs_seq_desc *d)
+static void block_hashes_of(kvs_sim *s, const sreq *r, const uint64_t **ids,
+			    uint32_t *n);
+
+static void desc_of(kvs_sim *s, const sreq *r, kvs_seq_desc *d)
 {
 	d->seq = r->seq;
 	d->prompt_tokens = r->target;
 	d->output_tokens = final_len(r) - r->target;
-	d->block_hashes = r->nhashes ? r->hashes : NULL;
-	d->num_block_hashes = r->nhashes;
+	block_hashes_of(s, r, &d->block_hashes, &d->num_block_hashes);
 }
 
 static kvs_seq_id member(const sreq *r, uint32_t i)
@@ -645,6 +662,8 @@ static uint32_t family_room(const kvs_sim *s, const sreq *r)
 static void emit_record(kvs_sim *s, const sreq *r, kvs_sim_outcome outcome,
 			kvs_sim_reject reason, double finish)
 {
+	if (s->inflight)
+		s->inflight--;        /* the request leaves: a client slot frees */
 	if (!s->cfg.on_request)
 		return;
 	kvs_sim_request_record rec = {
@@ -696,7 +715,7 @@ static void parts_now(kvs_sim *s, int64_t out[6])
 	if (s->dirty || head != s->raw_head) {
 		kvs_seq_desc d, *dp = NULL;
 		if (head) {
-			desc_of(head, &d);
+			desc_of(s, head, &d);
 			dp = &d;
 		}
 		kvs_alloc_account(s->alloc, dp, &s->raw);
@@ -868,7 +887,7 @@ static kvs_status debug_check(kvs_sim *s)
 	kvs_mem_parts fresh;
 	kvs_seq_desc d, *dp = NULL;
 	if (deque_front(&s->waiting)) {
-		desc_of(deque_front(&s->waiting), &d);
+		desc_of(s, deque_front(&s->waiting), &d);
 		dp = &d;
 	}
 	CHECK(kvs_alloc_is_valid(s->alloc));
@@ -955,27 +974,12 @@ static kvs_status chained_prefix(kvs_sim *s, const uint64_t *h, uint32_t n,
 	return KVS_OK;
 }
 
-static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
+/* Split (or merge) a request's ids of src_block tokens to the block size,
+ * into s->hash_scratch: the full blocks of its prompt.  *n ids. */
+static kvs_status resplit(kvs_sim *s, const uint64_t *ids, uint32_t nids, uint32_t src_block,
+			  uint32_t prompt, uint32_t *n)
 {
-	if (!s->cfg.enable_prefix_caching || !q->hash_ids || q->num_hash_ids == 0)
-		return KVS_OK;
-	uint32_t src_block = q->hash_block_tokens ? q->hash_block_tokens : s->block_size;
-	uint32_t full = r->prompt / s->block_size;
-	if (src_block == s->block_size) {
-		uint32_t n = q->num_hash_ids < full ? q->num_hash_ids : full;
-		kvs_status st = chained_prefix(s, q->hash_ids, n, &n);
-		if (st != KVS_OK)
-			return st;
-		if (!n)
-			return KVS_OK;
-		r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
-		if (!r->hashes)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
-		memcpy(r->hashes, q->hash_ids, n * sizeof *r->hashes);
-		r->nhashes = n;
-		return KVS_OK;
-	}
-	uint64_t cap = (uint64_t)q->num_hash_ids * (src_block / s->block_size + 1);
+	uint64_t cap = (uint64_t)nids * (src_block / s->block_size + 1);
 	if (cap > s->hash_scratch_cap) {
 		uint64_t *v = kvs_reallocarray(s->hash_scratch, cap, sizeof *v);
 		if (!v)
@@ -983,44 +987,114 @@ static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 		s->hash_scratch = v;
 		s->hash_scratch_cap = cap;
 	}
-	uint32_t n = 0;
+	*n = 0;
 	kvs_status st = s->block_size < src_block
-		? kvs_trace_split_hashes(q->hash_ids, q->num_hash_ids, src_block,
-					 r->prompt, s->block_size, s->hash_scratch, &n)
-		: kvs_trace_merge_hashes(q->hash_ids, q->num_hash_ids, src_block,
-					 r->prompt, s->block_size, s->hash_scratch, &n);
-	if (st != KVS_OK)
-		return kvs_fail(st, "request %llu (line %llu): %s",
-				(unsigned long long)q->index, (unsigned long long)q->line,
-				kvs_last_error());
-	if (n > full)
-		n = full;
-	if ((st = chained_prefix(s, s->hash_scratch, n, &n)) != KVS_OK)
-		return st;
-	if (!n)
+		? kvs_trace_split_hashes(ids, nids, src_block, prompt, s->block_size,
+					 s->hash_scratch, n)
+		: kvs_trace_merge_hashes(ids, nids, src_block, prompt, s->block_size,
+					 s->hash_scratch, n);
+	uint32_t full = prompt / s->block_size;
+	if (*n > full)
+		*n = full;
+	return st;
+}
+
+/* Keep a request's hash ids at the trace's own granularity, only those its
+ * prompt's full blocks use: a waiting request costs 8 bytes per source
+ * block (512 tokens for Mooncake), not per block of the (maybe 1-token)
+ * block size.  They are re-split when the request is described to the
+ * allocator (block_hashes_of), and cut at the first repeated id
+ * (chained_prefix).  Ids that cannot be re-split are refused here, naming
+ * the request. */
+static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
+{
+	if (!s->cfg.enable_prefix_caching || !q->hash_ids || q->num_hash_ids == 0)
 		return KVS_OK;
+	uint32_t src_block = q->hash_block_tokens ? q->hash_block_tokens : s->block_size;
+	uint32_t full = r->prompt / s->block_size;
+	if (!full)
+		return KVS_OK;
+	/* source blocks the full blocks reach into */
+	uint64_t need = src_block == s->block_size ? full
+			: kvs_div_ceil((uint64_t)full * s->block_size, src_block);
+	uint32_t n = q->num_hash_ids < need ? q->num_hash_ids : (uint32_t)need;
+	uint32_t keep = n;
+	kvs_status st;
+	if (src_block != s->block_size) {
+		uint32_t nout;
+		st = resplit(s, q->hash_ids, n, src_block, r->prompt, &nout);
+		if (st != KVS_OK)
+			return kvs_fail(st, "request %llu (line %llu): %s",
+					(unsigned long long)q->index, (unsigned long long)q->line,
+					kvs_last_error());
+		if ((st = chained_prefix(s, s->hash_scratch, nout, &keep)) != KVS_OK)
+			return st;
+		if (!keep)
+			return KVS_OK;
+		/* room to re-split later without allocating (block_hashes_of) */
+		if (nout > s->desc_hashes_cap) {
+			uint64_t *v = kvs_reallocarray(s->desc_hashes, nout, sizeof *v);
+			if (!v)
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
+			s->desc_hashes = v;
+			s->desc_hashes_cap = nout;
+		}
+	} else {
+		if ((st = chained_prefix(s, q->hash_ids, n, &keep)) != KVS_OK)
+			return st;
+		if (!keep)
+			return KVS_OK;
+		n = keep;
+	}
 	r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
 	if (!r->hashes)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
-	memcpy(r->hashes, s->hash_scratch, n * sizeof *r->hashes);
+	memcpy(r->hashes, q->hash_ids, n * sizeof *r->hashes);
 	r->nhashes = n;
+	r->hash_block = src_block;
+	r->nblock_hashes = keep;
 	return KVS_OK;
 }
 
-/* Pull the next request of the source into s->pending. */
-static kvs_status pull(kvs_sim *s)
+/* The ids of r's full prompt blocks at the block size, up to the first
+ * repeated id.  Re-split ids live in s->desc_hashes until another request
+ * is described (the same one is not re-split: the waiting head is
+ * described at every accounting). */
+static void block_hashes_of(kvs_sim *s, const sreq *r, const uint64_t **ids, uint32_t *n)
 {
-	kvs_request q;
-	s->pending = NULL;
-	if (s->src_done)
-		return KVS_OK;
-	kvs_status st = s->src->next(s->src->ctx, &q);
-	if (st == KVS_END) {
-		s->src_done = true;
-		return KVS_OK;
+	*ids = NULL;
+	*n = 0;
+	if (!r->nhashes)
+		return;
+	if (r->hash_block == s->block_size) {
+		*ids = r->hashes;
+		*n = r->nhashes;
+		return;
 	}
-	if (st != KVS_OK)
-		return st;
+	if (!s->desc_valid || s->desc_seq != r->seq) {
+		/* the same split as at intake, into room reserved there: it
+		 * neither fails nor allocates */
+		uint32_t m = 0;
+		kvs_status st = resplit(s, r->hashes, r->nhashes, r->hash_block, r->prompt, &m);
+		kvs_require(st == KVS_OK && m <= s->desc_hashes_cap);
+		if (m > r->nblock_hashes)
+			m = r->nblock_hashes;
+		memcpy(s->desc_hashes, s->hash_scratch, (size_t)m * sizeof *s->desc_hashes);
+		s->desc_nhashes = m;
+		s->desc_seq = r->seq;
+		s->desc_valid = true;
+	}
+	*ids = s->desc_nhashes ? s->desc_hashes : NULL;
+	*n = s->desc_nhashes;
+}
+
+/* A new request object for q, checked (arrival order, horizon); *out is
+ * NULL when q arrives after the horizon (then the input ends). */
+static kvs_status make_sreq(kvs_sim *s, const kvs_request *qp, sreq **out)
+{
+	const kvs_request q = *qp;
+	kvs_status st;
+	*out = NULL;
 	if (!(q.arrival_s >= 0) || !isfinite(q.arrival_s))
 		return kvs_fail(KVS_ERR_INVALID, "request %llu (line %llu): arrival %g s: "
 				"must be a finite time >= 0", (unsigned long long)q.index,
@@ -1061,8 +1135,37 @@ static kvs_status pull(kvs_sim *s)
 		sreq_free(r);
 		return st;
 	}
-	s->pending = r;
+	*out = r;
 	return KVS_OK;
+}
+
+/* Pull the next request of the source (or of the fed queue when the
+ * engine is driven from outside) into s->pending. */
+static kvs_status pull(kvs_sim *s)
+{
+	kvs_request q;
+	s->pending = NULL;
+	if (!s->src) {
+		sreq *r = s->fed_head;
+		if (r) {
+			s->fed_head = r->next;
+			if (!s->fed_head)
+				s->fed_tail = NULL;
+			r->next = NULL;
+		}
+		s->pending = r;
+		return KVS_OK;
+	}
+	if (s->src_done)
+		return KVS_OK;
+	kvs_status st = s->src->next(s->src->ctx, &q);
+	if (st == KVS_END) {
+		s->src_done = true;
+		return KVS_OK;
+	}
+	if (st != KVS_OK)
+		return st;
+	return make_sreq(s, &q, &s->pending);
 }
 
 static kvs_status arrive(kvs_sim *s, sreq *r)
@@ -1086,7 +1189,7 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 		return KVS_OK;
 	}
 	kvs_seq_desc d;
-	desc_of(r, &d);
+	desc_of(s, r, &d);
 	kvs_admit_reason why = KVS_REASON_NONE;
 	if (kvs_alloc_can_admit(s->alloc, &d, &why) == KVS_ADMIT_NEVER) {
 		reject(s, r, why == KVS_REASON_EXCEEDS_MAX_LEN ? KVS_SIM_REJECT_MAX_LEN :
@@ -1102,19 +1205,33 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 	return KVS_OK;
 }
 
+/* Closed loop (max_concurrency N): the client holds the next request
+ * until one of its N in flight leaves. */
+static bool client_full(const kvs_sim *s)
+{
+	return s->cfg.max_concurrency && s->inflight >= s->cfg.max_concurrency;
+}
+
 static kvs_status drain_arrivals(kvs_sim *s)
 {
 	kvs_status st;
-	while (s->pending && s->pending->arrival <= s->now) {
+	while (s->pending && s->pending->arrival <= s->now && !client_full(s)) {
 		sreq *r = s->pending;
 		if ((st = pull(s)) != KVS_OK) {
 			sreq_free(r);
 			return st;
 		}
+		/* a held request is sent now: latencies count from the send */
+		if (s->cfg.max_concurrency && r->arrival < s->now)
+			r->arrival = s->now;
+		s->inflight++;
 		if ((st = arrive(s, r)) != KVS_OK)
 			return st;
 	}
-	if (s->pending && !s->arrival_event_queued) {
+	/* a request held by a full client waits for a departure (a step's
+	 * end drains again), not for an event at its own arrival time */
+	if (s->pending && !s->arrival_event_queued &&
+	    !(client_full(s) && s->pending->arrival <= s->now)) {
 		if ((st = ev_push(s, s->pending->arrival, EV_ARRIVAL)) != KVS_OK)
 			return st;
 		s->arrival_event_queued = true;
@@ -1452,7 +1569,7 @@ static kvs_status ensure_due_cap(kvs_sim *s)
 static kvs_status admit_head(kvs_sim *s, sreq *r, bool *later)
 {
 	kvs_seq_desc d;
-	desc_of(r, &d);
+	desc_of(s, r, &d);
 	uint32_t cached = 0;
 	*later = false;
 	kvs_status st = kvs_alloc_admit(s->alloc, &d, &cached);
@@ -1758,7 +1875,7 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 		    r->gate == s->releases + 1)
 			break;
 		kvs_seq_desc d;
-		desc_of(r, &d);
+		desc_of(s, r, &d);
 		kvs_admit_reason why = KVS_REASON_NONE;
 		kvs_admit_verdict v = kvs_alloc_can_admit(s->alloc, &d, &why);
 		bool later = false;
@@ -1829,8 +1946,9 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T)
 		L.b1 = L.b2 = L.c = 0;
 	} else {
 		k = dq_min(s) - s->G;
-		if (s->pending && s->pending->arrival > s->now)
-			k = kvs_lin2_steps_to(&L, k, s->pending->arrival - s->now);
+		double next_arrival = s->pending ? s->pending->arrival : s->arrival_bound;
+		if (next_arrival > s->now && isfinite(next_arrival))
+			k = kvs_lin2_steps_to(&L, k, next_arrival - s->now);
 		if (cfg->horizon_s > 0 && cfg->horizon_s > s->now)
 			k = kvs_lin2_steps_to(&L, k, cfg->horizon_s - s->now);
 		dur = kvs_lin2_prefix(&L, k);
@@ -2014,10 +2132,15 @@ static kvs_status resolve(const kvs_sim_config *cfg, kvs_sizing *sz,
 		return kvs_fail(KVS_ERR_INVALID, "KV bytes per token is 0");
 	if (!*budget)
 		return kvs_fail(KVS_ERR_INVALID,
-				"no KV cache memory left on %s for %s: the weights and the "
-				"reserve take the whole --gpu-memory-utilization share "
-				"(try more --tp, a larger GPU or a smaller --dtype)",
-				d->gpu.name, d->model.name);
+				"no KV cache memory left for %s: the weights (%llu B) and "
+				"the reserve (%llu B) take the whole usable %llu B (device "
+				"memory %llu B, from --gpu-mem or the %s preset, x "
+				"--gpu-memory-utilization; try more --tp, more memory or a "
+				"smaller --dtype)", d->model.name,
+				(unsigned long long)sz->weight_bytes,
+				(unsigned long long)sz->reserve_bytes,
+				(unsigned long long)sz->usable_bytes,
+				(unsigned long long)d->gpu.mem_bytes, d->gpu.name);
 	uint64_t m = d->max_model_len ? d->max_model_len : d->model.max_position_embeddings;
 	if (m == 0)
 		return kvs_fail(KVS_ERR_INVALID, "max_model_len unknown: give --max-model-len");
@@ -2049,7 +2172,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 {
 	if (!cfg || !out)
 		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_create: NULL argument");
-	if ((unsigned)cfg->policy >= KVS_POLICY_COUNT_)
+	if (!kvs_policy_get(cfg->policy))
 		return kvs_fail(KVS_ERR_INVALID, "unknown policy %d", (int)cfg->policy);
 	if (cfg->max_num_seqs == 0)
 		return kvs_fail(KVS_ERR_INVALID, "max_num_seqs must be >= 1");
@@ -2074,6 +2197,10 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	if (!s)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
 	s->cfg = *cfg;
+	/* a closed-loop client sends requests at departures the fast path's
+	 * spans do not stop at: step one token at a time */
+	if (s->cfg.max_concurrency)
+		s->cfg.fast_path = false;
 	kvs_sizing sz;
 	kvs_status st = resolve(cfg, &sz, &s->budget, &s->kvb, &s->mml);
 	if (st == KVS_OK)
@@ -2094,6 +2221,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	ac.enable_prefix_caching = cfg->enable_prefix_caching;
 	ac.swap_bytes = cfg->preemption_mode == KVS_PREEMPT_SWAP ? cfg->swap_bytes : 0;
 	ac.best_fit = cfg->best_fit;
+	ac.buddy = cfg->buddy;
 	if (cfg->page_bytes)
 		ac.page_bytes = cfg->page_bytes;
 	uint32_t layers = sz.layers_per_rank ? sz.layers_per_rank : cfg->deploy.model.num_layers;
@@ -2122,10 +2250,11 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	s->auto_interval = cfg->sample_interval_s == 0;
 	s->res->sample_interval_s = s->auto_interval ? 1.0 : cfg->sample_interval_s;
 	s->dirty = true;
-	/* every policy but paged copies the prompt's KV into each child at
-	 * the fork, into memory of the child's own: that memory is reserved
-	 * with the parent's at admission */
-	s->fork_copies = cfg->policy != KVS_POLICY_PAGED;
+	s->arrival_bound = INFINITY;
+	/* a policy that forks by copy puts the prompt's KV into each child
+	 * at the fork, into memory of the child's own: that memory is
+	 * reserved with the parent's at admission */
+	s->fork_copies = kvs_policy_has(cfg->policy, KVS_TRAIT_FORKS_BY_COPY);
 	s->reserve_children = s->fork_copies;
 	*out = s;
 	return KVS_OK;
@@ -2146,6 +2275,11 @@ static void free_reqs(kvs_sim *s)
 	s->run_head = s->run_tail = NULL;
 	sreq_free(s->pending);
 	s->pending = NULL;
+	while ((r = s->fed_head)) {
+		s->fed_head = r->next;
+		sreq_free(r);
+	}
+	s->fed_tail = NULL;
 	free_dead(s);
 }
 
@@ -2166,6 +2300,7 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);
+	kvs_free(s->desc_hashes);
 	kvs_free(s->seen_key);
 	kvs_free(s->seen_stamp);
 	if (s->res)
@@ -2186,7 +2321,7 @@ static void progress(kvs_sim *s)
 		return;
 	kvs_sim_progress p = {
 		.sim_time_s = s->now,
-		.input_share = s->src->progress ? s->src->progress(s->src->ctx) : -1.0,
+		.input_share = s->src && s->src->progress ? s->src->progress(s->src->ctx) : -1.0,
 		.arrived = s->res->st.arrived,
 		.completed = s->res->st.completed,
 		.rejected = s->res->st.rejected,
@@ -2273,14 +2408,19 @@ static void finalize(kvs_sim *s)
 		st->wall_s = wall_now() - s->wall0;
 }
 
-kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
-		       kvs_sim_result **out)
+/* ---- driving the engine: start, feed, advance, finish ------------------------
+ * kvs_sim_run is start + advance(+inf) + finish over a source; a fleet
+ * drives many engines through the same calls, feeding each the requests
+ * routed to it (docs/FLEET.md). */
+
+kvs_status kvs_sim_start(kvs_sim *s, const kvs_request_source *src)
 {
-	if (!s || !src || !src->next || !out)
-		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_run: NULL argument");
+	if (!s || (src && !src->next))
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_start: NULL argument");
 	if (s->ran)
-		return kvs_fail(KVS_ERR_STATE, "kvs_sim_run: a simulator runs once");
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_start: a simulator runs once");
 	s->ran = true;
+	s->started = true;
 	s->src = src;
 	s->wall0 = wall_now();
 	kvs_status st = pull(s);
@@ -2288,8 +2428,60 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 		st = ev_push(s, s->pending->arrival, EV_ARRIVAL);
 		s->arrival_event_queued = true;
 	}
+	return st;
+}
+
+kvs_status kvs_sim_feed(kvs_sim *s, const kvs_request *req)
+{
+	if (!s || !req)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_feed: NULL argument");
+	if (!s->started || s->src)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_feed: the engine was not started "
+				"without a source");
+	if (req->arrival_s < s->now)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_feed: request %llu arrives at %.9g s, "
+				"before the engine's time %.9g s", (unsigned long long)req->index,
+				req->arrival_s, s->now);
+	if (s->stopped || s->src_done)
+		return KVS_OK;   /* past the horizon: the input has ended */
+	sreq *r;
+	kvs_status st = make_sreq(s, req, &r);
+	if (st != KVS_OK || !r)
+		return st;
+	r->next = NULL;
+	if (s->fed_tail)
+		s->fed_tail->next = r;
+	else
+		s->fed_head = r;
+	s->fed_tail = r;
+	if (s->pending)
+		return KVS_OK;
+	if ((st = pull(s)) != KVS_OK)
+		return st;
+	if (s->pending && !s->arrival_event_queued) {
+		if ((st = ev_push(s, s->pending->arrival, EV_ARRIVAL)) != KVS_OK)
+			return st;
+		s->arrival_event_queued = true;
+	}
+	return KVS_OK;
+}
+
+double kvs_sim_next_event_s(const kvs_sim *s)
+{
+	return s->nev && !s->stopped ? s->ev[0].t : INFINITY;
+}
+
+kvs_status kvs_sim_advance(kvs_sim *s, double until_s)
+{
+	if (!s || !s->started)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_advance: the engine was not started");
+	if (s->err != KVS_OK)
+		return s->err;
+	if (!s->src)
+		s->arrival_bound = until_s;
+	kvs_status st = KVS_OK;
 	double horizon = s->cfg.horizon_s;
-	while (st == KVS_OK && s->nev > 0) {
+	while (!s->stopped && s->nev > 0 && s->ev[0].t < until_s) {
 		event e = ev_pop(s);
 		if (!s->busy && e.t > s->now) {
 			double until = horizon > 0 && e.t > horizon ? horizon : e.t;
@@ -2298,6 +2490,7 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 		}
 		if (horizon > 0 && e.t > horizon && !s->busy) {
 			s->now = horizon;
+			s->stopped = true;
 			break;
 		}
 		s->now = e.t;
@@ -2308,13 +2501,92 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 			break;
 		if ((st = drain_arrivals(s)) != KVS_OK)
 			break;
-		if (horizon > 0 && s->now >= horizon)
+		if (horizon > 0 && s->now >= horizon) {
+			s->stopped = true;
 			break;
+		}
 		if (!s->busy && (st = plan(s)) != KVS_OK)
 			break;
+		/* closed loop: a request that left inside this event's work frees
+		 * a client slot; the held request is sent at once */
+		if (s->pending && !s->arrival_event_queued && !client_full(s)) {
+			double t = s->pending->arrival > s->now ? s->pending->arrival : s->now;
+			if ((st = ev_push(s, t, EV_ARRIVAL)) != KVS_OK)
+				break;
+			s->arrival_event_queued = true;
+		}
 		if ((s->plannings & 0x3fff) == 0)
 			progress(s);
 	}
+	s->err = st;
+	return st;
+}
+
+double kvs_sim_now_s(const kvs_sim *s)
+{
+	return s->now;
+}
+
+void kvs_sim_get_load(kvs_sim *s, kvs_sim_load *out)
+{
+	const kvs_sim_stats *st = &s->res->st;
+	memset(out, 0, sizeof *out);
+	out->arrived = st->arrived;
+	out->completed = st->completed;
+	out->rejected = st->rejected;
+	out->running = s->nrunning;
+	out->waiting = s->waiting.n + s->swapped.n;
+	uint64_t nb = kvs_alloc_num_blocks(s->alloc);
+	if (nb) {
+		out->kv_usage = 1.0 - (double)kvs_alloc_free_blocks(s->alloc) / (double)nb;
+	} else {
+		int64_t p[6];
+		parts_now(s, p);
+		out->kv_usage = (double)(p[0] + p[1] + p[2]) / (double)s->budget;
+	}
+}
+
+uint32_t kvs_sim_prefix_match(kvs_sim *s, const kvs_request *req, uint32_t *nblocks)
+{
+	sreq tmp;
+	memset(&tmp, 0, sizeof tmp);
+	tmp.prompt = req->prompt_tokens;
+	if (nblocks)
+		*nblocks = 0;
+	if (copy_hashes(s, &tmp, req) != KVS_OK || !tmp.nhashes) {
+		kvs_free(tmp.hashes);
+		return 0;
+	}
+	/* the ids at the block size (re-split into the scratch when the
+	 * trace's granularity differs), up to the first repeated id */
+	const uint64_t *ids = tmp.hashes;
+	uint32_t n = tmp.nhashes;
+	if (tmp.hash_block != s->block_size) {
+		if (resplit(s, tmp.hashes, tmp.nhashes, tmp.hash_block, tmp.prompt, &n) != KVS_OK) {
+			kvs_free(tmp.hashes);
+			return 0;
+		}
+		ids = s->hash_scratch;
+	}
+	if (n > tmp.nblock_hashes)
+		n = tmp.nblock_hashes;
+	uint32_t hit = n ? kvs_alloc_prefix_lookup(s->alloc, ids, n) : 0;
+	if (nblocks)
+		*nblocks = n;
+	kvs_free(tmp.hashes);
+	return hit;
+}
+
+kvs_status kvs_sim_finish(kvs_sim *s, kvs_sim_result **out)
+{
+	if (!s || !out)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_finish: NULL argument");
+	if (!s->started || !s->res)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_finish: not started, or finished");
+	if (s->err != KVS_OK)
+		return s->err;
+	/* every event and every fed request first */
+	kvs_status st = kvs_sim_advance(s, INFINITY);
 	if (st != KVS_OK)
 		return st;
 	progress(s);
@@ -2324,6 +2596,17 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 	*out = s->res;
 	s->res = NULL;
 	return KVS_OK;
+}
+
+kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
+		       kvs_sim_result **out)
+{
+	if (!s || !src || !src->next || !out)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_run: NULL argument");
+	kvs_status st = kvs_sim_start(s, src);
+	if (st == KVS_OK)
+		st = kvs_sim_finish(s, out);
+	return st;
 }
 
 kvs_status kvs_sim_replay(const kvs_sim_config *cfg,

@@ -43,6 +43,9 @@ typedef struct kvs_cost {
 	double attn_flops_per_pair;    /* 4 x heads/tp x head_dim x layers */
 	double allreduce_per_token_s;  /* bandwidth part per batched token */
 	double allreduce_fixed_s;      /* latency part per step */
+	/* measured profile (cfg.profile_points > 0) */
+	double layers;                 /* layers over all stages */
+	double allreduce_bytes_per_token; /* hidden x 2 bytes */
 } kvs_cost;
 
 kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
@@ -76,6 +79,8 @@ void kvs_sketch_free(kvs_sketch *s);
 kvs_status kvs_sketch_add(kvs_sketch *s, double v);
 double kvs_sketch_quantile(const kvs_sketch *s, double q);
 void kvs_sketch_dist(const kvs_sketch *s, kvs_sim_dist *out);
+/* Add every value of src to dst (same buckets: exact). */
+kvs_status kvs_sketch_merge(kvs_sketch *dst, const kvs_sketch *src);
 
 struct kvs_sim_result {
 	kvs_sim_config cfg;
