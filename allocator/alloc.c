@@ -474,10 +474,7 @@ kvs_status kvs_alloc_admit(kvs_alloc *a, const kvs_seq_desc *d,
 				(unsigned long long)d->seq, d->prompt_tokens,
 				d->output_tokens, kvs_admit_reason_text(why));
 	if (v == KVS_ADMIT_LATER)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu "
-				"does not fit now: %s",
-				(unsigned long long)d->seq,
-				kvs_admit_reason_text(why));
+		return kvs_fail_static(KVS_ERR_NOSPACE, kvs_admit_reason_text(why));
 	st = map_reserve(a);
 	if (st != KVS_OK)
 		return st;

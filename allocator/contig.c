@@ -167,10 +167,7 @@ static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t tokens)
 	uint64_t bytes = region_bytes(a, tokens);
 	uint32_t i = bytes == UINT64_MAX ? UINT32_MAX : find_hole(a, bytes);
 	if (i == UINT32_MAX)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: no hole of %llu "
-				"bytes for sequence %llu",
-				(unsigned long long)bytes,
-				(unsigned long long)s->id);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: no free hole large enough for the sequence");
 	s->off = c->fx[i].off;
 	s->region = tokens;
 	c->fx[i].off += bytes;
@@ -240,9 +237,7 @@ static kvs_status contig_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
 			      const kvs_block_copy **copies, size_t *ncopies)
 {
 	if (KVS_UNLIKELY((uint64_t)s->len + n > s->region))
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu "
-				"outgrows its reservation of %u tokens",
-				(unsigned long long)s->id, s->region);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: the sequence outgrows its reservation");
 	s->len += n;
 	a->tok_sum += n;
 	kvs_seq_set_res(a, s, s->region);

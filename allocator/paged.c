@@ -578,10 +578,7 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 	uint32_t want = newlen / bs + (newlen % bs != 0);
 	uint32_t fresh = want > s->nblocks ? want - s->nblocks : 0;
 	if ((uint64_t)ncow + fresh > (uint64_t)p->pool.nfree_ + p->nidle)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu needs "
-				"%u blocks, %u free",
-				(unsigned long long)s->id, ncow + fresh,
-				p->pool.nfree_ + p->nidle);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: not enough free blocks to grow the sequence");
 	/* buffers are recycled with the records: calls only when they grow */
 	kvs_status st = KVS_OK;
 	if (KVS_UNLIKELY(s->nblocks + fresh > s->table_cap))
@@ -757,9 +754,7 @@ static kvs_status paged_swap_out(kvs_alloc *a, kvs_seq_rec *s,
 	paged *p = P(a);
 	uint32_t k = (uint32_t)kvs_div_ceil(s->len, p->bs);
 	if (k > p->host_nfree)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: swap_out: sequence "
-				"%llu needs %u host blocks, %u free",
-				(unsigned long long)s->id, k, p->host_nfree);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: swap_out: not enough free host blocks");
 	kvs_status st = kvs_alloc_reserve_copies(a, k);
 	if (st != KVS_OK)
 		return st;
@@ -792,10 +787,7 @@ static kvs_status paged_swap_in(kvs_alloc *a, kvs_seq_rec *s,
 {
 	paged *p = P(a);
 	if (!paged_can_swap_in(a, s))
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: swap_in: sequence "
-				"%llu needs %u blocks above the watermark of %u, "
-				"%u free", (unsigned long long)s->id, s->nblocks,
-				p->watermark, p->pool.nfree_ + p->nidle);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: swap_in: the sequence's blocks do not fit above the watermark");
 	uint32_t k = s->nblocks;
 	kvs_status st = kvs_alloc_reserve_copies(a, k);
 	if (st != KVS_OK)
@@ -1091,8 +1083,7 @@ kvs_block_pool_take_slow(kvs_block_pool *pool)
 	if (pool->nfree_)
 		return kvs_block_pool_take1(pool);
 	if (p->nidle == 0) {
-		kvs_fail(KVS_ERR_NOSPACE, "allocator: no free block in a pool "
-			 "of %u", pool->nblocks_);
+		kvs_fail_static(KVS_ERR_NOSPACE, "allocator: no free block in the pool");
 		return NONE;
 	}
 	uint32_t id = evict(p->a, p);
@@ -1116,8 +1107,7 @@ kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids)
 	paged *p = P(a);
 	kvs_block_pool *pool = &p->pool;
 	if (n > pool->nfree_ + p->nidle)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: %u blocks wanted, "
-				"%u free", n, pool->nfree_ + p->nidle);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: not enough free blocks for the request");
 	/* all or nothing: n blocks are there.  Straight off the stack (the
 	 * state words already say POOL), then the rest by eviction. */
 	uint32_t top = pool->nfree_, i = 0;

@@ -147,11 +147,7 @@ static kvs_status vatt_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
 	if (want > s->pages) {
 		uint64_t more = want - s->pages;
 		if (more > v->free_groups)
-			return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu "
-					"needs %llu pages per tensor, %llu free",
-					(unsigned long long)s->id,
-					(unsigned long long)more,
-					(unsigned long long)v->free_groups);
+			return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: not enough free pages to grow the sequence");
 		v->free_groups -= more;
 		s->pages = (uint32_t)want;
 	}
@@ -185,11 +181,7 @@ static kvs_status vatt_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 	vatt *v = V(a);
 	uint64_t need = groups_for(v, par->len);
 	if (need > v->free_groups)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: fork: child %llu "
-				"needs %llu pages per tensor, %llu free",
-				(unsigned long long)c->id,
-				(unsigned long long)need,
-				(unsigned long long)v->free_groups);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: fork: not enough free pages for the child");
 	v->free_groups -= need;
 	c->pages = (uint32_t)need;
 	c->len = par->len;

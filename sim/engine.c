@@ -805,9 +805,8 @@ static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 		: kvs_trace_merge_hashes(q->hash_ids, q->num_hash_ids, src_block,
 					 r->prompt, s->block_size, s->hash_scratch, &n);
 	if (st != KVS_OK)
-		return kvs_fail(st, "request %llu (line %llu): %s",
-				(unsigned long long)q->index, (unsigned long long)q->line,
-				kvs_last_error());
+		return kvs_fail_wrap(st, "request %llu (line %llu)",
+				(unsigned long long)q->index, (unsigned long long)q->line);
 	if (n > full)
 		n = full;
 	if (!n)
@@ -948,10 +947,10 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 		kvs_status st = kvs_alloc_grow(s->alloc, member(r, i), (uint32_t)n,
 					       NULL, NULL);
 		if (st != KVS_OK)
-			return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+			return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
 					"allocator refused %llu tokens within the room it "
-					"reported for request %llu: %s", (unsigned long long)n,
-					(unsigned long long)r->index, kvs_last_error());
+					"reported for request %llu", (unsigned long long)n,
+					(unsigned long long)r->index);
 	}
 	uint64_t tokens = n * r->nlive;
 	if (r->state == RS_DECODE) {   /* in the heap */
@@ -1185,11 +1184,10 @@ static kvs_status fork_family(kvs_sim *s, sreq *r, bool *self_preempted,
 			continue;
 		}
 		if (st != KVS_OK)
-			return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
-					"request %llu: fork of sample %u failed%s: %s",
+			return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+					"request %llu: fork of sample %u failed%s",
 					(unsigned long long)r->index, r->nlive,
-					reserved ? " in the region reserved for it" : "",
-					kvs_last_error());
+					reserved ? " in the region reserved for it" : "");
 		if (r->nlive == 1)
 			s->nforked++;
 		r->nlive++;
@@ -1256,9 +1254,8 @@ static kvs_status admit_head(kvs_sim *s, sreq *r, bool *later)
 	*later = false;
 	kvs_status st = kvs_alloc_admit(s->alloc, &d, &cached);
 	if (st != KVS_OK)
-		return kvs_fail(st, "request %llu: admission failed after can_admit said "
-				"it fits: %s", (unsigned long long)r->index,
-				kvs_last_error());
+		return kvs_fail_wrap(st, "request %llu: admission failed after can_admit said "
+				"it fits", (unsigned long long)r->index);
 	r->nreg = 1;
 	r->nlive = 1;
 	if (r->n > 1 && s->reserve_children) {
@@ -1453,10 +1450,10 @@ static kvs_status plan(kvs_sim *s)
 			for (uint32_t i = 0; i < r->nlive; i++) {
 				st = kvs_alloc_swap_in(s->alloc, member(r, i), NULL, NULL);
 				if (st != KVS_OK)
-					return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+					return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
 							"request %llu: swap-in of sample %u failed "
-							"after its group was found to fit: %s",
-							(unsigned long long)r->index, i, kvs_last_error());
+							"after its group was found to fit",
+							(unsigned long long)r->index, i);
 			}
 			deque_pop_front(&s->swapped);
 			uint64_t bytes = (uint64_t)r->len * s->kvb * r->nlive;
@@ -1513,9 +1510,9 @@ static kvs_status plan(kvs_sim *s)
 				break;
 			uint32_t c = chunk_of(r, budget);
 			if (c > 0 && (st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL)) != KVS_OK)
-				return kvs_fail(st, "request %llu: prefill of %u tokens failed "
-						"inside its admitted memory: %s",
-						(unsigned long long)r->index, c, kvs_last_error());
+				return kvs_fail_wrap(st, "request %llu: prefill of %u tokens failed "
+						"inside its admitted memory",
+						(unsigned long long)r->index, c);
 			add_chunk(r, c, &chunk_tokens, &chunk_seqs, &chunk_ctx, &chunk_pairs,
 				  &budget);
 		}

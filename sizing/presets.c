@@ -180,8 +180,8 @@ kvs_status kvs_gpu_preset(const char *name, kvs_gpu *out)
 		goto done;
 	}
 	if (kvs_parse_bytes(json_string_value(mem), &gpu.mem_bytes) != KVS_OK) {
-		st = kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': field 'memory': %s",
-			      path, name, kvs_last_error());
+		st = kvs_fail_wrap(KVS_ERR_PARSE, "%s: gpu '%s': field 'memory'",
+			      path, name);
 		goto done;
 	}
 	if ((st = gpu_rate(g, path, name, "hbm_gb_per_s", 1e9, &gpu.hbm_bytes_per_s)) ||

@@ -45,9 +45,26 @@ const char *kvs_strerror(kvs_status status);
 const char *kvs_last_error(void);
 
 /* Record a printf-style message for status and return status, so that
- * failing paths read `return kvs_fail(KVS_ERR_PARSE, "%s:%llu: ...", ...);` */
+ * failing paths read `return kvs_fail(KVS_ERR_PARSE, "%s:%llu: ...", ...);`
+ * The message is formatted aside first, so an argument that points into the
+ * thread's message buffer is read before the buffer is overwritten. */
 kvs_status kvs_fail(kvs_status status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Wrap the failure being propagated: record "<fmt...>: <previous message>"
+ * and return status.  The one way to add context (file, request, field) to a
+ * callee's error while keeping its cause:
+ *     if ((st = kvs_parse_bytes(text, &b)) != KVS_OK)
+ *         return kvs_fail_wrap(st, "%s: field 'memory'", path);
+ * Never pass kvs_last_error() to kvs_fail: use this. */
+kvs_status kvs_fail_wrap(kvs_status status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Record a fixed message (a string literal or other static text) without
+ * formatting: O(1), for expected outcomes on hot paths such as
+ * KVS_ERR_NOSPACE from a failed grow, where the caller decides what to do
+ * and formats context only if it reports the failure. */
+kvs_status kvs_fail_static(kvs_status status, const char *msg);
 
 /* Clear the thread's last error message. */
 void kvs_clear_error(void);
@@ -86,6 +103,18 @@ void *kvs_realloc(void *ptr, size_t size);
 void *kvs_reallocarray(void *ptr, size_t count, size_t size);
 void kvs_free(void *ptr);
 char *kvs_strdup(const char *s);
+
+/* Fault injection (tests): make the nth host allocation from now fail
+ * (kvs_malloc, kvs_calloc, kvs_realloc, kvs_reallocarray and kvs_strdup
+ * return NULL), as SQLite's and knot-resolver's fault tests do.  n = 1 fails
+ * the next one; n = 0 turns injection off.  Every later allocation keeps
+ * failing when persistent is true (a process out of memory), else only the
+ * nth one does.  Process-wide; the counter is atomic. */
+void kvs_mem_fail_nth(uint64_t n, bool persistent);
+/* Allocations counted since the last kvs_mem_fail_nth call (0 before any),
+ * and whether an injected failure has fired since then. */
+uint64_t kvs_mem_alloc_count(void);
+bool kvs_mem_fail_fired(void);
 
 /* Name of the host allocator in use: "jemalloc" or "libc". */
 const char *kvs_mem_allocator(void);
