@@ -1202,29 +1202,39 @@ static kvs_status fork_family(kvs_sim *s, sreq *r, bool *self_preempted,
 	return KVS_OK;
 }
 
-static void finish(kvs_sim *s, sreq *r)
+/* Record r's completion and free it (also on failure: the run is over). */
+static kvs_status finish(kvs_sim *s, sreq *r)
 {
 	kvs_sim_result *R = s->res;
-	kvs_sim_stats *st = &R->st;
+	kvs_sim_stats *stats = &R->st;
+	kvs_status st;
 	double t = s->now;
-	st->completed++;
-	st->prompt_tokens += r->prompt;
-	st->output_tokens += (uint64_t)r->output * r->n;   /* every sample's */
+	stats->completed++;
+	stats->prompt_tokens += r->prompt;
+	stats->output_tokens += (uint64_t)r->output * r->n;   /* every sample's */
 	double ttft = r->first_token - r->arrival;
-	kvs_sketch_add(&R->sk[KVS_METRIC_TTFT], ttft);
-	kvs_sketch_add(&R->sk[KVS_METRIC_E2E], t - r->arrival);
-	kvs_sketch_add(&R->sk[KVS_METRIC_QUEUE_DELAY], r->admitted - r->arrival);
+
+	if ((st = kvs_sketch_add(&R->sk[KVS_METRIC_TTFT], ttft)) != KVS_OK ||
+	    (st = kvs_sketch_add(&R->sk[KVS_METRIC_E2E], t - r->arrival)) != KVS_OK ||
+	    (st = kvs_sketch_add(&R->sk[KVS_METRIC_QUEUE_DELAY], r->admitted - r->arrival)) != KVS_OK) {
+		sreq_free(r);
+		return st;
+	}
 	bool good = !(s->cfg.slo_ttft_s > 0 && ttft > s->cfg.slo_ttft_s);
 	if (r->output >= 2) {
 		/* samples advance in lockstep: each sample's TPOT, and their mean */
 		double tpot = (t - r->first_token) / (double)(r->output - 1);
-		kvs_sketch_add(&R->sk[KVS_METRIC_TPOT], tpot);
+		if ((st = kvs_sketch_add(&R->sk[KVS_METRIC_TPOT], tpot)) != KVS_OK) {
+			sreq_free(r);
+			return st;
+		}
 		if (s->cfg.slo_tpot_s > 0 && tpot > s->cfg.slo_tpot_s)
 			good = false;
 	}
 	s->good += good;
 	emit_record(s, r, KVS_SIM_COMPLETED, KVS_SIM_REJECT_COUNT_, t);
 	sreq_free(r);
+	return KVS_OK;
 }
 
 static kvs_status ensure_due_cap(kvs_sim *s)
@@ -1375,7 +1385,8 @@ static kvs_status plan(kvs_sim *s)
 				return st;
 			run_remove(s, r);
 			s->due[i] = NULL;
-			finish(s, r);
+			if ((st = finish(s, r)) != KVS_OK)
+				return st;
 		}
 	}
 	for (size_t i = 0; i < ndue; i++) {

@@ -578,7 +578,8 @@ kvs_status kvs_sweep_run_ex(const kvs_sweep_config *cfg, const kvs_request_set *
 	}
 	for (size_t i = 0; i < n; i++)
 		R->rows[i].meets_slo = slo_holds(cfg, &R->rows[i].st);
-	kvs_sweep_recommend(R);
+	if ((st = kvs_sweep_recommend(R)) != KVS_OK)
+		goto fail;
 	kvs_free(items);
 	*out = R;
 	return KVS_OK;

@@ -39,6 +39,6 @@ struct kvs_sweep_result {
 	uint32_t hash_block_tokens;
 };
 
-void kvs_sweep_recommend(kvs_sweep_result *r);
+kvs_status kvs_sweep_recommend(kvs_sweep_result *r);
 
 #endif

@@ -486,7 +486,7 @@ static void rec_prefix(rctx *x, kvs_sweep_recommendation *rec)
 	cat(buf, bn, ".");
 }
 
-void kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_row *rows,
+kvs_status kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_row *rows,
 			      const kvs_sweep_capacity *caps, size_t n,
 			      kvs_sweep_recommendation out[KVS_OBJ_COUNT_])
 {
@@ -515,21 +515,23 @@ void kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_row *ro
 			x.min_rel = rows[i].kernel.rel;
 			x.cheapest = i;
 		}
-	if (n == 0 || !(x.cand = kvs_calloc(n, sizeof *x.cand))) {
+	if (n == 0) {
 		for (int o = 0; o < KVS_OBJ_COUNT_; o++)
-			snprintf(out[o].reason, sizeof out[o].reason, "%s",
-				 n ? "Out of memory choosing a recommendation." : "No rows.");
-		return;
+			snprintf(out[o].reason, sizeof out[o].reason, "No rows.");
+		return KVS_OK;
 	}
+	if (!(x.cand = kvs_calloc(n, sizeof *x.cand)))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory choosing a recommendation");
 	rec_throughput(&x, &out[KVS_OBJ_THROUGHPUT]);
 	rec_waste(&x, &out[KVS_OBJ_WASTE]);
 	rec_prefix(&x, &out[KVS_OBJ_PREFIX]);
 	kvs_free(x.cand);
+	return KVS_OK;
 }
 
-void kvs_sweep_recommend(kvs_sweep_result *R)
+kvs_status kvs_sweep_recommend(kvs_sweep_result *R)
 {
-	kvs_sweep_recommend_rows(&R->cfg, R->rows, R->caps, R->nrows, R->rec);
+	return kvs_sweep_recommend_rows(&R->cfg, R->rows, R->caps, R->nrows, R->rec);
 }
 
 /* ---- JSON ---------------------------------------------------------------------- */

@@ -325,6 +325,10 @@ static void csv_reset(kvs_trace *t)
 	t->csv_ready = true;
 }
 
+/* csv_split's reason when the field buffer cannot grow: an out-of-memory
+ * error, never a bad line (callers compare the pointer). */
+static const char csv_nomem[] = "no memory for the fields";
+
 /* Split one line into fields.  NULL or a reason. */
 static const char *csv_split(kvs_trace *t, const char *line, size_t len)
 {
@@ -332,7 +336,7 @@ static const char *csv_split(kvs_trace *t, const char *line, size_t len)
 	if (need > t->fcap) {
 		char *nb = kvs_realloc(t->fbuf, need);
 		if (!nb)
-			return "no memory for the fields";
+			return csv_nomem;
 		t->fbuf = nb;
 		t->fcap = need;
 	}
@@ -343,7 +347,10 @@ static const char *csv_split(kvs_trace *t, const char *line, size_t len)
 	int rc = used == len ? csv_fini(&t->csv, cb_field, cb_row, t) : -1;
 	if (rc != 0) {
 		bool unterminated = used == len;
+		bool nomem = csv_error(&t->csv) == CSV_ENOMEM;
 		csv_reset(t);
+		if (nomem)
+			return csv_nomem;
 		return unterminated ? "unterminated quoted field (a record must fit on one line)"
 				    : "malformed quoting (a quote inside an unquoted field, or "
 				      "text after a closing quote)";
@@ -473,6 +480,9 @@ static kvs_status detect_csv(kvs_trace *t, const char *line, size_t len, uint64_
 {
 	kvs_trace_format want = t->o.format;
 	const char *why = csv_split(t, line, len);
+	if (why == csv_nomem)
+		return kvs_fail(KVS_ERR_NOMEM, "%s:%llu: %s", t->path,
+				(unsigned long long)ln, why);
 	if (why) {
 		t->st.failed_lines++;
 		return kvs_fail(KVS_ERR_PARSE, "%s:%llu: header: %s", t->path,
@@ -649,6 +659,9 @@ static kvs_status decode_csv(kvs_trace *t, const char *line, size_t len, slot *s
 {
 	*keep = false;
 	const char *why = csv_split(t, line, len);
+	if (why == csv_nomem)
+		return kvs_fail(KVS_ERR_NOMEM, "%s:%llu: %s", t->path,
+				(unsigned long long)s->line, why);
 	if (why)
 		return bad_line(t, s->line, "row", "%s", why);
 	if (t->nf != t->ncols)
