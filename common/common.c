@@ -4,6 +4,7 @@
  */
 #include "kvs_config.h"
 #include "kvsim/common.h"
+#include "common/array.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -211,4 +212,27 @@ void kvs_require_fail(const char *expr, const char *file, int line)
 	fprintf(stderr, "kvsim: internal invariant failed: %s (%s:%d)\n",
 		expr, file, line);
 	abort();
+}
+
+/* ---- array growth (common/array.h) ------------------------------------------ */
+
+bool kvs_array_grow(void **p, size_t *cap, size_t need, size_t elem,
+		    size_t min_cap, size_t limit)
+{
+	size_t c = *cap ? *cap : (min_cap ? min_cap : 1);
+	while (c < need) {
+		if (c > SIZE_MAX / 2)
+			return false;
+		c *= 2;
+	}
+	if (c > limit)
+		c = need <= limit ? limit : 0;
+	if (c == 0)
+		return false;
+	void *q = kvs_reallocarray(*p, c, elem);
+	if (!q)
+		return false;
+	*p = q;
+	*cap = c;
+	return true;
 }

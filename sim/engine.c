@@ -57,6 +57,8 @@
  */
 #include "kvs_config.h"
 #include "sim_internal.h"
+#include "common/array.h"
+#include "common/heap.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -264,48 +266,19 @@ struct kvs_sim {
 
 /* ---- event heap ------------------------------------------------------------ */
 
+KVS_HEAP_DEFINE(evh, event, ev_less)
+
 static kvs_status ev_push(kvs_sim *s, double t, ev_type type)
 {
-	if (s->nev == s->capev) {
-		size_t cap = s->capev ? s->capev * 2 : 8;
-		event *v = kvs_reallocarray(s->ev, cap, sizeof *v);
-		if (!v)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (event heap)");
-		s->ev = v;
-		s->capev = cap;
-	}
-	event e = { t, s->ev_seqno++, type };
-	size_t i = s->nev++;
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (!ev_less(&e, &s->ev[p]))
-			break;
-		s->ev[i] = s->ev[p];
-		i = p;
-	}
-	s->ev[i] = e;
+	if (!KVS_ARRAY_RESERVE(s->ev, s->capev, s->nev + 1, 8))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (event heap)");
+	evh_push(s->ev, &s->nev, (event){ t, s->ev_seqno++, type });
 	return KVS_OK;
 }
 
 static event ev_pop(kvs_sim *s)
 {
-	event top = s->ev[0];
-	event last = s->ev[--s->nev];
-	size_t i = 0, n = s->nev;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && ev_less(&s->ev[c + 1], &s->ev[c]))
-			c++;
-		if (!ev_less(&s->ev[c], &last))
-			break;
-		s->ev[i] = s->ev[c];
-		i = c;
-	}
-	if (n)
-		s->ev[i] = last;
-	return top;
+	return evh_pop(s->ev, &s->nev);
 }
 
 /* ---- decode heap ------------------------------------------------------------
@@ -318,49 +291,13 @@ static bool dh_less(const dh_ent *a, const dh_ent *b)
 	return a->E < b->E || (a->E == b->E && a->order < b->order);
 }
 
-static void dh_sift_up(kvs_sim *s, size_t i)
-{
-	dh_ent e = s->heap[i];
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (!dh_less(&e, &s->heap[p]))
-			break;
-		s->heap[i] = s->heap[p];
-		i = p;
-	}
-	s->heap[i] = e;
-}
-
-static void dh_sift_down(kvs_sim *s, size_t i)
-{
-	dh_ent e = s->heap[i];
-	size_t n = s->nheap;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && dh_less(&s->heap[c + 1], &s->heap[c]))
-			c++;
-		if (!dh_less(&s->heap[c], &e))
-			break;
-		s->heap[i] = s->heap[c];
-		i = c;
-	}
-	s->heap[i] = e;
-}
+KVS_HEAP_DEFINE(dhh, dh_ent, dh_less)
 
 static kvs_status dh_push(kvs_sim *s, sreq *r)
 {
-	if (s->nheap == s->capheap) {
-		size_t cap = s->capheap ? s->capheap * 2 : 64;
-		dh_ent *v = kvs_reallocarray(s->heap, cap, sizeof *v);
-		if (!v)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (decode heap)");
-		s->heap = v;
-		s->capheap = cap;
-	}
-	s->heap[s->nheap] = (dh_ent){ r->E, r->order, r };
-	dh_sift_up(s, s->nheap++);
+	if (!KVS_ARRAY_RESERVE(s->heap, s->capheap, s->nheap + 1, 64))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (decode heap)");
+	dhh_push(s->heap, &s->nheap, (dh_ent){ r->E, r->order, r });
 	s->ndec += r->nlive;
 	s->sumS += (uint64_t)r->nlive * r->S;
 	s->dec_len_sum += (uint64_t)r->nlive * r->len;
@@ -376,11 +313,8 @@ static void dh_unaccount(kvs_sim *s, const sreq *r)
 
 static sreq *dh_pop(kvs_sim *s)
 {
-	sreq *r = s->heap[0].r;
+	sreq *r = dhh_pop(s->heap, &s->nheap).r;
 	dh_unaccount(s, r);
-	s->heap[0] = s->heap[--s->nheap];
-	if (s->nheap)
-		dh_sift_down(s, 0);
 	return r;
 }
 
@@ -391,11 +325,7 @@ static void dh_remove(kvs_sim *s, sreq *r)
 		i++;
 	kvs_require(i < s->nheap);
 	dh_unaccount(s, r);
-	s->heap[i] = s->heap[--s->nheap];
-	if (i < s->nheap) {
-		dh_sift_up(s, i);
-		dh_sift_down(s, i);
-	}
+	dhh_remove_at(s->heap, &s->nheap, i);
 }
 
 /* ---- running list ---------------------------------------------------------- */
@@ -431,14 +361,8 @@ static void run_remove(kvs_sim *s, sreq *r)
 
 static kvs_status prefill_add(kvs_sim *s, sreq *r)
 {
-	if (s->nprefill == s->capprefill) {
-		size_t cap = s->capprefill ? s->capprefill * 2 : 16;
-		sreq **v = kvs_reallocarray(s->prefill, cap, sizeof *v);
-		if (!v)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory");
-		s->prefill = v;
-		s->capprefill = cap;
-	}
+	if (!KVS_ARRAY_RESERVE(s->prefill, s->capprefill, s->nprefill + 1, 16))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (prefill list)");
 	s->prefill[s->nprefill++] = r;
 	return KVS_OK;
 }
@@ -461,14 +385,8 @@ static kvs_status prefill_insert_ordered(kvs_sim *s, sreq *r)
 
 static kvs_status forkq_add(kvs_sim *s, sreq *r)
 {
-	if (s->nforkq == s->capforkq) {
-		size_t cap = s->capforkq ? s->capforkq * 2 : 8;
-		sreq **v = kvs_reallocarray(s->forkq, cap, sizeof *v);
-		if (!v)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory");
-		s->forkq = v;
-		s->capforkq = cap;
-	}
+	if (!KVS_ARRAY_RESERVE(s->forkq, s->capforkq, s->nforkq + 1, 8))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (fork queue)");
 	s->forkq[s->nforkq++] = r;
 	return KVS_OK;
 }
@@ -662,13 +580,9 @@ static kvs_status add_sample(kvs_sim *s, double t, const double bytes[6])
 			s->next_sample_t = R->samples[n - 1].t_s + R->sample_interval_s;
 			if (t < s->next_sample_t - R->sample_interval_s * 1e-9)
 				return KVS_OK;
-		} else {
-			size_t cap = s->capsamples ? s->capsamples * 2 : 256;
-			kvs_sim_sample *v = kvs_reallocarray(R->samples, cap, sizeof *v);
-			if (!v)
-				return kvs_fail(KVS_ERR_NOMEM, "out of memory (time series)");
-			R->samples = v;
-			s->capsamples = cap;
+		} else if (!KVS_ARRAY_RESERVE(R->samples, s->capsamples,
+					      R->nsamples + 1, 256)) {
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (time series)");
 		}
 	}
 	kvs_sim_sample *sm = &R->samples[R->nsamples++];

@@ -20,6 +20,8 @@
  */
 #include "kvs_config.h"
 #include "trace_internal.h"
+#include "common/array.h"
+#include "common/heap.h"
 
 #include <csv.h>
 #include <jansson.h>
@@ -209,7 +211,8 @@ struct kvs_trace {
 	slot *slots;
 	slot **heap;
 	slot **free_slots;
-	uint32_t nslots, heap_n, nfree;
+	uint32_t nslots, nfree;
+	size_t heap_n;
 	uint64_t seq;
 	bool eof, done;
 	kvs_status err;         /* sticky error */
@@ -906,43 +909,22 @@ out:
 
 /* ---- sort window (binary heap on (t_ns, seq)) ----------------------------------*/
 
-static inline bool slot_before(const slot *a, const slot *b)
+/* The heap holds slot pointers: compare what they point to. */
+static inline bool slot_before(slot *const *a, slot *const *b)
 {
-	return a->t_ns < b->t_ns || (a->t_ns == b->t_ns && a->seq < b->seq);
+	return (*a)->t_ns < (*b)->t_ns || ((*a)->t_ns == (*b)->t_ns && (*a)->seq < (*b)->seq);
 }
+
+KVS_HEAP_DEFINE(window, slot *, slot_before)
 
 static void heap_push(kvs_trace *t, slot *s)
 {
-	uint32_t i = t->heap_n++;
-	while (i > 0) {
-		uint32_t p = (i - 1) / 2;
-		if (!slot_before(s, t->heap[p]))
-			break;
-		t->heap[i] = t->heap[p];
-		i = p;
-	}
-	t->heap[i] = s;
+	window_push(t->heap, &t->heap_n, s);
 }
 
 static slot *heap_pop(kvs_trace *t)
 {
-	slot *top = t->heap[0];
-	slot *last = t->heap[--t->heap_n];
-	uint32_t i = 0, n = t->heap_n;
-	for (;;) {
-		uint32_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && slot_before(t->heap[c + 1], t->heap[c]))
-			c++;
-		if (!slot_before(t->heap[c], last))
-			break;
-		t->heap[i] = t->heap[c];
-		i = c;
-	}
-	if (n > 0)
-		t->heap[i] = last;
-	return top;
+	return window_pop(t->heap, &t->heap_n);
 }
 
 /* Read lines until one request is decoded into a free slot and pushed, or
