@@ -99,8 +99,7 @@ struct kvs_alloc {
 	uint32_t free_rec;            /* head of the free-record chain */
 	uint32_t nseqs;               /* resident + swapped */
 	kvs_seq_map_entry *map;
-	uint64_t map_mask;            /* capacity - 1 (power of two) */
-	unsigned map_shift;           /* 64 - log2(capacity) */
+	uint64_t map_cap;             /* slots (common/table.h), a power of two */
 
 	/* running totals over resident sequences, tokens */
 	uint64_t tok_sum;             /* sum of len */

@@ -26,6 +26,7 @@
  * plus one), so this is cheap next to a scheduling step.
  */
 #include "alloc_internal.h"
+#include "common/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -153,17 +154,9 @@ static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t tokens)
 	/* after this placement there are at most nseqs + 2 holes (the new
 	 * sequence is not counted in nseqs yet) */
 	uint32_t want = a->nseqs + 2;
-	if (want > c->fx_cap) {
-		uint32_t cap = c->fx_cap;
-		while (cap < want)
-			cap *= 2;
-		extent *fx = kvs_reallocarray(c->fx, cap, sizeof *fx);
-		if (!fx)
-			return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host "
-					"memory for the free-extent list");
-		c->fx = fx;
-		c->fx_cap = cap;
-	}
+	if (!KVS_ARRAY_RESERVE(c->fx, c->fx_cap, want, 16))
+		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host "
+				"memory for the free-extent list");
 	uint64_t bytes = region_bytes(a, tokens);
 	uint32_t i = bytes == UINT64_MAX ? UINT32_MAX : find_hole(a, bytes);
 	if (i == UINT32_MAX)

@@ -48,6 +48,7 @@
  * parent), swap O(blocks of the sequence).
  */
 #include "alloc_internal.h"
+#include "common/table.h"
 
 #include <string.h>
 
@@ -143,7 +144,8 @@ static inline uint32_t fill_of(uint32_t bs, uint32_t i, uint32_t len)
 
 /* ---- prefix index ------------------------------------------------------------ */
 
-/* The home slot of key h.  Keys are whatever the caller passed as block
+/* The index is common/table.h's open-addressing table over 4-byte block
+ * ids, keyed by each block's hash.  Keys are whatever the caller passed as block
  * hashes: chained 64-bit hashes from kvs_hash_block_*, but also raw trace
  * ids (Mooncake's hash ids are small consecutive integers, re-split to
  * id x k + j for smaller blocks).  Range reduction by the high word of
@@ -157,25 +159,11 @@ static inline uint32_t fill_of(uint32_t bs, uint32_t i, uint32_t len)
  * better and keeps cluster neighbours close in time, but sparse split ids
  * already cost it twice the probes and strides near a Fibonacci number
  * pack keys into long runs; see docs/ALLOCATOR.md.) */
-static inline uint64_t ht_mix(uint64_t h)
-{
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebull;
-	h ^= h >> 31;
-	return h;
-}
-
-static inline uint64_t ht_home(const paged *p, uint64_t h)
-{
-	return (uint64_t)(((__uint128_t)ht_mix(h) * p->ht_cap) >> 64);
-}
-
-static inline uint64_t ht_next(const paged *p, uint64_t i)
-{
-	return i + 1 == p->ht_cap ? 0 : i + 1;
-}
+#define HT_IS_EMPTY(p, e) (*(e) == NONE)
+#define HT_KEY(p, e) bhash(&(p)->b[*(e)])
+#define HT_SET_EMPTY(p, e) (*(e) = NONE)
+KVS_TABLE_DEFINE(pindex, uint32_t, const paged *, HT_IS_EMPTY, HT_KEY,
+		 HT_SET_EMPTY, kvs_table_mixed)
 
 /* Probe counting: the mutating paths (admission, registration, eviction)
  * add their index operations and the slots they examined to the
@@ -186,15 +174,7 @@ static inline uint64_t ht_next(const paged *p, uint64_t i)
 /* The block cached under h, or NONE; *probes += slots examined. */
 static inline uint32_t ht_find_n(const paged *p, uint64_t h, uint64_t *probes)
 {
-	uint64_t i = ht_home(p, h), n = 1;
-	for (;; n++) {
-		uint32_t id = p->ht[i];
-		if (id == NONE || bhash(&p->b[id]) == h) {
-			*probes += n;
-			return id;
-		}
-		i = ht_next(p, i);
-	}
+	return p->ht[pindex_probe(p, p->ht, p->ht_cap, h, probes)];
 }
 
 static inline uint32_t ht_find(const paged *p, uint64_t h)
@@ -207,24 +187,16 @@ static inline uint32_t ht_find(const paged *p, uint64_t h)
  * for the lookup and the insert.  True when id was entered. */
 static bool ht_insert_new(paged *p, uint32_t id, uint64_t h)
 {
-	uint64_t i = ht_home(p, h), n = 1;
-	for (;; n++) {
-		uint32_t e = p->ht[i];
-		if (e == NONE)
-			break;
-		if (bhash(&p->b[e]) == h) {
-			p->a->stats.prefix_index_ops++;
-			p->a->stats.prefix_index_probes += n;
-			return false;    /* same content cached in block e */
-		}
-		i = ht_next(p, i);
-	}
+	uint64_t n = 0;
+	uint64_t i = pindex_probe(p, p->ht, p->ht_cap, h, &n);
+	p->a->stats.prefix_index_ops++;
+	p->a->stats.prefix_index_probes += n;
+	if (p->ht[i] != NONE)
+		return false;    /* same content cached in block p->ht[i] */
 	set_bhash(&p->b[id], h);
 	p->ht[i] = id;
 	p->pool.state_[id] |= PB_HASHED;
 	p->nhashed++;
-	p->a->stats.prefix_index_ops++;
-	p->a->stats.prefix_index_probes += n;
 	return true;
 }
 
@@ -232,27 +204,10 @@ static bool ht_insert_new(paged *p, uint32_t id, uint64_t h)
  * cluster back (no tombstones, so probe lengths never build up). */
 static void ht_remove(paged *p, uint32_t id)
 {
-	uint64_t i = ht_home(p, bhash(&p->b[id])), n = 1;
-	while (p->ht[i] != id) {
-		kvs_require(p->ht[i] != NONE);
-		i = ht_next(p, i);
-		n++;
-	}
-	uint64_t j = i;
-	for (;;) {
-		j = ht_next(p, j);
-		n++;
-		uint32_t e = p->ht[j];
-		if (e == NONE)
-			break;
-		uint64_t k = ht_home(p, bhash(&p->b[e]));
-		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-		if (stays)
-			continue;
-		p->ht[i] = e;
-		i = j;
-	}
-	p->ht[i] = NONE;
+	uint64_t n = 0;
+	uint64_t i = pindex_probe(p, p->ht, p->ht_cap, bhash(&p->b[id]), &n);
+	kvs_require(p->ht[i] == id);
+	n += pindex_vacate(p, p->ht, p->ht_cap, i);
 	p->pool.state_[id] &= ~PB_HASHED;
 	p->nhashed--;
 	p->a->stats.prefix_index_ops++;

@@ -592,17 +592,7 @@ static kvs_status detect(kvs_trace *t)
 
 static bool slot_reserve_ids(slot *s, uint32_t n)
 {
-	if (n <= s->ids_cap)
-		return true;
-	uint32_t cap = s->ids_cap ? s->ids_cap : 64;
-	while (cap < n)
-		cap *= 2;
-	uint64_t *p = kvs_reallocarray(s->ids, cap, sizeof *p);
-	if (!p)
-		return false;
-	s->ids = p;
-	s->ids_cap = cap;
-	return true;
+	return KVS_ARRAY_RESERVE(s->ids, s->ids_cap, n, 64);
 }
 
 /* Checks shared by every format once the fields are in the slot.
