@@ -634,47 +634,45 @@ bool kvs_alloc_is_valid(const kvs_alloc *a)
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
 		live++;
-		if (kvs_alloc_find(a, s->id) != s)
-			return false;
-		if (s->len > a->cfg.max_model_len ||
-		    s->final_len > a->cfg.max_model_len)
-			return false;
+		KVS_VALID(kvs_alloc_find(a, s->id) == s);
+		KVS_VALID(s->len <= a->cfg.max_model_len);
+		KVS_VALID(s->final_len <= a->cfg.max_model_len);
 		if (s->state == KVS_SEQ_RESIDENT) {
 			tok += s->len;
 			res += s->res;
-		} else if (s->res != 0) {
-			return false;
+		} else {
+			KVS_VALID(s->res == 0);   /* swapped: nothing reserved */
 		}
 	}
-	if (live != a->nseqs || tok != a->tok_sum || res != a->res_sum)
-		return false;
+	KVS_VALID(live == a->nseqs);
+	KVS_VALID(tok == a->tok_sum);
+	KVS_VALID(res == a->res_sum);
 	uint64_t used = 0;
 	for (uint64_t i = 0; i < a->map_cap; i++) {
 		const kvs_seq_map_entry *e = &a->map[i];
 		if (e->idx == MAP_EMPTY)
 			continue;
 		used++;
-		if (e->idx >= a->nrecs || a->recs[e->idx].state == KVS_SEQ_UNUSED ||
-		    a->recs[e->idx].id != e->key)
-			return false;
+		KVS_VALID(e->idx < a->nrecs);
+		KVS_VALID(a->recs[e->idx].state != KVS_SEQ_UNUSED);
+		KVS_VALID(a->recs[e->idx].id == e->key);
 	}
-	if (used != a->nseqs)
-		return false;
+	KVS_VALID(used == a->nseqs);
 	uint32_t nfree = 0;
 	for (uint32_t i = a->free_rec; i != UINT32_MAX; i = a->recs[i].next_free) {
-		if (i >= a->nrecs || a->recs[i].state != KVS_SEQ_UNUSED ||
-		    ++nfree > a->nrecs)
-			return false;
+		KVS_VALID(i < a->nrecs);
+		KVS_VALID(a->recs[i].state == KVS_SEQ_UNUSED);
+		KVS_VALID(++nfree <= a->nrecs);             /* no cycle */
 	}
-	if (nfree + live != a->nrecs)
-		return false;
+	KVS_VALID(nfree + live == a->nrecs);
 	if (!a->m->is_valid(a))
-		return false;
+		return false;                               /* it said which */
 	kvs_mem_parts m;
 	a->m->account(a, NULL, &m);
 	uint64_t sum = m.token_states + m.reservation + m.internal_frag +
 		       m.external_frag + m.cached_idle + m.free;
-	return sum == a->cfg.budget_bytes;
+	KVS_VALID(sum == a->cfg.budget_bytes);
+	return true;
 }
 
 /* ---- paged-only views ------------------------------------------------------- */

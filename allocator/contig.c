@@ -38,6 +38,8 @@ typedef struct extent {
 typedef struct contig {
 	extent *fx;          /* free extents by address */
 	uint32_t nfx, fx_cap;
+	extent *vx;               /* validator scratch: every extent */
+	uint32_t vx_cap;
 	uint64_t free_bytes;
 	uint64_t held_tokens; /* sum of regions of resident sequences */
 } contig;
@@ -97,6 +99,7 @@ static kvs_status contig_init(kvs_alloc *a)
 static void contig_fini(kvs_alloc *a)
 {
 	kvs_free(C(a)->fx);
+	kvs_free(C(a)->vx);
 	kvs_free(C(a));
 }
 
@@ -154,7 +157,8 @@ static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t tokens)
 	/* after this placement there are at most nseqs + 2 holes (the new
 	 * sequence is not counted in nseqs yet) */
 	uint32_t want = a->nseqs + 2;
-	if (!KVS_ARRAY_RESERVE(c->fx, c->fx_cap, want, 16))
+	if (!KVS_ARRAY_RESERVE(c->fx, c->fx_cap, want, 16) ||
+	    (KVS_DEBUG >= 2 && !KVS_ARRAY_RESERVE(c->vx, c->vx_cap, 2 * want, 16)))
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host "
 				"memory for the free-extent list");
 	uint64_t bytes = region_bytes(a, tokens);
@@ -300,59 +304,49 @@ static int cmp_extent(const void *x, const void *y)
 
 static bool contig_is_valid(const kvs_alloc *a)
 {
-	const contig *c = C(a);
+	contig *c = C(a);
 	uint64_t budget = a->cfg.budget_bytes;
 	uint64_t fsum = 0;
 	for (uint32_t i = 0; i < c->nfx; i++) {
 		const extent *e = &c->fx[i];
-		if (e->len == 0 || e->off > budget || e->len > budget - e->off)
-			return false;
+		KVS_VALID(e->len > 0);
+		KVS_VALID(e->off <= budget && e->len <= budget - e->off);
 		/* sorted and coalesced: a gap between consecutive holes */
-		if (i > 0 && c->fx[i - 1].off + c->fx[i - 1].len >= e->off)
-			return false;
+		KVS_VALID(i == 0 || c->fx[i - 1].off + c->fx[i - 1].len < e->off);
 		fsum += e->len;
 	}
-	if (fsum != c->free_bytes)
-		return false;
-	/* all extents (free and held) tile [0, budget) exactly */
+	KVS_VALID(fsum == c->free_bytes);
+	/* all extents (free and held) tile [0, budget) exactly; the scratch
+	 * is made by place() with debug_checks >= 2, else here, and kept */
 	uint32_t n = c->nfx + a->nseqs;
-	extent *all = kvs_calloc(n ? n : 1, sizeof *all);
-	if (!all)
-		return false;
+	KVS_VALID(KVS_ARRAY_RESERVE(c->vx, c->vx_cap, n, 16));
+	extent *all = c->vx;
 	uint32_t k = 0;
 	uint64_t held = 0;
-	bool ok = true;
 	for (uint32_t i = 0; i < c->nfx; i++)
 		all[k++] = c->fx[i];
-	for (uint32_t r = 0; r < a->nrecs && ok; r++) {
+	for (uint32_t r = 0; r < a->nrecs; r++) {
 		const kvs_seq_rec *s = &a->recs[r];
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
-		if (s->state != KVS_SEQ_RESIDENT || s->region == 0 ||
-		    s->len > s->region ||
-		    s->res != kvs_seq_reserved(s->region, s->len, s->final_len) ||
-		    k >= n) {
-			ok = false;
-			break;
-		}
+		KVS_VALID(s->state == KVS_SEQ_RESIDENT);    /* never swapped */
+		KVS_VALID(s->region > 0);
+		KVS_VALID(s->len <= s->region);
+		KVS_VALID(s->res == kvs_seq_reserved(s->region, s->len, s->final_len));
+		KVS_VALID(k < n);                           /* nseqs counts it */
 		all[k++] = (extent){ s->off, region_bytes(a, s->region) };
 		held += s->region;
 	}
-	if (ok && (k != n || held != c->held_tokens))
-		ok = false;
-	if (ok) {
-		qsort(all, n, sizeof *all, cmp_extent);
-		uint64_t at = 0;
-		for (uint32_t i = 0; i < n && ok; i++) {
-			if (all[i].off != at)
-				ok = false;
-			at += all[i].len;
-		}
-		if (at != budget)
-			ok = false;
+	KVS_VALID(k == n);
+	KVS_VALID(held == c->held_tokens);
+	qsort(all, n, sizeof *all, cmp_extent);
+	uint64_t at = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		KVS_VALID(all[i].off == at);                /* no gap, no overlap */
+		at += all[i].len;
 	}
-	kvs_free(all);
-	return ok;
+	KVS_VALID(at == budget);
+	return true;
 }
 
 static uint64_t contig_zero(const kvs_alloc *a)

@@ -109,6 +109,8 @@ typedef struct paged {
 
 	uint32_t *host_free;         /* host swap pool: free-id stack */
 	uint32_t host_nblocks, host_nfree;
+
+	void *vs;                    /* validator scratch (vscratch_get) */
 } paged;
 
 static inline paged *P(const kvs_alloc *a)
@@ -316,6 +318,8 @@ static void register_full(paged *p, kvs_seq_rec *s, uint32_t old)
 
 /* ---- init / fini ----------------------------------------------------------- */
 
+static bool vscratch_get(paged *p);
+
 static kvs_status paged_init(kvs_alloc *a)
 {
 	const kvs_alloc_config *c = &a->cfg;
@@ -381,6 +385,8 @@ static kvs_status paged_init(kvs_alloc *a)
 		for (uint32_t i = 0; i < hn; i++)
 			p->host_free[i] = (uint32_t)hn - 1 - i;   /* 0 on top */
 	}
+	if (KVS_DEBUG >= 2 && !vscratch_get(p))
+		goto nomem;
 	a->p = p;
 	return KVS_OK;
 nomem:
@@ -389,6 +395,7 @@ nomem:
 	kvs_free(p->pool.free_ids_);
 	kvs_free(p->ht);
 	kvs_free(p->host_free);
+	kvs_free(p->vs);
 	kvs_free(p);
 	return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory for "
 			"%llu blocks", (unsigned long long)n);
@@ -402,6 +409,7 @@ static void paged_fini(kvs_alloc *a)
 	kvs_free(p->pool.free_ids_);
 	kvs_free(p->ht);
 	kvs_free(p->host_free);
+	kvs_free(p->vs);
 	kvs_free(p);
 }
 
@@ -838,44 +846,55 @@ static void paged_account(const kvs_alloc *a, const kvs_seq_desc *next,
 
 enum { V_NONE = 0, V_FREE, V_IDLE };
 
+/* The validator's per-block scratch (13 bytes per device block, 1 per host
+ * block), one allocation.  With debug_checks >= 2 it is made with the pool
+ * (paged_init), so the validation after every operation never allocates;
+ * otherwise the first validation makes it and the pool keeps it. */
+static bool vscratch_get(paged *p)
+{
+	if (p->vs)
+		return true;
+	size_t n = p->pool.nblocks_;
+	size_t bytes = n * (3 * sizeof(uint32_t) + 1) + p->host_nblocks + 1;
+	p->vs = kvs_malloc(bytes);
+	return p->vs != NULL;
+}
+
 static bool paged_is_valid(const kvs_alloc *a)
 {
-	const paged *p = P(a);
+	paged *p = P(a);
 	uint32_t n = p->pool.nblocks_, bs = p->bs;
-	bool ok = false;
-	uint8_t *mark = kvs_calloc(n, 1);
-	uint32_t *refs = kvs_calloc(n, sizeof *refs);
-	uint32_t *fill = kvs_calloc(n, sizeof *fill);
-	uint32_t *resmax = kvs_calloc(n, sizeof *resmax);
-	uint8_t *hmark = kvs_calloc(p->host_nblocks + 1, 1);
-	if (!mark || !refs || !fill || !resmax || !hmark)
-		goto out;
+	KVS_VALID(vscratch_get(p));   /* only without debug_checks >= 2 */
+	uint32_t *refs = (uint32_t *)p->vs;
+	uint32_t *fill = refs + n;
+	uint32_t *resmax = fill + n;
+	uint8_t *mark = (uint8_t *)(resmax + n);
+	uint8_t *hmark = mark + n;
+	memset(p->vs, 0, (size_t)n * (3 * sizeof(uint32_t) + 1) + p->host_nblocks + 1);
 	/* free stack */
-	uint32_t cnt = 0;
-	if (p->pool.nfree_ > n)
-		goto out;
+	KVS_VALID(p->pool.nfree_ <= n);
 	for (uint32_t k = 0; k < p->pool.nfree_; k++) {
 		uint32_t id = p->pool.free_ids_[k];
-		if (id >= n || mark[id] || p->pool.state_[id] != (POOL | k))
-			goto out;
+		KVS_VALID(id < n);
+		KVS_VALID(!mark[id]);                       /* on the stack once */
+		KVS_VALID(p->pool.state_[id] == (POOL | k));
 		mark[id] = V_FREE;
 	}
 	/* LRU, both directions */
-	cnt = 0;
+	uint32_t cnt = 0;
 	uint32_t prev = NONE;
 	for (uint32_t id = p->lru_head; id != NONE; id = p->b[id].next) {
-		if (id >= n || mark[id] || p->pool.state_[id] != PB_HASHED ||
-		    p->b[id].prev != prev)
-			goto out;
+		KVS_VALID(id < n);
+		KVS_VALID(!mark[id]);                       /* neither free nor twice */
+		KVS_VALID(p->pool.state_[id] == PB_HASHED); /* idle: cached, no ref */
+		KVS_VALID(p->b[id].prev == prev);
 		mark[id] = V_IDLE;
 		prev = id;
-		if (++cnt > n)
-			goto out;
+		KVS_VALID(++cnt <= n);                      /* no cycle */
 	}
-	if (cnt != p->nidle || prev != p->lru_tail)
-		goto out;
-	if (!p->caching && p->nidle)
-		goto out;
+	KVS_VALID(cnt == p->nidle);
+	KVS_VALID(prev == p->lru_tail);
+	KVS_VALID(p->caching || p->nidle == 0);
 	/* tables: reference counts, fills, reservation claims */
 	uint64_t dup = 0;
 	uint32_t host_used = 0;
@@ -884,38 +903,37 @@ static bool paged_is_valid(const kvs_alloc *a)
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
 		if (s->state == KVS_SEQ_SWAPPED) {
-			if (s->nblocks != kvs_div_ceil(s->len, bs))
-				goto out;
+			KVS_VALID(s->nblocks == kvs_div_ceil(s->len, bs));
 			for (uint32_t i = 0; i < s->nblocks; i++) {
 				uint32_t h = s->table[i];
-				if (h >= p->host_nblocks || hmark[h])
-					goto out;
+				KVS_VALID(h < p->host_nblocks);
+				KVS_VALID(!hmark[h]);       /* one holder per host block */
 				hmark[h] = 1;
 				host_used++;
 			}
 			continue;
 		}
-		if ((uint64_t)s->nblocks * bs < s->len ||
-		    s->res != kvs_seq_reserved((uint64_t)s->nblocks * bs, s->len, s->final_len))
-			goto out;
+		KVS_VALID((uint64_t)s->nblocks * bs >= s->len);
+		KVS_VALID(s->res == kvs_seq_reserved((uint64_t)s->nblocks * bs, s->len,
+						     s->final_len));
 		for (uint32_t i = 0; i < s->nblocks; i++) {
 			uint32_t id = s->table[i];
-			if (id >= n || mark[id] != V_NONE)
-				goto out;
+			KVS_VALID(id < n);
+			KVS_VALID(mark[id] == V_NONE);      /* held: neither free nor idle */
 			uint32_t f = fill_of(bs, i, s->len);
 			uint32_t v = block_res(bs, i, s->len, s->final_len);
-			if (refs[id] && fill[id] != f)
-				goto out;   /* holders disagree on a shared block */
+			/* holders agree on a shared block's fill */
+			KVS_VALID(refs[id] == 0 || fill[id] == f);
 			if (refs[id])
 				dup += f;
 			refs[id]++;
 			fill[id] = f;
 			if (v > resmax[id])
 				resmax[id] = v;
-			/* a cached block must hold what its hash names */
-			if ((p->pool.state_[id] & PB_HASHED) &&
-			    (f != bs || (i < s->nhashes && s->hashes[i] != bhash(&p->b[id]))))
-				goto out;
+			/* a cached block holds what its hash names */
+			KVS_VALID(!(p->pool.state_[id] & PB_HASHED) || f == bs);
+			KVS_VALID(!(p->pool.state_[id] & PB_HASHED) || i >= s->nhashes ||
+				  s->hashes[i] == bhash(&p->b[id]));
 		}
 	}
 	uint64_t tok = 0, res = 0, owned = 0;
@@ -925,26 +943,26 @@ static bool paged_is_valid(const kvs_alloc *a)
 			continue;
 		/* a pinned block (the pool's, off the stack) is in no table,
 		 * has one implicit reference and is what give1 accepts */
-		uint32_t stw = p->pool.state_[id];
-		if (stw & POOL) {
-			if (refs[id] || !pool_pinned(&p->pool, p->pool.nfree_, id))
-				goto out;
-		} else if (ref_of(p, id) == 0 || ref_of(p, id) != refs[id]) {
-			goto out;
+		if (p->pool.state_[id] & POOL) {
+			KVS_VALID(refs[id] == 0);
+			KVS_VALID(pool_pinned(&p->pool, p->pool.nfree_, id));
+		} else {
+			KVS_VALID(ref_of(p, id) != 0);
+			KVS_VALID(ref_of(p, id) == refs[id]);
 		}
 		owned++;
 		tok += fill[id];
 		res += resmax[id];
 		tails += refs[id] >= 2 && fill[id] < bs;
 	}
-	if (dup != p->dup_tok || tails != p->shared_tails)
-		goto out;
+	KVS_VALID(dup == p->dup_tok);
+	KVS_VALID(tails == p->shared_tails);
 	/* prefix index: exactly the hashed blocks, each reachable */
 	uint32_t hashed = 0;
 	for (uint32_t id = 0; id < n; id++)
 		hashed += (p->pool.state_[id] & PB_HASHED) != 0;
-	if (hashed != p->nhashed || (!p->caching && hashed))
-		goto out;
+	KVS_VALID(hashed == p->nhashed);
+	KVS_VALID(p->caching || hashed == 0);
 	if (p->caching) {
 		uint64_t entries = 0;
 		for (uint64_t i = 0; i < p->ht_cap; i++) {
@@ -952,39 +970,30 @@ static bool paged_is_valid(const kvs_alloc *a)
 			if (id == NONE)
 				continue;
 			entries++;
-			if (id >= n || !(p->pool.state_[id] & PB_HASHED) ||
-			    ht_find(p, bhash(&p->b[id])) != id)
-				goto out;
+			KVS_VALID(id < n);
+			KVS_VALID(p->pool.state_[id] & PB_HASHED);
+			KVS_VALID(ht_find(p, bhash(&p->b[id])) == id);
 		}
-		if (entries != hashed)
-			goto out;
+		KVS_VALID(entries == hashed);
 	}
 	/* host pool */
-	if (host_used + p->host_nfree != p->host_nblocks)
-		goto out;
+	KVS_VALID(host_used + p->host_nfree == p->host_nblocks);
 	for (uint32_t i = 0; i < p->host_nfree; i++) {
 		uint32_t h = p->host_free[i];
-		if (h >= p->host_nblocks || hmark[h])
-			goto out;
+		KVS_VALID(h < p->host_nblocks);
+		KVS_VALID(!hmark[h]);                       /* free xor held, once */
 		hmark[h] = 1;
 	}
 	/* the incremental accounting equals the one recomputed from scratch */
 	kvs_mem_parts m;
 	paged_account(a, NULL, &m);
 	uint64_t B = a->cfg.kv_bytes_per_token;
-	if (m.token_states != tok * B || m.reservation != res * B ||
-	    m.cached_idle != (uint64_t)p->nidle * p->block_bytes ||
-	    m.free != (uint64_t)p->pool.nfree_ * p->block_bytes ||
-	    m.internal_frag != owned * p->block_bytes - (tok + res) * B + p->leftover)
-		goto out;
-	ok = true;
-out:
-	kvs_free(mark);
-	kvs_free(refs);
-	kvs_free(fill);
-	kvs_free(resmax);
-	kvs_free(hmark);
-	return ok;
+	KVS_VALID(m.token_states == tok * B);
+	KVS_VALID(m.reservation == res * B);
+	KVS_VALID(m.cached_idle == (uint64_t)p->nidle * p->block_bytes);
+	KVS_VALID(m.free == (uint64_t)p->pool.nfree_ * p->block_bytes);
+	KVS_VALID(m.internal_frag == owned * p->block_bytes - (tok + res) * B + p->leftover);
+	return true;
 }
 
 /* ---- views ------------------------------------------------------------------------ */

@@ -215,20 +215,19 @@ static bool vatt_is_valid(const kvs_alloc *a)
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
 		uint64_t cap = (uint64_t)s->pages * v->tpp;
-		if (s->state != KVS_SEQ_RESIDENT || cap < s->len ||
-		    s->res != kvs_seq_reserved(cap, s->len, s->final_len))
-			return false;
+		KVS_VALID(s->state == KVS_SEQ_RESIDENT);    /* never swapped */
+		KVS_VALID(cap >= s->len);
+		KVS_VALID(s->res == kvs_seq_reserved(cap, s->len, s->final_len));
 		/* never more pages than the longer of len and one page */
-		if (s->pages > 1 && groups_for(v, s->len) < s->pages &&
-		    (uint64_t)(s->pages - 1) * v->tpp >= s->final_len)
-			return false;
+		KVS_VALID(!(s->pages > 1 && groups_for(v, s->len) < s->pages &&
+			    (uint64_t)(s->pages - 1) * v->tpp >= s->final_len));
 		mapped += s->pages;
 	}
-	if (mapped + v->free_groups != v->groups)
-		return false;
+	KVS_VALID(mapped + v->free_groups == v->groups);
 	/* bytes held cover what is stored and reserved */
-	return mapped * v->group_bytes >=
-	       (a->tok_sum + a->res_sum) * a->cfg.kv_bytes_per_token;
+	KVS_VALID(mapped * v->group_bytes >=
+		  (a->tok_sum + a->res_sum) * a->cfg.kv_bytes_per_token);
+	return true;
 }
 
 static uint64_t vatt_num_units(const kvs_alloc *a)

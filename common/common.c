@@ -207,10 +207,18 @@ uint64_t kvs_mem_peak_rss(void)
 	return (uint64_t)ru.ru_maxrss * 1024u; /* Linux reports KiB */
 }
 
+bool kvs_invalid(const char *expr, const char *file, int line)
+{
+	kvs_fail(KVS_ERR_STATE, "%s:%d: invariant broken: %s", file, line, expr);
+	return false;
+}
+
 void kvs_require_fail(const char *expr, const char *file, int line)
 {
 	fprintf(stderr, "kvsim: internal invariant failed: %s (%s:%d)\n",
 		expr, file, line);
+	if (strstr(last_msg, "invariant broken"))
+		fprintf(stderr, "kvsim: %s\n", last_msg);
 	abort();
 }
 

@@ -131,6 +131,22 @@ void kvs_require_fail(const char *expr, const char *file, int line)
 #define kvs_require(expr) \
 	((expr) ? (void)0 : kvs_require_fail(#expr, __FILE__, __LINE__))
 
+/* ---- validators ------------------------------------------------------------
+ * Each *_is_valid() checks one invariant per KVS_VALID line and, at the
+ * first that does not hold, records "file:line: invariant broken: expr" as
+ * the thread's error message (kvs_last_error(), KVS_ERR_STATE) and returns
+ * false.  Recording formats into the thread's fixed buffer: a validator
+ * never allocates, so it can run after every operation, also while host
+ * memory is exhausted.
+ */
+bool kvs_invalid(const char *expr, const char *file, int line)
+	__attribute__((cold));
+#define KVS_VALID(expr) \
+	do { \
+		if (KVS_UNLIKELY(!(expr))) \
+			return kvs_invalid(#expr, __FILE__, __LINE__); \
+	} while (0)
+
 #define KVS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define KVS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define KVS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
