@@ -15,12 +15,17 @@
  *   pfx_push(h, &n, v)       insert v (room for n + 1 entries), O(log n)
  *   pfx_pop(h, &n)           remove and return the least, n > 0, O(log n)
  *   pfx_remove_at(h, &n, i)  remove entry i (found by the caller), O(log n)
+ *   pfx_is_valid(h, n)       every entry not less than its parent (KVS_VALID:
+ *                            names the broken check), O(n)
  * Moves use a hole (one copy per level, not a swap).
  */
 #ifndef KVS_COMMON_HEAP_H
 #define KVS_COMMON_HEAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "kvsim/common.h"
 
 #define KVS_HEAP_DEFINE(pfx, T, less) \
 static inline void pfx##_sift_up(T *h_, size_t i_) \
@@ -73,6 +78,12 @@ static inline T pfx##_remove_at(T *h_, size_t *n_, size_t i_) \
 		pfx##_sift_down(h_, *n_, i_); \
 	} \
 	return out_; \
+} \
+static inline bool pfx##_is_valid(__typeof__(T) const *h_, size_t n_) \
+{ \
+	for (size_t i_ = 1; i_ < n_; i_++) \
+		KVS_VALID(!less(&h_[i_], &h_[(i_ - 1) / 2])); \
+	return true; \
 }
 
 #endif

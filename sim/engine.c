@@ -655,6 +655,40 @@ static void track_peak(kvs_sim *s)
 
 static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step);
 
+/* debug_checks >= 3: the whole engine state against itself, O(requests in
+ * flight) per step: both heaps ordered, decode entries keyed by their
+ * requests, the lazy decode aggregates equal to their sums recomputed, the
+ * running list linked both ways in admission order and its sequence count
+ * equal to nrunning. */
+static bool engine_is_valid(const kvs_sim *s)
+{
+	KVS_VALID(evh_is_valid(s->ev, s->nev));
+	KVS_VALID(dhh_is_valid(s->heap, s->nheap));
+	uint64_t ndec = 0, sumS = 0, lens = 0;
+	for (size_t i = 0; i < s->nheap; i++) {
+		const sreq *r = s->heap[i].r;
+		KVS_VALID(s->heap[i].E == r->E);
+		KVS_VALID(s->heap[i].order == r->order);
+		ndec += r->nlive;
+		sumS += (uint64_t)r->nlive * r->S;
+		lens += (uint64_t)r->nlive * r->len;
+	}
+	KVS_VALID(ndec == s->ndec);
+	KVS_VALID(sumS == s->sumS);
+	KVS_VALID(lens == s->dec_len_sum);
+	uint64_t seqs = 0;
+	const sreq *prev = NULL;
+	for (const sreq *r = s->run_head; r; r = r->next) {
+		KVS_VALID(r->prev == prev);
+		KVS_VALID(!prev || prev->order < r->order);
+		seqs += r->n;
+		prev = r;
+	}
+	KVS_VALID(prev == s->run_tail);
+	KVS_VALID(seqs == s->nrunning);
+	return true;
+}
+
 static void debug_check(kvs_sim *s)
 {
 	/* tell the allocator every length, then compare our shifted parts
@@ -683,6 +717,8 @@ static void debug_check(kvs_sim *s)
 	kvs_require(ours[3] == (int64_t)fresh.external_frag);
 	kvs_require(ours[4] == (int64_t)fresh.cached_idle);
 	kvs_require(ours[5] == (int64_t)fresh.free);
+	if (KVS_DEBUG >= 3)
+		kvs_require(engine_is_valid(s));
 }
 
 /* ---- request intake ------------------------------------------------------- */
