@@ -349,6 +349,7 @@ void kvs_alloc_destroy(kvs_alloc *a)
 	kvs_free(a->recs);
 	kvs_free(a->map);
 	kvs_free(a->copies);
+	kvs_free(a->vs);
 	kvs_free(a);
 }
 
@@ -600,6 +601,19 @@ bool kvs_alloc_can_swap_in(const kvs_alloc *a, kvs_seq_id seq)
 }
 
 /* ---- accounting, stats, validation ------------------------------------------ */
+
+void *kvs_alloc_vscratch(const kvs_alloc *a, size_t bytes)
+{
+	kvs_alloc *m = (kvs_alloc *)a;   /* scratch only: no state anyone reads */
+	if (bytes > m->vs_bytes) {
+		void *p = kvs_realloc(m->vs, bytes);
+		if (!p)
+			return NULL;
+		m->vs = p;
+		m->vs_bytes = bytes;
+	}
+	return m->vs;
+}
 
 void kvs_alloc_account(const kvs_alloc *a, const kvs_seq_desc *next,
 		       kvs_mem_parts *out)

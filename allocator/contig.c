@@ -38,8 +38,7 @@ typedef struct extent {
 typedef struct contig {
 	extent *fx;          /* free extents by address */
 	uint32_t nfx, fx_cap;
-	extent *vx;               /* validator scratch: every extent */
-	uint32_t vx_cap;
+
 	uint64_t free_bytes;
 	uint64_t held_tokens; /* sum of regions of resident sequences */
 } contig;
@@ -99,7 +98,6 @@ static kvs_status contig_init(kvs_alloc *a)
 static void contig_fini(kvs_alloc *a)
 {
 	kvs_free(C(a)->fx);
-	kvs_free(C(a)->vx);
 	kvs_free(C(a));
 }
 
@@ -158,7 +156,7 @@ static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t tokens)
 	 * sequence is not counted in nseqs yet) */
 	uint32_t want = a->nseqs + 2;
 	if (!KVS_ARRAY_RESERVE(c->fx, c->fx_cap, want, 16) ||
-	    (KVS_DEBUG >= 2 && !KVS_ARRAY_RESERVE(c->vx, c->vx_cap, 2 * want, 16)))
+	    (KVS_DEBUG >= 2 && !kvs_alloc_vscratch(a, 2 * (size_t)want * sizeof(extent))))
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host "
 				"memory for the free-extent list");
 	uint64_t bytes = region_bytes(a, tokens);
@@ -304,7 +302,7 @@ static int cmp_extent(const void *x, const void *y)
 
 static bool contig_is_valid(const kvs_alloc *a)
 {
-	contig *c = C(a);
+	const contig *c = C(a);
 	uint64_t budget = a->cfg.budget_bytes;
 	uint64_t fsum = 0;
 	for (uint32_t i = 0; i < c->nfx; i++) {
@@ -317,10 +315,10 @@ static bool contig_is_valid(const kvs_alloc *a)
 	}
 	KVS_VALID(fsum == c->free_bytes);
 	/* all extents (free and held) tile [0, budget) exactly; the scratch
-	 * is made by place() with debug_checks >= 2, else here, and kept */
+	 * is sized by place() with debug_checks >= 2, else here */
 	uint32_t n = c->nfx + a->nseqs;
-	KVS_VALID(KVS_ARRAY_RESERVE(c->vx, c->vx_cap, n, 16));
-	extent *all = c->vx;
+	extent *all = kvs_alloc_vscratch(a, (n ? n : 1) * sizeof *all);
+	KVS_VALID(all != NULL);
 	uint32_t k = 0;
 	uint64_t held = 0;
 	for (uint32_t i = 0; i < c->nfx; i++)

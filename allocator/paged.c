@@ -109,8 +109,6 @@ typedef struct paged {
 
 	uint32_t *host_free;         /* host swap pool: free-id stack */
 	uint32_t host_nblocks, host_nfree;
-
-	void *vs;                    /* validator scratch (vscratch_get) */
 } paged;
 
 static inline paged *P(const kvs_alloc *a)
@@ -318,7 +316,7 @@ static void register_full(paged *p, kvs_seq_rec *s, uint32_t old)
 
 /* ---- init / fini ----------------------------------------------------------- */
 
-static bool vscratch_get(paged *p);
+static size_t vscratch_bytes(const paged *p);
 
 static kvs_status paged_init(kvs_alloc *a)
 {
@@ -385,7 +383,7 @@ static kvs_status paged_init(kvs_alloc *a)
 		for (uint32_t i = 0; i < hn; i++)
 			p->host_free[i] = (uint32_t)hn - 1 - i;   /* 0 on top */
 	}
-	if (KVS_DEBUG >= 2 && !vscratch_get(p))
+	if (KVS_DEBUG >= 2 && !kvs_alloc_vscratch(a, vscratch_bytes(p)))
 		goto nomem;
 	a->p = p;
 	return KVS_OK;
@@ -395,7 +393,6 @@ nomem:
 	kvs_free(p->pool.free_ids_);
 	kvs_free(p->ht);
 	kvs_free(p->host_free);
-	kvs_free(p->vs);
 	kvs_free(p);
 	return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory for "
 			"%llu blocks", (unsigned long long)n);
@@ -409,7 +406,6 @@ static void paged_fini(kvs_alloc *a)
 	kvs_free(p->pool.free_ids_);
 	kvs_free(p->ht);
 	kvs_free(p->host_free);
-	kvs_free(p->vs);
 	kvs_free(p);
 }
 
@@ -846,31 +842,25 @@ static void paged_account(const kvs_alloc *a, const kvs_seq_desc *next,
 
 enum { V_NONE = 0, V_FREE, V_IDLE };
 
-/* The validator's per-block scratch (13 bytes per device block, 1 per host
- * block), one allocation.  With debug_checks >= 2 it is made with the pool
- * (paged_init), so the validation after every operation never allocates;
- * otherwise the first validation makes it and the pool keeps it. */
-static bool vscratch_get(paged *p)
+/* The validator's per-block scratch: 13 bytes per device block, 1 per host
+ * block (kvs_alloc_vscratch; made by paged_init with debug_checks >= 2). */
+static size_t vscratch_bytes(const paged *p)
 {
-	if (p->vs)
-		return true;
-	size_t n = p->pool.nblocks_;
-	size_t bytes = n * (3 * sizeof(uint32_t) + 1) + p->host_nblocks + 1;
-	p->vs = kvs_malloc(bytes);
-	return p->vs != NULL;
+	return (size_t)p->pool.nblocks_ * (3 * sizeof(uint32_t) + 1) + p->host_nblocks + 1;
 }
 
 static bool paged_is_valid(const kvs_alloc *a)
 {
-	paged *p = P(a);
+	const paged *p = P(a);
 	uint32_t n = p->pool.nblocks_, bs = p->bs;
-	KVS_VALID(vscratch_get(p));   /* only without debug_checks >= 2 */
-	uint32_t *refs = (uint32_t *)p->vs;
+	void *vs = kvs_alloc_vscratch(a, vscratch_bytes(p));
+	KVS_VALID(vs != NULL);   /* only without debug_checks >= 2 */
+	uint32_t *refs = vs;
 	uint32_t *fill = refs + n;
 	uint32_t *resmax = fill + n;
 	uint8_t *mark = (uint8_t *)(resmax + n);
 	uint8_t *hmark = mark + n;
-	memset(p->vs, 0, (size_t)n * (3 * sizeof(uint32_t) + 1) + p->host_nblocks + 1);
+	memset(vs, 0, vscratch_bytes(p));
 	/* free stack */
 	KVS_VALID(p->pool.nfree_ <= n);
 	for (uint32_t k = 0; k < p->pool.nfree_; k++) {

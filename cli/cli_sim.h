@@ -84,7 +84,7 @@ void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st);
  * the report page (NULL: the library's default); the report's progress
  * line appears on stderr when it is a terminal and quiet is false.
  * Returns an exit code; messages are printed as "kvsim CMD: ...". */
-int kvs_cli_json_output(const char *cmd, const json_t *doc, const char *json_path,
+int kvs_cli_json_output(const char *cmd, const kvs_json *doc, const char *json_path,
 			const char *report_dir, const char *title, bool quiet);
 
 /* Check before any simulation that --report DIR can be created: the

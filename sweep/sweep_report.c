@@ -13,6 +13,7 @@
  */
 #include "kvs_config.h"
 #include "sweep_internal.h"
+#include "common/json.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -619,7 +620,7 @@ static json_t *cap_json(const kvs_sweep_capacity *k, const kvs_sweep_config *c)
 	return o;
 }
 
-json_t *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *rs)
+static json_t *sweep_jt(const kvs_sweep_result *R, const kvs_request_set *rs)
 {
 	const kvs_sweep_config *c = &R->cfg;
 	json_t *doc = json_object();
@@ -627,13 +628,13 @@ json_t *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *
 		return NULL;
 	jset(doc, "kvsim_version", json_string(kvs_version()));
 	jset(doc, "command", json_string("sweep"));
-	jset(doc, "model", kvs_sim_model_json(&c->base.deploy.model));
-	jset(doc, "gpu", kvs_sim_gpu_json(&c->base.deploy.gpu));
+	jset(doc, "model", kvs_json_jt(kvs_sim_model_json(&c->base.deploy.model)));
+	jset(doc, "gpu", kvs_json_jt(kvs_sim_gpu_json(&c->base.deploy.gpu)));
 	const kvs_sim_stats *st0 = R->nrows ? &R->rows[0].st : NULL;
 	kvs_sim_config ec = c->base;
 	ec.slo_ttft_s = c->slo_ttft_s;
 	ec.slo_tpot_s = c->slo_tpot_s;
-	json_t *eng = kvs_sim_engine_json(&ec, st0);
+	json_t *eng = kvs_json_jt(kvs_sim_engine_json(&ec, st0));
 	if (eng) {
 		/* block size and pool blocks vary by row */
 		json_object_del(eng, "block_size");
@@ -648,9 +649,9 @@ json_t *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *
 		jset(eng, "time_scale", jreal(c->time_scale));
 	}
 	jset(doc, "engine", eng);
-	jset(doc, "trace", kvs_sim_trace_json(rs ? kvs_request_set_path(rs) : NULL,
+	jset(doc, "trace", kvs_json_jt(kvs_sim_trace_json(rs ? kvs_request_set_path(rs) : NULL,
 					      rs ? kvs_request_set_format(rs) : KVS_TRACE_AUTO,
-					      rs ? kvs_request_set_trace_stats(rs) : NULL, st0));
+					      rs ? kvs_request_set_trace_stats(rs) : NULL, st0)));
 	json_t *k = json_object();
 	jset(k, "model", json_string(c->kernel_profile ? "profile" : "analytic"));
 	jset(k, "block_overhead_tokens",
@@ -730,4 +731,9 @@ kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 	if (fflush(f) != 0 || ferror(f))
 		return kvs_fail(KVS_ERR_IO, "writing the sweep CSV failed");
 	return KVS_OK;
+}
+
+kvs_json *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *rs)
+{
+	return kvs_json_of(sweep_jt(R, rs));
 }

@@ -17,7 +17,6 @@
 #include "kvs_config.h"
 #include "test_util.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +79,7 @@ static kvs_status run_compare(void)
 	static const char *const names[] = { "paged", "max", "pow2", "oracle", "vattention" };
 	kvs_sim_result *res[KVS_ARRAY_LEN(names)] = { 0 };
 	kvs_request_set *set = NULL;
-	json_t *doc = NULL;
+	kvs_json *doc = NULL;
 	kvs_sim_config c;
 	kvs_status st = base_config(&c);
 	if (st == KVS_OK)
@@ -103,7 +102,7 @@ static kvs_status run_compare(void)
 	}
 	if (st == KVS_OK)
 		st = kvs_sim_json_write(doc, out_path);
-	json_decref(doc);
+	kvs_json_free(doc);
 	for (size_t i = 0; i < KVS_ARRAY_LEN(names); i++)
 		kvs_sim_result_destroy(res[i]);
 	kvs_request_set_destroy(set);
@@ -116,7 +115,7 @@ static kvs_status run_sweep(void)
 {
 	kvs_request_set *set = NULL;
 	kvs_sweep_result *r = NULL;
-	json_t *doc = NULL;
+	kvs_json *doc = NULL;
 	kvs_sim_config c;
 	kvs_sweep_config sc;
 	kvs_status st = base_config(&c);
@@ -138,7 +137,7 @@ static kvs_status run_sweep(void)
 	}
 	if (st == KVS_OK)
 		st = kvs_sim_json_write(doc, out_path);
-	json_decref(doc);
+	kvs_json_free(doc);
 	kvs_sweep_result_destroy(r);
 	kvs_request_set_destroy(set);
 	return st;

@@ -77,6 +77,20 @@ const char *kvs_version(void);
  * when cap is short. */
 const char *kvs_fmt_commas(uint64_t v, char *buf, size_t cap);
 
+/* ---- JSON documents -------------------------------------------------------
+ * Report builders (kvs_sim_report_json, kvs_sweep_result_json, ...) return
+ * an opaque document handle; its representation is the library's own.
+ */
+typedef struct kvs_json kvs_json;
+
+/* Release a document (NULL is ignored). */
+void kvs_json_free(kvs_json *doc);
+
+/* The document as text: sorted keys, 2-space indent, reals with 12
+ * significant digits (what kvs_sim_json_write writes, without the final
+ * newline).  Release with kvs_free; NULL when out of memory. */
+char *kvs_json_text(const kvs_json *doc);
+
 /* ---- checked 64-bit arithmetic (true on overflow) ------------------------ */
 static inline bool kvs_mul_overflow(uint64_t a, uint64_t b, uint64_t *out)
 {

@@ -265,8 +265,8 @@ kvs_status kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_r
 double kvs_sweep_row_waste_pct(const kvs_sweep_row *row);
 
 /* The sweep document of docs/REPORT-JSON.md ("command": "sweep"); a new
- * reference, NULL on allocation failure. */
-json_t *kvs_sweep_result_json(const kvs_sweep_result *r, const kvs_request_set *set);
+ * document (kvs_json_free), NULL on allocation failure. */
+kvs_json *kvs_sweep_result_json(const kvs_sweep_result *r, const kvs_request_set *set);
 /* One header line and one line per row (capacity columns filled when
  * searched). */
 kvs_status kvs_sweep_result_csv(const kvs_sweep_result *r, FILE *f);
