@@ -7,10 +7,10 @@
  * sees it, so a policy only handles well-formed requests and a misuse never
  * reaches policy state.
  *
- * Sequence map: open addressing with linear probing over a power-of-two
- * table of (seq id, record index), load factor at most 1/2, deletion by
- * backward shift (no tombstones), so lookups stay O(1) however many
- * sequences come and go.
+ * Sequence map: common/table.h's open addressing (linear probing, Fibonacci
+ * homes) over a power-of-two table of (seq id, record index), load factor at
+ * most 1/2, deletion by backward shift (no tombstones), so lookups stay O(1)
+ * however many sequences come and go.
  */
 #include "alloc_internal.h"
 #include "common/array.h"
