@@ -554,42 +554,38 @@ kvs_status kvs_alloc_fork(kvs_alloc *a, kvs_seq_id parent, kvs_seq_id child,
 	return KVS_OK;
 }
 
-kvs_status kvs_alloc_swap_out(kvs_alloc *a, kvs_seq_id seq,
-			      const kvs_block_copy **copies, size_t *ncopies)
+/* swap_out (out) or swap_in: the misuse checks, then the policy's method. */
+static kvs_status swap(kvs_alloc *a, kvs_seq_id seq, bool out,
+		       const kvs_block_copy **copies, size_t *ncopies)
 {
+	const char *what = out ? "swap_out" : "swap_in";
 	kvs_seq_rec *s = kvs_alloc_find(a, seq);
 	if (!s)
-		return unknown_seq("swap_out", seq);
-	if (!a->m->swap_out)
+		return unknown_seq(what, seq);
+	if (!(out ? a->m->swap_out : a->m->swap_in))
 		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s does "
 				"not swap", kvs_policy_name(a->cfg.policy));
-	if (s->state != KVS_SEQ_RESIDENT)
-		return kvs_fail(KVS_ERR_STATE, "allocator: swap_out: sequence "
-				"%llu is already swapped out",
-				(unsigned long long)seq);
-	kvs_status st = a->m->swap_out(a, s, copies, ncopies);
+	if (s->state != (out ? KVS_SEQ_RESIDENT : KVS_SEQ_SWAPPED))
+		return kvs_fail(KVS_ERR_STATE, "allocator: %s: sequence %llu %s",
+				what, (unsigned long long)seq,
+				out ? "is already swapped out" : "is not swapped out");
+	kvs_status st = out ? a->m->swap_out(a, s, copies, ncopies)
+			    : a->m->swap_in(a, s, copies, ncopies);
 	if (KVS_DEBUG >= 2)
 		kvs_require(kvs_alloc_is_valid(a));
 	return st;
 }
 
+kvs_status kvs_alloc_swap_out(kvs_alloc *a, kvs_seq_id seq,
+			      const kvs_block_copy **copies, size_t *ncopies)
+{
+	return swap(a, seq, true, copies, ncopies);
+}
+
 kvs_status kvs_alloc_swap_in(kvs_alloc *a, kvs_seq_id seq,
 			     const kvs_block_copy **copies, size_t *ncopies)
 {
-	kvs_seq_rec *s = kvs_alloc_find(a, seq);
-	if (!s)
-		return unknown_seq("swap_in", seq);
-	if (!a->m->swap_in)
-		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s does "
-				"not swap", kvs_policy_name(a->cfg.policy));
-	if (s->state != KVS_SEQ_SWAPPED)
-		return kvs_fail(KVS_ERR_STATE, "allocator: swap_in: sequence "
-				"%llu is not swapped out",
-				(unsigned long long)seq);
-	kvs_status st = a->m->swap_in(a, s, copies, ncopies);
-	if (KVS_DEBUG >= 2)
-		kvs_require(kvs_alloc_is_valid(a));
-	return st;
+	return swap(a, seq, false, copies, ncopies);
 }
 
 bool kvs_alloc_can_swap_in(const kvs_alloc *a, kvs_seq_id seq)

@@ -318,6 +318,17 @@ static void register_full(paged *p, kvs_seq_rec *s, uint32_t old)
 
 static size_t vscratch_bytes(const paged *p);
 
+/* Everything paged_init made (fields it did not reach are NULL). */
+static void paged_free(paged *p)
+{
+	kvs_free(p->b);
+	kvs_free(p->pool.state_);
+	kvs_free(p->pool.free_ids_);
+	kvs_free(p->ht);
+	kvs_free(p->host_free);
+	kvs_free(p);
+}
+
 static kvs_status paged_init(kvs_alloc *a)
 {
 	const kvs_alloc_config *c = &a->cfg;
@@ -388,25 +399,14 @@ static kvs_status paged_init(kvs_alloc *a)
 	a->p = p;
 	return KVS_OK;
 nomem:
-	kvs_free(p->b);
-	kvs_free(p->pool.state_);
-	kvs_free(p->pool.free_ids_);
-	kvs_free(p->ht);
-	kvs_free(p->host_free);
-	kvs_free(p);
+	paged_free(p);
 	return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory for "
 			"%llu blocks", (unsigned long long)n);
 }
 
 static void paged_fini(kvs_alloc *a)
 {
-	paged *p = P(a);
-	kvs_free(p->b);
-	kvs_free(p->pool.state_);
-	kvs_free(p->pool.free_ids_);
-	kvs_free(p->ht);
-	kvs_free(p->host_free);
-	kvs_free(p);
+	paged_free(P(a));
 }
 
 /* ---- admission ---------------------------------------------------------------- */
