@@ -84,7 +84,9 @@ static kvs_status contig_init(kvs_alloc *a)
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
 	c->fx_cap = 16;
 	c->fx = kvs_reallocarray(NULL, c->fx_cap, sizeof *c->fx);
-	if (!c->fx) {
+	if (!c->fx || (KVS_DEBUG >= 2 &&
+		       !kvs_alloc_vscratch(a, 2 * (size_t)c->fx_cap * sizeof(extent)))) {
+		kvs_free(c->fx);
 		kvs_free(c);
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
 	}
