@@ -689,13 +689,17 @@ static bool engine_is_valid(const kvs_sim *s)
 	return true;
 }
 
-static void debug_check(kvs_sim *s)
+/* debug_checks >= 2, every step.  Fails only as syncing fails (out of
+ * host memory); a broken invariant aborts. */
+static kvs_status debug_check(kvs_sim *s)
 {
 	/* tell the allocator every length, then compare our shifted parts
 	 * with a fresh account */
+	kvs_status st;
 	for (size_t i = 0; i < s->nheap; i++)
-		if (s->heap[i].r->S <= s->G)
-			kvs_require(sync_decode(s, s->heap[i].r, s->G) == KVS_OK);
+		if (s->heap[i].r->S <= s->G &&
+		    (st = sync_decode(s, s->heap[i].r, s->G)) != KVS_OK)
+			return st;
 	int64_t ours[6];
 	parts_now(s, ours);
 	kvs_mem_parts fresh;
@@ -719,6 +723,7 @@ static void debug_check(kvs_sim *s)
 	kvs_require(ours[5] == (int64_t)fresh.free);
 	if (KVS_DEBUG >= 3)
 		kvs_require(engine_is_valid(s));
+	return KVS_OK;
 }
 
 /* ---- request intake ------------------------------------------------------- */
@@ -1499,8 +1504,8 @@ static kvs_status plan(kvs_sim *s)
 		track_peak(s);
 		return KVS_OK;
 	}
-	if (KVS_DEBUG >= 2)
-		debug_check(s);
+	if (KVS_DEBUG >= 2 && (st = debug_check(s)) != KVS_OK)
+		return st;
 	track_peak(s);
 
 	/* step time; the fast path when nothing but lengths changes */
