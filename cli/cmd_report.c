@@ -14,17 +14,22 @@ static void usage(FILE *f)
 		"usage: kvsim report RUN.json [RUN.json ...] -o DIR [OPTIONS]\n"
 		"\n"
 		"Render the JSON written by 'kvsim replay --json', 'kvsim compare --json'\n"
-		"or 'kvsim sweep --json' into DIR/index.html with its figures, each as SVG\n"
-		"and PNG: KV memory over time (stacked parts, one panel per policy),\n"
-		"running and waiting requests, CDFs of queueing delay, TTFT and TPOT; for a\n"
-		"sweep, fragmentation, throughput and p99 latency against block size and\n"
-		"the capacity-search result.  Several runs go into one page.\n"
+		"or 'kvsim sweep --json' into DIR/index.html: one self-contained file (data\n"
+		"and chart library inline, opens offline) with a summary that states the\n"
+		"answer, tables and interactive charts (hover for values, drag to zoom time\n"
+		"axes, click a legend entry to hide a policy): KV memory over time, running\n"
+		"and waiting requests, CDFs of queueing delay, TTFT and TPOT; for a sweep,\n"
+		"capacity, fragmentation, latency and throughput against block size.  Each\n"
+		"figure is also written beside it as SVG and PNG.  Several runs go into one\n"
+		"page.\n"
 		"\n"
 		"options:\n"
 		"  -o, --output DIR   output directory (created if missing; required)\n"
 		"  --title TEXT       page title (default \"kvsim report\")\n"
 		"  --width N          figure width in pixels (default 1600)\n"
 		"  --height N         figure height in pixels (default 900)\n"
+		"  --static           also show the PNG figures in the page (for print; they\n"
+		"                     must then stay beside index.html)\n"
 		"  --quiet            no progress line on stderr\n"
 		"  -h, --help         show this help\n"
 		"\n"
@@ -78,6 +83,8 @@ int kvs_cmd_report(int argc, char **argv)
 			kvs_args_u32(&it, 320, 8192, &o.png_width);
 		} else if (kvs_args_is(&it, "--height")) {
 			kvs_args_u32(&it, 180, 8192, &o.png_height);
+		} else if (kvs_args_is(&it, "--static")) {
+			o.static_figures = kvs_args_no_value(&it);
 		} else if (kvs_args_is(&it, "--quiet") || kvs_args_is(&it, "-q")) {
 			quiet = kvs_args_no_value(&it);
 		} else {

@@ -261,7 +261,7 @@ static void fig_requests(pl_fig *f, const rp_run *run)
 			    "running: sequences in the batch; waiting: arrived, not yet admitted");
 	const char *names[32] = { NULL };
 	size_t nn = 0;
-	double tmax = 0, rmax = 0, wmax = 0;
+	double tmax = 0, rmax = 0, wmax = 0, wpos = INFINITY;
 	for (size_t i = 0; i < run->npol && nn < 32; i++) {
 		const rp_policy *p = &run->pol[i];
 		if (!p->ts.n || (!p->ts.running && !p->ts.waiting))
@@ -271,10 +271,17 @@ static void fig_requests(pl_fig *f, const rp_run *run)
 		for (size_t j = 0; j < p->ts.n; j++) {
 			if (p->ts.running)
 				rmax = fmax(rmax, p->ts.running[j]);
-			if (p->ts.waiting)
+			if (p->ts.waiting) {
 				wmax = fmax(wmax, p->ts.waiting[j]);
+				if (p->ts.waiting[j] > 0)
+					wpos = fmin(wpos, p->ts.waiting[j]);
+			}
 		}
 	}
+	/* one long queue (max reservation's hundreds) would flatten the
+	 * others' tens to zero: log10 when the queues span more than a decade,
+	 * an empty queue on the bottom edge */
+	bool wlog = isfinite(wpos) && wmax > 10 * fmax(wpos, 1);
 	policy_legend(f, &y, names, nn, true);
 	const char *unit;
 	double div = time_unit(tmax, &unit);
@@ -283,18 +290,37 @@ static void fig_requests(pl_fig *f, const rp_run *run)
 	double *t = kvs_reallocarray(NULL, 4 * (size_t)MAX_POINTS, sizeof *t);
 	double *v = t ? t + 2 * MAX_POINTS : NULL;
 	for (int k = 0; k < 2; k++) {
-		pn[k].xa.scale = pn[k].ya.scale = PL_LINEAR;
+		bool lg = k == 1 && wlog;
+		pn[k].xa.scale = PL_LINEAR;
+		pn[k].ya.scale = lg ? PL_LOG10 : PL_LINEAR;
 		pn[k].xa.exact = true;
 		pl_axis_fit(&pn[k].xa, 0, tmax > 0 ? tmax / div : 1, 10);
-		pl_axis_fit(&pn[k].ya, 0, fmax(k == 0 ? rmax : wmax, 1) * 1.05, 4);
+		if (lg)
+			pl_axis_fit(&pn[k].ya, 1, wmax * 1.2, 6);
+		else
+			pl_axis_fit(&pn[k].ya, 0, fmax(k == 0 ? rmax : wmax, 1) * 1.05, 4);
 		snprintf(pn[k].xa.title, sizeof pn[k].xa.title, "simulated time (%s)", unit);
-		snprintf(pn[k].ya.title, sizeof pn[k].ya.title, "requests");
-		pl_axes(f, &pn[k], k == 0 ? "Running (batch size)" : "Waiting for admission",
+		snprintf(pn[k].ya.title, sizeof pn[k].ya.title, lg ? "requests, log" : "requests");
+		pl_axes(f, &pn[k], k == 0 ? "Running (batch size)" :
+			lg ? "Waiting for admission (log; an empty queue on the bottom edge)" :
+			     "Waiting for admission",
 			INK, true, true);
 		if (!t)
 			continue;
 		pl_clip(f, &pn[k]);
-		for (size_t i = 0; i < run->npol; i++) {
+		/* paged last, on top: the policies often coincide for long
+		 * stretches and paged is the one the figure is about */
+		for (size_t ii = 0; ii <= run->npol; ii++) {
+			size_t i = ii;
+			bool last = ii == run->npol;
+			if (last) {
+				for (i = 0; i < run->npol && strcmp(run->pol[i].name, "paged") != 0; i++)
+					;
+				if (i == run->npol)
+					break;
+			} else if (strcmp(run->pol[i].name, "paged") == 0) {
+				continue;
+			}
 			const rp_policy *p = &run->pol[i];
 			const double *src = k == 0 ? p->ts.running : p->ts.waiting;
 			if (!p->ts.n || !src)
@@ -302,7 +328,8 @@ static void fig_requests(pl_fig *f, const rp_run *run)
 			size_t m = reduce_envelope(p->ts.t_s, src, p->ts.n, MAX_POINTS, t, v);
 			for (size_t j = 0; j < m; j++)
 				t[j] /= div;
-			pl_line(f, &pn[k], t, v, m, rp_policy_color(p->name), 3, false, false);
+			pl_line(f, &pn[k], t, v, m, rp_policy_color(p->name), last ? 4 : 3, false,
+				false);
 		}
 		pl_unclip(f);
 	}
@@ -490,6 +517,8 @@ static void block_range(const rp_run *run, double *lo, double *hi)
 typedef struct sweep_y {
 	bool latency;      /* seconds: pick µs / ms / s */
 	bool log_wide;     /* log10 when the positive values span > 2 decades */
+	bool log_decade;   /* log10 when they span > 1 decade (latencies) */
+	double slo;        /* seconds: a dashed SLO line; NAN or 0 for none */
 	bool from_data;    /* linear axis from the smallest value, not from 0 */
 	bool skip_ones;    /* draw policies constant at 1 as one dashed guide
 	                    * (relative costs of contiguous kernels) */
@@ -541,7 +570,14 @@ static void sweep_panel_y(pl_fig *f, pl_panel *pn, const rp_run *run, int field,
 	const char *unit = "";
 	double mul = o->latency ? latency_unit(vmax, &unit) * mul0 : mul0;
 	double umul = mul / mul0;   /* the latency unit alone */
-	bool logy = o->log_wide && isfinite(pmin) && vmax > 100 * pmin;
+	bool logy = isfinite(pmin) && ((o->log_wide && vmax > 100 * pmin) ||
+					(o->log_decade && vmax > 10 * pmin));
+	bool slo = isfinite(o->slo) && o->slo > 0 && have;
+	if (slo) {  /* the SLO line stays inside the axis */
+		vmax = fmax(vmax, o->slo * mul0);
+		pmin = fmin(pmin, o->slo * mul0);
+		vmin = fmin(vmin, o->slo * mul0);
+	}
 	pn->xa.scale = PL_LOG2;
 	pn->ya.scale = logy ? PL_LOG10 : PL_LINEAR;
 	pl_axis_fit(&pn->xa, lo, hi, 10);
@@ -590,6 +626,16 @@ static void sweep_panel_y(pl_fig *f, pl_panel *pn, const rp_run *run, int field,
 			}
 			pl_line(f, pn, x, yv, m, rp_policy_color(names[k]), 4, false, true);
 		}
+		if (slo) {
+			double gx[2] = { pn->xa.lo, pn->xa.hi };
+			double gy[2] = { o->slo * mul, o->slo * mul };
+			char lab[48], sb[32];
+			rp_fmt_seconds(sb, sizeof sb, o->slo);
+			snprintf(lab, sizeof lab, "SLO %s", sb);
+			pl_line(f, pn, gx, gy, 2, INK, 2.5, true, false);
+			pl_text(f, pl_mapx(pn, pn->xa.hi) - 12 * f->s, pl_mapy(pn, gy[0]) - 8 * f->s,
+				17, PL_RIGHT, false, INK, 0, lab);
+		}
 		if (guide) {
 			double gx[2] = { pn->xa.lo, pn->xa.hi }, gy[2] = { 1.0, 1.0 };
 			pl_line(f, pn, gx, gy, 2, INK, 2.5, true, false);
@@ -611,7 +657,7 @@ static void sweep_panel_y(pl_fig *f, pl_panel *pn, const rp_run *run, int field,
 static void sweep_panel(pl_fig *f, pl_panel *pn, const rp_run *run, int field,
 			bool latency, const char *title, const char *ytitle)
 {
-	sweep_y o = { .latency = latency, .mul = 1 };
+	sweep_y o = { .latency = latency, .slo = NAN, .mul = 1 };
 	sweep_panel_y(f, pn, run, field, &o, title, ytitle);
 }
 
@@ -681,16 +727,31 @@ static void fig_sweep(pl_fig *f, const rp_run *run, int kind)
 		sweep_panel(f, &pn[1], run, RP_ROW_OTPS, false, "Output tokens",
 			    "output tokens / s");
 		break;
-	default:
-		sweep_header(f, run, "p99 latency against block size", NULL, &y);
+	default: {
+		/* latencies span decades (paged's seconds against max's minutes):
+		 * log10 past one; the capacity search's SLOs as dashed lines */
+		double st = NAN, sp = NAN;
+		for (size_t i = 0; i < run->ncap; i++) {
+			if (isnan(st) && run->cap[i].slo_ttft_s > 0)
+				st = run->cap[i].slo_ttft_s;
+			if (isnan(sp) && run->cap[i].slo_tpot_s > 0)
+				sp = run->cap[i].slo_tpot_s;
+		}
+		sweep_header(f, run, "p99 latency against block size",
+			     isfinite(st) || isfinite(sp) ? "dashed: the SLOs of the capacity search"
+							  : NULL, &y);
 		pl_grid(f, 10 * f->s, y, f->w - 10 * f->s, f->h, 1, 3, pn, 3);
-		sweep_panel(f, &pn[0], run, RP_ROW_QUEUE_P99, true, "Queueing delay",
-			    "p99 queueing delay");
-		sweep_panel(f, &pn[1], run, RP_ROW_TTFT_P99, true, "Time to first token",
-			    "p99 TTFT");
-		sweep_panel(f, &pn[2], run, RP_ROW_TPOT_P99, true, "Time per output token",
-			    "p99 TPOT");
+		sweep_y oq = { .latency = true, .log_decade = true, .slo = NAN, .mul = 1 };
+		sweep_y ot = { .latency = true, .log_decade = true, .slo = st, .mul = 1 };
+		sweep_y op = { .latency = true, .log_decade = true, .slo = sp, .mul = 1 };
+		sweep_panel_y(f, &pn[0], run, RP_ROW_QUEUE_P99, &oq, "Queueing delay",
+			      "p99 queueing delay");
+		sweep_panel_y(f, &pn[1], run, RP_ROW_TTFT_P99, &ot, "Time to first token",
+			      "p99 TTFT");
+		sweep_panel_y(f, &pn[2], run, RP_ROW_TPOT_P99, &op, "Time per output token",
+			      "p99 TPOT");
 		break;
+	}
 	}
 }
 

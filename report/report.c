@@ -165,7 +165,8 @@ kvs_status kvs_report_write(const char *const *json_texts,
 			st = kvs_fail(KVS_ERR_INVALID, "%s: output path too long", outdir);
 		else
 			st = rp_html_write(path, o.title ? o.title : "kvsim report", runs, n,
-					   figs, nfigs, o.png_width, o.png_height);
+					   figs, nfigs, o.png_width, o.png_height,
+					   o.static_figures);
 		if (st == KVS_OK)
 			progress(&o, total, total, "done");
 	}

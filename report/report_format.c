@@ -3,9 +3,10 @@
  * the HTML page, so a policy or a memory part looks the same everywhere.
  *
  * Policy colours are the Okabe-Ito palette (distinguishable with the common
- * colour-vision deficiencies); memory parts use a separate palette in which
- * the used part is a strong blue, the wasted parts warm colours and free
- * memory a light grey.
+ * colour-vision deficiencies, all saturated); memory parts use a separate,
+ * muted palette that shares no hue with them: the used part charcoal, the
+ * wasted parts sand, brown and blue-grey, cached-idle pale sage and free
+ * memory light grey, so "blue" on a page always means a policy.
  */
 #include "kvs_config.h"
 #include "report_internal.h"
@@ -23,12 +24,12 @@ static rp_rgb hex(unsigned v)
 rp_rgb rp_part_color(int part)
 {
 	static const unsigned c[RP_NPARTS] = {
-		0x3569b0, /* token states: blue */
-		0xf2a541, /* reservation: amber */
-		0xd1495b, /* internal fragmentation: red */
-		0x8e5ea2, /* external fragmentation: purple */
-		0x43aa8b, /* cached-idle: green */
-		0xdedede, /* free: light grey */
+		0x4d4d4d, /* token states: charcoal, the used part reads darkest */
+		0xc8b88a, /* reservation: sand */
+		0x9c6644, /* internal fragmentation: brown */
+		0x8a8fa8, /* external fragmentation: blue-grey */
+		0xa3c4bc, /* cached-idle: pale sage */
+		0xe4e4e4, /* free: light grey */
 	};
 	return hex(c[part >= 0 && part < RP_NPARTS ? part : RP_NPARTS - 1]);
 }

@@ -2,11 +2,12 @@
  * report_html.c - index.html: summary tables per run, the accounting line of
  * every policy, the figures (PNG, linking to the SVG) and the run settings.
  *
- * The page is self-contained apart from the figure files beside it: inline
- * CSS, no external fonts or scripts.  One small inline script runs after
- * load and marks any figure whose image failed to load (naturalWidth 0),
- * showing a warning and recording the counts on <body> as data-images and
- * data-images-broken, which the browser test reads back.
+ * The page is one file: inline CSS, the charts' data and the chart library
+ * (report_interactive.c), no external fonts or scripts.  The static figures
+ * beside it are linked, and shown as images only with opts.static_figures;
+ * the page script then marks any image that failed to load (naturalWidth
+ * 0), showing a warning and recording the counts on <body> as data-images
+ * and data-images-broken, which the browser test reads back.
  */
 #include "kvs_config.h"
 #include "report_internal.h"
@@ -30,45 +31,53 @@ static void esc(FILE *f, const char *s)
 	}
 }
 
+/* light by default, dark when the reader's system asks for it; tables and
+ * charts scroll inside their own box instead of widening the page */
 static const char CSS[] =
-	"body{font-family:'DejaVu Sans',system-ui,sans-serif;margin:0;color:#222;background:#fafafa;line-height:1.45}"
+	":root{--ink:#222;--muted:#666;--bg:#fafafa;--card:#fff;--line:#ddd;--head:#f0f0f0;--group:#f7f7f7;--link:#0b5cad;--ok:#1a7f37;--bad:#b42318;--badbg:#fde8e7}"
+	"@media (prefers-color-scheme:dark){:root{--ink:#e4e4e4;--muted:#a0a0a0;--bg:#16181b;--card:#1f2226;--line:#3a3e44;--head:#2a2e34;--group:#25292e;--link:#7cb8ff;--ok:#5fd38a;--bad:#ff8a7a;--badbg:#3a1f1c}}"
+	"body{font-family:'DejaVu Sans',system-ui,sans-serif;margin:0;color:var(--ink);background:var(--bg);line-height:1.45}"
+	"a{color:var(--link)}"
 	"main{max-width:1680px;margin:0 auto;padding:24px 32px 64px}"
-	"h1{font-size:2.1em;margin:.2em 0}h2{font-size:1.6em;margin:1.6em 0 .4em;border-bottom:2px solid #ccc;padding-bottom:.2em}"
+	"h1{font-size:2.1em;margin:.2em 0}h2{font-size:1.6em;margin:1.6em 0 .4em;border-bottom:2px solid var(--line);padding-bottom:.2em}"
 	"h3{font-size:1.2em;margin:1.4em 0 .5em}"
-	".muted{color:#666}"
-	"table{border-collapse:collapse;background:#fff;margin:.4em 0 1em;font-size:.95em}"
-	"th,td{border:1px solid #ddd;padding:4px 10px;text-align:right;white-space:nowrap}"
+	".muted{color:var(--muted)}"
+	"table{border-collapse:collapse;background:var(--card);margin:.4em 0 1em;font-size:.95em;display:block;max-width:100%;overflow:auto;width:max-content}"
+	"table.scroll{max-height:32em}"
+	"table.scroll thead th{position:sticky;top:0;z-index:1}"
+	"th,td{border:1px solid var(--line);padding:4px 10px;text-align:right;white-space:nowrap}"
 	"th:first-child,td:first-child,th.l,td.l{text-align:left}"
-	"thead th{background:#f0f0f0}"
-	"tr.group th{background:#f7f7f7;text-align:left;font-weight:600;color:#444}"
+	"thead th{background:var(--head)}"
+	"tr.group th{background:var(--group);text-align:left;font-weight:600;color:var(--muted)}"
+	"td.any{font-style:italic;color:var(--muted)}"
 	".sw{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:-.1em;margin-right:.35em;border:1px solid #888}"
 	".acct{font-family:'DejaVu Sans Mono',monospace;margin:.2em 0}"
-	".ok{color:#1a7f37;font-weight:600}.bad{color:#b42318;font-weight:600}"
+	".ok{color:var(--ok);font-weight:600}.bad{color:var(--bad);font-weight:600}"
 	".bar{display:flex;width:100%;min-width:420px;height:22px;border:1px solid #999;background:#fff}"
 	".bar span{display:block;height:100%}"
 	"td.barcell{width:60%}"
-	"figure{margin:1.2em 0 2em;background:#fff;border:1px solid #ddd;padding:8px}"
-	"figure img{display:block;width:100%;height:auto}"
-	"figure.broken{border:3px solid #b42318}"
-	"figcaption{margin-top:.4em;color:#444}"
-	"#img-warning{background:#fde8e7;border:1px solid #b42318;padding:8px 12px}"
+	".headline{background:var(--card);border:1px solid var(--line);border-left:6px solid #0072b2;padding:4px 20px 8px;margin:1em 0}"
+	".headline h2{border:0;margin:.4em 0 .2em;font-size:1.3em}"
+	".headline .answer{font-size:1.15em}"
+	"p.note{background:var(--card);border:1px dashed var(--line);padding:8px 12px}"
+	"figure{margin:1.2em 0 2em;background:var(--card);border:1px solid var(--line);padding:8px;min-width:0}"
+	"figure img{display:block;width:100%;height:auto;margin-top:8px}"
+	"figure.broken{border:3px solid var(--bad)}"
+	".kvs-grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,520px),1fr));gap:0 16px}"
+	".kvs-grid figure{margin:.6em 0}"
+	".kvs-canvas{position:relative;height:420px}"
+	"figure.small .kvs-canvas{height:340px}"
+	".kvs-band{position:absolute;display:none;background:rgba(0,114,178,.15);border:1px solid rgba(0,114,178,.6);pointer-events:none}"
+	".kvs-reset{font-size:.85em;margin-left:.5em}"
+	"figcaption{margin-top:.4em;color:var(--muted);font-size:.9em}"
+	"#img-warning{background:var(--badbg);border:1px solid var(--bad);padding:8px 12px}"
 	"details{margin:.5em 0}summary{cursor:pointer;font-weight:600}"
+	"pre.licence{white-space:pre-wrap;font-size:.8em;color:var(--muted)}"
+	"footer{max-width:1680px;margin:0 auto 2em;border-top:1px solid var(--line);padding:.5em 32px}"
 	".meta{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}"
 	".meta table{font-size:.85em}"
 	"ul.reco li{margin:.3em 0}"
 	"nav a{margin-right:1em}";
-
-static const char SCRIPT[] =
-	"window.addEventListener('load',function(){"
-	"var im=document.images,bad=0;"
-	"for(var i=0;i<im.length;i++){"
-	"if(!im[i].complete||im[i].naturalWidth===0){bad++;"
-	"var fg=im[i].closest('figure');if(fg)fg.classList.add('broken');}}"
-	"document.body.setAttribute('data-images',String(im.length));"
-	"document.body.setAttribute('data-images-broken',String(bad));"
-	"if(bad){var w=document.getElementById('img-warning');"
-	"w.textContent=bad+' of '+im.length+' figures failed to load: keep the PNG and SVG files beside index.html.';"
-	"w.hidden=false;}});";
 
 static void swatch(FILE *f, rp_rgb c)
 {
@@ -96,7 +105,9 @@ static void cell(FILE *f, double v, cellfmt fmt)
 			snprintf(b, sizeof b, "-");
 		break;
 	case F_PCTG:
-		if (isfinite(v))
+		if (isfinite(v) && v > 0 && v < 0.01)
+			snprintf(b, sizeof b, "<0.01 %%");
+		else if (isfinite(v))
 			snprintf(b, sizeof b, "%.3g %%", v);
 		else
 			snprintf(b, sizeof b, "-");
@@ -343,7 +354,7 @@ static void sweep_tables(FILE *f, const rp_run *run)
 		{ RP_ROW_KERNEL_US, "kernel µs", F_NUM },
 	};
 	bool show[KVS_ARRAY_LEN(col)];
-	fprintf(f, "<h3>Sweep</h3>\n<table>\n<thead><tr><th>policy</th><th>block size</th>");
+	fprintf(f, "<h3>Sweep</h3>\n<table class=\"scroll\">\n<thead><tr><th>policy</th><th>block size</th>");
 	for (size_t c = 0; c < KVS_ARRAY_LEN(col); c++) {
 		show[c] = false;
 		for (size_t i = 0; i < run->nrows; i++)
@@ -357,10 +368,21 @@ static void sweep_tables(FILE *f, const rp_run *run)
 	fprintf(f, "</tr></thead>\n<tbody>\n");
 	for (size_t i = 0; i < run->nrows; i++) {
 		const rp_row *r = &run->rows[i];
+		/* a policy whose results do not depend on the block size
+		 * (contiguous reservation) is one row, "any" block size */
+		bool once = rp_sweep_bs_independent(run, r->policy);
+		bool dup = false;
+		for (size_t j = 0; once && j < i && !dup; j++)
+			dup = strcmp(run->rows[j].policy, r->policy) == 0;
+		if (dup)
+			continue;
 		fprintf(f, "<tr><td>");
 		swatch(f, rp_policy_color(r->policy));
 		esc(f, r->policy);
-		fprintf(f, "</td><td>%g</td>", r->block_size);
+		if (once)
+			fprintf(f, "</td><td class=\"any\" title=\"the same at every block size swept\">any</td>");
+		else
+			fprintf(f, "</td><td>%g</td>", r->block_size);
 		for (size_t c = 0; c < KVS_ARRAY_LEN(col); c++)
 			if (show[c])
 				cell(f, r->f[col[c].field], col[c].fmt);
@@ -393,17 +415,26 @@ static void sweep_tables(FILE *f, const rp_run *run)
 		fprintf(f, "</ul>\n");
 	}
 	if (run->ncap) {
-		fprintf(f, "<h3>Capacity search</h3>\n<table>\n<thead><tr><th>policy</th>"
+		fprintf(f, "<h3>Capacity search</h3>\n<table class=\"scroll\">\n<thead><tr><th>policy</th>"
 			   "<th>block size</th><th>outcome</th><th>max rate (req/s)</th>"
 			   "<th>next rate, missed (req/s)</th><th>grid step</th>"
 			   "<th>SLO p99 TTFT</th><th>SLO p99 TPOT</th></tr></thead>\n<tbody>\n");
 		for (size_t i = 0; i < run->ncap; i++) {
 			const rp_capacity *c = &run->cap[i];
+			bool once = rp_capacity_bs_independent(run, c->policy);
+			bool dup = false;
+			for (size_t j = 0; once && j < i && !dup; j++)
+				dup = strcmp(run->cap[j].policy, c->policy) == 0;
+			if (dup)
+				continue;
 			fprintf(f, "<tr><td>");
 			swatch(f, rp_policy_color(c->policy));
 			esc(f, c->policy);
 			fprintf(f, "</td>");
-			cell(f, c->block_size, F_NUM);
+			if (once)
+				fprintf(f, "<td class=\"any\" title=\"the same at every block size searched\">any</td>");
+			else
+				cell(f, c->block_size, F_NUM);
 			fprintf(f, "<td>");
 			esc(f, c->outcome ? c->outcome : "-");
 			fprintf(f, "</td>");
@@ -446,42 +477,6 @@ static void settings(FILE *f, const rp_run *run)
 	fprintf(f, "</div></details>\n");
 }
 
-static void figures(FILE *f, const rp_run *run, const rp_fig *figs, size_t nfigs,
-		    unsigned w, unsigned h)
-{
-	size_t shown = 0;
-	for (size_t i = 0; i < nfigs; i++) {
-		if (figs[i].run != run)
-			continue;
-		if (!shown++)
-			fprintf(f, "<h3>Figures</h3>\n");
-		fprintf(f, "<figure id=\"fig-%s\"><a href=\"%s.svg\"><img src=\"%s.png\" "
-			   "width=\"%u\" height=\"%u\" alt=\"",
-			figs[i].name, figs[i].name, figs[i].name, w, h);
-		esc(f, figs[i].title);
-		fprintf(f, "\"></a>\n<figcaption>");
-		esc(f, figs[i].title);
-		fprintf(f, " &middot; <a href=\"%s.svg\">SVG</a> &middot; <a href=\"%s.png\">PNG</a>"
-			   "</figcaption></figure>\n", figs[i].name, figs[i].name);
-	}
-	if (!shown)
-		fprintf(f, "<p class=\"muted\">No figures: the report has no timeseries, "
-			   "cdf or sweep data.</p>\n");
-	else if (run->kind == RP_KIND_POLICIES) {
-		bool ts = false, cdf = false;
-		for (size_t i = 0; i < run->npol; i++) {
-			ts |= run->pol[i].ts.n > 0;
-			cdf |= run->pol[i].cdf.n > 0;
-		}
-		if (!ts)
-			fprintf(f, "<p class=\"muted\">No timeseries in this report: no memory "
-				   "or request plots over time.</p>\n");
-		if (!cdf)
-			fprintf(f, "<p class=\"muted\">No cdf in this report: no distribution "
-				   "plots.</p>\n");
-	}
-}
-
 static void overview(FILE *f, const rp_run *runs, size_t nruns)
 {
 	fprintf(f, "<h2 id=\"overview\">Overview</h2>\n<table>\n<thead><tr><th>run</th>"
@@ -521,7 +516,7 @@ static void overview(FILE *f, const rp_run *runs, size_t nruns)
 
 kvs_status rp_html_write(const char *path, const char *title,
 			 const rp_run *runs, size_t nruns, const rp_fig *figs,
-			 size_t nfigs, unsigned w, unsigned h)
+			 size_t nfigs, unsigned w, unsigned h, bool static_imgs)
 {
 	FILE *f = fopen(path, "wb");
 	if (!f)
@@ -540,6 +535,7 @@ kvs_status rp_html_write(const char *path, const char *title,
 		fprintf(f, "</a>");
 	}
 	fprintf(f, "</p>\n<p id=\"img-warning\" hidden></p>\n");
+	rp_headline_write(f, runs, nruns);
 	if (nruns > 1)
 		overview(f, runs, nruns);
 
@@ -565,11 +561,13 @@ kvs_status rp_html_write(const char *path, const char *title,
 		} else {
 			sweep_tables(f, run);
 		}
-		figures(f, run, figs, nfigs, w, h);
+		rp_charts_write(f, run, figs, nfigs, static_imgs, w, h);
 		settings(f, run);
 		fprintf(f, "</section>\n");
 	}
-	fprintf(f, "</main>\n<script>%s</script>\n</body>\n</html>\n", SCRIPT);
+	fprintf(f, "</main>\n");
+	rp_charts_tail(f);
+	fprintf(f, "</body>\n</html>\n");
 	bool err = ferror(f) != 0;
 	if (fclose(f) != 0 || err)
 		return kvs_fail(KVS_ERR_IO, "%s: write failed: %s", path, strerror(errno));

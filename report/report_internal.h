@@ -144,6 +144,12 @@ typedef struct rp_run {
 	rp_reco *reco;
 	size_t nreco;
 	char prefix[32];             /* figure file prefix: "" or "run2-" */
+	/* fleet runs: the optional `replicas` array, one row per replica and a
+	 * column per numeric field of any replica (NAN where one lacks it) */
+	size_t nreplicas, nreplica_fields;
+	char **replica_names;        /* its "name", its "id", or its index */
+	char **replica_fields;       /* in first-seen order */
+	double *replica_values;      /* [nreplicas][nreplica_fields] */
 } rp_run;
 
 /* Parse one JSON text into *run (zeroed by the caller).  On failure returns
@@ -152,6 +158,13 @@ typedef struct rp_run {
 kvs_status rp_run_parse(const char *text, size_t len, const char *label,
 			rp_run *run);
 void rp_run_free(rp_run *run);
+
+/* report_replicas.c: read a `replicas` array (a jansson json_t *) into run;
+ * KVS_ERR_PARSE naming label and the replica when it is not an array of
+ * objects.  rp_replicas_free releases what it read. */
+struct json_t;
+kvs_status rp_replicas_parse(const struct json_t *arr, const char *label, rp_run *run);
+void rp_replicas_free(rp_run *run);
 
 /* ---- figures -------------------------------------------------------------- */
 typedef struct rp_fig {
@@ -170,9 +183,27 @@ kvs_status rp_figure_render(const rp_fig *fig, const char *dir, unsigned w,
 			    unsigned h);
 
 /* ---- the page ------------------------------------------------------------- */
+/* static_imgs: also show each static figure as <img> (opts.static_figures) */
 kvs_status rp_html_write(const char *path, const char *title,
 			 const rp_run *runs, size_t nruns, const rp_fig *figs,
-			 size_t nfigs, unsigned w, unsigned h);
+			 size_t nfigs, unsigned w, unsigned h, bool static_imgs);
+
+/* report_interactive.c: a run's interactive charts (JSON specs drawn by the
+ * inlined Chart.js), each captioned with links to its static figure, and
+ * the per-replica rows of a fleet run */
+void rp_charts_write(FILE *f, const rp_run *run, const rp_fig *figs, size_t nfigs,
+		     bool static_imgs, unsigned w, unsigned h);
+/* the chart library, the page script and the library's licence */
+void rp_charts_tail(FILE *f);
+/* A sweep policy whose rows agree on every result at every block size
+ * (contiguous reservation): shown once in tables and figures. */
+bool rp_sweep_bs_independent(const rp_run *run, const char *policy);
+/* The same for capacity results: one max rate, next rate and outcome at
+ * every block size searched. */
+bool rp_capacity_bs_independent(const rp_run *run, const char *policy);
+
+/* report_headline.c: the summary at the top of the page, stating the answer */
+void rp_headline_write(FILE *f, const rp_run *runs, size_t nruns);
 
 /* ---- number formatting shared by the page and the figures ----------------- */
 /* Seconds with a unit that suits the magnitude ("850 ms", "1.25 s"). */

@@ -666,6 +666,8 @@ kvs_status rp_run_parse(const char *text, size_t len, const char *label,
 	}
 	if (st == KVS_OK)
 		st = parse_meta(&c, root, run);
+	if (st == KVS_OK && json_object_get(root, "replicas"))  /* fleet runs */
+		st = rp_replicas_parse(json_object_get(root, "replicas"), label, run);
 out:
 	json_decref(root);
 	return st;
@@ -720,5 +722,6 @@ void rp_run_free(rp_run *run)
 		kvs_free(run->reco[i].reason);
 	}
 	kvs_free(run->reco);
+	rp_replicas_free(run);
 	memset(run, 0, sizeof *run);
 }

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(meson ninja-build pkg-config gcc libc6-dev
-      libjemalloc-dev libcmocka-dev libjansson-dev libcsv-dev libcairo2-dev)
+      libjemalloc-dev libcmocka-dev libjansson-dev libcsv-dev libcairo2-dev libjs-chart.js)
 if [ -n "${KVS_EXTRA_PACKAGES:-}" ]; then
 	read -r -a extra <<<"$KVS_EXTRA_PACKAGES"
 	pkgs+=("${extra[@]}")

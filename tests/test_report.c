@@ -24,6 +24,7 @@
 #if KVS_HAVE_CAIRO
 #include <cairo.h>
 #endif
+#include "report/report_config.h"  /* KVS_REPORT_HAVE_CHARTJS */
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -308,9 +309,17 @@ static void test_compare_fixture(void **state)
 					    "cdf-ttft", "cdf-tpot" };
 	for (size_t i = 0; i < KVS_ARRAY_LEN(figs); i++)
 		check_figure(dir, figs[i]);
-	assert_int_equal(check_html_refs(dir), (int)KVS_ARRAY_LEN(figs));
+	/* one file: no <img>, each static figure linked from its chart (a
+	 * build without the chart library shows the images instead) */
+	assert_int_equal(check_html_refs(dir), KVS_REPORT_HAVE_CHARTJS ? 0 : 5);
 
 	char *html = read_html(dir);
+	for (size_t i = 0; i < KVS_ARRAY_LEN(figs); i++) {
+		char h[96];
+		snprintf(h, sizeof h, "href=\"%s.png\"", figs[i]);
+		if (!strstr(html, h))
+			fail_msg("index.html does not link %s.png", figs[i]);
+	}
 	/* the accounting line of each policy, with thousands separators */
 	assert_non_null(strstr(html, "arrived 1,200 = completed 1,188 + rejected 0 + unfinished 12"));
 	assert_non_null(strstr(html, "arrived 1,200 = completed 1,061 + rejected 3 + unfinished 136"));
@@ -332,12 +341,12 @@ static void test_compare_fixture(void **state)
 	 * token states (all), reservation (max, oracle), internal (paged),
 	 * external (max, oracle), cached-idle (paged), free (all) */
 	cairo_surface_t *img = load_png(dir, "memory.png");
-	static const unsigned part_rgb[6] = { 0x3569b0, 0xf2a541, 0xd1495b,
-					      0x8e5ea2, 0x43aa8b, 0xdedede };
+	static const unsigned part_rgb[6] = { 0x4d4d4d, 0xc8b88a, 0x9c6644,
+					      0x8a8fa8, 0xa3c4bc, 0xe4e4e4 };
 	for (int k = 0; k < 6; k++)
 		if (count_color(img, part_rgb[k]) < 500)
 			fail_msg("memory.png: part %d colour %06x barely present", k, part_rgb[k]);
-	/* token states dominate paged: the blue covers more than the amber */
+	/* token states dominate paged: the charcoal covers more than the sand */
 	assert_true(count_color(img, part_rgb[0]) > count_color(img, part_rgb[1]) / 2);
 	cairo_surface_destroy(img);
 	/* each policy's colour appears in the request plot */
@@ -370,7 +379,7 @@ static void test_sweep_and_multi(void **state)
 	/* the minimal replay has no timeseries and no cdf: no figures */
 	assert_false(file_exists(dir, "run3-memory.png", NULL));
 	assert_false(file_exists(dir, "memory.png", NULL));
-	assert_int_equal(check_html_refs(dir), (int)KVS_ARRAY_LEN(figs));
+	assert_int_equal(check_html_refs(dir), KVS_REPORT_HAVE_CHARTJS ? 0 : 9);
 	char *html = read_html(dir);
 	assert_non_null(strstr(html, "Overview"));
 	assert_non_null(strstr(html, "Recommendations"));
@@ -647,7 +656,11 @@ static void test_long_timeseries(void **state)
 	check_png(dir, "memory.png", 800, 450);
 	assert_false(file_exists(dir, "requests.png", NULL));
 	assert_false(file_exists(dir, "cdf-ttft.png", NULL));
-	assert_int_equal(check_html_refs(dir), 1);
+	assert_int_equal(check_html_refs(dir), KVS_REPORT_HAVE_CHARTJS ? 0 : 1);
+	/* the page's curves are reduced too: its size does not grow with n */
+	size_t page = 0;
+	assert_true(file_exists(dir, "index.html", &page));
+	assert_true(page < (KVS_REPORT_HAVE_CHARTJS ? 200000 : 0) + 150000);
 	/* parse + one figure + page */
 	assert_true(p.calls >= 3);
 	assert_true(p.monotone);
@@ -656,6 +669,222 @@ static void test_long_timeseries(void **state)
 	free(s);
 	rm_rf(dir);
 	free(dir);
+}
+
+/* ---- the interactive page --------------------------------------------------- */
+
+/* the JSON spec of the chart whose figure has id `id`, up to its </script>
+ * (a copy, freed by the caller); NULL when absent */
+static char *spec_of(const char *html, const char *id)
+{
+	char key[160];
+	snprintf(key, sizeof key, "id=\"%s\"><script type=\"application/json\" class=\"kvs-chart\">",
+		 id);
+	const char *a = strstr(html, key);
+	if (!a)
+		return NULL;
+	a += strlen(key);
+	const char *b = strstr(a, "</script>");
+	assert_non_null(b);
+	char *out = malloc((size_t)(b - a) + 1);
+	memcpy(out, a, (size_t)(b - a));
+	out[b - a] = '\0';
+	return out;
+}
+
+/* Every chart spec is well-formed (brackets balance outside strings, the
+ * text ends where the object closes) and has at least one series with
+ * data.  Returns the number of specs. */
+static int check_specs(const char *html)
+{
+	static const char tag[] = "class=\"kvs-chart\">";
+	int n = 0;
+	for (const char *q = strstr(html, tag); q; q = strstr(q + 1, tag)) {
+		const char *p = q + strlen(tag), *end = strstr(p, "</script>");
+		assert_non_null(end);
+		int depth = 0;
+		bool str = false, closed = false;
+		for (const char *c = p; c < end; c++) {
+			assert_false(closed);  /* nothing after the top object */
+			if (str) {
+				if (*c == '\\')
+					c++;
+				else if (*c == '"')
+					str = false;
+				continue;
+			}
+			if (*c == '"')
+				str = true;
+			else if (*c == '{' || *c == '[')
+				depth++;
+			else if (*c == '}' || *c == ']')
+				closed = --depth == 0;
+			assert_true(depth >= 0);
+		}
+		assert_true(closed);
+		const char *d = strstr(p, "\"data\":[");
+		assert_true(d && d < end);
+		assert_true(d[8] != ']');
+		n++;
+	}
+	return n;
+}
+
+static size_t count_str(const char *h, const char *needle)
+{
+	size_t n = 0;
+	for (const char *q = strstr(h, needle); q; q = strstr(q + 1, needle))
+		n++;
+	return n;
+}
+
+static void test_interactive_page(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	const char *in[] = { kvs_test_src("tests/data/compare.json"),
+			     kvs_test_src("tests/data/sweep.json") };
+	kvs_report_opts o;
+	kvs_report_opts_defaults(&o);
+	o.static_figures = true;
+	assert_int_equal(kvs_report_write_files(in, 2, dir, &o), KVS_OK);
+	/* --static: each of the 5 + 4 figures is also shown as an image */
+	assert_int_equal(check_html_refs(dir), 9);
+	char *html = read_html(dir);
+	size_t size = strlen(html);
+	assert_true(size < 2 * 1000 * 1000);
+	/* compare: 3 memory panels, running, waiting, 3 CDFs; sweep: capacity,
+	 * throughput (it varies in the fixture), p99 TTFT, TPOT and queueing
+	 * delay, internal fragmentation, KV waste, kernel cost */
+	assert_int_equal(check_specs(html), 8 + 8);
+#if KVS_REPORT_HAVE_CHARTJS
+	assert_non_null(strstr(html, "Chart.js v"));
+	assert_non_null(strstr(html, "Permission is hereby granted"));  /* its licence */
+#endif
+	/* the headline states the answer: 58.3 / 11.8 = 4.94 conversations */
+	assert_non_null(strstr(html, "holds <b>4.9×</b> the conversations of"));
+	assert_true(strstr(html, "The answer") < strstr(html, "Accounting"));
+	/* queueing delay spans 0.9 s (paged) to 96 s (max), oracle's median is
+	 * 0.4 s: log x; the TTFT and TPOT CDFs carry the goodput SLOs */
+	char *sp = spec_of(html, "run1-cdf-queue-delay");
+	assert_non_null(sp);
+	assert_non_null(strstr(sp, "\"fmt\":\"sec\",\"log\":true"));
+	free(sp);
+	sp = spec_of(html, "run1-cdf-ttft");
+	assert_non_null(sp);
+	assert_non_null(strstr(sp, "\"name\":\"SLO 2 s\""));
+	free(sp);
+	sp = spec_of(html, "run1-cdf-tpot");
+	assert_non_null(sp);
+	assert_non_null(strstr(sp, "\"name\":\"SLO 100 ms\""));
+	free(sp);
+	/* waiting: max's queue flattens the others on a linear axis, so log y */
+	sp = spec_of(html, "run1-waiting");
+	assert_non_null(sp);
+	assert_non_null(strstr(sp, "\"fmt\":\"count\",\"log\":true"));
+	free(sp);
+	/* capacity: max has one rate at both block sizes, drawn once and dashed;
+	 * paged and vattention a dot per block size */
+	sp = spec_of(html, "run2-capacity");
+	assert_non_null(sp);
+	assert_non_null(strstr(sp, "\"name\":\"max (same at every block size)\",\"color\":\"#d55e00\",\"dash\":true"));
+	assert_non_null(strstr(sp, "\"name\":\"paged\",\"color\":\"#0072b2\",\"points\":true"));
+	assert_non_null(strstr(sp, "\"cat\":[\"16\",\"32\"]"));
+	free(sp);
+	/* the sweep latency chart draws the TTFT SLO of the capacity search */
+	sp = spec_of(html, "run2-sweep-ttft_p99_s");
+	if (!sp)
+		sp = spec_of(html, "run2-sweep-ttft-p99-s");
+	assert_non_null(sp);
+	assert_non_null(strstr(sp, "SLO 2 s"));
+	free(sp);
+	/* the capacity table shows max once, "any" block size */
+	assert_int_equal(count_str(html, ">any</td>"), 1);
+	free(html);
+	rm_rf(dir);
+
+	/* a contiguous policy in a sweep table: one row; tiny percentages read
+	 * "<0.01 %" */
+	static const char SWEEP[] =
+		"{\"command\":\"sweep\",\"rows\":["
+		"{\"policy\":\"paged\",\"block_size\":1,\"internal_fragmentation_pct\":0.0001},"
+		"{\"policy\":\"paged\",\"block_size\":16,\"internal_fragmentation_pct\":0.5},"
+		"{\"policy\":\"max\",\"block_size\":1,\"internal_fragmentation_pct\":80.8},"
+		"{\"policy\":\"max\",\"block_size\":16,\"internal_fragmentation_pct\":80.8}]}";
+	const char *t[] = { SWEEP };
+	assert_int_equal(kvs_report_write(t, NULL, 1, dir, NULL), KVS_OK);
+	html = read_html(dir);
+	assert_int_equal(count_str(html, "<td>&lt;0.01 %</td>"), 1);
+	assert_int_equal(count_str(html, "<td>80.8 %</td>"), 1);
+	assert_int_equal(count_str(html, ">any</td>"), 1);
+	sp = spec_of(html, "sweep-internal_fragmentation_pct");
+	if (!sp)
+		sp = spec_of(html, "sweep-internal-fragmentation-pct");
+	assert_non_null(sp);
+	/* 0.0001 % to 80.8 %: log y; max one dashed line named once */
+	assert_non_null(strstr(sp, "\"fmt\":\"pct\",\"log\":true"));
+	assert_non_null(strstr(sp, "\"name\":\"max (any block size)\""));
+	free(sp);
+	free(html);
+	rm_rf(dir);
+
+	/* names cannot close the <script> that holds a spec */
+	static const char EVIL[] =
+		"{\"command\":\"replay\",\"policies\":{\"a</script><b>x\":{"
+		"\"accounting\":{\"arrived\":1,\"completed\":1,\"rejected\":0,\"unfinished\":0},"
+		"\"memory_pct\":{\"token_states\":50,\"reservation\":0,\"internal_fragmentation\":0,"
+		"\"external_fragmentation\":0,\"cached_idle\":0,\"free\":50},"
+		"\"cdf\":{\"q\":[0,0.5,1],\"ttft_s\":[0.1,0.2,0.4]}}}}";
+	t[0] = EVIL;
+	assert_int_equal(kvs_report_write(t, NULL, 1, dir, NULL), KVS_OK);
+	html = read_html(dir);
+	assert_null(strstr(html, "a</script>"));
+	assert_non_null(strstr(html, "a\\u003c/script\\u003e\\u003cb\\u003ex"));
+	assert_int_equal(check_specs(html), 1);
+	free(html);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* fleet runs: a `replicas` array gives one row per replica and a dot chart
+ * per numeric field; a malformed one is an error naming it */
+static void test_replicas(void **state)
+{
+	(void)state;
+	static const char FLEET[] =
+		"{\"command\":\"replay\",\"policies\":{\"paged\":{"
+		"\"accounting\":{\"arrived\":3,\"completed\":3,\"rejected\":0,\"unfinished\":0},"
+		"\"memory_pct\":{\"token_states\":50,\"reservation\":0,\"internal_fragmentation\":0,"
+		"\"external_fragmentation\":0,\"cached_idle\":0,\"free\":50}}},"
+		"\"replicas\":[{\"id\":0,\"kv_use_pct\":40,\"requests\":1000,\"zone\":\"a\"},"
+		"{\"name\":\"r<1>\",\"kv_use_pct\":61.5,\"requests\":1200,\"router_hit_rate\":0.5}]}";
+	char *dir = make_tmpdir();
+	const char *t[] = { FLEET };
+	assert_int_equal(kvs_report_write(t, NULL, 1, dir, NULL), KVS_OK);
+	char *html = read_html(dir);
+	assert_non_null(strstr(html, "<h3>Replicas</h3>"));
+	assert_non_null(strstr(html, "<th>kv_use_pct</th><th>requests</th><th>router_hit_rate</th>"));
+	assert_non_null(strstr(html, "<tr><td>0</td><td>40</td><td>1,000</td><td>-</td></tr>"));
+	assert_non_null(strstr(html, "<tr><td>r&#60;1&#62;</td><td>61.5</td><td>1,200</td><td>0.500</td></tr>"));
+	assert_null(strstr(html, "zone"));  /* not a number: not a column */
+	char *sp = spec_of(html, "replica-kv-use-pct");
+	assert_non_null(sp);
+	assert_non_null(strstr(sp, "\"data\":[\"0\",40,\"r\\u003c1\\u003e\",61.5]"));
+	free(sp);
+	assert_int_equal(check_specs(html), 3);
+	free(html);
+	rm_rf(dir);
+	free(dir);
+	expect_error("{\"command\":\"replay\",\"policies\":{\"paged\":{"
+		     "\"accounting\":{\"arrived\":0,\"completed\":0,\"rejected\":0,\"unfinished\":0},"
+		     "\"memory_pct\":{\"token_states\":0,\"reservation\":0,\"internal_fragmentation\":0,"
+		     "\"external_fragmentation\":0,\"cached_idle\":0,\"free\":100}}},\"replicas\":3}",
+		     KVS_ERR_PARSE, "replicas", "expected an array");
+	expect_error("{\"command\":\"replay\",\"policies\":{\"paged\":{"
+		     "\"accounting\":{\"arrived\":0,\"completed\":0,\"rejected\":0,\"unfinished\":0},"
+		     "\"memory_pct\":{\"token_states\":0,\"reservation\":0,\"internal_fragmentation\":0,"
+		     "\"external_fragmentation\":0,\"cached_idle\":0,\"free\":100}}},\"replicas\":[1]}",
+		     KVS_ERR_PARSE, "replicas[0]", "expected an object");
 }
 
 int main(void)
@@ -671,6 +900,8 @@ int main(void)
 		cmocka_unit_test(test_bad_args_and_files),
 		cmocka_unit_test(test_accounting_mismatch),
 		cmocka_unit_test(test_long_timeseries),
+		cmocka_unit_test(test_interactive_page),
+		cmocka_unit_test(test_replicas),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,11 @@ typedef struct kvs_report_opts {
 	 * process-wide font caches, so leak checkers see a clean exit.  Set it
 	 * when the program uses cairo elsewhere at the same time. */
 	bool keep_cairo_caches;
+	/* false (default): index.html is one self-contained file with
+	 * interactive charts, linking the SVG/PNG figures written beside it;
+	 * true: it also shows each figure as an image (which then must stay
+	 * beside index.html), for print and papers. */
+	bool static_figures;
 } kvs_report_opts;
 
 /* Defaults: 1600 x 900, no title, no progress. */

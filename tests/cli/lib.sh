@@ -72,7 +72,7 @@ check_report() {
 		*.svg) grep -q '<svg' "$d/$r" || fail "$d/$r: not an SVG" ;;
 		esac
 	done
-	grep -q '<img ' "$d/index.html" || fail "$d/index.html shows no figure"
+	grep -q '<img \|class="kvs-chart"' "$d/index.html" || fail "$d/index.html shows no figure"
 	return 0
 }
 # report_ok: the last run wrote a report, or this build has no cairo (skip)

@@ -26,9 +26,12 @@ expect_exit() {
 have_python=0
 if command -v python3 >/dev/null 2>&1; then have_python=1; fi
 
-# check_dir DIR: every figure and the page are valid; prints the figure count
+# check_dir DIR [static]: every figure and the page are valid; prints the
+# figure count.  The page is one file: every chart spec is JSON with data,
+# no script comes from elsewhere, each PNG is linked once, and shown as an
+# <img> only with --static.
 check_dir() {
-	local dir=$1 n=0
+	local dir=$1 mode=${2:-} n=0
 	[ -s "$dir/index.html" ] || fail "$dir/index.html missing or empty"
 	for svg in "$dir"/*.svg; do
 		[ -s "$svg" ] || fail "$svg empty"
@@ -39,10 +42,10 @@ check_dir() {
 		n=$((n + 1))
 	done
 	if [ "$have_python" = 1 ]; then
-		python3 - "$dir" <<'EOF' || fail "$dir: validation failed"
-import glob, os, re, struct, sys
+		python3 - "$dir" "$mode" <<'EOF' || fail "$dir: validation failed"
+import glob, json, os, re, struct, sys
 import xml.etree.ElementTree as ET
-d = sys.argv[1]
+d, mode = sys.argv[1], sys.argv[2]
 for svg in sorted(glob.glob(os.path.join(d, "*.svg"))):
     root = ET.parse(svg).getroot()          # raises on malformed XML
     assert root.tag.endswith("svg"), (svg, root.tag)
@@ -61,7 +64,20 @@ for r in refs:
     assert os.path.isfile(p) and os.path.getsize(p) > 0, ("missing", r)
 imgs = re.findall(r'<img [^>]*src="([^"]+)"', html)
 pngs = sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, "*.png")))
-assert sorted(imgs) == pngs, ("every PNG is shown once", imgs, pngs)
+linked = sorted(set(re.findall(r'href="([^"]+\.png)"', html)))
+assert linked == pngs, ("every PNG is linked", linked, pngs)
+if mode == "static" or "Chart.js v" not in html:  # no chart library: images
+    assert sorted(imgs) == pngs, ("every PNG is shown once", imgs, pngs)
+else:
+    assert imgs == [], ("the page shows no image file without --static", imgs)
+assert "<script src" not in html, "a script from elsewhere"
+specs = re.findall(r'<script type="application/json" class="kvs-chart">(.*?)</script>', html, re.S)
+assert specs or not pngs, "no interactive chart"
+for s in specs:
+    spec = json.loads(s)
+    assert spec["series"] and any(len(x["data"]) >= 2 for x in spec["series"]), spec["title"]
+    for x in spec["series"]:
+        assert len(x["data"]) % 2 == 0, (spec["title"], x["name"])
 EOF
 	fi
 	echo "$n"
@@ -107,8 +123,8 @@ done
 
 expect_exit 0 "$KVSIM" report "$data/compare.json" "$data/sweep.json" \
 	"$data/replay-min.json" -o "$tmp/multi/nested" --title "Fixture report" \
-	--width 1280 --height 720 --quiet
-n=$(check_dir "$tmp/multi/nested")
+	--width 1280 --height 720 --quiet --static
+n=$(check_dir "$tmp/multi/nested" static)
 [ "$n" -eq 9 ] || fail "multi-run report: $n figures, want 9"
 grep -q "<title>Fixture report</title>" "$tmp/multi/nested/index.html" || fail "--title"
 grep -q 'width="1280" height="720"' "$tmp/multi/nested/index.html" || fail "--width/--height"
@@ -129,5 +145,21 @@ if "$KVSIM" replay --help >/dev/null 2>&1; then
 	fi
 else
 	echo "kvsim replay not in this build: report from a replay skipped"
+fi
+
+# ---- the page of the bundled compare run weighs under 2 MB ---------------------
+# (all five policies on the bundled sample; sanitizer builds, KVS_TEST_SCALE
+# below 1, replay its first 150 requests)
+if "$KVSIM" compare --help >/dev/null 2>&1; then
+	lim=()
+	case "${KVS_TEST_SCALE:-1}" in 1 | 1.0) ;; *) lim=(--limit 150) ;; esac
+	"$KVSIM" compare -q "${lim[@]}" --report "$tmp/bundled" >/dev/null ||
+		fail "kvsim compare --report on the bundled sample failed"
+	n=$(check_dir "$tmp/bundled")
+	size=$(stat -c %s "$tmp/bundled/index.html")
+	echo "bundled compare: index.html $size bytes, $n static figures"
+	[ "$size" -lt 2000000 ] || fail "bundled compare page weighs $size bytes, over 2 MB"
+	grep -q 'holds <b>[0-9.]*×</b> the conversations of' "$tmp/bundled/index.html" ||
+		fail "bundled compare page states no answer"
 fi
 echo "ok"

@@ -1,0 +1,232 @@
+/*
+ * report_headline.c - the summary at the top of index.html: the answer
+ * first, in a sentence a reader can quote, before any table.
+ *
+ *   compare: "paged holds 3.6x the conversations of max at this load (mean
+ *            running sequences 86.5 against 24.0)", then KV waste, p99
+ *            queueing delay and throughput of the same pair, then paged
+ *            against every other policy in one line;
+ *   replay:  the policy's accounting, concurrency, waste and p99 latency;
+ *   sweep:   each recommendation with its reason, and the capacity of the
+ *            best paged block size against the best contiguous policy.
+ *
+ * Every figure is read from the run; nothing is claimed that the JSON does
+ * not hold (a missing number drops its clause).
+ */
+#include "kvs_config.h"
+#include "report_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+static void esc(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f); break;
+		}
+	}
+}
+
+static void pct(char *b, size_t n, double v)
+{
+	if (!isfinite(v))
+		snprintf(b, n, "-");
+	else if (v > 0 && v < 0.01)
+		snprintf(b, n, "<0.01 %%");
+	else
+		snprintf(b, n, "%.3g %%", v);
+}
+
+static double waste(const rp_policy *p)
+{
+	return p->mem[1] + p->mem[2] + p->mem[3];
+}
+
+static const rp_policy *find(const rp_run *run, const char *name)
+{
+	for (size_t i = 0; i < run->npol; i++)
+		if (strcmp(run->pol[i].name, name) == 0)
+			return &run->pol[i];
+	return NULL;
+}
+
+static void name(FILE *f, const char *policy)
+{
+	char hx[8];
+	rp_rgb_hex(rp_policy_color(policy), hx);
+	fprintf(f, "<span class=\"sw\" style=\"background:%s\"></span><b>", hx);
+	esc(f, policy);
+	fprintf(f, "</b>");
+}
+
+static void compare_headline(FILE *f, const rp_run *run)
+{
+	const rp_policy *paged = find(run, "paged");
+	const rp_policy *other = find(run, "max");
+	for (size_t i = 0; !other && i < run->npol; i++)
+		if (&run->pol[i] != paged)
+			other = &run->pol[i];
+	if (!paged || !other) {
+		/* one policy (a replay): its own figures */
+		const rp_policy *p = paged ? paged : &run->pol[0];
+		char a[32], c[32], m[32], w[32], t[32];
+		rp_fmt_count(a, sizeof a, (double)p->arrived);
+		rp_fmt_count(c, sizeof c, (double)p->completed);
+		rp_fmt_num(m, sizeof m, p->concurrency.mean, 3);
+		pct(w, sizeof w, waste(p));
+		rp_fmt_seconds(t, sizeof t, p->ttft.p99);
+		fprintf(f, "<p class=\"answer\">");
+		name(f, p->name);
+		fprintf(f, " completed %s of %s requests", c, a);
+		if (isfinite(p->concurrency.mean))
+			fprintf(f, ", holding %s conversations at once on average", m);
+		fprintf(f, "; KV waste (reservation and fragmentation) %s of the budget", w);
+		if (isfinite(p->ttft.p99))
+			fprintf(f, ", p99 TTFT %s", t);
+		fprintf(f, ".</p>\n");
+		return;
+	}
+	double r = paged->concurrency.mean / other->concurrency.mean;
+	char rb[32], m1[32], m2[32];
+	snprintf(rb, sizeof rb, "%.2g", r);
+	rp_fmt_num(m1, sizeof m1, paged->concurrency.mean, 3);
+	rp_fmt_num(m2, sizeof m2, other->concurrency.mean, 3);
+	fprintf(f, "<p class=\"answer\">");
+	if (isfinite(r) && r > 0) {
+		name(f, "paged");
+		fprintf(f, " holds <b>%s×</b> the conversations of ", rb);
+		name(f, other->name);
+		fprintf(f, " at this load (mean running sequences %s against %s)", m1, m2);
+	} else {
+		name(f, "paged");
+		fprintf(f, " against ");
+		name(f, other->name);
+	}
+	char w1[32], w2[32];
+	pct(w1, sizeof w1, waste(paged));
+	pct(w2, sizeof w2, waste(other));
+	fprintf(f, ": it leaves %s of the KV budget reserved or fragmented, against %s", w1, w2);
+	if (isfinite(paged->queue_delay.p99) && isfinite(other->queue_delay.p99)) {
+		char q1[32], q2[32];
+		rp_fmt_seconds(q1, sizeof q1, paged->queue_delay.p99);
+		rp_fmt_seconds(q2, sizeof q2, other->queue_delay.p99);
+		fprintf(f, "; p99 queueing delay %s against %s", q1, q2);
+	}
+	if (isfinite(paged->requests_per_s) && isfinite(other->requests_per_s)) {
+		char t1[32], t2[32];
+		rp_fmt_num(t1, sizeof t1, paged->requests_per_s, 3);
+		rp_fmt_num(t2, sizeof t2, other->requests_per_s, 3);
+		fprintf(f, "; throughput %s against %s req/s", t1, t2);
+	}
+	fprintf(f, ".</p>\n");
+	if (run->npol > 2) {
+		fprintf(f, "<p>Conversations held, paged against each policy:");
+		size_t k = 0;
+		for (size_t i = 0; i < run->npol; i++) {
+			const rp_policy *p = &run->pol[i];
+			double x = paged->concurrency.mean / p->concurrency.mean;
+			if (p == paged || !isfinite(x))
+				continue;
+			fprintf(f, "%s ", k++ ? "," : "");
+			name(f, p->name);
+			fprintf(f, " %.3g×", x);
+		}
+		fprintf(f, ".</p>\n");
+	}
+}
+
+static void sweep_headline(FILE *f, const rp_run *run)
+{
+	bool said = false;
+	for (size_t i = 0; i < run->nreco; i++) {
+		const rp_reco *r = &run->reco[i];
+		if (!r->policy)
+			continue;
+		fprintf(f, "<p class=\"answer\">");
+		if (isfinite(r->block_size))
+			fprintf(f, "<b>Block size %g</b> with ", r->block_size);
+		name(f, r->policy);
+		fprintf(f, " is recommended for <b>");
+		esc(f, r->objective);
+		fprintf(f, "</b>");
+		if (r->reason) {
+			fprintf(f, ": ");
+			esc(f, r->reason);
+		}
+		fprintf(f, "</p>\n");
+		said = true;
+		break;  /* the first objective answers; the others follow below */
+	}
+	/* capacity: paged at the recommended block size (else its best)
+	 * against max and against the best other deployable policy; oracle
+	 * knows the output lengths in advance, a bound rather than a choice */
+	double rec_bs = NAN;
+	for (size_t i = 0; i < run->nreco; i++)
+		if (run->reco[i].policy && strcmp(run->reco[i].policy, "paged") == 0 &&
+		    strcmp(run->reco[i].objective, "throughput_within_slo") == 0)
+			rec_bs = run->reco[i].block_size;
+	const rp_capacity *bp = NULL, *bo = NULL, *bm = NULL;
+	for (size_t i = 0; i < run->ncap; i++) {
+		const rp_capacity *c = &run->cap[i];
+		if (!isfinite(c->max_rate))
+			continue;
+		if (strcmp(c->policy, "paged") == 0) {
+			if (c->block_size == rec_bs)
+				bp = c;
+			else if (isnan(rec_bs) && (!bp || c->max_rate > bp->max_rate))
+				bp = c;
+		} else if (strcmp(c->policy, "oracle") != 0) {
+			if (!bo || c->max_rate > bo->max_rate)
+				bo = c;
+			if (strcmp(c->policy, "max") == 0 && (!bm || c->max_rate > bm->max_rate))
+				bm = c;
+		}
+	}
+	if (bp && bo && bo->max_rate > 0) {
+		char a[32], b[32];
+		rp_fmt_num(a, sizeof a, bp->max_rate, 3);
+		fprintf(f, "<p>Within the SLOs, ");
+		name(f, "paged");
+		if (isfinite(bp->block_size))
+			fprintf(f, " at block size %g", bp->block_size);
+		fprintf(f, " sustains <b>%s req/s</b>", a);
+		if (bm && bm != bo && bm->max_rate > 0) {
+			rp_fmt_num(b, sizeof b, bm->max_rate, 3);
+			fprintf(f, ": <b>%.2g×</b> ", bp->max_rate / bm->max_rate);
+			name(f, "max");
+			fprintf(f, " (%s req/s)", b);
+		}
+		rp_fmt_num(b, sizeof b, bo->max_rate, 3);
+		fprintf(f, "%s<b>%.2g×</b> the best other deployable policy, ",
+			bm && bm != bo ? " and " : ": ", bp->max_rate / bo->max_rate);
+		name(f, bo->policy);
+		fprintf(f, " (%s req/s).</p>\n", b);
+		said = true;
+	}
+	if (!said)
+		fprintf(f, "<p>%zu sweep rows; no recommendation or capacity result in this run.</p>\n",
+			run->nrows);
+}
+
+void rp_headline_write(FILE *f, const rp_run *runs, size_t nruns)
+{
+	fprintf(f, "<section class=\"headline\" id=\"headline\"><h2>The answer</h2>\n");
+	for (size_t r = 0; r < nruns; r++) {
+		const rp_run *run = &runs[r];
+		if (nruns > 1) {
+			fprintf(f, "<h3><a href=\"#run%zu\">", r + 1);
+			esc(f, run->label);
+			fprintf(f, "</a></h3>\n");
+		}
+		if (run->kind == RP_KIND_POLICIES)
+			compare_headline(f, run);
+		else
+			sweep_headline(f, run);
+	}
+	fprintf(f, "</section>\n");
+}
