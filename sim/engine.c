@@ -107,6 +107,10 @@ typedef struct sreq {
 	bool admitted_once;
 	bool refill;               /* family after a recompute: once forked, each
 	                            * sample re-prefills its own tokens */
+	bool unshared;             /* family swapped back in: its samples no
+	                            * longer share the prompt's blocks (host
+	                            * blocks are never shared), so running out
+	                            * of memory alone does not mean it never fits */
 	uint64_t gate;             /* family preempted by its own growth: not
 	                            * readmitted while s->releases + 1 == gate */
 	uint64_t order;            /* admission order */
@@ -243,9 +247,12 @@ struct kvs_sim {
 	uint64_t synced;           /* tokens grown within room since raw */
 	bool dirty;
 	const sreq *raw_head;
-	uint32_t *hash_scratch_n;
 	uint64_t *hash_scratch;
 	size_t hash_scratch_cap;
+	uint64_t *seen_key;        /* repeated-id check of copy_hashes: keys, */
+	uint32_t *seen_stamp;      /* and the request that wrote each slot */
+	size_t seen_cap;
+	uint32_t seen_now;
 
 	/* metrics */
 	kvs_sim_result *res;
@@ -464,6 +471,7 @@ static kvs_status release_family(kvs_sim *s, sreq *r)
 	s->releases++;
 	r->nreg = 0;
 	r->nlive = 1;
+	r->unshared = false;
 	s->dirty = true;
 	return KVS_OK;
 }
@@ -689,17 +697,30 @@ static bool engine_is_valid(const kvs_sim *s)
 	return true;
 }
 
-/* debug_checks >= 2, every step.  Fails only as syncing fails (out of
- * host memory); a broken invariant aborts. */
+
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			return kvs_fail(KVS_ERR_STATE, "engine validator at step " \
+					"%llu: %s", (unsigned long long)s->G, #cond); \
+	} while (0)
+
+/* The engine's validator (debug_checks >= 2, or cfg.validate): KVS_OK, or
+ * KVS_ERR_STATE naming the first check that failed. */
 static kvs_status debug_check(kvs_sim *s)
 {
 	/* tell the allocator every length, then compare our shifted parts
 	 * with a fresh account */
-	kvs_status st;
-	for (size_t i = 0; i < s->nheap; i++)
-		if (s->heap[i].r->S <= s->G &&
-		    (st = sync_decode(s, s->heap[i].r, s->G)) != KVS_OK)
-			return st;
+	for (size_t i = 0; i < s->nheap; i++) {
+		sreq *r = s->heap[i].r;
+		if (r->S <= s->G) {
+			kvs_status st = sync_decode(s, r, s->G);
+			if (st != KVS_OK)
+				return st;
+		}
+		CHECK(r->gen <= r->out_eff);
+		CHECK(r->len <= final_len(r) + 1);
+	}
 	int64_t ours[6];
 	parts_now(s, ours);
 	kvs_mem_parts fresh;
@@ -708,25 +729,92 @@ static kvs_status debug_check(kvs_sim *s)
 		desc_of(deque_front(&s->waiting), &d);
 		dp = &d;
 	}
-	kvs_require(kvs_alloc_is_valid(s->alloc));
+	CHECK(kvs_alloc_is_valid(s->alloc));
 	kvs_alloc_account(s->alloc, dp, &fresh);
 	uint64_t sum = fresh.token_states + fresh.reservation + fresh.internal_frag +
 		       fresh.external_frag + fresh.cached_idle + fresh.free;
-	kvs_require(sum == s->budget);
+	CHECK(sum == s->budget);
 	/* the lag of step G (its own token, for sequences synced to G) */
 	int64_t lag = (int64_t)(lag_tokens(s) * s->kvb);
-	kvs_require(ours[0] == (int64_t)fresh.token_states + lag);
-	kvs_require(ours[1] == (int64_t)fresh.reservation - lag);
-	kvs_require(ours[2] == (int64_t)fresh.internal_frag);
-	kvs_require(ours[3] == (int64_t)fresh.external_frag);
-	kvs_require(ours[4] == (int64_t)fresh.cached_idle);
-	kvs_require(ours[5] == (int64_t)fresh.free);
-	if (KVS_DEBUG >= 3)
-		kvs_require(engine_is_valid(s));
+	CHECK(ours[0] == (int64_t)fresh.token_states + lag);
+	CHECK(ours[1] == (int64_t)fresh.reservation - lag);
+	CHECK(ours[1] >= 0);
+	CHECK(ours[2] == (int64_t)fresh.internal_frag);
+	CHECK(ours[3] == (int64_t)fresh.external_frag);
+	CHECK(ours[4] == (int64_t)fresh.cached_idle);
+	CHECK(ours[5] == (int64_t)fresh.free);
+	CHECK(s->nrunning <= s->cfg.max_num_seqs);
+	/* a preempted victim goes to the front: the first few are checked
+	 * (the whole queue would cost O(waiting) per step) */
+	for (size_t i = 0; i < s->waiting.n && i < 4; i++) {
+		const sreq *r = s->waiting.v[(s->waiting.head + i) % s->waiting.cap];
+		CHECK(r->target <= final_len(r));   /* never past its final length */
+		CHECK(r->gen < r->out_eff);
+	}
+	CHECK(!s->nheap || s->heap[0].E >= s->G);
+	if (KVS_DEBUG >= 3 && !engine_is_valid(s))
+		return kvs_fail_wrap(KVS_ERR_STATE, "engine validator at step %llu",
+				     (unsigned long long)s->G);
 	return KVS_OK;
 }
 
+#undef CHECK
+
 /* ---- request intake ------------------------------------------------------- */
+
+/* Ids a request's hashes may keep: the longest prefix of distinct ids.  A
+ * chained id names its whole prefix, so an id repeated within one prompt
+ * breaks the chain rule (docs/TRACE-FORMAT.md); the blocks from the repeat
+ * on are taken as the request's own (never shared), which also keeps the
+ * allocator from mapping one cached block twice into one block table.
+ * O(n) expected: an open-addressing set whose slots are stamped with the
+ * request, so it is never cleared. */
+static kvs_status chained_prefix(kvs_sim *s, const uint64_t *h, uint32_t n,
+				 uint32_t *keep)
+{
+	*keep = n;
+	if (n < 2)
+		return KVS_OK;
+	size_t cap = 64;
+	while (cap < 2 * (size_t)n)
+		cap *= 2;
+	if (cap > s->seen_cap) {
+		uint64_t *k = kvs_reallocarray(s->seen_key, cap, sizeof *k);
+		if (k)
+			s->seen_key = k;
+		uint32_t *t = k ? kvs_reallocarray(s->seen_stamp, cap, sizeof *t) : NULL;
+		if (!t)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
+		memset(t, 0, cap * sizeof *t);
+		s->seen_stamp = t;
+		s->seen_cap = cap;
+		s->seen_now = 0;
+	}
+	if (++s->seen_now == 0) {   /* stamps wrapped: clear once */
+		memset(s->seen_stamp, 0, s->seen_cap * sizeof *s->seen_stamp);
+		s->seen_now = 1;
+	}
+	size_t mask = s->seen_cap - 1;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t x = h[i];   /* splitmix64's finaliser spreads raw ids */
+		x ^= x >> 30;
+		x *= 0xbf58476d1ce4e5b9ull;
+		x ^= x >> 27;
+		x *= 0x94d049bb133111ebull;
+		x ^= x >> 31;
+		size_t j = (size_t)x & mask;
+		while (s->seen_stamp[j] == s->seen_now) {
+			if (s->seen_key[j] == h[i]) {
+				*keep = i;
+				return KVS_OK;
+			}
+			j = (j + 1) & mask;
+		}
+		s->seen_stamp[j] = s->seen_now;
+		s->seen_key[j] = h[i];
+	}
+	return KVS_OK;
+}
 
 static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 {
@@ -736,6 +824,9 @@ static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 	uint32_t full = r->prompt / s->block_size;
 	if (src_block == s->block_size) {
 		uint32_t n = q->num_hash_ids < full ? q->num_hash_ids : full;
+		kvs_status st = chained_prefix(s, q->hash_ids, n, &n);
+		if (st != KVS_OK)
+			return st;
 		if (!n)
 			return KVS_OK;
 		r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
@@ -764,6 +855,8 @@ static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 				(unsigned long long)q->index, (unsigned long long)q->line);
 	if (n > full)
 		n = full;
+	if ((st = chained_prefix(s, s->hash_scratch, n, &n)) != KVS_OK)
+		return st;
 	if (!n)
 		return KVS_OK;
 	r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
@@ -1015,8 +1108,13 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 	bool decoding = v->state == RS_DECODE || v->state == RS_DUE;
 	run_remove(s, v);
 	s->dirty = true;
-	if (v->n > 1 && s->nrunning == 0)
-		return reject_running(s, v);
+	if (v->n > 1 && s->nrunning == 0) {
+		/* alone and out of memory: it never fits, unless it came back
+		 * from swap unshared; recomputed, it shares its prompt again */
+		if (!v->unshared)
+			return reject_running(s, v);
+		allow_swap = false;
+	}
 	st->preemptions++;
 	v->preemptions++;
 	if (decoding && allow_swap && v->nreg == v->nlive &&
@@ -1036,6 +1134,12 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 	st->recomputed_tokens += dropped_tokens(s, v);
 	if ((rc = release_family(s, v)) != KVS_OK)
 		return rc;
+	/* a victim synced past this step (S = G + 1) counted this step's
+	 * token in advance, but it does not run this step: the token is not
+	 * emitted (else the last token of a sequence due to finish at G + 1
+	 * would be re-prefilled, one past its final length) */
+	if (decoding && v->S > s->G)
+		v->gen -= (uint32_t)(v->S - s->G);
 	/* a single sequence re-prefills every known token; a family its
 	 * prompt once, then (after the fork) each sample its own tokens */
 	if (v->n > 1)
@@ -1058,7 +1162,9 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
  * no such gate: its readmission takes all its known tokens at once). */
 static void gate_family(kvs_sim *s, sreq *r)
 {
-	if (r->n > 1 && r->state == RS_WAITING)
+	/* alone (recomputed after a swap-in left it unshared) it has all
+	 * the memory there is: no gate, or nothing would ever admit it */
+	if (r->n > 1 && r->state == RS_WAITING && s->nrunning > 0)
 		r->gate = s->releases + 1;
 }
 
@@ -1280,23 +1386,51 @@ static kvs_status do_forks(kvs_sim *s, bool *preempted, double *extra)
 	return KVS_OK;
 }
 
+/* Swapped families at the head of the queue whose every token was emitted
+ * before they went out (a victim counts the token of the step it is
+ * preempted in, stored in advance): they need no more steps and finish
+ * now, without coming back. */
+static kvs_status finish_swapped_done(kvs_sim *s)
+{
+	sreq *r;
+	while ((r = deque_front(&s->swapped)) && r->gen >= r->out_eff) {
+		deque_pop_front(&s->swapped);
+		kvs_status st = release_family(s, r);
+		if (st != KVS_OK)
+			return st;
+		finish(s, r);
+	}
+	return KVS_OK;
+}
+
+/* The step being planned: what it batches and what happened while it was
+ * planned. */
+typedef struct step_plan {
+	uint64_t budget;           /* tokens left of max_num_batched_tokens */
+	uint64_t chunk_tokens;     /* prefill tokens batched (fully cached: 1) */
+	uint64_t chunk_seqs;       /* sequences taking a prefill chunk */
+	double chunk_ctx;          /* context tokens those chunks read */
+	double chunk_pairs;        /* their attention (query, key) pairs */
+	double extra;              /* PCIe time of swaps, copy time of forks */
+	bool preempted;            /* a preemption happened: no admissions */
+	bool swapped_any;          /* a request came back from swap */
+} step_plan;
+
 /* A prefill chunk of c tokens for each live member of r, counted into the
  * step's batch. */
-static void add_chunk(sreq *r, uint32_t c, uint64_t *chunk_tokens,
-		      uint64_t *chunk_seqs, double *chunk_ctx, double *chunk_pairs,
-		      uint64_t *budget)
+static void add_chunk(sreq *r, uint32_t c, step_plan *b)
 {
 	uint32_t work = c ? c : 1;   /* fully cached: one token recomputed for logits */
 	double m = r->nlive;
-	*chunk_pairs += m * ((double)work * r->len + (double)work * (work + 1) / 2.0);
-	*chunk_ctx += m * ((double)r->len + work);
+	b->chunk_pairs += m * ((double)work * r->len + (double)work * (work + 1) / 2.0);
+	b->chunk_ctx += m * ((double)r->len + work);
 	r->len += c;
 	r->chunk = work;
 	r->in_step = true;
 	uint64_t w = (uint64_t)work * r->nlive;
-	*chunk_tokens += w;
-	*chunk_seqs += r->nlive;
-	*budget -= w < *budget ? w : *budget;
+	b->chunk_tokens += w;
+	b->chunk_seqs += r->nlive;
+	b->budget -= w < b->budget ? w : b->budget;
 }
 
 /* Prefill tokens each live member of r takes this step from budget. */
@@ -1307,23 +1441,14 @@ static uint32_t chunk_of(const sreq *r, uint64_t budget)
 	return left < per ? left : (uint32_t)per;
 }
 
-/* Plan and start the step at s->now; leaves the engine idle when there is
- * nothing to run. */
-static kvs_status plan(kvs_sim *s)
+/* Phase 1: the decoding requests whose event is this step.  All are popped
+ * first; finished ones release their memory before any other allocates;
+ * then each grows by the tokens of steps S..G-1 and this step's token,
+ * which needs a new block, preempting the most recent request while memory
+ * is short. */
+static kvs_status plan_due(kvs_sim *s, step_plan *b)
 {
 	kvs_status st;
-	const kvs_sim_config *cfg = &s->cfg;
-	bool preempted = false, swapped_any = false;
-	double extra = 0;   /* PCIe time of swaps, copy time of forks, this step */
-
-	s->plannings++;
-	free_dead(s);
-	s->past_due = false;
-	/* 0. families prefilled in the last step fork their samples */
-	if (s->nforkq && (st = do_forks(s, &preempted, &extra)) != KVS_OK)
-		return st;
-
-	/* 1. due decode sequences: pop all, release finished, then allocate */
 	if ((st = ensure_due_cap(s)) != KVS_OK)
 		return st;
 	size_t ndue = 0;
@@ -1356,7 +1481,7 @@ static kvs_status plan(kvs_sim *s)
 			return st;
 		bool self;
 		uint32_t n = (uint32_t)(s->G - r->S + 1);
-		if ((st = grow_or_preempt(s, r, n, &self, &preempted, &extra)) != KVS_OK)
+		if ((st = grow_or_preempt(s, r, n, &self, &b->preempted, &b->extra)) != KVS_OK)
 			return st;
 		if (self)
 			continue;
@@ -1366,16 +1491,20 @@ static kvs_status plan(kvs_sim *s)
 		if ((st = decode_schedule(s, r)) != KVS_OK)
 			return st;
 	}
+	return KVS_OK;
+}
 
-	s->past_due = true;
-
-	/* 2-3. decodes first, then prefill chunks within the token budget */
-	uint64_t budget = cfg->max_num_batched_tokens - s->ndec;
-	uint64_t chunk_tokens = 0, chunk_seqs = 0;
-	double chunk_ctx = 0, chunk_pairs = 0;
-	for (size_t i = 0; i < s->nprefill && budget > 0; i++) {
+/* Phases 2-3: every decoding sequence takes one token of the budget
+ * (decodes first, as vLLM's chunked prefill); the sequences in prefill
+ * then take chunks of what is left, in admission order, preempting the
+ * most recent request when a chunk finds no memory. */
+static kvs_status plan_prefill(kvs_sim *s, step_plan *b)
+{
+	kvs_status st;
+	b->budget = s->cfg.max_num_batched_tokens - s->ndec;
+	for (size_t i = 0; i < s->nprefill && b->budget > 0; i++) {
 		sreq *r = s->prefill[i];
-		uint32_t c = chunk_of(r, budget);
+		uint32_t c = chunk_of(r, b->budget);
 		if (c == 0 && r->target > r->len)
 			continue;   /* a family's samples need a token each */
 		if (c > 0) {
@@ -1383,142 +1512,160 @@ static kvs_status plan(kvs_sim *s)
 			double x = 0;
 			if ((st = grow_or_preempt(s, r, c, &self, &p2, &x)) != KVS_OK)
 				return st;
-			preempted |= p2;
-			extra += x;
+			b->preempted |= p2;
+			b->extra += x;
 			if (self) {
 				i--;   /* r left the list */
 				continue;
 			}
 		}
-		add_chunk(r, c, &chunk_tokens, &chunk_seqs, &chunk_ctx, &chunk_pairs, &budget);
+		add_chunk(r, c, b);
 	}
+	return KVS_OK;
+}
 
-	/* 4. swapped back in, then new admissions, unless we preempted */
-	if (!preempted) {
-		while (s->swapped.n && budget > 0) {
-			sreq *r = deque_front(&s->swapped);
-			if (s->nrunning + r->n > cfg->max_num_seqs || budget < r->nlive)
+/* Phase 4a (no preemption in this step): swapped requests come back in
+ * FCFS order while the whole group fits above the watermark, a seat and a
+ * token each are left; each decodes in this step. */
+static kvs_status plan_swap_in(kvs_sim *s, step_plan *b)
+{
+	kvs_status st;
+	const kvs_sim_config *cfg = &s->cfg;
+	while (s->swapped.n && b->budget > 0) {
+		sreq *r = deque_front(&s->swapped);
+		if (s->nrunning + r->n > cfg->max_num_seqs || b->budget < r->nlive)
+			break;
+		/* every member comes back, or none: the whole group's
+		 * blocks must fit above the watermark (vLLM's rule for a
+		 * sequence group; swap is paged only) */
+		if (!kvs_alloc_can_swap_in(s->alloc, r->seq))
+			break;
+		if (r->nlive > 1) {
+			uint64_t need = (uint64_t)r->nlive *
+					kvs_div_ceil(r->len, s->block_size);
+			uint64_t avail = kvs_alloc_free_blocks(s->alloc);
+			uint64_t wm = (uint64_t)(cfg->watermark *
+						 (double)kvs_alloc_num_blocks(s->alloc));
+			if (need > avail || avail - need < wm)
 				break;
-			/* every member comes back, or none: the whole group's
-			 * blocks must fit above the watermark (vLLM's rule for a
-			 * sequence group; swap is paged only) */
-			if (!kvs_alloc_can_swap_in(s->alloc, r->seq))
-				break;
-			if (r->nlive > 1) {
-				uint64_t need = (uint64_t)r->nlive *
-						kvs_div_ceil(r->len, s->block_size);
-				uint64_t avail = kvs_alloc_free_blocks(s->alloc);
-				uint64_t wm = (uint64_t)(cfg->watermark *
-							 (double)kvs_alloc_num_blocks(s->alloc));
-				if (need > avail || avail - need < wm)
-					break;
-			}
-			for (uint32_t i = 0; i < r->nlive; i++) {
-				st = kvs_alloc_swap_in(s->alloc, member(r, i), NULL, NULL);
-				if (st != KVS_OK)
-					return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
-							"request %llu: swap-in of sample %u failed "
-							"after its group was found to fit",
-							(unsigned long long)r->index, i);
-			}
-			deque_pop_front(&s->swapped);
-			uint64_t bytes = (uint64_t)r->len * s->kvb * r->nlive;
-			s->res->st.swap_in_bytes += bytes;
-			extra += (double)bytes / cfg->deploy.gpu.pcie_bytes_per_s;
-			swapped_any = true;
-			s->dirty = true;
-			run_append(s, r);
-			r->S = s->G;
-			r->state = RS_DUE;
-			if (family_room(s, r) == 0) {
-				bool self;
-				if ((st = grow_or_preempt(s, r, 1, &self, &preempted, &extra)) != KVS_OK)
-					return st;
-				if (self)
-					break;
-				r->len += 1;
-				r->gen += 1;
-				r->S = s->G + 1;
-			}
-			if ((st = decode_schedule(s, r)) != KVS_OK)
-				return st;
-			budget -= r->nlive;
 		}
-	}
-	if (!preempted && s->swapped.n == 0) {
-		while (s->waiting.n && budget > 0) {
-			sreq *r = deque_front(&s->waiting);
-			if (s->nrunning + r->n > cfg->max_num_seqs ||
-			    r->gate == s->releases + 1)
-				break;
-			kvs_seq_desc d;
-			desc_of(r, &d);
-			kvs_admit_reason why = KVS_REASON_NONE;
-			kvs_admit_verdict v = kvs_alloc_can_admit(s->alloc, &d, &why);
-			bool later = false;
-			if (v == KVS_ADMIT_NOW && (st = admit_head(s, r, &later)) != KVS_OK)
-				return st;
-			if (later) {
-				v = KVS_ADMIT_LATER;   /* the children's regions do not fit */
-				why = KVS_REASON_NONE;
-			}
-			if (v == KVS_ADMIT_LATER && s->nrunning == 0)
-				v = KVS_ADMIT_NEVER;   /* nothing will ever free memory */
-			if (v == KVS_ADMIT_NEVER) {
-				deque_pop_front(&s->waiting);
-				s->dirty = true;
-				reject(s, r, why == KVS_REASON_EXCEEDS_MAX_LEN ? KVS_SIM_REJECT_MAX_LEN :
-					     why == KVS_REASON_EXCEEDS_BUDGET ? KVS_SIM_REJECT_BUDGET :
-					     KVS_SIM_REJECT_NEVER_FITS);
-				continue;
-			}
-			if (v != KVS_ADMIT_NOW)
-				break;
-			uint32_t c = chunk_of(r, budget);
-			if (c > 0 && (st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL)) != KVS_OK)
-				return kvs_fail_wrap(st, "request %llu: prefill of %u tokens failed "
-						"inside its admitted memory",
-						(unsigned long long)r->index, c);
-			add_chunk(r, c, &chunk_tokens, &chunk_seqs, &chunk_ctx, &chunk_pairs,
-				  &budget);
+		for (uint32_t i = 0; i < r->nlive; i++) {
+			st = kvs_alloc_swap_in(s->alloc, member(r, i), NULL, NULL);
+			if (st != KVS_OK)
+				return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+						"request %llu: swap-in of sample %u failed "
+						"after its group was found to fit",
+						(unsigned long long)r->index, i);
 		}
-	} else if (s->nrunning == 0 && s->swapped.n) {
-		/* nothing runs and the head cannot come back: recompute it */
-		sreq *r = deque_pop_front(&s->swapped);
-		s->res->st.recomputed_tokens += dropped_tokens(s, r);
-		if ((st = release_family(s, r)) != KVS_OK)
+		deque_pop_front(&s->swapped);
+		uint64_t bytes = (uint64_t)r->len * s->kvb * r->nlive;
+		s->res->st.swap_in_bytes += bytes;
+		b->extra += (double)bytes / cfg->deploy.gpu.pcie_bytes_per_s;
+		b->swapped_any = true;
+		s->dirty = true;
+		r->unshared = r->nlive > 1;
+		run_append(s, r);
+		r->S = s->G;
+		r->state = RS_DUE;
+		if (family_room(s, r) == 0) {
+			bool self;
+			if ((st = grow_or_preempt(s, r, 1, &self, &b->preempted,
+						  &b->extra)) != KVS_OK)
+				return st;
+			if (self)
+				break;
+			r->len += 1;
+			r->gen += 1;
+			r->S = s->G + 1;
+		}
+		if ((st = decode_schedule(s, r)) != KVS_OK)
 			return st;
-		r->target = r->n > 1 ? r->prompt : r->prompt + r->gen;
-		r->len = 0;
-		r->state = RS_WAITING;
-		if (!deque_push_front(&s->waiting, r))
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory");
-		return plan(s);
+		b->budget -= r->nlive;
 	}
+	return KVS_OK;
+}
 
-	uint64_t T = s->ndec + chunk_tokens;
-	if (T == 0 && preempted && (s->waiting.n || s->swapped.n))
-		return plan(s);   /* everything was preempted: admit again now */
-	if (T == 0) {
-		s->busy = false;   /* idle until the next arrival */
-		track_peak(s);
-		return KVS_OK;
+/* Phase 4b (no preemption, nothing swapped out): waiting requests are
+ * admitted FCFS while kvs_alloc_can_admit says NOW, a seat and tokens are
+ * left; each takes its first prefill chunk in this step.  A head that can
+ * never fit, or cannot fit an idle engine, is rejected; one that must wait
+ * stops the loop (no skipping ahead). */
+static kvs_status plan_admit(kvs_sim *s, step_plan *b)
+{
+	kvs_status st;
+	while (s->waiting.n && b->budget > 0) {
+		sreq *r = deque_front(&s->waiting);
+		if (s->nrunning + r->n > s->cfg.max_num_seqs ||
+		    r->gate == s->releases + 1)
+			break;
+		kvs_seq_desc d;
+		desc_of(r, &d);
+		kvs_admit_reason why = KVS_REASON_NONE;
+		kvs_admit_verdict v = kvs_alloc_can_admit(s->alloc, &d, &why);
+		bool later = false;
+		if (v == KVS_ADMIT_NOW && (st = admit_head(s, r, &later)) != KVS_OK)
+			return st;
+		if (later) {
+			v = KVS_ADMIT_LATER;   /* the children's regions do not fit */
+			why = KVS_REASON_NONE;
+		}
+		if (v == KVS_ADMIT_LATER && s->nrunning == 0)
+			v = KVS_ADMIT_NEVER;   /* nothing will ever free memory */
+		if (v == KVS_ADMIT_NEVER) {
+			deque_pop_front(&s->waiting);
+			s->dirty = true;
+			reject(s, r, why == KVS_REASON_EXCEEDS_MAX_LEN ? KVS_SIM_REJECT_MAX_LEN :
+				     why == KVS_REASON_EXCEEDS_BUDGET ? KVS_SIM_REJECT_BUDGET :
+				     KVS_SIM_REJECT_NEVER_FITS);
+			continue;
+		}
+		if (v != KVS_ADMIT_NOW)
+			break;
+		uint32_t c = chunk_of(r, b->budget);
+		if (c > 0 && (st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL)) != KVS_OK)
+			return kvs_fail_wrap(st, "request %llu: prefill of %u tokens failed "
+					"inside its admitted memory",
+					(unsigned long long)r->index, c);
+		add_chunk(r, c, b);
 	}
-	if (KVS_DEBUG >= 2 && (st = debug_check(s)) != KVS_OK)
+	return KVS_OK;
+}
+
+/* Nothing runs and the head of the swap queue cannot come back: it is
+ * recomputed instead (moved to the front of the waiting queue). */
+static kvs_status recompute_swapped_head(kvs_sim *s)
+{
+	sreq *r = deque_pop_front(&s->swapped);
+	s->res->st.recomputed_tokens += dropped_tokens(s, r);
+	kvs_status st = release_family(s, r);
+	if (st != KVS_OK)
 		return st;
-	track_peak(s);
+	r->target = r->n > 1 ? r->prompt : r->prompt + r->gen;
+	r->len = 0;
+	r->state = RS_WAITING;
+	if (!deque_push_front(&s->waiting, r))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+	return KVS_OK;
+}
 
-	/* step time; the fast path when nothing but lengths changes */
+/* Phase 5: the step's time and its start.  A step with no prefill,
+ * admission, preemption, swap or copy (and the fast path on) becomes a
+ * span of k decode steps, k up to the next due request, the next arrival
+ * or the horizon, timed and integrated in closed form. */
+static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T)
+{
+	const kvs_sim_config *cfg = &s->cfg;
 	double ctx_dec = (double)(s->dec_len_sum + lag_tokens(s));
 	kvs_lin2 L;
 	kvs_cost_decode_lines(&s->cost, s->ndec, ctx_dec, &L);
 	uint64_t k = 1;
 	double dur;
-	bool single = chunk_seqs > 0 || preempted || swapped_any || extra > 0 ||
-		      !cfg->fast_path;
+	bool single = b->chunk_seqs > 0 || b->preempted || b->swapped_any ||
+		      b->extra > 0 || !cfg->fast_path;
 	if (single) {
-		dur = kvs_cost_step(&s->cost, T, s->ndec + chunk_seqs,
-				    ctx_dec + chunk_ctx, ctx_dec + chunk_pairs) + extra;
+		dur = kvs_cost_step(&s->cost, T, s->ndec + b->chunk_seqs,
+				    ctx_dec + b->chunk_ctx, ctx_dec + b->chunk_pairs) +
+		      b->extra;
 		L.a1 = L.a2 = dur;
 		L.b1 = L.b2 = L.c = 0;
 	} else {
@@ -1535,12 +1682,59 @@ static kvs_status plan(kvs_sim *s)
 	if (s->nrunning > stt->concurrency_max)
 		stt->concurrency_max = s->nrunning;
 	s->tokens_total += T * k;
-	if ((st = integrate(s, s->now, dur, &L, k, single ? 0 : s->ndec)) != KVS_OK)
+	kvs_status st = integrate(s, s->now, dur, &L, k, single ? 0 : s->ndec);
+	if (st != KVS_OK)
 		return st;
 	s->step_k = k;
 	s->busy = true;
 	stt->spans++;
 	return ev_push(s, s->now + dur, EV_STEP_DONE);
+}
+
+/* Plan and start the step at s->now, in the phases of the file-top comment
+ * (0: forks, 1: due decodes, 2-3: decodes and prefill chunks, 4: swap-ins
+ * and admissions unless this step preempted); leaves the engine idle when
+ * there is nothing to run. */
+static kvs_status plan(kvs_sim *s)
+{
+	kvs_status st;
+	step_plan b = { 0 };
+
+	s->plannings++;
+	free_dead(s);
+	s->past_due = false;
+	if (s->nforkq && (st = do_forks(s, &b.preempted, &b.extra)) != KVS_OK)
+		return st;
+	if ((st = plan_due(s, &b)) != KVS_OK)
+		return st;
+	s->past_due = true;
+	if ((st = plan_prefill(s, &b)) != KVS_OK)
+		return st;
+	if ((st = finish_swapped_done(s)) != KVS_OK)
+		return st;
+	if (!b.preempted && (st = plan_swap_in(s, &b)) != KVS_OK)
+		return st;
+	if (!b.preempted && s->swapped.n == 0) {
+		if ((st = plan_admit(s, &b)) != KVS_OK)
+			return st;
+	} else if (s->nrunning == 0 && s->swapped.n) {
+		if ((st = recompute_swapped_head(s)) != KVS_OK)
+			return st;
+		return plan(s);
+	}
+
+	uint64_t T = s->ndec + b.chunk_tokens;
+	if (T == 0 && b.preempted && (s->waiting.n || s->swapped.n))
+		return plan(s);   /* everything was preempted: admit again now */
+	if (T == 0) {
+		s->busy = false;   /* idle until the next arrival */
+		track_peak(s);
+		return KVS_OK;
+	}
+	if ((KVS_DEBUG >= 2 || s->cfg.validate) && (st = debug_check(s)) != KVS_OK)
+		return st;
+	track_peak(s);
+	return start_step(s, &b, T);
 }
 
 /* The step (or span) in flight ended at s->now. */
@@ -1811,6 +2005,8 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);
+	kvs_free(s->seen_key);
+	kvs_free(s->seen_stamp);
 	if (s->res)
 		kvs_sim_result_destroy(s->res);
 	kvs_free(s);

@@ -182,6 +182,11 @@ typedef struct kvs_sim_config {
 	                                * false: step one token at a time (checks) */
 	bool record_wall_time;         /* put wall_s in results (breaks byte-identical
 	                                * JSON between runs) */
+	bool validate;                 /* run the engine's and the allocator's
+	                                * validators at every step, as a
+	                                * debug_checks >= 2 build does (slow; for
+	                                * tests): a failure ends the run with
+	                                * KVS_ERR_STATE naming the check */
 	/* Overrides for tests and tools; 0 = from kvs_size_compute(&deploy). */
 	uint64_t kv_budget_bytes;      /* KV memory of one rank */
 	uint64_t kv_bytes_per_token;   /* per rank */
