@@ -955,8 +955,10 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 		return KVS_OK;
 	}
 	r->state = RS_WAITING;
-	if (!deque_push_back(&s->waiting, r))
+	if (!deque_push_back(&s->waiting, r)) {
+		sreq_free(r);   /* in no queue yet: the run is over */
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (waiting queue)");
+	}
 	if (s->waiting.n + s->swapped.n > st->waiting_max)
 		st->waiting_max = s->waiting.n + s->swapped.n;
 	return KVS_OK;
