@@ -59,6 +59,7 @@
 #include "sim_internal.h"
 #include "common/array.h"
 #include "common/heap.h"
+#include "common/table.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -99,8 +100,10 @@ typedef struct sreq {
 	uint32_t cached_first;
 	uint32_t preemptions;
 	uint32_t chunk;            /* prefill tokens computed in the current step */
-	uint32_t nhashes;
-	uint64_t *hashes;
+	uint32_t nhashes;          /* hash ids kept, at the trace's granularity */
+	uint32_t hash_block;       /* that granularity (tokens) */
+	uint32_t nblock_hashes;    /* ids at the block size (chained prefix) */
+	uint64_t *hashes;          /* re-split to the block size when admitted */
 	rstate state;
 	bool in_step;              /* holds a chunk in the step in flight */
 	bool over_len;             /* flagged or longer than max_model_len */
@@ -191,6 +194,13 @@ static bool ev_less(const event *a, const event *b)
 	return a->t < b->t || (a->t == b->t && a->seqno < b->seqno);
 }
 
+/* a slot of chained_prefix's id set: empty unless stamp is the current
+ * request's */
+typedef struct seen_slot {
+	uint64_t key;
+	uint32_t stamp;
+} seen_slot;
+
 /* ---- the simulator ---------------------------------------------------------- */
 
 struct kvs_sim {
@@ -206,6 +216,8 @@ struct kvs_sim {
 	size_t nev, capev;
 	uint64_t ev_seqno;
 	bool arrival_event_queued;
+	uint64_t inflight;            /* arrived, not yet completed or rejected
+				       * (closed loop: at most max_concurrency) */
 
 	/* source */
 	const kvs_request_source *src;
@@ -249,8 +261,12 @@ struct kvs_sim {
 	const sreq *raw_head;
 	uint64_t *hash_scratch;
 	size_t hash_scratch_cap;
-	uint64_t *seen_key;        /* repeated-id check of copy_hashes: keys, */
-	uint32_t *seen_stamp;      /* and the request that wrote each slot */
+	uint64_t *desc_hashes;     /* the block-size ids of one request ... */
+	size_t desc_hashes_cap;
+	uint32_t desc_nhashes;
+	kvs_seq_id desc_seq;       /* ... this one (KVS_SEQ_NONE_ when none) */
+	bool desc_valid;
+	seen_slot *seen;           /* repeated-id check of copy_hashes */
 	size_t seen_cap;
 	uint32_t seen_now;
 
@@ -443,13 +459,15 @@ static uint32_t final_len(const sreq *r)
 /* What the allocator is told at admission: the tokens to prefill now
  * (target) and those the sequence will still store after them, so that
  * prompt_tokens + output_tokens is its exact final length. */
-static void desc_of(const sreq *r, kvs_seq_desc *d)
+static void block_hashes_of(kvs_sim *s, const sreq *r, const uint64_t **ids,
+			    uint32_t *n);
+
+static void desc_of(kvs_sim *s, const sreq *r, kvs_seq_desc *d)
 {
 	d->seq = r->seq;
 	d->prompt_tokens = r->target;
 	d->output_tokens = final_len(r) - r->target;
-	d->block_hashes = r->nhashes ? r->hashes : NULL;
-	d->num_block_hashes = r->nhashes;
+	block_hashes_of(s, r, &d->block_hashes, &d->num_block_hashes);
 }
 
 static kvs_seq_id member(const sreq *r, uint32_t i)
@@ -493,6 +511,8 @@ static uint32_t family_room(const kvs_sim *s, const sreq *r)
 static void emit_record(kvs_sim *s, const sreq *r, kvs_sim_outcome outcome,
 			kvs_sim_reject reason, double finish)
 {
+	if (s->inflight)
+		s->inflight--;        /* the request leaves: a client slot frees */
 	if (!s->cfg.on_request)
 		return;
 	kvs_sim_request_record rec = {
@@ -544,7 +564,7 @@ static void parts_now(kvs_sim *s, int64_t out[6])
 	if (s->dirty || head != s->raw_head) {
 		kvs_seq_desc d, *dp = NULL;
 		if (head) {
-			desc_of(head, &d);
+			desc_of(s, head, &d);
 			dp = &d;
 		}
 		kvs_alloc_account(s->alloc, dp, &s->raw);
@@ -726,7 +746,7 @@ static kvs_status debug_check(kvs_sim *s)
 	kvs_mem_parts fresh;
 	kvs_seq_desc d, *dp = NULL;
 	if (deque_front(&s->waiting)) {
-		desc_of(deque_front(&s->waiting), &d);
+		desc_of(s, deque_front(&s->waiting), &d);
 		dp = &d;
 	}
 	CHECK(kvs_alloc_is_valid(s->alloc));
@@ -767,76 +787,47 @@ static kvs_status debug_check(kvs_sim *s)
  * breaks the chain rule (docs/TRACE-FORMAT.md); the blocks from the repeat
  * on are taken as the request's own (never shared), which also keeps the
  * allocator from mapping one cached block twice into one block table.
- * O(n) expected: an open-addressing set whose slots are stamped with the
- * request, so it is never cleared. */
+ * O(n) expected: common/table.h over slots stamped with the request (a
+ * slot is empty unless its stamp is the current one), so the set is never
+ * cleared between requests; the load stays at most 1/2. */
+#define SEEN_IS_EMPTY(now, e) ((e)->stamp != (now))
+#define SEEN_KEY(now, e) ((e)->key)
+#define SEEN_SET_EMPTY(now, e) ((e)->stamp = 0)
+KVS_TABLE_DEFINE(seentab, seen_slot, uint32_t, SEEN_IS_EMPTY, SEEN_KEY, SEEN_SET_EMPTY,
+		 kvs_table_mixed)
+
 static kvs_status chained_prefix(kvs_sim *s, const uint64_t *h, uint32_t n,
 				 uint32_t *keep)
 {
 	*keep = n;
 	if (n < 2)
 		return KVS_OK;
-	size_t cap = 64;
-	while (cap < 2 * (size_t)n)
-		cap *= 2;
-	if (cap > s->seen_cap) {
-		uint64_t *k = kvs_reallocarray(s->seen_key, cap, sizeof *k);
-		if (k)
-			s->seen_key = k;
-		uint32_t *t = k ? kvs_reallocarray(s->seen_stamp, cap, sizeof *t) : NULL;
-		if (!t)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
-		memset(t, 0, cap * sizeof *t);
-		s->seen_stamp = t;
-		s->seen_cap = cap;
-		s->seen_now = 0;
-	}
-	if (++s->seen_now == 0) {   /* stamps wrapped: clear once */
-		memset(s->seen_stamp, 0, s->seen_cap * sizeof *s->seen_stamp);
+	size_t before = s->seen_cap;
+	if (!KVS_ARRAY_RESERVE(s->seen, s->seen_cap, 2 * (size_t)n, 64))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
+	/* grown (new slots hold garbage) or stamps wrapped: clear once */
+	if (s->seen_cap != before || ++s->seen_now == 0) {
+		memset(s->seen, 0, s->seen_cap * sizeof *s->seen);
 		s->seen_now = 1;
 	}
-	size_t mask = s->seen_cap - 1;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t x = h[i];   /* splitmix64's finaliser spreads raw ids */
-		x ^= x >> 30;
-		x *= 0xbf58476d1ce4e5b9ull;
-		x ^= x >> 27;
-		x *= 0x94d049bb133111ebull;
-		x ^= x >> 31;
-		size_t j = (size_t)x & mask;
-		while (s->seen_stamp[j] == s->seen_now) {
-			if (s->seen_key[j] == h[i]) {
-				*keep = i;
-				return KVS_OK;
-			}
-			j = (j + 1) & mask;
+		uint64_t probes = 0;
+		uint64_t j = seentab_probe(s->seen_now, s->seen, s->seen_cap, h[i], &probes);
+		if (s->seen[j].stamp == s->seen_now) {   /* h[i] seen before */
+			*keep = i;
+			return KVS_OK;
 		}
-		s->seen_stamp[j] = s->seen_now;
-		s->seen_key[j] = h[i];
+		s->seen[j] = (seen_slot){ h[i], s->seen_now };
 	}
 	return KVS_OK;
 }
 
-static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
+/* Split (or merge) a request's ids of src_block tokens to the block size,
+ * into s->hash_scratch: the full blocks of its prompt.  *n ids. */
+static kvs_status resplit(kvs_sim *s, const uint64_t *ids, uint32_t nids, uint32_t src_block,
+			  uint32_t prompt, uint32_t *n)
 {
-	if (!s->cfg.enable_prefix_caching || !q->hash_ids || q->num_hash_ids == 0)
-		return KVS_OK;
-	uint32_t src_block = q->hash_block_tokens ? q->hash_block_tokens : s->block_size;
-	uint32_t full = r->prompt / s->block_size;
-	if (src_block == s->block_size) {
-		uint32_t n = q->num_hash_ids < full ? q->num_hash_ids : full;
-		kvs_status st = chained_prefix(s, q->hash_ids, n, &n);
-		if (st != KVS_OK)
-			return st;
-		if (!n)
-			return KVS_OK;
-		r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
-		if (!r->hashes)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
-		memcpy(r->hashes, q->hash_ids, n * sizeof *r->hashes);
-		r->nhashes = n;
-		return KVS_OK;
-	}
-	uint64_t cap = (uint64_t)q->num_hash_ids * (src_block / s->block_size + 1);
+	uint64_t cap = (uint64_t)nids * (src_block / s->block_size + 1);
 	if (cap > s->hash_scratch_cap) {
 		uint64_t *v = kvs_reallocarray(s->hash_scratch, cap, sizeof *v);
 		if (!v)
@@ -844,27 +835,105 @@ static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 		s->hash_scratch = v;
 		s->hash_scratch_cap = cap;
 	}
-	uint32_t n = 0;
+	*n = 0;
 	kvs_status st = s->block_size < src_block
-		? kvs_trace_split_hashes(q->hash_ids, q->num_hash_ids, src_block,
-					 r->prompt, s->block_size, s->hash_scratch, &n)
-		: kvs_trace_merge_hashes(q->hash_ids, q->num_hash_ids, src_block,
-					 r->prompt, s->block_size, s->hash_scratch, &n);
-	if (st != KVS_OK)
-		return kvs_fail_wrap(st, "request %llu (line %llu)",
-				(unsigned long long)q->index, (unsigned long long)q->line);
-	if (n > full)
-		n = full;
-	if ((st = chained_prefix(s, s->hash_scratch, n, &n)) != KVS_OK)
-		return st;
-	if (!n)
+		? kvs_trace_split_hashes(ids, nids, src_block, prompt, s->block_size,
+					 s->hash_scratch, n)
+		: kvs_trace_merge_hashes(ids, nids, src_block, prompt, s->block_size,
+					 s->hash_scratch, n);
+	uint32_t full = prompt / s->block_size;
+	if (*n > full)
+		*n = full;
+	return st;
+}
+
+/* Keep a request's hash ids at the trace's own granularity, only those its
+ * prompt's full blocks use: a waiting request costs 8 bytes per source
+ * block (512 tokens for Mooncake), not per block of the (maybe 1-token)
+ * block size.  They are re-split when the request is described to the
+ * allocator (block_hashes_of), and cut at the first repeated id
+ * (chained_prefix).  Ids that cannot be re-split are refused here, naming
+ * the request. */
+static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
+{
+	if (!s->cfg.enable_prefix_caching || !q->hash_ids || q->num_hash_ids == 0)
 		return KVS_OK;
+	uint32_t src_block = q->hash_block_tokens ? q->hash_block_tokens : s->block_size;
+	uint32_t full = r->prompt / s->block_size;
+	if (!full)
+		return KVS_OK;
+	/* source blocks the full blocks reach into */
+	uint64_t need = src_block == s->block_size ? full
+			: kvs_div_ceil((uint64_t)full * s->block_size, src_block);
+	uint32_t n = q->num_hash_ids < need ? q->num_hash_ids : (uint32_t)need;
+	uint32_t keep = n;
+	kvs_status st;
+	if (src_block != s->block_size) {
+		uint32_t nout;
+		st = resplit(s, q->hash_ids, n, src_block, r->prompt, &nout);
+		if (st != KVS_OK)
+			return kvs_fail_wrap(st, "request %llu (line %llu)",
+					     (unsigned long long)q->index,
+					     (unsigned long long)q->line);
+		if ((st = chained_prefix(s, s->hash_scratch, nout, &keep)) != KVS_OK)
+			return st;
+		if (!keep)
+			return KVS_OK;
+		/* room to re-split later without allocating (block_hashes_of) */
+		if (nout > s->desc_hashes_cap) {
+			uint64_t *v = kvs_reallocarray(s->desc_hashes, nout, sizeof *v);
+			if (!v)
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
+			s->desc_hashes = v;
+			s->desc_hashes_cap = nout;
+		}
+	} else {
+		if ((st = chained_prefix(s, q->hash_ids, n, &keep)) != KVS_OK)
+			return st;
+		if (!keep)
+			return KVS_OK;
+		n = keep;
+	}
 	r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
 	if (!r->hashes)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
-	memcpy(r->hashes, s->hash_scratch, n * sizeof *r->hashes);
+	memcpy(r->hashes, q->hash_ids, n * sizeof *r->hashes);
 	r->nhashes = n;
+	r->hash_block = src_block;
+	r->nblock_hashes = keep;
 	return KVS_OK;
+}
+
+/* The ids of r's full prompt blocks at the block size, up to the first
+ * repeated id.  Re-split ids live in s->desc_hashes until another request
+ * is described (the same one is not re-split: the waiting head is
+ * described at every accounting). */
+static void block_hashes_of(kvs_sim *s, const sreq *r, const uint64_t **ids, uint32_t *n)
+{
+	*ids = NULL;
+	*n = 0;
+	if (!r->nhashes)
+		return;
+	if (r->hash_block == s->block_size) {
+		*ids = r->hashes;
+		*n = r->nhashes;
+		return;
+	}
+	if (!s->desc_valid || s->desc_seq != r->seq) {
+		/* the same split as at intake, into room reserved there: it
+		 * neither fails nor allocates */
+		uint32_t m = 0;
+		kvs_status st = resplit(s, r->hashes, r->nhashes, r->hash_block, r->prompt, &m);
+		kvs_require(st == KVS_OK && m <= s->desc_hashes_cap);
+		if (m > r->nblock_hashes)
+			m = r->nblock_hashes;
+		memcpy(s->desc_hashes, s->hash_scratch, (size_t)m * sizeof *s->desc_hashes);
+		s->desc_nhashes = m;
+		s->desc_seq = r->seq;
+		s->desc_valid = true;
+	}
+	*ids = s->desc_nhashes ? s->desc_hashes : NULL;
+	*n = s->desc_nhashes;
 }
 
 /* Pull the next request of the source into s->pending. */
@@ -946,7 +1015,7 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 		return KVS_OK;
 	}
 	kvs_seq_desc d;
-	desc_of(r, &d);
+	desc_of(s, r, &d);
 	kvs_admit_reason why = KVS_REASON_NONE;
 	if (kvs_alloc_can_admit(s->alloc, &d, &why) == KVS_ADMIT_NEVER) {
 		reject(s, r, why == KVS_REASON_EXCEEDS_MAX_LEN ? KVS_SIM_REJECT_MAX_LEN :
@@ -964,19 +1033,33 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 	return KVS_OK;
 }
 
+/* Closed loop (max_concurrency N): the client holds the next request
+ * until one of its N in flight leaves. */
+static bool client_full(const kvs_sim *s)
+{
+	return s->cfg.max_concurrency && s->inflight >= s->cfg.max_concurrency;
+}
+
 static kvs_status drain_arrivals(kvs_sim *s)
 {
 	kvs_status st;
-	while (s->pending && s->pending->arrival <= s->now) {
+	while (s->pending && s->pending->arrival <= s->now && !client_full(s)) {
 		sreq *r = s->pending;
 		if ((st = pull(s)) != KVS_OK) {
 			sreq_free(r);
 			return st;
 		}
+		/* a held request is sent now: latencies count from the send */
+		if (s->cfg.max_concurrency && r->arrival < s->now)
+			r->arrival = s->now;
+		s->inflight++;
 		if ((st = arrive(s, r)) != KVS_OK)
 			return st;
 	}
-	if (s->pending && !s->arrival_event_queued) {
+	/* a request held by a full client waits for a departure (a step's
+	 * end drains again), not for an event at its own arrival time */
+	if (s->pending && !s->arrival_event_queued &&
+	    !(client_full(s) && s->pending->arrival <= s->now)) {
 		if ((st = ev_push(s, s->pending->arrival, EV_ARRIVAL)) != KVS_OK)
 			return st;
 		s->arrival_event_queued = true;
@@ -1322,7 +1405,7 @@ static kvs_status ensure_due_cap(kvs_sim *s)
 static kvs_status admit_head(kvs_sim *s, sreq *r, bool *later)
 {
 	kvs_seq_desc d;
-	desc_of(r, &d);
+	desc_of(s, r, &d);
 	uint32_t cached = 0;
 	*later = false;
 	kvs_status st = kvs_alloc_admit(s->alloc, &d, &cached);
@@ -1601,7 +1684,7 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 		    r->gate == s->releases + 1)
 			break;
 		kvs_seq_desc d;
-		desc_of(r, &d);
+		desc_of(s, r, &d);
 		kvs_admit_reason why = KVS_REASON_NONE;
 		kvs_admit_verdict v = kvs_alloc_can_admit(s->alloc, &d, &why);
 		bool later = false;
@@ -1857,10 +1940,15 @@ static kvs_status resolve(const kvs_sim_config *cfg, kvs_sizing *sz,
 		return kvs_fail(KVS_ERR_INVALID, "KV bytes per token is 0");
 	if (!*budget)
 		return kvs_fail(KVS_ERR_INVALID,
-				"no KV cache memory left on %s for %s: the weights and the "
-				"reserve take the whole --gpu-memory-utilization share "
-				"(try more --tp, a larger GPU or a smaller --dtype)",
-				d->gpu.name, d->model.name);
+				"no KV cache memory left for %s: the weights (%llu B) and "
+				"the reserve (%llu B) take the whole usable %llu B (device "
+				"memory %llu B, from --gpu-mem or the %s preset, x "
+				"--gpu-memory-utilization; try more --tp, more memory or a "
+				"smaller --dtype)", d->model.name,
+				(unsigned long long)sz->weight_bytes,
+				(unsigned long long)sz->reserve_bytes,
+				(unsigned long long)sz->usable_bytes,
+				(unsigned long long)d->gpu.mem_bytes, d->gpu.name);
 	uint64_t m = d->max_model_len ? d->max_model_len : d->model.max_position_embeddings;
 	if (m == 0)
 		return kvs_fail(KVS_ERR_INVALID, "max_model_len unknown: give --max-model-len");
@@ -1892,7 +1980,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 {
 	if (!cfg || !out)
 		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_create: NULL argument");
-	if ((unsigned)cfg->policy >= KVS_POLICY_COUNT_)
+	if (!kvs_policy_get(cfg->policy))
 		return kvs_fail(KVS_ERR_INVALID, "unknown policy %d", (int)cfg->policy);
 	if (cfg->max_num_seqs == 0)
 		return kvs_fail(KVS_ERR_INVALID, "max_num_seqs must be >= 1");
@@ -1917,6 +2005,10 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	if (!s)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
 	s->cfg = *cfg;
+	/* a closed-loop client sends requests at departures the fast path's
+	 * spans do not stop at: step one token at a time */
+	if (s->cfg.max_concurrency)
+		s->cfg.fast_path = false;
 	kvs_sizing sz;
 	kvs_status st = resolve(cfg, &sz, &s->budget, &s->kvb, &s->mml);
 	if (st == KVS_OK)
@@ -1937,6 +2029,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	ac.enable_prefix_caching = cfg->enable_prefix_caching;
 	ac.swap_bytes = cfg->preemption_mode == KVS_PREEMPT_SWAP ? cfg->swap_bytes : 0;
 	ac.best_fit = cfg->best_fit;
+	ac.buddy = cfg->buddy;
 	if (cfg->page_bytes)
 		ac.page_bytes = cfg->page_bytes;
 	uint32_t layers = sz.layers_per_rank ? sz.layers_per_rank : cfg->deploy.model.num_layers;
@@ -1965,10 +2058,10 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	s->auto_interval = cfg->sample_interval_s == 0;
 	s->res->sample_interval_s = s->auto_interval ? 1.0 : cfg->sample_interval_s;
 	s->dirty = true;
-	/* every policy but paged copies the prompt's KV into each child at
-	 * the fork, into memory of the child's own: that memory is reserved
-	 * with the parent's at admission */
-	s->fork_copies = cfg->policy != KVS_POLICY_PAGED;
+	/* a policy that forks by copy puts the prompt's KV into each child
+	 * at the fork, into memory of the child's own: that memory is
+	 * reserved with the parent's at admission */
+	s->fork_copies = kvs_policy_has(cfg->policy, KVS_TRAIT_FORKS_BY_COPY);
 	s->reserve_children = s->fork_copies;
 	*out = s;
 	return KVS_OK;
@@ -2007,8 +2100,8 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);
-	kvs_free(s->seen_key);
-	kvs_free(s->seen_stamp);
+	kvs_free(s->desc_hashes);
+	kvs_free(s->seen);
 	if (s->res)
 		kvs_sim_result_destroy(s->res);
 	kvs_free(s);
@@ -2153,6 +2246,14 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 			break;
 		if (!s->busy && (st = plan(s)) != KVS_OK)
 			break;
+		/* closed loop: a request that left inside this event's work frees
+		 * a client slot; the held request is sent at once */
+		if (s->pending && !s->arrival_event_queued && !client_full(s)) {
+			double t = s->pending->arrival > s->now ? s->pending->arrival : s->now;
+			if ((st = ev_push(s, t, EV_ARRIVAL)) != KVS_OK)
+				break;
+			s->arrival_event_queued = true;
+		}
 		if ((s->plannings & 0x3fff) == 0)
 			progress(s);
 	}

@@ -13,6 +13,7 @@
 #define KVSIM_COMMON_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -136,6 +137,27 @@ const char *kvs_mem_allocator(void);
 /* Peak resident set size of this process in bytes (0 if unknown). */
 uint64_t kvs_mem_peak_rss(void);
 
+/* ---- SHA-256 (FIPS 180-4) ------------------------------------------------
+ * Fingerprints of traces, plans and point files (docs/SCALE-OUT.md).  The
+ * context lives on the caller's stack; update any number of times, then
+ * final once.  Cost: linear in the bytes hashed. */
+#define KVS_SHA256_BYTES 32
+#define KVS_SHA256_HEX 65            /* 64 lowercase hex digits and a NUL */
+typedef struct kvs_sha256 {
+	uint32_t h[8];
+	uint64_t len;                /* bytes hashed so far */
+	uint8_t buf[64];
+	size_t nbuf;
+} kvs_sha256;
+void kvs_sha256_init(kvs_sha256 *s);
+void kvs_sha256_update(kvs_sha256 *s, const void *data, size_t n);
+void kvs_sha256_final(kvs_sha256 *s, uint8_t out[KVS_SHA256_BYTES]);
+void kvs_sha256_hex(const uint8_t digest[KVS_SHA256_BYTES], char out[KVS_SHA256_HEX]);
+/* Digest of n bytes as lowercase hex. */
+void kvs_sha256_text(const void *data, size_t n, char out[KVS_SHA256_HEX]);
+/* Digest of a file's bytes as lowercase hex; KVS_ERR_IO naming the file. */
+kvs_status kvs_sha256_file(const char *path, char out[KVS_SHA256_HEX]);
+
 /* ---- always-on invariant check --------------------------------------------
  * For conditions that would silently corrupt results.  Never for validating
  * user input: that returns a status.
@@ -160,6 +182,27 @@ bool kvs_invalid(const char *expr, const char *file, int line)
 		if (KVS_UNLIKELY(!(expr))) \
 			return kvs_invalid(#expr, __FILE__, __LINE__); \
 	} while (0)
+
+/* ---- output files written whole or not at all (common/outfile.c) --------
+ * kvs_outfile_open writes to a temporary file beside path, and
+ * kvs_outfile_commit renames it over path once everything is written;
+ * kvs_outfile_discard (or a failed commit, or SIGINT/SIGTERM/SIGHUP)
+ * removes it, so a failed run never leaves a partial file and never
+ * clobbers an existing one.  "-" is standard output (never closed), and an
+ * existing non-regular target (/dev/null, a FIFO) is written in place.
+ * Opening fails, naming path and the reason, when path cannot be written:
+ * open every output before long work so that a bad path fails first.
+ * Errors name the path; commit and discard free the handle.
+ */
+typedef struct kvs_outfile kvs_outfile;
+kvs_status kvs_outfile_open(const char *path, kvs_outfile **out);
+FILE *kvs_outfile_stream(const kvs_outfile *o);
+const char *kvs_outfile_path(const kvs_outfile *o);
+bool kvs_outfile_is_stdout(const kvs_outfile *o);
+kvs_status kvs_outfile_commit(kvs_outfile *o);
+void kvs_outfile_discard(kvs_outfile *o);
+/* open, write len bytes of data, commit */
+kvs_status kvs_outfile_write_all(const char *path, const void *data, size_t len);
 
 #define KVS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define KVS_UNLIKELY(x) __builtin_expect(!!(x), 0)
