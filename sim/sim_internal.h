@@ -79,6 +79,8 @@ void kvs_sketch_free(kvs_sketch *s);
 kvs_status kvs_sketch_add(kvs_sketch *s, double v);
 double kvs_sketch_quantile(const kvs_sketch *s, double q);
 void kvs_sketch_dist(const kvs_sketch *s, kvs_sim_dist *out);
+/* Add every value of src to dst (same buckets: exact). */
+kvs_status kvs_sketch_merge(kvs_sketch *dst, const kvs_sketch *src);
 
 struct kvs_sim_result {
 	kvs_sim_config cfg;

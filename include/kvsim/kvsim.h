@@ -7,6 +7,7 @@
 #include "kvsim/alloc.h"
 #include "kvsim/trace.h"
 #include "kvsim/sim.h"
+#include "kvsim/fleet.h"
 #include "kvsim/sweep.h"
 #include "kvsim/kernels.h"
 #include "kvsim/report.h"
