@@ -705,13 +705,13 @@ static void on_report_progress(void *ctx, size_t done, size_t total, const char 
 	rp->shown = done != total;
 }
 
-int kvs_cli_json_output(const char *cmd, const json_t *doc, kvs_outfile *json_out,
+int kvs_cli_json_output(const char *cmd, const kvs_json *doc, kvs_outfile *json_out,
 			const char *report_dir, const char *title, bool quiet)
 {
 	if (!json_out && !report_dir)
 		return KVS_EXIT_OK;
 	/* one text for both outputs */
-	char *text = kvs_sim_json_text(doc);
+	char *text = kvs_json_text(doc);
 	if (!text) {
 		fprintf(stderr, "kvsim %s: out of memory (JSON)\n", cmd);
 		return KVS_EXIT_FAIL;
@@ -910,7 +910,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		kvs_cli_sim_print_results(stdout, res, nres);
 	}
 	if (rc == KVS_EXIT_OK && (json || report)) {
-		json_t *doc = kvs_sim_report_json(cmd, res, nres, path, format, &tstats);
+		kvs_json *doc = kvs_sim_report_json(cmd, res, nres, path, format, &tstats);
 		if (!doc) {
 			fprintf(stderr, "kvsim %s: out of memory\n", cmd);
 			rc = KVS_EXIT_FAIL;
@@ -918,7 +918,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			char title[256];
 			report_title(title, sizeof title, cmd, path);
 			rc = kvs_cli_json_output(cmd, doc, jso, report, title, sim.quiet);
-			json_decref(doc);
+			kvs_json_free(doc);
 		}
 	}
 	if (tso && rc == KVS_EXIT_OK)
