@@ -83,7 +83,7 @@ kvs_status kvs_request_set_append(kvs_request_set *s, const kvs_request *req)
 kvs_status kvs_request_set_from_source(const kvs_request_source *src,
 				       kvs_request_set **out)
 {
-	kvs_request_set *s;
+	kvs_request_set *s = NULL;
 	kvs_status st = kvs_request_set_create(&s);
 	if (st != KVS_OK)
 		return st;
