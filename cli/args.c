@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -73,10 +74,60 @@ const char *kvs_args_value(kvs_args *it)
 	return it->argv[it->i++];
 }
 
+const char *kvs_cli_suggest_flag(void (*help)(FILE *), const char *word,
+				 char *buf, size_t cap)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = help ? open_memstream(&text, &len) : NULL;
+	if (!f)
+		return NULL;
+	help(f);
+	if (fclose(f) != 0 || !text) {
+		free(text);
+		return NULL;
+	}
+	/* every "--name" the help names, once each */
+	const char *names[512];
+	size_t n = 0;
+	for (char *p = text; (p = strstr(p, "--")) != NULL && n < KVS_ARRAY_LEN(names);) {
+		bool start = p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '-');
+		char *e = p + 2;
+		while (isalnum((unsigned char)*e) || *e == '-')
+			e++;
+		if (!start || e == p + 2 || !isalpha((unsigned char)p[2])) {
+			p = e > p + 2 ? e : p + 2;
+			continue;
+		}
+		char keep = *e;
+		*e = '\0';
+		bool dup = false;
+		for (size_t k = 0; k < n && !dup; k++)
+			dup = strcmp(names[k], p) == 0;
+		if (!dup)
+			names[n++] = p;
+		p = e + (keep != '\0');
+	}
+	/* "-tp 2" is as good as "--tp 2": compare the words with two dashes */
+	char w[128];
+	snprintf(w, sizeof w, "%s%s", word[0] == '-' && word[1] != '-' ? "-" : "", word);
+	const char *best = kvs_suggest(w, names, n);
+	if (best)
+		snprintf(buf, cap, "%s", best);
+	free(text);
+	return best ? buf : NULL;
+}
+
 void kvs_args_unknown(kvs_args *it)
 {
-	kvs_args_usage_error(it, "unknown option '%s' (see 'kvsim %s --help')",
-			     it->flag, it->cmd);
+	char buf[128];
+	const char *s = kvs_cli_suggest_flag(it->help, it->flag, buf, sizeof buf);
+	if (s)
+		kvs_args_usage_error(it, "unknown option '%s'; did you mean '%s'? (see "
+				     "'kvsim %s --help')", it->flag, s, it->cmd);
+	else
+		kvs_args_usage_error(it, "unknown option '%s' (see 'kvsim %s --help')",
+				     it->flag, it->cmd);
 }
 
 bool kvs_args_no_value(kvs_args *it)
@@ -193,6 +244,67 @@ bool kvs_args_double(kvs_args *it, double min, double max, double *out)
 	if (!(x >= min && x <= max)) {
 		kvs_args_usage_error(it, "%s: %s is out of range [%g, %g]",
 				     it->flag, v, min, max);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+bool kvs_parse_tokens(const char *s, uint64_t *out)
+{
+	/* vLLM's human-readable integers: k/m/g decimal (decimals allowed,
+	 * the product must be whole), K/M/G binary (whole numbers only) */
+	if (!s || *s < '0' || *s > '9')
+		return false;
+	size_t n = strlen(s);
+	char last = s[n - 1];
+	const char *dec = "kmg", *bin = "KMG";
+	const char *p;
+	if (n > 1 && last && (p = strchr(dec, last)) != NULL) {
+		char num[64];
+		if (n - 1 >= sizeof num)
+			return false;
+		memcpy(num, s, n - 1);
+		num[n - 1] = '\0';
+		if (num[strspn(num, "0123456789.")] != '\0' || strchr(num, '.') != strrchr(num, '.'))
+			return false;
+		double x = strtod(num, NULL) * pow(1e3, (double)(p - dec + 1));
+		if (!(x < 1.8e19) || x != floor(x))
+			return false;
+		*out = (uint64_t)x;
+		return true;
+	}
+	if (n > 1 && last && (p = strchr(bin, last)) != NULL) {
+		char num[64];
+		uint64_t v;
+		if (n - 1 >= sizeof num)
+			return false;
+		memcpy(num, s, n - 1);
+		num[n - 1] = '\0';
+		unsigned shift = 10u * (unsigned)(p - bin + 1);
+		if (!kvs_parse_u64(num, &v) || v > (UINT64_MAX >> shift))
+			return false;
+		*out = v << shift;
+		return true;
+	}
+	return kvs_parse_u64(s, out);
+}
+
+bool kvs_args_tokens(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out)
+{
+	const char *v = kvs_args_value(it);
+	uint64_t x;
+	if (!v)
+		return false;
+	if (!kvs_parse_tokens(v, &x)) {
+		kvs_args_usage_error(it, "%s: expected a token count such as 8192, 8k "
+				     "(8000) or 8K (8192), got '%s'", it->flag, v);
+		return false;
+	}
+	if (x < min || x > max) {
+		kvs_args_usage_error(it, "%s: %s is out of range [%llu, %llu]",
+				     it->flag, v, (unsigned long long)min,
+				     (unsigned long long)max);
 		return false;
 	}
 	*out = x;

@@ -30,6 +30,7 @@ typedef struct kvs_args {
 	char flagbuf[128];
 	const char *inline_val; /* value after '=' or NULL */
 	bool error;             /* a usage error was reported */
+	void (*help)(FILE *);   /* the command's --help, for "did you mean" */
 } kvs_args;
 
 void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv);
@@ -52,6 +53,10 @@ bool kvs_args_u64(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out);
 bool kvs_args_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out);
 bool kvs_args_double(kvs_args *it, double min, double max, double *out);
 bool kvs_args_bytes(kvs_args *it, uint64_t *out);   /* "80GB", "79.2GiB" */
+/* A token count as vLLM reads one: 8192, 8k (8000), 8K (8192), 1.5k,
+ * 1M (2^20), 1m (10^6). */
+bool kvs_args_tokens(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out);
+bool kvs_parse_tokens(const char *s, uint64_t *out);
 
 /* A boolean flag: false, with a usage error, when it came as "--flag=value". */
 bool kvs_args_no_value(kvs_args *it);
@@ -75,8 +80,20 @@ bool kvs_args_one_positional(kvs_args *it, const char *pos, const char **slot,
  * returns true only when the flag was taken. */
 bool kvs_args_taken(kvs_args *it, int r);
 
-/* Report an unknown flag and mark the usage error. */
+/* Report an unknown flag and mark the usage error; with it->help set, the
+ * closest flag that help text names is offered ("did you mean '--tp'?"). */
 void kvs_args_unknown(kvs_args *it);
+
+/* The command's help printer, read by kvs_args_unknown for suggestions. */
+static inline void kvs_args_set_help(kvs_args *it, void (*help)(FILE *))
+{
+	it->help = help;
+}
+
+/* Did-you-mean for `word` among the flags ("--name") a help printer names:
+ * the suggestion copied to buf (cap bytes) and returned, or NULL. */
+const char *kvs_cli_suggest_flag(void (*help)(FILE *), const char *word,
+				 char *buf, size_t cap);
 
 /* Print "kvsim CMD: message" to stderr (usage errors), mark error. */
 void kvs_args_usage_error(kvs_args *it, const char *fmt, ...)

@@ -294,6 +294,8 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"metrics and run:\n"
 		"  --slo-ttft S                 goodput: time-to-first-token objective in seconds\n"
 		"  --slo-tpot S                 goodput: time-per-output-token objective in seconds\n"
+		"  --goodput KEY:MS ...         goodput as vllm bench serve: ttft:MS, tpot:MS,\n"
+		"                               e2el:MS (milliseconds; same SLOs as above)\n"
 		"  --sample-interval S          time series spacing in simulated seconds\n"
 		"                               (default: 1 s, coarsened to at most 4096 samples)\n"
 		"  --horizon S                  stop at S simulated seconds; the rest is unfinished\n"
@@ -794,8 +796,11 @@ int kvs_cli_json_output(const char *cmd, const json_t *doc, const char *json_pat
 			fprintf(stderr, "kvsim %s: --report: %s\n", cmd, kvs_last_error());
 			rc = KVS_EXIT_FAIL;
 		} else if (!quiet) {
-			fprintf(stderr, "kvsim %s: report written to %s/index.html\n", cmd,
-				report_dir);
+			size_t dl = strlen(report_dir);
+			while (dl > 1 && report_dir[dl - 1] == '/')
+				dl--;
+			fprintf(stderr, "kvsim %s: report written to %.*s/index.html\n", cmd,
+				(int)dl, report_dir);
 		}
 	}
 	free(text);
@@ -814,6 +819,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	const char *cmd = several ? "compare" : "replay";
 	kvs_args it;
 	kvs_args_init(&it, cmd, argc, argv);
+	kvs_args_set_help(&it, usage);
 	kvs_cli_deploy dep;
 	kvs_cli_deploy_init(&dep, "llama-3-8b", "a100-40gb");
 	kvs_trace_opts topts;
@@ -821,7 +827,8 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	kvs_cli_sim sim;
 	kvs_cli_sim_init(&sim);
 	const char *path = NULL, *json = NULL, *tscsv = NULL, *reqcsv = NULL;
-	const char *report = NULL;
+	const char *report = NULL, *bench = NULL, *summary = NULL;
+	bool goodput = false;
 	const char *pos;
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
@@ -840,6 +847,12 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			r = kvs_args_str(&it, "--timeseries", &tscsv);
 		if (r == 0)
 			r = kvs_args_str(&it, "--requests", &reqcsv);
+		if (r == 0)
+			r = kvs_args_str(&it, "--bench-json", &bench);
+		if (r == 0)
+			r = kvs_args_str(&it, "--summary-csv", &summary);
+		if (r == 0)
+			r = kvs_cli_goodput_arg(&it, &sim.cfg, &goodput);
 		if (r == 0)
 			r = kvs_cli_deploy_arg(&it, &dep);
 		if (r == 0)
@@ -871,12 +884,26 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	if (report && !kvs_cli_report_dir_ok(cmd, report))
 		return KVS_EXIT_FAIL;
 
+	goodput |= sim.cfg.slo_ttft_s > 0 || sim.cfg.slo_tpot_s > 0 || sim.cfg.slo_e2e_s > 0;
+
 	int rc = KVS_EXIT_OK;
 	/* the output files open now, so that a bad path fails before the runs */
 	req_csv rcsv = { NULL, NULL };
-	FILE *tsf = NULL;
-	if (tscsv && !(tsf = out_open(cmd, "--timeseries", tscsv)))
+	FILE *tsf = NULL, *benchf = NULL, *sumf = NULL;
+	if (bench && !(benchf = out_open(cmd, "--bench-json", bench)))
 		return KVS_EXIT_FAIL;
+	if (summary && !(sumf = out_open(cmd, "--summary-csv", summary))) {
+		if (benchf)
+			out_close(cmd, "--bench-json", bench, benchf, true);
+		return KVS_EXIT_FAIL;
+	}
+	if (tscsv && !(tsf = out_open(cmd, "--timeseries", tscsv))) {
+		if (benchf)
+			out_close(cmd, "--bench-json", bench, benchf, true);
+		if (sumf)
+			out_close(cmd, "--summary-csv", summary, sumf, true);
+		return KVS_EXIT_FAIL;
+	}
 	if (reqcsv) {
 		if (!(rcsv.f = out_open(cmd, "--requests", reqcsv))) {
 			if (tsf)
@@ -948,9 +975,21 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]), kvs_sim_result_stats(res[0]),
 					 path, format);
 		kvs_cli_sim_print_results(stdout, res, nres);
+		kvs_cli_cost_print(stdout, res, nres);
 	}
 	if (rc == KVS_EXIT_OK && (json || report)) {
 		json_t *doc = kvs_sim_report_json(cmd, res, nres, path, format, &tstats);
+		/* --gpu-hour-price: each policy's cost object */
+		json_t *pols = doc ? json_object_get(doc, "policies") : NULL;
+		for (size_t i = 0; pols && i < nres; i++) {
+			json_t *cost = kvs_cli_cost_json(res[i]);
+			json_t *po = json_object_get(pols,
+				kvs_policy_name(kvs_sim_result_stats(res[i])->policy));
+			if (cost && po)
+				json_object_set_new(po, "cost", cost);
+			else
+				json_decref(cost);
+		}
 		if (!doc) {
 			fprintf(stderr, "kvsim %s: out of memory\n", cmd);
 			rc = KVS_EXIT_FAIL;
@@ -960,6 +999,28 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			rc = kvs_cli_json_output(cmd, doc, json, report, title, sim.quiet);
 			json_decref(doc);
 		}
+	}
+	if (benchf) {
+		if (rc == KVS_EXIT_OK) {
+			kvs_cli_bench_opts bo = { path, topts.rate, goodput };
+			json_t *bj = nres == 1 ? kvs_cli_bench_json(res[0], &bo) : json_array();
+			for (size_t i = 0; nres > 1 && i < nres; i++)
+				json_array_append_new(bj, kvs_cli_bench_json(res[i], &bo));
+			if (json_dumpf(bj, benchf, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 ||
+			    fputc('\n', benchf) == EOF)
+				rc = KVS_EXIT_FAIL;
+			json_decref(bj);
+		}
+		if (!out_close(cmd, "--bench-json", bench, benchf, rc != KVS_EXIT_OK) &&
+		    rc == KVS_EXIT_OK)
+			rc = KVS_EXIT_FAIL;
+	}
+	if (sumf) {
+		if (rc == KVS_EXIT_OK)
+			kvs_cli_summary_csv(sumf, res, nres, goodput);
+		if (!out_close(cmd, "--summary-csv", summary, sumf, rc != KVS_EXIT_OK) &&
+		    rc == KVS_EXIT_OK)
+			rc = KVS_EXIT_FAIL;
 	}
 	if (tsf) {
 		if (rc == KVS_EXIT_OK)

@@ -27,8 +27,15 @@ static void usage(FILE *f)
 		"                               same JSON as --json), DIR created if missing\n"
 		"  --timeseries FILE.csv        memory parts, running, waiting over time (policy column)\n"
 		"  --requests FILE.csv          one row per request and policy\n"
+		"                               and vllm bench serve's ttft_s, tpot_s,\n"
+		"                               itl_mean_s, e2e_s\n"
+		"  --bench-json FILE            the result in vllm bench serve --save-result's\n"
+		"                               schema (ms; mean/median/std/p50/p90/p95/p99 of\n"
+		"                               ttft, tpot, itl, e2el; goodput)%s\n"
+		"  --summary-csv FILE           one row per policy: the same figures, the KV\n"
+		"                               memory split and, with --gpu-hour-price, cost\n"
 		"  --help                       show this help\n"
-		"\n", kvs_trace_default_path());
+		"\n", kvs_trace_default_path(), ", a list per policy");
 	kvs_cli_sim_help(f, true);
 	fputc('\n', f);
 	kvs_cli_deploy_help(f);

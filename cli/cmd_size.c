@@ -540,6 +540,7 @@ int kvs_cmd_size(int argc, char **argv)
 	bool json = false;
 	const char *pos;
 	kvs_args_init(&it, "size", argc, argv);
+	kvs_args_set_help(&it, usage);
 	kvs_cli_deploy_init(&c, "llama-2-7b", "a100-80gb");
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {

@@ -268,6 +268,7 @@ int kvs_cmd_sweep(int argc, char **argv)
 	const char *pos;
 	memset(&o, 0, sizeof o);
 	kvs_args_init(&it, "sweep", argc, argv);
+	kvs_args_set_help(&it, usage);
 	kvs_cli_deploy_init(&o.dep, "llama-3-8b", "a100-40gb");   /* as replay */
 	kvs_trace_opts_defaults(&o.to);
 	kvs_cli_sim_init(&o.sim);

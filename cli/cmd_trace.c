@@ -14,7 +14,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kvsim trace [FILE] [options]\n"
 		"\n"
-		"Summarise a request trace: requests, time span, mean rate, burstiness\n"
+		"Summarise a request trace: requests, time span, mean rate, burstiness (cv)\n"
 		"(coefficient of variation of inter-arrival times), prompt and output\n"
 		"length percentiles, and where the trace has prefix hash ids the share\n"
 		"of blocks and prompt tokens an unbounded prefix cache would hit.\n"
@@ -127,8 +127,9 @@ static void print_table(const char *path, const kvs_trace_summary *s)
 	printf("%-16s %llu\n", "requests", (unsigned long long)s->requests);
 	printf("%-16s %.3f s (%.3f .. %.3f)\n", "span", s->span_s, s->first_s, s->last_s);
 	printf("%-16s %.4f req/s\n", "mean rate", s->mean_rate);
-	printf("%-16s %.3f (cv of inter-arrival times; 1 = Poisson)\n", "burstiness",
-	       s->cv_interarrival);
+	printf("%-16s %.3f (coefficient of variation of inter-arrival times: 1 = Poisson,\n"
+	       "%-16s > 1 burstier; vllm bench serve --burstiness, a gamma shape, is 1/cv^2)\n",
+	       "cv", s->cv_interarrival, "");
 	printf("\n%-16s %10s %8s %8s %8s %8s %8s %14s\n", "tokens", "mean", "min", "p50",
 	       "p90", "p99", "max", "total");
 	const kvs_len_stats *ls[2] = { &s->prompt, &s->output };
@@ -202,6 +203,7 @@ int kvs_cmd_trace(int argc, char **argv)
 {
 	kvs_args it;
 	kvs_args_init(&it, "trace", argc, argv);
+	kvs_args_set_help(&it, usage);
 	kvs_trace_opts o;
 	kvs_trace_opts_defaults(&o);
 	const char *path = NULL, *out = NULL;

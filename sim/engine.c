@@ -1326,10 +1326,13 @@ static void finish(kvs_sim *s, sreq *r)
 	kvs_sketch_add(&R->sk[KVS_METRIC_E2E], t - r->arrival);
 	kvs_sketch_add(&R->sk[KVS_METRIC_QUEUE_DELAY], r->admitted - r->arrival);
 	bool good = !(s->cfg.slo_ttft_s > 0 && ttft > s->cfg.slo_ttft_s);
+	if (s->cfg.slo_e2e_s > 0 && t - r->arrival > s->cfg.slo_e2e_s)
+		good = false;
 	if (r->output >= 2) {
 		/* samples advance in lockstep: each sample's TPOT, and their mean */
 		double tpot = (t - r->first_token) / (double)(r->output - 1);
 		kvs_sketch_add(&R->sk[KVS_METRIC_TPOT], tpot);
+		kvs_sketch_add_n(&R->sk[KVS_METRIC_ITL], tpot, r->output - 1);
 		if (s->cfg.slo_tpot_s > 0 && tpot > s->cfg.slo_tpot_s)
 			good = false;
 	}
@@ -2234,6 +2237,27 @@ double kvs_sim_result_quantile(const kvs_sim_result *r, kvs_sim_metric m, double
 	if ((unsigned)m >= KVS_METRIC_COUNT_)
 		return 0;
 	return kvs_sketch_quantile(&r->sk[m], q);
+}
+
+double kvs_sim_result_mean(const kvs_sim_result *r, kvs_sim_metric m)
+{
+	if ((unsigned)m >= KVS_METRIC_COUNT_ || !r->sk[m].count)
+		return 0;
+	return r->sk[m].sum / (double)r->sk[m].count;
+}
+
+double kvs_sim_result_std(const kvs_sim_result *r, kvs_sim_metric m)
+{
+	if ((unsigned)m >= KVS_METRIC_COUNT_)
+		return 0;
+	return kvs_sketch_std(&r->sk[m]);
+}
+
+uint64_t kvs_sim_result_count(const kvs_sim_result *r, kvs_sim_metric m)
+{
+	if ((unsigned)m >= KVS_METRIC_COUNT_)
+		return 0;
+	return r->sk[m].count;
 }
 
 const kvs_sim_sample *kvs_sim_result_samples(const kvs_sim_result *r, size_t *n,

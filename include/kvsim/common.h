@@ -60,6 +60,13 @@ const char *kvs_version(void);
  * when cap is short. */
 const char *kvs_fmt_commas(uint64_t v, char *buf, size_t cap);
 
+/* The candidate closest to `word` (case-insensitive edit distance with
+ * adjacent swaps, within 1 edit for words under 5 characters, 2 under 9,
+ * 3 beyond; else the one candidate `word` is a prefix of), or NULL.  Reads
+ * at most `count` entries of `candidates` or up to a NULL entry.  For "did
+ * you mean" hints. */
+const char *kvs_suggest(const char *word, const char *const *candidates, size_t count);
+
 /* ---- checked 64-bit arithmetic (true on overflow) ------------------------ */
 static inline bool kvs_mul_overflow(uint64_t a, uint64_t b, uint64_t *out)
 {

@@ -174,6 +174,7 @@ typedef struct kvs_sim_config {
 	bool best_fit;                 /* contiguous placement: best fit */
 	double slo_ttft_s;             /* goodput SLOs; 0 = none */
 	double slo_tpot_s;
+	double slo_e2e_s;              /* end-to-end objective; 0 = none */
 	kvs_cost_config cost;
 	double sample_interval_s;      /* time series spacing; 0 = auto (1 s,
 	                                * coarsened to keep <= 4096 samples) */
@@ -314,13 +315,22 @@ typedef enum kvs_sim_metric {
 	KVS_METRIC_TTFT,
 	KVS_METRIC_TPOT,
 	KVS_METRIC_E2E,
+	KVS_METRIC_ITL,        /* inter-token latency: each completed request's
+	                        * TPOT once per gap (output - 1 times), so the
+	                        * mean is vLLM's mean ITL over all gaps */
 	KVS_METRIC_COUNT_
 } kvs_sim_metric;
 
-/* Quantile q in [0, 1] of a latency metric, in seconds (relative error
- * under 0.1%; q = 0 and q = 1 are the exact min and max).  0 when empty. */
+/* Quantile q in [0, 1] of a latency metric, in seconds, interpolated
+ * linearly between ranks as numpy's default (relative error under 0.1%;
+ * q = 0 and q = 1 are the exact min and max).  0 when empty. */
 double kvs_sim_result_quantile(const kvs_sim_result *r, kvs_sim_metric m,
 			       double q);
+/* Exact mean, population standard deviation (numpy's np.std: bucket
+ * precision) and count of a latency metric; 0 when empty. */
+double kvs_sim_result_mean(const kvs_sim_result *r, kvs_sim_metric m);
+double kvs_sim_result_std(const kvs_sim_result *r, kvs_sim_metric m);
+uint64_t kvs_sim_result_count(const kvs_sim_result *r, kvs_sim_metric m);
 
 /* Time series, sampled every *interval_s of simulated time from 0. */
 typedef struct kvs_sim_sample {
