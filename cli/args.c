@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv)
 {
 	memset(it, 0, sizeof *it);
@@ -335,4 +337,77 @@ void kvs_cli_report_error(const char *cmd, kvs_status st)
 bool kvs_cli_stderr_is_tty(void)
 {
 	return isatty(2) == 1;
+}
+
+char *kvs_cli_json_text(const json_t *doc, size_t flags)
+{
+	/* jansson prints reals with 17 significant digits ("0.90000000000000002");
+	 * each real is rewritten with the fewest digits that read back as the
+	 * same double ("0.9"), keeping jansson's ".0" on whole numbers */
+	char *in = json_dumps(doc, flags | JSON_REAL_PRECISION(17));
+	if (!in)
+		return NULL;
+	size_t n = strlen(in);
+	char *out = malloc(n + 1);
+	if (!out) {
+		free(in);
+		return NULL;
+	}
+	size_t o = 0;
+	bool str = false;
+	for (size_t i = 0; i < n;) {
+		char c = in[i];
+		if (str) {
+			out[o++] = c;
+			i++;
+			if (c == '\\' && i < n)
+				out[o++] = in[i++];
+			else if (c == '"')
+				str = false;
+			continue;
+		}
+		if (c == '"') {
+			str = true;
+			out[o++] = in[i++];
+			continue;
+		}
+		if (c == '-' || (c >= '0' && c <= '9')) {
+			size_t e = i + 1;
+			bool real = false;
+			while (e < n && strchr("0123456789+-.eE", in[e])) {
+				real |= in[e] == '.' || in[e] == 'e' || in[e] == 'E';
+				e++;
+			}
+			char tok[64], best[64];
+			size_t len = e - i;
+			if (real && len < sizeof tok) {
+				memcpy(tok, in + i, len);
+				tok[len] = '\0';
+				double v = strtod(tok, NULL);
+				snprintf(best, sizeof best, "%s", tok);
+				for (int p = 1; p <= 17; p++) {
+					snprintf(best, sizeof best, "%.*g", p, v);
+					if (strtod(best, NULL) == v)
+						break;
+				}
+				if (!strpbrk(best, ".eE") && strlen(best) + 2 < sizeof best)
+					strcat(best, ".0");
+				size_t bl = strlen(best);
+				if (bl <= len) {   /* never longer than jansson's */
+					memcpy(out + o, best, bl);
+					o += bl;
+					i = e;
+					continue;
+				}
+			}
+			memcpy(out + o, in + i, len);
+			o += len;
+			i = e;
+			continue;
+		}
+		out[o++] = in[i++];
+	}
+	out[o] = '\0';
+	free(in);
+	return out;
 }

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "kvsim/kvsim.h"
 
 #define KVS_EXIT_OK 0
@@ -108,6 +110,10 @@ bool kvs_parse_double(const char *s, double *out);
 
 /* Is stderr a terminal (for progress lines)? */
 bool kvs_cli_stderr_is_tty(void);
+
+/* json_dumps(doc, flags) with every real in its shortest form that reads
+ * back as the same double (0.9, not 0.90000000000000002); free() it. */
+char *kvs_cli_json_text(const json_t *doc, size_t flags);
 
 /* ---- flag group: model, GPU and deployment (cli/cli_deploy.c) ------------
  * --model NAME|config.json, --gpu NAME, --gpu-mem SIZE,

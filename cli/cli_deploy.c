@@ -70,6 +70,18 @@ static bool arg_uint(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out)
 	return true;
 }
 
+/* A token count: a plain integer as arg_uint, or with vLLM's suffixes
+ * (8k = 8000, 8K = 8192, 1.5k, 1M = 2^20). */
+static bool arg_tokens(kvs_args *it, uint64_t *out)
+{
+	const char *v = it->inline_val ? it->inline_val
+		: it->i < it->argc ? it->argv[it->i] : NULL;
+	size_t n = v ? strlen(v) : 0;
+	if (n < 2 || !strchr("kKmMgG", v[n - 1]) || v[0] < '0' || v[0] > '9')
+		return arg_uint(it, 1, UINT64_MAX, out);
+	return kvs_args_tokens(it, 1, UINT64_MAX, out);
+}
+
 static bool arg_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out)
 {
 	uint64_t x;
@@ -133,10 +145,10 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 				"two (vLLM's CUDA attention kernels take 8, 16 or 32; other "
 				"backends powers of two)\n", it->cmd, c->block_size);
 	} else if (kvs_args_is(it, "--context")) {
-		ok = kvs_args_tokens(it, 1, UINT64_MAX, &c->context);
+		ok = arg_tokens(it, &c->context);
 		c->set_context = true;
 	} else if (kvs_args_is(it, "--max-model-len")) {
-		ok = kvs_args_tokens(it, 1, UINT64_MAX, &c->max_model_len);
+		ok = arg_tokens(it, &c->max_model_len);
 		c->set_max_model_len = true;
 	} else if (kvs_args_is(it, "--reserve")) {
 		const char *v = kvs_args_value(it);

@@ -1006,9 +1006,10 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			json_t *bj = nres == 1 ? kvs_cli_bench_json(res[0], &bo) : json_array();
 			for (size_t i = 0; nres > 1 && i < nres; i++)
 				json_array_append_new(bj, kvs_cli_bench_json(res[i], &bo));
-			if (json_dumpf(bj, benchf, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 ||
-			    fputc('\n', benchf) == EOF)
+			char *bt = kvs_cli_json_text(bj, JSON_INDENT(2) | JSON_SORT_KEYS);
+			if (!bt || fputs(bt, benchf) < 0 || fputc('\n', benchf) == EOF)
 				rc = KVS_EXIT_FAIL;
+			free(bt);
 			json_decref(bj);
 		}
 		if (!out_close(cmd, "--bench-json", bench, benchf, rc != KVS_EXIT_OK) &&

@@ -6,6 +6,8 @@
  */
 #include "cli.h"
 
+#include <stdlib.h>
+
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -575,10 +577,13 @@ int kvs_cmd_size(int argc, char **argv)
 	}
 	if (json) {
 		json_t *o = json_report(&c.d, &s, rows, &a);
-		int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+		char *text = kvs_cli_json_text(o, JSON_INDENT(2) | JSON_SORT_KEYS);
 		json_decref(o);
-		fputc('\n', stdout);
-		return rc == 0 ? KVS_EXIT_OK : KVS_EXIT_FAIL;
+		if (!text)
+			return KVS_EXIT_FAIL;
+		int rc = fputs(text, stdout) >= 0 && fputc('\n', stdout) != EOF;
+		free(text);
+		return rc ? KVS_EXIT_OK : KVS_EXIT_FAIL;
 	}
 	print_text(&c.d, &s, rows, &a, &c);
 	return KVS_EXIT_OK;

@@ -128,7 +128,7 @@ kvs_status kvs_model_load(const char *name_or_path, kvs_model *out)
 		if (n < 0 || (size_t)n >= sizeof path)
 			return kvs_fail(KVS_ERR_INVALID, "%s: path too long", name_or_path);
 		if (access(path, F_OK) != 0)
-			return kvs_fail(KVS_ERR_IO, "%s is a directory without a config.json "
+			return kvs_fail(KVS_ERR_IO, "%s: is a directory without a config.json "
 					"(give the model directory or its config.json)",
 					name_or_path);
 		return kvs_model_from_json_file(path, out);
