@@ -42,7 +42,7 @@ kvs_run trace 0 && has "$out" "cv " "trace statistic named cv"
 printf '[\n  {"id": "x", "conversations": [{"from": "human", "value": "hi"}]}\n]\n' >"$tmp/sg.json"
 kvs_run trace 1 "$tmp/sg.json" && { has "$err" "sg.json:1: a JSON array" "ShareGPT named"; has "$err" "ShareGPT" "ShareGPT hint"; }
 # gen --burstiness k is gamma gaps of shape k: cv = 1/sqrt(k)
-"$KVSIM" gen --requests 4000 --rate 10 --burstiness 0.25 --seed 3 -o "$tmp/b.csv" || fail "gen --burstiness"
+"$KVSIM" gen --requests 4000 --rate 10 --burstiness 0.25 --seed 3 -o "$tmp/b.csv" 2>/dev/null || fail "gen --burstiness"
 kvs_run trace 0 "$tmp/b.csv" --json && {
 	cv=$(printf '%s\n' "$out" | sed -n 's/^  "cv_interarrival": \([0-9.]*\),$/\1/p')
 	awk -v c="$cv" 'BEGIN { exit !(c > 1.8 && c < 2.2) }' || fail "--burstiness 0.25 gives cv 2 (got $cv)"
@@ -128,4 +128,4 @@ kvs_run compare 0 --policies paged,max --bench-json "$tmp/cb.json" --summary-csv
 kvs_run replay 2 --goodput ttft500 && has "$err" "expected KEY:MILLISECONDS" "bad --goodput"
 kvs_run replay 2 --goodput foo:5 && has "$err" "'foo' is not a metric" "unknown --goodput metric"
 
-finish
+finish "cli usability"
