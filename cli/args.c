@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -47,6 +48,39 @@ bool kvs_args_next(kvs_args *it, const char **positional)
 	}
 	*positional = a;
 	return true;
+}
+
+int kvs_args_output(kvs_args *it, const char *name, const char **path,
+		    bool any_word)
+{
+	if (!kvs_args_is(it, name))
+		return 0;
+	if (it->inline_val) {
+		if (!*it->inline_val) {
+			kvs_args_usage_error(it, "%s=: empty file name (a bare %s prints to "
+					     "standard output)", name, name);
+			return -1;
+		}
+		*path = it->inline_val;
+		return 1;
+	}
+	/* the next word is the file when it is "-", ends in the flag's own
+	 * extension (".json" for --json), or the command takes no positional
+	 * argument; otherwise the output goes to standard output */
+	const char *w = it->i < it->argc ? it->argv[it->i] : NULL;
+	bool file = false;
+	if (w && *w && (w[0] != '-' || strcmp(w, "-") == 0)) {
+		size_t wl = strlen(w), el = strlen(name) - 1; /* ".json" from "--json" */
+		file = strcmp(w, "-") == 0 || any_word ||
+		       (wl > el && w[wl - el] == '.' && strcasecmp(w + wl - el + 1, name + 2) == 0);
+	}
+	if (file) {
+		*path = w;
+		it->i++;
+	} else {
+		*path = "-";
+	}
+	return 1;
 }
 
 bool kvs_args_is(const kvs_args *it, const char *name)
@@ -410,4 +444,25 @@ char *kvs_cli_json_text(const json_t *doc, size_t flags)
 	out[o] = '\0';
 	free(in);
 	return out;
+}
+
+int kvs_cli_write_text(const char *cmd, const char *flag, const char *path,
+		       const char *text)
+{
+	bool out = strcmp(path, "-") == 0;
+	FILE *f = out ? stdout : fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "kvsim %s: %s: %s: cannot write: %s\n", cmd, flag, path,
+			strerror(errno));
+		return KVS_EXIT_FAIL;
+	}
+	errno = 0;
+	bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+	ok = (out ? fflush(f) == 0 : fclose(f) == 0) && ok;
+	if (!ok) {
+		fprintf(stderr, "kvsim %s: %s: %s: write failed%s%s\n", cmd, flag, path,
+			errno ? ": " : "", errno ? strerror(errno) : "");
+		return KVS_EXIT_FAIL;
+	}
+	return KVS_EXIT_OK;
 }

@@ -42,6 +42,17 @@ void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv);
  * false at the end. */
 bool kvs_args_next(kvs_args *it, const char **positional);
 
+/* The output grammar every command shares, for --json and --csv:
+ *   --json, --json -              standard output (replacing the table)
+ *   --json FILE, --json=FILE      FILE (the table stays on standard output)
+ * "--json WORD" takes WORD as the file when it is "-", ends in the flag's
+ * extension (.json for --json, .csv for --csv, any case), or any_word is
+ * set (a command without positional arguments); else WORD is left for the
+ * command (a trace) and the output goes to standard output.  1 taken with
+ * *path set, 0 another flag, -1 bad (message printed). */
+int kvs_args_output(kvs_args *it, const char *name, const char **path,
+		    bool any_word);
+
 /* Is the current flag `name` ("--model")? */
 bool kvs_args_is(const kvs_args *it, const char *name);
 
@@ -114,6 +125,11 @@ bool kvs_cli_stderr_is_tty(void);
 /* json_dumps(doc, flags) with every real in its shortest form that reads
  * back as the same double (0.9, not 0.90000000000000002); free() it. */
 char *kvs_cli_json_text(const json_t *doc, size_t flags);
+
+/* text and a newline to path ("-": standard output); KVS_EXIT_OK, or a
+ * message naming cmd, flag and path and KVS_EXIT_FAIL. */
+int kvs_cli_write_text(const char *cmd, const char *flag, const char *path,
+		       const char *text);
 
 /* ---- flag group: model, GPU and deployment (cli/cli_deploy.c) ------------
  * --model NAME|config.json, --gpu NAME, --gpu-mem SIZE,

@@ -840,7 +840,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		int r = kvs_args_str(&it, "--json", &json);
+		int r = kvs_args_output(&it, "--json", &json, false);
 		if (r == 0)
 			r = kvs_args_str(&it, "--report", &report);
 		if (r == 0)

@@ -26,7 +26,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"\n"
 		"output:\n"
-		"  --json                       one JSON object (snake_case keys, sorted)\n"
+		"  --json [FILE]                one JSON object (snake_case keys, sorted)\n"
+		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
+		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
 		"  --help                       show this help\n"
 		"\n"
 		"examples:\n"
@@ -539,7 +541,7 @@ int kvs_cmd_size(int argc, char **argv)
 {
 	kvs_args it;
 	kvs_cli_deploy c;
-	bool json = false;
+	const char *json = NULL;
 	const char *pos;
 	kvs_args_init(&it, "size", argc, argv);
 	kvs_args_set_help(&it, usage);
@@ -554,12 +556,11 @@ int kvs_cmd_size(int argc, char **argv)
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		if (kvs_args_is(&it, "--json")) {
-			if (!kvs_args_no_value(&it))
-				return KVS_EXIT_USAGE;
-			json = true;
+		int r = kvs_args_output(&it, "--json", &json, true);
+		if (r < 0)
+			return KVS_EXIT_USAGE;
+		if (r > 0)
 			continue;
-		}
 		if (!kvs_args_taken(&it, kvs_cli_deploy_arg(&it, &c)))
 			return KVS_EXIT_USAGE;
 	}
@@ -581,9 +582,12 @@ int kvs_cmd_size(int argc, char **argv)
 		json_decref(o);
 		if (!text)
 			return KVS_EXIT_FAIL;
-		int rc = fputs(text, stdout) >= 0 && fputc('\n', stdout) != EOF;
+		/* JSON on standard output replaces the table; in a file, both */
+		if (strcmp(json, "-") != 0)
+			print_text(&c.d, &s, rows, &a, &c);
+		int rc = kvs_cli_write_text("size", "--json", json, text);
 		free(text);
-		return rc ? KVS_EXIT_OK : KVS_EXIT_FAIL;
+		return rc;
 	}
 	print_text(&c.d, &s, rows, &a, &c);
 	return KVS_EXIT_OK;

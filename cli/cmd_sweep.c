@@ -57,8 +57,10 @@ static void usage(FILE *f)
 	kvs_cli_trace_help(f);
 	fprintf(f,
 		"\noutput:\n"
-		"  --json[=FILE]                the sweep document (docs/REPORT-JSON.md)\n"
-		"  --csv[=FILE]                 one CSV line per row\n"
+		"  --json [FILE]                the sweep document (docs/REPORT-JSON.md)\n"
+		"  --csv [FILE]                 one CSV line per row\n"
+		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
+		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
 		"  --report DIR                 also render the sweep as DIR/index.html with\n"
 		"                               SVG and PNG figures (as 'kvsim report'; the\n"
 		"                               same JSON as --json), DIR created if missing\n"
@@ -125,14 +127,6 @@ static int sweep_arg(kvs_args *it, opts *o)
 }
 
 /* --json / --csv: no value (stdout) or an inline "=FILE" */
-static bool out_arg(kvs_args *it, const char *name, const char **dst)
-{
-	if (!kvs_args_is(it, name))
-		return false;
-	*dst = it->inline_val && *it->inline_val ? it->inline_val : "-";
-	return true;
-}
-
 static void progress(void *ctx, size_t done, size_t total)
 {
 	(void)ctx;
@@ -273,21 +267,8 @@ int kvs_cmd_sweep(int argc, char **argv)
 	kvs_trace_opts_defaults(&o.to);
 	kvs_cli_sim_init(&o.sim);
 	kvs_sweep_config_defaults(&o.sw, NULL);
-	const char *bare_out = NULL; /* the previous argument: --json or --csv without =FILE */
 	while (kvs_args_next(&it, &pos)) {
-		const char *after_bare = bare_out;
-		bare_out = NULL;
 		if (!it.flag) {
-			/* "--json out.json", "--csv -": a file meant for the flag, not a trace */
-			size_t plen = strlen(pos);
-			bool looks_out = after_bare && (strcmp(pos, "-") == 0 ||
-				(strcmp(after_bare, "--json") == 0 && plen > 5 &&
-				 strcmp(pos + plen - 5, ".json") == 0));
-			if (after_bare && (o.trace || looks_out)) {
-				kvs_args_usage_error(&it, "%s writes to standard output; give its file as "
-						     "%s=%s", after_bare, after_bare, pos);
-				return KVS_EXIT_USAGE;
-			}
 			if (!kvs_args_one_positional(&it, pos, &o.trace, "trace"))
 				return KVS_EXIT_USAGE;
 			continue;
@@ -296,11 +277,13 @@ int kvs_cmd_sweep(int argc, char **argv)
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		if (out_arg(&it, "--json", &o.json) || out_arg(&it, "--csv", &o.csv)) {
-			if (!it.inline_val)
-				bare_out = it.flag;
+		int out_r = kvs_args_output(&it, "--json", &o.json, false);
+		if (out_r == 0)
+			out_r = kvs_args_output(&it, "--csv", &o.csv, false);
+		if (out_r < 0)
+			return KVS_EXIT_USAGE;
+		if (out_r > 0)
 			continue;
-		}
 		if (kvs_args_is(&it, "--report")) {
 			if (!(o.report = kvs_args_value(&it)))
 				return KVS_EXIT_USAGE;

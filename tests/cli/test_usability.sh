@@ -128,4 +128,21 @@ kvs_run compare 0 --policies paged,max --bench-json "$tmp/cb.json" --summary-csv
 kvs_run replay 2 --goodput ttft500 && has "$err" "expected KEY:MILLISECONDS" "bad --goodput"
 kvs_run replay 2 --goodput foo:5 && has "$err" "'foo' is not a metric" "unknown --goodput metric"
 
+# ---- one output grammar: "--json out.json" is that file on every command ----------
+cd "$tmp" || exit 1
+kvs_run size 0 --json out-size.json && { grep -q '"kv_bytes_per_token"' out-size.json || fail "size --json FILE"; has "$out" "kvsim size:" "size table kept with --json FILE"; }
+kvs_run size 0 --json sz && grep -q '"advice"' sz || fail "size --json WORD (no positional): the file"
+kvs_run trace 0 --json out-trace.json && grep -q '"cv_interarrival"' out-trace.json || fail "trace --json FILE"
+kvs_scaled_limit 40
+kvs_run replay 0 --limit 40 --json out-replay.json -q && grep -q '"policies"' out-replay.json || fail "replay --json FILE"
+kvs_scaled_limit 40
+kvs_run replay 0 --limit 40 --json -q && has "$out" '"policies"' "replay bare --json is stdout"
+kvs_scaled_limit 40
+kvs_run compare 0 --limit 40 --policies paged,max --json=out-compare.json -q && grep -q '"policies"' out-compare.json || fail "compare --json=FILE"
+for f in size trace replay compare sweep; do
+	"$KVSIM" "$f" --help | grep -q -- "--json" || fail "$f --help names --json"
+done
+[ ! -e out.json ] || fail "stray out.json"
+cd - >/dev/null || exit 1
+
 finish "cli usability"
