@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -71,8 +72,15 @@ int kvs_args_output(kvs_args *it, const char *name, const char **path,
 	bool file = false;
 	if (w && *w && (w[0] != '-' || strcmp(w, "-") == 0)) {
 		size_t wl = strlen(w), el = strlen(name) - 1; /* ".json" from "--json" */
-		file = strcmp(w, "-") == 0 || any_word ||
-		       (wl > el && w[wl - el] == '.' && strcasecmp(w + wl - el + 1, name + 2) == 0);
+		bool ext = wl > el && w[wl - el] == '.' &&
+			   strcasecmp(w + wl - el + 1, name + 2) == 0;
+		/* an existing CSV where a trace may still come is that trace,
+		 * never overwritten by --csv */
+		struct stat sb;
+		if (ext && !any_word && strcmp(name, "--csv") == 0 && stat(w, &sb) == 0 &&
+		    S_ISREG(sb.st_mode) && sb.st_size > 0)
+			ext = false;
+		file = strcmp(w, "-") == 0 || any_word || ext;
 	}
 	if (file) {
 		*path = w;
@@ -449,19 +457,20 @@ char *kvs_cli_json_text(const json_t *doc, size_t flags)
 int kvs_cli_write_text(const char *cmd, const char *flag, const char *path,
 		       const char *text)
 {
-	bool out = strcmp(path, "-") == 0;
-	FILE *f = out ? stdout : fopen(path, "w");
-	if (!f) {
-		fprintf(stderr, "kvsim %s: %s: %s: cannot write: %s\n", cmd, flag, path,
-			strerror(errno));
+	/* through kvs_outfile: a file appears whole under its name or not at all */
+	kvs_outfile *o;
+	if (kvs_outfile_open(path, &o) != KVS_OK) {
+		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
 		return KVS_EXIT_FAIL;
 	}
-	errno = 0;
-	bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-	ok = (out ? fflush(f) == 0 : fclose(f) == 0) && ok;
-	if (!ok) {
-		fprintf(stderr, "kvsim %s: %s: %s: write failed%s%s\n", cmd, flag, path,
-			errno ? ": " : "", errno ? strerror(errno) : "");
+	FILE *f = kvs_outfile_stream(o);
+	if (fputs(text, f) < 0 || fputc('\n', f) == EOF) {
+		kvs_outfile_discard(o);
+		fprintf(stderr, "kvsim %s: %s: %s: write failed\n", cmd, flag, path);
+		return KVS_EXIT_FAIL;
+	}
+	if (kvs_outfile_commit(o) != KVS_OK) {
+		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
 		return KVS_EXIT_FAIL;
 	}
 	return KVS_EXIT_OK;

@@ -46,10 +46,12 @@ bool kvs_args_next(kvs_args *it, const char **positional);
  *   --json, --json -              standard output (replacing the table)
  *   --json FILE, --json=FILE      FILE (the table stays on standard output)
  * "--json WORD" takes WORD as the file when it is "-", ends in the flag's
- * extension (.json for --json, .csv for --csv, any case), or any_word is
- * set (a command without positional arguments); else WORD is left for the
- * command (a trace) and the output goes to standard output.  1 taken with
- * *path set, 0 another flag, -1 bad (message printed). */
+ * extension (.json for --json, .csv for --csv, any case; not an existing
+ * non-empty .csv for --csv while any_word is false), or any_word is set
+ * (a command without positional arguments, or whose positional is given,
+ * or whose --json always took a file); else WORD is left for the command
+ * (a trace) and the output goes to standard output.  1 taken with *path
+ * set, 0 another flag, -1 bad (message printed). */
 int kvs_args_output(kvs_args *it, const char *name, const char **path,
 		    bool any_word);
 

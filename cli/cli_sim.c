@@ -72,10 +72,11 @@ static int parse_linear(kvs_args *it, kvs_cli_sim *c)
 	snprintf(buf, sizeof buf, "%s", v);
 	char *save = NULL;
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == 4 || !kvs_parse_double(tok, &x[n]) || x[n] < 0) {
+		if (n == 4 || !kvs_parse_double(tok, &x[n]) || !(x[n] >= 0) ||
+		    x[n] > KVS_COST_MAX_COEF_S) {
 			kvs_args_usage_error(it, "%s: expected BASE_S[,PER_TOKEN_S[,PER_CONTEXT_"
-					     "TOKEN_S[,PER_SEQ_S]]] (non-negative numbers), got '%s'",
-					     it->flag, v);
+					     "TOKEN_S[,PER_SEQ_S]]] (numbers in [0, %g] s), got '%s'",
+					     it->flag, KVS_COST_MAX_COEF_S, v);
 			return -1;
 		}
 		n++;
@@ -636,31 +637,35 @@ static void on_request_row(void *ctx, const kvs_sim_request_record *r)
 	kvs_sim_request_csv_row(rc->f, r);
 }
 
-/* An output named by a flag: "-" is standard output; the message names the
- * flag, the path and the reason. */
-static FILE *out_open(const char *cmd, const char *flag, const char *path)
+/* An output named by a flag, opened before any simulation so that a bad
+ * path fails first (kvs_outfile: "-" is standard output; a file is written
+ * under a temporary name until kvs_cli_out_close).  The message names the
+ * flag, the path and the reason; NULL on failure. */
+kvs_outfile *kvs_cli_out_open(const char *cmd, const char *flag, const char *path)
 {
-	if (strcmp(path, "-") == 0)
-		return stdout;
-	FILE *f = fopen(path, "w");
-	if (!f)
-		fprintf(stderr, "kvsim %s: %s: %s: cannot write: %s\n", cmd, flag, path,
-			strerror(errno));
-	return f;
+	kvs_outfile *o;
+	if (kvs_outfile_open(path, &o) != KVS_OK) {
+		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
+		return NULL;
+	}
+	return o;
 }
 
-/* Flush and close (standard output is only flushed); false, with the
- * message printed unless quiet, when any write failed. */
-static bool out_close(const char *cmd, const char *flag, const char *path, FILE *f,
-		      bool quiet)
+/* ok: commit (rename into place; false, with the message printed, when any
+ * write failed); !ok: discard, so a failed run leaves nothing behind. */
+bool kvs_cli_out_close(const char *cmd, const char *flag, kvs_outfile *o, bool ok)
 {
-	errno = 0;
-	bool bad = ferror(f) != 0;
-	bad |= f != stdout ? fclose(f) != 0 : fflush(f) != 0;
-	if (bad && !quiet)
-		fprintf(stderr, "kvsim %s: %s: %s: write failed%s%s\n", cmd, flag, path,
-			errno ? ": " : "", errno ? strerror(errno) : "");
-	return !bad;
+	if (!o)
+		return true;
+	if (!ok) {
+		kvs_outfile_discard(o);
+		return true;
+	}
+	if (kvs_outfile_commit(o) != KVS_OK) {
+		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
+		return false;
+	}
+	return true;
 }
 
 static void write_timeseries(FILE *f, kvs_sim_result *const *res, size_t n)
@@ -681,6 +686,12 @@ static void write_timeseries(FILE *f, kvs_sim_result *const *res, size_t n)
 }
 
 /* ---- --json and --report --------------------------------------------------- */
+
+bool kvs_cli_path_is_regular(const char *path)
+{
+	struct stat sb;
+	return strcmp(path, "-") != 0 && stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
 
 bool kvs_cli_report_dir_ok(const char *cmd, const char *dir)
 {
@@ -747,10 +758,10 @@ static void on_report_progress(void *ctx, size_t done, size_t total, const char 
 	rp->shown = done != total;
 }
 
-int kvs_cli_json_output(const char *cmd, const json_t *doc, const char *json_path,
+int kvs_cli_json_output(const char *cmd, const json_t *doc, kvs_outfile *json_out,
 			const char *report_dir, const char *title, bool quiet)
 {
-	if (!json_path && !report_dir)
+	if (!json_out && !report_dir)
 		return KVS_EXIT_OK;
 	/* one text for both outputs */
 	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
@@ -759,21 +770,12 @@ int kvs_cli_json_output(const char *cmd, const json_t *doc, const char *json_pat
 		return KVS_EXIT_FAIL;
 	}
 	int rc = KVS_EXIT_OK;
-	if (json_path) {
-		bool to_stdout = strcmp(json_path, "-") == 0;
-		FILE *f = to_stdout ? stdout : fopen(json_path, "w");
-		if (!f) {
-			fprintf(stderr, "kvsim %s: --json: %s: cannot write: %s\n", cmd, json_path,
-				strerror(errno));
+	if (json_out) {
+		FILE *f = kvs_outfile_stream(json_out);
+		if (fputs(text, f) < 0 || fputc('\n', f) == EOF) {
+			fprintf(stderr, "kvsim %s: --json: %s: write failed: %s\n", cmd,
+				kvs_outfile_path(json_out), strerror(errno));
 			rc = KVS_EXIT_FAIL;
-		} else {
-			bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-			ok = (to_stdout ? fflush(f) == 0 : fclose(f) == 0) && ok;
-			if (!ok) {
-				fprintf(stderr, "kvsim %s: --json: %s: write failed: %s\n", cmd,
-					json_path, strerror(errno));
-				rc = KVS_EXIT_FAIL;
-			}
 		}
 	}
 	if (rc == KVS_EXIT_OK && report_dir) {
@@ -793,7 +795,12 @@ int kvs_cli_json_output(const char *cmd, const json_t *doc, const char *json_pat
 		if (rp.shown)
 			fprintf(stderr, "\r%*s\r", 78, "");
 		if (st != KVS_OK) {
-			fprintf(stderr, "kvsim %s: --report: %s\n", cmd, kvs_last_error());
+			/* the message names the run by its label: said once */
+			const char *msg = kvs_last_error();
+			size_t ll = strlen(label);
+			if (strncmp(msg, label, ll) == 0 && strncmp(msg + ll, ": ", 2) == 0)
+				msg += ll + 2;
+			fprintf(stderr, "kvsim %s: --report: %s\n", cmd, msg);
 			rc = KVS_EXIT_FAIL;
 		} else if (!quiet) {
 			size_t dl = strlen(report_dir);
@@ -840,7 +847,8 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		int r = kvs_args_output(&it, "--json", &json, false);
+		/* --json WORD was always a file here */
+		int r = kvs_args_output(&it, "--json", &json, true);
 		if (r == 0)
 			r = kvs_args_str(&it, "--report", &report);
 		if (r == 0)
@@ -887,43 +895,40 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	goodput |= sim.cfg.slo_ttft_s > 0 || sim.cfg.slo_tpot_s > 0 || sim.cfg.slo_e2e_s > 0;
 
 	int rc = KVS_EXIT_OK;
-	/* the output files open now, so that a bad path fails before the runs */
+	/* every output file opens now, so that a bad path fails before the
+	 * runs; each is renamed into place only when the whole command
+	 * succeeds */
 	req_csv rcsv = { NULL, NULL };
-	FILE *tsf = NULL, *benchf = NULL, *sumf = NULL;
-	if (bench && !(benchf = out_open(cmd, "--bench-json", bench)))
-		return KVS_EXIT_FAIL;
-	if (summary && !(sumf = out_open(cmd, "--summary-csv", summary))) {
-		if (benchf)
-			out_close(cmd, "--bench-json", bench, benchf, true);
-		return KVS_EXIT_FAIL;
-	}
-	if (tscsv && !(tsf = out_open(cmd, "--timeseries", tscsv))) {
-		if (benchf)
-			out_close(cmd, "--bench-json", bench, benchf, true);
-		if (sumf)
-			out_close(cmd, "--summary-csv", summary, sumf, true);
+	kvs_outfile *tso = NULL, *rqo = NULL, *jso = NULL, *bjo = NULL, *smo = NULL;
+	if ((tscsv && !(tso = kvs_cli_out_open(cmd, "--timeseries", tscsv))) ||
+	    (reqcsv && !(rqo = kvs_cli_out_open(cmd, "--requests", reqcsv))) ||
+	    (json && !(jso = kvs_cli_out_open(cmd, "--json", json))) ||
+	    (bench && !(bjo = kvs_cli_out_open(cmd, "--bench-json", bench))) ||
+	    (summary && !(smo = kvs_cli_out_open(cmd, "--summary-csv", summary)))) {
+		kvs_outfile_discard(tso);
+		kvs_outfile_discard(rqo);
+		kvs_outfile_discard(jso);
+		kvs_outfile_discard(bjo);
 		return KVS_EXIT_FAIL;
 	}
-	if (reqcsv) {
-		if (!(rcsv.f = out_open(cmd, "--requests", reqcsv))) {
-			if (tsf)
-				out_close(cmd, "--timeseries", tscsv, tsf, true);
-			return KVS_EXIT_FAIL;
-		}
+	if (rqo) {
+		rcsv.f = kvs_outfile_stream(rqo);
 		fputs("policy,", rcsv.f);
 		kvs_sim_request_csv_header(rcsv.f);
 	}
-	/* standard input is read once into memory; files are streamed once
-	 * per policy, so memory stays proportional to requests in flight */
+	/* a trace read more than once (several policies) or that cannot be
+	 * read twice (standard input, a pipe, a FIFO) is read once into
+	 * memory; a regular file replayed once is streamed, so memory stays
+	 * proportional to requests in flight */
 	kvs_request_set *set = NULL;
 	kvs_status st = KVS_OK;
-	if (strcmp(path, "-") == 0 && (st = kvs_request_set_load(path, &topts, &set)) != KVS_OK) {
+	if ((sim.npolicies > 1 || !kvs_cli_path_is_regular(path)) &&
+	    (st = kvs_request_set_load(path, &topts, &set)) != KVS_OK) {
 		kvs_cli_report_error(cmd, st);
-		if (tsf)
-			out_close(cmd, "--timeseries", tscsv, tsf, true);
-		if (rcsv.f)
-			out_close(cmd, "--requests", reqcsv, rcsv.f, true);
-		return KVS_EXIT_FAIL;
+		kvs_outfile_discard(tso);
+		kvs_outfile_discard(rqo);
+		kvs_outfile_discard(jso);
+		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
 	kvs_sim_result *res[KVS_POLICY_COUNT_] = { 0 };
 	size_t nres = 0;
@@ -996,42 +1001,35 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		} else {
 			char title[256];
 			report_title(title, sizeof title, cmd, path);
-			rc = kvs_cli_json_output(cmd, doc, json, report, title, sim.quiet);
+			rc = kvs_cli_json_output(cmd, doc, jso, report, title, sim.quiet);
 			json_decref(doc);
 		}
 	}
-	if (benchf) {
-		if (rc == KVS_EXIT_OK) {
-			kvs_cli_bench_opts bo = { path, topts.rate, goodput };
-			json_t *bj = nres == 1 ? kvs_cli_bench_json(res[0], &bo) : json_array();
-			for (size_t i = 0; nres > 1 && i < nres; i++)
-				json_array_append_new(bj, kvs_cli_bench_json(res[i], &bo));
-			char *bt = kvs_cli_json_text(bj, JSON_INDENT(2) | JSON_SORT_KEYS);
-			if (!bt || fputs(bt, benchf) < 0 || fputc('\n', benchf) == EOF)
-				rc = KVS_EXIT_FAIL;
-			free(bt);
-			json_decref(bj);
-		}
-		if (!out_close(cmd, "--bench-json", bench, benchf, rc != KVS_EXIT_OK) &&
-		    rc == KVS_EXIT_OK)
+	if (bjo && rc == KVS_EXIT_OK) {
+		kvs_cli_bench_opts bo = { path, topts.rate, goodput };
+		json_t *bj = nres == 1 ? kvs_cli_bench_json(res[0], &bo) : json_array();
+		for (size_t i = 0; nres > 1 && i < nres; i++)
+			json_array_append_new(bj, kvs_cli_bench_json(res[i], &bo));
+		char *bt = kvs_cli_json_text(bj, JSON_INDENT(2) | JSON_SORT_KEYS);
+		FILE *bf = kvs_outfile_stream(bjo);
+		if (!bt || fputs(bt, bf) < 0 || fputc('\n', bf) == EOF)
 			rc = KVS_EXIT_FAIL;
+		free(bt);
+		json_decref(bj);
 	}
-	if (sumf) {
-		if (rc == KVS_EXIT_OK)
-			kvs_cli_summary_csv(sumf, res, nres, goodput);
-		if (!out_close(cmd, "--summary-csv", summary, sumf, rc != KVS_EXIT_OK) &&
-		    rc == KVS_EXIT_OK)
-			rc = KVS_EXIT_FAIL;
+	if (smo && rc == KVS_EXIT_OK)
+		kvs_cli_summary_csv(kvs_outfile_stream(smo), res, nres, goodput);
+	if (tso && rc == KVS_EXIT_OK) {
+		write_timeseries(kvs_outfile_stream(tso), res, nres);
 	}
-	if (tsf) {
-		if (rc == KVS_EXIT_OK)
-			write_timeseries(tsf, res, nres);
-		if (!out_close(cmd, "--timeseries", tscsv, tsf, rc != KVS_EXIT_OK) &&
-		    rc == KVS_EXIT_OK)
-			rc = KVS_EXIT_FAIL;
-	}
-	if (rcsv.f && !out_close(cmd, "--requests", reqcsv, rcsv.f, rc != KVS_EXIT_OK) &&
-	    rc == KVS_EXIT_OK)
+	/* all or nothing: after one failure the rest are discarded */
+	bool ok = rc == KVS_EXIT_OK;
+	ok = kvs_cli_out_close(cmd, "--timeseries", tso, ok) && ok;
+	ok = kvs_cli_out_close(cmd, "--requests", rqo, ok) && ok;
+	ok = kvs_cli_out_close(cmd, "--json", jso, ok) && ok;
+	ok = kvs_cli_out_close(cmd, "--bench-json", bjo, ok) && ok;
+	ok = kvs_cli_out_close(cmd, "--summary-csv", smo, ok) && ok;
+	if (!ok && rc == KVS_EXIT_OK)
 		rc = KVS_EXIT_FAIL;
 	for (size_t i = 0; i < nres; i++)
 		kvs_sim_result_destroy(res[i]);

@@ -78,14 +78,26 @@ void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st);
 
 /* JSON output shared by replay, compare and sweep.  The document is dumped
  * once (JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12), as
- * kvs_sim_json_write); that one text is written to json_path ("-" =
- * stdout; NULL = none) and handed to kvs_report_write() for report_dir
- * (NULL = none), so the report and the JSON cannot disagree.  title names
- * the report page (NULL: the library's default); the report's progress
- * line appears on stderr when it is a terminal and quiet is false.
- * Returns an exit code; messages are printed as "kvsim CMD: ...". */
-int kvs_cli_json_output(const char *cmd, const json_t *doc, const char *json_path,
+ * kvs_sim_json_write); that one text is written to json_out (opened by
+ * kvs_cli_out_open before the runs; NULL = none; the caller commits it)
+ * and handed to kvs_report_write() for report_dir (NULL = none), so the
+ * report and the JSON cannot disagree.  title names the report page
+ * (NULL: the library's default); the report's progress line appears on
+ * stderr when it is a terminal and quiet is false.  Returns an exit code;
+ * messages are printed as "kvsim CMD: ...". */
+int kvs_cli_json_output(const char *cmd, const json_t *doc, kvs_outfile *json_out,
 			const char *report_dir, const char *title, bool quiet);
+
+/* Output files named by flags (kvs_outfile): open before any simulation,
+ * "kvsim CMD: FLAG: PATH: reason" and NULL when the path cannot be
+ * written; close commits when ok (false, with the message, when a write
+ * failed) and discards otherwise.  NULL closes as a no-op. */
+kvs_outfile *kvs_cli_out_open(const char *cmd, const char *flag, const char *path);
+bool kvs_cli_out_close(const char *cmd, const char *flag, kvs_outfile *o, bool ok);
+
+/* True when path names an existing regular file (one that can be read
+ * twice); false for "-", pipes, FIFOs and devices. */
+bool kvs_cli_path_is_regular(const char *path);
 
 /* Check before any simulation that --report DIR can be created: the
  * deepest existing part of the path must be a writable directory.  Prints

@@ -242,10 +242,12 @@ int kvs_cmd_gen(int argc, char **argv)
 		count++;
 		last = r.arrival_s;
 	}
-	kvs_status cst = kvs_trace_writer_close(w);
-	kvs_gen_close(g);
+	/* a failed run leaves no file behind (and an existing one untouched) */
 	if (st == KVS_END)
-		st = cst;
+		st = kvs_trace_writer_close(w);
+	else
+		kvs_trace_writer_discard(w);
+	kvs_gen_close(g);
 	if (st != KVS_OK) {
 		kvs_cli_report_error("gen", st);
 		return KVS_EXIT_FAIL;

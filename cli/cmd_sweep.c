@@ -229,25 +229,6 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 	}
 }
 
-static int write_out(const char *flag, const char *path,
-		     kvs_status (*fn)(const void *, FILE *), const void *arg)
-{
-	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-	if (!f) {
-		fprintf(stderr, "kvsim sweep: %s: %s: cannot write: %s\n", flag, path,
-			strerror(errno));
-		return KVS_EXIT_FAIL;
-	}
-	kvs_status st = fn(arg, f);
-	if (f != stdout && fclose(f) != 0 && st == KVS_OK)
-		st = kvs_fail(KVS_ERR_IO, "%s: write failed", path);
-	if (st != KVS_OK) {
-		kvs_cli_report_error("sweep", st);
-		return KVS_EXIT_FAIL;
-	}
-	return KVS_EXIT_OK;
-}
-
 static kvs_status csv_fn(const void *arg, FILE *f)
 {
 	return kvs_sweep_result_csv(arg, f);
@@ -277,9 +258,9 @@ int kvs_cmd_sweep(int argc, char **argv)
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		int out_r = kvs_args_output(&it, "--json", &o.json, false);
+		int out_r = kvs_args_output(&it, "--json", &o.json, o.trace != NULL);
 		if (out_r == 0)
-			out_r = kvs_args_output(&it, "--csv", &o.csv, false);
+			out_r = kvs_args_output(&it, "--csv", &o.csv, o.trace != NULL);
 		if (out_r < 0)
 			return KVS_EXIT_USAGE;
 		if (out_r > 0)
@@ -355,13 +336,25 @@ int kvs_cmd_sweep(int argc, char **argv)
 		o.sw.kernel_profile = prof;
 	}
 
+	/* every output file opens now, so that a bad path fails before the
+	 * runs; each is renamed into place only when the sweep succeeds */
+	kvs_outfile *jso = NULL, *cso = NULL;
+	if ((o.json && !(jso = kvs_cli_out_open("sweep", "--json", o.json))) ||
+	    (o.csv && !(cso = kvs_cli_out_open("sweep", "--csv", o.csv)))) {
+		kvs_outfile_discard(jso);
+		kvs_kernel_profile_destroy(prof);
+		return KVS_EXIT_FAIL;
+	}
+
 	/* read the trace once (overlong prompts flagged at max_model_len) */
 	const char *path = o.trace ? o.trace : kvs_trace_default_path();
 	kvs_request_set *set = NULL;
 	if ((st = kvs_request_set_load(path, &o.to, &set)) != KVS_OK) {
 		kvs_cli_report_error("sweep", st);
 		kvs_kernel_profile_destroy(prof);
-		return KVS_EXIT_FAIL;
+		kvs_outfile_discard(jso);
+		kvs_outfile_discard(cso);
+		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
 	int rc = KVS_EXIT_OK;
 	kvs_sweep_result *R = NULL;
@@ -389,13 +382,16 @@ int kvs_cmd_sweep(int argc, char **argv)
 		const char *base = strrchr(path, '/');
 		char title[256];
 		snprintf(title, sizeof title, "kvsim sweep: %s", base && base[1] ? base + 1 : path);
-		rc = kvs_cli_json_output("sweep", doc, o.json, o.report, title, o.quiet);
+		rc = kvs_cli_json_output("sweep", doc, jso, o.report, title, o.quiet);
 		json_decref(doc);
 		if (rc != KVS_EXIT_OK)
 			goto out;
 	}
-	if (o.csv && (rc = write_out("--csv", o.csv, csv_fn, R)) != KVS_EXIT_OK)
+	if (cso && (st = csv_fn(R, kvs_outfile_stream(cso))) != KVS_OK) {
+		fprintf(stderr, "kvsim sweep: --csv: %s: %s\n", o.csv, kvs_last_error());
+		rc = KVS_EXIT_FAIL;
 		goto out;
+	}
 	if ((!o.json || strcmp(o.json, "-") != 0) && (!o.csv || strcmp(o.csv, "-") != 0)) {
 		printf("kvsim sweep: %s, %llu requests; %s on %s (tp %u); %llu simulations\n\n",
 		       path, (unsigned long long)kvs_request_set_count(set),
@@ -403,7 +399,13 @@ int kvs_cmd_sweep(int argc, char **argv)
 		       (unsigned long long)kvs_sweep_result_simulations(R));
 		print_table(R, stdout);
 	}
-out:
+out:;
+	/* all or nothing: after one failure the rest are discarded */
+	bool ok = rc == KVS_EXIT_OK;
+	ok = kvs_cli_out_close("sweep", "--json", jso, ok) && ok;
+	ok = kvs_cli_out_close("sweep", "--csv", cso, ok) && ok;
+	if (!ok && rc == KVS_EXIT_OK)
+		rc = KVS_EXIT_FAIL;
 	kvs_sweep_result_destroy(R);
 	kvs_request_set_destroy(set);
 	kvs_kernel_profile_destroy(prof);

@@ -95,6 +95,8 @@ static int print_json(const char *path, const kvs_trace_summary *s, const char *
 	json_object_set_new(o, "hashed_blocks", json_integer((json_int_t)s->hashed_blocks));
 	json_object_set_new(o, "hit_blocks", json_integer((json_int_t)s->hit_blocks));
 	json_object_set_new(o, "unique_blocks", json_integer((json_int_t)s->unique_blocks));
+	json_object_set_new(o, "prefix_requests", json_integer((json_int_t)s->prefix_requests));
+	json_object_set_new(o, "prefix_capped", json_boolean(s->prefix_capped));
 	json_object_set_new(o, "sessions", json_integer((json_int_t)s->sessions));
 	json_object_set_new(o, "max_turn", json_integer(s->max_turn));
 	json_object_set_new(o, "multi_sample", json_integer((json_int_t)s->multi_sample));
@@ -158,6 +160,11 @@ static void print_table(const char *path, const kvs_trace_summary *s)
 		       "prefix hits", s->hash_block_tokens, 100.0 * s->prefix_hit_blocks,
 		       (unsigned long long)s->hit_blocks, (unsigned long long)s->full_blocks,
 		       100.0 * s->prefix_hit_tokens, (unsigned long long)s->unique_blocks);
+		if (s->prefix_capped)
+			printf("%-16s the prefix figures cover the first %llu requests: the "
+			       "cache reached its bound of %llu distinct ids\n", "",
+			       (unsigned long long)s->prefix_requests,
+			       (unsigned long long)KVS_SUMMARY_MAX_IDS);
 	} else {
 		printf("%-16s none (this trace has no prefix hash ids)\n", "prefix hits");
 	}
@@ -196,10 +203,12 @@ static int write_native(kvs_trace *t, const char *out)
 		if (st != KVS_OK)
 			break;
 	}
-	kvs_status cst = kvs_trace_writer_close(w);
+	/* a failed run leaves no file behind (and an existing one untouched) */
 	if (st == KVS_END)
-		st = cst;
-	if (st != KVS_OK && st != KVS_END) {
+		st = kvs_trace_writer_close(w);
+	else
+		kvs_trace_writer_discard(w);
+	if (st != KVS_OK) {
 		kvs_cli_report_error("trace", st);
 		return KVS_EXIT_FAIL;
 	}
@@ -234,7 +243,7 @@ int kvs_cmd_trace(int argc, char **argv)
 			return KVS_EXIT_USAGE;
 		if (r > 0)
 			continue;
-		int jr = kvs_args_output(&it, "--json", &json, false);
+		int jr = kvs_args_output(&it, "--json", &json, path != NULL);
 		if (jr < 0)
 			return KVS_EXIT_USAGE;
 		if (jr > 0) {

@@ -49,10 +49,13 @@ void kvs_clear_error(void)
 
 kvs_status kvs_fail(kvs_status status, const char *fmt, ...)
 {
+	/* formatted aside first: callers may wrap kvs_last_error() itself */
+	char msg[sizeof last_error];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof last_error, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	memcpy(last_error, msg, sizeof msg);
 	return status;
 }
 

@@ -981,19 +981,40 @@ static kvs_status check(cairo_surface_t *s, const char *path)
 	return KVS_OK;
 }
 
+/* cairo writes figures through kvs_outfile (temporary name, renamed when
+ * complete) */
+static cairo_status_t out_write(void *closure, const unsigned char *data, unsigned int len)
+{
+	FILE *f = kvs_outfile_stream(closure);
+	return fwrite(data, 1, len, f) == len ? CAIRO_STATUS_SUCCESS
+					      : CAIRO_STATUS_WRITE_ERROR;
+}
+
+static kvs_status out_end(kvs_outfile *o, kvs_status st)
+{
+	if (st != KVS_OK) {
+		kvs_outfile_discard(o);
+		return st;
+	}
+	return kvs_outfile_commit(o);
+}
+
 kvs_status rp_figure_render(const rp_fig *fig, const char *dir, unsigned w,
 			    unsigned h)
 {
+	kvs_outfile *out;
 	char path[4096];
 	kvs_status st;
 	int len = snprintf(path, sizeof path, "%s/%s.svg", dir, fig->name);
 	if (len < 0 || (size_t)len >= sizeof path)
 		return kvs_fail(KVS_ERR_INVALID, "%s: output path too long", dir);
 
-	cairo_surface_t *s = cairo_svg_surface_create(path, w, h);
+	if ((st = kvs_outfile_open(path, &out)) != KVS_OK)
+		return st;
+	cairo_surface_t *s = cairo_svg_surface_create_for_stream(out_write, out, w, h);
 	if ((st = check(s, path)) != KVS_OK) {
 		cairo_surface_destroy(s);
-		return st;
+		return out_end(out, st);
 	}
 	cairo_svg_surface_restrict_to_version(s, CAIRO_SVG_VERSION_1_1);
 	cairo_svg_surface_set_document_unit(s, CAIRO_SVG_UNIT_PX);
@@ -1007,7 +1028,7 @@ kvs_status rp_figure_render(const rp_fig *fig, const char *dir, unsigned w,
 	if (st == KVS_OK && cs != CAIRO_STATUS_SUCCESS)
 		st = kvs_fail(KVS_ERR_IO, "%s: cannot draw: %s", path,
 			      cairo_status_to_string(cs));
-	if (st != KVS_OK)
+	if ((st = out_end(out, st)) != KVS_OK)
 		return st;
 
 	snprintf(path, sizeof path, "%s/%s.png", dir, fig->name);
@@ -1025,10 +1046,14 @@ kvs_status rp_figure_render(const rp_fig *fig, const char *dir, unsigned w,
 		return kvs_fail(KVS_ERR_IO, "%s: cannot draw: %s", path,
 				cairo_status_to_string(cs));
 	}
-	cs = cairo_surface_write_to_png(s, path);
+	if ((st = kvs_outfile_open(path, &out)) != KVS_OK) {
+		cairo_surface_destroy(s);
+		return st;
+	}
+	cs = cairo_surface_write_to_png_stream(s, out_write, out);
 	cairo_surface_destroy(s);
 	if (cs != CAIRO_STATUS_SUCCESS)
-		return kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path,
-				cairo_status_to_string(cs));
-	return KVS_OK;
+		st = kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path,
+			      cairo_status_to_string(cs));
+	return out_end(out, st);
 }

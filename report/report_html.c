@@ -518,9 +518,12 @@ kvs_status rp_html_write(const char *path, const char *title,
 			 const rp_run *runs, size_t nruns, const rp_fig *figs,
 			 size_t nfigs, unsigned w, unsigned h, bool static_imgs)
 {
-	FILE *f = fopen(path, "wb");
-	if (!f)
-		return kvs_fail(KVS_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+	/* written under a temporary name and renamed when complete */
+	kvs_outfile *out;
+	kvs_status st = kvs_outfile_open(path, &out);
+	if (st != KVS_OK)
+		return st;
+	FILE *f = kvs_outfile_stream(out);
 	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 		   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 		   "<title>");
@@ -568,8 +571,5 @@ kvs_status rp_html_write(const char *path, const char *title,
 	fprintf(f, "</main>\n");
 	rp_charts_tail(f);
 	fprintf(f, "</body>\n</html>\n");
-	bool err = ferror(f) != 0;
-	if (fclose(f) != 0 || err)
-		return kvs_fail(KVS_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-	return KVS_OK;
+	return kvs_outfile_commit(out);
 }

@@ -308,6 +308,13 @@ static kvs_status parse_meta(const pctx *c, const json_t *root, rp_run *run)
 
 /* ---- policies ------------------------------------------------------------- */
 
+static const char *part_key_pct(int p)
+{
+	static _Thread_local char key[64];
+	snprintf(key, sizeof key, "%s_pct", rp_part_key[p]);
+	return key;
+}
+
 static kvs_status parse_series(const pctx *c, const json_t *o, const char *path,
 			       rp_series *ts)
 {
@@ -315,8 +322,8 @@ static kvs_status parse_series(const pctx *c, const json_t *o, const char *path,
 	size_t n = 0;
 	if ((st = get_nums(c, o, path, "t_s", true, 0, &ts->t_s, &n)) != KVS_OK)
 		return st;
-	if (n == 0)
-		return kvs_fail(KVS_ERR_PARSE, "%s: %s.t_s: empty", c->label, path);
+	/* n == 0 is a run with no samples (a trace without requests): the
+	 * figures say so; every other series must then be empty too */
 	for (size_t i = 1; i < n; i++)
 		if (ts->t_s[i] < ts->t_s[i - 1])
 			return kvs_fail(KVS_ERR_PARSE,
@@ -328,9 +335,20 @@ static kvs_status parse_series(const pctx *c, const json_t *o, const char *path,
 		if ((st = get_nums(c, o, path, key, true, n, &ts->part[p], NULL)) != KVS_OK)
 			return st;
 	}
-	if ((st = get_nums(c, o, path, "running", false, n, &ts->running, NULL)) ||
-	    (st = get_nums(c, o, path, "waiting", false, n, &ts->waiting, NULL)))
+	size_t nr = 0, nw = 0;
+	if ((st = get_nums(c, o, path, "running", false, n, &ts->running, &nr)) ||
+	    (st = get_nums(c, o, path, "waiting", false, n, &ts->waiting, &nw)))
 		return st;
+	if (n == 0) {
+		const char *bad = nr ? "running" : nw ? "waiting" : NULL;
+		for (int p = 0; p < RP_NPARTS && !bad; p++)
+			if (json_array_size(json_object_get(o, "t_s")) == 0 &&
+			    json_array_size(json_object_get(o, part_key_pct(p))) != 0)
+				bad = part_key_pct(p);
+		if (bad)
+			return kvs_fail(KVS_ERR_PARSE, "%s: %s.%s: has values, but t_s is "
+					"empty", c->label, path, bad);
+	}
 	ts->n = n;
 	return KVS_OK;
 }
@@ -349,9 +367,15 @@ static kvs_status parse_cdf(const pctx *c, const json_t *o, const char *path,
 			return kvs_fail(KVS_ERR_PARSE,
 					"%s: %s.q[%zu]: quantile levels must rise from 0 to 1 (got %g)",
 					c->label, path, i, cdf->q[i]);
-	for (int k = 0; k < RP_NCDF; k++)
+	for (int k = 0; k < RP_NCDF; k++) {
+		/* an empty array: no request reached that point (a run with no
+		 * requests), drawn as absent */
+		json_t *a = json_object_get(o, rp_cdf_key[k]);
+		if (json_is_array(a) && json_array_size(a) == 0)
+			continue;
 		if ((st = get_nums(c, o, path, rp_cdf_key[k], false, n, &cdf->v[k], NULL)))
 			return st;
+	}
 	cdf->n = n;
 	return KVS_OK;
 }

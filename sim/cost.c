@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void kvs_cost_config_defaults(kvs_cost_config *c)
 {
@@ -160,13 +161,21 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 				"ideal contiguous read; set by kvs_cost_config_defaults)",
 				cfg->kv_read_factor);
 	if (cfg->kind == KVS_COST_LINEAR) {
-		if (!(cfg->linear_base_s >= 0 && cfg->linear_per_token_s >= 0 &&
-		      cfg->linear_per_context_s >= 0 && cfg->linear_per_seq_s >= 0) ||
-		    cfg->linear_base_s + cfg->linear_per_token_s +
+		/* each coefficient at most KVS_COST_MAX_COEF_S, so that a step,
+		 * the simulated clock and the time-weighted memory integrals stay
+		 * finite (1e300 would make them inf) */
+		const double co[4] = { cfg->linear_base_s, cfg->linear_per_token_s,
+				       cfg->linear_per_context_s, cfg->linear_per_seq_s };
+		for (int i = 0; i < 4; i++)
+			if (!(co[i] >= 0 && co[i] <= KVS_COST_MAX_COEF_S))
+				return kvs_fail(KVS_ERR_INVALID,
+						"linear step-time model: coefficient %d is "
+						"%g s; each must be in [0, %g] s", i + 1, co[i],
+						KVS_COST_MAX_COEF_S);
+		if (cfg->linear_base_s + cfg->linear_per_token_s +
 		    cfg->linear_per_seq_s <= 0)
 			return kvs_fail(KVS_ERR_INVALID,
-					"linear step-time model: coefficients must be >= 0 "
-					"and a step must take some time");
+					"linear step-time model: a step must take some time");
 		return KVS_OK;
 	}
 	if (cfg->kind != KVS_COST_ROOFLINE)
@@ -422,6 +431,12 @@ kvs_status kvs_cost_fit_table(const char *path, kvs_cost_config *c)
 	if (!f)
 		return kvs_fail(KVS_ERR_IO, "%s: cannot open step-time table: %s", path,
 				strerror(errno));
+	struct stat sb;
+	if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		fclose(f);
+		return kvs_fail(KVS_ERR_IO, "%s: cannot read step-time table: is a "
+				"directory (expected a CSV file)", path);
+	}
 	struct csv_parser csv;
 	if (csv_init(&csv, CSV_APPEND_NULL) != 0) {
 		fclose(f);
@@ -461,7 +476,7 @@ kvs_status kvs_cost_fit_table(const char *path, kvs_cost_config *c)
 		csv_fini(&csv, table_field, table_row, p);
 	}
 	if (p->st == KVS_OK && ferror(f))
-		p->st = kvs_fail(KVS_ERR_IO, "%s: read error", path);
+		p->st = kvs_fail(KVS_ERR_IO, "%s: read error: %s", path, strerror(errno));
 	csv_free(&csv);
 	fclose(f);
 	kvs_status st = p->st;

@@ -97,8 +97,10 @@ typedef struct sreq {
 	uint32_t cached_first;
 	uint32_t preemptions;
 	uint32_t chunk;            /* prefill tokens computed in the current step */
-	uint32_t nhashes;
-	uint64_t *hashes;
+	uint32_t nhashes;          /* hash ids kept, at the trace's granularity */
+	uint32_t hash_block;       /* that granularity (tokens) */
+	uint32_t nblock_hashes;    /* ids at the block size (chained prefix) */
+	uint64_t *hashes;          /* re-split to the block size when admitted */
 	rstate state;
 	bool in_step;              /* holds a chunk in the step in flight */
 	bool over_len;             /* flagged or longer than max_model_len */
@@ -247,6 +249,11 @@ struct kvs_sim {
 	const sreq *raw_head;
 	uint64_t *hash_scratch;
 	size_t hash_scratch_cap;
+	uint64_t *desc_hashes;     /* the block-size ids of one request ... */
+	size_t desc_hashes_cap;
+	uint32_t desc_nhashes;
+	kvs_seq_id desc_seq;       /* ... this one (KVS_SEQ_NONE_ when none) */
+	bool desc_valid;
 	uint64_t *seen_key;        /* repeated-id check of copy_hashes: keys, */
 	uint32_t *seen_stamp;      /* and the request that wrote each slot */
 	size_t seen_cap;
@@ -525,13 +532,15 @@ static uint32_t final_len(const sreq *r)
 /* What the allocator is told at admission: the tokens to prefill now
  * (target) and those the sequence will still store after them, so that
  * prompt_tokens + output_tokens is its exact final length. */
-static void desc_of(const sreq *r, kvs_seq_desc *d)
+static void block_hashes_of(kvs_sim *s, const sreq *r, const uint64_t **ids,
+			    uint32_t *n);
+
+static void desc_of(kvs_sim *s, const sreq *r, kvs_seq_desc *d)
 {
 	d->seq = r->seq;
 	d->prompt_tokens = r->target;
 	d->output_tokens = final_len(r) - r->target;
-	d->block_hashes = r->nhashes ? r->hashes : NULL;
-	d->num_block_hashes = r->nhashes;
+	block_hashes_of(s, r, &d->block_hashes, &d->num_block_hashes);
 }
 
 static kvs_seq_id member(const sreq *r, uint32_t i)
@@ -626,7 +635,7 @@ static void parts_now(kvs_sim *s, int64_t out[6])
 	if (s->dirty || head != s->raw_head) {
 		kvs_seq_desc d, *dp = NULL;
 		if (head) {
-			desc_of(head, &d);
+			desc_of(s, head, &d);
 			dp = &d;
 		}
 		kvs_alloc_account(s->alloc, dp, &s->raw);
@@ -777,7 +786,7 @@ static kvs_status debug_check(kvs_sim *s)
 	kvs_mem_parts fresh;
 	kvs_seq_desc d, *dp = NULL;
 	if (deque_front(&s->waiting)) {
-		desc_of(deque_front(&s->waiting), &d);
+		desc_of(s, deque_front(&s->waiting), &d);
 		dp = &d;
 	}
 	CHECK(kvs_alloc_is_valid(s->alloc));
@@ -864,27 +873,12 @@ static kvs_status chained_prefix(kvs_sim *s, const uint64_t *h, uint32_t n,
 	return KVS_OK;
 }
 
-static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
+/* Split (or merge) a request's ids of src_block tokens to the block size,
+ * into s->hash_scratch: the full blocks of its prompt.  *n ids. */
+static kvs_status resplit(kvs_sim *s, const uint64_t *ids, uint32_t nids, uint32_t src_block,
+			  uint32_t prompt, uint32_t *n)
 {
-	if (!s->cfg.enable_prefix_caching || !q->hash_ids || q->num_hash_ids == 0)
-		return KVS_OK;
-	uint32_t src_block = q->hash_block_tokens ? q->hash_block_tokens : s->block_size;
-	uint32_t full = r->prompt / s->block_size;
-	if (src_block == s->block_size) {
-		uint32_t n = q->num_hash_ids < full ? q->num_hash_ids : full;
-		kvs_status st = chained_prefix(s, q->hash_ids, n, &n);
-		if (st != KVS_OK)
-			return st;
-		if (!n)
-			return KVS_OK;
-		r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
-		if (!r->hashes)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
-		memcpy(r->hashes, q->hash_ids, n * sizeof *r->hashes);
-		r->nhashes = n;
-		return KVS_OK;
-	}
-	uint64_t cap = (uint64_t)q->num_hash_ids * (src_block / s->block_size + 1);
+	uint64_t cap = (uint64_t)nids * (src_block / s->block_size + 1);
 	if (cap > s->hash_scratch_cap) {
 		uint64_t *v = kvs_reallocarray(s->hash_scratch, cap, sizeof *v);
 		if (!v)
@@ -892,28 +886,105 @@ static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 		s->hash_scratch = v;
 		s->hash_scratch_cap = cap;
 	}
-	uint32_t n = 0;
+	*n = 0;
 	kvs_status st = s->block_size < src_block
-		? kvs_trace_split_hashes(q->hash_ids, q->num_hash_ids, src_block,
-					 r->prompt, s->block_size, s->hash_scratch, &n)
-		: kvs_trace_merge_hashes(q->hash_ids, q->num_hash_ids, src_block,
-					 r->prompt, s->block_size, s->hash_scratch, &n);
-	if (st != KVS_OK)
-		return kvs_fail(st, "request %llu (line %llu): %s",
-				(unsigned long long)q->index, (unsigned long long)q->line,
-				kvs_last_error());
-	if (n > full)
-		n = full;
-	if ((st = chained_prefix(s, s->hash_scratch, n, &n)) != KVS_OK)
-		return st;
-	if (!n)
+		? kvs_trace_split_hashes(ids, nids, src_block, prompt, s->block_size,
+					 s->hash_scratch, n)
+		: kvs_trace_merge_hashes(ids, nids, src_block, prompt, s->block_size,
+					 s->hash_scratch, n);
+	uint32_t full = prompt / s->block_size;
+	if (*n > full)
+		*n = full;
+	return st;
+}
+
+/* Keep a request's hash ids at the trace's own granularity, only those its
+ * prompt's full blocks use: a waiting request costs 8 bytes per source
+ * block (512 tokens for Mooncake), not per block of the (maybe 1-token)
+ * block size.  They are re-split when the request is described to the
+ * allocator (block_hashes_of), and cut at the first repeated id
+ * (chained_prefix).  Ids that cannot be re-split are refused here, naming
+ * the request. */
+static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
+{
+	if (!s->cfg.enable_prefix_caching || !q->hash_ids || q->num_hash_ids == 0)
 		return KVS_OK;
+	uint32_t src_block = q->hash_block_tokens ? q->hash_block_tokens : s->block_size;
+	uint32_t full = r->prompt / s->block_size;
+	if (!full)
+		return KVS_OK;
+	/* source blocks the full blocks reach into */
+	uint64_t need = src_block == s->block_size ? full
+			: kvs_div_ceil((uint64_t)full * s->block_size, src_block);
+	uint32_t n = q->num_hash_ids < need ? q->num_hash_ids : (uint32_t)need;
+	uint32_t keep = n;
+	kvs_status st;
+	if (src_block != s->block_size) {
+		uint32_t nout;
+		st = resplit(s, q->hash_ids, n, src_block, r->prompt, &nout);
+		if (st != KVS_OK)
+			return kvs_fail(st, "request %llu (line %llu): %s",
+					(unsigned long long)q->index, (unsigned long long)q->line,
+					kvs_last_error());
+		if ((st = chained_prefix(s, s->hash_scratch, nout, &keep)) != KVS_OK)
+			return st;
+		if (!keep)
+			return KVS_OK;
+		/* room to re-split later without allocating (block_hashes_of) */
+		if (nout > s->desc_hashes_cap) {
+			uint64_t *v = kvs_reallocarray(s->desc_hashes, nout, sizeof *v);
+			if (!v)
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
+			s->desc_hashes = v;
+			s->desc_hashes_cap = nout;
+		}
+	} else {
+		if ((st = chained_prefix(s, q->hash_ids, n, &keep)) != KVS_OK)
+			return st;
+		if (!keep)
+			return KVS_OK;
+		n = keep;
+	}
 	r->hashes = kvs_reallocarray(NULL, n, sizeof *r->hashes);
 	if (!r->hashes)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
-	memcpy(r->hashes, s->hash_scratch, n * sizeof *r->hashes);
+	memcpy(r->hashes, q->hash_ids, n * sizeof *r->hashes);
 	r->nhashes = n;
+	r->hash_block = src_block;
+	r->nblock_hashes = keep;
 	return KVS_OK;
+}
+
+/* The ids of r's full prompt blocks at the block size, up to the first
+ * repeated id.  Re-split ids live in s->desc_hashes until another request
+ * is described (the same one is not re-split: the waiting head is
+ * described at every accounting). */
+static void block_hashes_of(kvs_sim *s, const sreq *r, const uint64_t **ids, uint32_t *n)
+{
+	*ids = NULL;
+	*n = 0;
+	if (!r->nhashes)
+		return;
+	if (r->hash_block == s->block_size) {
+		*ids = r->hashes;
+		*n = r->nhashes;
+		return;
+	}
+	if (!s->desc_valid || s->desc_seq != r->seq) {
+		/* the same split as at intake, into room reserved there: it
+		 * neither fails nor allocates */
+		uint32_t m = 0;
+		kvs_status st = resplit(s, r->hashes, r->nhashes, r->hash_block, r->prompt, &m);
+		kvs_require(st == KVS_OK && m <= s->desc_hashes_cap);
+		if (m > r->nblock_hashes)
+			m = r->nblock_hashes;
+		memcpy(s->desc_hashes, s->hash_scratch, (size_t)m * sizeof *s->desc_hashes);
+		s->desc_nhashes = m;
+		s->desc_seq = r->seq;
+		s->desc_valid = true;
+	}
+	*ids = s->desc_nhashes ? s->desc_hashes : NULL;
+	*n = s->desc_nhashes;
 }
 
 /* Pull the next request of the source into s->pending. */
@@ -995,7 +1066,7 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 		return KVS_OK;
 	}
 	kvs_seq_desc d;
-	desc_of(r, &d);
+	desc_of(s, r, &d);
 	kvs_admit_reason why = KVS_REASON_NONE;
 	if (kvs_alloc_can_admit(s->alloc, &d, &why) == KVS_ADMIT_NEVER) {
 		reject(s, r, why == KVS_REASON_EXCEEDS_MAX_LEN ? KVS_SIM_REJECT_MAX_LEN :
@@ -1363,7 +1434,7 @@ static kvs_status ensure_due_cap(kvs_sim *s)
 static kvs_status admit_head(kvs_sim *s, sreq *r, bool *later)
 {
 	kvs_seq_desc d;
-	desc_of(r, &d);
+	desc_of(s, r, &d);
 	uint32_t cached = 0;
 	*later = false;
 	kvs_status st = kvs_alloc_admit(s->alloc, &d, &cached);
@@ -1642,7 +1713,7 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 		    r->gate == s->releases + 1)
 			break;
 		kvs_seq_desc d;
-		desc_of(r, &d);
+		desc_of(s, r, &d);
 		kvs_admit_reason why = KVS_REASON_NONE;
 		kvs_admit_verdict v = kvs_alloc_can_admit(s->alloc, &d, &why);
 		bool later = false;
@@ -1898,10 +1969,15 @@ static kvs_status resolve(const kvs_sim_config *cfg, kvs_sizing *sz,
 		return kvs_fail(KVS_ERR_INVALID, "KV bytes per token is 0");
 	if (!*budget)
 		return kvs_fail(KVS_ERR_INVALID,
-				"no KV cache memory left on %s for %s: the weights and the "
-				"reserve take the whole --gpu-memory-utilization share "
-				"(try more --tp, a larger GPU or a smaller --dtype)",
-				d->gpu.name, d->model.name);
+				"no KV cache memory left for %s: the weights (%llu B) and "
+				"the reserve (%llu B) take the whole usable %llu B (device "
+				"memory %llu B, from --gpu-mem or the %s preset, x "
+				"--gpu-memory-utilization; try more --tp, more memory or a "
+				"smaller --dtype)", d->model.name,
+				(unsigned long long)sz->weight_bytes,
+				(unsigned long long)sz->reserve_bytes,
+				(unsigned long long)sz->usable_bytes,
+				(unsigned long long)d->gpu.mem_bytes, d->gpu.name);
 	uint64_t m = d->max_model_len ? d->max_model_len : d->model.max_position_embeddings;
 	if (m == 0)
 		return kvs_fail(KVS_ERR_INVALID, "max_model_len unknown: give --max-model-len");
@@ -2048,6 +2124,7 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);
+	kvs_free(s->desc_hashes);
 	kvs_free(s->seen_key);
 	kvs_free(s->seen_stamp);
 	if (s->res)

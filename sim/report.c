@@ -377,22 +377,12 @@ kvs_status kvs_sim_json_write(const json_t *doc, const char *path)
 	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
 	if (!text)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (JSON)");
-	bool to_stdout = strcmp(path, "-") == 0;
-	FILE *f = to_stdout ? stdout : fopen(path, "w");
-	if (!f) {
-		int e = errno;
-		free(text);
-		return kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path, strerror(e));
-	}
-	bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+	/* the text and a newline, under a temporary name renamed when done */
+	size_t n = strlen(text);
+	text[n] = '\n';
+	kvs_status st = kvs_outfile_write_all(path, text, n + 1);
 	free(text);
-	if (to_stdout)
-		ok = fflush(f) == 0 && ok;
-	else
-		ok = fclose(f) == 0 && ok;
-	if (!ok)
-		return kvs_fail(KVS_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-	return KVS_OK;
+	return st;
 }
 
 kvs_status kvs_sim_timeseries_csv(const kvs_sim_result *r, FILE *f)

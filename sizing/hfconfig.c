@@ -112,6 +112,24 @@ static kvs_status cfg_u32(const cfg *c, const char *const *keys, bool required,
 	return st;
 }
 
+/* A per-head or latent width (head_dim, kv_lora_rank, ...): at most
+ * DIM_MAX, far above any model (the largest are 512-1536), so that the
+ * products of the sizing stay in range and a bad value is named here, with
+ * its field, rather than as an overflow later. */
+#define DIM_MAX (1u << 16)
+static kvs_status cfg_dim(const cfg *c, const char *const *keys, bool required,
+			  const char *why, uint32_t min, uint32_t *out, bool *found)
+{
+	uint64_t x = 0;
+	bool present = false;
+	kvs_status st = cfg_uint(c, keys, required, why, min, DIM_MAX, &x, &present);
+	if (found)
+		*found = present;
+	if (st == KVS_OK && present)
+		*out = (uint32_t)x;
+	return st;
+}
+
 static kvs_status cfg_bool(const cfg *c, const char *key, bool *out, bool *found)
 {
 	json_t *v = cfg_get(c, key);
@@ -231,6 +249,9 @@ static kvs_status parse_quant(const cfg *c, kvs_model *m)
 	return KVS_OK;
 }
 
+/* Largest config.json read (bytes): real ones are a few KiB. */
+#define CONFIG_MAX_BYTES (16u << 20)
+
 kvs_status kvs_model_from_json_file(const char *path, kvs_model *out)
 {
 	if (!path || !*path)
@@ -241,16 +262,62 @@ kvs_status kvs_model_from_json_file(const char *path, kvs_model *out)
 	if (S_ISDIR(sb.st_mode))
 		return kvs_fail(KVS_ERR_IO, "%s: is a directory, expected a config.json file",
 				path);
-	json_error_t jerr;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root) {
-		FILE *f = fopen(path, "rb");
-		if (!f)
-			return kvs_fail(KVS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-		fclose(f);
-		return kvs_fail(KVS_ERR_PARSE, "%s:%d:%d: %s", path, jerr.line,
-				jerr.column, jerr.text);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return kvs_fail(KVS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+	/* read whole (a FIFO too), up to CONFIG_MAX_BYTES */
+	size_t cap = 64 * 1024, len = 0;
+	char *buf = kvs_malloc(cap);
+	kvs_status st = buf ? KVS_OK : kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", path);
+	while (st == KVS_OK) {
+		if (len == cap) {
+			if (cap >= CONFIG_MAX_BYTES) {
+				st = kvs_fail(KVS_ERR_PARSE, "%s: larger than %u MiB: not a "
+					      "config.json", path, CONFIG_MAX_BYTES >> 20);
+				break;
+			}
+			char *nb = kvs_realloc(buf, cap * 2);
+			if (!nb) {
+				st = kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", path);
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		size_t got = fread(buf + len, 1, cap - len, f);
+		len += got;
+		if (got == 0) {
+			if (ferror(f))
+				st = kvs_fail(KVS_ERR_IO, "%s: read error: %s", path,
+					      strerror(errno));
+			break;
+		}
 	}
+	fclose(f);
+	if (st == KVS_OK)
+		st = kvs_model_from_json_text(path, buf, len, out);
+	kvs_free(buf);
+	return st;
+}
+
+kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t len,
+				    kvs_model *out)
+{
+	const unsigned char *u = (const unsigned char *)data;
+	if (len >= 2 && ((u[0] == 0xff && u[1] == 0xfe) || (u[0] == 0xfe && u[1] == 0xff)))
+		return kvs_fail(KVS_ERR_PARSE, "%s: the file is UTF-16 text (byte-order mark "
+				"%02X %02X); a config.json is UTF-8: convert it (iconv -f "
+				"UTF-16 -t UTF-8)", path, u[0], u[1]);
+	/* a UTF-8 byte-order mark (some editors write one) is skipped */
+	if (len >= 3 && u[0] == 0xef && u[1] == 0xbb && u[2] == 0xbf) {
+		data += 3;
+		len -= 3;
+	}
+	json_error_t jerr;
+	json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return kvs_fail(KVS_ERR_PARSE, "%s:%d:%d: %s", path, jerr.line, jerr.column,
+				jerr.text);
 	kvs_status st = KVS_OK;
 	kvs_model m;
 	memset(&m, 0, sizeof m);
@@ -298,20 +365,20 @@ kvs_status kvs_model_from_json_file(const char *path, kvs_model *out)
 	}
 
 	/* MLA */
-	if ((st = cfg_u32(&c, KEYS("kv_lora_rank"), false, NULL, 0, &m.kv_lora_rank, NULL)))
+	if ((st = cfg_dim(&c, KEYS("kv_lora_rank"), false, NULL, 0, &m.kv_lora_rank, NULL)))
 		goto done;
 	if (m.kv_lora_rank) {
-		if ((st = cfg_u32(&c, KEYS("qk_rope_head_dim"), true,
+		if ((st = cfg_dim(&c, KEYS("qk_rope_head_dim"), true,
 				  "needed with kv_lora_rank", 1, &m.qk_rope_head_dim, NULL)) ||
-		    (st = cfg_u32(&c, KEYS("qk_nope_head_dim"), true,
+		    (st = cfg_dim(&c, KEYS("qk_nope_head_dim"), true,
 				  "needed with kv_lora_rank", 0, &m.qk_nope_head_dim, NULL)) ||
-		    (st = cfg_u32(&c, KEYS("v_head_dim"), true,
+		    (st = cfg_dim(&c, KEYS("v_head_dim"), true,
 				  "needed with kv_lora_rank", 1, &m.v_head_dim, NULL)) ||
 		    (st = cfg_u32(&c, KEYS("q_lora_rank"), false, NULL, 0, &m.q_lora_rank, NULL)))
 			goto done;
 	}
 
-	if ((st = cfg_u32(&c, KEYS("head_dim"), false, NULL, 1, &m.head_dim, &found)))
+	if ((st = cfg_dim(&c, KEYS("head_dim"), false, NULL, 1, &m.head_dim, &found)))
 		goto done;
 	if (!found) {
 		if (m.kv_lora_rank) {

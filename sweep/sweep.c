@@ -188,6 +188,26 @@ kvs_status kvs_sweep_check(const kvs_sweep_config *c, const kvs_request_set *set
 			continue;
 		for (size_t j = 0; j < c->nblock_sizes; j++) {
 			uint32_t b = c->block_sizes[j];
+			if (g % b == 0 && g > b) {
+				/* a split names sub-block j of id as id * k + j: an id
+				 * too large for that is refused now, with its line */
+				uint64_t k = g / b, v;
+				for (uint32_t h = 0; h < q->num_hash_ids; h++)
+					if (kvs_mul_overflow(q->hash_ids[h], k, &v) ||
+					    kvs_add_overflow(v, k - 1, &v))
+						return kvs_fail(KVS_ERR_INVALID,
+								"%s%sline %llu: hash_ids: id %llu is "
+								"too large to split into %llu "
+								"blocks of %u tokens (ids must stay "
+								"below 2^64 / %llu); drop %u from "
+								"--block-sizes",
+								path ? path : "", path ? ": " : "",
+								(unsigned long long)q->line,
+								(unsigned long long)q->hash_ids[h],
+								(unsigned long long)k, b,
+								(unsigned long long)k, b);
+				continue;
+			}
 			if (g % b == 0 || b % g == 0)
 				continue;
 			return kvs_fail(KVS_ERR_INVALID,
@@ -470,7 +490,8 @@ kvs_status kvs_sweep_run_ex(const kvs_sweep_config *cfg, const kvs_request_set *
 		return st;
 	uint64_t nreq = kvs_request_set_count(set);
 	if (nreq == 0)
-		return kvs_fail(KVS_ERR_INVALID, "sweep: the trace has no requests");
+		return kvs_fail(KVS_ERR_INVALID, "%s: the trace has no requests to sweep",
+				kvs_request_set_path(set) ? kvs_request_set_path(set) : "trace");
 	kvs_sweep_result *R = kvs_calloc(1, sizeof *R);
 	size_t n = cfg->npolicies * cfg->nblock_sizes;
 	item *items = kvs_calloc(n, sizeof *items);

@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
+#include <errno.h>
 #include <string.h>
 
 /* oracle knows each request's output length in advance: a bound */
@@ -726,6 +727,6 @@ kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 		fputc('\n', f);
 	}
 	if (fflush(f) != 0 || ferror(f))
-		return kvs_fail(KVS_ERR_IO, "writing the sweep CSV failed");
+		return kvs_fail(KVS_ERR_IO, "write failed: %s", strerror(errno));
 	return KVS_OK;
 }

@@ -534,6 +534,38 @@ static void test_config_errors(void **state)
 		     "missing field 'head_dim'");
 }
 
+/* kvs_model_from_json_text: a UTF-8 byte-order mark is skipped, UTF-16 is
+ * named, and a per-head width is bounded with its file and field. */
+static void test_config_text(void **state)
+{
+	(void)state;
+	static const char cfg[] =
+		"{\"hidden_size\": 4096, \"num_attention_heads\": 32, "
+		"\"num_key_value_heads\": 8, \"num_hidden_layers\": 32, "
+		"\"vocab_size\": 128256, \"intermediate_size\": 14336, "
+		"\"max_position_embeddings\": 8192%s}";
+	char text[512];
+	kvs_model m, bom;
+	snprintf(text, sizeof text, cfg, "");
+	assert_int_equal(kvs_model_from_json_text("c.json", text, strlen(text), &m), KVS_OK);
+	assert_int_equal(m.head_dim, 128);
+	char with_bom[600];
+	snprintf(with_bom, sizeof with_bom, "\xef\xbb\xbf%s", text);
+	assert_int_equal(kvs_model_from_json_text("c.json", with_bom, strlen(with_bom), &bom),
+			 KVS_OK);
+	assert_int_equal(bom.num_params, m.num_params);
+	assert_int_equal(kvs_model_from_json_text("u.json", "\xff\xfe{\0}\0", 6, &m),
+			 KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "u.json: the file is UTF-16 text"));
+	snprintf(text, sizeof text, cfg, ", \"head_dim\": 4294967295");
+	assert_int_equal(kvs_model_from_json_text("h.json", text, strlen(text), &m),
+			 KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(),
+			       "h.json: field 'head_dim': 4294967295 is out of range [1, 65536]"));
+	snprintf(text, sizeof text, cfg, ", \"head_dim\": 65536");
+	assert_int_equal(kvs_model_from_json_text("h.json", text, strlen(text), &m), KVS_OK);
+}
+
 static void test_config_variants(void **state)
 {
 	(void)state;
@@ -835,6 +867,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_presets),
 		cmocka_unit_test(test_datadir_env),
 		cmocka_unit_test(test_config_errors),
+		cmocka_unit_test(test_config_text),
 		cmocka_unit_test(test_config_variants),
 		cmocka_unit_test(test_parse_bytes),
 		cmocka_unit_test(test_shrinks),

@@ -399,6 +399,98 @@ static void test_split_merge(void **state)
 	assert_int_equal(kvs_trace_merge_hashes(ids, 3, 16, 48, 24, out, &n), KVS_ERR_INVALID);
 }
 
+/* Reference prefix cache for test_summary_split: every fine id in a plain
+ * open-addressing set, looked up one block at a time. */
+typedef struct refset {
+	uint64_t *k;
+	bool *used;
+	size_t cap;
+} refset;
+
+static bool ref_has_put(refset *r, uint64_t id, bool put)
+{
+	size_t i = (size_t)((id * 0x9E3779B97F4A7C15ull) >> 40) % r->cap;
+	for (;; i = (i + 1) % r->cap) {
+		if (!r->used[i]) {
+			if (put) {
+				r->used[i] = true;
+				r->k[i] = id;
+			}
+			return false;
+		}
+		if (r->k[i] == id)
+			return true;
+	}
+}
+
+/* The summary's prefix figures at a block size that splits (or merges) the
+ * trace's hash blocks equal a block-by-block reference over the ids the
+ * reader yields: shared prefixes, repeated ids, partial last blocks. */
+static void test_summary_split(void **state)
+{
+	(void)state;
+	static char text[64 * 1024];
+	size_t n = (size_t)snprintf(text, sizeof text, "arrival_s,prompt_tokens,"
+				    "output_tokens,session_id,turn,num_samples,priority,"
+				    "hash_block_tokens,hash_ids\n");
+	uint64_t x = 12345;
+	for (int q = 0; q < 150; q++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned prompt = 1 + (unsigned)((x >> 33) % 700);
+		unsigned nids = (prompt + 63) / 64;
+		n += (size_t)snprintf(text + n, sizeof text - n, "%d,%u,5,0,0,1,0,64,", q,
+				      prompt);
+		for (unsigned i = 0; i < nids; i++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			/* few distinct ids per position: much sharing, some repeats */
+			uint64_t id = i * 4 + (x >> 60) % 3 + ((x >> 50) % 7 == 0 ? 1 : 0);
+			n += (size_t)snprintf(text + n, sizeof text - n, "%s%llu", i ? " " : "",
+					      (unsigned long long)id);
+		}
+		n += (size_t)snprintf(text + n, sizeof text - n, "\n");
+	}
+	assert_true(n < sizeof text - 1);
+	const char *path = kvs_test_write_tmp("summary-split.csv", text);
+	const uint32_t sizes[] = { 1, 4, 16, 64, 128 };
+	for (size_t b = 0; b < KVS_ARRAY_LEN(sizes); b++) {
+		kvs_trace_opts o;
+		kvs_trace_opts_defaults(&o);
+		o.block_size = sizes[b];
+		kvs_trace *t;
+		kvs_trace_summary s;
+		assert_int_equal(kvs_trace_open(path, &o, &t), KVS_OK);
+		assert_int_equal(kvs_trace_summarize(t, &s), KVS_OK);
+		kvs_trace_close(t);
+		refset r = { kvs_calloc(1 << 17, sizeof(uint64_t)), kvs_calloc(1 << 17, sizeof(bool)),
+			     1 << 17 };
+		assert_non_null(r.k);
+		uint64_t hits = 0, uniq = 0, full = 0;
+		assert_int_equal(kvs_trace_open(path, &o, &t), KVS_OK);
+		kvs_request q;
+		while (kvs_trace_next(t, &q) == KVS_OK) {
+			bool hitting = true;
+			full += q.prompt_tokens / sizes[b];
+			for (uint32_t i = 0; i < q.num_hash_ids; i++) {
+				bool had = ref_has_put(&r, q.hash_ids[i], true);
+				uniq += !had;
+				if (hitting && had)
+					hits++;
+				else
+					hitting = false;
+			}
+		}
+		kvs_trace_close(t);
+		kvs_free(r.k);
+		kvs_free(r.used);
+		assert_int_equal(s.hit_blocks, hits);
+		assert_int_equal(s.unique_blocks, uniq);
+		assert_int_equal(s.full_blocks, full);
+		assert_int_equal(s.prefix_requests, 150);
+		assert_false(s.prefix_capped);
+		assert_true(hits > 0 && hits < full);
+	}
+}
+
 static void test_summary(void **state)
 {
 	(void)state;
@@ -498,7 +590,7 @@ static void test_writer_roundtrip(void **state)
 			 KVS_ERR_INVALID);
 	assert_int_equal(kvs_trace_writer_open("/nonexistent-dir/x.csv", KVS_TRACE_NATIVE_CSV,
 					       false, &w), KVS_ERR_IO);
-	assert_non_null(strstr(kvs_last_error(), "/nonexistent-dir/x.csv: cannot create"));
+	assert_non_null(strstr(kvs_last_error(), "/nonexistent-dir/x.csv: cannot write"));
 }
 
 static void test_headerless_forced(void **state)
@@ -563,6 +655,7 @@ int main(void)
 		cmocka_unit_test(test_sort_window),
 		cmocka_unit_test(test_split_merge),
 		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_summary_split),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_headerless_forced),
 		cmocka_unit_test(test_default_path),

@@ -74,7 +74,7 @@ kvs_status kvs_linebuf_next(kvs_linebuf *lb, char **line, size_t *len)
 		char *nl = avail > scanned ? memchr(s + scanned, '\n', avail - scanned) : NULL;
 		if (KVS_LIKELY(nl != NULL)) {
 			size_t n = (size_t)(nl - s);
-			if (KVS_UNLIKELY(n + 1 > KVS_TRACE_MAX_LINE))
+			if (KVS_UNLIKELY(n - (n > 0 && s[n - 1] == '\r') > KVS_TRACE_MAX_LINE))
 				break;
 			lb->start += n + 1;
 			lb->bytes += n + 1;
@@ -87,7 +87,7 @@ kvs_status kvs_linebuf_next(kvs_linebuf *lb, char **line, size_t *len)
 			return KVS_OK;
 		}
 		scanned = avail;
-		if (avail >= KVS_TRACE_MAX_LINE)
+		if (avail > KVS_TRACE_MAX_LINE + 1) /* + 1: a '\r' */
 			break;
 		if (lb->eof) {
 			if (avail == 0)

@@ -145,9 +145,9 @@ static const char *parse_decimal_ns(const char *s, size_t len, int scale_exp,
 		double v = strtod(tmp, &end);
 		if (*end != '\0')
 			return "expected a number";
-		if (errno == ERANGE && v != 0.0)
-			return "too large";
-		if (!isfinite(v))
+		/* ERANGE is overflow (HUGE_VAL) or underflow (a tiny number,
+		 * which is 0 ns once rounded) */
+		if (!isfinite(v) || (errno == ERANGE && fabs(v) >= 1.0))
 			return "too large";
 		double x = v * pow(10.0, scale_exp);
 		if (x >= 9.2e18)

@@ -29,7 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <errno.h>
 
 #define MAX_FIELDS 64
 #define MOONCAKE_BLOCK 512
@@ -489,6 +491,18 @@ static kvs_status detect_csv(kvs_trace *t, const char *line, size_t len, uint64_
 		if (want != KVS_TRACE_AUTO && want != lay->fmt)
 			continue;
 		if (header_matches(t, lay)) {
+			/* a column named twice is ambiguous (which one holds the
+			 * value?): refused, as JSON refuses duplicate keys */
+			for (uint32_t a = 0; a < t->nf; a++)
+				for (uint32_t b = a + 1; b < t->nf; b++)
+					if (strcasecmp(t->fbuf + t->foff[a], t->fbuf + t->foff[b]) == 0) {
+						t->st.failed_lines++;
+						return kvs_fail(KVS_ERR_PARSE, "%s:%llu: header: "
+								"column \"%s\" appears twice "
+								"(columns %u and %u)", t->path,
+								(unsigned long long)ln,
+								t->fbuf + t->foff[a], a + 1, b + 1);
+					}
 			t->lay = lay;
 			t->fmt = lay->fmt;
 			t->st.header_lines++;
@@ -554,6 +568,20 @@ static kvs_status detect(kvs_trace *t)
 		if (ln == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
 			line += 3; /* UTF-8 byte order mark */
 			len -= 3;
+		}
+		if (ln == 1 && len >= 2 && ((unsigned char)line[0] == 0xff || (unsigned char)line[0] == 0xfe) &&
+		    ((unsigned char)line[1] == 0xfe || (unsigned char)line[1] == 0xff) && line[0] != line[1]) {
+			t->st.failed_lines++;
+			return kvs_fail(KVS_ERR_PARSE, "%s:1: the file is UTF-16 text (byte-order "
+					"mark %02X %02X); traces are UTF-8 or ASCII: convert it "
+					"(iconv -f UTF-16 -t UTF-8)", t->path,
+					(unsigned char)line[0], (unsigned char)line[1]);
+		}
+		if (memchr(line, '\0', len)) {
+			t->st.failed_lines++;
+			return kvs_fail(KVS_ERR_PARSE, "%s:%llu: the line holds NUL bytes: a "
+					"UTF-16 text or a binary file, not a UTF-8 trace", t->path,
+					(unsigned long long)ln);
 		}
 		if (is_blank(line, len)) {
 			t->st.blank_lines++;
@@ -1098,7 +1126,9 @@ static kvs_status yield_hashes(kvs_trace *t, const slot *s, uint32_t prompt,
 			      bs, src);
 	}
 	if (st != KVS_OK)
-		return st;
+		return kvs_fail(st, "%s:%llu: %s: %s", t->path, (unsigned long long)s->line,
+				t->lay->names[C_HASHES] ? t->lay->names[C_HASHES] : "hash_ids",
+				kvs_last_error());
 	req->hash_ids = nout ? t->out_ids : NULL;
 	req->num_hash_ids = nout;
 	req->hash_block_tokens = bs;
@@ -1134,21 +1164,22 @@ static kvs_status check_opts(const kvs_trace_opts *o)
 }
 
 /* Mean rate of the requests this reader would yield, by a first pass over
- * the file with the same options but no re-timing: (n - 1) / span. */
-static kvs_status source_rate(const char *path, const kvs_trace_opts *o, double *rate)
+ * the input with the same options but no re-timing: (n - 1) / span.  The
+ * pass reads from f, which is seekable (a regular file or the spool below),
+ * and leaves it where it started. */
+static kvs_status source_rate(const char *path, FILE *f, const kvs_trace_opts *o,
+			      double *rate)
 {
-	if (strcmp(path, "-") == 0)
-		return kvs_fail(KVS_ERR_INVALID,
-				"--rate with --rate-mode keep reads the trace twice (to learn "
-				"its mean rate) and cannot do so from standard input; use "
-				"--rate-mode poisson or --time-scale");
+	off_t start = ftello(f);
+	if (start < 0)
+		return kvs_fail(KVS_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
 	kvs_trace_opts o2 = *o;
 	o2.rate = 0;
 	o2.time_scale = 1.0;
 	o2.block_size = 0;
 	o2.max_model_len = 0;
 	kvs_trace *t;
-	kvs_status st = kvs_trace_open(path, &o2, &t);
+	kvs_status st = kvs_trace_open_stream(f, path, &o2, &t);
 	if (st != KVS_OK)
 		return st;
 	kvs_request r;
@@ -1163,12 +1194,56 @@ static kvs_status source_rate(const char *path, const kvs_trace_opts *o, double 
 	kvs_trace_close(t);
 	if (st != KVS_END)
 		return st;
+	if (fseeko(f, start, SEEK_SET) != 0)
+		return kvs_fail(KVS_ERR_IO, "%s: cannot seek back: %s", path, strerror(errno));
 	if (n < 2 || !(last > first))
 		return kvs_fail(KVS_ERR_INVALID,
 				"%s: --rate: the trace has %llu request(s) spanning %g s, so it "
 				"has no mean rate to rescale; use --rate-mode poisson", path,
 				(unsigned long long)n, last - first);
 	*rate = (double)(n - 1) / (last - first);
+	return KVS_OK;
+}
+
+/* A stream that can be read twice: f itself when it is a seekable regular
+ * file, else a copy of its bytes in an anonymous temporary file (tmpfile(),
+ * under TMPDIR; removed on close), so that pipes, FIFOs and standard input
+ * are read once.  *spool is set when the copy is made. */
+static kvs_status rereadable(const char *path, FILE *f, FILE **out, bool *spool)
+{
+	struct stat sb;
+	*spool = false;
+	if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && ftello(f) >= 0) {
+		*out = f;
+		return KVS_OK;
+	}
+	FILE *tmp = tmpfile();
+	if (!tmp)
+		return kvs_fail(KVS_ERR_IO, "%s: --rate needs a copy of this stream to read "
+				"its mean rate first, and no temporary file could be made: %s",
+				path, strerror(errno));
+	char buf[64 * 1024];
+	size_t got;
+	while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+		if (fwrite(buf, 1, got, tmp) != got) {
+			int e = errno;
+			fclose(tmp);
+			return kvs_fail(KVS_ERR_IO, "%s: --rate: copying the stream to a "
+					"temporary file failed: %s", path, strerror(e));
+		}
+	if (ferror(f)) {
+		int e = errno;
+		fclose(tmp);
+		return kvs_fail(KVS_ERR_IO, "%s: read error: %s", path, strerror(e));
+	}
+	if (fflush(tmp) != 0 || fseeko(tmp, 0, SEEK_SET) != 0) {
+		int e = errno;
+		fclose(tmp);
+		return kvs_fail(KVS_ERR_IO, "%s: --rate: temporary copy failed: %s", path,
+				strerror(e));
+	}
+	*out = tmp;
+	*spool = true;
 	return KVS_OK;
 }
 
@@ -1204,7 +1279,39 @@ static kvs_status open_impl(const char *path, FILE *stream, const kvs_trace_opts
 	t->factor = opts->time_scale;
 	kvs_rng_seed(&t->rng, opts->seed);
 	csv_reset(t);
-	st = kvs_linebuf_open(&t->lb, t->path, stream);
+	if (opts->rate > 0 && opts->rate_mode == KVS_RATE_KEEP_SHAPE) {
+		/* the mean rate needs a first pass: over the same open file, or
+		 * over a spooled copy of a pipe, never by opening the path again */
+		FILE *in = stream ? stream : strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+		if (!in) {
+			st = kvs_fail(KVS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+		} else {
+			FILE *rf = NULL;
+			bool spool = false;
+			double r = 0;
+			st = rereadable(t->path, in, &rf, &spool);
+			if (st == KVS_OK)
+				st = source_rate(t->path, rf, opts, &r);
+			bool opened = in != stream && in != stdin;
+			if (st == KVS_OK) {
+				t->factor = r / opts->rate;
+				st = kvs_linebuf_open(&t->lb, t->path, rf);
+			}
+			if (st == KVS_OK) {
+				/* the reader owns what it opened: the spool, or the file */
+				t->lb.own = spool || opened;
+				if (spool && opened)
+					fclose(in);
+			} else {
+				if (spool)
+					fclose(rf);
+				if (opened)
+					fclose(in);
+			}
+		}
+	} else {
+		st = kvs_linebuf_open(&t->lb, t->path, stream);
+	}
 	if (st == KVS_OK)
 		st = detect(t);
 	if (st == KVS_OK && t->o.block_size && t->src_block &&
@@ -1213,12 +1320,6 @@ static kvs_status open_impl(const char *path, FILE *stream, const kvs_trace_opts
 			      "%s: --block-size %u neither divides nor is a multiple of the "
 			      "trace's %u-token hash blocks (use a power of two)", path,
 			      t->o.block_size, t->src_block);
-	if (st == KVS_OK && opts->rate > 0 && opts->rate_mode == KVS_RATE_KEEP_SHAPE) {
-		double r = 0;
-		st = source_rate(stream ? "-" : path, opts, &r);
-		if (st == KVS_OK)
-			t->factor = r / opts->rate;
-	}
 	if (st != KVS_OK) {
 		kvs_trace_close(t);
 		return st;

@@ -18,9 +18,13 @@
 
 #include "kvsim/trace.h"
 
-/* Longest accepted line, newline included.  A longer line is a clear error
+/* Longest accepted line in bytes, its terminator (\n or \r\n) not counted.  A longer line is a clear error
  * (never unbounded growth). */
 #define KVS_TRACE_MAX_LINE (1u << 20)
+
+/* Latest arrival a trace holds (s): times are int64 nanoseconds, and the
+ * parsers refuse from 9.2e18 ns on. */
+#define KVS_TRACE_MAX_ARRIVAL_S 9.2e9
 
 /* ---- line reader ---------------------------------------------------------*/
 typedef struct kvs_linebuf {

@@ -4,7 +4,8 @@
  * space-separated list of numbers, so nothing needs quoting); JSONL lines
  * go through jansson.  A line the reader would refuse (over
  * KVS_TRACE_MAX_LINE) is refused here too, so whatever is written reads
- * back.
+ * back.  The file is written under a temporary name and renamed by a
+ * successful close (kvs_outfile), so a failed run leaves nothing behind.
  */
 #include "trace_internal.h"
 
@@ -15,7 +16,7 @@
 
 struct kvs_trace_writer {
 	FILE *f;
-	bool own;
+	kvs_outfile *out;       /* the file under its temporary name until close */
 	kvs_trace_format format;
 	bool with_hashes;
 	bool header_done;
@@ -38,19 +39,13 @@ kvs_status kvs_trace_writer_open(const char *path, kvs_trace_format format,
 		kvs_free(w);
 		return kvs_fail(KVS_ERR_NOMEM, "no memory for a trace writer");
 	}
-	if (strcmp(path, "-") == 0) {
-		w->f = stdout;
-	} else {
-		w->f = fopen(path, "wb");
-		if (!w->f) {
-			kvs_status st = kvs_fail(KVS_ERR_IO, "%s: cannot create: %s", path,
-						 strerror(errno));
-			kvs_free(w->path);
-			kvs_free(w);
-			return st;
-		}
-		w->own = true;
+	kvs_status st = kvs_outfile_open(path, &w->out);
+	if (st != KVS_OK) {
+		kvs_free(w->path);
+		kvs_free(w);
+		return st;
 	}
+	w->f = kvs_outfile_stream(w->out);
 	w->format = format;
 	w->with_hashes = with_hashes;
 	*out = w;
@@ -162,6 +157,12 @@ kvs_status kvs_trace_writer_put(kvs_trace_writer *w, const kvs_request *r)
 		return kvs_fail(KVS_ERR_INVALID, "%s: request %llu: arrival %g s is not a "
 				"non-negative number", w->path, (unsigned long long)r->index,
 				r->arrival_s);
+	/* the reader keeps times as int64 nanoseconds: refuse what it would */
+	if (r->arrival_s >= KVS_TRACE_MAX_ARRIVAL_S)
+		return kvs_fail(KVS_ERR_LIMIT, "%s: request %llu: arrival %g s is past the "
+				"latest a trace can hold (%g s, 2^63 ns)", w->path,
+				(unsigned long long)r->index, r->arrival_s,
+				KVS_TRACE_MAX_ARRIVAL_S);
 	st = w->format == KVS_TRACE_NATIVE_CSV ? put_csv(w, r) : put_jsonl(w, r);
 	if (st == KVS_OK)
 		w->written++;
@@ -183,11 +184,22 @@ kvs_status kvs_trace_writer_close(kvs_trace_writer *w)
 			fputs(",hash_block_tokens,hash_ids", w->f);
 		fputc('\n', w->f);
 	}
-	if (fflush(w->f) != 0 || ferror(w->f) || w->io_error)
+	if (w->io_error) {
 		st = kvs_fail(KVS_ERR_IO, "%s: write failed: %s", w->path, strerror(errno));
-	if (w->own && fclose(w->f) != 0 && st == KVS_OK)
-		st = kvs_fail(KVS_ERR_IO, "%s: write failed: %s", w->path, strerror(errno));
+		kvs_outfile_discard(w->out);
+	} else {
+		st = kvs_outfile_commit(w->out);
+	}
 	kvs_free(w->path);
 	kvs_free(w);
 	return st;
+}
+
+void kvs_trace_writer_discard(kvs_trace_writer *w)
+{
+	if (!w)
+		return;
+	kvs_outfile_discard(w->out);
+	kvs_free(w->path);
+	kvs_free(w);
 }

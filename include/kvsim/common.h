@@ -13,6 +13,7 @@
 #define KVSIM_COMMON_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -108,6 +109,27 @@ void kvs_require_fail(const char *expr, const char *file, int line)
 	__attribute__((noreturn, cold));
 #define kvs_require(expr) \
 	((expr) ? (void)0 : kvs_require_fail(#expr, __FILE__, __LINE__))
+
+/* ---- output files written whole or not at all (common/outfile.c) --------
+ * kvs_outfile_open writes to a temporary file beside path, and
+ * kvs_outfile_commit renames it over path once everything is written;
+ * kvs_outfile_discard (or a failed commit, or SIGINT/SIGTERM/SIGHUP)
+ * removes it, so a failed run never leaves a partial file and never
+ * clobbers an existing one.  "-" is standard output (never closed), and an
+ * existing non-regular target (/dev/null, a FIFO) is written in place.
+ * Opening fails, naming path and the reason, when path cannot be written:
+ * open every output before long work so that a bad path fails first.
+ * Errors name the path; commit and discard free the handle.
+ */
+typedef struct kvs_outfile kvs_outfile;
+kvs_status kvs_outfile_open(const char *path, kvs_outfile **out);
+FILE *kvs_outfile_stream(const kvs_outfile *o);
+const char *kvs_outfile_path(const kvs_outfile *o);
+bool kvs_outfile_is_stdout(const kvs_outfile *o);
+kvs_status kvs_outfile_commit(kvs_outfile *o);
+void kvs_outfile_discard(kvs_outfile *o);
+/* open, write len bytes of data, commit */
+kvs_status kvs_outfile_write_all(const char *path, const void *data, size_t len);
 
 #define KVS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define KVS_UNLIKELY(x) __builtin_expect(!!(x), 0)

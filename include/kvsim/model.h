@@ -98,6 +98,10 @@ typedef struct kvs_gpu {
  * ones.  kvs_model_load also accepts a path to a Hugging Face config.json. */
 kvs_status kvs_model_load(const char *name_or_path, kvs_model *out);
 kvs_status kvs_model_from_json_file(const char *path, kvs_model *out);
+/* The same from the bytes of a config.json in memory (UTF-8; a leading
+ * byte-order mark is skipped); path names it in messages. */
+kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t len,
+				    kvs_model *out);
 kvs_status kvs_gpu_preset(const char *name, kvs_gpu *out);
 /* NULL-terminated arrays of preset names. */
 const char *const *kvs_model_preset_names(void);

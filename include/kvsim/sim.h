@@ -138,6 +138,11 @@ typedef struct kvs_cost_config {
 	char table_path[256];         /* "" when no table */
 } kvs_cost_config;
 
+/* Largest linear coefficient accepted (s; an hour per step, token or
+ * sequence is far past any GPU): it keeps steps, the simulated clock and
+ * the time-weighted memory figures finite. */
+#define KVS_COST_MAX_COEF_S 3600.0
+
 /* Defaults: roofline, 0.5, 0.8, 2 ms, 10 us, KV-read factor 1; linear
  * terms 0. */
 void kvs_cost_config_defaults(kvs_cost_config *c);

@@ -203,6 +203,10 @@ typedef struct kvs_trace_summary {
 	                             * 2^20-token prompts) */
 	uint64_t hit_blocks;        /* blocks found in the cache */
 	uint64_t unique_blocks;     /* distinct hash ids seen */
+	uint64_t prefix_requests;   /* requests the prefix figures cover: all,
+	                             * unless prefix_capped */
+	bool prefix_capped;         /* KVS_SUMMARY_MAX_IDS distinct ids reached:
+	                             * the prefix figures stop there */
 	double prefix_hit_blocks;   /* hit_blocks / full_blocks */
 	double prefix_hit_tokens;   /* hit_blocks * block / prompt_tokens_total */
 	uint64_t sessions;          /* distinct non-zero session ids */
@@ -211,10 +215,18 @@ typedef struct kvs_trace_summary {
 	kvs_trace_stats reader;
 } kvs_trace_summary;
 
+/* Most distinct hash ids (at the trace's own granularity) the summary's
+ * prefix cache holds: 2^25, 768 MiB. */
+#define KVS_SUMMARY_MAX_IDS (1ull << 25)
+
 /* Read every request of an open reader (to KVS_END) and summarise it.
  * Memory: constant for the arrival and length statistics; the prefix cache
- * and the session set grow with the distinct hash ids / sessions (16 bytes
- * each).  On error the summary is untouched. */
+ * grows with the distinct hash ids at the trace's own granularity (24
+ * bytes each, whatever the block size the reader splits them to), up to
+ * KVS_SUMMARY_MAX_IDS, past which the prefix figures cover the requests
+ * before and the rest is still read and counted; the session set grows
+ * with the distinct sessions (16 bytes each).  On error the summary is
+ * untouched. */
 kvs_status kvs_trace_summarize(kvs_trace *t, kvs_trace_summary *out);
 
 /* ---- native writer ------------------------------------------------------- */
@@ -222,14 +234,19 @@ kvs_status kvs_trace_summarize(kvs_trace *t, kvs_trace_summary *out);
 typedef struct kvs_trace_writer kvs_trace_writer;
 
 /* Open path ("-" is stdout) for a native trace, format KVS_TRACE_NATIVE_CSV
- * or KVS_TRACE_NATIVE_JSONL.  with_hashes adds the hash columns (CSV). */
+ * or KVS_TRACE_NATIVE_JSONL.  with_hashes adds the hash columns (CSV).  The
+ * trace is written to a temporary file beside path (kvs_outfile) that
+ * kvs_trace_writer_close renames to path; path is untouched until then. */
 kvs_status kvs_trace_writer_open(const char *path, kvs_trace_format format,
 				 bool with_hashes, kvs_trace_writer **out);
 /* A "# text" comment line (before the first request, CSV and JSONL). */
 kvs_status kvs_trace_writer_comment(kvs_trace_writer *w, const char *text);
 kvs_status kvs_trace_writer_put(kvs_trace_writer *w, const kvs_request *r);
-/* Flush and close; KVS_ERR_IO if any write failed.  NULL is a no-op. */
+/* Flush, close and rename to the path; KVS_ERR_IO if any write failed (and
+ * then nothing is left at the path).  NULL is a no-op. */
 kvs_status kvs_trace_writer_close(kvs_trace_writer *w);
+/* Close and remove what was written: for a run that failed.  NULL: no-op. */
+void kvs_trace_writer_discard(kvs_trace_writer *w);
 
 /* ---- synthetic workload generator (kvsim gen) ----------------------------- */
 

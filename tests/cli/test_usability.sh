@@ -142,6 +142,13 @@ kvs_run compare 0 --limit 40 --policies paged,max --json=out-compare.json -q && 
 for f in size trace replay compare sweep; do
 	"$KVSIM" "$f" --help | grep -q -- "--json" || fail "$f --help names --json"
 done
+# an existing CSV after a bare --csv is the trace, never overwritten
+cp "$ROOT/traces/samples/azure-conv-sample.csv" keep.csv
+sum0=$(cksum <keep.csv)
+kvs_scaled_limit 30
+kvs_run sweep 0 --csv keep.csv --limit 30 --block-sizes 16 --policies paged --quiet &&
+	head -n 1 <<<"$out" | grep -q '^policy,' || fail "sweep --csv TRACE.csv: CSV on stdout"
+[ "$(cksum <keep.csv)" = "$sum0" ] || fail "sweep --csv overwrote the trace"
 [ ! -e out.json ] || fail "stray out.json"
 cd - >/dev/null || exit 1
 

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Inputs and outputs: traces read once (pipes, FIFOs and standard input
+# with every flag), output files written whole or not at all and checked
+# before the runs, bounded memory for `trace` prefix statistics, and the
+# messages of bad inputs (file, line, field, reason).
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+K=$KVSIM
+S="${KVS_SOURCE_ROOT:?}/traces/samples"
+M="${KVS_SHARED_TRACES:-}/mooncake-synthetic/synthetic.jsonl"
+
+"$K" gen --requests 40 --seed 3 -o "$tmp/t.csv" 2>/dev/null || fail "gen t.csv"
+# no temporary file (.NAME.kvsim-XXXXXX) left anywhere under a directory
+no_tmp() {
+	local left
+	left=$(find "$1" -name '.*.kvsim-*' | head -3)
+	[ -z "$left" ] || fail "${2:-temporary files left}: $left"
+}
+
+# ---- inputs read once (item 5) -------------------------------------------
+want=$("$K" trace --rate 2 "$tmp/t.csv" --json | grep '"mean_rate"')
+has "$want" '"mean_rate": 2' "--rate keep on a file"
+got=$("$K" trace --rate 2 --json <(cat "$tmp/t.csv") | grep '"mean_rate"')
+[ "$got" = "$want" ] || fail "--rate over <(cat): '$got' != '$want'"
+got=$(cat "$tmp/t.csv" | "$K" trace --rate 2 --json - | grep '"mean_rate"')
+[ "$got" = "$want" ] || fail "--rate over stdin: '$got' != '$want'"
+mkfifo "$tmp/fifo"
+(cat "$tmp/t.csv" > "$tmp/fifo" &)
+got=$(timeout 20 "$K" trace --rate 2 --json "$tmp/fifo" | grep '"mean_rate"')
+[ "$got" = "$want" ] || fail "--rate over a FIFO: '$got' != '$want'"
+# replay, compare (several policies) and sweep from a FIFO, with --rate
+ref=$("$K" compare --policies paged,max --rate 2 -q "$tmp/t.csv" --json - | grep -v '"path"\|wall')
+(cat "$tmp/t.csv" > "$tmp/fifo" &)
+got=$(timeout 20 "$K" compare --policies paged,max --rate 2 -q "$tmp/fifo" --json - | grep -v '"path"\|wall')
+[ "$got" = "$ref" ] || fail "compare over a FIFO differs from the file"
+(cat "$tmp/t.csv" > "$tmp/fifo" &)
+timeout 20 "$K" replay --rate 2 -q "$tmp/fifo" >/dev/null || fail "replay --rate over a FIFO"
+(cat "$tmp/t.csv" > "$tmp/fifo" &)
+timeout 20 "$K" sweep --rate 2 -q --block-sizes 16 "$tmp/fifo" >/dev/null || fail "sweep --rate over a FIFO"
+timeout 20 "$K" compare --rate 2 -q <(cat "$tmp/t.csv") >/dev/null || fail "compare over <(cat)"
+
+# ---- outputs whole or not at all (item 6) --------------------------------
+mkdir "$tmp/o"
+(cat "$tmp/t.csv"; echo "99,abc,5,0,0,1,0") > "$tmp/bad.csv"
+echo keep > "$tmp/o/out.csv"
+kvs_run trace 1 "$tmp/bad.csv" --write "$tmp/o/out.csv"
+has "$err" 'bad.csv:43: prompt_tokens'
+[ "$(cat "$tmp/o/out.csv")" = keep ] || fail "a failed trace --write clobbered the file"
+kvs_run trace 1 "$tmp/bad.csv" --write "$tmp/o/new.csv"
+[ -e "$tmp/o/new.csv" ] && fail "a failed trace --write left a partial file"
+kvs_run gen 1 --rate 1e-9 --requests 100 -o "$tmp/o/g.csv"
+[ -e "$tmp/o/g.csv" ] && fail "a failed gen left a file"
+for o in "--json $tmp/o/out.csv" "--timeseries $tmp/o/out.csv" "--requests $tmp/o/out.csv"; do
+	# shellcheck disable=SC2086
+	kvs_run replay 1 "$tmp/bad.csv" -q $o
+	[ "$(cat "$tmp/o/out.csv")" = keep ] || fail "a failed replay $o clobbered the file"
+done
+kvs_run sweep 1 "$tmp/bad.csv" -q --block-sizes 16 --json="$tmp/o/out.csv"
+[ "$(cat "$tmp/o/out.csv")" = keep ] || fail "a failed sweep --json clobbered the file"
+# success replaces it, whole
+kvs_run replay 0 "$tmp/t.csv" -q --json "$tmp/o/out.csv"
+has "$(tail -c 3 "$tmp/o/out.csv")" "}"
+no_tmp "$tmp/o"
+# a run killed mid-way leaves neither its outputs nor temporary files
+"$K" gen --requests 20000 --rate 200 --seed 1 -o "$tmp/big.csv" 2>/dev/null
+timeout -s TERM 0.5 "$K" replay "$tmp/big.csv" -q --no-fast-path \
+	--json "$tmp/o/killed.json" --requests "$tmp/o/killed.csv" >/dev/null 2>&1
+rc=$?
+if [ "$rc" -eq 124 ]; then
+	[ -e "$tmp/o/killed.json" ] && fail "a killed replay left its --json"
+	[ -e "$tmp/o/killed.csv" ] && fail "a killed replay left its --requests"
+	no_tmp "$tmp/o" "a killed replay left temporary files"
+fi
+# devices are written in place; /dev/full names the file and the reason
+kvs_run sweep 1 "$tmp/t.csv" -q --block-sizes 16 --csv=/dev/full
+has "$err" "--csv: /dev/full: write failed: No space left on device"
+kvs_run replay 0 "$tmp/t.csv" -q --json /dev/null
+
+# ---- item 7: gen writes only what the reader reads back -------------------
+kvs_run gen 1 --rate 1e-9 --requests 100 -o "$tmp/o/g.csv"
+has "$err" "is past the latest a trace can hold"
+"$K" gen --rate 2e-8 --requests 100 --seed 2 -o "$tmp/slow.csv" 2>/dev/null || fail "gen --rate 2e-8"
+kvs_run trace 0 "$tmp/slow.csv"
+has "$out" "requests         100"
+
+# ---- item 8: step-time coefficients keep the figures finite ---------------
+kvs_run replay 2 "$tmp/t.csv" --step-time-linear 1e300
+has "$err" "numbers in [0, 3600] s"
+kvs_run replay 0 "$tmp/t.csv" -q --step-time-linear 3600 --json -
+printf '%s' "$out" | grep -qE '_pct": null|: -?inf|: nan' && fail "--step-time-linear 3600: non-finite figures"
+has "$out" '"reservation_pct"' "--step-time-linear 3600: memory parts"
+
+# ---- item 9: a trace without requests renders -----------------------------
+printf 'arrival_s,prompt_tokens,output_tokens\n' > "$tmp/empty.csv"
+kvs_run replay 0 "$tmp/empty.csv" -q --json "$tmp/empty.json"
+kvs_run report 0 "$tmp/empty.json" -o "$tmp/rep-empty"
+[ -s "$tmp/rep-empty/index.html" ] || fail "report of an empty run"
+if kvs_run compare 0 "$tmp/empty.csv" -q --report "$tmp/rep-empty2"; then
+	[ -s "$tmp/rep-empty2/index.html" ] || fail "compare --report of an empty run"
+fi
+# a broken document is named once, not "kvsim replay: ... kvsim replay:"
+python3 - "$tmp/empty.json" > "$tmp/broken.json" <<'EOF' 2>/dev/null || true
+import json, sys
+d = json.load(open(sys.argv[1]))
+for p in d["policies"].values():
+    p["timeseries"]["free_pct"] = [1.0]
+print(json.dumps(d))
+EOF
+if [ -s "$tmp/broken.json" ]; then
+	kvs_run report 1 "$tmp/broken.json" -o "$tmp/rep-broken"
+	has "$err" "timeseries.free_pct: has values, but t_s is empty"
+fi
+
+# ---- item 10: every output checked before the runs -------------------------
+# the trace fails at its last line: a bad output must fail first
+for o in --json --timeseries --requests; do
+	kvs_run replay 1 "$tmp/bad.csv" -q $o /nonexistent-dir/x
+	has "$err" "$o: /nonexistent-dir/x: cannot write: No such file or directory"
+done
+kvs_run sweep 1 "$tmp/bad.csv" -q --block-sizes 16 --csv=/nonexistent-dir/x.csv
+has "$err" "--csv: /nonexistent-dir/x.csv: cannot write"
+kvs_run replay 1 "$tmp/bad.csv" -q --json "$tmp/o"
+has "$err" "Is a directory"
+
+# ---- item 11: trace prefix statistics in bounded memory ---------------------
+# the figures at a block size that splits the trace's blocks
+j=$("$K" trace "$S/mooncake-sample.jsonl" --json --block-size 1)
+has "$j" '"prefix_capped": false'
+has "$j" '"prefix_requests": 5'
+if [ -f "$M" ] && [ "${KVS_TEST_SCALE:-1}" = 1 ]; then
+	# 21 M distinct 1-token blocks once took 800 MB; now the 40 k source ids
+	out=$( (ulimit -v 400000; "$K" trace "$M" --block-size 1) 2>&1) ||
+		fail "trace --block-size 1 on Mooncake in 400 MB: $out"
+	has "$out" "39852661 of 61194628" "Mooncake --block-size 1 hits"
+	has "$out" "21341967 distinct blocks" "Mooncake --block-size 1 distinct blocks"
+fi
+
+# ---- item 12: messages name the file, line, field and reason ---------------
+printf 'arrival_s,prompt_tokens,output_tokens\n1e-320,5,5\n2,5,5\n' > "$tmp/tiny.csv"
+kvs_run trace 0 "$tmp/tiny.csv"
+printf 'arrival_s,prompt_tokens,output_tokens\n1e400,5,5\n' > "$tmp/huge.csv"
+kvs_run trace 1 "$tmp/huge.csv"
+has "$err" "too large"
+printf 'arrival_s,prompt_tokens,output_tokens\n0,5,5\n' | iconv -t UTF-16 > "$tmp/u16.csv" 2>/dev/null &&
+	{ kvs_run trace 1 "$tmp/u16.csv"; has "$err" "u16.csv:1: the file is UTF-16 text"; }
+printf 'arrival_s,prompt_tokens,output_tokens,prompt_tokens\n0,5,5,7\n' > "$tmp/dup.csv"
+kvs_run trace 1 "$tmp/dup.csv"
+has "$err" 'dup.csv:1: header: column "prompt_tokens" appears twice (columns 2 and 4)'
+printf 'arrival_s,prompt_tokens,output_tokens,session_id,turn,num_samples,priority,hash_block_tokens,hash_ids\n0,600,5,0,0,1,0,512,18446744073709551615 3\n' > "$tmp/bigid.csv"
+kvs_run trace 1 "$tmp/bigid.csv" --block-size 16
+has "$err" "bigid.csv:2: hash_ids: hash id 18446744073709551615 is too large to split"
+kvs_run sweep 2 "$tmp/bigid.csv" -q --enable-prefix-caching --block-sizes 16
+has "$err" "bigid.csv: line 2: hash_ids: id 18446744073709551615 is too large to split"
+kvs_run replay 1 "$tmp/t.csv" --step-time-table "$tmp/o"
+has "$err" "cannot read step-time table: is a directory"
+kvs_run replay 2 "$tmp/t.csv" --gpu-mem 1B
+has "$err" "device memory 1 B, from --gpu-mem"
+cfg='{"architectures":["LlamaForCausalLM"],"hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":8,"num_hidden_layers":32,"vocab_size":128256,"intermediate_size":14336,"max_position_embeddings":8192,"torch_dtype":"bfloat16"}'
+printf '\xef\xbb\xbf%s' "$cfg" > "$tmp/bom.json"
+kvs_run size 0 --model "$tmp/bom.json"
+printf '%s' "${cfg%\}},\"head_dim\":4294967295}" > "$tmp/hd.json"
+kvs_run size 1 --model "$tmp/hd.json"
+has "$err" "hd.json: field 'head_dim': 4294967295 is out of range [1, 65536]"
+# a line of exactly 1 MiB (without its newline) is read; one byte more is not
+python3 - "$tmp" <<'EOF' || fail "writing the 1 MiB lines"
+import sys
+d = sys.argv[1]
+for name, n in (("mib.jsonl", 1 << 20), ("mib1.jsonl", (1 << 20) + 1)):
+    head = '{"arrival_s": 0, "prompt_tokens": 5, "output_tokens": 5, "pad": "'
+    line = head + "x" * (n - len(head) - 2) + '"}'
+    assert len(line) == n
+    open(f"{d}/{name}", "w").write(line + "\n")
+EOF
+kvs_run trace 0 "$tmp/mib.jsonl" --format native-jsonl
+kvs_run trace 1 "$tmp/mib1.jsonl" --format native-jsonl
+has "$err" "mib1.jsonl:1: line: longer than 1048576 bytes"
+
+[ "$fails" -eq 0 ] || { echo "cli io: $fails failure(s)" >&2; exit 1; }
+echo "cli io: ok"

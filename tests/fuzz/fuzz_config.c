@@ -1,0 +1,56 @@
+/*
+ * fuzz_config.c - libFuzzer harness for the Hugging Face config.json parser
+ * (kvs_model_from_json_text), built by run.sh.  The first input byte picks
+ * the deployment (tp, KV dtype, block size) that sizes a parsed model, so
+ * the arithmetic of the sizing runs on every shape the parser accepts.
+ * Checks: no crash, no sanitizer report, every refusal carries a message,
+ * and an accepted model has the fields sizing relies on.
+ */
+#include "kvsim/model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	uint8_t ctl = data[0];
+	data++;
+	size--;
+	kvs_model m;
+	memset(&m, 0xA5, sizeof m); /* untouched on failure: must not be read */
+	kvs_clear_error();
+	kvs_status st = kvs_model_from_json_text("fuzz.json", (const char *)data, size, &m);
+	if (st != KVS_OK) {
+		kvs_require(kvs_last_error()[0] != '\0');
+		kvs_require(strstr(kvs_last_error(), "fuzz.json") != NULL);
+		return 0;
+	}
+	kvs_require(m.num_layers >= 1 && m.num_heads >= 1 && m.num_kv_heads >= 1);
+	kvs_require(m.head_dim >= 1 || m.kv_lora_rank >= 1);
+	kvs_gpu g;
+	memset(&g, 0, sizeof g);
+	snprintf(g.name, sizeof g.name, "fuzz-gpu");
+	g.mem_bytes = (ctl & 1) ? 80ull << 30 : 24ull << 30;
+	g.hbm_bytes_per_s = 2e12;
+	g.fp16_flops = 3e14;
+	g.pcie_bytes_per_s = 3.2e10;
+	g.interconnect_bytes_per_s = 3e11;
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, &g);
+	d.tp = 1u << ((ctl >> 1) & 3);
+	d.kv_dtype = (ctl & 8) ? KVS_DTYPE_FP8 : d.kv_dtype;
+	d.block_size = (ctl & 16) ? 1 : 16;
+	d.context_tokens = (ctl & 32) ? 1000000 : 4000;
+	kvs_sizing sz;
+	kvs_clear_error();
+	st = kvs_size_compute(&d, &sz);
+	if (st != KVS_OK)
+		kvs_require(kvs_last_error()[0] != '\0');
+	else
+		kvs_require(sz.kv_budget_bytes <= sz.usable_bytes);
+	return 0;
+}
