@@ -16,39 +16,8 @@
 
 #include <math.h>
 #include <string.h>
-#include <strings.h>
 
 /* ---- names ---------------------------------------------------------------- */
-
-static const char *const policy_names[KVS_POLICY_COUNT_] = {
-	[KVS_POLICY_PAGED] = "paged",
-	[KVS_POLICY_MAX] = "max",
-	[KVS_POLICY_POW2] = "pow2",
-	[KVS_POLICY_ORACLE] = "oracle",
-	[KVS_POLICY_VATTENTION] = "vattention",
-};
-
-const char *kvs_policy_name(kvs_policy p)
-{
-	if ((unsigned)p >= KVS_POLICY_COUNT_)
-		return "unknown";
-	return policy_names[p];
-}
-
-kvs_status kvs_policy_parse(const char *text, kvs_policy *out)
-{
-	if (!text || !out)
-		return kvs_fail(KVS_ERR_INVALID, "policy: missing value");
-	for (int p = 0; p < KVS_POLICY_COUNT_; p++) {
-		if (strcasecmp(text, policy_names[p]) == 0) {
-			*out = (kvs_policy)p;
-			return KVS_OK;
-		}
-	}
-	return kvs_fail(KVS_ERR_INVALID,
-			"policy: unknown policy \"%s\" (expected paged, max, pow2, "
-			"oracle or vattention)", text);
-}
 
 static const char *const reason_names[KVS_REASON_COUNT_] = {
 	[KVS_REASON_NONE] = "none",
@@ -156,7 +125,7 @@ void kvs_alloc_config_defaults(kvs_alloc_config *cfg)
 
 static kvs_status check_config(const kvs_alloc_config *c)
 {
-	if ((unsigned)c->policy >= KVS_POLICY_COUNT_)
+	if (!kvs_policy_get(c->policy))
 		return kvs_fail(KVS_ERR_INVALID, "allocator: unknown policy %d",
 				(int)c->policy);
 	if (c->budget_bytes == 0)
@@ -372,17 +341,7 @@ kvs_status kvs_alloc_create(const kvs_alloc_config *cfg, kvs_alloc **out)
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
 	a->cfg = *cfg;
 	a->free_rec = UINT32_MAX;
-	switch (cfg->policy) {
-	case KVS_POLICY_PAGED:
-		a->m = &kvs_paged_methods;
-		break;
-	case KVS_POLICY_VATTENTION:
-		a->m = &kvs_vatt_methods;
-		break;
-	default:
-		a->m = &kvs_contig_methods;
-		break;
-	}
+	a->m = kvs_policy_get(cfg->policy)->methods;
 	a->map_mask = 15;
 	a->map_shift = 64 - 4;
 	a->map = kvs_reallocarray(NULL, 16, sizeof *a->map);

@@ -5,7 +5,9 @@
  * alloc.c check arguments, look the sequence up and then call the policy
  * through a const table of methods (the shape of SQLite's pcache methods):
  *
- *   kvs_alloc --+-- methods ------> paged_methods | contig_methods | vatt_methods
+ *   kvs_alloc --+-- methods ------> the policy's row in the registry
+ *               |                    (registry.c): paged | max | pow2 |
+ *               |                    oracle | vattention methods
  *               +-- seq map  (open addressing, seq id -> record index, O(1))
  *               +-- recs[]   (one record per admitted or swapped sequence;
  *               |             free records are chained through next_free and
@@ -81,6 +83,10 @@ typedef struct kvs_alloc_methods {
 	uint64_t (*num_units)(const kvs_alloc *a);
 	uint64_t (*free_units)(const kvs_alloc *a);
 	uint64_t (*metadata_bytes)(const kvs_alloc *a);
+	/* contiguous policies only: tokens of the region a sequence of
+	 * prompt + output tokens reserves, at most max_model_len (which the
+	 * caller checked prompt + output against); at least 1 */
+	uint32_t (*region)(uint32_t max_model_len, uint32_t prompt, uint32_t output);
 } kvs_alloc_methods;
 
 typedef struct kvs_seq_map_entry {
@@ -113,8 +119,14 @@ struct kvs_alloc {
 	void *p;                      /* policy state */
 };
 
+/* The policies' method tables (registered in registry.c).  Only tests and
+ * the policies' own files name them; everything else goes through
+ * kvs_policy_get(). */
 extern const kvs_alloc_methods kvs_paged_methods;
-extern const kvs_alloc_methods kvs_contig_methods;
+/* contiguous reservation; the three differ only in .region */
+extern const kvs_alloc_methods kvs_max_methods;
+extern const kvs_alloc_methods kvs_pow2_methods;
+extern const kvs_alloc_methods kvs_oracle_methods;
 extern const kvs_alloc_methods kvs_vatt_methods;
 
 /* Record lookup; NULL when seq is unknown.  O(1) expected. */

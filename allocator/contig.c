@@ -47,32 +47,42 @@ static inline contig *C(const kvs_alloc *a)
 }
 
 /* Region for a sequence of prompt + output tokens (fits in max_model_len:
- * the caller checked). */
+ * the caller checked): the policy's rule. */
 static uint32_t region_tokens(const kvs_alloc *a, uint32_t prompt,
 			      uint32_t output)
 {
-	uint32_t mml = a->cfg.max_model_len;
-	switch (a->cfg.policy) {
-	case KVS_POLICY_MAX:
-		return mml;
-	case KVS_POLICY_POW2: {
-		uint64_t p2 = 1;
-		while (p2 < output)
-			p2 <<= 1;
-		uint64_t r = prompt + p2;
-		return r > mml ? mml : (uint32_t)r;
-	}
-	default:
-		/* a forked child of an empty parent still takes one token */
-		return prompt + output ? prompt + output : 1;
-	}
+	return a->m->region(a->cfg.max_model_len, prompt, output);
 }
 
 /* Smallest region the policy can ever reserve (external fragmentation
- * with no waiting request). */
+ * with no waiting request): that of an empty sequence, as every rule
+ * grows with prompt and output. */
 static uint32_t min_region(const kvs_alloc *a)
 {
-	return a->cfg.policy == KVS_POLICY_MAX ? a->cfg.max_model_len : 1;
+	return region_tokens(a, 0, 0);
+}
+
+static uint32_t region_max(uint32_t mml, uint32_t prompt, uint32_t output)
+{
+	(void)prompt;
+	(void)output;
+	return mml;
+}
+
+static uint32_t region_pow2(uint32_t mml, uint32_t prompt, uint32_t output)
+{
+	uint64_t p2 = 1;
+	while (p2 < output)
+		p2 <<= 1;
+	uint64_t r = prompt + p2;
+	return r > mml ? mml : (uint32_t)r;
+}
+
+static uint32_t region_oracle(uint32_t mml, uint32_t prompt, uint32_t output)
+{
+	(void)mml;
+	/* a forked child of an empty parent still takes one token */
+	return prompt + output ? prompt + output : 1;
 }
 
 static kvs_status contig_init(kvs_alloc *a)
@@ -378,22 +388,27 @@ static uint64_t contig_metadata_bytes(const kvs_alloc *a)
 	return (uint64_t)C(a)->fx_cap * sizeof(extent) + sizeof(contig);
 }
 
-const kvs_alloc_methods kvs_contig_methods = {
-	.name = "contiguous",
-	.init = contig_init,
-	.fini = contig_fini,
-	.can_admit = contig_can_admit,
-	.admit = contig_admit,
-	.grow = contig_grow,
-	.room = contig_room,
-	.release = contig_release,
-	.fork = contig_fork,
-	.swap_out = NULL,
-	.swap_in = NULL,
-	.can_swap_in = NULL,
-	.account = contig_account,
-	.is_valid = contig_is_valid,
-	.num_units = contig_zero,
-	.free_units = contig_zero,
-	.metadata_bytes = contig_metadata_bytes,
-};
+#define CONTIG_METHODS(policy_name, rule) {				\
+	.name = policy_name,						\
+	.init = contig_init,						\
+	.fini = contig_fini,						\
+	.can_admit = contig_can_admit,					\
+	.admit = contig_admit,						\
+	.grow = contig_grow,						\
+	.room = contig_room,						\
+	.release = contig_release,					\
+	.fork = contig_fork,						\
+	.swap_out = NULL,						\
+	.swap_in = NULL,						\
+	.can_swap_in = NULL,						\
+	.account = contig_account,					\
+	.is_valid = contig_is_valid,					\
+	.num_units = contig_zero,					\
+	.free_units = contig_zero,					\
+	.metadata_bytes = contig_metadata_bytes,			\
+	.region = rule,							\
+}
+
+const kvs_alloc_methods kvs_max_methods = CONTIG_METHODS("max", region_max);
+const kvs_alloc_methods kvs_pow2_methods = CONTIG_METHODS("pow2", region_pow2);
+const kvs_alloc_methods kvs_oracle_methods = CONTIG_METHODS("oracle", region_oracle);

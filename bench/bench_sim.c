@@ -152,23 +152,20 @@ int main(int argc, char **argv)
 	if (!kvs_bench_init(&b, "sim", argc, argv, &code))
 		return code;
 	bool quick = false;
-	kvs_policy pols[KVS_POLICY_COUNT_];
+	kvs_policy pols[KVS_POLICY_CAP];
 	size_t npol = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--quick") == 0) {
 			quick = true;
 		} else if (strcmp(argv[i], "--policies") == 0 && i + 1 < argc) {
-			char buf[256];
-			snprintf(buf, sizeof buf, "%s", argv[++i]);
-			char *save = NULL;
-			for (char *t = strtok_r(buf, ",", &save); t && npol < KVS_POLICY_COUNT_;
-			     t = strtok_r(NULL, ",", &save))
-				if (kvs_policy_parse(t, &pols[npol]) == KVS_OK)
-					npol++;
+			if (kvs_policy_parse_list(argv[++i], pols, KVS_POLICY_CAP, &npol) != KVS_OK) {
+				fprintf(stderr, "bench_sim: --policies: %s\n", kvs_last_error());
+				return 2;
+			}
 		}
 	}
 	if (npol == 0)
-		for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+		for (size_t p = 0; p < kvs_policy_count(); p++)
 			pols[npol++] = (kvs_policy)p;
 
 	const char *root = getenv("KVS_SHARED_TRACES");

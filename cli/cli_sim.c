@@ -25,32 +25,8 @@ static int parse_policies(kvs_args *it, kvs_cli_sim *c, bool one)
 	const char *v = kvs_args_value(it);
 	if (!v)
 		return -1;
-	char buf[256];
-	if (strlen(v) >= sizeof buf) {
-		kvs_args_usage_error(it, "%s: list too long", it->flag);
-		return -1;
-	}
-	strcpy(buf, v);
-	c->npolicies = 0;
-	char *save = NULL;
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		kvs_policy p;
-		if (kvs_policy_parse(tok, &p) != KVS_OK) {
-			kvs_args_usage_error(it, "%s: unknown policy '%s' (paged, max, pow2, "
-					     "oracle, vattention)", it->flag, tok);
-			return -1;
-		}
-		for (size_t i = 0; i < c->npolicies; i++)
-			if (c->policies[i] == p) {
-				kvs_args_usage_error(it, "%s: policy '%s' given twice", it->flag, tok);
-				return -1;
-			}
-		if (c->npolicies == KVS_POLICY_COUNT_)
-			break;
-		c->policies[c->npolicies++] = p;
-	}
-	if (c->npolicies == 0) {
-		kvs_args_usage_error(it, "%s: no policy given", it->flag);
+	if (kvs_policy_parse_list(v, c->policies, KVS_POLICY_CAP, &c->npolicies) != KVS_OK) {
+		kvs_args_usage_error(it, "%s: %s", it->flag, kvs_last_error());
 		return -1;
 	}
 	if (one && c->npolicies > 1) {
@@ -206,7 +182,8 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 {
 	c->cfg.deploy = *d;
 	if (c->npolicies == 0) {
-		c->policies[0] = KVS_POLICY_PAGED;
+		/* the first registered policy (paged) */
+		c->policies[0] = (kvs_policy)0;
 		c->npolicies = 1;
 	}
 	c->cfg.policy = c->policies[0];
@@ -255,17 +232,60 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 	return true;
 }
 
+/* The --policy / --policies lines, from the registry: the names wrapped
+ * at 79 columns under the description column. */
+static void print_policy_flag(FILE *f, bool several)
+{
+	static const char *const count[] = { "none", "one", "two", "three", "four",
+		"five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+		"thirteen", "fourteen", "fifteen", "sixteen" };
+	const int indent = 31, width = 79;
+	size_t n = kvs_policy_count();
+	int col = fprintf(f, "  %-*s%s", indent - 2, several ? "--policies LIST" : "--policy P",
+			  several ? "comma-separated:" : "");
+	for (size_t i = 0; i < n; i++) {
+		char word[96];
+		const char *name = kvs_policy_name((kvs_policy)i);
+		if (several)
+			snprintf(word, sizeof word, "%s%s", name, i + 1 < n ? "," : "");
+		else
+			snprintf(word, sizeof word, "%s%s%s", name, i == 0 ? " (default)" : "",
+				 i + 1 < n ? "," : "");
+		bool first = !several && i == 0;
+		if (!first && col + 1 + (int)strlen(word) > width) {
+			col = fprintf(f, "\n%*s", indent, "") - 1;
+			first = true;
+		}
+		col += fprintf(f, "%s%s", first ? "" : " ", word);
+	}
+	if (several) {
+		char tail[64];
+		snprintf(tail, sizeof tail, "(default: all %s)",
+			 n < KVS_ARRAY_LEN(count) ? count[n] : "of them");
+		if (col + 1 + (int)strlen(tail) > width)
+			fprintf(f, "\n%*s%s\n", indent, "", tail);
+		else
+			fprintf(f, " %s\n", tail);
+	} else {
+		fputc('\n', f);
+	}
+}
+
+static void print_policies(FILE *f)
+{
+	size_t n = kvs_policy_count();
+	fprintf(f, "policies:\n");
+	for (size_t i = 0; i < n; i++) {
+		const kvs_policy_info *p = kvs_policy_get((kvs_policy)i);
+		fprintf(f, "  %-29s%s\n", p->name, p->help ? p->help : "");
+	}
+}
+
 void kvs_cli_sim_help(FILE *f, bool several)
 {
 	fprintf(f,
 		"engine (vLLM names where vLLM has one):\n");
-	if (several)
-		fprintf(f,
-			"  --policies LIST              comma-separated: paged, max, pow2, oracle,\n"
-			"                               vattention (default: all five)\n");
-	else
-		fprintf(f,
-			"  --policy P                   paged (default), max, pow2, oracle, vattention\n");
+	print_policy_flag(f, several);
 	fprintf(f,
 		"  --max-num-seqs N             running sequences at most (default 256)\n"
 		"  --max-num-batched-tokens N   tokens per step; prompts are chunked to fit\n"
@@ -305,6 +325,8 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --no-fast-path               step one token at a time (slow; for checking)\n"
 		"  --wall-time                  record the run's wall time in the JSON (not\n"
 		"                               byte-identical between runs then)\n");
+	fputc('\n', f);
+	print_policies(f);
 }
 
 /* ---- progress -------------------------------------------------------------- */
@@ -447,120 +469,13 @@ void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st)
 			(unsigned long long)st->cow_copies);
 }
 
-typedef double (*getter)(const kvs_sim_stats *);
-
-#define G(name, expr) \
-	static double name(const kvs_sim_stats *s) { return (double)(expr); }
-G(g_arrived, s->arrived)
-G(g_completed, s->completed)
-G(g_rejected, s->rejected)
-G(g_unfinished, s->unfinished)
-G(g_tok, s->memory_pct.token_states)
-G(g_res, s->memory_pct.reservation)
-G(g_int, s->memory_pct.internal_frag)
-G(g_ext, s->memory_pct.external_frag)
-G(g_cached, s->memory_pct.cached_idle)
-G(g_free, s->memory_pct.free)
-G(g_ptok, s->memory_peak_pct.token_states)
-G(g_pwaste, s->memory_peak_pct.reservation + s->memory_peak_pct.internal_frag +
-	     s->memory_peak_pct.external_frag)
-G(g_cmean, s->concurrency_mean)
-G(g_cp50, s->concurrency_p50)
-G(g_cp99, s->concurrency_p99)
-G(g_cmax, s->concurrency_max)
-G(g_tps, s->tokens_per_step_mean)
-G(g_wmean, s->waiting_mean)
-G(g_wmax, s->waiting_max)
-G(g_q50, s->queue_delay_s.p50)
-G(g_q90, s->queue_delay_s.p90)
-G(g_q99, s->queue_delay_s.p99)
-G(g_qmax, s->queue_delay_s.max)
-G(g_t50, s->ttft_s.p50)
-G(g_t90, s->ttft_s.p90)
-G(g_t99, s->ttft_s.p99)
-G(g_p50, s->tpot_s.p50 * 1e3)
-G(g_p90, s->tpot_s.p90 * 1e3)
-G(g_p99, s->tpot_s.p99 * 1e3)
-G(g_e50, s->e2e_s.p50)
-G(g_e99, s->e2e_s.p99)
-G(g_rps, s->requests_per_s)
-G(g_otps, s->output_tokens_per_s)
-G(g_good, s->goodput_requests_per_s)
-G(g_goodf, s->goodput_fraction * 100)
-G(g_pre, s->preemptions)
-G(g_recomp, s->recomputed_tokens)
-G(g_swap, (double)s->swapped_bytes / 1048576.0)
-G(g_hit, s->prefix_hit_rate_tokens * 100)
-G(g_simt, s->sim_time_s)
-G(g_steps, s->steps)
-G(g_spans, s->spans)
-#undef G
-
-typedef struct row {
-	const char *label;   /* NULL: section title in `fmt` */
-	getter get;
-	const char *fmt;
-} row;
-
-static const row rows[] = {
-	{ NULL, NULL, "requests" },
-	{ "  arrived", g_arrived, "%.0f" },
-	{ "  completed", g_completed, "%.0f" },
-	{ "  rejected", g_rejected, "%.0f" },
-	{ "  unfinished", g_unfinished, "%.0f" },
-	{ NULL, NULL, "KV memory, time-weighted (% of pool)" },
-	{ "  token states", g_tok, "%.2f" },
-	{ "  reservation", g_res, "%.2f" },
-	{ "  internal fragmentation", g_int, "%.2f" },
-	{ "  external fragmentation", g_ext, "%.2f" },
-	{ "  cached idle", g_cached, "%.2f" },
-	{ "  free", g_free, "%.2f" },
-	{ NULL, NULL, "KV memory at peak use (% of pool)" },
-	{ "  token states", g_ptok, "%.2f" },
-	{ "  reserved or fragmented", g_pwaste, "%.2f" },
-	{ NULL, NULL, "concurrency (running sequences)" },
-	{ "  mean", g_cmean, "%.1f" },
-	{ "  p50", g_cp50, "%.0f" },
-	{ "  p99", g_cp99, "%.0f" },
-	{ "  max", g_cmax, "%.0f" },
-	{ "  tokens per step, mean", g_tps, "%.1f" },
-	{ NULL, NULL, "admission queue" },
-	{ "  waiting, mean", g_wmean, "%.1f" },
-	{ "  waiting, max", g_wmax, "%.0f" },
-	{ "  queue delay p50 (s)", g_q50, "%.3f" },
-	{ "  queue delay p90 (s)", g_q90, "%.3f" },
-	{ "  queue delay p99 (s)", g_q99, "%.3f" },
-	{ "  queue delay max (s)", g_qmax, "%.3f" },
-	{ NULL, NULL, "latency" },
-	{ "  TTFT p50 (s)", g_t50, "%.3f" },
-	{ "  TTFT p90 (s)", g_t90, "%.3f" },
-	{ "  TTFT p99 (s)", g_t99, "%.3f" },
-	{ "  TPOT p50 (ms)", g_p50, "%.2f" },
-	{ "  TPOT p90 (ms)", g_p90, "%.2f" },
-	{ "  TPOT p99 (ms)", g_p99, "%.2f" },
-	{ "  end-to-end p50 (s)", g_e50, "%.3f" },
-	{ "  end-to-end p99 (s)", g_e99, "%.3f" },
-	{ NULL, NULL, "throughput" },
-	{ "  requests/s", g_rps, "%.3f" },
-	{ "  output tokens/s", g_otps, "%.1f" },
-	{ "  goodput requests/s", g_good, "%.3f" },
-	{ "  goodput (% of arrived)", g_goodf, "%.1f" },
-	{ NULL, NULL, "preemption and prefix cache" },
-	{ "  preemptions", g_pre, "%.0f" },
-	{ "  recomputed tokens", g_recomp, "%.0f" },
-	{ "  swapped (MiB)", g_swap, "%.1f" },
-	{ "  prefix hit rate (% tokens)", g_hit, "%.1f" },
-	{ NULL, NULL, "simulation" },
-	{ "  simulated time (s)", g_simt, "%.1f" },
-	{ "  engine steps", g_steps, "%.0f" },
-	{ "  scheduling spans", g_spans, "%.0f" },
-};
-
 static double ratio_of(double a, double b)
 {
 	return b > 0 ? a / b : NAN;
 }
 
+/* The figures' column: the metric table's rows that have a label, in
+ * table order, under their section titles. */
 void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 {
 	const int lw = 32, cw = 12;
@@ -568,46 +483,40 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%*s", cw, kvs_policy_name(kvs_sim_result_stats(res[i])->policy));
 	fputc('\n', f);
-	for (size_t r = 0; r < KVS_ARRAY_LEN(rows); r++) {
-		if (!rows[r].label) {
-			fprintf(f, "%s\n", rows[r].fmt);
+	for (int id = 0; id < KVS_M_COUNT_; id++) {
+		const kvs_metric_info *m = kvs_metric_get((kvs_metric_id)id);
+		if (m->section)
+			fprintf(f, "%s\n", m->section);
+		if (!m->label)
 			continue;
-		}
-		fprintf(f, "%-*s", lw, rows[r].label);
+		fprintf(f, "%-*s", lw, m->label);
 		for (size_t i = 0; i < n; i++) {
 			char cell[32];
-			snprintf(cell, sizeof cell, rows[r].fmt, rows[r].get(kvs_sim_result_stats(res[i])));
+			snprintf(cell, sizeof cell, m->fmt,
+				 kvs_metric_value(m->id, kvs_sim_result_stats(res[i])) * m->scale);
 			fprintf(f, "%*s", cw, cell);
 		}
 		fputc('\n', f);
 	}
-	/* ratios paged / each */
+	/* ratios baseline / each */
 	const kvs_sim_stats *paged = NULL;
-	for (size_t i = 0; i < n; i++)
-		if (kvs_sim_result_stats(res[i])->policy == KVS_POLICY_PAGED)
+	for (size_t i = 0; i < n && !paged; i++)
+		if (kvs_policy_has(kvs_sim_result_stats(res[i])->policy, KVS_TRAIT_BASELINE))
 			paged = kvs_sim_result_stats(res[i]);
 	if (paged && n > 1) {
-		fprintf(f, "paged / each policy\n");
-		static const struct { const char *label; getter g; } rr[] = {
-			{ "  concurrency (mean)", g_cmean },
-			{ "  throughput (output tokens/s)", g_otps },
-			{ "  waste (reserved + fragmented)", NULL },
-			{ "  p99 queue delay", g_q99 },
+		fprintf(f, "%s / each policy\n", kvs_policy_name(paged->policy));
+		static const struct { const char *label; kvs_metric_id m; } rr[] = {
+			{ "  concurrency (mean)", KVS_M_CONC_MEAN },
+			{ "  throughput (output tokens/s)", KVS_M_OUTPUT_TOKENS_PER_S },
+			{ "  waste (reserved + fragmented)", KVS_M_WASTE_PCT },
+			{ "  p99 queue delay", KVS_M_QUEUE_P99 },
 		};
 		for (size_t k = 0; k < KVS_ARRAY_LEN(rr); k++) {
 			fprintf(f, "%-*s", lw, rr[k].label);
 			for (size_t i = 0; i < n; i++) {
 				const kvs_sim_stats *o = kvs_sim_result_stats(res[i]);
-				double x;
-				if (rr[k].g)
-					x = ratio_of(rr[k].g(paged), rr[k].g(o));
-				else
-					x = ratio_of(paged->memory_pct.reservation +
-						     paged->memory_pct.internal_frag +
-						     paged->memory_pct.external_frag,
-						     o->memory_pct.reservation +
-						     o->memory_pct.internal_frag +
-						     o->memory_pct.external_frag);
+				double x = ratio_of(kvs_metric_value(rr[k].m, paged),
+						    kvs_metric_value(rr[k].m, o));
 				char cell[32];
 				if (isfinite(x))
 					snprintf(cell, sizeof cell, "%.3gx", x);
@@ -624,18 +533,6 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 }
 
 /* ---- replay / compare ---------------------------------------------------------- */
-
-typedef struct req_csv {
-	FILE *f;
-	const char *policy;
-} req_csv;
-
-static void on_request_row(void *ctx, const kvs_sim_request_record *r)
-{
-	req_csv *rc = ctx;
-	fprintf(rc->f, "%s,", rc->policy);
-	kvs_sim_request_csv_row(rc->f, r);
-}
 
 /* An output named by a flag, opened before any simulation so that a bad
  * path fails first (kvs_outfile: "-" is standard output; a file is written
@@ -666,23 +563,6 @@ bool kvs_cli_out_close(const char *cmd, const char *flag, kvs_outfile *o, bool o
 		return false;
 	}
 	return true;
-}
-
-static void write_timeseries(FILE *f, kvs_sim_result *const *res, size_t n)
-{
-	fprintf(f, "policy,t_s,token_states_pct,reservation_pct,internal_fragmentation_pct,"
-		   "external_fragmentation_pct,cached_idle_pct,free_pct,running,waiting\n");
-	for (size_t i = 0; i < n; i++) {
-		size_t ns;
-		const kvs_sim_sample *s = kvs_sim_result_samples(res[i], &ns, NULL);
-		const char *name = kvs_policy_name(kvs_sim_result_stats(res[i])->policy);
-		for (size_t k = 0; k < ns; k++)
-			fprintf(f, "%s,%.9g,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%u,%llu\n", name,
-				s[k].t_s, s[k].mem.token_states, s[k].mem.reservation,
-				s[k].mem.internal_frag, s[k].mem.external_frag,
-				s[k].mem.cached_idle, s[k].mem.free, s[k].running,
-				(unsigned long long)s[k].waiting);
-	}
 }
 
 /* ---- --json and --report --------------------------------------------------- */
@@ -764,7 +644,7 @@ int kvs_cli_json_output(const char *cmd, const json_t *doc, kvs_outfile *json_ou
 	if (!json_out && !report_dir)
 		return KVS_EXIT_OK;
 	/* one text for both outputs */
-	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
+	char *text = kvs_sim_json_text(doc);
 	if (!text) {
 		fprintf(stderr, "kvsim %s: out of memory (JSON)\n", cmd);
 		return KVS_EXIT_FAIL;
@@ -873,9 +753,9 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	if (it.error)
 		return KVS_EXIT_USAGE;
 	if (several && sim.npolicies == 0) {
-		for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+		sim.npolicies = kvs_policy_count();
+		for (size_t p = 0; p < sim.npolicies; p++)
 			sim.policies[p] = (kvs_policy)p;
-		sim.npolicies = KVS_POLICY_COUNT_;
 	}
 	if (!several && sim.npolicies > 1) {
 		fprintf(stderr, "kvsim replay: one policy per replay; use 'kvsim compare "
@@ -898,7 +778,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	/* every output file opens now, so that a bad path fails before the
 	 * runs; each is renamed into place only when the whole command
 	 * succeeds */
-	req_csv rcsv = { NULL, NULL };
+	kvs_sim_request_csv rcsv = { NULL, NULL };
 	kvs_outfile *tso = NULL, *rqo = NULL, *jso = NULL, *bjo = NULL, *smo = NULL;
 	if ((tscsv && !(tso = kvs_cli_out_open(cmd, "--timeseries", tscsv))) ||
 	    (reqcsv && !(rqo = kvs_cli_out_open(cmd, "--requests", reqcsv))) ||
@@ -913,7 +793,6 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	}
 	if (rqo) {
 		rcsv.f = kvs_outfile_stream(rqo);
-		fputs("policy,", rcsv.f);
 		kvs_sim_request_csv_header(rcsv.f);
 	}
 	/* a trace read more than once (several policies) or that cannot be
@@ -930,7 +809,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		kvs_outfile_discard(jso);
 		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
-	kvs_sim_result *res[KVS_POLICY_COUNT_] = { 0 };
+	kvs_sim_result *res[KVS_POLICY_CAP] = { 0 };
 	size_t nres = 0;
 	kvs_trace_stats tstats;
 	memset(&tstats, 0, sizeof tstats);
@@ -944,7 +823,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		cfg.policy = sim.policies[i];
 		if (rcsv.f) {
 			rcsv.policy = kvs_policy_name(cfg.policy);
-			cfg.on_request = on_request_row;
+			cfg.on_request = kvs_sim_request_csv_on_request;
 			cfg.on_request_ctx = &rcsv;
 		}
 		if (set) {
@@ -1019,9 +898,8 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	}
 	if (smo && rc == KVS_EXIT_OK)
 		kvs_cli_summary_csv(kvs_outfile_stream(smo), res, nres, goodput);
-	if (tso && rc == KVS_EXIT_OK) {
-		write_timeseries(kvs_outfile_stream(tso), res, nres);
-	}
+	if (tso && rc == KVS_EXIT_OK)
+		(void)kvs_sim_timeseries_csv(res, nres, kvs_outfile_stream(tso));
 	/* all or nothing: after one failure the rest are discarded */
 	bool ok = rc == KVS_EXIT_OK;
 	ok = kvs_cli_out_close(cmd, "--timeseries", tso, ok) && ok;

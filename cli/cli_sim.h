@@ -28,7 +28,7 @@
 
 typedef struct kvs_cli_sim {
 	kvs_sim_config cfg;             /* engine settings; deploy filled by finish */
-	kvs_policy policies[KVS_POLICY_COUNT_];
+	kvs_policy policies[KVS_POLICY_CAP];
 	size_t npolicies;               /* 0 until --policy/--policies */
 	const char *table_path;         /* --step-time-table */
 	bool quiet;                     /* --quiet: no progress line */

@@ -87,10 +87,20 @@ int kvs_cli_trace_arg(kvs_args *it, kvs_trace_opts *o)
 
 void kvs_cli_trace_help(FILE *f)
 {
+	/* the format names, from the reader's table, wrapped at 79 columns */
+	int col = fprintf(f, "trace options:\n  --format F          %s",
+			  "auto (default: from the header / first line)") - 15;
+	for (int k = 1; k < KVS_TRACE_FORMAT_COUNT_; k++) {
+		const char *name = kvs_trace_format_name((kvs_trace_format)k);
+		bool last = k + 1 == KVS_TRACE_FORMAT_COUNT_;
+		if (col + 2 + (int)strlen(name) + !last > 79) {
+			col = fprintf(f, ",\n%22s%s", "", name) - 2;
+		} else {
+			col += fprintf(f, ", %s", name);
+		}
+	}
 	fprintf(f,
-		"trace options:\n"
-		"  --format F          auto (default: from the header / first line), azure,\n"
-		"                      mooncake, burstgpt, splitwise, native-csv, native-jsonl\n"
+		"\n"
 		"  --limit N           stop after N requests\n"
 		"  --start S           keep arrivals at or after S seconds (trace clock)\n"
 		"  --end S             keep arrivals before S seconds (trace clock)\n"

@@ -386,49 +386,14 @@ static json_t *j_u64(uint64_t v)
 	return json_integer((json_int_t)(v > (uint64_t)INT64_MAX ? INT64_MAX : v));
 }
 
-static json_t *json_model(const kvs_model *m)
-{
-	json_t *o = json_object();
-	json_object_set_new(o, "name", json_string(m->name));
-	json_object_set_new(o, "num_layers", json_integer(m->num_layers));
-	json_object_set_new(o, "num_heads", json_integer(m->num_heads));
-	json_object_set_new(o, "num_kv_heads", json_integer(m->num_kv_heads));
-	json_object_set_new(o, "head_dim", json_integer(m->head_dim));
-	json_object_set_new(o, "hidden_size", json_integer(m->hidden_size));
-	json_object_set_new(o, "max_position_embeddings", json_integer(m->max_position_embeddings));
-	json_object_set_new(o, "num_params", j_u64(m->num_params));
-	json_object_set_new(o, "num_active_params", j_u64(m->num_active_params));
-	json_object_set_new(o, "params_from_config", json_boolean(m->params_from_config));
-	json_object_set_new(o, "dtype", json_string(kvs_dtype_name(m->dtype)));
-	json_object_set_new(o, "sliding_window", json_integer(m->sliding_window));
-	json_object_set_new(o, "num_sliding_layers", json_integer(m->num_sliding_layers));
-	json_object_set_new(o, "num_experts", json_integer(m->num_experts));
-	json_object_set_new(o, "num_experts_per_tok", json_integer(m->num_experts_per_tok));
-	json_object_set_new(o, "kv_lora_rank", json_integer(m->kv_lora_rank));
-	json_object_set_new(o, "qk_rope_head_dim", json_integer(m->qk_rope_head_dim));
-	return o;
-}
-
-static json_t *json_gpu(const kvs_gpu *g)
-{
-	json_t *o = json_object();
-	json_object_set_new(o, "name", json_string(g->name));
-	json_object_set_new(o, "mem_bytes", j_u64(g->mem_bytes));
-	json_object_set_new(o, "hbm_bytes_per_s", json_real(g->hbm_bytes_per_s));
-	json_object_set_new(o, "fp16_flops", json_real(g->fp16_flops));
-	json_object_set_new(o, "pcie_bytes_per_s", json_real(g->pcie_bytes_per_s));
-	json_object_set_new(o, "interconnect_bytes_per_s", json_real(g->interconnect_bytes_per_s));
-	return o;
-}
-
 static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 			   const kvs_shrink_row *rows, const kvs_size_advice *a)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "kvsim_version", json_string(kvs_version()));
 	json_object_set_new(o, "command", json_string("size"));
-	json_object_set_new(o, "model", json_model(&d->model));
-	json_object_set_new(o, "gpu", json_gpu(&d->gpu));
+	json_object_set_new(o, "model", kvs_sim_model_json(&d->model));
+	json_object_set_new(o, "gpu", kvs_sim_gpu_json(&d->gpu));
 
 	json_t *e = json_object();
 	json_object_set_new(e, "tp", json_integer(d->tp));

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 		"\n"
 		"sweep:\n"
 		"  --block-sizes LIST           block sizes in tokens (1,2,4,8,16,32,64,128,256)\n"
-		"  --policies LIST              policies to sweep (all five; see engine)\n"
+		"  --policies LIST              policies to sweep (all; see engine)\n"
 		"  --jobs N                     worker threads (online CPUs)\n"
 		"  --no-dedupe                  simulate contiguous policies at every block\n"
 		"                               size (default: once, row repeated: their\n"
@@ -180,10 +180,16 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 			met += r->meets_slo;
 		}
 	}
-	if (c->dedupe_contiguous && c->nblock_sizes > 1)
-		fprintf(f, "\nContiguous policies (max, pow2, oracle, vattention) reserve the same "
-			"memory at every block size\nand read KV with the contiguous kernel: each "
-			"is simulated once and its row repeated per block size.\n");
+	if (c->dedupe_contiguous && c->nblock_sizes > 1) {
+		/* the registered policies that do not depend on the block size */
+		fputs("\nContiguous policies (", f);
+		for (size_t p = 0, k = 0; p < kvs_policy_count(); p++)
+			if (!kvs_policy_has((kvs_policy)p, KVS_TRAIT_BLOCK_GRANULAR))
+				fprintf(f, "%s%s", k++ ? ", " : "", kvs_policy_name((kvs_policy)p));
+		fputs(") reserve the same memory at every block size\nand read KV with the "
+		      "contiguous kernel: each is simulated once and its row repeated per "
+		      "block size.\n", f);
+	}
 	fprintf(f, "kernel x: paged / contiguous decode-attention time at this block size "
 		"(%s)%s.\n", c->kernel_profile ? "measured profile" : "analytic model",
 		c->kernel_feeds_step_time ? ", folded into the step time" : ", not in the step time");

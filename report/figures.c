@@ -314,11 +314,11 @@ static void fig_requests(pl_fig *f, const rp_run *run)
 			size_t i = ii;
 			bool last = ii == run->npol;
 			if (last) {
-				for (i = 0; i < run->npol && strcmp(run->pol[i].name, "paged") != 0; i++)
+				for (i = 0; i < run->npol && !rp_policy_is(run->pol[i].name, KVS_TRAIT_BASELINE); i++)
 					;
 				if (i == run->npol)
 					break;
-			} else if (strcmp(run->pol[i].name, "paged") == 0) {
+			} else if (rp_policy_is(run->pol[i].name, KVS_TRAIT_BASELINE)) {
 				continue;
 			}
 			const rp_policy *p = &run->pol[i];

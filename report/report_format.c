@@ -10,6 +10,7 @@
  */
 #include "kvs_config.h"
 #include "report_internal.h"
+#include "kvsim/alloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -34,23 +35,21 @@ rp_rgb rp_part_color(int part)
 	return hex(c[part >= 0 && part < RP_NPARTS ? part : RP_NPARTS - 1]);
 }
 
-static const struct {
-	const char *name;
-	unsigned color;
-} known[] = {
-	{ "paged", 0x0072b2 },      /* blue */
-	{ "max", 0xd55e00 },        /* vermillion */
-	{ "pow2", 0xe69f00 },       /* orange */
-	{ "oracle", 0x009e73 },     /* bluish green */
-	{ "vattention", 0xcc79a7 }, /* reddish purple */
-};
-
+/* Registered policies first, in registry order, in their registry colour;
+ * a name the registry does not know (a report from elsewhere) after them. */
 int rp_policy_rank(const char *policy)
 {
-	for (size_t i = 0; i < KVS_ARRAY_LEN(known); i++)
-		if (strcmp(policy, known[i].name) == 0)
-			return (int)i;
-	return (int)KVS_ARRAY_LEN(known);
+	kvs_policy p;
+	if (kvs_policy_parse(policy, &p) == KVS_OK &&
+	    strcmp(kvs_policy_name(p), policy) == 0)
+		return (int)p;
+	return (int)kvs_policy_count();
+}
+
+bool rp_policy_is(const char *policy, unsigned traits)
+{
+	int r = rp_policy_rank(policy);
+	return r < (int)kvs_policy_count() && kvs_policy_has((kvs_policy)r, traits);
 }
 
 rp_rgb rp_policy_color(const char *policy)
@@ -58,8 +57,8 @@ rp_rgb rp_policy_color(const char *policy)
 	static const unsigned extra[] = { 0x56b4e9, 0x000000, 0x999933, 0x882255,
 					  0x44aa99, 0x6a3d9a };
 	int r = rp_policy_rank(policy);
-	if (r < (int)KVS_ARRAY_LEN(known))
-		return hex(known[r].color);
+	if (r < (int)kvs_policy_count())
+		return hex(kvs_policy_get((kvs_policy)r)->color);
 	uint32_t h = 2166136261u; /* FNV-1a: stable across runs and builds */
 	for (const unsigned char *p = (const unsigned char *)policy; *p; p++)
 		h = (h ^ *p) * 16777619u;

@@ -66,7 +66,12 @@ static void name(FILE *f, const char *policy)
 
 static void compare_headline(FILE *f, const rp_run *run)
 {
-	const rp_policy *paged = find(run, "paged");
+	/* the registry's baseline (paged) against max reservation, else the
+	 * first other policy */
+	const rp_policy *paged = NULL;
+	for (size_t i = 0; !paged && i < run->npol; i++)
+		if (rp_policy_is(run->pol[i].name, KVS_TRAIT_BASELINE))
+			paged = &run->pol[i];
 	const rp_policy *other = find(run, "max");
 	for (size_t i = 0; !other && i < run->npol; i++)
 		if (&run->pol[i] != paged)
@@ -98,12 +103,12 @@ static void compare_headline(FILE *f, const rp_run *run)
 	rp_fmt_num(m2, sizeof m2, other->concurrency.mean, 3);
 	fprintf(f, "<p class=\"answer\">");
 	if (isfinite(r) && r > 0) {
-		name(f, "paged");
+		name(f, paged->name);
 		fprintf(f, " holds <b>%s×</b> the conversations of ", rb);
 		name(f, other->name);
 		fprintf(f, " at this load (mean running sequences %s against %s)", m1, m2);
 	} else {
-		name(f, "paged");
+		name(f, paged->name);
 		fprintf(f, " against ");
 		name(f, other->name);
 	}
@@ -167,7 +172,7 @@ static void sweep_headline(FILE *f, const rp_run *run)
 	 * knows the output lengths in advance, a bound rather than a choice */
 	double rec_bs = NAN;
 	for (size_t i = 0; i < run->nreco; i++)
-		if (run->reco[i].policy && strcmp(run->reco[i].policy, "paged") == 0 &&
+		if (run->reco[i].policy && rp_policy_is(run->reco[i].policy, KVS_TRAIT_BASELINE) &&
 		    strcmp(run->reco[i].objective, "throughput_within_slo") == 0)
 			rec_bs = run->reco[i].block_size;
 	const rp_capacity *bp = NULL, *bo = NULL, *bm = NULL;
@@ -175,12 +180,12 @@ static void sweep_headline(FILE *f, const rp_run *run)
 		const rp_capacity *c = &run->cap[i];
 		if (!isfinite(c->max_rate))
 			continue;
-		if (strcmp(c->policy, "paged") == 0) {
+		if (rp_policy_is(c->policy, KVS_TRAIT_BASELINE)) {
 			if (c->block_size == rec_bs)
 				bp = c;
 			else if (isnan(rec_bs) && (!bp || c->max_rate > bp->max_rate))
 				bp = c;
-		} else if (strcmp(c->policy, "oracle") != 0) {
+		} else if (!rp_policy_is(c->policy, KVS_TRAIT_BOUND)) {
 			if (!bo || c->max_rate > bo->max_rate)
 				bo = c;
 			if (strcmp(c->policy, "max") == 0 && (!bm || c->max_rate > bm->max_rate))
@@ -191,7 +196,7 @@ static void sweep_headline(FILE *f, const rp_run *run)
 		char a[32], b[32];
 		rp_fmt_num(a, sizeof a, bp->max_rate, 3);
 		fprintf(f, "<p>Within the SLOs, ");
-		name(f, "paged");
+		name(f, bp->policy);
 		if (isfinite(bp->block_size))
 			fprintf(f, " at block size %g", bp->block_size);
 		fprintf(f, " sustains <b>%s req/s</b>", a);

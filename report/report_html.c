@@ -167,24 +167,6 @@ static void group(FILE *f, const rp_run *run, const char *title)
 
 #define OFF(field) offsetof(rp_policy, field)
 
-static void pct_rows(FILE *f, const rp_run *run, const char *what, size_t off,
-		     cellfmt fmt, bool mean)
-{
-	char l[96];
-	if (mean) {
-		snprintf(l, sizeof l, "%s mean", what);
-		row(f, run, l, off + offsetof(rp_pct, mean), fmt);
-	}
-	snprintf(l, sizeof l, "%s p50", what);
-	row(f, run, l, off + offsetof(rp_pct, p50), fmt);
-	snprintf(l, sizeof l, "%s p90", what);
-	row(f, run, l, off + offsetof(rp_pct, p90), fmt);
-	snprintf(l, sizeof l, "%s p99", what);
-	row(f, run, l, off + offsetof(rp_pct, p99), fmt);
-	snprintf(l, sizeof l, "%s max", what);
-	row(f, run, l, off + offsetof(rp_pct, max), fmt);
-}
-
 static void accounting(FILE *f, const rp_run *run)
 {
 	fprintf(f, "<h3>Accounting</h3>\n");
@@ -255,6 +237,53 @@ static void memory_bars(FILE *f, const rp_run *run)
 	fprintf(f, "</table>\n");
 }
 
+static cellfmt style_fmt(kvs_metric_style s)
+{
+	switch (s) {
+	case KVS_MS_PCT: return F_PCT;
+	case KVS_MS_COUNT: return F_COUNT;
+	case KVS_MS_SEC: return F_SEC;
+	case KVS_MS_BYTES: return F_BYTES;
+	case KVS_MS_FRAC: return F_FRAC;
+	default: return F_NUM;
+	}
+}
+
+/* The first metric id after `id` that starts a page section (or the end). */
+static int next_section(int id)
+{
+	for (int i = id + 1; i < KVS_M_COUNT_; i++)
+		if (kvs_metric_get((kvs_metric_id)i)->page_section)
+			return i;
+	return KVS_M_COUNT_;
+}
+
+/* Whether some policy has a finite value in the section starting at id. */
+static bool section_has_data(const rp_run *run, int id)
+{
+	int end = next_section(id);
+	for (size_t i = 0; i < run->npol; i++)
+		for (int k = id; k < end; k++)
+			if (kvs_metric_get((kvs_metric_id)k)->page_label &&
+			    isfinite(run->pol[i].m[k]))
+				return true;
+	return false;
+}
+
+static void ratio_rows(FILE *f, const rp_run *run)
+{
+	bool ratios = false;
+	for (size_t i = 0; i < run->npol; i++)
+		ratios |= run->pol[i].has_ratios;
+	if (ratios) {
+		group(f, run, "Paged / this policy");
+		row(f, run, "concurrency", OFF(ratio_concurrency), F_RATIO);
+		row(f, run, "throughput", OFF(ratio_throughput), F_RATIO);
+		row(f, run, "waste", OFF(ratio_waste), F_RATIO);
+		row(f, run, "p99 queueing delay", OFF(ratio_p99_queue), F_RATIO);
+	}
+}
+
 static void policy_table(FILE *f, const rp_run *run)
 {
 	fprintf(f, "<h3>Summary</h3>\n<table>\n<thead><tr><th>metric</th>");
@@ -266,64 +295,29 @@ static void policy_table(FILE *f, const rp_run *run)
 	}
 	fprintf(f, "</tr></thead>\n<tbody>\n");
 
-	group(f, run, "KV memory, time-weighted (% of KV budget)");
-	for (int k = 0; k < RP_NPARTS; k++)
-		row(f, run, rp_part_label[k], OFF(mem) + (size_t)k * sizeof(double), F_PCT);
-	bool peak = false;
-	for (size_t i = 0; i < run->npol; i++)
-		for (int k = 0; k < RP_NPARTS; k++)
-			peak |= isfinite(run->pol[i].mem_peak[k]);
-	if (peak) {
-		group(f, run, "KV memory at peak use (% of KV budget)");
-		for (int k = 0; k < RP_NPARTS; k++)
-			row(f, run, rp_part_label[k], OFF(mem_peak) + (size_t)k * sizeof(double),
-			    F_PCT);
+	/* the metric table's page rows, under their sections; a section of
+	 * peak figures only when some policy has one */
+	for (int id = 0; id < KVS_M_COUNT_; id++) {
+		const kvs_metric_info *m = kvs_metric_get((kvs_metric_id)id);
+		if (m->page_section) {
+			if (id == KVS_M_SIM_TIME_S)
+				ratio_rows(f, run);
+			if (id == KVS_M_PEAK_TOKEN_STATES_PCT && !section_has_data(run, id))
+				id = next_section(id) - 1;
+			else
+				group(f, run, m->page_section);
+			if (id != (int)m->id)
+				continue;
+		}
+		if (m->page_label)
+			row(f, run, m->page_label, OFF(m) + (size_t)id * sizeof(double),
+			    style_fmt(m->page_style));
+		if (id == KVS_M_GOODPUT_FRACTION) {
+			/* the SLOs the goodput counts against */
+			row(f, run, "SLO: TTFT", OFF(slo_ttft_s), F_SEC);
+			row(f, run, "SLO: TPOT", OFF(slo_tpot_s), F_SEC);
+		}
 	}
-	group(f, run, "Concurrency");
-	row(f, run, "running sequences mean", OFF(concurrency.mean), F_NUM);
-	row(f, run, "running sequences p50", OFF(concurrency.p50), F_NUM);
-	row(f, run, "running sequences p99", OFF(concurrency.p99), F_NUM);
-	row(f, run, "running sequences max", OFF(concurrency.max), F_NUM);
-	row(f, run, "tokens per step mean", OFF(tokens_per_step.mean), F_NUM);
-	row(f, run, "tokens per step max", OFF(tokens_per_step.max), F_NUM);
-	row(f, run, "waiting requests mean", OFF(waiting.mean), F_NUM);
-	row(f, run, "waiting requests max", OFF(waiting.max), F_NUM);
-	group(f, run, "Queueing delay (arrival to first scheduled)");
-	pct_rows(f, run, "queueing delay", OFF(queue_delay), F_SEC, false);
-	group(f, run, "Latency");
-	pct_rows(f, run, "TTFT", OFF(ttft), F_SEC, false);
-	pct_rows(f, run, "TPOT", OFF(tpot), F_SEC, false);
-	pct_rows(f, run, "end-to-end", OFF(e2e), F_SEC, false);
-	group(f, run, "Throughput");
-	row(f, run, "requests / s", OFF(requests_per_s), F_NUM);
-	row(f, run, "output tokens / s", OFF(output_tokens_per_s), F_NUM);
-	row(f, run, "goodput requests / s", OFF(goodput_rps), F_NUM);
-	row(f, run, "goodput share of requests", OFF(goodput_fraction), F_FRAC);
-	row(f, run, "SLO: TTFT", OFF(slo_ttft_s), F_SEC);
-	row(f, run, "SLO: TPOT", OFF(slo_tpot_s), F_SEC);
-	group(f, run, "Preemption and prefix cache");
-	row(f, run, "preemptions", OFF(preemptions), F_COUNT);
-	row(f, run, "recomputed tokens", OFF(recomputed_tokens), F_COUNT);
-	row(f, run, "swapped", OFF(swapped_bytes), F_BYTES);
-	row(f, run, "prefix hit tokens", OFF(prefix_hit_tokens), F_COUNT);
-	row(f, run, "prefix hit blocks", OFF(prefix_hit_blocks), F_COUNT);
-	row(f, run, "prefix hit rate (tokens)", OFF(prefix_hit_rate_tokens), F_FRAC);
-	row(f, run, "prefix hit rate (blocks)", OFF(prefix_hit_rate_blocks), F_FRAC);
-	bool ratios = false;
-	for (size_t i = 0; i < run->npol; i++)
-		ratios |= run->pol[i].has_ratios;
-	if (ratios) {
-		group(f, run, "Paged / this policy");
-		row(f, run, "concurrency", OFF(ratio_concurrency), F_RATIO);
-		row(f, run, "throughput", OFF(ratio_throughput), F_RATIO);
-		row(f, run, "waste", OFF(ratio_waste), F_RATIO);
-		row(f, run, "p99 queueing delay", OFF(ratio_p99_queue), F_RATIO);
-	}
-	group(f, run, "Simulation");
-	row(f, run, "simulated time", OFF(sim_time_s), F_SEC);
-	row(f, run, "engine steps", OFF(sim_steps), F_COUNT);
-	row(f, run, "events", OFF(sim_events), F_COUNT);
-	row(f, run, "wall time", OFF(sim_wall_s), F_SEC);
 	fprintf(f, "</tbody>\n</table>\n");
 }
 

@@ -461,7 +461,7 @@ static void count_chart(FILE *f, const rp_run *run, bool waiting, const char *fi
 		const double *v = waiting ? p->ts.waiting : p->ts.running;
 		if (!p->ts.n || !v)
 			continue;
-		bool paged = strcmp(p->name, "paged") == 0;
+		bool paged = rp_policy_is(p->name, KVS_TRAIT_BASELINE);
 		series_begin(&c, p->name, &(series_opts){ .width = paged ? 3 : 1.5,
 							  .order = paged ? -1 : 0 });
 		size_t n = p->ts.n, nb = n < RI_POINTS ? n : RI_POINTS;
@@ -554,7 +554,7 @@ static void cdf_chart(FILE *f, const rp_run *run, int which, const char *fig, bo
 		const rp_cdf *cd = &p->cdf;
 		if (!cd->n || !cd->v[which])
 			continue;
-		bool paged = strcmp(p->name, "paged") == 0;
+		bool paged = rp_policy_is(p->name, KVS_TRAIT_BASELINE);
 		series_begin(&c, p->name, &(series_opts){ .width = paged ? 3 : 2,
 							  .order = paged ? -1 : 0 });
 		/* at most 4 x RI_POINTS... quantile grids are short (101 by default);
@@ -672,7 +672,7 @@ static void sweep_series(chart *c, const sweep_ctx *s, int field, bool log)
 		}
 		if (s->indep[k] && len < sizeof name)
 			snprintf(name + len, sizeof name - len, " (any block size)");
-		bool paged = strcmp(s->pol[k], "paged") == 0;
+		bool paged = rp_policy_is(s->pol[k], KVS_TRAIT_BASELINE);
 		char hx[8];
 		if (group)
 			snprintf(hx, sizeof hx, "#777777");
@@ -725,7 +725,7 @@ static void sweep_field_chart(FILE *f, const sweep_ctx *s, int field, const char
 	if (isfinite(slo) && slo > 0 && log)
 		lo = fmin(lo, slo);
 	char id[96], sub[256], sb[32];
-	snprintf(id, sizeof id, "%ssweep-%s", run->prefix, rp_row_key[field]);
+	snprintf(id, sizeof id, "%ssweep-%s", run->prefix, rp_row_field_key(field));
 	rp_fmt_seconds(sb, sizeof sb, slo);
 	snprintf(sub, sizeof sub, "%s%s%s%s", log ? "log y axis: the values span " : "",
 		 log ? (hi / lo >= 1000 ? "several decades" : "more than a decade") : "",
@@ -842,7 +842,7 @@ static void capacity_chart(FILE *f, const sweep_ctx *s, const char *fig, bool st
 		snprintf(name, sizeof name, "%s%s", pol[k], once ? " (same at every block size)" : "");
 		char hx[8];
 		hexcolor(hx, rp_policy_color(pol[k]));
-		bool paged = strcmp(pol[k], "paged") == 0;
+		bool paged = rp_policy_is(pol[k], KVS_TRAIT_BASELINE);
 		series_begin(&c, name, &(series_opts){ .color = hx, .points = !once, .dash = once,
 						      .width = paged ? 3 : 2, .order = paged ? -1 : 0 });
 		size_t idx[64], nidx = 0;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "kvsim/report.h"
+#include "kvsim/sim.h"
 
 /* ---- memory parts ---------------------------------------------------------
  * Stacked bottom to top in this order in every figure and table. */
@@ -29,14 +30,18 @@ typedef struct rp_rgb {
 } rp_rgb;
 
 rp_rgb rp_part_color(int part);
-/* Fixed colours for the known policies (paged, max, pow2, oracle,
- * vattention); any other name gets a colour from its hash, so a policy keeps
- * its colour in every figure and table. */
+/* The registry's colour for a registered policy (allocator/registry.c); any
+ * other name gets a colour from its hash, so a policy keeps its colour in
+ * every figure and table. */
 rp_rgb rp_policy_color(const char *policy);
 /* "#rrggbb" into buf (8 bytes). */
 void rp_rgb_hex(rp_rgb c, char buf[8]);
-/* Display rank of a policy name: known policies first, in a fixed order. */
+/* Display rank of a policy name: registered policies first, in registry
+ * order. */
 int rp_policy_rank(const char *policy);
+/* Whether a policy named in a report is registered and has every trait in
+ * traits (KVS_TRAIT_*, kvsim/alloc.h). */
+bool rp_policy_is(const char *policy, unsigned traits);
 
 /* ---- a replay / compare run ---------------------------------------------- */
 typedef struct rp_pct {        /* percentile block, seconds or counts */
@@ -84,6 +89,7 @@ typedef struct rp_policy {
 	/* compare: paged / this policy, from the top-level "ratios" */
 	double ratio_concurrency, ratio_throughput, ratio_waste, ratio_p99_queue;
 	bool has_ratios;
+	double m[KVS_M_COUNT_];      /* every figure by metric id; NAN when absent */
 	rp_series ts;                /* n == 0 when absent */
 	rp_cdf cdf;                  /* n == 0 when absent */
 } rp_policy;
@@ -95,7 +101,9 @@ enum {
 	RP_ROW_TPOT_P50, RP_ROW_TPOT_P99, RP_ROW_RPS, RP_ROW_OTPS,
 	RP_ROW_PREEMPTIONS, RP_ROW_KERNEL_US, RP_ROW_KERNEL_REL, RP_ROW_WASTE, RP_NROWF
 };
-extern const char *const rp_row_key[RP_NROWF];  /* JSON key of each field */
+/* The JSON key of a sweep-row field: the metric table's (kvsim/sim.h), or
+ * the row's own (kernel cost). */
+const char *rp_row_field_key(int field);
 
 typedef struct rp_row {
 	char *policy;

@@ -15,6 +15,7 @@
  */
 #include "kvs_config.h"
 #include "report_internal.h"
+#include "kvsim/sim.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -35,12 +36,18 @@ const char *const rp_cdf_title[RP_NCDF] = {
 	"Time to first token (TTFT)",
 	"Time per output token (TPOT)",
 };
-const char *const rp_row_key[RP_NROWF] = {
-	"internal_fragmentation_pct", "metadata_bytes", "prefix_hit_rate",
-	"concurrency_mean", "concurrency_p99", "queue_delay_p99_s",
-	"ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
-	"requests_per_s", "output_tokens_per_s", "preemptions", "kernel_cost_us",
-	"kernel_relative_cost", "waste_pct",
+/* the sweep-row fields the report draws: metric-table figures, and the
+ * row's own kernel-cost keys (-1: not a metric) */
+static const int rp_row_metric[RP_NROWF] = {
+	KVS_M_INTERNAL_FRAG_PCT, KVS_M_METADATA_BYTES_MAX, KVS_M_PREFIX_HIT_RATE_TOKENS,
+	KVS_M_CONC_MEAN, KVS_M_CONC_P99, KVS_M_QUEUE_P99,
+	KVS_M_TTFT_P50, KVS_M_TTFT_P99, KVS_M_TPOT_P50, KVS_M_TPOT_P99,
+	KVS_M_REQUESTS_PER_S, KVS_M_OUTPUT_TOKENS_PER_S, KVS_M_PREEMPTIONS, -1, -1,
+	KVS_M_WASTE_PCT,
+};
+static const char *const rp_row_own_key[RP_NROWF] = {
+	[RP_ROW_KERNEL_US] = "kernel_cost_us",
+	[RP_ROW_KERNEL_REL] = "kernel_relative_cost",
 };
 const char *const rp_meta_key[RP_NMETA] = { "model", "gpu", "engine", "trace" };
 
@@ -210,25 +217,6 @@ static kvs_status get_nums(const pctx *c, const json_t *parent, const char *path
 	return KVS_OK;
 }
 
-static kvs_status get_pct(const pctx *c, const json_t *parent, const char *path,
-			  const char *key, rp_pct *out)
-{
-	json_t *o;
-	kvs_status st = get_obj(c, parent, path, key, false, &o);
-	out->mean = out->p50 = out->p90 = out->p99 = out->max = NAN;
-	if (st != KVS_OK || !o)
-		return st;
-	char p[PATH_MAX_];
-	join(p, path, key);
-	if ((st = get_num(c, o, p, "mean", false, &out->mean)) ||
-	    (st = get_num(c, o, p, "p50", false, &out->p50)) ||
-	    (st = get_num(c, o, p, "p90", false, &out->p90)) ||
-	    (st = get_num(c, o, p, "p99", false, &out->p99)) ||
-	    (st = get_num(c, o, p, "max", false, &out->max)))
-		return st;
-	return KVS_OK;
-}
-
 /* ---- settings tables ------------------------------------------------------ */
 
 static char *scalar_text(const json_t *v)
@@ -392,14 +380,83 @@ static kvs_status parse_policy(const pctx *c, const char *name, const json_t *po
 	if (!(p->name = kvs_strdup(name)))
 		return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
 
+	/* the figures, as the metric table places them; the accounting counts
+	 * and the six time-weighted memory parts are required */
+	static const kvs_metric_id required[] = {
+		KVS_M_ARRIVED, KVS_M_COMPLETED, KVS_M_REJECTED, KVS_M_UNFINISHED,
+		KVS_M_TOKEN_STATES_PCT, KVS_M_RESERVATION_PCT, KVS_M_INTERNAL_FRAG_PCT,
+		KVS_M_EXTERNAL_FRAG_PCT, KVS_M_CACHED_IDLE_PCT, KVS_M_FREE_PCT,
+	};
+	double m[KVS_M_COUNT_];
+	for (int id = 0; id < KVS_M_COUNT_; id++) {
+		const kvs_metric_info *mi = kvs_metric_get((kvs_metric_id)id);
+		m[id] = NAN;
+		if (!(mi->flags & KVS_MF_POLICY))
+			continue;
+		bool req = false;
+		for (size_t k = 0; k < KVS_ARRAY_LEN(required); k++)
+			req |= required[k] == mi->id;
+		o = (json_t *)po;
+		if (*mi->group) {
+			if ((st = get_obj(c, po, path, mi->group, req, &o)) != KVS_OK)
+				return st;
+			if (!o)
+				continue;
+		}
+		join(sub, path, mi->group);
+		if (req && (mi->flags & KVS_MF_INT)) {
+			uint64_t n;
+			if ((st = get_count(c, o, sub, mi->field, &n)) != KVS_OK)
+				return st;
+			m[id] = (double)n;
+			continue;
+		}
+		if ((st = get_num(c, o, sub, mi->field, req, &m[id])) != KVS_OK)
+			return st;
+		if (isnan(m[id]) && mi->old_field &&
+		    (st = get_num(c, o, sub, mi->old_field, false, &m[id])) != KVS_OK)
+			return st;
+	}
+	memcpy(p->m, m, sizeof m);
+	p->arrived = (uint64_t)m[KVS_M_ARRIVED];
+	p->completed = (uint64_t)m[KVS_M_COMPLETED];
+	p->rejected = (uint64_t)m[KVS_M_REJECTED];
+	p->unfinished = (uint64_t)m[KVS_M_UNFINISHED];
+	for (int i = 0; i < RP_NPARTS; i++) {
+		p->mem[i] = m[KVS_M_TOKEN_STATES_PCT + i];
+		p->mem_peak[i] = m[KVS_M_PEAK_TOKEN_STATES_PCT + i];
+	}
+	p->concurrency = (rp_pct){ m[KVS_M_CONC_MEAN], m[KVS_M_CONC_P50], NAN,
+				   m[KVS_M_CONC_P99], m[KVS_M_CONC_MAX] };
+	p->tokens_per_step = (rp_pct){ m[KVS_M_TPS_MEAN], NAN, NAN, NAN, m[KVS_M_TPS_MAX] };
+	p->waiting = (rp_pct){ m[KVS_M_WAITING_MEAN], NAN, NAN, NAN, m[KVS_M_WAITING_MAX] };
+#define DIST(ID) (rp_pct){ m[KVS_M_##ID##_MEAN], m[KVS_M_##ID##_P50], m[KVS_M_##ID##_P90], \
+			   m[KVS_M_##ID##_P99], m[KVS_M_##ID##_MAX] }
+	p->queue_delay = DIST(QUEUE);
+	p->ttft = DIST(TTFT);
+	p->tpot = DIST(TPOT);
+	p->e2e = DIST(E2E);
+#undef DIST
+	p->requests_per_s = m[KVS_M_REQUESTS_PER_S];
+	p->output_tokens_per_s = m[KVS_M_OUTPUT_TOKENS_PER_S];
+	p->goodput_rps = m[KVS_M_GOODPUT_RPS];
+	p->goodput_fraction = m[KVS_M_GOODPUT_FRACTION];
+	p->preemptions = m[KVS_M_PREEMPTIONS];
+	p->recomputed_tokens = m[KVS_M_RECOMPUTED_TOKENS];
+	p->swapped_bytes = m[KVS_M_SWAPPED_BYTES];
+	p->prefix_hit_tokens = m[KVS_M_PREFIX_HIT_TOKENS];
+	p->prefix_hit_blocks = m[KVS_M_PREFIX_HIT_BLOCKS];
+	p->prefix_hit_rate_tokens = m[KVS_M_PREFIX_HIT_RATE_TOKENS];
+	p->prefix_hit_rate_blocks = m[KVS_M_PREFIX_HIT_RATE_BLOCKS];
+	p->sim_time_s = m[KVS_M_SIM_TIME_S];
+	p->sim_steps = m[KVS_M_STEPS];
+	p->sim_events = m[KVS_M_EVENTS];
+	p->sim_wall_s = m[KVS_M_WALL_S];
+
+	/* accounting: the rejections by reason */
 	if ((st = get_obj(c, po, path, "accounting", true, &o)) != KVS_OK)
 		return st;
 	join(sub, path, "accounting");
-	if ((st = get_count(c, o, sub, "arrived", &p->arrived)) ||
-	    (st = get_count(c, o, sub, "completed", &p->completed)) ||
-	    (st = get_count(c, o, sub, "rejected", &p->rejected)) ||
-	    (st = get_count(c, o, sub, "unfinished", &p->unfinished)))
-		return st;
 	json_t *rr;
 	if ((st = get_obj(c, o, sub, "rejected_by_reason", false, &rr)) != KVS_OK)
 		return st;
@@ -421,71 +478,13 @@ static kvs_status parse_policy(const pctx *c, const char *name, const json_t *po
 		}
 	}
 
-	if ((st = get_obj(c, po, path, "memory_pct", true, &o)) != KVS_OK)
-		return st;
-	join(sub, path, "memory_pct");
-	for (int i = 0; i < RP_NPARTS; i++)
-		if ((st = get_num(c, o, sub, rp_part_key[i], true, &p->mem[i])) != KVS_OK)
-			return st;
-	if ((st = get_obj(c, po, path, "memory_peak_pct", false, &o)) != KVS_OK)
-		return st;
-	join(sub, path, "memory_peak_pct");
-	for (int i = 0; i < RP_NPARTS; i++) {
-		p->mem_peak[i] = NAN;
-		if (o && (st = get_num(c, o, sub, rp_part_key[i], false, &p->mem_peak[i])))
-			return st;
-	}
-
-	if ((st = get_pct(c, po, path, "concurrency", &p->concurrency)) ||
-	    (st = get_pct(c, po, path, "tokens_per_step", &p->tokens_per_step)) ||
-	    (st = get_pct(c, po, path, "waiting", &p->waiting)) ||
-	    (st = get_pct(c, po, path, "queue_delay_s", &p->queue_delay)) ||
-	    (st = get_pct(c, po, path, "ttft_s", &p->ttft)) ||
-	    (st = get_pct(c, po, path, "tpot_s", &p->tpot)) ||
-	    (st = get_pct(c, po, path, "e2e_s", &p->e2e)))
-		return st;
-
-	p->requests_per_s = p->output_tokens_per_s = NAN;
-	if ((st = get_obj(c, po, path, "throughput", false, &o)) != KVS_OK)
-		return st;
-	join(sub, path, "throughput");
-	if (o && ((st = get_num(c, o, sub, "requests_per_s", false, &p->requests_per_s)) ||
-		  (st = get_num(c, o, sub, "output_tokens_per_s", false, &p->output_tokens_per_s))))
-		return st;
-
-	p->goodput_rps = p->goodput_fraction = p->slo_ttft_s = p->slo_tpot_s = NAN;
+	/* goodput: the SLOs it counts against (settings) */
+	p->slo_ttft_s = p->slo_tpot_s = NAN;
 	if ((st = get_obj(c, po, path, "goodput", false, &o)) != KVS_OK)
 		return st;
 	join(sub, path, "goodput");
-	if (o && ((st = get_num(c, o, sub, "requests_per_s", false, &p->goodput_rps)) ||
-		  (st = get_num(c, o, sub, "fraction", false, &p->goodput_fraction)) ||
-		  (st = get_num(c, o, sub, "slo_ttft_s", false, &p->slo_ttft_s)) ||
+	if (o && ((st = get_num(c, o, sub, "slo_ttft_s", false, &p->slo_ttft_s)) ||
 		  (st = get_num(c, o, sub, "slo_tpot_s", false, &p->slo_tpot_s))))
-		return st;
-
-	if ((st = get_num(c, po, path, "preemptions", false, &p->preemptions)) ||
-	    (st = get_num(c, po, path, "recomputed_tokens", false, &p->recomputed_tokens)) ||
-	    (st = get_num(c, po, path, "swapped_bytes", false, &p->swapped_bytes)) ||
-	    (st = get_num(c, po, path, "prefix_hit_tokens", false, &p->prefix_hit_tokens)) ||
-	    (st = get_num(c, po, path, "prefix_hit_blocks", false, &p->prefix_hit_blocks)))
-		return st;
-
-	p->prefix_hit_rate_tokens = p->prefix_hit_rate_blocks = NAN;
-	if ((st = get_obj(c, po, path, "prefix_hit_rate", false, &o)) != KVS_OK)
-		return st;
-	join(sub, path, "prefix_hit_rate");
-	if (o && ((st = get_num(c, o, sub, "tokens", false, &p->prefix_hit_rate_tokens)) ||
-		  (st = get_num(c, o, sub, "blocks", false, &p->prefix_hit_rate_blocks))))
-		return st;
-
-	p->sim_time_s = p->sim_steps = p->sim_events = p->sim_wall_s = NAN;
-	if ((st = get_obj(c, po, path, "sim", false, &o)) != KVS_OK)
-		return st;
-	join(sub, path, "sim");
-	if (o && ((st = get_num(c, o, sub, "sim_time_s", false, &p->sim_time_s)) ||
-		  (st = get_num(c, o, sub, "steps", false, &p->sim_steps)) ||
-		  (st = get_num(c, o, sub, "events", false, &p->sim_events)) ||
-		  (st = get_num(c, o, sub, "wall_s", false, &p->sim_wall_s))))
 		return st;
 
 	if ((st = get_obj(c, po, path, "timeseries", false, &o)) != KVS_OK)
@@ -556,6 +555,15 @@ static kvs_status parse_policies(const pctx *c, const json_t *root, rp_run *run)
 	return KVS_OK;
 }
 
+const char *rp_row_field_key(int field)
+{
+	if (field < 0 || field >= RP_NROWF)
+		return "";
+	return rp_row_metric[field] >= 0
+		? kvs_metric_get((kvs_metric_id)rp_row_metric[field])->key
+		: rp_row_own_key[field];
+}
+
 /* ---- sweep ---------------------------------------------------------------- */
 
 static kvs_status parse_sweep(const pctx *c, const json_t *root, rp_run *run)
@@ -584,9 +592,17 @@ static kvs_status parse_sweep(const pctx *c, const json_t *root, rp_run *run)
 		if (!(r->block_size >= 1))
 			return kvs_fail(KVS_ERR_PARSE, "%s: %s.block_size: must be >= 1, got %g",
 					c->label, path, r->block_size);
-		for (int f = 0; f < RP_NROWF; f++)
-			if ((st = get_num(c, o, path, rp_row_key[f], false, &r->f[f])))
+		for (int f = 0; f < RP_NROWF; f++) {
+			const kvs_metric_info *mi = rp_row_metric[f] >= 0
+				? kvs_metric_get((kvs_metric_id)rp_row_metric[f]) : NULL;
+			if ((st = get_num(c, o, path, mi ? mi->key : rp_row_own_key[f], false,
+					  &r->f[f])))
 				return st;
+			/* a sweep saved before the key was renamed */
+			if (isnan(r->f[f]) && mi && mi->old_key &&
+			    (st = get_num(c, o, path, mi->old_key, false, &r->f[f])))
+				return st;
+		}
 	}
 
 	if ((st = get_arr(c, root, "", "capacity", false, &a)) != KVS_OK)

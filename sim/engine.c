@@ -2009,7 +2009,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 {
 	if (!cfg || !out)
 		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_create: NULL argument");
-	if ((unsigned)cfg->policy >= KVS_POLICY_COUNT_)
+	if (!kvs_policy_get(cfg->policy))
 		return kvs_fail(KVS_ERR_INVALID, "unknown policy %d", (int)cfg->policy);
 	if (cfg->max_num_seqs == 0)
 		return kvs_fail(KVS_ERR_INVALID, "max_num_seqs must be >= 1");
@@ -2082,10 +2082,10 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	s->auto_interval = cfg->sample_interval_s == 0;
 	s->res->sample_interval_s = s->auto_interval ? 1.0 : cfg->sample_interval_s;
 	s->dirty = true;
-	/* every policy but paged copies the prompt's KV into each child at
-	 * the fork, into memory of the child's own: that memory is reserved
-	 * with the parent's at admission */
-	s->fork_copies = cfg->policy != KVS_POLICY_PAGED;
+	/* a policy that forks by copy puts the prompt's KV into each child
+	 * at the fork, into memory of the child's own: that memory is
+	 * reserved with the parent's at admission */
+	s->fork_copies = kvs_policy_has(cfg->policy, KVS_TRAIT_FORKS_BY_COPY);
 	s->reserve_children = s->fork_copies;
 	*out = s;
 	return KVS_OK;

@@ -43,10 +43,14 @@ json_t *kvs_sim_model_json(const kvs_model *m)
 	set(o, "num_params", jint(m->num_params));
 	set(o, "num_active_params", jint(m->num_active_params ? m->num_active_params
 							       : m->num_params));
+	set(o, "params_from_config", json_boolean(m->params_from_config));
 	set(o, "dtype", json_string(kvs_dtype_name(m->dtype)));
 	set(o, "sliding_window", jint(m->sliding_window));
+	set(o, "num_sliding_layers", jint(m->num_sliding_layers));
 	set(o, "num_experts", jint(m->num_experts));
+	set(o, "num_experts_per_tok", jint(m->num_experts_per_tok));
 	set(o, "kv_lora_rank", jint(m->kv_lora_rank));
+	set(o, "qk_rope_head_dim", jint(m->qk_rope_head_dim));
 	return o;
 }
 
@@ -155,29 +159,27 @@ json_t *kvs_sim_trace_json(const char *path, kvs_trace_format format,
 	return o;
 }
 
-static json_t *mem_json(const kvs_sim_mem_pct *p)
+/* The policy object's sub-object `group` ("" = o itself), created on
+ * first use. */
+static json_t *group_of(json_t *o, const char *group)
 {
-	json_t *o = json_object();
-	set(o, "token_states", jreal(p->token_states));
-	set(o, "reservation", jreal(p->reservation));
-	set(o, "internal_fragmentation", jreal(p->internal_frag));
-	set(o, "external_fragmentation", jreal(p->external_frag));
-	set(o, "cached_idle", jreal(p->cached_idle));
-	set(o, "free", jreal(p->free));
-	return o;
+	if (!*group)
+		return o;
+	json_t *g = json_object_get(o, group);
+	if (!g) {
+		g = json_object();
+		set(o, group, g);
+	}
+	return g;
 }
 
-static json_t *dist_json(const kvs_sim_dist *d)
+/* A metric's JSON value: integers as integers, non-finite reals as null. */
+json_t *kvs_sim_metric_json(const kvs_metric_info *m, const kvs_sim_stats *st)
 {
-	json_t *o = json_object();
-	bool any = d->count > 0;
-	set(o, "count", jint(d->count));
-	set(o, "mean", any ? jreal(d->mean) : json_null());
-	set(o, "p50", any ? jreal(d->p50) : json_null());
-	set(o, "p90", any ? jreal(d->p90) : json_null());
-	set(o, "p99", any ? jreal(d->p99) : json_null());
-	set(o, "max", any ? jreal(d->max) : json_null());
-	return o;
+	double v = kvs_metric_value(m->id, st);
+	if (m->flags & KVS_MF_INT)
+		return jint((uint64_t)v);
+	return jreal(v);
 }
 
 static json_t *series(const kvs_sim_result *r, size_t off, bool is_u32, bool is_u64)
@@ -201,83 +203,29 @@ json_t *kvs_sim_result_json(const kvs_sim_result *r)
 	json_t *o = json_object();
 	set(o, "policy", json_string(kvs_policy_name(st->policy)));
 
-	json_t *acc = json_object();
-	set(acc, "arrived", jint(st->arrived));
-	set(acc, "completed", jint(st->completed));
-	set(acc, "rejected", jint(st->rejected));
-	set(acc, "unfinished", jint(st->unfinished));
+	/* every figure of the metric table that policy objects carry */
+	for (int i = 0; i < KVS_M_COUNT_; i++) {
+		const kvs_metric_info *m = kvs_metric_get((kvs_metric_id)i);
+		if (!(m->flags & KVS_MF_POLICY))
+			continue;
+		json_t *v;
+		if ((m->flags & KVS_MF_DIST) && !(m->flags & KVS_MF_INT) &&
+		    ((const kvs_sim_dist *)((const char *)st + m->dist_offset))->count == 0)
+			v = json_null();        /* no sample: no latency */
+		else if ((m->flags & KVS_MF_SET_ONLY) && !(kvs_metric_value(m->id, st) >= 0))
+			v = json_null();        /* not recorded */
+		else
+			v = kvs_sim_metric_json(m, st);
+		set(group_of(o, m->group), m->field, v);
+	}
 	json_t *why = json_object();
 	for (int i = 0; i < KVS_SIM_REJECT_COUNT_; i++)
 		set(why, kvs_sim_reject_name((kvs_sim_reject)i), jint(st->rejected_by[i]));
-	set(acc, "rejected_by_reason", why);
-	set(acc, "multi_sample_requests", jint(st->multi_sample_requests));
-	set(o, "accounting", acc);
-
-	set(o, "memory_pct", mem_json(&st->memory_pct));
-	set(o, "memory_peak_pct", mem_json(&st->memory_peak_pct));
-	set(o, "memory_peak_time_s", jreal(st->peak_time_s));
-	json_t *kv = json_object();
-	set(kv, "budget_bytes", jint(st->kv_budget_bytes));
-	set(kv, "bytes_per_token", jint(st->kv_bytes_per_token));
-	set(kv, "num_blocks", jint(st->num_blocks));
-	set(kv, "metadata_bytes_max", jint(st->metadata_bytes_max));
-	set(o, "kv", kv);
-
-	json_t *c = json_object();
-	set(c, "mean", jreal(st->concurrency_mean));
-	set(c, "p50", jreal(st->concurrency_p50));
-	set(c, "p99", jreal(st->concurrency_p99));
-	set(c, "max", jint(st->concurrency_max));
-	set(o, "concurrency", c);
-	json_t *tps = json_object();
-	set(tps, "mean", jreal(st->tokens_per_step_mean));
-	set(tps, "max", jint(st->tokens_per_step_max));
-	set(o, "tokens_per_step", tps);
-	json_t *w = json_object();
-	set(w, "mean", jreal(st->waiting_mean));
-	set(w, "max", jint(st->waiting_max));
-	set(o, "waiting", w);
-
-	set(o, "queue_delay_s", dist_json(&st->queue_delay_s));
-	set(o, "ttft_s", dist_json(&st->ttft_s));
-	set(o, "tpot_s", dist_json(&st->tpot_s));
-	set(o, "e2e_s", dist_json(&st->e2e_s));
-
-	json_t *th = json_object();
-	set(th, "requests_per_s", jreal(st->requests_per_s));
-	set(th, "output_tokens_per_s", jreal(st->output_tokens_per_s));
-	set(th, "output_tokens", jint(st->output_tokens));
-	set(th, "prompt_tokens", jint(st->prompt_tokens));
-	set(o, "throughput", th);
-	json_t *g = json_object();
-	set(g, "requests_per_s", jreal(st->goodput_requests_per_s));
-	set(g, "fraction", jreal(st->goodput_fraction));
+	set(group_of(o, "accounting"), "rejected_by_reason", why);
+	/* the SLOs the goodput counts against: settings, not figures */
+	json_t *g = group_of(o, "goodput");
 	set(g, "slo_ttft_s", opt_real(r->cfg.slo_ttft_s));
 	set(g, "slo_tpot_s", opt_real(r->cfg.slo_tpot_s));
-	set(o, "goodput", g);
-
-	set(o, "preemptions", jint(st->preemptions));
-	set(o, "recomputed_tokens", jint(st->recomputed_tokens));
-	set(o, "swapped_bytes", jint(st->swapped_bytes));
-	set(o, "swap_out_bytes", jint(st->swap_out_bytes));
-	set(o, "swap_in_bytes", jint(st->swap_in_bytes));
-	set(o, "forked_sequences", jint(st->forked_sequences));
-	set(o, "cow_copies", jint(st->cow_copies));
-	set(o, "copy_bytes", jint(st->copy_bytes));
-	set(o, "prefix_hit_tokens", jint(st->prefix_hit_tokens));
-	set(o, "prefix_hit_blocks", jint(st->prefix_hit_blocks));
-	json_t *hr = json_object();
-	set(hr, "tokens", jreal(st->prefix_hit_rate_tokens));
-	set(hr, "blocks", jreal(st->prefix_hit_rate_blocks));
-	set(o, "prefix_hit_rate", hr);
-
-	json_t *sim = json_object();
-	set(sim, "sim_time_s", jreal(st->sim_time_s));
-	set(sim, "steps", jint(st->steps));
-	set(sim, "spans", jint(st->spans));
-	set(sim, "events", jint(st->events));
-	set(sim, "wall_s", st->wall_s >= 0 ? jreal(st->wall_s) : json_null());
-	set(o, "sim", sim);
 
 	json_t *ts = json_object();
 	set(ts, "interval_s", jreal(r->sample_interval_s));
@@ -327,8 +275,7 @@ static json_t *ratio(double a, double b)
 
 static double waste_pct(const kvs_sim_stats *s)
 {
-	return s->memory_pct.reservation + s->memory_pct.internal_frag +
-	       s->memory_pct.external_frag;
+	return kvs_metric_value(KVS_M_WASTE_PCT, s);
 }
 
 json_t *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
@@ -346,10 +293,11 @@ json_t *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
 	set(doc, "engine", kvs_sim_engine_json(cfg, &results[0]->st));
 	set(doc, "trace", kvs_sim_trace_json(trace_path, format, tstats, &results[0]->st));
 	json_t *pol = json_object();
+	/* the ratios are taken against the registry's baseline policy */
 	const kvs_sim_stats *paged = NULL;
 	for (size_t i = 0; i < n; i++) {
 		set(pol, kvs_policy_name(results[i]->st.policy), kvs_sim_result_json(results[i]));
-		if (results[i]->st.policy == KVS_POLICY_PAGED)
+		if (!paged && kvs_policy_has(results[i]->st.policy, KVS_TRAIT_BASELINE))
 			paged = &results[i]->st;
 	}
 	set(doc, "policies", pol);
@@ -357,7 +305,7 @@ json_t *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
 		json_t *rs = json_object();
 		for (size_t i = 0; i < n; i++) {
 			const kvs_sim_stats *o = &results[i]->st;
-			if (o->policy == KVS_POLICY_PAGED)
+			if (o == paged)
 				continue;
 			json_t *r = json_object();
 			set(r, "concurrency", ratio(paged->concurrency_mean, o->concurrency_mean));
@@ -372,29 +320,50 @@ json_t *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
 	return doc;
 }
 
+char *kvs_sim_json_text(const json_t *doc)
+{
+	return json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
+}
+
+kvs_status kvs_sim_json_write_text(const char *text, const char *path)
+{
+	/* the text and a newline, under a temporary name renamed when done */
+	kvs_outfile *o;
+	kvs_status st = kvs_outfile_open(path, &o);
+	if (st != KVS_OK)
+		return st;
+	FILE *f = kvs_outfile_stream(o);
+	if (fputs(text, f) < 0 || fputc('\n', f) == EOF) {
+		kvs_outfile_discard(o);
+		return kvs_fail(KVS_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+	}
+	return kvs_outfile_commit(o);
+}
+
 kvs_status kvs_sim_json_write(const json_t *doc, const char *path)
 {
-	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
+	char *text = kvs_sim_json_text(doc);
 	if (!text)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (JSON)");
-	/* the text and a newline, under a temporary name renamed when done */
-	size_t n = strlen(text);
-	text[n] = '\n';
-	kvs_status st = kvs_outfile_write_all(path, text, n + 1);
+	kvs_status st = kvs_sim_json_write_text(text, path);
 	free(text);
 	return st;
 }
 
-kvs_status kvs_sim_timeseries_csv(const kvs_sim_result *r, FILE *f)
+kvs_status kvs_sim_timeseries_csv(kvs_sim_result *const *res, size_t n, FILE *f)
 {
-	fprintf(f, "t_s,token_states_pct,reservation_pct,internal_fragmentation_pct,"
+	fprintf(f, "policy,t_s,token_states_pct,reservation_pct,internal_fragmentation_pct,"
 		   "external_fragmentation_pct,cached_idle_pct,free_pct,running,waiting\n");
-	for (size_t i = 0; i < r->nsamples; i++) {
-		const kvs_sim_sample *s = &r->samples[i];
-		fprintf(f, "%.9g,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%u,%llu\n", s->t_s,
-			s->mem.token_states, s->mem.reservation, s->mem.internal_frag,
-			s->mem.external_frag, s->mem.cached_idle, s->mem.free,
-			s->running, (unsigned long long)s->waiting);
+	for (size_t i = 0; i < n; i++) {
+		const kvs_sim_result *r = res[i];
+		const char *name = kvs_policy_name(r->st.policy);
+		for (size_t k = 0; k < r->nsamples; k++) {
+			const kvs_sim_sample *s = &r->samples[k];
+			fprintf(f, "%s,%.9g,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%u,%llu\n", name,
+				s->t_s, s->mem.token_states, s->mem.reservation,
+				s->mem.internal_frag, s->mem.external_frag, s->mem.cached_idle,
+				s->mem.free, s->running, (unsigned long long)s->waiting);
+		}
 	}
 	if (ferror(f))
 		return kvs_fail(KVS_ERR_IO, "time series: write failed");
@@ -403,7 +372,7 @@ kvs_status kvs_sim_timeseries_csv(const kvs_sim_result *r, FILE *f)
 
 void kvs_sim_request_csv_header(FILE *f)
 {
-	fprintf(f, "index,line,outcome,reason,arrival_s,admitted_s,first_token_s,"
+	fprintf(f, "policy,index,line,outcome,reason,arrival_s,admitted_s,first_token_s,"
 		   "finish_s,prompt_tokens,output_tokens,cached_tokens,preemptions,"
 		   "num_samples,ttft_s,tpot_s,itl_mean_s,e2e_s\n");
 }
@@ -416,10 +385,10 @@ static void opt_time(FILE *f, double t)
 		fputs(",", f);
 }
 
-void kvs_sim_request_csv_row(FILE *f, const kvs_sim_request_record *r)
+void kvs_sim_request_csv_row(FILE *f, const char *policy, const kvs_sim_request_record *r)
 {
 	static const char *const outcome[] = { "completed", "rejected", "unfinished" };
-	fprintf(f, "%llu,%llu,%s,%s", (unsigned long long)r->index,
+	fprintf(f, "%s,%llu,%llu,%s,%s", policy, (unsigned long long)r->index,
 		(unsigned long long)r->line, outcome[r->outcome],
 		r->outcome == KVS_SIM_REJECTED ? kvs_sim_reject_name(r->reason) : "");
 	fprintf(f, ",%.9f", r->arrival_s);
@@ -441,4 +410,10 @@ void kvs_sim_request_csv_row(FILE *f, const kvs_sim_request_record *r)
 	opt_time(f, tpot);
 	opt_time(f, e2e);
 	fputc('\n', f);
+}
+
+void kvs_sim_request_csv_on_request(void *ctx, const kvs_sim_request_record *r)
+{
+	const kvs_sim_request_csv *c = ctx;
+	kvs_sim_request_csv_row(c->f, c->policy, r);
 }

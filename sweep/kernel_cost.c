@@ -147,7 +147,8 @@ kvs_status kvs_sweep_kernel_ws(const kvs_sweep_config *c, const kvs_sweep_worklo
 	kvs_sweep_kernel k;
 	memset(&k, 0, sizeof k);
 	k.mean_context = w->mean_context;
-	if (policy != KVS_POLICY_PAGED) {
+	if (!kvs_policy_get(policy) ||
+	    kvs_policy_get(policy)->kernel != KVS_KERNEL_READ_PAGED) {
 		k.rel = 1.0;
 		k.source = KVS_KERNEL_CONTIGUOUS;
 	} else if (c->kernel_profile && kvs_kernel_profile_has(c->kernel_profile, b)) {

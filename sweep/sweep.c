@@ -34,9 +34,9 @@ void kvs_sweep_config_defaults(kvs_sweep_config *c, const kvs_sim_config *base)
 	memset(c, 0, sizeof *c);
 	if (base)
 		c->base = *base;
-	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+	c->npolicies = kvs_policy_count();
+	for (size_t p = 0; p < c->npolicies; p++)
 		c->policies[p] = (kvs_policy)p;
-	c->npolicies = KVS_POLICY_COUNT_;
 	for (uint32_t b = 1, i = 0; b <= 256; b *= 2, i++)
 		c->block_sizes[i] = b;
 	c->nblock_sizes = 9;
@@ -110,34 +110,19 @@ kvs_status kvs_sweep_parse_block_sizes(const char *text, kvs_sweep_config *c)
 	return st;
 }
 
-static kvs_status add_policy(const char *item, void *ctx)
-{
-	kvs_sweep_config *c = ctx;
-	kvs_policy p;
-	if (kvs_policy_parse(item, &p) != KVS_OK)
-		return kvs_fail(KVS_ERR_INVALID, "policy '%s': expected paged, max, pow2, "
-				"oracle or vattention", item);
-	for (size_t i = 0; i < c->npolicies; i++)
-		if (c->policies[i] == p)
-			return kvs_fail(KVS_ERR_INVALID, "policy %s given twice", item);
-	c->policies[c->npolicies++] = p;
-	return KVS_OK;
-}
-
 kvs_status kvs_sweep_parse_policies(const char *text, kvs_sweep_config *c)
 {
-	kvs_sweep_config tmp = *c;
-	tmp.npolicies = 0;
-	kvs_status st = each_item(text, "policies", add_policy, &tmp);
-	if (st == KVS_OK)
-		*c = tmp;
-	return st;
+	return kvs_policy_parse_list(text, c->policies, KVS_POLICY_CAP, &c->npolicies);
 }
 
 static kvs_status check_config(const kvs_sweep_config *c)
 {
-	if (c->npolicies == 0 || c->npolicies > KVS_POLICY_COUNT_)
+	if (c->npolicies == 0 || c->npolicies > KVS_POLICY_CAP)
 		return kvs_fail(KVS_ERR_INVALID, "sweep: no policies");
+	for (size_t i = 0; i < c->npolicies; i++)
+		if (!kvs_policy_get(c->policies[i]))
+			return kvs_fail(KVS_ERR_INVALID, "sweep: unknown policy %d",
+					(int)c->policies[i]);
 	if (c->nblock_sizes == 0 || c->nblock_sizes > KVS_SWEEP_MAX_BLOCK_SIZES)
 		return kvs_fail(KVS_ERR_INVALID, "sweep: no block sizes");
 	for (size_t i = 0; i < c->nblock_sizes; i++)
@@ -176,7 +161,7 @@ kvs_status kvs_sweep_check(const kvs_sweep_config *c, const kvs_request_set *set
 		return KVS_OK;
 	bool uses_hashes = false;
 	for (size_t i = 0; i < c->npolicies; i++)
-		uses_hashes |= c->policies[i] == KVS_POLICY_PAGED;
+		uses_hashes |= kvs_policy_has(c->policies[i], KVS_TRAIT_PREFIX_HASHES);
 	if (!uses_hashes)
 		return KVS_OK;
 	uint64_t n = kvs_request_set_count(set);
@@ -532,7 +517,7 @@ kvs_status kvs_sweep_run_ex(const kvs_sweep_config *cfg, const kvs_request_set *
 			it->policy = row->policy = cfg->policies[p];
 			it->block_size = row->block_size = cfg->block_sizes[b];
 			it->run = !(cfg->dedupe_contiguous && b > 0 &&
-				    it->policy != KVS_POLICY_PAGED);
+				    !kvs_policy_has(it->policy, KVS_TRAIT_BLOCK_GRANULAR));
 			row->repeated = !it->run;
 			st = kvs_sweep_kernel_ws(cfg, &w, it->policy, it->block_size,
 						 &row->kernel);

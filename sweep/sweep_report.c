@@ -20,17 +20,18 @@
 #include <errno.h>
 #include <string.h>
 
-/* oracle knows each request's output length in advance: a bound */
+/* a bound (oracle knows each request's output length in advance) is
+ * never recommended */
 static bool deployable(kvs_policy p)
 {
-	return p != KVS_POLICY_ORACLE;
+	return !kvs_policy_has(p, KVS_TRAIT_BOUND);
 }
 
-/* paged is the only policy whose allocation and kernel vary with the block
- * size; the others reserve contiguously and read KV contiguously */
+/* whether the policy's allocation and kernel vary with the block size;
+ * the others are named without one */
 static bool by_block(kvs_policy p)
 {
-	return p == KVS_POLICY_PAGED;
+	return kvs_policy_has(p, KVS_TRAIT_BLOCK_GRANULAR);
 }
 
 static double nan_hi(double v)
@@ -294,20 +295,20 @@ static void rec_throughput(rctx *x, kvs_sweep_recommendation *rec)
 		if (orow != SIZE_MAX) {
 			const kvs_sweep_capacity *o = &x->caps[orow];
 			if (o->outcome == KVS_CAPACITY_UNATTAINABLE)
-				cat(buf, bn, "; oracle, the unattainable bound, meets them at no "
-				    "rate searched either");
+				cat(buf, bn, "; %s, the unattainable bound, meets them at no "
+				    "rate searched either", kvs_policy_name(o->policy));
 			else if (p.best != SIZE_MAX &&
 				 fabs(o->max_rate - x->caps[p.best].max_rate) <=
 				 1e-9 * o->max_rate)
-				cat(buf, bn, "; oracle, the unattainable bound, reaches the same "
-				    "grid rate");
+				cat(buf, bn, "; %s, the unattainable bound, reaches the same "
+				    "grid rate", kvs_policy_name(o->policy));
 			else if (p.best != SIZE_MAX)
-				cat(buf, bn, "; oracle, the unattainable bound, reaches %.3g "
-				    "requests/s (%+.3g%%)", o->max_rate,
+				cat(buf, bn, "; %s, the unattainable bound, reaches %.3g "
+				    "requests/s (%+.3g%%)", kvs_policy_name(o->policy), o->max_rate,
 				    100.0 * (o->max_rate / x->caps[p.best].max_rate - 1.0));
 			else
-				cat(buf, bn, "; oracle, the unattainable bound, reaches %.3g "
-				    "requests/s", o->max_rate);
+				cat(buf, bn, "; %s, the unattainable bound, reaches %.3g "
+				    "requests/s", kvs_policy_name(o->policy), o->max_rate);
 		}
 		cat(buf, bn, ".");
 		return;
@@ -344,8 +345,9 @@ static void rec_throughput(rctx *x, kvs_sweep_recommendation *rec)
 			 "throughput", buf, bn);
 	}
 	if (orow != SIZE_MAX)
-		cat(buf, bn, "; oracle, the unattainable bound, delivers %.4g tokens/s with "
-		    "p99 TTFT %.3g s", x->rows[orow].st.output_tokens_per_s,
+		cat(buf, bn, "; %s, the unattainable bound, delivers %.4g tokens/s with "
+		    "p99 TTFT %.3g s", kvs_policy_name(x->rows[orow].policy),
+		    x->rows[orow].st.output_tokens_per_s,
 		    x->rows[orow].st.ttft_s.p99);
 	cat(buf, bn, ".");
 }
@@ -432,8 +434,9 @@ static void rec_waste(rctx *x, kvs_sweep_recommendation *rec)
 	tie_text(x, &p, "tie on waste", buf, bn);
 	size_t orow = oracle_row(x);
 	if (orow != SIZE_MAX)
-		cat(buf, bn, "; oracle, the unattainable bound for contiguous reservation, "
-		    "wastes %.3g%%", kvs_sweep_row_waste_pct(&x->rows[orow]));
+		cat(buf, bn, "; %s, the unattainable bound for contiguous reservation, "
+		    "wastes %.3g%%", kvs_policy_name(x->rows[orow].policy),
+		    kvs_sweep_row_waste_pct(&x->rows[orow]));
 	cat(buf, bn, ".");
 }
 
@@ -444,7 +447,7 @@ static void rec_prefix(rctx *x, kvs_sweep_recommendation *rec)
 	const kvs_sweep_config *c = x->c;
 	bool paged = false;
 	for (size_t i = 0; i < x->n; i++)
-		paged |= by_block(x->rows[i].policy);
+		paged |= kvs_policy_has(x->rows[i].policy, KVS_TRAIT_PREFIX_HASHES);
 	for (size_t i = 0; i < x->n; i++)
 		x->cand[i] = deployable(x->rows[i].policy) && distinct(x, i) &&
 			     in_margin(x, i) && x->rows[i].st.prefix_hit_tokens > 0;
@@ -556,37 +559,12 @@ static json_t *row_json(const kvs_sweep_row *r)
 	json_t *o = json_object();
 	jset(o, "policy", json_string(kvs_policy_name(r->policy)));
 	jset(o, "block_size", jint(r->block_size));
-	jset(o, "internal_fragmentation_pct", jreal(s->memory_pct.internal_frag));
-	jset(o, "external_fragmentation_pct", jreal(s->memory_pct.external_frag));
-	jset(o, "reservation_pct", jreal(s->memory_pct.reservation));
-	jset(o, "token_states_pct", jreal(s->memory_pct.token_states));
-	jset(o, "waste_pct", jreal(kvs_sweep_row_waste_pct(r)));
-	jset(o, "metadata_bytes", jint(s->metadata_bytes_max));
-	jset(o, "num_gpu_blocks", jint(s->num_blocks));
-	jset(o, "prefix_hit_rate", jreal(s->prefix_hit_rate_tokens));
-	jset(o, "prefix_hit_rate_blocks", jreal(s->prefix_hit_rate_blocks));
-	jset(o, "prefix_hit_tokens", jint(s->prefix_hit_tokens));
-	jset(o, "concurrency_mean", jreal(s->concurrency_mean));
-	jset(o, "concurrency_p99", jreal(s->concurrency_p99));
-	jset(o, "concurrency_max", jint(s->concurrency_max));
-	jset(o, "queue_delay_p50_s", jreal(s->queue_delay_s.p50));
-	jset(o, "queue_delay_p99_s", jreal(s->queue_delay_s.p99));
-	jset(o, "ttft_p50_s", jreal(s->ttft_s.p50));
-	jset(o, "ttft_p90_s", jreal(s->ttft_s.p90));
-	jset(o, "ttft_p99_s", jreal(s->ttft_s.p99));
-	jset(o, "tpot_p50_s", jreal(s->tpot_s.p50));
-	jset(o, "tpot_p90_s", jreal(s->tpot_s.p90));
-	jset(o, "tpot_p99_s", jreal(s->tpot_s.p99));
-	jset(o, "requests_per_s", jreal(s->requests_per_s));
-	jset(o, "output_tokens_per_s", jreal(s->output_tokens_per_s));
-	jset(o, "goodput_requests_per_s", jreal(s->goodput_requests_per_s));
-	jset(o, "preemptions", jint(s->preemptions));
-	jset(o, "recomputed_tokens", jint(s->recomputed_tokens));
-	jset(o, "arrived", jint(s->arrived));
-	jset(o, "completed", jint(s->completed));
-	jset(o, "rejected", jint(s->rejected));
-	jset(o, "unfinished", jint(s->unfinished));
-	jset(o, "sim_time_s", jreal(s->sim_time_s));
+	/* every figure of the metric table that sweep rows carry, flat */
+	for (int i = 0; i < KVS_M_COUNT_; i++) {
+		const kvs_metric_info *m = kvs_metric_get((kvs_metric_id)i);
+		if (m->flags & KVS_MF_SWEEP)
+			jset(o, m->key, kvs_sim_metric_json(m, s));
+	}
 	jset(o, "kernel_cost_us", jreal(r->kernel.cost_us));
 	jset(o, "kernel_relative_cost", jreal(r->kernel.rel));
 	jset(o, "kernel_source", json_string(kvs_kernel_source_name(r->kernel.source)));
@@ -695,29 +673,36 @@ json_t *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *
 
 kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 {
-	fprintf(f, "policy,block_size,internal_fragmentation_pct,external_fragmentation_pct,"
-		"reservation_pct,waste_pct,metadata_bytes,prefix_hit_rate,concurrency_mean,"
-		"concurrency_p99,queue_delay_p99_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,"
-		"tpot_p50_s,tpot_p90_s,tpot_p99_s,requests_per_s,output_tokens_per_s,"
-		"preemptions,kernel_relative_cost,kernel_cost_us,kernel_source,meets_slo");
+	/* the row's figures, by the metric table's keys */
+	static const kvs_metric_id cols[] = {
+		KVS_M_INTERNAL_FRAG_PCT, KVS_M_EXTERNAL_FRAG_PCT, KVS_M_RESERVATION_PCT,
+		KVS_M_WASTE_PCT, KVS_M_METADATA_BYTES_MAX, KVS_M_PREFIX_HIT_RATE_TOKENS,
+		KVS_M_CONC_MEAN, KVS_M_CONC_P99, KVS_M_QUEUE_P99, KVS_M_TTFT_P50,
+		KVS_M_TTFT_P90, KVS_M_TTFT_P99, KVS_M_TPOT_P50, KVS_M_TPOT_P90,
+		KVS_M_TPOT_P99, KVS_M_REQUESTS_PER_S, KVS_M_OUTPUT_TOKENS_PER_S,
+		KVS_M_PREEMPTIONS,
+	};
+	fputs("policy,block_size", f);
+	for (size_t k = 0; k < KVS_ARRAY_LEN(cols); k++)
+		fprintf(f, ",%s", kvs_metric_get(cols[k])->key);
+	fputs(",kernel_relative_cost,kernel_cost_us,kernel_source,meets_slo", f);
 	if (R->caps)
 		fprintf(f, ",capacity_outcome,max_rate,fail_rate,conversations_per_gpu,"
 			"requests_per_s_per_gpu");
 	fputc('\n', f);
 	for (size_t i = 0; i < R->nrows; i++) {
 		const kvs_sweep_row *r = &R->rows[i];
-		const kvs_sim_stats *s = &r->st;
-		fprintf(f, "%s,%u,%.6g,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
-			"%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%s,%d",
-			kvs_policy_name(r->policy), r->block_size, s->memory_pct.internal_frag,
-			s->memory_pct.external_frag, s->memory_pct.reservation,
-			kvs_sweep_row_waste_pct(r), (unsigned long long)s->metadata_bytes_max,
-			s->prefix_hit_rate_tokens, s->concurrency_mean, s->concurrency_p99,
-			s->queue_delay_s.p99, s->ttft_s.p50, s->ttft_s.p90, s->ttft_s.p99,
-			s->tpot_s.p50, s->tpot_s.p90, s->tpot_s.p99, s->requests_per_s,
-			s->output_tokens_per_s, (unsigned long long)s->preemptions,
-			r->kernel.rel, r->kernel.cost_us, kvs_kernel_source_name(r->kernel.source),
-			r->meets_slo ? 1 : 0);
+		fprintf(f, "%s,%u", kvs_policy_name(r->policy), r->block_size);
+		for (size_t k = 0; k < KVS_ARRAY_LEN(cols); k++) {
+			const kvs_metric_info *m = kvs_metric_get(cols[k]);
+			double v = kvs_metric_value(m->id, &r->st);
+			if (m->flags & KVS_MF_INT)
+				fprintf(f, ",%llu", (unsigned long long)v);
+			else
+				fprintf(f, ",%.6g", v);
+		}
+		fprintf(f, ",%.6g,%.6g,%s,%d", r->kernel.rel, r->kernel.cost_us,
+			kvs_kernel_source_name(r->kernel.source), r->meets_slo ? 1 : 0);
 		if (R->caps) {
 			const kvs_sweep_capacity *k = &R->caps[i];
 			fprintf(f, ",%s,%.6g,%.6g,%.6g,%.6g", kvs_capacity_outcome_name(k->outcome),

@@ -542,7 +542,7 @@ static void compare_fast_slow(kvs_policy pol, bool prefix, double kv_read_factor
 static void test_fast_path_equivalence(void **state)
 {
 	(void)state;
-	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+	for (size_t p = 0; p < kvs_policy_count(); p++)
 		compare_fast_slow((kvs_policy)p, false, 1.0);
 	compare_fast_slow(KVS_POLICY_PAGED, true, 1.0);
 	/* a KV-read factor scales the decode-span lines like single steps */
@@ -556,7 +556,7 @@ static void test_fast_path_equivalence(void **state)
 static void test_fast_path_parallel_sampling(void **state)
 {
 	(void)state;
-	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+	for (size_t p = 0; p < kvs_policy_count(); p++)
 		compare_fast_slow_n((kvs_policy)p, false, 1.0, true, KVS_PREEMPT_RECOMPUTE);
 	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.0, true, KVS_PREEMPT_RECOMPUTE);
 	compare_fast_slow_n(KVS_POLICY_PAGED, false, 1.0, true, KVS_PREEMPT_SWAP);
@@ -753,8 +753,8 @@ static void test_parallel_sampling_generated(void **state)
 	kvs_gen_close(g);
 	uint64_t n = kvs_request_set_count(set);
 	assert_int_equal(n, o.requests);
-	kvs_sim_result *res[KVS_POLICY_COUNT_];
-	for (int p = 0; p < KVS_POLICY_COUNT_; p++) {
+	kvs_sim_result *res[KVS_POLICY_CAP];
+	for (size_t p = 0; p < kvs_policy_count(); p++) {
 		kvs_sim_config c;
 		cfg_fixed(&c, (kvs_policy)p, 60000, 131072, 16, 4096);
 		c.page_bytes = 64 << 10;
@@ -786,7 +786,7 @@ static void test_parallel_sampling_generated(void **state)
 	for (int p = KVS_POLICY_MAX; p <= KVS_POLICY_ORACLE; p++)
 		assert_true(pg->concurrency_mean >=
 			    kvs_sim_result_stats(res[p])->concurrency_mean);
-	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+	for (size_t p = 0; p < kvs_policy_count(); p++)
 		kvs_sim_result_destroy(res[p]);
 	kvs_request_set_destroy(set);
 }

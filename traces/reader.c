@@ -79,9 +79,14 @@ kvs_status kvs_trace_format_parse(const char *text, kvs_trace_format *out)
 			return KVS_OK;
 		}
 	}
-	return kvs_fail(KVS_ERR_INVALID,
-			"unknown trace format '%s' (expected auto, azure, mooncake, burstgpt, "
-			"splitwise, native-csv or native-jsonl)", text);
+	char names[256];
+	size_t len = 0;
+	for (int f = 0; f < KVS_TRACE_FORMAT_COUNT_ && len < sizeof names; f++)
+		len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+					f == 0 ? "" : f + 1 == KVS_TRACE_FORMAT_COUNT_ ? " or "
+					: ", ", format_names[f]);
+	return kvs_fail(KVS_ERR_INVALID, "unknown trace format '%s' (expected %s)", text,
+			names);
 }
 
 void kvs_trace_opts_defaults(kvs_trace_opts *o)

@@ -2,7 +2,11 @@
  * kvsim/alloc.h - one KV-memory allocator interface, many policies.
  *
  * The simulator, the sweep and the tests drive every policy through the
- * functions below and never ask which policy they hold:
+ * functions below.  What they need to know about a policy (does a fork copy
+ * memory, does it depend on the block size, does it read prefix hashes, is
+ * it a bound rather than a deployable scheme, which decode kernel reads its
+ * KV) they ask the policy registry for as traits (kvs_policy_info below);
+ * no module outside allocator/ compares policy identities:
  *
  *   paged       fixed-size blocks from a pool (vLLM PagedAttention), with
  *               prefix caching, copy-on-write fork and swap to host;
@@ -62,17 +66,84 @@ typedef uint32_t kvs_block_id;
 
 typedef uint64_t kvs_seq_id;
 
+/* A policy is an index into the policy registry (allocator/registry.c).
+ * The built-in policies have fixed ids; kvs_policy_register() appends
+ * more, up to KVS_POLICY_CAP in all. */
 typedef enum kvs_policy {
 	KVS_POLICY_PAGED = 0,
 	KVS_POLICY_MAX,
 	KVS_POLICY_POW2,
 	KVS_POLICY_ORACLE,
 	KVS_POLICY_VATTENTION,
-	KVS_POLICY_COUNT_
+	KVS_POLICY_COUNT_            /* built-in policies */
 } kvs_policy;
 
+#define KVS_POLICY_CAP 16        /* registered policies at most */
+
+/* Traits: what the rest of kvsim may ask about a policy. */
+enum {
+	/* a fork copies the prompt's KV into memory of the child's own,
+	 * reserved with the parent's at admission (else blocks are shared
+	 * copy-on-write) */
+	KVS_TRAIT_FORKS_BY_COPY = 1u << 0,
+	/* allocation and decode kernel depend on the block size: a sweep
+	 * runs it at every block size and recommends one */
+	KVS_TRAIT_BLOCK_GRANULAR = 1u << 1,
+	/* reads the prompt's prefix hashes (prefix caching) */
+	KVS_TRAIT_PREFIX_HASHES = 1u << 2,
+	/* knows what a real engine cannot (each output length): a bound to
+	 * compare against, never recommended */
+	KVS_TRAIT_BOUND = 1u << 3,
+	/* the reference the compare ratios are taken against */
+	KVS_TRAIT_BASELINE = 1u << 4,
+};
+
+/* Which decode-attention kernel reads a policy's KV. */
+typedef enum kvs_policy_kernel {
+	KVS_KERNEL_READ_CONTIGUOUS = 0, /* one contiguous region per sequence */
+	KVS_KERNEL_READ_PAGED,          /* through a block table, block_size tokens a block */
+} kvs_policy_kernel;
+
+struct kvs_alloc_methods;               /* allocator/alloc_internal.h */
+
+/* One registry row. */
+typedef struct kvs_policy_info {
+	const char *name;               /* "paged": JSON keys, CSV, flags */
+	const char *aliases;            /* other accepted spellings, comma-separated, or NULL */
+	const char *help;               /* one line for --help */
+	unsigned traits;                /* KVS_TRAIT_* */
+	kvs_policy_kernel kernel;
+	uint32_t color;                 /* 0xRRGGBB in report figures */
+	const struct kvs_alloc_methods *methods;
+} kvs_policy_info;
+
+/* Number of registered policies; ids run from 0 to this - 1. */
+size_t kvs_policy_count(void);
+/* The row of policy p, or NULL when p is not registered.  O(1). */
+const kvs_policy_info *kvs_policy_get(kvs_policy p);
+/* Whether p has every trait in `traits` (false when p is unknown). */
+bool kvs_policy_has(kvs_policy p, unsigned traits);
+/* Append a row (copied by pointer: it must outlive the process's use of
+ * kvsim).  KVS_ERR_INVALID for a missing name or methods, a name or alias
+ * already taken; KVS_ERR_LIMIT past KVS_POLICY_CAP.  Not thread-safe:
+ * register before starting simulations. */
+kvs_status kvs_policy_register(const kvs_policy_info *info, kvs_policy *out);
+
 const char *kvs_policy_name(kvs_policy p);                 /* "paged", ... */
+/* A name or alias, case-insensitive. */
 kvs_status kvs_policy_parse(const char *text, kvs_policy *out);
+/* A comma-separated list into out[0..*n) (at most cap): an unknown name or
+ * one given twice is KVS_ERR_INVALID naming it and the known policies;
+ * an empty list too.  out is untouched on failure. */
+kvs_status kvs_policy_parse_list(const char *text, kvs_policy *out, size_t cap,
+				 size_t *n);
+/* The registered names joined by sep ("paged, max, ..."), or with " or "
+ * before the last when last_or is set; returns the length it needed
+ * (snprintf-like). */
+size_t kvs_policy_names(char *buf, size_t size, const char *sep, bool last_or);
+/* The first registered policy with the BASELINE trait among ps[0..n), or
+ * -1 when none is. */
+int kvs_policy_baseline_index(const kvs_policy *ps, size_t n);
 
 typedef struct kvs_alloc_config {
 	kvs_policy policy;

@@ -251,6 +251,8 @@ struct kvs_sim_progress {
 
 /* ---- results -------------------------------------------------------------- */
 
+typedef struct kvs_metric_info kvs_metric_info;   /* the metric table, below */
+
 typedef struct kvs_sim_mem_pct {       /* percent of the KV budget; sum 100 */
 	double token_states;
 	double reservation;
@@ -387,23 +389,181 @@ json_t *kvs_sim_trace_json(const char *path, kvs_trace_format format,
 			   const kvs_sim_stats *st);
 /* one policy object (accounting, memory_pct, ..., timeseries, cdf) */
 json_t *kvs_sim_result_json(const kvs_sim_result *r);
+/* One figure of the metric table as JSON (an integer, a real, or null when
+ * not finite). */
+json_t *kvs_sim_metric_json(const kvs_metric_info *m, const kvs_sim_stats *st);
 
 /* The whole replay/compare document: command "replay" or "compare" (with
- * ratios paged / each when paged is among the results). */
+ * ratios baseline / each when the registry's baseline policy, paged, is
+ * among the results). */
 json_t *kvs_sim_report_json(const char *command,
 			    kvs_sim_result *const *results, size_t n,
 			    const char *trace_path, kvs_trace_format format,
 			    const kvs_trace_stats *tstats);
 
-/* Write a document with sorted keys and 2-space indent to path ("-" =
- * stdout); errors name the file. */
+/* A document as text: sorted keys, 2-space indent, 12 significant digits
+ * (the one format of every replay, compare and sweep file).  The caller
+ * frees it with free(); NULL on allocation failure. */
+char *kvs_sim_json_text(const json_t *doc);
+/* Write text and a newline to path ("-" = stdout, flushed); errors name
+ * the file (KVS_ERR_IO). */
+kvs_status kvs_sim_json_write_text(const char *text, const char *path);
+/* kvs_sim_json_text + kvs_sim_json_write_text. */
 kvs_status kvs_sim_json_write(const json_t *doc, const char *path);
 
-/* CSV writers: the time series of one result; request records (header once,
- * then one row per call). */
-kvs_status kvs_sim_timeseries_csv(const kvs_sim_result *r, FILE *f);
+/* CSV writers (docs/REPORT-JSON.md): the time series of n results, one
+ * row per sample with the policy first; request records (header once, then
+ * one row per finished request, the policy first). */
+kvs_status kvs_sim_timeseries_csv(kvs_sim_result *const *res, size_t n, FILE *f);
 void kvs_sim_request_csv_header(FILE *f);
-void kvs_sim_request_csv_row(FILE *f, const kvs_sim_request_record *r);
+void kvs_sim_request_csv_row(FILE *f, const char *policy,
+			     const kvs_sim_request_record *r);
+/* An on_request callback (kvs_sim_config) writing rows to f for policy. */
+typedef struct kvs_sim_request_csv {
+	FILE *f;
+	const char *policy;
+} kvs_sim_request_csv;
+void kvs_sim_request_csv_on_request(void *ctx, const kvs_sim_request_record *r);
+
+/* ---- the metric table --------------------------------------------------------
+ * Every figure a run reports, described once (sim/metric.c): its key, its
+ * unit, where it lives in kvs_sim_stats, where it goes in a replay/compare
+ * policy object (group.field), whether a sweep row carries it, and how the
+ * replay/compare table prints it.  The JSON writers, the CLI tables and the
+ * report reader walk this table; no other file spells a figure's key.
+ * docs/REPORT-JSON.md lists the keys; docs/ARCHITECTURE.md says how to add
+ * one. */
+#define KVS_METRIC_LIST(X) \
+	X(ARRIVED, "arrived", "accounting", "arrived", "requests") \
+	X(COMPLETED, "completed", "accounting", "completed", "requests") \
+	X(REJECTED, "rejected", "accounting", "rejected", "requests") \
+	X(UNFINISHED, "unfinished", "accounting", "unfinished", "requests") \
+	X(MULTI_SAMPLE, "multi_sample_requests", "accounting", "multi_sample_requests", "requests") \
+	X(TOKEN_STATES_PCT, "token_states_pct", "memory_pct", "token_states", "%") \
+	X(RESERVATION_PCT, "reservation_pct", "memory_pct", "reservation", "%") \
+	X(INTERNAL_FRAG_PCT, "internal_fragmentation_pct", "memory_pct", "internal_fragmentation", "%") \
+	X(EXTERNAL_FRAG_PCT, "external_fragmentation_pct", "memory_pct", "external_fragmentation", "%") \
+	X(CACHED_IDLE_PCT, "cached_idle_pct", "memory_pct", "cached_idle", "%") \
+	X(FREE_PCT, "free_pct", "memory_pct", "free", "%") \
+	X(WASTE_PCT, "waste_pct", NULL, NULL, "%") \
+	X(PEAK_TOKEN_STATES_PCT, "peak_token_states_pct", "memory_peak_pct", "token_states", "%") \
+	X(PEAK_RESERVATION_PCT, "peak_reservation_pct", "memory_peak_pct", "reservation", "%") \
+	X(PEAK_INTERNAL_FRAG_PCT, "peak_internal_fragmentation_pct", "memory_peak_pct", "internal_fragmentation", "%") \
+	X(PEAK_EXTERNAL_FRAG_PCT, "peak_external_fragmentation_pct", "memory_peak_pct", "external_fragmentation", "%") \
+	X(PEAK_CACHED_IDLE_PCT, "peak_cached_idle_pct", "memory_peak_pct", "cached_idle", "%") \
+	X(PEAK_FREE_PCT, "peak_free_pct", "memory_peak_pct", "free", "%") \
+	X(PEAK_WASTE_PCT, "peak_waste_pct", NULL, NULL, "%") \
+	X(PEAK_TIME_S, "memory_peak_time_s", "", "memory_peak_time_s", "s") \
+	X(KV_BUDGET_BYTES, "kv_budget_bytes", "kv", "budget_bytes", "bytes") \
+	X(KV_BYTES_PER_TOKEN, "kv_bytes_per_token", "kv", "bytes_per_token", "bytes") \
+	X(NUM_GPU_BLOCKS, "num_gpu_blocks", "kv", "num_gpu_blocks", "blocks") \
+	X(METADATA_BYTES_MAX, "metadata_bytes_max", "kv", "metadata_bytes_max", "bytes") \
+	X(CONC_MEAN, "concurrency_mean", "concurrency", "mean", "sequences") \
+	X(CONC_P50, "concurrency_p50", "concurrency", "p50", "sequences") \
+	X(CONC_P99, "concurrency_p99", "concurrency", "p99", "sequences") \
+	X(CONC_MAX, "concurrency_max", "concurrency", "max", "sequences") \
+	X(TPS_MEAN, "tokens_per_step_mean", "tokens_per_step", "mean", "tokens") \
+	X(TPS_MAX, "tokens_per_step_max", "tokens_per_step", "max", "tokens") \
+	X(WAITING_MEAN, "waiting_mean", "waiting", "mean", "requests") \
+	X(WAITING_MAX, "waiting_max", "waiting", "max", "requests") \
+	KVS_METRIC_DIST(X, QUEUE, "queue_delay") \
+	KVS_METRIC_DIST(X, TTFT, "ttft") \
+	KVS_METRIC_DIST(X, TPOT, "tpot") \
+	KVS_METRIC_DIST(X, E2E, "e2e") \
+	X(REQUESTS_PER_S, "requests_per_s", "throughput", "requests_per_s", "requests/s") \
+	X(OUTPUT_TOKENS_PER_S, "output_tokens_per_s", "throughput", "output_tokens_per_s", "tokens/s") \
+	X(OUTPUT_TOKENS, "output_tokens", "throughput", "output_tokens", "tokens") \
+	X(PROMPT_TOKENS, "prompt_tokens", "throughput", "prompt_tokens", "tokens") \
+	X(GOODPUT_RPS, "goodput_requests_per_s", "goodput", "requests_per_s", "requests/s") \
+	X(GOODPUT_FRACTION, "goodput_fraction", "goodput", "fraction", "share") \
+	X(PREEMPTIONS, "preemptions", "", "preemptions", "preemptions") \
+	X(RECOMPUTED_TOKENS, "recomputed_tokens", "", "recomputed_tokens", "tokens") \
+	X(SWAPPED_BYTES, "swapped_bytes", "", "swapped_bytes", "bytes") \
+	X(SWAP_OUT_BYTES, "swap_out_bytes", "", "swap_out_bytes", "bytes") \
+	X(SWAP_IN_BYTES, "swap_in_bytes", "", "swap_in_bytes", "bytes") \
+	X(FORKED_SEQUENCES, "forked_sequences", "", "forked_sequences", "sequences") \
+	X(COW_COPIES, "cow_copies", "", "cow_copies", "blocks") \
+	X(COPY_BYTES, "copy_bytes", "", "copy_bytes", "bytes") \
+	X(PREFIX_HIT_TOKENS, "prefix_hit_tokens", "", "prefix_hit_tokens", "tokens") \
+	X(PREFIX_HIT_BLOCKS, "prefix_hit_blocks", "", "prefix_hit_blocks", "blocks") \
+	X(PREFIX_HIT_RATE_TOKENS, "prefix_hit_rate_tokens", "prefix_hit_rate", "tokens", "share") \
+	X(PREFIX_HIT_RATE_BLOCKS, "prefix_hit_rate_blocks", "prefix_hit_rate", "blocks", "share") \
+	X(SIM_TIME_S, "sim_time_s", "sim", "sim_time_s", "s") \
+	X(STEPS, "steps", "sim", "steps", "steps") \
+	X(SPANS, "spans", "sim", "spans", "spans") \
+	X(EVENTS, "events", "sim", "events", "events") \
+	X(WALL_S, "wall_s", "sim", "wall_s", "s")
+#define KVS_METRIC_DIST(X, ID, name) \
+	X(ID##_COUNT, name "_count", name "_s", "count", "requests") \
+	X(ID##_MEAN, name "_mean_s", name "_s", "mean", "s") \
+	X(ID##_P50, name "_p50_s", name "_s", "p50", "s") \
+	X(ID##_P90, name "_p90_s", name "_s", "p90", "s") \
+	X(ID##_P99, name "_p99_s", name "_s", "p99", "s") \
+	X(ID##_MAX, name "_max_s", name "_s", "max", "s")
+
+typedef enum kvs_metric_id {
+#define KVS_METRIC_ID_(id, key, group, field, unit) KVS_M_##id,
+	KVS_METRIC_LIST(KVS_METRIC_ID_)
+#undef KVS_METRIC_ID_
+	KVS_M_COUNT_
+} kvs_metric_id;
+
+enum {
+	KVS_MF_POLICY = 1u << 0,   /* written in replay/compare policy objects */
+	KVS_MF_SWEEP = 1u << 1,    /* written in sweep rows (flat key) */
+	KVS_MF_INT = 1u << 2,      /* an integer count (else a real) */
+	KVS_MF_DIST = 1u << 3,     /* a latency distribution figure: null in a
+				    * policy object when the distribution is empty */
+	KVS_MF_SET_ONLY = 1u << 4, /* null unless >= 0 (recorded on request) */
+};
+
+typedef enum kvs_metric_style {   /* how the report page shows a figure */
+	KVS_MS_NONE = 0,
+	KVS_MS_PCT,       /* percent, "12.3 %" */
+	KVS_MS_NUM,       /* a number, 3 significant digits */
+	KVS_MS_COUNT,     /* a count with thousands separators */
+	KVS_MS_SEC,       /* seconds with a unit that suits ("850 ms") */
+	KVS_MS_BYTES,     /* binary units ("1.50 GiB") */
+	KVS_MS_FRAC,      /* a share 0..1 as percent */
+} kvs_metric_style;
+
+struct kvs_metric_info {
+	kvs_metric_id id;
+	const char *key;          /* flat key: sweep rows and CSV */
+	const char *group;        /* policy object: sub-object, "" = top level,
+				   * NULL = not in policy objects */
+	const char *field;        /* key inside group */
+	const char *unit;         /* "s", "%", "bytes", "requests/s", "share", ... */
+	const char *old_key;      /* earlier flat key, still read, or NULL */
+	const char *old_field;    /* earlier field in group, still read, or NULL */
+	unsigned flags;           /* KVS_MF_* */
+	/* replay/compare table: a section title printed before the row (or
+	 * NULL), the row's label (NULL: not in the table), the printf format
+	 * of value x scale */
+	const char *section;
+	const char *label;
+	const char *fmt;
+	double scale;
+	/* where it lives: a uint64_t or double at this offset in
+	 * kvs_sim_stats, or computed from the stats by derive */
+	size_t offset;
+	double (*derive)(const kvs_sim_stats *st);
+	size_t dist_offset;       /* KVS_MF_DIST: its kvs_sim_dist */
+	/* the report page's policy table (kvsim report): a section title
+	 * before the row (or NULL), the row's label (NULL: not on the page),
+	 * and how the value is shown */
+	const char *page_section;
+	const char *page_label;
+	kvs_metric_style page_style;
+};
+
+/* The row of id; NULL past KVS_M_COUNT_.  Rows are in table order
+ * (ids 0 .. KVS_M_COUNT_ - 1), which is the replay table's order. */
+const kvs_metric_info *kvs_metric_get(kvs_metric_id id);
+/* The row whose flat key (or earlier flat key) is key, or NULL. */
+const kvs_metric_info *kvs_metric_find(const char *key);
+/* The figure's value in st (integers converted; derived figures computed). */
+double kvs_metric_value(kvs_metric_id id, const kvs_sim_stats *st);
 
 #ifdef __cplusplus
 }

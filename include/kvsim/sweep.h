@@ -89,7 +89,7 @@ typedef struct kvs_sweep_config {
 	/* Engine, deployment and step-time model of every run; policy and
 	 * deploy.block_size are set per combination. */
 	kvs_sim_config base;
-	kvs_policy policies[KVS_POLICY_COUNT_];
+	kvs_policy policies[KVS_POLICY_CAP];
 	size_t npolicies;
 	uint32_t block_sizes[KVS_SWEEP_MAX_BLOCK_SIZES];
 	size_t nblock_sizes;

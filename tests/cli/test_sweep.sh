@@ -57,8 +57,8 @@ for k in ("model", "gpu", "engine", "trace", "rows", "recommendations", "kernel"
     assert k in d, k
 rows = d["rows"]
 assert len(rows) == 15, len(rows)
-keys = ["policy", "block_size", "internal_fragmentation_pct", "metadata_bytes",
-        "prefix_hit_rate", "concurrency_mean", "concurrency_p99", "queue_delay_p99_s",
+keys = ["policy", "block_size", "internal_fragmentation_pct", "metadata_bytes_max",
+        "prefix_hit_rate_tokens", "concurrency_mean", "concurrency_p99", "queue_delay_p99_s",
         "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "requests_per_s",
         "output_tokens_per_s", "preemptions", "kernel_cost_us"]
 for r in rows:
@@ -214,7 +214,7 @@ bs = [r["block_size"] for r in rows]
 assert bs == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], bs
 hits = [r["prefix_hit_tokens"] for r in rows]
 assert hits == [2560] * 10 + [2048], hits
-rate = [r["prefix_hit_rate"] for r in rows]
+rate = [r["prefix_hit_rate_tokens"] for r in rows]
 assert all(a >= b for a, b in zip(rate, rate[1:])), rate
 assert abs(rate[0] - 2560 / 5248) < 1e-9 and abs(rate[-1] - 2048 / 5248) < 1e-9, rate
 assert all(r["completed"] == 5 and r["preemptions"] == 0 for r in rows)

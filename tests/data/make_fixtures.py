@@ -157,8 +157,8 @@ def sweep():
             rows.append({
                 "policy": pol, "block_size": bs,
                 "internal_fragmentation_pct": ifrag,
-                "metadata_bytes": int(4 * 58000 / bs),
-                "prefix_hit_rate": round(0.42 * (1 - math.log2(bs) / 10), 4),
+                "metadata_bytes_max": int(4 * 58000 / bs),
+                "prefix_hit_rate_tokens": round(0.42 * (1 - math.log2(bs) / 10), 4),
                 "concurrency_mean": round(base_conc * (1 - ifrag / 100), 2),
                 "concurrency_p99": round(base_conc * 1.5 * (1 - ifrag / 100)),
                 "queue_delay_p99_s": round(0.31 * slow ** 3, 4),
