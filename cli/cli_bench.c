@@ -224,6 +224,8 @@ json_t *kvs_cli_bench_json(const kvs_sim_result *r, const kvs_cli_bench_opts *o)
 	bench_fields(&b, r, o->goodput);
 	for (size_t i = 0; i < b.n; i++)
 		json_object_set_new(j, b.f[i].key, field_json(&b.f[i]));
+	if (kvs_sim_result_stats(r)->interrupted)
+		json_object_set_new(j, "interrupted", json_true());
 	json_t *cost = kvs_cli_cost_json(r);
 	if (cost)
 		json_object_set_new(j, "cost", cost);

@@ -5,6 +5,7 @@
 #include "cli_sim.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -694,6 +695,32 @@ int kvs_cli_json_output(const char *cmd, const json_t *doc, kvs_outfile *json_ou
 	return rc;
 }
 
+/* SIGINT/SIGTERM during a replay: the run stops at its next event, the
+ * outputs are written whole and marked "interrupted", exit 128 + signal.
+ * A second signal ends the process at once (the default action). */
+static volatile sig_atomic_t sim_interrupt;
+
+static void on_interrupt(int sig)
+{
+	sim_interrupt = sig;
+	signal(sig, SIG_DFL);
+}
+
+static void interrupt_handlers(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+	for (size_t i = 0; i < KVS_ARRAY_LEN(sigs); i++) {
+		struct sigaction old;
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
+			struct sigaction sa;
+			memset(&sa, 0, sizeof sa);
+			sa.sa_handler = on_interrupt;
+			sigemptyset(&sa.sa_mask);
+			sigaction(sigs[i], &sa, NULL);
+		}
+	}
+}
+
 /* "kvsim replay: conv.csv" for the report page */
 static void report_title(char *buf, size_t n, const char *cmd, const char *path)
 {
@@ -774,6 +801,11 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 
 	goodput |= sim.cfg.slo_ttft_s > 0 || sim.cfg.slo_tpot_s > 0 || sim.cfg.slo_e2e_s > 0;
 
+	/* before the outputs open: their own signal cleanup then leaves
+	 * SIGINT and SIGTERM to this handler, and they are committed whole */
+	interrupt_handlers();
+	sim.cfg.interrupt = &sim_interrupt;
+
 	int rc = KVS_EXIT_OK;
 	/* every output file opens now, so that a bad path fails before the
 	 * runs; each is renamed into place only when the whole command
@@ -814,7 +846,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	kvs_trace_stats tstats;
 	memset(&tstats, 0, sizeof tstats);
 	kvs_trace_format format = KVS_TRACE_AUTO;
-	for (size_t i = 0; i < sim.npolicies && st == KVS_OK; i++) {
+	for (size_t i = 0; i < sim.npolicies && st == KVS_OK && !sim_interrupt; i++) {
 		kvs_sim_config cfg;
 		char label[64];
 		snprintf(label, sizeof label, "%s %s", cmd, kvs_policy_name(sim.policies[i]));
@@ -853,6 +885,16 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		kvs_cli_report_error(cmd, st);
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
+	bool interrupted = sim_interrupt != 0;
+	if (interrupted && nres == 0 && rc == KVS_EXIT_OK) {
+		fprintf(stderr, "kvsim %s: interrupted before the first run\n", cmd);
+		rc = KVS_EXIT_FAIL;
+	}
+	if (rc == KVS_EXIT_OK && interrupted)
+		fprintf(stderr, "kvsim %s: interrupted at %.3f simulated seconds: %zu of %zu "
+			"policies; the outputs hold what was done, marked \"interrupted\"\n",
+			cmd, kvs_sim_result_stats(res[nres - 1])->sim_time_s, nres,
+			sim.npolicies);
 	if (rc == KVS_EXIT_OK && json && strcmp(json, "-") == 0) {
 		/* JSON on stdout replaces the table */
 	} else if (rc == KVS_EXIT_OK) {
@@ -863,6 +905,8 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	}
 	if (rc == KVS_EXIT_OK && (json || report)) {
 		json_t *doc = kvs_sim_report_json(cmd, res, nres, path, format, &tstats);
+		if (doc && interrupted)
+			json_object_set_new(doc, "interrupted", json_true());
 		/* --gpu-hour-price: each policy's cost object */
 		json_t *pols = doc ? json_object_get(doc, "policies") : NULL;
 		for (size_t i = 0; pols && i < nres; i++) {
@@ -912,5 +956,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	for (size_t i = 0; i < nres; i++)
 		kvs_sim_result_destroy(res[i]);
 	kvs_request_set_destroy(set);
+	if (rc == KVS_EXIT_OK && interrupted)
+		rc = 128 + (int)sim_interrupt;
 	return rc;
 }

@@ -2249,6 +2249,10 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 	}
 	double horizon = s->cfg.horizon_s;
 	while (st == KVS_OK && s->nev > 0) {
+		if (s->cfg.interrupt && *s->cfg.interrupt) {
+			s->res->st.interrupted = true;
+			break;
+		}
 		event e = ev_pop(s);
 		if (!s->busy && e.t > s->now) {
 			double until = horizon > 0 && e.t > horizon ? horizon : e.t;

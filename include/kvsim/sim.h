@@ -25,6 +25,7 @@
 #ifndef KVSIM_SIM_H
 #define KVSIM_SIM_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "kvsim/common.h"
@@ -203,6 +204,10 @@ typedef struct kvs_sim_config {
 	void *on_request_ctx;
 	void (*on_progress)(void *ctx, const kvs_sim_progress *p);
 	void *on_progress_ctx;
+	/* Non-NULL: the run ends before its next event once *interrupt is
+	 * nonzero (set from a SIGINT handler), as at a horizon: what is in the
+	 * system is unfinished and stats.interrupted is set. */
+	const volatile sig_atomic_t *interrupt;
 } kvs_sim_config;
 
 /* Defaults around a deployment (policy paged, vLLM engine defaults). */
@@ -310,6 +315,7 @@ typedef struct kvs_sim_stats {
 	double sim_time_s;
 	uint64_t steps, events, spans;
 	double wall_s;                    /* < 0 unless record_wall_time */
+	bool interrupted;                 /* ended early by cfg.interrupt */
 } kvs_sim_stats;
 
 typedef struct kvs_sim_result kvs_sim_result;

@@ -128,6 +128,40 @@ kvs_run compare 0 --policies paged,max --bench-json "$tmp/cb.json" --summary-csv
 kvs_run replay 2 --goodput ttft500 && has "$err" "expected KEY:MILLISECONDS" "bad --goodput"
 kvs_run replay 2 --goodput foo:5 && has "$err" "'foo' is not a metric" "unknown --goodput metric"
 
+# ---- Ctrl-C: outputs written whole, marked "interrupted", exit 130 ---------------------
+# a run of several seconds (20,000 long requests stepped one token at a time),
+# interrupted after half a second; job control so the background job keeps
+# SIGINT (a non-interactive shell starts background jobs ignoring it)
+"$KVSIM" gen --requests 20000 --rate 50 --output-len fixed:2000 --prompt-len fixed:100 \
+	--seed 1 -o "$tmp/long.csv" 2>/dev/null || fail "gen long trace"
+set -m
+"$KVSIM" replay "$tmp/long.csv" --no-fast-path --json "$tmp/i.json" --requests "$tmp/i.csv" \
+	--bench-json "$tmp/ib.json" >"$tmp/i.out" 2>"$tmp/i.err" &
+pid=$!
+set +m
+sleep 0.5
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" -eq 130 ] || fail "interrupted replay exits 130 (got $rc): $(head -c 300 "$tmp/i.err")"
+has "$(cat "$tmp/i.err")" "interrupted at" "interruption reported"
+has "$(cat "$tmp/i.out")" "paged: arrived " "table printed whole"
+ls -a "$tmp" | grep -q 'kvsim-' && fail "temporary files left behind"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/i.json" "$tmp/i.csv" "$tmp/ib.json" <<'PY' || fail "interrupted outputs parse and account for every request"
+import csv, json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interrupted"] is True
+a = d["policies"]["paged"]["accounting"]
+assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"] and a["unfinished"] > 0
+rows = list(csv.reader(open(sys.argv[2])))
+assert len(rows) - 1 == a["arrived"] and {len(r) for r in rows} == {len(rows[0])}
+assert sum(r[3] == "unfinished" for r in rows[1:]) == a["unfinished"]
+b = json.load(open(sys.argv[3]))
+assert b["interrupted"] is True and b["completed"] == a["completed"]
+PY
+fi
+
 # ---- one output grammar: "--json out.json" is that file on every command ----------
 cd "$tmp" || exit 1
 kvs_run size 0 --json out-size.json && { grep -q '"kv_bytes_per_token"' out-size.json || fail "size --json FILE"; has "$out" "kvsim size:" "size table kept with --json FILE"; }
