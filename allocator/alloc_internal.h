@@ -50,7 +50,8 @@ typedef struct kvs_seq_rec {
 
 	/* contiguous: region [off, off + region * bytes_per_token) */
 	uint64_t off;         /* bytes */
-	uint32_t region;      /* tokens */
+	uint32_t region;      /* tokens held, buddy rounding included */
+	uint32_t pad;         /* of which buddy rounding beyond the policy's region */
 	/* vattention: physical pages mapped per K/V tensor */
 	uint32_t pages;
 } kvs_seq_rec;

@@ -16,7 +16,10 @@
  * Free space is an address-ordered array of extents (offset, length), kept
  * coalesced: no two extents touch.  Placement is first fit (lowest address
  * that fits) or, with best_fit, the smallest hole that fits (lowest address
- * on ties); the region is cut from the hole's start.  A release merges the
+ * on ties); the region is cut from the hole's start.  With buddy, the
+ * region is rounded up to 2^k tokens and placed at the lowest offset
+ * aligned to its size (a binary buddy system's blocks), possibly in the
+ * middle of a hole; the rounding (`pad`) counts as external fragmentation.  A release merges the
  * region with its neighbours.  There are at most (sequences + 1) holes; the
  * array is sized for that at admission so release never allocates.
  *
@@ -39,6 +42,7 @@ typedef struct contig {
 	uint32_t nfx, fx_cap;
 	uint64_t free_bytes;
 	uint64_t held_tokens; /* sum of regions of resident sequences */
+	uint64_t pad_tokens;  /* of which buddy rounding (external fragmentation) */
 } contig;
 
 static inline contig *C(const kvs_alloc *a)
@@ -52,6 +56,20 @@ static uint32_t region_tokens(const kvs_alloc *a, uint32_t prompt,
 			      uint32_t output)
 {
 	return a->m->region(a->cfg.max_model_len, prompt, output);
+}
+
+/* The region actually held: the policy's size, rounded up to a power of
+ * two of tokens under buddy placement (the rounding is internal
+ * fragmentation). */
+static uint32_t held_tokens(const kvs_alloc *a, uint32_t prompt, uint32_t output)
+{
+	uint32_t r = region_tokens(a, prompt, output);
+	if (!a->cfg.buddy)
+		return r;
+	uint64_t p2 = 1;
+	while (p2 < r)
+		p2 <<= 1;
+	return p2 > UINT32_MAX ? UINT32_MAX : (uint32_t)p2;
 }
 
 /* Smallest region the policy can ever reserve (external fragmentation
@@ -109,11 +127,30 @@ static void contig_fini(kvs_alloc *a)
 	kvs_free(C(a));
 }
 
+/* Buddy placement: the lowest offset aligned to `bytes` (a power of two
+ * of tokens times the bytes per token) whose [off, off + bytes) lies inside
+ * one hole.  A binary buddy system with full coalescing can hand out
+ * exactly such blocks: allocated blocks are aligned powers of two, so an
+ * aligned block that is wholly free is (part of) one free buddy block. */
+static uint64_t aligned_start(const extent *e, uint64_t bytes)
+{
+	uint64_t off = e->off % bytes ? e->off + (bytes - e->off % bytes) : e->off;
+	if (off < e->off || off - e->off > e->len || e->len - (off - e->off) < bytes)
+		return UINT64_MAX;
+	return off;
+}
+
 /* Index of the hole for `bytes`, or UINT32_MAX. */
 static uint32_t find_hole(const kvs_alloc *a, uint64_t bytes)
 {
 	const contig *c = C(a);
 	uint32_t best = UINT32_MAX;
+	if (a->cfg.buddy) {
+		for (uint32_t i = 0; i < c->nfx; i++)
+			if (aligned_start(&c->fx[i], bytes) != UINT64_MAX)
+				return i;
+		return UINT32_MAX;
+	}
 	for (uint32_t i = 0; i < c->nfx; i++) {
 		if (c->fx[i].len < bytes)
 			continue;
@@ -138,8 +175,8 @@ static kvs_admit_verdict contig_can_admit(const kvs_alloc *a,
 					  const kvs_seq_desc *d,
 					  kvs_admit_reason *why)
 {
-	uint64_t need = region_bytes(a, region_tokens(a, d->prompt_tokens,
-						      d->output_tokens));
+	uint64_t need = region_bytes(a, held_tokens(a, d->prompt_tokens,
+						    d->output_tokens));
 	if (need > a->cfg.budget_bytes) {
 		*why = KVS_REASON_EXCEEDS_BUDGET;
 		return KVS_ADMIT_NEVER;
@@ -156,13 +193,16 @@ static kvs_admit_verdict contig_can_admit(const kvs_alloc *a,
 	return KVS_ADMIT_NOW;
 }
 
-/* Place a region of `tokens` for s; NOSPACE when no hole fits. */
-static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t tokens)
+/* Place a region for s: the policy's `policy_tokens`, held as `tokens`
+ * (rounded under buddy placement); NOSPACE when no hole fits. */
+static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t policy_tokens,
+			uint32_t tokens)
 {
 	contig *c = C(a);
 	/* after this placement there are at most nseqs + 2 holes (the new
-	 * sequence is not counted in nseqs yet) */
-	uint32_t want = a->nseqs + 2;
+	 * sequence is not counted in nseqs yet); a buddy cut from a hole's
+	 * middle leaves one more transiently */
+	uint32_t want = a->nseqs + 3;
 	if (want > c->fx_cap) {
 		uint32_t cap = c->fx_cap;
 		while (cap < want)
@@ -181,14 +221,30 @@ static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t tokens)
 				"bytes for sequence %llu",
 				(unsigned long long)bytes,
 				(unsigned long long)s->id);
-	s->off = c->fx[i].off;
+	extent h = c->fx[i];
+	uint64_t off = a->cfg.buddy ? aligned_start(&h, bytes) : h.off;
+	s->off = off;
 	s->region = tokens;
-	c->fx[i].off += bytes;
-	c->fx[i].len -= bytes;
-	if (c->fx[i].len == 0) {
-		memmove(&c->fx[i], &c->fx[i + 1],
-			(c->nfx - i - 1) * sizeof *c->fx);
-		c->nfx--;
+	s->pad = tokens - policy_tokens;
+	c->pad_tokens += s->pad;
+	if (off > h.off) {
+		/* cut from the middle: the hole's head stays, its tail follows */
+		uint64_t tail = h.off + h.len - (off + bytes);
+		c->fx[i].len = off - h.off;
+		if (tail) {
+			memmove(&c->fx[i + 2], &c->fx[i + 1],
+				(c->nfx - i - 1) * sizeof *c->fx);
+			c->fx[i + 1] = (extent){ off + bytes, tail };
+			c->nfx++;
+		}
+	} else {
+		c->fx[i].off += bytes;
+		c->fx[i].len -= bytes;
+		if (c->fx[i].len == 0) {
+			memmove(&c->fx[i], &c->fx[i + 1],
+				(c->nfx - i - 1) * sizeof *c->fx);
+			c->nfx--;
+		}
 	}
 	c->free_bytes -= bytes;
 	c->held_tokens += tokens;
@@ -229,19 +285,21 @@ static void unplace(kvs_alloc *a, kvs_seq_rec *s)
 	}
 	c->free_bytes += len;
 	c->held_tokens -= s->region;
+	c->pad_tokens -= s->pad;
 	s->region = 0;
+	s->pad = 0;
 	s->off = 0;
 }
 
 static kvs_status contig_admit(kvs_alloc *a, kvs_seq_rec *s,
 			       const kvs_seq_desc *d, uint32_t *cached)
 {
-	kvs_status st = place(a, s, region_tokens(a, d->prompt_tokens,
-						  d->output_tokens));
+	kvs_status st = place(a, s, region_tokens(a, d->prompt_tokens, d->output_tokens),
+			      held_tokens(a, d->prompt_tokens, d->output_tokens));
 	if (st != KVS_OK)
 		return st;
 	s->len = 0;
-	kvs_seq_set_res(a, s, s->region);
+	kvs_seq_set_res(a, s, s->region - s->pad);
 	*cached = 0;
 	return KVS_OK;
 }
@@ -249,13 +307,14 @@ static kvs_status contig_admit(kvs_alloc *a, kvs_seq_rec *s,
 static kvs_status contig_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
 			      const kvs_block_copy **copies, size_t *ncopies)
 {
-	if (KVS_UNLIKELY((uint64_t)s->len + n > s->region))
+	uint32_t cap = s->region - s->pad;
+	if (KVS_UNLIKELY((uint64_t)s->len + n > cap))
 		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu "
 				"outgrows its reservation of %u tokens",
-				(unsigned long long)s->id, s->region);
+				(unsigned long long)s->id, cap);
 	s->len += n;
 	a->tok_sum += n;
-	kvs_seq_set_res(a, s, s->region);
+	kvs_seq_set_res(a, s, cap);
 	if (copies)
 		*copies = NULL;
 	if (ncopies)
@@ -266,7 +325,7 @@ static kvs_status contig_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
 static uint32_t contig_room(const kvs_alloc *a, const kvs_seq_rec *s)
 {
 	(void)a;
-	return s->region - s->len;
+	return s->region - s->pad - s->len;
 }
 
 static void contig_release(kvs_alloc *a, kvs_seq_rec *s)
@@ -282,13 +341,14 @@ static void contig_release(kvs_alloc *a, kvs_seq_rec *s)
 static kvs_status contig_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 {
 	uint32_t par_len = par->len;
-	kvs_status st = place(a, c, region_tokens(a, par_len,
-						  c->final_len - par_len));
+	uint32_t out = c->final_len - par_len;
+	kvs_status st = place(a, c, region_tokens(a, par_len, out),
+			      held_tokens(a, par_len, out));
 	if (st != KVS_OK)
 		return st;
 	c->len = par_len;
 	a->tok_sum += par_len;
-	kvs_seq_set_res(a, c, c->region);
+	kvs_seq_set_res(a, c, c->region - c->pad);
 	a->stats.copy_bytes += (uint64_t)par_len * a->cfg.kv_bytes_per_token;
 	return KVS_OK;
 }
@@ -298,18 +358,23 @@ static void contig_account(const kvs_alloc *a, const kvs_seq_desc *next,
 {
 	const contig *c = C(a);
 	uint64_t B = a->cfg.kv_bytes_per_token;
-	uint32_t ref = next ? region_tokens(a, next->prompt_tokens,
-					    next->output_tokens)
+	uint32_t ref = next ? held_tokens(a, next->prompt_tokens, next->output_tokens)
 			    : min_region(a);
 	uint64_t need = region_bytes(a, ref);
 	uint64_t ext = 0;
+	/* free bytes no region of `need` can use: whole holes too small, and
+	 * under buddy placement holes with no aligned room for it */
 	for (uint32_t i = 0; i < c->nfx; i++)
-		if (c->fx[i].len < need)
+		if (c->fx[i].len < need ||
+		    (a->cfg.buddy && aligned_start(&c->fx[i], need) == UINT64_MAX))
 			ext += c->fx[i].len;
+	/* buddy rounding is memory the allocator's block sizes waste, not the
+	 * request's over-reservation: external, as the PagedAttention paper's
+	 * Fig. 2 counts it */
 	out->token_states = a->tok_sum * B;
 	out->reservation = a->res_sum * B;
-	out->internal_frag = (c->held_tokens - a->tok_sum - a->res_sum) * B;
-	out->external_frag = ext;
+	out->internal_frag = (c->held_tokens - c->pad_tokens - a->tok_sum - a->res_sum) * B;
+	out->external_frag = ext + c->pad_tokens * B;
 	out->cached_idle = 0;
 	out->free = c->free_bytes - ext;
 }
@@ -342,7 +407,7 @@ static bool contig_is_valid(const kvs_alloc *a)
 	if (!all)
 		return false;
 	uint32_t k = 0;
-	uint64_t held = 0;
+	uint64_t held = 0, pads = 0;
 	bool ok = true;
 	for (uint32_t i = 0; i < c->nfx; i++)
 		all[k++] = c->fx[i];
@@ -351,16 +416,18 @@ static bool contig_is_valid(const kvs_alloc *a)
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
 		if (s->state != KVS_SEQ_RESIDENT || s->region == 0 ||
-		    s->len > s->region ||
-		    s->res != kvs_seq_reserved(s->region, s->len, s->final_len) ||
+		    s->pad >= s->region || (s->pad && !a->cfg.buddy) ||
+		    s->len > s->region - s->pad ||
+		    s->res != kvs_seq_reserved(s->region - s->pad, s->len, s->final_len) ||
 		    k >= n) {
 			ok = false;
 			break;
 		}
 		all[k++] = (extent){ s->off, region_bytes(a, s->region) };
 		held += s->region;
+		pads += s->pad;
 	}
-	if (ok && (k != n || held != c->held_tokens))
+	if (ok && (k != n || held != c->held_tokens || pads != c->pad_tokens))
 		ok = false;
 	if (ok) {
 		qsort(all, n, sizeof *all, cmp_extent);

@@ -143,6 +143,7 @@ int kvs_cli_write_text(const char *cmd, const char *flag, const char *path,
 typedef struct kvs_cli_deploy {
 	const char *model_arg;      /* as given, NULL = default */
 	const char *gpu_arg;
+	bool gpu_given;             /* --gpu was on the command line */
 	uint64_t gpu_mem;           /* 0 = from preset */
 	uint32_t layers, kv_heads, head_dim;  /* 0 = from model */
 	uint64_t params;            /* 0 = from model */
@@ -155,10 +156,19 @@ typedef struct kvs_cli_deploy {
 	int64_t reserve;
 	const char *dtype_arg, *kv_dtype_arg;
 	uint32_t kv_quant_group;    /* --kv-quant-group, 0 = per-tensor */
+	/* engine memory accounting (0 = the engine's default) */
+	const char *engine_arg;     /* --engine vllm|sglang|trtllm */
+	uint32_t max_num_seqs, max_num_batched_tokens;
+	double mem_fraction_static, free_gpu_memory_fraction;
+	uint64_t num_gpu_blocks_override, kv_cache_memory_bytes;
 	int fail_exit;              /* exit code when finish fails: 2 usage, 1 runtime */
 } kvs_cli_deploy;
 
-/* Defaults: model llama-3-8b... (see cli_deploy.c); gpu a100-80gb. */
+/* The one default GPU of every command. */
+#define KVS_CLI_DEFAULT_GPU "a100-40gb"
+
+/* Defaults: the given model; gpu KVS_CLI_DEFAULT_GPU when default_gpu is
+ * NULL. */
 void kvs_cli_deploy_init(kvs_cli_deploy *c, const char *default_model,
 			 const char *default_gpu);
 /* 1: the current flag belonged to this group and was consumed; 0: not ours;

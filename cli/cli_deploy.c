@@ -22,7 +22,7 @@ void kvs_cli_deploy_init(kvs_cli_deploy *c, const char *default_model,
 {
 	memset(c, 0, sizeof *c);
 	c->model_arg = default_model ? default_model : "llama-2-7b";
-	c->gpu_arg = default_gpu ? default_gpu : "a100-80gb";
+	c->gpu_arg = default_gpu ? default_gpu : KVS_CLI_DEFAULT_GPU;
 	c->tp = 1;
 	c->pp = 1;
 	c->block_size = 16;
@@ -121,6 +121,7 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 		ok = (c->model_arg = kvs_args_value(it)) != NULL;
 	} else if (kvs_args_is(it, "--gpu")) {
 		ok = (c->gpu_arg = kvs_args_value(it)) != NULL;
+		c->gpu_given = true;
 	} else if (kvs_args_is(it, "--gpu-mem")) {
 		ok = kvs_args_bytes(it, &c->gpu_mem);
 	} else if (kvs_args_is(it, "--gpu-memory-utilization")) {
@@ -190,6 +191,22 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 		}
 	} else if (kvs_args_is(it, "--gpu-hour-price")) {
 		ok = arg_pos_double(it, 1e6, &c->price);
+	} else if (kvs_args_is(it, "--engine")) {
+		kvs_engine e;
+		ok = (c->engine_arg = kvs_args_value(it)) != NULL;
+		if (ok && kvs_engine_parse(c->engine_arg, &e) != KVS_OK) {
+			kvs_args_usage_error(it, "%s: %s", it->flag, kvs_last_error());
+			ok = false;
+		}
+	} else if (kvs_args_is(it, "--mem-fraction-static")) {
+		ok = arg_pos_double(it, 1.0, &c->mem_fraction_static);
+	} else if (kvs_args_is(it, "--free-gpu-memory-fraction")) {
+		ok = arg_pos_double(it, 1.0, &c->free_gpu_memory_fraction);
+	} else if (kvs_args_is(it, "--num-gpu-blocks-override")) {
+		ok = arg_uint(it, 1, UINT64_MAX / 2, &c->num_gpu_blocks_override);
+	} else if (kvs_args_is(it, "--kv-cache-memory-bytes") ||
+		   kvs_args_is(it, "--kv-cache-memory")) {
+		ok = kvs_args_bytes(it, &c->kv_cache_memory_bytes);
 	} else {
 		return 0;
 	}
@@ -224,11 +241,17 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 	kvs_status st = kvs_model_load(c->model_arg, &m);
 	if (st != KVS_OK)
 		return deploy_fail(c, cmd, exit_for(st), "--model: %s", kvs_last_error());
-	st = kvs_gpu_preset(c->gpu_arg, &g);
+	st = kvs_gpu_load(c->gpu_arg, &g);
 	if (st != KVS_OK)
 		return deploy_fail(c, cmd, exit_for(st), "--gpu: %s", kvs_last_error());
-	if (c->gpu_mem)
+	if (c->gpu_mem) {
 		g.mem_bytes = c->gpu_mem;
+		snprintf(g.mem_source, sizeof g.mem_source, "--gpu-mem");
+		if (!c->gpu_given)
+			fprintf(stderr, "kvsim %s: warning: --gpu-mem without --gpu: the bandwidth "
+				"and FLOP/s of the default GPU %s are borrowed for step times "
+				"(give --gpu NAME or --gpu FILE.json)\n", cmd, g.name);
+	}
 
 	/* architecture overrides */
 	bool reshaped = false;
@@ -280,6 +303,25 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 	d->kv_quant_group = c->kv_quant_group;
 	d->reserve_bytes = c->reserve;
 	d->gpu_hour_price = c->price;
+	if (c->engine_arg)
+		(void)kvs_engine_parse(c->engine_arg, &d->engine); /* checked when parsed */
+	if ((c->mem_fraction_static > 0 && d->engine != KVS_ENGINE_SGLANG) ||
+	    (c->free_gpu_memory_fraction > 0 && d->engine != KVS_ENGINE_TRTLLM))
+		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "%s applies to --engine %s only",
+			    c->mem_fraction_static > 0 ? "--mem-fraction-static"
+						       : "--free-gpu-memory-fraction",
+			    c->mem_fraction_static > 0 ? "sglang" : "trtllm");
+	if ((c->num_gpu_blocks_override || c->kv_cache_memory_bytes) &&
+	    d->engine != KVS_ENGINE_VLLM)
+		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "%s is a vLLM option (--engine vllm)",
+			    c->num_gpu_blocks_override ? "--num-gpu-blocks-override"
+						       : "--kv-cache-memory-bytes");
+	d->mem_fraction_static = c->mem_fraction_static;
+	d->free_gpu_memory_fraction = c->free_gpu_memory_fraction;
+	d->num_gpu_blocks_override = c->num_gpu_blocks_override;
+	d->kv_cache_memory_bytes = c->kv_cache_memory_bytes;
+	d->max_num_seqs = c->max_num_seqs;
+	d->max_num_batched_tokens = c->max_num_batched_tokens;
 	if (c->dtype_arg && strcmp(c->dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->dtype_arg, &d->weight_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--dtype: %s", kvs_last_error());
@@ -309,7 +351,10 @@ void kvs_cli_deploy_help(FILE *f)
 		"model, GPU and deployment:\n"
 		"  --model NAME|FILE|DIR        model preset (any case), a Hugging Face\n"
 		"                               config.json, or a directory holding one\n"
-		"  --gpu NAME                   GPU preset (memory, bandwidth, FLOP/s)\n"
+		"  --gpu NAME|FILE.json         GPU preset or a JSON file with the preset fields\n"
+		"                               (memory, hbm_gb_per_s, fp16_dense_tflops,\n"
+		"                               fp8_dense_tflops, int8_dense_tops, pcie_gb_per_s,\n"
+		"                               interconnect_gb_per_s; default " KVS_CLI_DEFAULT_GPU ")\n"
 		"  --gpu-mem SIZE               device memory with a unit: 80GB (10^9), 79.2GiB (2^30)\n"
 		"  --gpu-memory-utilization F   share of device memory to use, (0, 1] (default 0.9)\n"
 		"  --tp, -tp, --tensor-parallel-size N    tensor-parallel GPUs (default 1)\n"
@@ -329,12 +374,21 @@ void kvs_cli_deploy_help(FILE *f)
 		"                               context and workspaces (default auto: estimated)\n"
 		"  --layers N, --kv-heads N, --head-dim N, --params N\n"
 		"                               override the model's shape or parameter count\n"
-		"  --gpu-hour-price F           dollars per GPU-hour, for cost figures\n");
+		"  --gpu-hour-price F           dollars per GPU-hour, for cost figures\n"
+		"  --engine vllm|sglang|trtllm  whose memory accounting sizes the KV pool\n"
+		"                               (default vllm: V1's determine_available_memory)\n"
+		"  --mem-fraction-static F      sglang: share of the device for weights + KV\n"
+		"                               (default 0.88 at tp 1 ... 0.79 at tp 16)\n"
+		"  --free-gpu-memory-fraction F trtllm: share of the memory free after weights\n"
+		"                               and buffers that goes to KV (default 0.9)\n"
+		"  --num-gpu-blocks-override N  vllm: use N KV blocks whatever the memory\n"
+		"  --kv-cache-memory-bytes SIZE vllm: KV memory per GPU, skipping the profile\n");
 	fprintf(f, "\nmodel presets:");
 	for (const char *const *n = kvs_model_preset_names(); *n; n++)
 		fprintf(f, " %s", *n);
 	fprintf(f, "\nGPU presets:  ");
 	for (const char *const *n = kvs_gpu_preset_names(); *n; n++)
 		fprintf(f, " %s", *n);
-	fprintf(f, "\n(preset memory is the datasheet figure in decimal units: 80GB = 80e9 bytes)\n");
+	fprintf(f, "\n(preset memory is the total the CUDA driver reports, as vLLM logs it:\n"
+		   " a100-80gb = 79.25 GiB, not the label's 80 GB)\n");
 }

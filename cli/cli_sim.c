@@ -127,6 +127,26 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		if (!kvs_args_no_value(it))
 			return -1;
 		g->best_fit = true;
+		g->buddy = false;
+		return 1;
+	}
+	if (kvs_args_is(it, "--placement")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		if (strcmp(v, "first-fit") == 0) {
+			g->best_fit = g->buddy = false;
+		} else if (strcmp(v, "best-fit") == 0) {
+			g->best_fit = true;
+			g->buddy = false;
+		} else if (strcmp(v, "buddy") == 0) {
+			g->best_fit = false;
+			g->buddy = true;
+		} else {
+			kvs_args_usage_error(it, "%s: expected first-fit, best-fit or buddy, "
+					     "got '%s'", it->flag, v);
+			return -1;
+		}
 		return 1;
 	}
 	if (kvs_args_is(it, "--slo-ttft"))
@@ -145,6 +165,14 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		return kvs_args_double(it, 1e-3, 1e3, &g->cost.kv_read_factor) ? 1 : -1;
 	if (kvs_args_is(it, "--step-time-table"))
 		return (c->table_path = kvs_args_value(it)) ? 1 : -1;
+	if (kvs_args_is(it, "--max-concurrency"))
+		return kvs_args_u32(it, 1, 1u << 30, &g->max_concurrency) ? 1 : -1;
+	if (kvs_args_is(it, "--step-time-profile"))
+		return (c->profile_dir = kvs_args_value(it)) ? 1 : -1;
+	if (kvs_args_is(it, "--step-overhead-per-seq"))
+		return kvs_args_double(it, 0, 1, &g->cost.step_overhead_per_seq_s) ? 1 : -1;
+	if (kvs_args_is(it, "--step-overhead-per-token"))
+		return kvs_args_double(it, 0, 1, &g->cost.step_overhead_per_token_s) ? 1 : -1;
 	if (kvs_args_is(it, "--step-time-linear"))
 		return parse_linear(it, c);
 	if (kvs_args_is(it, "--sample-interval"))
@@ -182,6 +210,9 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 			const char *cmd)
 {
 	c->cfg.deploy = *d;
+	/* the engine profiles the batch it will run */
+	c->cfg.deploy.max_num_seqs = c->cfg.max_num_seqs;
+	c->cfg.deploy.max_num_batched_tokens = c->cfg.max_num_batched_tokens;
 	if (c->npolicies == 0) {
 		/* the first registered policy (paged) */
 		c->policies[0] = (kvs_policy)0;
@@ -193,6 +224,31 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 			"set the step time; give one\n", cmd);
 		c->fail_exit = KVS_EXIT_USAGE;
 		return false;
+	}
+	if (c->profile_dir && (c->table_path || c->step_linear_set)) {
+		fprintf(stderr, "kvsim %s: --step-time-profile and --step-time-%s both set "
+			"the step time; give one\n", cmd, c->table_path ? "table" : "linear");
+		c->fail_exit = KVS_EXIT_USAGE;
+		return false;
+	}
+	if (c->profile_dir) {
+		kvs_status st = kvs_cost_load_profile(c->profile_dir, d->tp, &c->cfg.cost);
+		if (st != KVS_OK) {
+			fprintf(stderr, "kvsim %s: --step-time-profile: %s\n", cmd, kvs_last_error());
+			c->fail_exit = st == KVS_ERR_IO || st == KVS_ERR_PARSE ? KVS_EXIT_FAIL
+									 : KVS_EXIT_USAGE;
+			return false;
+		}
+		/* the model's shape is checked now, not after the trace is read */
+		double t;
+		kvs_step_shape one = { 1, 1, 1, 1.0 };
+		if ((st = kvs_sim_step_time(&c->cfg, &one, &t)) != KVS_OK) {
+			fprintf(stderr, "kvsim %s: --step-time-profile: %s\n", cmd, kvs_last_error());
+			c->fail_exit = KVS_EXIT_USAGE;
+			return false;
+		}
+		if (!c->quiet)
+			fprintf(stderr, "kvsim %s: step time: %s\n", cmd, c->cfg.cost.profile_desc);
 	}
 	if (c->table_path) {
 		kvs_status st = kvs_cost_fit_table(c->table_path, &c->cfg.cost);
@@ -298,11 +354,23 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --watermark F                share of blocks kept free at admission (default 0.01)\n"
 		"  --page-size SIZE             vattention physical page, 64KiB..2MiB (default 2MiB)\n"
 		"  --best-fit                   contiguous policies: best-fit placement (default first fit)\n"
+		"  --placement P                contiguous policies: first-fit (default), best-fit,\n"
+		"                               or buddy (regions of 2^k tokens aligned to their\n"
+		"                               size, as the PagedAttention paper's baselines)\n"
 		"\n"
 		"step time (docs/COST-MODEL.md):\n"
 		"  --flops-efficiency F         share of peak FLOP/s reached (default 0.5)\n"
 		"  --bandwidth-efficiency F     share of peak HBM bandwidth reached (default 0.8)\n"
 		"  --step-overhead S            fixed time per step in seconds (default 0.002)\n"
+		"  --step-overhead-per-seq S    + S per sequence in the step (default 0)\n"
+		"  --step-overhead-per-token S  + S per batched token (default 0)\n"
+		"  --max-concurrency N          closed-loop client: N requests in flight, the\n"
+		"                               next sent (its latency counted) when one leaves,\n"
+		"                               as vllm bench serve --max-concurrency (default:\n"
+		"                               open loop at the trace's arrival times)\n"
+		"  --step-time-profile DIR      measured Vidur operator profile (DIR/mlp.csv,\n"
+		"                               all-reduce from the network/ tree beside it);\n"
+		"                               attention stays on the roofline\n"
 		"  --allreduce-latency S        per all-reduce with --tp > 1 (default 10e-6)\n"
 		"  --kv-read-factor X           attention-kernel cost relative to an ideal\n"
 		"                               contiguous KV read: multiplies the KV-read\n"
@@ -426,7 +494,7 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 		d->tp ? d->tp : 1, kvs_dtype_name(d->kv_dtype));
 	fprintf(f, "KV pool per GPU %s = %llu tokens (%llu blocks of %u), %s per token, "
 		"max_model_len %llu\n", budget,
-		(unsigned long long)(st->kv_budget_bytes / st->kv_bytes_per_token),
+		(unsigned long long)(st->num_blocks * bs),
 		(unsigned long long)st->num_blocks, bs, per_tok,
 		(unsigned long long)st->max_model_len);
 	fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, preemption %s, "
@@ -434,6 +502,7 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 		cfg->max_num_batched_tokens, kvs_preempt_mode_name(cfg->preemption_mode),
 		cfg->enable_prefix_caching ? "on" : "off",
 		cfg->cost.table_path[0] ? "from table" :
+		cfg->cost.profile_points ? "profile + roofline" :
 		cfg->cost.kind == KVS_COST_LINEAR ? "linear" : "roofline");
 	double span = st->arrived > 1 ? st->last_arrival_s - st->first_arrival_s : 0;
 	fprintf(f, "trace %s (%s): %llu requests over %.1f s", trace_path ? trace_path : "-",
@@ -735,7 +804,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	kvs_args_init(&it, cmd, argc, argv);
 	kvs_args_set_help(&it, usage);
 	kvs_cli_deploy dep;
-	kvs_cli_deploy_init(&dep, "llama-3-8b", "a100-40gb");
+	kvs_cli_deploy_init(&dep, "llama-3-8b", NULL);
 	kvs_trace_opts topts;
 	kvs_trace_opts_defaults(&topts);
 	kvs_cli_sim sim;

@@ -31,6 +31,7 @@ typedef struct kvs_cli_sim {
 	kvs_policy policies[KVS_POLICY_CAP];
 	size_t npolicies;               /* 0 until --policy/--policies */
 	const char *table_path;         /* --step-time-table */
+	const char *profile_dir;        /* --step-time-profile */
 	bool quiet;                     /* --quiet: no progress line */
 	bool seed_set;
 	bool step_linear_set;

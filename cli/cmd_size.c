@@ -20,10 +20,15 @@ static void usage(FILE *f)
 		"\n"
 		"How much GPU memory one conversation's KV cache takes, and how many\n"
 		"conversations fit on a GPU at once.  With no options: llama-2-7b on an\n"
-		"a100-80gb at 4,000 tokens per conversation.\n"
+		"" KVS_CLI_DEFAULT_GPU " at 4,000 tokens per conversation.\n"
 		"\n");
 	kvs_cli_deploy_help(f);
 	fprintf(f,
+		"\n"
+		"  --max-num-seqs N             sequences of the engine's profile run (default:\n"
+		"                               vLLM's serve default, 1024 on >= 70 GiB GPUs\n"
+		"                               other than A100, else 256)\n"
+		"  --max-num-batched-tokens N   tokens of the profile run (8192, else 2048)\n"
 		"\n"
 		"output:\n"
 		"  --json [FILE]                one JSON object (snake_case keys, sorted)\n"
@@ -299,6 +304,29 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 		wrap("  - ", "    ", *q);
 }
 
+/* The lines a user compares with the engine's own start-up log. */
+static void print_engine_lines(const kvs_deploy *d, const kvs_sizing *s)
+{
+	char b1[32], b2[32];
+	if (s->mem.engine != KVS_ENGINE_VLLM) {
+		printf("\nAs %s would size it: %s tokens of KV cache per GPU\n",
+		       kvs_engine_name(s->mem.engine),
+		       kvs_fmt_commas(s->kv_capacity_tokens, b1, sizeof b1));
+		return;
+	}
+	printf("\nAs vLLM logs it (per GPU)\n");
+	printf("  Available KV cache memory: %.2f GiB\n",
+	       (double)s->kv_budget_bytes / (double)(1ull << 30));
+	printf("  GPU KV cache size: %s tokens\n",
+	       kvs_fmt_commas(s->vllm_kv_tokens, b1, sizeof b1));
+	printf("  Maximum concurrency for %s tokens per request: %.2fx\n",
+	       kvs_fmt_commas(s->max_model_len, b2, sizeof b2), s->vllm_max_concurrency);
+	if (s->sliding_layers_per_rank)
+		printf("  (vLLM divides by max_model_len; with the sliding windows honoured,\n"
+		       "  kvsim's max_concurrency above is the count that really fits)\n");
+	(void)d;
+}
+
 static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		       const kvs_shrink_row *rows, const kvs_size_advice *a,
 		       const kvs_cli_deploy *c)
@@ -310,10 +338,23 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	       m->name, g->name, d->tp, d->pp, d->tp * d->pp, d->tp * d->pp > 1 ? "s" : "",
 	       kvs_fmt_commas(d->context_tokens, c1, sizeof c1));
 	printf("  model  %s\n", model_shape(m, shape, sizeof shape));
-	printf("  gpu    %s (%s), %.0f GB/s, %.0f TFLOP/s dense fp16\n",
-	       dbytes(g->mem_bytes, b1, sizeof b1),
-	       c->gpu_mem ? "--gpu-mem" : "datasheet, decimal",
+	printf("  gpu    %s (%s), %.0f GB/s, %.0f TFLOP/s dense fp16",
+	       ibytes(g->mem_bytes, b1, sizeof b1),
+	       c->gpu_mem ? "--gpu-mem" : "the total the driver reports",
 	       g->hbm_bytes_per_s / 1e9, g->fp16_flops / 1e12);
+	if (g->fp8_flops > 0)
+		printf(", %.0f fp8", g->fp8_flops / 1e12);
+	printf("\n");
+	if (!c->gpu_mem && g->mem_source[0])
+		wrap("         memory: ", "         ", g->mem_source);
+	if (!c->gpu_mem && g->datasheet_mem_bytes)
+		printf("         (the label's %s is not what engines size from)\n",
+		       dbytes(g->datasheet_mem_bytes, b2, sizeof b2));
+	if (kvs_gpu_matmul_rate(g, d->weight_dtype) != g->fp16_flops)
+		printf("  step   %s weights: matmuls at the %s rate, %.0f TFLOP/s\n",
+		       kvs_dtype_name(d->weight_dtype),
+		       d->weight_dtype == KVS_DTYPE_FP8 ? "FP8" : "INT8",
+		       kvs_gpu_matmul_rate(g, d->weight_dtype) / 1e12);
 
 	printf("\nKV bytes per token, per GPU\n");
 	print_formula(d, s);
@@ -329,26 +370,59 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	add(&t, lab, kvs_fmt_commas(s->bytes_per_context, b1, sizeof b1), "%s%s",
 	    ibytes(s->bytes_per_context, b2, sizeof b2),
 	    s->sliding_layers_per_rank ? ", windows honoured" : "");
-	add(&t, "device memory", kvs_fmt_commas(g->mem_bytes, b1, sizeof b1), "%s",
-	    dbytes(g->mem_bytes, b2, sizeof b2));
-	snprintf(lab, sizeof lab, "usable (x %.2f)", d->gpu_memory_utilization);
+	add(&t, "device memory", kvs_fmt_commas(g->mem_bytes, b1, sizeof b1), "%s, %s",
+	    ibytes(g->mem_bytes, b2, sizeof b2), c->gpu_mem ? "--gpu-mem" : "driver total");
+	const kvs_mem_terms *mt = &s->mem;
+	if (mt->engine == KVS_ENGINE_TRTLLM)
+		snprintf(lab, sizeof lab, "taken (x %.2f of the free)", mt->fraction);
+	else
+		snprintf(lab, sizeof lab, "usable (x %.2f%s)", mt->fraction,
+			 mt->engine == KVS_ENGINE_SGLANG ? " mem_fraction_static" : "");
 	add(&t, lab, kvs_fmt_commas(s->usable_bytes, b1, sizeof b1), "%s",
-	    dbytes(s->usable_bytes, b2, sizeof b2));
+	    ibytes(s->usable_bytes, b2, sizeof b2));
 	snprintf(lab, sizeof lab, "- weights (%s)", kvs_dtype_name(d->weight_dtype));
-	add(&t, lab, kvs_fmt_commas(s->weight_bytes, b1, sizeof b1), "%s%s",
-	    dbytes(s->weight_bytes, b2, sizeof b2),
-	    d->tp * d->pp > 1 ? ", this GPU's share" : "");
-	add(&t, "- working-space reserve", kvs_fmt_commas(s->reserve_bytes, b1, sizeof b1), "%s, %s",
-	    dbytes(s->reserve_bytes, b2, sizeof b2),
-	    s->reserve_estimated ? "estimated (see --reserve)" : "given");
+	add(&t, lab, kvs_fmt_commas(s->weight_bytes, b1, sizeof b1), "%s%s%s",
+	    ibytes(s->weight_bytes, b2, sizeof b2),
+	    d->tp * d->pp > 1 ? ", this GPU's share" : "",
+	    kvs_dtype_bits(d->weight_dtype) < 16 ? ", embeddings/lm_head at 16 bits" : "");
 	char b3[32];
-	add(&t, "= KV budget", kvs_fmt_commas(s->kv_budget_bytes, b1, sizeof b1), "%s = %s",
-	    dbytes(s->kv_budget_bytes, b2, sizeof b2), ibytes(s->kv_budget_bytes, b3, sizeof b3));
+	if (s->reserve_estimated) {
+		const char *cnt = "subtracted";
+		const char *no = "not subtracted (in the headroom)";
+		add(&t, "- RoPE cache", kvs_fmt_commas(mt->rope_cache_bytes, b1, sizeof b1),
+		    "%s, loaded with the weights", ibytes(mt->rope_cache_bytes, b2, sizeof b2));
+		snprintf(lab, sizeof lab, "- activations (%u tokens)", mt->profile_tokens);
+		add(&t, lab, kvs_fmt_commas(mt->activation_bytes, b1, sizeof b1),
+		    "%s, profile-run peak, %s", ibytes(mt->activation_bytes, b2, sizeof b2),
+		    mt->counted & KVS_MEM_ACTIVATION ? cnt : no);
+		snprintf(lab, sizeof lab, "- logits, sampler (%u seqs)", mt->profile_seqs);
+		add(&t, lab, kvs_fmt_commas(mt->sampler_bytes, b1, sizeof b1),
+		    "%s, x %u vocab, %s", ibytes(mt->sampler_bytes, b2, sizeof b2),
+		    d->model.vocab_size, mt->counted & KVS_MEM_SAMPLER ? cnt : no);
+		add(&t, "- non-torch memory", kvs_fmt_commas(mt->non_torch_bytes, b1, sizeof b1),
+		    "%s%s, %s", ibytes(mt->non_torch_bytes, b2, sizeof b2),
+		    mt->comm_bytes ? " incl. NCCL/all-reduce" : "",
+		    mt->counted & KVS_MEM_NON_TORCH ? cnt : no);
+		add(&t, "- CUDA context", kvs_fmt_commas(mt->cuda_context_bytes, b1, sizeof b1),
+		    "%s, %s", ibytes(mt->cuda_context_bytes, b2, sizeof b2),
+		    mt->counted & KVS_MEM_CONTEXT ? cnt : "before vLLM's snapshot, not subtracted");
+		snprintf(lab, sizeof lab, "  CUDA graphs (%u sizes)", mt->cudagraph_sizes);
+		add(&t, lab, kvs_fmt_commas(mt->cudagraph_bytes, b1, sizeof b1),
+		    "%s, estimate, %s", ibytes(mt->cudagraph_bytes, b2, sizeof b2),
+		    mt->counted & KVS_MEM_CUDAGRAPH ? cnt : no);
+	}
+	add(&t, "- non-KV total", kvs_fmt_commas(s->reserve_bytes, b1, sizeof b1), "%s, %s",
+	    ibytes(s->reserve_bytes, b2, sizeof b2),
+	    s->reserve_estimated ? "the subtracted terms above (see --reserve)" : "given (--reserve)");
+	add(&t, "= KV budget", kvs_fmt_commas(s->kv_budget_bytes, b1, sizeof b1), "%s = %s%s",
+	    dbytes(s->kv_budget_bytes, b2, sizeof b2), ibytes(s->kv_budget_bytes, b3, sizeof b3),
+	    s->kv_from_override ? ", from the override" : "");
 	add(&t, "num_gpu_blocks", kvs_fmt_commas(s->num_gpu_blocks, b1, sizeof b1), "blocks of %u tokens",
 	    d->block_size);
 	add(&t, "KV capacity", kvs_fmt_commas(s->kv_capacity_tokens, b1, sizeof b1), "tokens");
 	snprintf(b1, sizeof b1, "%.2fx", s->max_concurrency);
-	add(&t, "max_concurrency", b1, "for %s tokens per request, as vLLM logs it", c1);
+	add(&t, "max_concurrency", b1, "for %s tokens per request, kvsim's figure%s", c1,
+	    s->sliding_layers_per_rank ? " (windows honoured)" : "");
 	add(&t, "conversations that fit", kvs_fmt_commas(s->max_conversations, b1, sizeof b1),
 	    "whole conversations in whole blocks (%s blocks each)",
 	    kvs_fmt_commas(s->blocks_per_conversation, b2, sizeof b2));
@@ -369,8 +443,9 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		add(&t, "per million tokens", s->dollars_per_mtok > 0 ? b1 : "-",
 		    "generated, at full occupancy");
 	}
-	printf("\nMemory per GPU\n");
+	printf("\nMemory per GPU (engine %s)\n", kvs_engine_name(s->mem.engine));
 	print_table(&t);
+	print_engine_lines(d, s);
 	print_shrinks(rows);
 	if (a->needed)
 		print_advice(d, s, a);
@@ -406,6 +481,9 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(e, "context_tokens", j_u64(d->context_tokens));
 	json_object_set_new(e, "max_model_len", j_u64(s->max_model_len));
 	json_object_set_new(e, "gpu_hour_price", json_real(d->gpu_hour_price));
+	json_object_set_new(e, "engine", json_string(kvs_engine_name(d->engine)));
+	json_object_set_new(e, "num_gpu_blocks_override", j_u64(d->num_gpu_blocks_override));
+	json_object_set_new(e, "kv_cache_memory_bytes", j_u64(d->kv_cache_memory_bytes));
 	json_object_set_new(o, "deploy", e);
 
 	json_t *f = json_object();
@@ -427,6 +505,39 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(o, "reserve_bytes", j_u64(s->reserve_bytes));
 	json_object_set_new(o, "reserve_estimated", json_boolean(s->reserve_estimated));
 	json_object_set_new(o, "usable_bytes", j_u64(s->usable_bytes));
+	const kvs_mem_terms *mt = &s->mem;
+	json_t *nk = json_object();
+	json_object_set_new(nk, "engine", json_string(kvs_engine_name(mt->engine)));
+	json_object_set_new(nk, "fraction", json_real(mt->fraction));
+	json_object_set_new(nk, "profile_tokens", json_integer(mt->profile_tokens));
+	json_object_set_new(nk, "profile_seqs", json_integer(mt->profile_seqs));
+	json_object_set_new(nk, "rope_cache_bytes", j_u64(mt->rope_cache_bytes));
+	json_object_set_new(nk, "activation_bytes", j_u64(mt->activation_bytes));
+	json_object_set_new(nk, "sampler_bytes", j_u64(mt->sampler_bytes));
+	json_object_set_new(nk, "non_torch_bytes", j_u64(mt->non_torch_bytes));
+	json_object_set_new(nk, "comm_bytes", j_u64(mt->comm_bytes));
+	json_object_set_new(nk, "cuda_context_bytes", j_u64(mt->cuda_context_bytes));
+	json_object_set_new(nk, "cudagraph_bytes", j_u64(mt->cudagraph_bytes));
+	json_object_set_new(nk, "cudagraph_sizes", json_integer(mt->cudagraph_sizes));
+	json_t *cl = json_array();
+	static const struct { unsigned bit; const char *key; } terms[] = {
+		{ KVS_MEM_ACTIVATION, "activation" }, { KVS_MEM_SAMPLER, "sampler" },
+		{ KVS_MEM_CUDAGRAPH, "cudagraph" }, { KVS_MEM_NON_TORCH, "non_torch" },
+		{ KVS_MEM_CONTEXT, "cuda_context" }, { KVS_MEM_ROPE, "rope_cache" },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(terms); i++)
+		if (mt->counted & terms[i].bit)
+			json_array_append_new(cl, json_string(terms[i].key));
+	json_object_set_new(nk, "counted", cl);
+	json_object_set_new(o, "non_kv", nk);
+	json_t *vl = json_object();
+	json_object_set_new(vl, "available_kv_cache_gib",
+			    json_real((double)s->kv_budget_bytes / (double)(1ull << 30)));
+	json_object_set_new(vl, "gpu_kv_cache_tokens", j_u64(s->vllm_kv_tokens));
+	json_object_set_new(vl, "max_concurrency", json_real(s->vllm_max_concurrency));
+	json_object_set_new(vl, "max_model_len", j_u64(s->max_model_len));
+	json_object_set_new(o, "vllm_log", vl);
+	json_object_set_new(o, "kv_from_override", json_boolean(s->kv_from_override));
 	json_object_set_new(o, "kv_budget_bytes", j_u64(s->kv_budget_bytes));
 	json_object_set_new(o, "num_gpu_blocks", j_u64(s->num_gpu_blocks));
 	json_object_set_new(o, "kv_capacity_tokens", j_u64(s->kv_capacity_tokens));
@@ -510,7 +621,7 @@ int kvs_cmd_size(int argc, char **argv)
 	const char *pos;
 	kvs_args_init(&it, "size", argc, argv);
 	kvs_args_set_help(&it, usage);
-	kvs_cli_deploy_init(&c, "llama-2-7b", "a100-80gb");
+	kvs_cli_deploy_init(&c, "llama-2-7b", NULL);
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
 			kvs_args_usage_error(&it, "unexpected argument '%s' (see 'kvsim size --help')",
@@ -526,6 +637,16 @@ int kvs_cmd_size(int argc, char **argv)
 			return KVS_EXIT_USAGE;
 		if (r > 0)
 			continue;
+		if (kvs_args_is(&it, "--max-num-seqs")) {
+			if (!kvs_args_u32(&it, 1, 1u << 20, &c.max_num_seqs))
+				return KVS_EXIT_USAGE;
+			continue;
+		}
+		if (kvs_args_is(&it, "--max-num-batched-tokens")) {
+			if (!kvs_args_u32(&it, 1, 1u << 30, &c.max_num_batched_tokens))
+				return KVS_EXIT_USAGE;
+			continue;
+		}
 		if (!kvs_args_taken(&it, kvs_cli_deploy_arg(&it, &c)))
 			return KVS_EXIT_USAGE;
 	}

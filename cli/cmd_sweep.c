@@ -65,7 +65,24 @@ static void usage(FILE *f)
 		"                               SVG and PNG figures (as 'kvsim report'; the\n"
 		"                               same JSON as --json), DIR created if missing\n"
 		"  --quiet                      no progress line on stderr\n"
-		"  --help                       show this help\n");
+		"  --help                       show this help\n"
+		"\n"
+		"scale-out (docs/SCALE-OUT.md; scripts/sweep-parallel.sh, sweep-slurm.sh):\n"
+		"  --plan PLAN.json             write the points (one per simulated\n"
+		"                               combination), the flags, the trace's SHA-256\n"
+		"                               and kvsim's version; simulate nothing\n"
+		"  --from-plan PLAN.json        run or merge that plan's points; no other\n"
+		"                               configuration flags (TRACE: the plan's trace\n"
+		"                               at another path, checked by SHA-256)\n"
+		"  --points A-B | I             with --from-plan: run these points (0-based)\n"
+		"  --out DIR                    ... one DIR/point-NNNNNN.json each, written\n"
+		"                               whole or not at all; existing ones skipped;\n"
+		"                               --jobs N runs them on N threads (1)\n"
+		"  --merge DIR                  with --from-plan: gather DIR's point files;\n"
+		"                               the output flags then print exactly what the\n"
+		"                               threaded sweep prints\n"
+		"  --plan-info                  with --from-plan: print the number of\n"
+		"                               points, the plan's id and its trace\n");
 }
 
 typedef struct opts {
@@ -78,7 +95,38 @@ typedef struct opts {
 	const char *report;         /* --report DIR */
 	const char *profile;
 	bool quiet;
+	/* scale-out */
+	const char *plan_out;       /* --plan FILE */
+	const char *from_plan;      /* --from-plan FILE */
+	const char *points;         /* --points A-B */
+	const char *out_dir;        /* --out DIR */
+	const char *merge_dir;      /* --merge DIR */
+	bool plan_info;             /* --plan-info */
+	size_t first, last;         /* --points, checked against the plan */
+	const char **args;          /* configuration flags as given (for the plan) */
+	size_t nargs;
+	const char *config_flag;    /* the first of them, for messages */
 } opts;
+
+/* --plan, --from-plan, --points, --out, --merge */
+static int plan_arg(kvs_args *it, opts *o)
+{
+	static const char *const names[] = { "--plan", "--from-plan", "--points", "--out",
+					     "--merge" };
+	const char **slots[] = { &o->plan_out, &o->from_plan, &o->points, &o->out_dir,
+				 &o->merge_dir };
+	if (kvs_args_is(it, "--plan-info")) {
+		o->plan_info = true;
+		return 1;
+	}
+	for (size_t i = 0; i < KVS_ARRAY_LEN(names); i++) {
+		if (kvs_args_is(it, names[i])) {
+			*slots[i] = kvs_args_value(it);
+			return *slots[i] ? 1 : -1;
+		}
+	}
+	return 0;
+}
 
 static int sweep_arg(kvs_args *it, opts *o)
 {
@@ -240,23 +288,86 @@ static kvs_status csv_fn(const void *arg, FILE *f)
 	return kvs_sweep_result_csv(arg, f);
 }
 
+/* --plan, --from-plan --points/--out, --from-plan --merge: -1 with *R the
+ * merged result (printed as the threaded sweep's), else an exit code. */
+static int plan_mode(opts *o, kvs_sweep_plan **plan, const kvs_request_set *set,
+		     const char *path, kvs_sweep_result **R)
+{
+	kvs_status st;
+	if (o->plan_out) {
+		if (o->json || o->csv || o->report) {
+			fprintf(stderr, "kvsim sweep: --plan writes only the plan; give --json, "
+				"--csv and --report to the merge\n");
+			return KVS_EXIT_USAGE;
+		}
+		st = kvs_sweep_plan_create(&o->sw, set, path, o->args, o->nargs, plan);
+		if (st == KVS_OK)
+			st = kvs_sweep_plan_write(*plan, o->plan_out);
+		if (st != KVS_OK) {
+			kvs_cli_report_error("sweep", st);
+			return KVS_EXIT_FAIL;
+		}
+		if (!o->quiet)
+			fprintf(stderr, "kvsim sweep: %s: %zu points (0-%zu), plan %.12s\n",
+				o->plan_out, kvs_sweep_plan_points(*plan),
+				kvs_sweep_plan_points(*plan) - 1, kvs_sweep_plan_id(*plan));
+		return KVS_EXIT_OK;
+	}
+	if ((st = kvs_sweep_plan_bind(*plan, &o->sw, set, path)) != KVS_OK) {
+		kvs_cli_report_error("sweep", st);
+		return KVS_EXIT_FAIL;
+	}
+	if (o->out_dir) {
+		size_t a = o->first, b = o->last, ran = 0, skipped = 0;
+		unsigned jobs = o->sw.jobs ? o->sw.jobs : 1;
+		st = kvs_sweep_plan_run_points(*plan, a, b, o->out_dir, jobs, &ran, &skipped);
+		if (st != KVS_OK) {
+			kvs_cli_report_error("sweep", st);
+			return KVS_EXIT_FAIL;
+		}
+		if (!o->quiet)
+			fprintf(stderr, "kvsim sweep: points %zu-%zu: %zu run, %zu already done\n",
+				a, b, ran, skipped);
+		return KVS_EXIT_OK;
+	}
+	if ((st = kvs_sweep_plan_merge(*plan, o->merge_dir, R)) != KVS_OK) {
+		kvs_cli_report_error("sweep", st);
+		return KVS_EXIT_FAIL;
+	}
+	return -1;
+}
+
 int kvs_cmd_sweep(int argc, char **argv);
 
-int kvs_cmd_sweep(int argc, char **argv)
+static void opts_init(opts *o)
+{
+	memset(o, 0, sizeof *o);
+	kvs_cli_deploy_init(&o->dep, "llama-3-8b", NULL);   /* as replay */
+	kvs_trace_opts_defaults(&o->to);
+	kvs_cli_sim_init(&o->sim);
+	kvs_sweep_config_defaults(&o->sw, NULL);
+}
+
+/* Parse argv into o (argv[0] the command); -1 to go on, else an exit code.
+ * The configuration flags (every flag but the output, scale-out and --jobs
+ * ones) are recorded in o->args for a plan. */
+static int parse(int argc, char **argv, opts *o)
 {
 	kvs_args it;
-	opts o;
 	const char *pos;
-	memset(&o, 0, sizeof o);
 	kvs_args_init(&it, "sweep", argc, argv);
 	kvs_args_set_help(&it, usage);
-	kvs_cli_deploy_init(&o.dep, "llama-3-8b", "a100-40gb");   /* as replay */
-	kvs_trace_opts_defaults(&o.to);
-	kvs_cli_sim_init(&o.sim);
-	kvs_sweep_config_defaults(&o.sw, NULL);
-	while (kvs_args_next(&it, &pos)) {
+	o->args = kvs_calloc((size_t)argc + 1, sizeof *o->args);
+	if (!o->args) {
+		fprintf(stderr, "kvsim sweep: out of memory\n");
+		return KVS_EXIT_FAIL;
+	}
+	for (;;) {
+		int i0 = it.i;
+		if (!kvs_args_next(&it, &pos))
+			break;
 		if (!it.flag) {
-			if (!kvs_args_one_positional(&it, pos, &o.trace, "trace"))
+			if (!kvs_args_one_positional(&it, pos, &o->trace, "trace"))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
@@ -264,106 +375,249 @@ int kvs_cmd_sweep(int argc, char **argv)
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		int out_r = kvs_args_output(&it, "--json", &o.json, o.trace != NULL);
+		int out_r = kvs_args_output(&it, "--json", &o->json, o->trace != NULL);
 		if (out_r == 0)
-			out_r = kvs_args_output(&it, "--csv", &o.csv, o.trace != NULL);
+			out_r = kvs_args_output(&it, "--csv", &o->csv, o->trace != NULL);
 		if (out_r < 0)
 			return KVS_EXIT_USAGE;
 		if (out_r > 0)
 			continue;
 		if (kvs_args_is(&it, "--report")) {
-			if (!(o.report = kvs_args_value(&it)))
+			if (!(o->report = kvs_args_value(&it)))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
 		if (kvs_args_is(&it, "--quiet") || kvs_args_is(&it, "-q")) {
-			o.quiet = true;
+			o->quiet = true;
+			continue;
+		}
+		int r = plan_arg(&it, o);
+		if (r != 0) {
+			if (r < 0)
+				return KVS_EXIT_USAGE;
 			continue;
 		}
 		/* the sim group before the trace group: both know --seed */
-		int r = sweep_arg(&it, &o);
+		r = sweep_arg(&it, o);
 		if (r == 0)
-			r = kvs_cli_deploy_arg(&it, &o.dep);
+			r = kvs_cli_deploy_arg(&it, &o->dep);
 		if (r == 0)
-			r = kvs_cli_sim_arg(&it, &o.sim);
+			r = kvs_cli_sim_arg(&it, &o->sim);
 		if (r == 0)
-			r = kvs_cli_trace_arg(&it, &o.to);
+			r = kvs_cli_trace_arg(&it, &o->to);
 		if (r < 0)
 			return KVS_EXIT_USAGE;
 		if (r == 0) {
 			kvs_args_unknown(&it);
 			return KVS_EXIT_USAGE;
 		}
+		if (!kvs_args_is(&it, "--jobs")) {
+			if (!o->config_flag)
+				o->config_flag = it.flag;
+			for (int k = i0; k < it.i; k++)
+				o->args[o->nargs++] = argv[k];
+		}
 	}
 	if (it.error)
 		return KVS_EXIT_USAGE;
+	return -1;
+}
+
+/* "A-B" or "I" against n points */
+static bool points_range(const char *text, size_t n, size_t *a, size_t *b)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(text, &end, 10), y = x;
+	if (end == text || text[0] == '-' || errno)
+		return false;
+	if (*end == '-') {
+		const char *t = end + 1;
+		if (!(*t >= '0' && *t <= '9'))
+			return false;
+		y = strtoull(t, &end, 10);
+		if (errno)
+			return false;
+	}
+	if (*end || x > y || y >= n)
+		return false;
+	*a = (size_t)x;
+	*b = (size_t)y;
+	return true;
+}
+
+/* --from-plan: the configuration comes from the plan's flags; the command
+ * line gives the mode, the outputs, --jobs and optionally the trace. */
+static int from_plan(opts *o, kvs_sweep_plan **plan)
+{
+	if (o->config_flag) {
+		fprintf(stderr, "kvsim sweep: %s: with --from-plan the configuration is the "
+			"plan's; give it when writing the plan\n", o->config_flag);
+		return KVS_EXIT_USAGE;
+	}
+	if (o->plan_info && !o->plan_out && !o->out_dir && !o->merge_dir && !o->points) {
+		kvs_status st = kvs_sweep_plan_load(o->from_plan, plan);
+		if (st != KVS_OK) {
+			kvs_cli_report_error("sweep", st);
+			return KVS_EXIT_FAIL;
+		}
+		printf("points %zu\nplan_id %s\ntrace %s\n", kvs_sweep_plan_points(*plan),
+		       kvs_sweep_plan_id(*plan), kvs_sweep_plan_trace_path(*plan));
+		return KVS_EXIT_OK;
+	}
+	if (o->plan_out || o->plan_info || !!o->out_dir == !!o->merge_dir ||
+	    !!o->points != !!o->out_dir) {
+		fprintf(stderr, "kvsim sweep: --from-plan needs either --points A-B --out DIR "
+			"or --merge DIR\n");
+		return KVS_EXIT_USAGE;
+	}
+	kvs_status st = kvs_sweep_plan_load(o->from_plan, plan);
+	if (st != KVS_OK) {
+		kvs_cli_report_error("sweep", st);
+		return KVS_EXIT_FAIL;
+	}
+	size_t n = kvs_sweep_plan_points(*plan);
+	if (o->points && !points_range(o->points, n, &o->first, &o->last)) {
+		fprintf(stderr, "kvsim sweep: --points %s: expected I or A-B with A <= B "
+			"< %zu (the plan's points)\n", o->points, n);
+		return KVS_EXIT_USAGE;
+	}
+	const char *const *args;
+	size_t nargs = kvs_sweep_plan_args(*plan, &args);
+	char **argv = kvs_calloc(nargs + 2, sizeof *argv);
+	if (!argv) {
+		fprintf(stderr, "kvsim sweep: out of memory\n");
+		return KVS_EXIT_FAIL;
+	}
+	argv[0] = (char *)"sweep";
+	for (size_t i = 0; i < nargs; i++)
+		argv[i + 1] = (char *)args[i];
+	opts p;
+	opts_init(&p);
+	int rc = parse((int)nargs + 1, argv, &p);
+	kvs_free(argv);
+	if (rc >= 0) {
+		kvs_free(p.args);
+		fprintf(stderr, "kvsim sweep: %s: its flags (args) do not parse here\n",
+			o->from_plan);
+		return rc == KVS_EXIT_OK ? KVS_EXIT_USAGE : rc;
+	}
+	/* the plan's configuration, this command's mode and outputs */
+	p.trace = o->trace ? o->trace : kvs_sweep_plan_trace_path(*plan);
+	p.json = o->json;
+	p.csv = o->csv;
+	p.report = o->report;
+	p.quiet = o->quiet;
+	p.from_plan = o->from_plan;
+	p.points = o->points;
+	p.out_dir = o->out_dir;
+	p.merge_dir = o->merge_dir;
+	p.sw.jobs = o->sw.jobs;
+	p.first = o->first;
+	p.last = o->last;
+	kvs_free(o->args);
+	*o = p;
+	return -1;
+}
+
+int kvs_cmd_sweep(int argc, char **argv)
+{
+	opts o;
+	kvs_sweep_plan *plan = NULL;
+	opts_init(&o);
+	int prc = parse(argc, argv, &o);
+	if (prc < 0 && o.from_plan)
+		prc = from_plan(&o, &plan);
+	else if (prc < 0 && (o.points || o.out_dir || o.merge_dir)) {
+		fprintf(stderr, "kvsim sweep: --points, --out and --merge need --from-plan "
+			"PLAN.json\n");
+		prc = KVS_EXIT_USAGE;
+	}
+	if (prc >= 0) {
+		kvs_free(o.args);
+		kvs_sweep_plan_destroy(plan);
+		return prc;
+	}
+	int rc = KVS_EXIT_OK;
+	kvs_sweep_result *R = NULL;
+	kvs_kernel_profile *prof = NULL;
+	kvs_request_set *set = NULL;
+	const char *path = NULL;
+	kvs_outfile *jso = NULL, *cso = NULL;
+	kvs_status st;
 	if (o.dep.set_block_size) {
 		fprintf(stderr, "kvsim sweep: --block-size: the sweep varies the block size; "
 			"give --block-sizes LIST\n");
-		return KVS_EXIT_USAGE;
+		rc = KVS_EXIT_USAGE;
+		goto out;
 	}
 	if (o.sim.npolicies > 0) {
 		fprintf(stderr, "kvsim sweep: --policy: the sweep runs several; give "
 			"--policies LIST\n");
-		return KVS_EXIT_USAGE;
+		rc = KVS_EXIT_USAGE;
+		goto out;
 	}
 	/* the SLOs are the engine group's; the sweep bounds p99 latencies by them */
 	o.sw.slo_ttft_s = o.sim.cfg.slo_ttft_s;
 	o.sw.slo_tpot_s = o.sim.cfg.slo_tpot_s;
 	if (o.sw.find_max_rate && o.sw.slo_ttft_s == 0 && o.sw.slo_tpot_s == 0) {
 		fprintf(stderr, "kvsim sweep: --find-max-rate needs --slo-ttft and/or --slo-tpot\n");
-		return KVS_EXIT_USAGE;
+		rc = KVS_EXIT_USAGE;
+		goto out;
 	}
 	if (o.json && o.csv && strcmp(o.json, "-") == 0 && strcmp(o.csv, "-") == 0) {
 		fprintf(stderr, "kvsim sweep: --json and --csv cannot both go to stdout; "
 			"give one a file (--csv=FILE)\n");
-		return KVS_EXIT_USAGE;
+		rc = KVS_EXIT_USAGE;
+		goto out;
 	}
-	if (!kvs_cli_deploy_finish(&o.dep, "sweep"))
-		return o.dep.fail_exit;
-	if (!kvs_cli_sim_finish(&o.sim, &o.dep.d, &o.to, "sweep"))
-		return o.sim.fail_exit;
+	if (!kvs_cli_deploy_finish(&o.dep, "sweep")) {
+		rc = o.dep.fail_exit;
+		goto out;
+	}
+	if (!kvs_cli_sim_finish(&o.sim, &o.dep.d, &o.to, "sweep")) {
+		rc = o.sim.fail_exit;
+		goto out;
+	}
 	/* a directory that cannot be written fails now, not after the runs */
-	if (o.report && !kvs_cli_report_dir_ok("sweep", o.report))
-		return KVS_EXIT_FAIL;
+	if (o.report && !kvs_cli_report_dir_ok("sweep", o.report)) {
+		rc = KVS_EXIT_FAIL;
+		goto out;
+	}
 	/* keep the trace's hash ids at their own granularity: each block size of
 	 * the sweep re-splits (or merges) them itself */
 	o.to.block_size = 0;
 	o.sw.base = o.sim.cfg;
 	o.quiet |= o.sim.quiet;
-	kvs_status st;
-
-	kvs_kernel_profile *prof = NULL;
 	if (o.profile) {
 		if ((st = kvs_kernel_profile_load(o.profile, &prof)) != KVS_OK) {
 			kvs_cli_report_error("sweep", st);
-			return KVS_EXIT_FAIL;
+			rc = KVS_EXIT_FAIL;
+			goto out;
 		}
 		o.sw.kernel_profile = prof;
 	}
 
 	/* every output file opens now, so that a bad path fails before the
 	 * runs; each is renamed into place only when the sweep succeeds */
-	kvs_outfile *jso = NULL, *cso = NULL;
 	if ((o.json && !(jso = kvs_cli_out_open("sweep", "--json", o.json))) ||
 	    (o.csv && !(cso = kvs_cli_out_open("sweep", "--csv", o.csv)))) {
-		kvs_outfile_discard(jso);
-		kvs_kernel_profile_destroy(prof);
-		return KVS_EXIT_FAIL;
+		rc = KVS_EXIT_FAIL;
+		goto out;
 	}
 
 	/* read the trace once (overlong prompts flagged at max_model_len) */
-	const char *path = o.trace ? o.trace : kvs_trace_default_path();
-	kvs_request_set *set = NULL;
+	path = o.trace ? o.trace : kvs_trace_default_path();
+	if (plan && (st = kvs_sweep_plan_check_trace(plan, path)) != KVS_OK) {
+		kvs_cli_report_error("sweep", st);
+		rc = KVS_EXIT_FAIL;
+		goto out;
+	}
 	if ((st = kvs_request_set_load(path, &o.to, &set)) != KVS_OK) {
 		kvs_cli_report_error("sweep", st);
-		kvs_kernel_profile_destroy(prof);
-		kvs_outfile_discard(jso);
-		kvs_outfile_discard(cso);
-		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
+		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
+		goto out;
 	}
-	int rc = KVS_EXIT_OK;
-	kvs_sweep_result *R = NULL;
 	bool show = !o.quiet && kvs_cli_stderr_is_tty();
 	/* flags that do not fit the trace (block sizes against its hash ids)
 	 * are usage errors; anything failing in the runs is a runtime one */
@@ -372,7 +626,16 @@ int kvs_cmd_sweep(int argc, char **argv)
 		rc = KVS_EXIT_USAGE;
 		goto out;
 	}
-	st = kvs_sweep_run_ex(&o.sw, set, show ? progress : NULL, NULL, &R);
+	if (o.plan_out || o.from_plan) {
+		int prc2 = plan_mode(&o, &plan, set, path, &R);
+		if (prc2 >= 0) {
+			rc = prc2;
+			goto out;
+		}
+		st = KVS_OK;    /* merged into R */
+	} else {
+		st = kvs_sweep_run_ex(&o.sw, set, show ? progress : NULL, NULL, &R);
+	}
 	if (st != KVS_OK) {
 		kvs_cli_report_error("sweep", st);
 		rc = KVS_EXIT_FAIL;
@@ -415,5 +678,7 @@ out:;
 	kvs_sweep_result_destroy(R);
 	kvs_request_set_destroy(set);
 	kvs_kernel_profile_destroy(prof);
+	kvs_sweep_plan_destroy(plan);
+	kvs_free(o.args);
 	return rc;
 }

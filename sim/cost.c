@@ -200,14 +200,19 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 	if (!(active > 0))
 		return kvs_fail(KVS_ERR_INVALID,
 				"model %s: parameter count unknown (give --params)", m->name);
-	c->flop_rate = g->fp16_flops * cfg->flops_efficiency;
+	/* matmuls run at the weights' rate (FP8/INT8 tensor cores for 8-bit
+	 * weights); attention at the FP16 rate, expressed below in FLOPs at
+	 * the matmul rate so one division serves both (same step-time shape) */
+	double mm_rate = kvs_gpu_matmul_rate(g, d->weight_dtype);
+	c->flop_rate = mm_rate * cfg->flops_efficiency;
 	c->byte_rate = g->hbm_bytes_per_s * cfg->bandwidth_efficiency;
 	/* stages run in turn: a step reads every stage's weights and KV */
 	c->weight_bytes = (double)sz->weight_bytes * pp;
 	c->kv_bytes_per_token = (double)sz->kv_bytes_per_token * pp;
 	c->linear_flops_per_token = 2.0 * active / tp;
 	double heads = (double)(m->num_heads ? m->num_heads : m->num_kv_heads);
-	c->attn_flops_per_pair = 4.0 * heads / tp * m->head_dim * m->num_layers;
+	c->attn_flops_per_pair = 4.0 * heads / tp * m->head_dim * m->num_layers *
+				 (mm_rate / g->fp16_flops);
 	if (tp > 1) {
 		double link = g->interconnect_bytes_per_s > 0 ? g->interconnect_bytes_per_s
 							      : g->pcie_bytes_per_s;
@@ -221,7 +226,79 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 		c->allreduce_per_token_s = 2.0 * m->num_layers * per_token_bytes / link;
 		c->allreduce_fixed_s = 2.0 * m->num_layers * cfg->allreduce_latency_s;
 	}
+	if (!(cfg->step_overhead_per_seq_s >= 0) || !(cfg->step_overhead_per_token_s >= 0))
+		return kvs_fail(KVS_ERR_INVALID, "per-sequence and per-token step overheads "
+				"must be >= 0");
+	c->layers = m->num_layers;
+	c->allreduce_bytes_per_token = 2.0 * m->hidden_size;
+	if (cfg->profile_points) {
+		if (cfg->profile_tp != tp)
+			return kvs_fail(KVS_ERR_INVALID, "the step-time profile was read for tp %u, "
+					"the deployment has tp %u", cfg->profile_tp, tp);
+		if (cfg->profile_n_embd != m->hidden_size ||
+		    cfg->profile_n_head != m->num_heads ||
+		    cfg->profile_n_kv_head != m->num_kv_heads)
+			return kvs_fail(KVS_ERR_INVALID,
+					"the step-time profile is for n_embd %u, %u heads, %u kv "
+					"heads; model %s has hidden %u, %u heads, %u kv heads",
+					cfg->profile_n_embd, cfg->profile_n_head,
+					cfg->profile_n_kv_head, m->name, m->hidden_size,
+					m->num_heads, m->num_kv_heads);
+	}
 	return KVS_OK;
+}
+
+/* Piecewise-linear through sorted points; flat below the first, the last
+ * segment's slope above the last (never below the last value). */
+static double interp(const double *xs, const double *ys, uint32_t n, double x)
+{
+	if (n == 1 || x <= xs[0])
+		return ys[0];
+	uint32_t lo = 0, hi = n - 1;
+	if (x >= xs[hi]) {
+		double slope = (ys[hi] - ys[hi - 1]) / (xs[hi] - xs[hi - 1]);
+		double y = ys[hi] + slope * (x - xs[hi]);
+		return y > ys[hi] ? y : ys[hi];
+	}
+	while (hi - lo > 1) {          /* xs[lo] <= x < xs[hi] */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (xs[mid] <= x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return ys[lo] + (ys[hi] - ys[lo]) * (x - xs[lo]) / (xs[hi] - xs[lo]);
+}
+
+/* Profile terms of a step of T tokens: the non-attention operators of
+ * every layer and the embedding, and the two all-reduces per layer. */
+static double profile_linear(const kvs_cost *c, uint64_t T)
+{
+	const kvs_cost_config *k = &c->cfg;
+	if (!T)
+		return 0;
+	double t = (double)T;
+	return c->layers * interp(k->profile_tokens, k->profile_layer_s, k->profile_points, t) +
+	       interp(k->profile_tokens, k->profile_emb_s, k->profile_points, t);
+}
+
+static double comm_time(const kvs_cost *c, uint64_t T)
+{
+	const kvs_cost_config *k = &c->cfg;
+	if (!T)
+		return 0;
+	if (k->profile_points && k->allreduce_points)
+		return 2.0 * c->layers * interp(k->allreduce_bytes, k->allreduce_s,
+						k->allreduce_points,
+						c->allreduce_bytes_per_token * (double)T);
+	return c->allreduce_fixed_s > 0 ? c->allreduce_fixed_s +
+					  c->allreduce_per_token_s * (double)T : 0;
+}
+
+static double overhead(const kvs_cost_config *k, uint64_t T, uint64_t nseq)
+{
+	return k->step_overhead_s + k->step_overhead_per_seq_s * (double)nseq +
+	       k->step_overhead_per_token_s * (double)T;
 }
 
 double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
@@ -232,16 +309,18 @@ double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 		return k->linear_base_s + k->linear_per_token_s * (double)T +
 		       k->kv_read_factor * k->linear_per_context_s * ctx +
 		       k->linear_per_seq_s * (double)nseq;
-	double comp = (c->linear_flops_per_token * (double)T +
+	bool prof = k->profile_points > 0;
+	/* measured profile: the linear layers are in profile_linear, the
+	 * roofline keeps attention and the KV read and write */
+	double comp = ((prof ? 0 : c->linear_flops_per_token * (double)T) +
 		       c->attn_flops_per_pair * pairs) / c->flop_rate;
 	/* KV read (scaled by the attention kernel's relative cost) and KV
 	 * written for the new tokens */
-	double mem = (c->weight_bytes +
+	double mem = ((prof ? 0 : c->weight_bytes) +
 		      c->kv_bytes_per_token * (k->kv_read_factor * ctx + (double)T)) /
 		     c->byte_rate;
-	double comm = T && c->allreduce_fixed_s > 0
-		      ? c->allreduce_fixed_s + c->allreduce_per_token_s * (double)T : 0;
-	return (comp > mem ? comp : mem) + comm + k->step_overhead_s;
+	return (comp > mem ? comp : mem) + (prof ? profile_linear(c, T) : 0) +
+	       comm_time(c, T) + overhead(k, T, nseq);
 }
 
 void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
@@ -258,15 +337,16 @@ void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
 		out->c = 0;
 		return;
 	}
-	/* a decode token attends to its whole context: pairs == ctx */
-	out->a1 = (c->linear_flops_per_token * dn + c->attn_flops_per_pair * ctx0) /
-		  c->flop_rate;
+	/* a decode token attends to its whole context: pairs == ctx; the same
+	 * terms as kvs_cost_step with T = nseq = n, the profile's constant */
+	bool prof = k->profile_points > 0;
+	out->a1 = ((prof ? 0 : c->linear_flops_per_token * dn) +
+		   c->attn_flops_per_pair * ctx0) / c->flop_rate;
 	out->b1 = c->attn_flops_per_pair * dn / c->flop_rate;
-	out->a2 = (c->weight_bytes + c->kv_bytes_per_token * (f * ctx0 + dn)) / c->byte_rate;
+	out->a2 = ((prof ? 0 : c->weight_bytes) + c->kv_bytes_per_token * (f * ctx0 + dn)) /
+		  c->byte_rate;
 	out->b2 = f * c->kv_bytes_per_token * dn / c->byte_rate;
-	out->c = k->step_overhead_s +
-		 (n && c->allreduce_fixed_s > 0
-		  ? c->allreduce_fixed_s + c->allreduce_per_token_s * dn : 0);
+	out->c = (prof ? profile_linear(c, n) : 0) + comm_time(c, n) + overhead(k, n, n);
 }
 
 /* ---- measured step-time table ------------------------------------------ */

@@ -206,6 +206,8 @@ struct kvs_sim {
 	size_t nev, capev;
 	uint64_t ev_seqno;
 	bool arrival_event_queued;
+	uint64_t inflight;            /* arrived, not yet completed or rejected
+				       * (closed loop: at most max_concurrency) */
 
 	/* source */
 	const kvs_request_source *src;
@@ -584,6 +586,8 @@ static uint32_t family_room(const kvs_sim *s, const sreq *r)
 static void emit_record(kvs_sim *s, const sreq *r, kvs_sim_outcome outcome,
 			kvs_sim_reject reason, double finish)
 {
+	if (s->inflight)
+		s->inflight--;        /* the request leaves: a client slot frees */
 	if (!s->cfg.on_request)
 		return;
 	kvs_sim_request_record rec = {
@@ -1082,19 +1086,33 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 	return KVS_OK;
 }
 
+/* Closed loop (max_concurrency N): the client holds the next request
+ * until one of its N in flight leaves. */
+static bool client_full(const kvs_sim *s)
+{
+	return s->cfg.max_concurrency && s->inflight >= s->cfg.max_concurrency;
+}
+
 static kvs_status drain_arrivals(kvs_sim *s)
 {
 	kvs_status st;
-	while (s->pending && s->pending->arrival <= s->now) {
+	while (s->pending && s->pending->arrival <= s->now && !client_full(s)) {
 		sreq *r = s->pending;
 		if ((st = pull(s)) != KVS_OK) {
 			sreq_free(r);
 			return st;
 		}
+		/* a held request is sent now: latencies count from the send */
+		if (s->cfg.max_concurrency && r->arrival < s->now)
+			r->arrival = s->now;
+		s->inflight++;
 		if ((st = arrive(s, r)) != KVS_OK)
 			return st;
 	}
-	if (s->pending && !s->arrival_event_queued) {
+	/* a request held by a full client waits for a departure (a step's
+	 * end drains again), not for an event at its own arrival time */
+	if (s->pending && !s->arrival_event_queued &&
+	    !(client_full(s) && s->pending->arrival <= s->now)) {
 		if ((st = ev_push(s, s->pending->arrival, EV_ARRIVAL)) != KVS_OK)
 			return st;
 		s->arrival_event_queued = true;
@@ -2034,6 +2052,10 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	if (!s)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
 	s->cfg = *cfg;
+	/* a closed-loop client sends requests at departures the fast path's
+	 * spans do not stop at: step one token at a time */
+	if (s->cfg.max_concurrency)
+		s->cfg.fast_path = false;
 	kvs_sizing sz;
 	kvs_status st = resolve(cfg, &sz, &s->budget, &s->kvb, &s->mml);
 	if (st == KVS_OK)
@@ -2054,6 +2076,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	ac.enable_prefix_caching = cfg->enable_prefix_caching;
 	ac.swap_bytes = cfg->preemption_mode == KVS_PREEMPT_SWAP ? cfg->swap_bytes : 0;
 	ac.best_fit = cfg->best_fit;
+	ac.buddy = cfg->buddy;
 	if (cfg->page_bytes)
 		ac.page_bytes = cfg->page_bytes;
 	uint32_t layers = sz.layers_per_rank ? sz.layers_per_rank : cfg->deploy.model.num_layers;
@@ -2275,6 +2298,14 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 			break;
 		if (!s->busy && (st = plan(s)) != KVS_OK)
 			break;
+		/* closed loop: a request that left inside this event's work frees
+		 * a client slot; the held request is sent at once */
+		if (s->pending && !s->arrival_event_queued && !client_full(s)) {
+			double t = s->pending->arrival > s->now ? s->pending->arrival : s->now;
+			if ((st = ev_push(s, t, EV_ARRIVAL)) != KVS_OK)
+				break;
+			s->arrival_event_queued = true;
+		}
 		if ((s->plannings & 0x3fff) == 0)
 			progress(s);
 	}

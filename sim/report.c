@@ -63,6 +63,10 @@ json_t *kvs_sim_gpu_json(const kvs_gpu *g)
 	set(o, "fp16_flops", jreal(g->fp16_flops));
 	set(o, "pcie_bytes_per_s", jreal(g->pcie_bytes_per_s));
 	set(o, "interconnect_bytes_per_s", jreal(g->interconnect_bytes_per_s));
+	set(o, "fp8_flops", jreal(g->fp8_flops));
+	set(o, "int8_ops", jreal(g->int8_ops));
+	set(o, "datasheet_mem_bytes", jint(g->datasheet_mem_bytes));
+	set(o, "mem_source", json_string(g->mem_source));
 	return o;
 }
 
@@ -90,6 +94,9 @@ json_t *kvs_sim_engine_json(const kvs_sim_config *cfg, const kvs_sim_stats *size
 	set(o, "watermark", jreal(cfg->watermark));
 	set(o, "page_bytes", jint(cfg->page_bytes));
 	set(o, "best_fit", json_boolean(cfg->best_fit));
+	set(o, "max_concurrency", json_integer(cfg->max_concurrency));
+	set(o, "placement", json_string(cfg->buddy ? "buddy" : cfg->best_fit ? "best-fit"
+								 : "first-fit"));
 	set(o, "slo_ttft_s", opt_real(cfg->slo_ttft_s));
 	set(o, "slo_tpot_s", opt_real(cfg->slo_tpot_s));
 	set(o, "sample_interval_s", opt_real(cfg->sample_interval_s));

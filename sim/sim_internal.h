@@ -43,6 +43,9 @@ typedef struct kvs_cost {
 	double attn_flops_per_pair;    /* 4 x heads/tp x head_dim x layers */
 	double allreduce_per_token_s;  /* bandwidth part per batched token */
 	double allreduce_fixed_s;      /* latency part per step */
+	/* measured profile (cfg.profile_points > 0) */
+	double layers;                 /* layers over all stages */
+	double allreduce_bytes_per_token; /* hidden x 2 bytes */
 } kvs_cost;
 
 kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,

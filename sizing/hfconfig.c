@@ -246,6 +246,239 @@ static kvs_status parse_quant(const cfg *c, kvs_model *m)
 		m->weight_dtype = KVS_DTYPE_INT8;
 	else if (json_is_integer(bits) && json_integer_value(bits) == 4)
 		m->weight_dtype = KVS_DTYPE_INT4;
+	/* GPTQ/AWQ write "lm_head": true when the output layer is quantised
+	 * too; otherwise it (and the embeddings) stay at 16 bits */
+	json_t *lm = json_object_get(q, "lm_head");
+	if (lm && !json_is_boolean(lm))
+		return kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.lm_head': "
+				"expected true or false", c->path);
+	m->quant_lm_head = lm && json_is_true(lm);
+	return KVS_OK;
+}
+
+/* The attention shape: layers, heads, hidden, kv heads, MLA, head_dim. */
+static kvs_status parse_shape(const cfg *c, kvs_model *m)
+{
+	kvs_status st;
+	bool found;
+	if ((st = cfg_u32(c, KEYS("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+			  true, NULL, 1, &m->num_layers, NULL)) ||
+	    (st = cfg_u32(c, KEYS("num_attention_heads", "n_head", "num_heads"),
+			  true, NULL, 1, &m->num_heads, NULL)) ||
+	    (st = cfg_u32(c, KEYS("hidden_size", "n_embd", "d_model"),
+			  true, NULL, 1, &m->hidden_size, NULL)))
+		return st;
+
+	/* kv heads: num_key_value_heads, Falcon's multi_query, else MHA */
+	m->num_kv_heads = m->num_heads;
+	if ((st = cfg_u32(c, KEYS("num_key_value_heads", "num_kv_heads", "n_head_kv"),
+			  false, NULL, 1, &m->num_kv_heads, &found)))
+		return st;
+	if (!found) {
+		bool mq = false;
+		if ((st = cfg_bool(c, "multi_query", &mq, NULL)))
+			return st;
+		if (mq)
+			m->num_kv_heads = 1;
+	}
+	if (m->num_kv_heads > m->num_heads || m->num_heads % m->num_kv_heads != 0) {
+		return kvs_fail(KVS_ERR_PARSE,
+			        "%s: field 'num_key_value_heads': %u does not divide "
+			        "num_attention_heads %u", c->path, m->num_kv_heads, m->num_heads);
+	}
+
+	/* MLA */
+	if ((st = cfg_dim(c, KEYS("kv_lora_rank"), false, NULL, 0, &m->kv_lora_rank, NULL)))
+		return st;
+	if (m->kv_lora_rank) {
+		if ((st = cfg_dim(c, KEYS("qk_rope_head_dim"), true,
+				  "needed with kv_lora_rank", 1, &m->qk_rope_head_dim, NULL)) ||
+		    (st = cfg_dim(c, KEYS("qk_nope_head_dim"), true,
+				  "needed with kv_lora_rank", 0, &m->qk_nope_head_dim, NULL)) ||
+		    (st = cfg_dim(c, KEYS("v_head_dim"), true,
+				  "needed with kv_lora_rank", 1, &m->v_head_dim, NULL)) ||
+		    (st = cfg_u32(c, KEYS("q_lora_rank"), false, NULL, 0, &m->q_lora_rank, NULL)))
+			return st;
+	}
+
+	if ((st = cfg_dim(c, KEYS("head_dim"), false, NULL, 1, &m->head_dim, &found)))
+		return st;
+	if (!found) {
+		if (m->kv_lora_rank) {
+			m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
+		} else if (m->hidden_size % m->num_heads != 0) {
+			return kvs_fail(KVS_ERR_PARSE,
+				        "%s: missing field 'head_dim' (hidden_size %u is not a "
+				        "multiple of num_attention_heads %u)",
+				        c->path, m->hidden_size, m->num_heads);
+		} else {
+			m->head_dim = m->hidden_size / m->num_heads;
+		}
+	}
+
+	if ((st = cfg_u32(c, KEYS("max_position_embeddings", "n_positions",
+				   "max_sequence_length", "seq_length", "max_seq_len"),
+			  false, NULL, 1, &m->max_position_embeddings, NULL)))
+		return st;
+
+	return KVS_OK;
+}
+
+/* Positions, activation dtype and weight storage. */
+static kvs_status parse_dtype(const cfg *c, kvs_model *m)
+{
+	kvs_status st;
+	m->dtype = KVS_DTYPE_FP16;
+	json_t *jd = cfg_get(c, "torch_dtype");
+	const char *dkey = "torch_dtype";
+	if (!jd) {
+		jd = cfg_get(c, "dtype");
+		dkey = "dtype";
+	}
+	if (jd) {
+		if (!json_is_string(jd) ||
+		    kvs_dtype_parse(json_string_value(jd), &m->dtype) != KVS_OK) {
+			char t[64];
+			show(jd, t, sizeof t);
+			return kvs_fail(KVS_ERR_PARSE,
+				        "%s: field '%s': unknown data type %s (expected "
+				        "float16, bfloat16 or float32)", c->path, dkey, t);
+		}
+	}
+	if ((st = parse_quant(c, m)))
+		return st;
+
+	return KVS_OK;
+}
+
+/* Architecture flags by family, then explicit fields; the windows and
+ * the logit soft cap. */
+static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
+{
+	kvs_status st;
+	bool opt = type_is(model_type, KEYS("opt"));
+	m->tie_word_embeddings = !type_is(model_type,
+		KEYS("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
+		     "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3"));
+	if (opt) {
+		bool bias = true;
+		if ((st = cfg_bool(c, "enable_bias", &bias, NULL)))
+			return st;
+		m->mlp_plain = true;
+		m->qkv_bias = m->o_bias = m->mlp_bias = bias;
+		m->norm_bias = true;
+		m->learned_positions = m->max_position_embeddings + 2; /* OPT's offset */
+	}
+	if (type_is(model_type, KEYS("qwen2", "qwen2_moe")))
+		m->qkv_bias = true;
+	if (type_is(model_type, KEYS("gemma2", "gemma3", "gemma3_text")))
+		m->norms_per_layer = 4;
+	if (type_is(model_type, KEYS("qwen3", "qwen3_moe", "gemma3", "gemma3_text")))
+		m->qk_norm = true;
+	bool ab = false, found = false;
+	if ((st = cfg_bool(c, "attention_bias", &ab, &found)))
+		return st;
+	if (found && !opt)
+		m->qkv_bias = m->o_bias = ab;
+	if ((st = cfg_bool(c, "mlp_bias", &m->mlp_bias, NULL)) ||
+	    (st = cfg_bool(c, "tie_word_embeddings", &m->tie_word_embeddings, NULL)))
+		return st;
+
+	if ((st = parse_sliding(c, model_type, m)))
+		return st;
+	json_t *cap = cfg_get(c, "final_logit_softcapping");
+	if (cap && !json_is_number(cap))
+		return kvs_fail(KVS_ERR_PARSE, "%s: field 'final_logit_softcapping': expected "
+				"a number", c->path);
+	m->logit_softcap = cap && json_number_value(cap) > 0;
+	return KVS_OK;
+}
+
+/* Mixture of experts. */
+static kvs_status parse_moe(const cfg *c, kvs_model *m)
+{
+	kvs_status st;
+	if ((st = cfg_u32(c, KEYS("num_local_experts", "n_routed_experts", "num_experts"),
+			  false, NULL, 0, &m->num_experts, NULL)))
+		return st;
+	if (m->num_experts > 1) {
+		uint32_t n_shared = 0, shared_inter = 0;
+		if ((st = cfg_u32(c, KEYS("num_experts_per_tok", "moe_topk", "top_k"), true,
+				  "needed with the expert count", 1, &m->num_experts_per_tok, NULL)) ||
+		    (st = cfg_u32(c, KEYS("n_shared_experts"), false, NULL, 0, &n_shared, NULL)) ||
+		    (st = cfg_u32(c, KEYS("shared_expert_intermediate_size"), false, NULL, 0,
+				  &shared_inter, NULL)) ||
+		    (st = cfg_u32(c, KEYS("first_k_dense_replace"), false, NULL, 0,
+				  &m->first_dense_layers, NULL)))
+			return st;
+		if (m->num_experts_per_tok > m->num_experts) {
+			return kvs_fail(KVS_ERR_PARSE,
+				        "%s: field 'num_experts_per_tok': %u is more than the "
+				        "%u experts", c->path, m->num_experts_per_tok, m->num_experts);
+		}
+		if (m->first_dense_layers > m->num_layers)
+			m->first_dense_layers = m->num_layers;
+		if ((st = cfg_u32(c, KEYS("moe_intermediate_size"), false, NULL, 1,
+				  &m->moe_intermediate_size, NULL)))
+			return st;
+		if (n_shared) {
+			uint32_t per = m->moe_intermediate_size;
+			if (!per) /* shared experts as wide as the dense MLP */
+				(void)cfg_u32(c, KEYS("intermediate_size"), false, NULL, 0,
+					      &per, NULL);
+			uint64_t tot = (uint64_t)n_shared * per;
+			if (tot > UINT32_MAX) {
+				return kvs_fail(KVS_ERR_PARSE,
+					        "%s: field 'n_shared_experts': %u shared experts "
+					        "of width %u are too wide", c->path, n_shared, per);
+			}
+			shared_inter = (uint32_t)tot;
+		}
+		m->shared_expert_intermediate_size = shared_inter;
+	} else {
+		m->num_experts = 0;
+	}
+
+	return KVS_OK;
+}
+
+/* Parameter count: published (kvsim_num_parameters), or estimated from
+ * the shapes. */
+static kvs_status parse_params(const cfg *c, kvs_model *m)
+{
+	kvs_status st;
+	uint64_t params = 0, active = 0;
+	bool pfound = false, afound = false;
+	if ((st = cfg_uint(c, KEYS("kvsim_num_parameters"), false, NULL, 1, UINT64_MAX,
+			   &params, &pfound)) ||
+	    (st = cfg_uint(c, KEYS("kvsim_num_active_parameters"), false, NULL, 1, UINT64_MAX,
+			   &active, &afound)))
+		return st;
+	const char *why = pfound ? NULL : "needed to count the parameters; or give kvsim_num_parameters";
+	bool ifound = false;
+	if ((st = cfg_u32(c, KEYS("intermediate_size", "ffn_dim", "n_inner"), false,
+			  NULL, 1, &m->intermediate_size, &ifound)) ||
+	    (st = cfg_u32(c, KEYS("vocab_size"), !pfound, why, 1, &m->vocab_size, NULL)))
+		return st;
+	if (!ifound && !pfound && !(m->num_experts && m->moe_intermediate_size &&
+				    m->first_dense_layers == 0)) {
+		return kvs_fail(KVS_ERR_PARSE, "%s: missing field 'intermediate_size' (%s)",
+			        c->path, why);
+	}
+	if (m->num_experts && !m->moe_intermediate_size)
+		m->moe_intermediate_size = m->intermediate_size;
+	if (pfound) {
+		m->num_params = params;
+		m->num_active_params = afound ? active : params;
+		m->params_from_config = true;
+	} else {
+		m->num_params = kvs_model_estimate_params(m);
+		m->num_active_params = kvs_model_estimate_active_params(m);
+		if (m->num_params == UINT64_MAX) {
+			return kvs_fail(KVS_ERR_OVERFLOW,
+				        "%s: the parameter count does not fit in 64 bits", c->path);
+		}
+	}
 	return KVS_OK;
 }
 
@@ -329,209 +562,16 @@ kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t l
 	json_t *text = json_object_get(root, "text_config");
 	if (json_is_object(text))
 		c.text = text;
-
-	json_t *jtype = cfg_get(&c, "model_type");
-	const char *model_type = json_string_value(jtype);
-
+	const char *model_type = json_string_value(cfg_get(&c, "model_type"));
 	const char *name = json_string_value(cfg_get(&c, "_name_or_path"));
 	snprintf(m.name, sizeof m.name, "%s", name && *name ? name : path);
 
-	bool found;
-	if ((st = cfg_u32(&c, KEYS("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
-			  true, NULL, 1, &m.num_layers, NULL)) ||
-	    (st = cfg_u32(&c, KEYS("num_attention_heads", "n_head", "num_heads"),
-			  true, NULL, 1, &m.num_heads, NULL)) ||
-	    (st = cfg_u32(&c, KEYS("hidden_size", "n_embd", "d_model"),
-			  true, NULL, 1, &m.hidden_size, NULL)))
+	/* the config's sections, in order: each names the file and field it
+	 * refuses */
+	if ((st = parse_shape(&c, &m)) || (st = parse_dtype(&c, &m)) ||
+	    (st = parse_arch(&c, model_type, &m)) || (st = parse_moe(&c, &m)) ||
+	    (st = parse_params(&c, &m)))
 		goto done;
-
-	/* kv heads: num_key_value_heads, Falcon's multi_query, else MHA */
-	m.num_kv_heads = m.num_heads;
-	if ((st = cfg_u32(&c, KEYS("num_key_value_heads", "num_kv_heads", "n_head_kv"),
-			  false, NULL, 1, &m.num_kv_heads, &found)))
-		goto done;
-	if (!found) {
-		bool mq = false;
-		if ((st = cfg_bool(&c, "multi_query", &mq, NULL)))
-			goto done;
-		if (mq)
-			m.num_kv_heads = 1;
-	}
-	if (m.num_kv_heads > m.num_heads || m.num_heads % m.num_kv_heads != 0) {
-		st = kvs_fail(KVS_ERR_PARSE,
-			      "%s: field 'num_key_value_heads': %u does not divide "
-			      "num_attention_heads %u", path, m.num_kv_heads, m.num_heads);
-		goto done;
-	}
-
-	/* MLA */
-	if ((st = cfg_dim(&c, KEYS("kv_lora_rank"), false, NULL, 0, &m.kv_lora_rank, NULL)))
-		goto done;
-	if (m.kv_lora_rank) {
-		if ((st = cfg_dim(&c, KEYS("qk_rope_head_dim"), true,
-				  "needed with kv_lora_rank", 1, &m.qk_rope_head_dim, NULL)) ||
-		    (st = cfg_dim(&c, KEYS("qk_nope_head_dim"), true,
-				  "needed with kv_lora_rank", 0, &m.qk_nope_head_dim, NULL)) ||
-		    (st = cfg_dim(&c, KEYS("v_head_dim"), true,
-				  "needed with kv_lora_rank", 1, &m.v_head_dim, NULL)) ||
-		    (st = cfg_u32(&c, KEYS("q_lora_rank"), false, NULL, 0, &m.q_lora_rank, NULL)))
-			goto done;
-	}
-
-	if ((st = cfg_dim(&c, KEYS("head_dim"), false, NULL, 1, &m.head_dim, &found)))
-		goto done;
-	if (!found) {
-		if (m.kv_lora_rank) {
-			m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
-		} else if (m.hidden_size % m.num_heads != 0) {
-			st = kvs_fail(KVS_ERR_PARSE,
-				      "%s: missing field 'head_dim' (hidden_size %u is not a "
-				      "multiple of num_attention_heads %u)",
-				      path, m.hidden_size, m.num_heads);
-			goto done;
-		} else {
-			m.head_dim = m.hidden_size / m.num_heads;
-		}
-	}
-
-	if ((st = cfg_u32(&c, KEYS("max_position_embeddings", "n_positions",
-				   "max_sequence_length", "seq_length", "max_seq_len"),
-			  false, NULL, 1, &m.max_position_embeddings, NULL)))
-		goto done;
-
-	/* dtype */
-	m.dtype = KVS_DTYPE_FP16;
-	json_t *jd = cfg_get(&c, "torch_dtype");
-	const char *dkey = "torch_dtype";
-	if (!jd) {
-		jd = cfg_get(&c, "dtype");
-		dkey = "dtype";
-	}
-	if (jd) {
-		if (!json_is_string(jd) ||
-		    kvs_dtype_parse(json_string_value(jd), &m.dtype) != KVS_OK) {
-			char t[64];
-			show(jd, t, sizeof t);
-			st = kvs_fail(KVS_ERR_PARSE,
-				      "%s: field '%s': unknown data type %s (expected "
-				      "float16, bfloat16 or float32)", path, dkey, t);
-			goto done;
-		}
-	}
-	if ((st = parse_quant(&c, &m)))
-		goto done;
-
-	/* architecture flags by family, then explicit fields */
-	bool opt = type_is(model_type, KEYS("opt"));
-	m.tie_word_embeddings = !type_is(model_type,
-		KEYS("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
-		     "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3"));
-	if (opt) {
-		bool bias = true;
-		if ((st = cfg_bool(&c, "enable_bias", &bias, NULL)))
-			goto done;
-		m.mlp_plain = true;
-		m.qkv_bias = m.o_bias = m.mlp_bias = bias;
-		m.norm_bias = true;
-		m.learned_positions = m.max_position_embeddings + 2; /* OPT's offset */
-	}
-	if (type_is(model_type, KEYS("qwen2", "qwen2_moe")))
-		m.qkv_bias = true;
-	if (type_is(model_type, KEYS("gemma2", "gemma3", "gemma3_text")))
-		m.norms_per_layer = 4;
-	if (type_is(model_type, KEYS("qwen3", "qwen3_moe", "gemma3", "gemma3_text")))
-		m.qk_norm = true;
-	bool ab = false;
-	if ((st = cfg_bool(&c, "attention_bias", &ab, &found)))
-		goto done;
-	if (found && !opt)
-		m.qkv_bias = m.o_bias = ab;
-	if ((st = cfg_bool(&c, "mlp_bias", &m.mlp_bias, NULL)) ||
-	    (st = cfg_bool(&c, "tie_word_embeddings", &m.tie_word_embeddings, NULL)))
-		goto done;
-
-	if ((st = parse_sliding(&c, model_type, &m)))
-		goto done;
-
-	/* mixture of experts */
-	if ((st = cfg_u32(&c, KEYS("num_local_experts", "n_routed_experts", "num_experts"),
-			  false, NULL, 0, &m.num_experts, NULL)))
-		goto done;
-	if (m.num_experts > 1) {
-		uint32_t n_shared = 0, shared_inter = 0;
-		if ((st = cfg_u32(&c, KEYS("num_experts_per_tok", "moe_topk", "top_k"), true,
-				  "needed with the expert count", 1, &m.num_experts_per_tok, NULL)) ||
-		    (st = cfg_u32(&c, KEYS("n_shared_experts"), false, NULL, 0, &n_shared, NULL)) ||
-		    (st = cfg_u32(&c, KEYS("shared_expert_intermediate_size"), false, NULL, 0,
-				  &shared_inter, NULL)) ||
-		    (st = cfg_u32(&c, KEYS("first_k_dense_replace"), false, NULL, 0,
-				  &m.first_dense_layers, NULL)))
-			goto done;
-		if (m.num_experts_per_tok > m.num_experts) {
-			st = kvs_fail(KVS_ERR_PARSE,
-				      "%s: field 'num_experts_per_tok': %u is more than the "
-				      "%u experts", path, m.num_experts_per_tok, m.num_experts);
-			goto done;
-		}
-		if (m.first_dense_layers > m.num_layers)
-			m.first_dense_layers = m.num_layers;
-		if ((st = cfg_u32(&c, KEYS("moe_intermediate_size"), false, NULL, 1,
-				  &m.moe_intermediate_size, NULL)))
-			goto done;
-		if (n_shared) {
-			uint32_t per = m.moe_intermediate_size;
-			if (!per) /* shared experts as wide as the dense MLP */
-				(void)cfg_u32(&c, KEYS("intermediate_size"), false, NULL, 0,
-					      &per, NULL);
-			uint64_t tot = (uint64_t)n_shared * per;
-			if (tot > UINT32_MAX) {
-				st = kvs_fail(KVS_ERR_PARSE,
-					      "%s: field 'n_shared_experts': %u shared experts "
-					      "of width %u are too wide", path, n_shared, per);
-				goto done;
-			}
-			shared_inter = (uint32_t)tot;
-		}
-		m.shared_expert_intermediate_size = shared_inter;
-	} else {
-		m.num_experts = 0;
-	}
-
-	/* parameter count: published, or estimated from the shapes */
-	uint64_t params = 0, active = 0;
-	bool pfound = false, afound = false;
-	if ((st = cfg_uint(&c, KEYS("kvsim_num_parameters"), false, NULL, 1, UINT64_MAX,
-			   &params, &pfound)) ||
-	    (st = cfg_uint(&c, KEYS("kvsim_num_active_parameters"), false, NULL, 1, UINT64_MAX,
-			   &active, &afound)))
-		goto done;
-	const char *why = pfound ? NULL : "needed to count the parameters; or give kvsim_num_parameters";
-	bool ifound = false;
-	if ((st = cfg_u32(&c, KEYS("intermediate_size", "ffn_dim", "n_inner"), false,
-			  NULL, 1, &m.intermediate_size, &ifound)) ||
-	    (st = cfg_u32(&c, KEYS("vocab_size"), !pfound, why, 1, &m.vocab_size, NULL)))
-		goto done;
-	if (!ifound && !pfound && !(m.num_experts && m.moe_intermediate_size &&
-				    m.first_dense_layers == 0)) {
-		st = kvs_fail(KVS_ERR_PARSE, "%s: missing field 'intermediate_size' (%s)",
-			      path, why);
-		goto done;
-	}
-	if (m.num_experts && !m.moe_intermediate_size)
-		m.moe_intermediate_size = m.intermediate_size;
-	if (pfound) {
-		m.num_params = params;
-		m.num_active_params = afound ? active : params;
-		m.params_from_config = true;
-	} else {
-		m.num_params = kvs_model_estimate_params(&m);
-		m.num_active_params = kvs_model_estimate_active_params(&m);
-		if (m.num_params == UINT64_MAX) {
-			st = kvs_fail(KVS_ERR_OVERFLOW,
-				      "%s: the parameter count does not fit in 64 bits", path);
-			goto done;
-		}
-	}
 	if (m.num_active_params > m.num_params)
 		m.num_active_params = m.num_params;
 	*out = m;

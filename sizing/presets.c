@@ -22,7 +22,7 @@
 
 static const char *const model_names[] = {
 	"llama-2-7b", "llama-2-13b", "llama-2-70b",
-	"llama-3-8b", "llama-3-70b", "llama-3.1-405b",
+	"llama-3-8b", "llama-3.1-8b", "llama-3-70b", "llama-3.1-405b",
 	"mistral-7b", "mixtral-8x7b",
 	"qwen2.5-7b", "qwen2.5-72b",
 	"opt-13b", "opt-66b",
@@ -165,25 +165,100 @@ kvs_status kvs_model_load(const char *name_or_path, kvs_model *out)
 	return KVS_OK;
 }
 
-/* One positive number field of a GPU entry. */
+/* One number field of a GPU entry: positive, or (optional) zero or absent. */
 static kvs_status gpu_rate(json_t *g, const char *path, const char *name,
-			   const char *key, double scale, double *out)
+			   const char *key, double scale, bool optional, double *out)
 {
 	json_t *v = json_object_get(g, key);
-	if (!v)
+	if (!v || json_is_null(v)) {
+		if (optional) {
+			*out = 0.0;
+			return KVS_OK;
+		}
 		return kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': missing field '%s'",
 				path, name, key);
-	if (!json_is_number(v) || !(json_number_value(v) > 0.0))
+	}
+	double x = json_is_number(v) ? json_number_value(v) : -1.0;
+	if (!json_is_number(v) || !(optional ? x >= 0.0 : x > 0.0) || !(x < 1e9))
 		return kvs_fail(KVS_ERR_PARSE,
-				"%s: gpu '%s': field '%s' must be a positive number",
-				path, name, key);
-	*out = json_number_value(v) * scale;
+				"%s: gpu '%s': field '%s' must be a %s number",
+				path, name, key, optional ? "non-negative" : "positive");
+	*out = x * scale;
 	return KVS_OK;
+}
+
+/* A size field ("80GB", "79.19GiB"); optional ones may be absent. */
+static kvs_status gpu_size(json_t *g, const char *path, const char *name,
+			   const char *key, bool optional, uint64_t *out)
+{
+	json_t *v = json_object_get(g, key);
+	if (!v && optional) {
+		*out = 0;
+		return KVS_OK;
+	}
+	if (!json_is_string(v))
+		return kvs_fail(KVS_ERR_PARSE,
+				"%s: gpu '%s': field '%s' must be a size string such as "
+				"\"79.19GiB\"", path, name, key);
+	if (kvs_parse_bytes(json_string_value(v), out) != KVS_OK)
+		return kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': field '%s': %s",
+				path, name, key, kvs_last_error());
+	return KVS_OK;
+}
+
+/* One GPU object (a preset entry or a --gpu FILE.json) into *out. */
+static kvs_status gpu_from_json(json_t *g, const char *path, const char *name,
+				kvs_gpu *out)
+{
+	kvs_gpu gpu;
+	kvs_status st;
+	memset(&gpu, 0, sizeof gpu);
+	snprintf(gpu.name, sizeof gpu.name, "%s", name);
+	if ((st = gpu_size(g, path, name, "memory", false, &gpu.mem_bytes)) ||
+	    (st = gpu_size(g, path, name, "datasheet_memory", true, &gpu.datasheet_mem_bytes)) ||
+	    (st = gpu_rate(g, path, name, "hbm_gb_per_s", 1e9, false, &gpu.hbm_bytes_per_s)) ||
+	    (st = gpu_rate(g, path, name, "fp16_dense_tflops", 1e12, false, &gpu.fp16_flops)) ||
+	    (st = gpu_rate(g, path, name, "fp8_dense_tflops", 1e12, true, &gpu.fp8_flops)) ||
+	    (st = gpu_rate(g, path, name, "int8_dense_tops", 1e12, true, &gpu.int8_ops)) ||
+	    (st = gpu_rate(g, path, name, "pcie_gb_per_s", 1e9, false, &gpu.pcie_bytes_per_s)) ||
+	    (st = gpu_rate(g, path, name, "interconnect_gb_per_s", 1e9, false,
+			   &gpu.interconnect_bytes_per_s)))
+		return st;
+	if (gpu.mem_bytes == 0)
+		return kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': field 'memory' must be positive",
+				path, name);
+	json_t *src = json_object_get(g, "memory_source");
+	if (src && !json_is_string(src))
+		return kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': field 'memory_source' must be a string",
+				path, name);
+	snprintf(gpu.mem_source, sizeof gpu.mem_source, "%s",
+		 src ? json_string_value(src) : "as given in the file");
+	*out = gpu;
+	return KVS_OK;
+}
+
+double kvs_gpu_matmul_rate(const kvs_gpu *g, kvs_dtype weight_dtype)
+{
+	if (weight_dtype == KVS_DTYPE_FP8 && g->fp8_flops > 0)
+		return g->fp8_flops;
+	if (weight_dtype == KVS_DTYPE_INT8 && g->int8_ops > 0)
+		return g->int8_ops;
+	return g->fp16_flops;
+}
+
+static json_t *load_json(const char *path, kvs_status *st)
+{
+	json_error_t jerr;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		*st = kvs_fail(jerr.line > 0 ? KVS_ERR_PARSE : KVS_ERR_IO, "%s:%d:%d: %s",
+			       path, jerr.line, jerr.column, jerr.text);
+	return root;
 }
 
 kvs_status kvs_gpu_preset(const char *name, kvs_gpu *out)
 {
-	char path[4096], known[512];
+	char path[4096], known[512], hint[160];
 	join(gpu_names, known, sizeof known);
 	if (!name || !*name)
 		return kvs_fail(KVS_ERR_INVALID, "empty GPU name; known GPUs: %s", known);
@@ -193,48 +268,57 @@ kvs_status kvs_gpu_preset(const char *name, kvs_gpu *out)
 				"$KVSIM_DATADIR, %s and %s/sizing/presets)",
 				KVS_DATADIR, KVS_SOURCE_ROOT);
 	name = canonical(gpu_names, name);
-	json_error_t jerr;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
-		return kvs_fail(KVS_ERR_PARSE, "%s:%d:%d: %s", path, jerr.line,
-				jerr.column, jerr.text);
 	kvs_status st = KVS_OK;
+	json_t *root = load_json(path, &st);
+	if (!root)
+		return st;
 	json_t *gpus = json_object_get(root, "gpus");
 	json_t *g = json_is_object(gpus) ? json_object_get(gpus, name) : NULL;
-	if (!json_is_object(gpus)) {
+	if (!json_is_object(gpus))
 		st = kvs_fail(KVS_ERR_PARSE, "%s: missing object 'gpus'", path);
-		goto done;
-	}
-	if (!json_is_object(g)) {
-		char hint[160];
+	else if (!json_is_object(g))
 		st = kvs_fail(KVS_ERR_NOT_FOUND, "unknown GPU '%s'%s; known GPUs: %s "
-			      "(or give --gpu-mem SIZE, e.g. 80GB or 79.2GiB)", name,
+			      "(or give a GPU file, --gpu FILE.json, or --gpu-mem SIZE, "
+			      "e.g. 79.19GiB)", name,
 			      did_you_mean(gpu_names, name, hint, sizeof hint), known);
-		goto done;
+	else
+		st = gpu_from_json(g, path, name, out);
+	json_decref(root);
+	return st;
+}
+
+kvs_status kvs_gpu_load(const char *name_or_path, kvs_gpu *out)
+{
+	if (!name_or_path || !looks_like_path(name_or_path))
+		return kvs_gpu_preset(name_or_path, out);
+	kvs_status st = KVS_OK;
+	json_t *root = load_json(name_or_path, &st);
+	if (!root)
+		return st;
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return kvs_fail(KVS_ERR_PARSE, "%s: expected a JSON object with the GPU's "
+				"fields (memory, hbm_gb_per_s, fp16_dense_tflops, ...)",
+				name_or_path);
 	}
-	kvs_gpu gpu;
-	memset(&gpu, 0, sizeof gpu);
-	snprintf(gpu.name, sizeof gpu.name, "%s", name);
-	json_t *mem = json_object_get(g, "memory");
-	if (!json_is_string(mem)) {
-		st = kvs_fail(KVS_ERR_PARSE,
-			      "%s: gpu '%s': field 'memory' must be a size string such as \"80GB\"",
-			      path, name);
-		goto done;
+	/* the name: the file's "name", else its base name without .json */
+	char name[KVS_NAME_MAX];
+	json_t *n = json_object_get(root, "name");
+	if (n && !json_is_string(n)) {
+		json_decref(root);
+		return kvs_fail(KVS_ERR_PARSE, "%s: field 'name' must be a string", name_or_path);
 	}
-	if (kvs_parse_bytes(json_string_value(mem), &gpu.mem_bytes) != KVS_OK) {
-		st = kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': field 'memory': %s",
-			      path, name, kvs_last_error());
-		goto done;
+	if (n) {
+		snprintf(name, sizeof name, "%s", json_string_value(n));
+	} else {
+		const char *b = strrchr(name_or_path, '/');
+		b = b ? b + 1 : name_or_path;
+		size_t len = strlen(b);
+		if (len > 5 && strcmp(b + len - 5, ".json") == 0)
+			len -= 5;
+		snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), b);
 	}
-	if ((st = gpu_rate(g, path, name, "hbm_gb_per_s", 1e9, &gpu.hbm_bytes_per_s)) ||
-	    (st = gpu_rate(g, path, name, "fp16_dense_tflops", 1e12, &gpu.fp16_flops)) ||
-	    (st = gpu_rate(g, path, name, "pcie_gb_per_s", 1e9, &gpu.pcie_bytes_per_s)) ||
-	    (st = gpu_rate(g, path, name, "interconnect_gb_per_s", 1e9,
-			   &gpu.interconnect_bytes_per_s)))
-		goto done;
-	*out = gpu;
-done:
+	st = gpu_from_json(root, name_or_path, name, out);
 	json_decref(root);
 	return st;
 }

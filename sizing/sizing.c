@@ -10,11 +10,14 @@
  *   factor x width     = 2 x kv_heads_per_rank x head_dim      (K and V)
  *                      = 1 x (kv_lora_rank + qk_rope_head_dim)  (MLA latent)
  *
- * The KV memory of a rank, for the vLLM-style pool:
+ * The KV memory of a rank, for the vLLM-style pool (memory.c has the
+ * reserve's terms and the SGLang and TensorRT-LLM variants):
  *
  *   usable     = round(mem_bytes x gpu_memory_utilization)
  *   kv_budget  = usable - weights - reserve              (0 when negative)
  *   num_gpu_blocks = floor(kv_budget / (block_size x kv_bytes_per_token))
+ *
+ * mem_bytes is the device total as the driver reports it.
  *
  * All sizes are unsigned 64-bit with explicit overflow checks; doubles only
  * for ratios, rates and dollars.
@@ -175,56 +178,28 @@ kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
 		return kvs_fail(KVS_ERR_INVALID, "unknown weight data type %d", (int)weight_dtype);
 	if (tp == 0 || pp == 0)
 		return kvs_fail(KVS_ERR_INVALID, "tp and pp must be at least 1");
+	/* quantised checkpoints keep the embeddings, and the LM head unless
+	 * quantization_config says lm_head, at 16 bits (vLLM's
+	 * VocabParallelEmbedding and ParallelLMHead stay unquantised) */
+	uint64_t wide = 0;
+	if (bits < 16) {
+		uint64_t emb = (uint64_t)m->vocab_size * m->hidden_size; /* < 2^64 */
+		uint64_t n16 = m->tie_word_embeddings || m->quant_lm_head ? emb : 2 * emb;
+		wide = n16 < m->num_params ? n16 : 0;
+	}
+	uint64_t narrow = m->num_params - wide;
 	uint64_t pbits, bytes, ranks;
-	if (kvs_mul_overflow(m->num_params, bits, &pbits))
+	if (kvs_mul_overflow(narrow, bits, &pbits))
 		return ovf("weight bytes");
 	bytes = kvs_div_ceil(pbits, 8);
 	if (weight_dtype == KVS_DTYPE_INT4 &&
-	    kvs_add_overflow(bytes, kvs_div_ceil(m->num_params, 128) * 4, &bytes))
+	    kvs_add_overflow(bytes, kvs_div_ceil(narrow, 128) * 4, &bytes))
+		return ovf("weight bytes");
+	if (kvs_add_overflow(bytes, wide * 2, &bytes))
 		return ovf("weight bytes");
 	ranks = (uint64_t)tp * pp;
 	*out = kvs_div_ceil(bytes, ranks);
 	return KVS_OK;
-}
-
-/* Serving dtype for activations: fp32 configs are served in bf16. */
-static unsigned act_bytes(const kvs_model *m)
-{
-	return m->dtype == KVS_DTYPE_FP32 ? 2 : (kvs_dtype_bits(m->dtype) + 7) / 8;
-}
-
-uint64_t kvs_reserve_estimate(const kvs_deploy *d)
-{
-	const kvs_model *m = &d->model;
-	uint64_t tp = d->tp ? d->tp : 1, pp = d->pp ? d->pp : 1;
-	uint64_t heads = m->num_heads ? m->num_heads : m->num_kv_heads;
-	uint64_t kv = m->num_kv_heads;
-	uint64_t heads_rank = kvs_div_ceil(heads, tp);
-	uint64_t kv_rank = kv ? kvs_div_ceil(kv, tp) : 0;
-	double qkv;
-	if (m->kv_lora_rank)
-		qkv = (double)heads_rank * ((double)m->qk_nope_head_dim + m->qk_rope_head_dim) +
-		      m->kv_lora_rank + m->qk_rope_head_dim;
-	else
-		qkv = (double)(heads_rank + 2 * kv_rank) * m->head_dim;
-	uint64_t inter = m->intermediate_size;
-	if (m->num_experts && m->moe_intermediate_size) {
-		uint64_t moe = (uint64_t)m->moe_intermediate_size * m->num_experts_per_tok +
-			       m->shared_expert_intermediate_size;
-		if (moe > inter || m->first_dense_layers == 0)
-			inter = moe;
-	}
-	uint64_t inter_rank = kvs_div_ceil(inter, tp);
-	/* one layer's live tensors per token: input and residual, q/k/v, and
-	 * the MLP's gate, up and activated product (up and product when plain).
-	 * Doubles: the fields are untrusted uint32s and this is an estimate. */
-	double per_token = 2.0 * m->hidden_size + (double)qkv +
-			   (m->mlp_plain ? 2.0 : 3.0) * (double)inter_rank;
-	double act = per_token * KVS_RESERVE_PROFILE_TOKENS * act_bytes(m);
-	double logits = (double)KVS_RESERVE_PROFILE_SEQS * m->vocab_size * 4.0;
-	double r = (double)KVS_RESERVE_RUNTIME_BYTES +
-		   (tp * pp > 1 ? (double)KVS_RESERVE_COMM_BYTES : 0.0) + act + logits;
-	return r < 1e18 ? (uint64_t)r : (uint64_t)1e18;
 }
 
 void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g)
@@ -273,7 +248,8 @@ static double decode_step(const kvs_deploy *d, const kvs_sizing *s, uint64_t con
 	double flops = 2.0 * (double)m->num_active_params / ranks * c +
 		       4.0 * (double)d->context_tokens * heads_rank * att_dim *
 			       s->layers_per_rank * c;
-	double t = fmax(bytes / d->gpu.hbm_bytes_per_s, flops / d->gpu.fp16_flops);
+	double t = fmax(bytes / d->gpu.hbm_bytes_per_s,
+			flops / kvs_gpu_matmul_rate(&d->gpu, d->weight_dtype));
 	if (d->tp > 1 && d->gpu.interconnect_bytes_per_s > 0)
 		t += 2.0 * s->layers_per_rank * c * m->hidden_size * 2.0 *
 		     (2.0 * (d->tp - 1) / d->tp) / d->gpu.interconnect_bytes_per_s;
@@ -325,18 +301,46 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 
 	if ((st = kvs_weight_bytes(&d->model, d->weight_dtype, d->tp, d->pp, &s.weight_bytes)))
 		return st;
+	kvs_mem_terms_compute(d, &s.mem);
+	if (!(s.mem.fraction > 0.0 && s.mem.fraction <= 1.0))
+		return kvs_fail(KVS_ERR_INVALID, "%s: memory fraction must be in (0, 1], got %g",
+				s.mem.engine == KVS_ENGINE_SGLANG ? "mem_fraction_static" :
+				"free_gpu_memory_fraction", s.mem.fraction);
 	s.reserve_estimated = d->reserve_bytes < 0;
 	s.reserve_bytes = s.reserve_estimated ? kvs_reserve_estimate(d)
 					      : (uint64_t)d->reserve_bytes;
-	double usable = nearbyint((double)d->gpu.mem_bytes * d->gpu_memory_utilization);
-	s.usable_bytes = usable >= (double)d->gpu.mem_bytes ? d->gpu.mem_bytes : (uint64_t)usable;
 	uint64_t taken;
 	if (kvs_add_overflow(s.weight_bytes, s.reserve_bytes, &taken))
 		return ovf("weights plus reserve");
-	s.kv_budget_bytes = s.usable_bytes > taken ? s.usable_bytes - taken : 0;
+	if (s.mem.engine == KVS_ENGINE_TRTLLM) {
+		/* a fraction of what is free once weights and buffers are in */
+		uint64_t free_b = d->gpu.mem_bytes > taken ? d->gpu.mem_bytes - taken : 0;
+		s.kv_budget_bytes = (uint64_t)((double)free_b * s.mem.fraction);
+		s.usable_bytes = taken + s.kv_budget_bytes;
+	} else {
+		/* vLLM: total x gpu_memory_utilization; SGLang: x mem_fraction_static */
+		double usable = nearbyint((double)d->gpu.mem_bytes * s.mem.fraction);
+		s.usable_bytes = usable >= (double)d->gpu.mem_bytes ? d->gpu.mem_bytes
+								    : (uint64_t)usable;
+		s.kv_budget_bytes = s.usable_bytes > taken ? s.usable_bytes - taken : 0;
+	}
+	/* vLLM's overrides: a fixed KV memory, or a fixed block count */
+	if (d->kv_cache_memory_bytes) {
+		s.kv_budget_bytes = d->kv_cache_memory_bytes;
+		s.kv_from_override = true;
+	}
 	s.num_gpu_blocks = s.kv_budget_bytes / s.bytes_per_block;
+	if (d->num_gpu_blocks_override) {
+		s.num_gpu_blocks = d->num_gpu_blocks_override;
+		if (kvs_mul_overflow(s.num_gpu_blocks, s.bytes_per_block, &s.kv_budget_bytes))
+			return ovf("num_gpu_blocks_override x bytes per block");
+		s.kv_from_override = true;
+	}
 	if (kvs_mul_overflow(s.num_gpu_blocks, d->block_size, &s.kv_capacity_tokens))
 		return ovf("KV capacity in tokens");
+	s.vllm_kv_tokens = s.kv_capacity_tokens;
+	s.vllm_max_concurrency = (double)s.num_gpu_blocks /
+				 (double)kvs_div_ceil(s.max_model_len, d->block_size);
 
 	/* whole conversations: layer-blocks of the pool over layer-blocks of one */
 	uint64_t conv_lb = kvs_sizing_layer_blocks(&l, d->block_size, d->context_tokens);
@@ -346,7 +350,8 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 		return ovf("blocks per conversation");
 	s.blocks_per_conversation = kvs_div_ceil(conv_lb, l.layers_rank);
 	s.max_conversations = conv_lb ? pool_lb / conv_lb : 0;
-	/* vLLM's log line: pool bytes over one request's bytes at this length */
+	/* kvsim's window-aware figure: pool bytes over one request's bytes at
+	 * --context (vLLM's own line is vllm_max_concurrency, above) */
 	s.max_concurrency = s.bytes_per_context
 		? (double)s.num_gpu_blocks * (double)s.bytes_per_block / (double)s.bytes_per_context
 		: 0.0;
@@ -364,7 +369,7 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 	}
 	if (KVS_DEBUG >= 1) {
 		/* the budget parts add up; whole blocks never beat vLLM's ratio */
-		kvs_require(s.kv_budget_bytes == 0 ||
+		kvs_require(s.kv_from_override || s.kv_budget_bytes == 0 ||
 			    s.kv_budget_bytes + taken == s.usable_bytes);
 		kvs_require(s.num_gpu_blocks * s.bytes_per_block <= s.kv_budget_bytes);
 		kvs_require((double)s.max_conversations <= s.max_concurrency * (1 + 1e-12));

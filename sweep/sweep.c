@@ -232,32 +232,12 @@ kvs_status kvs_sweep_row_sim_config(const kvs_sweep_config *c,
 	return KVS_OK;
 }
 
-/* ---- work items ----------------------------------------------------------- */
-
-typedef struct item {
-	kvs_policy policy;
-	uint32_t block_size;
-	bool run;               /* false: repeated from another item */
-	kvs_sim_config sc;
-	kvs_status st;
-	char err[512];
-	uint32_t sims;
-} item;
-
-typedef struct job {
-	const kvs_sweep_config *cfg;
-	const kvs_request_set *set;
-	kvs_sweep_result *res;
-	item *items;
-	size_t nitems;
-	bool capacity;          /* pass: rows (false) or capacity searches */
-	atomic_size_t next;
-	atomic_bool failed;
-	pthread_mutex_t lock;
-	size_t done, total;
-	void (*on_done)(void *ctx, size_t done, size_t total);
-	void *on_done_ctx;
-} job;
+/* ---- points ---------------------------------------------------------------
+ * A point is one simulated combination: its row's replay and, with
+ * find_max_rate, its capacity search.  kvs_sweep_run runs every point on
+ * threads; `kvsim sweep --from-plan` runs some of them in another process
+ * (sweep/plan.c).  Both go through kvs_sweep_point_run, so a merged sweep
+ * and a threaded one hold the same figures. */
 
 static kvs_status replay(const kvs_sim_config *sc, const kvs_request_set *set,
 			 double time_scale, kvs_sim_stats *out)
@@ -285,20 +265,22 @@ static bool slo_holds(const kvs_sweep_config *c, const kvs_sim_stats *st)
 	return true;
 }
 
-static kvs_status capacity_search(const job *J, item *it, kvs_sweep_capacity *cap)
+static kvs_status capacity_search(const kvs_sweep_work *w, const kvs_sweep_point *pt,
+				  kvs_sweep_capacity *cap)
 {
-	const kvs_sweep_config *c = J->cfg;
+	const kvs_sweep_config *c = &w->res->cfg;
 	double step = 1.0 + c->rate_tolerance;
 	int64_t kmax = (int64_t)ceil(log(c->rate_max_factor) / log(step));
-	double r0 = J->res->base_rate;
+	double r0 = w->res->base_rate;
 	kvs_sim_stats st, best;
 	bool have_best = false;
 	int64_t lo = 0, hi = 0;
+	uint32_t sims = 0;
 	kvs_status s;
 	memset(&best, 0, sizeof best);
 #define PROBE(k, ok) do { \
-		s = replay(&it->sc, J->set, c->time_scale * pow(step, -(double)(k)), &st); \
-		it->sims++; \
+		s = replay(&pt->sc, w->set, c->time_scale * pow(step, -(double)(k)), &st); \
+		sims++; \
 		if (s != KVS_OK) \
 			return s; \
 		(ok) = slo_holds(c, &st); \
@@ -361,10 +343,10 @@ static kvs_status capacity_search(const job *J, item *it, kvs_sweep_capacity *ca
 #undef PROBE
 	uint32_t gpus = (c->base.deploy.tp ? c->base.deploy.tp : 1) *
 			(c->base.deploy.pp ? c->base.deploy.pp : 1);
-	cap->policy = it->policy;
-	cap->block_size = it->block_size;
+	cap->policy = pt->policy;
+	cap->block_size = pt->block_size;
 	cap->tolerance = c->rate_tolerance;
-	cap->simulations = it->sims;
+	cap->simulations = sims;
 	if (cap->outcome == KVS_CAPACITY_UNATTAINABLE || !have_best) {
 		cap->max_rate = 0;
 		cap->fail_rate = r0 * pow(step, (double)-kmax);
@@ -383,38 +365,213 @@ static kvs_status capacity_search(const job *J, item *it, kvs_sweep_capacity *ca
 	return KVS_OK;
 }
 
+kvs_status kvs_sweep_point_run(const kvs_sweep_work *w, size_t p,
+			       void (*tick)(void *ctx), void *ctx,
+			       kvs_sweep_point_result *out)
+{
+	if (p >= w->npoints)
+		return kvs_fail(KVS_ERR_INVALID, "point %zu: the sweep has %zu points",
+				p, w->npoints);
+	const kvs_sweep_point *pt = &w->points[p];
+	kvs_sweep_point_result r;
+	memset(&r, 0, sizeof r);
+	kvs_status st = replay(&pt->sc, w->set, w->res->cfg.time_scale, &r.st);
+	if (st != KVS_OK)
+		return st;
+	r.simulations = 1;
+	if (tick)
+		tick(ctx);
+	if (w->res->cfg.find_max_rate) {
+		if ((st = capacity_search(w, pt, &r.cap)) != KVS_OK)
+			return st;
+		r.simulations += r.cap.simulations;
+		if (tick)
+			tick(ctx);
+	}
+	*out = r;
+	return KVS_OK;
+}
+
+void kvs_sweep_point_store(kvs_sweep_work *w, size_t p, const kvs_sweep_point_result *r)
+{
+	kvs_require(p < w->npoints);
+	size_t i = w->points[p].row;
+	w->res->rows[i].st = r->st;
+	if (w->res->caps)
+		w->res->caps[i] = r->cap;
+	w->res->simulations += r->simulations;
+}
+
+void kvs_sweep_work_free(kvs_sweep_work *w)
+{
+	kvs_free(w->points);
+	kvs_sweep_result_destroy(w->res);
+	memset(w, 0, sizeof *w);
+}
+
+kvs_status kvs_sweep_work_init(const kvs_sweep_config *cfg, const kvs_request_set *set,
+			       kvs_sweep_work *w)
+{
+	memset(w, 0, sizeof *w);
+	if (!cfg || !set)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sweep_run: NULL argument");
+	kvs_status st = kvs_sweep_check(cfg, set);
+	if (st != KVS_OK)
+		return st;
+	uint64_t nreq = kvs_request_set_count(set);
+	if (nreq == 0)
+		return kvs_fail(KVS_ERR_INVALID, "%s: the trace has no requests to sweep",
+				kvs_request_set_path(set) ? kvs_request_set_path(set) : "trace");
+	kvs_sweep_result *R = kvs_calloc(1, sizeof *R);
+	size_t n = cfg->npolicies * cfg->nblock_sizes;
+	w->set = set;
+	w->res = R;
+	w->points = kvs_calloc(n, sizeof *w->points);
+	if (!R || !w->points) {
+		st = kvs_fail(KVS_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	R->cfg = *cfg;
+	R->rows = kvs_calloc(n, sizeof *R->rows);
+	R->nrows = n;
+	if (cfg->find_max_rate) {
+		R->caps = kvs_calloc(n, sizeof *R->caps);
+		R->ncaps = n;
+	}
+	if (!R->rows || (cfg->find_max_rate && !R->caps)) {
+		st = kvs_fail(KVS_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	kvs_sweep_workload wl;
+	kvs_sweep_workload_init(&wl, set);
+	R->mean_context = wl.mean_context;
+	R->hash_block_tokens = wl.hash_block_tokens;
+	double first = kvs_request_set_get(set, 0)->arrival_s;
+	double last = kvs_request_set_get(set, nreq - 1)->arrival_s;
+	R->base_rate = nreq > 1 && last > first
+		       ? (double)(nreq - 1) / ((last - first) * cfg->time_scale) : 0;
+	if (cfg->find_max_rate && !(R->base_rate > 0)) {
+		st = kvs_fail(KVS_ERR_INVALID, "capacity search needs a trace with at least "
+			      "two distinct arrival times (its rate is scaled)");
+		goto fail;
+	}
+	for (size_t p = 0; p < cfg->npolicies; p++) {
+		for (size_t b = 0; b < cfg->nblock_sizes; b++) {
+			size_t i = p * cfg->nblock_sizes + b;
+			kvs_sweep_row *row = &R->rows[i];
+			row->policy = cfg->policies[p];
+			row->block_size = cfg->block_sizes[b];
+			row->repeated = cfg->dedupe_contiguous && b > 0 &&
+					!kvs_policy_has(row->policy, KVS_TRAIT_BLOCK_GRANULAR);
+			st = kvs_sweep_kernel_ws(cfg, &wl, row->policy, row->block_size,
+						 &row->kernel);
+			if (st != KVS_OK)
+				goto fail;
+			if (row->repeated)
+				continue;
+			kvs_sim_config sc = cfg->base;
+			sc.policy = row->policy;
+			sc.deploy.block_size = row->block_size;
+			sc.slo_ttft_s = cfg->slo_ttft_s;
+			sc.slo_tpot_s = cfg->slo_tpot_s;
+			sc.on_request = NULL;
+			sc.on_progress = NULL;
+			sc.record_wall_time = false;
+			st = kvs_sweep_apply_kernel(cfg, row->kernel.rel, &sc);
+			if (st != KVS_OK)
+				goto fail;
+			kvs_sweep_point *pt = &w->points[w->npoints++];
+			pt->row = i;
+			pt->policy = row->policy;
+			pt->block_size = row->block_size;
+			pt->sc = sc;
+		}
+	}
+	return KVS_OK;
+fail:
+	kvs_sweep_work_free(w);
+	return st;
+}
+
+kvs_sweep_result *kvs_sweep_work_finish(kvs_sweep_work *w)
+{
+	kvs_sweep_result *R = w->res;
+	const kvs_sweep_config *cfg = &R->cfg;
+	/* repeat contiguous rows across block sizes, as a replay there reports */
+	for (size_t p = 0; p < cfg->npolicies; p++) {
+		size_t i0 = p * cfg->nblock_sizes;
+		for (size_t b = 1; b < cfg->nblock_sizes; b++) {
+			size_t i = i0 + b;
+			kvs_sweep_row *row = &R->rows[i];
+			if (!row->repeated)
+				continue;
+			row->st = R->rows[i0].st;
+			uint64_t per = (uint64_t)row->block_size * row->st.kv_bytes_per_token;
+			row->st.num_blocks = per ? row->st.kv_budget_bytes / per : 0;
+			if (R->caps) {
+				R->caps[i] = R->caps[i0];
+				R->caps[i].block_size = row->block_size;
+				R->caps[i].repeated = true;
+			}
+		}
+	}
+	for (size_t i = 0; i < R->nrows; i++)
+		R->rows[i].meets_slo = slo_holds(cfg, &R->rows[i].st);
+	kvs_sweep_recommend(R);
+	w->res = NULL;
+	kvs_sweep_work_free(w);
+	return R;
+}
+
+/* ---- threads ---------------------------------------------------------------- */
+
+typedef struct slot {
+	kvs_sweep_point_result r;
+	kvs_status st;
+	char err[512];
+} slot;
+
+typedef struct job {
+	const kvs_sweep_work *w;
+	slot *slots;
+	atomic_size_t next;
+	atomic_bool failed;
+	pthread_mutex_t lock;
+	size_t done, total;
+	void (*on_done)(void *ctx, size_t done, size_t total);
+	void *on_done_ctx;
+} job;
+
+static void tick(void *arg)
+{
+	job *J = arg;
+	if (!J->on_done)
+		return;
+	pthread_mutex_lock(&J->lock);
+	J->done++;
+	J->on_done(J->on_done_ctx, J->done, J->total);
+	pthread_mutex_unlock(&J->lock);
+}
+
 static void *worker(void *arg)
 {
 	job *J = arg;
 	for (;;) {
 		size_t i = atomic_fetch_add(&J->next, 1);
-		if (i >= J->nitems)
+		if (i >= J->w->npoints)
 			break;
-		item *it = &J->items[i];
-		if (!it->run)
-			continue;
+		slot *sl = &J->slots[i];
 		if (atomic_load(&J->failed)) {
 			/* stop early; a lower index may still be running */
-			it->st = KVS_ERR_STATE;
-			snprintf(it->err, sizeof it->err, "not run: an earlier combination failed");
+			sl->st = KVS_ERR_STATE;
+			snprintf(sl->err, sizeof sl->err, "not run: an earlier combination failed");
 			continue;
 		}
 		kvs_clear_error();
-		if (J->capacity) {
-			it->st = capacity_search(J, it, &J->res->caps[i]);
-		} else {
-			it->sims = 1;
-			it->st = replay(&it->sc, J->set, J->cfg->time_scale, &J->res->rows[i].st);
-		}
-		if (it->st != KVS_OK) {
-			snprintf(it->err, sizeof it->err, "%s", kvs_last_error());
+		sl->st = kvs_sweep_point_run(J->w, i, tick, J, &sl->r);
+		if (sl->st != KVS_OK) {
+			snprintf(sl->err, sizeof sl->err, "%s", kvs_last_error());
 			atomic_store(&J->failed, true);
-		}
-		if (J->on_done) {
-			pthread_mutex_lock(&J->lock);
-			J->done++;
-			J->on_done(J->on_done_ctx, J->done, J->total);
-			pthread_mutex_unlock(&J->lock);
 		}
 	}
 	return NULL;
@@ -426,11 +583,10 @@ static unsigned online_cpus(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
-static kvs_status run_pass(job *J, unsigned jobs)
+/* Points [0, npoints) on jobs threads (the caller's one of them). */
+static kvs_status run_points(job *J, unsigned jobs)
 {
-	size_t work = 0;
-	for (size_t i = 0; i < J->nitems; i++)
-		work += J->items[i].run;
+	size_t work = J->w->npoints;
 	if (jobs > work)
 		jobs = work ? (unsigned)work : 1;
 	atomic_store(&J->next, 0);
@@ -449,11 +605,12 @@ static kvs_status run_pass(job *J, unsigned jobs)
 		pthread_join(th[t], NULL);
 	kvs_free(th);
 	/* the failure of the lowest index, so messages do not depend on timing */
-	for (size_t i = 0; i < J->nitems; i++) {
-		item *it = &J->items[i];
-		if (it->run && it->st != KVS_OK && strncmp(it->err, "not run:", 8) != 0)
-			return kvs_fail(it->st, "%s, block size %u: %s",
-					kvs_policy_name(it->policy), it->block_size, it->err);
+	for (size_t i = 0; i < work; i++) {
+		const slot *sl = &J->slots[i];
+		if (sl->st != KVS_OK && strncmp(sl->err, "not run:", 8) != 0)
+			return kvs_fail(sl->st, "%s, block size %u: %s",
+					kvs_policy_name(J->w->points[i].policy),
+					J->w->points[i].block_size, sl->err);
 	}
 	return KVS_OK;
 }
@@ -468,130 +625,35 @@ kvs_status kvs_sweep_run_ex(const kvs_sweep_config *cfg, const kvs_request_set *
 			    void (*on_done)(void *ctx, size_t done, size_t total),
 			    void *ctx, kvs_sweep_result **out)
 {
-	if (!cfg || !set || !out)
+	if (!out)
 		return kvs_fail(KVS_ERR_INVALID, "kvs_sweep_run: NULL argument");
-	kvs_status st = kvs_sweep_check(cfg, set);
+	kvs_sweep_work w;
+	kvs_status st = kvs_sweep_work_init(cfg, set, &w);
 	if (st != KVS_OK)
 		return st;
-	uint64_t nreq = kvs_request_set_count(set);
-	if (nreq == 0)
-		return kvs_fail(KVS_ERR_INVALID, "%s: the trace has no requests to sweep",
-				kvs_request_set_path(set) ? kvs_request_set_path(set) : "trace");
-	kvs_sweep_result *R = kvs_calloc(1, sizeof *R);
-	size_t n = cfg->npolicies * cfg->nblock_sizes;
-	item *items = kvs_calloc(n, sizeof *items);
-	if (!R || !items) {
-		kvs_free(R);
-		kvs_free(items);
-		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
-	}
-	R->cfg = *cfg;
-	R->rows = kvs_calloc(n, sizeof *R->rows);
-	R->nrows = n;
-	if (cfg->find_max_rate) {
-		R->caps = kvs_calloc(n, sizeof *R->caps);
-		R->ncaps = n;
-	}
-	if (!R->rows || (cfg->find_max_rate && !R->caps)) {
-		st = kvs_fail(KVS_ERR_NOMEM, "out of memory");
-		goto fail;
-	}
-	kvs_sweep_workload w;
-	kvs_sweep_workload_init(&w, set);
-	R->mean_context = w.mean_context;
-	R->hash_block_tokens = w.hash_block_tokens;
-	double first = kvs_request_set_get(set, 0)->arrival_s;
-	double last = kvs_request_set_get(set, nreq - 1)->arrival_s;
-	R->base_rate = nreq > 1 && last > first
-		       ? (double)(nreq - 1) / ((last - first) * cfg->time_scale) : 0;
-	if (cfg->find_max_rate && !(R->base_rate > 0)) {
-		st = kvs_fail(KVS_ERR_INVALID, "capacity search needs a trace with at least "
-			      "two distinct arrival times (its rate is scaled)");
-		goto fail;
-	}
-	for (size_t p = 0; p < cfg->npolicies; p++) {
-		for (size_t b = 0; b < cfg->nblock_sizes; b++) {
-			size_t i = p * cfg->nblock_sizes + b;
-			item *it = &items[i];
-			kvs_sweep_row *row = &R->rows[i];
-			it->policy = row->policy = cfg->policies[p];
-			it->block_size = row->block_size = cfg->block_sizes[b];
-			it->run = !(cfg->dedupe_contiguous && b > 0 &&
-				    !kvs_policy_has(it->policy, KVS_TRAIT_BLOCK_GRANULAR));
-			row->repeated = !it->run;
-			st = kvs_sweep_kernel_ws(cfg, &w, it->policy, it->block_size,
-						 &row->kernel);
-			if (st != KVS_OK)
-				goto fail;
-			kvs_sim_config sc = cfg->base;
-			sc.policy = it->policy;
-			sc.deploy.block_size = it->block_size;
-			sc.slo_ttft_s = cfg->slo_ttft_s;
-			sc.slo_tpot_s = cfg->slo_tpot_s;
-			sc.on_request = NULL;
-			sc.on_progress = NULL;
-			sc.record_wall_time = false;
-			st = kvs_sweep_apply_kernel(cfg, row->kernel.rel, &sc);
-			if (st != KVS_OK)
-				goto fail;
-			it->sc = sc;
-		}
-	}
-	unsigned jobs = cfg->jobs ? cfg->jobs : online_cpus();
 	job J;
 	memset(&J, 0, sizeof J);
-	J.cfg = cfg;
-	J.set = set;
-	J.res = R;
-	J.items = items;
-	J.nitems = n;
+	J.w = &w;
+	J.slots = kvs_calloc(w.npoints ? w.npoints : 1, sizeof *J.slots);
+	if (!J.slots) {
+		kvs_sweep_work_free(&w);
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+	}
 	J.on_done = on_done;
 	J.on_done_ctx = ctx;
-	for (size_t i = 0; i < n; i++)
-		J.total += items[i].run * (cfg->find_max_rate ? 2 : 1);
+	J.total = w.npoints * (cfg->find_max_rate ? 2 : 1);
 	pthread_mutex_init(&J.lock, NULL);
-	st = run_pass(&J, jobs);
-	for (size_t i = 0; st == KVS_OK && i < n; i++)
-		R->simulations += items[i].sims;
-	if (st == KVS_OK && cfg->find_max_rate) {
-		J.capacity = true;
-		for (size_t i = 0; i < n; i++)
-			items[i].sims = 0;
-		st = run_pass(&J, jobs);
-		for (size_t i = 0; st == KVS_OK && i < n; i++)
-			R->simulations += items[i].sims;
-	}
+	st = run_points(&J, cfg->jobs ? cfg->jobs : online_cpus());
 	pthread_mutex_destroy(&J.lock);
-	if (st != KVS_OK)
-		goto fail;
-	/* repeat contiguous rows across block sizes, as a replay there reports */
-	for (size_t p = 0; p < cfg->npolicies; p++) {
-		size_t i0 = p * cfg->nblock_sizes;
-		for (size_t b = 1; b < cfg->nblock_sizes; b++) {
-			size_t i = i0 + b;
-			if (items[i].run)
-				continue;
-			kvs_sweep_row *row = &R->rows[i];
-			row->st = R->rows[i0].st;
-			uint64_t per = (uint64_t)row->block_size * row->st.kv_bytes_per_token;
-			row->st.num_blocks = per ? row->st.kv_budget_bytes / per : 0;
-			if (R->caps) {
-				R->caps[i] = R->caps[i0];
-				R->caps[i].block_size = row->block_size;
-				R->caps[i].repeated = true;
-			}
-		}
+	for (size_t p = 0; st == KVS_OK && p < w.npoints; p++)
+		kvs_sweep_point_store(&w, p, &J.slots[p].r);
+	kvs_free(J.slots);
+	if (st != KVS_OK) {
+		kvs_sweep_work_free(&w);
+		return st;
 	}
-	for (size_t i = 0; i < n; i++)
-		R->rows[i].meets_slo = slo_holds(cfg, &R->rows[i].st);
-	kvs_sweep_recommend(R);
-	kvs_free(items);
-	*out = R;
+	*out = kvs_sweep_work_finish(&w);
 	return KVS_OK;
-fail:
-	kvs_free(items);
-	kvs_sweep_result_destroy(R);
-	return st;
 }
 
 void kvs_sweep_result_destroy(kvs_sweep_result *r)

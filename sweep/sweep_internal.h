@@ -41,4 +41,52 @@ struct kvs_sweep_result {
 
 void kvs_sweep_recommend(kvs_sweep_result *r);
 
+/* ---- points ---------------------------------------------------------------
+ * The unit of work of a sweep, threaded (kvs_sweep_run) or scaled out
+ * (`kvsim sweep --plan / --from-plan`, sweep/plan.c): one simulated
+ * combination, its row's replay and, with find_max_rate, its capacity
+ * search.  Combinations that repeat another (contiguous policies at later
+ * block sizes, when deduplicated) are not points.  Points are numbered in
+ * row order, so point p's row index grows with p. */
+typedef struct kvs_sweep_point {
+	size_t row;                 /* combination index, policy-major */
+	kvs_policy policy;
+	uint32_t block_size;        /* tokens */
+	kvs_sim_config sc;          /* the row's simulator configuration */
+} kvs_sweep_point;
+
+typedef struct kvs_sweep_point_result {
+	kvs_sim_stats st;           /* the row's replay */
+	kvs_sweep_capacity cap;     /* with find_max_rate, else zero */
+	uint64_t simulations;       /* replays: 1 + capacity probes */
+} kvs_sweep_point_result;
+
+typedef struct kvs_sweep_work {
+	const kvs_request_set *set; /* not owned */
+	kvs_sweep_result *res;      /* rows named, kernel cost and base rate set */
+	kvs_sweep_point *points;
+	size_t npoints;
+} kvs_sweep_work;
+
+/* Check cfg against set and lay out the rows and points (no simulation;
+ * cost: the kernel model per row, O(requests) each).  On failure w is
+ * empty. */
+kvs_status kvs_sweep_work_init(const kvs_sweep_config *cfg, const kvs_request_set *set,
+			       kvs_sweep_work *w);
+/* Run point p (thread-safe: reads w only); tick, when not NULL, is called
+ * after the replay and after the capacity search.  out is untouched on
+ * failure. */
+kvs_status kvs_sweep_point_run(const kvs_sweep_work *w, size_t p,
+			       void (*tick)(void *ctx), void *ctx,
+			       kvs_sweep_point_result *out);
+/* Put point p's result into its row (not thread-safe). */
+void kvs_sweep_point_store(kvs_sweep_work *w, size_t p, const kvs_sweep_point_result *r);
+/* Every point stored: repeat the deduplicated rows, mark the SLO verdicts,
+ * recommend; hands the result over and frees the rest of w. */
+kvs_sweep_result *kvs_sweep_work_finish(kvs_sweep_work *w);
+void kvs_sweep_work_free(kvs_sweep_work *w);
+/* Do sweep/plan.c's field tables cover kvs_sim_stats and kvs_sweep_capacity
+ * (every byte a field or alignment padding)?  err names the gap. */
+bool kvs_sweep_point_fields_check(char *err, size_t errn);
+
 #endif

@@ -163,6 +163,48 @@ static void test_pow2_policy(void **state)
 	}
 }
 
+/* Buddy placement: regions rounded up to 2^k tokens (the rounding is
+ * internal fragmentation), placed at the lowest offset aligned to their
+ * size, possibly mid-hole; holes with no aligned room are external
+ * fragmentation for the next request. */
+static void test_buddy(void **state)
+{
+	(void)state;
+	kvs_alloc_config c;
+	kvs_alloc_config_defaults(&c);
+	c.policy = KVS_POLICY_ORACLE;
+	c.budget_bytes = BUDGET;
+	c.kv_bytes_per_token = B;
+	c.max_model_len = 40;
+	c.buddy = true;
+	kvs_alloc *a = fx_make(&c);
+	fx_admit_ok(a, 1, 2, 1);     /* 3 -> 4 tokens: [0, 40) */
+	fx_admit_ok(a, 2, 4, 1);     /* 5 -> 8 tokens, aligned to 80: [80, 160) */
+	fx_admit_ok(a, 3, 1, 1);     /* 2 tokens, aligned to 20: [40, 60) */
+	/* holes [60, 80) and [160, 1005); reserved 3 + 5 + 2 tokens; the
+	 * rounding, 1 + 3 + 0 tokens, is external fragmentation */
+	expect(a, NULL, 0, 100, 0, 40, 865);
+	assert_int_equal(kvs_alloc_room(a, 1), 3);   /* not into the rounding */
+	/* a waiting 16-token request (160 bytes, aligned to 160): [60, 80) is
+	 * too small, [160, 320) is free */
+	kvs_seq_desc d16 = fx_desc(9, 10, 6);
+	expect(a, &d16, 0, 100, 0, 60, 845);
+	/* 8 tokens (80 bytes, aligned to 80): [60, 80) has no aligned room */
+	kvs_seq_desc d8 = fx_desc(9, 7, 1);
+	expect(a, &d8, 0, 100, 0, 60, 845);
+	fx_admit_ok(a, 4, 7, 1);     /* [160, 240) */
+	release_ok(a, 2);            /* [60, 160) coalesces; 4 needs no rounding */
+	expect(a, &d8, 0, 130, 0, 10, 865);
+	fx_admit_ok(a, 5, 3, 5);     /* 8 tokens: 60 is not aligned, 80 is: [80, 160) */
+	/* the 20 bytes at [60, 80) hold no 8-token region */
+	expect(a, &d8, 0, 210, 0, 30, 765);
+	assert_int_equal(kvs_alloc_grow(a, 1, 3, NULL, NULL), KVS_OK);
+	assert_int_equal(kvs_alloc_grow(a, 1, 1, NULL, NULL), KVS_ERR_NOSPACE);
+	assert_true(kvs_alloc_is_valid(a));
+	/* first fit would have put 5 at [60, 140): buddy leaves the gap */
+	kvs_alloc_destroy(a);
+}
+
 static void test_fork_and_unsupported(void **state)
 {
 	(void)state;
@@ -211,6 +253,7 @@ int main(void)
 		cmocka_unit_test(test_best_fit),
 		cmocka_unit_test(test_max_policy),
 		cmocka_unit_test(test_pow2_policy),
+		cmocka_unit_test(test_buddy),
 		cmocka_unit_test(test_fork_and_unsupported),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

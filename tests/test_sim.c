@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -399,12 +400,17 @@ static void test_paged_pool_bound(void **state)
 /* ---- fast path == stepping one token at a time ----------------------------- */
 
 static recs fastR, slowR;
+/* set by test_fast_path_profile: a real deployment and a roofline with a
+ * measured profile instead of the linear model below */
+static const kvs_deploy *fs_deploy;
+static const kvs_cost_config *fs_cost;
+static uint32_t fs_max_concurrency;   /* closed-loop client in the comparison */
 
 static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_factor,
 				bool multi, kvs_preempt_mode mode)
 {
 	kvs_sim_config c;
-	kvs_sim_config_defaults(&c, NULL);
+	kvs_sim_config_defaults(&c, fs_deploy);
 	c.policy = pol;
 	c.preemption_mode = mode;
 	c.deploy.gpu.pcie_bytes_per_s = 25e9;
@@ -423,6 +429,11 @@ static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_fact
 	c.cost.linear_per_token_s = 2e-5;
 	c.cost.linear_per_context_s = 1e-7;
 	c.cost.kv_read_factor = kv_read_factor;
+	if (fs_cost) {
+		c.cost = *fs_cost;
+		c.cost.kv_read_factor = kv_read_factor;
+	}
+	c.max_concurrency = fs_max_concurrency;
 	c.sample_interval_s = 0.5;
 	enum { NMAX = 400 };
 	static kvs_request q[NMAX];
@@ -471,7 +482,8 @@ static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_fact
 	assert_int_equal(a->prefix_hit_tokens, b->prefix_hit_tokens);
 	assert_int_equal(a->concurrency_max, b->concurrency_max);
 	assert_int_equal(a->tokens_per_step_max, b->tokens_per_step_max);
-	assert_true(a->spans < b->spans);    /* the fast path did skip steps */
+	/* the fast path did skip steps (a closed loop always steps) */
+	assert_true(fs_max_concurrency ? a->spans == b->spans : a->spans < b->spans);
 	assert_close(a->sim_time_s, b->sim_time_s, 1e-9);
 	assert_close(a->concurrency_mean, b->concurrency_mean, 1e-9);
 	assert_close(a->waiting_mean, b->waiting_mean, 1e-9);
@@ -1015,6 +1027,192 @@ static void test_step_table_fit(void **state)
 	remove(path);
 }
 
+/* A small measured profile of Llama-2-7B's shape, tp 1: layer times 0.1,
+ * 0.15, 0.6, 2.2 ms at 1, 64, 512, 2048 tokens, embedding 10 us flat. */
+static void synthetic_profile(kvs_cost_config *k)
+{
+	static const double tok[] = { 1, 64, 512, 2048 };
+	static const double lay[] = { 0.1e-3, 0.15e-3, 0.6e-3, 2.2e-3 };
+	kvs_cost_config_defaults(k);
+	k->profile_points = 4;
+	k->profile_tp = 1;
+	k->profile_n_embd = 4096;
+	k->profile_n_head = 32;
+	k->profile_n_kv_head = 32;
+	k->profile_n_expanded = 11008;
+	for (int i = 0; i < 4; i++) {
+		k->profile_tokens[i] = tok[i];
+		k->profile_layer_s[i] = lay[i];
+		k->profile_emb_s[i] = 10e-6;
+	}
+	k->step_overhead_per_seq_s = 20e-6;
+	k->step_overhead_per_token_s = 1e-6;
+}
+
+/* The profile model by hand: the profile's layers and embedding at T
+ * (interpolated), the roofline's attention or KV traffic, the overheads. */
+static void test_profile_step_time(void **state)
+{
+	(void)state;
+	kvs_model m;
+	kvs_gpu g;
+	if (kvs_model_load("llama-2-7b", &m) != KVS_OK || kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
+		fail_msg("presets: %s", kvs_last_error());
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, &g);
+	kvs_sim_config c;
+	kvs_sim_config_defaults(&c, &d);
+	synthetic_profile(&c.cost);
+	/* 32 tokens over 32 sequences, 16,000 tokens of context, decode */
+	kvs_step_shape sh = { 32, 32, 16000, 16000 };
+	double t;
+	assert_int_equal(kvs_sim_step_time(&c, &sh, &t), KVS_OK);
+	double layer = 0.1e-3 + (0.15e-3 - 0.1e-3) * (32 - 1) / (64 - 1);
+	double attn = 4.0 * 32 * 128 * 32 * 16000 / (989e12 * 0.5);
+	double kv = 524288.0 * (16000 + 32) / (3350e9 * 0.8);
+	double want = 32 * layer + 10e-6 + (attn > kv ? attn : kv) + 0.002 + 32 * 20e-6 + 32 * 1e-6;
+	assert_close(t, want, 1e-12);
+	/* beyond the last point: the last segment's slope */
+	kvs_step_shape big = { 4096, 1, 4096, 4096.0 * 4097 / 2 };
+	assert_int_equal(kvs_sim_step_time(&c, &big, &t), KVS_OK);
+	layer = 2.2e-3 + (2.2e-3 - 0.6e-3) / (2048 - 512) * (4096 - 2048);
+	attn = 4.0 * 32 * 128 * 32 * (4096.0 * 4097 / 2) / (989e12 * 0.5);
+	kv = 524288.0 * (4096 + 4096) / (3350e9 * 0.8);
+	want = 32 * layer + 10e-6 + (attn > kv ? attn : kv) + 0.002 + 20e-6 + 4096 * 1e-6;
+	assert_close(t, want, 1e-12);
+	/* a profile of another shape is refused */
+	c.cost.profile_n_kv_head = 8;
+	assert_int_equal(kvs_sim_step_time(&c, &sh, &t), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "8 kv heads"));
+	c.cost.profile_n_kv_head = 32;
+	c.cost.profile_tp = 2;
+	assert_int_equal(kvs_sim_step_time(&c, &sh, &t), KVS_ERR_INVALID);
+}
+
+/* Reading the Vidur format: tp filter, medians, repeated num_tokens
+ * averaged, errors with file, line and column. */
+static void test_profile_load(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/kvsim-profile-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[256];
+	snprintf(path, sizeof path, "%s/mlp.csv", dir);
+	static const char *const ops[] = { "emb", "input_layernorm", "attn_pre_proj",
+		"attn_rope", "attn_post_proj", "post_attention_layernorm", "mlp_up_proj",
+		"mlp_act", "mlp_down_proj", "add" };
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 10; i++)
+		fprintf(f, "time_stats.%s.median,time_stats.%s.mean,", ops[i], ops[i]);
+	fprintf(f, "n_head,n_kv_head,n_embd,n_expanded_embd,num_tokens,num_tensor_parallel_workers\n");
+	/* rows: (tokens, tp, op median) - every op takes the same time */
+	static const double rows[][3] = { { 8, 1, 0.01 }, { 8, 2, 0.5 }, { 4, 1, 0.02 },
+					  { 8, 1, 0.03 }, { 16, 1, 0.04 } };
+	for (size_t r = 0; r < 5; r++) {
+		for (int i = 0; i < 10; i++)
+			fprintf(f, "%g,9,", rows[r][2]);
+		fprintf(f, "32,32,4096,11008,%g,%g\n", rows[r][0], rows[r][1]);
+	}
+	fclose(f);
+	kvs_cost_config k;
+	kvs_cost_config_defaults(&k);
+	assert_int_equal(kvs_cost_load_profile(dir, 1, &k), KVS_OK);
+	assert_int_equal(k.profile_points, 3);        /* 4, 8 (twice, averaged), 16 */
+	assert_true(k.profile_tokens[0] == 4 && k.profile_tokens[1] == 8 &&
+		    k.profile_tokens[2] == 16);
+	assert_close(k.profile_layer_s[0], 9 * 0.02e-3, 1e-12);   /* nine layer ops */
+	assert_close(k.profile_layer_s[1], 9 * 0.02e-3, 1e-12);   /* (0.01 + 0.03) / 2 */
+	assert_close(k.profile_emb_s[2], 0.04e-3, 1e-12);
+	assert_int_equal(k.profile_n_embd, 4096);
+	assert_int_equal(k.allreduce_points, 0);
+	assert_non_null(strstr(k.profile_desc, "all-reduce from the roofline"));
+	assert_int_equal(kvs_cost_load_profile(dir, 4, &k), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "the profile has tp 1, 2"));
+	f = fopen(path, "a");
+	fprintf(f, "x");
+	for (int i = 1; i < 26; i++)
+		fprintf(f, ",1");
+	fprintf(f, "\n");
+	fclose(f);
+	assert_int_equal(kvs_cost_load_profile(dir, 1, &k), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "mlp.csv:7: column 1"));
+	assert_int_equal(k.profile_points, 0);
+	remove(path);
+	rmdir(dir);
+	assert_int_equal(kvs_cost_load_profile(dir, 1, &k), KVS_ERR_IO);
+}
+
+/* fast path == one-token stepping with the profile model and the per-seq
+ * and per-token overheads */
+static void test_fast_path_profile(void **state)
+{
+	(void)state;
+	kvs_model m;
+	kvs_gpu g;
+	if (kvs_model_load("llama-2-7b", &m) != KVS_OK || kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
+		fail_msg("presets: %s", kvs_last_error());
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, &g);
+	kvs_cost_config k;
+	synthetic_profile(&k);
+	fs_deploy = &d;
+	fs_cost = &k;
+	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+		compare_fast_slow((kvs_policy)p, false, 1.0);
+	compare_fast_slow(KVS_POLICY_PAGED, true, 2.0);
+	k.profile_points = 0;    /* plain roofline with the overhead terms */
+	compare_fast_slow(KVS_POLICY_PAGED, false, 1.0);
+	fs_deploy = NULL;
+	fs_cost = NULL;
+	/* and a closed-loop client, every policy: it steps one token at a time
+	 * whatever fast_path says, so both runs must agree */
+	fs_max_concurrency = 12;
+	for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+		compare_fast_slow((kvs_policy)p, false, 1.0);
+	fs_max_concurrency = 0;
+}
+
+/* Closed loop, by hand: three requests at t = 0 (prompt 100, output 5;
+ * prefill 11 ms, decodes 10.01 ms) with one in flight run back to back,
+ * each sent when the previous one finishes; with two, the third waits for
+ * the first. */
+static void test_closed_loop(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 4096, 64, 16, 2048);
+	c.cost.linear_per_token_s = 1e-5;
+	c.max_concurrency = 1;
+	kvs_request q[3] = { mkreq(0, 0.0, 100, 5), mkreq(1, 0.0, 100, 5), mkreq(2, 0.0, 100, 5) };
+	static recs R;
+	double one = 0.011 + 4 * 0.01001;
+	for (int fast = 0; fast < 2; fast++) {
+		c.fast_path = fast;
+		kvs_request_set *set = set_of(q, 3);
+		kvs_sim_result *res = run_set(&c, set, &R);
+		const kvs_sim_stats *st = kvs_sim_result_stats(res);
+		assert_int_equal(st->completed, 3);
+		for (int i = 0; i < 3; i++) {
+			const kvs_sim_request_record *r = rec_of(&R, (uint64_t)i);
+			assert_close(r->arrival_s, i * one, 1e-9);      /* sent at the previous finish */
+			assert_close(r->finish_s, (i + 1) * one, 1e-9);
+		}
+		kvs_sim_result_destroy(res);
+		kvs_request_set_destroy(set);
+	}
+	/* two in flight: 0 and 1 batch together, 2 is sent when they finish */
+	c.max_concurrency = 2;
+	c.fast_path = true;
+	kvs_request_set *set = set_of(q, 3);
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_request_record *r0 = rec_of(&R, 0), *r2 = rec_of(&R, 2);
+	assert_close(r2->arrival_s, r0->finish_s, 1e-12);
+	assert_true(r0->finish_s > one);                    /* a batch of two is slower */
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
 static void test_roofline(void **state)
 {
 	(void)state;
@@ -1235,6 +1433,10 @@ int main(void)
 		cmocka_unit_test(test_sketch),
 		cmocka_unit_test(test_step_table_fit),
 		cmocka_unit_test(test_roofline),
+		cmocka_unit_test(test_profile_step_time),
+		cmocka_unit_test(test_profile_load),
+		cmocka_unit_test(test_fast_path_profile),
+		cmocka_unit_test(test_closed_loop),
 		cmocka_unit_test(test_kv_read_factor),
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_cursor_time_scale),

@@ -157,6 +157,10 @@ typedef struct kvs_alloc_config {
 	bool best_fit;                /* contiguous placement: best instead of first fit */
 	uint64_t page_bytes;          /* vattention physical page (2 MiB; 64 KiB..2 MiB) */
 	uint32_t num_kv_tensors;      /* vattention: 2 x layers on this rank */
+	bool buddy;                   /* contiguous placement: binary buddy (regions
+				       * rounded up to 2^k tokens, aligned to their
+				       * size), as the PagedAttention paper's Orca
+				       * baselines; overrides best_fit */
 } kvs_alloc_config;
 
 /* Defaults: paged, block 16, watermark 0.01, no prefix caching, no swap,

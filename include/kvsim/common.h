@@ -101,6 +101,27 @@ const char *kvs_mem_allocator(void);
 /* Peak resident set size of this process in bytes (0 if unknown). */
 uint64_t kvs_mem_peak_rss(void);
 
+/* ---- SHA-256 (FIPS 180-4) ------------------------------------------------
+ * Fingerprints of traces, plans and point files (docs/SCALE-OUT.md).  The
+ * context lives on the caller's stack; update any number of times, then
+ * final once.  Cost: linear in the bytes hashed. */
+#define KVS_SHA256_BYTES 32
+#define KVS_SHA256_HEX 65            /* 64 lowercase hex digits and a NUL */
+typedef struct kvs_sha256 {
+	uint32_t h[8];
+	uint64_t len;                /* bytes hashed so far */
+	uint8_t buf[64];
+	size_t nbuf;
+} kvs_sha256;
+void kvs_sha256_init(kvs_sha256 *s);
+void kvs_sha256_update(kvs_sha256 *s, const void *data, size_t n);
+void kvs_sha256_final(kvs_sha256 *s, uint8_t out[KVS_SHA256_BYTES]);
+void kvs_sha256_hex(const uint8_t digest[KVS_SHA256_BYTES], char out[KVS_SHA256_HEX]);
+/* Digest of n bytes as lowercase hex. */
+void kvs_sha256_text(const void *data, size_t n, char out[KVS_SHA256_HEX]);
+/* Digest of a file's bytes as lowercase hex; KVS_ERR_IO naming the file. */
+kvs_status kvs_sha256_file(const char *path, char out[KVS_SHA256_HEX]);
+
 /* ---- always-on invariant check --------------------------------------------
  * For conditions that would silently corrupt results.  Never for validating
  * user input: that returns a status.

@@ -82,15 +82,26 @@ typedef struct kvs_model {
 	bool norm_bias;                  /* LayerNorm with bias (OPT) */
 	bool qk_norm;                    /* per-head q/k norms (Qwen3, Gemma-3) */
 	bool params_from_config;         /* num_params came from the config, not the estimate */
+	/* ---- appended: what the non-KV memory model needs ---- */
+	bool quant_lm_head;              /* quantization_config quantises lm_head too
+					  * (embeddings stay 16-bit regardless) */
+	bool logit_softcap;              /* final_logit_softcapping (Gemma-2): two
+					  * more [seqs, vocab] temporaries */
 } kvs_model;
 
 typedef struct kvs_gpu {
 	char name[KVS_NAME_MAX];
-	uint64_t mem_bytes;         /* device memory as the preset states it */
+	uint64_t mem_bytes;         /* device total as the driver reports it
+				     * (cudaMemGetInfo), what engines size from */
 	double hbm_bytes_per_s;     /* peak memory bandwidth */
 	double fp16_flops;          /* dense FP16/BF16 FLOP/s */
 	double pcie_bytes_per_s;    /* host link, for swap/offload costs */
 	double interconnect_bytes_per_s; /* GPU-GPU (NVLink/IF), for all-reduce */
+	/* ---- appended ---- */
+	double fp8_flops;           /* dense FP8 FLOP/s; 0 = no FP8 tensor cores */
+	double int8_ops;            /* dense INT8 op/s; 0 = unknown */
+	uint64_t datasheet_mem_bytes; /* the label's decimal figure (0 = not given) */
+	char mem_source[192];       /* where mem_bytes comes from, in words */
 } kvs_gpu;
 
 /* Built-in presets (lowercase, dashes: "llama-2-7b", "h100-80gb").
@@ -103,6 +114,16 @@ kvs_status kvs_model_from_json_file(const char *path, kvs_model *out);
 kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t len,
 				    kvs_model *out);
 kvs_status kvs_gpu_preset(const char *name, kvs_gpu *out);
+/* A preset name, or a path to a JSON file (a name with '/' or ending in
+ * .json) holding one GPU object with the preset fields: memory,
+ * hbm_gb_per_s, fp16_dense_tflops, pcie_gb_per_s, interconnect_gb_per_s,
+ * and optionally fp8_dense_tflops, int8_dense_tops, memory_source, name.
+ * Errors name the file and the field. */
+kvs_status kvs_gpu_load(const char *name_or_path, kvs_gpu *out);
+/* The compute rate a matmul runs at with weights of `weight_dtype`: the
+ * FP8 rate for FP8 weights (W8A8), the INT8 rate for INT8 weights, the
+ * FP16 rate otherwise or when the GPU has no such rate (W8A16 kernels). */
+double kvs_gpu_matmul_rate(const kvs_gpu *g, kvs_dtype weight_dtype);
 /* NULL-terminated arrays of preset names. */
 const char *const *kvs_model_preset_names(void);
 const char *const *kvs_gpu_preset_names(void);
@@ -111,6 +132,19 @@ const char *const *kvs_gpu_preset_names(void);
  * Decimal units (KB, MB, GB, TB) are powers of 1000, binary ones (KiB, MiB,
  * GiB, TiB) powers of 1024. */
 kvs_status kvs_parse_bytes(const char *text, uint64_t *out);
+
+/* Whose memory accounting the KV budget follows (see docs/SIZING.md). */
+typedef enum kvs_engine {
+	KVS_ENGINE_VLLM = 0,  /* V1 determine_available_memory: total x utilization
+			       * - weights - profiled peak - non-torch growth */
+	KVS_ENGINE_SGLANG,    /* total x mem_fraction_static - weights - context */
+	KVS_ENGINE_TRTLLM,    /* free_gpu_memory_fraction x memory free after the
+			       * weights and activation buffers */
+	KVS_ENGINE_COUNT_
+} kvs_engine;
+
+const char *kvs_engine_name(kvs_engine e);       /* "vllm", "sglang", "trtllm" */
+kvs_status kvs_engine_parse(const char *text, kvs_engine *out);
 
 /* Sizing inputs: one deployment of a model on tp x pp GPUs. */
 typedef struct kvs_deploy {
@@ -132,11 +166,55 @@ typedef struct kvs_deploy {
 	uint64_t max_model_len;         /* tokens; 0 = model's max_position_embeddings */
 	int64_t reserve_bytes;          /* activation/working space per GPU; < 0 = estimate */
 	double gpu_hour_price;          /* dollars per GPU-hour; 0 = not given */
+
+	/* ---- appended: the engine whose memory accounting is followed ---- */
+	kvs_engine engine;              /* KVS_ENGINE_VLLM by default */
+	uint32_t max_num_seqs;          /* profile run's sequences; 0 = engine default */
+	uint32_t max_num_batched_tokens;/* profile run's tokens; 0 = engine default */
+	double mem_fraction_static;     /* sglang; 0 = its default for tp */
+	double free_gpu_memory_fraction;/* trtllm; 0 = 0.9 */
+	uint64_t num_gpu_blocks_override; /* vLLM's override; 0 = none */
+	uint64_t kv_cache_memory_bytes; /* vLLM's kv_cache_memory_bytes; 0 = none */
 } kvs_deploy;
 
 /* Fill d with defaults (tp = pp = 1, utilization 0.9, fp16, block 16,
  * estimated reserve, ...) around the given model and GPU. */
 void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g);
+
+/* The non-KV memory of one rank as an engine accounts it.  Every term is
+ * computed; `counted` says which ones the engine subtracts before sizing
+ * its KV pool (the rest live in its headroom).  See docs/SIZING.md. */
+enum {
+	KVS_MEM_ACTIVATION = 1u << 0,
+	KVS_MEM_SAMPLER = 1u << 1,
+	KVS_MEM_CUDAGRAPH = 1u << 2,
+	KVS_MEM_NON_TORCH = 1u << 3,
+	KVS_MEM_CONTEXT = 1u << 4,
+	KVS_MEM_ROPE = 1u << 5,
+};
+
+typedef struct kvs_mem_terms {
+	kvs_engine engine;
+	uint32_t profile_tokens;      /* max_num_batched_tokens as used */
+	uint32_t profile_seqs;        /* max_num_seqs as used */
+	uint32_t cudagraph_sizes;     /* piecewise capture sizes */
+	uint32_t cudagraph_max_size;  /* largest capture size, tokens */
+	uint64_t rope_cache_bytes;    /* the rotary cos/sin cache (vLLM's "model
+				       * loading took" includes it) */
+	uint64_t activation_bytes;    /* peak of a profile run at profile_tokens */
+	uint64_t sampler_bytes;       /* logits and sampler for profile_seqs x vocab */
+	uint64_t cudagraph_bytes;     /* CUDA graph pools (estimate) */
+	uint64_t non_torch_bytes;     /* workspaces, runtime buffers, NCCL / custom
+				       * all-reduce at tp x pp >= 2 */
+	uint64_t comm_bytes;          /* of which communication buffers */
+	uint64_t cuda_context_bytes;  /* CUDA context (before the engine measures) */
+	unsigned counted;             /* KVS_MEM_* the engine subtracts */
+	double fraction;              /* gpu_memory_utilization, mem_fraction_static
+				       * or free_gpu_memory_fraction, as used */
+} kvs_mem_terms;
+
+/* Fill the terms for deployment d (reserve_bytes ignored).  O(1). */
+void kvs_mem_terms_compute(const kvs_deploy *d, kvs_mem_terms *out);
 
 /* Sizing results, per GPU (rank) unless the name says otherwise. */
 typedef struct kvs_sizing {
@@ -172,6 +250,15 @@ typedef struct kvs_sizing {
 	bool context_over_max_model_len;    /* context_tokens > max_model_len */
 	double decode_step_s;               /* roofline decode step at full occupancy */
 	double decode_tokens_per_s;         /* generated tokens/s of one tp x pp replica */
+
+	/* ---- appended: the memory that is not KV, term by term, per rank ---- */
+	kvs_mem_terms mem;
+	uint64_t vllm_kv_tokens;            /* "GPU KV cache size: N tokens" */
+	double vllm_max_concurrency;        /* "Maximum concurrency for max_model_len
+					     * tokens per request": num_gpu_blocks /
+					     * ceil(max_model_len / block_size) */
+	bool kv_from_override;              /* num_gpu_blocks_override or
+					     * kv_cache_memory_bytes decided the pool */
 } kvs_sizing;
 
 /* KV bytes one token occupies on one rank, given the model, the cache dtype
@@ -203,15 +290,15 @@ uint64_t kvs_model_estimate_active_params(const kvs_model *m);
  * conversation is a normal result (max_conversations == 0).  O(1). */
 kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out);
 
-/* Working-space (activation) reserve estimate per rank, in bytes: a fixed
- * runtime part (CUDA context, cuBLAS/NCCL workspaces, CUDA graphs) plus the
- * peak activations of a KVS_RESERVE_PROFILE_TOKENS-token prefill batch and
- * the sampler's logits, as vLLM's profiling run measures them.  See
- * docs/SIZING.md. */
-#define KVS_RESERVE_PROFILE_TOKENS 2048u
-#define KVS_RESERVE_PROFILE_SEQS 256u
-#define KVS_RESERVE_RUNTIME_BYTES (1024ull << 20)     /* 1 GiB */
-#define KVS_RESERVE_COMM_BYTES (512ull << 20)         /* +0.5 GiB when tp x pp > 1 */
+/* Non-KV memory per rank that the engine subtracts before sizing its KV
+ * pool: the sum of the kvs_mem_terms it counts (activations of the profile
+ * run, logits and sampler, non-torch growth; the CUDA context for SGLang and
+ * TensorRT-LLM).  Constants, cited in docs/SIZING.md: */
+#define KVS_SAMPLER_BYTES_PER_LOGIT 8.0       /* fp32 logits + fp32 probabilities */
+#define KVS_CUDAGRAPH_BYTES_FACTOR 8.0        /* x capture size x hidden x dtype bytes */
+#define KVS_MEM_RUNTIME_BYTES (384ull << 20)  /* non-torch growth and runtime buffers */
+#define KVS_MEM_COMM_BYTES (512ull << 20)     /* NCCL + custom all-reduce, tp x pp > 1 */
+#define KVS_MEM_CONTEXT_BYTES (512ull << 20)  /* CUDA context and library handles */
 uint64_t kvs_reserve_estimate(const kvs_deploy *d);
 
 /* Weight bytes on one rank: num_params x bytes per weight / (tp x pp),

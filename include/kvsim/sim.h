@@ -122,6 +122,9 @@ typedef enum kvs_cost_kind {
  * slower, see docs/SWEEP.md); it scales the KV-read term only.
  * A measured step-time table (kvs_cost_fit_table) is fitted to the linear
  * form by least squares. */
+#define KVS_PROFILE_MAX_POINTS 512
+#define KVS_PROFILE_MAX_AR 64
+
 typedef struct kvs_cost_config {
 	kvs_cost_kind kind;
 	double flops_efficiency;      /* share of peak FLOP/s reached (0.5) */
@@ -137,6 +140,24 @@ typedef struct kvs_cost_config {
 	uint64_t fit_rows;
 	double fit_r2;
 	char table_path[256];         /* "" when no table */
+	/* ---- appended: roofline per-step overhead terms (0 by default) ---- */
+	double step_overhead_per_seq_s;   /* x sequences in the step */
+	double step_overhead_per_token_s; /* x batched tokens in the step */
+	/* ---- appended: measured operator profile (kvs_cost_load_profile);
+	 * used by the roofline kind when profile_points > 0.  Non-attention
+	 * operators come from the profile, interpolated in num_tokens; the
+	 * all-reduce from the network profile when one was found; attention
+	 * from the roofline. */
+	uint32_t profile_points;          /* 0 = no profile */
+	uint32_t profile_tp;              /* num_tensor_parallel_workers it holds */
+	uint32_t profile_n_embd, profile_n_head, profile_n_kv_head, profile_n_expanded;
+	double profile_tokens[KVS_PROFILE_MAX_POINTS];   /* sorted, distinct */
+	double profile_layer_s[KVS_PROFILE_MAX_POINTS];  /* per layer, per rank */
+	double profile_emb_s[KVS_PROFILE_MAX_POINTS];    /* once per step */
+	uint32_t allreduce_points;        /* 0 = all-reduce from the roofline */
+	double allreduce_bytes[KVS_PROFILE_MAX_AR];      /* message size, sorted */
+	double allreduce_s[KVS_PROFILE_MAX_AR];
+	char profile_desc[400];           /* which terms came from where */
 } kvs_cost_config;
 
 /* Largest linear coefficient accepted (s; an hour per step, token or
@@ -153,6 +174,14 @@ void kvs_cost_config_defaults(kvs_cost_config *c);
  * linear model to it by least squares: c->kind becomes KVS_COST_LINEAR.
  * Errors name the file, line and column. */
 kvs_status kvs_cost_fit_table(const char *path, kvs_cost_config *c);
+
+/* Read a Vidur operator profile directory (DIR/mlp.csv; the all-reduce
+ * times from .../network/GPU_pairwise_nvlink/all_reduce.csv beside the
+ * compute/ tree when present) for tensor parallelism tp into c.  Points are
+ * the medians; duplicates of num_tokens are averaged.  Errors name the file,
+ * line and column, or the tp the file lacks.  Start-up cost: one pass over
+ * a few thousand rows.  The model's shape is checked in kvs_cost_init. */
+kvs_status kvs_cost_load_profile(const char *dir, uint32_t tp, kvs_cost_config *c);
 
 /* Time of one engine step, for tests and tools: a batch of num_tokens tokens
  * over num_seqs sequences that reads context_tokens tokens of KV and whose
@@ -178,6 +207,11 @@ typedef struct kvs_sim_config {
 	double watermark;              /* share of blocks kept free at admission (0.01) */
 	uint64_t page_bytes;           /* vattention physical page (2 MiB) */
 	bool best_fit;                 /* contiguous placement: best fit */
+	bool buddy;                    /* contiguous placement: binary buddy */
+	uint32_t max_concurrency;      /* closed-loop client: at most N requests in
+	                                * flight, the next sent when one leaves
+	                                * (vllm bench serve --max-concurrency); 0 =
+	                                * open loop (trace arrival times) */
 	double slo_ttft_s;             /* goodput SLOs; 0 = none */
 	double slo_tpot_s;
 	double slo_e2e_s;              /* end-to-end objective; 0 = none */

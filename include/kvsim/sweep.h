@@ -41,7 +41,7 @@
 extern "C" {
 #endif
 
-#define KVS_SWEEP_MAX_BLOCK_SIZES 64
+#define KVS_SWEEP_MAX_BLOCK_SIZES 1024
 #define KVS_SWEEP_MAX_BLOCK_SIZE 65536u
 
 /* ---- measured kernel profile ------------------------------------------------
@@ -269,6 +269,55 @@ json_t *kvs_sweep_result_json(const kvs_sweep_result *r, const kvs_request_set *
 /* One header line and one line per row (capacity columns filled when
  * searched). */
 kvs_status kvs_sweep_result_csv(const kvs_sweep_result *r, FILE *f);
+
+
+/* ---- scale-out: plan, points, merge (docs/SCALE-OUT.md) ----------------------
+ * A sweep split into points (its simulated combinations) that other
+ * processes run, on GNU parallel or Slurm, and merged into the same result
+ * as kvs_sweep_run, so the same JSON and CSV bytes.  The plan holds the
+ * configuration flags as given (args: a worker rebuilds the configuration
+ * from them), the resolved configuration, the trace's path and SHA-256,
+ * kvsim's version and the points; its id is the SHA-256 of its contents.
+ * Point and merge refuse a trace, plan or point file of another plan,
+ * trace or version, naming the file. */
+typedef struct kvs_sweep_plan kvs_sweep_plan;
+
+/* The plan of cfg over set (no simulation); trace_file is hashed.  The
+ * plan is bound (can run and merge points in this process). */
+kvs_status kvs_sweep_plan_create(const kvs_sweep_config *cfg, const kvs_request_set *set,
+				 const char *trace_file, const char *const *args,
+				 size_t nargs, kvs_sweep_plan **out);
+/* Write the plan as JSON (temporary file and rename). */
+kvs_status kvs_sweep_plan_write(const kvs_sweep_plan *p, const char *path);
+/* Read a plan file: format, kvsim version and its id are checked; the
+ * plan is not bound until kvs_sweep_plan_bind. */
+kvs_status kvs_sweep_plan_load(const char *path, kvs_sweep_plan **out);
+/* The configuration flags stored in the plan (owned by p). */
+size_t kvs_sweep_plan_args(const kvs_sweep_plan *p, const char *const **args);
+const char *kvs_sweep_plan_trace_path(const kvs_sweep_plan *p);
+const char *kvs_sweep_plan_id(const kvs_sweep_plan *p);    /* 64 hex digits */
+size_t kvs_sweep_plan_points(const kvs_sweep_plan *p);
+/* Is trace_file the plan's trace (its SHA-256)?  The message names both. */
+kvs_status kvs_sweep_plan_check_trace(const kvs_sweep_plan *p, const char *trace_file);
+/* Bind a loaded plan to the configuration rebuilt from its args and the
+ * trace read from trace_file: the file's SHA-256 and the rebuilt
+ * configuration and points must be the plan's (the message names the first
+ * key that differs).  Cost: hashing the trace, the kernel model per row. */
+kvs_status kvs_sweep_plan_bind(kvs_sweep_plan *p, const kvs_sweep_config *cfg,
+			       const kvs_request_set *set, const char *trace_file);
+/* Run points first..last (inclusive) on jobs threads, each written to
+ * dir/point-NNNNNN.json (temporary file and rename); dir is created if
+ * missing; a point whose file exists and is this plan's is skipped (ran
+ * and skipped count both).  A file of another plan, trace or version is an
+ * error naming it. */
+kvs_status kvs_sweep_plan_run_points(const kvs_sweep_plan *p, size_t first, size_t last,
+				     const char *dir, unsigned jobs, size_t *ran,
+				     size_t *skipped);
+/* Read every point file of dir in index order into the sweep's result,
+ * exactly as kvs_sweep_run makes it.  Missing points are an error listing
+ * their indexes.  Consumes the binding (bind again to merge again). */
+kvs_status kvs_sweep_plan_merge(kvs_sweep_plan *p, const char *dir, kvs_sweep_result **out);
+void kvs_sweep_plan_destroy(kvs_sweep_plan *p);
 
 #ifdef __cplusplus
 }

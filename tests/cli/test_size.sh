@@ -17,9 +17,9 @@ nget() {
 	printf '%s\n' "$out" | sed -n "s/^ *\"$1\": \([0-9]*\),\{0,1\}$/\1/p" | head -n 1
 }
 
-# ---- defaults: llama-2-7b on a100-80gb at 4,000 tokens ----------------------
+# ---- defaults: llama-2-7b on a100-40gb at 4,000 tokens ----------------------
 run 0 && {
-	has "$out" "llama-2-7b on a100-80gb" "default deployment"
+	has "$out" "llama-2-7b on a100-40gb" "default deployment (one default GPU for every command)"
 	has "$out" "2 (K and V) x 32 layers x 32 kv heads x 128 head_dim x 2 bytes (fp16) = 524,288 B" "formula"
 	has "$out" "kv_bytes_per_token" "table"
 	has "$out" "num_gpu_blocks" "table"
@@ -101,10 +101,73 @@ run 0 --context 128000 && {
 	has "$out" "typical context" "questions"
 }
 
+# ---- GPU memory as the driver reports it, and custom GPUs --------------------
+run 0 --model llama-3.1-8b --gpu h100-80gb --max-model-len 8192 --gpu-memory-utilization 0.95 && {
+	has "$out" "79.19 GiB (the total the driver reports)" "driver total named"
+	has "$out" "vLLM 0.19.0 total_memory" "memory source shown"
+	has "$out" "Available KV cache memory: 58.11 GiB" "vLLM line: available"
+	# the vLLM 0.19 log line of the validation table: 476,000 tokens
+	has "$out" "GPU KV cache size: 476,000 tokens" "vLLM line: tokens"
+	has "$out" "Maximum concurrency for 8,192 tokens per request: 58.11x" "vLLM line: concurrency"
+	has "$out" "- activations (8192 tokens)" "activation term"
+	has "$out" "- logits, sampler (1024 seqs)" "sampler term"
+	has "$out" "CUDA graphs (51 sizes)" "cuda graph term"
+}
+run 0 --model llama-3.1-8b --gpu h100-80gb --max-model-len 8192 --gpu-memory-utilization 0.95 --json && {
+	[ "$(jget num_gpu_blocks)" = 29750 ] || fail "llama-3.1-8b h100 blocks: $(jget num_gpu_blocks)"
+	has "$out" '"gpu_kv_cache_tokens": 476000' "json vllm_log tokens"
+	has "$out" '"activation_bytes": 838860800' "json activation: 8192 x 51200 x 2"
+	has "$out" '"sampler_bytes": 1050673152' "json sampler: 1024 x 128256 x 8"
+	has "$out" '"mem_source":' "json mem_source"
+}
+# gemma-2: vLLM's concurrency divides by max_model_len; kvsim's honours windows
+run 0 --model gemma-2-9b --gpu h100-80gb --max-model-len 8192 && {
+	has "$out" "kvsim's figure (windows honoured)" "window-aware concurrency labelled"
+	has "$out" "vLLM divides by max_model_len" "vLLM definition explained"
+}
+cat >"$tmp/mygpu.json" <<'EOF2'
+{ "memory": "22.5GiB", "memory_source": "cudaMemGetInfo on our card",
+  "hbm_gb_per_s": 600, "fp16_dense_tflops": 150, "fp8_dense_tflops": 300,
+  "int8_dense_tops": 300, "pcie_gb_per_s": 32, "interconnect_gb_per_s": 32 }
+EOF2
+run 0 --gpu "$tmp/mygpu.json" --model llama-3-8b --dtype fp8 --json && {
+	[ "$(jget usable_bytes)" = 21743271936 ] || fail "custom gpu usable: $(jget usable_bytes)"   # 22.5 GiB x 0.9
+	has "$out" '"name": "mygpu"' "custom gpu named after its file"
+}
+run 0 --gpu "$tmp/mygpu.json" --model llama-3-8b --dtype fp8 && {
+	has "$out" "cudaMemGetInfo on our card" "custom memory source"
+	has "$out" "matmuls at the FP8 rate, 300 TFLOP/s" "fp8 rate used"
+}
+printf '{ "memory": "22GiB", "hbm_gb_per_s": 600 }\n' >"$tmp/badgpu.json"
+run 1 --gpu "$tmp/badgpu.json" && has "$err" "badgpu.json: gpu 'badgpu': missing field 'fp16_dense_tflops'" "custom gpu: missing field"
+printf '{ "memory": "22", "hbm_gb_per_s": 600 }\n' >"$tmp/badmem.json"
+run 1 --gpu "$tmp/badmem.json" && has "$err" "field 'memory'" "custom gpu: bad memory"
+run 0 --gpu-mem 80GB && has "$err" "warning: --gpu-mem without --gpu: the bandwidth and FLOP/s of the default GPU a100-40gb are borrowed" "borrowed speed warned"
+run 0 --gpu-mem 80GB --gpu h100-80gb && { [ -z "$err" ] || fail "no warning with --gpu: $err"; has "$out" "(--gpu-mem)" "gpu-mem named"; }
+
+# ---- engines and vLLM's overrides --------------------------------------------
+run 0 --engine sglang --json && { has "$out" '"engine": "sglang"' "sglang"; has "$out" '"fraction": 0.88' "sglang default fraction"; }
+run 0 --engine sglang --mem-fraction-static 0.8 --json && has "$out" '"fraction": 0.8' "mem-fraction-static"
+run 0 --engine trtllm && has "$out" "As trtllm would size it" "trtllm"
+run 2 --mem-fraction-static 0.8 && has "$err" "--mem-fraction-static applies to --engine sglang only" "fraction needs sglang"
+run 2 --engine foo && has "$err" "--engine: unknown engine 'foo'" "bad engine"
+run 0 --num-gpu-blocks-override 1000 --json && {
+	[ "$(jget num_gpu_blocks)" = 1000 ] || fail "override blocks: $(jget num_gpu_blocks)"
+	[ "$(jget kv_budget_bytes)" = $((1000 * 16 * 524288)) ] || fail "override budget"
+}
+run 0 --kv-cache-memory-bytes 10GiB --json && [ "$(jget num_gpu_blocks)" = 1280 ] || fail "kv-cache-memory-bytes 10 GiB / 8 MiB"
+run 2 --engine sglang --num-gpu-blocks-override 5 && has "$err" "is a vLLM option" "override needs vllm"
+run 0 --max-num-seqs 64 --max-num-batched-tokens 1024 --json && {
+	has "$out" '"profile_tokens": 1024' "profile tokens flag"
+	has "$out" '"sampler_bytes": 16384000' "64 x 32000 x 8"
+}
+
 # ---- help -------------------------------------------------------------------
 run 0 --help && for f in --model --gpu --gpu-mem --gpu-memory-utilization --tp --pp --dtype \
 	--kv-cache-dtype --kv-quant-group --block-size --context --max-model-len --reserve \
-	--layers --kv-heads --head-dim --params --gpu-hour-price --json; do
+	--layers --kv-heads --head-dim --params --gpu-hour-price --json --engine \
+	--mem-fraction-static --free-gpu-memory-fraction --num-gpu-blocks-override \
+	--kv-cache-memory-bytes --max-num-seqs --max-num-batched-tokens; do
 	has "$out" "$f" "help lists $f"
 done
 "$KVSIM" help size >/dev/null || fail "kvsim help size"

@@ -1,0 +1,213 @@
+/*
+ * memory.c - the memory of one rank that is not KV cache, term by term, as
+ * an inference engine accounts for it before it sizes its KV pool.
+ *
+ *   device total (cudaMemGetInfo)
+ *   +-- CUDA context ........ before vLLM's first snapshot: vLLM does not
+ *   |                         count it; SGLang and TensorRT-LLM measure free
+ *   |                         memory, so they do
+ *   +-- weights ............. weight_dtype, embeddings and lm_head at 16 bits
+ *   |                         in quantised checkpoints, + the RoPE cache
+ *   +-- profile-run peak .... activations of max_num_batched_tokens tokens
+ *   |                         + logits and sampler of max_num_seqs x vocab
+ *   +-- non-torch growth .... workspaces and runtime buffers; NCCL and
+ *   |                         custom all-reduce buffers when tp x pp >= 2
+ *   +-- CUDA graphs ......... captured after the KV cache is allocated: out
+ *   |                         of the headroom (vLLM's default; see
+ *   |                         VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS)
+ *   +-- KV cache ............ what is left of the engine's share
+ *
+ * Which terms an engine subtracts is `counted`; kvs_reserve_estimate sums
+ * them.  Every constant here is cited in docs/SIZING.md, and the fitted ones
+ * are marked as tuned in docs/VALIDATION.md.
+ */
+#include "kvs_config.h"
+#include "sizing_internal.h"
+
+#include <string.h>
+#include <strings.h>
+
+static const char *const engine_names[KVS_ENGINE_COUNT_] = {
+	"vllm", "sglang", "trtllm",
+};
+
+const char *kvs_engine_name(kvs_engine e)
+{
+	return (unsigned)e < KVS_ENGINE_COUNT_ ? engine_names[e] : "?";
+}
+
+kvs_status kvs_engine_parse(const char *text, kvs_engine *out)
+{
+	if (text) {
+		for (int e = 0; e < KVS_ENGINE_COUNT_; e++)
+			if (strcasecmp(text, engine_names[e]) == 0) {
+				*out = (kvs_engine)e;
+				return KVS_OK;
+			}
+		if (strcasecmp(text, "tensorrt-llm") == 0) {
+			*out = KVS_ENGINE_TRTLLM;
+			return KVS_OK;
+		}
+	}
+	return kvs_fail(KVS_ERR_INVALID, "unknown engine '%s' (expected vllm, sglang or trtllm)",
+			text ? text : "");
+}
+
+/* Serving dtype of activations: fp32 configs are served in bf16. */
+static unsigned act_bytes(const kvs_model *m)
+{
+	return m->dtype == KVS_DTYPE_FP32 ? 2 : (kvs_dtype_bits(m->dtype) + 7) / 8;
+}
+
+/* vLLM's `vllm serve` batch defaults: GPUs with at least 70 GiB that are
+ * not A100s get 8192 tokens and 1024 sequences, the rest 2048 and 256
+ * (vllm/engine/arg_utils.py, the usage-context defaults). */
+static bool large_gpu(const kvs_gpu *g)
+{
+	return g->mem_bytes >= (70ull << 30) && !strcasestr(g->name, "a100");
+}
+
+/* SGLang's mem_fraction_static by tensor parallelism (ServerArgs). */
+static double sglang_fraction(uint32_t tp)
+{
+	return tp >= 16 ? 0.79 : tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
+}
+
+static uint64_t clamp_u64(double x)
+{
+	return x <= 0 ? 0 : x < 1e18 ? (uint64_t)x : (uint64_t)1e18;
+}
+
+/* Live elements per token of the largest layer tensors of a prefill: the
+ * residual stream and the normalised input, plus the larger of attention
+ * (q, k, v and the attention output) and the MLP (gate and up projections
+ * and the activated product; up and product for a plain MLP). */
+static double activation_per_token(const kvs_model *m, uint64_t tp)
+{
+	uint64_t heads = m->num_heads ? m->num_heads : m->num_kv_heads;
+	uint64_t heads_rank = kvs_div_ceil(heads, tp);
+	uint64_t kv_rank = m->num_kv_heads ? kvs_div_ceil(m->num_kv_heads, tp) : 0;
+	double attn;
+	if (m->kv_lora_rank)
+		attn = (double)heads_rank * ((double)m->qk_nope_head_dim + m->qk_rope_head_dim +
+					     (m->v_head_dim ? m->v_head_dim : m->head_dim)) +
+		       m->kv_lora_rank + m->qk_rope_head_dim;
+	else
+		attn = (double)(2 * heads_rank + 2 * kv_rank) * m->head_dim;
+	uint64_t inter = m->intermediate_size;
+	if (m->num_experts && m->moe_intermediate_size) {
+		uint64_t moe = (uint64_t)m->moe_intermediate_size * m->num_experts_per_tok +
+			       m->shared_expert_intermediate_size;
+		if (moe > inter || m->first_dense_layers == 0)
+			inter = moe;
+	}
+	double mlp = (m->mlp_plain ? 2.0 : 3.0) * (double)kvs_div_ceil(inter, tp);
+	return 2.0 * m->hidden_size + (attn > mlp ? attn : mlp);
+}
+
+/* vLLM's piecewise CUDA graph capture sizes: 1, 2, 4, then every 8 up to
+ * 248, then every 16 up to min(2 x max_num_seqs, 512). */
+static void capture_sizes(uint32_t seqs, uint32_t *count, uint32_t *max, double *sum)
+{
+	uint32_t top = seqs < 256 ? seqs * 2 : 512;
+	*count = 0;
+	*max = 0;
+	*sum = 0;
+	for (uint32_t s = 1; s <= top; s = s < 8 ? (s == 4 ? 8 : s * 2) : s < 256 ? s + 8 : s + 16) {
+		(*count)++;
+		*max = s;
+		*sum += s;
+	}
+}
+
+void kvs_mem_terms_compute(const kvs_deploy *d, kvs_mem_terms *out)
+{
+	const kvs_model *m = &d->model;
+	kvs_mem_terms t;
+	memset(&t, 0, sizeof t);
+	uint64_t tp = d->tp ? d->tp : 1, pp = d->pp ? d->pp : 1;
+	unsigned ab = act_bytes(m);
+	t.engine = (unsigned)d->engine < KVS_ENGINE_COUNT_ ? d->engine : KVS_ENGINE_VLLM;
+
+	/* the profile run's batch */
+	bool large = large_gpu(&d->gpu);
+	if (t.engine == KVS_ENGINE_TRTLLM) {
+		t.profile_tokens = 8192;   /* max_num_tokens */
+		t.profile_seqs = 2048;     /* max_batch_size */
+	} else {
+		t.profile_tokens = large ? 8192 : 2048;
+		t.profile_seqs = large ? 1024 : 256;
+	}
+	if (d->max_num_batched_tokens)
+		t.profile_tokens = d->max_num_batched_tokens;
+	if (d->max_num_seqs)
+		t.profile_seqs = d->max_num_seqs;
+
+	/* the RoPE cos/sin cache: max_position_embeddings x rotary dims at
+	 * the activation dtype, loaded with the weights */
+	if (!m->learned_positions) {
+		uint64_t rot = m->kv_lora_rank ? m->qk_rope_head_dim : m->head_dim;
+		t.rope_cache_bytes = (uint64_t)m->max_position_embeddings * rot * ab;
+	}
+
+	/* activations of the profile run: one layer's tensors are the peak */
+	t.activation_bytes = clamp_u64(activation_per_token(m, tp) *
+				       (double)t.profile_tokens * ab);
+
+	/* logits and sampler: one row per request of the profile batch; fp32
+	 * logits and fp32 probabilities (vLLM/SGLang), plus the two temporaries
+	 * of a final logit soft cap; TensorRT-LLM keeps one fp32 logits buffer */
+	uint64_t n = t.profile_seqs < t.profile_tokens ? t.profile_seqs : t.profile_tokens;
+	double per_logit = t.engine == KVS_ENGINE_TRTLLM ? 4.0
+			 : KVS_SAMPLER_BYTES_PER_LOGIT + (m->logit_softcap ? 2.0 * ab : 0.0);
+	t.sampler_bytes = clamp_u64((double)n * m->vocab_size * per_logit);
+
+	/* CUDA graphs: per capture size, about s x hidden x 8 activation bytes */
+	double sum = 0;
+	capture_sizes(t.profile_seqs, &t.cudagraph_sizes, &t.cudagraph_max_size, &sum);
+	t.cudagraph_bytes = clamp_u64(sum * m->hidden_size * ab * KVS_CUDAGRAPH_BYTES_FACTOR);
+
+	t.comm_bytes = tp * pp > 1 ? KVS_MEM_COMM_BYTES : 0;
+	t.non_torch_bytes = KVS_MEM_RUNTIME_BYTES + t.comm_bytes;
+	t.cuda_context_bytes = KVS_MEM_CONTEXT_BYTES;
+
+	switch (t.engine) {
+	case KVS_ENGINE_SGLANG:
+		/* activations, sampler and graphs live in the 1 - fraction rest */
+		t.counted = KVS_MEM_ROPE | KVS_MEM_NON_TORCH | KVS_MEM_CONTEXT;
+		t.fraction = d->mem_fraction_static > 0 ? d->mem_fraction_static
+							 : sglang_fraction((uint32_t)tp);
+		break;
+	case KVS_ENGINE_TRTLLM:
+		t.counted = KVS_MEM_ROPE | KVS_MEM_ACTIVATION | KVS_MEM_SAMPLER |
+			    KVS_MEM_NON_TORCH | KVS_MEM_CONTEXT;
+		t.fraction = d->free_gpu_memory_fraction > 0 ? d->free_gpu_memory_fraction : 0.9;
+		break;
+	default:
+		t.counted = KVS_MEM_ROPE | KVS_MEM_ACTIVATION | KVS_MEM_SAMPLER |
+			    KVS_MEM_NON_TORCH;
+		t.fraction = d->gpu_memory_utilization;
+		break;
+	}
+	*out = t;
+}
+
+uint64_t kvs_reserve_estimate(const kvs_deploy *d)
+{
+	kvs_mem_terms t;
+	kvs_mem_terms_compute(d, &t);
+	uint64_t r = 0;
+	if (t.counted & KVS_MEM_ROPE)
+		r += t.rope_cache_bytes;
+	if (t.counted & KVS_MEM_ACTIVATION)
+		r += t.activation_bytes;
+	if (t.counted & KVS_MEM_SAMPLER)
+		r += t.sampler_bytes;
+	if (t.counted & KVS_MEM_CUDAGRAPH)
+		r += t.cudagraph_bytes;
+	if (t.counted & KVS_MEM_NON_TORCH)
+		r += t.non_torch_bytes;
+	if (t.counted & KVS_MEM_CONTEXT)
+		r += t.cuda_context_bytes;
+	return r;
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# CLI tests of the fidelity options of replay/compare: buddy placement,
+# the closed-loop client, and --step-time-profile (Vidur operator profiles:
+# the two bundled profiles end to end, bad input refused with the file, the
+# line or the mismatch named; skipped without ../shared/profiles).
+set -u
+ROOT="${KVS_SOURCE_ROOT:?}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+kvs_scaled_limit 200
+run() { kvs_run replay "$@"; }
+
+# ---- placement --------------------------------------------------------------
+kvs_run compare 0 --policies oracle --placement buddy --json=- && has "$out" '"placement": "buddy"' "buddy in the JSON config"
+kvs_run compare 0 --policies oracle --placement best-fit --json=- && has "$out" '"placement": "best-fit"' "best-fit"
+run 2 --placement worst-fit && has "$err" "--placement: expected first-fit, best-fit or buddy, got 'worst-fit'" "bad placement"
+
+# ---- closed loop ------------------------------------------------------------
+"$KVSIM" gen --arrival constant --rate 1000 --prompt-len fixed:64 --output-len fixed:8 --requests 6 -o "$tmp/cl.csv" 2>/dev/null
+run 0 "$tmp/cl.csv" --max-concurrency 1 && {
+	has "$out" "completed                                6" "all six complete one at a time"
+	printf '%s\n' "$out" | grep -Eq '^  max +1 *$' || fail "closed loop of 1: running max is not 1: $out"
+}
+run 0 "$tmp/cl.csv" --max-concurrency 1 --json=- && has "$out" '"max_concurrency": 1' "max_concurrency in the JSON config"
+run 2 "$tmp/cl.csv" --max-concurrency 0 && has "$err" "--max-concurrency" "zero refused"
+
+# ---- measured profiles ------------------------------------------------------
+P="$ROOT/../shared/profiles/vidur/compute"
+if [ ! -d "$P" ]; then
+	echo "skip: ../shared/profiles is absent (profile checks)"
+	finish "cli fidelity"
+	exit 0
+fi
+
+run 0 --model llama-2-7b --gpu h100-80gb --step-time-profile "$P/h100/meta-llama/Llama-2-7b-hf" && {
+	has "$out" "step time profile + roofline" "header names the profile"
+	has "$err" "non-attention operators from" "where the terms came from"
+	has "$err" "all-reduce from the roofline" "tp 1: no all-reduce profile"
+	has "$out" "completed" "ran end to end"
+}
+run 0 --model llama-2-70b --gpu a100-80gb --tp 2 --step-time-profile "$P/a100/meta-llama/Llama-2-70b-hf" && {
+	has "$err" "a100_pairwise_nvlink/all_reduce.csv" "tp 2: measured all-reduce"
+	has "$out" "completed" "70B tp 2 ran end to end"
+}
+run 2 --model llama-3-8b --step-time-profile "$P/h100/meta-llama/Llama-2-7b-hf" &&
+	has "$err" "the step-time profile is for n_embd 4096, 32 heads, 32 kv heads" "shape mismatch"
+run 2 --model llama-2-7b --tp 16 --step-time-profile "$P/h100/meta-llama/Llama-2-7b-hf" &&
+	has "$err" "no rows for tensor parallelism 16" "tp missing from the profile"
+run 1 --model llama-2-7b --step-time-profile "$tmp/nowhere" && has "$err" "nowhere/mlp.csv: cannot open" "missing dir"
+run 2 --model llama-2-7b --step-time-profile "$P/h100/meta-llama/Llama-2-7b-hf" --step-time-linear 0.01,0,0 &&
+	has "$err" "give one" "two step-time models"
+finish "cli fidelity"
