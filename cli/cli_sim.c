@@ -407,28 +407,62 @@ static double mono_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Seconds between plain progress lines when stderr is not a terminal
+ * (nohup, CI logs): KVSIM_PROGRESS_INTERVAL, default 5. */
+static double plain_interval(void)
+{
+	const char *e = getenv("KVSIM_PROGRESS_INTERVAL");
+	double v;
+	return e && kvs_parse_double(e, &v) && v >= 0 ? v : 5.0;
+}
+
+/* "1h02m", "3m05s", "42s" */
+static const char *fmt_dur(double s, char *buf, size_t n)
+{
+	long t = s < 0 ? 0 : (long)(s + 0.5);
+	if (t >= 3600)
+		snprintf(buf, n, "%ldh%02ldm", t / 3600, t % 3600 / 60);
+	else if (t >= 60)
+		snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(buf, n, "%lds", t);
+	return buf;
+}
+
 static void on_progress(void *ctx, const kvs_sim_progress *p)
 {
 	kvs_cli_sim *c = ctx;
 	double now = mono_s();
-	if (now - c->progress_last < 0.25)
+	if (now - c->progress_last < (c->progress_tty ? 0.25 : plain_interval()))
 		return;
 	c->progress_last = now;
-	char share[32] = "";
+	double el = now - c->progress_t0;
+	char share[32] = "", eta[64] = "", e1[32], e2[32];
 	if (p->input_share >= 0)
-		snprintf(share, sizeof share, "%5.1f%% of trace, ", 100.0 * p->input_share);
-	fprintf(stderr, "\r%s: %s%llu arrived, %llu finished, %.1f s simulated   ",
+		snprintf(share, sizeof share, "%.1f%% of trace, ", 100.0 * p->input_share);
+	/* done: the share of the trace read while it is being read; once all
+	 * of it is in, the share of its requests finished */
+	uint64_t fin = p->completed + p->rejected;
+	double done = p->input_share >= 1 && p->arrived ? (double)fin / (double)p->arrived
+		      : p->input_share;
+	if (done > 0.001 && done < 1)
+		snprintf(eta, sizeof eta, ", ETA %s", fmt_dur(el * (1 - done) / done, e2, sizeof e2));
+	fprintf(stderr, "%s%s: %s%llu arrived, %llu finished, %.1f s simulated, "
+		"elapsed %s, %.0f finished/s%s%s", c->progress_tty ? "\r" : "",
 		c->progress_label, share, (unsigned long long)p->arrived,
-		(unsigned long long)p->completed, p->sim_time_s);
-	c->progress_shown = true;
+		(unsigned long long)p->completed, p->sim_time_s, fmt_dur(el, e1, sizeof e1),
+		el > 0 ? (double)fin / el : 0.0, eta, c->progress_tty ? "   " : "\n");
+	fflush(stderr);
+	c->progress_shown = c->progress_tty;
 }
 
 void kvs_cli_sim_progress_begin(kvs_cli_sim *c, const char *label)
 {
 	c->progress_label = label;
-	c->progress_last = mono_s();
+	c->progress_t0 = c->progress_last = mono_s();
 	c->progress_shown = false;
-	if (!c->quiet && kvs_cli_stderr_is_tty()) {
+	c->progress_tty = kvs_cli_stderr_is_tty();
+	if (!c->quiet) {
 		c->cfg.on_progress = on_progress;
 		c->cfg.on_progress_ctx = c;
 	} else {
@@ -438,8 +472,9 @@ void kvs_cli_sim_progress_begin(kvs_cli_sim *c, const char *label)
 
 void kvs_cli_sim_progress_end(kvs_cli_sim *c)
 {
+	/* the terminal line is cleared, so the table starts on a clean line */
 	if (c->progress_shown)
-		fprintf(stderr, "\r%*s\r", 78, "");
+		fprintf(stderr, "\r%*s\r", 110, "");
 	c->progress_shown = false;
 }
 

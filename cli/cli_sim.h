@@ -38,6 +38,8 @@ typedef struct kvs_cli_sim {
 	int fail_exit;                  /* exit code when finish fails */
 	/* progress line state */
 	double progress_last;
+	double progress_t0;             /* wall clock at the run's start */
+	bool progress_tty;              /* \r line on a terminal, else plain lines */
 	const char *progress_label;
 	bool progress_shown;
 } kvs_cli_sim;

@@ -162,6 +162,15 @@ assert b["interrupted"] is True and b["completed"] == a["completed"]
 PY
 fi
 
+# progress when stderr is not a terminal: plain lines (every
+# KVSIM_PROGRESS_INTERVAL seconds) with elapsed time and rate; -q silences
+KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit 200 >/dev/null 2>"$tmp/p.err" || fail "replay with progress"
+grep -q '^replay paged: .* arrived, .* finished, .* simulated, elapsed [0-9]*s, [0-9]* finished/s' "$tmp/p.err" ||
+	fail "plain progress line: $(head -c 300 "$tmp/p.err")"
+grep -q $'\r' "$tmp/p.err" && fail "no carriage returns off a terminal"
+KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit 200 -q >/dev/null 2>"$tmp/p.err"
+[ -s "$tmp/p.err" ] && fail "-q silences progress: $(head -c 200 "$tmp/p.err")"
+
 # ---- one output grammar: "--json out.json" is that file on every command ----------
 cd "$tmp" || exit 1
 kvs_run size 0 --json out-size.json && { grep -q '"kv_bytes_per_token"' out-size.json || fail "size --json FILE"; has "$out" "kvsim size:" "size table kept with --json FILE"; }
