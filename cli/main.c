@@ -36,6 +36,7 @@ static const char *summary_of(const char *name)
 		{ "gen", "generate a synthetic trace from a workload description" },
 		{ "replay", "replay a trace through the serving simulator under one policy" },
 		{ "compare", "replay one trace under several allocation policies, side by side" },
+		{ "fleet", "replay a trace through N replicas behind a router" },
 		{ "sweep", "tune the block size and find the highest sustainable rate" },
 		{ "report", "render replay/compare/sweep JSON into an HTML report with plots" },
 	};

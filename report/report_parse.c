@@ -696,12 +696,13 @@ kvs_status rp_run_parse(const char *text, size_t len, const char *label,
 		run->kind = RP_KIND_SWEEP;
 		st = parse_sweep(&c, root, run);
 	} else if (strcmp(run->command, "replay") == 0 ||
+		   strcmp(run->command, "fleet") == 0 ||
 		   strcmp(run->command, "compare") == 0) {
 		run->kind = RP_KIND_POLICIES;
 		st = parse_policies(&c, root, run);
 	} else {
 		st = kvs_fail(KVS_ERR_PARSE,
-			      "%s: command: \"%s\" has no report (expected replay, compare or sweep)",
+			      "%s: command: \"%s\" has no report (expected replay, compare, fleet or sweep)",
 			      label, run->command);
 	}
 	if (st == KVS_OK)

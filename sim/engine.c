@@ -214,6 +214,12 @@ struct kvs_sim {
 	sreq *pending;             /* next request, not yet arrived */
 	bool src_done;
 	double last_arrival;
+	/* driven from outside (kvs_sim_feed, no source): requests fed but not
+	 * yet pending, linked through sreq.next, and the earliest time a
+	 * request not yet fed may arrive (spans stop there) */
+	sreq *fed_head, *fed_tail;
+	double arrival_bound;
+	bool started, stopped;
 
 	/* engine state */
 	double now;
@@ -991,20 +997,13 @@ static void block_hashes_of(kvs_sim *s, const sreq *r, const uint64_t **ids, uin
 	*n = s->desc_nhashes;
 }
 
-/* Pull the next request of the source into s->pending. */
-static kvs_status pull(kvs_sim *s)
+/* A new request object for q, checked (arrival order, horizon); *out is
+ * NULL when q arrives after the horizon (then the input ends). */
+static kvs_status make_sreq(kvs_sim *s, const kvs_request *qp, sreq **out)
 {
-	kvs_request q;
-	s->pending = NULL;
-	if (s->src_done)
-		return KVS_OK;
-	kvs_status st = s->src->next(s->src->ctx, &q);
-	if (st == KVS_END) {
-		s->src_done = true;
-		return KVS_OK;
-	}
-	if (st != KVS_OK)
-		return st;
+	const kvs_request q = *qp;
+	kvs_status st;
+	*out = NULL;
 	if (!(q.arrival_s >= 0) || !isfinite(q.arrival_s))
 		return kvs_fail(KVS_ERR_INVALID, "request %llu (line %llu): arrival %g s: "
 				"must be a finite time >= 0", (unsigned long long)q.index,
@@ -1045,8 +1044,37 @@ static kvs_status pull(kvs_sim *s)
 		sreq_free(r);
 		return st;
 	}
-	s->pending = r;
+	*out = r;
 	return KVS_OK;
+}
+
+/* Pull the next request of the source (or of the fed queue when the
+ * engine is driven from outside) into s->pending. */
+static kvs_status pull(kvs_sim *s)
+{
+	kvs_request q;
+	s->pending = NULL;
+	if (!s->src) {
+		sreq *r = s->fed_head;
+		if (r) {
+			s->fed_head = r->next;
+			if (!s->fed_head)
+				s->fed_tail = NULL;
+			r->next = NULL;
+		}
+		s->pending = r;
+		return KVS_OK;
+	}
+	if (s->src_done)
+		return KVS_OK;
+	kvs_status st = s->src->next(s->src->ctx, &q);
+	if (st == KVS_END) {
+		s->src_done = true;
+		return KVS_OK;
+	}
+	if (st != KVS_OK)
+		return st;
+	return make_sreq(s, &q, &s->pending);
 }
 
 static kvs_status arrive(kvs_sim *s, sreq *r)
@@ -1802,8 +1830,9 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T)
 		L.b1 = L.b2 = L.c = 0;
 	} else {
 		k = s->heap[0].E - s->G;
-		if (s->pending && s->pending->arrival > s->now)
-			k = kvs_lin2_steps_to(&L, k, s->pending->arrival - s->now);
+		double next_arrival = s->pending ? s->pending->arrival : s->arrival_bound;
+		if (next_arrival > s->now && isfinite(next_arrival))
+			k = kvs_lin2_steps_to(&L, k, next_arrival - s->now);
 		if (cfg->horizon_s > 0 && cfg->horizon_s > s->now)
 			k = kvs_lin2_steps_to(&L, k, cfg->horizon_s - s->now);
 		dur = kvs_lin2_prefix(&L, k);
@@ -2105,6 +2134,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	s->auto_interval = cfg->sample_interval_s == 0;
 	s->res->sample_interval_s = s->auto_interval ? 1.0 : cfg->sample_interval_s;
 	s->dirty = true;
+	s->arrival_bound = INFINITY;
 	/* a policy that forks by copy puts the prompt's KV into each child
 	 * at the fork, into memory of the child's own: that memory is
 	 * reserved with the parent's at admission */
@@ -2129,6 +2159,11 @@ static void free_reqs(kvs_sim *s)
 	s->run_head = s->run_tail = NULL;
 	sreq_free(s->pending);
 	s->pending = NULL;
+	while ((r = s->fed_head)) {
+		s->fed_head = r->next;
+		sreq_free(r);
+	}
+	s->fed_tail = NULL;
 	free_dead(s);
 }
 
@@ -2168,7 +2203,7 @@ static void progress(kvs_sim *s)
 		return;
 	kvs_sim_progress p = {
 		.sim_time_s = s->now,
-		.input_share = s->src->progress ? s->src->progress(s->src->ctx) : -1.0,
+		.input_share = s->src && s->src->progress ? s->src->progress(s->src->ctx) : -1.0,
 		.arrived = s->res->st.arrived,
 		.completed = s->res->st.completed,
 		.rejected = s->res->st.rejected,
@@ -2255,14 +2290,19 @@ static void finalize(kvs_sim *s)
 		st->wall_s = wall_now() - s->wall0;
 }
 
-kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
-		       kvs_sim_result **out)
+/* ---- driving the engine: start, feed, advance, finish ------------------------
+ * kvs_sim_run is start + advance(+inf) + finish over a source; a fleet
+ * drives many engines through the same calls, feeding each the requests
+ * routed to it (docs/FLEET.md). */
+
+kvs_status kvs_sim_start(kvs_sim *s, const kvs_request_source *src)
 {
-	if (!s || !src || !src->next || !out)
-		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_run: NULL argument");
+	if (!s || (src && !src->next))
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_start: NULL argument");
 	if (s->ran)
-		return kvs_fail(KVS_ERR_STATE, "kvs_sim_run: a simulator runs once");
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_start: a simulator runs once");
 	s->ran = true;
+	s->started = true;
 	s->src = src;
 	s->wall0 = wall_now();
 	kvs_status st = pull(s);
@@ -2270,10 +2310,64 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 		st = ev_push(s, s->pending->arrival, EV_ARRIVAL);
 		s->arrival_event_queued = true;
 	}
+	return st;
+}
+
+kvs_status kvs_sim_feed(kvs_sim *s, const kvs_request *req)
+{
+	if (!s || !req)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_feed: NULL argument");
+	if (!s->started || s->src)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_feed: the engine was not started "
+				"without a source");
+	if (req->arrival_s < s->now)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_feed: request %llu arrives at %.9g s, "
+				"before the engine's time %.9g s", (unsigned long long)req->index,
+				req->arrival_s, s->now);
+	if (s->stopped || s->src_done)
+		return KVS_OK;   /* past the horizon: the input has ended */
+	sreq *r;
+	kvs_status st = make_sreq(s, req, &r);
+	if (st != KVS_OK || !r)
+		return st;
+	r->next = NULL;
+	if (s->fed_tail)
+		s->fed_tail->next = r;
+	else
+		s->fed_head = r;
+	s->fed_tail = r;
+	if (s->pending)
+		return KVS_OK;
+	if ((st = pull(s)) != KVS_OK)
+		return st;
+	if (s->pending && !s->arrival_event_queued) {
+		if ((st = ev_push(s, s->pending->arrival, EV_ARRIVAL)) != KVS_OK)
+			return st;
+		s->arrival_event_queued = true;
+	}
+	return KVS_OK;
+}
+
+double kvs_sim_next_event_s(const kvs_sim *s)
+{
+	return s->nev && !s->stopped ? s->ev[0].t : INFINITY;
+}
+
+kvs_status kvs_sim_advance(kvs_sim *s, double until_s)
+{
+	if (!s || !s->started)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_advance: the engine was not started");
+	if (s->err != KVS_OK)
+		return s->err;
+	if (!s->src)
+		s->arrival_bound = until_s;
+	kvs_status st = KVS_OK;
 	double horizon = s->cfg.horizon_s;
-	while (st == KVS_OK && s->nev > 0) {
+	while (!s->stopped && s->nev > 0 && s->ev[0].t < until_s) {
 		if (s->cfg.interrupt && *s->cfg.interrupt) {
+			/* as at a horizon: what is in the system is unfinished */
 			s->res->st.interrupted = true;
+			s->stopped = true;
 			break;
 		}
 		event e = ev_pop(s);
@@ -2284,6 +2378,7 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 		}
 		if (horizon > 0 && e.t > horizon && !s->busy) {
 			s->now = horizon;
+			s->stopped = true;
 			break;
 		}
 		s->now = e.t;
@@ -2294,8 +2389,10 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 			break;
 		if ((st = drain_arrivals(s)) != KVS_OK)
 			break;
-		if (horizon > 0 && s->now >= horizon)
+		if (horizon > 0 && s->now >= horizon) {
+			s->stopped = true;
 			break;
+		}
 		if (!s->busy && (st = plan(s)) != KVS_OK)
 			break;
 		/* closed loop: a request that left inside this event's work frees
@@ -2309,6 +2406,75 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 		if ((s->plannings & 0x3fff) == 0)
 			progress(s);
 	}
+	s->err = st;
+	return st;
+}
+
+double kvs_sim_now_s(const kvs_sim *s)
+{
+	return s->now;
+}
+
+void kvs_sim_get_load(kvs_sim *s, kvs_sim_load *out)
+{
+	const kvs_sim_stats *st = &s->res->st;
+	memset(out, 0, sizeof *out);
+	out->arrived = st->arrived;
+	out->completed = st->completed;
+	out->rejected = st->rejected;
+	out->running = s->nrunning;
+	out->waiting = s->waiting.n + s->swapped.n;
+	uint64_t nb = kvs_alloc_num_blocks(s->alloc);
+	if (nb) {
+		out->kv_usage = 1.0 - (double)kvs_alloc_free_blocks(s->alloc) / (double)nb;
+	} else {
+		int64_t p[6];
+		parts_now(s, p);
+		out->kv_usage = (double)(p[0] + p[1] + p[2]) / (double)s->budget;
+	}
+}
+
+uint32_t kvs_sim_prefix_match(kvs_sim *s, const kvs_request *req, uint32_t *nblocks)
+{
+	sreq tmp;
+	memset(&tmp, 0, sizeof tmp);
+	tmp.prompt = req->prompt_tokens;
+	if (nblocks)
+		*nblocks = 0;
+	if (copy_hashes(s, &tmp, req) != KVS_OK || !tmp.nhashes) {
+		kvs_free(tmp.hashes);
+		return 0;
+	}
+	/* the ids at the block size (re-split into the scratch when the
+	 * trace's granularity differs), up to the first repeated id */
+	const uint64_t *ids = tmp.hashes;
+	uint32_t n = tmp.nhashes;
+	if (tmp.hash_block != s->block_size) {
+		if (resplit(s, tmp.hashes, tmp.nhashes, tmp.hash_block, tmp.prompt, &n) != KVS_OK) {
+			kvs_free(tmp.hashes);
+			return 0;
+		}
+		ids = s->hash_scratch;
+	}
+	if (n > tmp.nblock_hashes)
+		n = tmp.nblock_hashes;
+	uint32_t hit = n ? kvs_alloc_prefix_lookup(s->alloc, ids, n) : 0;
+	if (nblocks)
+		*nblocks = n;
+	kvs_free(tmp.hashes);
+	return hit;
+}
+
+kvs_status kvs_sim_finish(kvs_sim *s, kvs_sim_result **out)
+{
+	if (!s || !out)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_finish: NULL argument");
+	if (!s->started || !s->res)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_finish: not started, or finished");
+	if (s->err != KVS_OK)
+		return s->err;
+	/* every event and every fed request first */
+	kvs_status st = kvs_sim_advance(s, INFINITY);
 	if (st != KVS_OK)
 		return st;
 	progress(s);
@@ -2318,6 +2484,17 @@ kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 	*out = s->res;
 	s->res = NULL;
 	return KVS_OK;
+}
+
+kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
+		       kvs_sim_result **out)
+{
+	if (!s || !src || !src->next || !out)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_run: NULL argument");
+	kvs_status st = kvs_sim_start(s, src);
+	if (st == KVS_OK)
+		st = kvs_sim_finish(s, out);
+	return st;
 }
 
 kvs_status kvs_sim_replay(const kvs_sim_config *cfg,

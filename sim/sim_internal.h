@@ -83,6 +83,8 @@ kvs_status kvs_sketch_add_n(kvs_sketch *s, double v, uint64_t n);
 double kvs_sketch_std(const kvs_sketch *s);
 double kvs_sketch_quantile(const kvs_sketch *s, double q);
 void kvs_sketch_dist(const kvs_sketch *s, kvs_sim_dist *out);
+/* Add every value of src to dst (same buckets: exact). */
+kvs_status kvs_sketch_merge(kvs_sketch *dst, const kvs_sketch *src);
 
 struct kvs_sim_result {
 	kvs_sim_config cfg;

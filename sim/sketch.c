@@ -164,3 +164,40 @@ void kvs_sketch_dist(const kvs_sketch *s, kvs_sim_dist *out)
 	out->p99 = kvs_sketch_quantile(s, 0.99);
 	out->max = s->max;
 }
+
+kvs_status kvs_sketch_merge(kvs_sketch *dst, const kvs_sketch *src)
+{
+	if (src->count == 0)
+		return KVS_OK;
+	if (src->n) {
+		int32_t lo = dst->n ? (src->lo < dst->lo ? src->lo : dst->lo) : src->lo;
+		int32_t hi_d = dst->lo + (int32_t)dst->n, hi_s = src->lo + (int32_t)src->n;
+		int32_t hi = dst->n ? (hi_s > hi_d ? hi_s : hi_d) : hi_s;
+		if (!dst->n || lo < dst->lo || hi > hi_d) {
+			uint64_t *c = kvs_calloc((size_t)(hi - lo), sizeof *c);
+			if (!c)
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
+			if (dst->n)
+				memcpy(c + (dst->lo - lo), dst->counts, dst->n * sizeof *c);
+			kvs_free(dst->counts);
+			dst->counts = c;
+			dst->lo = lo;
+			dst->n = (uint32_t)(hi - lo);
+		}
+		for (uint32_t k = 0; k < src->n; k++)
+			dst->counts[src->lo - dst->lo + (int32_t)k] += src->counts[k];
+	}
+	if (dst->count == 0) {
+		dst->min = src->min;
+		dst->max = src->max;
+	} else {
+		if (src->min < dst->min)
+			dst->min = src->min;
+		if (src->max > dst->max)
+			dst->max = src->max;
+	}
+	dst->count += src->count;
+	dst->zeros += src->zeros;
+	dst->sum += src->sum;
+	return KVS_OK;
+}

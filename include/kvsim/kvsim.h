@@ -9,6 +9,9 @@
 #if __has_include("kvsim/sim.h")
 #include "kvsim/sim.h"
 #endif
+#if __has_include("kvsim/fleet.h")
+#include "kvsim/fleet.h"
+#endif
 #if __has_include("kvsim/sweep.h")
 #include "kvsim/sweep.h"
 #endif

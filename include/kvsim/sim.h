@@ -405,6 +405,68 @@ void kvs_sim_destroy(kvs_sim *s);
 kvs_status kvs_sim_run(kvs_sim *s, const kvs_request_source *src,
 		       kvs_sim_result **out);
 
+/* ---- driving an engine step by step (fleets) -------------------------------
+ * kvs_sim_run is kvs_sim_start(src) + kvs_sim_finish.  A caller that routes
+ * requests to many engines (kvsim/fleet.h) starts each without a source
+ * (src NULL), feeds it the requests routed to it, and advances every engine
+ * to the next arrival before routing it:
+ *
+ *     kvs_sim_start(s, NULL);
+ *     for each request q (arrivals non-decreasing):
+ *         kvs_sim_advance(s, q.arrival_s);   events strictly before it
+ *         ... read kvs_sim_get_load / kvs_sim_prefix_match, route ...
+ *         kvs_sim_feed(s, &q);
+ *     kvs_sim_finish(s, &result);           runs to the end
+ *
+ * One engine driven so over a whole trace gives the same result as
+ * kvs_sim_run over it (tests/test_fleet.c checks byte-identical JSON). */
+
+/* Start a run: with src, requests are pulled from it; with src NULL, they
+ * come through kvs_sim_feed.  A kvs_sim runs once. */
+kvs_status kvs_sim_start(kvs_sim *s, const kvs_request_source *src);
+/* Hand one request to an engine started without a source.  Its arrival
+ * must not precede the engine's time nor the previous request's (errors
+ * as for a source); after the horizon it is not counted (as replay).  The
+ * request is copied (hash ids re-split to the engine's block size). */
+kvs_status kvs_sim_feed(kvs_sim *s, const kvs_request *req);
+/* Process every event strictly before until_s (+inf: all).  Without a
+ * source, the engine takes until_s as the earliest arrival still to be
+ * fed, so that no span of decode steps runs past it.  Cost: the events
+ * processed. */
+kvs_status kvs_sim_advance(kvs_sim *s, double until_s);
+/* Time of the engine's next event (+inf when none), and its clock. */
+double kvs_sim_next_event_s(const kvs_sim *s);
+double kvs_sim_now_s(const kvs_sim *s);
+
+/* Load signals of a running engine, as a router reads them. */
+typedef struct kvs_sim_load {
+	uint64_t arrived, completed, rejected;  /* requests so far */
+	uint32_t running;     /* sequences running */
+	uint64_t waiting;     /* requests waiting or swapped out */
+	double kv_usage;      /* share of KV blocks in use (free and cached-idle
+	                       * blocks excepted, as vLLM's gpu_cache_usage);
+	                       * held share of the pool for policies without
+	                       * blocks */
+} kvs_sim_load;
+
+void kvs_sim_get_load(kvs_sim *s, kvs_sim_load *out);
+/* Leading blocks of req's prompt (hash ids re-split to the engine's block
+ * size) present in the engine's prefix cache now; *nblocks (may be NULL)
+ * gets the full blocks the prompt has hash ids for.  0 without prefix
+ * caching.  No side effects on the cache.  Cost: O(blocks). */
+uint32_t kvs_sim_prefix_match(kvs_sim *s, const kvs_request *req, uint32_t *nblocks);
+/* Run to the end (every event, every request fed) and hand over the
+ * result (owned by the caller). */
+kvs_status kvs_sim_finish(kvs_sim *s, kvs_sim_result **out);
+
+/* Combine the results of several engines into one (a fleet as a whole):
+ * counts and byte figures summed, latency distributions merged, memory
+ * parts weighted by pool size and simulated time, time series summed at
+ * the coarsest sample interval (docs/FLEET.md).  With n == 1 the result
+ * is a copy.  The caller owns *out. */
+kvs_status kvs_sim_result_merge(const kvs_sim_result *const *rs, size_t n,
+				kvs_sim_result **out);
+
 /* create + run + destroy in one call. */
 kvs_status kvs_sim_replay(const kvs_sim_config *cfg,
 			  const kvs_request_source *src, kvs_sim_result **out);

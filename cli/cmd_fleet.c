@@ -1,0 +1,475 @@
+/*
+ * cmd_fleet.c - `kvsim fleet [TRACE]`: N replicas of one engine behind a
+ * router (the work is in the library's fleet/), the replay flag groups
+ * applied to every replica, the replay table for the fleet as a whole,
+ * per-replica rows, and the smallest fleet that meets SLOs at a rate.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "cli_sim.h"
+#include "kvsim/fleet.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvsim fleet [TRACE] [options]\n"
+		"\n"
+		"Replay a request trace through N identical serving replicas behind one\n"
+		"router.  Each replica is the engine of 'kvsim replay' (its own KV allocator,\n"
+		"scheduler and prefix cache); the router sends each arriving request to one\n"
+		"replica.  Reports the fleet as a whole (the replay figures), every replica\n"
+		"(requests, KV use, prefix-cache hit rate, preemptions) and the balance\n"
+		"(coefficient of variation of requests and KV use across replicas).\n"
+		"\n"
+		"TRACE is a trace in any supported format ('-' reads standard input);\n"
+		"without it, the bundled sample (%s).\n"
+		"\n"
+		"fleet:\n"
+		"  --replicas N                 replicas (1)\n"
+		"  --router POLICY[:K=V,...]    how requests are routed (round-robin):\n", kvs_trace_default_path());
+	kvs_router_help(f);
+	fprintf(f,
+		"  --pool NAME:N:GPU:TP         a pool of N replicas on GPU (preset) with\n"
+		"                               tensor parallelism TP; repeat for a\n"
+		"                               heterogeneous fleet (instead of --replicas)\n"
+		"  --router-refresh S           route on replica load and KV use as of the\n"
+		"                               last refresh, every S seconds (0: exact)\n"
+		"  --gpu-hour-price P           dollars per GPU-hour: fleet cost per hour and\n"
+		"                               per million output tokens\n"
+		"\n"
+		"sizing (--find-min-replicas):\n"
+		"  --find-min-replicas          the fewest replicas whose p99 TTFT and p99 TPOT\n"
+		"                               meet --slo-ttft / --slo-tpot with the trace's\n"
+		"                               arrivals rescaled to --rate\n"
+		"  --rate R                     requests per second (default: the trace's own)\n"
+		"  --max-replicas N             give up beyond N replicas (1024)\n"
+		"\n"
+		"output:\n"
+		"  --json FILE                  every figure as JSON (the replay document of the\n"
+		"                               fleet plus a \"fleet\" object; docs/FLEET.md);\n"
+		"                               '-' prints it instead of the table\n"
+		"  --report DIR                 also render the run as DIR/index.html\n"
+		"  --help                       show this help\n"
+		"\n");
+	kvs_cli_sim_help(f, false);
+	fputc('\n', f);
+	kvs_cli_deploy_help(f);
+	fputc('\n', f);
+	kvs_cli_trace_help(f);
+}
+
+int kvs_cmd_fleet(int argc, char **argv);
+
+typedef struct fleet_opts {
+	uint32_t replicas;
+	const char *router;
+	double refresh_s;
+	double gpu_hour_price;
+	bool find_min;
+	double rate;
+	uint32_t max_replicas;
+	bool replicas_set;
+	const char *pool_specs[16];
+	size_t npools;
+} fleet_opts;
+
+static int fleet_arg(kvs_args *it, fleet_opts *o)
+{
+	if (kvs_args_is(it, "--replicas")) {
+		o->replicas_set = true;
+		return kvs_args_u32(it, 1, 1u << 20, &o->replicas) ? 1 : -1;
+	}
+	if (kvs_args_is(it, "--max-replicas"))
+		return kvs_args_u32(it, 1, 1u << 20, &o->max_replicas) ? 1 : -1;
+	if (kvs_args_is(it, "--router-refresh"))
+		return kvs_args_double(it, 0, 1e9, &o->refresh_s) ? 1 : -1;
+	if (kvs_args_is(it, "--gpu-hour-price"))
+		return kvs_args_double(it, 0, 1e9, &o->gpu_hour_price) ? 1 : -1;
+	if (kvs_args_is(it, "--rate"))
+		return kvs_args_double(it, 1e-9, 1e12, &o->rate) ? 1 : -1;
+	if (kvs_args_is(it, "--find-min-replicas")) {
+		if (!kvs_args_no_value(it))
+			return -1;
+		o->find_min = true;
+		return 1;
+	}
+	if (kvs_args_is(it, "--pool")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		if (o->npools == KVS_ARRAY_LEN(o->pool_specs)) {
+			kvs_args_usage_error(it, "--pool: at most %zu pools",
+					     KVS_ARRAY_LEN(o->pool_specs));
+			return -1;
+		}
+		o->pool_specs[o->npools++] = v;
+		return 1;
+	}
+	return kvs_args_str(it, "--router", &o->router);
+}
+
+/* "NAME:N:GPU:TP" on top of the base engine: the pool's GPU preset and
+ * tensor parallelism; the deployment is sized now so that an impossible
+ * pool fails before any run. */
+static bool parse_pool(const char *spec, const kvs_sim_config *base, kvs_fleet_pool *p)
+{
+	char buf[256];
+	char *f[5] = { 0 };
+	int nf = 0;
+	if (strlen(spec) >= sizeof buf) {
+		fprintf(stderr, "kvsim fleet: --pool '%.40s...': too long\n", spec);
+		return false;
+	}
+	strcpy(buf, spec);
+	for (char *s = buf; nf < 5;) {
+		f[nf++] = s;
+		char *c = strchr(s, ':');
+		if (!c)
+			break;
+		*c = 0;
+		s = c + 1;
+	}
+	if (nf != 4 || !*f[0] || !*f[1] || !*f[2] || !*f[3]) {
+		fprintf(stderr, "kvsim fleet: --pool '%s': expected NAME:N:GPU:TP "
+			"(e.g. big:2:h100-80gb:2)\n", spec);
+		return false;
+	}
+	if (strlen(f[0]) >= sizeof p->name) {
+		fprintf(stderr, "kvsim fleet: --pool '%s': name longer than %zu characters\n",
+			spec, sizeof p->name - 1);
+		return false;
+	}
+	char *e;
+	errno = 0;
+	unsigned long n = strtoul(f[1], &e, 10), tp;
+	if (*e || errno || n < 1 || n > (1u << 20) || f[1][0] == '-') {
+		fprintf(stderr, "kvsim fleet: --pool '%s': replicas '%s': expected an integer "
+			"in [1, %u]\n", spec, f[1], 1u << 20);
+		return false;
+	}
+	tp = strtoul(f[3], &e, 10);
+	if (*e || errno || tp < 1 || tp > 1024 || f[3][0] == '-') {
+		fprintf(stderr, "kvsim fleet: --pool '%s': tp '%s': expected an integer in "
+			"[1, 1024]\n", spec, f[3]);
+		return false;
+	}
+	memset(p, 0, sizeof *p);
+	snprintf(p->name, sizeof p->name, "%s", f[0]);
+	p->replicas = (uint32_t)n;
+	p->sim = *base;
+	if (kvs_gpu_preset(f[2], &p->sim.deploy.gpu) != KVS_OK) {
+		fprintf(stderr, "kvsim fleet: --pool '%s': %s\n", spec, kvs_last_error());
+		return false;
+	}
+	p->sim.deploy.tp = (uint32_t)tp;
+	kvs_sizing sz;
+	if (kvs_size_compute(&p->sim.deploy, &sz) != KVS_OK) {
+		fprintf(stderr, "kvsim fleet: --pool '%s': %s\n", spec, kvs_last_error());
+		return false;
+	}
+	return true;
+}
+
+/* GPUs of the whole fleet: tp x pp of every replica. */
+static uint64_t fleet_gpus(const kvs_fleet_result *r)
+{
+	uint64_t g = 0;
+	for (uint32_t i = 0; i < kvs_fleet_result_replicas(r); i++) {
+		const kvs_deploy *d = &kvs_sim_result_config(kvs_fleet_result_replica(r, i))->deploy;
+		g += (uint64_t)d->tp * (d->pp ? d->pp : 1);
+	}
+	return g;
+}
+
+static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
+{
+	const kvs_fleet_stats *fs = kvs_fleet_result_stats(r);
+	const kvs_fleet_config *c = kvs_fleet_result_config(r);
+	fprintf(f, "\nfleet: %u replicas, router %s", fs->replicas, c->router);
+	if (c->router_refresh_s > 0)
+		fprintf(f, ", signals refreshed every %g s", c->router_refresh_s);
+	fputc('\n', f);
+	for (size_t p = 0; p < c->npools; p++)
+		fprintf(f, "  pool %s: %u x %s, tp %u\n", c->pools[p].name, c->pools[p].replicas,
+			c->pools[p].sim.deploy.gpu.name, c->pools[p].sim.deploy.tp);
+	fprintf(f, "  %7s %9s %9s %9s %9s %10s %10s %11s\n", "replica", "routed",
+		"completed", "rejected", "unfinished", "KV used %", "prefix hit", "preemptions");
+	for (uint32_t i = 0; i < fs->replicas; i++) {
+		const kvs_fleet_replica_stats *s = kvs_fleet_result_replica_stats(r, i);
+		fprintf(f, "  %7u %9llu %9llu %9llu %9llu %10.2f %9.2f%% %11llu\n", i,
+			(unsigned long long)s->routed, (unsigned long long)s->completed,
+			(unsigned long long)s->rejected, (unsigned long long)s->unfinished,
+			s->kv_used_pct, 100.0 * s->prefix_hit_rate_tokens,
+			(unsigned long long)s->preemptions);
+	}
+	fprintf(f, "  balance: requests CV %.4f, KV use CV %.4f\n", fs->requests_cv,
+		fs->kv_used_cv);
+	if (o->gpu_hour_price > 0) {
+		const kvs_sim_stats *st = kvs_sim_result_stats(kvs_fleet_result_total(r));
+		uint64_t gpus = fleet_gpus(r);
+		double per_h = o->gpu_hour_price * (double)gpus;
+		fprintf(f, "  cost: %llu GPUs, $%.2f per hour", (unsigned long long)gpus, per_h);
+		if (st->output_tokens_per_s > 0)
+			fprintf(f, ", $%.4f per million output tokens",
+				per_h / (st->output_tokens_per_s * 3600.0) * 1e6);
+		fputc('\n', f);
+	}
+}
+
+static bool slo_met(const kvs_sim_stats *st, const kvs_sim_config *c)
+{
+	if (st->completed == 0)
+		return false;
+	if (c->slo_ttft_s > 0 && !(st->ttft_s.p99 <= c->slo_ttft_s))
+		return false;
+	if (c->slo_tpot_s > 0 && !(st->tpot_s.p99 <= c->slo_tpot_s))
+		return false;
+	return true;
+}
+
+/* One fleet of n over the in-memory set at the given time scale. */
+static kvs_status run_set(const kvs_fleet_config *base, uint32_t n,
+			  const kvs_request_set *set, double scale, kvs_fleet_result **out)
+{
+	kvs_fleet_config c = *base;
+	c.replicas = n;
+	kvs_request_cursor cur;
+	kvs_request_cursor_init(&cur, set, scale);
+	kvs_request_source src = kvs_request_cursor_source(&cur);
+	return kvs_fleet_run(&c, &src, out);
+}
+
+/* Doubling, then bisection: the fewest replicas meeting the SLOs
+ * (assumes more replicas never do worse, as for identical replicas). */
+static int find_min(const char *cmd, const kvs_fleet_config *base, const fleet_opts *o,
+		    const kvs_request_set *set, double scale, kvs_fleet_result **best,
+		    uint32_t *best_n)
+{
+	uint32_t lo = 0, hi = 0, n = 1;
+	kvs_fleet_result *r = NULL;
+	*best = NULL;
+	for (;;) {
+		kvs_status st = run_set(base, n, set, scale, &r);
+		if (st != KVS_OK) {
+			kvs_cli_report_error(cmd, st);
+			return KVS_EXIT_FAIL;
+		}
+		const kvs_sim_stats *s = kvs_sim_result_stats(kvs_fleet_result_total(r));
+		bool ok = slo_met(s, &base->sim);
+		fprintf(stderr, "kvsim %s: %u replicas: p99 TTFT %.4f s, p99 TPOT %.4f s: %s\n",
+			cmd, n, s->ttft_s.p99, s->tpot_s.p99, ok ? "meets the SLOs" : "misses");
+		if (ok) {
+			kvs_fleet_result_destroy(*best);
+			*best = r;
+			hi = n;
+		} else {
+			kvs_fleet_result_destroy(r);
+			lo = n;
+		}
+		r = NULL;
+		if (hi == 0) {
+			if (n >= o->max_replicas) {
+				fprintf(stderr, "kvsim %s: no fleet of up to %u replicas meets the "
+					"SLOs at this rate (raise --max-replicas)\n", cmd, o->max_replicas);
+				return KVS_EXIT_FAIL;
+			}
+			n = n * 2 > o->max_replicas ? o->max_replicas : n * 2;
+			continue;
+		}
+		if (hi - lo <= 1)
+			break;
+		n = lo + (hi - lo) / 2;
+	}
+	*best_n = hi;
+	return KVS_EXIT_OK;
+}
+
+int kvs_cmd_fleet(int argc, char **argv)
+{
+	const char *cmd = "fleet";
+	kvs_args it;
+	kvs_args_init(&it, cmd, argc, argv);
+	kvs_cli_deploy dep;
+	kvs_cli_deploy_init(&dep, "llama-3-8b", "a100-40gb");
+	kvs_trace_opts topts;
+	kvs_trace_opts_defaults(&topts);
+	kvs_cli_sim sim;
+	kvs_cli_sim_init(&sim);
+	fleet_opts fo = { .replicas = 1, .router = "round-robin", .max_replicas = 1024 };
+	const char *path = NULL, *json = NULL, *report = NULL, *pos;
+	while (kvs_args_next(&it, &pos)) {
+		if (!it.flag) {
+			if (!kvs_args_one_positional(&it, pos, &path, "TRACE"))
+				return KVS_EXIT_USAGE;
+			continue;
+		}
+		if (kvs_args_help(&it)) {
+			usage(stdout);
+			return KVS_EXIT_OK;
+		}
+		int r = kvs_args_str(&it, "--json", &json);
+		if (r == 0)
+			r = kvs_args_str(&it, "--report", &report);
+		if (r == 0)
+			r = fleet_arg(&it, &fo);
+		if (r == 0)
+			r = kvs_cli_deploy_arg(&it, &dep);
+		if (r == 0)
+			r = kvs_cli_sim_arg(&it, &sim);
+		if (r == 0)
+			r = kvs_cli_trace_arg(&it, &topts);
+		if (!kvs_args_taken(&it, r))
+			return KVS_EXIT_USAGE;
+	}
+	if (it.error)
+		return KVS_EXIT_USAGE;
+	if (sim.npolicies > 1) {
+		fprintf(stderr, "kvsim fleet: one policy per fleet\n");
+		return KVS_EXIT_USAGE;
+	}
+	if (!kvs_cli_deploy_finish(&dep, cmd))
+		return dep.fail_exit;
+	if (!kvs_cli_sim_finish(&sim, &dep.d, &topts, cmd))
+		return sim.fail_exit;
+	kvs_router *probe;
+	if (kvs_router_create(fo.router, 0, &probe) != KVS_OK) {
+		fprintf(stderr, "kvsim fleet: --router: %s\n", kvs_last_error());
+		return KVS_EXIT_USAGE;
+	}
+	kvs_router_destroy(probe);
+	if (fo.find_min && !(sim.cfg.slo_ttft_s > 0) && !(sim.cfg.slo_tpot_s > 0)) {
+		fprintf(stderr, "kvsim fleet: --find-min-replicas needs --slo-ttft and/or "
+			"--slo-tpot\n");
+		return KVS_EXIT_USAGE;
+	}
+	if (fo.npools && (fo.replicas_set || fo.find_min)) {
+		fprintf(stderr, "kvsim fleet: --pool gives the replicas: not with %s\n",
+			fo.find_min ? "--find-min-replicas" : "--replicas");
+		return KVS_EXIT_USAGE;
+	}
+	if (fo.rate > 0 && !fo.find_min) {
+		fprintf(stderr, "kvsim fleet: --rate is for --find-min-replicas\n");
+		return KVS_EXIT_USAGE;
+	}
+	if (!path)
+		path = kvs_trace_default_path();
+	if (report && !kvs_cli_report_dir_ok(cmd, report))
+		return KVS_EXIT_FAIL;
+
+	/* --json opens now, so that a bad path fails before the runs; it is
+	 * renamed into place only when the whole command succeeds */
+	kvs_outfile *jso = NULL;
+	if (json && !(jso = kvs_cli_out_open(cmd, "--json", json)))
+		return KVS_EXIT_FAIL;
+	kvs_fleet_config fc;
+	kvs_fleet_config_defaults(&fc, &dep.d);
+	fc.sim = sim.cfg;
+	fc.replicas = fo.replicas;
+	fc.router = fo.router;
+	fc.router_refresh_s = fo.refresh_s;
+	fc.seed = sim.cfg.seed;
+	kvs_fleet_pool pools[KVS_ARRAY_LEN(fo.pool_specs)];
+	for (size_t p = 0; p < fo.npools; p++)
+		if (!parse_pool(fo.pool_specs[p], &sim.cfg, &pools[p])) {
+			kvs_outfile_discard(jso);
+			return KVS_EXIT_USAGE;
+		}
+	fc.pools = pools;
+	fc.npools = fo.npools;
+
+	kvs_fleet_result *res = NULL;
+	kvs_trace_stats tstats;
+	memset(&tstats, 0, sizeof tstats);
+	kvs_trace_format format = KVS_TRACE_AUTO;
+	kvs_status st = KVS_OK;
+	int rc = KVS_EXIT_OK;
+	kvs_request_set *set = NULL;
+	if (fo.find_min || strcmp(path, "-") == 0) {
+		/* read once into memory: the search runs the trace many times */
+		if ((st = kvs_request_set_load(path, &topts, &set)) != KVS_OK) {
+			kvs_cli_report_error(cmd, st);
+			kvs_outfile_discard(jso);
+			return KVS_EXIT_FAIL;
+		}
+		tstats = *kvs_request_set_trace_stats(set);
+		format = kvs_request_set_format(set);
+	}
+	if (fo.find_min) {
+		uint64_t nreq = kvs_request_set_count(set);
+		double first = nreq ? kvs_request_set_get(set, 0)->arrival_s : 0;
+		double last = nreq ? kvs_request_set_get(set, nreq - 1)->arrival_s : 0;
+		double base_rate = nreq > 1 && last > first ? (double)(nreq - 1) / (last - first) : 0;
+		if (!(base_rate > 0)) {
+			fprintf(stderr, "kvsim fleet: --find-min-replicas needs a trace with at "
+				"least two distinct arrival times (its rate is scaled)\n");
+			kvs_request_set_destroy(set);
+			kvs_outfile_discard(jso);
+			return KVS_EXIT_USAGE;
+		}
+		double scale = fo.rate > 0 ? base_rate / fo.rate : 1.0;
+		uint32_t n = 0;
+		rc = find_min(cmd, &fc, &fo, set, scale, &res, &n);
+		if (rc == KVS_EXIT_OK)
+			printf("kvsim fleet: %u replicas meet p99 TTFT <= %g s and p99 TPOT <= %g s "
+			       "at %.6g requests/s\n", n, sim.cfg.slo_ttft_s, sim.cfg.slo_tpot_s,
+			       fo.rate > 0 ? fo.rate : base_rate);
+	} else if (set) {
+		st = run_set(&fc, fc.replicas, set, 1.0, &res);
+	} else {
+		kvs_trace *t;
+		st = kvs_trace_open(path, &topts, &t);
+		if (st == KVS_OK) {
+			kvs_cli_trace_source ts;
+			kvs_request_source src = kvs_cli_trace_source_init(&ts, t, path);
+			st = kvs_fleet_run(&fc, &src, &res);
+			tstats = *kvs_trace_get_stats(t);
+			format = kvs_trace_get_format(t);
+			kvs_trace_close(t);
+		}
+	}
+	if (st != KVS_OK) {
+		kvs_cli_report_error(cmd, st);
+		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
+	}
+	if (rc == KVS_EXIT_OK && !(json && strcmp(json, "-") == 0)) {
+		kvs_sim_result *tot = (kvs_sim_result *)kvs_fleet_result_total(res);
+		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(tot),
+					 kvs_sim_result_stats(tot), path, format);
+		kvs_cli_sim_print_results(stdout, &tot, 1);
+		print_fleet(stdout, res, &fo);
+	}
+	if (rc == KVS_EXIT_OK && (json || report)) {
+		json_t *doc = kvs_fleet_report_json(res, path, format, &tstats);
+		if (!doc) {
+			fprintf(stderr, "kvsim fleet: out of memory\n");
+			rc = KVS_EXIT_FAIL;
+		} else {
+			if (fo.gpu_hour_price > 0) {
+				const kvs_sim_stats *s = kvs_sim_result_stats(kvs_fleet_result_total(res));
+				uint64_t gpus = fleet_gpus(res);
+				double per_h = fo.gpu_hour_price * (double)gpus;
+				json_t *cost = json_object();
+				json_object_set_new(cost, "gpus", json_integer(gpus));
+				json_object_set_new(cost, "gpu_hour_price", json_real(fo.gpu_hour_price));
+				json_object_set_new(cost, "dollars_per_hour", json_real(per_h));
+				json_object_set_new(cost, "dollars_per_million_output_tokens",
+						    s->output_tokens_per_s > 0
+						    ? json_real(per_h / (s->output_tokens_per_s * 3600.0) * 1e6)
+						    : json_null());
+				json_object_set_new(json_object_get(doc, "fleet"), "cost", cost);
+			}
+			char title[256];
+			const char *base = strrchr(path, '/');
+			snprintf(title, sizeof title, "kvsim fleet: %s", base && base[1] ? base + 1 : path);
+			rc = kvs_cli_json_output(cmd, doc, jso, report, title, sim.quiet);
+			json_decref(doc);
+		}
+	}
+	if (!kvs_cli_out_close(cmd, "--json", jso, rc == KVS_EXIT_OK) && rc == KVS_EXIT_OK)
+		rc = KVS_EXIT_FAIL;
+	kvs_fleet_result_destroy(res);
+	kvs_request_set_destroy(set);
+	return rc;
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# CLI tests of `kvsim fleet`: help, a fleet of one against replay (every
+# key of the replay JSON), round-robin routing by hand on a tiny trace,
+# per-replica rows and their accounting, the report, --find-min-replicas
+# and --gpu-hour-price, and error messages with exit codes.  Needs $KVSIM.
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+kvs_scaled_limit 150   # sanitizer builds replay the first 150 requests
+run() { kvs_run fleet "$@"; } # run EXPECTED_RC ARGS...: $out, $err
+
+# ---- help lists every option and router ---------------------------------------------
+run 0 --help && for f in --replicas --router --router-refresh --gpu-hour-price \
+	--find-min-replicas --rate --max-replicas --json --report \
+	round-robin random least-requests least-kv prefix score cache-threshold \
+	--policy --max-num-seqs --enable-prefix-caching --slo-ttft --slo-tpot \
+	--model --gpu --tp --block-size --limit; do
+	has "$out" "$f" "help"
+done
+"$KVSIM" --help | grep -q "fleet" || fail "kvsim --help lists fleet"
+
+# ---- a fleet of one is the replay --------------------------------------------------------
+run 0 -q --router least-requests --json "$tmp/f1.json" &&
+	kvs_run replay 0 -q --json "$tmp/r.json" && {
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/r.json" "$tmp/f1.json" <<'PY' || fail "fleet of one differs from replay"
+import json, sys
+r, f = (json.load(open(p)) for p in sys.argv[1:3])
+assert f["command"] == "fleet" and r["command"] == "replay"
+for k in r:
+    if k != "command":
+        assert json.dumps(r[k], sort_keys=True) == json.dumps(f[k], sort_keys=True), k
+fl = f["fleet"]
+assert fl["replicas"] == 1 and fl["router"] == "least-requests", fl
+rows = f["replicas"]
+acc = f["policies"]["paged"]["accounting"]
+assert rows[0]["arrived"] == acc["arrived"] == rows[0]["routed"]
+PY
+	fi
+}
+
+# ---- round-robin on a tiny trace: 5 requests over 2 replicas, 3 + 2 ---------------------
+cat >"$tmp/tiny.csv" <<'CSV'
+TIMESTAMP,ContextTokens,GeneratedTokens
+2023-11-16 18:00:00.0000000,100,5
+2023-11-16 18:00:00.1000000,100,5
+2023-11-16 18:00:00.2000000,100,5
+2023-11-16 18:00:00.3000000,100,5
+2023-11-16 18:00:00.4000000,100,5
+CSV
+run 0 "$tmp/tiny.csv" -q --replicas 2 --step-time-linear 0.01 --gpu-hour-price 2.5 \
+	--json "$tmp/t.json" && {
+	has "$out" "fleet: 2 replicas, router round-robin" "fleet line"
+	has "$out" "paged: arrived 5 = completed 5 + rejected 0 + unfinished 0" "fleet accounting"
+	echo "$out" | grep -qE '^ +0 +3 +3 +0 +0 ' || fail "replica 0 row: $out"
+	echo "$out" | grep -qE '^ +1 +2 +2 +0 +0 ' || fail "replica 1 row: $out"
+	# 3 and 2 requests: mean 2.5, sd 0.5, CV 0.2
+	has "$out" "requests CV 0.2000" "balance"
+	# 2 replicas x 1 GPU x $2.5
+	has "$out" "2 GPUs, \$5.00 per hour" "cost"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/t.json" <<'PY' || fail "fleet JSON content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+fl = d["fleet"]
+assert [r["routed"] for r in d["replicas"]] == [3, 2]
+assert [r["name"] for r in d["replicas"]] == ["0", "1"]
+assert abs(fl["balance"]["requests_cv"] - 0.2) < 1e-12
+assert fl["cost"]["dollars_per_hour"] == 5.0
+for r in d["replicas"]:
+    assert r["arrived"] == r["completed"] + r["rejected"] + r["unfinished"]
+p = d["policies"]["paged"]
+assert p["accounting"]["completed"] == 5
+# each request: 10 ms prefill + 4 decode steps of 10 ms: TTFT 10 ms alone on its replica
+assert abs(p["ttft_s"]["max"] - 0.01) < 1e-9, p["ttft_s"]
+PY
+	fi
+}
+
+# ---- heterogeneous pools: 2 x (h100, tp 2) + 3 x (a100-40gb, tp 1) = 7 GPUs -----------------
+run 0 "$tmp/tiny.csv" -q --pool big:2:h100-80gb:2 --pool small:3:a100-40gb:1 \
+	--gpu-hour-price 2 --json "$tmp/p.json" && {
+	has "$out" "fleet: 5 replicas, router round-robin" "pool fleet line"
+	has "$out" "pool big: 2 x h100-80gb, tp 2" "pool line"
+	has "$out" "pool small: 3 x a100-40gb, tp 1" "pool line"
+	has "$out" "7 GPUs, \$14.00 per hour" "pool cost"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/p.json" <<'PY' || fail "pool JSON content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+fl = d["fleet"]
+assert [p["name"] for p in fl["pools"]] == ["big", "small"]
+assert [r["pool"] for r in d["replicas"]] == ["big", "big", "small", "small", "small"]
+assert [r["name"] for r in d["replicas"]] == ["big-0", "big-1", "small-2", "small-3", "small-4"]
+assert fl["pools"][0]["kv_budget_bytes"] > fl["pools"][1]["kv_budget_bytes"]
+assert fl["cost"]["gpus"] == 7
+PY
+	fi
+}
+run 2 -q --pool big:2:h100-80gb && has "$err" "expected NAME:N:GPU:TP" "pool fields"
+run 2 -q --pool big:0:h100-80gb:1 && has "$err" "replicas '0'" "pool of none"
+run 2 -q --pool big:2:nope:1 && has "$err" "unknown GPU 'nope'" "pool GPU"
+run 2 -q --pool big:2:a100-40gb:3 && has "$err" "tp 3 does not divide" "pool tp"
+run 2 -q --pool big:2:a100-40gb:1 --replicas 3 && has "$err" "not with --replicas" "pool and replicas"
+
+# ---- the report renders a fleet ------------------------------------------------------------
+run 0 "$tmp/tiny.csv" -q --replicas 2 --report "$tmp/rep" && report_ok && check_report "$tmp/rep" && {
+	has "$(cat "$tmp/rep/index.html")" "<h3>Replicas</h3>" "report replica table"
+	has "$(cat "$tmp/rep/index.html")" "<th>routed</th>" "report replica column"
+}
+
+# ---- the fewest replicas for an SLO --------------------------------------------------------
+run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --slo-tpot 0.05 --router least-requests && {
+	echo "$out" | grep -qE '^kvsim fleet: [0-9]+ replicas meet p99 TTFT <= 0.5 s and p99 TPOT <= 0.05 s at 20 requests/s' ||
+		fail "find-min-replicas: $out"
+	n=$(echo "$out" | sed -n 's/^kvsim fleet: \([0-9]*\) replicas meet.*/\1/p')
+	has "$out" "fleet: $n replicas" "the table is the minimal fleet"
+	[ "$n" -gt 1 ] 2>/dev/null || fail "20 requests/s needs more than one replica: $n"
+	m=$((n - 1))
+	has "$err" "kvsim fleet: $m replicas:" "the fleet one smaller was tried"
+	echo "$err" | grep -q "kvsim fleet: $m replicas: .*misses" || fail "n - 1 replicas miss: $err"
+}
+
+# ---- errors ------------------------------------------------------------------------------------
+run 2 -q --router nope && has "$err" "router 'nope': unknown" "unknown router"
+run 2 -q --router score:prefix=x && has "$err" "prefix='x'" "bad weight"
+run 2 -q --replicas 0 && has "$err" "--replicas" "zero replicas"
+run 2 -q --router-refresh -1 && has "$err" "--router-refresh" "negative refresh"
+run 2 -q --find-min-replicas && has "$err" "--find-min-replicas needs --slo-ttft" "search without SLO"
+run 2 -q --rate 3 && has "$err" "--rate is for --find-min-replicas" "rate alone"
+run 2 -q --policies paged,max && has "$err" "one policy per fleet" "several policies"
+run 1 -q "$tmp/nothere.csv" && has "$err" "nothere.csv" "missing trace"
+run 1 -q "$tmp/tiny.csv" --json /nonexistent-dir/x.json &&
+	has "$err" "--json: /nonexistent-dir/x.json: cannot write" "unwritable --json"
+
+finish "cli fleet"

@@ -1,0 +1,708 @@
+/*
+ * test_fleet.c - replicas behind a router: a fleet of one is the replay,
+ * the engine driven step by step is the engine run whole, routing orders
+ * derived by hand, accounting across replicas after every run, determinism,
+ * and prefix routing against round-robin on the Mooncake trace.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvs_config.h"
+#include "kvsim/fleet.h"
+#include "test_util.h"
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+/* A pool of `tokens` tokens of 8 bytes, blocks of 16, a fixed step of
+ * 10 ms (linear model), watermark 0. */
+static void cfg_fixed(kvs_sim_config *c, uint64_t tokens, bool prefix)
+{
+	kvs_sim_config_defaults(c, NULL);
+	c->deploy.block_size = 16;
+	c->deploy.max_model_len = 4096;
+	c->deploy.tp = 1;
+	c->kv_bytes_per_token = 8;
+	c->kv_budget_bytes = tokens * 8;
+	c->watermark = 0;
+	c->cost.kind = KVS_COST_LINEAR;
+	c->cost.linear_base_s = 0.01;
+	c->cost.linear_per_token_s = 1e-5;
+	c->max_num_seqs = 64;
+	c->max_num_batched_tokens = 512;
+	c->sample_interval_s = 0.05;
+	c->enable_prefix_caching = prefix;
+}
+
+static kvs_request mkreq(uint64_t i, double t, uint32_t p, uint32_t o)
+{
+	kvs_request r;
+	memset(&r, 0, sizeof r);
+	r.index = i;
+	r.line = i + 2;
+	r.arrival_s = t;
+	r.prompt_tokens = p;
+	r.output_tokens = o;
+	r.num_samples = 1;
+	return r;
+}
+
+/* A mixed workload: n requests, some sharing prefixes (hash ids of 16
+ * tokens drawn from 4 families), some preempted in a small pool. */
+static kvs_request_set *mixed_set(size_t n)
+{
+	kvs_request_set *s;
+	assert_int_equal(kvs_request_set_create(&s), KVS_OK);
+	uint64_t h[64];
+	for (size_t i = 0; i < n; i++) {
+		uint32_t p = 20 + (uint32_t)(i * 37 % 300);
+		kvs_request q = mkreq(i, 0.013 * (double)i, p, 1 + (uint32_t)(i * 53 % 120));
+		uint32_t nb = p / 16;
+		uint64_t fam = i % 4;
+		for (uint32_t b = 0; b < nb && b < 64; b++)
+			h[b] = b < nb / 2 + 1 ? fam * 1000 + b : 100000 + i * 100 + b;
+		q.hash_ids = h;
+		q.num_hash_ids = nb < 64 ? nb : 64;
+		q.hash_block_tokens = 16;
+		assert_int_equal(kvs_request_set_append(s, &q), KVS_OK);
+	}
+	return s;
+}
+
+static kvs_request_set *set_of(const kvs_request *q, size_t n)
+{
+	kvs_request_set *s;
+	assert_int_equal(kvs_request_set_create(&s), KVS_OK);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(kvs_request_set_append(s, &q[i]), KVS_OK);
+	return s;
+}
+
+static kvs_sim_result *replay(const kvs_sim_config *c, const kvs_request_set *set)
+{
+	kvs_request_cursor cur;
+	kvs_request_cursor_init(&cur, set, 1.0);
+	kvs_request_source src = kvs_request_cursor_source(&cur);
+	kvs_sim_result *r = NULL;
+	if (kvs_sim_replay(c, &src, &r) != KVS_OK)
+		fail_msg("replay: %s", kvs_last_error());
+	return r;
+}
+
+typedef struct routes {
+	uint32_t *to;
+	size_t n, cap;
+} routes;
+
+static void on_route(void *ctx, const kvs_request *q, uint32_t k)
+{
+	routes *R = ctx;
+	assert_true(q->index < R->cap);
+	assert_int_equal(q->index, R->n);   /* routed in arrival order */
+	R->to[R->n++] = k;
+}
+
+static kvs_fleet_result *fleet(const kvs_sim_config *c, uint32_t n, const char *router,
+			       double refresh, const kvs_request_set *set, routes *R)
+{
+	kvs_fleet_config fc;
+	kvs_fleet_config_defaults(&fc, NULL);
+	fc.sim = *c;
+	fc.replicas = n;
+	fc.router = router;
+	fc.router_refresh_s = refresh;
+	fc.seed = 7;
+	if (R) {
+		R->n = 0;
+		fc.on_route = on_route;
+		fc.on_route_ctx = R;
+	}
+	kvs_request_cursor cur;
+	kvs_request_cursor_init(&cur, set, 1.0);
+	kvs_request_source src = kvs_request_cursor_source(&cur);
+	kvs_fleet_result *r = NULL;
+	if (kvs_fleet_run(&fc, &src, &r) != KVS_OK)
+		fail_msg("fleet %s x%u: %s", router, n, kvs_last_error());
+	return r;
+}
+
+static void assert_parts_sum(const kvs_sim_mem_pct *m)
+{
+	double sum = m->token_states + m->reservation + m->internal_frag +
+		     m->external_frag + m->cached_idle + m->free;
+	if (!(fabs(sum - 100.0) <= 1e-9))
+		fail_msg("memory parts sum to %.15g", sum);
+}
+
+/* Every request accounted for, per replica and for the fleet; the fleet's
+ * counts are the replicas' sums. */
+static void assert_fleet_accounting(const kvs_fleet_result *r, uint64_t requests)
+{
+	const kvs_fleet_stats *fs = kvs_fleet_result_stats(r);
+	const kvs_sim_stats *t = kvs_sim_result_stats(kvs_fleet_result_total(r));
+	uint64_t routed = 0, arrived = 0, completed = 0, rejected = 0, unfinished = 0;
+	uint64_t hit = 0, miss = 0, pre = 0, out = 0;
+	for (uint32_t i = 0; i < fs->replicas; i++) {
+		const kvs_fleet_replica_stats *s = kvs_fleet_result_replica_stats(r, i);
+		const kvs_sim_stats *q = kvs_sim_result_stats(kvs_fleet_result_replica(r, i));
+		assert_int_equal(s->routed, s->arrived);
+		assert_int_equal(q->arrived, q->completed + q->rejected + q->unfinished);
+		assert_parts_sum(&q->memory_pct);
+		assert_parts_sum(&q->memory_peak_pct);
+		routed += s->routed;
+		arrived += q->arrived;
+		completed += q->completed;
+		rejected += q->rejected;
+		unfinished += q->unfinished;
+		hit += q->prefix_hit_tokens;
+		miss += q->prefix_miss_tokens;
+		pre += q->preemptions;
+		out += q->output_tokens;
+	}
+	assert_int_equal(routed, requests);
+	assert_int_equal(t->arrived, arrived);
+	assert_int_equal(t->completed, completed);
+	assert_int_equal(t->rejected, rejected);
+	assert_int_equal(t->unfinished, unfinished);
+	assert_int_equal(t->arrived, t->completed + t->rejected + t->unfinished);
+	assert_int_equal(t->prefix_hit_tokens, hit);
+	assert_int_equal(t->prefix_miss_tokens, miss);
+	assert_int_equal(t->preemptions, pre);
+	assert_int_equal(t->output_tokens, out);
+	assert_int_equal(t->ttft_s.count, completed);
+	assert_parts_sum(&t->memory_pct);
+	assert_parts_sum(&t->memory_peak_pct);
+}
+
+/* Every key of the replay document but "command", dumped alone. */
+static void assert_same_as_replay(const kvs_sim_config *c, const kvs_request_set *set,
+				  const char *router)
+{
+	kvs_sim_result *rr = replay(c, set);
+	kvs_fleet_result *fr = fleet(c, 1, router, 0, set, NULL);
+	json_t *a = kvs_sim_report_json("replay", &rr, 1, "mem", KVS_TRACE_AUTO, NULL);
+	json_t *b = kvs_fleet_report_json(fr, "mem", KVS_TRACE_AUTO, NULL);
+	const char *key;
+	json_t *v;
+	size_t nkeys = 0;
+	json_object_foreach(a, key, v) {
+		if (strcmp(key, "command") == 0)
+			continue;
+		char *x = json_dumps(v, JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+		char *y = json_dumps(json_object_get(b, key), JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+		assert_non_null(x);
+		if (!y || strcmp(x, y) != 0)
+			fail_msg("router %s: key %s differs from replay", router, key);
+		free(x);
+		free(y);
+		nkeys++;
+	}
+	assert_true(nkeys >= 6);
+	assert_non_null(json_object_get(b, "fleet"));
+	json_decref(a);
+	json_decref(b);
+	kvs_sim_result_destroy(rr);
+	kvs_fleet_result_destroy(fr);
+}
+
+/* ---- a fleet of one is the replay ------------------------------------------------- */
+
+static void test_one_replica_is_replay(void **state)
+{
+	(void)state;
+	static const char *routers[] = { "round-robin", "random", "least-requests",
+					 "least-kv", "prefix", "score:prefix=2,queue=1,kv=1" };
+	kvs_request_set *set = mixed_set(kvs_test_scaled(400, 60));
+	kvs_sim_config c;
+	/* small pool: preemptions and prefix hits both happen */
+	cfg_fixed(&c, 2000, true);
+	for (size_t i = 0; i < KVS_ARRAY_LEN(routers); i++)
+		assert_same_as_replay(&c, set, routers[i]);
+	/* swap, no prefix caching, a horizon that cuts the run */
+	cfg_fixed(&c, 2000, false);
+	c.preemption_mode = KVS_PREEMPT_SWAP;
+	c.deploy.gpu.pcie_bytes_per_s = 1e9;
+	c.swap_bytes = 1000 * 8;   /* host room for 1000 tokens (validators scan it) */
+	assert_same_as_replay(&c, set, "round-robin");
+	cfg_fixed(&c, 4000, true);
+	c.horizon_s = 1.7;
+	assert_same_as_replay(&c, set, "least-requests");
+	/* the roofline on a real deployment over the bundled Mooncake sample */
+	kvs_model m;
+	kvs_gpu g;
+	assert_int_equal(kvs_model_load("qwen2.5-7b", &m), KVS_OK);
+	assert_int_equal(kvs_gpu_preset("a100-80gb", &g), KVS_OK);
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, &g);
+	kvs_sim_config_defaults(&c, &d);
+	c.enable_prefix_caching = true;
+	kvs_trace_opts o;
+	kvs_trace_opts_defaults(&o);
+	o.block_size = 16;
+	kvs_request_set *moon;
+	assert_int_equal(kvs_request_set_load(kvs_test_src("traces/samples/mooncake-sample.jsonl"),
+					      &o, &moon), KVS_OK);
+	assert_same_as_replay(&c, moon, "prefix");
+	kvs_request_set_destroy(moon);
+	kvs_request_set_destroy(set);
+}
+
+/* The step API alone: feed every request after advancing to it. */
+static void test_step_api_is_run(void **state)
+{
+	(void)state;
+	kvs_request_set *set = mixed_set(200);
+	kvs_sim_config c;
+	cfg_fixed(&c, 1500, true);
+	kvs_sim_result *a = replay(&c, set);
+	kvs_sim *s;
+	assert_int_equal(kvs_sim_create(&c, &s), KVS_OK);
+	assert_int_equal(kvs_sim_start(s, NULL), KVS_OK);
+	for (uint64_t i = 0; i < kvs_request_set_count(set); i++) {
+		const kvs_request *q = kvs_request_set_get(set, i);
+		assert_int_equal(kvs_sim_advance(s, q->arrival_s), KVS_OK);
+		assert_true(kvs_sim_now_s(s) <= q->arrival_s);
+		assert_true(kvs_sim_next_event_s(s) >= q->arrival_s);
+		kvs_sim_load l;
+		kvs_sim_get_load(s, &l);
+		assert_true(l.kv_usage >= 0 && l.kv_usage <= 1);
+		assert_true(l.arrived >= l.completed + l.rejected);
+		assert_int_equal(kvs_sim_feed(s, q), KVS_OK);
+	}
+	/* a request before the engine's time is refused */
+	kvs_request early = mkreq(9999, 0, 10, 1);
+	assert_int_equal(kvs_sim_feed(s, &early), KVS_ERR_STATE);
+	kvs_sim_result *b = NULL;
+	assert_int_equal(kvs_sim_finish(s, &b), KVS_OK);
+	kvs_sim_destroy(s);
+	json_t *ja = kvs_sim_result_json(a), *jb = kvs_sim_result_json(b);
+	char *x = json_dumps(ja, JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+	char *y = json_dumps(jb, JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+	json_decref(ja);
+	json_decref(jb);
+	kvs_sim_result_destroy(a);
+	kvs_sim_result_destroy(b);
+	kvs_request_set_destroy(set);
+}
+
+/* ---- routing orders by hand -------------------------------------------------------- */
+
+static void test_round_robin_order(void **state)
+{
+	(void)state;
+	kvs_request q[10];
+	for (int i = 0; i < 10; i++)
+		q[i] = mkreq((uint64_t)i, 0.01 * i, 32, 4);
+	kvs_request_set *set = set_of(q, 10);
+	kvs_sim_config c;
+	cfg_fixed(&c, 4000, false);
+	uint32_t to[10];
+	routes R = { to, 0, 10 };
+	kvs_fleet_result *r = fleet(&c, 3, "round-robin", 0, set, &R);
+	assert_int_equal(R.n, 10);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(to[i], (uint32_t)(i % 3));
+	assert_int_equal(kvs_fleet_result_replica_stats(r, 0)->routed, 4);
+	assert_int_equal(kvs_fleet_result_replica_stats(r, 1)->routed, 3);
+	assert_int_equal(kvs_fleet_result_replica_stats(r, 2)->routed, 3);
+	/* arrived 4, 3, 3: mean 10/3, population sd sqrt(2)/3, CV sqrt(2)/10 */
+	assert_true(fabs(kvs_fleet_result_stats(r)->requests_cv - sqrt(2.0) / 10.0) < 1e-12);
+	assert_fleet_accounting(r, 10);
+	kvs_fleet_result_destroy(r);
+	kvs_request_set_destroy(set);
+}
+
+/* A (long) and B (short) at 0; B is done (2 steps of about 10 ms) long
+ * before C, D, E arrive together at 1 s while A still runs (1000 steps).
+ * least-requests: A -> 0 (tie, lowest), B -> 1 (0 has 1), then at 1 s
+ * outstanding is (1, 0): C -> 1, (1, 1): D -> 0, (2, 1): E -> 1.
+ * With signals refreshed every 100 s the router never sees B finish, only
+ * its own sends: (1, 1): C -> 0, (2, 1): D -> 1, (2, 2): E -> 0. */
+static void test_least_requests_by_hand(void **state)
+{
+	(void)state;
+	kvs_request q[5] = {
+		mkreq(0, 0.0, 16, 1000), mkreq(1, 0.0, 16, 2), mkreq(2, 1.0, 16, 5),
+		mkreq(3, 1.0, 16, 5), mkreq(4, 1.0, 16, 5),
+	};
+	kvs_request_set *set = set_of(q, 5);
+	kvs_sim_config c;
+	cfg_fixed(&c, 8000, false);
+	uint32_t to[5];
+	routes R = { to, 0, 5 };
+	kvs_fleet_result *r = fleet(&c, 2, "least-requests", 0, set, &R);
+	static const uint32_t exact[5] = { 0, 1, 1, 0, 1 };
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(to[i], exact[i]);
+	assert_fleet_accounting(r, 5);
+	kvs_fleet_result_destroy(r);
+
+	r = fleet(&c, 2, "least-requests", 100.0, set, &R);
+	static const uint32_t stale[5] = { 0, 1, 0, 1, 0 };
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(to[i], stale[i]);
+	assert_fleet_accounting(r, 5);
+	kvs_fleet_result_destroy(r);
+
+	/* score with the queue scorer alone is least-requests */
+	r = fleet(&c, 2, "score:prefix=0,queue=1,kv=0", 0, set, &R);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(to[i], exact[i]);
+	kvs_fleet_result_destroy(r);
+	kvs_request_set_destroy(set);
+}
+
+/* least-kv: A holds 1600 tokens (100 blocks of the 400) on replica 0 when
+ * B arrives: B -> 1 though both have one request outstanding... and C,
+ * at the same instant as B, finds replica 1's B not yet admitted (0 blocks
+ * in use on 1): C -> 1 as well. */
+static void test_least_kv_by_hand(void **state)
+{
+	(void)state;
+	kvs_request q[3] = { mkreq(0, 0.0, 1600, 500), mkreq(1, 1.0, 16, 5),
+			     mkreq(2, 1.0, 16, 5) };
+	kvs_request_set *set = set_of(q, 3);
+	kvs_sim_config c;
+	cfg_fixed(&c, 6400, false);
+	c.max_num_batched_tokens = 2048;
+	uint32_t to[3];
+	routes R = { to, 0, 3 };
+	kvs_fleet_result *r = fleet(&c, 2, "least-kv", 0, set, &R);
+	assert_int_equal(to[0], 0);
+	assert_int_equal(to[1], 1);
+	assert_int_equal(to[2], 1);
+	assert_fleet_accounting(r, 3);
+	kvs_fleet_result_destroy(r);
+	kvs_request_set_destroy(set);
+}
+
+/* prefix: requests of one family follow the first to its replica; the
+ * guard sends to the least loaded once the imbalance passes the bounds. */
+static void test_prefix_by_hand(void **state)
+{
+	(void)state;
+	uint64_t h[4] = { 11, 12, 13, 14 }, g[4] = { 21, 22, 23, 24 };
+	kvs_request q[6];
+	for (int i = 0; i < 6; i++) {
+		q[i] = mkreq((uint64_t)i, i ? 1.0 * (i - 1) : 0.0, 64, 3);
+		q[i].hash_ids = i == 1 ? g : h;
+		q[i].num_hash_ids = 4;
+		q[i].hash_block_tokens = 16;
+	}
+	kvs_request_set *set = set_of(q, 6);
+	kvs_sim_config c;
+	cfg_fixed(&c, 8000, true);
+	uint32_t to[6];
+	routes R = { to, 0, 6 };
+	/* 0 (family h, at 0 s): nothing cached: least KV use, all 0, and
+	 * fewest outstanding, all 0 -> 0.  1 (family g, also at 0 s): no
+	 * match; KV use all 0 (0 not admitted yet), outstanding (1, 0, 0) ->
+	 * 1.  2..5 (family h, at 1, 2, 3, 4 s): 0 holds h's 4 blocks (cached
+	 * idle once 0 is done): full match -> 0, each hitting 3 blocks (48
+	 * tokens: the last block of a fully cached prompt is recomputed). */
+	kvs_fleet_result *r = fleet(&c, 3, "prefix", 0, set, &R);
+	static const uint32_t want[6] = { 0, 1, 0, 0, 0, 0 };
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(to[i], want[i]);
+	assert_true(kvs_sim_result_stats(kvs_fleet_result_replica(r, 0))->prefix_hit_tokens >=
+		    4 * 48);
+	kvs_fleet_result_destroy(r);
+	/* round-robin spreads the family: fewer hits */
+	r = fleet(&c, 3, "round-robin", 0, set, &R);
+	assert_true(kvs_sim_result_stats(kvs_fleet_result_total(r))->prefix_hit_tokens <
+		    4 * 48);
+	kvs_fleet_result_destroy(r);
+	kvs_request_set_destroy(set);
+}
+
+/* ---- accounting, determinism ----------------------------------------------------- */
+
+static void test_accounting_all_routers(void **state)
+{
+	(void)state;
+	static const char *routers[] = { "round-robin", "random", "least-requests",
+					 "least-kv", "prefix", "score", "score:kv=1,queue=0,prefix=0" };
+	size_t n = kvs_test_scaled(600, 100);
+	kvs_request_set *set = mixed_set(n);
+	kvs_sim_config c;
+	cfg_fixed(&c, 1200, true);
+	for (size_t i = 0; i < KVS_ARRAY_LEN(routers); i++)
+		for (double refresh = 0; refresh <= 0.5; refresh += 0.5) {
+			kvs_fleet_result *r = fleet(&c, 3, routers[i], refresh, set, NULL);
+			assert_fleet_accounting(r, n);
+			kvs_fleet_result_destroy(r);
+		}
+	/* a horizon leaves requests unfinished: still accounted */
+	c.horizon_s = 0.013 * (double)n / 2;   /* half the arrivals */
+	kvs_fleet_result *r = fleet(&c, 4, "least-requests", 0, set, NULL);
+	const kvs_sim_stats *t = kvs_sim_result_stats(kvs_fleet_result_total(r));
+	assert_true(t->unfinished > 0);
+	assert_true(t->arrived < n);
+	assert_int_equal(t->arrived, t->completed + t->rejected + t->unfinished);
+	kvs_fleet_result_destroy(r);
+	kvs_request_set_destroy(set);
+}
+
+static char *doc_of(const kvs_sim_config *c, const char *router, uint64_t seed,
+		    const kvs_request_set *set, uint32_t *to)
+{
+	kvs_fleet_config fc;
+	kvs_fleet_config_defaults(&fc, NULL);
+	fc.sim = *c;
+	fc.replicas = 5;
+	fc.router = router;
+	fc.seed = seed;
+	routes R = { to, 0, 400 };
+	fc.on_route = on_route;
+	fc.on_route_ctx = &R;
+	kvs_request_cursor cur;
+	kvs_request_cursor_init(&cur, set, 1.0);
+	kvs_request_source src = kvs_request_cursor_source(&cur);
+	kvs_fleet_result *r;
+	assert_int_equal(kvs_fleet_run(&fc, &src, &r), KVS_OK);
+	json_t *d = kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL);
+	char *s = json_dumps(d, JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+	json_decref(d);
+	kvs_fleet_result_destroy(r);
+	return s;
+}
+
+static void test_deterministic(void **state)
+{
+	(void)state;
+	kvs_request_set *set = mixed_set(400);
+	kvs_sim_config c;
+	cfg_fixed(&c, 3000, true);
+	static uint32_t a[400], b[400];
+	char *x = doc_of(&c, "random", 1, set, a), *y = doc_of(&c, "random", 1, set, b);
+	assert_string_equal(x, y);
+	assert_memory_equal(a, b, sizeof a);
+	free(y);
+	y = doc_of(&c, "random", 2, set, b);
+	assert_true(memcmp(a, b, sizeof a) != 0);   /* the seed matters */
+	free(x);
+	free(y);
+	x = doc_of(&c, "prefix", 0, set, a);
+	y = doc_of(&c, "prefix", 0, set, b);
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+	kvs_request_set_destroy(set);
+}
+
+typedef struct two_ctx_ { kvs_request *q; size_t *at; } two_ctx_;
+
+static kvs_status two_next(void *ctx, kvs_request *out)
+{
+	two_ctx_ *t = ctx;
+	if (*t->at >= 2)
+		return KVS_END;
+	*out = t->q[(*t->at)++];
+	return KVS_OK;
+}
+
+static void test_router_specs(void **state)
+{
+	(void)state;
+	kvs_router *r;
+	assert_int_equal(kvs_router_create("score:prefix=2,kv=0.5", 0, &r), KVS_OK);
+	assert_string_equal(kvs_router_spec(r), "score:prefix=2,queue=1,kv=0.5");
+	kvs_router_destroy(r);
+	static const char *bad[] = { "", "nope", "round-robin:x=1", "score:prefix",
+				     "score:foo=1", "score:prefix=-1", "score:prefix=0,queue=0,kv=0",
+				     "prefix:cache-threshold=abc", "score:kv=" };
+	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
+		r = NULL;
+		if (kvs_router_create(bad[i], 0, &r) != KVS_ERR_INVALID)
+			fail_msg("router spec '%s' accepted", bad[i]);
+		assert_null(r);
+		assert_true(strlen(kvs_last_error()) > 0);
+	}
+	/* bad input to the fleet: an arrival out of order names the request */
+	kvs_request q[2] = { mkreq(0, 1.0, 16, 2), mkreq(1, 0.5, 16, 2) };
+	size_t at = 0;
+	kvs_request_source src = { two_next, &at, NULL };
+	two_ctx_ tc = { q, &at };
+	src.ctx = &tc;
+	kvs_sim_config c;
+	cfg_fixed(&c, 1000, false);
+	kvs_fleet_config fc;
+	kvs_fleet_config_defaults(&fc, NULL);
+	fc.sim = c;
+	fc.replicas = 2;
+	kvs_fleet_result *res = NULL;
+	assert_int_equal(kvs_fleet_run(&fc, &src, &res), KVS_ERR_INVALID);
+	assert_null(res);
+	assert_non_null(strstr(kvs_last_error(), "request 1 (line 3)"));
+	fc.replicas = 0;
+	at = 0;
+	assert_int_equal(kvs_fleet_run(&fc, &src, &res), KVS_ERR_INVALID);
+	fc.replicas = 2;
+	fc.router = "least-nothing";
+	assert_int_equal(kvs_fleet_run(&fc, &src, &res), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "least-nothing"));
+}
+
+/* ---- heterogeneous pools ----------------------------------------------------------- */
+
+static char *policies_json(const kvs_fleet_result *r)
+{
+	json_t *d = kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL);
+	char *s = json_dumps(json_object_get(d, "policies"),
+			     JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+	json_decref(d);
+	return s;
+}
+
+static void test_pools(void **state)
+{
+	(void)state;
+	size_t nreq = kvs_test_scaled(300, 60);
+	kvs_request_set *set = mixed_set(nreq);
+	kvs_fleet_pool pools[2];
+	memset(pools, 0, sizeof pools);
+	snprintf(pools[0].name, sizeof pools[0].name, "small");
+	pools[0].replicas = 1;
+	cfg_fixed(&pools[0].sim, 1000, true);
+	snprintf(pools[1].name, sizeof pools[1].name, "big");
+	pools[1].replicas = 2;
+	cfg_fixed(&pools[1].sim, 8000, true);
+	kvs_fleet_config fc;
+	kvs_fleet_config_defaults(&fc, NULL);
+	fc.sim = pools[0].sim;
+	fc.replicas = 99;   /* ignored: the pools give 3 */
+	fc.pools = pools;
+	fc.npools = 2;
+	fc.router = "round-robin";
+	uint32_t to[300];
+	routes R = { to, 0, 300 };
+	fc.on_route = on_route;
+	fc.on_route_ctx = &R;
+	kvs_request_cursor cur;
+	kvs_request_cursor_init(&cur, set, 1.0);
+	kvs_request_source src = kvs_request_cursor_source(&cur);
+	kvs_fleet_result *r;
+	assert_int_equal(kvs_fleet_run(&fc, &src, &r), KVS_OK);
+	assert_int_equal(kvs_fleet_result_replicas(r), 3);
+	assert_fleet_accounting(r, nreq);
+	for (size_t i = 0; i < nreq; i++)
+		assert_int_equal(to[i], (uint32_t)(i % 3));
+	/* replica 0 is the small pool, 1 and 2 the big one */
+	assert_int_equal(kvs_fleet_result_replica_stats(r, 0)->pool, 0);
+	assert_int_equal(kvs_fleet_result_replica_stats(r, 2)->pool, 1);
+	assert_int_equal(kvs_sim_result_stats(kvs_fleet_result_replica(r, 0))->kv_budget_bytes,
+			 1000 * 8);
+	assert_int_equal(kvs_sim_result_stats(kvs_fleet_result_replica(r, 1))->kv_budget_bytes,
+			 8000 * 8);
+	assert_int_equal(kvs_sim_result_stats(kvs_fleet_result_total(r))->kv_budget_bytes,
+			 (1000 + 2 * 8000) * 8);
+	/* the small pool preempts, the big ones do not */
+	assert_true(kvs_fleet_result_replica_stats(r, 0)->preemptions >
+		    kvs_fleet_result_replica_stats(r, 1)->preemptions);
+	json_t *d = kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL);
+	json_t *jp = json_object_get(json_object_get(d, "fleet"), "pools");
+	assert_int_equal(json_array_size(jp), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(jp, 1), "name")), "big");
+	json_decref(d);
+	kvs_fleet_result_destroy(r);
+
+	/* two pools of one configuration are that many replicas */
+	pools[0].sim = pools[1].sim;
+	fc.on_route = NULL;
+	kvs_request_cursor_init(&cur, set, 1.0);
+	assert_int_equal(kvs_fleet_run(&fc, &src, &r), KVS_OK);
+	kvs_fleet_result *same = fleet(&pools[1].sim, 3, "round-robin", 0, set, NULL);
+	char *x = policies_json(r), *y = policies_json(same);
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+	kvs_fleet_result_destroy(r);
+	kvs_fleet_result_destroy(same);
+
+	/* a pool of no replicas, or of another block size, is refused */
+	pools[1].replicas = 0;
+	assert_int_equal(kvs_fleet_run(&fc, &src, &r), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "pool big"));
+	pools[1].replicas = 2;
+	pools[1].sim.deploy.block_size = 32;
+	assert_int_equal(kvs_fleet_run(&fc, &src, &r), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "block size"));
+	kvs_request_set_destroy(set);
+}
+
+/* ---- Mooncake: prefix routing keeps families together ----------------------------- */
+
+static void test_mooncake_prefix_beats_round_robin(void **state)
+{
+	(void)state;
+	const char *path = kvs_test_shared_trace("mooncake-synthetic/synthetic.jsonl");
+	if (!path) {
+		skip();
+		return;
+	}
+	kvs_model m;
+	kvs_gpu g;
+	assert_int_equal(kvs_model_load("qwen2.5-7b", &m), KVS_OK);
+	assert_int_equal(kvs_gpu_preset("h100-80gb", &g), KVS_OK);
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, &g);
+	kvs_sim_config c;
+	kvs_sim_config_defaults(&c, &d);
+	c.enable_prefix_caching = true;
+	kvs_trace_opts o;
+	kvs_trace_opts_defaults(&o);
+	o.block_size = 16;
+	o.max_model_len = d.model.max_position_embeddings;
+	kvs_request_set *all, *set;
+	assert_int_equal(kvs_request_set_load(path, &o, &all), KVS_OK);
+	uint64_t n = kvs_test_scaled(kvs_request_set_count(all), 300);
+	if (KVS_DEBUG >= 2) {
+		/* the validators scan the whole pool at every step: a pool of
+		 * 64k tokens per replica and the first 200 requests */
+		n = 200;
+		kvs_sizing sz;
+		assert_int_equal(kvs_size_compute(&c.deploy, &sz), KVS_OK);
+		c.kv_budget_bytes = 65536 * sz.kv_bytes_per_token;
+	}
+	if (n > kvs_request_set_count(all))
+		n = kvs_request_set_count(all);
+	assert_int_equal(kvs_request_set_create(&set), KVS_OK);
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(kvs_request_set_append(set, kvs_request_set_get(all, i)), KVS_OK);
+	kvs_request_set_destroy(all);
+	kvs_fleet_result *rr = fleet(&c, 4, "round-robin", 0, set, NULL);
+	kvs_fleet_result *pr = fleet(&c, 4, "prefix", 0, set, NULL);
+	assert_fleet_accounting(rr, n);
+	assert_fleet_accounting(pr, n);
+	double hr = kvs_sim_result_stats(kvs_fleet_result_total(rr))->prefix_hit_rate_tokens;
+	double hp = kvs_sim_result_stats(kvs_fleet_result_total(pr))->prefix_hit_rate_tokens;
+	printf("mooncake, %llu requests, 4 replicas: fleet prefix hit rate (tokens) "
+	       "prefix %.4f, round-robin %.4f\n", (unsigned long long)n, hp, hr);
+	assert_true(hp > hr);
+	kvs_fleet_result_destroy(rr);
+	kvs_fleet_result_destroy(pr);
+	kvs_request_set_destroy(set);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_replica_is_replay),
+		cmocka_unit_test(test_step_api_is_run),
+		cmocka_unit_test(test_round_robin_order),
+		cmocka_unit_test(test_least_requests_by_hand),
+		cmocka_unit_test(test_least_kv_by_hand),
+		cmocka_unit_test(test_prefix_by_hand),
+		cmocka_unit_test(test_accounting_all_routers),
+		cmocka_unit_test(test_deterministic),
+		cmocka_unit_test(test_router_specs),
+		cmocka_unit_test(test_pools),
+		cmocka_unit_test(test_mooncake_prefix_beats_round_robin),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
