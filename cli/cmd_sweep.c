@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 static void usage(FILE *f)
 {
@@ -175,11 +176,38 @@ static int sweep_arg(kvs_args *it, opts *o)
 }
 
 /* --json / --csv: no value (stdout) or an inline "=FILE" */
+/* Progress: items done (simulations, and capacity searches with
+ * --find-max-rate, each one item), elapsed and ETA; a line rewritten in
+ * place on a terminal, else a plain line every KVSIM_PROGRESS_INTERVAL
+ * seconds (5) and at the end. */
+typedef struct sweep_progress {
+	struct timespec t0;
+	double last;
+	bool tty, capacity;
+	double interval;
+} sweep_progress;
+
+static double since(const struct timespec *t0)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)(ts.tv_sec - t0->tv_sec) + (ts.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
 static void progress(void *ctx, size_t done, size_t total)
 {
-	(void)ctx;
-	fprintf(stderr, "\rkvsim sweep: %zu/%zu simulations%s", done, total,
-		done == total ? "\n" : "");
+	sweep_progress *p = ctx;
+	double el = since(&p->t0);
+	if (done != total && el - p->last < (p->tty ? 0.0 : p->interval))
+		return;
+	p->last = el;
+	char eta[48] = "";
+	if (done && done < total)
+		snprintf(eta, sizeof eta, ", ETA %.0f s", el * (double)(total - done) / (double)done);
+	fprintf(stderr, "%skvsim sweep: %zu/%zu done (simulations%s), elapsed %.0f s%s%s",
+		p->tty ? "\r" : "", done, total,
+		p->capacity ? " and capacity searches" : "", el, eta,
+		p->tty && done != total ? "   " : "\n");
 	fflush(stderr);
 }
 
@@ -618,7 +646,7 @@ int kvs_cmd_sweep(int argc, char **argv)
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 		goto out;
 	}
-	bool show = !o.quiet && kvs_cli_stderr_is_tty();
+	bool show = !o.quiet;
 	/* flags that do not fit the trace (block sizes against its hash ids)
 	 * are usage errors; anything failing in the runs is a runtime one */
 	if ((st = kvs_sweep_check(&o.sw, set)) != KVS_OK) {
@@ -634,7 +662,13 @@ int kvs_cmd_sweep(int argc, char **argv)
 		}
 		st = KVS_OK;    /* merged into R */
 	} else {
-		st = kvs_sweep_run_ex(&o.sw, set, show ? progress : NULL, NULL, &R);
+		sweep_progress sp = { .tty = kvs_cli_stderr_is_tty(),
+				      .capacity = o.sw.find_max_rate };
+		clock_gettime(CLOCK_MONOTONIC, &sp.t0);
+		const char *iv = getenv("KVSIM_PROGRESS_INTERVAL");
+		if (!iv || !kvs_parse_double(iv, &sp.interval) || sp.interval < 0)
+			sp.interval = 5.0;
+		st = kvs_sweep_run_ex(&o.sw, set, show ? progress : NULL, &sp, &R);
 	}
 	if (st != KVS_OK) {
 		kvs_cli_report_error("sweep", st);
