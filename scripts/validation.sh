@@ -97,45 +97,123 @@ whose profile run differs, LoRA enabled): its activation peak (2.38 GiB) is
 above kvsim's V1 model (0.88 GiB with the sampler), so kvsim gives the
 pool about 2% more blocks.
 
-## PagedAttention paper (Kwon et al., SOSP 2023), Fig. 12/13 setting
+## PagedAttention paper (Kwon et al., SOSP 2023), Fig. 13a setting
 
-OPT-13B on one A100-40GB, ShareGPT-like lengths (lognormal, means 161
-prompt and 338 output tokens, as the paper's Table 1 gives for ShareGPT),
-Poisson arrivals at 2 requests/s, 2,000 requests, max_model_len 2048.
-Published: mean batched requests.  kvsim: time-weighted mean of running
-sequences.  Check-only.
+OPT-13B on one A100-40GB, ShareGPT-like lengths (lognormal, sigma 1,
+means 161 prompt and 338 output tokens: the paper's Fig. 11 gives means of
+161.31 and 337.99 for its ShareGPT sample), Poisson arrivals at 2
+requests/s for one hour (7,200 requests, the paper's §6.1 trace length),
+max_model_len 2048, block size 16, buddy placement for the Orca
+baselines.  Published: mean batched requests (Fig. 13a).  kvsim:
+time-weighted mean of running sequences.
+
+### Parameters tuned for this configuration only
+
+The kvsim defaults describe a current engine on its preset GPU; the paper
+measured a 2023 engine (Python scheduler, no CUDA graphs, per-step
+detokenization) with a KV pool it states.  Four parameters are set for
+these rows alone, each from a figure published outside Fig. 13 (none is
+fitted to the batch sizes):
+
+- KV pool: `--kv-cache-memory-bytes 12GiB`.  Table 1 of the paper gives
+  12 GB of KV cache and 15.7K KV slots for OPT-13B on the A100; at 800 KiB
+  per token only 12 GiB gives 15.7K (15,728) slots.  kvsim's own sizing
+  gives 13,568 tokens (10.36 GiB) with the current engine's reserve.
+- KV-read factor: `--kv-read-factor 1.23`.  §7.1 and Fig. 18a of the paper:
+  its PagedAttention kernel has 20-26% higher latency than
+  FasterTransformer's contiguous kernel (midpoint).
+- Per-sequence overhead: `--step-overhead-per-seq`, the detokenization
+  cost that vLLM issue #119 (June 2023, the paper's code base) measured:
+  0.14 s for 8 sequences x 128 steps.
+- Fixed per-step overhead: `--step-overhead`, solved (two replays, the
+  latency is linear in it) so that kvsim reproduces the end-to-end latency
+  of that issue's benchmark: OPT-13B, batch 8, 32 prompt and 128 output
+  tokens, 3.57 s.  The issue does not name the GPU; the A100-40GB of the
+  paper is assumed.
+
+EOF
+# vLLM issue #119: OPT-13B, batch 8, 32 + 128 tokens, all sent at once
+printf 'arrival_s,prompt_tokens,output_tokens\n' >"$tmp/i119.csv"
+for _ in 1 2 3 4 5 6 7 8; do printf '0,32,128\n' >>"$tmp/i119.csv"; done
+opt="--model opt-13b --gpu a100-40gb"
+per_seq=$(awk 'BEGIN { printf "%.6f", 0.14 / (8 * 128) }')
+fixed="--kv-cache-memory-bytes 12GiB --kv-read-factor 1.23 --step-overhead-per-seq $per_seq"
+e2e_at() {
+	"$K" replay "$tmp/i119.csv" $opt $fixed --step-overhead "$1" 2>/dev/null |
+		awk '/end-to-end p99/ { print $4 }'
+}
+e_lo=$(e2e_at 0.004)
+e_hi=$(e2e_at 0.006)
+ovh=$(awk -v a="$e_lo" -v b="$e_hi" 'BEGIN { printf "%.4f", 0.004 + (3.57 - a) * 0.002 / (b - a) }')
+cal="$fixed --step-overhead $ovh"
+head_row
+row "vLLM issue #119 (2023): benchmark_latency, fast tokenizer" \
+	"OPT-13B, batch 8, 32 prompt + 128 output tokens; GPU assumed A100-40GB" \
+	"end-to-end latency (s); tuned: --step-overhead $ovh" 3.57 "$(e2e_at "$ovh")" \
+	"kvsim replay i119.csv $opt $cal"
+v=$("$K" replay "$tmp/i119.csv" $opt 2>/dev/null | awk '/end-to-end p99/ { print $4 }')
+row "same" "same, kvsim defaults (shown for comparison)" "end-to-end latency (s)" 3.57 "$v" \
+	"kvsim replay i119.csv $opt"
+
+cat <<'EOF'
+
+### Mean batch (Fig. 13a)
 
 EOF
 "$K" gen --rate 2 --prompt-len lognormal:161:1 --output-len lognormal:338:1 \
-	--requests 2000 --max-tokens 2048 --seed 1 -o "$tmp/sharegpt.csv" 2>/dev/null
-gen="kvsim gen --rate 2 --prompt-len lognormal:161:1 --output-len lognormal:338:1 --requests 2000 --max-tokens 2048 --seed 1 -o sharegpt.csv"
-cmp="--model opt-13b --gpu a100-40gb --policies max,pow2,oracle,paged --placement buddy"
+	--requests 7200 --max-tokens 2048 --seed 1 -o "$tmp/sharegpt.csv" 2>/dev/null
+gen="kvsim gen --rate 2 --prompt-len lognormal:161:1 --output-len lognormal:338:1 --requests 7200 --max-tokens 2048 --seed 1 -o sharegpt.csv"
+pols="--policies max,pow2,oracle,paged"
 mean_of() {
 	"$K" compare "$tmp/sharegpt.csv" "$@" 2>/dev/null |
 		awk '/^concurrency/ { f = 1; next } f && $1 == "mean" { print $2, $3, $4, $5; f = 0 }'
 }
+cmp="$opt $pols --placement buddy $cal"
 read -r m_max m_pow2 m_oracle m_paged <<<"$(mean_of $cmp)"
-read -r f_max f_pow2 f_oracle f_paged <<<"$(mean_of --model opt-13b --gpu a100-40gb --policies max,pow2,oracle,paged)"
+read -r b_max b_pow2 b_oracle b_paged <<<"$(mean_of $opt $pols --placement buddy)"
+read -r f_max f_pow2 f_oracle f_paged <<<"$(mean_of $opt $pols)"
 head_row
-row "Kwon et al. 2023, Fig. 13a (ShareGPT, 2 req/s)" "OPT-13B, A100-40GB, buddy placement" "Orca (Max) mean batch" 7.00 "$m_max" "$gen; kvsim compare sharegpt.csv $cmp"
+row "Kwon et al. 2023, Fig. 13a (ShareGPT, 2 req/s)" "OPT-13B, A100-40GB, buddy placement, parameters above" "Orca (Max) mean batch" 7.00 "$m_max" "$gen; kvsim compare sharegpt.csv $cmp"
 row "same" "same" "Orca (Pow2) mean batch" 9.81 "$m_pow2" "same"
 row "same" "same" "Orca (Oracle) mean batch" 13.62 "$m_oracle" "same"
 row "same" "same" "vLLM mean batch" 30.42 "$m_paged" "same"
+
+cat <<EOF
+
+The same trace with kvsim's defaults (no tuned parameter):
+
+| placement | step time and pool | Orca (Max) | Orca (Pow2) | Orca (Oracle) | vLLM |
+|---|---|---:|---:|---:|---:|
+| published (Fig. 13a) | | 7.00 | 9.81 | 13.62 | 30.42 |
+| first-fit | defaults | $f_max | $f_pow2 | $f_oracle | $f_paged |
+| buddy | defaults | $b_max | $b_pow2 | $b_oracle | $b_paged |
+| buddy | tuned (above) | $m_max | $m_pow2 | $m_oracle | $m_paged |
+EOF
 
 split=$("$K" compare "$tmp/sharegpt.csv" $cmp 2>/dev/null |
 	awk '/^KV memory, time-weighted/ { f = 1; next } f && /^[A-Za-z]/ { f = 0 }
 	     f { n = NF; print $(n-3), $(n-2), $(n-1), $n }')
 part() { printf '%s\n' "$split" | sed -n "${1}p" | awk -v c="$2" '{ print $c }'; }
+# Fig. 2's grey segment is "External frag. & Others": kvsim's external
+# fragmentation plus the pool's free and cached-idle share (rows 4-6)
+others() {
+	printf '%s\n' "$split" | sed -n '4,6p' |
+		awk -v c="$1" '{ s += $c } END { printf "%.2f", s }'
+}
 cat <<'EOF'
 
-Memory split (Fig. 2: average share of the KV memory in the §6.2
-experiments, as the bar labels give it; kvsim: time-weighted share of the
-pool in the run above, buddy placement; the paper counts the buddy
-allocator's rounding as external fragmentation, and so does kvsim).
+Memory split (Fig. 2: "average percentage of memory wastes in different
+LLM serving systems during the experiment in §6.2"; the percentages are
+printed on the bars: checked against the paper's figure.  Its fourth
+segment is "External frag. & Others", and vLLM's bar labels only its token
+states, 96.3%.  kvsim: time-weighted share of the pool in the tuned run
+above; its fourth figure is external fragmentation (buddy rounding
+included, as in the paper) plus free and cached-idle memory).
+Check-only: the paper averages over all its §6.2 rates, kvsim's run is the
+2 requests/s one.
 
 EOF
 head_row
-i=1
 for pol in "Orca (Max):1" "Orca (Pow2):2" "Orca (Oracle):3"; do
 	name=${pol%%:*}
 	col=${pol##*:}
@@ -148,26 +226,27 @@ for pol in "Orca (Max):1" "Orca (Pow2):2" "Orca (Oracle):3"; do
 	row "same" "same" "$name reservation (%)" "$2" "$(part 2 "$col")" "same"
 	[ "$3" = 0 ] ||
 		row "same" "same" "$name internal fragmentation (%)" "$3" "$(part 3 "$col")" "same"
-	row "same" "same" "$name external fragmentation (%)" "$4" "$(part 4 "$col")" "same"
+	row "same" "same" "$name external fragmentation & others (%)" "$4" "$(others "$col")" "same"
 done
 row "same" "same" "vLLM token states (%)" 96.3 "$(part 1 4)" "same"
 
 cat <<EOF
 
-With first-fit placement (the default) the three contiguous baselines give
-$f_max, $f_pow2 and $f_oracle: buddy placement rounds regions up to powers
-of two and aligns them, which costs Pow2 and Oracle a quarter of their
-batch; Max and Pow2 are within 15%, Oracle (-18%) and vLLM (-40%) are still
-outside 15%.  The paged run is not memory-bound here (over a third of the
-pool stays free), so its mean batch is arrival rate x time in system
-(Little's law) and follows the step time: kvsim's roofline steps for
-OPT-13B are faster than the paper's 2023 kernels, which shortens every
-request and shrinks the batch.  The KV pool also differs: kvsim gives
-OPT-13B 13,568 tokens on the A100-40GB; the paper's Orca (Max) batch of
-7.00 implies at least 14,336 (7 x 2,048).  The split of the three
-contiguous baselines is within 1-7 points of Fig. 2; vLLM's token-state
-share is lower because at 2 requests/s kvsim's paged pool is not full
-(the paper's figure averages over its heavier loads too).
+What closed the gap: the paper's own KV pool (Table 1: 15,728 slots
+against kvsim's 13,568) gives Orca (Max) its seventh 2,048-token region;
+the 2023 engine's slower steps (the issue #119 calibration, the paged
+kernel's 23% and the per-sequence detokenization) keep each request in
+the system longer, so the paged pool fills and its batch grows by Little's
+law.  The three Orca baselines are queue-bound and their batch follows
+only their pool and placement.  vLLM's mean batch is still off by
+$(err "$m_paged" 30.42):
+kvsim's paged pool is not full on average (its token-state share above is
+below Fig. 2's 96.3%), so its requests still leave faster than the
+paper's.  Causes not modelled, left open: the real ShareGPT length
+distribution (the lognormal's sigma is an assumption; only the means are
+published), and the 2023 scheduler, which ran every prefill as an
+iteration of its own that stalled all decodes (kvsim mixes prefill chunks
+into decode steps).
 EOF
 
 cat <<'EOF'
@@ -180,8 +259,7 @@ tokens arriving together, with the roofline default and with
 interpolated in the batch's token count; all-reduce from Vidur's network
 profile at tp 2; attention and KV traffic from the roofline).  The
 "published" column is the profile's step: the roofline is checked against
-it.  No published end-to-end decode latency for these exact setups is
-compared yet.
+it.  Published end-to-end measurements of other setups follow the table.
 
 EOF
 P=../shared/profiles/vidur/compute
@@ -204,6 +282,38 @@ if [ -d "$P" ]; then
 				"kvsim $base [--step-time-profile ../shared/profiles/vidur/compute/$dir]"
 		done
 	done
+	cat <<'EOF'
+
+Published end-to-end measurements (check-only, kvsim defaults: roofline,
+2 ms fixed overhead; closed-loop client as the benchmark ran it).  The
+post gives its figures in words ("about 75 tokens/sec" at one request,
+"a 6.6x gain" at 8), so the published column is approximate.
+
+EOF
+	head_row
+	m31="--model llama-3.1-8b --gpu a100-40gb"
+	for c in 1 8; do
+		printf 'arrival_s,prompt_tokens,output_tokens\n' >"$tmp/mc$c.csv"
+		for _ in $(seq 1 $((c * 20))); do printf '0,1024,128\n' >>"$tmp/mc$c.csv"; done
+	done
+	tpot1=$("$K" replay "$tmp/mc1.csv" $m31 --max-concurrency 1 2>/dev/null | awk '/TPOT p50/ { print $4 }')
+	tput1=$("$K" replay "$tmp/mc1.csv" $m31 --max-concurrency 1 2>/dev/null | awk '/output tokens\/s/ { print $3 }')
+	tput8=$("$K" replay "$tmp/mc8.csv" $m31 --max-concurrency 8 2>/dev/null | awk '/output tokens\/s/ { print $3 }')
+	src="johnmusgrave.com, \"vLLM throughput-latency sweep on NVIDIA A100\" (vLLM 0.23.0, vllm bench serve)"
+	conf="Llama-3.1-8B-Instruct bf16, 1x A100-40GB, 1024 prompt + 128 output tokens (random, ignore-eos), C x 20 prompts"
+	row "$src" "$conf, max-concurrency 1" "decode step (ms) = 1000 / 75 tokens/s" 13.33 "$tpot1" \
+		"kvsim replay c1.csv $m31 --max-concurrency 1"
+	row "same" "same, max-concurrency 8 against 1" "output throughput gain, C=8 / C=1" 6.6 \
+		"$(awk -v a="$tput8" -v b="$tput1" 'BEGIN { printf "%.2f", a / b }')" \
+		"kvsim replay c8.csv $m31 --max-concurrency 8"
+	cat <<'EOF'
+
+At one request kvsim's decode step is slower than that measurement
+(vLLM 0.23 runs decode under CUDA graphs, so its fixed per-step overhead
+is below the 2 ms default), while its batching gain at 8 requests is
+lower than measured.  These rows are check-only: no default was changed
+on them.
+EOF
 	cat <<'EOF'
 
 The roofline is 6-8% fast for Llama-2-7B on an H100 and 17-23% fast for
