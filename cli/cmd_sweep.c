@@ -52,9 +52,9 @@ static void usage(FILE *f)
 		"  --rate-search-range F        search between trace rate / F and x F (1e4)\n"
 		"\n");
 	kvs_cli_sim_help(f, true);
-	fprintf(f, "\nmodel, GPU and deployment (--block-size is replaced by --block-sizes):\n");
+	fputc('\n', f);
 	kvs_cli_deploy_help(f);
-	fprintf(f, "\ntrace shaping:\n");
+	fprintf(f, "(in a sweep --block-sizes replaces --block-size)\n\n");
 	kvs_cli_trace_help(f);
 	fprintf(f,
 		"\noutput:\n"

@@ -197,6 +197,9 @@ kvs_scaled_limit 30
 kvs_run sweep 0 --csv keep.csv --limit 30 --block-sizes 16 --policies paged --quiet &&
 	head -n 1 <<<"$out" | grep -q '^policy,' || fail "sweep --csv TRACE.csv: CSV on stdout"
 [ "$(cksum <keep.csv)" = "$sum0" ] || fail "sweep --csv overwrote the trace"
+# each heading once in sweep --help
+dups=$("$KVSIM" sweep --help | grep -E '^[a-zA-Z].*:$' | sort | uniq -d)
+[ -z "$dups" ] || fail "sweep --help repeats headings: $dups"
 [ ! -e out.json ] || fail "stray out.json"
 cd - >/dev/null || exit 1
 
