@@ -177,9 +177,12 @@ grep -q '^kvsim sweep: 3/3 done (simulations), elapsed [0-9]* s$' "$tmp/p.err" |
 	fail "sweep progress: the real total: $(head -c 300 "$tmp/p.err")"
 
 # ---- one output grammar: "--json out.json" is that file on every command ----------
+extra=()   # no --limit for size
 cd "$tmp" || exit 1
+extra=()
 kvs_run size 0 --json out-size.json && { grep -q '"kv_bytes_per_token"' out-size.json || fail "size --json FILE"; has "$out" "kvsim size:" "size table kept with --json FILE"; }
 kvs_run size 0 --json sz && grep -q '"advice"' sz || fail "size --json WORD (no positional): the file"
+extra=()
 kvs_run trace 0 --json out-trace.json && grep -q '"cv_interarrival"' out-trace.json || fail "trace --json FILE"
 kvs_scaled_limit 40
 kvs_run replay 0 --limit 40 --json out-replay.json -q && grep -q '"policies"' out-replay.json || fail "replay --json FILE"
