@@ -7,12 +7,14 @@
  * sees it, so a policy only handles well-formed requests and a misuse never
  * reaches policy state.
  *
- * Sequence map: open addressing with linear probing over a power-of-two
- * table of (seq id, record index), load factor at most 1/2, deletion by
- * backward shift (no tombstones), so lookups stay O(1) however many
- * sequences come and go.
+ * Sequence map: common/table.h's open addressing (linear probing, Fibonacci
+ * homes) over a power-of-two table of (seq id, record index), load factor at
+ * most 1/2, deletion by backward shift (no tombstones), so lookups stay O(1)
+ * however many sequences come and go.
  */
 #include "alloc_internal.h"
+#include "common/array.h"
+#include "common/table.h"
 
 #include <math.h>
 #include <string.h>
@@ -60,52 +62,37 @@ const char *kvs_admit_reason_text(kvs_admit_reason r)
 }
 
 /* ---- prefix hashes ----------------------------------------------------------
- * A multiply-fold mix: the 128-bit product of two 64-bit words folded to 64
- * bits (high ^ low) spreads every input bit over the result; the splitmix64
- * finaliser then removes the last structure.  Constants are odd 64-bit
- * values with balanced bits (the golden ratio and friends).
+ * A multiply-fold mix (kvs_mul_fold: the 128-bit product of two 64-bit words
+ * folded to 64 bits) spreads every input bit over the result; the common
+ * mixer (kvs_mix64, splitmix64's finaliser) then removes the last structure.
+ * Constants are odd 64-bit values with balanced bits (the golden ratio and
+ * friends).
  */
-#define HK0 0x9e3779b97f4a7c15ull
+#define HK0 KVS_GOLDEN64
 #define HK1 0xd6e8feb86659fd93ull
 #define HK2 0xa0761d6478bd642full
 #define HK3 0xe7037ed1a0b428dbull
 
-static inline uint64_t mix_mul(uint64_t a, uint64_t b)
-{
-	__uint128_t r = (__uint128_t)a * b;
-	return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-static inline uint64_t mix_final(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 uint64_t kvs_hash_block_tokens(uint64_t parent, const uint32_t *tokens,
 			       uint32_t n)
 {
-	uint64_t h = mix_mul(parent ^ HK0, (uint64_t)n ^ HK1);
+	uint64_t h = kvs_mul_fold(parent ^ HK0, (uint64_t)n ^ HK1);
 	uint32_t i = 0;
 	for (; i + 4 <= n; i += 4) {
 		uint64_t w0 = tokens[i] | (uint64_t)tokens[i + 1] << 32;
 		uint64_t w1 = tokens[i + 2] | (uint64_t)tokens[i + 3] << 32;
-		h = mix_mul(w0 ^ HK2 ^ h, w1 ^ HK3) + HK0;
+		h = kvs_mul_fold(w0 ^ HK2 ^ h, w1 ^ HK3) + HK0;
 	}
 	for (; i < n; i++)
-		h = mix_mul(h ^ tokens[i] ^ HK2, HK1);
-	return mix_final(h ^ parent);
+		h = kvs_mul_fold(h ^ tokens[i] ^ HK2, HK1);
+	return kvs_mix64(h ^ parent);
 }
 
 uint64_t kvs_hash_block_id(uint64_t parent, uint64_t id, uint32_t sub)
 {
-	uint64_t h = mix_mul(parent ^ HK0, id ^ HK1);
-	h = mix_mul(h ^ HK2, (uint64_t)sub ^ HK3);
-	return mix_final(h ^ id);
+	uint64_t h = kvs_mul_fold(parent ^ HK0, id ^ HK1);
+	h = kvs_mul_fold(h ^ HK2, (uint64_t)sub ^ HK3);
+	return kvs_mix64(h ^ id);
 }
 
 /* ---- configuration -------------------------------------------------------- */
@@ -148,53 +135,25 @@ static kvs_status check_config(const kvs_alloc_config *c)
 
 kvs_status kvs_alloc_grow_u32(uint32_t **arr, uint32_t *cap, uint32_t n)
 {
-	if (n <= *cap)
-		return KVS_OK;
-	uint64_t c = *cap ? *cap : 4;
-	while (c < n)
-		c *= 2;
-	if (c > UINT32_MAX)
-		c = UINT32_MAX;
-	uint32_t *p = kvs_reallocarray(*arr, (size_t)c, sizeof *p);
-	if (!p)
+	if (!KVS_ARRAY_RESERVE(*arr, *cap, n, 4))
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory "
 				"growing a table to %u entries", n);
-	*arr = p;
-	*cap = (uint32_t)c;
 	return KVS_OK;
 }
 
 kvs_status kvs_alloc_grow_u64(uint64_t **arr, uint32_t *cap, uint32_t n)
 {
-	if (n <= *cap)
-		return KVS_OK;
-	uint64_t c = *cap ? *cap : 4;
-	while (c < n)
-		c *= 2;
-	if (c > UINT32_MAX)
-		c = UINT32_MAX;
-	uint64_t *p = kvs_reallocarray(*arr, (size_t)c, sizeof *p);
-	if (!p)
+	if (!KVS_ARRAY_RESERVE(*arr, *cap, n, 4))
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory "
 				"growing a table to %u entries", n);
-	*arr = p;
-	*cap = (uint32_t)c;
 	return KVS_OK;
 }
 
 kvs_status kvs_alloc_reserve_copies(kvs_alloc *a, size_t n)
 {
-	if (n <= a->copies_cap)
-		return KVS_OK;
-	size_t c = a->copies_cap ? a->copies_cap : 16;
-	while (c < n)
-		c *= 2;
-	kvs_block_copy *p = kvs_reallocarray(a->copies, c, sizeof *p);
-	if (!p)
+	if (!KVS_ARRAY_RESERVE(a->copies, a->copies_cap, n, 16))
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory "
 				"for a copy list of %zu blocks", n);
-	a->copies = p;
-	a->copies_cap = c;
 	return KVS_OK;
 }
 
@@ -202,62 +161,40 @@ kvs_status kvs_alloc_reserve_copies(kvs_alloc *a, size_t n)
 
 #define MAP_EMPTY UINT32_MAX
 
-/* Fibonacci hashing: one multiply, the top bits pick the slot. */
-static inline uint64_t map_home(const kvs_alloc *a, kvs_seq_id id)
-{
-	return (id * HK0) >> a->map_shift;
-}
+#define MAP_IS_EMPTY(a, e) ((e)->idx == MAP_EMPTY)
+#define MAP_KEY(a, e) ((e)->key)
+#define MAP_SET_EMPTY(a, e) ((e)->idx = MAP_EMPTY)
+/* Sequence ids are dense integers: Fibonacci hashing spreads them best. */
+KVS_TABLE_DEFINE(seqmap, kvs_seq_map_entry, const kvs_alloc *, MAP_IS_EMPTY,
+		 MAP_KEY, MAP_SET_EMPTY, kvs_table_fibonacci)
 
 kvs_seq_rec *kvs_alloc_find(const kvs_alloc *a, kvs_seq_id seq)
 {
-	uint64_t i = map_home(a, seq);
-	for (;;) {
-		const kvs_seq_map_entry *e = &a->map[i];
-		if (e->idx == MAP_EMPTY)
-			return NULL;
-		if (e->key == seq)
-			return &a->recs[e->idx];
-		i = (i + 1) & a->map_mask;
-	}
+	uint64_t probes = 0;
+	const kvs_seq_map_entry *e = &a->map[seqmap_probe(a, a->map, a->map_cap, seq, &probes)];
+	return e->idx == MAP_EMPTY ? NULL : &a->recs[e->idx];
 }
 
 static void map_put(kvs_alloc *a, kvs_seq_id seq, uint32_t idx)
 {
-	uint64_t i = map_home(a, seq);
-	while (a->map[i].idx != MAP_EMPTY)
-		i = (i + 1) & a->map_mask;
-	a->map[i].key = seq;
-	a->map[i].idx = idx;
+	uint64_t probes = 0;
+	kvs_seq_map_entry *e = &a->map[seqmap_probe(a, a->map, a->map_cap, seq, &probes)];
+	e->key = seq;
+	e->idx = idx;
 }
 
 static void map_del(kvs_alloc *a, kvs_seq_id seq)
 {
-	uint64_t i = map_home(a, seq);
-	while (a->map[i].key != seq || a->map[i].idx == MAP_EMPTY) {
-		kvs_require(a->map[i].idx != MAP_EMPTY);
-		i = (i + 1) & a->map_mask;
-	}
-	/* Backward shift: pull later entries of the cluster into the hole
-	 * unless their home lies cyclically in (hole, j]. */
-	uint64_t j = i;
-	for (;;) {
-		j = (j + 1) & a->map_mask;
-		if (a->map[j].idx == MAP_EMPTY)
-			break;
-		uint64_t k = map_home(a, a->map[j].key);
-		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-		if (stays)
-			continue;
-		a->map[i] = a->map[j];
-		i = j;
-	}
-	a->map[i].idx = MAP_EMPTY;
+	uint64_t probes = 0;
+	uint64_t i = seqmap_probe(a, a->map, a->map_cap, seq, &probes);
+	kvs_require(a->map[i].idx != MAP_EMPTY);
+	seqmap_vacate(a, a->map, a->map_cap, i);
 }
 
 /* Room for one more sequence in the map (load <= 1/2). */
 static kvs_status map_reserve(kvs_alloc *a)
 {
-	uint64_t cap = a->map_mask + 1;
+	uint64_t cap = a->map_cap;
 	if ((uint64_t)(a->nseqs + 1) * 2 <= cap)
 		return KVS_OK;
 	uint64_t ncap = cap * 2;
@@ -269,8 +206,7 @@ static kvs_status map_reserve(kvs_alloc *a)
 	for (uint64_t i = 0; i < ncap; i++)
 		nm[i].idx = MAP_EMPTY;
 	a->map = nm;
-	a->map_mask = ncap - 1;
-	a->map_shift--;
+	a->map_cap = ncap;
 	for (uint64_t i = 0; i < cap; i++)
 		if (old[i].idx != MAP_EMPTY)
 			map_put(a, old[i].key, old[i].idx);
@@ -342,8 +278,7 @@ kvs_status kvs_alloc_create(const kvs_alloc_config *cfg, kvs_alloc **out)
 	a->cfg = *cfg;
 	a->free_rec = UINT32_MAX;
 	a->m = kvs_policy_get(cfg->policy)->methods;
-	a->map_mask = 15;
-	a->map_shift = 64 - 4;
+	a->map_cap = 16;
 	a->map = kvs_reallocarray(NULL, 16, sizeof *a->map);
 	if (!a->map) {
 		kvs_free(a);
@@ -373,6 +308,7 @@ void kvs_alloc_destroy(kvs_alloc *a)
 	kvs_free(a->recs);
 	kvs_free(a->map);
 	kvs_free(a->copies);
+	kvs_free(a->vs);
 	kvs_free(a);
 }
 
@@ -433,10 +369,7 @@ kvs_status kvs_alloc_admit(kvs_alloc *a, const kvs_seq_desc *d,
 				(unsigned long long)d->seq, d->prompt_tokens,
 				d->output_tokens, kvs_admit_reason_text(why));
 	if (v == KVS_ADMIT_LATER)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu "
-				"does not fit now: %s",
-				(unsigned long long)d->seq,
-				kvs_admit_reason_text(why));
+		return kvs_fail_static(KVS_ERR_NOSPACE, kvs_admit_reason_text(why));
 	st = map_reserve(a);
 	if (st != KVS_OK)
 		return st;
@@ -580,42 +513,38 @@ kvs_status kvs_alloc_fork(kvs_alloc *a, kvs_seq_id parent, kvs_seq_id child,
 	return KVS_OK;
 }
 
-kvs_status kvs_alloc_swap_out(kvs_alloc *a, kvs_seq_id seq,
-			      const kvs_block_copy **copies, size_t *ncopies)
+/* swap_out (out) or swap_in: the misuse checks, then the policy's method. */
+static kvs_status swap(kvs_alloc *a, kvs_seq_id seq, bool out,
+		       const kvs_block_copy **copies, size_t *ncopies)
 {
+	const char *what = out ? "swap_out" : "swap_in";
 	kvs_seq_rec *s = kvs_alloc_find(a, seq);
 	if (!s)
-		return unknown_seq("swap_out", seq);
-	if (!a->m->swap_out)
+		return unknown_seq(what, seq);
+	if (!(out ? a->m->swap_out : a->m->swap_in))
 		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s does "
 				"not swap", kvs_policy_name(a->cfg.policy));
-	if (s->state != KVS_SEQ_RESIDENT)
-		return kvs_fail(KVS_ERR_STATE, "allocator: swap_out: sequence "
-				"%llu is already swapped out",
-				(unsigned long long)seq);
-	kvs_status st = a->m->swap_out(a, s, copies, ncopies);
+	if (s->state != (out ? KVS_SEQ_RESIDENT : KVS_SEQ_SWAPPED))
+		return kvs_fail(KVS_ERR_STATE, "allocator: %s: sequence %llu %s",
+				what, (unsigned long long)seq,
+				out ? "is already swapped out" : "is not swapped out");
+	kvs_status st = out ? a->m->swap_out(a, s, copies, ncopies)
+			    : a->m->swap_in(a, s, copies, ncopies);
 	if (KVS_DEBUG >= 2)
 		kvs_require(kvs_alloc_is_valid(a));
 	return st;
 }
 
+kvs_status kvs_alloc_swap_out(kvs_alloc *a, kvs_seq_id seq,
+			      const kvs_block_copy **copies, size_t *ncopies)
+{
+	return swap(a, seq, true, copies, ncopies);
+}
+
 kvs_status kvs_alloc_swap_in(kvs_alloc *a, kvs_seq_id seq,
 			     const kvs_block_copy **copies, size_t *ncopies)
 {
-	kvs_seq_rec *s = kvs_alloc_find(a, seq);
-	if (!s)
-		return unknown_seq("swap_in", seq);
-	if (!a->m->swap_in)
-		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s does "
-				"not swap", kvs_policy_name(a->cfg.policy));
-	if (s->state != KVS_SEQ_SWAPPED)
-		return kvs_fail(KVS_ERR_STATE, "allocator: swap_in: sequence "
-				"%llu is not swapped out",
-				(unsigned long long)seq);
-	kvs_status st = a->m->swap_in(a, s, copies, ncopies);
-	if (KVS_DEBUG >= 2)
-		kvs_require(kvs_alloc_is_valid(a));
-	return st;
+	return swap(a, seq, false, copies, ncopies);
 }
 
 bool kvs_alloc_can_swap_in(const kvs_alloc *a, kvs_seq_id seq)
@@ -627,6 +556,19 @@ bool kvs_alloc_can_swap_in(const kvs_alloc *a, kvs_seq_id seq)
 }
 
 /* ---- accounting, stats, validation ------------------------------------------ */
+
+void *kvs_alloc_vscratch(const kvs_alloc *a, size_t bytes)
+{
+	kvs_alloc *m = (kvs_alloc *)a;   /* scratch only: no state anyone reads */
+	if (bytes > m->vs_bytes) {
+		void *p = kvs_realloc(m->vs, bytes);
+		if (!p)
+			return NULL;
+		m->vs = p;
+		m->vs_bytes = bytes;
+	}
+	return m->vs;
+}
 
 void kvs_alloc_account(const kvs_alloc *a, const kvs_seq_desc *next,
 		       kvs_mem_parts *out)
@@ -642,7 +584,7 @@ void kvs_alloc_get_stats(const kvs_alloc *a, kvs_alloc_stats *out)
 {
 	*out = a->stats;
 	uint64_t md = (uint64_t)a->recs_cap * sizeof(kvs_seq_rec) +
-		      (a->map_mask + 1) * sizeof(kvs_seq_map_entry) +
+		      a->map_cap * sizeof(kvs_seq_map_entry) +
 		      a->copies_cap * sizeof(kvs_block_copy);
 	for (uint32_t i = 0; i < a->nrecs; i++)
 		md += (uint64_t)a->recs[i].table_cap * sizeof(kvs_block_id) +
@@ -661,47 +603,45 @@ bool kvs_alloc_is_valid(const kvs_alloc *a)
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
 		live++;
-		if (kvs_alloc_find(a, s->id) != s)
-			return false;
-		if (s->len > a->cfg.max_model_len ||
-		    s->final_len > a->cfg.max_model_len)
-			return false;
+		KVS_VALID(kvs_alloc_find(a, s->id) == s);
+		KVS_VALID(s->len <= a->cfg.max_model_len);
+		KVS_VALID(s->final_len <= a->cfg.max_model_len);
 		if (s->state == KVS_SEQ_RESIDENT) {
 			tok += s->len;
 			res += s->res;
-		} else if (s->res != 0) {
-			return false;
+		} else {
+			KVS_VALID(s->res == 0);   /* swapped: nothing reserved */
 		}
 	}
-	if (live != a->nseqs || tok != a->tok_sum || res != a->res_sum)
-		return false;
+	KVS_VALID(live == a->nseqs);
+	KVS_VALID(tok == a->tok_sum);
+	KVS_VALID(res == a->res_sum);
 	uint64_t used = 0;
-	for (uint64_t i = 0; i <= a->map_mask; i++) {
+	for (uint64_t i = 0; i < a->map_cap; i++) {
 		const kvs_seq_map_entry *e = &a->map[i];
 		if (e->idx == MAP_EMPTY)
 			continue;
 		used++;
-		if (e->idx >= a->nrecs || a->recs[e->idx].state == KVS_SEQ_UNUSED ||
-		    a->recs[e->idx].id != e->key)
-			return false;
+		KVS_VALID(e->idx < a->nrecs);
+		KVS_VALID(a->recs[e->idx].state != KVS_SEQ_UNUSED);
+		KVS_VALID(a->recs[e->idx].id == e->key);
 	}
-	if (used != a->nseqs)
-		return false;
+	KVS_VALID(used == a->nseqs);
 	uint32_t nfree = 0;
 	for (uint32_t i = a->free_rec; i != UINT32_MAX; i = a->recs[i].next_free) {
-		if (i >= a->nrecs || a->recs[i].state != KVS_SEQ_UNUSED ||
-		    ++nfree > a->nrecs)
-			return false;
+		KVS_VALID(i < a->nrecs);
+		KVS_VALID(a->recs[i].state == KVS_SEQ_UNUSED);
+		KVS_VALID(++nfree <= a->nrecs);             /* no cycle */
 	}
-	if (nfree + live != a->nrecs)
-		return false;
+	KVS_VALID(nfree + live == a->nrecs);
 	if (!a->m->is_valid(a))
-		return false;
+		return false;                               /* it said which */
 	kvs_mem_parts m;
 	a->m->account(a, NULL, &m);
 	uint64_t sum = m.token_states + m.reservation + m.internal_frag +
 		       m.external_frag + m.cached_idle + m.free;
-	return sum == a->cfg.budget_bytes;
+	KVS_VALID(sum == a->cfg.budget_bytes);
+	return true;
 }
 
 /* ---- paged-only views ------------------------------------------------------- */

@@ -106,8 +106,9 @@ struct kvs_alloc {
 	uint32_t free_rec;            /* head of the free-record chain */
 	uint32_t nseqs;               /* resident + swapped */
 	kvs_seq_map_entry *map;
-	uint64_t map_mask;            /* capacity - 1 (power of two) */
-	unsigned map_shift;           /* 64 - log2(capacity) */
+	void *vs;                     /* validator scratch (kvs_alloc_vscratch) */
+	size_t vs_bytes;
+	uint64_t map_cap;             /* slots (common/table.h), a power of two */
 
 	/* running totals over resident sequences, tokens */
 	uint64_t tok_sum;             /* sum of len */
@@ -156,6 +157,13 @@ static inline void kvs_seq_set_res(kvs_alloc *a, kvs_seq_rec *s, uint64_t cap)
 
 /* Grow a uint32 array to hold at least n entries (geometric). */
 kvs_status kvs_alloc_grow_u32(uint32_t **arr, uint32_t *cap, uint32_t n);
+
+/* The validators' scratch: at least bytes bytes, kept by the allocator
+ * (not policy state, not counted as metadata).  Policies size it where
+ * their state grows when KVS_DEBUG >= 2, so that the validation run after
+ * every operation never allocates; otherwise the first validation makes
+ * it.  NULL when out of memory. */
+void *kvs_alloc_vscratch(const kvs_alloc *a, size_t bytes);
 kvs_status kvs_alloc_grow_u64(uint64_t **arr, uint32_t *cap, uint32_t n);
 
 /* Iterate records in use: for (i = 0; i < a->nrecs; i++) if state != UNUSED */

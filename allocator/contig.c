@@ -29,6 +29,7 @@
  * plus one), so this is cheap next to a scheduling step.
  */
 #include "alloc_internal.h"
+#include "common/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ typedef struct extent {
 typedef struct contig {
 	extent *fx;          /* free extents by address */
 	uint32_t nfx, fx_cap;
+
 	uint64_t free_bytes;
 	uint64_t held_tokens; /* sum of regions of resident sequences */
 	uint64_t pad_tokens;  /* of which buddy rounding (external fragmentation) */
@@ -110,7 +112,9 @@ static kvs_status contig_init(kvs_alloc *a)
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
 	c->fx_cap = 16;
 	c->fx = kvs_reallocarray(NULL, c->fx_cap, sizeof *c->fx);
-	if (!c->fx) {
+	if (!c->fx || (KVS_DEBUG >= 2 &&
+		       !kvs_alloc_vscratch(a, 2 * (size_t)c->fx_cap * sizeof(extent)))) {
+		kvs_free(c->fx);
 		kvs_free(c);
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
 	}
@@ -203,24 +207,14 @@ static kvs_status place(kvs_alloc *a, kvs_seq_rec *s, uint32_t policy_tokens,
 	 * sequence is not counted in nseqs yet); a buddy cut from a hole's
 	 * middle leaves one more transiently */
 	uint32_t want = a->nseqs + 3;
-	if (want > c->fx_cap) {
-		uint32_t cap = c->fx_cap;
-		while (cap < want)
-			cap *= 2;
-		extent *fx = kvs_reallocarray(c->fx, cap, sizeof *fx);
-		if (!fx)
-			return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host "
-					"memory for the free-extent list");
-		c->fx = fx;
-		c->fx_cap = cap;
-	}
+	if (!KVS_ARRAY_RESERVE(c->fx, c->fx_cap, want, 16) ||
+	    (KVS_DEBUG >= 2 && !kvs_alloc_vscratch(a, 2 * (size_t)want * sizeof(extent))))
+		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host "
+				"memory for the free-extent list");
 	uint64_t bytes = region_bytes(a, tokens);
 	uint32_t i = bytes == UINT64_MAX ? UINT32_MAX : find_hole(a, bytes);
 	if (i == UINT32_MAX)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: no hole of %llu "
-				"bytes for sequence %llu",
-				(unsigned long long)bytes,
-				(unsigned long long)s->id);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: no free hole large enough for the sequence");
 	extent h = c->fx[i];
 	uint64_t off = a->cfg.buddy ? aligned_start(&h, bytes) : h.off;
 	s->off = off;
@@ -309,9 +303,7 @@ static kvs_status contig_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
 {
 	uint32_t cap = s->region - s->pad;
 	if (KVS_UNLIKELY((uint64_t)s->len + n > cap))
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu "
-				"outgrows its reservation of %u tokens",
-				(unsigned long long)s->id, cap);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: the sequence outgrows its reservation");
 	s->len += n;
 	a->tok_sum += n;
 	kvs_seq_set_res(a, s, cap);
@@ -392,56 +384,48 @@ static bool contig_is_valid(const kvs_alloc *a)
 	uint64_t fsum = 0;
 	for (uint32_t i = 0; i < c->nfx; i++) {
 		const extent *e = &c->fx[i];
-		if (e->len == 0 || e->off > budget || e->len > budget - e->off)
-			return false;
+		KVS_VALID(e->len > 0);
+		KVS_VALID(e->off <= budget && e->len <= budget - e->off);
 		/* sorted and coalesced: a gap between consecutive holes */
-		if (i > 0 && c->fx[i - 1].off + c->fx[i - 1].len >= e->off)
-			return false;
+		KVS_VALID(i == 0 || c->fx[i - 1].off + c->fx[i - 1].len < e->off);
 		fsum += e->len;
 	}
-	if (fsum != c->free_bytes)
-		return false;
-	/* all extents (free and held) tile [0, budget) exactly */
+	KVS_VALID(fsum == c->free_bytes);
+	/* all extents (free and held) tile [0, budget) exactly; the scratch
+	 * is sized by place() with debug_checks >= 2, else here */
 	uint32_t n = c->nfx + a->nseqs;
-	extent *all = kvs_calloc(n ? n : 1, sizeof *all);
-	if (!all)
-		return false;
+	extent *all = kvs_alloc_vscratch(a, (n ? n : 1) * sizeof *all);
+	KVS_VALID(all != NULL);
 	uint32_t k = 0;
 	uint64_t held = 0, pads = 0;
-	bool ok = true;
 	for (uint32_t i = 0; i < c->nfx; i++)
 		all[k++] = c->fx[i];
-	for (uint32_t r = 0; r < a->nrecs && ok; r++) {
+	for (uint32_t r = 0; r < a->nrecs; r++) {
 		const kvs_seq_rec *s = &a->recs[r];
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
-		if (s->state != KVS_SEQ_RESIDENT || s->region == 0 ||
-		    s->pad >= s->region || (s->pad && !a->cfg.buddy) ||
-		    s->len > s->region - s->pad ||
-		    s->res != kvs_seq_reserved(s->region - s->pad, s->len, s->final_len) ||
-		    k >= n) {
-			ok = false;
-			break;
-		}
+		KVS_VALID(s->state == KVS_SEQ_RESIDENT);    /* never swapped */
+		KVS_VALID(s->region > 0);
+		KVS_VALID(s->pad < s->region);
+		KVS_VALID(s->pad == 0 || a->cfg.buddy);     /* rounding only with buddy */
+		KVS_VALID(s->len <= s->region - s->pad);
+		KVS_VALID(s->res == kvs_seq_reserved(s->region - s->pad, s->len, s->final_len));
+		KVS_VALID(k < n);                           /* nseqs counts it */
 		all[k++] = (extent){ s->off, region_bytes(a, s->region) };
 		held += s->region;
 		pads += s->pad;
 	}
-	if (ok && (k != n || held != c->held_tokens || pads != c->pad_tokens))
-		ok = false;
-	if (ok) {
-		qsort(all, n, sizeof *all, cmp_extent);
-		uint64_t at = 0;
-		for (uint32_t i = 0; i < n && ok; i++) {
-			if (all[i].off != at)
-				ok = false;
-			at += all[i].len;
-		}
-		if (at != budget)
-			ok = false;
+	KVS_VALID(k == n);
+	KVS_VALID(held == c->held_tokens);
+	KVS_VALID(pads == c->pad_tokens);
+	qsort(all, n, sizeof *all, cmp_extent);
+	uint64_t at = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		KVS_VALID(all[i].off == at);                /* no gap, no overlap */
+		at += all[i].len;
 	}
-	kvs_free(all);
-	return ok;
+	KVS_VALID(at == budget);
+	return true;
 }
 
 static uint64_t contig_zero(const kvs_alloc *a)

@@ -48,6 +48,7 @@
  * parent), swap O(blocks of the sequence).
  */
 #include "alloc_internal.h"
+#include "common/table.h"
 
 #include <string.h>
 
@@ -143,7 +144,8 @@ static inline uint32_t fill_of(uint32_t bs, uint32_t i, uint32_t len)
 
 /* ---- prefix index ------------------------------------------------------------ */
 
-/* The home slot of key h.  Keys are whatever the caller passed as block
+/* The index is common/table.h's open-addressing table over 4-byte block
+ * ids, keyed by each block's hash.  Keys are whatever the caller passed as block
  * hashes: chained 64-bit hashes from kvs_hash_block_*, but also raw trace
  * ids (Mooncake's hash ids are small consecutive integers, re-split to
  * id x k + j for smaller blocks).  Range reduction by the high word of
@@ -157,25 +159,11 @@ static inline uint32_t fill_of(uint32_t bs, uint32_t i, uint32_t len)
  * better and keeps cluster neighbours close in time, but sparse split ids
  * already cost it twice the probes and strides near a Fibonacci number
  * pack keys into long runs; see docs/ALLOCATOR.md.) */
-static inline uint64_t ht_mix(uint64_t h)
-{
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebull;
-	h ^= h >> 31;
-	return h;
-}
-
-static inline uint64_t ht_home(const paged *p, uint64_t h)
-{
-	return (uint64_t)(((__uint128_t)ht_mix(h) * p->ht_cap) >> 64);
-}
-
-static inline uint64_t ht_next(const paged *p, uint64_t i)
-{
-	return i + 1 == p->ht_cap ? 0 : i + 1;
-}
+#define HT_IS_EMPTY(p, e) (*(e) == NONE)
+#define HT_KEY(p, e) bhash(&(p)->b[*(e)])
+#define HT_SET_EMPTY(p, e) (*(e) = NONE)
+KVS_TABLE_DEFINE(pindex, uint32_t, const paged *, HT_IS_EMPTY, HT_KEY,
+		 HT_SET_EMPTY, kvs_table_mixed)
 
 /* Probe counting: the mutating paths (admission, registration, eviction)
  * add their index operations and the slots they examined to the
@@ -186,15 +174,7 @@ static inline uint64_t ht_next(const paged *p, uint64_t i)
 /* The block cached under h, or NONE; *probes += slots examined. */
 static inline uint32_t ht_find_n(const paged *p, uint64_t h, uint64_t *probes)
 {
-	uint64_t i = ht_home(p, h), n = 1;
-	for (;; n++) {
-		uint32_t id = p->ht[i];
-		if (id == NONE || bhash(&p->b[id]) == h) {
-			*probes += n;
-			return id;
-		}
-		i = ht_next(p, i);
-	}
+	return p->ht[pindex_probe(p, p->ht, p->ht_cap, h, probes)];
 }
 
 static inline uint32_t ht_find(const paged *p, uint64_t h)
@@ -207,24 +187,16 @@ static inline uint32_t ht_find(const paged *p, uint64_t h)
  * for the lookup and the insert.  True when id was entered. */
 static bool ht_insert_new(paged *p, uint32_t id, uint64_t h)
 {
-	uint64_t i = ht_home(p, h), n = 1;
-	for (;; n++) {
-		uint32_t e = p->ht[i];
-		if (e == NONE)
-			break;
-		if (bhash(&p->b[e]) == h) {
-			p->a->stats.prefix_index_ops++;
-			p->a->stats.prefix_index_probes += n;
-			return false;    /* same content cached in block e */
-		}
-		i = ht_next(p, i);
-	}
+	uint64_t n = 0;
+	uint64_t i = pindex_probe(p, p->ht, p->ht_cap, h, &n);
+	p->a->stats.prefix_index_ops++;
+	p->a->stats.prefix_index_probes += n;
+	if (p->ht[i] != NONE)
+		return false;    /* same content cached in block p->ht[i] */
 	set_bhash(&p->b[id], h);
 	p->ht[i] = id;
 	p->pool.state_[id] |= PB_HASHED;
 	p->nhashed++;
-	p->a->stats.prefix_index_ops++;
-	p->a->stats.prefix_index_probes += n;
 	return true;
 }
 
@@ -232,27 +204,10 @@ static bool ht_insert_new(paged *p, uint32_t id, uint64_t h)
  * cluster back (no tombstones, so probe lengths never build up). */
 static void ht_remove(paged *p, uint32_t id)
 {
-	uint64_t i = ht_home(p, bhash(&p->b[id])), n = 1;
-	while (p->ht[i] != id) {
-		kvs_require(p->ht[i] != NONE);
-		i = ht_next(p, i);
-		n++;
-	}
-	uint64_t j = i;
-	for (;;) {
-		j = ht_next(p, j);
-		n++;
-		uint32_t e = p->ht[j];
-		if (e == NONE)
-			break;
-		uint64_t k = ht_home(p, bhash(&p->b[e]));
-		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-		if (stays)
-			continue;
-		p->ht[i] = e;
-		i = j;
-	}
-	p->ht[i] = NONE;
+	uint64_t n = 0;
+	uint64_t i = pindex_probe(p, p->ht, p->ht_cap, bhash(&p->b[id]), &n);
+	kvs_require(p->ht[i] == id);
+	n += pindex_vacate(p, p->ht, p->ht_cap, i);
 	p->pool.state_[id] &= ~PB_HASHED;
 	p->nhashed--;
 	p->a->stats.prefix_index_ops++;
@@ -361,6 +316,19 @@ static void register_full(paged *p, kvs_seq_rec *s, uint32_t old)
 
 /* ---- init / fini ----------------------------------------------------------- */
 
+static size_t vscratch_bytes(const paged *p);
+
+/* Everything paged_init made (fields it did not reach are NULL). */
+static void paged_free(paged *p)
+{
+	kvs_free(p->b);
+	kvs_free(p->pool.state_);
+	kvs_free(p->pool.free_ids_);
+	kvs_free(p->ht);
+	kvs_free(p->host_free);
+	kvs_free(p);
+}
+
 static kvs_status paged_init(kvs_alloc *a)
 {
 	const kvs_alloc_config *c = &a->cfg;
@@ -426,28 +394,19 @@ static kvs_status paged_init(kvs_alloc *a)
 		for (uint32_t i = 0; i < hn; i++)
 			p->host_free[i] = (uint32_t)hn - 1 - i;   /* 0 on top */
 	}
+	if (KVS_DEBUG >= 2 && !kvs_alloc_vscratch(a, vscratch_bytes(p)))
+		goto nomem;
 	a->p = p;
 	return KVS_OK;
 nomem:
-	kvs_free(p->b);
-	kvs_free(p->pool.state_);
-	kvs_free(p->pool.free_ids_);
-	kvs_free(p->ht);
-	kvs_free(p->host_free);
-	kvs_free(p);
+	paged_free(p);
 	return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory for "
 			"%llu blocks", (unsigned long long)n);
 }
 
 static void paged_fini(kvs_alloc *a)
 {
-	paged *p = P(a);
-	kvs_free(p->b);
-	kvs_free(p->pool.state_);
-	kvs_free(p->pool.free_ids_);
-	kvs_free(p->ht);
-	kvs_free(p->host_free);
-	kvs_free(p);
+	paged_free(P(a));
 }
 
 /* ---- admission ---------------------------------------------------------------- */
@@ -578,10 +537,7 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 	uint32_t want = newlen / bs + (newlen % bs != 0);
 	uint32_t fresh = want > s->nblocks ? want - s->nblocks : 0;
 	if ((uint64_t)ncow + fresh > (uint64_t)p->pool.nfree_ + p->nidle)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu needs "
-				"%u blocks, %u free",
-				(unsigned long long)s->id, ncow + fresh,
-				p->pool.nfree_ + p->nidle);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: not enough free blocks to grow the sequence");
 	/* buffers are recycled with the records: calls only when they grow */
 	kvs_status st = KVS_OK;
 	if (KVS_UNLIKELY(s->nblocks + fresh > s->table_cap))
@@ -757,9 +713,7 @@ static kvs_status paged_swap_out(kvs_alloc *a, kvs_seq_rec *s,
 	paged *p = P(a);
 	uint32_t k = (uint32_t)kvs_div_ceil(s->len, p->bs);
 	if (k > p->host_nfree)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: swap_out: sequence "
-				"%llu needs %u host blocks, %u free",
-				(unsigned long long)s->id, k, p->host_nfree);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: swap_out: not enough free host blocks");
 	kvs_status st = kvs_alloc_reserve_copies(a, k);
 	if (st != KVS_OK)
 		return st;
@@ -792,10 +746,7 @@ static kvs_status paged_swap_in(kvs_alloc *a, kvs_seq_rec *s,
 {
 	paged *p = P(a);
 	if (!paged_can_swap_in(a, s))
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: swap_in: sequence "
-				"%llu needs %u blocks above the watermark of %u, "
-				"%u free", (unsigned long long)s->id, s->nblocks,
-				p->watermark, p->pool.nfree_ + p->nidle);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: swap_in: the sequence's blocks do not fit above the watermark");
 	uint32_t k = s->nblocks;
 	kvs_status st = kvs_alloc_reserve_copies(a, k);
 	if (st != KVS_OK)
@@ -891,44 +842,49 @@ static void paged_account(const kvs_alloc *a, const kvs_seq_desc *next,
 
 enum { V_NONE = 0, V_FREE, V_IDLE };
 
+/* The validator's per-block scratch: 13 bytes per device block, 1 per host
+ * block (kvs_alloc_vscratch; made by paged_init with debug_checks >= 2). */
+static size_t vscratch_bytes(const paged *p)
+{
+	return (size_t)p->pool.nblocks_ * (3 * sizeof(uint32_t) + 1) + p->host_nblocks + 1;
+}
+
 static bool paged_is_valid(const kvs_alloc *a)
 {
 	const paged *p = P(a);
 	uint32_t n = p->pool.nblocks_, bs = p->bs;
-	bool ok = false;
-	uint8_t *mark = kvs_calloc(n, 1);
-	uint32_t *refs = kvs_calloc(n, sizeof *refs);
-	uint32_t *fill = kvs_calloc(n, sizeof *fill);
-	uint32_t *resmax = kvs_calloc(n, sizeof *resmax);
-	uint8_t *hmark = kvs_calloc(p->host_nblocks + 1, 1);
-	if (!mark || !refs || !fill || !resmax || !hmark)
-		goto out;
+	void *vs = kvs_alloc_vscratch(a, vscratch_bytes(p));
+	KVS_VALID(vs != NULL);   /* only without debug_checks >= 2 */
+	uint32_t *refs = vs;
+	uint32_t *fill = refs + n;
+	uint32_t *resmax = fill + n;
+	uint8_t *mark = (uint8_t *)(resmax + n);
+	uint8_t *hmark = mark + n;
+	memset(vs, 0, vscratch_bytes(p));
 	/* free stack */
-	uint32_t cnt = 0;
-	if (p->pool.nfree_ > n)
-		goto out;
+	KVS_VALID(p->pool.nfree_ <= n);
 	for (uint32_t k = 0; k < p->pool.nfree_; k++) {
 		uint32_t id = p->pool.free_ids_[k];
-		if (id >= n || mark[id] || p->pool.state_[id] != (POOL | k))
-			goto out;
+		KVS_VALID(id < n);
+		KVS_VALID(!mark[id]);                       /* on the stack once */
+		KVS_VALID(p->pool.state_[id] == (POOL | k));
 		mark[id] = V_FREE;
 	}
 	/* LRU, both directions */
-	cnt = 0;
+	uint32_t cnt = 0;
 	uint32_t prev = NONE;
 	for (uint32_t id = p->lru_head; id != NONE; id = p->b[id].next) {
-		if (id >= n || mark[id] || p->pool.state_[id] != PB_HASHED ||
-		    p->b[id].prev != prev)
-			goto out;
+		KVS_VALID(id < n);
+		KVS_VALID(!mark[id]);                       /* neither free nor twice */
+		KVS_VALID(p->pool.state_[id] == PB_HASHED); /* idle: cached, no ref */
+		KVS_VALID(p->b[id].prev == prev);
 		mark[id] = V_IDLE;
 		prev = id;
-		if (++cnt > n)
-			goto out;
+		KVS_VALID(++cnt <= n);                      /* no cycle */
 	}
-	if (cnt != p->nidle || prev != p->lru_tail)
-		goto out;
-	if (!p->caching && p->nidle)
-		goto out;
+	KVS_VALID(cnt == p->nidle);
+	KVS_VALID(prev == p->lru_tail);
+	KVS_VALID(p->caching || p->nidle == 0);
 	/* tables: reference counts, fills, reservation claims */
 	uint64_t dup = 0;
 	uint32_t host_used = 0;
@@ -937,38 +893,37 @@ static bool paged_is_valid(const kvs_alloc *a)
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
 		if (s->state == KVS_SEQ_SWAPPED) {
-			if (s->nblocks != kvs_div_ceil(s->len, bs))
-				goto out;
+			KVS_VALID(s->nblocks == kvs_div_ceil(s->len, bs));
 			for (uint32_t i = 0; i < s->nblocks; i++) {
 				uint32_t h = s->table[i];
-				if (h >= p->host_nblocks || hmark[h])
-					goto out;
+				KVS_VALID(h < p->host_nblocks);
+				KVS_VALID(!hmark[h]);       /* one holder per host block */
 				hmark[h] = 1;
 				host_used++;
 			}
 			continue;
 		}
-		if ((uint64_t)s->nblocks * bs < s->len ||
-		    s->res != kvs_seq_reserved((uint64_t)s->nblocks * bs, s->len, s->final_len))
-			goto out;
+		KVS_VALID((uint64_t)s->nblocks * bs >= s->len);
+		KVS_VALID(s->res == kvs_seq_reserved((uint64_t)s->nblocks * bs, s->len,
+						     s->final_len));
 		for (uint32_t i = 0; i < s->nblocks; i++) {
 			uint32_t id = s->table[i];
-			if (id >= n || mark[id] != V_NONE)
-				goto out;
+			KVS_VALID(id < n);
+			KVS_VALID(mark[id] == V_NONE);      /* held: neither free nor idle */
 			uint32_t f = fill_of(bs, i, s->len);
 			uint32_t v = block_res(bs, i, s->len, s->final_len);
-			if (refs[id] && fill[id] != f)
-				goto out;   /* holders disagree on a shared block */
+			/* holders agree on a shared block's fill */
+			KVS_VALID(refs[id] == 0 || fill[id] == f);
 			if (refs[id])
 				dup += f;
 			refs[id]++;
 			fill[id] = f;
 			if (v > resmax[id])
 				resmax[id] = v;
-			/* a cached block must hold what its hash names */
-			if ((p->pool.state_[id] & PB_HASHED) &&
-			    (f != bs || (i < s->nhashes && s->hashes[i] != bhash(&p->b[id]))))
-				goto out;
+			/* a cached block holds what its hash names */
+			KVS_VALID(!(p->pool.state_[id] & PB_HASHED) || f == bs);
+			KVS_VALID(!(p->pool.state_[id] & PB_HASHED) || i >= s->nhashes ||
+				  s->hashes[i] == bhash(&p->b[id]));
 		}
 	}
 	uint64_t tok = 0, res = 0, owned = 0;
@@ -978,26 +933,26 @@ static bool paged_is_valid(const kvs_alloc *a)
 			continue;
 		/* a pinned block (the pool's, off the stack) is in no table,
 		 * has one implicit reference and is what give1 accepts */
-		uint32_t stw = p->pool.state_[id];
-		if (stw & POOL) {
-			if (refs[id] || !pool_pinned(&p->pool, p->pool.nfree_, id))
-				goto out;
-		} else if (ref_of(p, id) == 0 || ref_of(p, id) != refs[id]) {
-			goto out;
+		if (p->pool.state_[id] & POOL) {
+			KVS_VALID(refs[id] == 0);
+			KVS_VALID(pool_pinned(&p->pool, p->pool.nfree_, id));
+		} else {
+			KVS_VALID(ref_of(p, id) != 0);
+			KVS_VALID(ref_of(p, id) == refs[id]);
 		}
 		owned++;
 		tok += fill[id];
 		res += resmax[id];
 		tails += refs[id] >= 2 && fill[id] < bs;
 	}
-	if (dup != p->dup_tok || tails != p->shared_tails)
-		goto out;
+	KVS_VALID(dup == p->dup_tok);
+	KVS_VALID(tails == p->shared_tails);
 	/* prefix index: exactly the hashed blocks, each reachable */
 	uint32_t hashed = 0;
 	for (uint32_t id = 0; id < n; id++)
 		hashed += (p->pool.state_[id] & PB_HASHED) != 0;
-	if (hashed != p->nhashed || (!p->caching && hashed))
-		goto out;
+	KVS_VALID(hashed == p->nhashed);
+	KVS_VALID(p->caching || hashed == 0);
 	if (p->caching) {
 		uint64_t entries = 0;
 		for (uint64_t i = 0; i < p->ht_cap; i++) {
@@ -1005,39 +960,30 @@ static bool paged_is_valid(const kvs_alloc *a)
 			if (id == NONE)
 				continue;
 			entries++;
-			if (id >= n || !(p->pool.state_[id] & PB_HASHED) ||
-			    ht_find(p, bhash(&p->b[id])) != id)
-				goto out;
+			KVS_VALID(id < n);
+			KVS_VALID(p->pool.state_[id] & PB_HASHED);
+			KVS_VALID(ht_find(p, bhash(&p->b[id])) == id);
 		}
-		if (entries != hashed)
-			goto out;
+		KVS_VALID(entries == hashed);
 	}
 	/* host pool */
-	if (host_used + p->host_nfree != p->host_nblocks)
-		goto out;
+	KVS_VALID(host_used + p->host_nfree == p->host_nblocks);
 	for (uint32_t i = 0; i < p->host_nfree; i++) {
 		uint32_t h = p->host_free[i];
-		if (h >= p->host_nblocks || hmark[h])
-			goto out;
+		KVS_VALID(h < p->host_nblocks);
+		KVS_VALID(!hmark[h]);                       /* free xor held, once */
 		hmark[h] = 1;
 	}
 	/* the incremental accounting equals the one recomputed from scratch */
 	kvs_mem_parts m;
 	paged_account(a, NULL, &m);
 	uint64_t B = a->cfg.kv_bytes_per_token;
-	if (m.token_states != tok * B || m.reservation != res * B ||
-	    m.cached_idle != (uint64_t)p->nidle * p->block_bytes ||
-	    m.free != (uint64_t)p->pool.nfree_ * p->block_bytes ||
-	    m.internal_frag != owned * p->block_bytes - (tok + res) * B + p->leftover)
-		goto out;
-	ok = true;
-out:
-	kvs_free(mark);
-	kvs_free(refs);
-	kvs_free(fill);
-	kvs_free(resmax);
-	kvs_free(hmark);
-	return ok;
+	KVS_VALID(m.token_states == tok * B);
+	KVS_VALID(m.reservation == res * B);
+	KVS_VALID(m.cached_idle == (uint64_t)p->nidle * p->block_bytes);
+	KVS_VALID(m.free == (uint64_t)p->pool.nfree_ * p->block_bytes);
+	KVS_VALID(m.internal_frag == owned * p->block_bytes - (tok + res) * B + p->leftover);
+	return true;
 }
 
 /* ---- views ------------------------------------------------------------------------ */
@@ -1091,8 +1037,7 @@ kvs_block_pool_take_slow(kvs_block_pool *pool)
 	if (pool->nfree_)
 		return kvs_block_pool_take1(pool);
 	if (p->nidle == 0) {
-		kvs_fail(KVS_ERR_NOSPACE, "allocator: no free block in a pool "
-			 "of %u", pool->nblocks_);
+		kvs_fail_static(KVS_ERR_NOSPACE, "allocator: no free block in the pool");
 		return NONE;
 	}
 	uint32_t id = evict(p->a, p);
@@ -1116,8 +1061,7 @@ kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids)
 	paged *p = P(a);
 	kvs_block_pool *pool = &p->pool;
 	if (n > pool->nfree_ + p->nidle)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: %u blocks wanted, "
-				"%u free", n, pool->nfree_ + p->nidle);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: not enough free blocks for the request");
 	/* all or nothing: n blocks are there.  Straight off the stack (the
 	 * state words already say POOL), then the rest by eviction. */
 	uint32_t top = pool->nfree_, i = 0;

@@ -147,11 +147,7 @@ static kvs_status vatt_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
 	if (want > s->pages) {
 		uint64_t more = want - s->pages;
 		if (more > v->free_groups)
-			return kvs_fail(KVS_ERR_NOSPACE, "allocator: sequence %llu "
-					"needs %llu pages per tensor, %llu free",
-					(unsigned long long)s->id,
-					(unsigned long long)more,
-					(unsigned long long)v->free_groups);
+			return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: not enough free pages to grow the sequence");
 		v->free_groups -= more;
 		s->pages = (uint32_t)want;
 	}
@@ -185,11 +181,7 @@ static kvs_status vatt_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 	vatt *v = V(a);
 	uint64_t need = groups_for(v, par->len);
 	if (need > v->free_groups)
-		return kvs_fail(KVS_ERR_NOSPACE, "allocator: fork: child %llu "
-				"needs %llu pages per tensor, %llu free",
-				(unsigned long long)c->id,
-				(unsigned long long)need,
-				(unsigned long long)v->free_groups);
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: fork: not enough free pages for the child");
 	v->free_groups -= need;
 	c->pages = (uint32_t)need;
 	c->len = par->len;
@@ -223,20 +215,19 @@ static bool vatt_is_valid(const kvs_alloc *a)
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
 		uint64_t cap = (uint64_t)s->pages * v->tpp;
-		if (s->state != KVS_SEQ_RESIDENT || cap < s->len ||
-		    s->res != kvs_seq_reserved(cap, s->len, s->final_len))
-			return false;
+		KVS_VALID(s->state == KVS_SEQ_RESIDENT);    /* never swapped */
+		KVS_VALID(cap >= s->len);
+		KVS_VALID(s->res == kvs_seq_reserved(cap, s->len, s->final_len));
 		/* never more pages than the longer of len and one page */
-		if (s->pages > 1 && groups_for(v, s->len) < s->pages &&
-		    (uint64_t)(s->pages - 1) * v->tpp >= s->final_len)
-			return false;
+		KVS_VALID(!(s->pages > 1 && groups_for(v, s->len) < s->pages &&
+			    (uint64_t)(s->pages - 1) * v->tpp >= s->final_len));
 		mapped += s->pages;
 	}
-	if (mapped + v->free_groups != v->groups)
-		return false;
+	KVS_VALID(mapped + v->free_groups == v->groups);
 	/* bytes held cover what is stored and reserved */
-	return mapped * v->group_bytes >=
-	       (a->tok_sum + a->res_sum) * a->cfg.kv_bytes_per_token;
+	KVS_VALID(mapped * v->group_bytes >=
+		  (a->tok_sum + a->res_sum) * a->cfg.kv_bytes_per_token);
+	return true;
 }
 
 static uint64_t vatt_num_units(const kvs_alloc *a)

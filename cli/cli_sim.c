@@ -3,6 +3,7 @@
  * the replay / compare tables.
  */
 #include "cli_sim.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -743,13 +744,13 @@ static void on_report_progress(void *ctx, size_t done, size_t total, const char 
 	rp->shown = done != total;
 }
 
-int kvs_cli_json_output(const char *cmd, const json_t *doc, kvs_outfile *json_out,
+int kvs_cli_json_output(const char *cmd, const kvs_json *doc, kvs_outfile *json_out,
 			const char *report_dir, const char *title, bool quiet)
 {
 	if (!json_out && !report_dir)
 		return KVS_EXIT_OK;
 	/* one text for both outputs */
-	char *text = kvs_sim_json_text(doc);
+	char *text = kvs_json_text(doc);
 	if (!text) {
 		fprintf(stderr, "kvsim %s: out of memory (JSON)\n", cmd);
 		return KVS_EXIT_FAIL;
@@ -1008,11 +1009,11 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		kvs_cli_cost_print(stdout, res, nres);
 	}
 	if (rc == KVS_EXIT_OK && (json || report)) {
-		json_t *doc = kvs_sim_report_json(cmd, res, nres, path, format, &tstats);
+		kvs_json *doc = kvs_sim_report_json(cmd, res, nres, path, format, &tstats);
 		if (doc && interrupted)
-			json_object_set_new(doc, "interrupted", json_true());
+			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
 		/* --gpu-hour-price: each policy's cost object */
-		json_t *pols = doc ? json_object_get(doc, "policies") : NULL;
+		json_t *pols = doc ? json_object_get(kvs_json_jt(doc), "policies") : NULL;
 		for (size_t i = 0; pols && i < nres; i++) {
 			json_t *cost = kvs_cli_cost_json(res[i]);
 			json_t *po = json_object_get(pols,
@@ -1029,7 +1030,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			char title[256];
 			report_title(title, sizeof title, cmd, path);
 			rc = kvs_cli_json_output(cmd, doc, jso, report, title, sim.quiet);
-			json_decref(doc);
+			kvs_json_free(doc);
 		}
 	}
 	if (bjo && rc == KVS_EXIT_OK) {

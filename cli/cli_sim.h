@@ -88,7 +88,7 @@ void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st);
  * (NULL: the library's default); the report's progress line appears on
  * stderr when it is a terminal and quiet is false.  Returns an exit code;
  * messages are printed as "kvsim CMD: ...". */
-int kvs_cli_json_output(const char *cmd, const json_t *doc, kvs_outfile *json_out,
+int kvs_cli_json_output(const char *cmd, const kvs_json *doc, kvs_outfile *json_out,
 			const char *report_dir, const char *title, bool quiet);
 
 /* Output files named by flags (kvs_outfile): open before any simulation,

@@ -10,6 +10,7 @@
 
 #include "cli_sim.h"
 #include "kvsim/fleet.h"
+#include "common/json.h"
 
 static void usage(FILE *f)
 {
@@ -442,7 +443,7 @@ int kvs_cmd_fleet(int argc, char **argv)
 		print_fleet(stdout, res, &fo);
 	}
 	if (rc == KVS_EXIT_OK && (json || report)) {
-		json_t *doc = kvs_fleet_report_json(res, path, format, &tstats);
+		json_t *doc = kvs_json_jt(kvs_fleet_report_json(res, path, format, &tstats));
 		if (!doc) {
 			fprintf(stderr, "kvsim fleet: out of memory\n");
 			rc = KVS_EXIT_FAIL;
@@ -464,7 +465,8 @@ int kvs_cmd_fleet(int argc, char **argv)
 			char title[256];
 			const char *base = strrchr(path, '/');
 			snprintf(title, sizeof title, "kvsim fleet: %s", base && base[1] ? base + 1 : path);
-			rc = kvs_cli_json_output(cmd, doc, jso, report, title, sim.quiet);
+			rc = kvs_cli_json_output(cmd, kvs_json_of(doc), jso, report, title,
+						 sim.quiet);
 			json_decref(doc);
 		}
 	}

@@ -5,6 +5,7 @@
  * with numbers.  Printing only: every figure comes from sizing/.
  */
 #include "cli.h"
+#include "common/json.h"
 
 #include <stdlib.h>
 
@@ -467,8 +468,8 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_t *o = json_object();
 	json_object_set_new(o, "kvsim_version", json_string(kvs_version()));
 	json_object_set_new(o, "command", json_string("size"));
-	json_object_set_new(o, "model", kvs_sim_model_json(&d->model));
-	json_object_set_new(o, "gpu", kvs_sim_gpu_json(&d->gpu));
+	json_object_set_new(o, "model", kvs_json_jt(kvs_sim_model_json(&d->model)));
+	json_object_set_new(o, "gpu", kvs_json_jt(kvs_sim_gpu_json(&d->gpu)));
 
 	json_t *e = json_object();
 	json_object_set_new(e, "tp", json_integer(d->tp));

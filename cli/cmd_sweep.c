@@ -676,7 +676,7 @@ int kvs_cmd_sweep(int argc, char **argv)
 		goto out;
 	}
 	if (o.json || o.report) {
-		json_t *doc = kvs_sweep_result_json(R, set);
+		kvs_json *doc = kvs_sweep_result_json(R, set);
 		if (!doc) {
 			fprintf(stderr, "kvsim sweep: out of memory (JSON)\n");
 			rc = KVS_EXIT_FAIL;
@@ -686,7 +686,7 @@ int kvs_cmd_sweep(int argc, char **argv)
 		char title[256];
 		snprintf(title, sizeof title, "kvsim sweep: %s", base && base[1] ? base + 1 : path);
 		rc = kvs_cli_json_output("sweep", doc, jso, o.report, title, o.quiet);
-		json_decref(doc);
+		kvs_json_free(doc);
 		if (rc != KVS_EXIT_OK)
 			goto out;
 	}

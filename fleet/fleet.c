@@ -23,6 +23,7 @@
  * results; the request source stays the caller's.
  */
 #include "kvsim/fleet.h"
+#include "common/json.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -220,7 +221,7 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 		}
 		st = kvs_sim_create(sc, &f.sims[i]);
 		if (st != KVS_OK && cfg->npools)
-			st = kvs_fail(st, "pool %s: %s", cfg->pools[pool].name, kvs_last_error());
+			st = kvs_fail_wrap(st, "pool %s", cfg->pools[pool].name);
 		if (st == KVS_OK)
 			st = kvs_sim_start(f.sims[i], NULL);
 		f.next_ev[i] = INFINITY;
@@ -376,17 +377,19 @@ static json_t *jreal(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-json_t *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,
-			      kvs_trace_format format, const kvs_trace_stats *tstats)
+static json_t *fleet_jt(const kvs_fleet_result *r, const char *trace_path,
+			kvs_trace_format format, const kvs_trace_stats *tstats)
 {
 	kvs_sim_result *tot = r->total;
-	json_t *doc = kvs_sim_report_json("fleet", &tot, 1, trace_path, format, tstats);
+	json_t *doc = kvs_json_jt(kvs_sim_report_json("fleet", &tot, 1, trace_path, format,
+						      tstats));
 	if (!doc)
 		return NULL;
 	/* the engine of one replica (the total sums the pools) */
 	const kvs_sim_result *r0 = r->rep[0];
-	json_object_set_new(doc, "engine", kvs_sim_engine_json(kvs_sim_result_config(r0),
-							       kvs_sim_result_stats(r0)));
+	json_object_set_new(doc, "engine",
+			    kvs_json_jt(kvs_sim_engine_json(kvs_sim_result_config(r0),
+							    kvs_sim_result_stats(r0))));
 	json_t *fl = json_object();
 	json_t *rows = json_array();
 	if (!fl || !rows) {
@@ -445,4 +448,10 @@ json_t *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,
 	}
 	json_object_set_new(doc, "fleet", fl);
 	return doc;
+}
+
+kvs_json *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,
+				kvs_trace_format format, const kvs_trace_stats *tstats)
+{
+	return kvs_json_of(fleet_jt(r, trace_path, format, tstats));
 }

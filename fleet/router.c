@@ -12,6 +12,7 @@
  * lookup per replica (O(prompt blocks) each).
  */
 #include "kvsim/fleet.h"
+#include "common/mix.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -53,12 +54,10 @@ static uint32_t pick_round_robin(kvs_router *r, const kvs_router_view *v)
 	return (uint32_t)(r->next++ % v->n);
 }
 
+/* splitmix64's step: the mixer of common/mix.h over a golden-ratio walk */
 static uint64_t splitmix64(uint64_t *x)
 {
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return kvs_mix64(*x += KVS_GOLDEN64);
 }
 
 static uint32_t pick_random(kvs_router *r, const kvs_router_view *v)

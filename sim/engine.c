@@ -57,6 +57,9 @@
  */
 #include "kvs_config.h"
 #include "sim_internal.h"
+#include "common/array.h"
+#include "common/heap.h"
+#include "common/table.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -191,6 +194,13 @@ static bool ev_less(const event *a, const event *b)
 	return a->t < b->t || (a->t == b->t && a->seqno < b->seqno);
 }
 
+/* a slot of chained_prefix's id set: empty unless stamp is the current
+ * request's */
+typedef struct seen_slot {
+	uint64_t key;
+	uint32_t stamp;
+} seen_slot;
+
 /* ---- the simulator ---------------------------------------------------------- */
 
 struct kvs_sim {
@@ -262,8 +272,7 @@ struct kvs_sim {
 	uint32_t desc_nhashes;
 	kvs_seq_id desc_seq;       /* ... this one (KVS_SEQ_NONE_ when none) */
 	bool desc_valid;
-	uint64_t *seen_key;        /* repeated-id check of copy_hashes: keys, */
-	uint32_t *seen_stamp;      /* and the request that wrote each slot */
+	seen_slot *seen;           /* repeated-id check of copy_hashes */
 	size_t seen_cap;
 	uint32_t seen_now;
 
@@ -286,48 +295,19 @@ struct kvs_sim {
 
 /* ---- event heap ------------------------------------------------------------ */
 
+KVS_HEAP_DEFINE(evh, event, ev_less)
+
 static kvs_status ev_push(kvs_sim *s, double t, ev_type type)
 {
-	if (s->nev == s->capev) {
-		size_t cap = s->capev ? s->capev * 2 : 8;
-		event *v = kvs_reallocarray(s->ev, cap, sizeof *v);
-		if (!v)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (event heap)");
-		s->ev = v;
-		s->capev = cap;
-	}
-	event e = { t, s->ev_seqno++, type };
-	size_t i = s->nev++;
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (!ev_less(&e, &s->ev[p]))
-			break;
-		s->ev[i] = s->ev[p];
-		i = p;
-	}
-	s->ev[i] = e;
+	if (!KVS_ARRAY_RESERVE(s->ev, s->capev, s->nev + 1, 8))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (event heap)");
+	evh_push(s->ev, &s->nev, (event){ t, s->ev_seqno++, type });
 	return KVS_OK;
 }
 
 static event ev_pop(kvs_sim *s)
 {
-	event top = s->ev[0];
-	event last = s->ev[--s->nev];
-	size_t i = 0, n = s->nev;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && ev_less(&s->ev[c + 1], &s->ev[c]))
-			c++;
-		if (!ev_less(&s->ev[c], &last))
-			break;
-		s->ev[i] = s->ev[c];
-		i = c;
-	}
-	if (n)
-		s->ev[i] = last;
-	return top;
+	return evh_pop(s->ev, &s->nev);
 }
 
 /* ---- decode heap ------------------------------------------------------------
@@ -340,49 +320,13 @@ static bool dh_less(const dh_ent *a, const dh_ent *b)
 	return a->E < b->E || (a->E == b->E && a->order < b->order);
 }
 
-static void dh_sift_up(kvs_sim *s, size_t i)
-{
-	dh_ent e = s->heap[i];
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (!dh_less(&e, &s->heap[p]))
-			break;
-		s->heap[i] = s->heap[p];
-		i = p;
-	}
-	s->heap[i] = e;
-}
-
-static void dh_sift_down(kvs_sim *s, size_t i)
-{
-	dh_ent e = s->heap[i];
-	size_t n = s->nheap;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && dh_less(&s->heap[c + 1], &s->heap[c]))
-			c++;
-		if (!dh_less(&s->heap[c], &e))
-			break;
-		s->heap[i] = s->heap[c];
-		i = c;
-	}
-	s->heap[i] = e;
-}
+KVS_HEAP_DEFINE(dhh, dh_ent, dh_less)
 
 static kvs_status dh_push(kvs_sim *s, sreq *r)
 {
-	if (s->nheap == s->capheap) {
-		size_t cap = s->capheap ? s->capheap * 2 : 64;
-		dh_ent *v = kvs_reallocarray(s->heap, cap, sizeof *v);
-		if (!v)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (decode heap)");
-		s->heap = v;
-		s->capheap = cap;
-	}
-	s->heap[s->nheap] = (dh_ent){ r->E, r->order, r };
-	dh_sift_up(s, s->nheap++);
+	if (!KVS_ARRAY_RESERVE(s->heap, s->capheap, s->nheap + 1, 64))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (decode heap)");
+	dhh_push(s->heap, &s->nheap, (dh_ent){ r->E, r->order, r });
 	s->ndec += r->nlive;
 	s->sumS += (uint64_t)r->nlive * r->S;
 	s->dec_len_sum += (uint64_t)r->nlive * r->len;
@@ -398,11 +342,8 @@ static void dh_unaccount(kvs_sim *s, const sreq *r)
 
 static sreq *dh_pop(kvs_sim *s)
 {
-	sreq *r = s->heap[0].r;
+	sreq *r = dhh_pop(s->heap, &s->nheap).r;
 	dh_unaccount(s, r);
-	s->heap[0] = s->heap[--s->nheap];
-	if (s->nheap)
-		dh_sift_down(s, 0);
 	return r;
 }
 
@@ -413,11 +354,7 @@ static void dh_remove(kvs_sim *s, sreq *r)
 		i++;
 	kvs_require(i < s->nheap);
 	dh_unaccount(s, r);
-	s->heap[i] = s->heap[--s->nheap];
-	if (i < s->nheap) {
-		dh_sift_up(s, i);
-		dh_sift_down(s, i);
-	}
+	dhh_remove_at(s->heap, &s->nheap, i);
 }
 
 /* ---- running list ---------------------------------------------------------- */
@@ -453,14 +390,8 @@ static void run_remove(kvs_sim *s, sreq *r)
 
 static kvs_status prefill_add(kvs_sim *s, sreq *r)
 {
-	if (s->nprefill == s->capprefill) {
-		size_t cap = s->capprefill ? s->capprefill * 2 : 16;
-		sreq **v = kvs_reallocarray(s->prefill, cap, sizeof *v);
-		if (!v)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory");
-		s->prefill = v;
-		s->capprefill = cap;
-	}
+	if (!KVS_ARRAY_RESERVE(s->prefill, s->capprefill, s->nprefill + 1, 16))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (prefill list)");
 	s->prefill[s->nprefill++] = r;
 	return KVS_OK;
 }
@@ -483,14 +414,8 @@ static kvs_status prefill_insert_ordered(kvs_sim *s, sreq *r)
 
 static kvs_status forkq_add(kvs_sim *s, sreq *r)
 {
-	if (s->nforkq == s->capforkq) {
-		size_t cap = s->capforkq ? s->capforkq * 2 : 8;
-		sreq **v = kvs_reallocarray(s->forkq, cap, sizeof *v);
-		if (!v)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory");
-		s->forkq = v;
-		s->capforkq = cap;
-	}
+	if (!KVS_ARRAY_RESERVE(s->forkq, s->capforkq, s->nforkq + 1, 8))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (fork queue)");
 	s->forkq[s->nforkq++] = r;
 	return KVS_OK;
 }
@@ -689,13 +614,9 @@ static kvs_status add_sample(kvs_sim *s, double t, const double bytes[6])
 			s->next_sample_t = R->samples[n - 1].t_s + R->sample_interval_s;
 			if (t < s->next_sample_t - R->sample_interval_s * 1e-9)
 				return KVS_OK;
-		} else {
-			size_t cap = s->capsamples ? s->capsamples * 2 : 256;
-			kvs_sim_sample *v = kvs_reallocarray(R->samples, cap, sizeof *v);
-			if (!v)
-				return kvs_fail(KVS_ERR_NOMEM, "out of memory (time series)");
-			R->samples = v;
-			s->capsamples = cap;
+		} else if (!KVS_ARRAY_RESERVE(R->samples, s->capsamples,
+					      R->nsamples + 1, 256)) {
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (time series)");
 		}
 	}
 	kvs_sim_sample *sm = &R->samples[R->nsamples++];
@@ -768,6 +689,41 @@ static void track_peak(kvs_sim *s)
 
 static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step);
 
+/* debug_checks >= 3: the whole engine state against itself, O(requests in
+ * flight) per step: both heaps ordered, decode entries keyed by their
+ * requests, the lazy decode aggregates equal to their sums recomputed, the
+ * running list linked both ways in admission order and its sequence count
+ * equal to nrunning. */
+static bool engine_is_valid(const kvs_sim *s)
+{
+	KVS_VALID(evh_is_valid(s->ev, s->nev));
+	KVS_VALID(dhh_is_valid(s->heap, s->nheap));
+	uint64_t ndec = 0, sumS = 0, lens = 0;
+	for (size_t i = 0; i < s->nheap; i++) {
+		const sreq *r = s->heap[i].r;
+		KVS_VALID(s->heap[i].E == r->E);
+		KVS_VALID(s->heap[i].order == r->order);
+		ndec += r->nlive;
+		sumS += (uint64_t)r->nlive * r->S;
+		lens += (uint64_t)r->nlive * r->len;
+	}
+	KVS_VALID(ndec == s->ndec);
+	KVS_VALID(sumS == s->sumS);
+	KVS_VALID(lens == s->dec_len_sum);
+	uint64_t seqs = 0;
+	const sreq *prev = NULL;
+	for (const sreq *r = s->run_head; r; r = r->next) {
+		KVS_VALID(r->prev == prev);
+		KVS_VALID(!prev || prev->order < r->order);
+		seqs += r->n;
+		prev = r;
+	}
+	KVS_VALID(prev == s->run_tail);
+	KVS_VALID(seqs == s->nrunning);
+	return true;
+}
+
+
 #define CHECK(cond)                                                            \
 	do {                                                                   \
 		if (!(cond))                                                   \
@@ -822,6 +778,9 @@ static kvs_status debug_check(kvs_sim *s)
 		CHECK(r->gen < r->out_eff);
 	}
 	CHECK(!s->nheap || s->heap[0].E >= s->G);
+	if (KVS_DEBUG >= 3 && !engine_is_valid(s))
+		return kvs_fail_wrap(KVS_ERR_STATE, "engine validator at step %llu",
+				     (unsigned long long)s->G);
 	return KVS_OK;
 }
 
@@ -834,51 +793,37 @@ static kvs_status debug_check(kvs_sim *s)
  * breaks the chain rule (docs/TRACE-FORMAT.md); the blocks from the repeat
  * on are taken as the request's own (never shared), which also keeps the
  * allocator from mapping one cached block twice into one block table.
- * O(n) expected: an open-addressing set whose slots are stamped with the
- * request, so it is never cleared. */
+ * O(n) expected: common/table.h over slots stamped with the request (a
+ * slot is empty unless its stamp is the current one), so the set is never
+ * cleared between requests; the load stays at most 1/2. */
+#define SEEN_IS_EMPTY(now, e) ((e)->stamp != (now))
+#define SEEN_KEY(now, e) ((e)->key)
+#define SEEN_SET_EMPTY(now, e) ((e)->stamp = 0)
+KVS_TABLE_DEFINE(seentab, seen_slot, uint32_t, SEEN_IS_EMPTY, SEEN_KEY, SEEN_SET_EMPTY,
+		 kvs_table_mixed)
+
 static kvs_status chained_prefix(kvs_sim *s, const uint64_t *h, uint32_t n,
 				 uint32_t *keep)
 {
 	*keep = n;
 	if (n < 2)
 		return KVS_OK;
-	size_t cap = 64;
-	while (cap < 2 * (size_t)n)
-		cap *= 2;
-	if (cap > s->seen_cap) {
-		uint64_t *k = kvs_reallocarray(s->seen_key, cap, sizeof *k);
-		if (k)
-			s->seen_key = k;
-		uint32_t *t = k ? kvs_reallocarray(s->seen_stamp, cap, sizeof *t) : NULL;
-		if (!t)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
-		memset(t, 0, cap * sizeof *t);
-		s->seen_stamp = t;
-		s->seen_cap = cap;
-		s->seen_now = 0;
-	}
-	if (++s->seen_now == 0) {   /* stamps wrapped: clear once */
-		memset(s->seen_stamp, 0, s->seen_cap * sizeof *s->seen_stamp);
+	size_t before = s->seen_cap;
+	if (!KVS_ARRAY_RESERVE(s->seen, s->seen_cap, 2 * (size_t)n, 64))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (hash ids)");
+	/* grown (new slots hold garbage) or stamps wrapped: clear once */
+	if (s->seen_cap != before || ++s->seen_now == 0) {
+		memset(s->seen, 0, s->seen_cap * sizeof *s->seen);
 		s->seen_now = 1;
 	}
-	size_t mask = s->seen_cap - 1;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t x = h[i];   /* splitmix64's finaliser spreads raw ids */
-		x ^= x >> 30;
-		x *= 0xbf58476d1ce4e5b9ull;
-		x ^= x >> 27;
-		x *= 0x94d049bb133111ebull;
-		x ^= x >> 31;
-		size_t j = (size_t)x & mask;
-		while (s->seen_stamp[j] == s->seen_now) {
-			if (s->seen_key[j] == h[i]) {
-				*keep = i;
-				return KVS_OK;
-			}
-			j = (j + 1) & mask;
+		uint64_t probes = 0;
+		uint64_t j = seentab_probe(s->seen_now, s->seen, s->seen_cap, h[i], &probes);
+		if (s->seen[j].stamp == s->seen_now) {   /* h[i] seen before */
+			*keep = i;
+			return KVS_OK;
 		}
-		s->seen_stamp[j] = s->seen_now;
-		s->seen_key[j] = h[i];
+		s->seen[j] = (seen_slot){ h[i], s->seen_now };
 	}
 	return KVS_OK;
 }
@@ -933,9 +878,9 @@ static kvs_status copy_hashes(kvs_sim *s, sreq *r, const kvs_request *q)
 		uint32_t nout;
 		st = resplit(s, q->hash_ids, n, src_block, r->prompt, &nout);
 		if (st != KVS_OK)
-			return kvs_fail(st, "request %llu (line %llu): %s",
-					(unsigned long long)q->index, (unsigned long long)q->line,
-					kvs_last_error());
+			return kvs_fail_wrap(st, "request %llu (line %llu)",
+					     (unsigned long long)q->index,
+					     (unsigned long long)q->line);
 		if ((st = chained_prefix(s, s->hash_scratch, nout, &keep)) != KVS_OK)
 			return st;
 		if (!keep)
@@ -1107,8 +1052,10 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 		return KVS_OK;
 	}
 	r->state = RS_WAITING;
-	if (!deque_push_back(&s->waiting, r))
+	if (!deque_push_back(&s->waiting, r)) {
+		sreq_free(r);   /* in no queue yet: the run is over */
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (waiting queue)");
+	}
 	if (s->waiting.n + s->swapped.n > st->waiting_max)
 		st->waiting_max = s->waiting.n + s->swapped.n;
 	return KVS_OK;
@@ -1161,10 +1108,10 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 		kvs_status st = kvs_alloc_grow(s->alloc, member(r, i), (uint32_t)n,
 					       NULL, NULL);
 		if (st != KVS_OK)
-			return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+			return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
 					"allocator refused %llu tokens within the room it "
-					"reported for request %llu: %s", (unsigned long long)n,
-					(unsigned long long)r->index, kvs_last_error());
+					"reported for request %llu", (unsigned long long)n,
+					(unsigned long long)r->index);
 	}
 	uint64_t tokens = n * r->nlive;
 	if (r->state == RS_DECODE) {   /* in the heap */
@@ -1411,11 +1358,10 @@ static kvs_status fork_family(kvs_sim *s, sreq *r, bool *self_preempted,
 			continue;
 		}
 		if (st != KVS_OK)
-			return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
-					"request %llu: fork of sample %u failed%s: %s",
+			return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+					"request %llu: fork of sample %u failed%s",
 					(unsigned long long)r->index, r->nlive,
-					reserved ? " in the region reserved for it" : "",
-					kvs_last_error());
+					reserved ? " in the region reserved for it" : "");
 		if (r->nlive == 1)
 			s->nforked++;
 		r->nlive++;
@@ -1430,32 +1376,45 @@ static kvs_status fork_family(kvs_sim *s, sreq *r, bool *self_preempted,
 	return KVS_OK;
 }
 
-static void finish(kvs_sim *s, sreq *r)
+/* Record r's completion and free it (also on failure: the run is over). */
+static kvs_status finish(kvs_sim *s, sreq *r)
 {
 	kvs_sim_result *R = s->res;
-	kvs_sim_stats *st = &R->st;
+	kvs_sim_stats *stats = &R->st;
+	kvs_status st;
 	double t = s->now;
-	st->completed++;
-	st->prompt_tokens += r->prompt;
-	st->output_tokens += (uint64_t)r->output * r->n;   /* every sample's */
+	stats->completed++;
+	stats->prompt_tokens += r->prompt;
+	stats->output_tokens += (uint64_t)r->output * r->n;   /* every sample's */
 	double ttft = r->first_token - r->arrival;
-	kvs_sketch_add(&R->sk[KVS_METRIC_TTFT], ttft);
-	kvs_sketch_add(&R->sk[KVS_METRIC_E2E], t - r->arrival);
-	kvs_sketch_add(&R->sk[KVS_METRIC_QUEUE_DELAY], r->admitted - r->arrival);
+
+	if ((st = kvs_sketch_add(&R->sk[KVS_METRIC_TTFT], ttft)) != KVS_OK ||
+	    (st = kvs_sketch_add(&R->sk[KVS_METRIC_E2E], t - r->arrival)) != KVS_OK ||
+	    (st = kvs_sketch_add(&R->sk[KVS_METRIC_QUEUE_DELAY], r->admitted - r->arrival)) != KVS_OK) {
+		sreq_free(r);
+		return st;
+	}
 	bool good = !(s->cfg.slo_ttft_s > 0 && ttft > s->cfg.slo_ttft_s);
 	if (s->cfg.slo_e2e_s > 0 && t - r->arrival > s->cfg.slo_e2e_s)
 		good = false;
 	if (r->output >= 2) {
 		/* samples advance in lockstep: each sample's TPOT, and their mean */
 		double tpot = (t - r->first_token) / (double)(r->output - 1);
-		kvs_sketch_add(&R->sk[KVS_METRIC_TPOT], tpot);
-		kvs_sketch_add_n(&R->sk[KVS_METRIC_ITL], tpot, r->output - 1);
+		if ((st = kvs_sketch_add(&R->sk[KVS_METRIC_TPOT], tpot)) != KVS_OK) {
+			sreq_free(r);
+			return st;
+		}
+		if ((st = kvs_sketch_add_n(&R->sk[KVS_METRIC_ITL], tpot, r->output - 1)) != KVS_OK) {
+			sreq_free(r);
+			return st;
+		}
 		if (s->cfg.slo_tpot_s > 0 && tpot > s->cfg.slo_tpot_s)
 			good = false;
 	}
 	s->good += good;
 	emit_record(s, r, KVS_SIM_COMPLETED, KVS_SIM_REJECT_COUNT_, t);
 	sreq_free(r);
+	return KVS_OK;
 }
 
 static kvs_status ensure_due_cap(kvs_sim *s)
@@ -1485,9 +1444,8 @@ static kvs_status admit_head(kvs_sim *s, sreq *r, bool *later)
 	*later = false;
 	kvs_status st = kvs_alloc_admit(s->alloc, &d, &cached);
 	if (st != KVS_OK)
-		return kvs_fail(st, "request %llu: admission failed after can_admit said "
-				"it fits: %s", (unsigned long long)r->index,
-				kvs_last_error());
+		return kvs_fail_wrap(st, "request %llu: admission failed after can_admit said "
+				"it fits", (unsigned long long)r->index);
 	r->nreg = 1;
 	r->nlive = 1;
 	if (r->n > 1 && s->reserve_children) {
@@ -1626,7 +1584,8 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 				return st;
 			run_remove(s, r);
 			s->due[i] = NULL;
-			finish(s, r);
+			if ((st = finish(s, r)) != KVS_OK)
+				return st;
 		}
 	}
 	for (size_t i = 0; i < ndue; i++) {
@@ -1712,10 +1671,10 @@ static kvs_status plan_swap_in(kvs_sim *s, step_plan *b)
 		for (uint32_t i = 0; i < r->nlive; i++) {
 			st = kvs_alloc_swap_in(s->alloc, member(r, i), NULL, NULL);
 			if (st != KVS_OK)
-				return kvs_fail(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+				return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
 						"request %llu: swap-in of sample %u failed "
-						"after its group was found to fit: %s",
-						(unsigned long long)r->index, i, kvs_last_error());
+						"after its group was found to fit",
+						(unsigned long long)r->index, i);
 		}
 		deque_pop_front(&s->swapped);
 		uint64_t bytes = (uint64_t)r->len * s->kvb * r->nlive;
@@ -1783,9 +1742,9 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 			break;
 		uint32_t c = chunk_of(r, b->budget);
 		if (c > 0 && (st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL)) != KVS_OK)
-			return kvs_fail(st, "request %llu: prefill of %u tokens failed "
-					"inside its admitted memory: %s",
-					(unsigned long long)r->index, c, kvs_last_error());
+			return kvs_fail_wrap(st, "request %llu: prefill of %u tokens failed "
+					"inside its admitted memory",
+					(unsigned long long)r->index, c);
 		add_chunk(r, c, b);
 	}
 	return KVS_OK;
@@ -2183,8 +2142,7 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);
 	kvs_free(s->desc_hashes);
-	kvs_free(s->seen_key);
-	kvs_free(s->seen_stamp);
+	kvs_free(s->seen);
 	if (s->res)
 		kvs_sim_result_destroy(s->res);
 	kvs_free(s);

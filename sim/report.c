@@ -7,6 +7,7 @@
  * written as null.
  */
 #include "sim_internal.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -28,7 +29,7 @@ static void set(json_t *o, const char *k, json_t *v)
 	json_object_set_new(o, k, v ? v : json_null());
 }
 
-json_t *kvs_sim_model_json(const kvs_model *m)
+static json_t *model_jt(const kvs_model *m)
 {
 	json_t *o = json_object();
 	set(o, "name", json_string(m->name));
@@ -54,7 +55,7 @@ json_t *kvs_sim_model_json(const kvs_model *m)
 	return o;
 }
 
-json_t *kvs_sim_gpu_json(const kvs_gpu *g)
+static json_t *gpu_jt(const kvs_gpu *g)
 {
 	json_t *o = json_object();
 	set(o, "name", json_string(g->name));
@@ -75,7 +76,7 @@ static json_t *opt_real(double v)
 	return v > 0 ? jreal(v) : json_null();
 }
 
-json_t *kvs_sim_engine_json(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
+static json_t *engine_jt(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
 {
 	const kvs_deploy *d = &cfg->deploy;
 	json_t *o = json_object();
@@ -133,7 +134,7 @@ json_t *kvs_sim_engine_json(const kvs_sim_config *cfg, const kvs_sim_stats *size
 	return o;
 }
 
-json_t *kvs_sim_trace_json(const char *path, kvs_trace_format format,
+static json_t *trace_jt(const char *path, kvs_trace_format format,
 			   const kvs_trace_stats *ts, const kvs_sim_stats *st)
 {
 	json_t *o = json_object();
@@ -181,7 +182,7 @@ static json_t *group_of(json_t *o, const char *group)
 }
 
 /* A metric's JSON value: integers as integers, non-finite reals as null. */
-json_t *kvs_sim_metric_json(const kvs_metric_info *m, const kvs_sim_stats *st)
+static json_t *metric_jt(const kvs_metric_info *m, const kvs_sim_stats *st)
 {
 	double v = kvs_metric_value(m->id, st);
 	if (m->flags & KVS_MF_INT)
@@ -204,7 +205,7 @@ static json_t *series(const kvs_sim_result *r, size_t off, bool is_u32, bool is_
 	return a;
 }
 
-json_t *kvs_sim_result_json(const kvs_sim_result *r)
+static json_t *result_jt(const kvs_sim_result *r)
 {
 	const kvs_sim_stats *st = &r->st;
 	json_t *o = json_object();
@@ -222,7 +223,7 @@ json_t *kvs_sim_result_json(const kvs_sim_result *r)
 		else if ((m->flags & KVS_MF_SET_ONLY) && !(kvs_metric_value(m->id, st) >= 0))
 			v = json_null();        /* not recorded */
 		else
-			v = kvs_sim_metric_json(m, st);
+			v = metric_jt(m, st);
 		set(group_of(o, m->group), m->field, v);
 	}
 	json_t *why = json_object();
@@ -285,7 +286,7 @@ static double waste_pct(const kvs_sim_stats *s)
 	return kvs_metric_value(KVS_M_WASTE_PCT, s);
 }
 
-json_t *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
+static json_t *report_jt(const char *command, kvs_sim_result *const *results,
 			    size_t n, const char *trace_path, kvs_trace_format format,
 			    const kvs_trace_stats *tstats)
 {
@@ -295,15 +296,15 @@ json_t *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
 	if (n == 0)
 		return doc;
 	const kvs_sim_config *cfg = &results[0]->cfg;
-	set(doc, "model", kvs_sim_model_json(&cfg->deploy.model));
-	set(doc, "gpu", kvs_sim_gpu_json(&cfg->deploy.gpu));
-	set(doc, "engine", kvs_sim_engine_json(cfg, &results[0]->st));
-	set(doc, "trace", kvs_sim_trace_json(trace_path, format, tstats, &results[0]->st));
+	set(doc, "model", model_jt(&cfg->deploy.model));
+	set(doc, "gpu", gpu_jt(&cfg->deploy.gpu));
+	set(doc, "engine", engine_jt(cfg, &results[0]->st));
+	set(doc, "trace", trace_jt(trace_path, format, tstats, &results[0]->st));
 	json_t *pol = json_object();
 	/* the ratios are taken against the registry's baseline policy */
 	const kvs_sim_stats *paged = NULL;
 	for (size_t i = 0; i < n; i++) {
-		set(pol, kvs_policy_name(results[i]->st.policy), kvs_sim_result_json(results[i]));
+		set(pol, kvs_policy_name(results[i]->st.policy), result_jt(results[i]));
 		if (!paged && kvs_policy_has(results[i]->st.policy, KVS_TRAIT_BASELINE))
 			paged = &results[i]->st;
 	}
@@ -327,11 +328,6 @@ json_t *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
 	return doc;
 }
 
-char *kvs_sim_json_text(const json_t *doc)
-{
-	return json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
-}
-
 kvs_status kvs_sim_json_write_text(const char *text, const char *path)
 {
 	/* the text and a newline, under a temporary name renamed when done */
@@ -347,9 +343,9 @@ kvs_status kvs_sim_json_write_text(const char *text, const char *path)
 	return kvs_outfile_commit(o);
 }
 
-kvs_status kvs_sim_json_write(const json_t *doc, const char *path)
+kvs_status kvs_sim_json_write(const kvs_json *doc, const char *path)
 {
-	char *text = kvs_sim_json_text(doc);
+	char *text = kvs_json_text(doc);
 	if (!text)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (JSON)");
 	kvs_status st = kvs_sim_json_write_text(text, path);
@@ -417,6 +413,46 @@ void kvs_sim_request_csv_row(FILE *f, const char *policy, const kvs_sim_request_
 	opt_time(f, tpot);
 	opt_time(f, e2e);
 	fputc('\n', f);
+}
+
+/* ---- the public, opaque face of the builders above ---------------------------- */
+
+kvs_json *kvs_sim_model_json(const kvs_model *m)
+{
+	return kvs_json_of(model_jt(m));
+}
+
+kvs_json *kvs_sim_gpu_json(const kvs_gpu *g)
+{
+	return kvs_json_of(gpu_jt(g));
+}
+
+kvs_json *kvs_sim_engine_json(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
+{
+	return kvs_json_of(engine_jt(cfg, sized));
+}
+
+kvs_json *kvs_sim_trace_json(const char *path, kvs_trace_format format,
+			     const kvs_trace_stats *tstats, const kvs_sim_stats *st)
+{
+	return kvs_json_of(trace_jt(path, format, tstats, st));
+}
+
+kvs_json *kvs_sim_result_json(const kvs_sim_result *r)
+{
+	return kvs_json_of(result_jt(r));
+}
+
+kvs_json *kvs_sim_report_json(const char *command, kvs_sim_result *const *results,
+			      size_t n, const char *trace_path, kvs_trace_format format,
+			      const kvs_trace_stats *tstats)
+{
+	return kvs_json_of(report_jt(command, results, n, trace_path, format, tstats));
+}
+
+kvs_json *kvs_sim_metric_json(const kvs_metric_info *m, const kvs_sim_stats *st)
+{
+	return kvs_json_of(metric_jt(m, st));
 }
 
 void kvs_sim_request_csv_on_request(void *ctx, const kvs_sim_request_record *r)

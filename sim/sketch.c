@@ -46,6 +46,32 @@ kvs_status kvs_sketch_add_n(kvs_sketch *s, double v, uint64_t times)
 		return KVS_OK;
 	if (!(v >= 0))
 		v = 0;   /* latencies are never negative; guards rounding */
+	int32_t i = 0;
+	bool zero = v <= SKETCH_ZERO;
+	if (!zero) {
+		/* room for the bucket first: on failure nothing changes */
+		i = (int32_t)ceil(log(v) / sketch_log_gamma());
+		if (s->n == 0) {
+			s->counts = kvs_calloc(64, sizeof *s->counts);
+			if (!s->counts)
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
+			s->n = 64;
+			s->lo = i - 32;
+		}
+		if (i < s->lo || i >= s->lo + (int32_t)s->n) {
+			int32_t lo = i < s->lo ? i - 64 : s->lo;
+			int32_t hi = i >= s->lo + (int32_t)s->n ? i + 64 : s->lo + (int32_t)s->n;
+			uint32_t n = (uint32_t)(hi - lo);
+			uint64_t *c = kvs_calloc(n, sizeof *c);
+			if (!c)
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
+			memcpy(c + (s->lo - lo), s->counts, s->n * sizeof *c);
+			kvs_free(s->counts);
+			s->counts = c;
+			s->lo = lo;
+			s->n = n;
+		}
+	}
 	if (s->count == 0) {
 		s->min = s->max = v;
 	} else {
@@ -56,32 +82,10 @@ kvs_status kvs_sketch_add_n(kvs_sketch *s, double v, uint64_t times)
 	}
 	s->count += times;
 	s->sum += times == 1 ? v : v * (double)times;
-	if (v <= SKETCH_ZERO) {
+	if (zero)
 		s->zeros += times;
-		return KVS_OK;
-	}
-	int32_t i = (int32_t)ceil(log(v) / sketch_log_gamma());
-	if (s->n == 0) {
-		s->counts = kvs_calloc(64, sizeof *s->counts);
-		if (!s->counts)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
-		s->n = 64;
-		s->lo = i - 32;
-	}
-	if (i < s->lo || i >= s->lo + (int32_t)s->n) {
-		int32_t lo = i < s->lo ? i - 64 : s->lo;
-		int32_t hi = i >= s->lo + (int32_t)s->n ? i + 64 : s->lo + (int32_t)s->n;
-		uint32_t n = (uint32_t)(hi - lo);
-		uint64_t *c = kvs_calloc(n, sizeof *c);
-		if (!c)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
-		memcpy(c + (s->lo - lo), s->counts, s->n * sizeof *c);
-		kvs_free(s->counts);
-		s->counts = c;
-		s->lo = lo;
-		s->n = n;
-	}
-	s->counts[i - s->lo] += times;
+	else
+		s->counts[i - s->lo] += times;
 	return KVS_OK;
 }
 

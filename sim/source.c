@@ -9,6 +9,7 @@
  * plus 8 bytes per hash id.
  */
 #include "sim_internal.h"
+#include "common/array.h"
 
 #include <string.h>
 
@@ -64,25 +65,10 @@ kvs_status kvs_request_set_append(kvs_request_set *s, const kvs_request *req)
 				"one: requests must come in arrival order",
 				(unsigned long long)req->index, (unsigned long long)req->line,
 				req->arrival_s);
-	if (s->n == s->cap) {
-		uint64_t cap = s->cap ? s->cap * 2 : 1024;
-		kvs_request *v = kvs_reallocarray(s->reqs, cap, sizeof *v);
-		if (!v)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (request set)");
-		s->reqs = v;
-		s->cap = cap;
-	}
 	uint32_t nh = req->hash_ids ? req->num_hash_ids : 0;
-	if (s->nh + nh > s->caph) {
-		uint64_t cap = s->caph ? s->caph : 1024;
-		while (cap < s->nh + nh)
-			cap *= 2;
-		uint64_t *v = kvs_reallocarray(s->hashes, cap, sizeof *v);
-		if (!v)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (request set)");
-		s->hashes = v;
-		s->caph = cap;
-	}
+	if (!KVS_ARRAY_RESERVE(s->reqs, s->cap, s->n + 1, 1024) ||
+	    !KVS_ARRAY_RESERVE(s->hashes, s->caph, s->nh + nh, 1024))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (request set)");
 	kvs_request *r = &s->reqs[s->n++];
 	*r = *req;
 	if (nh)

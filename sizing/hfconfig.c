@@ -9,6 +9,7 @@
  * names the field and the file; so is a field of the wrong type or range.
  */
 #include "sizing_internal.h"
+#include "common/array.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -499,9 +500,9 @@ kvs_status kvs_model_from_json_file(const char *path, kvs_model *out)
 	if (!f)
 		return kvs_fail(KVS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
 	/* read whole (a FIFO too), up to CONFIG_MAX_BYTES */
-	size_t cap = 64 * 1024, len = 0;
-	char *buf = kvs_malloc(cap);
-	kvs_status st = buf ? KVS_OK : kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", path);
+	size_t cap = 0, len = 0;
+	char *buf = NULL;
+	kvs_status st = KVS_OK;
 	while (st == KVS_OK) {
 		if (len == cap) {
 			if (cap >= CONFIG_MAX_BYTES) {
@@ -509,13 +510,10 @@ kvs_status kvs_model_from_json_file(const char *path, kvs_model *out)
 					      "config.json", path, CONFIG_MAX_BYTES >> 20);
 				break;
 			}
-			char *nb = kvs_realloc(buf, cap * 2);
-			if (!nb) {
+			if (!KVS_ARRAY_RESERVE(buf, cap, len + 1, 64 * 1024)) {
 				st = kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", path);
 				break;
 			}
-			buf = nb;
-			cap *= 2;
 		}
 		size_t got = fread(buf + len, 1, cap - len, f);
 		len += got;

@@ -201,8 +201,8 @@ static kvs_status gpu_size(json_t *g, const char *path, const char *name,
 				"%s: gpu '%s': field '%s' must be a size string such as "
 				"\"79.19GiB\"", path, name, key);
 	if (kvs_parse_bytes(json_string_value(v), out) != KVS_OK)
-		return kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': field '%s': %s",
-				path, name, key, kvs_last_error());
+		return kvs_fail_wrap(KVS_ERR_PARSE, "%s: gpu '%s': field '%s'",
+				     path, name, key);
 	return KVS_OK;
 }
 

@@ -28,6 +28,7 @@
  */
 #include "kvs_config.h"
 #include "sweep_internal.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -314,12 +315,12 @@ static json_t *config_json(const kvs_sweep_work *w)
 {
 	const kvs_sweep_config *c = &w->res->cfg;
 	json_t *o = json_object();
-	jset(o, "model", kvs_sim_model_json(&c->base.deploy.model));
-	jset(o, "gpu", kvs_sim_gpu_json(&c->base.deploy.gpu));
+	jset(o, "model", kvs_json_jt(kvs_sim_model_json(&c->base.deploy.model)));
+	jset(o, "gpu", kvs_json_jt(kvs_sim_gpu_json(&c->base.deploy.gpu)));
 	kvs_sim_config ec = c->base;
 	ec.slo_ttft_s = c->slo_ttft_s;
 	ec.slo_tpot_s = c->slo_tpot_s;
-	jset(o, "engine", kvs_sim_engine_json(&ec, NULL));
+	jset(o, "engine", kvs_json_jt(kvs_sim_engine_json(&ec, NULL)));
 	json_t *s = json_object();
 	json_t *bs = json_array(), *ps = json_array();
 	for (size_t i = 0; i < c->nblock_sizes; i++)
@@ -929,7 +930,7 @@ kvs_status kvs_sweep_plan_merge(kvs_sweep_plan *p, const char *dir, kvs_sweep_re
 		p->bound = false;
 		return st;
 	}
-	*out = kvs_sweep_work_finish(&p->work);
+	st = kvs_sweep_work_finish(&p->work, out);
 	p->bound = false;
-	return KVS_OK;
+	return st;
 }

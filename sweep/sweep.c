@@ -493,7 +493,7 @@ fail:
 	return st;
 }
 
-kvs_sweep_result *kvs_sweep_work_finish(kvs_sweep_work *w)
+kvs_status kvs_sweep_work_finish(kvs_sweep_work *w, kvs_sweep_result **out)
 {
 	kvs_sweep_result *R = w->res;
 	const kvs_sweep_config *cfg = &R->cfg;
@@ -517,10 +517,15 @@ kvs_sweep_result *kvs_sweep_work_finish(kvs_sweep_work *w)
 	}
 	for (size_t i = 0; i < R->nrows; i++)
 		R->rows[i].meets_slo = slo_holds(cfg, &R->rows[i].st);
-	kvs_sweep_recommend(R);
+	kvs_status st = kvs_sweep_recommend(R);
+	if (st != KVS_OK) {
+		kvs_sweep_work_free(w);
+		return st;
+	}
 	w->res = NULL;
 	kvs_sweep_work_free(w);
-	return R;
+	*out = R;
+	return KVS_OK;
 }
 
 /* ---- threads ---------------------------------------------------------------- */
@@ -652,8 +657,7 @@ kvs_status kvs_sweep_run_ex(const kvs_sweep_config *cfg, const kvs_request_set *
 		kvs_sweep_work_free(&w);
 		return st;
 	}
-	*out = kvs_sweep_work_finish(&w);
-	return KVS_OK;
+	return kvs_sweep_work_finish(&w, out);
 }
 
 void kvs_sweep_result_destroy(kvs_sweep_result *r)

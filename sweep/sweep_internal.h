@@ -39,7 +39,7 @@ struct kvs_sweep_result {
 	uint32_t hash_block_tokens;
 };
 
-void kvs_sweep_recommend(kvs_sweep_result *r);
+kvs_status kvs_sweep_recommend(kvs_sweep_result *r);
 
 /* ---- points ---------------------------------------------------------------
  * The unit of work of a sweep, threaded (kvs_sweep_run) or scaled out
@@ -82,8 +82,9 @@ kvs_status kvs_sweep_point_run(const kvs_sweep_work *w, size_t p,
 /* Put point p's result into its row (not thread-safe). */
 void kvs_sweep_point_store(kvs_sweep_work *w, size_t p, const kvs_sweep_point_result *r);
 /* Every point stored: repeat the deduplicated rows, mark the SLO verdicts,
- * recommend; hands the result over and frees the rest of w. */
-kvs_sweep_result *kvs_sweep_work_finish(kvs_sweep_work *w);
+ * recommend; hands the result over in *out and frees the rest of w (all of
+ * w, *out untouched, when the recommendation runs out of memory). */
+kvs_status kvs_sweep_work_finish(kvs_sweep_work *w, kvs_sweep_result **out);
 void kvs_sweep_work_free(kvs_sweep_work *w);
 /* Do sweep/plan.c's field tables cover kvs_sim_stats and kvs_sweep_capacity
  * (every byte a field or alignment padding)?  err names the gap. */

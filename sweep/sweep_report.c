@@ -13,6 +13,7 @@
  */
 #include "kvs_config.h"
 #include "sweep_internal.h"
+#include "common/json.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -490,7 +491,7 @@ static void rec_prefix(rctx *x, kvs_sweep_recommendation *rec)
 	cat(buf, bn, ".");
 }
 
-void kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_row *rows,
+kvs_status kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_row *rows,
 			      const kvs_sweep_capacity *caps, size_t n,
 			      kvs_sweep_recommendation out[KVS_OBJ_COUNT_])
 {
@@ -519,21 +520,23 @@ void kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_row *ro
 			x.min_rel = rows[i].kernel.rel;
 			x.cheapest = i;
 		}
-	if (n == 0 || !(x.cand = kvs_calloc(n, sizeof *x.cand))) {
+	if (n == 0) {
 		for (int o = 0; o < KVS_OBJ_COUNT_; o++)
-			snprintf(out[o].reason, sizeof out[o].reason, "%s",
-				 n ? "Out of memory choosing a recommendation." : "No rows.");
-		return;
+			snprintf(out[o].reason, sizeof out[o].reason, "No rows.");
+		return KVS_OK;
 	}
+	if (!(x.cand = kvs_calloc(n, sizeof *x.cand)))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory choosing a recommendation");
 	rec_throughput(&x, &out[KVS_OBJ_THROUGHPUT]);
 	rec_waste(&x, &out[KVS_OBJ_WASTE]);
 	rec_prefix(&x, &out[KVS_OBJ_PREFIX]);
 	kvs_free(x.cand);
+	return KVS_OK;
 }
 
-void kvs_sweep_recommend(kvs_sweep_result *R)
+kvs_status kvs_sweep_recommend(kvs_sweep_result *R)
 {
-	kvs_sweep_recommend_rows(&R->cfg, R->rows, R->caps, R->nrows, R->rec);
+	return kvs_sweep_recommend_rows(&R->cfg, R->rows, R->caps, R->nrows, R->rec);
 }
 
 /* ---- JSON ---------------------------------------------------------------------- */
@@ -563,7 +566,7 @@ static json_t *row_json(const kvs_sweep_row *r)
 	for (int i = 0; i < KVS_M_COUNT_; i++) {
 		const kvs_metric_info *m = kvs_metric_get((kvs_metric_id)i);
 		if (m->flags & KVS_MF_SWEEP)
-			jset(o, m->key, kvs_sim_metric_json(m, s));
+			jset(o, m->key, kvs_json_jt(kvs_sim_metric_json(m, s)));
 	}
 	jset(o, "kernel_cost_us", jreal(r->kernel.cost_us));
 	jset(o, "kernel_relative_cost", jreal(r->kernel.rel));
@@ -596,7 +599,7 @@ static json_t *cap_json(const kvs_sweep_capacity *k, const kvs_sweep_config *c)
 	return o;
 }
 
-json_t *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *rs)
+static json_t *sweep_jt(const kvs_sweep_result *R, const kvs_request_set *rs)
 {
 	const kvs_sweep_config *c = &R->cfg;
 	json_t *doc = json_object();
@@ -604,13 +607,13 @@ json_t *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *
 		return NULL;
 	jset(doc, "kvsim_version", json_string(kvs_version()));
 	jset(doc, "command", json_string("sweep"));
-	jset(doc, "model", kvs_sim_model_json(&c->base.deploy.model));
-	jset(doc, "gpu", kvs_sim_gpu_json(&c->base.deploy.gpu));
+	jset(doc, "model", kvs_json_jt(kvs_sim_model_json(&c->base.deploy.model)));
+	jset(doc, "gpu", kvs_json_jt(kvs_sim_gpu_json(&c->base.deploy.gpu)));
 	const kvs_sim_stats *st0 = R->nrows ? &R->rows[0].st : NULL;
 	kvs_sim_config ec = c->base;
 	ec.slo_ttft_s = c->slo_ttft_s;
 	ec.slo_tpot_s = c->slo_tpot_s;
-	json_t *eng = kvs_sim_engine_json(&ec, st0);
+	json_t *eng = kvs_json_jt(kvs_sim_engine_json(&ec, st0));
 	if (eng) {
 		/* block size and pool blocks vary by row */
 		json_object_del(eng, "block_size");
@@ -625,9 +628,9 @@ json_t *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *
 		jset(eng, "time_scale", jreal(c->time_scale));
 	}
 	jset(doc, "engine", eng);
-	jset(doc, "trace", kvs_sim_trace_json(rs ? kvs_request_set_path(rs) : NULL,
+	jset(doc, "trace", kvs_json_jt(kvs_sim_trace_json(rs ? kvs_request_set_path(rs) : NULL,
 					      rs ? kvs_request_set_format(rs) : KVS_TRACE_AUTO,
-					      rs ? kvs_request_set_trace_stats(rs) : NULL, st0));
+					      rs ? kvs_request_set_trace_stats(rs) : NULL, st0)));
 	json_t *k = json_object();
 	jset(k, "model", json_string(c->kernel_profile ? "profile" : "analytic"));
 	jset(k, "block_overhead_tokens",
@@ -714,4 +717,9 @@ kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 	if (fflush(f) != 0 || ferror(f))
 		return kvs_fail(KVS_ERR_IO, "write failed: %s", strerror(errno));
 	return KVS_OK;
+}
+
+kvs_json *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *rs)
+{
+	return kvs_json_of(sweep_jt(R, rs));
 }

@@ -733,6 +733,43 @@ static void test_paged_metadata(void **state)
 	kvs_alloc_destroy(a);
 }
 
+/* The validator names the invariant that broke (file:line and the
+ * expression) and needs no memory: it passes with every host allocation
+ * failing, and each corruption below is caught by its own check. */
+static void test_validator_names_invariant(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	kvs_alloc *a = fx_make(&c);
+	fx_admit_ok(a, 1, 6, 4);
+	grow_ok(a, 1, 6);
+	kvs_mem_fail_nth(1, true);
+	bool ok = kvs_alloc_is_valid(a);
+	kvs_mem_fail_nth(0, false);
+	assert_true(ok);
+
+	/* a free block's state word no longer names its stack slot */
+	kvs_block_pool *pool = kvs_alloc_block_pool(a);
+	kvs_block_id top = pool->free_ids_[pool->nfree_ - 1];
+	uint32_t saved = pool->state_[top];
+	pool->state_[top] ^= 1;
+	kvs_clear_error();
+	assert_false(kvs_alloc_is_valid(a));
+	const char *msg = kvs_last_error();
+	assert_non_null(strstr(msg, "paged.c:"));
+	assert_non_null(strstr(msg, "invariant broken: p->pool.state_[id] == (POOL | k)"));
+	pool->state_[top] = saved;
+	assert_true(kvs_alloc_is_valid(a));
+
+	/* the free count claims one block more than the stack holds */
+	pool->nfree_++;
+	assert_false(kvs_alloc_is_valid(a));
+	assert_non_null(strstr(kvs_last_error(), "invariant broken: "));
+	pool->nfree_--;
+	assert_true(kvs_alloc_is_valid(a));
+	kvs_alloc_destroy(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -749,6 +786,7 @@ int main(void)
 		cmocka_unit_test(test_paged_pool_take_give),
 		cmocka_unit_test(test_paged_pool_single),
 		cmocka_unit_test(test_paged_metadata),
+		cmocka_unit_test(test_validator_names_invariant),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 
 #include "kvs_config.h"
 #include "kvsim/fleet.h"
+#include "common/json.h"
 #include "test_util.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
@@ -182,8 +183,8 @@ static void assert_same_as_replay(const kvs_sim_config *c, const kvs_request_set
 {
 	kvs_sim_result *rr = replay(c, set);
 	kvs_fleet_result *fr = fleet(c, 1, router, 0, set, NULL);
-	json_t *a = kvs_sim_report_json("replay", &rr, 1, "mem", KVS_TRACE_AUTO, NULL);
-	json_t *b = kvs_fleet_report_json(fr, "mem", KVS_TRACE_AUTO, NULL);
+	json_t *a = kvs_json_jt(kvs_sim_report_json("replay", &rr, 1, "mem", KVS_TRACE_AUTO, NULL));
+	json_t *b = kvs_json_jt(kvs_fleet_report_json(fr, "mem", KVS_TRACE_AUTO, NULL));
 	const char *key;
 	json_t *v;
 	size_t nkeys = 0;
@@ -277,7 +278,7 @@ static void test_step_api_is_run(void **state)
 	kvs_sim_result *b = NULL;
 	assert_int_equal(kvs_sim_finish(s, &b), KVS_OK);
 	kvs_sim_destroy(s);
-	json_t *ja = kvs_sim_result_json(a), *jb = kvs_sim_result_json(b);
+	json_t *ja = kvs_json_jt(kvs_sim_result_json(a)), *jb = kvs_json_jt(kvs_sim_result_json(b));
 	char *x = json_dumps(ja, JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
 	char *y = json_dumps(jb, JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
 	assert_string_equal(x, y);
@@ -465,7 +466,7 @@ static char *doc_of(const kvs_sim_config *c, const char *router, uint64_t seed,
 	kvs_request_source src = kvs_request_cursor_source(&cur);
 	kvs_fleet_result *r;
 	assert_int_equal(kvs_fleet_run(&fc, &src, &r), KVS_OK);
-	json_t *d = kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL);
+	json_t *d = kvs_json_jt(kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL));
 	char *s = json_dumps(d, JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
 	json_decref(d);
 	kvs_fleet_result_destroy(r);
@@ -552,7 +553,7 @@ static void test_router_specs(void **state)
 
 static char *policies_json(const kvs_fleet_result *r)
 {
-	json_t *d = kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL);
+	json_t *d = kvs_json_jt(kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL));
 	char *s = json_dumps(json_object_get(d, "policies"),
 			     JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 	json_decref(d);
@@ -604,7 +605,7 @@ static void test_pools(void **state)
 	/* the small pool preempts, the big ones do not */
 	assert_true(kvs_fleet_result_replica_stats(r, 0)->preemptions >
 		    kvs_fleet_result_replica_stats(r, 1)->preemptions);
-	json_t *d = kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL);
+	json_t *d = kvs_json_jt(kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL));
 	json_t *jp = json_object_get(json_object_get(d, "fleet"), "pools");
 	assert_int_equal(json_array_size(jp), 2);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(jp, 1), "name")), "big");

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "kvsim/kvsim.h"
 #include "../sweep/sweep_internal.h"
+#include "common/json.h"
 
 static void hex_of(const char *msg, size_t n, char out[KVS_SHA256_HEX])
 {
@@ -119,8 +120,9 @@ static void sweep_cfg(kvs_sweep_config *c, bool capacity)
 
 static char *doc_text(const kvs_sweep_result *r, const kvs_request_set *set)
 {
-	json_t *doc = kvs_sweep_result_json(r, set);
+	json_t *doc = kvs_json_jt(kvs_sweep_result_json(r, set));
 	assert_non_null(doc);
+	/* 17 digits: every double exactly, not the files' 12 */
 	char *t = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 	json_decref(doc);
 	assert_non_null(t);

@@ -22,6 +22,7 @@
 
 #include "kvsim/kvsim.h"
 #include "../allocator/alloc_internal.h"
+#include "common/json.h"
 
 static uint32_t region_padded(uint32_t mml, uint32_t prompt, uint32_t output)
 {
@@ -210,7 +211,8 @@ static void test_registered_policy_replay(void **state)
 
 	/* its JSON is keyed by its registry name */
 	kvs_sim_result *both[2] = { o, r };
-	json_t *doc = kvs_sim_report_json("compare", both, 2, NULL, KVS_TRACE_AUTO, NULL);
+	json_t *doc = kvs_json_jt(kvs_sim_report_json("compare", both, 2, NULL,
+							 KVS_TRACE_AUTO, NULL));
 	assert_non_null(doc);
 	json_t *pol = json_object_get(json_object_get(doc, "policies"), "padded");
 	assert_non_null(pol);
@@ -252,7 +254,7 @@ static void test_registered_policy_sweep(void **state)
 	}
 	/* paged at 8 and 16 tokens a block is run at each */
 	assert_false(kvs_sweep_result_row(R, 1)->repeated);
-	json_t *doc = kvs_sweep_result_json(R, set);
+	json_t *doc = kvs_json_jt(kvs_sweep_result_json(R, set));
 	assert_non_null(doc);
 	json_t *ps = json_object_get(json_object_get(doc, "engine"), "policies");
 	assert_int_equal(json_array_size(ps), 2);
@@ -321,7 +323,7 @@ static void test_metric_table(void **state)
 	assert_float_equal(kvs_metric_value(KVS_M_TTFT_P99, st), st->ttft_s.p99, 0);
 	assert_float_equal(kvs_metric_value(KVS_M_CONC_MAX, st), (double)st->concurrency_max, 0);
 
-	json_t *o = kvs_sim_result_json(r);
+	json_t *o = kvs_json_jt(kvs_sim_result_json(r));
 	for (int i = 0; i < KVS_M_COUNT_; i++) {
 		const kvs_metric_info *m = kvs_metric_get((kvs_metric_id)i);
 		if (!(m->flags & KVS_MF_POLICY))

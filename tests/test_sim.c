@@ -869,9 +869,9 @@ static char *json_of(kvs_sim_config *c, const kvs_request_set *set)
 {
 	kvs_sim_result *res = run_set(c, set, NULL);
 	kvs_sim_result *arr[1] = { res };
-	json_t *doc = kvs_sim_report_json("replay", arr, 1, "mem", KVS_TRACE_AUTO, NULL);
-	char *s = json_dumps(doc, JSON_SORT_KEYS);
-	json_decref(doc);
+	kvs_json *doc = kvs_sim_report_json("replay", arr, 1, "mem", KVS_TRACE_AUTO, NULL);
+	char *s = kvs_json_text(doc);
+	kvs_json_free(doc);
 	kvs_sim_result_destroy(res);
 	return s;
 }

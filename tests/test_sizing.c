@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static kvs_model load(const char *name)
 {
@@ -961,6 +963,68 @@ static void test_invariants(void **state)
 	assert_int_equal(checked, (16 * 3 - 1) * 5 * 11 * 3);
 }
 
+/* A bad unit inside a GPU preset: the message keeps the unit error (the
+ * cause) after the file, GPU and field, each named once. */
+static void test_gpu_preset_error_keeps_cause(void **state)
+{
+	(void)state;
+	char dir[256];
+	snprintf(dir, sizeof dir, "%s/kvsim-test-%d-gpudata",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	mkdir(dir, 0700);
+	char path[512];
+	snprintf(path, sizeof path, "%s/gpus.json", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"gpus\": {\"h100-80gb\": {\"memory\": \"80XB\", "
+	      "\"hbm_gb_per_s\": 3350, \"fp16_dense_tflops\": 989}}}\n", f);
+	fclose(f);
+	const char *old = getenv("KVSIM_DATADIR");
+	char *saved = old ? strdup(old) : NULL;
+	setenv("KVSIM_DATADIR", dir, 1);
+	kvs_gpu g;
+	kvs_status st = kvs_gpu_preset("h100-80gb", &g);
+	if (saved) {
+		setenv("KVSIM_DATADIR", saved, 1);
+		free(saved);
+	} else {
+		unsetenv("KVSIM_DATADIR");
+	}
+	unlink(path);
+	rmdir(dir);
+	assert_int_equal(st, KVS_ERR_PARSE);
+	const char *msg = kvs_last_error();
+	char want[1024];
+	snprintf(want, sizeof want, "%s: gpu 'h100-80gb': field 'memory': "
+		 "'80XB': unknown unit 'XB' (use B, KB, MB, GB, TB, KiB, MiB, "
+		 "GiB or TiB)", path);
+	assert_string_equal(msg, want);
+	/* the field is named once: the old message repeated it garbled */
+	assert_ptr_equal(strstr(strstr(msg, "field 'memory'") + 1, "field 'memory'"), NULL);
+}
+
+/* kvs_fail_wrap prefixes context and keeps the cause; kvs_fail may read
+ * the thread's message while replacing it. */
+static void test_fail_wrap(void **state)
+{
+	(void)state;
+	kvs_fail(KVS_ERR_INVALID, "inner %d", 7);
+	assert_int_equal(kvs_fail_wrap(KVS_ERR_PARSE, "outer %s", "x"), KVS_ERR_PARSE);
+	assert_string_equal(kvs_last_error(), "outer x: inner 7");
+	assert_int_equal(kvs_fail_wrap(KVS_ERR_PARSE, "top"), KVS_ERR_PARSE);
+	assert_string_equal(kvs_last_error(), "top: outer x: inner 7");
+	kvs_fail(KVS_ERR_INVALID, "%s and %s", kvs_last_error(), kvs_last_error());
+	assert_string_equal(kvs_last_error(), "top: outer x: inner 7 and top: outer x: inner 7");
+	kvs_fail_static(KVS_ERR_NOSPACE, "no room");
+	assert_string_equal(kvs_last_error(), "no room");
+	kvs_fail_wrap(KVS_ERR_STATE, "request 3");
+	assert_string_equal(kvs_last_error(), "request 3: no room");
+	kvs_clear_error();
+	assert_string_equal(kvs_last_error(), "");
+	kvs_fail_wrap(KVS_ERR_NOMEM, "loading");
+	assert_string_equal(kvs_last_error(), "loading: out of host memory");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -982,6 +1046,8 @@ int main(void)
 		cmocka_unit_test(test_shrinks),
 		cmocka_unit_test(test_long_context_advice),
 		cmocka_unit_test(test_invariants),
+		cmocka_unit_test(test_gpu_preset_error_keeps_cause),
+		cmocka_unit_test(test_fail_wrap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

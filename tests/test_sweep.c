@@ -268,10 +268,10 @@ static char *sweep_json(kvs_sweep_config *c, const kvs_request_set *set, unsigne
 	c->jobs = jobs;
 	kvs_sweep_result *R;
 	assert_int_equal(kvs_sweep_run(c, set, &R), KVS_OK);
-	json_t *doc = kvs_sweep_result_json(R, set);
+	kvs_json *doc = kvs_sweep_result_json(R, set);
 	assert_non_null(doc);
-	char *s = json_dumps(doc, JSON_SORT_KEYS | JSON_INDENT(1));
-	json_decref(doc);
+	char *s = kvs_json_text(doc);
+	kvs_json_free(doc);
 	kvs_sweep_result_destroy(R);
 	return s;
 }

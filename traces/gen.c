@@ -23,6 +23,8 @@
  * option does not reshuffle the others.
  */
 #include "trace_internal.h"
+#include "common/array.h"
+#include "common/heap.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -151,7 +153,7 @@ struct kvs_gen {
 	uint64_t emitted;
 	uint64_t seq;
 	conv **heap;
-	uint32_t heap_n, heap_cap;
+	size_t heap_n, heap_cap;
 	pairs prompt_src, output_src;
 	bool joint;             /* prompt and output resampled as pairs */
 	uint32_t pair_idx;
@@ -312,52 +314,24 @@ kvs_status kvs_gen_open(const kvs_gen_opts *opts, kvs_gen **out)
 	return KVS_OK;
 }
 
-static inline bool conv_before(const conv *a, const conv *b)
+static inline bool conv_before(conv *const *a, conv *const *b)
 {
-	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+	return (*a)->t < (*b)->t || ((*a)->t == (*b)->t && (*a)->seq < (*b)->seq);
 }
+
+KVS_HEAP_DEFINE(convh, conv *, conv_before)
 
 static bool heap_push(kvs_gen *g, conv *c)
 {
-	if (g->heap_n == g->heap_cap) {
-		uint32_t cap = g->heap_cap ? g->heap_cap * 2 : 64;
-		conv **h = kvs_reallocarray(g->heap, cap, sizeof *h);
-		if (!h)
-			return false;
-		g->heap = h;
-		g->heap_cap = cap;
-	}
-	uint32_t i = g->heap_n++;
-	while (i > 0) {
-		uint32_t p = (i - 1) / 2;
-		if (!conv_before(c, g->heap[p]))
-			break;
-		g->heap[i] = g->heap[p];
-		i = p;
-	}
-	g->heap[i] = c;
+	if (!KVS_ARRAY_RESERVE(g->heap, g->heap_cap, g->heap_n + 1, 64))
+		return false;
+	convh_push(g->heap, &g->heap_n, c);
 	return true;
 }
 
 static conv *heap_pop(kvs_gen *g)
 {
-	conv *top = g->heap[0];
-	conv *last = g->heap[--g->heap_n];
-	uint32_t i = 0, n = g->heap_n;
-	for (;;) {
-		uint32_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && conv_before(g->heap[c + 1], g->heap[c]))
-			c++;
-		if (!conv_before(g->heap[c], last))
-			break;
-		g->heap[i] = g->heap[c];
-		i = c;
-	}
-	if (n > 0)
-		g->heap[i] = last;
-	return top;
+	return convh_pop(g->heap, &g->heap_n);
 }
 
 static kvs_status new_conv(kvs_gen *g, conv **out)

@@ -20,6 +20,8 @@
  */
 #include "kvs_config.h"
 #include "trace_internal.h"
+#include "common/array.h"
+#include "common/heap.h"
 
 #include <csv.h>
 #include <jansson.h>
@@ -222,7 +224,8 @@ struct kvs_trace {
 	slot *slots;
 	slot **heap;
 	slot **free_slots;
-	uint32_t nslots, heap_n, nfree;
+	uint32_t nslots, nfree;
+	size_t heap_n;
 	uint64_t seq;
 	bool eof, done;
 	kvs_status err;         /* sticky error */
@@ -338,6 +341,10 @@ static void csv_reset(kvs_trace *t)
 	t->csv_ready = true;
 }
 
+/* csv_split's reason when the field buffer cannot grow: an out-of-memory
+ * error, never a bad line (callers compare the pointer). */
+static const char csv_nomem[] = "no memory for the fields";
+
 /* Split one line into fields.  NULL or a reason. */
 static const char *csv_split(kvs_trace *t, const char *line, size_t len)
 {
@@ -345,7 +352,7 @@ static const char *csv_split(kvs_trace *t, const char *line, size_t len)
 	if (need > t->fcap) {
 		char *nb = kvs_realloc(t->fbuf, need);
 		if (!nb)
-			return "no memory for the fields";
+			return csv_nomem;
 		t->fbuf = nb;
 		t->fcap = need;
 	}
@@ -356,7 +363,10 @@ static const char *csv_split(kvs_trace *t, const char *line, size_t len)
 	int rc = used == len ? csv_fini(&t->csv, cb_field, cb_row, t) : -1;
 	if (rc != 0) {
 		bool unterminated = used == len;
+		bool nomem = csv_error(&t->csv) == CSV_ENOMEM;
 		csv_reset(t);
+		if (nomem)
+			return csv_nomem;
 		return unterminated ? "unterminated quoted field (a record must fit on one line)"
 				    : "malformed quoting (a quote inside an unquoted field, or "
 				      "text after a closing quote)";
@@ -486,6 +496,9 @@ static kvs_status detect_csv(kvs_trace *t, const char *line, size_t len, uint64_
 {
 	kvs_trace_format want = t->o.format;
 	const char *why = csv_split(t, line, len);
+	if (why == csv_nomem)
+		return kvs_fail(KVS_ERR_NOMEM, "%s:%llu: %s", t->path,
+				(unsigned long long)ln, why);
 	if (why) {
 		t->st.failed_lines++;
 		return kvs_fail(KVS_ERR_PARSE, "%s:%llu: header: %s", t->path,
@@ -634,17 +647,7 @@ static kvs_status detect(kvs_trace *t)
 
 static bool slot_reserve_ids(slot *s, uint32_t n)
 {
-	if (n <= s->ids_cap)
-		return true;
-	uint32_t cap = s->ids_cap ? s->ids_cap : 64;
-	while (cap < n)
-		cap *= 2;
-	uint64_t *p = kvs_reallocarray(s->ids, cap, sizeof *p);
-	if (!p)
-		return false;
-	s->ids = p;
-	s->ids_cap = cap;
-	return true;
+	return KVS_ARRAY_RESERVE(s->ids, s->ids_cap, n, 64);
 }
 
 /* Checks shared by every format once the fields are in the slot.
@@ -704,6 +707,9 @@ static kvs_status decode_csv(kvs_trace *t, const char *line, size_t len, slot *s
 {
 	*keep = false;
 	const char *why = csv_split(t, line, len);
+	if (why == csv_nomem)
+		return kvs_fail(KVS_ERR_NOMEM, "%s:%llu: %s", t->path,
+				(unsigned long long)s->line, why);
 	if (why)
 		return bad_line(t, s->line, "row", "%s", why);
 	if (t->nf != t->ncols)
@@ -948,43 +954,22 @@ out:
 
 /* ---- sort window (binary heap on (t_ns, seq)) ----------------------------------*/
 
-static inline bool slot_before(const slot *a, const slot *b)
+/* The heap holds slot pointers: compare what they point to. */
+static inline bool slot_before(slot *const *a, slot *const *b)
 {
-	return a->t_ns < b->t_ns || (a->t_ns == b->t_ns && a->seq < b->seq);
+	return (*a)->t_ns < (*b)->t_ns || ((*a)->t_ns == (*b)->t_ns && (*a)->seq < (*b)->seq);
 }
+
+KVS_HEAP_DEFINE(window, slot *, slot_before)
 
 static void heap_push(kvs_trace *t, slot *s)
 {
-	uint32_t i = t->heap_n++;
-	while (i > 0) {
-		uint32_t p = (i - 1) / 2;
-		if (!slot_before(s, t->heap[p]))
-			break;
-		t->heap[i] = t->heap[p];
-		i = p;
-	}
-	t->heap[i] = s;
+	window_push(t->heap, &t->heap_n, s);
 }
 
 static slot *heap_pop(kvs_trace *t)
 {
-	slot *top = t->heap[0];
-	slot *last = t->heap[--t->heap_n];
-	uint32_t i = 0, n = t->heap_n;
-	for (;;) {
-		uint32_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && slot_before(t->heap[c + 1], t->heap[c]))
-			c++;
-		if (!slot_before(t->heap[c], last))
-			break;
-		t->heap[i] = t->heap[c];
-		i = c;
-	}
-	if (n > 0)
-		t->heap[i] = last;
-	return top;
+	return window_pop(t->heap, &t->heap_n);
 }
 
 /* Read lines until one request is decoded into a free slot and pushed, or
@@ -1131,9 +1116,8 @@ static kvs_status yield_hashes(kvs_trace *t, const slot *s, uint32_t prompt,
 			      bs, src);
 	}
 	if (st != KVS_OK)
-		return kvs_fail(st, "%s:%llu: %s: %s", t->path, (unsigned long long)s->line,
-				t->lay->names[C_HASHES] ? t->lay->names[C_HASHES] : "hash_ids",
-				kvs_last_error());
+		return kvs_fail_wrap(st, "%s:%llu: %s", t->path, (unsigned long long)s->line,
+				     t->lay->names[C_HASHES] ? t->lay->names[C_HASHES] : "hash_ids");
 	req->hash_ids = nout ? t->out_ids : NULL;
 	req->num_hash_ids = nout;
 	req->hash_block_tokens = bs;

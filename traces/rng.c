@@ -4,15 +4,13 @@
  * the generator core, so a seed gives the same stream on every platform.
  */
 #include "trace_internal.h"
+#include "common/mix.h"
 
 #include <math.h>
 
 static uint64_t splitmix64(uint64_t *x)
 {
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return kvs_mix64(*x += KVS_GOLDEN64);
 }
 
 void kvs_rng_seed(kvs_rng *r, uint64_t seed)

@@ -20,6 +20,8 @@
  * statistics stop and say how many requests they cover.
  */
 #include "trace_internal.h"
+#include "common/array.h"
+#include "common/table.h"
 
 #include <math.h>
 #include <string.h>
@@ -30,15 +32,10 @@ static bool lenhist_add(kvs_lenhist *h, uint64_t v)
 {
 	if (v < KVS_LENHIST_EXACT_MAX) {
 		if (v >= h->exact_cap) {
-			uint32_t cap = h->exact_cap ? h->exact_cap : 4096;
-			while (cap <= v)
-				cap *= 2;
-			uint64_t *p = kvs_reallocarray(h->exact, cap, sizeof *p);
-			if (!p)
+			uint32_t old = h->exact_cap;
+			if (!KVS_ARRAY_RESERVE(h->exact, h->exact_cap, v + 1, 4096))
 				return false;
-			memset(p + h->exact_cap, 0, (cap - h->exact_cap) * sizeof *p);
-			h->exact = p;
-			h->exact_cap = cap;
+			memset(h->exact + old, 0, (h->exact_cap - old) * sizeof *h->exact);
 		}
 		h->exact[v]++;
 	} else {
@@ -122,23 +119,17 @@ typedef struct idset {
 	uint32_t zero_val;
 } idset;
 
-static inline uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
+#define IDSET_IS_EMPTY(s, k) (*(k) == 0)
+#define IDSET_KEY(s, k) (*(k))
+#define IDSET_SET_EMPTY(s, k) (*(k) = 0)
+KVS_TABLE_DEFINE(idtab, uint64_t, const idset *, IDSET_IS_EMPTY, IDSET_KEY,
+		 IDSET_SET_EMPTY, kvs_table_mixed)
 
 /* The slot of k (k != 0): where it is, or the empty slot where it goes. */
 static uint64_t idset_slot(const idset *s, uint64_t k)
 {
-	uint64_t m = s->cap - 1;
-	for (uint64_t i = mix64(k) & m;; i = (i + 1) & m)
-		if (s->keys[i] == k || s->keys[i] == 0)
-			return i;
+	uint64_t probes = 0;
+	return idtab_probe(s, s->keys, s->cap, k, &probes);
 }
 
 /* The value of k in a map, 0 when absent. */

@@ -46,9 +46,26 @@ const char *kvs_strerror(kvs_status status);
 const char *kvs_last_error(void);
 
 /* Record a printf-style message for status and return status, so that
- * failing paths read `return kvs_fail(KVS_ERR_PARSE, "%s:%llu: ...", ...);` */
+ * failing paths read `return kvs_fail(KVS_ERR_PARSE, "%s:%llu: ...", ...);`
+ * The message is formatted aside first, so an argument that points into the
+ * thread's message buffer is read before the buffer is overwritten. */
 kvs_status kvs_fail(kvs_status status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Wrap the failure being propagated: record "<fmt...>: <previous message>"
+ * and return status.  The one way to add context (file, request, field) to a
+ * callee's error while keeping its cause:
+ *     if ((st = kvs_parse_bytes(text, &b)) != KVS_OK)
+ *         return kvs_fail_wrap(st, "%s: field 'memory'", path);
+ * Never pass kvs_last_error() to kvs_fail: use this. */
+kvs_status kvs_fail_wrap(kvs_status status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Record a fixed message (a string literal or other static text) without
+ * formatting: O(1), for expected outcomes on hot paths such as
+ * KVS_ERR_NOSPACE from a failed grow, where the caller decides what to do
+ * and formats context only if it reports the failure. */
+kvs_status kvs_fail_static(kvs_status status, const char *msg);
 
 /* Clear the thread's last error message. */
 void kvs_clear_error(void);
@@ -67,6 +84,20 @@ const char *kvs_fmt_commas(uint64_t v, char *buf, size_t cap);
  * at most `count` entries of `candidates` or up to a NULL entry.  For "did
  * you mean" hints. */
 const char *kvs_suggest(const char *word, const char *const *candidates, size_t count);
+
+/* ---- JSON documents -------------------------------------------------------
+ * Report builders (kvs_sim_report_json, kvs_sweep_result_json, ...) return
+ * an opaque document handle; its representation is the library's own.
+ */
+typedef struct kvs_json kvs_json;
+
+/* Release a document (NULL is ignored). */
+void kvs_json_free(kvs_json *doc);
+
+/* The document as text: sorted keys, 2-space indent, reals with 12
+ * significant digits (what kvs_sim_json_write writes, without the final
+ * newline).  Release with kvs_free; NULL when out of memory. */
+char *kvs_json_text(const kvs_json *doc);
 
 /* ---- checked 64-bit arithmetic (true on overflow) ------------------------ */
 static inline bool kvs_mul_overflow(uint64_t a, uint64_t b, uint64_t *out)
@@ -94,6 +125,18 @@ void *kvs_realloc(void *ptr, size_t size);
 void *kvs_reallocarray(void *ptr, size_t count, size_t size);
 void kvs_free(void *ptr);
 char *kvs_strdup(const char *s);
+
+/* Fault injection (tests): make the nth host allocation from now fail
+ * (kvs_malloc, kvs_calloc, kvs_realloc, kvs_reallocarray and kvs_strdup
+ * return NULL), as SQLite's and knot-resolver's fault tests do.  n = 1 fails
+ * the next one; n = 0 turns injection off.  Every later allocation keeps
+ * failing when persistent is true (a process out of memory), else only the
+ * nth one does.  Process-wide; the counter is atomic. */
+void kvs_mem_fail_nth(uint64_t n, bool persistent);
+/* Allocations counted since the last kvs_mem_fail_nth call (0 before any),
+ * and whether an injected failure has fired since then. */
+uint64_t kvs_mem_alloc_count(void);
+bool kvs_mem_fail_fired(void);
 
 /* Name of the host allocator in use: "jemalloc" or "libc". */
 const char *kvs_mem_allocator(void);
@@ -130,6 +173,22 @@ void kvs_require_fail(const char *expr, const char *file, int line)
 	__attribute__((noreturn, cold));
 #define kvs_require(expr) \
 	((expr) ? (void)0 : kvs_require_fail(#expr, __FILE__, __LINE__))
+
+/* ---- validators ------------------------------------------------------------
+ * Each *_is_valid() checks one invariant per KVS_VALID line and, at the
+ * first that does not hold, records "file:line: invariant broken: expr" as
+ * the thread's error message (kvs_last_error(), KVS_ERR_STATE) and returns
+ * false.  Recording formats into the thread's fixed buffer: a validator
+ * never allocates, so it can run after every operation, also while host
+ * memory is exhausted.
+ */
+bool kvs_invalid(const char *expr, const char *file, int line)
+	__attribute__((cold));
+#define KVS_VALID(expr) \
+	do { \
+		if (KVS_UNLIKELY(!(expr))) \
+			return kvs_invalid(#expr, __FILE__, __LINE__); \
+	} while (0)
 
 /* ---- output files written whole or not at all (common/outfile.c) --------
  * kvs_outfile_open writes to a temporary file beside path, and

@@ -144,8 +144,9 @@ const kvs_fleet_config *kvs_fleet_result_config(const kvs_fleet_result *r);
 /* Replicas of the fleet (replicas, or the pools' sum). */
 uint32_t kvs_fleet_result_replicas(const kvs_fleet_result *r);
 
-json_t *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,
-			      kvs_trace_format format, const kvs_trace_stats *tstats);
+/* (a new document: release it with kvs_json_free; NULL when out of memory) */
+kvs_json *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,
+				kvs_trace_format format, const kvs_trace_stats *tstats);
 
 #ifdef __cplusplus
 }

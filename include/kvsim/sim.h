@@ -37,8 +37,6 @@
 extern "C" {
 #endif
 
-typedef struct json_t json_t;   /* jansson */
-
 /* ---- request sources ------------------------------------------------------
  * The engine pulls requests in arrival order (non-decreasing arrival_s).
  * next() returns KVS_OK with *req filled, KVS_END at the end, or an error;
@@ -477,41 +475,39 @@ kvs_status kvs_sim_step_time(const kvs_sim_config *cfg,
 			     const kvs_step_shape *shape, double *out_s);
 
 /* ---- reports ---------------------------------------------------------------
- * JSON objects as docs/REPORT-JSON.md specifies (new references; the caller
- * decrefs).  NULL on allocation failure. */
-json_t *kvs_sim_model_json(const kvs_model *m);
-json_t *kvs_sim_gpu_json(const kvs_gpu *g);
+ * JSON objects as docs/REPORT-JSON.md specifies (new documents; the caller
+ * releases them with kvs_json_free).  NULL on allocation failure. */
+kvs_json *kvs_sim_model_json(const kvs_model *m);
+kvs_json *kvs_sim_gpu_json(const kvs_gpu *g);
 /* engine settings (the policy excluded) and the sized pool */
-json_t *kvs_sim_engine_json(const kvs_sim_config *cfg,
-			    const kvs_sim_stats *sized);
+kvs_json *kvs_sim_engine_json(const kvs_sim_config *cfg,
+			      const kvs_sim_stats *sized);
 /* trace summary; set may be NULL (then only what stats know is written),
  * tstats (reader counters) may be NULL. */
-json_t *kvs_sim_trace_json(const char *path, kvs_trace_format format,
+kvs_json *kvs_sim_trace_json(const char *path, kvs_trace_format format,
 			   const kvs_trace_stats *tstats,
 			   const kvs_sim_stats *st);
 /* one policy object (accounting, memory_pct, ..., timeseries, cdf) */
-json_t *kvs_sim_result_json(const kvs_sim_result *r);
+kvs_json *kvs_sim_result_json(const kvs_sim_result *r);
 /* One figure of the metric table as JSON (an integer, a real, or null when
  * not finite). */
-json_t *kvs_sim_metric_json(const kvs_metric_info *m, const kvs_sim_stats *st);
+kvs_json *kvs_sim_metric_json(const kvs_metric_info *m, const kvs_sim_stats *st);
 
 /* The whole replay/compare document: command "replay" or "compare" (with
  * ratios baseline / each when the registry's baseline policy, paged, is
  * among the results). */
-json_t *kvs_sim_report_json(const char *command,
+kvs_json *kvs_sim_report_json(const char *command,
 			    kvs_sim_result *const *results, size_t n,
 			    const char *trace_path, kvs_trace_format format,
 			    const kvs_trace_stats *tstats);
 
-/* A document as text: sorted keys, 2-space indent, 12 significant digits
- * (the one format of every replay, compare and sweep file).  The caller
- * frees it with free(); NULL on allocation failure. */
-char *kvs_sim_json_text(const json_t *doc);
-/* Write text and a newline to path ("-" = stdout, flushed); errors name
- * the file (KVS_ERR_IO). */
+/* Write text and a newline to path ("-" = stdout, flushed) through
+ * kvs_outfile (whole or not at all); errors name the file (KVS_ERR_IO). */
 kvs_status kvs_sim_json_write_text(const char *text, const char *path);
-/* kvs_sim_json_text + kvs_sim_json_write_text. */
-kvs_status kvs_sim_json_write(const json_t *doc, const char *path);
+/* kvs_json_text (sorted keys, 2-space indent, 12 significant digits: the
+ * one format of every replay, compare and sweep file) +
+ * kvs_sim_json_write_text. */
+kvs_status kvs_sim_json_write(const kvs_json *doc, const char *path);
 
 /* CSV writers (docs/REPORT-JSON.md): the time series of n results, one
  * row per sample with the policy first; request records (header once, then

@@ -254,8 +254,9 @@ uint64_t kvs_sweep_result_simulations(const kvs_sweep_result *r);
  *  - a policy independent of the block size counts once (its first row);
  *  - ties (on the capacity grid, or on the objective's figure) go to the
  *    lower p99 TTFT, then the lower KV waste, then the smaller block-table
- *    metadata, then the earlier row. */
-void kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_row *rows,
+ *    metadata, then the earlier row.
+ * KVS_ERR_NOMEM (out untouched) when its n-entry scratch cannot be had. */
+kvs_status kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_row *rows,
 			      const kvs_sweep_capacity *caps, size_t n,
 			      kvs_sweep_recommendation out[KVS_OBJ_COUNT_]);
 
@@ -264,8 +265,8 @@ void kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_row *ro
 double kvs_sweep_row_waste_pct(const kvs_sweep_row *row);
 
 /* The sweep document of docs/REPORT-JSON.md ("command": "sweep"); a new
- * reference, NULL on allocation failure. */
-json_t *kvs_sweep_result_json(const kvs_sweep_result *r, const kvs_request_set *set);
+ * document (kvs_json_free), NULL on allocation failure. */
+kvs_json *kvs_sweep_result_json(const kvs_sweep_result *r, const kvs_request_set *set);
 /* One header line and one line per row (capacity columns filled when
  * searched). */
 kvs_status kvs_sweep_result_csv(const kvs_sweep_result *r, FILE *f);
