@@ -4,12 +4,17 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv)
 {
@@ -46,6 +51,46 @@ bool kvs_args_next(kvs_args *it, const char **positional)
 	return true;
 }
 
+int kvs_args_output(kvs_args *it, const char *name, const char **path,
+		    bool any_word)
+{
+	if (!kvs_args_is(it, name))
+		return 0;
+	if (it->inline_val) {
+		if (!*it->inline_val) {
+			kvs_args_usage_error(it, "%s=: empty file name (a bare %s prints to "
+					     "standard output)", name, name);
+			return -1;
+		}
+		*path = it->inline_val;
+		return 1;
+	}
+	/* the next word is the file when it is "-", ends in the flag's own
+	 * extension (".json" for --json), or the command takes no positional
+	 * argument; otherwise the output goes to standard output */
+	const char *w = it->i < it->argc ? it->argv[it->i] : NULL;
+	bool file = false;
+	if (w && *w && (w[0] != '-' || strcmp(w, "-") == 0)) {
+		size_t wl = strlen(w), el = strlen(name) - 1; /* ".json" from "--json" */
+		bool ext = wl > el && w[wl - el] == '.' &&
+			   strcasecmp(w + wl - el + 1, name + 2) == 0;
+		/* an existing CSV where a trace may still come is that trace,
+		 * never overwritten by --csv */
+		struct stat sb;
+		if (ext && !any_word && strcmp(name, "--csv") == 0 && stat(w, &sb) == 0 &&
+		    S_ISREG(sb.st_mode) && sb.st_size > 0)
+			ext = false;
+		file = strcmp(w, "-") == 0 || any_word || ext;
+	}
+	if (file) {
+		*path = w;
+		it->i++;
+	} else {
+		*path = "-";
+	}
+	return 1;
+}
+
 bool kvs_args_is(const kvs_args *it, const char *name)
 {
 	return it->flag && strcmp(it->flag, name) == 0;
@@ -73,10 +118,60 @@ const char *kvs_args_value(kvs_args *it)
 	return it->argv[it->i++];
 }
 
+const char *kvs_cli_suggest_flag(void (*help)(FILE *), const char *word,
+				 char *buf, size_t cap)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = help ? open_memstream(&text, &len) : NULL;
+	if (!f)
+		return NULL;
+	help(f);
+	if (fclose(f) != 0 || !text) {
+		free(text);
+		return NULL;
+	}
+	/* every "--name" the help names, once each */
+	const char *names[512];
+	size_t n = 0;
+	for (char *p = text; (p = strstr(p, "--")) != NULL && n < KVS_ARRAY_LEN(names);) {
+		bool start = p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '-');
+		char *e = p + 2;
+		while (isalnum((unsigned char)*e) || *e == '-')
+			e++;
+		if (!start || e == p + 2 || !isalpha((unsigned char)p[2])) {
+			p = e > p + 2 ? e : p + 2;
+			continue;
+		}
+		char keep = *e;
+		*e = '\0';
+		bool dup = false;
+		for (size_t k = 0; k < n && !dup; k++)
+			dup = strcmp(names[k], p) == 0;
+		if (!dup)
+			names[n++] = p;
+		p = e + (keep != '\0');
+	}
+	/* "-tp 2" is as good as "--tp 2": compare the words with two dashes */
+	char w[128];
+	snprintf(w, sizeof w, "%s%s", word[0] == '-' && word[1] != '-' ? "-" : "", word);
+	const char *best = kvs_suggest(w, names, n);
+	if (best)
+		snprintf(buf, cap, "%s", best);
+	free(text);
+	return best ? buf : NULL;
+}
+
 void kvs_args_unknown(kvs_args *it)
 {
-	kvs_args_usage_error(it, "unknown option '%s' (see 'kvsim %s --help')",
-			     it->flag, it->cmd);
+	char buf[128];
+	const char *s = kvs_cli_suggest_flag(it->help, it->flag, buf, sizeof buf);
+	if (s)
+		kvs_args_usage_error(it, "unknown option '%s'; did you mean '%s'? (see "
+				     "'kvsim %s --help')", it->flag, s, it->cmd);
+	else
+		kvs_args_usage_error(it, "unknown option '%s' (see 'kvsim %s --help')",
+				     it->flag, it->cmd);
 }
 
 bool kvs_args_no_value(kvs_args *it)
@@ -199,6 +294,67 @@ bool kvs_args_double(kvs_args *it, double min, double max, double *out)
 	return true;
 }
 
+bool kvs_parse_tokens(const char *s, uint64_t *out)
+{
+	/* vLLM's human-readable integers: k/m/g decimal (decimals allowed,
+	 * the product must be whole), K/M/G binary (whole numbers only) */
+	if (!s || *s < '0' || *s > '9')
+		return false;
+	size_t n = strlen(s);
+	char last = s[n - 1];
+	const char *dec = "kmg", *bin = "KMG";
+	const char *p;
+	if (n > 1 && last && (p = strchr(dec, last)) != NULL) {
+		char num[64];
+		if (n - 1 >= sizeof num)
+			return false;
+		memcpy(num, s, n - 1);
+		num[n - 1] = '\0';
+		if (num[strspn(num, "0123456789.")] != '\0' || strchr(num, '.') != strrchr(num, '.'))
+			return false;
+		double x = strtod(num, NULL) * pow(1e3, (double)(p - dec + 1));
+		if (!(x < 1.8e19) || x != floor(x))
+			return false;
+		*out = (uint64_t)x;
+		return true;
+	}
+	if (n > 1 && last && (p = strchr(bin, last)) != NULL) {
+		char num[64];
+		uint64_t v;
+		if (n - 1 >= sizeof num)
+			return false;
+		memcpy(num, s, n - 1);
+		num[n - 1] = '\0';
+		unsigned shift = 10u * (unsigned)(p - bin + 1);
+		if (!kvs_parse_u64(num, &v) || v > (UINT64_MAX >> shift))
+			return false;
+		*out = v << shift;
+		return true;
+	}
+	return kvs_parse_u64(s, out);
+}
+
+bool kvs_args_tokens(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out)
+{
+	const char *v = kvs_args_value(it);
+	uint64_t x;
+	if (!v)
+		return false;
+	if (!kvs_parse_tokens(v, &x)) {
+		kvs_args_usage_error(it, "%s: expected a token count such as 8192, 8k "
+				     "(8000) or 8K (8192), got '%s'", it->flag, v);
+		return false;
+	}
+	if (x < min || x > max) {
+		kvs_args_usage_error(it, "%s: %s is out of range [%llu, %llu]",
+				     it->flag, v, (unsigned long long)min,
+				     (unsigned long long)max);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
 bool kvs_args_bytes(kvs_args *it, uint64_t *out)
 {
 	const char *v = kvs_args_value(it);
@@ -223,4 +379,99 @@ void kvs_cli_report_error(const char *cmd, kvs_status st)
 bool kvs_cli_stderr_is_tty(void)
 {
 	return isatty(2) == 1;
+}
+
+char *kvs_cli_json_text(const json_t *doc, size_t flags)
+{
+	/* jansson prints reals with 17 significant digits ("0.90000000000000002");
+	 * each real is rewritten with the fewest digits that read back as the
+	 * same double ("0.9"), keeping jansson's ".0" on whole numbers */
+	char *in = json_dumps(doc, flags | JSON_REAL_PRECISION(17));
+	if (!in)
+		return NULL;
+	size_t n = strlen(in);
+	char *out = malloc(n + 1);
+	if (!out) {
+		free(in);
+		return NULL;
+	}
+	size_t o = 0;
+	bool str = false;
+	for (size_t i = 0; i < n;) {
+		char c = in[i];
+		if (str) {
+			out[o++] = c;
+			i++;
+			if (c == '\\' && i < n)
+				out[o++] = in[i++];
+			else if (c == '"')
+				str = false;
+			continue;
+		}
+		if (c == '"') {
+			str = true;
+			out[o++] = in[i++];
+			continue;
+		}
+		if (c == '-' || (c >= '0' && c <= '9')) {
+			size_t e = i + 1;
+			bool real = false;
+			while (e < n && strchr("0123456789+-.eE", in[e])) {
+				real |= in[e] == '.' || in[e] == 'e' || in[e] == 'E';
+				e++;
+			}
+			char tok[64], best[64];
+			size_t len = e - i;
+			if (real && len < sizeof tok) {
+				memcpy(tok, in + i, len);
+				tok[len] = '\0';
+				double v = strtod(tok, NULL);
+				snprintf(best, sizeof best, "%s", tok);
+				for (int p = 1; p <= 17; p++) {
+					snprintf(best, sizeof best, "%.*g", p, v);
+					if (strtod(best, NULL) == v)
+						break;
+				}
+				if (!strpbrk(best, ".eE") && strlen(best) + 2 < sizeof best)
+					strcat(best, ".0");
+				size_t bl = strlen(best);
+				if (bl <= len) {   /* never longer than jansson's */
+					memcpy(out + o, best, bl);
+					o += bl;
+					i = e;
+					continue;
+				}
+			}
+			memcpy(out + o, in + i, len);
+			o += len;
+			i = e;
+			continue;
+		}
+		out[o++] = in[i++];
+	}
+	out[o] = '\0';
+	free(in);
+	return out;
+}
+
+int kvs_cli_write_text(const char *cmd, const char *flag, const char *path,
+		       const char *text)
+{
+	/* through kvs_outfile: a file appears whole under its name or not at all */
+	kvs_outfile *o;
+	if (kvs_outfile_open(path, &o) != KVS_OK) {
+		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
+		return KVS_EXIT_FAIL;
+	}
+	FILE *f = kvs_outfile_stream(o);
+	if (fputs(text, f) < 0 || fputc('\n', f) == EOF) {
+		kvs_outfile_discard(o);
+		fprintf(stderr, "kvsim %s: %s: %s: write failed\n", cmd, flag, path);
+		return KVS_EXIT_FAIL;
+	}
+	if (kvs_outfile_commit(o) != KVS_OK) {
+		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
+		return KVS_EXIT_FAIL;
+	}
+	return KVS_EXIT_OK;
 }

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "kvsim/kvsim.h"
 
 #define KVS_EXIT_OK 0
@@ -30,6 +32,7 @@ typedef struct kvs_args {
 	char flagbuf[128];
 	const char *inline_val; /* value after '=' or NULL */
 	bool error;             /* a usage error was reported */
+	void (*help)(FILE *);   /* the command's --help, for "did you mean" */
 } kvs_args;
 
 void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv);
@@ -38,6 +41,19 @@ void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv);
  * true with it->flag == NULL and *positional set for a positional argument,
  * false at the end. */
 bool kvs_args_next(kvs_args *it, const char **positional);
+
+/* The output grammar every command shares, for --json and --csv:
+ *   --json, --json -              standard output (replacing the table)
+ *   --json FILE, --json=FILE      FILE (the table stays on standard output)
+ * "--json WORD" takes WORD as the file when it is "-", ends in the flag's
+ * extension (.json for --json, .csv for --csv, any case; not an existing
+ * non-empty .csv for --csv while any_word is false), or any_word is set
+ * (a command without positional arguments, or whose positional is given,
+ * or whose --json always took a file); else WORD is left for the command
+ * (a trace) and the output goes to standard output.  1 taken with *path
+ * set, 0 another flag, -1 bad (message printed). */
+int kvs_args_output(kvs_args *it, const char *name, const char **path,
+		    bool any_word);
 
 /* Is the current flag `name` ("--model")? */
 bool kvs_args_is(const kvs_args *it, const char *name);
@@ -52,6 +68,10 @@ bool kvs_args_u64(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out);
 bool kvs_args_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out);
 bool kvs_args_double(kvs_args *it, double min, double max, double *out);
 bool kvs_args_bytes(kvs_args *it, uint64_t *out);   /* "80GB", "79.2GiB" */
+/* A token count as vLLM reads one: 8192, 8k (8000), 8K (8192), 1.5k,
+ * 1M (2^20), 1m (10^6). */
+bool kvs_args_tokens(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out);
+bool kvs_parse_tokens(const char *s, uint64_t *out);
 
 /* A boolean flag: false, with a usage error, when it came as "--flag=value". */
 bool kvs_args_no_value(kvs_args *it);
@@ -75,8 +95,20 @@ bool kvs_args_one_positional(kvs_args *it, const char *pos, const char **slot,
  * returns true only when the flag was taken. */
 bool kvs_args_taken(kvs_args *it, int r);
 
-/* Report an unknown flag and mark the usage error. */
+/* Report an unknown flag and mark the usage error; with it->help set, the
+ * closest flag that help text names is offered ("did you mean '--tp'?"). */
 void kvs_args_unknown(kvs_args *it);
+
+/* The command's help printer, read by kvs_args_unknown for suggestions. */
+static inline void kvs_args_set_help(kvs_args *it, void (*help)(FILE *))
+{
+	it->help = help;
+}
+
+/* Did-you-mean for `word` among the flags ("--name") a help printer names:
+ * the suggestion copied to buf (cap bytes) and returned, or NULL. */
+const char *kvs_cli_suggest_flag(void (*help)(FILE *), const char *word,
+				 char *buf, size_t cap);
 
 /* Print "kvsim CMD: message" to stderr (usage errors), mark error. */
 void kvs_args_usage_error(kvs_args *it, const char *fmt, ...)
@@ -91,6 +123,15 @@ bool kvs_parse_double(const char *s, double *out);
 
 /* Is stderr a terminal (for progress lines)? */
 bool kvs_cli_stderr_is_tty(void);
+
+/* json_dumps(doc, flags) with every real in its shortest form that reads
+ * back as the same double (0.9, not 0.90000000000000002); free() it. */
+char *kvs_cli_json_text(const json_t *doc, size_t flags);
+
+/* text and a newline to path ("-": standard output); KVS_EXIT_OK, or a
+ * message naming cmd, flag and path and KVS_EXIT_FAIL. */
+int kvs_cli_write_text(const char *cmd, const char *flag, const char *path,
+		       const char *text);
 
 /* ---- flag group: model, GPU and deployment (cli/cli_deploy.c) ------------
  * --model NAME|config.json, --gpu NAME, --gpu-mem SIZE,

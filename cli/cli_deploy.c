@@ -70,6 +70,18 @@ static bool arg_uint(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out)
 	return true;
 }
 
+/* A token count: a plain integer as arg_uint, or with vLLM's suffixes
+ * (8k = 8000, 8K = 8192, 1.5k, 1M = 2^20). */
+static bool arg_tokens(kvs_args *it, uint64_t *out)
+{
+	const char *v = it->inline_val ? it->inline_val
+		: it->i < it->argc ? it->argv[it->i] : NULL;
+	size_t n = v ? strlen(v) : 0;
+	if (n < 2 || !strchr("kKmMgG", v[n - 1]) || v[0] < '0' || v[0] > '9')
+		return arg_uint(it, 1, UINT64_MAX, out);
+	return kvs_args_tokens(it, 1, UINT64_MAX, out);
+}
+
 static bool arg_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out)
 {
 	uint64_t x;
@@ -114,9 +126,11 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 		ok = kvs_args_bytes(it, &c->gpu_mem);
 	} else if (kvs_args_is(it, "--gpu-memory-utilization")) {
 		ok = arg_pos_double(it, 1.0, &c->util);
-	} else if (kvs_args_is(it, "--tp") || kvs_args_is(it, "--tensor-parallel-size")) {
+	} else if (kvs_args_is(it, "--tp") || kvs_args_is(it, "--tensor-parallel-size") ||
+		   kvs_args_is(it, "-tp")) {
 		ok = arg_u32(it, 1, 1024, &c->tp);
-	} else if (kvs_args_is(it, "--pp") || kvs_args_is(it, "--pipeline-parallel-size")) {
+	} else if (kvs_args_is(it, "--pp") || kvs_args_is(it, "--pipeline-parallel-size") ||
+		   kvs_args_is(it, "-pp")) {
 		ok = arg_u32(it, 1, 1024, &c->pp);
 	} else if (kvs_args_is(it, "--dtype")) {
 		ok = (c->dtype_arg = kvs_args_value(it)) != NULL;
@@ -127,11 +141,15 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 	} else if (kvs_args_is(it, "--block-size")) {
 		ok = arg_u32(it, 1, 1u << 16, &c->block_size);
 		c->set_block_size = true;
+		if (ok && (c->block_size & (c->block_size - 1)) != 0)
+			fprintf(stderr, "kvsim %s: warning: --block-size %u is not a power of "
+				"two (vLLM's CUDA attention kernels take 8, 16 or 32; other "
+				"backends powers of two)\n", it->cmd, c->block_size);
 	} else if (kvs_args_is(it, "--context")) {
-		ok = arg_uint(it, 1, UINT64_MAX, &c->context);
+		ok = arg_tokens(it, &c->context);
 		c->set_context = true;
 	} else if (kvs_args_is(it, "--max-model-len")) {
-		ok = arg_uint(it, 1, UINT64_MAX, &c->max_model_len);
+		ok = arg_tokens(it, &c->max_model_len);
 		c->set_max_model_len = true;
 	} else if (kvs_args_is(it, "--reserve")) {
 		const char *v = kvs_args_value(it);
@@ -331,15 +349,16 @@ void kvs_cli_deploy_help(FILE *f)
 {
 	fprintf(f,
 		"model, GPU and deployment:\n"
-		"  --model NAME|FILE            model preset or a Hugging Face config.json\n"
+		"  --model NAME|FILE|DIR        model preset (any case), a Hugging Face\n"
+		"                               config.json, or a directory holding one\n"
 		"  --gpu NAME|FILE.json         GPU preset or a JSON file with the preset fields\n"
 		"                               (memory, hbm_gb_per_s, fp16_dense_tflops,\n"
 		"                               fp8_dense_tflops, int8_dense_tops, pcie_gb_per_s,\n"
 		"                               interconnect_gb_per_s; default " KVS_CLI_DEFAULT_GPU ")\n"
 		"  --gpu-mem SIZE               device memory with a unit: 80GB (10^9), 79.2GiB (2^30)\n"
 		"  --gpu-memory-utilization F   share of device memory to use, (0, 1] (default 0.9)\n"
-		"  --tp, --tensor-parallel-size N    tensor-parallel GPUs (default 1)\n"
-		"  --pp, --pipeline-parallel-size N  pipeline stages (default 1)\n"
+		"  --tp, -tp, --tensor-parallel-size N    tensor-parallel GPUs (default 1)\n"
+		"  --pp, -pp, --pipeline-parallel-size N  pipeline stages (default 1)\n"
 		"  --dtype T                    weights: auto, fp32, fp16, bf16, fp8, int8, int4\n"
 		"                               (default auto: the config's torch_dtype or quantization)\n"
 		"  --kv-cache-dtype T           cache: auto, fp16, bf16, fp8, int8, int4 (default auto)\n"
@@ -348,7 +367,8 @@ void kvs_cli_deploy_help(FILE *f)
 		"                               per group (default: one per-tensor scale, 0 bytes)\n"
 		"  --block-size N               tokens per KV block (default 16)\n"
 		"  --context N                  tokens per conversation (default 4000, at most\n"
-		"                               max_model_len)\n"
+		"                               max_model_len); N as vLLM reads it: 8k = 8000,\n"
+		"                               8K = 8192, 1m = 10^6, 1M = 2^20, 25.6k = 25600\n"
 		"  --max-model-len N            longest sequence (default: max_position_embeddings)\n"
 		"  --reserve SIZE|auto|0        working space per GPU for activations, CUDA\n"
 		"                               context and workspaces (default auto: estimated)\n"

@@ -3,8 +3,10 @@
  * the replay / compare tables.
  */
 #include "cli_sim.h"
+#include "common/json.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -383,6 +385,8 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"metrics and run:\n"
 		"  --slo-ttft S                 goodput: time-to-first-token objective in seconds\n"
 		"  --slo-tpot S                 goodput: time-per-output-token objective in seconds\n"
+		"  --goodput KEY:MS ...         goodput as vllm bench serve: ttft:MS, tpot:MS,\n"
+		"                               e2el:MS (milliseconds; same SLOs as above)\n"
 		"  --sample-interval S          time series spacing in simulated seconds\n"
 		"                               (default: 1 s, coarsened to at most 4096 samples)\n"
 		"  --horizon S                  stop at S simulated seconds; the rest is unfinished\n"
@@ -404,28 +408,62 @@ static double mono_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Seconds between plain progress lines when stderr is not a terminal
+ * (nohup, CI logs): KVSIM_PROGRESS_INTERVAL, default 5. */
+static double plain_interval(void)
+{
+	const char *e = getenv("KVSIM_PROGRESS_INTERVAL");
+	double v;
+	return e && kvs_parse_double(e, &v) && v >= 0 ? v : 5.0;
+}
+
+/* "1h02m", "3m05s", "42s" */
+static const char *fmt_dur(double s, char *buf, size_t n)
+{
+	long t = s < 0 ? 0 : (long)(s + 0.5);
+	if (t >= 3600)
+		snprintf(buf, n, "%ldh%02ldm", t / 3600, t % 3600 / 60);
+	else if (t >= 60)
+		snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(buf, n, "%lds", t);
+	return buf;
+}
+
 static void on_progress(void *ctx, const kvs_sim_progress *p)
 {
 	kvs_cli_sim *c = ctx;
 	double now = mono_s();
-	if (now - c->progress_last < 0.25)
+	if (now - c->progress_last < (c->progress_tty ? 0.25 : plain_interval()))
 		return;
 	c->progress_last = now;
-	char share[32] = "";
+	double el = now - c->progress_t0;
+	char share[32] = "", eta[64] = "", e1[32], e2[32];
 	if (p->input_share >= 0)
-		snprintf(share, sizeof share, "%5.1f%% of trace, ", 100.0 * p->input_share);
-	fprintf(stderr, "\r%s: %s%llu arrived, %llu finished, %.1f s simulated   ",
+		snprintf(share, sizeof share, "%.1f%% of trace, ", 100.0 * p->input_share);
+	/* done: the share of the trace read while it is being read; once all
+	 * of it is in, the share of its requests finished */
+	uint64_t fin = p->completed + p->rejected;
+	double done = p->input_share >= 1 && p->arrived ? (double)fin / (double)p->arrived
+		      : p->input_share;
+	if (done > 0.001 && done < 1)
+		snprintf(eta, sizeof eta, ", ETA %s", fmt_dur(el * (1 - done) / done, e2, sizeof e2));
+	fprintf(stderr, "%s%s: %s%llu arrived, %llu finished, %.1f s simulated, "
+		"elapsed %s, %.0f finished/s%s%s", c->progress_tty ? "\r" : "",
 		c->progress_label, share, (unsigned long long)p->arrived,
-		(unsigned long long)p->completed, p->sim_time_s);
-	c->progress_shown = true;
+		(unsigned long long)p->completed, p->sim_time_s, fmt_dur(el, e1, sizeof e1),
+		el > 0 ? (double)fin / el : 0.0, eta, c->progress_tty ? "   " : "\n");
+	fflush(stderr);
+	c->progress_shown = c->progress_tty;
 }
 
 void kvs_cli_sim_progress_begin(kvs_cli_sim *c, const char *label)
 {
 	c->progress_label = label;
-	c->progress_last = mono_s();
+	c->progress_t0 = c->progress_last = mono_s();
 	c->progress_shown = false;
-	if (!c->quiet && kvs_cli_stderr_is_tty()) {
+	c->progress_tty = kvs_cli_stderr_is_tty();
+	if (!c->quiet) {
 		c->cfg.on_progress = on_progress;
 		c->cfg.on_progress_ctx = c;
 	} else {
@@ -435,8 +473,9 @@ void kvs_cli_sim_progress_begin(kvs_cli_sim *c, const char *label)
 
 void kvs_cli_sim_progress_end(kvs_cli_sim *c)
 {
+	/* the terminal line is cleared, so the table starts on a clean line */
 	if (c->progress_shown)
-		fprintf(stderr, "\r%*s\r", 78, "");
+		fprintf(stderr, "\r%*s\r", 110, "");
 	c->progress_shown = false;
 }
 
@@ -750,12 +789,41 @@ int kvs_cli_json_output(const char *cmd, const kvs_json *doc, kvs_outfile *json_
 			fprintf(stderr, "kvsim %s: --report: %s\n", cmd, msg);
 			rc = KVS_EXIT_FAIL;
 		} else if (!quiet) {
-			fprintf(stderr, "kvsim %s: report written to %s/index.html\n", cmd,
-				report_dir);
+			size_t dl = strlen(report_dir);
+			while (dl > 1 && report_dir[dl - 1] == '/')
+				dl--;
+			fprintf(stderr, "kvsim %s: report written to %.*s/index.html\n", cmd,
+				(int)dl, report_dir);
 		}
 	}
 	free(text);
 	return rc;
+}
+
+/* SIGINT/SIGTERM during a replay: the run stops at its next event, the
+ * outputs are written whole and marked "interrupted", exit 128 + signal.
+ * A second signal ends the process at once (the default action). */
+static volatile sig_atomic_t sim_interrupt;
+
+static void on_interrupt(int sig)
+{
+	sim_interrupt = sig;
+	signal(sig, SIG_DFL);
+}
+
+static void interrupt_handlers(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+	for (size_t i = 0; i < KVS_ARRAY_LEN(sigs); i++) {
+		struct sigaction old;
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
+			struct sigaction sa;
+			memset(&sa, 0, sizeof sa);
+			sa.sa_handler = on_interrupt;
+			sigemptyset(&sa.sa_mask);
+			sigaction(sigs[i], &sa, NULL);
+		}
+	}
 }
 
 /* "kvsim replay: conv.csv" for the report page */
@@ -770,6 +838,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	const char *cmd = several ? "compare" : "replay";
 	kvs_args it;
 	kvs_args_init(&it, cmd, argc, argv);
+	kvs_args_set_help(&it, usage);
 	kvs_cli_deploy dep;
 	kvs_cli_deploy_init(&dep, "llama-3-8b", NULL);
 	kvs_trace_opts topts;
@@ -777,7 +846,8 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	kvs_cli_sim sim;
 	kvs_cli_sim_init(&sim);
 	const char *path = NULL, *json = NULL, *tscsv = NULL, *reqcsv = NULL;
-	const char *report = NULL;
+	const char *report = NULL, *bench = NULL, *summary = NULL;
+	bool goodput = false;
 	const char *pos;
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
@@ -789,13 +859,20 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		int r = kvs_args_str(&it, "--json", &json);
+		/* --json WORD was always a file here */
+		int r = kvs_args_output(&it, "--json", &json, true);
 		if (r == 0)
 			r = kvs_args_str(&it, "--report", &report);
 		if (r == 0)
 			r = kvs_args_str(&it, "--timeseries", &tscsv);
 		if (r == 0)
 			r = kvs_args_str(&it, "--requests", &reqcsv);
+		if (r == 0)
+			r = kvs_args_str(&it, "--bench-json", &bench);
+		if (r == 0)
+			r = kvs_args_str(&it, "--summary-csv", &summary);
+		if (r == 0)
+			r = kvs_cli_goodput_arg(&it, &sim.cfg, &goodput);
 		if (r == 0)
 			r = kvs_cli_deploy_arg(&it, &dep);
 		if (r == 0)
@@ -827,17 +904,28 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	if (report && !kvs_cli_report_dir_ok(cmd, report))
 		return KVS_EXIT_FAIL;
 
+	goodput |= sim.cfg.slo_ttft_s > 0 || sim.cfg.slo_tpot_s > 0 || sim.cfg.slo_e2e_s > 0;
+
+	/* before the outputs open: their own signal cleanup then leaves
+	 * SIGINT and SIGTERM to this handler, and they are committed whole */
+	interrupt_handlers();
+	sim.cfg.interrupt = &sim_interrupt;
+
 	int rc = KVS_EXIT_OK;
 	/* every output file opens now, so that a bad path fails before the
 	 * runs; each is renamed into place only when the whole command
 	 * succeeds */
 	kvs_sim_request_csv rcsv = { NULL, NULL };
-	kvs_outfile *tso = NULL, *rqo = NULL, *jso = NULL;
+	kvs_outfile *tso = NULL, *rqo = NULL, *jso = NULL, *bjo = NULL, *smo = NULL;
 	if ((tscsv && !(tso = kvs_cli_out_open(cmd, "--timeseries", tscsv))) ||
 	    (reqcsv && !(rqo = kvs_cli_out_open(cmd, "--requests", reqcsv))) ||
-	    (json && !(jso = kvs_cli_out_open(cmd, "--json", json)))) {
+	    (json && !(jso = kvs_cli_out_open(cmd, "--json", json))) ||
+	    (bench && !(bjo = kvs_cli_out_open(cmd, "--bench-json", bench))) ||
+	    (summary && !(smo = kvs_cli_out_open(cmd, "--summary-csv", summary)))) {
 		kvs_outfile_discard(tso);
 		kvs_outfile_discard(rqo);
+		kvs_outfile_discard(jso);
+		kvs_outfile_discard(bjo);
 		return KVS_EXIT_FAIL;
 	}
 	if (rqo) {
@@ -863,7 +951,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	kvs_trace_stats tstats;
 	memset(&tstats, 0, sizeof tstats);
 	kvs_trace_format format = KVS_TRACE_AUTO;
-	for (size_t i = 0; i < sim.npolicies && st == KVS_OK; i++) {
+	for (size_t i = 0; i < sim.npolicies && st == KVS_OK && !sim_interrupt; i++) {
 		kvs_sim_config cfg;
 		char label[64];
 		snprintf(label, sizeof label, "%s %s", cmd, kvs_policy_name(sim.policies[i]));
@@ -902,15 +990,39 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		kvs_cli_report_error(cmd, st);
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
+	bool interrupted = sim_interrupt != 0;
+	if (interrupted && nres == 0 && rc == KVS_EXIT_OK) {
+		fprintf(stderr, "kvsim %s: interrupted before the first run\n", cmd);
+		rc = KVS_EXIT_FAIL;
+	}
+	if (rc == KVS_EXIT_OK && interrupted)
+		fprintf(stderr, "kvsim %s: interrupted at %.3f simulated seconds: %zu of %zu "
+			"policies; the outputs hold what was done, marked \"interrupted\"\n",
+			cmd, kvs_sim_result_stats(res[nres - 1])->sim_time_s, nres,
+			sim.npolicies);
 	if (rc == KVS_EXIT_OK && json && strcmp(json, "-") == 0) {
 		/* JSON on stdout replaces the table */
 	} else if (rc == KVS_EXIT_OK) {
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]), kvs_sim_result_stats(res[0]),
 					 path, format);
 		kvs_cli_sim_print_results(stdout, res, nres);
+		kvs_cli_cost_print(stdout, res, nres);
 	}
 	if (rc == KVS_EXIT_OK && (json || report)) {
 		kvs_json *doc = kvs_sim_report_json(cmd, res, nres, path, format, &tstats);
+		if (doc && interrupted)
+			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
+		/* --gpu-hour-price: each policy's cost object */
+		json_t *pols = doc ? json_object_get(kvs_json_jt(doc), "policies") : NULL;
+		for (size_t i = 0; pols && i < nres; i++) {
+			json_t *cost = kvs_cli_cost_json(res[i]);
+			json_t *po = json_object_get(pols,
+				kvs_policy_name(kvs_sim_result_stats(res[i])->policy));
+			if (cost && po)
+				json_object_set_new(po, "cost", cost);
+			else
+				json_decref(cost);
+		}
 		if (!doc) {
 			fprintf(stderr, "kvsim %s: out of memory\n", cmd);
 			rc = KVS_EXIT_FAIL;
@@ -921,6 +1033,20 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			kvs_json_free(doc);
 		}
 	}
+	if (bjo && rc == KVS_EXIT_OK) {
+		kvs_cli_bench_opts bo = { path, topts.rate, goodput };
+		json_t *bj = nres == 1 ? kvs_cli_bench_json(res[0], &bo) : json_array();
+		for (size_t i = 0; nres > 1 && i < nres; i++)
+			json_array_append_new(bj, kvs_cli_bench_json(res[i], &bo));
+		char *bt = kvs_cli_json_text(bj, JSON_INDENT(2) | JSON_SORT_KEYS);
+		FILE *bf = kvs_outfile_stream(bjo);
+		if (!bt || fputs(bt, bf) < 0 || fputc('\n', bf) == EOF)
+			rc = KVS_EXIT_FAIL;
+		free(bt);
+		json_decref(bj);
+	}
+	if (smo && rc == KVS_EXIT_OK)
+		kvs_cli_summary_csv(kvs_outfile_stream(smo), res, nres, goodput);
 	if (tso && rc == KVS_EXIT_OK)
 		(void)kvs_sim_timeseries_csv(res, nres, kvs_outfile_stream(tso));
 	/* all or nothing: after one failure the rest are discarded */
@@ -928,10 +1054,14 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	ok = kvs_cli_out_close(cmd, "--timeseries", tso, ok) && ok;
 	ok = kvs_cli_out_close(cmd, "--requests", rqo, ok) && ok;
 	ok = kvs_cli_out_close(cmd, "--json", jso, ok) && ok;
+	ok = kvs_cli_out_close(cmd, "--bench-json", bjo, ok) && ok;
+	ok = kvs_cli_out_close(cmd, "--summary-csv", smo, ok) && ok;
 	if (!ok && rc == KVS_EXIT_OK)
 		rc = KVS_EXIT_FAIL;
 	for (size_t i = 0; i < nres; i++)
 		kvs_sim_result_destroy(res[i]);
 	kvs_request_set_destroy(set);
+	if (rc == KVS_EXIT_OK && interrupted)
+		rc = 128 + (int)sim_interrupt;
 	return rc;
 }

@@ -38,6 +38,8 @@ typedef struct kvs_cli_sim {
 	int fail_exit;                  /* exit code when finish fails */
 	/* progress line state */
 	double progress_last;
+	double progress_t0;             /* wall clock at the run's start */
+	bool progress_tty;              /* \r line on a terminal, else plain lines */
 	const char *progress_label;
 	bool progress_shown;
 } kvs_cli_sim;
@@ -111,5 +113,39 @@ bool kvs_cli_report_dir_ok(const char *cmd, const char *dir);
  * usage() prints the command's own help. */
 int kvs_cli_sim_command(int argc, char **argv, bool several,
 			void (*usage)(FILE *f));
+
+/* ---- results for other tools (cli/cli_bench.c) ---------------------------- */
+
+/* --gpu-hour-price figures of one run: the replica's tp x pp GPUs for the
+ * simulated duration.  NAN where undefined (no output, no completion). */
+typedef struct kvs_cli_cost {
+	uint32_t gpus;
+	double dollars_per_hour;            /* price x gpus */
+	double dollars;                     /* for the simulated duration */
+	double per_million_output_tokens;
+	double per_conversation_hour;       /* dollars_per_hour / mean running */
+	double per_request;                 /* per completed request */
+} kvs_cli_cost;
+
+/* false (and zeros) without a price */
+bool kvs_cli_cost_of(const kvs_sim_result *r, kvs_cli_cost *out);
+/* the cost rows under the replay/compare table; nothing without a price */
+void kvs_cli_cost_print(FILE *f, kvs_sim_result *const *res, size_t n);
+void kvs_cli_cost_print_one(FILE *f, const kvs_sim_result *r, int row);
+/* the "cost" object of a policy, NULL without a price */
+json_t *kvs_cli_cost_json(const kvs_sim_result *r);
+
+typedef struct kvs_cli_bench_opts {
+	const char *trace;       /* dataset_path */
+	double request_rate;     /* --rate, 0: the trace's own arrivals */
+	bool goodput;            /* SLOs given: request_goodput and goodput */
+} kvs_cli_bench_opts;
+
+/* One run in `vllm bench serve --save-result`'s schema (docs/REPORT-JSON.md). */
+json_t *kvs_cli_bench_json(const kvs_sim_result *r, const kvs_cli_bench_opts *o);
+/* The flat summary: a header and one row per policy. */
+void kvs_cli_summary_csv(FILE *f, kvs_sim_result *const *res, size_t n, bool goodput);
+/* --goodput KEY:MS [KEY:MS ...] into cfg's SLOs; as the flag groups return. */
+int kvs_cli_goodput_arg(kvs_args *it, kvs_sim_config *cfg, bool *set);
 
 #endif /* KVSIM_CLI_SIM_H */

@@ -20,15 +20,24 @@ static void usage(FILE *f)
 		"on llama-3-8b and an a100-40gb.\n"
 		"\n"
 		"output:\n"
-		"  --json FILE                  every figure of every policy as JSON\n"
-		"                               (docs/REPORT-JSON.md); '-' prints it instead\n"
+		"  --json [FILE]                every figure of every policy as JSON\n"
+		"                               (docs/REPORT-JSON.md)\n"
+		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
+		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
 		"  --report DIR                 also render the run as DIR/index.html with\n"
 		"                               SVG and PNG figures (as 'kvsim report'; the\n"
 		"                               same JSON as --json), DIR created if missing\n"
 		"  --timeseries FILE.csv        memory parts, running, waiting over time (policy column)\n"
 		"  --requests FILE.csv          one row per request and policy\n"
+		"                               and vllm bench serve's ttft_s, tpot_s,\n"
+		"                               itl_mean_s, e2e_s\n"
+		"  --bench-json FILE            the result in vllm bench serve --save-result's\n"
+		"                               schema (ms; mean/median/std/p50/p90/p95/p99 of\n"
+		"                               ttft, tpot, itl, e2el; goodput)%s\n"
+		"  --summary-csv FILE           one row per policy: the same figures, the KV\n"
+		"                               memory split and, with --gpu-hour-price, cost\n"
 		"  --help                       show this help\n"
-		"\n", kvs_trace_default_path());
+		"\n", kvs_trace_default_path(), ", a list per policy");
 	kvs_cli_sim_help(f, true);
 	fputc('\n', f);
 	kvs_cli_deploy_help(f);

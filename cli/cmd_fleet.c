@@ -48,7 +48,7 @@ static void usage(FILE *f)
 		"  --max-replicas N             give up beyond N replicas (1024)\n"
 		"\n"
 		"output:\n"
-		"  --json FILE                  every figure as JSON (the replay document of the\n"
+		"  --json [FILE]                every figure as JSON (the replay document of the\n"
 		"                               fleet plus a \"fleet\" object; docs/FLEET.md);\n"
 		"                               '-' prints it instead of the table\n"
 		"  --report DIR                 also render the run as DIR/index.html\n"
@@ -292,6 +292,7 @@ int kvs_cmd_fleet(int argc, char **argv)
 	const char *cmd = "fleet";
 	kvs_args it;
 	kvs_args_init(&it, cmd, argc, argv);
+	kvs_args_set_help(&it, usage);
 	kvs_cli_deploy dep;
 	kvs_cli_deploy_init(&dep, "llama-3-8b", "a100-40gb");
 	kvs_trace_opts topts;
@@ -310,7 +311,7 @@ int kvs_cmd_fleet(int argc, char **argv)
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		int r = kvs_args_str(&it, "--json", &json);
+		int r = kvs_args_output(&it, "--json", &json, true);
 		if (r == 0)
 			r = kvs_args_str(&it, "--report", &report);
 		if (r == 0)

@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 
+#include <math.h>
 #include <string.h>
 
 static void usage(FILE *f)
@@ -24,7 +25,9 @@ static void usage(FILE *f)
 		"  --arrival P         poisson (default), gamma or constant\n"
 		"  --rate R            conversations per second (default 1)\n"
 		"  --cv C              gamma: coefficient of variation of the gaps (default 1;\n"
-		"                      > 1 is burstier than Poisson)\n"
+		"                      > 1 is burstier than Poisson; 'kvsim trace' reports it)\n"
+		"  --burstiness B      gamma gaps with shape B, as 'vllm bench serve\n"
+		"                      --burstiness' (1 = Poisson, < 1 burstier): --cv 1/sqrt(B)\n"
 		"lengths (tokens, new per turn):\n"
 		"  --prompt-len D      default lognormal:1024:1; D is fixed:N, uniform:MIN:MAX,\n"
 		"  --output-len D      lognormal:MEAN:SIGMA (mean in tokens, sigma of the log)\n"
@@ -74,11 +77,14 @@ int kvs_cmd_gen(int argc, char **argv)
 {
 	kvs_args it;
 	kvs_args_init(&it, "gen", argc, argv);
+	kvs_args_set_help(&it, usage);
 	kvs_gen_opts o;
 	kvs_gen_opts_defaults(&o);
 	const char *out = "-", *fmt = NULL;
 	bool out_given = false;
 	bool set_requests = false;
+	bool set_arrival = false, set_cv = false;
+	double burstiness = 0;     /* vLLM's gamma shape; 0 = not given */
 	const char *pos;
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
@@ -98,6 +104,7 @@ int kvs_cmd_gen(int argc, char **argv)
 		} else if (kvs_args_is(&it, "--seed")) {
 			ok = kvs_args_u64(&it, 0, UINT64_MAX, &o.seed);
 		} else if (kvs_args_is(&it, "--arrival")) {
+			set_arrival = true;
 			const char *v = kvs_args_value(&it);
 			if (!v)
 				return KVS_EXIT_USAGE;
@@ -116,6 +123,11 @@ int kvs_cmd_gen(int argc, char **argv)
 			ok = kvs_args_double(&it, 1e-9, 1e9, &o.rate);
 		} else if (kvs_args_is(&it, "--cv")) {
 			ok = kvs_args_double(&it, 1e-3, 100, &o.cv);
+			set_cv = true;
+		} else if (kvs_args_is(&it, "--burstiness")) {
+			/* shape k of gamma gaps: cv = 1 / sqrt(k), so [1e-4, 1e6]
+			 * covers --cv's [1e-3, 100] */
+			ok = kvs_args_double(&it, 1e-4, 1e6, &burstiness);
 		} else if (kvs_args_is(&it, "--prompt-len")) {
 			ok = dist_arg(&it, &o.prompt);
 		} else if (kvs_args_is(&it, "--output-len")) {
@@ -177,6 +189,20 @@ int kvs_cmd_gen(int argc, char **argv)
 		}
 		if (!ok)
 			return KVS_EXIT_USAGE;
+	}
+	if (burstiness > 0) {
+		if (set_cv) {
+			kvs_args_usage_error(&it, "--burstiness and --cv both set the shape of "
+					     "the gaps (cv = 1/sqrt(burstiness)): give one");
+			return KVS_EXIT_USAGE;
+		}
+		if (set_arrival && o.arrival != KVS_ARRIVAL_GAMMA) {
+			kvs_args_usage_error(&it, "--burstiness is the shape of gamma gaps: it "
+					     "goes with --arrival gamma (the default with it)");
+			return KVS_EXIT_USAGE;
+		}
+		o.arrival = KVS_ARRIVAL_GAMMA;
+		o.cv = 1.0 / sqrt(burstiness);
 	}
 	if (o.duration_s > 0 && !set_requests)
 		o.requests = 0; /* --duration alone: as many as fit */

@@ -24,16 +24,24 @@ static void usage(FILE *f)
 		"on llama-3-8b and an a100-40gb.\n"
 		"\n"
 		"output:\n"
-		"  --json FILE                  every figure as JSON (docs/REPORT-JSON.md);\n"
-		"                               '-' prints it instead of the table\n"
+		"  --json [FILE]                every figure as JSON (docs/REPORT-JSON.md)\n"
+		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
+		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
 		"  --report DIR                 also render the run as DIR/index.html with\n"
 		"                               SVG and PNG figures (as 'kvsim report'; the\n"
 		"                               same JSON as --json), DIR created if missing\n"
 		"  --timeseries FILE.csv        memory parts, running and waiting over time\n"
 		"  --requests FILE.csv          one row per request: arrival, admission, first\n"
 		"                               token, finish, preemptions, outcome and reason\n"
+		"                               and vllm bench serve's ttft_s, tpot_s,\n"
+		"                               itl_mean_s, e2e_s\n"
+		"  --bench-json FILE            the result in vllm bench serve --save-result's\n"
+		"                               schema (ms; mean/median/std/p50/p90/p95/p99 of\n"
+		"                               ttft, tpot, itl, e2el; goodput)%s\n"
+		"  --summary-csv FILE           one row per policy: the same figures, the KV\n"
+		"                               memory split and, with --gpu-hour-price, cost\n"
 		"  --help                       show this help\n"
-		"\n", kvs_trace_default_path());
+		"\n", kvs_trace_default_path(), "");
 	kvs_cli_sim_help(f, false);
 	fputc('\n', f);
 	kvs_cli_deploy_help(f);

@@ -68,6 +68,7 @@ int kvs_cmd_report(int argc, char **argv)
 		return KVS_EXIT_FAIL;
 	}
 	kvs_args_init(&it, "report", argc, argv);
+	kvs_args_set_help(&it, usage);
 	while (!it.error && kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
 			inputs[n++] = pos;

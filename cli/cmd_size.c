@@ -7,6 +7,8 @@
 #include "cli.h"
 #include "common/json.h"
 
+#include <stdlib.h>
+
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -30,7 +32,9 @@ static void usage(FILE *f)
 		"  --max-num-batched-tokens N   tokens of the profile run (8192, else 2048)\n"
 		"\n"
 		"output:\n"
-		"  --json                       one JSON object (snake_case keys, sorted)\n"
+		"  --json [FILE]                one JSON object (snake_case keys, sorted)\n"
+		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
+		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
 		"  --help                       show this help\n"
 		"\n"
 		"examples:\n"
@@ -614,9 +618,10 @@ int kvs_cmd_size(int argc, char **argv)
 {
 	kvs_args it;
 	kvs_cli_deploy c;
-	bool json = false;
+	const char *json = NULL;
 	const char *pos;
 	kvs_args_init(&it, "size", argc, argv);
+	kvs_args_set_help(&it, usage);
 	kvs_cli_deploy_init(&c, "llama-2-7b", NULL);
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
@@ -628,12 +633,11 @@ int kvs_cmd_size(int argc, char **argv)
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		if (kvs_args_is(&it, "--json")) {
-			if (!kvs_args_no_value(&it))
-				return KVS_EXIT_USAGE;
-			json = true;
+		int r = kvs_args_output(&it, "--json", &json, true);
+		if (r < 0)
+			return KVS_EXIT_USAGE;
+		if (r > 0)
 			continue;
-		}
 		if (kvs_args_is(&it, "--max-num-seqs")) {
 			if (!kvs_args_u32(&it, 1, 1u << 20, &c.max_num_seqs))
 				return KVS_EXIT_USAGE;
@@ -661,10 +665,16 @@ int kvs_cmd_size(int argc, char **argv)
 	}
 	if (json) {
 		json_t *o = json_report(&c.d, &s, rows, &a);
-		int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+		char *text = kvs_cli_json_text(o, JSON_INDENT(2) | JSON_SORT_KEYS);
 		json_decref(o);
-		fputc('\n', stdout);
-		return rc == 0 ? KVS_EXIT_OK : KVS_EXIT_FAIL;
+		if (!text)
+			return KVS_EXIT_FAIL;
+		/* JSON on standard output replaces the table; in a file, both */
+		if (strcmp(json, "-") != 0)
+			print_text(&c.d, &s, rows, &a, &c);
+		int rc = kvs_cli_write_text("size", "--json", json, text);
+		free(text);
+		return rc;
 	}
 	print_text(&c.d, &s, rows, &a, &c);
 	return KVS_EXIT_OK;

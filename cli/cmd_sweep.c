@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 static void usage(FILE *f)
 {
@@ -51,14 +52,16 @@ static void usage(FILE *f)
 		"  --rate-search-range F        search between trace rate / F and x F (1e4)\n"
 		"\n");
 	kvs_cli_sim_help(f, true);
-	fprintf(f, "\nmodel, GPU and deployment (--block-size is replaced by --block-sizes):\n");
+	fputc('\n', f);
 	kvs_cli_deploy_help(f);
-	fprintf(f, "\ntrace shaping:\n");
+	fprintf(f, "(in a sweep --block-sizes replaces --block-size)\n\n");
 	kvs_cli_trace_help(f);
 	fprintf(f,
 		"\noutput:\n"
-		"  --json[=FILE]                the sweep document (docs/REPORT-JSON.md)\n"
-		"  --csv[=FILE]                 one CSV line per row\n"
+		"  --json [FILE]                the sweep document (docs/REPORT-JSON.md)\n"
+		"  --csv [FILE]                 one CSV line per row\n"
+		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
+		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
 		"  --report DIR                 also render the sweep as DIR/index.html with\n"
 		"                               SVG and PNG figures (as 'kvsim report'; the\n"
 		"                               same JSON as --json), DIR created if missing\n"
@@ -173,19 +176,38 @@ static int sweep_arg(kvs_args *it, opts *o)
 }
 
 /* --json / --csv: no value (stdout) or an inline "=FILE" */
-static bool out_arg(kvs_args *it, const char *name, const char **dst)
+/* Progress: items done (simulations, and capacity searches with
+ * --find-max-rate, each one item), elapsed and ETA; a line rewritten in
+ * place on a terminal, else a plain line every KVSIM_PROGRESS_INTERVAL
+ * seconds (5) and at the end. */
+typedef struct sweep_progress {
+	struct timespec t0;
+	double last;
+	bool tty, capacity;
+	double interval;
+} sweep_progress;
+
+static double since(const struct timespec *t0)
 {
-	if (!kvs_args_is(it, name))
-		return false;
-	*dst = it->inline_val && *it->inline_val ? it->inline_val : "-";
-	return true;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)(ts.tv_sec - t0->tv_sec) + (ts.tv_nsec - t0->tv_nsec) * 1e-9;
 }
 
 static void progress(void *ctx, size_t done, size_t total)
 {
-	(void)ctx;
-	fprintf(stderr, "\rkvsim sweep: %zu/%zu simulations%s", done, total,
-		done == total ? "\n" : "");
+	sweep_progress *p = ctx;
+	double el = since(&p->t0);
+	if (done != total && el - p->last < (p->tty ? 0.0 : p->interval))
+		return;
+	p->last = el;
+	char eta[48] = "";
+	if (done && done < total)
+		snprintf(eta, sizeof eta, ", ETA %.0f s", el * (double)(total - done) / (double)done);
+	fprintf(stderr, "%skvsim sweep: %zu/%zu done (simulations%s), elapsed %.0f s%s%s",
+		p->tty ? "\r" : "", done, total,
+		p->capacity ? " and capacity searches" : "", el, eta,
+		p->tty && done != total ? "   " : "\n");
 	fflush(stderr);
 }
 
@@ -362,29 +384,17 @@ static int parse(int argc, char **argv, opts *o)
 	kvs_args it;
 	const char *pos;
 	kvs_args_init(&it, "sweep", argc, argv);
+	kvs_args_set_help(&it, usage);
 	o->args = kvs_calloc((size_t)argc + 1, sizeof *o->args);
 	if (!o->args) {
 		fprintf(stderr, "kvsim sweep: out of memory\n");
 		return KVS_EXIT_FAIL;
 	}
-	const char *bare_out = NULL; /* the previous argument: --json or --csv without =FILE */
 	for (;;) {
 		int i0 = it.i;
 		if (!kvs_args_next(&it, &pos))
 			break;
-		const char *after_bare = bare_out;
-		bare_out = NULL;
 		if (!it.flag) {
-			/* "--json out.json", "--csv -": a file meant for the flag, not a trace */
-			size_t plen = strlen(pos);
-			bool looks_out = after_bare && (strcmp(pos, "-") == 0 ||
-				(strcmp(after_bare, "--json") == 0 && plen > 5 &&
-				 strcmp(pos + plen - 5, ".json") == 0));
-			if (after_bare && (o->trace || looks_out)) {
-				kvs_args_usage_error(&it, "%s writes to standard output; give its file as "
-						     "%s=%s", after_bare, after_bare, pos);
-				return KVS_EXIT_USAGE;
-			}
 			if (!kvs_args_one_positional(&it, pos, &o->trace, "trace"))
 				return KVS_EXIT_USAGE;
 			continue;
@@ -393,11 +403,13 @@ static int parse(int argc, char **argv, opts *o)
 			usage(stdout);
 			return KVS_EXIT_OK;
 		}
-		if (out_arg(&it, "--json", &o->json) || out_arg(&it, "--csv", &o->csv)) {
-			if (!it.inline_val)
-				bare_out = it.flag;
+		int out_r = kvs_args_output(&it, "--json", &o->json, o->trace != NULL);
+		if (out_r == 0)
+			out_r = kvs_args_output(&it, "--csv", &o->csv, o->trace != NULL);
+		if (out_r < 0)
+			return KVS_EXIT_USAGE;
+		if (out_r > 0)
 			continue;
-		}
 		if (kvs_args_is(&it, "--report")) {
 			if (!(o->report = kvs_args_value(&it)))
 				return KVS_EXIT_USAGE;
@@ -634,7 +646,7 @@ int kvs_cmd_sweep(int argc, char **argv)
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 		goto out;
 	}
-	bool show = !o.quiet && kvs_cli_stderr_is_tty();
+	bool show = !o.quiet;
 	/* flags that do not fit the trace (block sizes against its hash ids)
 	 * are usage errors; anything failing in the runs is a runtime one */
 	if ((st = kvs_sweep_check(&o.sw, set)) != KVS_OK) {
@@ -650,7 +662,13 @@ int kvs_cmd_sweep(int argc, char **argv)
 		}
 		st = KVS_OK;    /* merged into R */
 	} else {
-		st = kvs_sweep_run_ex(&o.sw, set, show ? progress : NULL, NULL, &R);
+		sweep_progress sp = { .tty = kvs_cli_stderr_is_tty(),
+				      .capacity = o.sw.find_max_rate };
+		clock_gettime(CLOCK_MONOTONIC, &sp.t0);
+		const char *iv = getenv("KVSIM_PROGRESS_INTERVAL");
+		if (!iv || !kvs_parse_double(iv, &sp.interval) || sp.interval < 0)
+			sp.interval = 5.0;
+		st = kvs_sweep_run_ex(&o.sw, set, show ? progress : NULL, &sp, &R);
 	}
 	if (st != KVS_OK) {
 		kvs_cli_report_error("sweep", st);

@@ -6,6 +6,8 @@
  */
 #include "cli.h"
 
+#include <stdlib.h>
+
 #include <jansson.h>
 #include <string.h>
 
@@ -14,7 +16,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kvsim trace [FILE] [options]\n"
 		"\n"
-		"Summarise a request trace: requests, time span, mean rate, burstiness\n"
+		"Summarise a request trace: requests, time span, mean rate, burstiness (cv)\n"
 		"(coefficient of variation of inter-arrival times), prompt and output\n"
 		"length percentiles, and where the trace has prefix hash ids the share\n"
 		"of blocks and prompt tokens an unbounded prefix cache would hit.\n"
@@ -28,7 +30,9 @@ static void usage(FILE *f)
 		"                      whose prompt + output exceed N tokens\n"
 		"  --write FILE        write the shaped requests as a native trace (CSV, or\n"
 		"                      JSONL when FILE ends in .jsonl) instead of a summary\n"
-		"  --json              print one JSON object\n"
+		"  --json [FILE]       one JSON object\n"
+		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
+		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
 		"  --help              show this help\n"
 		"\n", kvs_trace_default_path());
 	kvs_cli_trace_help(f);
@@ -64,14 +68,14 @@ static json_t *reader_json(const kvs_trace_stats *r)
 			 "balanced", kvs_trace_stats_balanced(r));
 }
 
-static void print_json(const char *path, const kvs_trace_summary *s)
+static int print_json(const char *path, const kvs_trace_summary *s, const char *dest)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "path", json_string(path));
 	json_object_set_new(o, "format", json_string(kvs_trace_format_name(s->format)));
 	json_object_set_new(o, "requests", json_integer((json_int_t)s->requests));
-	json_object_set_new(o, "first_s", json_real(s->first_s));
-	json_object_set_new(o, "last_s", json_real(s->last_s));
+	json_object_set_new(o, "first_arrival_s", json_real(s->first_s));
+	json_object_set_new(o, "last_arrival_s", json_real(s->last_s));
 	json_object_set_new(o, "span_s", json_real(s->span_s));
 	json_object_set_new(o, "mean_rate", json_real(s->mean_rate));
 	json_object_set_new(o, "cv_interarrival", json_real(s->cv_interarrival));
@@ -97,9 +101,15 @@ static void print_json(const char *path, const kvs_trace_summary *s)
 	json_object_set_new(o, "max_turn", json_integer(s->max_turn));
 	json_object_set_new(o, "multi_sample", json_integer((json_int_t)s->multi_sample));
 	json_object_set_new(o, "reader", reader_json(&s->reader));
-	json_dumpf(o, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
-	fputc('\n', stdout);
+	char *text = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
 	json_decref(o);
+	if (!text) {
+		fprintf(stderr, "kvsim trace: out of memory (JSON)\n");
+		return KVS_EXIT_FAIL;
+	}
+	int rc = kvs_cli_write_text("trace", "--json", dest, text);
+	free(text);
+	return rc;
 }
 
 static void print_reader(FILE *f, const kvs_trace_stats *r)
@@ -129,8 +139,9 @@ static void print_table(const char *path, const kvs_trace_summary *s)
 	printf("%-16s %llu\n", "requests", (unsigned long long)s->requests);
 	printf("%-16s %.3f s (%.3f .. %.3f)\n", "span", s->span_s, s->first_s, s->last_s);
 	printf("%-16s %.4f req/s\n", "mean rate", s->mean_rate);
-	printf("%-16s %.3f (cv of inter-arrival times; 1 = Poisson)\n", "burstiness",
-	       s->cv_interarrival);
+	printf("%-16s %.3f (coefficient of variation of inter-arrival times: 1 = Poisson,\n"
+	       "%-16s > 1 burstier; vllm bench serve --burstiness, a gamma shape, is 1/cv^2)\n",
+	       "cv", s->cv_interarrival, "");
 	printf("\n%-16s %10s %8s %8s %8s %8s %8s %14s\n", "tokens", "mean", "min", "p50",
 	       "p90", "p99", "max", "total");
 	const kvs_len_stats *ls[2] = { &s->prompt, &s->output };
@@ -211,10 +222,11 @@ int kvs_cmd_trace(int argc, char **argv)
 {
 	kvs_args it;
 	kvs_args_init(&it, "trace", argc, argv);
+	kvs_args_set_help(&it, usage);
 	kvs_trace_opts o;
 	kvs_trace_opts_defaults(&o);
 	const char *path = NULL, *out = NULL;
-	bool json = false;
+	const char *json = NULL;
 	const char *pos;
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
@@ -231,10 +243,11 @@ int kvs_cmd_trace(int argc, char **argv)
 			return KVS_EXIT_USAGE;
 		if (r > 0)
 			continue;
-		if (kvs_args_is(&it, "--json")) {
-			if (!kvs_args_no_value(&it))
-				return KVS_EXIT_USAGE;
-			json = true;
+		int jr = kvs_args_output(&it, "--json", &json, path != NULL);
+		if (jr < 0)
+			return KVS_EXIT_USAGE;
+		if (jr > 0) {
+			continue;
 		} else if (kvs_args_is(&it, "--block-size")) {
 			if (!kvs_args_u32(&it, 1, 1u << 20, &o.block_size))
 				return KVS_EXIT_USAGE;
@@ -268,11 +281,10 @@ int kvs_cmd_trace(int argc, char **argv)
 			kvs_cli_report_error("trace", st);
 			rc = KVS_EXIT_FAIL;
 		} else {
-			if (json)
-				print_json(path, &s);
-			else
+			/* JSON on standard output replaces the table; in a file, both */
+			if (!json || strcmp(json, "-") != 0)
 				print_table(path, &s);
-			rc = KVS_EXIT_OK;
+			rc = json ? print_json(path, &s, json) : KVS_EXIT_OK;
 		}
 	}
 	const kvs_trace_stats *rs = kvs_trace_get_stats(t);

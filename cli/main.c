@@ -81,6 +81,20 @@ static int finish(const char *name, int rc)
 	return rc;
 }
 
+/* "kvsim: unknown command 'X'" with the closest command name, if any */
+static void unknown_command(const char *name)
+{
+	const char *names[KVS_ARRAY_LEN(commands) + 1];
+	for (size_t i = 0; i < KVS_ARRAY_LEN(commands); i++)
+		names[i] = commands[i].name;
+	names[KVS_ARRAY_LEN(commands)] = "help";
+	const char *s = kvs_suggest(name, names, KVS_ARRAY_LEN(names));
+	if (s)
+		fprintf(stderr, "kvsim: unknown command '%s'; did you mean '%s'?\n", name, s);
+	else
+		fprintf(stderr, "kvsim: unknown command '%s'\n", name);
+}
+
 static const struct command *find(const char *name)
 {
 	for (size_t i = 0; i < KVS_ARRAY_LEN(commands); i++)
@@ -111,7 +125,7 @@ int main(int argc, char **argv)
 		}
 		const struct command *c = find(argv[2]);
 		if (!c) {
-			fprintf(stderr, "kvsim: unknown command '%s'\n", argv[2]);
+			unknown_command(argv[2]);
 			usage(stderr);
 			return KVS_EXIT_USAGE;
 		}
@@ -120,7 +134,8 @@ int main(int argc, char **argv)
 	}
 	const struct command *c = find(name);
 	if (!c) {
-		fprintf(stderr, "kvsim: unknown command '%s'\n\n", name);
+		unknown_command(name);
+		fputc('\n', stderr);
 		usage(stderr);
 		return KVS_EXIT_USAGE;
 	}

@@ -28,7 +28,24 @@ fi
 
 build="${KVS_BUILD_DIR:-build}"
 if [ ! -f "$build/build.ninja" ]; then
+	echo "setup: configuring $build" >&2
 	meson setup "$build" "$@" >/dev/null
 fi
-meson compile -C "$build" >/dev/null || meson compile -C "$build"
+# ninja's [N/M] lines become a progress line every 10% (the first build,
+# CUDA kernels included, takes minutes); the whole log is kept and shown
+# when the build fails.
+log="$build/meson-logs/compile.log"
+mkdir -p "$build/meson-logs"
+if ! meson compile -C "$build" 2>&1 | tee "$log" | awk '
+	/^\[[0-9]+\/[0-9]+\]/ {
+		split(substr($1, 2), a, /[\/\]]/)
+		pct = int(100 * a[1] / a[2])
+		if (a[2] > 1 && pct >= next_pct) {
+			printf "setup: compiling %d/%d (%d%%)\n", a[1], a[2], pct > "/dev/stderr"
+			next_pct = pct - pct % 10 + 10
+		}
+	}'; then
+	cat "$log" >&2
+	exit 1
+fi
 echo "setup: built $build/cli/kvsim" >&2

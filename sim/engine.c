@@ -1500,10 +1500,16 @@ static kvs_status finish(kvs_sim *s, sreq *r)
 		return st;
 	}
 	bool good = !(s->cfg.slo_ttft_s > 0 && ttft > s->cfg.slo_ttft_s);
+	if (s->cfg.slo_e2e_s > 0 && t - r->arrival > s->cfg.slo_e2e_s)
+		good = false;
 	if (r->output >= 2) {
 		/* samples advance in lockstep: each sample's TPOT, and their mean */
 		double tpot = (t - r->first_token) / (double)(r->output - 1);
 		if ((st = kvs_sketch_add(&R->sk[KVS_METRIC_TPOT], tpot)) != KVS_OK) {
+			sreq_free(r);
+			return st;
+		}
+		if ((st = kvs_sketch_add_n(&R->sk[KVS_METRIC_ITL], tpot, r->output - 1)) != KVS_OK) {
 			sreq_free(r);
 			return st;
 		}
@@ -2451,6 +2457,12 @@ kvs_status kvs_sim_advance(kvs_sim *s, double until_s)
 	kvs_status st = KVS_OK;
 	double horizon = s->cfg.horizon_s;
 	while (!s->stopped && s->nev > 0 && s->ev[0].t < until_s) {
+		if (s->cfg.interrupt && *s->cfg.interrupt) {
+			/* as at a horizon: what is in the system is unfinished */
+			s->res->st.interrupted = true;
+			s->stopped = true;
+			break;
+		}
 		event e = ev_pop(s);
 		if (!s->busy && e.t > s->now) {
 			double until = horizon > 0 && e.t > horizon ? horizon : e.t;
@@ -2607,6 +2619,27 @@ double kvs_sim_result_quantile(const kvs_sim_result *r, kvs_sim_metric m, double
 	if ((unsigned)m >= KVS_METRIC_COUNT_)
 		return 0;
 	return kvs_sketch_quantile(&r->sk[m], q);
+}
+
+double kvs_sim_result_mean(const kvs_sim_result *r, kvs_sim_metric m)
+{
+	if ((unsigned)m >= KVS_METRIC_COUNT_ || !r->sk[m].count)
+		return 0;
+	return r->sk[m].sum / (double)r->sk[m].count;
+}
+
+double kvs_sim_result_std(const kvs_sim_result *r, kvs_sim_metric m)
+{
+	if ((unsigned)m >= KVS_METRIC_COUNT_)
+		return 0;
+	return kvs_sketch_std(&r->sk[m]);
+}
+
+uint64_t kvs_sim_result_count(const kvs_sim_result *r, kvs_sim_metric m)
+{
+	if ((unsigned)m >= KVS_METRIC_COUNT_)
+		return 0;
+	return r->sk[m].count;
 }
 
 const kvs_sim_sample *kvs_sim_result_samples(const kvs_sim_result *r, size_t *n,

@@ -168,6 +168,7 @@ kvs_status kvs_sim_result_merge(const kvs_sim_result *const *rs, size_t n,
 	bool first = true;
 	for (size_t i = 0; i < n; i++) {
 		const kvs_sim_stats *r = &rs[i]->st;
+		st->interrupted |= r->interrupted;
 		if (r->sim_time_s > T)
 			T = r->sim_time_s;
 	}

@@ -377,7 +377,7 @@ void kvs_sim_request_csv_header(FILE *f)
 {
 	fprintf(f, "policy,index,line,outcome,reason,arrival_s,admitted_s,first_token_s,"
 		   "finish_s,prompt_tokens,output_tokens,cached_tokens,preemptions,"
-		   "num_samples\n");
+		   "num_samples,ttft_s,tpot_s,itl_mean_s,e2e_s\n");
 }
 
 static void opt_time(FILE *f, double t)
@@ -398,8 +398,21 @@ void kvs_sim_request_csv_row(FILE *f, const char *policy, const kvs_sim_request_
 	opt_time(f, r->admitted_s);
 	opt_time(f, r->first_token_s);
 	opt_time(f, r->finish_s);
-	fprintf(f, ",%u,%u,%u,%u,%u\n", r->prompt_tokens, r->output_tokens,
+	fprintf(f, ",%u,%u,%u,%u,%u", r->prompt_tokens, r->output_tokens,
 		r->cached_tokens, r->preemptions, r->num_samples ? r->num_samples : 1);
+	/* vLLM's per-request figures (benchmarks/serve): TTFT from arrival,
+	 * TPOT = (e2e - TTFT) / (output - 1), end-to-end from arrival; the mean
+	 * inter-token latency of one request is its TPOT (the gaps between its
+	 * tokens sum to e2e - TTFT).  Empty where undefined. */
+	double ttft = r->first_token_s >= 0 ? r->first_token_s - r->arrival_s : -1;
+	double e2e = r->finish_s >= 0 ? r->finish_s - r->arrival_s : -1;
+	double tpot = e2e >= 0 && ttft >= 0 && r->output_tokens > 1
+		? (e2e - ttft) / (double)(r->output_tokens - 1) : -1;
+	opt_time(f, ttft);
+	opt_time(f, tpot);
+	opt_time(f, tpot);
+	opt_time(f, e2e);
+	fputc('\n', f);
 }
 
 /* ---- the public, opaque face of the builders above ---------------------------- */

@@ -77,6 +77,10 @@ typedef struct kvs_sketch {
 void kvs_sketch_init(kvs_sketch *s);
 void kvs_sketch_free(kvs_sketch *s);
 kvs_status kvs_sketch_add(kvs_sketch *s, double v);
+/* v counted n times (a request's mean inter-token gap, once per gap) */
+kvs_status kvs_sketch_add_n(kvs_sketch *s, double v, uint64_t n);
+/* population standard deviation (ddof 0), values at bucket precision */
+double kvs_sketch_std(const kvs_sketch *s);
 double kvs_sketch_quantile(const kvs_sketch *s, double q);
 void kvs_sketch_dist(const kvs_sketch *s, kvs_sim_dist *out);
 /* Add every value of src to dst (same buckets: exact). */

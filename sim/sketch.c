@@ -6,7 +6,9 @@
  * 2 g^i / (g + 1), within a relative 0.1% of every value in the bucket.
  * The bucket array covers the range of indices seen so far and grows at
  * either end: about 6,900 buckets (55 KiB) span six decades, whatever the
- * number of values.  min, max, sum and count are exact.  Deterministic: the
+ * number of values.  min, max, sum and count are exact.  Quantiles
+ * interpolate linearly between the two ranks around q (count - 1), numpy's
+ * default method.  Deterministic: the
  * same values in any order give the same answers.
  */
 #include "sim_internal.h"
@@ -35,6 +37,13 @@ void kvs_sketch_free(kvs_sketch *s)
 
 kvs_status kvs_sketch_add(kvs_sketch *s, double v)
 {
+	return kvs_sketch_add_n(s, v, 1);
+}
+
+kvs_status kvs_sketch_add_n(kvs_sketch *s, double v, uint64_t times)
+{
+	if (times == 0)
+		return KVS_OK;
 	if (!(v >= 0))
 		v = 0;   /* latencies are never negative; guards rounding */
 	int32_t i = 0;
@@ -71,27 +80,45 @@ kvs_status kvs_sketch_add(kvs_sketch *s, double v)
 		if (v > s->max)
 			s->max = v;
 	}
-	s->count++;
-	s->sum += v;
+	s->count += times;
+	s->sum += times == 1 ? v : v * (double)times;
 	if (zero)
-		s->zeros++;
+		s->zeros += times;
 	else
-		s->counts[i - s->lo]++;
+		s->counts[i - s->lo] += times;
 	return KVS_OK;
 }
 
-double kvs_sketch_quantile(const kvs_sketch *s, double q)
+double kvs_sketch_std(const kvs_sketch *s)
 {
-	if (s->count == 0)
+	/* population standard deviation (numpy's np.std, ddof 0) about the
+	 * exact mean, each value at its bucket's representative */
+	if (s->count < 2)
 		return 0;
-	if (q <= 0)
-		return s->min;
-	if (q >= 1)
-		return s->max;
-	/* the value of rank floor(q (count - 1)) (0-based, ascending) */
-	uint64_t rank = (uint64_t)floor(q * (double)(s->count - 1));
+	double mean = s->sum / (double)s->count;
+	double lg = sketch_log_gamma(), g = exp(lg);
+	double ss = (double)s->zeros * mean * mean;
+	for (uint32_t k = 0; k < s->n; k++) {
+		if (!s->counts[k])
+			continue;
+		double v = 2.0 * exp((double)(s->lo + (int32_t)k) * lg) / (g + 1.0);
+		if (v < s->min)
+			v = s->min;
+		if (v > s->max)
+			v = s->max;
+		ss += (double)s->counts[k] * (v - mean) * (v - mean);
+	}
+	return sqrt(ss / (double)s->count);
+}
+
+/* The value of 0-based ascending rank `rank` (< count): min for the zeros,
+ * else its bucket's representative clamped to [min, max]. */
+static double sketch_at_rank(const kvs_sketch *s, uint64_t rank)
+{
 	if (rank < s->zeros)
 		return s->min;
+	if (rank + 1 >= s->count)
+		return s->max;
 	uint64_t seen = s->zeros;
 	double lg = sketch_log_gamma(), g = exp(lg);
 	for (uint32_t k = 0; k < s->n; k++) {
@@ -106,6 +133,27 @@ double kvs_sketch_quantile(const kvs_sketch *s, double q)
 		}
 	}
 	return s->max;
+}
+
+double kvs_sketch_quantile(const kvs_sketch *s, double q)
+{
+	if (s->count == 0)
+		return 0;
+	if (q <= 0)
+		return s->min;
+	if (q >= 1)
+		return s->max;
+	/* numpy's default ("linear", Hyndman-Fan type 7, as pandas and vLLM's
+	 * benchmark report): h = q (count - 1), the values of ranks floor(h)
+	 * and floor(h) + 1 weighted by the fraction of h */
+	double h = q * (double)(s->count - 1);
+	uint64_t lo = (uint64_t)floor(h);
+	double frac = h - (double)lo;
+	double a = sketch_at_rank(s, lo);
+	if (frac <= 0 || lo + 1 >= s->count)
+		return a;
+	double b = sketch_at_rank(s, lo + 1);
+	return a + frac * (b - a);
 }
 
 void kvs_sketch_dist(const kvs_sketch *s, kvs_sim_dist *out)

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const model_names[] = {
@@ -72,6 +74,28 @@ static bool in_list(const char *const *list, const char *name)
 	return false;
 }
 
+/* The preset's own spelling of a name typed in any case ("Llama-3-8B"),
+ * or the name itself. */
+static const char *canonical(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (strcasecmp(*list, name) == 0)
+			return *list;
+	return name;
+}
+
+/* " (did you mean 'x'?)" or "" into buf */
+static const char *did_you_mean(const char *const *list, const char *name,
+				char *buf, size_t cap)
+{
+	const char *s = kvs_suggest(name, list, SIZE_MAX);
+	if (s)
+		snprintf(buf, cap, " (did you mean '%s'?)", s);
+	else
+		buf[0] = '\0';
+	return buf;
+}
+
 /* "a, b, c" of a NULL-terminated list, for error messages. */
 static void join(const char *const *list, char *buf, size_t cap)
 {
@@ -96,8 +120,22 @@ kvs_status kvs_model_load(const char *name_or_path, kvs_model *out)
 	char path[4096];
 	if (!name_or_path || !*name_or_path)
 		return kvs_fail(KVS_ERR_INVALID, "empty model name");
+	struct stat sb;
+	if (stat(name_or_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		/* a model directory, as vLLM's --model takes one */
+		int n = snprintf(path, sizeof path, "%s%sconfig.json", name_or_path,
+				 name_or_path[strlen(name_or_path) - 1] == '/' ? "" : "/");
+		if (n < 0 || (size_t)n >= sizeof path)
+			return kvs_fail(KVS_ERR_INVALID, "%s: path too long", name_or_path);
+		if (access(path, F_OK) != 0)
+			return kvs_fail(KVS_ERR_IO, "%s: is a directory without a config.json "
+					"(give the model directory or its config.json)",
+					name_or_path);
+		return kvs_model_from_json_file(path, out);
+	}
 	if (looks_like_path(name_or_path))
 		return kvs_model_from_json_file(name_or_path, out);
+	name_or_path = canonical(model_names, name_or_path);
 
 	char rel[256];
 	int n = snprintf(rel, sizeof rel, "models/%s.json", name_or_path);
@@ -111,10 +149,12 @@ kvs_status kvs_model_load(const char *name_or_path, kvs_model *out)
 					"preset data for model '%s' not found (looked in "
 					"$KVSIM_DATADIR, %s and %s/sizing/presets)",
 					name_or_path, KVS_DATADIR, KVS_SOURCE_ROOT);
+		char hint[160];
 		return kvs_fail(KVS_ERR_NOT_FOUND,
-				"unknown model '%s'; known models: %s "
-				"(or give a path to a Hugging Face config.json)",
-				name_or_path, known);
+				"unknown model '%s'%s; known models: %s "
+				"(or give a path to a Hugging Face config.json or its directory)",
+				name_or_path, did_you_mean(model_names, name_or_path, hint,
+							   sizeof hint), known);
 	}
 	kvs_model m;
 	kvs_status st = kvs_model_from_json_file(path, &m);
@@ -218,7 +258,7 @@ static json_t *load_json(const char *path, kvs_status *st)
 
 kvs_status kvs_gpu_preset(const char *name, kvs_gpu *out)
 {
-	char path[4096], known[512];
+	char path[4096], known[512], hint[160];
 	join(gpu_names, known, sizeof known);
 	if (!name || !*name)
 		return kvs_fail(KVS_ERR_INVALID, "empty GPU name; known GPUs: %s", known);
@@ -227,6 +267,7 @@ kvs_status kvs_gpu_preset(const char *name, kvs_gpu *out)
 				"GPU preset file gpus.json not found (looked in "
 				"$KVSIM_DATADIR, %s and %s/sizing/presets)",
 				KVS_DATADIR, KVS_SOURCE_ROOT);
+	name = canonical(gpu_names, name);
 	kvs_status st = KVS_OK;
 	json_t *root = load_json(path, &st);
 	if (!root)
@@ -236,9 +277,10 @@ kvs_status kvs_gpu_preset(const char *name, kvs_gpu *out)
 	if (!json_is_object(gpus))
 		st = kvs_fail(KVS_ERR_PARSE, "%s: missing object 'gpus'", path);
 	else if (!json_is_object(g))
-		st = kvs_fail(KVS_ERR_NOT_FOUND, "unknown GPU '%s'; known GPUs: %s "
+		st = kvs_fail(KVS_ERR_NOT_FOUND, "unknown GPU '%s'%s; known GPUs: %s "
 			      "(or give a GPU file, --gpu FILE.json, or --gpu-mem SIZE, "
-			      "e.g. 79.19GiB)", name, known);
+			      "e.g. 79.19GiB)", name,
+			      did_you_mean(gpu_names, name, hint, sizeof hint), known);
 	else
 		st = gpu_from_json(g, path, name, out);
 	json_decref(root);

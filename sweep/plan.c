@@ -99,6 +99,7 @@ static const field stats_fields[] = {
 	S(F_F64, first_arrival_s), S(F_F64, last_arrival_s), S(F_F64, sim_time_s),
 	S(F_U64, steps), S(F_U64, events), S(F_U64, spans),
 	S(F_F64, wall_s),
+	S(F_BOOL, interrupted),
 };
 #undef S
 #undef PCT

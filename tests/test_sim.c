@@ -940,14 +940,55 @@ static void test_sketch(void **state)
 	}
 	qsort(v, N, sizeof v[0], cmp_double);
 	for (double q = 0.0; q <= 1.0; q += 0.01) {
-		double want = v[(size_t)floor(q * (N - 1))];
+		/* numpy's default: linear between ranks floor(h) and floor(h) + 1 */
+		double h = q * (N - 1);
+		size_t lo = (size_t)floor(h);
+		double hi_v = lo + 1 < N ? v[lo + 1] : v[lo];
+		double want = v[lo] + (h - (double)lo) * (hi_v - v[lo]);
 		double got = kvs_sketch_quantile(&s, q);
-		assert_true(fabs(got - want) <= 0.0011 * want + 1e-12);
+		assert_true(fabs(got - want) <= 0.0011 * hi_v + 1e-12);
 	}
 	assert_true(kvs_sketch_quantile(&s, 1.0) == v[N - 1]);
 	assert_true(kvs_sketch_quantile(&s, 0.0) == v[0]);
 	assert_true(s.n < 8000);
+	/* population standard deviation (np.std) within bucket precision */
+	double mean = 0, ss = 0;
+	for (int i = 0; i < N; i++)
+		mean += v[i];
+	mean /= N;
+	for (int i = 0; i < N; i++)
+		ss += (v[i] - mean) * (v[i] - mean);
+	double sd = sqrt(ss / N);
+	assert_true(fabs(kvs_sketch_std(&s) - sd) <= 0.002 * sd);
 	kvs_sketch_free(&s);
+
+	/* by hand: 1..10, p99 = 9 + 0.91 (h = 8.91), p50 = 5.5, p25 = 3.25 as
+	 * numpy.percentile and pandas give; std = sqrt(8.25) */
+	kvs_sketch_init(&s);
+	for (int i = 1; i <= 10; i++)
+		assert_int_equal(kvs_sketch_add(&s, i), KVS_OK);
+	assert_true(fabs(kvs_sketch_quantile(&s, 0.99) - 9.91) <= 0.0011 * 10);
+	assert_true(fabs(kvs_sketch_quantile(&s, 0.50) - 5.5) <= 0.0011 * 6);
+	assert_true(fabs(kvs_sketch_quantile(&s, 0.25) - 3.25) <= 0.0011 * 4);
+	assert_true(fabs(kvs_sketch_std(&s) - sqrt(8.25)) <= 0.002 * sqrt(8.25));
+	kvs_sketch_free(&s);
+
+	/* a value counted n times is n single adds */
+	kvs_sketch a, b;
+	kvs_sketch_init(&a);
+	kvs_sketch_init(&b);
+	assert_int_equal(kvs_sketch_add_n(&a, 0.25, 4), KVS_OK);
+	assert_int_equal(kvs_sketch_add_n(&a, 0.5, 0), KVS_OK);
+	assert_int_equal(kvs_sketch_add(&a, 1.0), KVS_OK);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(kvs_sketch_add(&b, 0.25), KVS_OK);
+	assert_int_equal(kvs_sketch_add(&b, 1.0), KVS_OK);
+	assert_int_equal(a.count, 5);
+	assert_true(a.sum == b.sum && a.max == b.max && a.min == b.min);
+	for (double q = 0; q <= 1.0; q += 0.05)
+		assert_true(kvs_sketch_quantile(&a, q) == kvs_sketch_quantile(&b, q));
+	kvs_sketch_free(&a);
+	kvs_sketch_free(&b);
 }
 
 static void test_step_table_fit(void **state)

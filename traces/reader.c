@@ -119,6 +119,12 @@ bool kvs_trace_stats_balanced(const kvs_trace_stats *s)
 	return sum == s->lines_read;
 }
 
+/* Does text[0..len) contain the NUL-terminated needle? */
+static bool has_text(const char *text, size_t len, const char *needle)
+{
+	return memmem(text, len, needle, strlen(needle)) != NULL;
+}
+
 /* ---- CSV layouts ------------------------------------------------------------*/
 
 enum col {
@@ -606,6 +612,22 @@ static kvs_status detect(kvs_trace *t)
 		size_t sp = 0;
 		while (sp < len && (line[sp] == ' ' || line[sp] == '\t'))
 			sp++;
+		if (line[sp] == '[') {
+			/* one JSON document, not a line per request: ShareGPT and
+			 * similar datasets hold conversations as text, without
+			 * arrival times or token counts */
+			t->st.failed_lines++;
+			bool sharegpt = has_text(line, len, "\"conversations\"") ||
+					has_text(line, len, "\"from\"") || len <= sp + 2;
+			return kvs_fail(KVS_ERR_PARSE, "%s:%llu: a JSON array%s, not a request "
+					"trace: kvsim reads one request per line (CSV, or a "
+					"JSON object per line). A dataset of prompts such as "
+					"ShareGPT has text, not arrival times and token counts: "
+					"tokenize it into arrival_s,prompt_tokens,output_tokens "
+					"rows, or let 'kvsim gen --prompt-len trace:FILE.csv' "
+					"draw arrivals", t->path, (unsigned long long)ln,
+					sharegpt ? " (a ShareGPT conversation file?)" : "");
+		}
 		bool json_fmt = t->o.format == KVS_TRACE_MOONCAKE ||
 				t->o.format == KVS_TRACE_NATIVE_JSONL;
 		if (line[sp] == '{' && (t->o.format == KVS_TRACE_AUTO || json_fmt))

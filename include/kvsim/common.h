@@ -78,6 +78,13 @@ const char *kvs_version(void);
  * when cap is short. */
 const char *kvs_fmt_commas(uint64_t v, char *buf, size_t cap);
 
+/* The candidate closest to `word` (case-insensitive edit distance with
+ * adjacent swaps, within 1 edit for words under 5 characters, 2 under 9,
+ * 3 beyond; else the one candidate `word` is a prefix of), or NULL.  Reads
+ * at most `count` entries of `candidates` or up to a NULL entry.  For "did
+ * you mean" hints. */
+const char *kvs_suggest(const char *word, const char *const *candidates, size_t count);
+
 /* ---- JSON documents -------------------------------------------------------
  * Report builders (kvs_sim_report_json, kvs_sweep_result_json, ...) return
  * an opaque document handle; its representation is the library's own.

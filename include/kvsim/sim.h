@@ -25,6 +25,7 @@
 #ifndef KVSIM_SIM_H
 #define KVSIM_SIM_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "kvsim/common.h"
@@ -211,6 +212,7 @@ typedef struct kvs_sim_config {
 	                                * open loop (trace arrival times) */
 	double slo_ttft_s;             /* goodput SLOs; 0 = none */
 	double slo_tpot_s;
+	double slo_e2e_s;              /* end-to-end objective; 0 = none */
 	kvs_cost_config cost;
 	double sample_interval_s;      /* time series spacing; 0 = auto (1 s,
 	                                * coarsened to keep <= 4096 samples) */
@@ -234,6 +236,10 @@ typedef struct kvs_sim_config {
 	void *on_request_ctx;
 	void (*on_progress)(void *ctx, const kvs_sim_progress *p);
 	void *on_progress_ctx;
+	/* Non-NULL: the run ends before its next event once *interrupt is
+	 * nonzero (set from a SIGINT handler), as at a horizon: what is in the
+	 * system is unfinished and stats.interrupted is set. */
+	const volatile sig_atomic_t *interrupt;
 } kvs_sim_config;
 
 /* Defaults around a deployment (policy paged, vLLM engine defaults). */
@@ -341,6 +347,7 @@ typedef struct kvs_sim_stats {
 	double sim_time_s;
 	uint64_t steps, events, spans;
 	double wall_s;                    /* < 0 unless record_wall_time */
+	bool interrupted;                 /* ended early by cfg.interrupt */
 } kvs_sim_stats;
 
 typedef struct kvs_sim_result kvs_sim_result;
@@ -353,13 +360,22 @@ typedef enum kvs_sim_metric {
 	KVS_METRIC_TTFT,
 	KVS_METRIC_TPOT,
 	KVS_METRIC_E2E,
+	KVS_METRIC_ITL,        /* inter-token latency: each completed request's
+	                        * TPOT once per gap (output - 1 times), so the
+	                        * mean is vLLM's mean ITL over all gaps */
 	KVS_METRIC_COUNT_
 } kvs_sim_metric;
 
-/* Quantile q in [0, 1] of a latency metric, in seconds (relative error
- * under 0.1%; q = 0 and q = 1 are the exact min and max).  0 when empty. */
+/* Quantile q in [0, 1] of a latency metric, in seconds, interpolated
+ * linearly between ranks as numpy's default (relative error under 0.1%;
+ * q = 0 and q = 1 are the exact min and max).  0 when empty. */
 double kvs_sim_result_quantile(const kvs_sim_result *r, kvs_sim_metric m,
 			       double q);
+/* Exact mean, population standard deviation (numpy's np.std: bucket
+ * precision) and count of a latency metric; 0 when empty. */
+double kvs_sim_result_mean(const kvs_sim_result *r, kvs_sim_metric m);
+double kvs_sim_result_std(const kvs_sim_result *r, kvs_sim_metric m);
+uint64_t kvs_sim_result_count(const kvs_sim_result *r, kvs_sim_metric m);
 
 /* Time series, sampled every *interval_s of simulated time from 0. */
 typedef struct kvs_sim_sample {

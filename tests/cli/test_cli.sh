@@ -17,14 +17,14 @@ for c in size trace gen replay compare sweep report; do
 	expect 2 "unknown option '--no-such-flag'" "$c" --no-such-flag
 done
 # a flag followed by another flag has no value: refused, never swallowed
-expect 2 '--json: missing value' replay --json --limit 5
+expect 2 '--json=: empty file name' replay --json= --limit 5
 expect 2 '--report: missing value' compare --report --limit 5
 expect 2 '--max-num-seqs: expected a non-negative integer' replay --max-num-seqs abc
 expect 2 '--max-num-seqs' replay --max-num-seqs 0
 expect 2 '--gpu-mem' size --gpu-mem 80
 # boolean flags take no value; "--flag=value" is refused, never ignored
-expect 2 '--json takes no value' size --json=x
-expect 2 '--json takes no value' trace --json=yes
+expect 2 '--json=: empty file name' size --json=
+expect 2 '--csv=: empty file name' sweep --csv=
 expect 2 '--quiet takes no value' replay --quiet=1
 expect 2 '--hashes takes no value' gen --hashes=0
 # numbers: NaN, infinity, hex and past 2^64 are refused with the flag named

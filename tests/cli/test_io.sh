@@ -61,15 +61,26 @@ kvs_run sweep 1 "$tmp/bad.csv" -q --block-sizes 16 --json="$tmp/o/out.csv"
 kvs_run replay 0 "$tmp/t.csv" -q --json "$tmp/o/out.csv"
 has "$(tail -c 3 "$tmp/o/out.csv")" "}"
 no_tmp "$tmp/o"
-# a run killed mid-way leaves neither its outputs nor temporary files
+# a run stopped by SIGTERM mid-way writes its outputs whole, marked
+# "interrupted", and no temporary files; one killed outright leaves
+# nothing under the outputs' names
 "$K" gen --requests 20000 --rate 200 --seed 1 -o "$tmp/big.csv" 2>/dev/null
 timeout -s TERM 0.5 "$K" replay "$tmp/big.csv" -q --no-fast-path \
 	--json "$tmp/o/killed.json" --requests "$tmp/o/killed.csv" >/dev/null 2>&1
 rc=$?
 if [ "$rc" -eq 124 ]; then
-	[ -e "$tmp/o/killed.json" ] && fail "a killed replay left its --json"
-	[ -e "$tmp/o/killed.csv" ] && fail "a killed replay left its --requests"
-	no_tmp "$tmp/o" "a killed replay left temporary files"
+	grep -q '"interrupted": true' "$tmp/o/killed.json" || fail "a stopped replay's --json is marked interrupted"
+	has "$(tail -c 3 "$tmp/o/killed.json")" "}"
+	arrived=$(sed -n 's/^ *"arrived": \([0-9]*\),*$/\1/p' "$tmp/o/killed.json" | head -n 1)
+	[ "$(wc -l <"$tmp/o/killed.csv")" -eq $((arrived + 1)) ] ||
+		fail "a stopped replay's --requests holds every arrived request ($arrived)"
+	no_tmp "$tmp/o" "a stopped replay left temporary files"
+fi
+timeout -s KILL 0.5 "$K" replay "$tmp/big.csv" -q --no-fast-path \
+	--json "$tmp/o/killed9.json" --requests "$tmp/o/killed9.csv" >/dev/null 2>&1
+if [ $? -eq 137 ]; then
+	[ -e "$tmp/o/killed9.json" ] && fail "a killed replay left its --json"
+	[ -e "$tmp/o/killed9.csv" ] && fail "a killed replay left its --requests"
 fi
 # devices are written in place; /dev/full names the file and the reason
 kvs_run sweep 1 "$tmp/t.csv" -q --block-sizes 16 --csv=/dev/full

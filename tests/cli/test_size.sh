@@ -12,6 +12,11 @@ jget() {
 	printf '%s\n' "$out" | sed -n "s/^  \"$1\": \([^,]*\),\{0,1\}$/\1/p"
 }
 
+# first integer field "key": N at any depth
+nget() {
+	printf '%s\n' "$out" | sed -n "s/^ *\"$1\": \([0-9]*\),\{0,1\}$/\1/p" | head -n 1
+}
+
 # ---- defaults: llama-2-7b on a100-40gb at 4,000 tokens ----------------------
 run 0 && {
 	has "$out" "llama-2-7b on a100-40gb" "default deployment (one default GPU for every command)"
@@ -202,7 +207,15 @@ fi
 run 2 --context 0 && has "$err" "--context: must be at least 1" "zero"
 run 2 --context -5 && has "$err" "--context: must be positive" "negative"
 run 2 --context abc && has "$err" "expected a positive integer, got 'abc'" "non-numeric"
-run 2 --context 4k && has "$err" "expected a positive integer" "suffix"
+run 2 --context 4x && has "$err" "expected a positive integer" "suffix"
+run 2 --context 4.5K && has "$err" "expected a token count" "binary suffix on a decimal"
+# vLLM's human-readable token counts: k = 10^3, K = 2^10, decimals with k/m
+for pair in 8k:8000 8K:8192 128k:128000 1.5k:1500 1M:1048576 25.6k:25600; do
+	run 0 --context "${pair%%:*}" --max-model-len 2M --json &&
+		[ "$(nget context_tokens)" = "${pair#*:}" ] ||
+		fail "--context ${pair%%:*} is ${pair#*:} tokens (got $(nget context_tokens))"
+done
+run 0 --max-model-len 8K --json && [ "$(nget max_model_len)" = 8192 ] || fail "--max-model-len 8K"
 run 2 --context 99999999999999999999999 && has "$err" "too large" "overflowing number"
 run 2 --context 1000000000000000000 && has "$err" "does not fit in 64 bits" "overflowing size"
 run 2 --tp 0 && has "$err" "--tp" "tp zero"

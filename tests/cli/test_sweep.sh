@@ -248,14 +248,18 @@ grep -q 'entries\[0\]' <<<"$err" || fail "profile error does not name the entry:
 run 1 "$tmp/none.csv"
 run 1 "$SAMPLE" --kernel-profile "$tmp"
 grep -q 'is a directory' <<<"$err" || fail "directory as kernel profile unclear: $err"
-# --json/--csv take their file after '=': a separate word is refused, not
-# mistaken for a second trace
-run 2 "$SAMPLE" --json "$tmp/x.json"
-grep -q -- '--json=' <<<"$err" || fail "no --json=FILE hint: $err"
-run 2 --json "$tmp/x.json" "$SAMPLE"
-grep -q -- '--json=' <<<"$err" || fail "no --json=FILE hint without a trace first: $err"
-run 2 --csv - "$SAMPLE"
-grep -q -- '--csv=' <<<"$err" || fail "no --csv=FILE hint for '-': $err"
+# the output grammar of every command: "--json FILE.json" and "--csv -" take
+# the word as their file (never a second trace), a bare flag is stdout
+run 0 "$SAMPLE" --limit 30 --block-sizes 16 --policies paged --quiet --json "$tmp/x.json"
+grep -q '"rows"' "$tmp/x.json" || fail "--json FILE.json after the trace writes the file"
+run 0 --json "$tmp/y.json" "$SAMPLE" --limit 30 --block-sizes 16 --policies paged --quiet
+grep -q '"rows"' "$tmp/y.json" || fail "--json FILE.json before the trace writes the file"
+run 0 --csv - "$SAMPLE" --limit 30 --block-sizes 16 --policies paged --quiet
+head -n 1 <<<"$out" | grep -q '^policy,' || fail "--csv - prints the CSV: $(head -c 200 <<<"$out")"
+run 0 --json "$SAMPLE" --limit 30 --block-sizes 16 --policies paged --quiet
+grep -q '"rows"' <<<"$out" || fail "bare --json before the trace prints JSON"
+run 2 --json= "$SAMPLE"
+grep -q -- 'empty file name' <<<"$err" || fail "--json= unclear: $err"
 run 1 "$SAMPLE" --limit 50 --block-sizes 16 --policies paged --quiet --csv="$tmp/no/such/dir/x.csv"
 grep -q -- '--csv: .*cannot write' <<<"$err" || fail "--csv failure unclear: $err"
 

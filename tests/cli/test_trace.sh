@@ -60,8 +60,12 @@ set +e
 "$K" trace --format csvx >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --format exits 2"
 "$K" trace a.csv b.csv >/dev/null 2>&1; [ $? -eq 2 ] || fail "two files exit 2"
 "$K" trace "$S/azure-conv-sample.csv" --start 5 --end 1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "window end before start exits 2"
-err=$("$K" trace "$S/azure-conv-sample.csv" --json=x 2>&1); [ $? -eq 2 ] || fail "--json=x exits 2"
-has "$err" "--json takes no value"
+err=$("$K" trace "$S/azure-conv-sample.csv" --json= 2>&1); [ $? -eq 2 ] || fail "--json= exits 2"
+has "$err" "--json=: empty file name"
+# --json FILE.json: the table on stdout, the JSON in the file, never a trace
+out=$("$K" trace --json "$tmp/t.json" "$S/azure-conv-sample.csv" 2>&1) || fail "trace --json FILE"
+has "$out" "requests" "trace table with --json FILE"
+grep -q '"first_arrival_s": 0' "$tmp/t.json" || fail "trace --json FILE writes first_arrival_s"
 "$K" trace "$S/azure-conv-sample.csv" --skip-bad-lines=yes >/dev/null 2>&1; [ $? -eq 2 ] || fail "--skip-bad-lines=yes exits 2"
 # hostile files: a clear message and exit 1, never a crash
 mkdir "$tmp/adir"

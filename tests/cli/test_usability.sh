@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# CLI tests of what a vLLM, Vidur or pandas user types and reads: did-you-mean
+# hints, forgiving inputs, per-request latency columns, --bench-json in
+# `vllm bench serve --save-result`'s schema, the summary CSV, cost figures,
+# gen --burstiness, the ShareGPT hint and shortest floats in JSON.
+# Needs $KVSIM and $KVS_SOURCE_ROOT.
+set -u
+ROOT="${KVS_SOURCE_ROOT:?}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# ---- did you mean ------------------------------------------------------------
+"$KVSIM" replya >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "unknown command exits 2"
+has "$(cat "$tmp/err")" "unknown command 'replya'; did you mean 'replay'?" "command hint"
+kvs_run size 2 --modle llama-3-8b && has "$err" "did you mean '--model'?" "flag hint"
+kvs_run replay 2 --max-num-seq 8 && has "$err" "did you mean '--max-num-seqs'?" "replay flag hint"
+kvs_run sweep 2 --block-sizs 16 && has "$err" "did you mean '--block-sizes'?" "sweep flag hint"
+kvs_run size 2 --zzzzzz && { has "$err" "unknown option '--zzzzzz'" "no hint"; case "$err" in *"did you mean"*) fail "no hint for a far word";; esac; }
+kvs_run size 2 --model llama3-8b && has "$err" "did you mean 'llama-3-8b'?" "model hint"
+kvs_run size 2 --gpu h100 && has "$err" "did you mean 'h100-80gb'?" "gpu hint"
+
+# ---- forgiving input ---------------------------------------------------------------
+kvs_run size 0 --model Llama-3-8B --gpu H100-80GB --json && {
+	has "$out" '"name": "llama-3-8b"' "model in any case"
+	has "$out" '"name": "h100-80gb"' "gpu in any case"
+}
+kvs_run size 0 --model llama-3-70b -tp 4 -pp 2 && has "$out" "tp 4 x pp 2 (8 GPUs)" "-tp/-pp"
+mkdir -p "$tmp/Llama-3-8B"
+cp "$ROOT/sizing/presets/models/llama-3-8b.json" "$tmp/Llama-3-8B/config.json"
+kvs_run size 0 --model "$tmp/Llama-3-8B" --json && has "$out" '"num_layers": 32' "--model DIR"
+kvs_run size 0 --model "$tmp/Llama-3-8B/" && has "$out" "32 layers" "--model DIR/"
+kvs_run size 0 --block-size 17 && has "$err" "--block-size 17 is not a power of two" "block size warning"
+kvs_run size 0 --block-size 32 && [ -z "$err" ] || fail "no warning for a power of two: $err"
+# shortest floats that read back the same: 0.9, not 0.90000000000000002
+kvs_run size 0 --json && {
+	has "$out" '"gpu_memory_utilization": 0.9,' "shortest float"
+	case "$out" in *0000000000000*) fail "17-digit floats in size --json";; esac
+}
+
+# ---- traces -------------------------------------------------------------------------
+kvs_run trace 0 && has "$out" "cv " "trace statistic named cv"
+printf '[\n  {"id": "x", "conversations": [{"from": "human", "value": "hi"}]}\n]\n' >"$tmp/sg.json"
+kvs_run trace 1 "$tmp/sg.json" && { has "$err" "sg.json:1: a JSON array" "ShareGPT named"; has "$err" "ShareGPT" "ShareGPT hint"; }
+# gen --burstiness k is gamma gaps of shape k: cv = 1/sqrt(k)
+"$KVSIM" gen --requests 4000 --rate 10 --burstiness 0.25 --seed 3 -o "$tmp/b.csv" 2>/dev/null || fail "gen --burstiness"
+kvs_run trace 0 "$tmp/b.csv" --json && {
+	cv=$(printf '%s\n' "$out" | sed -n 's/^  "cv_interarrival": \([0-9.]*\),$/\1/p')
+	awk -v c="$cv" 'BEGIN { exit !(c > 1.8 && c < 2.2) }' || fail "--burstiness 0.25 gives cv 2 (got $cv)"
+}
+"$KVSIM" gen --requests 10 --burstiness 1 --cv 2 >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "--burstiness with --cv is a usage error"
+"$KVSIM" gen --requests 10 --burstiness 1 --arrival constant >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "--burstiness with --arrival constant is a usage error"
+
+# ---- per-request columns, by hand ------------------------------------------------------
+cat >"$tmp/t.csv" <<'CSV'
+arrival_s,prompt_tokens,output_tokens
+0,100,11
+0.5,50,1
+CSV
+kvs_run replay 0 "$tmp/t.csv" --step-time-linear 0.01 --requests "$tmp/r.csv" -q && {
+	head -n 1 "$tmp/r.csv" | grep -q ',ttft_s,tpot_s,itl_mean_s,e2e_s$' || fail "request CSV header"
+	awk -F, 'NR > 1 {
+		ttft = $8 - $6; e2e = $9 - $6
+		if (($15 - ttft)^2 > 1e-16 || ($18 - e2e)^2 > 1e-16) bad = 1
+		if ($11 > 1 && (($16 - (e2e - ttft) / ($11 - 1))^2 > 1e-16 || $17 != $16)) bad = 1
+		if ($11 == 1 && ($16 != "" || $17 != "")) bad = 1
+		n++
+	} END { exit bad || n != 2 }' "$tmp/r.csv" || fail "ttft/tpot/itl/e2e columns by hand: $(cat "$tmp/r.csv")"
+}
+
+# ---- --bench-json: vllm bench serve's keys and units -----------------------------------------
+kvs_scaled_limit 200
+kvs_run replay 0 --goodput ttft:500 tpot:50 --gpu-hour-price 2 --bench-json "$tmp/b.json" \
+	--json "$tmp/j.json" --summary-csv "$tmp/s.csv" -q && {
+	for k in date backend model_id tokenizer_id num_prompts request_rate duration completed \
+		total_input_tokens total_output_tokens request_throughput request_goodput \
+		output_throughput total_token_throughput; do
+		grep -q "^  \"$k\": " "$tmp/b.json" || fail "--bench-json key $k"
+	done
+	for m in ttft tpot itl e2el; do
+		for s in mean median std p50 p90 p95 p99; do
+			grep -q "^  \"${s}_${m}_ms\": [0-9]" "$tmp/b.json" || fail "--bench-json key ${s}_${m}_ms"
+		done
+	done
+	has "$out" "cost at \$2.00 per GPU-hour" "cost in the table"
+	has "$out" "\$ per million output tokens" "cost row"
+}
+kvs_scaled_limit 200
+kvs_run replay 0 --json "$tmp/j2.json" --bench-json "$tmp/b2.json" -q
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/b.json" "$tmp/j.json" "$tmp/s.csv" "$tmp/b2.json" <<'PY' || fail "--bench-json units and values"
+import csv, json, math, sys
+b = json.load(open(sys.argv[1])); j = json.load(open(sys.argv[2]))
+p = j["policies"]["paged"]
+# seconds in kvsim's JSON, milliseconds in vLLM's
+assert math.isclose(b["p99_ttft_ms"], p["ttft_s"]["p99"] * 1e3, rel_tol=1e-9), (b["p99_ttft_ms"], p["ttft_s"])
+assert math.isclose(b["mean_e2el_ms"], p["e2e_s"]["mean"] * 1e3, rel_tol=1e-9)
+assert math.isclose(b["median_tpot_ms"], p["tpot_s"]["p50"] * 1e3, rel_tol=1e-9)
+assert b["completed"] == p["accounting"]["completed"] and b["num_prompts"] == p["accounting"]["arrived"]
+assert math.isclose(b["request_throughput"], b["completed"] / b["duration"], rel_tol=1e-12)
+assert math.isclose(b["output_throughput"], b["total_output_tokens"] / b["duration"], rel_tol=1e-12)
+assert b["goodput"] == {"ttft": 500.0, "tpot": 50.0}
+assert 0 <= b["request_goodput"] <= b["request_throughput"]
+# ITL: per-request TPOT once per gap, so its mean is weighted by gaps
+assert b["std_ttft_ms"] > 0 and b["p50_ttft_ms"] <= b["p90_ttft_ms"] <= b["p95_ttft_ms"] <= b["p99_ttft_ms"]
+c = b["cost"]
+assert c["gpus"] == 1 and c["dollars_per_hour"] == 2.0
+assert math.isclose(c["dollars"], 2.0 * b["duration"] / 3600, rel_tol=1e-12)
+assert math.isclose(c["dollars_per_million_output_tokens"], c["dollars"] / b["total_output_tokens"] * 1e6, rel_tol=1e-12)
+assert math.isclose(c["dollars_per_request"], c["dollars"] / b["completed"], rel_tol=1e-12)
+assert p["cost"]["gpus"] == 1
+rows = list(csv.DictReader(open(sys.argv[3])))
+assert len(rows) == 1 and rows[0]["policy"] == "paged"
+assert math.isclose(float(rows[0]["p99_ttft_ms"]), b["p99_ttft_ms"], rel_tol=1e-15)
+assert math.isclose(float(rows[0]["dollars_per_request"]), c["dollars_per_request"], rel_tol=1e-15)
+b2 = json.load(open(sys.argv[4]))
+assert "request_goodput" not in b2 and "goodput" not in b2 and "cost" not in b2
+PY
+fi
+# compare: a list, one object per policy; the summary one row per policy
+kvs_scaled_limit 100
+kvs_run compare 0 --policies paged,max --bench-json "$tmp/cb.json" --summary-csv "$tmp/cs.csv" -q && {
+	[ "$(head -c 1 "$tmp/cb.json")" = "[" ] || fail "compare --bench-json is a list"
+	[ "$(wc -l <"$tmp/cs.csv")" -eq 3 ] || fail "summary CSV: header and two rows"
+	cut -d, -f1 "$tmp/cs.csv" | tr '\n' ' ' | grep -q "^policy paged max $" || fail "summary CSV policies"
+}
+kvs_run replay 2 --goodput ttft500 && has "$err" "expected KEY:MILLISECONDS" "bad --goodput"
+kvs_run replay 2 --goodput foo:5 && has "$err" "'foo' is not a metric" "unknown --goodput metric"
+
+# ---- Ctrl-C: outputs written whole, marked "interrupted", exit 130 ---------------------
+# a run of several seconds (20,000 long requests stepped one token at a time),
+# interrupted after half a second; job control so the background job keeps
+# SIGINT (a non-interactive shell starts background jobs ignoring it)
+"$KVSIM" gen --requests 20000 --rate 50 --output-len fixed:2000 --prompt-len fixed:100 \
+	--seed 1 -o "$tmp/long.csv" 2>/dev/null || fail "gen long trace"
+set -m
+"$KVSIM" replay "$tmp/long.csv" --no-fast-path --json "$tmp/i.json" --requests "$tmp/i.csv" \
+	--bench-json "$tmp/ib.json" >"$tmp/i.out" 2>"$tmp/i.err" &
+pid=$!
+set +m
+sleep 0.5
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" -eq 130 ] || fail "interrupted replay exits 130 (got $rc): $(head -c 300 "$tmp/i.err")"
+has "$(cat "$tmp/i.err")" "interrupted at" "interruption reported"
+has "$(cat "$tmp/i.out")" "paged: arrived " "table printed whole"
+ls -a "$tmp" | grep -q 'kvsim-' && fail "temporary files left behind"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/i.json" "$tmp/i.csv" "$tmp/ib.json" <<'PY' || fail "interrupted outputs parse and account for every request"
+import csv, json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interrupted"] is True
+a = d["policies"]["paged"]["accounting"]
+assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"] and a["unfinished"] > 0
+rows = list(csv.reader(open(sys.argv[2])))
+assert len(rows) - 1 == a["arrived"] and {len(r) for r in rows} == {len(rows[0])}
+assert sum(r[3] == "unfinished" for r in rows[1:]) == a["unfinished"]
+b = json.load(open(sys.argv[3]))
+assert b["interrupted"] is True and b["completed"] == a["completed"]
+PY
+fi
+
+# progress when stderr is not a terminal: plain lines (every
+# KVSIM_PROGRESS_INTERVAL seconds) with elapsed time and rate; -q silences
+KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit 200 >/dev/null 2>"$tmp/p.err" || fail "replay with progress"
+grep -q '^replay paged: .* arrived, .* finished, .* simulated, elapsed [0-9]*s, [0-9]* finished/s' "$tmp/p.err" ||
+	fail "plain progress line: $(head -c 300 "$tmp/p.err")"
+grep -q $'\r' "$tmp/p.err" && fail "no carriage returns off a terminal"
+KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit 200 -q >/dev/null 2>"$tmp/p.err"
+[ -s "$tmp/p.err" ] && fail "-q silences progress: $(head -c 200 "$tmp/p.err")"
+
+KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep --limit 40 --block-sizes 16,32,64 --policies paged \
+	>/dev/null 2>"$tmp/p.err" || fail "sweep with progress"
+grep -q '^kvsim sweep: 3/3 done (simulations), elapsed [0-9]* s$' "$tmp/p.err" ||
+	fail "sweep progress: the real total: $(head -c 300 "$tmp/p.err")"
+
+# ---- one output grammar: "--json out.json" is that file on every command ----------
+extra=()   # no --limit for size
+cd "$tmp" || exit 1
+extra=()
+kvs_run size 0 --json out-size.json && { grep -q '"kv_bytes_per_token"' out-size.json || fail "size --json FILE"; has "$out" "kvsim size:" "size table kept with --json FILE"; }
+kvs_run size 0 --json sz && grep -q '"advice"' sz || fail "size --json WORD (no positional): the file"
+extra=()
+kvs_run trace 0 --json out-trace.json && grep -q '"cv_interarrival"' out-trace.json || fail "trace --json FILE"
+kvs_scaled_limit 40
+kvs_run replay 0 --limit 40 --json out-replay.json -q && grep -q '"policies"' out-replay.json || fail "replay --json FILE"
+kvs_scaled_limit 40
+kvs_run replay 0 --limit 40 --json -q && has "$out" '"policies"' "replay bare --json is stdout"
+kvs_scaled_limit 40
+kvs_run compare 0 --limit 40 --policies paged,max --json=out-compare.json -q && grep -q '"policies"' out-compare.json || fail "compare --json=FILE"
+for f in size trace replay compare sweep; do
+	"$KVSIM" "$f" --help | grep -q -- "--json" || fail "$f --help names --json"
+done
+# an existing CSV after a bare --csv is the trace, never overwritten
+cp "$ROOT/traces/samples/azure-conv-sample.csv" keep.csv
+sum0=$(cksum <keep.csv)
+kvs_scaled_limit 30
+kvs_run sweep 0 --csv keep.csv --limit 30 --block-sizes 16 --policies paged --quiet &&
+	head -n 1 <<<"$out" | grep -q '^policy,' || fail "sweep --csv TRACE.csv: CSV on stdout"
+[ "$(cksum <keep.csv)" = "$sum0" ] || fail "sweep --csv overwrote the trace"
+# each heading once in sweep --help
+dups=$("$KVSIM" sweep --help | grep -E '^[a-zA-Z].*:$' | sort | uniq -d)
+[ -z "$dups" ] || fail "sweep --help repeats headings: $dups"
+[ ! -e out.json ] || fail "stray out.json"
+cd - >/dev/null || exit 1
+
+finish "cli usability"
