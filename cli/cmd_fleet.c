@@ -294,7 +294,7 @@ int kvs_cmd_fleet(int argc, char **argv)
 	kvs_args_init(&it, cmd, argc, argv);
 	kvs_args_set_help(&it, usage);
 	kvs_cli_deploy dep;
-	kvs_cli_deploy_init(&dep, "llama-3-8b", "a100-40gb");
+	kvs_cli_deploy_init(&dep, "llama-3-8b", NULL);
 	kvs_trace_opts topts;
 	kvs_trace_opts_defaults(&topts);
 	kvs_cli_sim sim;
