@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kvs_config.h"
@@ -117,32 +116,23 @@ static void run_case(const bench_case *bc, kvs_policy pol, figures *f)
 	f->peak_rss = kvs_mem_peak_rss();
 }
 
+typedef struct sim_job {
+	const bench_case *bc;
+	kvs_policy pol;
+} sim_job;
+
+static void sim_job_run(void *ctx, void *out)
+{
+	const sim_job *j = ctx;
+	run_case(j->bc, j->pol, out);
+}
+
 /* Run in a child so the peak RSS belongs to this case alone. */
 static void run_isolated(const bench_case *bc, kvs_policy pol, figures *f)
 {
-	int fd[2];
-	if (pipe(fd) != 0) {
-		run_case(bc, pol, f);
-		return;
-	}
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(fd[0]);
-		figures x;
-		run_case(bc, pol, &x);
-		ssize_t w = write(fd[1], &x, sizeof x);
-		_exit(w == (ssize_t)sizeof x ? 0 : 1);
-	}
-	close(fd[1]);
-	memset(f, 0, sizeof *f);
-	if (pid < 0 || read(fd[0], f, sizeof *f) != (ssize_t)sizeof *f) {
+	sim_job j = { bc, pol };
+	if (!kvs_bench_run_isolated(sim_job_run, &j, f, sizeof *f))
 		snprintf(f->err, sizeof f->err, "child failed");
-		f->ok = 0;
-	}
-	close(fd[0]);
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
 }
 
 int main(int argc, char **argv)

@@ -6,6 +6,7 @@
 #define KVSIM_BENCH_UTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -36,6 +37,13 @@ void kvs_bench_figure_str(kvs_bench *b, const char *key, const char *value);
 
 /* Record a row: a JSON object (stolen reference) appended to "rows". */
 void kvs_bench_row(kvs_bench *b, json_t *row);
+
+/* Run fn(ctx, out) in a forked child, so that the peak RSS it reads is its
+ * own, and copy the size bytes it wrote to *out back through a pipe (when
+ * no pipe can be made, fn runs in this process).  False, with *out zeroed,
+ * when the child failed. */
+bool kvs_bench_run_isolated(void (*fn)(void *ctx, void *out), void *ctx, void *out,
+			    size_t size);
 
 /* Print the JSON object (json mode) and free everything. */
 int kvs_bench_finish(kvs_bench *b);
