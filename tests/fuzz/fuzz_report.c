@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rp_fig *figs = NULL;
 		size_t nfigs = 0;
 		if (rp_figures_plan(&run, &figs, &nfigs) == KVS_OK)
-			(void)rp_html_write("/dev/null", "fuzz", &run, 1, figs, nfigs, 960, 540);
+			(void)rp_html_write("/dev/null", "fuzz", &run, 1, figs, nfigs, 960, 540,
+					    false);
 		kvs_free(figs);
 	}
 	rp_run_free(&run);
