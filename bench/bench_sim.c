@@ -158,13 +158,8 @@ int main(int argc, char **argv)
 		for (size_t p = 0; p < kvs_policy_count(); p++)
 			pols[npol++] = (kvs_policy)p;
 
-	const char *root = getenv("KVS_SHARED_TRACES");
 	char conv[1024];
-	if (root)
-		snprintf(conv, sizeof conv, "%s/azure-2023/conv.csv", root);
-	else
-		snprintf(conv, sizeof conv, "%s/../shared/traces/azure-2023/conv.csv",
-			 KVS_SOURCE_ROOT);
+	kvs_bench_shared_trace(conv, sizeof conv, "azure-2023/conv.csv");
 	bool have_conv = access(conv, R_OK) == 0;
 	const bench_case cases[] = {
 		{ "azure-conv (19,366 req)", conv, 0, 0.1 },

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kvs_config.h"
 #include "kvsim/common.h"
 
 uint64_t kvs_bench_now_ns(void)
@@ -105,4 +106,14 @@ bool kvs_bench_run_isolated(void (*fn)(void *ctx, void *out), void *ctx, void *o
 	if (pid > 0)
 		waitpid(pid, NULL, 0);
 	return ok;
+}
+
+const char *kvs_bench_shared_trace(char *out, size_t n, const char *rel)
+{
+	const char *root = getenv("KVS_SHARED_TRACES");
+	if (root)
+		snprintf(out, n, "%s/%s", root, rel);
+	else
+		snprintf(out, n, "%s/../shared/traces/%s", KVS_SOURCE_ROOT, rel);
+	return out;
 }

@@ -45,6 +45,11 @@ void kvs_bench_row(kvs_bench *b, json_t *row);
 bool kvs_bench_run_isolated(void (*fn)(void *ctx, void *out), void *ctx, void *out,
 			    size_t size);
 
+/* The path of a public trace under the shared folder, rel relative to it
+ * (e.g. "azure-2023/conv.csv"): $KVS_SHARED_TRACES, else ../shared/traces
+ * beside the source tree.  Returns out; the caller checks it exists. */
+const char *kvs_bench_shared_trace(char *out, size_t n, const char *rel);
+
 /* Print the JSON object (json mode) and free everything. */
 int kvs_bench_finish(kvs_bench *b);
 

@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 	kvs_bench b;
 	int code, repeat = 10;
 	uint64_t requests = 10000;
-	kvs_policy pols[KVS_POLICY_COUNT_];
+	kvs_policy pols[KVS_POLICY_CAP];
 	size_t npol = 0;
 	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--repeat") == 0) {
@@ -155,33 +155,20 @@ int main(int argc, char **argv)
 			long long n = atoll(argv[i + 1]);
 			requests = n > 0 ? (uint64_t)n : requests;
 		} else if (strcmp(argv[i], "--policies") == 0) {
-			char buf[256];
-			snprintf(buf, sizeof buf, "%s", argv[i + 1]);
-			char *save = NULL;
-			for (char *t = strtok_r(buf, ",", &save);
-			     t && npol < KVS_POLICY_COUNT_; t = strtok_r(NULL, ",", &save)) {
-				if (kvs_policy_parse(t, &pols[npol]) != KVS_OK) {
-					fprintf(stderr, "bench_vidur: --policies: %s\n",
-						kvs_last_error());
-					return 2;
-				}
-				npol++;
+			if (kvs_policy_parse_list(argv[i + 1], pols, KVS_POLICY_CAP, &npol) != KVS_OK) {
+				fprintf(stderr, "bench_vidur: --policies: %s\n", kvs_last_error());
+				return 2;
 			}
 		}
 	}
 	if (!kvs_bench_init(&b, "vidur", argc, argv, &code))
 		return code;
 	if (npol == 0)
-		for (int p = 0; p < KVS_POLICY_COUNT_; p++)
+		for (size_t p = 0; p < kvs_policy_count(); p++)
 			pols[npol++] = (kvs_policy)p;
 
-	const char *root = getenv("KVS_SHARED_TRACES");
 	char conv[1024];
-	if (root)
-		snprintf(conv, sizeof conv, "%s/azure-2023/conv.csv", root);
-	else
-		snprintf(conv, sizeof conv, "%s/../shared/traces/azure-2023/conv.csv",
-			 KVS_SOURCE_ROOT);
+	kvs_bench_shared_trace(conv, sizeof conv, "azure-2023/conv.csv");
 	if (access(conv, R_OK) != 0) {
 		printf("bench_vidur: %s not found: skipped\n", conv);
 		return kvs_bench_finish(&b);
