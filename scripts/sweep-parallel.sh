@@ -56,6 +56,9 @@ done
 [ ${#logins[@]} -gt 0 ] || logins=(-S :)
 [ -n "$joblog" ] || joblog="$out.joblog"
 command -v parallel >/dev/null || die "GNU parallel not found (Debian package 'parallel')"
+# parallel builds the remote command for $SHELL; when it is unset (cron, CI,
+# env -i) remote jobs with --basefile/--return wrote no point files
+export SHELL=${SHELL:-$(command -v bash)}
 
 info=$("$kvsim" sweep --from-plan "$plan" --plan-info) || exit 1
 n=$(sed -n 's/^points //p' <<<"$info")
