@@ -800,9 +800,10 @@ int kvs_cli_json_output(const char *cmd, const kvs_json *doc, kvs_outfile *json_
 	return rc;
 }
 
-/* SIGINT/SIGTERM during a replay: the run stops at its next event, the
- * outputs are written whole and marked "interrupted", exit 128 + signal.
- * A second signal ends the process at once (the default action). */
+/* SIGINT/SIGTERM during a replay, compare or sweep: the run stops at its
+ * next event, the outputs are written whole and marked "interrupted", exit
+ * 128 + signal.  A second signal ends the process at once (the default
+ * action). */
 static volatile sig_atomic_t sim_interrupt;
 
 static void on_interrupt(int sig)
@@ -811,7 +812,7 @@ static void on_interrupt(int sig)
 	signal(sig, SIG_DFL);
 }
 
-static void interrupt_handlers(void)
+const volatile sig_atomic_t *kvs_cli_interrupt_install(void)
 {
 	static const int sigs[] = { SIGINT, SIGTERM };
 	for (size_t i = 0; i < KVS_ARRAY_LEN(sigs); i++) {
@@ -824,6 +825,7 @@ static void interrupt_handlers(void)
 			sigaction(sigs[i], &sa, NULL);
 		}
 	}
+	return &sim_interrupt;
 }
 
 /* "kvsim replay: conv.csv" for the report page */
@@ -908,8 +910,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 
 	/* before the outputs open: their own signal cleanup then leaves
 	 * SIGINT and SIGTERM to this handler, and they are committed whole */
-	interrupt_handlers();
-	sim.cfg.interrupt = &sim_interrupt;
+	sim.cfg.interrupt = kvs_cli_interrupt_install();
 
 	int rc = KVS_EXIT_OK;
 	/* every output file opens now, so that a bad path fails before the

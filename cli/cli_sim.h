@@ -107,6 +107,14 @@ bool kvs_cli_path_is_regular(const char *path);
  * "kvsim CMD: --report: ..." and returns false otherwise. */
 bool kvs_cli_report_dir_ok(const char *cmd, const char *dir);
 
+/* Install the SIGINT/SIGTERM handlers of an interruptible run (where the
+ * disposition is the default; before the outputs open, so that their own
+ * cleanup leaves the signals to these): the flag returned holds the signal
+ * number once one arrives; a second one ends the process (default action).
+ * The run checks the flag, writes its outputs whole, marked "interrupted",
+ * and exits 128 + the signal. */
+const volatile sig_atomic_t *kvs_cli_interrupt_install(void);
+
 /* The whole of `kvsim replay` (several = false) and `kvsim compare`
  * (several = true): flags, runs, table, --json, --report, --timeseries,
  * --requests.

@@ -175,16 +175,17 @@ static int sweep_arg(kvs_args *it, opts *o)
 	return 0;
 }
 
-/* --json / --csv: no value (stdout) or an inline "=FILE" */
-/* Progress: items done (simulations, and capacity searches with
- * --find-max-rate, each one item), elapsed and ETA; a line rewritten in
- * place on a terminal, else a plain line every KVSIM_PROGRESS_INTERVAL
- * seconds (5) and at the end. */
+/* Progress: simulated combinations done of the real total (repeated
+ * contiguous rows are not simulated), replays run (capacity probes
+ * included), the combination that started last with its rate, elapsed time
+ * and ETA; a line rewritten in place on a terminal, else a plain line
+ * every KVSIM_PROGRESS_INTERVAL seconds (5) and at the end. */
 typedef struct sweep_progress {
 	struct timespec t0;
 	double last;
-	bool tty, capacity;
+	bool tty, open;             /* open: a terminal line not yet ended */
 	double interval;
+	kvs_sweep_progress pr;      /* the last report */
 } sweep_progress;
 
 static double since(const struct timespec *t0)
@@ -194,21 +195,38 @@ static double since(const struct timespec *t0)
 	return (double)(ts.tv_sec - t0->tv_sec) + (ts.tv_nsec - t0->tv_nsec) * 1e-9;
 }
 
-static void progress(void *ctx, size_t done, size_t total)
+static void progress_line(sweep_progress *p, bool final)
+{
+	const kvs_sweep_progress *q = &p->pr;
+	double el = since(&p->t0);
+	size_t done = q->points_done, total = q->points_total;
+	char run[96] = "", eta[48] = "";
+	if (!final && done < total) {
+		int k = snprintf(run, sizeof run, ", running %s/%u", kvs_policy_name(q->policy),
+				 q->block_size);
+		if (q->rate > 0 && k > 0 && (size_t)k < sizeof run)
+			snprintf(run + k, sizeof run - (size_t)k, " at %.4g req/s%s", q->rate,
+				 q->probe ? " (capacity probe)" : "");
+	}
+	if (!final && done && done < total)
+		snprintf(eta, sizeof eta, ", ETA %.0f s", el * (double)(total - done) / (double)done);
+	fprintf(stderr, "%skvsim sweep: %zu/%zu combinations done, %llu simulation%s%s, "
+		"elapsed %.0f s%s%s", p->tty ? "\r" : "", done, total,
+		(unsigned long long)q->simulations, q->simulations == 1 ? "" : "s", run, el,
+		eta, p->tty && !final ? "\033[K" : "\n");
+	fflush(stderr);
+	p->open = p->tty && !final;
+}
+
+static void progress(void *ctx, const kvs_sweep_progress *q)
 {
 	sweep_progress *p = ctx;
+	p->pr = *q;
 	double el = since(&p->t0);
-	if (done != total && el - p->last < (p->tty ? 0.0 : p->interval))
+	if (el - p->last < (p->tty ? 0.1 : p->interval) && p->last > 0)
 		return;
 	p->last = el;
-	char eta[48] = "";
-	if (done && done < total)
-		snprintf(eta, sizeof eta, ", ETA %.0f s", el * (double)(total - done) / (double)done);
-	fprintf(stderr, "%skvsim sweep: %zu/%zu done (simulations%s), elapsed %.0f s%s%s",
-		p->tty ? "\r" : "", done, total,
-		p->capacity ? " and capacity searches" : "", el, eta,
-		p->tty && done != total ? "   " : "\n");
-	fflush(stderr);
+	progress_line(p, false);
 }
 
 /* "p99 TTFT <= 2 s and p99 TPOT <= 0.1 s", "" without SLOs */
@@ -241,6 +259,8 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 	for (size_t i = 0; i < n; i++) {
 		const kvs_sweep_row *r = kvs_sweep_result_row(R, i);
 		const kvs_sim_stats *s = &r->st;
+		if (!r->done)
+			continue;     /* interrupted before it ran */
 		fprintf(f, "%-10s %5u %7.2f %7.2f %10llu %6.1f %7.1f %7.1f %8.3f %8.3f %8.3f "
 			"%8.2f %8.2f %7.2f %8.1f %6llu %6.3f %9.2f%s\n",
 			kvs_policy_name(r->policy), r->block_size, s->memory_pct.internal_frag,
@@ -290,6 +310,8 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 			"TTFT p99", "TPOT p99", "sims");
 		for (size_t i = 0; i < nc; i++) {
 			const kvs_sweep_capacity *k = kvs_sweep_result_capacity(R, i);
+			if (k->simulations == 0)
+				continue;     /* search interrupted */
 			fprintf(f, "%-10s %5u %-12s %10.4g %10.4g %10.2f %10.4g %9.3f %9.4f %5u\n",
 				kvs_policy_name(k->policy), k->block_size,
 				kvs_capacity_outcome_name(k->outcome), k->max_rate, k->fail_rate,
@@ -572,6 +594,7 @@ int kvs_cmd_sweep(int argc, char **argv)
 	kvs_request_set *set = NULL;
 	const char *path = NULL;
 	kvs_outfile *jso = NULL, *cso = NULL;
+	const volatile sig_atomic_t *sigflag = NULL;
 	kvs_status st;
 	if (o.dep.set_block_size) {
 		fprintf(stderr, "kvsim sweep: --block-size: the sweep varies the block size; "
@@ -626,6 +649,12 @@ int kvs_cmd_sweep(int argc, char **argv)
 		o.sw.kernel_profile = prof;
 	}
 
+	/* SIGINT/SIGTERM while the combinations run: the replays stop, the
+	 * finished combinations are written whole, marked "interrupted", exit
+	 * 128 + signal.  Installed before the outputs open (whose own handler
+	 * then leaves these signals to it); plan modes keep the default. */
+	if (!o.plan_out && !o.from_plan)
+		sigflag = kvs_cli_interrupt_install();
 	/* every output file opens now, so that a bad path fails before the
 	 * runs; each is renamed into place only when the sweep succeeds */
 	if ((o.json && !(jso = kvs_cli_out_open("sweep", "--json", o.json))) ||
@@ -662,19 +691,32 @@ int kvs_cmd_sweep(int argc, char **argv)
 		}
 		st = KVS_OK;    /* merged into R */
 	} else {
-		sweep_progress sp = { .tty = kvs_cli_stderr_is_tty(),
-				      .capacity = o.sw.find_max_rate };
+		sweep_progress sp = { .tty = kvs_cli_stderr_is_tty() };
 		clock_gettime(CLOCK_MONOTONIC, &sp.t0);
 		const char *iv = getenv("KVSIM_PROGRESS_INTERVAL");
 		if (!iv || !kvs_parse_double(iv, &sp.interval) || sp.interval < 0)
 			sp.interval = 5.0;
+		o.sw.base.interrupt = sigflag;
 		st = kvs_sweep_run_ex(&o.sw, set, show ? progress : NULL, &sp, &R);
+		if (show && st == KVS_OK) {
+			/* the closing line: the counts the result holds */
+			kvs_sweep_result_interrupted(R, &sp.pr.points_done, &sp.pr.points_total);
+			sp.pr.simulations = kvs_sweep_result_simulations(R);
+			progress_line(&sp, true);
+		} else if (sp.open) {
+			fputc('\n', stderr);
+		}
 	}
 	if (st != KVS_OK) {
 		kvs_cli_report_error("sweep", st);
 		rc = KVS_EXIT_FAIL;
 		goto out;
 	}
+	size_t pdone = 0, ptotal = 0;
+	bool interrupted = kvs_sweep_result_interrupted(R, &pdone, &ptotal);
+	if (interrupted)
+		fprintf(stderr, "kvsim sweep: interrupted: %zu of %zu combinations done; the "
+			"outputs hold those, marked \"interrupted\"\n", pdone, ptotal);
 	if (o.json || o.report) {
 		kvs_json *doc = kvs_sweep_result_json(R, set);
 		if (!doc) {
@@ -696,10 +738,14 @@ int kvs_cmd_sweep(int argc, char **argv)
 		goto out;
 	}
 	if ((!o.json || strcmp(o.json, "-") != 0) && (!o.csv || strcmp(o.csv, "-") != 0)) {
-		printf("kvsim sweep: %s, %llu requests; %s on %s (tp %u); %llu simulations\n\n",
+		printf("kvsim sweep: %s, %llu requests; %s on %s (tp %u); %llu simulations\n",
 		       path, (unsigned long long)kvs_request_set_count(set),
 		       o.dep.d.model.name, o.dep.d.gpu.name, o.dep.d.tp ? o.dep.d.tp : 1,
 		       (unsigned long long)kvs_sweep_result_simulations(R));
+		if (interrupted)
+			printf("interrupted: %zu of %zu simulated combinations done; the rows "
+			       "and recommendations below cover those\n", pdone, ptotal);
+		putchar('\n');
 		print_table(R, stdout);
 	}
 out:;
@@ -714,5 +760,7 @@ out:;
 	kvs_kernel_profile_destroy(prof);
 	kvs_sweep_plan_destroy(plan);
 	kvs_free(o.args);
+	if (rc == KVS_EXIT_OK && sigflag && *sigflag)
+		rc = 128 + (int)*sigflag;
 	return rc;
 }

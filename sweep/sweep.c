@@ -239,9 +239,37 @@ kvs_status kvs_sweep_row_sim_config(const kvs_sweep_config *c,
  * (sweep/plan.c).  Both go through kvs_sweep_point_run, so a merged sweep
  * and a threaded one hold the same figures. */
 
-static kvs_status replay(const kvs_sim_config *sc, const kvs_request_set *set,
-			 double time_scale, kvs_sim_stats *out)
+/* The progress hook of one point's replays. */
+typedef struct ticker {
+	void (*fn)(void *ctx, const kvs_sweep_tick *t);
+	void *ctx;
+	size_t point;
+	double rate0;               /* requests/s at time scale 1 */
+	bool probe;
+} ticker;
+
+static void tick_at(const ticker *tk, double time_scale, bool end)
 {
+	if (!tk || !tk->fn)
+		return;
+	kvs_sweep_tick t = { tk->point, time_scale > 0 ? tk->rate0 / time_scale : 0,
+			     tk->probe, end };
+	tk->fn(tk->ctx, &t);
+}
+
+static bool raised(const kvs_sim_config *sc)
+{
+	return sc->interrupt && *sc->interrupt;
+}
+
+/* One replay of the set at time_scale; KVS_ERR_STATE when the interrupt
+ * stopped it (its figures are partial). */
+static kvs_status replay(const kvs_sim_config *sc, const kvs_request_set *set,
+			 double time_scale, const ticker *tk, kvs_sim_stats *out)
+{
+	if (raised(sc))
+		return kvs_fail(KVS_ERR_STATE, "interrupted");
+	tick_at(tk, time_scale, false);
 	kvs_request_cursor cur;
 	kvs_request_cursor_init(&cur, set, time_scale);
 	kvs_request_source src = kvs_request_cursor_source(&cur);
@@ -249,8 +277,12 @@ static kvs_status replay(const kvs_sim_config *sc, const kvs_request_set *set,
 	kvs_status st = kvs_sim_replay(sc, &src, &r);
 	if (st != KVS_OK)
 		return st;
+	bool cut = kvs_sim_result_stats(r)->interrupted;
 	*out = *kvs_sim_result_stats(r);
 	kvs_sim_result_destroy(r);
+	if (cut)
+		return kvs_fail(KVS_ERR_STATE, "interrupted");
+	tick_at(tk, time_scale, true);
 	return KVS_OK;
 }
 
@@ -266,7 +298,7 @@ static bool slo_holds(const kvs_sweep_config *c, const kvs_sim_stats *st)
 }
 
 static kvs_status capacity_search(const kvs_sweep_work *w, const kvs_sweep_point *pt,
-				  kvs_sweep_capacity *cap)
+				  const ticker *tk, kvs_sweep_capacity *cap)
 {
 	const kvs_sweep_config *c = &w->res->cfg;
 	double step = 1.0 + c->rate_tolerance;
@@ -279,10 +311,10 @@ static kvs_status capacity_search(const kvs_sweep_work *w, const kvs_sweep_point
 	kvs_status s;
 	memset(&best, 0, sizeof best);
 #define PROBE(k, ok) do { \
-		s = replay(&pt->sc, w->set, c->time_scale * pow(step, -(double)(k)), &st); \
-		sims++; \
+		s = replay(&pt->sc, w->set, c->time_scale * pow(step, -(double)(k)), tk, &st); \
 		if (s != KVS_OK) \
 			return s; \
+		sims++; \
 		(ok) = slo_holds(c, &st); \
 	} while (0)
 	bool ok;
@@ -366,27 +398,34 @@ static kvs_status capacity_search(const kvs_sweep_work *w, const kvs_sweep_point
 }
 
 kvs_status kvs_sweep_point_run(const kvs_sweep_work *w, size_t p,
-			       void (*tick)(void *ctx), void *ctx,
+			       void (*tick)(void *ctx, const kvs_sweep_tick *t), void *ctx,
 			       kvs_sweep_point_result *out)
 {
 	if (p >= w->npoints)
 		return kvs_fail(KVS_ERR_INVALID, "point %zu: the sweep has %zu points",
 				p, w->npoints);
 	const kvs_sweep_point *pt = &w->points[p];
+	const kvs_sweep_config *c = &w->res->cfg;
+	/* base_rate is the trace's rate at c->time_scale */
+	ticker tk = { tick, ctx, p, w->res->base_rate * c->time_scale, false };
 	kvs_sweep_point_result r;
 	memset(&r, 0, sizeof r);
-	kvs_status st = replay(&pt->sc, w->set, w->res->cfg.time_scale, &r.st);
+	kvs_status st = replay(&pt->sc, w->set, c->time_scale, &tk, &r.st);
 	if (st != KVS_OK)
 		return st;
 	r.simulations = 1;
-	if (tick)
-		tick(ctx);
-	if (w->res->cfg.find_max_rate) {
-		if ((st = capacity_search(w, pt, &r.cap)) != KVS_OK)
+	if (c->find_max_rate) {
+		tk.probe = true;
+		st = capacity_search(w, pt, &tk, &r.cap);
+		if (st != KVS_OK && !raised(&pt->sc))
 			return st;
+		if (st != KVS_OK) {
+			/* interrupted: the row stands, the search does not */
+			memset(&r.cap, 0, sizeof r.cap);
+			r.cap.policy = pt->policy;
+			r.cap.block_size = pt->block_size;
+		}
 		r.simulations += r.cap.simulations;
-		if (tick)
-			tick(ctx);
 	}
 	*out = r;
 	return KVS_OK;
@@ -397,9 +436,14 @@ void kvs_sweep_point_store(kvs_sweep_work *w, size_t p, const kvs_sweep_point_re
 	kvs_require(p < w->npoints);
 	size_t i = w->points[p].row;
 	w->res->rows[i].st = r->st;
+	w->res->rows[i].done = true;
 	if (w->res->caps)
 		w->res->caps[i] = r->cap;
 	w->res->simulations += r->simulations;
+	if (!w->res->caps || r->cap.simulations > 0)
+		w->res->points_done++;
+	else
+		w->res->interrupted = true;
 }
 
 void kvs_sweep_work_free(kvs_sweep_work *w)
@@ -487,6 +531,7 @@ kvs_status kvs_sweep_work_init(const kvs_sweep_config *cfg, const kvs_request_se
 			pt->sc = sc;
 		}
 	}
+	R->points_total = w->npoints;
 	return KVS_OK;
 fail:
 	kvs_sweep_work_free(w);
@@ -503,12 +548,13 @@ kvs_status kvs_sweep_work_finish(kvs_sweep_work *w, kvs_sweep_result **out)
 		for (size_t b = 1; b < cfg->nblock_sizes; b++) {
 			size_t i = i0 + b;
 			kvs_sweep_row *row = &R->rows[i];
-			if (!row->repeated)
+			if (!row->repeated || !R->rows[i0].done)
 				continue;
 			row->st = R->rows[i0].st;
+			row->done = true;
 			uint64_t per = (uint64_t)row->block_size * row->st.kv_bytes_per_token;
 			row->st.num_blocks = per ? row->st.kv_budget_bytes / per : 0;
-			if (R->caps) {
+			if (R->caps && R->caps[i0].simulations > 0) {
 				R->caps[i] = R->caps[i0];
 				R->caps[i].block_size = row->block_size;
 				R->caps[i].repeated = true;
@@ -516,7 +562,8 @@ kvs_status kvs_sweep_work_finish(kvs_sweep_work *w, kvs_sweep_result **out)
 		}
 	}
 	for (size_t i = 0; i < R->nrows; i++)
-		R->rows[i].meets_slo = slo_holds(cfg, &R->rows[i].st);
+		R->rows[i].meets_slo = R->rows[i].done && slo_holds(cfg, &R->rows[i].st);
+	R->interrupted |= R->points_done < R->points_total;
 	kvs_status st = kvs_sweep_recommend(R);
 	if (st != KVS_OK) {
 		kvs_sweep_work_free(w);
@@ -542,19 +589,36 @@ typedef struct job {
 	atomic_size_t next;
 	atomic_bool failed;
 	pthread_mutex_t lock;
-	size_t done, total;
-	void (*on_done)(void *ctx, size_t done, size_t total);
-	void *on_done_ctx;
+	kvs_sweep_progress pr;      /* under lock */
+	void (*on_progress)(void *ctx, const kvs_sweep_progress *p);
+	void *on_progress_ctx;
 } job;
 
-static void tick(void *arg)
+static void tick(void *arg, const kvs_sweep_tick *t)
 {
 	job *J = arg;
-	if (!J->on_done)
+	if (!J->on_progress)
 		return;
 	pthread_mutex_lock(&J->lock);
-	J->done++;
-	J->on_done(J->on_done_ctx, J->done, J->total);
+	if (t->end) {
+		J->pr.simulations++;
+	} else {
+		J->pr.policy = J->w->points[t->point].policy;
+		J->pr.block_size = J->w->points[t->point].block_size;
+		J->pr.rate = t->rate;
+		J->pr.probe = t->probe;
+	}
+	J->on_progress(J->on_progress_ctx, &J->pr);
+	pthread_mutex_unlock(&J->lock);
+}
+
+static void point_done(job *J)
+{
+	if (!J->on_progress)
+		return;
+	pthread_mutex_lock(&J->lock);
+	J->pr.points_done++;
+	J->on_progress(J->on_progress_ctx, &J->pr);
 	pthread_mutex_unlock(&J->lock);
 }
 
@@ -566,17 +630,25 @@ static void *worker(void *arg)
 		if (i >= J->w->npoints)
 			break;
 		slot *sl = &J->slots[i];
-		if (atomic_load(&J->failed)) {
+		const kvs_sim_config *sc = &J->w->points[i].sc;
+		if (atomic_load(&J->failed) || raised(sc)) {
 			/* stop early; a lower index may still be running */
 			sl->st = KVS_ERR_STATE;
-			snprintf(sl->err, sizeof sl->err, "not run: an earlier combination failed");
+			snprintf(sl->err, sizeof sl->err, "not run: %s",
+				 raised(sc) ? "interrupted" : "an earlier combination failed");
 			continue;
 		}
 		kvs_clear_error();
 		sl->st = kvs_sweep_point_run(J->w, i, tick, J, &sl->r);
-		if (sl->st != KVS_OK) {
+		if (sl->st != KVS_OK && raised(sc)) {
+			/* the interrupt stopped it: not run, not a failure */
+			sl->st = KVS_ERR_STATE;
+			snprintf(sl->err, sizeof sl->err, "not run: interrupted");
+		} else if (sl->st != KVS_OK) {
 			snprintf(sl->err, sizeof sl->err, "%s", kvs_last_error());
 			atomic_store(&J->failed, true);
+		} else if (!J->w->res->cfg.find_max_rate || sl->r.cap.simulations > 0) {
+			point_done(J);
 		}
 	}
 	return NULL;
@@ -627,7 +699,7 @@ kvs_status kvs_sweep_run(const kvs_sweep_config *cfg, const kvs_request_set *set
 }
 
 kvs_status kvs_sweep_run_ex(const kvs_sweep_config *cfg, const kvs_request_set *set,
-			    void (*on_done)(void *ctx, size_t done, size_t total),
+			    void (*on_progress)(void *ctx, const kvs_sweep_progress *p),
 			    void *ctx, kvs_sweep_result **out)
 {
 	if (!out)
@@ -644,14 +716,16 @@ kvs_status kvs_sweep_run_ex(const kvs_sweep_config *cfg, const kvs_request_set *
 		kvs_sweep_work_free(&w);
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
 	}
-	J.on_done = on_done;
-	J.on_done_ctx = ctx;
-	J.total = w.npoints * (cfg->find_max_rate ? 2 : 1);
+	J.on_progress = on_progress;
+	J.on_progress_ctx = ctx;
+	J.pr.points_total = w.npoints;
 	pthread_mutex_init(&J.lock, NULL);
 	st = run_points(&J, cfg->jobs ? cfg->jobs : online_cpus());
 	pthread_mutex_destroy(&J.lock);
+	/* an interrupted sweep keeps the points that finished */
 	for (size_t p = 0; st == KVS_OK && p < w.npoints; p++)
-		kvs_sweep_point_store(&w, p, &J.slots[p].r);
+		if (J.slots[p].st == KVS_OK)
+			kvs_sweep_point_store(&w, p, &J.slots[p].r);
 	kvs_free(J.slots);
 	if (st != KVS_OK) {
 		kvs_sweep_work_free(&w);
@@ -708,6 +782,16 @@ double kvs_sweep_result_base_rate(const kvs_sweep_result *r)
 uint64_t kvs_sweep_result_simulations(const kvs_sweep_result *r)
 {
 	return r->simulations;
+}
+
+bool kvs_sweep_result_interrupted(const kvs_sweep_result *r, size_t *points_done,
+				  size_t *points_total)
+{
+	if (points_done)
+		*points_done = r->points_done;
+	if (points_total)
+		*points_total = r->points_total;
+	return r->interrupted;
 }
 
 double kvs_sweep_row_waste_pct(const kvs_sweep_row *row)

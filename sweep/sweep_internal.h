@@ -34,6 +34,8 @@ struct kvs_sweep_result {
 	size_t ncaps;
 	kvs_sweep_recommendation rec[KVS_OBJ_COUNT_];
 	uint64_t simulations;
+	size_t points_done, points_total;   /* simulated combinations */
+	bool interrupted;
 	double mean_context;
 	double base_rate;                /* trace's mean rate at cfg.time_scale */
 	uint32_t hash_block_tokens;
@@ -57,9 +59,19 @@ typedef struct kvs_sweep_point {
 
 typedef struct kvs_sweep_point_result {
 	kvs_sim_stats st;           /* the row's replay */
-	kvs_sweep_capacity cap;     /* with find_max_rate, else zero */
+	kvs_sweep_capacity cap;     /* with find_max_rate, else zero (and zero
+	                             * when the search was interrupted) */
 	uint64_t simulations;       /* replays: 1 + capacity probes */
 } kvs_sweep_point_result;
+
+/* What kvs_sweep_point_run reports as it goes: a replay starts (at rate,
+ * requests/s; probe: a capacity probe) or ends. */
+typedef struct kvs_sweep_tick {
+	size_t point;
+	double rate;
+	bool probe;
+	bool end;                   /* false: starts */
+} kvs_sweep_tick;
 
 typedef struct kvs_sweep_work {
 	const kvs_request_set *set; /* not owned */
@@ -74,10 +86,12 @@ typedef struct kvs_sweep_work {
 kvs_status kvs_sweep_work_init(const kvs_sweep_config *cfg, const kvs_request_set *set,
 			       kvs_sweep_work *w);
 /* Run point p (thread-safe: reads w only); tick, when not NULL, is called
- * after the replay and after the capacity search.  out is untouched on
- * failure. */
+ * as each replay starts and ends.  out is untouched on failure.  When the
+ * configuration's interrupt is raised: KVS_ERR_STATE if the row's replay
+ * did not finish; KVS_OK with a zero capacity (simulations 0) if only the
+ * capacity search did not. */
 kvs_status kvs_sweep_point_run(const kvs_sweep_work *w, size_t p,
-			       void (*tick)(void *ctx), void *ctx,
+			       void (*tick)(void *ctx, const kvs_sweep_tick *t), void *ctx,
 			       kvs_sweep_point_result *out);
 /* Put point p's result into its row (not thread-safe). */
 void kvs_sweep_point_store(kvs_sweep_work *w, size_t p, const kvs_sweep_point_result *r);

@@ -534,9 +534,44 @@ kvs_status kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_r
 	return KVS_OK;
 }
 
+/* A row that can be recommended: replayed and, when searched, its
+ * capacity found (all of them unless the sweep was interrupted). */
+static bool row_complete(const kvs_sweep_result *R, size_t i)
+{
+	return R->rows[i].done && (!R->caps || R->caps[i].simulations > 0);
+}
+
 kvs_status kvs_sweep_recommend(kvs_sweep_result *R)
 {
-	return kvs_sweep_recommend_rows(&R->cfg, R->rows, R->caps, R->nrows, R->rec);
+	size_t n = 0;
+	for (size_t i = 0; i < R->nrows; i++)
+		n += row_complete(R, i);
+	if (n == R->nrows)
+		return kvs_sweep_recommend_rows(&R->cfg, R->rows, R->caps, R->nrows, R->rec);
+	/* interrupted: recommend among the combinations that finished */
+	kvs_sweep_row *rows = kvs_calloc(n ? n : 1, sizeof *rows);
+	kvs_sweep_capacity *caps = R->caps ? kvs_calloc(n ? n : 1, sizeof *caps) : NULL;
+	if (!rows || (R->caps && !caps)) {
+		kvs_free(rows);
+		kvs_free(caps);
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory choosing a recommendation");
+	}
+	for (size_t i = 0, k = 0; i < R->nrows; i++) {
+		if (!row_complete(R, i))
+			continue;
+		rows[k] = R->rows[i];
+		if (caps)
+			caps[k] = R->caps[i];
+		k++;
+	}
+	kvs_status st = kvs_sweep_recommend_rows(&R->cfg, rows, caps, n, R->rec);
+	if (st == KVS_OK && n == 0)
+		for (int o = 0; o < KVS_OBJ_COUNT_; o++)
+			snprintf(R->rec[o].reason, sizeof R->rec[o].reason, "The sweep was "
+				 "interrupted before any combination finished.");
+	kvs_free(rows);
+	kvs_free(caps);
+	return st;
 }
 
 /* ---- JSON ---------------------------------------------------------------------- */
@@ -609,7 +644,10 @@ static json_t *sweep_jt(const kvs_sweep_result *R, const kvs_request_set *rs)
 	jset(doc, "command", json_string("sweep"));
 	jset(doc, "model", kvs_json_jt(kvs_sim_model_json(&c->base.deploy.model)));
 	jset(doc, "gpu", kvs_json_jt(kvs_sim_gpu_json(&c->base.deploy.gpu)));
-	const kvs_sim_stats *st0 = R->nrows ? &R->rows[0].st : NULL;
+	const kvs_sim_stats *st0 = NULL;   /* the first row replayed */
+	for (size_t i = 0; i < R->nrows && !st0; i++)
+		if (R->rows[i].done)
+			st0 = &R->rows[i].st;
 	kvs_sim_config ec = c->base;
 	ec.slo_ttft_s = c->slo_ttft_s;
 	ec.slo_tpot_s = c->slo_tpot_s;
@@ -645,12 +683,14 @@ static json_t *sweep_jt(const kvs_sweep_result *R, const kvs_request_set *rs)
 	jset(doc, "kernel", k);
 	json_t *rows = json_array();
 	for (size_t i = 0; i < R->nrows; i++)
-		json_array_append_new(rows, row_json(&R->rows[i]));
+		if (R->rows[i].done)
+			json_array_append_new(rows, row_json(&R->rows[i]));
 	jset(doc, "rows", rows);
 	if (R->caps) {
 		json_t *caps = json_array();
 		for (size_t i = 0; i < R->ncaps; i++)
-			json_array_append_new(caps, cap_json(&R->caps[i], c));
+			if (R->caps[i].simulations > 0)
+				json_array_append_new(caps, cap_json(&R->caps[i], c));
 		jset(doc, "capacity", caps);
 		jset(doc, "base_rate", jreal(R->base_rate));
 	}
@@ -669,6 +709,12 @@ static json_t *sweep_jt(const kvs_sweep_result *R, const kvs_request_set *rs)
 	}
 	jset(doc, "recommendations", recs);
 	jset(doc, "simulations", jint(R->simulations));
+	if (R->interrupted) {
+		/* docs/REPORT-JSON.md: what an interrupted sweep did */
+		jset(doc, "interrupted", json_true());
+		jset(doc, "points_done", jint(R->points_done));
+		jset(doc, "points_total", jint(R->points_total));
+	}
 	return doc;
 }
 
@@ -695,6 +741,8 @@ kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 	fputc('\n', f);
 	for (size_t i = 0; i < R->nrows; i++) {
 		const kvs_sweep_row *r = &R->rows[i];
+		if (!r->done)
+			continue;
 		fprintf(f, "%s,%u", kvs_policy_name(r->policy), r->block_size);
 		for (size_t k = 0; k < KVS_ARRAY_LEN(cols); k++) {
 			const kvs_metric_info *m = kvs_metric_get(cols[k]);
@@ -706,7 +754,9 @@ kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 		}
 		fprintf(f, ",%.6g,%.6g,%s,%d", r->kernel.rel, r->kernel.cost_us,
 			kvs_kernel_source_name(r->kernel.source), r->meets_slo ? 1 : 0);
-		if (R->caps) {
+		if (R->caps && R->caps[i].simulations == 0) {
+			fputs(",,,,,", f);     /* search interrupted */
+		} else if (R->caps) {
 			const kvs_sweep_capacity *k = &R->caps[i];
 			fprintf(f, ",%s,%.6g,%.6g,%.6g,%.6g", kvs_capacity_outcome_name(k->outcome),
 				k->max_rate, k->fail_rate, k->conversations_per_gpu,

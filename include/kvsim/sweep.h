@@ -164,6 +164,7 @@ typedef struct kvs_sweep_row {
 	kvs_sweep_kernel kernel;
 	bool repeated;               /* contiguous: same run as the first block size */
 	bool meets_slo;              /* p99 TTFT and TPOT within the SLOs given */
+	bool done;                   /* replayed; false only in an interrupted sweep */
 } kvs_sweep_row;
 
 typedef enum kvs_capacity_outcome {
@@ -187,7 +188,7 @@ typedef struct kvs_sweep_capacity {
 	double conversations_per_gpu;     /* concurrency_mean / (tp x pp) */
 	double requests_per_s_per_gpu;    /* max_rate / (tp x pp) */
 	double output_tokens_per_s;       /* at max_rate */
-	uint32_t simulations;
+	uint32_t simulations;        /* 0: not searched (an interrupted sweep) */
 	bool repeated;
 } kvs_sweep_capacity;
 
@@ -216,14 +217,33 @@ typedef struct kvs_sweep_result kvs_sweep_result;
 
 /* Run every combination (and the capacity searches) on cfg->jobs threads.
  * set is only read.  On failure nothing is returned and the message names
- * the combination. */
+ * the combination.
+ *
+ * Interruption.  With cfg->base.interrupt set, once *interrupt is non-zero
+ * the replays running stop at their next event and no further combination
+ * starts; the result holds the combinations that finished (rows with done
+ * set, capacity entries with simulations > 0), recommends among those, and
+ * kvs_sweep_result_interrupted says so.  KVS_OK, even with nothing done. */
 kvs_status kvs_sweep_run(const kvs_sweep_config *cfg, const kvs_request_set *set,
 			 kvs_sweep_result **out);
+
+/* Where a running sweep stands, for a progress line. */
+typedef struct kvs_sweep_progress {
+	size_t points_done;          /* simulated combinations finished (with
+	                              * find_max_rate, their capacity search too) */
+	size_t points_total;         /* simulated combinations in all */
+	uint64_t simulations;        /* replays finished: rows and capacity probes */
+	/* the replay that started last, on any worker thread */
+	kvs_policy policy;
+	uint32_t block_size;         /* tokens */
+	double rate;                 /* its arrival rate, requests/s (0: unknown) */
+	bool probe;                  /* a capacity probe, else the row's replay */
+} kvs_sweep_progress;
+
 /* The same with a progress callback, called (serialised, on a worker
- * thread) after each simulation or capacity search with the items done and
- * the items in all. */
+ * thread) when a replay starts and when one ends. */
 kvs_status kvs_sweep_run_ex(const kvs_sweep_config *cfg, const kvs_request_set *set,
-			    void (*on_done)(void *ctx, size_t done, size_t total),
+			    void (*on_progress)(void *ctx, const kvs_sweep_progress *p),
 			    void *ctx, kvs_sweep_result **out);
 void kvs_sweep_result_destroy(kvs_sweep_result *r);
 
@@ -242,6 +262,10 @@ const kvs_sweep_recommendation *kvs_sweep_result_recommendation(
 double kvs_sweep_result_base_rate(const kvs_sweep_result *r);
 /* Simulations run in all (rows and capacity probes). */
 uint64_t kvs_sweep_result_simulations(const kvs_sweep_result *r);
+/* Was the sweep interrupted (cfg->base.interrupt)?  The simulated
+ * combinations finished and in all, when the pointers are not NULL. */
+bool kvs_sweep_result_interrupted(const kvs_sweep_result *r, size_t *points_done,
+				  size_t *points_total);
 
 /* The recommendation per objective from a sweep's rows (and capacity
  * entries, NULL without a search), as kvs_sweep_run makes them; c gives the

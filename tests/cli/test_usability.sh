@@ -171,10 +171,69 @@ grep -q $'\r' "$tmp/p.err" && fail "no carriage returns off a terminal"
 KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit 200 -q >/dev/null 2>"$tmp/p.err"
 [ -s "$tmp/p.err" ] && fail "-q silences progress: $(head -c 200 "$tmp/p.err")"
 
-KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep --limit 40 --block-sizes 16,32,64 --policies paged \
+KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep --limit 40 --block-sizes 16,32,64 --policies paged,max \
 	>/dev/null 2>"$tmp/p.err" || fail "sweep with progress"
-grep -q '^kvsim sweep: 3/3 done (simulations), elapsed [0-9]* s$' "$tmp/p.err" ||
+# the real total: 3 paged block sizes and max once (its rows are repeated)
+grep -q '^kvsim sweep: 4/4 combinations done, 4 simulations, elapsed [0-9]* s$' "$tmp/p.err" ||
 	fail "sweep progress: the real total: $(head -c 300 "$tmp/p.err")"
+grep -q '^kvsim sweep: [0-3]/4 combinations done, [0-9]* simulations\?, running \(paged/\(16\|32\|64\)\|max/16\) at [0-9.]* req/s, elapsed' "$tmp/p.err" ||
+	fail "sweep progress: the combination running: $(head -c 300 "$tmp/p.err")"
+KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep --limit 40 --block-sizes 16 --policies paged -q \
+	--find-max-rate --slo-ttft 5 >/dev/null 2>"$tmp/p.err" || fail "sweep --find-max-rate -q"
+[ -s "$tmp/p.err" ] && fail "sweep -q silences progress: $(head -c 200 "$tmp/p.err")"
+
+# sweep: SIGINT once a combination has finished: its rows kept, the table,
+# JSON and CSV written whole, marked interrupted, exit 130; SIGTERM 143
+# (threaded, with a capacity search)
+sweep_interrupt() {   # SIGNAL WANT-RC ARGS...
+	local sig=$1 want=$2 i
+	shift 2
+	set -m
+	KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep "$tmp/long.csv" --limit 3000 --no-fast-path \
+		--jobs 2 "$@" >"$tmp/si.out" 2>"$tmp/si.err" &
+	pid=$!
+	set +m
+	for i in $(seq 1 1200); do
+		grep -q '^kvsim sweep: [1-9][0-9]*/' "$tmp/si.err" && break
+		sleep 0.1
+	done
+	kill -"$sig" "$pid"
+	wait "$pid"
+	rc=$?
+	[ "$rc" -eq "$want" ] || fail "sweep interrupted by SIG$sig exits $want (got $rc): $(tail -c 300 "$tmp/si.err")"
+	has "$(cat "$tmp/si.err")" "interrupted: " "sweep interruption reported"
+	[ "$(tail -c 1 "$tmp/si.err")" = "" ] || fail "progress line ended"
+	ls -a "$tmp" | grep -q 'kvsim-' && fail "sweep left temporary files behind"
+}
+sweep_interrupt INT 130 --policies paged,max --block-sizes 16,32,64,128,256 \
+	--json "$tmp/si.json" --csv "$tmp/si.csv"
+has "$(cat "$tmp/si.out")" "interrupted: " "sweep table marked interrupted"
+has "$(cat "$tmp/si.out")" "Recommendations:" "sweep table printed whole"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/si.json" "$tmp/si.csv" <<'PY' || fail "interrupted sweep outputs parse and hold the finished rows"
+import csv, json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interrupted"] is True and d["points_total"] == 6, d.get("points_total")
+assert 1 <= d["points_done"] < 6, d["points_done"]
+rows = d["rows"]
+# a finished max run stands for its 5 block sizes
+assert len(rows) >= d["points_done"] and all(r["completed"] > 0 for r in rows)
+assert d["simulations"] >= d["points_done"]
+c = list(csv.reader(open(sys.argv[2])))
+assert len(c) - 1 == len(rows) and {len(r) for r in c} == {len(c[0])}
+assert [(r[0], int(r[1])) for r in c[1:]] == [(r["policy"], r["block_size"]) for r in rows]
+PY
+fi
+sweep_interrupt TERM 143 --policies paged --block-sizes 16,32,64,128 --find-max-rate \
+	--slo-ttft 1 --rate-tolerance 0.5 --json "$tmp/st.json"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/st.json" <<'PY' || fail "SIGTERM sweep JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interrupted"] is True and d["points_total"] == 4
+assert len(d["capacity"]) == d["points_done"] and len(d["rows"]) >= d["points_done"]
+PY
+fi
 
 # ---- one output grammar: "--json out.json" is that file on every command ----------
 extra=()   # no --limit for size
