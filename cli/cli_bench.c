@@ -13,6 +13,7 @@
  * left out: --requests FILE.csv holds them, one row per request.
  */
 #include "cli_sim.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -23,22 +24,7 @@
 
 bool kvs_cli_cost_of(const kvs_sim_result *r, kvs_cli_cost *out)
 {
-	const kvs_sim_config *cfg = kvs_sim_result_config(r);
-	const kvs_sim_stats *s = kvs_sim_result_stats(r);
-	memset(out, 0, sizeof *out);
-	double price = cfg->deploy.gpu_hour_price;
-	if (!(price > 0))
-		return false;
-	out->gpus = cfg->deploy.tp * cfg->deploy.pp;
-	out->dollars_per_hour = price * out->gpus;
-	out->dollars = out->dollars_per_hour * s->sim_time_s / 3600.0;
-	out->per_million_output_tokens = s->output_tokens
-		? out->dollars / (double)s->output_tokens * 1e6 : NAN;
-	out->per_request = s->completed ? out->dollars / (double)s->completed : NAN;
-	/* one running conversation's share of the replica for an hour */
-	out->per_conversation_hour = s->concurrency_mean > 0
-		? out->dollars_per_hour / s->concurrency_mean : NAN;
-	return true;
+	return kvs_sim_cost_of(&kvs_sim_result_config(r)->deploy, kvs_sim_result_stats(r), out);
 }
 
 void kvs_cli_cost_print(FILE *f, kvs_sim_result *const *res, size_t n)
@@ -78,22 +64,8 @@ void kvs_cli_cost_print_one(FILE *f, const kvs_sim_result *r, int row)
 
 json_t *kvs_cli_cost_json(const kvs_sim_result *r)
 {
-	kvs_cli_cost c;
-	if (!kvs_cli_cost_of(r, &c))
-		return NULL;
-	json_t *o = json_object();
-	const kvs_sim_config *cfg = kvs_sim_result_config(r);
-	json_object_set_new(o, "gpu_hour_price", json_real(cfg->deploy.gpu_hour_price));
-	json_object_set_new(o, "gpus", json_integer(c.gpus));
-	json_object_set_new(o, "dollars_per_hour", json_real(c.dollars_per_hour));
-	json_object_set_new(o, "dollars", json_real(c.dollars));
-#define NUM_OR_NULL(v) (isfinite(v) ? json_real(v) : json_null())
-	json_object_set_new(o, "dollars_per_million_output_tokens",
-			    NUM_OR_NULL(c.per_million_output_tokens));
-	json_object_set_new(o, "dollars_per_conversation_hour", NUM_OR_NULL(c.per_conversation_hour));
-	json_object_set_new(o, "dollars_per_request", NUM_OR_NULL(c.per_request));
-#undef NUM_OR_NULL
-	return o;
+	return kvs_json_jt(kvs_sim_cost_json(&kvs_sim_result_config(r)->deploy,
+					     kvs_sim_result_stats(r)));
 }
 
 /* ---- vllm bench serve's figures ------------------------------------------ */

@@ -124,16 +124,8 @@ int kvs_cli_sim_command(int argc, char **argv, bool several,
 
 /* ---- results for other tools (cli/cli_bench.c) ---------------------------- */
 
-/* --gpu-hour-price figures of one run: the replica's tp x pp GPUs for the
- * simulated duration.  NAN where undefined (no output, no completion). */
-typedef struct kvs_cli_cost {
-	uint32_t gpus;
-	double dollars_per_hour;            /* price x gpus */
-	double dollars;                     /* for the simulated duration */
-	double per_million_output_tokens;
-	double per_conversation_hour;       /* dollars_per_hour / mean running */
-	double per_request;                 /* per completed request */
-} kvs_cli_cost;
+/* --gpu-hour-price figures of one run (kvs_sim_cost_of, kvsim/sim.h). */
+typedef kvs_sim_cost kvs_cli_cost;
 
 /* false (and zeros) without a price */
 bool kvs_cli_cost_of(const kvs_sim_result *r, kvs_cli_cost *out);

@@ -240,6 +240,35 @@ static void slo_text(const kvs_sweep_config *c, char *slo, size_t n)
 			 c->slo_ttft_s > 0 ? " and " : "", c->slo_tpot_s);
 }
 
+/* --gpu-hour-price: per row, as the replay/compare cost rows */
+static void print_cost(const kvs_sweep_result *R, FILE *f)
+{
+	const kvs_deploy *d = &kvs_sweep_result_config(R)->base.deploy;
+	kvs_sim_cost c;
+	if (!kvs_sim_cost_of(d, &kvs_sweep_result_row(R, 0)->st, &c))
+		return;
+	fprintf(f, "\nCost at $%.2f per GPU-hour x %u GPU%s ($%.2f per hour), at the trace's "
+		"rate:\n", d->gpu_hour_price, c.gpus, c.gpus == 1 ? "" : "s", c.dollars_per_hour);
+	fprintf(f, "%-10s %5s %14s %14s %14s %14s\n", "policy", "block", "$/M out tok",
+		"$/conv-hour", "$/request", "$ for the run");
+	for (size_t i = 0; i < kvs_sweep_result_rows(R); i++) {
+		const kvs_sweep_row *r = kvs_sweep_result_row(R, i);
+		if (!r->done)
+			continue;
+		kvs_sim_cost_of(d, &r->st, &c);
+		fprintf(f, "%-10s %5u", kvs_policy_name(r->policy), r->block_size);
+		const double v[4] = { c.per_million_output_tokens, c.per_conversation_hour,
+				      c.per_request, c.dollars };
+		for (int k = 0; k < 4; k++) {
+			if (isfinite(v[k]))
+				fprintf(f, " %14.4f", v[k]);
+			else
+				fprintf(f, " %14s", "-");
+		}
+		fputc('\n', f);
+	}
+}
+
 static void print_table(const kvs_sweep_result *R, FILE *f)
 {
 	size_t n = kvs_sweep_result_rows(R);
@@ -300,6 +329,7 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 			fprintf(f, "Add --find-max-rate to find the\nhighest rate each "
 				"combination sustains within them.\n");
 	}
+	print_cost(R, f);
 	size_t nc = kvs_sweep_result_capacities(R);
 	if (nc) {
 		fprintf(f, "\nCapacity: the highest request rate with %s (rate grid step %.3g%%;\n"

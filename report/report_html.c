@@ -318,6 +318,14 @@ static void policy_table(FILE *f, const rp_run *run)
 			row(f, run, "SLO: TPOT", OFF(slo_tpot_s), F_SEC);
 		}
 	}
+	/* --gpu-hour-price */
+	bool cost = false;
+	for (size_t i = 0; i < run->npol; i++)
+		cost |= isfinite(run->pol[i].cost[RP_COST_RUN]);
+	if (cost)
+		group(f, run, "Cost (--gpu-hour-price)");
+	for (int k = 0; cost && k < RP_NCOST; k++)
+		row(f, run, rp_cost_label[k], OFF(cost) + (size_t)k * sizeof(double), F_NUM);
 	fprintf(f, "</tbody>\n</table>\n");
 }
 
@@ -347,7 +355,7 @@ static void sweep_tables(FILE *f, const rp_run *run)
 		{ RP_ROW_KERNEL_REL, "kernel vs contiguous", F_X3 },
 		{ RP_ROW_KERNEL_US, "kernel µs", F_NUM },
 	};
-	bool show[KVS_ARRAY_LEN(col)];
+	bool show[KVS_ARRAY_LEN(col)], cost = false;
 	fprintf(f, "<h3>Sweep</h3>\n<table class=\"scroll\">\n<thead><tr><th>policy</th><th>block size</th>");
 	for (size_t c = 0; c < KVS_ARRAY_LEN(col); c++) {
 		show[c] = false;
@@ -358,6 +366,14 @@ static void sweep_tables(FILE *f, const rp_run *run)
 			esc(f, col[c].head);
 			fprintf(f, "</th>");
 		}
+	}
+	/* --gpu-hour-price: the cost columns */
+	for (size_t i = 0; i < run->nrows; i++)
+		cost |= isfinite(run->rows[i].cost[RP_COST_RUN]);
+	for (int k = 0; cost && k < RP_NCOST; k++) {
+		fprintf(f, "<th>");
+		esc(f, rp_cost_label[k]);
+		fprintf(f, "</th>");
 	}
 	fprintf(f, "</tr></thead>\n<tbody>\n");
 	for (size_t i = 0; i < run->nrows; i++) {
@@ -380,6 +396,8 @@ static void sweep_tables(FILE *f, const rp_run *run)
 		for (size_t c = 0; c < KVS_ARRAY_LEN(col); c++)
 			if (show[c])
 				cell(f, r->f[col[c].field], col[c].fmt);
+		for (int k = 0; cost && k < RP_NCOST; k++)
+			cell(f, r->cost[k], F_NUM);
 		fprintf(f, "</tr>\n");
 	}
 	fprintf(f, "</tbody>\n</table>\n");

@@ -71,6 +71,11 @@ typedef struct rp_cdf {
 	double *v[RP_NCDF];        /* seconds; NULL when absent */
 } rp_cdf;
 
+/* ---- cost (--gpu-hour-price): the "cost" object of a policy or sweep row */
+enum { RP_COST_MTOK, RP_COST_CONV_HOUR, RP_COST_REQUEST, RP_COST_RUN, RP_NCOST };
+extern const char *const rp_cost_key[RP_NCOST];   /* "dollars_per_million_output_tokens", ... */
+extern const char *const rp_cost_label[RP_NCOST]; /* "$ per million output tokens", ... */
+
 typedef struct rp_policy {
 	char *name;
 	uint64_t arrived, completed, rejected, unfinished;
@@ -92,6 +97,7 @@ typedef struct rp_policy {
 	double m[KVS_M_COUNT_];      /* every figure by metric id; NAN when absent */
 	rp_series ts;                /* n == 0 when absent */
 	rp_cdf cdf;                  /* n == 0 when absent */
+	double cost[RP_NCOST];       /* dollars; NAN when absent */
 } rp_policy;
 
 /* ---- a sweep run ---------------------------------------------------------- */
@@ -109,6 +115,7 @@ typedef struct rp_row {
 	char *policy;
 	double block_size;           /* tokens per block, >= 1 */
 	double f[RP_NROWF];          /* NAN when absent */
+	double cost[RP_NCOST];       /* dollars; NAN when absent */
 } rp_row;
 
 typedef struct rp_capacity {

@@ -50,6 +50,14 @@ static const char *const rp_row_own_key[RP_NROWF] = {
 	[RP_ROW_KERNEL_REL] = "kernel_relative_cost",
 };
 const char *const rp_meta_key[RP_NMETA] = { "model", "gpu", "engine", "trace" };
+const char *const rp_cost_key[RP_NCOST] = {
+	"dollars_per_million_output_tokens", "dollars_per_conversation_hour",
+	"dollars_per_request", "dollars",
+};
+const char *const rp_cost_label[RP_NCOST] = {
+	"$ per million output tokens", "$ per conversation-hour", "$ per completed request",
+	"$ for the run",
+};
 
 typedef struct pctx {
 	const char *label;
@@ -368,6 +376,24 @@ static kvs_status parse_cdf(const pctx *c, const json_t *o, const char *path,
 	return KVS_OK;
 }
 
+/* The "cost" object of o (--gpu-hour-price), when there is one. */
+static kvs_status parse_cost(const pctx *c, const json_t *o, const char *path,
+			     double cost[RP_NCOST])
+{
+	json_t *co;
+	char sub[PATH_MAX_];
+	for (int k = 0; k < RP_NCOST; k++)
+		cost[k] = NAN;
+	kvs_status st = get_obj(c, o, path, "cost", false, &co);
+	if (st != KVS_OK || !co)
+		return st;
+	join(sub, path, "cost");
+	for (int k = 0; k < RP_NCOST; k++)
+		if ((st = get_num(c, co, sub, rp_cost_key[k], false, &cost[k])) != KVS_OK)
+			return st;
+	return KVS_OK;
+}
+
 static kvs_status parse_policy(const pctx *c, const char *name, const json_t *po,
 			       rp_policy *p)
 {
@@ -477,6 +503,9 @@ static kvs_status parse_policy(const pctx *c, const char *name, const json_t *po
 			p->nreasons++;
 		}
 	}
+
+	if ((st = parse_cost(c, po, path, p->cost)) != KVS_OK)
+		return st;
 
 	/* goodput: the SLOs it counts against (settings) */
 	p->slo_ttft_s = p->slo_tpot_s = NAN;
@@ -603,6 +632,8 @@ static kvs_status parse_sweep(const pctx *c, const json_t *root, rp_run *run)
 			    (st = get_num(c, o, path, mi->old_key, false, &r->f[f])))
 				return st;
 		}
+		if ((st = parse_cost(c, o, path, r->cost)) != KVS_OK)
+			return st;
 	}
 
 	if ((st = get_arr(c, root, "", "capacity", false, &a)) != KVS_OK)

@@ -450,6 +450,42 @@ kvs_json *kvs_sim_report_json(const char *command, kvs_sim_result *const *result
 	return kvs_json_of(report_jt(command, results, n, trace_path, format, tstats));
 }
 
+bool kvs_sim_cost_of(const kvs_deploy *d, const kvs_sim_stats *s, kvs_sim_cost *out)
+{
+	memset(out, 0, sizeof *out);
+	double price = d->gpu_hour_price;
+	if (!(price > 0))
+		return false;
+	out->gpus = (d->tp ? d->tp : 1) * (d->pp ? d->pp : 1);
+	out->dollars_per_hour = price * out->gpus;
+	out->dollars = out->dollars_per_hour * s->sim_time_s / 3600.0;
+	out->per_million_output_tokens = s->output_tokens
+		? out->dollars / (double)s->output_tokens * 1e6 : NAN;
+	out->per_request = s->completed ? out->dollars / (double)s->completed : NAN;
+	/* one running conversation's share of the replica for an hour */
+	out->per_conversation_hour = s->concurrency_mean > 0
+		? out->dollars_per_hour / s->concurrency_mean : NAN;
+	return true;
+}
+
+kvs_json *kvs_sim_cost_json(const kvs_deploy *d, const kvs_sim_stats *st)
+{
+	kvs_sim_cost c;
+	if (!kvs_sim_cost_of(d, st, &c))
+		return NULL;
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	set(o, "gpu_hour_price", jreal(d->gpu_hour_price));
+	set(o, "gpus", jint(c.gpus));
+	set(o, "dollars_per_hour", jreal(c.dollars_per_hour));
+	set(o, "dollars", jreal(c.dollars));
+	set(o, "dollars_per_million_output_tokens", jreal(c.per_million_output_tokens));
+	set(o, "dollars_per_conversation_hour", jreal(c.per_conversation_hour));
+	set(o, "dollars_per_request", jreal(c.per_request));
+	return kvs_json_of(o);
+}
+
 kvs_json *kvs_sim_metric_json(const kvs_metric_info *m, const kvs_sim_stats *st)
 {
 	return kvs_json_of(metric_jt(m, st));

@@ -591,7 +591,7 @@ static void jset(json_t *o, const char *k, json_t *v)
 	json_object_set_new(o, k, v ? v : json_null());
 }
 
-static json_t *row_json(const kvs_sweep_row *r)
+static json_t *row_json(const kvs_sweep_row *r, const kvs_deploy *d)
 {
 	const kvs_sim_stats *s = &r->st;
 	json_t *o = json_object();
@@ -608,6 +608,10 @@ static json_t *row_json(const kvs_sweep_row *r)
 	jset(o, "kernel_source", json_string(kvs_kernel_source_name(r->kernel.source)));
 	jset(o, "meets_slo", json_boolean(r->meets_slo));
 	jset(o, "repeated", json_boolean(r->repeated));
+	/* --gpu-hour-price: the replay/compare policy object's cost object */
+	json_t *cost = kvs_json_jt(kvs_sim_cost_json(d, s));
+	if (cost)
+		jset(o, "cost", cost);
 	return o;
 }
 
@@ -684,7 +688,7 @@ static json_t *sweep_jt(const kvs_sweep_result *R, const kvs_request_set *rs)
 	json_t *rows = json_array();
 	for (size_t i = 0; i < R->nrows; i++)
 		if (R->rows[i].done)
-			json_array_append_new(rows, row_json(&R->rows[i]));
+			json_array_append_new(rows, row_json(&R->rows[i], &c->base.deploy));
 	jset(doc, "rows", rows);
 	if (R->caps) {
 		json_t *caps = json_array();
@@ -738,6 +742,12 @@ kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 	if (R->caps)
 		fprintf(f, ",capacity_outcome,max_rate,fail_rate,conversations_per_gpu,"
 			"requests_per_s_per_gpu");
+	/* --gpu-hour-price: the summary CSV's cost columns */
+	kvs_sim_cost c0;
+	bool priced = kvs_sim_cost_of(&R->cfg.base.deploy, &R->rows[0].st, &c0);
+	if (priced)
+		fputs(",gpu_hour_price,gpus,dollars,dollars_per_million_output_tokens,"
+		      "dollars_per_conversation_hour,dollars_per_request", f);
 	fputc('\n', f);
 	for (size_t i = 0; i < R->nrows; i++) {
 		const kvs_sweep_row *r = &R->rows[i];
@@ -761,6 +771,20 @@ kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 			fprintf(f, ",%s,%.6g,%.6g,%.6g,%.6g", kvs_capacity_outcome_name(k->outcome),
 				k->max_rate, k->fail_rate, k->conversations_per_gpu,
 				k->requests_per_s_per_gpu);
+		}
+		if (priced) {
+			kvs_sim_cost c;
+			kvs_sim_cost_of(&R->cfg.base.deploy, &r->st, &c);
+			fprintf(f, ",%.6g,%u,%.6g", R->cfg.base.deploy.gpu_hour_price, c.gpus,
+				c.dollars);
+			const double v[3] = { c.per_million_output_tokens,
+					      c.per_conversation_hour, c.per_request };
+			for (int k = 0; k < 3; k++) {
+				if (isfinite(v[k]))
+					fprintf(f, ",%.6g", v[k]);
+				else
+					fputc(',', f);
+			}
 		}
 		fputc('\n', f);
 	}

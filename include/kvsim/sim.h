@@ -493,6 +493,27 @@ kvs_json *kvs_sim_result_json(const kvs_sim_result *r);
  * not finite). */
 kvs_json *kvs_sim_metric_json(const kvs_metric_info *m, const kvs_sim_stats *st);
 
+/* ---- cost (--gpu-hour-price) ------------------------------------------------
+ * What a run cost on the deployment's tp x pp GPUs at d->gpu_hour_price
+ * dollars per GPU-hour over the simulated duration (docs/REPORT-JSON.md
+ * "Cost"); replay, compare and sweep rows all go through these.  NAN where
+ * undefined (no output, no completion, nothing running). */
+typedef struct kvs_sim_cost {
+	uint32_t gpus;                      /* tp x pp */
+	double dollars_per_hour;            /* price x gpus */
+	double dollars;                     /* for the simulated duration */
+	double per_million_output_tokens;
+	double per_conversation_hour;       /* dollars_per_hour / mean running */
+	double per_request;                 /* per completed request */
+} kvs_sim_cost;
+
+/* false (and zeros) without a price (d->gpu_hour_price <= 0) */
+bool kvs_sim_cost_of(const kvs_deploy *d, const kvs_sim_stats *st, kvs_sim_cost *out);
+/* The "cost" object (gpu_hour_price, gpus, dollars_per_hour, dollars,
+ * dollars_per_million_output_tokens, dollars_per_conversation_hour,
+ * dollars_per_request); NULL without a price or on allocation failure. */
+kvs_json *kvs_sim_cost_json(const kvs_deploy *d, const kvs_sim_stats *st);
+
 /* The whole replay/compare document: command "replay" or "compare" (with
  * ratios baseline / each when the registry's baseline policy, paged, is
  * among the results). */

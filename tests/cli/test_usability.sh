@@ -118,6 +118,36 @@ b2 = json.load(open(sys.argv[4]))
 assert "request_goodput" not in b2 and "goodput" not in b2 and "cost" not in b2
 PY
 fi
+# cost in sweep rows (table, JSON, CSV) and on the report page of a sweep and a compare
+kvs_scaled_limit 100
+kvs_run sweep 0 --limit 100 --policies paged,max --block-sizes 16,32 --gpu-hour-price 2.5 -tp 2 \
+	--json "$tmp/cw.json" --csv "$tmp/cw.csv" --report "$tmp/cwr" -q && {
+	has "$out" "Cost at \$2.50 per GPU-hour x 2 GPUs (\$5.00 per hour)" "sweep cost table"
+	has "$(cat "$tmp/cwr/index.html")" "\$ per million output tokens" "sweep cost on the report page"
+}
+kvs_run sweep 0 --limit 30 --policies paged --block-sizes 16 -q --csv "$tmp/cn.csv" &&
+	{ grep -q dollars "$tmp/cn.csv" && fail "no cost columns without a price"; }
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/cw.json" "$tmp/cw.csv" <<'PY' || fail "sweep cost figures"
+import csv, json, math, sys
+d = json.load(open(sys.argv[1]))
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert len(rows) == len(d["rows"]) == 4
+for r, c in zip(d["rows"], rows):
+    k = r["cost"]
+    assert k["gpus"] == 2 and k["gpu_hour_price"] == 2.5 and k["dollars_per_hour"] == 5.0
+    assert math.isclose(k["dollars"], 5.0 * r["sim_time_s"] / 3600, rel_tol=1e-9)
+    assert math.isclose(k["dollars_per_request"], k["dollars"] / r["completed"], rel_tol=1e-9)
+    out_tok = r["output_tokens_per_s"] * r["sim_time_s"]
+    assert math.isclose(k["dollars_per_million_output_tokens"], k["dollars"] / out_tok * 1e6, rel_tol=1e-6)
+    assert math.isclose(k["dollars_per_conversation_hour"], 5.0 / r["concurrency_mean"], rel_tol=1e-9)
+    assert math.isclose(float(c["dollars_per_request"]), k["dollars_per_request"], rel_tol=1e-5)
+    assert c["gpus"] == "2"
+PY
+fi
+kvs_scaled_limit 100
+kvs_run compare 0 --policies paged,max --gpu-hour-price 2 --report "$tmp/ccr" -q &&
+	has "$(cat "$tmp/ccr/index.html")" "Cost (--gpu-hour-price)" "compare cost on the report page"
 # compare: a list, one object per policy; the summary one row per policy
 kvs_scaled_limit 100
 kvs_run compare 0 --policies paged,max --bench-json "$tmp/cb.json" --summary-csv "$tmp/cs.csv" -q && {
