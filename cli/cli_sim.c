@@ -106,6 +106,17 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		}
 		return 1;
 	}
+	if (kvs_args_is(it, "--scheduling-policy")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		if (kvs_sched_policy_parse(v, &g->scheduling_policy) != KVS_OK) {
+			kvs_args_usage_error(it, "--scheduling-policy: expected fcfs or priority, "
+					     "got '%s'", v);
+			return -1;
+		}
+		return 1;
+	}
 	if (kvs_args_is(it, "--swap-space")) {
 		double gib;
 		if (!kvs_args_double(it, 0, 1 << 20, &gib))
@@ -351,6 +362,10 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --enable-prefix-caching      paged: share prompt blocks by the trace's\n"
 		"                               hash ids (--no-enable-prefix-caching: off, default)\n"
 		"  --preemption-mode M          recompute (default) or swap (to host over PCIe)\n"
+		"  --scheduling-policy P        fcfs (default) or priority: the waiting queue by\n"
+		"                               the trace's priority column (lower first, ties\n"
+		"                               by arrival), the lowest-priority running request\n"
+		"                               preempted first (as vLLM)\n"
 		"  --swap-space GIB             host swap space per GPU in GiB (default 4)\n"
 		"  --watermark F                share of blocks kept free at admission (default 0.01)\n"
 		"  --page-size SIZE             vattention physical page, 64KiB..2MiB (default 2MiB)\n"
@@ -533,9 +548,11 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 		(unsigned long long)(st->num_blocks * bs),
 		(unsigned long long)st->num_blocks, bs, per_tok,
 		(unsigned long long)st->max_model_len);
-	fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, preemption %s, "
+	fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, %spreemption %s, "
 		"prefix caching %s, step time %s\n", cfg->max_num_seqs,
-		cfg->max_num_batched_tokens, kvs_preempt_mode_name(cfg->preemption_mode),
+		cfg->max_num_batched_tokens,
+		cfg->scheduling_policy == KVS_SCHED_PRIORITY ? "priority scheduling, " : "",
+		kvs_preempt_mode_name(cfg->preemption_mode),
 		cfg->enable_prefix_caching ? "on" : "off",
 		cfg->cost.table_path[0] ? "from table" :
 		cfg->cost.profile_points ? "profile + roofline" :

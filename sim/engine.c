@@ -10,12 +10,14 @@
  *   1. sequences whose next event is due at this step: finished ones release
  *      their memory; ones at the end of their room (kvs_alloc_room) grow by
  *      one token into a new block, preempting the most recently admitted
- *      running sequence (recompute or swap) while that fails;
+ *      running sequence (recompute or swap; with priority scheduling the
+ *      lowest-priority one, see "scheduling policy") while that fails;
  *   2. every decoding sequence contributes one token (decodes first);
  *   3. sequences in prefill take chunks from what is left of
  *      max_num_batched_tokens, in admission order;
  *   4. unless a preemption happened in this step: swapped sequences come
- *      back, then waiting requests are admitted FCFS while
+ *      back, then waiting requests are admitted in queue order (FCFS, or
+ *      by priority) while
  *      kvs_alloc_can_admit says NOW, running < max_num_seqs and tokens are
  *      left.
  *
@@ -102,6 +104,7 @@ typedef struct sreq {
 	uint32_t len;              /* length as the allocator knows it */
 	uint32_t cached_first;
 	uint32_t preemptions;
+	int32_t priority;          /* the trace's; lower first (priority scheduling) */
 	uint32_t chunk;            /* prefill tokens computed in the current step */
 	uint32_t nhashes;          /* hash ids kept, at the trace's granularity */
 	uint32_t hash_block;       /* that granularity (tokens) */
@@ -161,6 +164,30 @@ static bool deque_push_front(deque *d, sreq *r)
 		return false;
 	d->head = (d->head + d->cap - 1) % d->cap;
 	d->v[d->head] = r;
+	d->n++;
+	return true;
+}
+
+/* Insert r after every element that does not come after it under
+ * after(); the deque is kept sorted by it.  O(log n) to find the place,
+ * O(elements behind it) to move them: nothing moves for the usual arrival,
+ * which comes last among its priority. */
+static bool deque_insert_sorted(deque *d, sreq *r,
+				bool (*after)(const sreq *a, const sreq *b))
+{
+	if (d->n == d->cap && !deque_grow(d))
+		return false;
+	size_t lo = 0, hi = d->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (after(d->v[(d->head + mid) % d->cap], r))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	for (size_t i = d->n; i > lo; i--)
+		d->v[(d->head + i) % d->cap] = d->v[(d->head + i - 1) % d->cap];
+	d->v[(d->head + lo) % d->cap] = r;
 	d->n++;
 	return true;
 }
@@ -891,6 +918,43 @@ static kvs_status debug_check(kvs_sim *s)
 
 #undef CHECK
 
+/* ---- scheduling policy (vLLM's --scheduling-policy) -------------------------
+ * fcfs: arrivals at the back of the waiting queue, preempted requests at
+ * its front, the most recently admitted running request the victim.
+ * priority: the queue ordered by (priority, arrival), a preempted request
+ * reinserted by its key, the victim the running request with the largest
+ * key (the first of equals in admission order), as vLLM's scheduler. */
+
+static bool sched_after(const sreq *a, const sreq *b)
+{
+	return a->priority != b->priority ? a->priority > b->priority
+					  : a->arrival > b->arrival;
+}
+
+/* r into the waiting queue; front: a preempted (or swapped-out) request */
+static bool waiting_add(kvs_sim *s, sreq *r, bool front)
+{
+	if (s->cfg.scheduling_policy == KVS_SCHED_PRIORITY)
+		return deque_insert_sorted(&s->waiting, r, sched_after);
+	return front ? deque_push_front(&s->waiting, r) : deque_push_back(&s->waiting, r);
+}
+
+/* The running request to preempt when memory runs out.  Under priority
+ * O(running) (running <= max_num_seqs), and a request already holding a
+ * prefill chunk of the step being planned is passed over (its chunk is in
+ * the step's cost); the request growing never holds one yet, so there is
+ * always a victim. */
+static sreq *victim(const kvs_sim *s)
+{
+	if (s->cfg.scheduling_policy != KVS_SCHED_PRIORITY)
+		return s->run_tail;
+	sreq *v = NULL;
+	for (sreq *r = s->run_head; r; r = r->next)
+		if (!r->in_step && (!v || sched_after(r, v)))
+			v = r;
+	return v;
+}
+
 /* ---- request intake ------------------------------------------------------- */
 
 /* Ids a request's hashes may keep: the longest prefix of distinct ids.  A
@@ -1073,6 +1137,7 @@ static kvs_status make_sreq(kvs_sim *s, const kvs_request *qp, sreq **out)
 	if (!r)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (request)");
 	r->n = q.num_samples > 1 ? q.num_samples : 1;
+	r->priority = q.priority;
 	r->nlive = 1;
 	r->seq = s->next_seq;
 	s->next_seq += r->n;
@@ -1157,7 +1222,7 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 		return KVS_OK;
 	}
 	r->state = RS_WAITING;
-	if (!deque_push_back(&s->waiting, r)) {
+	if (!waiting_add(s, r, false)) {
 		sreq_free(r);   /* in no queue yet: the run is over */
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (waiting queue)");
 	}
@@ -1366,7 +1431,7 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 		v->target = v->prompt + v->gen;
 	v->len = 0;
 	v->state = RS_WAITING;
-	if (!deque_push_front(&s->waiting, v))
+	if (!waiting_add(s, v, true))
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
 	if (s->waiting.n + s->swapped.n > st->waiting_max)
 		st->waiting_max = s->waiting.n + s->swapped.n;
@@ -1415,7 +1480,7 @@ static kvs_status grow_or_preempt(kvs_sim *s, sreq *r, uint32_t n,
 			}
 			if (st != KVS_ERR_NOSPACE)
 				return st;
-			sreq *v = s->run_tail;
+			sreq *v = victim(s);
 			kvs_require(v != NULL);
 			*preempted = true;
 			if ((st = preempt(s, v, v != r || i == 0, extra_time)) != KVS_OK)
@@ -1450,7 +1515,7 @@ static kvs_status fork_family(kvs_sim *s, sreq *r, bool *self_preempted,
 			return st;
 		st = kvs_alloc_fork(s->alloc, r->seq, c, child_out);
 		if (st == KVS_ERR_NOSPACE && !reserved) {
-			sreq *v = s->run_tail;
+			sreq *v = victim(s);
 			kvs_require(v != NULL);
 			*preempted = true;
 			if ((st = preempt(s, v, true, extra_time)) != KVS_OK)
@@ -1770,6 +1835,9 @@ static kvs_status plan_prefill(kvs_sim *s, step_plan *b)
 				i--;   /* r left the list */
 				continue;
 			}
+			/* a victim before r (priority scheduling) moved it down */
+			while (s->prefill[i] != r)
+				i--;
 		}
 		add_chunk(r, c, b);
 	}
@@ -1895,7 +1963,7 @@ static kvs_status recompute_swapped_head(kvs_sim *s)
 	r->target = r->n > 1 ? r->prompt : r->prompt + r->gen;
 	r->len = 0;
 	r->state = RS_WAITING;
-	if (!deque_push_front(&s->waiting, r))
+	if (!waiting_add(s, r, true))
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
 	return KVS_OK;
 }
@@ -2062,6 +2130,22 @@ kvs_status kvs_preempt_mode_parse(const char *text, kvs_preempt_mode *out)
 			text ? text : "");
 }
 
+const char *kvs_sched_policy_name(kvs_sched_policy p)
+{
+	return p == KVS_SCHED_FCFS ? "fcfs" : p == KVS_SCHED_PRIORITY ? "priority" : "unknown";
+}
+
+kvs_status kvs_sched_policy_parse(const char *text, kvs_sched_policy *out)
+{
+	for (int p = 0; text && p < KVS_SCHED_COUNT_; p++)
+		if (strcmp(text, kvs_sched_policy_name((kvs_sched_policy)p)) == 0) {
+			*out = (kvs_sched_policy)p;
+			return KVS_OK;
+		}
+	return kvs_fail(KVS_ERR_INVALID, "scheduling policy '%s': expected fcfs or priority",
+			text ? text : "");
+}
+
 const char *kvs_sim_reject_name(kvs_sim_reject r)
 {
 	static const char *const names[KVS_SIM_REJECT_COUNT_] = {
@@ -2160,6 +2244,8 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		return kvs_fail(KVS_ERR_INVALID, "watermark %g: must be in [0, 1)", cfg->watermark);
 	if ((unsigned)cfg->preemption_mode >= KVS_PREEMPT_COUNT_)
 		return kvs_fail(KVS_ERR_INVALID, "unknown preemption mode");
+	if ((unsigned)cfg->scheduling_policy >= KVS_SCHED_COUNT_)
+		return kvs_fail(KVS_ERR_INVALID, "unknown scheduling policy");
 	if (cfg->preemption_mode == KVS_PREEMPT_SWAP &&
 	    !(cfg->deploy.gpu.pcie_bytes_per_s > 0))
 		return kvs_fail(KVS_ERR_INVALID,

@@ -90,6 +90,10 @@ static json_t *engine_jt(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
 	set(o, "dtype", json_string(kvs_dtype_name(d->weight_dtype)));
 	set(o, "kv_cache_dtype", json_string(kvs_dtype_name(d->kv_dtype)));
 	set(o, "preemption_mode", json_string(kvs_preempt_mode_name(cfg->preemption_mode)));
+	/* written only when not the default, so fcfs documents stay as they were */
+	if (cfg->scheduling_policy != KVS_SCHED_FCFS)
+		set(o, "scheduling_policy",
+		    json_string(kvs_sched_policy_name(cfg->scheduling_policy)));
 	set(o, "enable_prefix_caching", json_boolean(cfg->enable_prefix_caching));
 	set(o, "swap_space_bytes", jint(cfg->swap_bytes));
 	set(o, "watermark", jreal(cfg->watermark));

@@ -100,6 +100,21 @@ typedef enum kvs_preempt_mode {
 const char *kvs_preempt_mode_name(kvs_preempt_mode m);  /* "recompute", "swap" */
 kvs_status kvs_preempt_mode_parse(const char *text, kvs_preempt_mode *out);
 
+/* vLLM's --scheduling-policy.  fcfs: the waiting queue in arrival order, a
+ * preempted request back at its front, the most recently admitted running
+ * request preempted first.  priority: the waiting queue ordered by
+ * (priority, arrival time), lower first (the trace's priority column), a
+ * preempted request reinserted by the same key, and the running request
+ * with the largest (priority, arrival time) preempted first. */
+typedef enum kvs_sched_policy {
+	KVS_SCHED_FCFS = 0,
+	KVS_SCHED_PRIORITY,
+	KVS_SCHED_COUNT_
+} kvs_sched_policy;
+
+const char *kvs_sched_policy_name(kvs_sched_policy p);  /* "fcfs", "priority" */
+kvs_status kvs_sched_policy_parse(const char *text, kvs_sched_policy *out);
+
 typedef enum kvs_cost_kind {
 	KVS_COST_ROOFLINE = 0,   /* model + GPU roofline (docs/COST-MODEL.md) */
 	KVS_COST_LINEAR,         /* base + per token + per context token + per seq */
@@ -201,6 +216,7 @@ typedef struct kvs_sim_config {
 	uint32_t max_num_batched_tokens; /* tokens per step (8192); >= max_num_seqs */
 	bool enable_prefix_caching;    /* paged: reuse blocks by prompt hash ids */
 	kvs_preempt_mode preemption_mode;
+	kvs_sched_policy scheduling_policy;  /* fcfs (default) or priority */
 	uint64_t swap_bytes;           /* host swap space per rank (4 GiB) */
 	double watermark;              /* share of blocks kept free at admission (0.01) */
 	uint64_t page_bytes;           /* vattention physical page (2 MiB) */

@@ -265,6 +265,52 @@ assert len(d["capacity"]) == d["points_done"] and len(d["rows"]) >= d["points_do
 PY
 fi
 
+# ---- --scheduling-policy fcfs|priority (vLLM's) ----------------------------------------
+# one request at a time: fcfs admits in arrival order; priority by (priority,
+# arrival), so after request 0 (running alone) come 2 and 3 (priority 1, in
+# arrival order) and then 1 (priority 5); each starts when the one before
+# finishes, and the four run the same shape, so the finish times are the same set
+printf 'arrival_s,prompt_tokens,output_tokens,session_id,turn,num_samples,priority\n0.000,16,4,0,0,1,0\n0.001,16,4,1,0,1,5\n0.002,16,4,2,0,1,1\n0.003,16,4,3,0,1,1\n' >"$tmp/prio.csv"
+# three requests on 5 blocks of 16 tokens: memory runs out; fcfs preempts the
+# most recently admitted (never request 0), priority the largest priority
+# value (never request 1, priority 0; request 0, priority 2, first)
+printf 'arrival_s,prompt_tokens,output_tokens,session_id,turn,num_samples,priority\n0.0000,16,40,0,0,1,2\n0.0001,16,40,1,0,1,0\n0.0002,16,40,2,0,1,1\n' >"$tmp/prio2.csv"
+for p in fcfs priority; do
+	kvs_run replay 0 "$tmp/prio.csv" --max-num-seqs 1 --scheduling-policy "$p" --requests "$tmp/q1-$p.csv" -q
+	kvs_run replay 0 "$tmp/prio2.csv" --num-gpu-blocks-override 5 --watermark 0 \
+		--scheduling-policy "$p" --requests "$tmp/q2-$p.csv" --json "$tmp/q2-$p.json" -q
+done
+has "$out" "priority scheduling" "priority scheduling in the header"
+kvs_run replay 2 --scheduling-policy lottery && has "$err" "expected fcfs or priority" "bad --scheduling-policy"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp" <<'PY' || fail "scheduling policy order and victims"
+import csv, json, sys
+t = sys.argv[1]
+def rows(name):
+    return list(csv.DictReader(open(f"{t}/{name}")))
+for p, order in (("fcfs", ["0", "1", "2", "3"]), ("priority", ["0", "2", "3", "1"])):
+    r = sorted(rows(f"q1-{p}.csv"), key=lambda x: float(x["admitted_s"]))
+    assert [x["index"] for x in r] == order, (p, [x["index"] for x in r])
+    for a, b in zip(r, r[1:]):
+        assert a["finish_s"] == b["admitted_s"], (p, a, b)
+fin = lambda p: sorted(x["finish_s"] for x in rows(f"q1-{p}.csv"))
+assert fin("fcfs") == fin("priority")
+pre = {p: {x["index"]: int(x["preemptions"]) for x in rows(f"q2-{p}.csv")} for p in ("fcfs", "priority")}
+assert all(x["outcome"] == "completed" for p in ("fcfs", "priority") for x in rows(f"q2-{p}.csv"))
+assert pre["fcfs"]["0"] == 0 and pre["fcfs"]["2"] >= 1, pre
+assert pre["priority"]["1"] == 0 and pre["priority"]["0"] >= 1, pre
+assert json.load(open(f"{t}/q2-priority.json"))["engine"]["scheduling_policy"] == "priority"
+assert "scheduling_policy" not in json.load(open(f"{t}/q2-fcfs.json"))["engine"]
+PY
+fi
+# fcfs is the default, byte for byte
+kvs_scaled_limit 200
+kvs_run replay 0 --json "$tmp/f0.json" --requests "$tmp/f0.csv" -q && f0="$out"
+kvs_run replay 0 --scheduling-policy fcfs --json "$tmp/f1.json" --requests "$tmp/f1.csv" -q &&
+	{ [ "$out" = "$f0" ] && cmp -s "$tmp/f0.json" "$tmp/f1.json" && cmp -s "$tmp/f0.csv" "$tmp/f1.csv" ||
+		fail "--scheduling-policy fcfs changes the output"; }
+extra=()
+
 # ---- one output grammar: "--json out.json" is that file on every command ----------
 extra=()   # no --limit for size
 cd "$tmp" || exit 1
