@@ -48,6 +48,8 @@ static const char *const format_names[KVS_TRACE_FORMAT_COUNT_] = {
 	[KVS_TRACE_SPLITWISE] = "splitwise",
 	[KVS_TRACE_NATIVE_CSV] = "native-csv",
 	[KVS_TRACE_NATIVE_JSONL] = "native-jsonl",
+	[KVS_TRACE_VIDUR_LENGTHS] = "vidur-lengths",
+	[KVS_TRACE_VIDUR_DATED] = "vidur-dated",
 };
 
 const char *kvs_trace_format_name(kvs_trace_format f)
@@ -129,10 +131,12 @@ static bool has_text(const char *text, size_t len, const char *needle)
 
 enum col {
 	C_TIME, C_PROMPT, C_OUTPUT, C_SESSION, C_TURN, C_SAMPLES, C_PRIORITY,
-	C_HBLOCK, C_HASHES, C_COUNT
+	C_HBLOCK, C_HASHES, C_DATE, C_COUNT
 };
 
-enum time_kind { T_DATETIME, T_SECONDS, T_MS };
+/* T_NONE: the format has no arrival times (every request at 0 s, or a
+ * Poisson process at --rate) */
+enum time_kind { T_DATETIME, T_SECONDS, T_MS, T_NONE };
 
 struct layout {
 	kvs_trace_format fmt;
@@ -144,27 +148,39 @@ struct layout {
 	const char *example;
 };
 
-#define REQUIRED_COLS 3 /* C_TIME, C_PROMPT, C_OUTPUT */
+#define REQUIRED_COLS 3 /* C_TIME (unless T_NONE), C_PROMPT, C_OUTPUT */
 
 static const struct layout csv_layouts[] = {
 	{ KVS_TRACE_NATIVE_CSV,
 	  { "arrival_s", "prompt_tokens", "output_tokens", "session_id", "turn",
 	    "num_samples", "priority", "hash_block_tokens", "hash_ids" },
-	  T_SECONDS, false, { -1, -1, -1, -1, -1, -1, -1, -1, -1 }, 0,
+	  T_SECONDS, false, { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 }, 0,
 	  "arrival_s,prompt_tokens,output_tokens[,session_id,turn,num_samples,"
 	  "priority,hash_block_tokens,hash_ids]" },
 	{ KVS_TRACE_AZURE,
 	  { "TIMESTAMP", "ContextTokens", "GeneratedTokens" },
-	  T_DATETIME, true, { 0, 1, 2, -1, -1, -1, -1, -1, -1 }, 3,
+	  T_DATETIME, true, { 0, 1, 2, -1, -1, -1, -1, -1, -1, -1 }, 3,
 	  "TIMESTAMP,ContextTokens,GeneratedTokens" },
 	{ KVS_TRACE_BURSTGPT,
 	  { "Timestamp", "Request tokens", "Response tokens" },
-	  T_SECONDS, false, { 0, 2, 3, -1, -1, -1, -1, -1, -1 }, 6,
+	  T_SECONDS, false, { 0, 2, 3, -1, -1, -1, -1, -1, -1, -1 }, 6,
 	  "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type" },
 	{ KVS_TRACE_SPLITWISE,
 	  { "arrived_at", "num_prefill_tokens", "num_decode_tokens" },
-	  T_SECONDS, false, { 0, 1, 2, -1, -1, -1, -1, -1, -1 }, 3,
+	  T_SECONDS, false, { 0, 1, 2, -1, -1, -1, -1, -1, -1, -1 }, 3,
 	  "arrived_at,num_prefill_tokens,num_decode_tokens" },
+	/* Vidur's length trace (TraceRequestLengthGenerator): no arrival
+	 * column; after splitwise, which has one */
+	{ KVS_TRACE_VIDUR_LENGTHS,
+	  { NULL, "num_prefill_tokens", "num_decode_tokens" },
+	  T_NONE, false, { -1, 0, 1, -1, -1, -1, -1, -1, -1, -1 }, 2,
+	  "num_prefill_tokens,num_decode_tokens" },
+	/* Vidur's trace replay (TraceReplayRequestGenerator): Time is the
+	 * arrival in seconds, Date the day Vidur selects (one per file here) */
+	{ KVS_TRACE_VIDUR_DATED,
+	  { "Time", "PromptTokenCount", "CompletionTokenCount", [C_DATE] = "Date" },
+	  T_SECONDS, false, { 1, 2, 3, -1, -1, -1, -1, -1, -1, 0 }, 4,
+	  "Date,Time,PromptTokenCount,CompletionTokenCount" },
 };
 
 static const struct layout json_layouts[] = {
@@ -247,6 +263,8 @@ struct kvs_trace {
 	uint32_t out_cap;
 	char first_skip[512];
 	char err_msg[512];
+	char date[64];          /* vidur-dated: the file's Date */
+	uint64_t date_line;
 };
 
 /* Remember the error that stopped the reader: later calls repeat it. */
@@ -400,6 +418,8 @@ static bool header_matches(kvs_trace *t, const struct layout *lay)
 		}
 		if (c < REQUIRED_COLS && col[c] < 0)
 			return false;
+		if (c == C_DATE && col[c] < 0)
+			return false;   /* vidur-dated names it */
 	}
 	for (int c = 0; c < C_COUNT; c++) {
 		t->col[c] = col[c];
@@ -530,9 +550,14 @@ static kvs_status detect_csv(kvs_trace *t, const char *line, size_t len, uint64_
 	if (want != KVS_TRACE_AUTO) {
 		const struct layout *lay = find_layout(csv_layouts, KVS_ARRAY_LEN(csv_layouts), want);
 		int64_t ns;
-		uint32_t tc = lay->canon_fields ? (uint32_t)lay->canon[C_TIME] : 0;
+		/* a data line: its time (or, without one, its prompt) parses */
+		int tci = lay->tk == T_NONE ? lay->canon[C_PROMPT] : lay->canon[C_TIME];
+		uint32_t tc = lay->canon_fields ? (uint32_t)tci : 0;
+		uint64_t u;
 		bool data = lay->canon_fields && t->nf > tc &&
-			    (lay->tk == T_DATETIME
+			    (lay->tk == T_NONE
+				     ? !kvs_parse_field_u64(t->fbuf + t->foff[tc], t->flens[tc], UINT32_MAX, &u)
+				     : lay->tk == T_DATETIME
 				     ? !kvs_parse_field_datetime_ns(t->fbuf + t->foff[tc], t->flens[tc], &ns)
 				     : !kvs_parse_field_seconds_ns(t->fbuf + t->foff[tc], t->flens[tc], &ns));
 		if (data) {
@@ -553,11 +578,13 @@ static kvs_status detect_csv(kvs_trace *t, const char *line, size_t len, uint64_
 	t->st.failed_lines++;
 	return kvs_fail(KVS_ERR_PARSE,
 			"%s:%llu: header: unrecognised header %s; expected one of: azure "
-			"\"%s\", burstgpt \"%s\", splitwise \"%s\", native \"%s\", or a JSON "
+			"\"%s\", burstgpt \"%s\", splitwise \"%s\", native \"%s\", "
+			"vidur-lengths \"%s\", vidur-dated \"%s\", or a JSON "
 			"object per line (mooncake, native-jsonl); or pass --format",
 			t->path, (unsigned long long)ln, kvs_trace_quote(line, len),
 			csv_layouts[1].example, csv_layouts[2].example,
-			csv_layouts[3].example, csv_layouts[0].example);
+			csv_layouts[3].example, csv_layouts[0].example,
+			csv_layouts[4].example, csv_layouts[5].example);
 }
 
 static kvs_status detect(kvs_trace *t)
@@ -716,10 +743,31 @@ static kvs_status decode_csv(kvs_trace *t, const char *line, size_t len, slot *s
 		return bad_line(t, s->line, "row", "%u fields, expected %u%s", t->nf, t->ncols,
 				t->st.header_lines ? " as in the header" : "");
 	size_t n;
-	const char *v = field(t, C_TIME, &n);
-	if ((why = parse_time(t, v, n, &s->t_ns)))
+	const char *v;
+	s->t_ns = 0;   /* vidur-lengths: no arrival column */
+	if (t->col[C_TIME] >= 0 && (v = field(t, C_TIME, &n), (why = parse_time(t, v, n, &s->t_ns))))
 		return bad_line(t, s->line, t->colname[C_TIME], "%s, got %s", why,
 				kvs_trace_quote(v, n));
+	if (t->fmt == KVS_TRACE_VIDUR_DATED) {
+		/* Vidur replays the rows of one Date (its Time restarts each
+		 * day): a file holds one */
+		v = field(t, C_DATE, &n);
+		if (n == 0 || n >= sizeof t->date)
+			return bad_line(t, s->line, t->colname[C_DATE], "expected a date of 1 to "
+					"%zu characters, got %s", sizeof t->date - 1,
+					kvs_trace_quote(v, n));
+		if (!t->date[0]) {
+			memcpy(t->date, v, n);
+			t->date[n] = '\0';
+			t->date_line = s->line;
+		} else if (strlen(t->date) != n || memcmp(t->date, v, n) != 0) {
+			return bad_line(t, s->line, t->colname[C_DATE], "%s differs from %s of "
+					"line %llu: Vidur replays one date at a time (its Time "
+					"restarts each day); keep one date's rows per file",
+					kvs_trace_quote(v, n), t->date,
+					(unsigned long long)t->date_line);
+		}
+	}
 	struct {
 		int c;
 		uint32_t *dst;
@@ -1174,6 +1222,14 @@ static kvs_status source_rate(const char *path, FILE *f, const kvs_trace_opts *o
 	kvs_request r;
 	uint64_t n = 0;
 	double first = 0, last = 0;
+	if (t->lay && t->lay->tk == T_NONE) {
+		/* no arrival times: --rate draws a Poisson process, no first pass */
+		kvs_trace_close(t);
+		*rate = 0;
+		if (fseeko(f, start, SEEK_SET) != 0)
+			return kvs_fail(KVS_ERR_IO, "%s: cannot seek back: %s", path, strerror(errno));
+		return KVS_OK;
+	}
 	while ((st = kvs_trace_next(t, &r)) == KVS_OK) {
 		if (n == 0)
 			first = r.arrival_s;
@@ -1401,7 +1457,9 @@ kvs_status kvs_trace_next(kvs_trace *t, kvs_request *out)
 			return KVS_END;
 		}
 		memset(req, 0, sizeof *req);
-		if (t->o.rate > 0 && t->o.rate_mode == KVS_RATE_POISSON) {
+		/* without arrival times there is no shape to keep: --rate is
+		 * a Poisson process (Vidur's default interval generator) */
+		if (t->o.rate > 0 && (t->o.rate_mode == KVS_RATE_POISSON || t->lay->tk == T_NONE)) {
 			if (t->st.requests > 0)
 				t->poisson_t += kvs_rng_exp(&t->rng, t->o.rate);
 			req->arrival_s = t->poisson_t;

@@ -17,6 +17,11 @@
  *   burstgpt   Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type
  *   splitwise  arrived_at,num_prefill_tokens,num_decode_tokens (Vidur)
  *   native     kvsim's own CSV or JSONL (docs/TRACE-FORMAT.md)
+ *   vidur-lengths  num_prefill_tokens,num_decode_tokens: lengths only (Vidur's
+ *              length trace); every request arrives at 0 s, or as a Poisson
+ *              process at opts.rate when given
+ *   vidur-dated    Date,Time,PromptTokenCount,CompletionTokenCount (Vidur's
+ *              trace replay: Time in seconds, one Date per file)
  */
 #ifndef KVSIM_TRACE_H
 #define KVSIM_TRACE_H
@@ -35,6 +40,8 @@ typedef enum kvs_trace_format {
 	KVS_TRACE_SPLITWISE,
 	KVS_TRACE_NATIVE_CSV,
 	KVS_TRACE_NATIVE_JSONL,
+	KVS_TRACE_VIDUR_LENGTHS,
+	KVS_TRACE_VIDUR_DATED,
 	KVS_TRACE_FORMAT_COUNT_
 } kvs_trace_format;
 

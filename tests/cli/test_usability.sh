@@ -265,6 +265,38 @@ assert len(d["capacity"]) == d["points_done"] and len(d["rows"]) >= d["points_do
 PY
 fi
 
+# ---- Vidur's two trace formats, detected by header ----------------------------------
+printf 'num_prefill_tokens,num_decode_tokens\n100,20\n200,30\n300,40\n' >"$tmp/vl.csv"
+printf 'Date,Time,PromptTokenCount,CompletionTokenCount\n2023-11-16,0,100,20\n2023-11-16,1.5,200,30\n2023-11-16,2,300,40\n' >"$tmp/vd.csv"
+kvs_run trace 0 "$tmp/vl.csv" && { has "$out" "(vidur-lengths)" "vidur-lengths detected"; has "$out" "requests         3" "vidur-lengths count"; }
+kvs_run trace 0 "$tmp/vd.csv" && { has "$out" "(vidur-dated)" "vidur-dated detected"; has "$out" "span             2.000 s (0.000 .. 2.000)" "vidur-dated Time in seconds"; }
+kvs_run replay 0 "$tmp/vl.csv" --requests "$tmp/vl0.csv" -q
+kvs_run replay 0 "$tmp/vl.csv" --rate 2 --seed 7 --requests "$tmp/vlr.csv" -q
+kvs_run replay 0 "$tmp/vd.csv" --requests "$tmp/vdr.csv" -q
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp" <<'PY' || fail "Vidur formats: arrivals and lengths"
+import csv, sys
+t = sys.argv[1]
+rows = lambda n: list(csv.DictReader(open(f"{t}/{n}")))
+want = [("100", "20"), ("200", "30"), ("300", "40")]
+for n in ("vl0.csv", "vlr.csv", "vdr.csv"):
+    assert [(r["prompt_tokens"], r["output_tokens"]) for r in rows(n)] == want, n
+    assert [r["line"] for r in rows(n)] == ["2", "3", "4"], n
+assert [float(r["arrival_s"]) for r in rows("vl0.csv")] == [0, 0, 0]      # no arrival times
+a = [float(r["arrival_s"]) for r in rows("vlr.csv")]                       # Poisson at --rate
+assert a[0] == 0 and a[0] < a[1] < a[2], a
+assert [float(r["arrival_s"]) for r in rows("vdr.csv")] == [0, 1.5, 2]    # Time, seconds
+PY
+fi
+printf 'Date,Time,PromptTokenCount,CompletionTokenCount\n2023-11-16,0,100,20\n2023-11-17,1.5,200,30\n' >"$tmp/vd2.csv"
+kvs_run replay 1 "$tmp/vd2.csv" && has "$err" "vd2.csv:3: Date: \"2023-11-17\" differs from 2023-11-16 of line 2" "vidur-dated one date"
+printf 'Date,Time,PromptTokenCount,CompletionTokenCount\n2023-11-16,0,100,x\n' >"$tmp/vd3.csv"
+kvs_run replay 1 "$tmp/vd3.csv" && has "$err" "vd3.csv:2: CompletionTokenCount: expected an integer" "vidur-dated bad field"
+printf 'num_prefill_tokens,num_decode_tokens\n0,5\n' >"$tmp/vl2.csv"
+kvs_run replay 1 "$tmp/vl2.csv" && has "$err" "vl2.csv:2: num_prefill_tokens: must be at least 1 token" "vidur-lengths zero prompt"
+printf '100,20\n200,30\n' >"$tmp/vl3.csv"
+kvs_run trace 0 "$tmp/vl3.csv" --format vidur-lengths && has "$out" "requests         2" "vidur-lengths headerless, forced"
+
 # ---- --scheduling-policy fcfs|priority (vLLM's) ----------------------------------------
 # one request at a time: fcfs admits in arrival order; priority by (priority,
 # arrival), so after request 0 (running alone) come 2 and 3 (priority 1, in
