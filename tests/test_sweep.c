@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,6 +306,86 @@ static void test_jobs_identical(void **state)
 	free(a);
 	free(b);
 	free(d);
+	kvs_request_set_destroy(set);
+}
+
+/* ---- interruption --------------------------------------------------------------------
+ * The interrupt raised once the first combination finished (one thread, so
+ * no other has started): that row is kept, byte for byte as in a full run,
+ * nothing else is, and the result says so. */
+
+static volatile sig_atomic_t stop_flag;
+
+static void stop_after_first(void *ctx, const kvs_sweep_progress *p)
+{
+	(void)ctx;
+	if (p->points_done == 1)
+		stop_flag = SIGINT;
+	assert_true(p->points_done <= p->points_total);
+}
+
+static void test_interrupted(void **state)
+{
+	(void)state;
+	kvs_request_set *set = sample_set();
+	kvs_sim_config sc;
+	real_config(&sc);
+	kvs_sweep_config c;
+	sweep_defaults(&c, &sc);
+	assert_int_equal(kvs_sweep_parse_block_sizes("4,16,64", &c), KVS_OK);
+	c.jobs = 1;
+	char *full = sweep_json(&c, set, 1);
+	json_t *fdoc = json_loads(full, 0, NULL);
+	assert_null(json_object_get(fdoc, "interrupted"));
+	size_t total = 0, done = 0;
+
+	stop_flag = 0;
+	c.base.interrupt = &stop_flag;
+	kvs_sweep_result *R = NULL;
+	assert_int_equal(kvs_sweep_run_ex(&c, set, stop_after_first, NULL, &R), KVS_OK);
+	assert_true(kvs_sweep_result_interrupted(R, &done, &total));
+	assert_int_equal(done, 1);
+	assert_true(total > 1);
+	assert_int_equal(kvs_sweep_result_simulations(R), 1);
+	assert_true(kvs_sweep_result_row(R, 0)->done);
+	for (size_t i = 1; i < kvs_sweep_result_rows(R); i++)
+		assert_false(kvs_sweep_result_row(R, i)->done);
+	kvs_json *doc = kvs_sweep_result_json(R, set);
+	char *text = kvs_json_text(doc);    /* as written, like the full run */
+	kvs_json_free(doc);
+	json_t *j = json_loads(text, 0, NULL);
+	assert_non_null(j);
+	free(text);
+	assert_true(json_is_true(json_object_get(j, "interrupted")));
+	assert_int_equal(json_integer_value(json_object_get(j, "points_done")), 1);
+	assert_int_equal(json_integer_value(json_object_get(j, "points_total")), (json_int_t)total);
+	json_t *rows = json_object_get(j, "rows");
+	assert_int_equal(json_array_size(rows), 1);
+	assert_true(json_equal(json_array_get(rows, 0),
+			       json_array_get(json_object_get(fdoc, "rows"), 0)));
+	json_decref(j);
+	/* the CSV: a header and the one row */
+	FILE *f = tmpfile();
+	assert_non_null(f);
+	assert_int_equal(kvs_sweep_result_csv(R, f), KVS_OK);
+	rewind(f);
+	int lines = 0, ch;
+	while ((ch = fgetc(f)) != EOF)
+		lines += ch == '\n';
+	fclose(f);
+	assert_int_equal(lines, 2);
+	kvs_sweep_result_destroy(R);
+
+	/* raised before the start: nothing done, still a result */
+	stop_flag = SIGTERM;
+	assert_int_equal(kvs_sweep_run(&c, set, &R), KVS_OK);
+	assert_true(kvs_sweep_result_interrupted(R, &done, &total));
+	assert_int_equal(done, 0);
+	assert_int_equal(kvs_sweep_result_simulations(R), 0);
+	assert_false(kvs_sweep_result_recommendation(R, KVS_OBJ_WASTE)->found);
+	kvs_sweep_result_destroy(R);
+	json_decref(fdoc);
+	free(full);
 	kvs_request_set_destroy(set);
 }
 
@@ -728,6 +809,7 @@ int main(void)
 		cmocka_unit_test(test_internal_fragmentation),
 		cmocka_unit_test(test_row_equals_replay),
 		cmocka_unit_test(test_jobs_identical),
+		cmocka_unit_test(test_interrupted),
 		cmocka_unit_test(test_mooncake_block_size),
 		cmocka_unit_test(test_capacity),
 		cmocka_unit_test(test_recommend_rules),
