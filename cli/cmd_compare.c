@@ -37,6 +37,9 @@ static void usage(FILE *f)
 		"  --summary-csv FILE           one row per policy: the same figures, the KV\n"
 		"                               memory split and, with --gpu-hour-price, cost\n"
 		"  --help                       show this help\n"
+		"  Ctrl-C (SIGINT), SIGTERM     stop at the next event: the table and every\n"
+		"                               output hold what was done, marked\n"
+		"                               interrupted; exit 130 (143)\n"
 		"\n", kvs_trace_default_path(), ", a list per policy");
 	kvs_cli_sim_help(f, true);
 	fputc('\n', f);
