@@ -617,11 +617,11 @@ kvs_status kvs_cost_load_profile(const char *dir, uint32_t tp, kvs_cost_config *
 	int w;
 	if (c->attn)
 		w = snprintf(c->profile_desc, sizeof c->profile_desc,
-			     "non-attention operators from %.70s (tp %u, %u points); "
-			     "attention from %.70s (%u batch sizes x %u KV lengths, %u chunk "
-			     "sizes); all-reduce from %.70s; KV write not profiled",
-			     path, tp, c->profile_points, at, c->attn->nb, c->attn->nkv,
-			     c->attn->nchunk, ar[0] ? ar : "the roofline");
+			     "non-attention operators from mlp.csv (tp %u, %u points) and "
+			     "attention from attention.csv (%u batch sizes x %u KV lengths, "
+			     "%u chunk sizes) in %.100s; all-reduce from %.100s; KV write "
+			     "not profiled", tp, c->profile_points, c->attn->nb, c->attn->nkv,
+			     c->attn->nchunk, dir, ar[0] ? ar : "the roofline");
 	else
 		w = snprintf(c->profile_desc, sizeof c->profile_desc,
 			     "non-attention operators from %.100s (tp %u, %u points); "
