@@ -51,7 +51,10 @@ int main(int argc, char **argv)
 C
 if command -v pkg-config >/dev/null 2>&1 && command -v cc >/dev/null 2>&1; then
 	export PKG_CONFIG_PATH="$B/meson-uninstalled${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-	if cc -std=c11 "$tmp/core.c" -o "$tmp/core" $(pkg-config --cflags --libs kvsim) \
+	san=()   # a sanitizer build's library needs its runtime loaded first
+	readelf -d "$B/libkvsim.so" 2>/dev/null | grep -q libasan && san+=(-fsanitize=address)
+	readelf -d "$B/libkvsim.so" 2>/dev/null | grep -q libubsan && san+=(-fsanitize=undefined)
+	if cc -std=c11 ${san[@]+"${san[@]}"} "$tmp/core.c" -o "$tmp/core" $(pkg-config --cflags --libs kvsim) \
 		-Wl,-rpath,"$B" 2>"$tmp/cc.err"; then
 		# llama-3-8b: 32 layers x 8 KV heads x 128 x (K and V) x 2 bytes
 		got=$("$tmp/core" "$ROOT/sizing/presets/models/llama-3-8b.json")
