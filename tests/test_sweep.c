@@ -332,7 +332,8 @@ static void test_interrupted(void **state)
 	real_config(&sc);
 	kvs_sweep_config c;
 	sweep_defaults(&c, &sc);
-	assert_int_equal(kvs_sweep_parse_block_sizes("4,16,64", &c), KVS_OK);
+	assert_int_equal(kvs_sweep_parse_block_sizes("16,64", &c), KVS_OK);
+	assert_int_equal(kvs_sweep_parse_policies("paged,max", &c), KVS_OK);
 	c.jobs = 1;
 	char *full = sweep_json(&c, set, 1);
 	json_t *fdoc = json_loads(full, 0, NULL);

@@ -216,10 +216,11 @@ KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep --limit 40 --block-sizes 16 --policies 
 # JSON and CSV written whole, marked interrupted, exit 130; SIGTERM 143
 # (threaded, with a capacity search)
 sweep_interrupt() {   # SIGNAL WANT-RC ARGS...
-	local sig=$1 want=$2 i
+	local sig=$1 want=$2 i lim=3000
 	shift 2
+	case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) lim=300 ;; esac
 	set -m
-	KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep "$tmp/long.csv" --limit 3000 --no-fast-path \
+	KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep "$tmp/long.csv" --limit "$lim" --no-fast-path \
 		--jobs 2 "$@" >"$tmp/si.out" 2>"$tmp/si.err" &
 	pid=$!
 	set +m
