@@ -792,7 +792,9 @@ out:;
 	kvs_kernel_profile_destroy(prof);
 	kvs_sweep_plan_destroy(plan);
 	kvs_free(o.args);
-	if (rc == KVS_EXIT_OK && sigflag && *sigflag)
+	/* a signal that came after the last combination lost nothing */
+	if (rc == KVS_EXIT_OK && sigflag && *sigflag && R &&
+	    kvs_sweep_result_interrupted(R, NULL, NULL))
 		rc = 128 + (int)*sigflag;
 	return rc;
 }

@@ -221,7 +221,7 @@ sweep_interrupt() {   # SIGNAL WANT-RC ARGS...
 	case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) lim=300 ;; esac
 	set -m
 	KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep "$tmp/long.csv" --limit "$lim" --no-fast-path \
-		--jobs 2 "$@" >"$tmp/si.out" 2>"$tmp/si.err" &
+		"$@" >"$tmp/si.out" 2>"$tmp/si.err" &
 	pid=$!
 	set +m
 	for i in $(seq 1 1200); do
@@ -236,7 +236,7 @@ sweep_interrupt() {   # SIGNAL WANT-RC ARGS...
 	[ "$(tail -c 1 "$tmp/si.err")" = "" ] || fail "progress line ended"
 	ls -a "$tmp" | grep -q 'kvsim-' && fail "sweep left temporary files behind"
 }
-sweep_interrupt INT 130 --policies paged,max --block-sizes 16,32,64,128,256 \
+sweep_interrupt INT 130 --policies paged,max --block-sizes 16,32,64,128,256,8,4,2 --jobs 1 \
 	--json "$tmp/si.json" --csv "$tmp/si.csv"
 has "$(cat "$tmp/si.out")" "interrupted: " "sweep table marked interrupted"
 has "$(cat "$tmp/si.out")" "Recommendations:" "sweep table printed whole"
@@ -244,8 +244,8 @@ if command -v python3 >/dev/null 2>&1; then
 	python3 - "$tmp/si.json" "$tmp/si.csv" <<'PY' || fail "interrupted sweep outputs parse and hold the finished rows"
 import csv, json, sys
 d = json.load(open(sys.argv[1]))
-assert d["interrupted"] is True and d["points_total"] == 6, d.get("points_total")
-assert 1 <= d["points_done"] < 6, d["points_done"]
+assert d["interrupted"] is True and d["points_total"] == 9, d.get("points_total")
+assert 1 <= d["points_done"] < 9, d["points_done"]
 rows = d["rows"]
 # a finished max run stands for its 5 block sizes
 assert len(rows) >= d["points_done"] and all(r["completed"] > 0 for r in rows)
@@ -255,13 +255,13 @@ assert len(c) - 1 == len(rows) and {len(r) for r in c} == {len(c[0])}
 assert [(r[0], int(r[1])) for r in c[1:]] == [(r["policy"], r["block_size"]) for r in rows]
 PY
 fi
-sweep_interrupt TERM 143 --policies paged --block-sizes 16,32,64,128 --find-max-rate \
+sweep_interrupt TERM 143 --policies paged --block-sizes 16,32,64,128,8,4,2 --find-max-rate --jobs 2 \
 	--slo-ttft 1 --rate-tolerance 0.5 --json "$tmp/st.json"
 if command -v python3 >/dev/null 2>&1; then
 	python3 - "$tmp/st.json" <<'PY' || fail "SIGTERM sweep JSON"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["interrupted"] is True and d["points_total"] == 4
+assert d["interrupted"] is True and d["points_total"] == 7
 assert len(d["capacity"]) == d["points_done"] and len(d["rows"]) >= d["points_done"]
 PY
 fi
