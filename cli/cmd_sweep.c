@@ -787,14 +787,14 @@ out:;
 	ok = kvs_cli_out_close("sweep", "--csv", cso, ok) && ok;
 	if (!ok && rc == KVS_EXIT_OK)
 		rc = KVS_EXIT_FAIL;
+	bool lost = R && kvs_sweep_result_interrupted(R, NULL, NULL);
 	kvs_sweep_result_destroy(R);
 	kvs_request_set_destroy(set);
 	kvs_kernel_profile_destroy(prof);
 	kvs_sweep_plan_destroy(plan);
 	kvs_free(o.args);
 	/* a signal that came after the last combination lost nothing */
-	if (rc == KVS_EXIT_OK && sigflag && *sigflag && R &&
-	    kvs_sweep_result_interrupted(R, NULL, NULL))
+	if (rc == KVS_EXIT_OK && sigflag && *sigflag && lost)
 		rc = 128 + (int)*sigflag;
 	return rc;
 }

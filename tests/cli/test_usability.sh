@@ -218,7 +218,7 @@ KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep --limit 40 --block-sizes 16 --policies 
 sweep_interrupt() {   # SIGNAL WANT-RC ARGS...
 	local sig=$1 want=$2 i lim=3000
 	shift 2
-	case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) lim=300 ;; esac
+	case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) lim=10 ;; esac
 	set -m
 	KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep "$tmp/long.csv" --limit "$lim" --no-fast-path \
 		"$@" >"$tmp/si.out" 2>"$tmp/si.err" &
