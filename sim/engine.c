@@ -122,6 +122,11 @@ typedef struct sreq {
 	uint64_t order;            /* admission order */
 	uint64_t S, E;             /* decode: sync step, event step */
 	bool in_ring;              /* decode: queued in the near ring (else the heap) */
+	bool lazy;                 /* decode: its whole-block crossings before E
+	                            * are taken in bulk (crossing classes) */
+	uint32_t lz_res;           /* lazy: its crossing steps mod block_size */
+	uint32_t cap;              /* decode: tokens its blocks hold as the
+	                            * allocator knows them (len + room) */
 	struct sreq *prev, *next;  /* running list, by admission */
 } sreq;
 
@@ -256,6 +261,23 @@ struct kvs_sim {
 	uint64_t ring_mask;        /* bit b: bucket b is not empty */
 	size_t nring;
 	uint64_t ndec;             /* decoding sequences: sum of nlive over the heap */
+	/* crossing classes (paged, fast path): a queued single sequence whose
+	 * next block crossings are all of whole blocks below its final length
+	 * is queued at its finish (or last crossing) instead, and counted in
+	 * lz_cnt[c mod block_size] for its crossing steps c; at each such step
+	 * the blocks of all its class are taken from the pool in one call
+	 * (owed: taken, not yet in a block table) and handed to a sequence
+	 * when it is next synced.  Exact: the pool sees the same takes at the
+	 * same steps (see plan_due). */
+	bool lazy_ok;              /* policy and path allow it */
+	bool lazy_on;              /* new decode entries may be lazy */
+	uint32_t *lz_cnt;          /* [block_size] lazy sequences per class */
+	uint64_t *lz_bits;         /* class occupancy, one bit per class */
+	uint32_t lz_words;
+	uint64_t nlazy;
+	uint64_t lz_done;          /* crossings of steps < lz_done are taken */
+	kvs_block_id *owed;        /* blocks taken for lazy crossings */
+	size_t nowed, capowed;
 	sreq **forkq;              /* prefilled families waiting for their fork */
 	size_t nforkq, capforkq;
 	uint64_t nforked;          /* families whose children are forked now */
@@ -367,11 +389,64 @@ accounted:
 	return KVS_OK;
 }
 
-static void dh_unaccount(kvs_sim *s, const sreq *r)
+/* ---- crossing classes ------------------------------------------------------- */
+
+static void lz_register(kvs_sim *s, sreq *r, uint32_t res)
+{
+	r->lazy = true;
+	r->lz_res = res;
+	if (s->lz_cnt[res]++ == 0)
+		s->lz_bits[res >> 6] |= 1ull << (res & 63);
+	s->nlazy++;
+}
+
+static void lz_unregister(kvs_sim *s, sreq *r)
+{
+	uint32_t res = r->lz_res;
+	r->lazy = false;
+	if (--s->lz_cnt[res] == 0)
+		s->lz_bits[res >> 6] &= ~(1ull << (res & 63));
+	s->nlazy--;
+}
+
+/* The first step >= from at which a lazy sequence crosses a block
+ * (UINT64_MAX when none is lazy). */
+static uint64_t lz_next(const kvs_sim *s, uint64_t from)
+{
+	if (!s->nlazy)
+		return UINT64_MAX;
+	uint32_t bs = s->block_size;
+	uint32_t r0 = (uint32_t)(from % bs);
+	/* classes r0 .. bs - 1, then 0 .. r0 - 1 */
+	uint32_t w = r0 >> 6;
+	uint64_t m = s->lz_bits[w] & (~0ull << (r0 & 63));
+	for (uint32_t i = 0; i <= s->lz_words; i++) {
+		if (m) {
+			uint32_t c = (w << 6) + (uint32_t)__builtin_ctzll(m);
+			return from + (c >= r0 ? c - r0 : c + bs - r0);
+		}
+		w = w + 1 == s->lz_words ? 0 : w + 1;
+		m = s->lz_bits[w];
+	}
+	kvs_require(false);   /* nlazy > 0: some class is occupied */
+	return UINT64_MAX;
+}
+
+/* Bytes of the owed blocks: whole blocks below their sequences' final
+ * lengths, so reservation to the account (the allocator counts a taken
+ * block as internal fragmentation). */
+static int64_t lz_owed_bytes(const kvs_sim *s)
+{
+	return (int64_t)((uint64_t)s->nowed * s->block_size * s->kvb);
+}
+
+static void dh_unaccount(kvs_sim *s, sreq *r)
 {
 	s->ndec -= r->nlive;
 	s->sumS -= (uint64_t)r->nlive * r->S;
 	s->dec_len_sum -= (uint64_t)r->nlive * r->len;
+	if (r->lazy)
+		lz_unregister(s, r);
 }
 
 /* Decoding requests queued (ring and heap). */
@@ -650,8 +725,9 @@ static void parts_now(kvs_sim *s, int64_t out[6])
 	}
 	int64_t shift = (int64_t)((s->synced + lag_tokens(s)) * s->kvb);
 	out[0] = (int64_t)s->raw.token_states + shift;
-	out[1] = (int64_t)s->raw.reservation - shift;
-	out[2] = (int64_t)s->raw.internal_frag;
+	int64_t owed = lz_owed_bytes(s);
+	out[1] = (int64_t)s->raw.reservation - shift + owed;
+	out[2] = (int64_t)s->raw.internal_frag - owed;
 	out[3] = (int64_t)s->raw.external_frag;
 	out[4] = (int64_t)s->raw.cached_idle;
 	out[5] = (int64_t)s->raw.free;
@@ -703,6 +779,8 @@ static kvs_status add_sample(kvs_sim *s, double t, const double bytes[6])
 
 /* Account for [t0, t0 + dur): a span of k steps with lines L (parts grow by
  * `slope` tokens per step), or a constant gap when L is NULL. */
+static kvs_status lz_sync_all(kvs_sim *s);
+
 static kvs_status integrate(kvs_sim *s, double t0, double dur,
 			    const kvs_lin2 *L, uint64_t k, uint64_t slope)
 {
@@ -721,6 +799,11 @@ static kvs_status integrate(kvs_sim *s, double t0, double dur,
 	s->time_total += S0;
 	s->conc_time[s->nrunning] += S0;
 	s->waiting_int += (double)(s->waiting.n + s->swapped.n) * S0;
+	if (s->next_sample_t < t0 + dur) {
+		kvs_status st = lz_sync_all(s);
+		if (st != KVS_OK)
+			return st;
+	}
 	while (s->next_sample_t < t0 + dur) {
 		double t = s->next_sample_t;
 		uint64_t j = 0;
@@ -791,6 +874,42 @@ static bool engine_is_valid(const kvs_sim *s)
 		nring += s->ringn[b];
 	}
 	KVS_VALID(nring == s->nring);
+	/* crossing classes: every lazy entry counted in its class, and the
+	 * owed blocks those of their crossings before lz_done */
+	uint64_t nlazy = 0, owed = 0;
+	for (size_t i = 0; i < s->nheap + s->nring; i++) {
+		const sreq *r = NULL;
+		if (i < s->nheap) {
+			r = s->heap[i].r;
+		} else {
+			size_t j = i - s->nheap;
+			for (unsigned b = 0; b < DQ_W && !r; b++) {
+				if (j < s->ringn[b])
+					r = s->ring[b][j];
+				else
+					j -= s->ringn[b];
+			}
+		}
+		KVS_VALID(r != NULL);
+		if (!r->lazy)
+			continue;
+		KVS_VALID(s->lazy_ok && r->nlive == 1 && r->lz_res < s->block_size);
+		KVS_VALID(s->lz_cnt[r->lz_res] > 0);
+		nlazy++;
+		uint64_t t = r->len + (s->lz_done > r->S ? s->lz_done - r->S : 0);
+		if (t > r->cap)
+			owed += kvs_div_ceil(t - r->cap, s->block_size);
+	}
+	KVS_VALID(nlazy == s->nlazy);
+	KVS_VALID(owed == s->nowed);
+	if (s->lazy_ok) {
+		uint64_t sum = 0;
+		for (uint32_t c = 0; c < s->block_size; c++) {
+			KVS_VALID(!s->lz_cnt[c] == !(s->lz_bits[c >> 6] & (1ull << (c & 63))));
+			sum += s->lz_cnt[c];
+		}
+		KVS_VALID(sum == s->nlazy);
+	}
 	KVS_VALID(ndec == s->ndec);
 	KVS_VALID(sumS == s->sumS);
 	KVS_VALID(lens == s->dec_len_sum);
@@ -867,10 +986,13 @@ static kvs_status debug_check(kvs_sim *s)
 	CHECK(sum == s->budget);
 	/* the lag of step G (its own token, for sequences synced to G) */
 	int64_t lag = (int64_t)(lag_tokens(s) * s->kvb);
+	/* and the owed blocks of lazy crossings, which the allocator counts
+	 * as taken (internal fragmentation): whole blocks of reservation */
+	int64_t owed = lz_owed_bytes(s);
 	CHECK(ours[0] == (int64_t)fresh.token_states + lag);
-	CHECK(ours[1] == (int64_t)fresh.reservation - lag);
+	CHECK(ours[1] == (int64_t)fresh.reservation - lag + owed);
 	CHECK(ours[1] >= 0);
-	CHECK(ours[2] == (int64_t)fresh.internal_frag);
+	CHECK(ours[2] == (int64_t)fresh.internal_frag - owed);
 	CHECK(ours[3] == (int64_t)fresh.external_frag);
 	CHECK(ours[4] == (int64_t)fresh.cached_idle);
 	CHECK(ours[5] == (int64_t)fresh.free);
@@ -1209,6 +1331,23 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 	if (to_step <= r->S)
 		return KVS_OK;
 	uint64_t n = to_step - r->S;
+	if (r->len + n > r->cap) {
+		/* lazy crossings of steps S .. to_step - 1: their blocks were
+		 * taken when they fell due; they go back to the top of the
+		 * free stack, from which the grow takes them again */
+		uint64_t m = kvs_div_ceil(r->len + n - r->cap, s->block_size);
+		/* the last of them, at step S + cap + (m - 1) bs - len, is
+		 * one already taken */
+		kvs_require(r->nlive == 1 && m <= s->nowed &&
+			    r->S + r->cap + (m - 1) * s->block_size - r->len < s->lz_done);
+		s->nowed -= m;
+		kvs_status st = kvs_alloc_blocks_give(s->alloc, (uint32_t)m,
+						      s->owed + s->nowed);
+		if (st != KVS_OK)
+			return st;
+		r->cap += (uint32_t)m * s->block_size;
+		s->dirty = true;
+	}
 	for (uint32_t i = 0; i < r->nlive; i++) {
 		kvs_status st = kvs_alloc_grow(s->alloc, member(r, i), (uint32_t)n,
 					       NULL, NULL);
@@ -1230,12 +1369,51 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 	return KVS_OK;
 }
 
+/* Every lazy sequence's taken blocks into its table (its length synced to
+ * lz_done): before the allocator's metadata is read (a time-series sample,
+ * the end of the run), which counts block-table capacity. */
+static kvs_status lz_sync_all(kvs_sim *s)
+{
+	if (!s->nlazy)
+		return KVS_OK;
+	kvs_status st;
+	for (unsigned b = 0; b < DQ_W; b++)
+		for (uint32_t j = 0; j < s->ringn[b]; j++)
+			if (s->ring[b][j]->lazy &&
+			    (st = sync_decode(s, s->ring[b][j], s->lz_done)) != KVS_OK)
+				return st;
+	for (size_t i = 0; i < s->nheap; i++)
+		if (s->heap[i].r->lazy &&
+		    (st = sync_decode(s, s->heap[i].r, s->lz_done)) != KVS_OK)
+			return st;
+	kvs_require(s->nowed == 0);
+	return KVS_OK;
+}
+
 /* Key a decoding request synced at step S and put it in the heap. */
 static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 {
 	uint64_t rem = r->out_eff - r->gen;
 	uint64_t room = rem ? family_room(s, r) : 0;
 	r->E = r->S + (room < rem ? room : rem);
+	r->cap = r->len + (uint32_t)room;
+	if (s->lazy_on && r->n == 1 && room < rem) {
+		/* crossings at c0, c0 + bs, ... before the finish at S + rem;
+		 * those of whole blocks below the final length are lazy, the
+		 * next one (if any) is the queued event */
+		uint32_t bs = s->block_size;
+		uint64_t c0 = r->S + room, ef = r->S + rem;
+		uint64_t F = final_len(r);
+		uint64_t L = (ef - c0 + bs - 1) / bs;
+		uint64_t Lf = F > r->cap ? (F - r->cap) / bs : 0;
+		if (Lf < L)
+			L = Lf;
+		if (L > 0) {
+			uint64_t end = c0 + L * bs;
+			r->E = end < ef ? end : ef;
+			lz_register(s, r, (uint32_t)(c0 % bs));
+		}
+	}
 	if (!s->cfg.fast_path && rem > 0) {
 		/* touch every sequence at every step: the step being planned,
 		 * unless its due sequences are done (a sequence swapped in
@@ -1671,6 +1849,86 @@ static uint32_t chunk_of(const sreq *r, uint64_t budget)
  * then each grows by the tokens of steps S..G-1 and this step's token,
  * which needs a new block, preempting the most recent request while memory
  * is short. */
+static void sort_due(sreq **due, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		sreq *r = due[i];
+		size_t j = i;
+		while (j > 0 && due[j - 1]->order > r->order) {
+			due[j] = due[j - 1];
+			j--;
+		}
+		due[j] = r;
+	}
+}
+
+/* Memory is short for the crossings of step G: every lazy sequence becomes
+ * an ordinary queue entry again (synced to G, keyed by its next crossing
+ * or finish), those crossing at G joining the due list, so that the step
+ * runs exactly as without crossing classes (in admission order, each grow
+ * preempting while memory is short). */
+static kvs_status lz_dissolve(kvs_sim *s, size_t *ndue)
+{
+	kvs_status st;
+	size_t nl = 0, base = *ndue;
+	s->lazy_on = false;
+	sreq **out = s->due + base;    /* room: ensure_due_cap counted them */
+	for (unsigned b = 0; b < DQ_W; b++) {
+		uint32_t k = 0;
+		for (uint32_t j = 0; j < s->ringn[b]; j++) {
+			sreq *r = s->ring[b][j];
+			if (r->lazy) {
+				r->in_ring = false;
+				out[nl++] = r;
+			} else {
+				s->ring[b][k++] = r;
+			}
+		}
+		s->nring -= s->ringn[b] - k;
+		s->ringn[b] = k;
+		if (!k)
+			s->ring_mask &= ~(1ull << b);
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < s->nheap; i++) {
+		if (s->heap[i].r->lazy)
+			out[nl++] = s->heap[i].r;
+		else
+			s->heap[k++] = s->heap[i];
+	}
+	s->nheap = k;
+	for (size_t i = s->nheap / 2; i-- > 0;)
+		dhh_sift_down(s->heap, s->nheap, i);
+	kvs_require(s->nlazy == nl);
+	size_t ndue_now = base;
+	for (size_t i = 0; i < nl; i++) {
+		sreq *r = out[i];
+		dh_unaccount(s, r);
+		r->state = RS_DUE;
+		if ((st = sync_decode(s, r, s->G)) != KVS_OK)
+			return st;
+		uint64_t rem = r->out_eff - r->gen;
+		uint64_t room = r->cap - r->len;
+		if (room == 0 && rem > 0) {
+			s->due[ndue_now++] = r;   /* crosses at G */
+		} else if ((st = decode_schedule(s, r)) != KVS_OK) {
+			return st;
+		}
+	}
+	*ndue = ndue_now;   /* owed blocks left: those of due entries */
+	return KVS_OK;
+}
+
+/* Phase 1: the decoding requests whose event is this step.  All are popped
+ * first; finished ones release their memory before any other allocates;
+ * then each grows by the tokens of steps S..G-1 and this step's token,
+ * which needs a new block, preempting the most recent request while memory
+ * is short.  Lazy crossings of step G (one per lazy sequence of class
+ * G mod block_size) take their blocks in one call after the releases, when
+ * the pool holds enough for them and every due grow (so that no grow can
+ * fail and the order of the takes changes no outcome: which physical
+ * block a sequence gets is all that differs); otherwise the classes are
+ * dissolved and the step runs one sequence at a time. */
 static kvs_status plan_due(kvs_sim *s, step_plan *b)
 {
 	kvs_status st;
@@ -1685,7 +1943,6 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 	}
 	unsigned bk = (unsigned)(s->G & (DQ_W - 1));
 	if (s->ring_mask & (1ull << bk)) {
-		size_t from_heap = ndue;
 		for (uint32_t j = 0; j < s->ringn[bk]; j++) {
 			sreq *r = s->ring[bk][j];
 			kvs_require(r->E == s->G);
@@ -1698,21 +1955,16 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 		s->ringn[bk] = 0;
 		s->ring_mask &= ~(1ull << bk);
 		/* admission order, as a heap of (E, order) pops them */
-		if (ndue > 1 && ndue - from_heap >= 1) {
-			for (size_t i = 1; i < ndue; i++) {
-				sreq *r = s->due[i];
-				size_t j = i;
-				while (j > 0 && s->due[j - 1]->order > r->order) {
-					s->due[j] = s->due[j - 1];
-					j--;
-				}
-				s->due[j] = r;
-			}
-		}
+		sort_due(s->due, ndue);
 	}
 	for (size_t i = 0; i < ndue; i++) {
 		sreq *r = s->due[i];
 		if (r->gen + (s->G - r->S) == r->out_eff) {
+			/* lazy blocks first: the table a release drops is
+			 * the one it would hold */
+			if (r->len + (s->G - r->S) > r->cap &&
+			    (st = sync_decode(s, r, s->G)) != KVS_OK)
+				return st;
 			if ((st = release_family(s, r)) != KVS_OK)
 				return st;
 			run_remove(s, r);
@@ -1721,6 +1973,39 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 				return st;
 		}
 	}
+	if (s->lazy_ok && s->lz_done <= s->G) {
+		uint32_t c = s->nlazy ? s->lz_cnt[s->G % s->block_size] : 0;
+		uint64_t need = c;
+		for (size_t i = 0; i < ndue; i++)
+			if (s->due[i])
+				need += 2 * (uint64_t)s->due[i]->nlive;
+		uint64_t avail = kvs_alloc_free_blocks(s->alloc);
+		bool dissolved = false;
+		if (c && need > avail) {
+			if ((st = lz_dissolve(s, &ndue)) != KVS_OK)
+				return st;
+			sort_due(s->due, ndue);
+			dissolved = true;
+			c = 0;
+		}
+		if (c) {
+			if (!KVS_ARRAY_RESERVE(s->owed, s->capowed, s->nowed + c, 64))
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
+			if ((st = kvs_alloc_blocks_take(s->alloc, c, s->owed + s->nowed)) != KVS_OK)
+				return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+						     "%u block crossings at step %llu failed "
+						     "after they were found to fit", c,
+						     (unsigned long long)s->G);
+			s->nowed += c;
+			s->dirty = true;
+			avail -= c;
+		}
+		s->lz_done = s->G + 1;
+		/* new lazy entries while the pool holds two blocks per
+		 * decoding sequence */
+		if (!dissolved)
+			s->lazy_on = avail >= 2 * (s->ndec + ndue) + 16;
+	}
 	for (size_t i = 0; i < ndue; i++) {
 		sreq *r = s->due[i];
 		if (!r || r->state != RS_DUE)
@@ -1728,8 +2013,10 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 		/* the tokens of steps S..G-1 and this step's token, which needs
 		 * a new block: one allocator call per member (a family is
 		 * synced to G first, so that its members grow by one token
-		 * each and stay at one length if it is preempted midway) */
-		if (r->nlive > 1 && (st = sync_decode(s, r, s->G)) != KVS_OK)
+		 * each and stay at one length if it is preempted midway; a
+		 * lazy sequence too, which takes its owed blocks back) */
+		if ((r->nlive > 1 || r->len + (s->G - r->S) > r->cap) &&
+		    (st = sync_decode(s, r, s->G)) != KVS_OK)
 			return st;
 		bool self;
 		uint32_t n = (uint32_t)(s->G - r->S + 1);
@@ -1921,7 +2208,8 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T)
 		L.a1 = L.a2 = dur;
 		L.b1 = L.b2 = L.c = 0;
 	} else {
-		k = dq_min(s) - s->G;
+		uint64_t e = dq_min(s), c = lz_next(s, s->G + 1);
+		k = (c < e ? c : e) - s->G;
 		double next_arrival = s->pending ? s->pending->arrival : s->arrival_bound;
 		if (next_arrival > s->now && isfinite(next_arrival))
 			k = kvs_lin2_steps_to(&L, k, next_arrival - s->now);
@@ -2209,7 +2497,21 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	}
 	s->conc_time = kvs_calloc((size_t)cfg->max_num_seqs + 1, sizeof *s->conc_time);
 	s->res = kvs_calloc(1, sizeof *s->res);
-	if (!s->conc_time || !s->res) {
+	/* crossing classes: a block-granular policy with a block pool
+	 * (paged), and the fast path (stepping one token at a time touches
+	 * every sequence anyway) */
+	s->lazy_ok = s->cfg.fast_path &&
+		     kvs_policy_has(cfg->policy, KVS_TRAIT_BLOCK_GRANULAR) &&
+		     kvs_alloc_block_pool(s->alloc) != NULL;
+	s->lazy_on = s->lazy_ok;
+	bool lz_fail = false;
+	if (s->lazy_ok) {
+		s->lz_words = (s->block_size + 63) / 64;
+		s->lz_cnt = kvs_calloc(s->block_size, sizeof *s->lz_cnt);
+		s->lz_bits = kvs_calloc(s->lz_words, sizeof *s->lz_bits);
+		lz_fail = !s->lz_cnt || !s->lz_bits;
+	}
+	if (!s->conc_time || !s->res || lz_fail) {
 		kvs_sim_destroy(s);
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
 	}
@@ -2273,6 +2575,9 @@ void kvs_sim_destroy(kvs_sim *s)
 	for (unsigned b = 0; b < DQ_W; b++)
 		kvs_free(s->ring[b]);
 	kvs_free(s->due);
+	kvs_free(s->lz_cnt);
+	kvs_free(s->lz_bits);
+	kvs_free(s->owed);
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);
@@ -2569,6 +2874,8 @@ kvs_status kvs_sim_finish(kvs_sim *s, kvs_sim_result **out)
 	/* every event and every fed request first */
 	kvs_status st = kvs_sim_advance(s, INFINITY);
 	if (st != KVS_OK)
+		return st;
+	if ((st = lz_sync_all(s)) != KVS_OK)
 		return st;
 	progress(s);
 	finalize(s);
