@@ -638,6 +638,18 @@ static void drop_device_blocks(kvs_alloc *a, paged *p, kvs_seq_rec *s)
 		 * to the free stack, hashed ones to the LRU tail. */
 		uint32_t *fs = p->pool.free_ids_, *st = p->pool.state_;
 		uint32_t top = p->pool.nfree_;
+		if (!p->caching && KVS_DEBUG < 2) {
+			/* nothing is hashed: every block has state 1 and
+			 * goes to the free stack (stores only: no load of a
+			 * state word that is likely a cache miss) */
+			for (uint32_t i = s->nblocks; i-- > 0;) {
+				uint32_t id = s->table[i];
+				st[id] = POOL | top;
+				fs[top++] = id;
+			}
+			p->pool.nfree_ = top;
+			goto done;
+		}
 		for (uint32_t i = s->nblocks; i-- > 0;) {
 			uint32_t id = s->table[i];
 			if (KVS_LIKELY(st[id] == 1)) {
@@ -655,6 +667,7 @@ static void drop_device_blocks(kvs_alloc *a, paged *p, kvs_seq_rec *s)
 		for (uint32_t i = s->nblocks; i-- > 0;)
 			ref_dec(p, s->table[i], fill_of(p->bs, i, s->len));
 	}
+done:
 	a->tok_sum -= s->len;
 	a->res_sum -= s->res;
 	s->res = 0;
