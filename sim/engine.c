@@ -1377,15 +1377,20 @@ static kvs_status lz_sync_all(kvs_sim *s)
 	if (!s->nlazy)
 		return KVS_OK;
 	kvs_status st;
-	for (unsigned b = 0; b < DQ_W; b++)
-		for (uint32_t j = 0; j < s->ringn[b]; j++)
-			if (s->ring[b][j]->lazy &&
-			    (st = sync_decode(s, s->ring[b][j], s->lz_done)) != KVS_OK)
+	/* only those owing blocks: a sync within the room changes no table */
+	for (unsigned b = 0; b < DQ_W && s->nowed; b++)
+		for (uint32_t j = 0; j < s->ringn[b]; j++) {
+			sreq *r = s->ring[b][j];
+			if (r->lazy && r->len + (s->lz_done - r->S) > r->cap &&
+			    (st = sync_decode(s, r, s->lz_done)) != KVS_OK)
 				return st;
-	for (size_t i = 0; i < s->nheap; i++)
-		if (s->heap[i].r->lazy &&
-		    (st = sync_decode(s, s->heap[i].r, s->lz_done)) != KVS_OK)
+		}
+	for (size_t i = 0; i < s->nheap && s->nowed; i++) {
+		sreq *r = s->heap[i].r;
+		if (r->lazy && r->len + (s->lz_done - r->S) > r->cap &&
+		    (st = sync_decode(s, r, s->lz_done)) != KVS_OK)
 			return st;
+	}
 	kvs_require(s->nowed == 0);
 	return KVS_OK;
 }
