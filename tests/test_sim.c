@@ -166,6 +166,16 @@ static void test_lin2_sums(void **state)
 				assert_close(s0, b0, 1e-12);
 				assert_close(s1, b1, 1e-12);
 			}
+		/* one step (its own code path): exactly the leading line
+		 * plus c, as the general sums give it for positive lines */
+		{
+			double s0, s1, x = L->a1 > L->a2 ? L->a1 : L->a2;
+			if (L->b1 - L->b2 == 0)
+				x = L->a1 >= L->a2 ? L->a1 : L->a2;
+			kvs_lin2_sums(L, 0, 1, &s0, &s1);
+			assert_true(s0 == x + L->c);
+			assert_true(s1 == 0.0);
+		}
 		/* steps_to / step_at invert the prefix sums */
 		for (double target = 0.5; target < 30; target += 1.3) {
 			if (kvs_lin2_prefix(L, 1000) <= target)
