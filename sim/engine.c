@@ -2017,7 +2017,17 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 						     "after they were found to fit", c,
 						     (unsigned long long)s->G);
 			s->nowed += c;
-			s->dirty = true;
+			/* the account moves c blocks from free to owned
+			 * (internal fragmentation), unless the free stack ran
+			 * short and cached-idle blocks were evicted: then it is
+			 * taken afresh */
+			uint64_t bytes = (uint64_t)c * s->block_size * s->kvb;
+			if (!s->dirty && s->raw.free >= bytes) {
+				s->raw.free -= bytes;
+				s->raw.internal_frag += bytes;
+			} else {
+				s->dirty = true;
+			}
 			avail -= c;
 		}
 		s->lz_done = s->G + 1;
