@@ -33,7 +33,20 @@
  * memory lines of the roofline), summed in closed form (cost.c); memory
  * parts are linear in the step index inside a span and integrate in closed
  * form as well.  A replay therefore costs O(events log running): arrivals,
- * admissions, block allocations, completions, preemptions.  With
+ * admissions, block allocations, completions, preemptions.
+ *
+ * Crossing classes (paged).  A single sequence's next block crossings are
+ * every block_size steps; while they are of whole blocks below its final
+ * length and the pool holds blocks for every crossing of the step, they
+ * change nothing but which physical block it gets.  Such a sequence is
+ * queued at its finish (or its last crossing) and counted in class
+ * c mod block_size of its crossing steps c; at each step the crossings of
+ * its class take their blocks from the pool in one call (owed blocks, the
+ * account shifted for them), and a sequence receives its owed blocks when
+ * it is next synced.  Spans still end at every crossing step, the pool
+ * sees the same takes at the same steps, and the results are exactly those
+ * of one allocation per crossing; when the pool runs short the classes
+ * dissolve into ordinary queue entries for that step (see plan_due).  With
  * cfg.fast_path false every sequence is touched at every step (the check
  * that both give the same results is in tests/test_sim.c).
  *
