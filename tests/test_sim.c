@@ -587,7 +587,7 @@ static void test_fast_path_equivalence(void **state)
  * (crossing classes), falls back to one sequence at a time when the pool
  * runs short, and must still match stepping one token at a time; the
  * validators run at every step of both (the owed blocks' accounting
- * against a fresh account, the class counts). */
+ * against a fresh account; with debug_checks 3 also the class counts). */
 static void test_fast_path_block_sizes(void **state)
 {
 	(void)state;
