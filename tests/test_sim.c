@@ -417,6 +417,7 @@ static const kvs_cost_config *fs_cost;
 static uint32_t fs_max_concurrency;   /* closed-loop client in the comparison */
 static uint32_t fs_block_size;        /* 0: 16 */
 static bool fs_validate;              /* engine and allocator validators every step */
+static int fs_requests;               /* 0: 400 (scaled by KVS_TEST_SCALE) */
 
 static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_factor,
 				bool multi, kvs_preempt_mode mode)
@@ -428,7 +429,6 @@ static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_fact
 	c.deploy.gpu.pcie_bytes_per_s = 25e9;
 	c.swap_bytes = 600ull * 131072;
 	c.deploy.block_size = fs_block_size ? fs_block_size : 16;
-	c.validate = fs_validate;
 	c.deploy.max_model_len = 4096;
 	c.kv_bytes_per_token = 131072;
 	c.kv_budget_bytes = 8000ull * 131072;
@@ -451,7 +451,7 @@ static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_fact
 	enum { NMAX = 400 };
 	static kvs_request q[NMAX];
 	static uint64_t hashes[NMAX][64];
-	int N = (int)(NMAX * test_scale());
+	int N = (int)((fs_requests ? fs_requests : NMAX) * test_scale());
 	if (N < 40)
 		N = 40;
 	uint64_t x = 99;
@@ -474,8 +474,10 @@ static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_fact
 	}
 	kvs_request_set *set = set_of(q, (size_t)N);
 	c.fast_path = true;
+	c.validate = fs_validate;   /* the fast path's state (stepping has no lazy parts) */
 	kvs_sim_result *f = run_set(&c, set, &fastR);
 	c.fast_path = false;
+	c.validate = false;
 	kvs_sim_result *s = run_set(&c, set, &slowR);
 	const kvs_sim_stats *a = kvs_sim_result_stats(f), *b = kvs_sim_result_stats(s);
 	print_message("%s prefix %d factor %g n %s %s: %llu steps, %llu preemptions\n",
@@ -592,6 +594,7 @@ static void test_fast_path_block_sizes(void **state)
 {
 	(void)state;
 	fs_validate = true;
+	fs_requests = 120;   /* the validators are O(blocks) per step */
 	fs_block_size = 1;
 	compare_fast_slow_n(KVS_POLICY_PAGED, false, 1.0, false, KVS_PREEMPT_RECOMPUTE);
 	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.0, false, KVS_PREEMPT_SWAP);
@@ -602,6 +605,7 @@ static void test_fast_path_block_sizes(void **state)
 	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.0, true, KVS_PREEMPT_RECOMPUTE);
 	fs_block_size = 0;
 	fs_validate = false;
+	fs_requests = 0;
 }
 
 /* The same with parallel sampling (n = 1..4 per request): forked siblings
