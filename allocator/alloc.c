@@ -13,6 +13,7 @@
  * however many sequences come and go.
  */
 #include "alloc_internal.h"
+#include "offload_internal.h"
 #include "paged_internal.h"
 #include "common/array.h"
 #include "common/table.h"
@@ -116,6 +117,13 @@ static kvs_status check_config(const kvs_alloc_config *c)
 	if (!kvs_policy_get(c->policy))
 		return kvs_fail(KVS_ERR_INVALID, "allocator: unknown policy %d",
 				(int)c->policy);
+	if (kvs_offload_configured(&c->offload) &&
+	    (kvs_policy_get(c->policy)->methods != &kvs_paged_methods ||
+	     !c->enable_prefix_caching))
+		return kvs_fail(KVS_ERR_INVALID, "allocator: KV offload tiers need the "
+				"paged policy with prefix caching (policy %s%s)",
+				kvs_policy_get(c->policy)->name,
+				c->enable_prefix_caching ? "" : ", prefix caching off");
 	if (c->budget_bytes == 0)
 		return kvs_fail(KVS_ERR_INVALID,
 				"allocator: budget_bytes must be positive");

@@ -49,6 +49,7 @@
  */
 #include "alloc_internal.h"
 #include "paged_internal.h"
+#include "offload_internal.h"
 #include "common/table.h"
 
 #include <string.h>
@@ -218,6 +219,8 @@ static __attribute__((noinline)) uint32_t evict(kvs_alloc *a, paged *p)
 	uint32_t id = p->lru_head;
 	kvs_require(id != NONE);
 	lru_unlink(p, id);
+	if (p->off)
+		kvs_offload_store(p->off, bhash(&p->b[id]));
 	ht_remove(p, id);
 	a->stats.evictions++;
 	return id;
@@ -296,6 +299,7 @@ static void paged_free(paged *p)
 	kvs_free(p->pool.free_ids_);
 	kvs_free(p->ht);
 	kvs_free(p->host_free);
+	kvs_offload_destroy(p->off);
 	kvs_free(p);
 }
 
@@ -366,6 +370,13 @@ static kvs_status paged_init(kvs_alloc *a)
 	}
 	if (KVS_DEBUG >= 2 && !kvs_alloc_vscratch(a, vscratch_bytes(p)))
 		goto nomem;
+	if (kvs_offload_configured(&c->offload)) {
+		kvs_status st = kvs_offload_create(&c->offload, bb, &p->off);
+		if (st != KVS_OK) {
+			paged_free(p);
+			return st;
+		}
+	}
 	a->p = p;
 	return KVS_OK;
 nomem:
@@ -461,6 +472,17 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 	uint32_t hits = prefix_hits(p, d, &idle, s->table, &ops, &probes);
 	a->stats.prefix_index_ops += ops;
 	a->stats.prefix_index_probes += probes;
+	/* where the device hit ends, the offload tiers may go on: those
+	 * blocks are loaded back into fresh blocks (offload.c) */
+	uint32_t loaded = 0;
+	if (KVS_UNLIKELY(p->off != NULL) && d->block_hashes && d->prompt_tokens > 0) {
+		uint32_t lim = (d->prompt_tokens - 1) / p->bs;
+		if (lim > d->num_block_hashes)
+			lim = d->num_block_hashes;
+		if (lim > hits)
+			loaded = kvs_offload_match(p->off, d->block_hashes + hits,
+						   lim - hits);
+	}
 	/* cached blocks first, so fresh allocations cannot evict them */
 	for (uint32_t i = 0; i < hits; i++) {
 		uint32_t id = s->table[i];
@@ -486,6 +508,11 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 	if (nh)
 		memcpy(s->hashes, d->block_hashes, (size_t)nh * sizeof(uint64_t));
 	s->nhashes = nh;
+	/* loaded blocks are full and cached again (unless the same content
+	 * is cached elsewhere, as register_full) */
+	for (uint32_t i = hits; i < hits + loaded; i++)
+		ht_insert_new(p, s->table[i], d->block_hashes[i]);
+	hits += loaded;
 	s->len = hits * p->bs;
 	a->tok_sum += s->len;
 	kvs_seq_set_res(a, s, (uint64_t)nprompt * p->bs);
@@ -860,6 +887,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 	uint8_t *mark = (uint8_t *)(resmax + n);
 	uint8_t *hmark = mark + n;
 	memset(vs, 0, vscratch_bytes(p));
+	KVS_VALID(!p->off || kvs_offload_is_valid(p->off));
 	/* free stack */
 	KVS_VALID(p->pool.nfree_ <= n);
 	for (uint32_t k = 0; k < p->pool.nfree_; k++) {
@@ -1095,6 +1123,22 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 	}
 	pool->nfree_ = top;
 	return KVS_OK;
+}
+
+void kvs_alloc_offload_stats(const kvs_alloc *a, kvs_offload_stats *out)
+{
+	if (a->m != &kvs_paged_methods || !P(a)->off) {
+		memset(out, 0, sizeof *out);
+		return;
+	}
+	kvs_offload_get_stats(P(a)->off, out);
+}
+
+double kvs_alloc_offload_take_load_s(kvs_alloc *a)
+{
+	if (a->m != &kvs_paged_methods || !P(a)->off)
+		return 0;
+	return kvs_offload_take_load_s(P(a)->off);
 }
 
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,

@@ -2,7 +2,7 @@
  * merge.c - several engines' results as one (a fleet as a whole).
  *
  * What adds up is summed (requests, tokens, bytes, preemptions, prefix
- * hits and misses, pool sizes, steps, events); latency distributions are
+ * hits and misses, offload tier figures, pool sizes, steps, events); latency distributions are
  * merged bucket by bucket (the sketches share their buckets, so the merged
  * quantiles are those of all the values together); time-weighted figures
  * are weighted by what they are shares of: memory parts by pool bytes x
@@ -224,6 +224,7 @@ kvs_status kvs_sim_result_merge(const kvs_sim_result *const *rs, size_t n,
 		st->prefix_hit_blocks += r->prefix_hit_blocks;
 		st->prefix_miss_tokens += r->prefix_miss_tokens;
 		st->prefix_miss_blocks += r->prefix_miss_blocks;
+		kvs_sim_offload_merge(&st->kv_offload, &r->kv_offload);
 		if (r->arrived) {
 			if (first || r->first_arrival_s < st->first_arrival_s)
 				st->first_arrival_s = r->first_arrival_s;
