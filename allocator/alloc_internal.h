@@ -119,6 +119,8 @@ struct kvs_alloc {
 	size_t copies_cap;
 
 	void *p;                      /* policy state */
+	struct kvs_offload *off;      /* paged: KV offload tiers (offload.c), or
+				       * NULL; made and freed by the policy */
 };
 
 /* The policies' method tables (registered in registry.c).  Only tests and

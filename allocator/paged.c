@@ -219,8 +219,8 @@ static __attribute__((noinline)) uint32_t evict(kvs_alloc *a, paged *p)
 	uint32_t id = p->lru_head;
 	kvs_require(id != NONE);
 	lru_unlink(p, id);
-	if (p->off)
-		kvs_offload_store(p->off, bhash(&p->b[id]));
+	if (a->off)
+		kvs_offload_store(a->off, bhash(&p->b[id]));
 	ht_remove(p, id);
 	a->stats.evictions++;
 	return id;
@@ -298,8 +298,11 @@ static void paged_free(paged *p)
 	kvs_free(p->pool.state_);
 	kvs_free(p->pool.free_ids_);
 	kvs_free(p->ht);
+	if (p->a) {
+		kvs_offload_destroy(p->a->off);
+		p->a->off = NULL;
+	}
 	kvs_free(p->host_free);
-	kvs_offload_destroy(p->off);
 	kvs_free(p);
 }
 
@@ -371,7 +374,7 @@ static kvs_status paged_init(kvs_alloc *a)
 	if (KVS_DEBUG >= 2 && !kvs_alloc_vscratch(a, vscratch_bytes(p)))
 		goto nomem;
 	if (kvs_offload_configured(&c->offload)) {
-		kvs_status st = kvs_offload_create(&c->offload, bb, &p->off);
+		kvs_status st = kvs_offload_create(&c->offload, bb, &a->off);
 		if (st != KVS_OK) {
 			paged_free(p);
 			return st;
@@ -475,12 +478,12 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 	/* where the device hit ends, the offload tiers may go on: those
 	 * blocks are loaded back into fresh blocks (offload.c) */
 	uint32_t loaded = 0;
-	if (KVS_UNLIKELY(p->off != NULL) && d->block_hashes && d->prompt_tokens > 0) {
+	if (KVS_UNLIKELY(p->a->off != NULL) && d->block_hashes && d->prompt_tokens > 0) {
 		uint32_t lim = (d->prompt_tokens - 1) / p->bs;
 		if (lim > d->num_block_hashes)
 			lim = d->num_block_hashes;
 		if (lim > hits)
-			loaded = kvs_offload_match(p->off, d->block_hashes + hits,
+			loaded = kvs_offload_match(p->a->off, d->block_hashes + hits,
 						   lim - hits);
 	}
 	/* cached blocks first, so fresh allocations cannot evict them */
@@ -887,7 +890,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 	uint8_t *mark = (uint8_t *)(resmax + n);
 	uint8_t *hmark = mark + n;
 	memset(vs, 0, vscratch_bytes(p));
-	KVS_VALID(!p->off || kvs_offload_is_valid(p->off));
+	KVS_VALID(!p->a->off || kvs_offload_is_valid(p->a->off));
 	/* free stack */
 	KVS_VALID(p->pool.nfree_ <= n);
 	for (uint32_t k = 0; k < p->pool.nfree_; k++) {
@@ -1127,18 +1130,16 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 
 void kvs_alloc_offload_stats(const kvs_alloc *a, kvs_offload_stats *out)
 {
-	if (a->m != &kvs_paged_methods || !P(a)->off) {
+	if (!a->off) {
 		memset(out, 0, sizeof *out);
 		return;
 	}
-	kvs_offload_get_stats(P(a)->off, out);
+	kvs_offload_get_stats(a->off, out);
 }
 
 double kvs_alloc_offload_take_load_s(kvs_alloc *a)
 {
-	if (a->m != &kvs_paged_methods || !P(a)->off)
-		return 0;
-	return kvs_offload_take_load_s(P(a)->off);
+	return a->off ? kvs_offload_take_load_s(a->off) : 0;
 }
 
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,

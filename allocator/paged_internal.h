@@ -36,8 +36,6 @@ typedef struct paged {
 
 	uint32_t *host_free;         /* host swap pool: free-id stack */
 	uint32_t host_nblocks, host_nfree;
-
-	struct kvs_offload *off;     /* KV offload tiers (offload.c), or NULL */
 } paged;
 
 /* The paged policy's grow (every case), called directly by kvs_alloc_grow
