@@ -264,6 +264,14 @@ uint32_t kvs_offload_match(kvs_offload *o, const uint64_t *h, uint32_t n)
 	return k;
 }
 
+int kvs_offload_where(const kvs_offload *o, uint64_t h)
+{
+	for (uint32_t i = 0; i < o->nt; i++)
+		if (t_find(&o->t[i], h) != NONE)
+			return (int)o->t[i].kind;
+	return -1;
+}
+
 double kvs_offload_take_load_s(kvs_offload *o)
 {
 	double s = o->pending_s;

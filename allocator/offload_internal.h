@@ -31,6 +31,10 @@ void kvs_offload_store(kvs_offload *o, uint64_t h);
  * and its load time is added to the pending load.  O(run + 1) expected. */
 uint32_t kvs_offload_match(kvs_offload *o, const uint64_t *h, uint32_t n);
 
+/* The tier holding h (KVS_OFFLOAD_HOST or KVS_OFFLOAD_DISK) or -1; no side
+ * effects (tests).  O(1) expected. */
+int kvs_offload_where(const kvs_offload *o, uint64_t h);
+
 void kvs_offload_get_stats(const kvs_offload *o, kvs_offload_stats *out);
 /* The pending load time, reset to 0. */
 double kvs_offload_take_load_s(kvs_offload *o);
