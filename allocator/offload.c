@@ -312,18 +312,19 @@ kvs_status kvs_offload_create(const kvs_offload_config *cfg, uint64_t block_byte
 		uint64_t n = bytes / block_bytes;
 		kvs_status st = KVS_OK;
 		if (n == 0)
-			st = kvs_fail(KVS_ERR_INVALID, "kv offload %s: %llu bytes hold no "
-				      "block of %llu bytes", name, (unsigned long long)bytes,
+			st = kvs_fail(KVS_ERR_INVALID, "kv offload tier %s (--kv-offload): "
+				      "%llu bytes hold no block of %llu bytes", name,
+				      (unsigned long long)bytes,
 				      (unsigned long long)block_bytes);
 		else if (n >= NONE)
-			st = kvs_fail(KVS_ERR_LIMIT, "kv offload %s: %llu blocks exceed the "
-				      "limit of %u; raise the block size", name,
-				      (unsigned long long)n, NONE - 1);
+			st = kvs_fail(KVS_ERR_LIMIT, "kv offload tier %s (--kv-offload): "
+				      "%llu blocks exceed the limit of %u; raise the "
+				      "block size", name, (unsigned long long)n, NONE - 1);
 		else if (!(cfg->tier[k].bytes_per_s > 0) ||
 			 !(cfg->tier[k].bytes_per_s < 1e18))
-			st = kvs_fail(KVS_ERR_INVALID, "kv offload %s: bandwidth %g bytes/s "
-				      "must be positive and finite", name,
-				      cfg->tier[k].bytes_per_s);
+			st = kvs_fail(KVS_ERR_INVALID, "kv offload tier %s (--kv-offload): "
+				      "bandwidth %g bytes/s must be positive and finite",
+				      name, cfg->tier[k].bytes_per_s);
 		if (st != KVS_OK) {
 			kvs_offload_destroy(o);
 			return st;

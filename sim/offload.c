@@ -121,8 +121,8 @@ kvs_status kvs_sim_offload_resolve(const kvs_sim_config *cfg, kvs_offload_config
 		} else if (cfg->deploy.gpu.pcie_bytes_per_s > 0) {
 			out->tier[k].bytes_per_s = cfg->deploy.gpu.pcie_bytes_per_s;
 		} else {
-			return kvs_fail(KVS_ERR_INVALID, "kv_offload host: no bandwidth given "
-					"and gpu %s has no PCIe bandwidth to default to",
+			return kvs_fail(KVS_ERR_INVALID, "kv_offload host (--kv-offload): no "
+					"bandwidth given and gpu %s has no PCIe bandwidth to default to",
 					cfg->deploy.gpu.name);
 		}
 	}
