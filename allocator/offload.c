@@ -9,8 +9,10 @@
  *   hash[slots]    the block hash a slot holds
  *   prev/next[slots] LRU links (head = least recent), or the free-slot
  *                  chain through next
- *   ht[2 slots]    index: slot ids keyed by hash (common/table.h, linear
- *                  probing, load <= 1/2)
+ *   ht[2 slots]    index: (hash, slot id) pairs, 16 bytes (common/table.h,
+ *                  linear probing, load <= 1/2); the key sits in the
+ *                  entry so that probing and backward-shift deletion read
+ *                  only the index, not hash[] at random
  *
  * Only hashes move: the simulator needs which prefix blocks a tier holds
  * and how many bytes cross its link, not their content.
@@ -42,6 +44,11 @@
 
 #define NONE UINT32_MAX
 
+typedef struct tentry {
+	uint64_t key;              /* block hash */
+	uint32_t slot;             /* NONE = empty */
+} tentry;
+
 typedef struct tier {
 	kvs_offload_kind kind;
 	uint32_t cap;              /* blocks */
@@ -52,7 +59,7 @@ typedef struct tier {
 	uint32_t used;             /* slots ever handed out (high water) */
 	uint32_t free_head;        /* free-slot chain through next */
 	uint32_t head, tail, n;    /* LRU, entries */
-	uint32_t *ht;              /* index, ht_cap = 2 x slots */
+	tentry *ht;                /* index, ht_cap = 2 x slots */
 	uint64_t ht_cap;
 	kvs_offload_tier_stats st;
 } tier;
@@ -64,10 +71,10 @@ struct kvs_offload {
 	double pending_s;             /* load time not yet taken */
 };
 
-#define T_IS_EMPTY(t, e) (*(e) == NONE)
-#define T_KEY(t, e) ((t)->hash[*(e)])
-#define T_SET_EMPTY(t, e) (*(e) = NONE)
-KVS_TABLE_DEFINE(tindex, uint32_t, const tier *, T_IS_EMPTY, T_KEY, T_SET_EMPTY,
+#define T_IS_EMPTY(t, e) ((e)->slot == NONE)
+#define T_KEY(t, e) ((e)->key)
+#define T_SET_EMPTY(t, e) ((e)->slot = NONE)
+KVS_TABLE_DEFINE(tindex, tentry, const tier *, T_IS_EMPTY, T_KEY, T_SET_EMPTY,
 		 kvs_table_mixed)
 
 const char *kvs_offload_kind_name(kvs_offload_kind k)
@@ -90,7 +97,7 @@ static uint32_t t_find(const tier *t, uint64_t h)
 	if (!t->ht_cap)
 		return NONE;
 	uint64_t probes = 0;
-	return t->ht[tindex_probe(t, t->ht, t->ht_cap, h, &probes)];
+	return t->ht[tindex_probe(t, t->ht, t->ht_cap, h, &probes)].slot;
 }
 
 static void t_unlink(tier *t, uint32_t s)
@@ -129,7 +136,7 @@ static void t_remove(tier *t, uint32_t s)
 {
 	uint64_t probes = 0;
 	uint64_t i = tindex_probe(t, t->ht, t->ht_cap, t->hash[s], &probes);
-	kvs_require(t->ht[i] == s);
+	kvs_require(t->ht[i].slot == s);
 	tindex_vacate(t, t->ht, t->ht_cap, i);
 	t_unlink(t, s);
 	t->next[s] = t->free_head;
@@ -152,7 +159,7 @@ static bool t_grow(tier *t)
 	uint32_t *nx = kvs_reallocarray(t->next, (size_t)want, sizeof *nx);
 	if (nx)
 		t->next = nx;
-	uint32_t *ht = kvs_reallocarray(NULL, (size_t)(2 * want), sizeof *ht);
+	tentry *ht = kvs_reallocarray(NULL, (size_t)(2 * want), sizeof *ht);
 	if (!h || !pv || !nx || !ht) {
 		kvs_free(ht);
 		return false;
@@ -164,7 +171,8 @@ static bool t_grow(tier *t)
 	t->slots = (uint32_t)want;
 	for (uint32_t s = t->head; s != NONE; s = t->next[s]) {
 		uint64_t probes = 0;
-		t->ht[tindex_probe(t, t->ht, t->ht_cap, t->hash[s], &probes)] = s;
+		t->ht[tindex_probe(t, t->ht, t->ht_cap, t->hash[s], &probes)] =
+			(tentry){ t->hash[s], s };
 	}
 	return true;
 }
@@ -209,7 +217,7 @@ static void enter(kvs_offload *o, uint32_t i, uint64_t h)
 	}
 	t->hash[s] = h;
 	uint64_t probes = 0;
-	t->ht[tindex_probe(t, t->ht, t->ht_cap, h, &probes)] = s;
+	t->ht[tindex_probe(t, t->ht, t->ht_cap, h, &probes)] = (tentry){ h, s };
 	t_append(t, s);
 	t->n++;
 	t->st.store_blocks++;
@@ -372,8 +380,13 @@ static bool tier_is_valid(const kvs_offload *o, uint32_t i)
 	if (cnt != t->n || t->tail != prev)
 		return false;
 	uint64_t indexed = 0;
-	for (uint64_t k = 0; k < t->ht_cap; k++)
-		indexed += t->ht[k] != NONE;
+	for (uint64_t k = 0; k < t->ht_cap; k++) {
+		if (t->ht[k].slot == NONE)
+			continue;
+		if (t->ht[k].slot >= t->used || t->hash[t->ht[k].slot] != t->ht[k].key)
+			return false;
+		indexed++;
+	}
 	uint32_t nfree = 0;
 	for (uint32_t s = t->free_head; s != NONE; s = t->next[s])
 		if (s >= t->used || ++nfree > t->used)
