@@ -310,6 +310,7 @@ void kvs_alloc_destroy(kvs_alloc *a)
 	if (!a)
 		return;
 	a->m->fini(a);
+	kvs_offload_destroy(a->off);
 	for (uint32_t i = 0; i < a->nrecs; i++) {
 		kvs_free(a->recs[i].table);
 		kvs_free(a->recs[i].hashes);

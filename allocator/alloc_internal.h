@@ -120,7 +120,8 @@ struct kvs_alloc {
 
 	void *p;                      /* policy state */
 	struct kvs_offload *off;      /* paged: KV offload tiers (offload.c), or
-				       * NULL; made and freed by the policy */
+				       * NULL; made by paged_init, freed with
+				       * the allocator */
 };
 
 /* The policies' method tables (registered in registry.c).  Only tests and

@@ -301,6 +301,20 @@ void kvs_offload_get_stats(const kvs_offload *o, kvs_offload_stats *out)
 	}
 }
 
+void kvs_alloc_offload_stats(const kvs_alloc *a, kvs_offload_stats *out)
+{
+	if (!a->off) {
+		memset(out, 0, sizeof *out);
+		return;
+	}
+	kvs_offload_get_stats(a->off, out);
+}
+
+double kvs_alloc_offload_take_load_s(kvs_alloc *a)
+{
+	return a->off ? kvs_offload_take_load_s(a->off) : 0;
+}
+
 /* ---- create / destroy / validate -------------------------------------------------- */
 
 kvs_status kvs_offload_create(const kvs_offload_config *cfg, uint64_t block_bytes,

@@ -24,7 +24,10 @@
  * head evicted (hash dropped).  Released blocks go to the free stack, or to
  * the LRU tail when hashed; a sequence frees its blocks last-first, so the
  * tail of a prefix is evicted before its root.  A prefix hit takes a cached
- * block back: off the LRU if idle, ref + 1 either way.
+ * block back: off the LRU if idle, ref + 1 either way.  With KV offload
+ * tiers (offload.c) an evicted block's hash goes to them, and an admission
+ * whose hit ends goes on matching there: those blocks are loaded into fresh
+ * blocks and hashed again.
  *
  * A block is hashed when it becomes full and its sequence carries the
  * chained hash for it (the prompt's full blocks); only full blocks are ever
@@ -298,10 +301,6 @@ static void paged_free(paged *p)
 	kvs_free(p->pool.state_);
 	kvs_free(p->pool.free_ids_);
 	kvs_free(p->ht);
-	if (p->a) {
-		kvs_offload_destroy(p->a->off);
-		p->a->off = NULL;
-	}
 	kvs_free(p->host_free);
 	kvs_free(p);
 }
@@ -478,12 +477,12 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 	/* where the device hit ends, the offload tiers may go on: those
 	 * blocks are loaded back into fresh blocks (offload.c) */
 	uint32_t loaded = 0;
-	if (KVS_UNLIKELY(p->a->off != NULL) && d->block_hashes && d->prompt_tokens > 0) {
+	if (KVS_UNLIKELY(a->off != NULL) && d->block_hashes && d->prompt_tokens > 0) {
 		uint32_t lim = (d->prompt_tokens - 1) / p->bs;
 		if (lim > d->num_block_hashes)
 			lim = d->num_block_hashes;
 		if (lim > hits)
-			loaded = kvs_offload_match(p->a->off, d->block_hashes + hits,
+			loaded = kvs_offload_match(a->off, d->block_hashes + hits,
 						   lim - hits);
 	}
 	/* cached blocks first, so fresh allocations cannot evict them */
@@ -890,7 +889,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 	uint8_t *mark = (uint8_t *)(resmax + n);
 	uint8_t *hmark = mark + n;
 	memset(vs, 0, vscratch_bytes(p));
-	KVS_VALID(!p->a->off || kvs_offload_is_valid(p->a->off));
+	KVS_VALID(!a->off || kvs_offload_is_valid(a->off));
 	/* free stack */
 	KVS_VALID(p->pool.nfree_ <= n);
 	for (uint32_t k = 0; k < p->pool.nfree_; k++) {
@@ -1126,20 +1125,6 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 	}
 	pool->nfree_ = top;
 	return KVS_OK;
-}
-
-void kvs_alloc_offload_stats(const kvs_alloc *a, kvs_offload_stats *out)
-{
-	if (!a->off) {
-		memset(out, 0, sizeof *out);
-		return;
-	}
-	kvs_offload_get_stats(a->off, out);
-}
-
-double kvs_alloc_offload_take_load_s(kvs_alloc *a)
-{
-	return a->off ? kvs_offload_take_load_s(a->off) : 0;
 }
 
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,
