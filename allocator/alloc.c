@@ -297,6 +297,7 @@ kvs_status kvs_alloc_create(const kvs_alloc_config *cfg, kvs_alloc **out)
 		a->map[i].idx = MAP_EMPTY;
 	st = a->m->init(a);
 	if (st != KVS_OK) {
+		kvs_free(a->vs);        /* the validator scratch init may have made */
 		kvs_free(a->map);
 		kvs_free(a);
 		return st;

@@ -617,8 +617,12 @@ static void test_mooncake(void **state)
 	c.enable_prefix_caching = true;
 	kvs_sizing sz;
 	assert_int_equal(kvs_size_compute(&c.deploy, &sz), KVS_OK);
-	/* 3000 blocks: the pool holds a few prompts at a time */
-	c.kv_budget_bytes = 3000ull * 16 * sz.kv_bytes_per_token;
+	/* 3000 blocks: the pool holds a few prompts at a time.  With
+	 * debug_checks >= 2 the validators scan the pool and the tier after
+	 * every allocator call: the first 100 requests, 1000 blocks, 2 GiB */
+	bool dbg = KVS_DEBUG >= 2;
+	uint64_t pool = dbg ? 1000 : 3000, tier = dbg ? 2ull << 30 : 64ull << 30;
+	c.kv_budget_bytes = pool * 16 * sz.kv_bytes_per_token;
 	kvs_trace_opts o;
 	kvs_trace_opts_defaults(&o);
 	o.block_size = 16;
@@ -626,7 +630,7 @@ static void test_mooncake(void **state)
 	kvs_request_set *all;
 	assert_int_equal(kvs_request_set_load(path, &o, &all), KVS_OK);
 	uint64_t n = kvs_request_set_count(all);
-	uint64_t lim = KVS_DEBUG >= 2 ? 150 : kvs_test_scaled(n, 400);
+	uint64_t lim = dbg ? 100 : kvs_test_scaled(n, 400);
 	if (lim < n)
 		n = lim;
 	kvs_request_set *set;
@@ -638,7 +642,7 @@ static void test_mooncake(void **state)
 	kvs_sim_result *res[2];
 	for (int t = 0; t < 2; t++) {
 		if (t)
-			c.kv_offload.tier[KVS_OFFLOAD_HOST].bytes = 64ull << 30;
+			c.kv_offload.tier[KVS_OFFLOAD_HOST].bytes = tier;
 		kvs_request_cursor cur;
 		kvs_request_cursor_init(&cur, set, 1.0);
 		kvs_request_source src = kvs_request_cursor_source(&cur);
@@ -649,10 +653,11 @@ static void test_mooncake(void **state)
 	const kvs_sim_stats *a = kvs_sim_result_stats(res[0]);
 	const kvs_sim_stats *b = kvs_sim_result_stats(res[1]);
 	const kvs_offload_tier_stats *h = &b->kv_offload.tier[KVS_OFFLOAD_HOST];
-	printf("mooncake, %llu requests, 3000-block pool: prefix hit rate (tokens) "
-	       "%.4f without a tier, %.4f with a 64 GiB host tier (%llu of %llu hit "
+	printf("mooncake, %llu requests, %llu-block pool: prefix hit rate (tokens) "
+	       "%.4f without a tier, %.4f with a %llu GiB host tier (%llu of %llu hit "
 	       "blocks from the tier, %.3f s of loads at %.0f GB/s)\n",
-	       (unsigned long long)n, a->prefix_hit_rate_tokens, b->prefix_hit_rate_tokens,
+	       (unsigned long long)n, (unsigned long long)pool, a->prefix_hit_rate_tokens,
+	       b->prefix_hit_rate_tokens, (unsigned long long)(tier >> 30),
 	       (unsigned long long)h->hit_blocks, (unsigned long long)b->prefix_hit_blocks,
 	       h->load_s, h->bytes_per_s / 1e9);
 	assert_true(b->prefix_hit_rate_tokens > a->prefix_hit_rate_tokens);
