@@ -134,7 +134,7 @@ static void run_case(const bench_case *bc, kvs_policy pol, figures *f)
 	f->sim_time_s = s->sim_time_s;
 	f->conc_mean = s->concurrency_mean;
 	f->hit_rate = s->prefix_hit_rate_tokens;
-	f->tier_hits = s->kv_offload.tier[KVS_OFFLOAD_HOST].hit_blocks;
+	f->tier_hits = kvs_sim_result_offload(res)->tier[KVS_OFFLOAD_HOST].hit_blocks;
 	kvs_sim_result_destroy(res);
 	f->peak_rss = kvs_mem_peak_rss();
 }

@@ -584,9 +584,10 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 }
 
 /* The KV offload tiers' lines (nothing without tiers). */
-static void print_offload(FILE *f, const kvs_sim_stats *st)
+static void print_offload(FILE *f, const kvs_sim_result *r)
 {
-	const kvs_offload_stats *os = &st->kv_offload;
+	const kvs_sim_stats *st = kvs_sim_result_stats(r);
+	const kvs_offload_stats *os = kvs_sim_result_offload(r);
 	uint64_t tier_hits = 0;
 	bool on = false;
 	for (int k = 0; k < KVS_OFFLOAD_KINDS_; k++) {
@@ -633,7 +634,6 @@ void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st)
 		fputs(")", f);
 	}
 	fprintf(f, " + unfinished %llu\n", (unsigned long long)st->unfinished);
-	print_offload(f, st);
 	if (st->multi_sample_requests)
 		fprintf(f, "  (%llu requests asked for parallel sampling n > 1: prefilled once, "
 			"forked into %llu more sequences, %llu copy-on-write block copies)\n",
@@ -701,8 +701,10 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 		}
 	}
 	fputc('\n', f);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		kvs_cli_sim_print_accounting(f, kvs_sim_result_stats(res[i]));
+		print_offload(f, res[i]);
+	}
 }
 
 /* ---- replay / compare ---------------------------------------------------------- */

@@ -2385,7 +2385,7 @@ static void finalize(kvs_sim *s)
 	uint64_t tb = as.prefix_hit_blocks + as.prefix_miss_blocks;
 	st->prefix_hit_rate_tokens = tt ? (double)as.prefix_hit_tokens / (double)tt : 0;
 	st->prefix_hit_rate_blocks = tb ? (double)as.prefix_hit_blocks / (double)tb : 0;
-	kvs_alloc_offload_stats(s->alloc, &st->kv_offload);
+	kvs_alloc_offload_stats(s->alloc, &R->offload);
 	if (as.metadata_bytes > st->metadata_bytes_max)
 		st->metadata_bytes_max = as.metadata_bytes;
 	if (s->cfg.record_wall_time)

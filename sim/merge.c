@@ -27,6 +27,7 @@ static kvs_status copy_result(const kvs_sim_result *r, kvs_sim_result **out)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (result)");
 	c->cfg = r->cfg;
 	c->st = r->st;
+	c->offload = r->offload;
 	c->sample_interval_s = r->sample_interval_s;
 	for (int i = 0; i < KVS_METRIC_COUNT_; i++) {
 		kvs_sketch_init(&c->sk[i]);
@@ -224,7 +225,7 @@ kvs_status kvs_sim_result_merge(const kvs_sim_result *const *rs, size_t n,
 		st->prefix_hit_blocks += r->prefix_hit_blocks;
 		st->prefix_miss_tokens += r->prefix_miss_tokens;
 		st->prefix_miss_blocks += r->prefix_miss_blocks;
-		kvs_sim_offload_merge(&st->kv_offload, &r->kv_offload);
+		kvs_sim_offload_merge(&m->offload, &R->offload);
 		if (r->arrived) {
 			if (first || r->first_arrival_s < st->first_arrival_s)
 				st->first_arrival_s = r->first_arrival_s;

@@ -159,10 +159,15 @@ static json_t *jreal(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
+const kvs_offload_stats *kvs_sim_result_offload(const kvs_sim_result *r)
+{
+	return &r->offload;
+}
+
 json_t *kvs_sim_offload_jt(const kvs_sim_result *r)
 {
 	const kvs_sim_stats *st = &r->st;
-	const kvs_offload_stats *os = &st->kv_offload;
+	const kvs_offload_stats *os = &r->offload;
 	uint64_t bs = r->cfg.deploy.block_size ? r->cfg.deploy.block_size : 16;
 	json_t *o = json_object();
 	uint64_t hits = 0, load = 0, store = 0;

@@ -98,6 +98,7 @@ struct json_t *kvs_sim_offload_jt(const struct kvs_sim_result *r);
 struct kvs_sim_result {
 	kvs_sim_config cfg;
 	kvs_sim_stats st;
+	kvs_offload_stats offload;     /* KV offload tiers (sim/offload.c) */
 	kvs_sketch sk[KVS_METRIC_COUNT_];
 	kvs_sim_sample *samples;
 	size_t nsamples;

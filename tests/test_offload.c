@@ -490,8 +490,10 @@ static kvs_sim_result *run(const kvs_sim_config *c0, const kvs_request *q, size_
 	return res;
 }
 
-static void assert_run_books(const kvs_sim_stats *st, uint64_t n)
+static void assert_run_books(const kvs_sim_result *r, uint64_t n)
 {
+	const kvs_sim_stats *st = kvs_sim_result_stats(r);
+	const kvs_offload_stats *os = kvs_sim_result_offload(r);
 	assert_int_equal(st->arrived, n);
 	assert_int_equal(st->arrived, st->completed + st->rejected + st->unfinished);
 	double sum = st->memory_pct.token_states + st->memory_pct.reservation +
@@ -500,10 +502,10 @@ static void assert_run_books(const kvs_sim_stats *st, uint64_t n)
 	assert_close(sum, 100.0, 1e-9);
 	uint64_t tier = 0;
 	for (int k = 0; k < KVS_OFFLOAD_KINDS_; k++)
-		tier += st->kv_offload.tier[k].hit_blocks;
+		tier += os->tier[k].hit_blocks;
 	assert_true(tier <= st->prefix_hit_blocks);
 	assert_int_equal(st->prefix_hit_tokens, st->prefix_hit_blocks * BS);
-	assert_tier_books(&st->kv_offload, BS * st->kv_bytes_per_token);
+	assert_tier_books(os, BS * st->kv_bytes_per_token);
 }
 
 /* A 12-block pool, a fixed 10 ms step.  Request 0 (65 tokens, prefix
@@ -539,7 +541,7 @@ static void test_engine_charge(void **state)
 	const kvs_sim_stats *ps = kvs_sim_result_stats(plain);
 	assert_int_equal(ps->completed, 3);
 	assert_int_equal(ps->prefix_hit_blocks, 0);
-	assert_false(ps->kv_offload.tier[KVS_OFFLOAD_HOST].capacity_blocks);
+	assert_false(kvs_sim_result_offload(plain)->tier[KVS_OFFLOAD_HOST].capacity_blocks);
 	const kvs_sim_request_record *r2 = &R.r[2];
 	assert_int_equal(r2->index, 2);
 	assert_close(r2->first_token_s - r2->arrival_s, 0.01, 1e-12);
@@ -548,9 +550,9 @@ static void test_engine_charge(void **state)
 	c.kv_offload.tier[KVS_OFFLOAD_HOST].bytes_per_s = 1e9;
 	kvs_sim_result *off = run(&c, q, 3, &R);
 	const kvs_sim_stats *os = kvs_sim_result_stats(off);
-	assert_run_books(os, 3);
+	assert_run_books(off, 3);
 	assert_int_equal(os->completed, 3);
-	const kvs_offload_tier_stats *h = &os->kv_offload.tier[KVS_OFFLOAD_HOST];
+	const kvs_offload_tier_stats *h = &kvs_sim_result_offload(off)->tier[KVS_OFFLOAD_HOST];
 	assert_int_equal(h->capacity_blocks, 8);
 	assert_int_equal(h->store_blocks, 4);
 	assert_int_equal(h->hit_blocks, 4);
@@ -648,11 +650,11 @@ static void test_mooncake(void **state)
 		kvs_request_source src = kvs_request_cursor_source(&cur);
 		if (kvs_sim_replay(&c, &src, &res[t]) != KVS_OK)
 			fail_msg("replay: %s", kvs_last_error());
-		assert_run_books(kvs_sim_result_stats(res[t]), n);
+		assert_run_books(res[t], n);
 	}
 	const kvs_sim_stats *a = kvs_sim_result_stats(res[0]);
 	const kvs_sim_stats *b = kvs_sim_result_stats(res[1]);
-	const kvs_offload_tier_stats *h = &b->kv_offload.tier[KVS_OFFLOAD_HOST];
+	const kvs_offload_tier_stats *h = &kvs_sim_result_offload(res[1])->tier[KVS_OFFLOAD_HOST];
 	printf("mooncake, %llu requests, %llu-block pool: prefix hit rate (tokens) "
 	       "%.4f without a tier, %.4f with a %llu GiB host tier (%llu of %llu hit "
 	       "blocks from the tier, %.3f s of loads at %.0f GB/s)\n",

@@ -360,9 +360,8 @@ typedef struct kvs_sim_stats {
 	uint64_t prefix_hit_tokens, prefix_hit_blocks;
 	uint64_t prefix_miss_tokens, prefix_miss_blocks;
 	double prefix_hit_rate_tokens, prefix_hit_rate_blocks;
-	/* KV offload tiers (all zero without them): the prefix hits above
-	 * include the tiers' hit_blocks */
-	kvs_offload_stats kv_offload;
+	/* (with KV offload tiers the prefix hits include the tiers' hits:
+	 * kvs_sim_result_offload) */
 	/* the run */
 	double first_arrival_s, last_arrival_s;
 	double sim_time_s;
@@ -375,6 +374,9 @@ typedef struct kvs_sim_result kvs_sim_result;
 
 const kvs_sim_stats *kvs_sim_result_stats(const kvs_sim_result *r);
 const kvs_sim_config *kvs_sim_result_config(const kvs_sim_result *r);
+/* The KV offload tiers' figures of the run (kvs_sim_config.kv_offload; all
+ * zero without tiers; a fleet's sums them).  Valid while r lives. */
+const kvs_offload_stats *kvs_sim_result_offload(const kvs_sim_result *r);
 
 typedef enum kvs_sim_metric {
 	KVS_METRIC_QUEUE_DELAY = 0,
