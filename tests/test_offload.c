@@ -669,6 +669,48 @@ static void test_mooncake(void **state)
 	assert_int_equal(a->completed + a->rejected, b->completed + b->rejected);
 	kvs_sim_result_destroy(res[0]);
 	kvs_sim_result_destroy(res[1]);
+
+	/* a 64 MiB host tier and a 16 GiB disk tier: the fast path equals
+	 * stepping one token at a time on the first 100 requests */
+	c.kv_budget_bytes = 1000ull * 16 * sz.kv_bytes_per_token;
+	c.kv_offload.tier[KVS_OFFLOAD_HOST].bytes = 64ull << 20;
+	c.kv_offload.tier[KVS_OFFLOAD_DISK].bytes = 16ull << 30;
+	kvs_request_set *few;
+	assert_int_equal(kvs_request_set_create(&few), KVS_OK);
+	for (uint64_t i = 0; i < 100 && i < n; i++)
+		assert_int_equal(kvs_request_set_append(few, kvs_request_set_get(set, i)),
+				 KVS_OK);
+	for (int t = 0; t < 2; t++) {
+		c.fast_path = t == 0;
+		kvs_request_cursor cur;
+		kvs_request_cursor_init(&cur, few, 1.0);
+		kvs_request_source src = kvs_request_cursor_source(&cur);
+		if (kvs_sim_replay(&c, &src, &res[t]) != KVS_OK)
+			fail_msg("replay: %s", kvs_last_error());
+		assert_run_books(res[t], n < 100 ? n : 100);
+	}
+	a = kvs_sim_result_stats(res[0]);
+	b = kvs_sim_result_stats(res[1]);
+	const kvs_offload_stats *fa = kvs_sim_result_offload(res[0]);
+	const kvs_offload_stats *fb = kvs_sim_result_offload(res[1]);
+	printf("100 requests, host 64 MiB + disk 16 GiB: %llu host and %llu disk hit blocks\n",
+	       (unsigned long long)fa->tier[KVS_OFFLOAD_HOST].hit_blocks,
+	       (unsigned long long)fa->tier[KVS_OFFLOAD_DISK].hit_blocks);
+	assert_int_equal(a->completed, b->completed);
+	assert_int_equal(a->steps, b->steps);
+	assert_int_equal(a->prefix_hit_blocks, b->prefix_hit_blocks);
+	assert_true(fa->tier[KVS_OFFLOAD_HOST].hit_blocks > 0);
+	assert_true(fa->tier[KVS_OFFLOAD_DISK].hit_blocks > 0);
+	for (int k = 0; k < KVS_OFFLOAD_KINDS_; k++) {
+		assert_int_equal(fa->tier[k].hit_blocks, fb->tier[k].hit_blocks);
+		assert_int_equal(fa->tier[k].store_blocks, fb->tier[k].store_blocks);
+		assert_close(fa->tier[k].load_s, fb->tier[k].load_s, 1e-12);
+	}
+	assert_close(a->sim_time_s, b->sim_time_s, 1e-9);
+	assert_close(a->ttft_s.mean, b->ttft_s.mean, 1e-9);
+	kvs_sim_result_destroy(res[0]);
+	kvs_sim_result_destroy(res[1]);
+	kvs_request_set_destroy(few);
 	kvs_request_set_destroy(set);
 }
 
