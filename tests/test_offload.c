@@ -7,7 +7,9 @@
  * a randomised run of the tiers against a list-based reference model; the
  * accounting invariants; and on the Mooncake synthetic trace
  * (../shared/traces/mooncake-synthetic/, skipped when absent) a small pool
- * with a host tier reaching a higher prefix hit rate than without.
+ * with a host tier reaching a higher prefix hit rate than without, and the
+ * fast path equal to stepping one token at a time with host and disk
+ * tiers.
  */
 #include "kvs_config.h"
 #include "test_util.h"
