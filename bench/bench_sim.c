@@ -191,8 +191,8 @@ int main(int argc, char **argv)
 		{ "azure-conv (19,366 req)", conv, 0, 0.1, 0, 0 },
 		{ "generated 100k", NULL, 100000, 1.0, 0, 0 },
 		{ "generated 1M", NULL, 1000000, 10.0, 0, 0 },
-		{ "mooncake, no tier", moon, 0, 1.0, 3000, 0 },
-		{ "mooncake, host 64GiB", moon, 0, 1.0, 3000, 64ull << 30 },
+		{ "mooncake, no tier", moon, 0, 3.0, 3000, 0 },
+		{ "mooncake, host 64GiB", moon, 0, 3.0, 3000, 64ull << 30 },
 	};
 	if (!b.json) {
 		printf("kvsim replay speed, llama-3-8b on a100-40gb, one core, %s allocator\n",
