@@ -389,7 +389,8 @@ typedef struct kvs_sim_result kvs_sim_result;
 const kvs_sim_stats *kvs_sim_result_stats(const kvs_sim_result *r);
 const kvs_sim_config *kvs_sim_result_config(const kvs_sim_result *r);
 /* The KV offload tiers' figures of the run (kvs_sim_config.kv_offload; all
- * zero without tiers; a fleet's sums them).  Valid while r lives. */
+ * zero without tiers; a fleet's result sums its replicas').  Valid while r
+ * lives. */
 const kvs_offload_stats *kvs_sim_result_offload(const kvs_sim_result *r);
 
 typedef enum kvs_sim_metric {
