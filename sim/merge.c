@@ -5,8 +5,8 @@
  * hits and misses, offload tier figures, pool sizes, steps, events);
  * latency distributions are merged bucket by bucket (the sketches share
  * their buckets, so the merged quantiles are those of all the values
- * together); time-weighted figures
- * are weighted by what they are shares of: memory parts by pool bytes x
+ * together); time-weighted figures are weighted by what they are shares
+ * of: memory parts by pool bytes x
  * simulated time, concurrency and waiting summed over replicas (each
  * replica's mean over its own time, carried to the fleet's time).  The time
  * series is summed at the coarsest sample interval of the replicas; a
