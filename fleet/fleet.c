@@ -263,12 +263,13 @@ static void replica_stats(kvs_fleet_result *R)
 		o->preemptions = s->preemptions;
 		kvs_require(o->arrived + o->kv_received ==
 			    o->completed + o->rejected + o->unfinished + o->kv_sent);
-		sum_a += (double)o->arrived;
+		sum_a += (double)(o->arrived + o->kv_received);
 		sum_k += o->kv_used_pct;
 	}
 	double n = R->n, ma = sum_a / n, mk = sum_k / n;
 	for (uint32_t i = 0; i < R->n; i++) {
-		double da = (double)R->rs[i].arrived - ma, dk = R->rs[i].kv_used_pct - mk;
+		double da = (double)(R->rs[i].arrived + R->rs[i].kv_received) - ma;
+		double dk = R->rs[i].kv_used_pct - mk;
 		sq_a += da * da;
 		sq_k += dk * dk;
 	}
@@ -644,6 +645,14 @@ static json_t *fleet_jt(const kvs_fleet_result *r, const char *trace_path,
 		json_object_set_new(o, "kv_used_pct", jreal(s->kv_used_pct));
 		json_object_set_new(o, "prefix_hit_rate_tokens", jreal(s->prefix_hit_rate_tokens));
 		json_object_set_new(o, "preemptions", json_integer((json_int_t)s->preemptions));
+		if (r->st.disaggregated) {
+			json_object_set_new(o, "role", json_string(kvs_fleet_role_name(
+				r->cfg.pools[s->pool].role)));
+			json_object_set_new(o, "kv_sent", json_integer((json_int_t)s->kv_sent));
+			json_object_set_new(o, "kv_received", json_integer((json_int_t)s->kv_received));
+			if (r->cfg.pools[s->pool].role == KVS_FLEET_ROLE_PREFILL)
+				json_object_set_new(o, "link_util", jreal(s->link_util));
+		}
 		json_array_append_new(rows, o);
 	}
 	/* top level: the report's per-replica table (docs/REPORT.md) */
@@ -661,10 +670,30 @@ static json_t *fleet_jt(const kvs_fleet_result *r, const char *trace_path,
 			json_object_set_new(o, "tp", json_integer((json_int_t)pl->sim.deploy.tp));
 			json_object_set_new(o, "kv_budget_bytes", json_integer((json_int_t)s0->kv_budget_bytes));
 			json_object_set_new(o, "num_gpu_blocks", json_integer((json_int_t)s0->num_blocks));
+			if (r->st.disaggregated)
+				json_object_set_new(o, "role", json_string(kvs_fleet_role_name(pl->role)));
 			json_array_append_new(pools, o);
 			first += pl->replicas;
 		}
 		json_object_set_new(fl, "pools", pools);
+	}
+	if (r->st.disaggregated) {
+		const kvs_fleet_stats *st = &r->st;
+		json_t *L = json_object();
+		json_object_set_new(L, "name", json_string(r->cfg.kv_link.name));
+		json_object_set_new(L, "bytes_per_s", jreal(r->cfg.kv_link.bytes_per_s));
+		json_object_set_new(L, "latency_s", jreal(r->cfg.kv_link.latency_s));
+		json_object_set_new(L, "scope", json_string("prefill-egress"));
+		json_object_set_new(fl, "kv_link", L);
+		json_t *T = json_object();
+		json_object_set_new(T, "count", json_integer((json_int_t)st->kv_transfers));
+		json_object_set_new(T, "bytes", jreal(st->kv_bytes));
+		json_object_set_new(T, "mean_s", jreal(st->kv_transfer_mean_s));
+		json_object_set_new(T, "p99_s", jreal(st->kv_transfer_p99_s));
+		json_object_set_new(T, "max_s", jreal(st->kv_transfer_max_s));
+		json_object_set_new(T, "link_util_mean", jreal(st->kv_link_util_mean));
+		json_object_set_new(T, "link_util_max", jreal(st->kv_link_util_max));
+		json_object_set_new(fl, "transfers", T);
 	}
 	json_object_set_new(doc, "fleet", fl);
 	return doc;
