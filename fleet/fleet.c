@@ -364,7 +364,7 @@ static kvs_status check_roles(const kvs_fleet_config *cfg, bool *disagg)
 		return KVS_OK;
 	if (!np || !nd)
 		return kvs_fail(KVS_ERR_INVALID, "--pool: a disaggregated fleet needs a prefill "
-				"pool and a decode pool (%s has none)", np ? "decode" : "prefill");
+				"pool and a decode pool (no %s pool given)", np ? "decode" : "prefill");
 	if (nb)
 		return kvs_fail(KVS_ERR_INVALID, "--pool: prefill and decode pools cannot be "
 				"mixed with pools that do both");
