@@ -254,8 +254,6 @@ static void replica_stats(kvs_fleet_result *R)
 		o->completed = s->completed;
 		o->rejected = s->rejected;
 		o->unfinished = s->unfinished;
-		o->kv_sent = s->kv_sent;
-		o->kv_received = s->kv_received;
 		o->kv_used_pct = 100.0 - s->memory_pct.free - s->memory_pct.cached_idle;
 		if (o->kv_used_pct < 0)
 			o->kv_used_pct = 0;
@@ -510,6 +508,10 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 	if (st != KVS_OK)
 		goto done;
 	for (uint32_t i = 0; i < n; i++) {
+		kvs_sim_load l;
+		kvs_sim_get_load(f.sims[i], &l);   /* the hand-offs: final already */
+		R->rs[i].kv_sent = l.kv_sent;
+		R->rs[i].kv_received = l.kv_received;
 		st = kvs_sim_finish(f.sims[i], &R->rep[i]);
 		if (st != KVS_OK)
 			goto done;

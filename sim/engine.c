@@ -283,6 +283,7 @@ struct kvs_sim {
 	sreq *kv_held;
 	uint64_t nkv_held;
 	deque kv_done, kv_ready;
+	uint64_t kv_sent, kv_received;   /* kvs_sim_load */
 	uint64_t next_order;
 	uint64_t next_seq;         /* allocator sequence ids */
 	/* lazy decode aggregates */
@@ -1149,7 +1150,7 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 {
 	kvs_sim_stats *st = &s->res->st;
 	if (r->kv_remote) {
-		st->kv_received++;   /* arrived at the fleet, counted there */
+		s->kv_received++;   /* arrived at the fleet, counted there */
 		r->arrival = r->kv_arrival;
 	} else {
 		if (st->arrived == 0)
@@ -1613,7 +1614,7 @@ static void kv_send(kvs_sim *s, sreq *r)
 {
 	run_remove(s, r);
 	kv_link(s, r, RS_KV_SEND);
-	s->res->st.kv_sent++;
+	s->kv_sent++;
 	kv_tell(s, KVS_SIM_KV_SENT, r, r->prompt);
 }
 
@@ -2611,7 +2612,7 @@ kvs_status kvs_sim_feed_kv(kvs_sim *s, const kvs_sim_kv_handoff *h, double t_s)
 	kvs_status st = KVS_OK;
 	if (s->stopped || s->src_done || (s->cfg.horizon_s > 0 && t_s > s->cfg.horizon_s)) {
 		/* past the end of the run: received, and unfinished */
-		s->res->st.kv_received++;
+		s->kv_received++;
 		s->res->st.unfinished++;
 		r = kvs_calloc(1, sizeof *r);
 		if (!r)
@@ -2779,8 +2780,8 @@ void kvs_sim_get_load(kvs_sim *s, kvs_sim_load *out)
 	out->rejected = st->rejected;
 	out->running = s->nrunning;
 	out->waiting = s->waiting.n + s->swapped.n;
-	out->kv_sent = st->kv_sent;
-	out->kv_received = st->kv_received;
+	out->kv_sent = s->kv_sent;
+	out->kv_received = s->kv_received;
 	uint64_t nb = kvs_alloc_num_blocks(s->alloc);
 	if (nb) {
 		out->kv_usage = 1.0 - (double)kvs_alloc_free_blocks(s->alloc) / (double)nb;
@@ -2836,9 +2837,9 @@ kvs_status kvs_sim_finish(kvs_sim *s, kvs_sim_result **out)
 		return st;
 	progress(s);
 	finalize(s);
-	kvs_require(s->res->st.arrived + s->res->st.kv_received ==
+	kvs_require(s->res->st.arrived + s->kv_received ==
 		    s->res->st.completed + s->res->st.rejected + s->res->st.unfinished +
-		    s->res->st.kv_sent);
+		    s->kv_sent);
 	*out = s->res;
 	s->res = NULL;
 	return KVS_OK;

@@ -213,8 +213,6 @@ kvs_status kvs_sim_result_merge(const kvs_sim_result *const *rs, size_t n,
 		st->output_tokens += r->output_tokens;
 		good += round(r->goodput_fraction *
 			      (double)(r->completed + r->rejected + r->unfinished));
-		st->kv_sent += r->kv_sent;
-		st->kv_received += r->kv_received;
 		st->preemptions += r->preemptions;
 		st->recomputed_tokens += r->recomputed_tokens;
 		st->swap_out_bytes += r->swap_out_bytes;

@@ -362,11 +362,6 @@ typedef struct kvs_sim_stats {
 	uint64_t steps, events, spans;
 	double wall_s;                    /* < 0 unless record_wall_time */
 	bool interrupted;                 /* ended early by cfg.interrupt */
-	/* ---- appended: disaggregation.  Requests handed out after their
-	 * prefill (kv_prefill_only) and requests fed with their KV from
-	 * elsewhere (kvs_sim_feed_kv, not counted in arrived):
-	 * arrived + kv_received = completed + rejected + unfinished + kv_sent */
-	uint64_t kv_sent, kv_received;
 } kvs_sim_stats;
 
 typedef struct kvs_sim_result kvs_sim_result;
@@ -464,7 +459,11 @@ typedef struct kvs_sim_load {
 	                       * blocks excepted, as vLLM's gpu_cache_usage);
 	                       * held share of the pool for policies without
 	                       * blocks */
-	uint64_t kv_sent, kv_received;  /* disaggregation (kvs_sim_stats) */
+	/* disaggregation: requests handed out after their prefill
+	 * (kv_prefill_only) and requests fed with their KV from elsewhere
+	 * (kvs_sim_feed_kv, not counted in arrived); once finished,
+	 * arrived + kv_received = completed + rejected + unfinished + kv_sent */
+	uint64_t kv_sent, kv_received;
 } kvs_sim_load;
 
 void kvs_sim_get_load(kvs_sim *s, kvs_sim_load *out);
