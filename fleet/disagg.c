@@ -368,11 +368,13 @@ kvs_status fleet_disagg_loop(fleet_disagg *d, kvs_router *router)
 		}
 		if (horizon > 0 && tl > horizon)
 			tl = INFINITY;   /* ends after the run: the request is unfinished */
-		/* the replicas' next two events */
-		double t1 = INFINITY, t2 = INFINITY;
+		/* the replicas' next two events, and the prefill replicas' next */
+		double t1 = INFINITY, t2 = INFINITY, tp = INFINITY;
 		uint32_t i1 = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			double t = f->next_ev[i];
+			if (f->role[i] == KVS_FLEET_ROLE_PREFILL && t < tp)
+				tp = t;
 			if (t < t1) {
 				t2 = t1;
 				t1 = t;
@@ -416,11 +418,17 @@ kvs_status fleet_disagg_loop(fleet_disagg *d, kvs_router *router)
 			f->next_ev[i] = kvs_sim_next_event_s(f->sims[i]);
 			continue;
 		}
-		/* replica i1 processes its events before anything else's next */
+		/* replica i1 processes its events before anything else's next;
+		 * a decode replica's spans need only stop where a request or
+		 * its KV may come: a prefill replica's next step end (a
+		 * hand-off), an arrival (which leads to one), a link event */
 		double bound = min2(min2(ta, tl), min2(t2, next_refresh));
 		if (!(bound > t1))
 			bound = nextafter(t1, INFINITY);
-		if ((st = kvs_sim_advance(f->sims[i1], bound)) != KVS_OK)
+		double input = bound;
+		if (f->role[i1] == KVS_FLEET_ROLE_DECODE)
+			input = min2(min2(ta, tl), tp);
+		if ((st = kvs_sim_advance_bounded(f->sims[i1], bound, input)) != KVS_OK)
 			return st;
 		f->next_ev[i1] = kvs_sim_next_event_s(f->sims[i1]);
 	}

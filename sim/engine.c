@@ -2674,12 +2674,17 @@ double kvs_sim_next_event_s(const kvs_sim *s)
 
 kvs_status kvs_sim_advance(kvs_sim *s, double until_s)
 {
+	return kvs_sim_advance_bounded(s, until_s, until_s);
+}
+
+kvs_status kvs_sim_advance_bounded(kvs_sim *s, double until_s, double input_s)
+{
 	if (!s || !s->started)
 		return kvs_fail(KVS_ERR_STATE, "kvs_sim_advance: the engine was not started");
 	if (s->err != KVS_OK)
 		return s->err;
 	if (!s->src)
-		s->arrival_bound = until_s;
+		s->arrival_bound = input_s > until_s ? input_s : until_s;
 	kvs_status st = KVS_OK;
 	double horizon = s->cfg.horizon_s;
 	while (!s->stopped && s->nev > 0 && s->ev[0].t < until_s) {

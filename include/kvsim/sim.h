@@ -446,6 +446,9 @@ kvs_status kvs_sim_feed(kvs_sim *s, const kvs_request *req);
  * fed, so that no span of decode steps runs past it.  Cost: the events
  * processed. */
 kvs_status kvs_sim_advance(kvs_sim *s, double until_s);
+/* As kvs_sim_advance, but no request will be fed before input_s (>=
+ * until_s), so spans of decode steps may run up to it. */
+kvs_status kvs_sim_advance_bounded(kvs_sim *s, double until_s, double input_s);
 /* Time of the engine's next event (+inf when none), and its clock. */
 double kvs_sim_next_event_s(const kvs_sim *s);
 double kvs_sim_now_s(const kvs_sim *s);
