@@ -242,7 +242,7 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		}
 		/* the model's shape is checked now, not after the trace is read */
 		double t;
-		kvs_step_shape one = { 1, 1, 1, 1.0 };
+		kvs_step_shape one = { 1, 1, 1, 1.0, 0, 0 };
 		if ((st = kvs_sim_step_time(&c->cfg, &one, &t)) != KVS_OK) {
 			fprintf(stderr, "kvsim %s: --step-time-profile: %s\n", cmd, kvs_last_error());
 			c->fail_exit = KVS_EXIT_USAGE;

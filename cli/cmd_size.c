@@ -44,32 +44,32 @@ static void usage(FILE *f)
 }
 
 /* ---- formatting ---------------------------------------------------------- */
-/* binary units for cache sizes (KiB, MiB, GiB, TiB) */
-static const char *ibytes(uint64_t v, char *buf, size_t cap)
+/* v in units of base (1024 or 1000) from u[0], two decimals past bytes */
+static const char *scaled(uint64_t v, double base, const char *const u[6],
+			  char *buf, size_t cap)
 {
-	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
 	double x = (double)v;
 	int i = 0;
-	while (x >= 1024.0 && i < 5) {
-		x /= 1024.0;
+	while (x >= base && i < 5) {
+		x /= base;
 		i++;
 	}
 	snprintf(buf, cap, i ? "%.2f %s" : "%.0f %s", x, u[i]);
 	return buf;
 }
 
+/* binary units for cache sizes (KiB, MiB, GiB, TiB) */
+static const char *ibytes(uint64_t v, char *buf, size_t cap)
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	return scaled(v, 1024.0, u, buf, cap);
+}
+
 /* decimal units for device memory (GB as datasheets print it) */
 static const char *dbytes(uint64_t v, char *buf, size_t cap)
 {
 	static const char *const u[] = { "B", "KB", "MB", "GB", "TB", "PB" };
-	double x = (double)v;
-	int i = 0;
-	while (x >= 1000.0 && i < 5) {
-		x /= 1000.0;
-		i++;
-	}
-	snprintf(buf, cap, i ? "%.2f %s" : "%.0f %s", x, u[i]);
-	return buf;
+	return scaled(v, 1000.0, u, buf, cap);
 }
 
 static const char *plural(uint64_t n, const char *one, const char *many)

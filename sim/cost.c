@@ -244,13 +244,21 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 					cfg->profile_n_embd, cfg->profile_n_head,
 					cfg->profile_n_kv_head, m->name, m->hidden_size,
 					m->num_heads, m->num_kv_heads);
+		const struct kvs_attn_table *a = cfg->attn;
+		if (a && (a->tp != tp || a->n_embd != m->hidden_size ||
+			  a->n_q_head != m->num_heads || a->n_kv_head != m->num_kv_heads))
+			return kvs_fail(KVS_ERR_INVALID,
+					"%s is for tp %u, n_embd %u, %u q heads, %u kv heads; "
+					"model %s at tp %u has hidden %u, %u heads, %u kv heads",
+					a->path, a->tp, a->n_embd, a->n_q_head, a->n_kv_head,
+					m->name, tp, m->hidden_size, m->num_heads, m->num_kv_heads);
 	}
 	return KVS_OK;
 }
 
 /* Piecewise-linear through sorted points; flat below the first, the last
  * segment's slope above the last (never below the last value). */
-static double interp(const double *xs, const double *ys, uint32_t n, double x)
+double kvs_interp(const double *xs, const double *ys, uint32_t n, double x)
 {
 	if (n == 1 || x <= xs[0])
 		return ys[0];
@@ -278,8 +286,8 @@ static double profile_linear(const kvs_cost *c, uint64_t T)
 	if (!T)
 		return 0;
 	double t = (double)T;
-	return c->layers * interp(k->profile_tokens, k->profile_layer_s, k->profile_points, t) +
-	       interp(k->profile_tokens, k->profile_emb_s, k->profile_points, t);
+	return c->layers * kvs_interp(k->profile_tokens, k->profile_layer_s, k->profile_points, t) +
+	       kvs_interp(k->profile_tokens, k->profile_emb_s, k->profile_points, t);
 }
 
 static double comm_time(const kvs_cost *c, uint64_t T)
@@ -288,7 +296,7 @@ static double comm_time(const kvs_cost *c, uint64_t T)
 	if (!T)
 		return 0;
 	if (k->profile_points && k->allreduce_points)
-		return 2.0 * c->layers * interp(k->allreduce_bytes, k->allreduce_s,
+		return 2.0 * c->layers * kvs_interp(k->allreduce_bytes, k->allreduce_s,
 						k->allreduce_points,
 						c->allreduce_bytes_per_token * (double)T);
 	return c->allreduce_fixed_s > 0 ? c->allreduce_fixed_s +
@@ -301,8 +309,138 @@ static double overhead(const kvs_cost_config *k, uint64_t T, uint64_t nseq)
 	       k->step_overhead_per_token_s * (double)T;
 }
 
+/* ---- measured attention (cfg.attn) ----------------------------------------
+ * Per layer and rank.  Along the batch (or chunk) axis the two profiled
+ * neighbours are blended linearly (flat below the first; the last two
+ * extrapolated above the last); along the KV axis each is kvs_interp.  At a
+ * fixed batch size the decode time is therefore piecewise linear in the
+ * per-request KV length, with knots at the grid's KV lengths: a decode span
+ * is timed in closed form on one segment (kvs_cost_span_steps). */
+static void bracket(const double *xs, uint32_t n, double x, uint32_t *i0, double *w)
+{
+	if (n == 1 || x <= xs[0]) {
+		*i0 = 0;
+		*w = 0;
+		return;
+	}
+	uint32_t lo = 0;
+	if (x >= xs[n - 1]) {
+		lo = n - 2;
+	} else {
+		uint32_t hi = n - 1;
+		while (hi - lo > 1) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (xs[mid] <= x)
+				lo = mid;
+			else
+				hi = mid;
+		}
+	}
+	*i0 = lo;
+	*w = (x - xs[lo]) / (xs[lo + 1] - xs[lo]);
+}
+
+static double attn_decode_at(const struct kvs_attn_table *a, double n, double kv)
+{
+	uint32_t i;
+	double w;
+	bracket(a->batch, a->nb, n, &i, &w);
+	double t0 = kvs_interp(a->kv, a->dec_s + (size_t)i * a->nkv, a->nkv, kv);
+	if (w == 0)
+		return t0;
+	double t1 = kvs_interp(a->kv, a->dec_s + (size_t)(i + 1) * a->nkv, a->nkv, kv);
+	double t = t0 + w * (t1 - t0);
+	return t > 0 ? t : 0;
+}
+
+static double attn_prefill_at(const struct kvs_attn_table *a, double chunk, double kv)
+{
+	uint32_t i;
+	double w;
+	bracket(a->chunk, a->nchunk, chunk, &i, &w);
+	uint32_t o = a->pre_off[i], m = a->pre_off[i + 1] - o;
+	double t0 = kvs_interp(a->pre_kv + o, a->pre_s + o, m, kv);
+	if (w == 0)
+		return t0;
+	o = a->pre_off[i + 1];
+	m = a->pre_off[i + 2] - o;
+	double t1 = kvs_interp(a->pre_kv + o, a->pre_s + o, m, kv);
+	double t = t0 + w * (t1 - t0);
+	return t > 0 ? t : 0;
+}
+
+double kvs_cost_prefill_attn(const kvs_cost *c, double chunk, double kv)
+{
+	const struct kvs_attn_table *a = c->cfg.attn;
+	return a ? c->layers * attn_prefill_at(a, chunk, kv) : 0;
+}
+
+/* Decode attention of n requests at per-request KV length kv0, and its
+ * slope per step (one more token each) on kv0's segment. */
+static void attn_decode_line(const kvs_cost *c, uint64_t n, double kv0,
+			     double *v0, double *slope)
+{
+	const struct kvs_attn_table *a = c->cfg.attn;
+	double dn = (double)n;
+	const double *kv = a->kv;
+	uint32_t m = a->nkv;
+	double lo, hi;
+	if (m == 1 || kv0 < kv[0]) {
+		/* flat below the first knot (everywhere with one) */
+		*v0 = attn_decode_at(a, dn, kv0);
+		*slope = 0;
+		return;
+	}
+	if (kv0 >= kv[m - 1]) {
+		lo = kv0;        /* linear past the last knot */
+		hi = kv0 + 1;
+	} else {
+		uint32_t j = 0, h = m - 1;
+		while (h - j > 1) {
+			uint32_t mid = j + (h - j) / 2;
+			if (kv[mid] <= kv0)
+				j = mid;
+			else
+				h = mid;
+		}
+		lo = kv[j];
+		hi = kv[j + 1];
+	}
+	double f_lo = attn_decode_at(a, dn, lo), f_hi = attn_decode_at(a, dn, hi);
+	*slope = (f_hi - f_lo) / (hi - lo);
+	*v0 = f_lo + *slope * (kv0 - lo);
+}
+
+uint64_t kvs_cost_span_steps(const kvs_cost *c, uint64_t n, double ctx0, uint64_t kmax)
+{
+	const struct kvs_attn_table *a = c->cfg.attn;
+	if (!a || !n || kmax <= 1)
+		return kmax;
+	double kv0 = ctx0 / (double)n;
+	/* the first knot above kv0; step j reads kv0 + j */
+	const double *kv = a->kv;
+	uint32_t m = a->nkv;
+	if (kv0 >= kv[m - 1])
+		return kmax;
+	uint32_t lo = 0, hi = m - 1;
+	if (kv0 < kv[0]) {
+		hi = 0;
+	} else {
+		while (hi - lo > 1) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (kv[mid] <= kv0)
+				lo = mid;
+			else
+				hi = mid;
+		}
+	}
+	double room = floor(kv[hi] - kv0) + 1;
+	return room < (double)kmax ? (uint64_t)room : kmax;
+}
+
 double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
-		     double ctx, double pairs)
+		     double ctx, double pairs, uint64_t ndec, double ctx_dec,
+		     double prefill_attn_s)
 {
 	const kvs_cost_config *k = &c->cfg;
 	if (k->kind == KVS_COST_LINEAR)
@@ -310,6 +448,16 @@ double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 		       k->kv_read_factor * k->linear_per_context_s * ctx +
 		       k->linear_per_seq_s * (double)nseq;
 	bool prof = k->profile_points > 0;
+	if (prof && k->attn) {
+		/* measured attention: decode (the KV-read factor scales it) and
+		 * the prefill chunks' own times; the KV write is not profiled */
+		double dec = 0;
+		if (ndec)
+			dec = c->layers * k->kv_read_factor *
+			      attn_decode_at(k->attn, (double)ndec, ctx_dec / (double)ndec);
+		return dec + prefill_attn_s + profile_linear(c, T) + comm_time(c, T) +
+		       overhead(k, T, nseq);
+	}
 	/* measured profile: the linear layers are in profile_linear, the
 	 * roofline keeps attention and the KV read and write */
 	double comp = ((prof ? 0 : c->linear_flops_per_token * (double)T) +
@@ -340,13 +488,21 @@ void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
 	/* a decode token attends to its whole context: pairs == ctx; the same
 	 * terms as kvs_cost_step with T = nseq = n, the profile's constant */
 	bool prof = k->profile_points > 0;
+	out->c = (prof ? profile_linear(c, n) : 0) + comm_time(c, n) + overhead(k, n, n);
+	if (prof && k->attn) {
+		double v0 = 0, sl = 0;
+		if (n)
+			attn_decode_line(c, n, ctx0 / dn, &v0, &sl);
+		out->a1 = out->a2 = c->layers * f * v0;
+		out->b1 = out->b2 = c->layers * f * sl;
+		return;
+	}
 	out->a1 = ((prof ? 0 : c->linear_flops_per_token * dn) +
 		   c->attn_flops_per_pair * ctx0) / c->flop_rate;
 	out->b1 = c->attn_flops_per_pair * dn / c->flop_rate;
 	out->a2 = ((prof ? 0 : c->weight_bytes) + c->kv_bytes_per_token * (f * ctx0 + dn)) /
 		  c->byte_rate;
 	out->b2 = f * c->kv_bytes_per_token * dn / c->byte_rate;
-	out->c = (prof ? profile_linear(c, n) : 0) + comm_time(c, n) + overhead(k, n, n);
 }
 
 /* ---- measured step-time table ------------------------------------------ */

@@ -1770,6 +1770,7 @@ typedef struct step_plan {
 	uint64_t chunk_seqs;       /* sequences taking a prefill chunk */
 	double chunk_ctx;          /* context tokens those chunks read */
 	double chunk_pairs;        /* their attention (query, key) pairs */
+	double chunk_attn_s;       /* their measured attention time (0 without) */
 	double extra;              /* PCIe time of swaps, copy time of forks */
 	bool preempted;            /* a preemption happened: no admissions */
 	bool swapped_any;          /* a request came back from swap */
@@ -1777,10 +1778,12 @@ typedef struct step_plan {
 
 /* A prefill chunk of c tokens for each live member of r, counted into the
  * step's batch. */
-static void add_chunk(sreq *r, uint32_t c, step_plan *b)
+static void add_chunk(const kvs_cost *cost, sreq *r, uint32_t c, step_plan *b)
 {
 	uint32_t work = c ? c : 1;   /* fully cached: one token recomputed for logits */
 	double m = r->nlive;
+	if (cost->cfg.attn)
+		b->chunk_attn_s += m * kvs_cost_prefill_attn(cost, work, r->len);
 	b->chunk_pairs += m * ((double)work * r->len + (double)work * (work + 1) / 2.0);
 	b->chunk_ctx += m * ((double)r->len + work);
 	r->len += c;
@@ -1905,7 +1908,7 @@ static kvs_status plan_prefill(kvs_sim *s, step_plan *b)
 				continue;
 			}
 		}
-		add_chunk(r, c, b);
+		add_chunk(&s->cost, r, c, b);
 	}
 	return KVS_OK;
 }
@@ -2014,7 +2017,7 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 			return kvs_fail_wrap(st, "request %llu: prefill of %u tokens failed "
 					"inside its admitted memory",
 					(unsigned long long)r->index, c);
-		add_chunk(r, c, b);
+		add_chunk(&s->cost, r, c, b);
 	}
 	return KVS_OK;
 }
@@ -2052,12 +2055,13 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T)
 		      b->extra > 0 || !cfg->fast_path;
 	if (single) {
 		dur = kvs_cost_step(&s->cost, T, s->ndec + b->chunk_seqs,
-				    ctx_dec + b->chunk_ctx, ctx_dec + b->chunk_pairs) +
+				    ctx_dec + b->chunk_ctx, ctx_dec + b->chunk_pairs,
+				    s->ndec, ctx_dec, b->chunk_attn_s) +
 		      b->extra;
 		L.a1 = L.a2 = dur;
 		L.b1 = L.b2 = L.c = 0;
 	} else {
-		k = dq_min(s) - s->G;
+		k = kvs_cost_span_steps(&s->cost, s->ndec, ctx_dec, dq_min(s) - s->G);
 		double next_arrival = s->pending ? s->pending->arrival : s->arrival_bound;
 		if (next_arrival > s->now && isfinite(next_arrival))
 			k = kvs_lin2_steps_to(&L, k, next_arrival - s->now);
@@ -2281,8 +2285,25 @@ kvs_status kvs_sim_step_time(const kvs_sim_config *cfg,
 	kvs_cost c;
 	if ((st = kvs_cost_init(&c, &cfg->cost, &cfg->deploy, &sz)) != KVS_OK)
 		return st;
-	*out_s = kvs_cost_step(&c, shape->num_tokens, shape->num_seqs,
-			       (double)shape->context_tokens, shape->attn_pairs);
+	/* the decode share, then equal prefill chunks over what is left */
+	uint64_t T = shape->num_tokens, n = shape->num_seqs;
+	uint64_t nd = shape->decode_seqs, cd = shape->decode_context_tokens;
+	if (!nd && !cd && T == n)
+		nd = n, cd = shape->context_tokens;
+	if (nd > n || nd > T || cd > shape->context_tokens)
+		return kvs_fail(KVS_ERR_INVALID, "step shape: %llu decode sequences over %llu "
+				"context tokens do not fit in %llu sequences, %llu tokens, "
+				"%llu context tokens", (unsigned long long)nd,
+				(unsigned long long)cd, (unsigned long long)n,
+				(unsigned long long)T, (unsigned long long)shape->context_tokens);
+	double pre_attn = 0;
+	if (n > nd && T > nd) {
+		double np = (double)(n - nd), chunk = (double)(T - nd) / np;
+		double before = ((double)(shape->context_tokens - cd) - (double)(T - nd)) / np;
+		pre_attn = np * kvs_cost_prefill_attn(&c, chunk, before > 0 ? before : 0);
+	}
+	*out_s = kvs_cost_step(&c, T, n, (double)shape->context_tokens, shape->attn_pairs,
+			       nd, (double)cd, pre_attn);
 	return KVS_OK;
 }
 

@@ -5,6 +5,9 @@
  *
  *   DIR/mlp.csv        one row per (num_tokens, num_tensor_parallel_workers):
  *                      per-layer times of the non-attention operators, in ms
+ *   DIR/attention.csv  (optional) one row per (batch_size, kv_cache_size,
+ *                      prefill_chunk_size, is_prefill): attention times per
+ *                      layer and rank, in ms; kept as a grid (cost.c)
  *   <root>/network/<gpu>_pairwise_nvlink/all_reduce.csv
  *                      all-reduce time by message size and rank count, found
  *                      from DIR = <root>/compute/<gpu>/<org>/<model>
@@ -16,11 +19,15 @@
 #include "kvs_config.h"
 #include "sim_internal.h"
 
+#include "common/array.h"
+
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_COLS 128
@@ -40,6 +47,7 @@ typedef struct csv_file {
 	int ncols;
 	unsigned long lineno;
 	char header[LINE_MAX_BYTES];
+	char *cells[MAX_COLS];      /* the last row's text, field by field */
 } csv_file;
 
 static int split(char *s, char **out, int max)
@@ -101,7 +109,7 @@ static kvs_status need_col(const csv_file *c, const char *name, int *out)
 /* Next data row as numbers; KVS_END at the end of the file. */
 static kvs_status csv_row(csv_file *c, double *vals)
 {
-	char *cells[MAX_COLS];
+	char **cells = c->cells;
 	for (;;) {
 		if (!fgets(c->line, sizeof c->line, c->f))
 			return ferror(c->f) ? kvs_fail(KVS_ERR_IO, "%s: read error", c->path)
@@ -286,6 +294,280 @@ done:
 	return st;
 }
 
+/* ---- measured attention ------------------------------------------------- */
+
+typedef struct attn_pt {
+	double x, kv, t;   /* batch size (decode) or chunk size (prefill), KV, s */
+} attn_pt;
+
+typedef struct attn_pts {
+	attn_pt *v;
+	size_t n, cap;
+} attn_pts;
+
+static int attn_pt_cmp(const void *pa, const void *pb)
+{
+	const attn_pt *a = pa, *b = pb;
+	if (a->x != b->x)
+		return a->x < b->x ? -1 : 1;
+	return a->kv < b->kv ? -1 : a->kv > b->kv;
+}
+
+static int cmp_double(const void *pa, const void *pb)
+{
+	double a = *(const double *)pa, b = *(const double *)pb;
+	return a < b ? -1 : a > b;
+}
+
+/* Sort, then average the points repeated at one (x, kv). */
+static void attn_pts_merge(attn_pts *p)
+{
+	if (!p->n)
+		return;
+	qsort(p->v, p->n, sizeof *p->v, attn_pt_cmp);
+	size_t w = 0, run = 1;
+	for (size_t i = 1; i < p->n; i++) {
+		if (p->v[i].x == p->v[w].x && p->v[i].kv == p->v[w].kv) {
+			run++;
+			p->v[w].t += (p->v[i].t - p->v[w].t) / (double)run;
+		} else {
+			p->v[++w] = p->v[i];
+			run = 1;
+		}
+	}
+	p->n = w + 1;
+}
+
+static kvs_status attn_push(attn_pts *p, double x, double kv, double t)
+{
+	if (!KVS_ARRAY_RESERVE(p->v, p->cap, p->n + 1, 1024))
+		return kvs_fail(KVS_ERR_NOMEM, "attention profile: out of memory");
+	p->v[p->n++] = (attn_pt){ x, kv, t };
+	return KVS_OK;
+}
+
+static pthread_mutex_t attn_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kvs_attn_table *attn_loaded;   /* kept for the process */
+
+static void attn_table_free(struct kvs_attn_table *a)
+{
+	if (!a)
+		return;
+	free(a->batch);
+	free(a->kv);
+	free(a->dec_s);
+	free(a->chunk);
+	free(a->pre_off);
+	free(a->pre_kv);
+	free(a->pre_s);
+	free(a);
+}
+
+/* The decode grid and the prefill lists from the merged points. */
+static kvs_status attn_build(struct kvs_attn_table *a, const attn_pts *dec,
+			     const attn_pts *pre)
+{
+	size_t nb = 0, nkv = 0, nc = 0;
+	double *kvs = kvs_reallocarray(NULL, dec->n ? dec->n : 1, sizeof *kvs);
+	if (!kvs)
+		return kvs_fail(KVS_ERR_NOMEM, "attention profile: out of memory");
+	for (size_t i = 0; i < dec->n; i++) {
+		nb += i == 0 || dec->v[i].x != dec->v[i - 1].x;
+		kvs[i] = dec->v[i].kv;
+	}
+	/* the union of the KV lengths, sorted and distinct */
+	qsort(kvs, dec->n, sizeof *kvs, cmp_double);
+	for (size_t i = 0; i < dec->n; i++)
+		if (i == 0 || kvs[i] != kvs[nkv - 1])
+			kvs[nkv++] = kvs[i];
+	for (size_t i = 0; i < pre->n; i++)
+		nc += i == 0 || pre->v[i].x != pre->v[i - 1].x;
+	a->nb = (uint32_t)nb;
+	a->nkv = (uint32_t)nkv;
+	a->nchunk = (uint32_t)nc;
+	a->kv = kvs;
+	a->batch = kvs_calloc(nb ? nb : 1, sizeof *a->batch);
+	size_t ngrid = nb * nkv;
+	a->dec_s = kvs_calloc(ngrid ? ngrid : 1, sizeof *a->dec_s);
+	a->chunk = kvs_calloc(nc ? nc : 1, sizeof *a->chunk);
+	a->pre_off = kvs_calloc(nc + 1, sizeof *a->pre_off);
+	a->pre_kv = kvs_calloc(pre->n ? pre->n : 1, sizeof *a->pre_kv);
+	a->pre_s = kvs_calloc(pre->n ? pre->n : 1, sizeof *a->pre_s);
+	if (!a->batch || !a->dec_s || !a->chunk || !a->pre_off || !a->pre_kv || !a->pre_s)
+		return kvs_fail(KVS_ERR_NOMEM, "attention profile: out of memory");
+	/* each batch size's own points, resampled on the union of KV lengths
+	 * (its own knots are among them, so nothing between them moves) */
+	double *xs = kvs_reallocarray(NULL, nkv ? nkv : 1, sizeof *xs);
+	double *ys = kvs_reallocarray(NULL, nkv ? nkv : 1, sizeof *ys);
+	if (!xs || !ys) {
+		free(xs);
+		free(ys);
+		return kvs_fail(KVS_ERR_NOMEM, "attention profile: out of memory");
+	}
+	for (size_t i = 0, b = 0; i < dec->n; b++) {
+		size_t j = i, m = 0;
+		for (; j < dec->n && dec->v[j].x == dec->v[i].x; j++, m++) {
+			xs[m] = dec->v[j].kv;
+			ys[m] = dec->v[j].t;
+		}
+		a->batch[b] = dec->v[i].x;
+		for (size_t k = 0; k < nkv; k++)
+			a->dec_s[b * nkv + k] = kvs_interp(xs, ys, (uint32_t)m, kvs[k]);
+		i = j;
+	}
+	free(xs);
+	free(ys);
+	for (size_t i = 0, c = 0; i < pre->n; c++) {
+		a->chunk[c] = pre->v[i].x;
+		a->pre_off[c] = (uint32_t)i;
+		for (; i < pre->n && pre->v[i].x == a->chunk[c]; i++) {
+			a->pre_kv[i] = pre->v[i].kv;
+			a->pre_s[i] = pre->v[i].t;
+		}
+	}
+	a->pre_off[nc] = (uint32_t)pre->n;
+	return KVS_OK;
+}
+
+/* Read DIR/attention.csv for tp into a table (NULL when the file has no
+ * rows for tp).  Times are the medians of the attention kernel and its
+ * reshapes (and of the KV-cache write where the file has it), per layer
+ * and rank. */
+static kvs_status load_attention(const char *path, uint32_t tp,
+				 struct kvs_attn_table **out)
+{
+	*out = NULL;
+	csv_file f;
+	kvs_status st = csv_open(&f, path);
+	if (st != KVS_OK)
+		return st;
+	int cb, ckv, cchunk, cpre, ctp, cemb, cq, ckvh, cdec, cpf;
+	attn_pts dec = { 0 }, pre = { 0 };
+	struct kvs_attn_table *a = NULL;
+	if ((st = need_col(&f, "batch_size", &cb)) ||
+	    (st = need_col(&f, "kv_cache_size", &ckv)) ||
+	    (st = need_col(&f, "prefill_chunk_size", &cchunk)) ||
+	    (st = need_col(&f, "is_prefill", &cpre)) ||
+	    (st = need_col(&f, "num_tensor_parallel_workers", &ctp)) ||
+	    (st = need_col(&f, "n_embd", &cemb)) || (st = need_col(&f, "n_q_head", &cq)) ||
+	    (st = need_col(&f, "n_kv_head", &ckvh)) ||
+	    (st = need_col(&f, "time_stats.attn_decode.median", &cdec)) ||
+	    (st = need_col(&f, "time_stats.attn_prefill.median", &cpf)))
+		goto done;
+	/* optional: absent, or an empty cell, counts as 0 */
+	int cextra[3] = {
+		csv_col(&f, "time_stats.attn_input_reshape.median"),
+		csv_col(&f, "time_stats.attn_output_reshape.median"),
+		csv_col(&f, "time_stats.attn_kv_cache_save.median"),
+	};
+	if (!(a = kvs_calloc(1, sizeof *a))) {
+		st = kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", path);
+		goto done;
+	}
+	double vals[MAX_COLS];
+	while ((st = csv_row(&f, vals)) == KVS_OK) {
+		if (!good(vals[ctp]))
+			{ st = bad_cell(&f, ctp); goto done; }
+		if (vals[ctp] != (double)tp)
+			continue;
+		const char *ip = f.cells[cpre];
+		bool is_pre;
+		if (!strcmp(ip, "True") || !strcmp(ip, "true") || !strcmp(ip, "1"))
+			is_pre = true;
+		else if (!strcmp(ip, "False") || !strcmp(ip, "false") || !strcmp(ip, "0"))
+			is_pre = false;
+		else {
+			st = kvs_fail(KVS_ERR_PARSE, "%s:%lu: column %d ('is_prefill'): "
+				      "expected True or False, got '%s'",
+				      path, f.lineno, cpre + 1, ip);
+			goto done;
+		}
+		int ct = is_pre ? cpf : cdec;
+		if (!good(vals[ct]))
+			{ st = bad_cell(&f, ct); goto done; }
+		double t = vals[ct];
+		for (int e = 0; e < 3; e++) {
+			if (cextra[e] < 0 || isnan(vals[cextra[e]]))
+				continue;
+			if (!good(vals[cextra[e]]))
+				{ st = bad_cell(&f, cextra[e]); goto done; }
+			t += vals[cextra[e]];
+		}
+		if (!good(vals[cb]) || vals[cb] < 1)
+			{ st = bad_cell(&f, cb); goto done; }
+		if (!good(vals[ckv]))
+			{ st = bad_cell(&f, ckv); goto done; }
+		for (int col = 0; col < 3; col++) {
+			int cc = col == 0 ? cemb : col == 1 ? cq : ckvh;
+			if (!good(vals[cc]) || vals[cc] > UINT32_MAX)
+				{ st = bad_cell(&f, cc); goto done; }
+		}
+		a->n_embd = (uint32_t)vals[cemb];
+		a->n_q_head = (uint32_t)vals[cq];
+		a->n_kv_head = (uint32_t)vals[ckvh];
+		if (is_pre) {
+			if (!good(vals[cchunk]) || vals[cchunk] < 1)
+				{ st = bad_cell(&f, cchunk); goto done; }
+			/* a batch of equal chunks: the time of one */
+			st = attn_push(&pre, vals[cchunk], vals[ckv], t * 1e-3 / vals[cb]);
+			a->prefill_rows++;
+		} else {
+			st = attn_push(&dec, vals[cb], vals[ckv], t * 1e-3);
+			a->decode_rows++;
+		}
+		if (st != KVS_OK)
+			goto done;
+	}
+	if (st != KVS_END)
+		goto done;
+	st = KVS_OK;
+	if (!dec.n || !pre.n)
+		goto done;   /* no rows for tp (or one phase only): roofline */
+	attn_pts_merge(&dec);
+	attn_pts_merge(&pre);
+	a->tp = tp;
+	snprintf(a->path, sizeof a->path, "%s", path);
+	if ((st = attn_build(a, &dec, &pre)) != KVS_OK)
+		goto done;
+	*out = a;
+	a = NULL;
+done:
+	attn_table_free(a);
+	free(dec.v);
+	free(pre.v);
+	fclose(f.f);
+	return st;
+}
+
+/* The table of path at tp: loaded once per process (again when the file
+ * changed: another inode, size or modification time), then shared. */
+static kvs_status attention_for(const char *path, uint32_t tp,
+				const struct kvs_attn_table **out)
+{
+	kvs_status st = KVS_OK;
+	struct stat sb;
+	if (stat(path, &sb) != 0)
+		return kvs_fail(KVS_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+	uint64_t key[4] = { (uint64_t)sb.st_ino, (uint64_t)sb.st_size,
+			    (uint64_t)sb.st_mtim.tv_sec, (uint64_t)sb.st_mtim.tv_nsec };
+	pthread_mutex_lock(&attn_lock);
+	for (struct kvs_attn_table *a = attn_loaded; a; a = a->next)
+		if (a->tp == tp && !strcmp(a->path, path) && !memcmp(a->key, key, sizeof key)) {
+			*out = a;
+			goto done;
+		}
+	struct kvs_attn_table *a;
+	if ((st = load_attention(path, tp, &a)) == KVS_OK && a) {
+		memcpy(a->key, key, sizeof key);
+		a->next = attn_loaded;
+		attn_loaded = a;
+	}
+	*out = st == KVS_OK ? a : NULL;
+done:
+	pthread_mutex_unlock(&attn_lock);
+	return st;
+}
+
 kvs_status kvs_cost_load_profile(const char *dir, uint32_t tp, kvs_cost_config *c)
 {
 	char path[1024];
@@ -295,6 +577,7 @@ kvs_status kvs_cost_load_profile(const char *dir, uint32_t tp, kvs_cost_config *
 		tp = 1;
 	c->profile_points = 0;
 	c->allreduce_points = 0;
+	c->attn = NULL;
 	int n = snprintf(path, sizeof path, "%s/mlp.csv", dir);
 	if (n < 0 || (size_t)n >= sizeof path)
 		return kvs_fail(KVS_ERR_INVALID, "%s: path too long", dir);
@@ -322,10 +605,28 @@ kvs_status kvs_cost_load_profile(const char *dir, uint32_t tp, kvs_cost_config *
 		if (c->allreduce_points == 0)
 			ar[0] = '\0';
 	}
-	int w = snprintf(c->profile_desc, sizeof c->profile_desc,
-			 "non-attention operators from %.100s (tp %u, %u points); "
-			 "all-reduce from %.100s; attention, KV read and write from the roofline",
-			 path, tp, c->profile_points, ar[0] ? ar : "the roofline");
+	char at[1024];
+	c->attn = NULL;
+	n = snprintf(at, sizeof at, "%s/attention.csv", dir);
+	if (n > 0 && (size_t)n < sizeof at && access(at, R_OK) == 0) {
+		if ((st = attention_for(at, tp, &c->attn)) != KVS_OK) {
+			c->profile_points = 0;
+			return st;
+		}
+	}
+	int w;
+	if (c->attn)
+		w = snprintf(c->profile_desc, sizeof c->profile_desc,
+			     "non-attention operators from mlp.csv (tp %u, %u points) and "
+			     "attention from attention.csv (%u batch sizes x %u KV lengths, "
+			     "%u chunk sizes) in %.100s; all-reduce from %.100s; KV write "
+			     "not profiled", tp, c->profile_points, c->attn->nb, c->attn->nkv,
+			     c->attn->nchunk, dir, ar[0] ? ar : "the roofline");
+	else
+		w = snprintf(c->profile_desc, sizeof c->profile_desc,
+			     "non-attention operators from %.100s (tp %u, %u points); "
+			     "all-reduce from %.100s; attention, KV read and write from the roofline",
+			     path, tp, c->profile_points, ar[0] ? ar : "the roofline");
 	(void)w;
 	return KVS_OK;
 }

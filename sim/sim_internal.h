@@ -31,6 +31,32 @@ uint64_t kvs_lin2_steps_to(const kvs_lin2 *L, uint64_t kmax, double target);
 /* largest j in [0, k) with prefix(j) <= offset (the step running at offset) */
 uint64_t kvs_lin2_step_at(const kvs_lin2 *L, uint64_t k, double offset);
 
+/* Measured attention (DIR/attention.csv of a Vidur profile), per layer and
+ * per rank, in seconds.  Decode: a grid over (batch size, per-request KV
+ * length), rectangular (a cell the file lacks is interpolated along its
+ * batch size's KV axis).  Prefill: per chunk size, the time of one
+ * sequence's chunk by the KV length before it.  Loaded once per process and
+ * kept (kvs_cost_load_profile); never modified after loading, so configs
+ * copied across threads share it. */
+struct kvs_attn_table {
+	uint32_t tp, n_embd, n_q_head, n_kv_head;
+	uint32_t nb, nkv;          /* decode grid */
+	double *batch, *kv;        /* sorted, distinct */
+	double *dec_s;             /* nb x nkv, row per batch size */
+	uint32_t nchunk;           /* prefill */
+	double *chunk;             /* sorted, distinct */
+	uint32_t *pre_off;         /* nchunk + 1 offsets into pre_kv / pre_s */
+	double *pre_kv, *pre_s;
+	uint64_t decode_rows, prefill_rows;
+	char path[512];
+	uint64_t key[4];               /* the file's inode, size, mtime (s, ns) */
+	struct kvs_attn_table *next;   /* the process's list of loaded tables */
+};
+
+/* Piecewise-linear through n sorted points (cost.c): flat below the first,
+ * the last segment's slope above the last, never below the last value. */
+double kvs_interp(const double *xs, const double *ys, uint32_t n, double x);
+
 /* Per-rank constants of the cost model, resolved once per simulation. */
 typedef struct kvs_cost {
 	kvs_cost_config cfg;
@@ -51,9 +77,20 @@ typedef struct kvs_cost {
 kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 			 const kvs_deploy *d, const kvs_sizing *sz);
 /* One step: T tokens, nseq sequences, ctx tokens of KV read, attention over
- * pairs (query, key) pairs. */
+ * pairs (query, key) pairs.  Of these, ndec sequences decode one token each
+ * over ctx_dec tokens of context (pairs include ctx_dec), and prefill_attn_s
+ * is the measured attention time of the step's prefill chunks (the sum of
+ * kvs_cost_prefill_attn; 0 without a measured attention profile). */
 double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
-		     double ctx, double pairs);
+		     double ctx, double pairs, uint64_t ndec, double ctx_dec,
+		     double prefill_attn_s);
+/* Measured attention time (all layers, s) of one prefill chunk of chunk
+ * tokens after kv tokens already cached; 0 without an attention profile. */
+double kvs_cost_prefill_attn(const kvs_cost *c, double chunk, double kv);
+/* Steps, at most kmax, that a decode span of n sequences starting at ctx0
+ * context tokens can take on one segment of the measured attention grid
+ * (each step adds one token to every request's KV); kmax without one. */
+uint64_t kvs_cost_span_steps(const kvs_cost *c, uint64_t n, double ctx0, uint64_t kmax);
 /* The lines of a decode span: n sequences each decoding one token, with
  * ctx0 context tokens read in the first step (n more each step). */
 void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,

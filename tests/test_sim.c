@@ -1064,7 +1064,7 @@ static void test_profile_step_time(void **state)
 	kvs_sim_config_defaults(&c, &d);
 	synthetic_profile(&c.cost);
 	/* 32 tokens over 32 sequences, 16,000 tokens of context, decode */
-	kvs_step_shape sh = { 32, 32, 16000, 16000 };
+	kvs_step_shape sh = { 32, 32, 16000, 16000, 0, 0 };
 	double t;
 	assert_int_equal(kvs_sim_step_time(&c, &sh, &t), KVS_OK);
 	double layer = 0.1e-3 + (0.15e-3 - 0.1e-3) * (32 - 1) / (64 - 1);
@@ -1073,7 +1073,7 @@ static void test_profile_step_time(void **state)
 	double want = 32 * layer + 10e-6 + (attn > kv ? attn : kv) + 0.002 + 32 * 20e-6 + 32 * 1e-6;
 	assert_close(t, want, 1e-12);
 	/* beyond the last point: the last segment's slope */
-	kvs_step_shape big = { 4096, 1, 4096, 4096.0 * 4097 / 2 };
+	kvs_step_shape big = { 4096, 1, 4096, 4096.0 * 4097 / 2, 0, 0 };
 	assert_int_equal(kvs_sim_step_time(&c, &big, &t), KVS_OK);
 	layer = 2.2e-3 + (2.2e-3 - 0.6e-3) / (2048 - 512) * (4096 - 2048);
 	attn = 4.0 * 32 * 128 * 32 * (4096.0 * 4097 / 2) / (989e12 * 0.5);
@@ -1141,6 +1141,162 @@ static void test_profile_load(void **state)
 	remove(path);
 	rmdir(dir);
 	assert_int_equal(kvs_cost_load_profile(dir, 1, &k), KVS_ERR_IO);
+}
+
+/* A profile directory with mlp.csv (every layer op 0.01 ms, embedding
+ * 0.01 ms, at 1 and 4096 tokens) and attention.csv (decode: batch 1 at KV
+ * 100/200 = 0.01/0.02 ms; batch 4 at KV 100/200/300 = 0.03/0.07/0.10 ms;
+ * prefill: chunk 64 at KV 0/100 = 0.05/0.07 ms, chunk 128 at KV 0 = 0.12
+ * ms; reshapes 0.001 ms each, one of them empty), Llama-2-7B's shape, tp 1. */
+static void write_attention_profile(const char *dir)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/mlp.csv", dir);
+	static const char *const ops[] = { "emb", "input_layernorm", "attn_pre_proj",
+		"attn_rope", "attn_post_proj", "post_attention_layernorm", "mlp_up_proj",
+		"mlp_act", "mlp_down_proj", "add" };
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 10; i++)
+		fprintf(f, "time_stats.%s.median,", ops[i]);
+	fprintf(f, "n_head,n_kv_head,n_embd,n_expanded_embd,num_tokens,num_tensor_parallel_workers\n");
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < 10; i++)
+			fprintf(f, "0.01,");
+		fprintf(f, "32,32,4096,11008,%d,1\n", r ? 4096 : 1);
+	}
+	fclose(f);
+	snprintf(path, sizeof path, "%s/attention.csv", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "time_stats.attn_input_reshape.median,time_stats.attn_decode.median,"
+		   "time_stats.attn_output_reshape.median,time_stats.attn_prefill.median,"
+		   "n_embd,n_q_head,n_kv_head,num_tensor_parallel_workers,batch_size,"
+		   "prefill_chunk_size,kv_cache_size,is_prefill\n");
+	static const struct { int b, kv; double t; } dec[] = {
+		{ 1, 100, 0.01 }, { 1, 200, 0.02 }, { 4, 100, 0.03 }, { 4, 300, 0.10 }, { 4, 200, 0.07 },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(dec); i++)
+		fprintf(f, "0.001,%g,0.001,,4096,32,32,1,%d,0,%d,False\n", dec[i].t, dec[i].b, dec[i].kv);
+	/* a row of another tp, ignored */
+	fprintf(f, "0.001,9,0.001,,4096,32,32,2,1,0,100,False\n");
+	static const struct { int c, kv; double t; } pre[] = {
+		{ 64, 0, 0.05 }, { 64, 100, 0.07 }, { 128, 0, 0.12 },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(pre); i++)
+		fprintf(f, ",,0.002,%g,4096,32,32,1,1,%d,%d,True\n", pre[i].t, pre[i].c, pre[i].kv);
+	fclose(f);
+}
+
+/* Measured attention by hand: per layer, bilinear in (batch, KV) for
+ * decode and in (chunk, KV) for prefill chunks, times 32 layers, beside the
+ * profile's linear layers (9 x 0.01 ms per layer + 0.01 ms embedding) and
+ * the 2 ms step overhead; the KV-read factor scales decode attention. */
+static void test_attention_profile(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/kvsim-attn-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	write_attention_profile(dir);
+	kvs_model m;
+	kvs_gpu g;
+	if (kvs_model_load("llama-2-7b", &m) != KVS_OK || kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
+		fail_msg("presets: %s", kvs_last_error());
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, &g);
+	kvs_sim_config c;
+	kvs_sim_config_defaults(&c, &d);
+	assert_int_equal(kvs_cost_load_profile(dir, 1, &c.cost), KVS_OK);
+	assert_non_null(c.cost.attn);
+	assert_non_null(strstr(c.cost.profile_desc, "attention from"));
+	assert_non_null(strstr(c.cost.profile_desc, "2 batch sizes x 3 KV lengths, 2 chunk sizes"));
+	const double base = 32 * 9 * 0.01e-3 + 0.01e-3 + 0.002;
+	double t;
+	/* one request decoding at KV 150: 0.017 ms per layer */
+	kvs_step_shape one = { 1, 1, 150, 150, 0, 0 };
+	assert_int_equal(kvs_sim_step_time(&c, &one, &t), KVS_OK);
+	assert_close(t, base + 32 * 0.017e-3, 1e-12);
+	/* two at KV 150: a third of the way from batch 1 (0.017) to batch 4
+	 * (0.052) */
+	kvs_step_shape two = { 2, 2, 300, 300, 0, 0 };
+	assert_int_equal(kvs_sim_step_time(&c, &two, &t), KVS_OK);
+	double a2 = 0.017e-3 + (0.052e-3 - 0.017e-3) / 3;
+	assert_close(t, base + 32 * a2, 1e-12);
+	/* batch 1 at KV 300 resampled on the union of KV lengths: its own line
+	 * continued (0.032 ms) */
+	kvs_step_shape far = { 1, 1, 300, 300, 0, 0 };
+	assert_int_equal(kvs_sim_step_time(&c, &far, &t), KVS_OK);
+	assert_close(t, base + 32 * 0.032e-3, 1e-12);
+	/* a prefill chunk of 64 on an empty cache: 0.052 ms per layer */
+	kvs_step_shape pre = { 64, 1, 64, 64.0 * 65 / 2, 0, 0 };
+	assert_int_equal(kvs_sim_step_time(&c, &pre, &t), KVS_OK);
+	assert_close(t, base + 32 * 0.052e-3, 1e-12);
+	/* mixed: two decodes at KV 150 and a chunk of 64 after 100 cached
+	 * tokens (0.072 ms); chunk 96 between 64 and 128 at KV 0: 0.087 */
+	kvs_step_shape mix = { 66, 3, 300 + 164, 300 + 64.0 * 100 + 64.0 * 65 / 2, 2, 300 };
+	assert_int_equal(kvs_sim_step_time(&c, &mix, &t), KVS_OK);
+	assert_close(t, base + 32 * (a2 + 0.072e-3), 1e-12);
+	kvs_step_shape mid = { 96, 1, 96, 96.0 * 97 / 2, 0, 0 };
+	assert_int_equal(kvs_sim_step_time(&c, &mid, &t), KVS_OK);
+	assert_close(t, base + 32 * (0.052e-3 + (0.122e-3 - 0.052e-3) / 2), 1e-12);
+	/* the KV-read factor scales decode attention only */
+	c.cost.kv_read_factor = 2;
+	assert_int_equal(kvs_sim_step_time(&c, &one, &t), KVS_OK);
+	assert_close(t, base + 2 * 32 * 0.017e-3, 1e-12);
+	assert_int_equal(kvs_sim_step_time(&c, &pre, &t), KVS_OK);
+	assert_close(t, base + 32 * 0.052e-3, 1e-12);
+	c.cost.kv_read_factor = 1;
+	/* a shape the step cannot hold is refused */
+	kvs_step_shape bad = { 1, 1, 10, 10, 2, 10 };
+	assert_int_equal(kvs_sim_step_time(&c, &bad, &t), KVS_ERR_INVALID);
+	/* a model of another shape is refused, naming attention.csv */
+	kvs_model m70;
+	assert_int_equal(kvs_model_load("llama-2-13b", &m70), KVS_OK);
+	kvs_deploy d2;
+	kvs_deploy_defaults(&d2, &m70, &g);
+	kvs_sim_config c2;
+	kvs_sim_config_defaults(&c2, &d2);
+	c2.cost = c.cost;
+	c2.cost.profile_n_embd = m70.hidden_size;   /* mlp.csv passes, attention not */
+	c2.cost.profile_n_head = m70.num_heads;
+	c2.cost.profile_n_kv_head = m70.num_kv_heads;
+	assert_int_equal(kvs_sim_step_time(&c2, &one, &t), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "attention.csv is for tp 1"));
+
+	/* the fast path times decode spans on one grid segment at a time: the
+	 * same results as one-token stepping, every policy */
+	kvs_cost_config k = c.cost;
+	fs_deploy = &d;
+	fs_cost = &k;
+	for (size_t p = 0; p < kvs_policy_count(); p++)
+		compare_fast_slow((kvs_policy)p, false, 1.0);
+	compare_fast_slow(KVS_POLICY_PAGED, true, 1.5);
+	fs_deploy = NULL;
+	fs_cost = NULL;
+
+	/* errors name the file, line and column */
+	char path[256];
+	snprintf(path, sizeof path, "%s/attention.csv", dir);
+	FILE *f = fopen(path, "a");
+	fprintf(f, "0.001,0.01,0.001,,4096,32,32,1,1,0,100,Maybe\n");
+	fclose(f);
+	kvs_cost_config e;
+	kvs_cost_config_defaults(&e);
+	assert_int_equal(kvs_cost_load_profile(dir, 1, &e), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "attention.csv:11: column 12 ('is_prefill')"));
+	f = fopen(path, "w");
+	fprintf(f, "batch_size,kv_cache_size\n1,2\n");
+	fclose(f);
+	assert_int_equal(kvs_cost_load_profile(dir, 1, &e), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "missing column 'prefill_chunk_size'"));
+	remove(path);
+	/* without attention.csv: attention from the roofline */
+	assert_int_equal(kvs_cost_load_profile(dir, 1, &e), KVS_OK);
+	assert_null(e.attn);
+	assert_non_null(strstr(e.profile_desc, "attention, KV read and write from the roofline"));
+	snprintf(path, sizeof path, "%s/mlp.csv", dir);
+	remove(path);
+	rmdir(dir);
 }
 
 /* fast path == one-token stepping with the profile model and the per-seq
@@ -1227,14 +1383,14 @@ static void test_roofline(void **state)
 	kvs_sim_config c;
 	kvs_sim_config_defaults(&c, &d);
 	/* one decode token with a context of 1: bandwidth-bound, weights once */
-	kvs_step_shape one = { 1, 1, 1, 1 };
+	kvs_step_shape one = { 1, 1, 1, 1, 0, 0 };
 	double t;
 	assert_int_equal(kvs_sim_step_time(&c, &one, &t), KVS_OK);
 	double want = ((double)sz.weight_bytes + 2.0 * sz.kv_bytes_per_token) /
 		      (g.hbm_bytes_per_s * 0.8) + 0.002;
 	assert_close(t, want, 1e-12);
 	/* a prefill of 8192 tokens: compute-bound, 2 x params FLOPs per token */
-	kvs_step_shape pre = { 8192, 1, 8192, 8192.0 * 8193 / 2 };
+	kvs_step_shape pre = { 8192, 1, 8192, 8192.0 * 8193 / 2, 0, 0 };
 	assert_int_equal(kvs_sim_step_time(&c, &pre, &t), KVS_OK);
 	double flops = 2.0 * (double)m.num_params * 8192 +
 		       4.0 * m.num_heads * m.head_dim * m.num_layers * (8192.0 * 8193 / 2);
@@ -1245,7 +1401,8 @@ static void test_roofline(void **state)
 	kvs_lin2 L;
 	kvs_cost_decode_lines(&cost, 64, 64 * 1000.0, &L);
 	for (uint64_t j = 0; j < 2000; j += 97) {
-		double x = kvs_cost_step(&cost, 64, 64, 64 * (1000.0 + j), 64 * (1000.0 + j));
+		double ctx = 64 * (1000.0 + j);
+		double x = kvs_cost_step(&cost, 64, 64, ctx, ctx, 64, ctx, 0);
 		double y = kvs_lin2_prefix(&L, j + 1) - kvs_lin2_prefix(&L, j);
 		assert_close(x, y, 1e-9);
 	}
@@ -1297,7 +1454,7 @@ static void test_kv_read_factor(void **state)
 		cc.kv_read_factor = f;
 		kvs_cost c;
 		assert_int_equal(kvs_cost_init(&c, &cc, &d, &sz), KVS_OK);
-		t[f] = kvs_cost_step(&c, 4, 4, 4000.0, 4000.0);
+		t[f] = kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, 0);
 		assert_close(t[f], 0.002 + 2.0008e-3 + f * 0.8e-3, 1e-12);
 		/* the decode-span lines carry the factor too: step j of a span
 		 * from context 4000 reads 4000 + 4 j, at f x 0.8 ms per 4000 */
@@ -1308,7 +1465,8 @@ static void test_kv_read_factor(void **state)
 			double got = kvs_lin2_prefix(&L, j + 1) - kvs_lin2_prefix(&L, j);
 			assert_close(got, want, 1e-9);
 			assert_close(got, kvs_cost_step(&c, 4, 4, 4000.0 + 4.0 * j,
-							4000.0 + 4.0 * j), 1e-9);
+							4000.0 + 4.0 * j, 4,
+							4000.0 + 4.0 * j, 0), 1e-9);
 		}
 	}
 	/* with the weight read and the overhead removed, what is left at f = 1
@@ -1328,7 +1486,7 @@ static void test_kv_read_factor(void **state)
 	lc.kv_read_factor = 2.0;
 	kvs_cost c;
 	assert_int_equal(kvs_cost_init(&c, &lc, &d, &sz), KVS_OK);
-	assert_close(kvs_cost_step(&c, 4, 4, 4000.0, 4000.0),
+	assert_close(kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, 0),
 		     0.01 + 4e-5 + 2.0 * 4e-4 + 4e-4, 1e-12);
 	kvs_lin2 L;
 	kvs_cost_decode_lines(&c, 4, 4000.0, &L);
@@ -1436,6 +1594,7 @@ int main(void)
 		cmocka_unit_test(test_profile_step_time),
 		cmocka_unit_test(test_profile_load),
 		cmocka_unit_test(test_fast_path_profile),
+		cmocka_unit_test(test_attention_profile),
 		cmocka_unit_test(test_closed_loop),
 		cmocka_unit_test(test_kv_read_factor),
 		cmocka_unit_test(test_bad_config),

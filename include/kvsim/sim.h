@@ -121,6 +121,7 @@ typedef enum kvs_cost_kind {
  * A measured step-time table (kvs_cost_fit_table) is fitted to the linear
  * form by least squares. */
 #define KVS_PROFILE_MAX_POINTS 512
+struct kvs_attn_table;   /* measured attention, private to the library */
 #define KVS_PROFILE_MAX_AR 64
 
 typedef struct kvs_cost_config {
@@ -145,6 +146,7 @@ typedef struct kvs_cost_config {
 	 * used by the roofline kind when profile_points > 0.  Non-attention
 	 * operators come from the profile, interpolated in num_tokens; the
 	 * all-reduce from the network profile when one was found; attention
+	 * from the profile's attention.csv when present (attn below), else
 	 * from the roofline. */
 	uint32_t profile_points;          /* 0 = no profile */
 	uint32_t profile_tp;              /* num_tensor_parallel_workers it holds */
@@ -156,6 +158,10 @@ typedef struct kvs_cost_config {
 	double allreduce_bytes[KVS_PROFILE_MAX_AR];      /* message size, sorted */
 	double allreduce_s[KVS_PROFILE_MAX_AR];
 	char profile_desc[400];           /* which terms came from where */
+	/* ---- appended: measured attention (DIR/attention.csv when present;
+	 * NULL = attention, KV read and write from the roofline).  Owned by the
+	 * library for the life of the process; configs share it by pointer. */
+	const struct kvs_attn_table *attn;
 } kvs_cost_config;
 
 /* Largest linear coefficient accepted (s; an hour per step, token or
@@ -173,10 +179,12 @@ void kvs_cost_config_defaults(kvs_cost_config *c);
  * Errors name the file, line and column. */
 kvs_status kvs_cost_fit_table(const char *path, kvs_cost_config *c);
 
-/* Read a Vidur operator profile directory (DIR/mlp.csv; the all-reduce
- * times from .../network/GPU_pairwise_nvlink/all_reduce.csv beside the
- * compute/ tree when present) for tensor parallelism tp into c.  Points are
- * the medians; duplicates of num_tokens are averaged.  Errors name the file,
+/* Read a Vidur operator profile directory (DIR/mlp.csv; DIR/attention.csv
+ * when present; the all-reduce times from
+ * .../network/GPU_pairwise_nvlink/all_reduce.csv beside the compute/ tree
+ * when present) for tensor parallelism tp into c.  Points are the medians;
+ * duplicates are averaged.  An attention.csv without rows for tp is skipped
+ * (attention stays on the roofline, as profile_desc says).  Errors name the file,
  * line and column, or the tp the file lacks.  Start-up cost: one pass over
  * a few thousand rows.  The model's shape is checked in kvs_cost_init. */
 kvs_status kvs_cost_load_profile(const char *dir, uint32_t tp, kvs_cost_config *c);
@@ -189,6 +197,12 @@ typedef struct kvs_step_shape {
 	uint64_t num_seqs;
 	uint64_t context_tokens;
 	double attn_pairs;
+	/* appended: of these, decode_seqs sequences decode one token each over
+	 * decode_context_tokens of context; the other sequences prefill equal
+	 * chunks of what is left.  Both 0 with num_tokens == num_seqs: all
+	 * decode; both 0 otherwise: all prefill. */
+	uint64_t decode_seqs;
+	uint64_t decode_context_tokens;
 } kvs_step_shape;
 
 typedef struct kvs_sim_request_record kvs_sim_request_record;

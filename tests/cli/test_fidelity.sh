@@ -35,10 +35,13 @@ run 0 --model llama-2-7b --gpu h100-80gb --step-time-profile "$P/h100/meta-llama
 	has "$out" "step time profile + roofline" "header names the profile"
 	has "$err" "non-attention operators from" "where the terms came from"
 	has "$err" "all-reduce from the roofline" "tp 1: no all-reduce profile"
+	has "$err" "attention, KV read and write from the roofline" "no attention.csv: roofline attention"
 	has "$out" "completed" "ran end to end"
 }
 run 0 --model llama-2-70b --gpu a100-80gb --tp 2 --step-time-profile "$P/a100/meta-llama/Llama-2-70b-hf" && {
 	has "$err" "a100_pairwise_nvlink/all_reduce.csv" "tp 2: measured all-reduce"
+	has "$err" "attention from attention.csv (128 batch sizes x 79 KV lengths, 81 chunk sizes)" \
+		"measured attention read"
 	has "$out" "completed" "70B tp 2 ran end to end"
 }
 run 2 --model llama-3-8b --step-time-profile "$P/h100/meta-llama/Llama-2-7b-hf" &&
