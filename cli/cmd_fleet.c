@@ -251,9 +251,12 @@ static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 			(unsigned long long)s->rejected, (unsigned long long)s->unfinished,
 			s->kv_used_pct, 100.0 * s->prefix_hit_rate_tokens,
 			(unsigned long long)s->preemptions);
-		if (fs->disaggregated)
+		if (fs->disaggregated && c->pools[s->pool].role == KVS_FLEET_ROLE_PREFILL)
 			fprintf(f, " %9llu %9llu %8.2f%%", (unsigned long long)s->kv_sent,
 				(unsigned long long)s->kv_received, 100.0 * s->link_util);
+		else if (fs->disaggregated)
+			fprintf(f, " %9llu %9llu %9s", (unsigned long long)s->kv_sent,
+				(unsigned long long)s->kv_received, "-");
 		fputc('\n', f);
 	}
 	if (fs->disaggregated)
