@@ -187,11 +187,13 @@ kvs_status fleet_src_snapshot(fleet_src *s, fleet_run *f, double until_s)
 			break;
 		if (!e->prefix && !(e->prefix = kvs_calloc(s->nrep, sizeof *e->prefix)))
 			return kvs_fail(KVS_ERR_NOMEM, "out of memory (prefix snapshot)");
+		bool first = true;
 		for (uint32_t i = 0; i < s->nrep; i++) {
 			if (f->role[i] == KVS_FLEET_ROLE_DECODE)
 				continue;   /* requests arrive at prefill replicas */
 			e->prefix[i] = kvs_sim_prefix_match(f->sims[i], &e->q,
-							    i ? NULL : &e->nblocks);
+							    first ? &e->nblocks : NULL);
+			first = false;
 		}
 	}
 	return KVS_OK;

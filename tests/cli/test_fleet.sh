@@ -147,6 +147,12 @@ assert [p["role"] for p in fl["pools"]] == ["prefill", "decode"]
 PY
 	fi
 }
+# pools in any order, a stale signal, the prefix router
+run 0 "$tmp/tiny.csv" -q --pool decode:2:h100-80gb:1 --pool prefill:2:h100-80gb:1 \
+	--router prefix --router-refresh 1 --enable-prefix-caching && {
+	has "$out" "paged: arrived 5 = completed 5 + rejected 0 + unfinished 0" "decode pool first"
+	has "$out" "KV transfers: 5" "decode pool first: transfers"
+}
 run 0 --help && for f in --kv-link nvlink ib-400g ib-200g eth-100g pcie5 ROLE; do
 	has "$out" "$f" "help (disaggregation)"
 done
