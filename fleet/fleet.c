@@ -11,9 +11,13 @@
  *      it; a replica planning a span of decode steps stops it at the
  *      arrival, since the request may be routed to it);
  *   3. the router picks a replica from the signals (exact ones read now
- *      when S = 0; prefix matches are always read now, on demand);
+ *      when S = 0, prefix matches on demand; with S > 0 those of the
+ *      snapshot, prefix matches taken at the refresh instant for the
+ *      requests read ahead to the next one);
  *   4. the request is fed to that replica, which processes its arrival
  *      with its own next events.
+ *
+ * Fleets of prefill and decode pools run the loop of disagg.c instead.
  *
  * At the end every replica runs to completion and the results are merged
  * (kvs_sim_result_merge).  A fleet of one replica runs exactly the events

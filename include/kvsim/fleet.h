@@ -122,8 +122,9 @@ typedef struct kvs_fleet_config {
 	const kvs_fleet_pool *pools;
 	size_t npools;
 	const char *router;        /* router specification (round-robin) */
-	double router_refresh_s;   /* 0: exact signals; > 0: outstanding and KV
-	                            * use as of the last refresh, every S s */
+	double router_refresh_s;   /* 0: exact signals; > 0: outstanding, KV
+	                            * use and prefix matches as of the last
+	                            * refresh, every S s */
 	uint64_t seed;             /* for the random router */
 	/* Optional: told every routing decision (tests, per-request output). */
 	void (*on_route)(void *ctx, const kvs_request *req, uint32_t replica);
