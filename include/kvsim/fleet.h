@@ -6,8 +6,11 @@
  * arriving request to one replica.  The fleet runs one event loop: before a
  * request is routed, every replica is advanced to its arrival time, so the
  * router reads the replicas' state at that instant (or, with a refresh
- * interval, a snapshot taken at the last refresh).  docs/FLEET.md describes
- * the routers, the signals, the outputs and the cost.
+ * interval, a snapshot taken at the last refresh).  Pools of role prefill
+ * and decode disaggregate: a request prefills on a prefill replica, then
+ * its KV crosses that replica's link to a decode replica.  docs/FLEET.md
+ * describes the routers, the signals, disaggregation, the outputs and the
+ * cost.
  *
  * Routers (one method table each, listed by kvs_router_names()):
  *   round-robin, random (seeded), least-requests, least-kv, prefix
