@@ -639,12 +639,12 @@ int kvs_cmd_size(int argc, char **argv)
 		if (r > 0)
 			continue;
 		if (kvs_args_is(&it, "--max-num-seqs")) {
-			if (!kvs_args_u32(&it, 1, 1u << 20, &c.max_num_seqs))
+			if (!kvs_args_u32(&it, 1, 1u << 20, &c.d.max_num_seqs))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
 		if (kvs_args_is(&it, "--max-num-batched-tokens")) {
-			if (!kvs_args_u32(&it, 1, 1u << 30, &c.max_num_batched_tokens))
+			if (!kvs_args_u32(&it, 1, 1u << 30, &c.d.max_num_batched_tokens))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
