@@ -165,7 +165,7 @@ fi
 # progress when stderr is not a terminal: plain lines (every
 # KVSIM_PROGRESS_INTERVAL seconds) with elapsed time and rate; -q silences
 KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit 200 >/dev/null 2>"$tmp/p.err" || fail "replay with progress"
-grep -q '^replay paged: .* arrived, .* finished, .* simulated, elapsed [0-9]*s, [0-9]* finished/s' "$tmp/p.err" ||
+grep -q '^replay paged: .* arrived, .* finished, .* simulated, elapsed [0-9][0-9hms]*, [0-9]* finished/s' "$tmp/p.err" ||
 	fail "plain progress line: $(head -c 300 "$tmp/p.err")"
 grep -q $'\r' "$tmp/p.err" && fail "no carriage returns off a terminal"
 KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit 200 -q >/dev/null 2>"$tmp/p.err"
