@@ -13,6 +13,7 @@
  * however many sequences come and go.
  */
 #include "alloc_internal.h"
+#include "offload_internal.h"
 #include "paged_internal.h"
 #include "common/array.h"
 #include "common/table.h"
@@ -116,6 +117,13 @@ static kvs_status check_config(const kvs_alloc_config *c)
 	if (!kvs_policy_get(c->policy))
 		return kvs_fail(KVS_ERR_INVALID, "allocator: unknown policy %d",
 				(int)c->policy);
+	if (kvs_offload_configured(&c->offload) &&
+	    (kvs_policy_get(c->policy)->methods != &kvs_paged_methods ||
+	     !c->enable_prefix_caching))
+		return kvs_fail(KVS_ERR_INVALID, "allocator: KV offload tiers need the "
+				"paged policy with prefix caching (policy %s%s)",
+				kvs_policy_get(c->policy)->name,
+				c->enable_prefix_caching ? "" : ", prefix caching off");
 	if (c->budget_bytes == 0)
 		return kvs_fail(KVS_ERR_INVALID,
 				"allocator: budget_bytes must be positive");
@@ -289,6 +297,7 @@ kvs_status kvs_alloc_create(const kvs_alloc_config *cfg, kvs_alloc **out)
 		a->map[i].idx = MAP_EMPTY;
 	st = a->m->init(a);
 	if (st != KVS_OK) {
+		kvs_free(a->vs);        /* the validator scratch init may have made */
 		kvs_free(a->map);
 		kvs_free(a);
 		return st;
@@ -302,6 +311,7 @@ void kvs_alloc_destroy(kvs_alloc *a)
 	if (!a)
 		return;
 	a->m->fini(a);
+	kvs_offload_destroy(a->off);
 	for (uint32_t i = 0; i < a->nrecs; i++) {
 		kvs_free(a->recs[i].table);
 		kvs_free(a->recs[i].hashes);

@@ -119,6 +119,9 @@ struct kvs_alloc {
 	size_t copies_cap;
 
 	void *p;                      /* policy state */
+	struct kvs_offload *off;      /* paged: KV offload tiers (offload.c), or
+				       * NULL; made by paged_init, freed with
+				       * the allocator */
 };
 
 /* The policies' method tables (registered in registry.c).  Only tests and

@@ -3,7 +3,10 @@
  * per second and peak memory, per policy, for the Azure 2023 conversation
  * trace (../shared/traces; row skipped when absent) and for generated
  * traces of 100 thousand and 1 million requests streamed from the
- * generator (never held in memory).  Each case runs in a child process so
+ * generator (never held in memory); and, side by side, the Mooncake
+ * synthetic trace (prefix caching, a 3,000-block pool) without and with a
+ * 64 GiB host KV offload tier (paged only: the tier is behind its prefix
+ * cache), with the prefix hit rate each reaches.  Each case runs in a child process so
  * that its peak resident memory is its own.
  *
  *   bench_sim [--json] [--quick] [--policies paged,max,...]
@@ -34,6 +37,8 @@ typedef struct figures {
 	double sim_time_s;
 	uint64_t peak_rss;
 	double conc_mean;
+	double hit_rate;          /* prefix hits, share of prompt tokens */
+	uint64_t tier_hits;       /* prefix blocks loaded from the offload tier */
 	char err[200];
 } figures;
 
@@ -42,6 +47,9 @@ typedef struct bench_case {
 	const char *trace;        /* path, or NULL for generated */
 	uint64_t generated;       /* requests to generate */
 	double target_s;          /* wall-time target */
+	uint32_t pool_blocks;     /* > 0: prefix caching on, a pool of this many
+				   * blocks, paged only, max_model_len 131072 */
+	uint64_t host_bytes;      /* KV offload host tier (0: none) */
 } bench_case;
 
 static void deploy_default(kvs_deploy *d)
@@ -64,13 +72,26 @@ static void run_case(const bench_case *bc, kvs_policy pol, figures *f)
 	kvs_sim_config c;
 	kvs_sim_config_defaults(&c, &d);
 	c.policy = pol;
+	uint32_t mml = 8192;
+	if (bc->pool_blocks) {
+		mml = 131072;
+		c.deploy.max_model_len = mml;
+		c.enable_prefix_caching = true;
+		kvs_sizing sz;
+		if (kvs_size_compute(&c.deploy, &sz) != KVS_OK) {
+			snprintf(f->err, sizeof f->err, "%s", kvs_last_error());
+			return;
+		}
+		c.kv_budget_bytes = (uint64_t)bc->pool_blocks * 16 * sz.kv_bytes_per_token;
+		c.kv_offload.tier[KVS_OFFLOAD_HOST].bytes = bc->host_bytes;
+	}
 	kvs_sim_result *res = NULL;
 	kvs_status st;
 	uint64_t t0 = kvs_bench_now_ns();
 	if (bc->trace) {
 		kvs_trace_opts o;
 		kvs_trace_opts_defaults(&o);
-		o.max_model_len = 8192;
+		o.max_model_len = mml;
 		o.block_size = 16;
 		kvs_trace *t;
 		st = kvs_trace_open(bc->trace, &o, &t);
@@ -112,6 +133,8 @@ static void run_case(const bench_case *bc, kvs_policy pol, figures *f)
 	f->spans = s->spans;
 	f->sim_time_s = s->sim_time_s;
 	f->conc_mean = s->concurrency_mean;
+	f->hit_rate = s->prefix_hit_rate_tokens;
+	f->tier_hits = kvs_sim_result_offload(res)->tier[KVS_OFFLOAD_HOST].hit_blocks;
 	kvs_sim_result_destroy(res);
 	f->peak_rss = kvs_mem_peak_rss();
 }
@@ -161,10 +184,15 @@ int main(int argc, char **argv)
 	char conv[1024];
 	kvs_bench_shared_trace(conv, sizeof conv, "azure-2023/conv.csv");
 	bool have_conv = access(conv, R_OK) == 0;
+	char moon[1024];
+	kvs_bench_shared_trace(moon, sizeof moon, "mooncake-synthetic/synthetic.jsonl");
+	bool have_moon = access(moon, R_OK) == 0;
 	const bench_case cases[] = {
-		{ "azure-conv (19,366 req)", conv, 0, 0.1 },
-		{ "generated 100k", NULL, 100000, 1.0 },
-		{ "generated 1M", NULL, 1000000, 10.0 },
+		{ "azure-conv (19,366 req)", conv, 0, 0.1, 0, 0 },
+		{ "generated 100k", NULL, 100000, 1.0, 0, 0 },
+		{ "generated 1M", NULL, 1000000, 10.0, 0, 0 },
+		{ "mooncake, no tier", moon, 0, 3.0, 3000, 0 },
+		{ "mooncake, host 64GiB", moon, 0, 3.0, 3000, 64ull << 30 },
 	};
 	if (!b.json) {
 		printf("kvsim replay speed, llama-3-8b on a100-40gb, one core, %s allocator\n",
@@ -176,14 +204,16 @@ int main(int argc, char **argv)
 	}
 	for (size_t k = 0; k < KVS_ARRAY_LEN(cases); k++) {
 		const bench_case *bc = &cases[k];
-		if (bc->trace && !have_conv) {
+		if (bc->trace && !(bc->trace == moon ? have_moon : have_conv)) {
 			if (!b.json)
-				printf("%-24s (skipped: %s absent)\n", bc->name, conv);
+				printf("%-24s (skipped: %s absent)\n", bc->name, bc->trace);
 			continue;
 		}
 		if (quick && bc->generated >= 1000000)
 			continue;
 		for (size_t p = 0; p < npol; p++) {
+			if (bc->pool_blocks && !kvs_policy_has(pols[p], KVS_TRAIT_PREFIX_HASHES))
+				continue;   /* no prefix cache to offload */
 			figures f;
 			run_isolated(bc, pols[p], &f);
 			const char *pn = kvs_policy_name(pols[p]);
@@ -196,10 +226,15 @@ int main(int argc, char **argv)
 			double mib = (double)f.peak_rss / 1048576.0;
 			bool met = f.wall_s <= bc->target_s && mib < 200;
 			if (!b.json)
-				printf("%-24s %-11s %9.3f %7.1fs %12.0f %12.0f %10llu %9.1f %7.0fx %s\n",
+				printf("%-24s %-11s %9.3f %7.1fs %12.0f %12.0f %10llu %9.1f %7.0fx %s",
 				       bc->name, pn, f.wall_s, bc->target_s, rps, sps,
 				       (unsigned long long)f.steps, mib, rps / 600.0,
 				       met ? "ok" : "MISSED");
+			if (!b.json && bc->pool_blocks)
+				printf("  prefix hit %.1f%% (%llu blocks from the tier)",
+				       100.0 * f.hit_rate, (unsigned long long)f.tier_hits);
+			if (!b.json)
+				putchar('\n');
 			json_t *row = json_object();
 			json_object_set_new(row, "workload", json_string(bc->name));
 			json_object_set_new(row, "policy", json_string(pn));
@@ -216,6 +251,12 @@ int main(int argc, char **argv)
 			json_object_set_new(row, "peak_rss_bytes", json_integer((json_int_t)f.peak_rss));
 			json_object_set_new(row, "speedup_vs_vidur_600", json_real(rps / 600.0));
 			json_object_set_new(row, "target_met", json_boolean(met));
+			if (bc->pool_blocks) {
+				json_object_set_new(row, "prefix_hit_rate_tokens",
+						    json_real(f.hit_rate));
+				json_object_set_new(row, "kv_offload_hit_blocks",
+						    json_integer((json_int_t)f.tier_hits));
+			}
 			kvs_bench_row(&b, row);
 		}
 	}

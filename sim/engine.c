@@ -1883,6 +1883,9 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 					(unsigned long long)r->index, c);
 		add_chunk(&s->cost, r, c, b);
 	}
+	/* prefix blocks loaded back from the KV offload tiers by these
+	 * admissions: their load time is charged to this step (sim/offload.c) */
+	b->extra += kvs_alloc_offload_take_load_s(s->alloc);
 	return KVS_OK;
 }
 
@@ -2221,6 +2224,10 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	ac.buddy = cfg->buddy;
 	if (cfg->page_bytes)
 		ac.page_bytes = cfg->page_bytes;
+	if ((st = kvs_sim_offload_resolve(cfg, &ac.offload)) != KVS_OK) {
+		kvs_free(s);
+		return st;
+	}
 	uint32_t layers = sz.layers_per_rank ? sz.layers_per_rank : cfg->deploy.model.num_layers;
 	if (layers)
 		ac.num_kv_tensors = 2 * layers;
@@ -2235,6 +2242,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
 	}
 	s->res->cfg = *cfg;
+	s->res->cfg.kv_offload = ac.offload;   /* with default bandwidths */
 	for (int i = 0; i < KVS_METRIC_COUNT_; i++)
 		kvs_sketch_init(&s->res->sk[i]);
 	kvs_sim_stats *r = &s->res->st;
@@ -2398,6 +2406,7 @@ static void finalize(kvs_sim *s)
 	uint64_t tb = as.prefix_hit_blocks + as.prefix_miss_blocks;
 	st->prefix_hit_rate_tokens = tt ? (double)as.prefix_hit_tokens / (double)tt : 0;
 	st->prefix_hit_rate_blocks = tb ? (double)as.prefix_hit_blocks / (double)tb : 0;
+	kvs_alloc_offload_stats(s->alloc, &R->offload);
 	if (as.metadata_bytes > st->metadata_bytes_max)
 		st->metadata_bytes_max = as.metadata_bytes;
 	if (s->cfg.record_wall_time)

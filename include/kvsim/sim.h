@@ -216,6 +216,10 @@ typedef struct kvs_sim_config {
 	bool enable_prefix_caching;    /* paged: reuse blocks by prompt hash ids */
 	kvs_preempt_mode preemption_mode;
 	uint64_t swap_bytes;           /* host swap space per rank (4 GiB) */
+	kvs_offload_config kv_offload; /* KV offload tiers per rank (none); a
+	                                * bandwidth of 0 takes the default:
+	                                * host the GPU's PCIe link, disk
+	                                * KVS_OFFLOAD_DISK_BYTES_PER_S */
 	double watermark;              /* share of blocks kept free at admission (0.01) */
 	uint64_t page_bytes;           /* vattention physical page (2 MiB) */
 	bool best_fit;                 /* contiguous placement: best fit */
@@ -258,6 +262,20 @@ typedef struct kvs_sim_config {
 
 /* Defaults around a deployment (policy paged, vLLM engine defaults). */
 void kvs_sim_config_defaults(kvs_sim_config *c, const kvs_deploy *d);
+
+/* ---- KV offload tiers (sim/offload.c, docs/SIMULATOR.md) ------------------ */
+
+/* Default disk tier read bandwidth: a PCIe 4.0 x4 NVMe SSD (7 GB/s). */
+#define KVS_OFFLOAD_DISK_BYTES_PER_S 7e9
+
+/* Add the tiers of text to cfg: a comma-separated list of KIND:SIZE[:BW]
+ * with KIND host or disk, SIZE a size with its unit ("64GiB") and BW the
+ * load bandwidth in GB/s (omitted: the default, bytes_per_s 0).
+ * KVS_ERR_INVALID naming the item and field; a kind already in cfg is an
+ * error.  cfg is untouched on failure. */
+kvs_status kvs_offload_parse(const char *text, kvs_offload_config *cfg);
+/* True when cfg names at least one tier. */
+bool kvs_offload_config_on(const kvs_offload_config *cfg);
 
 /* One row per request, in the order requests leave the system. */
 typedef enum kvs_sim_outcome {
@@ -356,6 +374,8 @@ typedef struct kvs_sim_stats {
 	uint64_t prefix_hit_tokens, prefix_hit_blocks;
 	uint64_t prefix_miss_tokens, prefix_miss_blocks;
 	double prefix_hit_rate_tokens, prefix_hit_rate_blocks;
+	/* (with KV offload tiers the prefix hits include the tiers' hits:
+	 * kvs_sim_result_offload) */
 	/* the run */
 	double first_arrival_s, last_arrival_s;
 	double sim_time_s;
@@ -368,6 +388,10 @@ typedef struct kvs_sim_result kvs_sim_result;
 
 const kvs_sim_stats *kvs_sim_result_stats(const kvs_sim_result *r);
 const kvs_sim_config *kvs_sim_result_config(const kvs_sim_result *r);
+/* The KV offload tiers' figures of the run (kvs_sim_config.kv_offload; all
+ * zero without tiers; a fleet's result sums its replicas').  Valid while r
+ * lives. */
+const kvs_offload_stats *kvs_sim_result_offload(const kvs_sim_result *r);
 
 typedef enum kvs_sim_metric {
 	KVS_METRIC_QUEUE_DELAY = 0,
