@@ -28,10 +28,16 @@ struct kvs_cuda_ctx {
 
 struct kvs_cuda_plan {
 	kvs_cuda_ctx *ctx;
-	/* the launch, filled at creation but for out, query, k and v; the
-	 * device arrays it points to (context_lens, block_tables, tmp_out,
-	 * max_logits, exp_sums) belong to the plan */
-	kvs_cu_attn_args launch;
+	kvs_kv_layout layout;
+	bool paged;
+	uint32_t num_seqs, num_q_heads, max_blocks_per_seq;
+	float scale;
+	uint32_t partition_tokens, num_partitions;
+	uint32_t *d_context_lens;     /* [num_seqs] */
+	kvs_block_id *d_block_tables; /* [num_seqs, max_blocks_per_seq] */
+	float *d_tmp_out;             /* [num_seqs, num_q_heads, parts, head_dim] */
+	float *d_max_logits;          /* [num_seqs, num_q_heads, parts] */
+	float *d_exp_sums;            /* [num_seqs, num_q_heads, parts] */
 };
 
 kvs_status kvs_cuda_device_count(int *count)
@@ -244,25 +250,23 @@ void kvs_cuda_plan_destroy(kvs_cuda_plan *plan)
 {
 	if (!plan)
 		return;
-	const kvs_cu_attn_args *a = &plan->launch;
-	const void *bufs[] = { a->context_lens, a->block_tables, a->tmp_out, a->max_logits,
-			       a->exp_sums };
-	if (kvs_cu_set_device(plan->ctx->device) == KVS_OK)
-		for (size_t i = 0; i < KVS_ARRAY_LEN(bufs); i++)
-			kvs_cu_free((void *)bufs[i]);
+	if (kvs_cu_set_device(plan->ctx->device) == KVS_OK) {
+		kvs_cu_free(plan->d_context_lens);
+		kvs_cu_free(plan->d_block_tables);
+		kvs_cu_free(plan->d_tmp_out);
+		kvs_cu_free(plan->d_max_logits);
+		kvs_cu_free(plan->d_exp_sums);
+	}
 	kvs_free(plan);
 }
 
-/* A device array of `bytes` for plan p, filled from host src unless NULL;
- * NULL when *st already holds an error or this allocation sets one. */
-static void *plan_alloc(kvs_cuda_plan *p, uint64_t bytes, const void *src, kvs_status *st)
+static kvs_status plan_alloc(kvs_cuda_plan *p, uint64_t bytes, void **dptr,
+			     const void *src)
 {
-	void *d = NULL;
-	if (*st == KVS_OK)
-		*st = kvs_cu_malloc((size_t)bytes, &d);
-	if (*st == KVS_OK && src)
-		*st = kvs_cu_copy(p->ctx->stream, d, src, (size_t)bytes, true);
-	return *st == KVS_OK ? d : NULL;
+	kvs_status st = kvs_cu_malloc((size_t)bytes, dptr);
+	if (st == KVS_OK && src)
+		st = kvs_cu_copy(p->ctx->stream, *dptr, src, (size_t)bytes, true);
+	return st;
 }
 
 kvs_status kvs_cuda_plan_create(kvs_cuda_ctx *ctx, const kvs_kv_layout *layout,
@@ -302,32 +306,31 @@ kvs_status kvs_cuda_plan_create(kvs_cuda_ctx *ctx, const kvs_kv_layout *layout,
 	if (!p)
 		return kvs_fail(KVS_ERR_NOMEM, "decode plan");
 	p->ctx = ctx;
-	kvs_cu_attn_args *a = &p->launch;
-	*a = (kvs_cu_attn_args){
-		.dtype = L.dtype,
-		.paged = paged,
-		.head_dim = L.head_dim,
-		.block_size = L.block_size,
-		.num_kv_heads = L.num_kv_heads,
-		.num_seqs = batch->num_seqs,
-		.num_q_heads = batch->num_q_heads,
-		.scale_log2 = (float)((double)batch->scale * 1.4426950408889634),
-		.max_blocks_per_seq = batch->max_blocks_per_seq,
-		.partition_tokens = part,
-		.num_partitions = parts,
-		.stream = ctx->stream,
-	};
+	p->layout = L;
+	p->paged = paged;
+	p->num_seqs = batch->num_seqs;
+	p->num_q_heads = batch->num_q_heads;
+	p->max_blocks_per_seq = batch->max_blocks_per_seq;
+	p->scale = batch->scale;
+	p->partition_tokens = part;
+	p->num_partitions = parts;
 
 	uint64_t n = batch->num_seqs;
-	a->context_lens = plan_alloc(p, n * sizeof(uint32_t), batch->context_lens, &st);
-	if (paged)
-		a->block_tables = plan_alloc(p, n * batch->max_blocks_per_seq *
-					     sizeof(kvs_block_id), batch->block_tables, &st);
-	if (parts > 1) {
+	st = plan_alloc(p, n * sizeof(uint32_t), (void **)&p->d_context_lens,
+			batch->context_lens);
+	if (st == KVS_OK && paged)
+		st = plan_alloc(p, n * batch->max_blocks_per_seq * sizeof(kvs_block_id),
+				(void **)&p->d_block_tables, batch->block_tables);
+	if (st == KVS_OK && parts > 1) {
 		uint64_t rows = n * batch->num_q_heads * parts;
-		a->tmp_out = plan_alloc(p, rows * L.head_dim * sizeof(float), NULL, &st);
-		a->max_logits = plan_alloc(p, rows * sizeof(float), NULL, &st);
-		a->exp_sums = plan_alloc(p, rows * sizeof(float), NULL, &st);
+		st = plan_alloc(p, rows * L.head_dim * sizeof(float),
+				(void **)&p->d_tmp_out, NULL);
+		if (st == KVS_OK)
+			st = plan_alloc(p, rows * sizeof(float),
+					(void **)&p->d_max_logits, NULL);
+		if (st == KVS_OK)
+			st = plan_alloc(p, rows * sizeof(float),
+					(void **)&p->d_exp_sums, NULL);
 	}
 	if (st != KVS_OK) {
 		kvs_cuda_plan_destroy(p);
@@ -339,7 +342,7 @@ kvs_status kvs_cuda_plan_create(kvs_cuda_ctx *ctx, const kvs_kv_layout *layout,
 
 uint32_t kvs_cuda_plan_partitions(const kvs_cuda_plan *plan)
 {
-	return plan ? plan->launch.num_partitions : 0;
+	return plan ? plan->num_partitions : 0;
 }
 
 static kvs_status run_plan(kvs_cuda_plan *p, bool paged, void *out,
@@ -348,9 +351,9 @@ static kvs_status run_plan(kvs_cuda_plan *p, bool paged, void *out,
 	const char *what = paged ? "paged attention" : "contiguous attention";
 	if (!p)
 		return kvs_fail(KVS_ERR_INVALID, "%s: plan: NULL", what);
-	if (p->launch.paged != paged)
+	if (p->paged != paged)
 		return kvs_fail(KVS_ERR_INVALID, "%s: the plan was made for %s "
-				"attention", what, p->launch.paged ? "paged" : "contiguous");
+				"attention", what, p->paged ? "paged" : "contiguous");
 	if (!out || !query || !k || !v)
 		return kvs_fail(KVS_ERR_INVALID, "%s: NULL %s", what,
 				!out ? "out" : !query ? "query" : !k ? "k" : "v");
@@ -363,11 +366,26 @@ static kvs_status run_plan(kvs_cuda_plan *p, bool paged, void *out,
 	kvs_status st = kvs_cu_set_device(p->ctx->device);
 	if (st != KVS_OK)
 		return st;
-	kvs_cu_attn_args a = p->launch;
-	a.out = out;
-	a.query = query;
-	a.k = k;
-	a.v = v;
+	kvs_cu_attn_args a = {
+		.dtype = p->layout.dtype,
+		.paged = paged,
+		.head_dim = p->layout.head_dim,
+		.block_size = p->layout.block_size,
+		.num_kv_heads = p->layout.num_kv_heads,
+		.num_seqs = p->num_seqs,
+		.num_q_heads = p->num_q_heads,
+		.scale_log2 = (float)((double)p->scale * 1.4426950408889634),
+		.max_blocks_per_seq = p->max_blocks_per_seq,
+		.partition_tokens = p->partition_tokens,
+		.num_partitions = p->num_partitions,
+		.context_lens = p->d_context_lens,
+		.block_tables = p->d_block_tables,
+		.out = out, .query = query, .k = k, .v = v,
+		.tmp_out = p->d_tmp_out,
+		.max_logits = p->d_max_logits,
+		.exp_sums = p->d_exp_sums,
+		.stream = p->ctx->stream,
+	};
 	return kvs_cu_attention(&a);
 }
 
