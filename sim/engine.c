@@ -92,6 +92,9 @@ typedef enum rstate {
 	RS_DUE,        /* decode, popped for this step's processing */
 	RS_SWAPPED,
 	RS_DEAD,       /* rejected while running; freed at the next planning */
+	RS_KV_SEND,    /* prefill-only: prefilled, KV held until read (kv_held) */
+	RS_KV_WAIT,    /* KV from elsewhere: blocks allocated, KV on its way */
+	RS_KV_READY,   /* its KV is here (or read): taken at the next planning */
 } rstate;
 
 /* One request.  With parallel sampling (n > 1) it is a family of n
@@ -140,7 +143,12 @@ typedef struct sreq {
 	uint32_t lz_res;           /* lazy: its crossing steps mod block_size */
 	uint32_t cap;              /* decode: tokens its blocks hold as the
 	                            * allocator knows them (len + room) */
-	struct sreq *prev, *next;  /* running list, by admission */
+	bool kv_remote;            /* its prompt's KV comes from elsewhere
+	                            * (kvs_sim_feed_kv) until admitted */
+	double kv_arrival;         /* then: its arrival at the fleet */
+	uint64_t kv_origin;        /* the caller's tag (kvs_sim_kv_handoff.origin) */
+	struct sreq *prev, *next;  /* running list, by admission (kv_held list
+	                            * in RS_KV_SEND / RS_KV_WAIT) */
 } sreq;
 
 /* ---- small containers ------------------------------------------------------ */
@@ -207,7 +215,7 @@ typedef struct dh_ent {
 	struct sreq *r;
 } dh_ent;
 
-typedef enum ev_type { EV_ARRIVAL = 0, EV_STEP_DONE } ev_type;
+typedef enum ev_type { EV_ARRIVAL = 0, EV_STEP_DONE, EV_WAKE } ev_type;
 
 typedef struct event {
 	double t;
@@ -304,6 +312,13 @@ struct kvs_sim {
 	size_t capdue;
 	sreq *run_head, *run_tail;
 	uint32_t nrunning;
+	/* disaggregation: requests holding KV outside the running list
+	 * (RS_KV_SEND, RS_KV_WAIT), and those whose KV was read (kv_done, to
+	 * free) or arrived (kv_ready, to run) since the last planning */
+	sreq *kv_held;
+	uint64_t nkv_held;
+	deque kv_done, kv_ready;
+	uint64_t kv_sent, kv_received;   /* kvs_sim_load */
 	uint64_t next_order;
 	uint64_t next_seq;         /* allocator sequence ids */
 	/* lazy decode aggregates */
@@ -697,8 +712,12 @@ static void emit_record(kvs_sim *s, const sreq *r, kvs_sim_outcome outcome,
 	s->cfg.on_request(s->cfg.on_request_ctx, &rec);
 }
 
+static void kv_tell(kvs_sim *s, int what, sreq *r, uint32_t kv_tokens);
+
 static void reject(kvs_sim *s, sreq *r, kvs_sim_reject why)
 {
+	if (r->kv_remote && s->cfg.on_kv)
+		kv_tell(s, KVS_SIM_KV_REJECTED, r, 0);   /* its sender frees the KV */
 	s->res->st.rejected++;
 	s->res->st.rejected_by[why]++;
 	emit_record(s, r, KVS_SIM_REJECTED, why, -1.0);
@@ -1265,10 +1284,15 @@ static kvs_status pull(kvs_sim *s)
 static kvs_status arrive(kvs_sim *s, sreq *r)
 {
 	kvs_sim_stats *st = &s->res->st;
-	if (st->arrived == 0)
-		st->first_arrival_s = r->arrival;
-	st->last_arrival_s = r->arrival;
-	st->arrived++;
+	if (r->kv_remote) {
+		s->kv_received++;   /* arrived at the fleet, counted there */
+		r->arrival = r->kv_arrival;
+	} else {
+		if (st->arrived == 0)
+			st->first_arrival_s = r->arrival;
+		st->last_arrival_s = r->arrival;
+		st->arrived++;
+	}
 	if (r->over_len) {
 		reject(s, r, KVS_SIM_REJECT_MAX_LEN);
 		return KVS_OK;
@@ -1747,6 +1771,114 @@ static kvs_status ensure_due_cap(kvs_sim *s)
 	return KVS_OK;
 }
 
+/* ---- disaggregation (kvs_sim_config.on_kv) ------------------------------------ */
+
+static void kv_link(kvs_sim *s, sreq *r, rstate state)
+{
+	r->state = state;
+	r->prev = NULL;
+	r->next = s->kv_held;
+	if (s->kv_held)
+		s->kv_held->prev = r;
+	s->kv_held = r;
+	s->nkv_held++;
+}
+
+static void kv_unlink(kvs_sim *s, sreq *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		s->kv_held = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->prev = r->next = NULL;
+	s->nkv_held--;
+}
+
+/* Tell on_kv; its answer bounds this advance (arrival_bound). */
+static void kv_tell(kvs_sim *s, int what, sreq *r, uint32_t kv_tokens)
+{
+	kvs_sim_kv_handoff h = {
+		.handle = (uint64_t)(uintptr_t)r,
+		.req = {
+			.index = r->index, .line = r->line, .arrival_s = r->arrival,
+			.prompt_tokens = r->prompt, .output_tokens = r->output,
+			.num_samples = r->n, .hash_ids = r->hashes,
+			.num_hash_ids = r->nhashes, .hash_block_tokens = r->hash_block,
+		},
+		.admitted_s = r->admitted,
+		.now_s = s->now,
+		.cached_tokens = r->cached_first,
+		.preemptions = r->preemptions,
+		.kv_tokens = kv_tokens,
+		.origin = r->kv_origin,
+	};
+	double t = s->cfg.on_kv(s->cfg.on_kv_ctx, what, &h);
+	if (t < s->arrival_bound)
+		s->arrival_bound = t;
+}
+
+/* Prefill-only: r's prompt is prefilled; it leaves the running set and
+ * holds its KV until kvs_sim_kv_release. */
+static void kv_send(kvs_sim *s, sreq *r)
+{
+	run_remove(s, r);
+	kv_link(s, r, RS_KV_SEND);
+	s->kv_sent++;
+	kv_tell(s, KVS_SIM_KV_SENT, r, r->prompt);
+}
+
+/* r was admitted with its prompt's KV coming from elsewhere: its blocks
+ * are taken now (those its own prefix cache lacks are the ones to
+ * receive), and it waits for kvs_sim_kv_arrived. */
+static kvs_status kv_wait(kvs_sim *s, sreq *r, uint32_t cached)
+{
+	r->kv_remote = false;
+	if (r->target > cached) {
+		kvs_status st = kvs_alloc_grow(s->alloc, r->seq, r->target - cached, NULL, NULL);
+		if (st != KVS_OK)
+			return kvs_fail_wrap(st, "request %llu: its prompt's %u tokens do not fit "
+					"its admitted memory", (unsigned long long)r->index,
+					r->target);
+	}
+	r->len = r->target;
+	kv_link(s, r, RS_KV_WAIT);
+	kv_tell(s, KVS_SIM_KV_ALLOCATED, r, r->target - cached);
+	return KVS_OK;
+}
+
+/* Planning: free the KV that was read, and start the requests whose KV
+ * arrived while seats are left: each computes one token (its prompt's
+ * last, for the logits, as a fully cached prompt) in this step. */
+static kvs_status kv_take(kvs_sim *s)
+{
+	sreq *r;
+	kvs_status st;
+	while ((r = deque_pop_front(&s->kv_done))) {
+		if ((st = release_family(s, r)) != KVS_OK) {
+			sreq_free(r);
+			return st;
+		}
+		sreq_free(r);
+	}
+	while ((r = deque_front(&s->kv_ready)) &&
+	       s->nrunning + r->n <= s->cfg.max_num_seqs) {
+		deque_pop_front(&s->kv_ready);
+		r->state = RS_PREFILL;
+		run_append(s, r);
+		if ((st = prefill_add(s, r)) != KVS_OK)
+			return st;
+	}
+	return KVS_OK;
+}
+
+/* Requests holding KV outside the running list, or about to free it. */
+static bool kv_holding(const kvs_sim *s)
+{
+	return s->nkv_held || s->kv_done.n || s->kv_ready.n;
+}
+
 /* Admit the head of the waiting queue (can_admit said NOW).  A family under
  * a policy whose fork copies (all but paged) also reserves its n - 1
  * children's memory now, as sequences of the parent's shape (their fork
@@ -1787,6 +1919,8 @@ static kvs_status admit_head(kvs_sim *s, sreq *r, bool *later)
 		r->admitted = s->now;
 		r->cached_first = cached;
 	}
+	if (r->kv_remote)
+		return kv_wait(s, r, cached);
 	r->len = cached;
 	r->state = RS_PREFILL;
 	run_append(s, r);
@@ -2180,7 +2314,7 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 	kvs_status st;
 	while (s->waiting.n && b->budget > 0) {
 		sreq *r = deque_front(&s->waiting);
-		if (s->nrunning + r->n > s->cfg.max_num_seqs ||
+		if ((!r->kv_remote && s->nrunning + r->n > s->cfg.max_num_seqs) ||
 		    r->gate == s->releases + 1)
 			break;
 		kvs_seq_desc d;
@@ -2194,7 +2328,7 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 			v = KVS_ADMIT_LATER;   /* the children's regions do not fit */
 			why = KVS_REASON_NONE;
 		}
-		if (v == KVS_ADMIT_LATER && s->nrunning == 0)
+		if (v == KVS_ADMIT_LATER && s->nrunning == 0 && !kv_holding(s))
 			v = KVS_ADMIT_NEVER;   /* nothing will ever free memory */
 		if (v == KVS_ADMIT_NEVER) {
 			deque_pop_front(&s->waiting);
@@ -2206,6 +2340,8 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 		}
 		if (v != KVS_ADMIT_NOW)
 			break;
+		if (r->state == RS_KV_WAIT)
+			continue;   /* no compute until its KV arrives */
 		uint32_t c = chunk_of(r, b->budget);
 		if (c > 0 && (st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL)) != KVS_OK)
 			return kvs_fail_wrap(st, "request %llu: prefill of %u tokens failed "
@@ -2293,6 +2429,8 @@ static kvs_status plan(kvs_sim *s)
 
 	s->plannings++;
 	free_dead(s);
+	if (kv_holding(s) && (st = kv_take(s)) != KVS_OK)
+		return st;
 	s->past_due = false;
 	if (s->nforkq && (st = do_forks(s, &b.preempted, &b.extra)) != KVS_OK)
 		return st;
@@ -2350,6 +2488,10 @@ static kvs_status step_done(kvs_sim *s)
 			(s->nprefill - i - 1) * sizeof *s->prefill);
 		s->nprefill--;
 		r->S = s->G;
+		if (s->cfg.kv_prefill_only && r->gen == 0) {
+			kv_send(s, r);   /* handed out: it decodes elsewhere */
+			continue;
+		}
 		bool emits = true;   /* this step emitted the next token */
 		if (r->nlive < r->n) {
 			/* a family's prompt: the first pass samples all n first
@@ -2631,6 +2773,14 @@ static void free_reqs(kvs_sim *s)
 	}
 	s->fed_tail = NULL;
 	free_dead(s);
+	while ((r = s->kv_held)) {
+		kv_unlink(s, r);
+		sreq_free(r);
+	}
+	while ((r = deque_pop_front(&s->kv_done)))
+		sreq_free(r);
+	while ((r = deque_pop_front(&s->kv_ready)))
+		sreq_free(r);
 }
 
 void kvs_sim_destroy(kvs_sim *s)
@@ -2641,6 +2791,8 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_alloc_destroy(s->alloc);
 	kvs_free(s->waiting.v);
 	kvs_free(s->swapped.v);
+	kvs_free(s->kv_done.v);
+	kvs_free(s->kv_ready.v);
 	kvs_free(s->prefill);
 	kvs_free(s->forkq);
 	kvs_free(s->heap);
@@ -2703,6 +2855,18 @@ static void finalize(kvs_sim *s)
 		emit_record(s, s->swapped.v[(s->swapped.head + i) % s->swapped.cap],
 			    KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
 	}
+	/* received, waiting for their KV or a seat (the sent ones are the
+	 * receiving engine's) */
+	for (r = s->kv_held; r; r = r->next)
+		if (r->state == RS_KV_WAIT) {
+			st->unfinished++;
+			emit_record(s, r, KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
+		}
+	for (size_t i = 0; i < s->kv_ready.n; i++) {
+		st->unfinished++;
+		emit_record(s, s->kv_ready.v[(s->kv_ready.head + i) % s->kv_ready.cap],
+			    KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
+	}
 	st->sim_time_s = s->now;
 	double T = s->time_total;
 	if (T > 0) {
@@ -2740,7 +2904,10 @@ static void finalize(kvs_sim *s)
 		st->output_tokens_per_s = (double)st->output_tokens / st->sim_time_s;
 		st->goodput_requests_per_s = (double)s->good / st->sim_time_s;
 	}
-	st->goodput_fraction = st->arrived ? (double)s->good / (double)st->arrived : 0;
+	/* of the requests this engine answers for (arrived, unless some were
+	 * handed out or received: docs/FLEET.md) */
+	uint64_t answered = st->completed + st->rejected + st->unfinished;
+	st->goodput_fraction = answered ? (double)s->good / (double)answered : 0;
 	st->swapped_bytes = st->swap_out_bytes + st->swap_in_bytes;
 	kvs_alloc_stats as;
 	kvs_alloc_get_stats(s->alloc, &as);
@@ -2784,6 +2951,8 @@ kvs_status kvs_sim_start(kvs_sim *s, const kvs_request_source *src)
 	return st;
 }
 
+static kvs_status feed_sreq(kvs_sim *s, sreq *r);
+
 kvs_status kvs_sim_feed(kvs_sim *s, const kvs_request *req)
 {
 	if (!s || !req)
@@ -2801,6 +2970,63 @@ kvs_status kvs_sim_feed(kvs_sim *s, const kvs_request *req)
 	kvs_status st = make_sreq(s, req, &r);
 	if (st != KVS_OK || !r)
 		return st;
+	return feed_sreq(s, r);
+}
+
+kvs_status kvs_sim_feed_kv(kvs_sim *s, const kvs_sim_kv_handoff *h, double t_s)
+{
+	if (!s || !h)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_feed_kv: NULL argument");
+	if (!s->started || s->src)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_feed_kv: the engine was not started "
+				"without a source");
+	if (t_s < s->now)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_feed_kv: request %llu comes at %.9g s, "
+				"before the engine's time %.9g s",
+				(unsigned long long)h->req.index, t_s, s->now);
+	kvs_request q = h->req;
+	q.arrival_s = t_s;
+	sreq *r;
+	kvs_status st = KVS_OK;
+	if (s->stopped || s->src_done || (s->cfg.horizon_s > 0 && t_s > s->cfg.horizon_s)) {
+		/* past the end of the run: received, and unfinished */
+		s->kv_received++;
+		s->res->st.unfinished++;
+		r = kvs_calloc(1, sizeof *r);
+		if (!r)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (request)");
+		r->index = q.index;
+		r->line = q.line;
+		r->arrival = h->req.arrival_s;
+		r->admitted = h->admitted_s;
+		r->admitted_once = true;
+		r->first_token = -1;
+		r->prompt = q.prompt_tokens;
+		r->output = q.output_tokens;
+		r->n = q.num_samples > 1 ? q.num_samples : 1;
+		r->cached_first = h->cached_tokens;
+		r->preemptions = h->preemptions;
+		emit_record(s, r, KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
+		sreq_free(r);
+		return KVS_OK;
+	}
+	if ((st = make_sreq(s, &q, &r)) != KVS_OK)
+		return st;
+	kvs_require(r);
+	r->kv_remote = true;
+	r->kv_origin = h->origin;
+	r->kv_arrival = h->req.arrival_s;
+	r->admitted = h->admitted_s;
+	r->admitted_once = true;
+	r->cached_first = h->cached_tokens;
+	r->preemptions = h->preemptions;
+	return feed_sreq(s, r);
+}
+
+/* Queue r (made by make_sreq) for its arrival. */
+static kvs_status feed_sreq(kvs_sim *s, sreq *r)
+{
+	kvs_status st;
 	r->next = NULL;
 	if (s->fed_tail)
 		s->fed_tail->next = r;
@@ -2826,12 +3052,17 @@ double kvs_sim_next_event_s(const kvs_sim *s)
 
 kvs_status kvs_sim_advance(kvs_sim *s, double until_s)
 {
+	return kvs_sim_advance_bounded(s, until_s, until_s);
+}
+
+kvs_status kvs_sim_advance_bounded(kvs_sim *s, double until_s, double input_s)
+{
 	if (!s || !s->started)
 		return kvs_fail(KVS_ERR_STATE, "kvs_sim_advance: the engine was not started");
 	if (s->err != KVS_OK)
 		return s->err;
 	if (!s->src)
-		s->arrival_bound = until_s;
+		s->arrival_bound = input_s > until_s ? input_s : until_s;
 	kvs_status st = KVS_OK;
 	double horizon = s->cfg.horizon_s;
 	while (!s->stopped && s->nev > 0 && s->ev[0].t < until_s) {
@@ -2856,7 +3087,7 @@ kvs_status kvs_sim_advance(kvs_sim *s, double until_s)
 		s->res->st.events++;
 		if (e.type == EV_ARRIVAL)
 			s->arrival_event_queued = false;
-		else if ((st = step_done(s)) != KVS_OK)
+		else if (e.type == EV_STEP_DONE && (st = step_done(s)) != KVS_OK)
 			break;
 		if ((st = drain_arrivals(s)) != KVS_OK)
 			break;
@@ -2876,9 +3107,46 @@ kvs_status kvs_sim_advance(kvs_sim *s, double until_s)
 		}
 		if ((s->plannings & 0x3fff) == 0)
 			progress(s);
+		if (!s->src && s->arrival_bound < until_s)
+			until_s = s->arrival_bound;   /* lowered by on_kv */
 	}
 	s->err = st;
 	return st;
+}
+
+/* The KV of r is read (prefill side) or has arrived (decode side) at t_s:
+ * taken at the next planning, which an idle engine runs at t_s. */
+static kvs_status kv_event(kvs_sim *s, uint64_t handle, double t_s, rstate from,
+			   deque *to, const char *what)
+{
+	if (!s || !handle)
+		return kvs_fail(KVS_ERR_INVALID, "%s: NULL argument", what);
+	sreq *r = (sreq *)(uintptr_t)handle;
+	if (r->state != from)
+		return kvs_fail(KVS_ERR_STATE, "%s: request %llu is not waiting for it", what,
+				(unsigned long long)r->index);
+	if (t_s < s->now)
+		return kvs_fail(KVS_ERR_STATE, "%s: request %llu at %.9g s, before the engine's "
+				"time %.9g s", what, (unsigned long long)r->index, t_s, s->now);
+	kv_unlink(s, r);
+	r->state = RS_KV_READY;
+	if (!deque_push_back(to, r)) {
+		sreq_free(r);
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (KV queue)");
+	}
+	if (!s->busy && !s->stopped)
+		return ev_push(s, t_s, EV_WAKE);
+	return KVS_OK;
+}
+
+kvs_status kvs_sim_kv_release(kvs_sim *s, uint64_t handle, double t_s)
+{
+	return kv_event(s, handle, t_s, RS_KV_SEND, &s->kv_done, "kvs_sim_kv_release");
+}
+
+kvs_status kvs_sim_kv_arrived(kvs_sim *s, uint64_t handle, double t_s)
+{
+	return kv_event(s, handle, t_s, RS_KV_WAIT, &s->kv_ready, "kvs_sim_kv_arrived");
 }
 
 double kvs_sim_now_s(const kvs_sim *s)
@@ -2895,6 +3163,8 @@ void kvs_sim_get_load(kvs_sim *s, kvs_sim_load *out)
 	out->rejected = st->rejected;
 	out->running = s->nrunning;
 	out->waiting = s->waiting.n + s->swapped.n;
+	out->kv_sent = s->kv_sent;
+	out->kv_received = s->kv_received;
 	uint64_t nb = kvs_alloc_num_blocks(s->alloc);
 	if (nb) {
 		out->kv_usage = 1.0 - (double)kvs_alloc_free_blocks(s->alloc) / (double)nb;
@@ -2952,8 +3222,9 @@ kvs_status kvs_sim_finish(kvs_sim *s, kvs_sim_result **out)
 		return st;
 	progress(s);
 	finalize(s);
-	kvs_require(s->res->st.arrived == s->res->st.completed + s->res->st.rejected +
-						  s->res->st.unfinished);
+	kvs_require(s->res->st.arrived + s->kv_received ==
+		    s->res->st.completed + s->res->st.rejected + s->res->st.unfinished +
+		    s->kv_sent);
 	*out = s->res;
 	s->res = NULL;
 	return KVS_OK;

@@ -213,7 +213,8 @@ kvs_status kvs_sim_result_merge(const kvs_sim_result *const *rs, size_t n,
 			st->tokens_per_step_max = r->tokens_per_step_max;
 		st->prompt_tokens += r->prompt_tokens;
 		st->output_tokens += r->output_tokens;
-		good += round(r->goodput_fraction * (double)r->arrived);
+		good += round(r->goodput_fraction *
+			      (double)(r->completed + r->rejected + r->unfinished));
 		st->preemptions += r->preemptions;
 		st->recomputed_tokens += r->recomputed_tokens;
 		st->swap_out_bytes += r->swap_out_bytes;
