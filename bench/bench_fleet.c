@@ -47,15 +47,8 @@ typedef struct bench_case {
 static void run_case(const bench_case *bc, uint64_t nreq, uint32_t fleet_n, figures *f)
 {
 	memset(f, 0, sizeof *f);
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("llama-3-8b", &m) != KVS_OK ||
-	    kvs_gpu_preset("a100-40gb", &g) != KVS_OK) {
-		snprintf(f->err, sizeof f->err, "%s", kvs_last_error());
-		return;
-	}
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_bench_deploy("fleet", "llama-3-8b", "a100-40gb", 0, &d);
 	kvs_sim_config c;
 	kvs_sim_config_defaults(&c, &d);
 	/* Azure-conversation-like lengths at 5 requests/s per replica (as

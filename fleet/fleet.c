@@ -96,6 +96,29 @@ static kvs_status src_next(fleet_src *s, kvs_request *q)
 	return KVS_OK;
 }
 
+/* The next request of the source into e (*got false at the end), its hash
+ * ids copied when copy is set (they outlive the reader's next call). */
+static kvs_status src_read(fleet_src *s, ahead_ent *e, bool copy, bool *got)
+{
+	*got = false;
+	kvs_request q;
+	kvs_status st = src_next(s, &q);
+	if (st == KVS_END)
+		return KVS_OK;
+	if (st != KVS_OK)
+		return st;
+	e->q = q;
+	if (copy && q.num_hash_ids) {
+		e->ids = kvs_reallocarray(NULL, q.num_hash_ids, sizeof *e->ids);
+		if (!e->ids)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (requests read ahead)");
+		memcpy(e->ids, q.hash_ids, q.num_hash_ids * sizeof *e->ids);
+		e->q.hash_ids = e->ids;
+	}
+	*got = true;
+	return KVS_OK;
+}
+
 kvs_status fleet_src_peek(fleet_src *s, const ahead_ent **out)
 {
 	*out = NULL;
@@ -106,12 +129,6 @@ kvs_status fleet_src_peek(fleet_src *s, const ahead_ent **out)
 	if (s->end)
 		return KVS_OK;
 	/* direct: one slot, hash ids still the reader's */
-	kvs_request q;
-	kvs_status st = src_next(s, &q);
-	if (st == KVS_END)
-		return KVS_OK;
-	if (st != KVS_OK)
-		return st;
 	if (!s->cap) {
 		s->v = kvs_calloc(1, sizeof *s->v);
 		if (!s->v)
@@ -119,17 +136,12 @@ kvs_status fleet_src_peek(fleet_src *s, const ahead_ent **out)
 		s->cap = 1;
 	}
 	s->head = 0;
+	bool got;
+	kvs_status st = src_read(s, &s->v[0], s->buffered, &got);
+	if (st != KVS_OK || !got)
+		return st;
 	s->n = 1;
-	ahead_ent *e = &s->v[0];
-	e->q = q;
-	if (s->buffered && q.num_hash_ids) {
-		e->ids = kvs_reallocarray(NULL, q.num_hash_ids, sizeof *e->ids);
-		if (!e->ids)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (requests read ahead)");
-		memcpy(e->ids, q.hash_ids, q.num_hash_ids * sizeof *e->ids);
-		e->q.hash_ids = e->ids;
-	}
-	*out = e;
+	*out = &s->v[0];
 	return KVS_OK;
 }
 
@@ -157,24 +169,13 @@ static kvs_status src_append(fleet_src *s)
 		s->cap = cap;
 		s->head = 0;
 	}
-	kvs_request q;
-	kvs_status st = src_next(s, &q);
-	if (st == KVS_END)
-		return KVS_OK;
-	if (st != KVS_OK)
-		return st;
 	ahead_ent *e = &s->v[(s->head + s->n) % s->cap];
 	memset(e, 0, sizeof *e);
-	e->q = q;
-	if (q.num_hash_ids) {
-		e->ids = kvs_reallocarray(NULL, q.num_hash_ids, sizeof *e->ids);
-		if (!e->ids)
-			return kvs_fail(KVS_ERR_NOMEM, "out of memory (requests read ahead)");
-		memcpy(e->ids, q.hash_ids, q.num_hash_ids * sizeof *e->ids);
-		e->q.hash_ids = e->ids;
-	}
-	s->n++;
-	return KVS_OK;
+	bool got;
+	kvs_status st = src_read(s, e, true, &got);
+	if (st == KVS_OK && got)
+		s->n++;
+	return st;
 }
 
 kvs_status fleet_src_snapshot(fleet_src *s, fleet_run *f, double until_s)
