@@ -13,6 +13,7 @@
  * however many sequences come and go.
  */
 #include "alloc_internal.h"
+#include "offload_internal.h"
 #include "paged_internal.h"
 #include "common/array.h"
 #include "common/table.h"
@@ -116,6 +117,13 @@ static kvs_status check_config(const kvs_alloc_config *c)
 	if (!kvs_policy_get(c->policy))
 		return kvs_fail(KVS_ERR_INVALID, "allocator: unknown policy %d",
 				(int)c->policy);
+	if (kvs_offload_configured(&c->offload) &&
+	    (kvs_policy_get(c->policy)->methods != &kvs_paged_methods ||
+	     !c->enable_prefix_caching))
+		return kvs_fail(KVS_ERR_INVALID, "allocator: KV offload tiers need the "
+				"paged policy with prefix caching (policy %s%s)",
+				kvs_policy_get(c->policy)->name,
+				c->enable_prefix_caching ? "" : ", prefix caching off");
 	if (c->budget_bytes == 0)
 		return kvs_fail(KVS_ERR_INVALID,
 				"allocator: budget_bytes must be positive");
@@ -169,11 +177,21 @@ kvs_status kvs_alloc_reserve_copies(kvs_alloc *a, size_t n)
 KVS_TABLE_DEFINE(seqmap, kvs_seq_map_entry, const kvs_alloc *, MAP_IS_EMPTY,
 		 MAP_KEY, MAP_SET_EMPTY, kvs_table_fibonacci)
 
-kvs_seq_rec *kvs_alloc_find(const kvs_alloc *a, kvs_seq_id seq)
+/* The map alone (the validator checks it without the hint). */
+static kvs_seq_rec *map_find(const kvs_alloc *a, kvs_seq_id seq)
 {
 	uint64_t probes = 0;
 	const kvs_seq_map_entry *e = &a->map[seqmap_probe(a, a->map, a->map_cap, seq, &probes)];
 	return e->idx == MAP_EMPTY ? NULL : &a->recs[e->idx];
+}
+
+/* kvs_alloc_find (alloc_internal.h) when its guess misses. */
+kvs_seq_rec *kvs_alloc_find_slow(const kvs_alloc *a, kvs_seq_id seq)
+{
+	kvs_seq_rec *s = map_find(a, seq);
+	if (s)
+		((kvs_alloc *)a)->find_hint = (uint32_t)(s - a->recs);
+	return s;
 }
 
 static void map_put(kvs_alloc *a, kvs_seq_id seq, uint32_t idx)
@@ -289,6 +307,7 @@ kvs_status kvs_alloc_create(const kvs_alloc_config *cfg, kvs_alloc **out)
 		a->map[i].idx = MAP_EMPTY;
 	st = a->m->init(a);
 	if (st != KVS_OK) {
+		kvs_free(a->vs);        /* the validator scratch init may have made */
 		kvs_free(a->map);
 		kvs_free(a);
 		return st;
@@ -302,6 +321,7 @@ void kvs_alloc_destroy(kvs_alloc *a)
 	if (!a)
 		return;
 	a->m->fini(a);
+	kvs_offload_destroy(a->off);
 	for (uint32_t i = 0; i < a->nrecs; i++) {
 		kvs_free(a->recs[i].table);
 		kvs_free(a->recs[i].hashes);
@@ -439,10 +459,12 @@ grow_checked(kvs_alloc *a, kvs_seq_rec *s, kvs_seq_id seq, uint32_t n,
  * crossing cases (kvs_paged_grow_fast) run inline here, with no register
  * saved and no call; everything else, and every build that validates
  * after each operation, goes through grow_checked. */
-kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
-			  const kvs_block_copy **copies, size_t *ncopies)
+static __attribute__((noinline)) kvs_status
+grow_any(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
+	 const kvs_block_copy **copies, size_t *ncopies)
 {
-	kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	/* the guess missed (or debug checks are on) */
+	kvs_seq_rec *s = KVS_DEBUG < 2 ? kvs_alloc_find_slow(a, seq) : kvs_alloc_find(a, seq);
 	if (KVS_DEBUG < 2 && KVS_LIKELY(s && a->m == &kvs_paged_methods &&
 					s->state == KVS_SEQ_RESIDENT &&
 					(uint64_t)s->len + n <= a->cfg.max_model_len &&
@@ -454,6 +476,29 @@ kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 		return KVS_OK;
 	}
 	return grow_checked(a, s, seq, n, copies, ncopies);
+}
+
+/* The hot case first, with no call on its way (so no registers to save):
+ * the last sequence looked up, paged, resident, growing within its room
+ * or by one block (kvs_paged_grow_fast); anything else is grow_any's. */
+kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
+			  const kvs_block_copy **copies, size_t *ncopies)
+{
+	uint32_t h = a->find_hint;
+	if (KVS_DEBUG < 2 && KVS_LIKELY(h < a->nrecs)) {
+		kvs_seq_rec *s = &a->recs[h];
+		if (KVS_LIKELY(s->id == seq && s->state == KVS_SEQ_RESIDENT &&
+			       a->m == &kvs_paged_methods &&
+			       (uint64_t)s->len + n <= a->cfg.max_model_len &&
+			       kvs_paged_grow_fast(a, s, n))) {
+			if (copies)
+				*copies = NULL;
+			if (ncopies)
+				*ncopies = 0;
+			return KVS_OK;
+		}
+	}
+	return grow_any(a, seq, n, copies, ncopies);
 }
 
 uint32_t kvs_alloc_room(const kvs_alloc *a, kvs_seq_id seq)
@@ -628,7 +673,7 @@ bool kvs_alloc_is_valid(const kvs_alloc *a)
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
 		live++;
-		KVS_VALID(kvs_alloc_find(a, s->id) == s);
+		KVS_VALID(map_find(a, s->id) == s);
 		KVS_VALID(s->len <= a->cfg.max_model_len);
 		KVS_VALID(s->final_len <= a->cfg.max_model_len);
 		if (s->state == KVS_SEQ_RESIDENT) {

@@ -106,6 +106,9 @@ struct kvs_alloc {
 	uint32_t free_rec;            /* head of the free-record chain */
 	uint32_t nseqs;               /* resident + swapped */
 	kvs_seq_map_entry *map;
+	uint32_t find_hint;           /* record of the last lookup (a guess:
+	                               * checked against the record's id and
+	                               * state before it is used) */
 	void *vs;                     /* validator scratch (kvs_alloc_vscratch) */
 	size_t vs_bytes;
 	uint64_t map_cap;             /* slots (common/table.h), a power of two */
@@ -119,6 +122,9 @@ struct kvs_alloc {
 	size_t copies_cap;
 
 	void *p;                      /* policy state */
+	struct kvs_offload *off;      /* paged: KV offload tiers (offload.c), or
+				       * NULL; made by paged_init, freed with
+				       * the allocator */
 };
 
 /* The policies' method tables (registered in registry.c).  Only tests and
@@ -131,8 +137,24 @@ extern const kvs_alloc_methods kvs_pow2_methods;
 extern const kvs_alloc_methods kvs_oracle_methods;
 extern const kvs_alloc_methods kvs_vatt_methods;
 
-/* Record lookup; NULL when seq is unknown.  O(1) expected. */
-kvs_seq_rec *kvs_alloc_find(const kvs_alloc *a, kvs_seq_id seq);
+/* Record lookup through the map (and the hint updated). */
+kvs_seq_rec *kvs_alloc_find_slow(const kvs_alloc *a, kvs_seq_id seq);
+
+/* Record lookup; NULL when seq is unknown.  O(1) expected.  Callers touch
+ * one sequence several times in a row (a grow, then its room; every block
+ * of a prefill), so the record found last is tried first, inline: a live
+ * record whose id is seq is seq's record (the map holds one per id), so
+ * the guess needs no map. */
+static inline kvs_seq_rec *kvs_alloc_find(const kvs_alloc *a, kvs_seq_id seq)
+{
+	uint32_t h = a->find_hint;
+	if (KVS_LIKELY(h < a->nrecs)) {
+		kvs_seq_rec *s = &a->recs[h];
+		if (KVS_LIKELY(s->id == seq && s->state != KVS_SEQ_UNUSED))
+			return s;
+	}
+	return kvs_alloc_find_slow(a, seq);
+}
 
 /* Make sure a->copies holds n entries (KVS_ERR_NOMEM otherwise). */
 kvs_status kvs_alloc_reserve_copies(kvs_alloc *a, size_t n);

@@ -24,7 +24,10 @@
  * head evicted (hash dropped).  Released blocks go to the free stack, or to
  * the LRU tail when hashed; a sequence frees its blocks last-first, so the
  * tail of a prefix is evicted before its root.  A prefix hit takes a cached
- * block back: off the LRU if idle, ref + 1 either way.
+ * block back: off the LRU if idle, ref + 1 either way.  With KV offload
+ * tiers (offload.c) an evicted block's hash goes to them, and an admission
+ * whose hit ends goes on matching there: those blocks are loaded into fresh
+ * blocks and hashed again.
  *
  * A block is hashed when it becomes full and its sequence carries the
  * chained hash for it (the prompt's full blocks); only full blocks are ever
@@ -49,6 +52,7 @@
  */
 #include "alloc_internal.h"
 #include "paged_internal.h"
+#include "offload_internal.h"
 #include "common/table.h"
 
 #include <string.h>
@@ -218,6 +222,8 @@ static __attribute__((noinline)) uint32_t evict(kvs_alloc *a, paged *p)
 	uint32_t id = p->lru_head;
 	kvs_require(id != NONE);
 	lru_unlink(p, id);
+	if (a->off)
+		kvs_offload_store(a->off, bhash(&p->b[id]));
 	ht_remove(p, id);
 	a->stats.evictions++;
 	return id;
@@ -366,6 +372,13 @@ static kvs_status paged_init(kvs_alloc *a)
 	}
 	if (KVS_DEBUG >= 2 && !kvs_alloc_vscratch(a, vscratch_bytes(p)))
 		goto nomem;
+	if (kvs_offload_configured(&c->offload)) {
+		kvs_status st = kvs_offload_create(&c->offload, bb, &a->off);
+		if (st != KVS_OK) {
+			paged_free(p);
+			return st;
+		}
+	}
 	a->p = p;
 	return KVS_OK;
 nomem:
@@ -461,6 +474,17 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 	uint32_t hits = prefix_hits(p, d, &idle, s->table, &ops, &probes);
 	a->stats.prefix_index_ops += ops;
 	a->stats.prefix_index_probes += probes;
+	/* where the device hit ends, the offload tiers may go on: those
+	 * blocks are loaded back into fresh blocks (offload.c) */
+	uint32_t loaded = 0;
+	if (KVS_UNLIKELY(a->off != NULL) && d->block_hashes && d->prompt_tokens > 0) {
+		uint32_t lim = (d->prompt_tokens - 1) / p->bs;
+		if (lim > d->num_block_hashes)
+			lim = d->num_block_hashes;
+		if (lim > hits)
+			loaded = kvs_offload_match(a->off, d->block_hashes + hits,
+						   lim - hits);
+	}
 	/* cached blocks first, so fresh allocations cannot evict them */
 	for (uint32_t i = 0; i < hits; i++) {
 		uint32_t id = s->table[i];
@@ -486,6 +510,11 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 	if (nh)
 		memcpy(s->hashes, d->block_hashes, (size_t)nh * sizeof(uint64_t));
 	s->nhashes = nh;
+	/* loaded blocks are full and cached again (unless the same content
+	 * is cached elsewhere, as register_full) */
+	for (uint32_t i = hits; i < hits + loaded; i++)
+		ht_insert_new(p, s->table[i], d->block_hashes[i]);
+	hits += loaded;
 	s->len = hits * p->bs;
 	a->tok_sum += s->len;
 	kvs_seq_set_res(a, s, (uint64_t)nprompt * p->bs);
@@ -638,6 +667,18 @@ static void drop_device_blocks(kvs_alloc *a, paged *p, kvs_seq_rec *s)
 		 * to the free stack, hashed ones to the LRU tail. */
 		uint32_t *fs = p->pool.free_ids_, *st = p->pool.state_;
 		uint32_t top = p->pool.nfree_;
+		if (!p->caching && KVS_DEBUG < 2) {
+			/* nothing is hashed: every block has state 1 and
+			 * goes to the free stack (stores only: no load of a
+			 * state word that is likely a cache miss) */
+			for (uint32_t i = s->nblocks; i-- > 0;) {
+				uint32_t id = s->table[i];
+				st[id] = POOL | top;
+				fs[top++] = id;
+			}
+			p->pool.nfree_ = top;
+			goto done;
+		}
 		for (uint32_t i = s->nblocks; i-- > 0;) {
 			uint32_t id = s->table[i];
 			if (KVS_LIKELY(st[id] == 1)) {
@@ -655,6 +696,7 @@ static void drop_device_blocks(kvs_alloc *a, paged *p, kvs_seq_rec *s)
 		for (uint32_t i = s->nblocks; i-- > 0;)
 			ref_dec(p, s->table[i], fill_of(p->bs, i, s->len));
 	}
+done:
 	a->tok_sum -= s->len;
 	a->res_sum -= s->res;
 	s->res = 0;
@@ -860,6 +902,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 	uint8_t *mark = (uint8_t *)(resmax + n);
 	uint8_t *hmark = mark + n;
 	memset(vs, 0, vscratch_bytes(p));
+	KVS_VALID(!a->off || kvs_offload_is_valid(a->off));
 	/* free stack */
 	KVS_VALID(p->pool.nfree_ <= n);
 	for (uint32_t k = 0; k < p->pool.nfree_; k++) {

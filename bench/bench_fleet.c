@@ -9,7 +9,10 @@
  *
  * Target (one core): 1M requests over 8 replicas under 5 s and 300 MB.
  * Cost model: O(events + arrivals x replicas); the replay row is the
- * events alone.
+ * events alone.  The disaggregated row splits the same replicas into
+ * prefill (5/8) and decode (3/8) pools joined by ib-400g links (the split
+ * at which this load stays stable: 3/8 prefill queues without bound); it
+ * runs in global event order (O(events x (replicas + links))).
  */
 #include "bench_util.h"
 
@@ -38,20 +41,14 @@ typedef struct bench_case {
 	const char *name;
 	const char *router;    /* NULL: single-replica replay */
 	uint32_t replicas;
+	bool disagg;           /* prefill and decode pools */
 } bench_case;
 
 static void run_case(const bench_case *bc, uint64_t nreq, uint32_t fleet_n, figures *f)
 {
 	memset(f, 0, sizeof *f);
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("llama-3-8b", &m) != KVS_OK ||
-	    kvs_gpu_preset("a100-40gb", &g) != KVS_OK) {
-		snprintf(f->err, sizeof f->err, "%s", kvs_last_error());
-		return;
-	}
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_bench_deploy("fleet", "llama-3-8b", "a100-40gb", 0, &d);
 	kvs_sim_config c;
 	kvs_sim_config_defaults(&c, &d);
 	/* Azure-conversation-like lengths at 5 requests/s per replica (as
@@ -83,6 +80,23 @@ static void run_case(const bench_case *bc, uint64_t nreq, uint32_t fleet_n, figu
 		fc.replicas = fleet_n;
 		fc.router = bc->router;
 		fc.seed = 1;
+		kvs_fleet_pool pools[2];
+		if (bc->disagg && fleet_n >= 2) {
+			memset(pools, 0, sizeof pools);
+			uint32_t np = (fleet_n * 5 + 7) / 8;
+			if (np >= fleet_n)
+				np = fleet_n - 1;
+			snprintf(pools[0].name, sizeof pools[0].name, "prefill");
+			pools[0].replicas = np;
+			pools[0].sim = c;
+			pools[0].role = KVS_FLEET_ROLE_PREFILL;
+			snprintf(pools[1].name, sizeof pools[1].name, "decode");
+			pools[1].replicas = fleet_n - np;
+			pools[1].sim = c;
+			pools[1].role = KVS_FLEET_ROLE_DECODE;
+			fc.pools = pools;
+			fc.npools = 2;
+		}
 		st = kvs_fleet_run(&fc, &src, &fr);
 		if (st == KVS_OK) {
 			s = kvs_sim_result_stats(kvs_fleet_result_total(fr));
@@ -151,11 +165,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const bench_case cases[] = {
-		{ "replay, 1 replica", NULL, 1 },
-		{ "fleet round-robin", "round-robin", n },
-		{ "fleet least-requests", "least-requests", n },
-		{ "fleet least-kv", "least-kv", n },
-		{ "fleet score", "score", n },
+		{ "replay, 1 replica", NULL, 1, false },
+		{ "fleet round-robin", "round-robin", n, false },
+		{ "fleet least-requests", "least-requests", n, false },
+		{ "fleet least-kv", "least-kv", n, false },
+		{ "fleet score", "score", n, false },
+		{ "disagg 5:3 least-req", "least-requests", n, true },
 	};
 	double target = 5.0 * (double)nreq / 1e6;
 	if (!b.json) {
@@ -186,6 +201,7 @@ int main(int argc, char **argv)
 		json_object_set_new(row, "case", json_string(bc->name));
 		json_object_set_new(row, "router", bc->router ? json_string(bc->router) : json_null());
 		json_object_set_new(row, "replicas", json_integer(bc->router ? n : 1));
+		json_object_set_new(row, "disaggregated", json_boolean(bc->disagg));
 		json_object_set_new(row, "wall_s", json_real(f.wall_s));
 		json_object_set_new(row, "requests", json_integer((json_int_t)f.requests));
 		json_object_set_new(row, "completed", json_integer((json_int_t)f.completed));

@@ -215,6 +215,72 @@ typedef struct result {
 	double paged_us, contig_us;
 } result;
 
+/* One decode batch at point p: every sequence at p->context tokens, over
+ * shuffled block tables.  The paged pool holds exactly batch x capacity
+ * tokens, so buffers of that size serve as the contiguous K and V too. */
+typedef struct batch {
+	kvs_kv_layout L;
+	kvs_decode_batch b;
+	kvs_block_id *tables;
+	uint32_t *lens;
+} batch;
+
+/* false when out of memory (batch_free still applies) */
+static bool batch_make(const opts *o, const point *p, batch *bt)
+{
+	uint32_t mbps, nblocks;
+	bt->tables = make_tables(p, &mbps, &nblocks);
+	bt->lens = kvs_reallocarray(NULL, p->batch, sizeof *bt->lens);
+	bt->L = (kvs_kv_layout){ o->dtype, nblocks, p->block_size, o->kv_heads, o->head_dim };
+	bt->b = (kvs_decode_batch){ .num_seqs = p->batch, .num_q_heads = o->q_heads,
+				    .scale = 1.0f / sqrtf((float)o->head_dim),
+				    .context_lens = bt->lens, .block_tables = bt->tables,
+				    .max_blocks_per_seq = mbps };
+	if (!bt->tables || !bt->lens)
+		return false;
+	for (uint32_t s = 0; s < p->batch; s++)
+		bt->lens[s] = p->context;
+	return true;
+}
+
+static void batch_free(batch *bt)
+{
+	kvs_free(bt->tables);
+	kvs_free(bt->lens);
+}
+
+/* The timing loop of both back ends: `warmup` untimed steps then `iters`
+ * timed ones of each kind (0 paged, 1 contiguous); step(ctx, kind) runs
+ * one, drain(ctx) waits until the steps run so far are done. */
+typedef struct stepper {
+	kvs_status (*step)(void *ctx, int kind);
+	kvs_status (*drain)(void *ctx);
+	void *ctx;
+	int warmup;
+} stepper;
+
+static kvs_status time_kinds(const stepper *sp, int iters, result *res)
+{
+	kvs_status st = KVS_OK;
+	for (int kind = 0; kind < 2 && st == KVS_OK; kind++) {
+		for (int i = 0; i < sp->warmup && st == KVS_OK; i++)
+			st = sp->step(sp->ctx, kind);
+		if (st == KVS_OK && sp->warmup)
+			st = sp->drain(sp->ctx);
+		uint64_t t0 = kvs_bench_now_ns();
+		for (int i = 0; i < iters && st == KVS_OK; i++)
+			st = sp->step(sp->ctx, kind);
+		if (st == KVS_OK)
+			st = sp->drain(sp->ctx);
+		double us = (double)(kvs_bench_now_ns() - t0) / 1e3 / iters;
+		if (kind == 0)
+			res->paged_us = us;
+		else
+			res->contig_us = us;
+	}
+	return st;
+}
+
 /* ---- GPU ------------------------------------------------------------------ */
 
 typedef struct gpu_bufs {
@@ -222,50 +288,42 @@ typedef struct gpu_bufs {
 	size_t tensor_bytes;       /* each of kc, vc, kd, vd */
 } gpu_bufs;
 
+typedef struct gpu_run {
+	kvs_cuda_ctx *ctx;
+	kvs_cuda_plan *paged, *contig;
+	gpu_bufs *g;
+} gpu_run;
+
+static kvs_status gpu_step(void *run, int kind)
+{
+	gpu_run *r = run;
+	gpu_bufs *g = r->g;
+	return kind == 0 ? kvs_cuda_paged_attention(r->paged, g->out, g->q, g->kc, g->vc)
+			 : kvs_cuda_contiguous_attention(r->contig, g->out, g->q, g->kd, g->vd);
+}
+
+static kvs_status gpu_drain(void *run)
+{
+	return kvs_cuda_sync(((gpu_run *)run)->ctx);
+}
+
 static kvs_status gpu_time(kvs_cuda_ctx *ctx, const opts *o, const point *p,
 			   gpu_bufs *g, int iters, result *res)
 {
-	uint32_t mbps, nblocks;
-	kvs_block_id *tables = make_tables(p, &mbps, &nblocks);
-	uint32_t *lens = kvs_reallocarray(NULL, p->batch, sizeof *lens);
-	if (!tables || !lens) {
-		kvs_free(tables);
-		kvs_free(lens);
+	batch bt;
+	if (!batch_make(o, p, &bt)) {
+		batch_free(&bt);
 		return kvs_fail(KVS_ERR_NOMEM, "bench: block tables");
 	}
-	for (uint32_t s = 0; s < p->batch; s++)
-		lens[s] = p->context;
-	kvs_kv_layout L = { o->dtype, nblocks, p->block_size, o->kv_heads, o->head_dim };
-	kvs_decode_batch b = { .num_seqs = p->batch, .num_q_heads = o->q_heads,
-			       .scale = 1.0f / sqrtf((float)o->head_dim),
-			       .context_lens = lens, .block_tables = tables,
-			       .max_blocks_per_seq = mbps };
-	kvs_cuda_plan *pp = NULL, *pc = NULL;
-	kvs_status st = kvs_cuda_plan_create(ctx, &L, &b, true, &pp);
+	gpu_run r = { ctx, NULL, NULL, g };
+	kvs_status st = kvs_cuda_plan_create(ctx, &bt.L, &bt.b, true, &r.paged);
 	if (st == KVS_OK)
-		st = kvs_cuda_plan_create(ctx, &L, &b, false, &pc);
-	for (int kind = 0; kind < 2 && st == KVS_OK; kind++) {
-		for (int i = 0; i < 3 && st == KVS_OK; i++)   /* warm up */
-			st = kind == 0 ? kvs_cuda_paged_attention(pp, g->out, g->q, g->kc, g->vc)
-				       : kvs_cuda_contiguous_attention(pc, g->out, g->q, g->kd, g->vd);
-		if (st == KVS_OK)
-			st = kvs_cuda_sync(ctx);
-		uint64_t t0 = kvs_bench_now_ns();
-		for (int i = 0; i < iters && st == KVS_OK; i++)
-			st = kind == 0 ? kvs_cuda_paged_attention(pp, g->out, g->q, g->kc, g->vc)
-				       : kvs_cuda_contiguous_attention(pc, g->out, g->q, g->kd, g->vd);
-		if (st == KVS_OK)
-			st = kvs_cuda_sync(ctx);
-		double us = (double)(kvs_bench_now_ns() - t0) / 1e3 / iters;
-		if (kind == 0)
-			res->paged_us = us;
-		else
-			res->contig_us = us;
-	}
-	kvs_cuda_plan_destroy(pp);
-	kvs_cuda_plan_destroy(pc);
-	kvs_free(tables);
-	kvs_free(lens);
+		st = kvs_cuda_plan_create(ctx, &bt.L, &bt.b, false, &r.contig);
+	if (st == KVS_OK)
+		st = time_kinds(&(stepper){ gpu_step, gpu_drain, &r, 3 }, iters, res);
+	kvs_cuda_plan_destroy(r.paged);
+	kvs_cuda_plan_destroy(r.contig);
+	batch_free(&bt);
 	return st;
 }
 
@@ -307,51 +365,48 @@ static void gpu_free(kvs_cuda_ctx *ctx, gpu_bufs *g)
 
 /* ---- CPU reference ---------------------------------------------------------- */
 
+typedef struct cpu_run {
+	const batch *bt;
+	void *kc, *vc, *q, *out;
+} cpu_run;
+
+static kvs_status cpu_step(void *run, int kind)
+{
+	cpu_run *r = run;
+	return kind == 0 ? kvs_ref_paged_attention(&r->bt->L, &r->bt->b, r->out, r->q, r->kc, r->vc)
+			 : kvs_ref_contiguous_attention(&r->bt->L, &r->bt->b, r->out, r->q, r->kc,
+							r->vc);
+}
+
+static kvs_status cpu_drain(void *run)
+{
+	kvs_bench_keep(((cpu_run *)run)->out);
+	return KVS_OK;
+}
+
 static kvs_status cpu_time(const opts *o, const point *p, int iters, result *res)
 {
-	uint32_t mbps, nblocks;
-	kvs_block_id *tables = make_tables(p, &mbps, &nblocks);
-	uint32_t *lens = kvs_reallocarray(NULL, p->batch, sizeof *lens);
+	batch bt;
+	bool ok = batch_make(o, p, &bt);
 	size_t es = kvs_kv_dtype_size(o->dtype);
-	size_t tensor = (size_t)nblocks * p->block_size * o->kv_heads * o->head_dim;
+	size_t tensor = (size_t)bt.L.num_blocks * p->block_size * o->kv_heads * o->head_dim;
 	size_t qn = (size_t)p->batch * o->q_heads * o->head_dim;
-	void *kc = kvs_calloc(tensor, es), *vc = kvs_calloc(tensor, es);
-	void *q = kvs_calloc(qn, es), *out = kvs_calloc(qn, es);
+	cpu_run r = { &bt, kvs_calloc(tensor, es), kvs_calloc(tensor, es), kvs_calloc(qn, es),
+		      kvs_calloc(qn, es) };
 	kvs_status st = KVS_OK;
-	if (!tables || !lens || !kc || !vc || !q || !out)
+	if (!ok || !r.kc || !r.vc || !r.q || !r.out)
 		st = kvs_fail(KVS_ERR_NOMEM, "bench: CPU buffers");
 	if (st == KVS_OK) {
-		memset(kc, 0x2c, tensor * es);
-		memset(vc, 0x2c, tensor * es);
-		memset(q, 0x2c, qn * es);
-		for (uint32_t s = 0; s < p->batch; s++)
-			lens[s] = p->context;
+		memset(r.kc, 0x2c, tensor * es);
+		memset(r.vc, 0x2c, tensor * es);
+		memset(r.q, 0x2c, qn * es);
+		st = time_kinds(&(stepper){ cpu_step, cpu_drain, &r, 0 }, iters, res);
 	}
-	kvs_kv_layout L = { o->dtype, nblocks, p->block_size, o->kv_heads, o->head_dim };
-	kvs_decode_batch b = { .num_seqs = p->batch, .num_q_heads = o->q_heads,
-			       .scale = 1.0f / sqrtf((float)o->head_dim),
-			       .context_lens = lens, .block_tables = tables,
-			       .max_blocks_per_seq = mbps };
-	/* the paged pool holds exactly batch x capacity tokens: the same
-	 * buffers serve as the contiguous K and V */
-	for (int kind = 0; kind < 2 && st == KVS_OK; kind++) {
-		uint64_t t0 = kvs_bench_now_ns();
-		for (int i = 0; i < iters && st == KVS_OK; i++)
-			st = kind == 0 ? kvs_ref_paged_attention(&L, &b, out, q, kc, vc)
-				       : kvs_ref_contiguous_attention(&L, &b, out, q, kc, vc);
-		kvs_bench_keep(out);
-		double us = (double)(kvs_bench_now_ns() - t0) / 1e3 / iters;
-		if (kind == 0)
-			res->paged_us = us;
-		else
-			res->contig_us = us;
-	}
-	kvs_free(kc);
-	kvs_free(vc);
-	kvs_free(q);
-	kvs_free(out);
-	kvs_free(tables);
-	kvs_free(lens);
+	kvs_free(r.kc);
+	kvs_free(r.vc);
+	kvs_free(r.q);
+	kvs_free(r.out);
+	batch_free(&bt);
 	return st;
 }
 

@@ -89,14 +89,8 @@ int main(int argc, char **argv)
 		kvs_bench_finish(&b);
 		return 0;
 	}
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("llama-2-7b", &m) || kvs_gpu_preset("a100-80gb", &g)) {
-		fprintf(stderr, "bench_sweep: %s\n", kvs_last_error());
-		return 1;
-	}
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_bench_deploy("sweep", "llama-2-7b", "a100-80gb", 0, &d);
 	kvs_sim_config sc;
 	kvs_sim_config_defaults(&sc, &d);
 	kvs_trace_opts o;

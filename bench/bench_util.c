@@ -117,3 +117,17 @@ const char *kvs_bench_shared_trace(char *out, size_t n, const char *rel)
 		snprintf(out, n, "%s/../shared/traces/%s", KVS_SOURCE_ROOT, rel);
 	return out;
 }
+
+void kvs_bench_deploy(const char *name, const char *model, const char *gpu,
+		      uint64_t gpu_mem, kvs_deploy *d)
+{
+	kvs_model m;
+	kvs_gpu g;
+	if (kvs_model_load(model, &m) != KVS_OK || kvs_gpu_preset(gpu, &g) != KVS_OK) {
+		fprintf(stderr, "bench_%s: presets: %s\n", name, kvs_last_error());
+		exit(1);
+	}
+	if (gpu_mem)
+		g.mem_bytes = gpu_mem;
+	kvs_deploy_defaults(d, &m, &g);
+}

@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "kvsim/model.h"
+
 /* Monotonic time in nanoseconds. */
 uint64_t kvs_bench_now_ns(void);
 
@@ -49,6 +51,12 @@ bool kvs_bench_run_isolated(void (*fn)(void *ctx, void *out), void *ctx, void *o
  * (e.g. "azure-2023/conv.csv"): $KVS_SHARED_TRACES, else ../shared/traces
  * beside the source tree.  Returns out; the caller checks it exists. */
 const char *kvs_bench_shared_trace(char *out, size_t n, const char *rel);
+
+/* *d = kvs_deploy_defaults of the model and GPU presets named, the GPU's
+ * memory set to gpu_mem bytes when gpu_mem > 0.  A preset that does not
+ * load ends the benchmark: "bench_NAME: presets: <error>", exit 1. */
+void kvs_bench_deploy(const char *name, const char *model, const char *gpu,
+		      uint64_t gpu_mem, kvs_deploy *d);
 
 /* Print the JSON object (json mode) and free everything. */
 int kvs_bench_finish(kvs_bench *b);

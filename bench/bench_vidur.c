@@ -53,15 +53,7 @@ static kvs_status gen_next(void *ctx, kvs_request *req)
 
 static void deploy_vidur(kvs_deploy *d)
 {
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("llama-2-70b", &m) != KVS_OK ||
-	    kvs_gpu_preset("a100-80gb", &g) != KVS_OK) {
-		fprintf(stderr, "bench_vidur: presets: %s\n", kvs_last_error());
-		exit(1);
-	}
-	g.mem_bytes = 80ull << 30;      /* --gpu-mem 80GiB */
-	kvs_deploy_defaults(d, &m, &g);
+	kvs_bench_deploy("vidur", "llama-2-70b", "a100-80gb", 80ull << 30 /* --gpu-mem 80GiB */, d);
 	d->tp = 2;
 }
 

@@ -245,15 +245,18 @@ bool kvs_parse_double(const char *s, double *out)
 	return true;
 }
 
-bool kvs_args_u64(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out)
+/* An integer flag value read by `parse` (which accepts what `expected`
+ * describes) and held to [min, max]: the one body of kvs_args_u64 and
+ * kvs_args_tokens. */
+static bool args_u64_by(kvs_args *it, bool (*parse)(const char *, uint64_t *),
+			const char *expected, uint64_t min, uint64_t max, uint64_t *out)
 {
 	const char *v = kvs_args_value(it);
 	uint64_t x;
 	if (!v)
 		return false;
-	if (!kvs_parse_u64(v, &x)) {
-		kvs_args_usage_error(it, "%s: expected a non-negative integer, got '%s'",
-				     it->flag, v);
+	if (!parse(v, &x)) {
+		kvs_args_usage_error(it, "%s: expected %s, got '%s'", it->flag, expected, v);
 		return false;
 	}
 	if (x < min || x > max) {
@@ -266,6 +269,11 @@ bool kvs_args_u64(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out)
 	return true;
 }
 
+bool kvs_args_u64(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out)
+{
+	return args_u64_by(it, kvs_parse_u64, "a non-negative integer", min, max, out);
+}
+
 bool kvs_args_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out)
 {
 	uint64_t x;
@@ -275,16 +283,24 @@ bool kvs_args_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out)
 	return true;
 }
 
-bool kvs_args_double(kvs_args *it, double min, double max, double *out)
+const char *kvs_args_number(kvs_args *it, double *out)
 {
 	const char *v = kvs_args_value(it);
+	if (!v)
+		return NULL;
+	if (!kvs_parse_double(v, out)) {
+		kvs_args_usage_error(it, "%s: expected a number, got '%s'", it->flag, v);
+		return NULL;
+	}
+	return v;
+}
+
+bool kvs_args_double(kvs_args *it, double min, double max, double *out)
+{
 	double x;
+	const char *v = kvs_args_number(it, &x);
 	if (!v)
 		return false;
-	if (!kvs_parse_double(v, &x)) {
-		kvs_args_usage_error(it, "%s: expected a number, got '%s'", it->flag, v);
-		return false;
-	}
 	if (!(x >= min && x <= max)) {
 		kvs_args_usage_error(it, "%s: %s is out of range [%g, %g]",
 				     it->flag, v, min, max);
@@ -336,23 +352,8 @@ bool kvs_parse_tokens(const char *s, uint64_t *out)
 
 bool kvs_args_tokens(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out)
 {
-	const char *v = kvs_args_value(it);
-	uint64_t x;
-	if (!v)
-		return false;
-	if (!kvs_parse_tokens(v, &x)) {
-		kvs_args_usage_error(it, "%s: expected a token count such as 8192, 8k "
-				     "(8000) or 8K (8192), got '%s'", it->flag, v);
-		return false;
-	}
-	if (x < min || x > max) {
-		kvs_args_usage_error(it, "%s: %s is out of range [%llu, %llu]",
-				     it->flag, v, (unsigned long long)min,
-				     (unsigned long long)max);
-		return false;
-	}
-	*out = x;
-	return true;
+	return args_u64_by(it, kvs_parse_tokens, "a token count such as 8192, 8k (8000) "
+			   "or 8K (8192)", min, max, out);
 }
 
 bool kvs_args_bytes(kvs_args *it, uint64_t *out)

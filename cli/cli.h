@@ -67,6 +67,9 @@ const char *kvs_args_value(kvs_args *it);
 bool kvs_args_u64(kvs_args *it, uint64_t min, uint64_t max, uint64_t *out);
 bool kvs_args_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out);
 bool kvs_args_double(kvs_args *it, double min, double max, double *out);
+/* The current flag's value read as a number into *out: the value's text, or
+ * NULL with "expected a number" (or the missing-value message) printed. */
+const char *kvs_args_number(kvs_args *it, double *out);
 bool kvs_args_bytes(kvs_args *it, uint64_t *out);   /* "80GB", "79.2GiB" */
 /* A token count as vLLM reads one: 8192, 8k (8000), 8K (8192), 1.5k,
  * 1M (2^20), 1m (10^6). */
@@ -147,20 +150,12 @@ typedef struct kvs_cli_deploy {
 	uint64_t gpu_mem;           /* 0 = from preset */
 	uint32_t layers, kv_heads, head_dim;  /* 0 = from model */
 	uint64_t params;            /* 0 = from model */
-	kvs_deploy d;               /* filled by kvs_cli_deploy_finish */
-	bool set_context, set_max_model_len, set_block_size;
-	/* raw values kept until finish */
-	uint32_t tp, pp, block_size;
-	uint64_t context, max_model_len;
-	double util, price;
-	int64_t reserve;
-	const char *dtype_arg, *kv_dtype_arg;
-	uint32_t kv_quant_group;    /* --kv-quant-group, 0 = per-tensor */
-	/* engine memory accounting (0 = the engine's default) */
-	const char *engine_arg;     /* --engine vllm|sglang|trtllm */
-	uint32_t max_num_seqs, max_num_batched_tokens;
-	double mem_fraction_static, free_gpu_memory_fraction;
-	uint64_t num_gpu_blocks_override, kv_cache_memory_bytes;
+	/* The deployment.  The flags write their fields straight into it,
+	 * over kvs_deploy_defaults; kvs_cli_deploy_finish adds the model, the
+	 * GPU and what depends on them (dtypes, context). */
+	kvs_deploy d;
+	bool set_context, set_block_size;
+	const char *dtype_arg, *kv_dtype_arg;  /* resolved against the model */
 	int fail_exit;              /* exit code when finish fails: 2 usage, 1 runtime */
 } kvs_cli_deploy;
 

@@ -23,12 +23,7 @@ void kvs_cli_deploy_init(kvs_cli_deploy *c, const char *default_model,
 	memset(c, 0, sizeof *c);
 	c->model_arg = default_model ? default_model : "llama-2-7b";
 	c->gpu_arg = default_gpu ? default_gpu : KVS_CLI_DEFAULT_GPU;
-	c->tp = 1;
-	c->pp = 1;
-	c->block_size = 16;
-	c->context = 4000;
-	c->util = 0.9;
-	c->reserve = -1;
+	kvs_deploy_defaults(&c->d, NULL, NULL);
 	c->fail_exit = KVS_EXIT_USAGE;
 }
 
@@ -94,14 +89,10 @@ static bool arg_u32(kvs_args *it, uint32_t min, uint32_t max, uint32_t *out)
 /* A positive real in (0, max]. */
 static bool arg_pos_double(kvs_args *it, double max, double *out)
 {
-	const char *v = kvs_args_value(it);
 	double x;
+	const char *v = kvs_args_number(it, &x);
 	if (!v)
 		return false;
-	if (!kvs_parse_double(v, &x)) {
-		kvs_args_usage_error(it, "%s: expected a number, got '%s'", it->flag, v);
-		return false;
-	}
 	if (!(x > 0.0)) {
 		kvs_args_usage_error(it, "%s: must be greater than 0, got '%s'", it->flag, v);
 		return false;
@@ -116,6 +107,7 @@ static bool arg_pos_double(kvs_args *it, double max, double *out)
 
 int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 {
+	kvs_deploy *d = &c->d;
 	bool ok;
 	if (kvs_args_is(it, "--model")) {
 		ok = (c->model_arg = kvs_args_value(it)) != NULL;
@@ -125,40 +117,39 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 	} else if (kvs_args_is(it, "--gpu-mem")) {
 		ok = kvs_args_bytes(it, &c->gpu_mem);
 	} else if (kvs_args_is(it, "--gpu-memory-utilization")) {
-		ok = arg_pos_double(it, 1.0, &c->util);
+		ok = arg_pos_double(it, 1.0, &d->gpu_memory_utilization);
 	} else if (kvs_args_is(it, "--tp") || kvs_args_is(it, "--tensor-parallel-size") ||
 		   kvs_args_is(it, "-tp")) {
-		ok = arg_u32(it, 1, 1024, &c->tp);
+		ok = arg_u32(it, 1, 1024, &d->tp);
 	} else if (kvs_args_is(it, "--pp") || kvs_args_is(it, "--pipeline-parallel-size") ||
 		   kvs_args_is(it, "-pp")) {
-		ok = arg_u32(it, 1, 1024, &c->pp);
+		ok = arg_u32(it, 1, 1024, &d->pp);
 	} else if (kvs_args_is(it, "--dtype")) {
 		ok = (c->dtype_arg = kvs_args_value(it)) != NULL;
 	} else if (kvs_args_is(it, "--kv-cache-dtype")) {
 		ok = (c->kv_dtype_arg = kvs_args_value(it)) != NULL;
 	} else if (kvs_args_is(it, "--kv-quant-group")) {
-		ok = arg_u32(it, 1, 1u << 20, &c->kv_quant_group);
+		ok = arg_u32(it, 1, 1u << 20, &d->kv_quant_group);
 	} else if (kvs_args_is(it, "--block-size")) {
-		ok = arg_u32(it, 1, 1u << 16, &c->block_size);
+		ok = arg_u32(it, 1, 1u << 16, &d->block_size);
 		c->set_block_size = true;
-		if (ok && (c->block_size & (c->block_size - 1)) != 0)
+		if (ok && (d->block_size & (d->block_size - 1)) != 0)
 			fprintf(stderr, "kvsim %s: warning: --block-size %u is not a power of "
 				"two (vLLM's CUDA attention kernels take 8, 16 or 32; other "
-				"backends powers of two)\n", it->cmd, c->block_size);
+				"backends powers of two)\n", it->cmd, d->block_size);
 	} else if (kvs_args_is(it, "--context")) {
-		ok = arg_tokens(it, &c->context);
+		ok = arg_tokens(it, &d->context_tokens);
 		c->set_context = true;
 	} else if (kvs_args_is(it, "--max-model-len")) {
-		ok = arg_tokens(it, &c->max_model_len);
-		c->set_max_model_len = true;
+		ok = arg_tokens(it, &d->max_model_len);
 	} else if (kvs_args_is(it, "--reserve")) {
 		const char *v = kvs_args_value(it);
 		uint64_t b = 0;
 		ok = v != NULL;
 		if (ok && strcmp(v, "auto") == 0) {
-			c->reserve = -1;
+			d->reserve_bytes = -1;
 		} else if (ok && strcmp(v, "0") == 0) {
-			c->reserve = 0;
+			d->reserve_bytes = 0;
 		} else if (ok) {
 			if (kvs_parse_bytes(v, &b) != KVS_OK) {
 				kvs_args_usage_error(it, "%s: %s (or 'auto', or 0)", it->flag,
@@ -168,7 +159,7 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 				kvs_args_usage_error(it, "%s: '%s' is too large", it->flag, v);
 				ok = false;
 			} else {
-				c->reserve = (int64_t)b;
+				d->reserve_bytes = (int64_t)b;
 			}
 		}
 	} else if (kvs_args_is(it, "--layers")) {
@@ -190,23 +181,23 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 			c->params = (uint64_t)llround(x);
 		}
 	} else if (kvs_args_is(it, "--gpu-hour-price")) {
-		ok = arg_pos_double(it, 1e6, &c->price);
+		ok = arg_pos_double(it, 1e6, &d->gpu_hour_price);
 	} else if (kvs_args_is(it, "--engine")) {
-		kvs_engine e;
-		ok = (c->engine_arg = kvs_args_value(it)) != NULL;
-		if (ok && kvs_engine_parse(c->engine_arg, &e) != KVS_OK) {
+		const char *v = kvs_args_value(it);
+		ok = v != NULL;
+		if (ok && kvs_engine_parse(v, &d->engine) != KVS_OK) {
 			kvs_args_usage_error(it, "%s: %s", it->flag, kvs_last_error());
 			ok = false;
 		}
 	} else if (kvs_args_is(it, "--mem-fraction-static")) {
-		ok = arg_pos_double(it, 1.0, &c->mem_fraction_static);
+		ok = arg_pos_double(it, 1.0, &d->mem_fraction_static);
 	} else if (kvs_args_is(it, "--free-gpu-memory-fraction")) {
-		ok = arg_pos_double(it, 1.0, &c->free_gpu_memory_fraction);
+		ok = arg_pos_double(it, 1.0, &d->free_gpu_memory_fraction);
 	} else if (kvs_args_is(it, "--num-gpu-blocks-override")) {
-		ok = arg_uint(it, 1, UINT64_MAX / 2, &c->num_gpu_blocks_override);
+		ok = arg_uint(it, 1, UINT64_MAX / 2, &d->num_gpu_blocks_override);
 	} else if (kvs_args_is(it, "--kv-cache-memory-bytes") ||
 		   kvs_args_is(it, "--kv-cache-memory")) {
-		ok = kvs_args_bytes(it, &c->kv_cache_memory_bytes);
+		ok = kvs_args_bytes(it, &d->kv_cache_memory_bytes);
 	} else {
 		return 0;
 	}
@@ -294,34 +285,26 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 				    "the parameter count of the overridden model does not fit in 64 bits");
 	}
 
+	/* the flags are in c->d already; the model and the GPU join them with
+	 * the dtypes kvs_deploy_defaults derives from the model */
 	kvs_deploy *d = &c->d;
-	kvs_deploy_defaults(d, &m, &g);
-	d->tp = c->tp;
-	d->pp = c->pp;
-	d->gpu_memory_utilization = c->util;
-	d->block_size = c->block_size;
-	d->kv_quant_group = c->kv_quant_group;
-	d->reserve_bytes = c->reserve;
-	d->gpu_hour_price = c->price;
-	if (c->engine_arg)
-		(void)kvs_engine_parse(c->engine_arg, &d->engine); /* checked when parsed */
-	if ((c->mem_fraction_static > 0 && d->engine != KVS_ENGINE_SGLANG) ||
-	    (c->free_gpu_memory_fraction > 0 && d->engine != KVS_ENGINE_TRTLLM))
+	kvs_deploy base;
+	kvs_deploy_defaults(&base, &m, &g);
+	d->model = base.model;
+	d->gpu = base.gpu;
+	d->weight_dtype = base.weight_dtype;
+	d->kv_dtype = base.kv_dtype;
+	if ((d->mem_fraction_static > 0 && d->engine != KVS_ENGINE_SGLANG) ||
+	    (d->free_gpu_memory_fraction > 0 && d->engine != KVS_ENGINE_TRTLLM))
 		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "%s applies to --engine %s only",
-			    c->mem_fraction_static > 0 ? "--mem-fraction-static"
+			    d->mem_fraction_static > 0 ? "--mem-fraction-static"
 						       : "--free-gpu-memory-fraction",
-			    c->mem_fraction_static > 0 ? "sglang" : "trtllm");
-	if ((c->num_gpu_blocks_override || c->kv_cache_memory_bytes) &&
+			    d->mem_fraction_static > 0 ? "sglang" : "trtllm");
+	if ((d->num_gpu_blocks_override || d->kv_cache_memory_bytes) &&
 	    d->engine != KVS_ENGINE_VLLM)
 		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "%s is a vLLM option (--engine vllm)",
-			    c->num_gpu_blocks_override ? "--num-gpu-blocks-override"
+			    d->num_gpu_blocks_override ? "--num-gpu-blocks-override"
 						       : "--kv-cache-memory-bytes");
-	d->mem_fraction_static = c->mem_fraction_static;
-	d->free_gpu_memory_fraction = c->free_gpu_memory_fraction;
-	d->num_gpu_blocks_override = c->num_gpu_blocks_override;
-	d->kv_cache_memory_bytes = c->kv_cache_memory_bytes;
-	d->max_num_seqs = c->max_num_seqs;
-	d->max_num_batched_tokens = c->max_num_batched_tokens;
 	if (c->dtype_arg && strcmp(c->dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->dtype_arg, &d->weight_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--dtype: %s", kvs_last_error());
@@ -330,13 +313,10 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 		if (kvs_dtype_parse(c->kv_dtype_arg, &d->kv_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--kv-cache-dtype: %s", kvs_last_error());
 	}
-	if (c->set_max_model_len)
-		d->max_model_len = c->max_model_len;
+	/* an unset --context (4000) stops at the longest sequence */
 	uint64_t limit = d->max_model_len ? d->max_model_len : m.max_position_embeddings;
-	if (c->set_context)
-		d->context_tokens = c->context;
-	else
-		d->context_tokens = limit && limit < c->context ? limit : c->context;
+	if (!c->set_context && limit && limit < d->context_tokens)
+		d->context_tokens = limit;
 
 	kvs_sizing s;
 	st = kvs_size_compute(d, &s);

@@ -124,6 +124,16 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		g->swap_bytes = (uint64_t)llround(gib * 1073741824.0);
 		return 1;
 	}
+	if (kvs_args_is(it, "--kv-offload")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		if (kvs_offload_parse(v, &g->kv_offload) != KVS_OK) {
+			kvs_args_usage_error(it, "--kv-offload: %s", kvs_last_error());
+			return -1;
+		}
+		return 1;
+	}
 	if (kvs_args_is(it, "--watermark"))
 		return kvs_args_double(it, 0, 0.99, &g->watermark) ? 1 : -1;
 	if (kvs_args_is(it, "--page-size")) {
@@ -277,6 +287,24 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		c->fail_exit = KVS_EXIT_USAGE;
 		return false;
 	}
+	if (kvs_offload_config_on(&c->cfg.kv_offload)) {
+		const char *why = NULL;
+		if (strcmp(cmd, "sweep") == 0)
+			why = "is for replay, compare and fleet (sweep rows do not carry "
+			      "the tier figures)";
+		else if (!c->cfg.enable_prefix_caching)
+			why = "needs --enable-prefix-caching (the tiers hold evicted "
+			      "prefix-cache blocks)";
+		for (size_t i = 0; !why && i < c->npolicies; i++)
+			if (!kvs_policy_has(c->policies[i], KVS_TRAIT_PREFIX_HASHES))
+				why = "needs the paged policy (a policy without a prefix "
+				      "cache has nothing to offload)";
+		if (why) {
+			fprintf(stderr, "kvsim %s: --kv-offload %s\n", cmd, why);
+			c->fail_exit = KVS_EXIT_USAGE;
+			return false;
+		}
+	}
 	if (c->cfg.preemption_mode == KVS_PREEMPT_SWAP && c->cfg.swap_bytes == 0) {
 		fprintf(stderr, "kvsim %s: --preemption-mode swap needs --swap-space > 0\n", cmd);
 		c->fail_exit = KVS_EXIT_USAGE;
@@ -367,6 +395,12 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"                               by arrival), the lowest-priority running request\n"
 		"                               preempted first (as vLLM)\n"
 		"  --swap-space GIB             host swap space per GPU in GiB (default 4)\n"
+		"  --kv-offload KIND:SIZE[:BW]  replay, compare, fleet: KV offload tier per GPU for\n"
+		"                               evicted prefix blocks, KIND host or disk, BW in\n"
+		"                               GB/s (default: host the GPU's PCIe link, disk 7);\n"
+		"                               a hit loads at BW within its step; host then\n"
+		"                               disk: host:64GiB,disk:1TiB:7 (needs\n"
+		"                               --enable-prefix-caching)\n"
 		"  --watermark F                share of blocks kept free at admission (default 0.01)\n"
 		"  --page-size SIZE             vattention physical page, 64KiB..2MiB (default 2MiB)\n"
 		"  --best-fit                   contiguous policies: best-fit placement (default first fit)\n"
@@ -566,6 +600,39 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 	fputs("\n\n", f);
 }
 
+/* The KV offload tiers' lines (nothing without tiers). */
+static void print_offload(FILE *f, const kvs_sim_result *r)
+{
+	const kvs_sim_stats *st = kvs_sim_result_stats(r);
+	const kvs_offload_stats *os = kvs_sim_result_offload(r);
+	uint64_t tier_hits = 0;
+	bool on = false;
+	for (int k = 0; k < KVS_OFFLOAD_KINDS_; k++) {
+		const kvs_offload_tier_stats *t = &os->tier[k];
+		if (!t->capacity_blocks)
+			continue;
+		on = true;
+		tier_hits += t->hit_blocks;
+		char cap[32], ld[32], sto[32];
+		human_bytes(cap, sizeof cap, (double)t->capacity_bytes);
+		human_bytes(ld, sizeof ld, (double)t->load_bytes);
+		human_bytes(sto, sizeof sto, (double)t->store_bytes);
+		fprintf(f, "  KV offload %s %s (%llu blocks) at %.3g GB/s: %llu blocks hit, "
+			"%s loaded in %.4g s, %s stored, %llu evicted\n",
+			kvs_offload_kind_name((kvs_offload_kind)k), cap,
+			(unsigned long long)t->capacity_blocks, t->bytes_per_s / 1e9,
+			(unsigned long long)t->hit_blocks, ld, t->load_s, sto,
+			(unsigned long long)t->evicted_blocks);
+	}
+	if (!on)
+		return;
+	uint64_t all = st->prefix_hit_blocks;
+	fprintf(f, "  prefix hits %llu blocks = HBM %llu + offload tiers %llu "
+		"(%.1f%% from the tiers)\n", (unsigned long long)all,
+		(unsigned long long)(all - tier_hits), (unsigned long long)tier_hits,
+		all ? 100.0 * (double)tier_hits / (double)all : 0.0);
+}
+
 void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st)
 {
 	fprintf(f, "%s: arrived %llu = completed %llu + rejected %llu", kvs_policy_name(st->policy),
@@ -651,8 +718,10 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 		}
 	}
 	fputc('\n', f);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		kvs_cli_sim_print_accounting(f, kvs_sim_result_stats(res[i]));
+		print_offload(f, res[i]);
+	}
 }
 
 /* ---- replay / compare ---------------------------------------------------------- */

@@ -32,11 +32,25 @@ static void usage(FILE *f)
 		"  --router POLICY[:K=V,...]    how requests are routed (round-robin):\n", kvs_trace_default_path());
 	kvs_router_help(f);
 	fprintf(f,
-		"  --pool NAME:N:GPU:TP         a pool of N replicas on GPU (preset) with\n"
+		"  --pool NAME:N:GPU:TP[:ROLE]  a pool of N replicas on GPU (preset) with\n"
 		"                               tensor parallelism TP; repeat for a\n"
-		"                               heterogeneous fleet (instead of --replicas)\n"
-		"  --router-refresh S           route on replica load and KV use as of the\n"
-		"                               last refresh, every S seconds (0: exact)\n"
+		"                               heterogeneous fleet (instead of --replicas).\n"
+		"                               ROLE prefill, decode or both; when absent, a\n"
+		"                               pool named prefill or decode takes that role.\n"
+		"                               Prefill and decode pools disaggregate: each\n"
+		"                               request prefills on a prefill replica, then\n"
+		"                               its KV moves to a decode replica (both picked\n"
+		"                               by the router) over --kv-link\n"
+		"  --kv-link BW[:LATENCY]       the link from each prefill replica (its\n"
+		"                               egress, shared fairly by its transfers):\n"
+		"                               a preset or GB/s (units B/s, MB/s, GB/s,\n"
+		"                               TB/s, Gb/s, Gbps, Tb/s), LATENCY per transfer\n"
+		"                               (s, ms, us, ns; 0); default ib-400g. Presets:\n");
+	kvs_fleet_link_help(f);
+	fprintf(f,
+		"  --router-refresh S           route on replica load, KV use and prefix\n"
+		"                               caches as of the last refresh, every S\n"
+		"                               seconds (0: exact)\n"
 		"  --gpu-hour-price P           dollars per GPU-hour: fleet cost per hour and\n"
 		"                               per million output tokens\n"
 		"\n"
@@ -74,6 +88,8 @@ typedef struct fleet_opts {
 	bool replicas_set;
 	const char *pool_specs[16];
 	size_t npools;
+	kvs_fleet_link link;
+	bool link_set;
 } fleet_opts;
 
 static int fleet_arg(kvs_args *it, fleet_opts *o)
@@ -96,6 +112,17 @@ static int fleet_arg(kvs_args *it, fleet_opts *o)
 		o->find_min = true;
 		return 1;
 	}
+	if (kvs_args_is(it, "--kv-link")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		if (kvs_fleet_link_parse(v, &o->link) != KVS_OK) {
+			kvs_args_usage_error(it, "%s", kvs_last_error());
+			return -1;
+		}
+		o->link_set = true;
+		return 1;
+	}
 	if (kvs_args_is(it, "--pool")) {
 		const char *v = kvs_args_value(it);
 		if (!v)
@@ -111,20 +138,21 @@ static int fleet_arg(kvs_args *it, fleet_opts *o)
 	return kvs_args_str(it, "--router", &o->router);
 }
 
-/* "NAME:N:GPU:TP" on top of the base engine: the pool's GPU preset and
- * tensor parallelism; the deployment is sized now so that an impossible
- * pool fails before any run. */
+/* "NAME:N:GPU:TP[:ROLE]" on top of the base engine: the pool's GPU preset,
+ * tensor parallelism and role (by default the name's, when it is prefill
+ * or decode); the deployment is sized now so that an impossible pool fails
+ * before any run. */
 static bool parse_pool(const char *spec, const kvs_sim_config *base, kvs_fleet_pool *p)
 {
 	char buf[256];
-	char *f[5] = { 0 };
+	char *f[6] = { 0 };
 	int nf = 0;
 	if (strlen(spec) >= sizeof buf) {
 		fprintf(stderr, "kvsim fleet: --pool '%.40s...': too long\n", spec);
 		return false;
 	}
 	strcpy(buf, spec);
-	for (char *s = buf; nf < 5;) {
+	for (char *s = buf; nf < 6;) {
 		f[nf++] = s;
 		char *c = strchr(s, ':');
 		if (!c)
@@ -132,10 +160,19 @@ static bool parse_pool(const char *spec, const kvs_sim_config *base, kvs_fleet_p
 		*c = 0;
 		s = c + 1;
 	}
-	if (nf != 4 || !*f[0] || !*f[1] || !*f[2] || !*f[3]) {
-		fprintf(stderr, "kvsim fleet: --pool '%s': expected NAME:N:GPU:TP "
-			"(e.g. big:2:h100-80gb:2)\n", spec);
+	if (nf < 4 || nf > 5 || !*f[0] || !*f[1] || !*f[2] || !*f[3] || (nf == 5 && !*f[4])) {
+		fprintf(stderr, "kvsim fleet: --pool '%s': expected NAME:N:GPU:TP[:ROLE] "
+			"(e.g. big:2:h100-80gb:2, prefill:2:h100-80gb:1)\n", spec);
 		return false;
+	}
+	kvs_fleet_role role = KVS_FLEET_ROLE_BOTH;
+	if (nf == 5) {
+		if (kvs_fleet_role_parse(f[4], &role) != KVS_OK) {
+			fprintf(stderr, "kvsim fleet: --pool '%s': %s\n", spec, kvs_last_error());
+			return false;
+		}
+	} else if (kvs_fleet_role_parse(f[0], &role) != KVS_OK) {
+		role = KVS_FLEET_ROLE_BOTH;   /* a name that is not a role */
 	}
 	if (strlen(f[0]) >= sizeof p->name) {
 		fprintf(stderr, "kvsim fleet: --pool '%s': name longer than %zu characters\n",
@@ -159,6 +196,7 @@ static bool parse_pool(const char *spec, const kvs_sim_config *base, kvs_fleet_p
 	memset(p, 0, sizeof *p);
 	snprintf(p->name, sizeof p->name, "%s", f[0]);
 	p->replicas = (uint32_t)n;
+	p->role = role;
 	p->sim = *base;
 	if (kvs_gpu_preset(f[2], &p->sim.deploy.gpu) != KVS_OK) {
 		fprintf(stderr, "kvsim fleet: --pool '%s': %s\n", spec, kvs_last_error());
@@ -193,18 +231,40 @@ static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 		fprintf(f, ", signals refreshed every %g s", c->router_refresh_s);
 	fputc('\n', f);
 	for (size_t p = 0; p < c->npools; p++)
-		fprintf(f, "  pool %s: %u x %s, tp %u\n", c->pools[p].name, c->pools[p].replicas,
-			c->pools[p].sim.deploy.gpu.name, c->pools[p].sim.deploy.tp);
-	fprintf(f, "  %7s %9s %9s %9s %9s %10s %10s %11s\n", "replica", "routed",
+		fprintf(f, "  pool %s: %u x %s, tp %u%s%s\n", c->pools[p].name, c->pools[p].replicas,
+			c->pools[p].sim.deploy.gpu.name, c->pools[p].sim.deploy.tp,
+			c->pools[p].role ? ", " : "",
+			c->pools[p].role ? kvs_fleet_role_name(c->pools[p].role) : "");
+	if (fs->disaggregated)
+		fprintf(f, "  KV link: %s, %.4g GB/s, latency %.4g s per transfer, one per "
+			"prefill replica\n", c->kv_link.name, c->kv_link.bytes_per_s / 1e9,
+			c->kv_link.latency_s);
+	fprintf(f, "  %7s %9s %9s %9s %9s %10s %10s %11s", "replica", "routed",
 		"completed", "rejected", "unfinished", "KV used %", "prefix hit", "preemptions");
+	if (fs->disaggregated)
+		fprintf(f, " %9s %9s %9s", "KV sent", "KV recv", "link use");
+	fputc('\n', f);
 	for (uint32_t i = 0; i < fs->replicas; i++) {
 		const kvs_fleet_replica_stats *s = kvs_fleet_result_replica_stats(r, i);
-		fprintf(f, "  %7u %9llu %9llu %9llu %9llu %10.2f %9.2f%% %11llu\n", i,
+		fprintf(f, "  %7u %9llu %9llu %9llu %9llu %10.2f %9.2f%% %11llu", i,
 			(unsigned long long)s->routed, (unsigned long long)s->completed,
 			(unsigned long long)s->rejected, (unsigned long long)s->unfinished,
 			s->kv_used_pct, 100.0 * s->prefix_hit_rate_tokens,
 			(unsigned long long)s->preemptions);
+		if (fs->disaggregated && c->pools[s->pool].role == KVS_FLEET_ROLE_PREFILL)
+			fprintf(f, " %9llu %9llu %8.2f%%", (unsigned long long)s->kv_sent,
+				(unsigned long long)s->kv_received, 100.0 * s->link_util);
+		else if (fs->disaggregated)
+			fprintf(f, " %9llu %9llu %9s", (unsigned long long)s->kv_sent,
+				(unsigned long long)s->kv_received, "-");
+		fputc('\n', f);
 	}
+	if (fs->disaggregated)
+		fprintf(f, "  KV transfers: %llu, %.4g GB moved, time mean %.4g s, p99 %.4g s, "
+			"max %.4g s; link use mean %.2f%%, max %.2f%%\n",
+			(unsigned long long)fs->kv_transfers, fs->kv_bytes / 1e9,
+			fs->kv_transfer_mean_s, fs->kv_transfer_p99_s, fs->kv_transfer_max_s,
+			100.0 * fs->kv_link_util_mean, 100.0 * fs->kv_link_util_max);
 	fprintf(f, "  balance: requests CV %.4f, KV use CV %.4f\n", fs->requests_cv,
 		fs->kv_used_cv);
 	if (o->gpu_hour_price > 0) {
@@ -372,6 +432,8 @@ int kvs_cmd_fleet(int argc, char **argv)
 	fc.router = fo.router;
 	fc.router_refresh_s = fo.refresh_s;
 	fc.seed = sim.cfg.seed;
+	if (fo.link_set)
+		fc.kv_link = fo.link;
 	kvs_fleet_pool pools[KVS_ARRAY_LEN(fo.pool_specs)];
 	for (size_t p = 0; p < fo.npools; p++)
 		if (!parse_pool(fo.pool_specs[p], &sim.cfg, &pools[p])) {
@@ -380,6 +442,15 @@ int kvs_cmd_fleet(int argc, char **argv)
 		}
 	fc.pools = pools;
 	fc.npools = fo.npools;
+	bool disagg = false;
+	for (size_t p = 0; p < fo.npools; p++)
+		disagg |= pools[p].role != KVS_FLEET_ROLE_BOTH;
+	if (fo.link_set && !disagg) {
+		fprintf(stderr, "kvsim fleet: --kv-link needs prefill and decode pools (--pool "
+			"prefill:N:GPU:TP --pool decode:N:GPU:TP)\n");
+		kvs_outfile_discard(jso);
+		return KVS_EXIT_USAGE;
+	}
 
 	kvs_fleet_result *res = NULL;
 	kvs_trace_stats tstats;

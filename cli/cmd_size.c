@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 
 static void usage(FILE *f)
@@ -456,11 +457,122 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		       s->cache_to_weights * 100.0, kvs_fmt_commas(s->max_conversations, b1, sizeof b1));
 }
 
-/* ---- JSON ---------------------------------------------------------------- */
+/* ---- JSON ----------------------------------------------------------------
+ * Most members copy one field of a result struct under its name: a table
+ * row names the key and the field, and _Generic reads the field's C type,
+ * so a row cannot read a field as the wrong type.  The keys come out sorted
+ * (JSON_SORT_KEYS), so a table's order is free. */
 static json_t *j_u64(uint64_t v)
 {
 	return json_integer((json_int_t)(v > (uint64_t)INT64_MAX ? INT64_MAX : v));
 }
+
+typedef enum { JF_U32, JF_U64, JF_REAL, JF_BOOL } jf_type;
+
+typedef struct jfield {
+	const char *key;
+	size_t off;        /* of the field in its struct */
+	jf_type type;
+} jfield;
+
+#define JF_TYPE(x) _Generic((x), uint32_t: JF_U32, uint64_t: JF_U64, double: JF_REAL, \
+			    bool: JF_BOOL)
+/* the member `key` from field f of struct T; JF_SAME: the key is the name */
+#define JF(T, key, f) { key, offsetof(T, f), JF_TYPE(((T *)0)->f) }
+#define JF_SAME(T, f) JF(T, #f, f)
+
+static void json_fields(json_t *o, const void *base, const jfield *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *p = (const char *)base + f[i].off;
+		json_t *v = NULL;
+		switch (f[i].type) {
+		case JF_U32: v = json_integer(*(const uint32_t *)p); break;
+		case JF_U64: v = j_u64(*(const uint64_t *)p); break;
+		case JF_REAL: v = json_real(*(const double *)p); break;
+		case JF_BOOL: v = json_boolean(*(const bool *)p); break;
+		}
+		json_object_set_new(o, f[i].key, v);
+	}
+}
+
+/* a new object holding the table's members */
+#define JSON_TABLE(base, table) json_table_new(base, table, KVS_ARRAY_LEN(table))
+static json_t *json_table_new(const void *base, const jfield *f, size_t n)
+{
+	json_t *o = json_object();
+	json_fields(o, base, f, n);
+	return o;
+}
+
+static const jfield deploy_fields[] = {
+	JF_SAME(kvs_deploy, tp), JF_SAME(kvs_deploy, pp),
+	JF_SAME(kvs_deploy, gpu_memory_utilization), JF_SAME(kvs_deploy, kv_quant_group),
+	JF_SAME(kvs_deploy, block_size), JF_SAME(kvs_deploy, context_tokens),
+	JF_SAME(kvs_deploy, gpu_hour_price), JF_SAME(kvs_deploy, num_gpu_blocks_override),
+	JF_SAME(kvs_deploy, kv_cache_memory_bytes),
+};
+
+static const jfield formula_fields[] = {
+	JF_SAME(kvs_sizing, kv_factor), JF(kvs_sizing, "layers", layers_per_rank),
+	JF(kvs_sizing, "kv_heads", kv_heads_per_rank), JF(kvs_sizing, "width", kv_width),
+	JF(kvs_sizing, "scale_bytes_per_token", kv_scale_bytes_per_token),
+	JF(kvs_sizing, "sliding_layers", sliding_layers_per_rank),
+};
+
+static const jfield sizing_fields[] = {
+	JF_SAME(kvs_sizing, kv_bytes_per_token), JF_SAME(kvs_sizing, kv_bytes_per_token_total),
+	JF_SAME(kvs_sizing, bytes_per_block), JF_SAME(kvs_sizing, bytes_per_context),
+	JF_SAME(kvs_sizing, weight_bytes), JF_SAME(kvs_sizing, reserve_bytes),
+	JF_SAME(kvs_sizing, reserve_estimated), JF_SAME(kvs_sizing, usable_bytes),
+	JF_SAME(kvs_sizing, kv_from_override), JF_SAME(kvs_sizing, kv_budget_bytes),
+	JF_SAME(kvs_sizing, num_gpu_blocks), JF_SAME(kvs_sizing, kv_capacity_tokens),
+	JF_SAME(kvs_sizing, max_concurrency), JF_SAME(kvs_sizing, max_conversations),
+	JF_SAME(kvs_sizing, blocks_per_conversation), JF_SAME(kvs_sizing, cache_to_weights),
+	JF_SAME(kvs_sizing, decode_step_s), JF_SAME(kvs_sizing, decode_tokens_per_s),
+};
+
+static const jfield cost_fields[] = {   /* with a GPU-hour price */
+	JF_SAME(kvs_sizing, dollars_per_conv_hour), JF_SAME(kvs_sizing, dollars_per_mtok),
+};
+
+static const jfield vllm_log_fields[] = {
+	JF(kvs_sizing, "gpu_kv_cache_tokens", vllm_kv_tokens),
+	JF(kvs_sizing, "max_concurrency", vllm_max_concurrency),
+	JF_SAME(kvs_sizing, max_model_len),
+};
+
+static const jfield mem_fields[] = {
+	JF_SAME(kvs_mem_terms, fraction), JF_SAME(kvs_mem_terms, profile_tokens),
+	JF_SAME(kvs_mem_terms, profile_seqs), JF_SAME(kvs_mem_terms, rope_cache_bytes),
+	JF_SAME(kvs_mem_terms, activation_bytes), JF_SAME(kvs_mem_terms, sampler_bytes),
+	JF_SAME(kvs_mem_terms, non_torch_bytes), JF_SAME(kvs_mem_terms, comm_bytes),
+	JF_SAME(kvs_mem_terms, cuda_context_bytes), JF_SAME(kvs_mem_terms, cudagraph_bytes),
+	JF_SAME(kvs_mem_terms, cudagraph_sizes),
+};
+
+static const jfield shrink_fields[] = {   /* applicable rows only */
+	JF_SAME(kvs_shrink_row, kv_bytes_per_token), JF_SAME(kvs_shrink_row, bytes_per_context),
+	JF_SAME(kvs_shrink_row, max_conversations), JF_SAME(kvs_shrink_row, max_concurrency),
+	JF_SAME(kvs_shrink_row, vs_baseline),
+};
+
+static const jfield advice_fields[] = {
+	JF_SAME(kvs_size_advice, needed), JF_SAME(kvs_size_advice, weights_fit),
+	JF_SAME(kvs_size_advice, context_fits), JF_SAME(kvs_size_advice, cache_exceeds_weights),
+	JF_SAME(kvs_size_advice, over_max_model_len), JF_SAME(kvs_size_advice, fp8_conversations),
+	JF_SAME(kvs_size_advice, int4_conversations), JF_SAME(kvs_size_advice, offload_bytes),
+	JF_SAME(kvs_size_advice, offload_s_per_step),
+	JF_SAME(kvs_size_advice, offload_full_s_per_step),
+	JF_SAME(kvs_size_advice, prefix_half_conversations),
+};
+
+static const jfield parallel_fields[] = {
+	JF_SAME(kvs_parallel_option, tp), JF_SAME(kvs_parallel_option, pp),
+	JF_SAME(kvs_parallel_option, kv_budget_bytes),
+	JF_SAME(kvs_parallel_option, max_conversations),
+	JF_SAME(kvs_parallel_option, max_concurrency),
+};
 
 static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 			   const kvs_shrink_row *rows, const kvs_size_advice *a)
@@ -471,55 +583,25 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(o, "model", kvs_json_jt(kvs_sim_model_json(&d->model)));
 	json_object_set_new(o, "gpu", kvs_json_jt(kvs_sim_gpu_json(&d->gpu)));
 
-	json_t *e = json_object();
-	json_object_set_new(e, "tp", json_integer(d->tp));
-	json_object_set_new(e, "pp", json_integer(d->pp));
-	json_object_set_new(e, "gpu_memory_utilization", json_real(d->gpu_memory_utilization));
+	json_t *e = JSON_TABLE(d, deploy_fields);
 	json_object_set_new(e, "dtype", json_string(kvs_dtype_name(d->weight_dtype)));
 	json_object_set_new(e, "kv_cache_dtype", json_string(kvs_dtype_name(d->kv_dtype)));
-	json_object_set_new(e, "kv_quant_group", json_integer(d->kv_quant_group));
-	json_object_set_new(e, "block_size", json_integer(d->block_size));
-	json_object_set_new(e, "context_tokens", j_u64(d->context_tokens));
 	json_object_set_new(e, "max_model_len", j_u64(s->max_model_len));
-	json_object_set_new(e, "gpu_hour_price", json_real(d->gpu_hour_price));
 	json_object_set_new(e, "engine", json_string(kvs_engine_name(d->engine)));
-	json_object_set_new(e, "num_gpu_blocks_override", j_u64(d->num_gpu_blocks_override));
-	json_object_set_new(e, "kv_cache_memory_bytes", j_u64(d->kv_cache_memory_bytes));
 	json_object_set_new(o, "deploy", e);
 
-	json_t *f = json_object();
-	json_object_set_new(f, "kv_factor", json_integer(s->kv_factor));
-	json_object_set_new(f, "layers", json_integer(s->layers_per_rank));
-	json_object_set_new(f, "kv_heads", json_integer(s->kv_heads_per_rank));
+	json_t *f = JSON_TABLE(s, formula_fields);
 	json_object_set_new(f, "head_dim", json_integer(d->model.kv_lora_rank ? 0 : d->model.head_dim));
-	json_object_set_new(f, "width", json_integer(s->kv_width));
 	json_object_set_new(f, "bits_per_element", json_integer(kvs_dtype_bits(d->kv_dtype)));
-	json_object_set_new(f, "scale_bytes_per_token", j_u64(s->kv_scale_bytes_per_token));
-	json_object_set_new(f, "sliding_layers", json_integer(s->sliding_layers_per_rank));
 	json_object_set_new(o, "kv_formula", f);
 
-	json_object_set_new(o, "kv_bytes_per_token", j_u64(s->kv_bytes_per_token));
-	json_object_set_new(o, "kv_bytes_per_token_total", j_u64(s->kv_bytes_per_token_total));
-	json_object_set_new(o, "bytes_per_block", j_u64(s->bytes_per_block));
-	json_object_set_new(o, "bytes_per_context", j_u64(s->bytes_per_context));
-	json_object_set_new(o, "weight_bytes", j_u64(s->weight_bytes));
-	json_object_set_new(o, "reserve_bytes", j_u64(s->reserve_bytes));
-	json_object_set_new(o, "reserve_estimated", json_boolean(s->reserve_estimated));
-	json_object_set_new(o, "usable_bytes", j_u64(s->usable_bytes));
+	json_fields(o, s, sizing_fields, KVS_ARRAY_LEN(sizing_fields));
+	if (d->gpu_hour_price > 0)
+		json_fields(o, s, cost_fields, KVS_ARRAY_LEN(cost_fields));
+
 	const kvs_mem_terms *mt = &s->mem;
-	json_t *nk = json_object();
+	json_t *nk = JSON_TABLE(mt, mem_fields);
 	json_object_set_new(nk, "engine", json_string(kvs_engine_name(mt->engine)));
-	json_object_set_new(nk, "fraction", json_real(mt->fraction));
-	json_object_set_new(nk, "profile_tokens", json_integer(mt->profile_tokens));
-	json_object_set_new(nk, "profile_seqs", json_integer(mt->profile_seqs));
-	json_object_set_new(nk, "rope_cache_bytes", j_u64(mt->rope_cache_bytes));
-	json_object_set_new(nk, "activation_bytes", j_u64(mt->activation_bytes));
-	json_object_set_new(nk, "sampler_bytes", j_u64(mt->sampler_bytes));
-	json_object_set_new(nk, "non_torch_bytes", j_u64(mt->non_torch_bytes));
-	json_object_set_new(nk, "comm_bytes", j_u64(mt->comm_bytes));
-	json_object_set_new(nk, "cuda_context_bytes", j_u64(mt->cuda_context_bytes));
-	json_object_set_new(nk, "cudagraph_bytes", j_u64(mt->cudagraph_bytes));
-	json_object_set_new(nk, "cudagraph_sizes", json_integer(mt->cudagraph_sizes));
 	json_t *cl = json_array();
 	static const struct { unsigned bit; const char *key; } terms[] = {
 		{ KVS_MEM_ACTIVATION, "activation" }, { KVS_MEM_SAMPLER, "sampler" },
@@ -531,27 +613,11 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 			json_array_append_new(cl, json_string(terms[i].key));
 	json_object_set_new(nk, "counted", cl);
 	json_object_set_new(o, "non_kv", nk);
-	json_t *vl = json_object();
+
+	json_t *vl = JSON_TABLE(s, vllm_log_fields);
 	json_object_set_new(vl, "available_kv_cache_gib",
 			    json_real((double)s->kv_budget_bytes / (double)(1ull << 30)));
-	json_object_set_new(vl, "gpu_kv_cache_tokens", j_u64(s->vllm_kv_tokens));
-	json_object_set_new(vl, "max_concurrency", json_real(s->vllm_max_concurrency));
-	json_object_set_new(vl, "max_model_len", j_u64(s->max_model_len));
 	json_object_set_new(o, "vllm_log", vl);
-	json_object_set_new(o, "kv_from_override", json_boolean(s->kv_from_override));
-	json_object_set_new(o, "kv_budget_bytes", j_u64(s->kv_budget_bytes));
-	json_object_set_new(o, "num_gpu_blocks", j_u64(s->num_gpu_blocks));
-	json_object_set_new(o, "kv_capacity_tokens", j_u64(s->kv_capacity_tokens));
-	json_object_set_new(o, "max_concurrency", json_real(s->max_concurrency));
-	json_object_set_new(o, "max_conversations", j_u64(s->max_conversations));
-	json_object_set_new(o, "blocks_per_conversation", j_u64(s->blocks_per_conversation));
-	json_object_set_new(o, "cache_to_weights", json_real(s->cache_to_weights));
-	json_object_set_new(o, "decode_step_s", json_real(s->decode_step_s));
-	json_object_set_new(o, "decode_tokens_per_s", json_real(s->decode_tokens_per_s));
-	if (d->gpu_hour_price > 0) {
-		json_object_set_new(o, "dollars_per_conv_hour", json_real(s->dollars_per_conv_hour));
-		json_object_set_new(o, "dollars_per_mtok", json_real(s->dollars_per_mtok));
-	}
 
 	json_t *sh = json_array();
 	for (int i = 0; i < KVS_SHRINK_COUNT_; i++) {
@@ -560,40 +626,20 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 		json_object_set_new(x, "key", json_string(r->key));
 		json_object_set_new(x, "label", json_string(r->label));
 		json_object_set_new(x, "applicable", json_boolean(r->applicable));
-		if (r->applicable) {
-			json_object_set_new(x, "kv_bytes_per_token", j_u64(r->kv_bytes_per_token));
-			json_object_set_new(x, "bytes_per_context", j_u64(r->bytes_per_context));
-			json_object_set_new(x, "max_conversations", j_u64(r->max_conversations));
-			json_object_set_new(x, "max_concurrency", json_real(r->max_concurrency));
-			json_object_set_new(x, "vs_baseline", json_real(r->vs_baseline));
-		}
+		if (r->applicable)
+			json_fields(x, r, shrink_fields, KVS_ARRAY_LEN(shrink_fields));
 		json_array_append_new(sh, x);
 	}
 	json_object_set_new(o, "shrinks", sh);
 
-	json_t *ad = json_object();
-	json_object_set_new(ad, "needed", json_boolean(a->needed));
-	json_object_set_new(ad, "weights_fit", json_boolean(a->weights_fit));
-	json_object_set_new(ad, "context_fits", json_boolean(a->context_fits));
-	json_object_set_new(ad, "cache_exceeds_weights", json_boolean(a->cache_exceeds_weights));
-	json_object_set_new(ad, "over_max_model_len", json_boolean(a->over_max_model_len));
+	json_t *ad = JSON_TABLE(a, advice_fields);
 	json_t *par = json_array();
 	for (size_t i = 0; i < a->n_parallel; i++) {
-		json_t *x = json_object();
-		json_object_set_new(x, "tp", json_integer(a->parallel[i].tp));
-		json_object_set_new(x, "pp", json_integer(a->parallel[i].pp));
+		json_t *x = JSON_TABLE(&a->parallel[i], parallel_fields);
 		json_object_set_new(x, "gpus", json_integer(a->parallel[i].tp * a->parallel[i].pp));
-		json_object_set_new(x, "kv_budget_bytes", j_u64(a->parallel[i].kv_budget_bytes));
-		json_object_set_new(x, "max_conversations", j_u64(a->parallel[i].max_conversations));
-		json_object_set_new(x, "max_concurrency", json_real(a->parallel[i].max_concurrency));
 		json_array_append_new(par, x);
 	}
 	json_object_set_new(ad, "parallel", par);
-	json_object_set_new(ad, "fp8_conversations", j_u64(a->fp8_conversations));
-	json_object_set_new(ad, "int4_conversations", j_u64(a->int4_conversations));
-	json_object_set_new(ad, "offload_bytes", j_u64(a->offload_bytes));
-	json_object_set_new(ad, "offload_s_per_step", json_real(a->offload_s_per_step));
-	json_object_set_new(ad, "offload_full_s_per_step", json_real(a->offload_full_s_per_step));
 	json_t *ctx = json_array();
 	for (int i = 0; i < KVS_ADVICE_CONTEXTS; i++) {
 		json_t *x = json_object();
@@ -602,7 +648,6 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 		json_array_append_new(ctx, x);
 	}
 	json_object_set_new(ad, "shorter_context", ctx);
-	json_object_set_new(ad, "prefix_half_conversations", j_u64(a->prefix_half_conversations));
 	json_object_set_new(o, "advice", ad);
 
 	json_t *qs = json_array();
@@ -639,12 +684,12 @@ int kvs_cmd_size(int argc, char **argv)
 		if (r > 0)
 			continue;
 		if (kvs_args_is(&it, "--max-num-seqs")) {
-			if (!kvs_args_u32(&it, 1, 1u << 20, &c.max_num_seqs))
+			if (!kvs_args_u32(&it, 1, 1u << 20, &c.d.max_num_seqs))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
 		if (kvs_args_is(&it, "--max-num-batched-tokens")) {
-			if (!kvs_args_u32(&it, 1, 1u << 30, &c.max_num_batched_tokens))
+			if (!kvs_args_u32(&it, 1, 1u << 30, &c.d.max_num_batched_tokens))
 				return KVS_EXIT_USAGE;
 			continue;
 		}

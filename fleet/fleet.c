@@ -11,9 +11,13 @@
  *      it; a replica planning a span of decode steps stops it at the
  *      arrival, since the request may be routed to it);
  *   3. the router picks a replica from the signals (exact ones read now
- *      when S = 0; prefix matches are always read now, on demand);
+ *      when S = 0, prefix matches on demand; with S > 0 those of the
+ *      snapshot, prefix matches taken at the refresh instant for the
+ *      requests read ahead to the next one);
  *   4. the request is fed to that replica, which processes its arrival
  *      with its own next events.
+ *
+ * Fleets of prefill and decode pools run the loop of disagg.c instead.
  *
  * At the end every replica runs to completion and the results are merged
  * (kvs_sim_result_merge).  A fleet of one replica runs exactly the events
@@ -22,7 +26,7 @@
  * Ownership: the fleet owns its replicas until they finish, then their
  * results; the request source stays the caller's.
  */
-#include "kvsim/fleet.h"
+#include "fleet/fleet_internal.h"
 #include "common/json.h"
 
 #include <jansson.h>
@@ -41,33 +45,172 @@ struct kvs_fleet_result {
 	kvs_fleet_pool *pools;         /* copy of cfg.pools */
 };
 
-typedef struct fleet_run {
-	const kvs_fleet_config *cfg;
-	uint32_t n;
-	kvs_sim **sims;
-	uint64_t *routed;
-	uint64_t *outstanding;     /* router's view */
-	double *kv_usage;          /* router's view */
-	uint32_t *prefix;          /* this request's prefix per replica; UINT32_MAX: unread */
-	double *next_ev;           /* [n] each replica's next event time */
-	unsigned needs;            /* KVS_ROUTER_NEEDS_* of the router */
-	const kvs_request *req;
-} fleet_run;
-
 void kvs_fleet_config_defaults(kvs_fleet_config *c, const kvs_deploy *d)
 {
 	memset(c, 0, sizeof *c);
 	kvs_sim_config_defaults(&c->sim, d);
 	c->replicas = 1;
 	c->router = "round-robin";
+	kvs_fleet_link_default(&c->kv_link);
 }
 
 static uint32_t prefix_of(void *ctx, uint32_t i)
 {
 	fleet_run *f = ctx;
+	if (f->stale)
+		return f->stale[i];
 	if (f->prefix[i] == UINT32_MAX)
 		f->prefix[i] = kvs_sim_prefix_match(f->sims[i], f->req, NULL);
 	return f->prefix[i];
+}
+
+/* ---- the requests, read ahead for a stale prefix signal ------------------------ */
+
+static void ahead_free(ahead_ent *e)
+{
+	kvs_free(e->ids);
+	kvs_free(e->prefix);
+	memset(e, 0, sizeof *e);
+}
+
+/* The next request of the source, checked as the replay checks it;
+ * KVS_END at the end. */
+static kvs_status src_next(fleet_src *s, kvs_request *q)
+{
+	kvs_status st = s->src->next(s->src->ctx, q);
+	if (st == KVS_END)
+		s->end = true;
+	if (st != KVS_OK)
+		return st;
+	if (!(q->arrival_s >= 0) || !isfinite(q->arrival_s))
+		return kvs_fail(KVS_ERR_INVALID, "request %llu (line %llu): arrival %g s: "
+				"must be a finite time >= 0", (unsigned long long)q->index,
+				(unsigned long long)q->line, q->arrival_s);
+	if (q->arrival_s < s->last)
+		return kvs_fail(KVS_ERR_INVALID,
+				"request %llu (line %llu): arrival %.9g s is before the "
+				"previous one (%.9g s): requests must come in arrival order",
+				(unsigned long long)q->index, (unsigned long long)q->line,
+				q->arrival_s, s->last);
+	s->last = q->arrival_s;
+	return KVS_OK;
+}
+
+/* The next request of the source into e (*got false at the end), its hash
+ * ids copied when copy is set (they outlive the reader's next call). */
+static kvs_status src_read(fleet_src *s, ahead_ent *e, bool copy, bool *got)
+{
+	*got = false;
+	kvs_request q;
+	kvs_status st = src_next(s, &q);
+	if (st == KVS_END)
+		return KVS_OK;
+	if (st != KVS_OK)
+		return st;
+	e->q = q;
+	if (copy && q.num_hash_ids) {
+		e->ids = kvs_reallocarray(NULL, q.num_hash_ids, sizeof *e->ids);
+		if (!e->ids)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (requests read ahead)");
+		memcpy(e->ids, q.hash_ids, q.num_hash_ids * sizeof *e->ids);
+		e->q.hash_ids = e->ids;
+	}
+	*got = true;
+	return KVS_OK;
+}
+
+kvs_status fleet_src_peek(fleet_src *s, const ahead_ent **out)
+{
+	*out = NULL;
+	if (s->n) {
+		*out = &s->v[s->head];
+		return KVS_OK;
+	}
+	if (s->end)
+		return KVS_OK;
+	/* direct: one slot, hash ids still the reader's */
+	if (!s->cap) {
+		s->v = kvs_calloc(1, sizeof *s->v);
+		if (!s->v)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory");
+		s->cap = 1;
+	}
+	s->head = 0;
+	bool got;
+	kvs_status st = src_read(s, &s->v[0], s->buffered, &got);
+	if (st != KVS_OK || !got)
+		return st;
+	s->n = 1;
+	*out = &s->v[0];
+	return KVS_OK;
+}
+
+void fleet_src_pop(fleet_src *s)
+{
+	if (!s->n)
+		return;
+	ahead_free(&s->v[s->head]);
+	s->head = (s->head + 1) % s->cap;
+	s->n--;
+}
+
+/* Append one request of the source to the ring, its ids copied. */
+static kvs_status src_append(fleet_src *s)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 16;
+		ahead_ent *v = kvs_calloc(cap, sizeof *v);
+		if (!v)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (requests read ahead)");
+		for (size_t i = 0; i < s->n; i++)
+			v[i] = s->v[(s->head + i) % s->cap];
+		kvs_free(s->v);
+		s->v = v;
+		s->cap = cap;
+		s->head = 0;
+	}
+	ahead_ent *e = &s->v[(s->head + s->n) % s->cap];
+	memset(e, 0, sizeof *e);
+	bool got;
+	kvs_status st = src_read(s, e, true, &got);
+	if (st == KVS_OK && got)
+		s->n++;
+	return st;
+}
+
+kvs_status fleet_src_snapshot(fleet_src *s, fleet_run *f, double until_s)
+{
+	kvs_status st;
+	while (!s->end && (!s->n || s->v[(s->head + s->n - 1) % s->cap].q.arrival_s < until_s) &&
+	       !(s->n && s->horizon > 0 &&
+		 s->v[(s->head + s->n - 1) % s->cap].q.arrival_s > s->horizon))
+		if ((st = src_append(s)) != KVS_OK)
+			return st;
+	for (size_t k = 0; k < s->n; k++) {
+		ahead_ent *e = &s->v[(s->head + k) % s->cap];
+		if (!(e->q.arrival_s < until_s))
+			break;
+		if (!e->prefix && !(e->prefix = kvs_calloc(s->nrep, sizeof *e->prefix)))
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (prefix snapshot)");
+		bool first = true;
+		for (uint32_t i = 0; i < s->nrep; i++) {
+			if (f->role[i] == KVS_FLEET_ROLE_DECODE)
+				continue;   /* requests arrive at prefill replicas */
+			e->prefix[i] = kvs_sim_prefix_match(f->sims[i], &e->q,
+							    first ? &e->nblocks : NULL);
+			first = false;
+		}
+	}
+	return KVS_OK;
+}
+
+void fleet_src_free(fleet_src *s)
+{
+	while (s->n)
+		fleet_src_pop(s);
+	kvs_free(s->v);
+	s->v = NULL;
+	s->cap = 0;
 }
 
 /* The signals the router reads (none for round-robin and random). */
@@ -106,8 +249,8 @@ static double wall_now(void)
 }
 
 /* The replicas' requests, accounted: routed = arrived (every routed
- * request arrives at its replica, the horizon aside), and arrived =
- * completed + rejected + unfinished on each. */
+ * request arrives at its replica, the horizon aside), and arrived +
+ * kv_received = completed + rejected + unfinished + kv_sent on each. */
 static void replica_stats(kvs_fleet_result *R)
 {
 	double sum_a = 0, sum_k = 0, sq_a = 0, sq_k = 0;
@@ -123,13 +266,15 @@ static void replica_stats(kvs_fleet_result *R)
 			o->kv_used_pct = 0;
 		o->prefix_hit_rate_tokens = s->prefix_hit_rate_tokens;
 		o->preemptions = s->preemptions;
-		kvs_require(o->arrived == o->completed + o->rejected + o->unfinished);
-		sum_a += (double)o->arrived;
+		kvs_require(o->arrived + o->kv_received ==
+			    o->completed + o->rejected + o->unfinished + o->kv_sent);
+		sum_a += (double)(o->arrived + o->kv_received);
 		sum_k += o->kv_used_pct;
 	}
 	double n = R->n, ma = sum_a / n, mk = sum_k / n;
 	for (uint32_t i = 0; i < R->n; i++) {
-		double da = (double)R->rs[i].arrived - ma, dk = R->rs[i].kv_used_pct - mk;
+		double da = (double)(R->rs[i].arrived + R->rs[i].kv_received) - ma;
+		double dk = R->rs[i].kv_used_pct - mk;
 		sq_a += da * da;
 		sq_k += dk * dk;
 	}
@@ -138,12 +283,116 @@ static void replica_stats(kvs_fleet_result *R)
 	R->st.kv_used_cv = mk > 0 ? sqrt(sq_k / n) / mk : 0;
 }
 
+/* The colocated loop: each request, in arrival order, routed to one
+ * replica (the file-top comment). */
+static kvs_status colocated_loop(fleet_run *f, kvs_router *router)
+{
+	const kvs_fleet_config *cfg = f->cfg;
+	uint32_t n = f->n;
+	kvs_status st;
+	double S = cfg->router_refresh_s, next_refresh = 0;
+	double horizon = cfg->sim.horizon_s;
+	for (;;) {
+		const ahead_ent *e;
+		if ((st = fleet_src_peek(&f->in, &e)) != KVS_OK)
+			return st;
+		if (!e)
+			return KVS_OK;
+		double t = e->q.arrival_s;
+		if (horizon > 0 && t > horizon)
+			return KVS_OK;   /* arrives after the end of the run (as replay) */
+		if (S > 0 && t >= next_refresh) {
+			double b = floor(t / S) * S;
+			if ((st = advance_all(f, b)) != KVS_OK)
+				return st;
+			read_signals(f);
+			if (f->in.buffered) {
+				if ((st = fleet_src_snapshot(&f->in, f, b + S)) != KVS_OK)
+					return st;
+				if ((st = fleet_src_peek(&f->in, &e)) != KVS_OK)
+					return st;
+			}
+			next_refresh = b + S;
+		}
+		kvs_request q = e->q;
+		if ((st = advance_all(f, t)) != KVS_OK)
+			return st;
+		if (S == 0)
+			read_signals(f);
+		for (uint32_t i = 0; i < n; i++)
+			f->prefix[i] = UINT32_MAX;
+		f->req = &q;
+		f->stale = f->in.buffered ? e->prefix : NULL;
+		uint32_t nblocks = 0;
+		if (f->stale)
+			nblocks = e->nblocks;
+		else if (cfg->sim.enable_prefix_caching && n > 1 &&
+			 (f->needs & KVS_ROUTER_NEEDS_PREFIX))
+			f->prefix[0] = kvs_sim_prefix_match(f->sims[0], &q, &nblocks);
+		kvs_router_view v = {
+			.n = n,
+			.outstanding = f->outstanding,
+			.kv_usage = f->kv_usage,
+			.prefix_of = prefix_of,
+			.request_blocks = nblocks,
+			.ctx = f,
+		};
+		uint32_t k = kvs_router_pick(router, &v);
+		f->stale = NULL;
+		if (cfg->on_route)
+			cfg->on_route(cfg->on_route_ctx, &q, k);
+		if ((st = kvs_sim_feed(f->sims[k], &q)) != KVS_OK)
+			return st;
+		fleet_src_pop(&f->in);
+		f->next_ev[k] = kvs_sim_next_event_s(f->sims[k]);
+		f->routed[k]++;
+		if (S > 0)
+			f->outstanding[k]++;   /* the router counts what it sends */
+	}
+}
+
+/* Pool roles: a disaggregated fleet has prefill and decode pools only. */
+static kvs_status check_roles(const kvs_fleet_config *cfg, bool *disagg)
+{
+	size_t np = 0, nd = 0, nb = 0;
+	*disagg = false;
+	for (size_t p = 0; p < cfg->npools; p++) {
+		kvs_fleet_role r = cfg->pools[p].role;
+		if ((unsigned)r >= KVS_FLEET_ROLE_COUNT_)
+			return kvs_fail(KVS_ERR_INVALID, "pool %s: unknown role %d",
+					cfg->pools[p].name, (int)r);
+		np += r == KVS_FLEET_ROLE_PREFILL;
+		nd += r == KVS_FLEET_ROLE_DECODE;
+		nb += r == KVS_FLEET_ROLE_BOTH;
+	}
+	if (!np && !nd)
+		return KVS_OK;
+	if (!np || !nd)
+		return kvs_fail(KVS_ERR_INVALID, "--pool: a disaggregated fleet needs a prefill "
+				"pool and a decode pool (no %s pool given)", np ? "decode" : "prefill");
+	if (nb)
+		return kvs_fail(KVS_ERR_INVALID, "--pool: prefill and decode pools cannot be "
+				"mixed with pools that do both");
+	if (cfg->sim.max_concurrency)
+		return kvs_fail(KVS_ERR_INVALID, "--max-concurrency: not with a disaggregated "
+				"fleet");
+	const kvs_fleet_link *L = &cfg->kv_link;
+	if (!(L->bytes_per_s > 0) || !isfinite(L->bytes_per_s) || !(L->latency_s >= 0) ||
+	    !isfinite(L->latency_s))
+		return kvs_fail(KVS_ERR_INVALID, "--kv-link: bandwidth %g B/s, latency %g s: need "
+				"a finite bandwidth > 0 and latency >= 0", L->bytes_per_s,
+				L->latency_s);
+	*disagg = true;
+	return KVS_OK;
+}
+
 kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *src,
 			 kvs_fleet_result **out)
 {
 	if (!cfg || !src || !src->next || !out)
 		return kvs_fail(KVS_ERR_INVALID, "kvs_fleet_run: NULL argument");
 	uint32_t n = cfg->replicas;
+	bool disagg = false;
 	if (cfg->npools) {
 		if (!cfg->pools)
 			return kvs_fail(KVS_ERR_INVALID, "kvs_fleet_run: pools NULL");
@@ -163,6 +412,9 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 			return kvs_fail(KVS_ERR_INVALID, "pools: %llu replicas in all (at most %u)",
 					(unsigned long long)sum, 1u << 20);
 		n = (uint32_t)sum;
+		kvs_status rs = check_roles(cfg, &disagg);
+		if (rs != KVS_OK)
+			return rs;
 	}
 	if (n == 0)
 		return kvs_fail(KVS_ERR_INVALID, "--replicas must be >= 1");
@@ -176,6 +428,7 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 	if (st != KVS_OK)
 		return st;
 	fleet_run f = { .cfg = cfg, .n = n };
+	fleet_disagg *dg = NULL;
 	kvs_fleet_result *R = kvs_calloc(1, sizeof *R);
 	f.sims = kvs_calloc(n, sizeof *f.sims);
 	f.routed = kvs_calloc(n, sizeof *f.routed);
@@ -183,12 +436,14 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 	f.kv_usage = kvs_calloc(n, sizeof *f.kv_usage);
 	f.prefix = kvs_calloc(n, sizeof *f.prefix);
 	f.next_ev = kvs_calloc(n, sizeof *f.next_ev);
+	f.role = kvs_calloc(n, sizeof *f.role);
+	f.rcfg = kvs_calloc(n, sizeof *f.rcfg);
 	if (R) {
 		R->rep = kvs_calloc(n, sizeof *R->rep);
 		R->rs = kvs_calloc(n, sizeof *R->rs);
 	}
 	if (!R || !R->rep || !R->rs || !f.sims || !f.routed || !f.outstanding ||
-	    !f.kv_usage || !f.prefix || !f.next_ev) {
+	    !f.kv_usage || !f.prefix || !f.next_ev || !f.role || !f.rcfg) {
 		st = kvs_fail(KVS_ERR_NOMEM, "out of memory (fleet of %u)", n);
 		goto done;
 	}
@@ -206,95 +461,64 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 	snprintf(R->router_spec, sizeof R->router_spec, "%s", kvs_router_spec(router));
 	R->cfg.router = R->router_spec;
 	R->st.wall_s = -1;
+	f.needs = kvs_router_needs(router);
 	size_t pool = 0;
 	uint32_t in_pool = 0;
-	for (uint32_t i = 0; i < n && st == KVS_OK; i++) {
-		const kvs_sim_config *sc = &cfg->sim;
+	for (uint32_t i = 0; i < n; i++) {
+		f.rcfg[i] = cfg->sim;
 		if (cfg->npools) {
 			if (in_pool == cfg->pools[pool].replicas) {
 				pool++;
 				in_pool = 0;
 			}
 			in_pool++;
-			sc = &cfg->pools[pool].sim;
+			f.rcfg[i] = cfg->pools[pool].sim;
+			f.role[i] = cfg->pools[pool].role;
 			R->rs[i].pool = (uint32_t)pool;
 		}
-		st = kvs_sim_create(sc, &f.sims[i]);
+		f.next_ev[i] = INFINITY;
+	}
+	f.in = (fleet_src){
+		.src = src,
+		.horizon = cfg->sim.horizon_s,
+		.nrep = n,
+		.buffered = cfg->router_refresh_s > 0 && n > 1 && cfg->sim.enable_prefix_caching &&
+			    (f.needs & KVS_ROUTER_NEEDS_PREFIX),
+	};
+	if (disagg && (st = fleet_disagg_create(&f, &dg)) != KVS_OK)
+		goto done;
+	pool = 0;
+	in_pool = 0;
+	for (uint32_t i = 0; i < n && st == KVS_OK; i++) {
+		if (cfg->npools) {
+			if (in_pool == cfg->pools[pool].replicas) {
+				pool++;
+				in_pool = 0;
+			}
+			in_pool++;
+		}
+		if (dg) {
+			f.rcfg[i].kv_prefill_only = f.role[i] == KVS_FLEET_ROLE_PREFILL;
+			f.rcfg[i].on_kv = fleet_disagg_on_kv;
+			f.rcfg[i].on_kv_ctx = fleet_disagg_ctx(dg, i);
+		}
+		st = kvs_sim_create(&f.rcfg[i], &f.sims[i]);
 		if (st != KVS_OK && cfg->npools)
 			st = kvs_fail_wrap(st, "pool %s", cfg->pools[pool].name);
 		if (st == KVS_OK)
 			st = kvs_sim_start(f.sims[i], NULL);
-		f.next_ev[i] = INFINITY;
 	}
-	f.needs = kvs_router_needs(router);
 	if (st != KVS_OK)
 		goto done;
 
-	double S = cfg->router_refresh_s, next_refresh = 0, last = 0;
-	double horizon = cfg->sim.horizon_s;
-	for (;;) {
-		kvs_request q;
-		st = src->next(src->ctx, &q);
-		if (st == KVS_END) {
-			st = KVS_OK;
-			break;
-		}
-		if (st != KVS_OK)
-			goto done;
-		if (!(q.arrival_s >= 0) || !isfinite(q.arrival_s)) {
-			st = kvs_fail(KVS_ERR_INVALID, "request %llu (line %llu): arrival %g s: "
-				      "must be a finite time >= 0", (unsigned long long)q.index,
-				      (unsigned long long)q.line, q.arrival_s);
-			goto done;
-		}
-		if (q.arrival_s < last) {
-			st = kvs_fail(KVS_ERR_INVALID,
-				      "request %llu (line %llu): arrival %.9g s is before the "
-				      "previous one (%.9g s): requests must come in arrival order",
-				      (unsigned long long)q.index, (unsigned long long)q.line,
-				      q.arrival_s, last);
-			goto done;
-		}
-		last = q.arrival_s;
-		if (horizon > 0 && q.arrival_s > horizon)
-			break;   /* arrives after the end of the run (as replay) */
-		if (S > 0 && q.arrival_s >= next_refresh) {
-			double b = floor(q.arrival_s / S) * S;
-			if ((st = advance_all(&f, b)) != KVS_OK)
-				goto done;
-			read_signals(&f);
-			next_refresh = b + S;
-		}
-		if ((st = advance_all(&f, q.arrival_s)) != KVS_OK)
-			goto done;
-		if (S == 0)
-			read_signals(&f);
-		for (uint32_t i = 0; i < n; i++)
-			f.prefix[i] = UINT32_MAX;
-		f.req = &q;
-		uint32_t nblocks = 0;
-		if (cfg->sim.enable_prefix_caching && n > 1 &&
-		    (f.needs & KVS_ROUTER_NEEDS_PREFIX))
-			f.prefix[0] = kvs_sim_prefix_match(f.sims[0], &q, &nblocks);
-		kvs_router_view v = {
-			.n = n,
-			.outstanding = f.outstanding,
-			.kv_usage = f.kv_usage,
-			.prefix_of = prefix_of,
-			.request_blocks = nblocks,
-			.ctx = &f,
-		};
-		uint32_t k = kvs_router_pick(router, &v);
-		if (cfg->on_route)
-			cfg->on_route(cfg->on_route_ctx, &q, k);
-		if ((st = kvs_sim_feed(f.sims[k], &q)) != KVS_OK)
-			goto done;
-		f.next_ev[k] = kvs_sim_next_event_s(f.sims[k]);
-		f.routed[k]++;
-		if (S > 0)
-			f.outstanding[k]++;   /* the router counts what it sends */
-	}
+	st = dg ? fleet_disagg_loop(dg, router) : colocated_loop(&f, router);
+	if (st != KVS_OK)
+		goto done;
 	for (uint32_t i = 0; i < n; i++) {
+		kvs_sim_load l;
+		kvs_sim_get_load(f.sims[i], &l);   /* the hand-offs: final already */
+		R->rs[i].kv_sent = l.kv_sent;
+		R->rs[i].kv_received = l.kv_received;
 		st = kvs_sim_finish(f.sims[i], &R->rep[i]);
 		if (st != KVS_OK)
 			goto done;
@@ -306,18 +530,24 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 				       &R->total)) != KVS_OK)
 		goto done;
 	replica_stats(R);
+	if (dg)
+		fleet_disagg_stats(dg, kvs_sim_result_stats(R->total)->sim_time_s, &R->st, R->rs);
 	if (cfg->sim.record_wall_time)
 		R->st.wall_s = wall_now() - w0;
 done:
 	if (f.sims)
 		for (uint32_t i = 0; i < n; i++)
 			kvs_sim_destroy(f.sims[i]);
+	fleet_disagg_destroy(dg);
+	fleet_src_free(&f.in);
 	kvs_free(f.sims);
 	kvs_free(f.routed);
 	kvs_free(f.outstanding);
 	kvs_free(f.kv_usage);
 	kvs_free(f.prefix);
 	kvs_free(f.next_ev);
+	kvs_free(f.role);
+	kvs_free(f.rcfg);
 	kvs_router_destroy(router);
 	if (st != KVS_OK) {
 		kvs_fleet_result_destroy(R);
@@ -424,6 +654,14 @@ static json_t *fleet_jt(const kvs_fleet_result *r, const char *trace_path,
 		json_object_set_new(o, "kv_used_pct", jreal(s->kv_used_pct));
 		json_object_set_new(o, "prefix_hit_rate_tokens", jreal(s->prefix_hit_rate_tokens));
 		json_object_set_new(o, "preemptions", json_integer((json_int_t)s->preemptions));
+		if (r->st.disaggregated) {
+			json_object_set_new(o, "role", json_string(kvs_fleet_role_name(
+				r->cfg.pools[s->pool].role)));
+			json_object_set_new(o, "kv_sent", json_integer((json_int_t)s->kv_sent));
+			json_object_set_new(o, "kv_received", json_integer((json_int_t)s->kv_received));
+			if (r->cfg.pools[s->pool].role == KVS_FLEET_ROLE_PREFILL)
+				json_object_set_new(o, "link_util", jreal(s->link_util));
+		}
 		json_array_append_new(rows, o);
 	}
 	/* top level: the report's per-replica table (docs/REPORT.md) */
@@ -441,10 +679,30 @@ static json_t *fleet_jt(const kvs_fleet_result *r, const char *trace_path,
 			json_object_set_new(o, "tp", json_integer((json_int_t)pl->sim.deploy.tp));
 			json_object_set_new(o, "kv_budget_bytes", json_integer((json_int_t)s0->kv_budget_bytes));
 			json_object_set_new(o, "num_gpu_blocks", json_integer((json_int_t)s0->num_blocks));
+			if (r->st.disaggregated)
+				json_object_set_new(o, "role", json_string(kvs_fleet_role_name(pl->role)));
 			json_array_append_new(pools, o);
 			first += pl->replicas;
 		}
 		json_object_set_new(fl, "pools", pools);
+	}
+	if (r->st.disaggregated) {
+		const kvs_fleet_stats *st = &r->st;
+		json_t *L = json_object();
+		json_object_set_new(L, "name", json_string(r->cfg.kv_link.name));
+		json_object_set_new(L, "bytes_per_s", jreal(r->cfg.kv_link.bytes_per_s));
+		json_object_set_new(L, "latency_s", jreal(r->cfg.kv_link.latency_s));
+		json_object_set_new(L, "scope", json_string("prefill-egress"));
+		json_object_set_new(fl, "kv_link", L);
+		json_t *T = json_object();
+		json_object_set_new(T, "count", json_integer((json_int_t)st->kv_transfers));
+		json_object_set_new(T, "bytes", jreal(st->kv_bytes));
+		json_object_set_new(T, "mean_s", jreal(st->kv_transfer_mean_s));
+		json_object_set_new(T, "p99_s", jreal(st->kv_transfer_p99_s));
+		json_object_set_new(T, "max_s", jreal(st->kv_transfer_max_s));
+		json_object_set_new(T, "link_util_mean", jreal(st->kv_link_util_mean));
+		json_object_set_new(T, "link_util_max", jreal(st->kv_link_util_max));
+		json_object_set_new(fl, "transfers", T);
 	}
 	json_object_set_new(doc, "fleet", fl);
 	return doc;

@@ -92,6 +92,18 @@ static uint32_t least_kv(const kvs_router_view *v)
 	return best;
 }
 
+/* The fewest and the most outstanding requests over the replicas. */
+static void outstanding_range(const kvs_router_view *v, uint64_t *lo, uint64_t *hi)
+{
+	*lo = *hi = v->outstanding[0];
+	for (uint32_t i = 1; i < v->n; i++) {
+		if (v->outstanding[i] < *lo)
+			*lo = v->outstanding[i];
+		if (v->outstanding[i] > *hi)
+			*hi = v->outstanding[i];
+	}
+}
+
 static uint32_t pick_least_kv(kvs_router *r, const kvs_router_view *v)
 {
 	return least_kv(v);
@@ -106,13 +118,8 @@ static uint32_t pick_least_kv(kvs_router *r, const kvs_router_view *v)
 static uint32_t pick_prefix(kvs_router *r, const kvs_router_view *v)
 {
 	double threshold = r->p[0], abs_t = r->p[1], rel_t = r->p[2];
-	uint64_t lo = v->outstanding[0], hi = v->outstanding[0];
-	for (uint32_t i = 1; i < v->n; i++) {
-		if (v->outstanding[i] < lo)
-			lo = v->outstanding[i];
-		if (v->outstanding[i] > hi)
-			hi = v->outstanding[i];
-	}
+	uint64_t lo, hi;
+	outstanding_range(v, &lo, &hi);
 	if ((double)(hi - lo) > abs_t && (double)hi > rel_t * (double)lo)
 		return least_outstanding(v);
 	uint32_t best = 0, best_hit = 0;
@@ -138,13 +145,8 @@ static uint32_t pick_prefix(kvs_router *r, const kvs_router_view *v)
 static uint32_t pick_score(kvs_router *r, const kvs_router_view *v)
 {
 	double wp = r->p[0], wq = r->p[1], wk = r->p[2];
-	uint64_t lo = v->outstanding[0], hi = v->outstanding[0];
-	for (uint32_t i = 1; i < v->n; i++) {
-		if (v->outstanding[i] < lo)
-			lo = v->outstanding[i];
-		if (v->outstanding[i] > hi)
-			hi = v->outstanding[i];
-	}
+	uint64_t lo, hi;
+	outstanding_range(v, &lo, &hi);
 	bool read_prefix = wp > 0 && v->request_blocks && v->prefix_of;
 	uint32_t best = 0;
 	double best_s = -INFINITY;

@@ -290,16 +290,39 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Sorts ids[0, n) and looks for neighbours with the same key (id >>
+ * tag_bits) where the first one's tag (the low tag_bits) is 0: true and
+ * that key in *key when there are some.  Frees ids.  O(n log n). */
+static bool ids_clash(uint64_t *ids, size_t n, unsigned tag_bits, uint64_t *key)
+{
+	uint64_t tag = (1ull << tag_bits) - 1;
+	size_t i = 1;
+	qsort(ids, n, sizeof *ids, cmp_u64);
+	while (i < n && ((ids[i - 1] >> tag_bits) != (ids[i] >> tag_bits) || (ids[i - 1] & tag)))
+		i++;
+	if (i < n)
+		*key = ids[i] >> tag_bits;
+	kvs_free(ids);
+	return i < n;
+}
+
+/* The head of a batch check: a valid layout, and the `what` array present
+ * unless it is empty. */
+static kvs_status batch_head(const kvs_kv_layout *layout, size_t n, const void *items,
+			     const char *what)
+{
+	kvs_status st = kvs_kv_layout_check(layout);
+	if (st == KVS_OK && n && !items)
+		st = kvs_fail(KVS_ERR_INVALID, "%s: NULL", what);
+	return st;
+}
+
 kvs_status kvs_kv_slots_check(const kvs_kv_layout *layout,
 			      const uint64_t *slot_mapping, uint32_t num_tokens)
 {
-	kvs_status st = kvs_kv_layout_check(layout);
-	if (st != KVS_OK)
+	kvs_status st = batch_head(layout, num_tokens, slot_mapping, "cache write: slot_mapping");
+	if (st != KVS_OK || num_tokens == 0)
 		return st;
-	if (num_tokens == 0)
-		return KVS_OK;
-	if (!slot_mapping)
-		return kvs_fail(KVS_ERR_INVALID, "cache write: slot_mapping: NULL");
 	uint64_t num_slots = (uint64_t)layout->num_blocks * layout->block_size;
 	uint64_t *sorted = kvs_malloc((size_t)num_tokens * sizeof *sorted);
 	if (!sorted)
@@ -320,30 +343,20 @@ kvs_status kvs_kv_slots_check(const kvs_kv_layout *layout,
 		}
 		sorted[n++] = s;
 	}
-	qsort(sorted, n, sizeof *sorted, cmp_u64);
-	for (uint32_t i = 1; i < n; i++) {
-		if (sorted[i] == sorted[i - 1]) {
-			uint64_t s = sorted[i];
-			kvs_free(sorted);
-			return kvs_fail(KVS_ERR_INVALID,
-					"cache write: slot %llu appears twice in slot_mapping",
-					(unsigned long long)s);
-		}
-	}
-	kvs_free(sorted);
+	uint64_t twice;
+	if (ids_clash(sorted, n, 0, &twice))
+		return kvs_fail(KVS_ERR_INVALID,
+				"cache write: slot %llu appears twice in slot_mapping",
+				(unsigned long long)twice);
 	return KVS_OK;
 }
 
 kvs_status kvs_kv_copies_check(const kvs_kv_layout *layout,
 			       const kvs_block_copy *copies, size_t num_copies)
 {
-	kvs_status st = kvs_kv_layout_check(layout);
-	if (st != KVS_OK)
+	kvs_status st = batch_head(layout, num_copies, copies, "block copy: copies");
+	if (st != KVS_OK || num_copies == 0)
 		return st;
-	if (num_copies == 0)
-		return KVS_OK;
-	if (!copies)
-		return kvs_fail(KVS_ERR_INVALID, "block copy: copies: NULL");
 	for (size_t i = 0; i < num_copies; i++) {
 		if (copies[i].src >= layout->num_blocks ||
 		    copies[i].dst >= layout->num_blocks)
@@ -361,18 +374,12 @@ kvs_status kvs_kv_copies_check(const kvs_kv_layout *layout,
 		ids[2 * i] = (uint64_t)copies[i].dst << 1;
 		ids[2 * i + 1] = ((uint64_t)copies[i].src << 1) | 1u;
 	}
-	qsort(ids, 2 * num_copies, sizeof *ids, cmp_u64);
-	for (size_t i = 1; i < 2 * num_copies; i++) {
-		uint64_t a = ids[i - 1], b = ids[i];
-		if ((a >> 1) != (b >> 1) || (a & 1u))
-			continue;        /* a is a dst followed by the same id */
-		kvs_free(ids);
+	/* a clash: a dst followed by the same id, as a dst or a src */
+	uint64_t block;
+	if (ids_clash(ids, 2 * num_copies, 1, &block))
 		return kvs_fail(KVS_ERR_INVALID,
 				"block copy: block %llu is a destination twice or both "
-				"a source and a destination",
-				(unsigned long long)(a >> 1));
-	}
-	kvs_free(ids);
+				"a source and a destination", (unsigned long long)block);
 	return KVS_OK;
 }
 

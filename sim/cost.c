@@ -66,10 +66,59 @@ static uint64_t lin2_split(const kvs_lin2 *L, uint64_t j0, uint64_t j1)
 	return (uint64_t)ceil(r);
 }
 
+/* line_sums over [0, 1): n = 1, sum j = sum j^2 = +0 (the same operations,
+ * with the constants the general formula yields there). */
+static inline void line_sums_01(double a, double b, double *S0, double *S1)
+{
+	*S0 = a * 1.0 + b * 0.0;
+	*S1 = a * 0.0 + b * 0.0;
+}
+
+/* kvs_lin2_sums over [0, 1), one step (most spans when many sequences
+ * run): the general path's operations in its order, without the range
+ * arithmetic; bit-identical results. */
+static void lin2_sums_01(const kvs_lin2 *L, double *S0, double *S1)
+{
+	double s0 = 0, s1 = 0, p0, p1;
+	double db = L->b1 - L->b2;
+	if (db == 0) {
+		if (L->a1 >= L->a2)
+			line_sums_01(L->a1, L->b1, &s0, &s1);
+		else
+			line_sums_01(L->a2, L->b2, &s0, &s1);
+	} else {
+		double r = -(L->a1 - L->a2) / db;
+		/* db > 0: line 2 before the split (js = 1 when r > 0);
+		 * db < 0: line 1 before the crossover (jx = 1 when r > 0) */
+		bool first = r > 0;
+		double fa = db > 0 ? L->a2 : L->a1, fb = db > 0 ? L->b2 : L->b1;
+		double sa = db > 0 ? L->a1 : L->a2, sb = db > 0 ? L->b1 : L->b2;
+		if (first)
+			line_sums_01(fa, fb, &p0, &p1);
+		else
+			p0 = p1 = 0;
+		s0 += p0;
+		s1 += p1;
+		if (!first)
+			line_sums_01(sa, sb, &p0, &p1);
+		else
+			p0 = p1 = 0;
+		s0 += p0;
+		s1 += p1;
+	}
+	line_sums_01(L->c, 0.0, &p0, &p1);
+	*S0 = s0 + p0;
+	*S1 = s1 + p1;
+}
+
 void kvs_lin2_sums(const kvs_lin2 *L, uint64_t j0, uint64_t j1,
 		   double *S0, double *S1)
 {
 	double s0 = 0, s1 = 0, p0, p1;
+	if (j0 == 0 && j1 == 1) {
+		lin2_sums_01(L, S0, S1);
+		return;
+	}
 	if (j1 <= j0) {
 		*S0 = 0;
 		*S1 = 0;

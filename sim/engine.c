@@ -35,7 +35,20 @@
  * memory lines of the roofline), summed in closed form (cost.c); memory
  * parts are linear in the step index inside a span and integrate in closed
  * form as well.  A replay therefore costs O(events log running): arrivals,
- * admissions, block allocations, completions, preemptions.  With
+ * admissions, block allocations, completions, preemptions.
+ *
+ * Crossing classes (paged).  A single sequence's next block crossings are
+ * every block_size steps; while they are of whole blocks below its final
+ * length and the pool holds blocks for every crossing of the step, they
+ * change nothing but which physical block it gets.  Such a sequence is
+ * queued at its finish (or its last crossing) and counted in class
+ * c mod block_size of its crossing steps c; at each step the crossings of
+ * its class take their blocks from the pool in one call (owed blocks, the
+ * account shifted for them), and a sequence receives its owed blocks when
+ * it is next synced.  Spans still end at every crossing step, the pool
+ * sees the same takes at the same steps, and the results are exactly those
+ * of one allocation per crossing; when the pool runs short the classes
+ * dissolve into ordinary queue entries for that step (see plan_due).  With
  * cfg.fast_path false every sequence is touched at every step (the check
  * that both give the same results is in tests/test_sim.c).
  *
@@ -81,6 +94,9 @@ typedef enum rstate {
 	RS_DUE,        /* decode, popped for this step's processing */
 	RS_SWAPPED,
 	RS_DEAD,       /* rejected while running; freed at the next planning */
+	RS_KV_SEND,    /* prefill-only: prefilled, KV held until read (kv_held) */
+	RS_KV_WAIT,    /* KV from elsewhere: blocks allocated, KV on its way */
+	RS_KV_READY,   /* its KV is here (or read): taken at the next planning */
 } rstate;
 
 /* One request.  With parallel sampling (n > 1) it is a family of n
@@ -125,7 +141,17 @@ typedef struct sreq {
 	uint64_t order;            /* admission order */
 	uint64_t S, E;             /* decode: sync step, event step */
 	bool in_ring;              /* decode: queued in the near ring (else the heap) */
-	struct sreq *prev, *next;  /* running list, by admission */
+	bool lazy;                 /* decode: its whole-block crossings before E
+	                            * are taken in bulk (crossing classes) */
+	uint32_t lz_res;           /* lazy: its crossing steps mod block_size */
+	uint32_t cap;              /* decode: tokens its blocks hold as the
+	                            * allocator knows them (len + room) */
+	bool kv_remote;            /* its prompt's KV comes from elsewhere
+	                            * (kvs_sim_feed_kv) until admitted */
+	double kv_arrival;         /* then: its arrival at the fleet */
+	uint64_t kv_origin;        /* the caller's tag (kvs_sim_kv_handoff.origin) */
+	struct sreq *prev, *next;  /* running list, by admission (kv_held list
+	                            * in RS_KV_SEND / RS_KV_WAIT) */
 } sreq;
 
 /* ---- small containers ------------------------------------------------------ */
@@ -216,7 +242,7 @@ typedef struct dh_ent {
 	struct sreq *r;
 } dh_ent;
 
-typedef enum ev_type { EV_ARRIVAL = 0, EV_STEP_DONE } ev_type;
+typedef enum ev_type { EV_ARRIVAL = 0, EV_STEP_DONE, EV_WAKE } ev_type;
 
 typedef struct event {
 	double t;
@@ -283,6 +309,23 @@ struct kvs_sim {
 	uint64_t ring_mask;        /* bit b: bucket b is not empty */
 	size_t nring;
 	uint64_t ndec;             /* decoding sequences: sum of nlive over the heap */
+	/* crossing classes (paged, fast path): a queued single sequence whose
+	 * next block crossings are all of whole blocks below its final length
+	 * is queued at its finish (or last crossing) instead, and counted in
+	 * lz_cnt[c mod block_size] for its crossing steps c; at each such step
+	 * the blocks of all its class are taken from the pool in one call
+	 * (owed: taken, not yet in a block table) and handed to a sequence
+	 * when it is next synced.  Exact: the pool sees the same takes at the
+	 * same steps (see plan_due). */
+	bool lazy_ok;              /* policy and path allow it */
+	bool lazy_on;              /* new decode entries may be lazy */
+	uint32_t *lz_cnt;          /* [block_size] lazy sequences per class */
+	uint64_t *lz_bits;         /* class occupancy, one bit per class */
+	uint32_t lz_words;
+	uint64_t nlazy;
+	uint64_t lz_done;          /* crossings of steps < lz_done are taken */
+	kvs_block_id *owed;        /* blocks taken for lazy crossings */
+	size_t nowed, capowed;
 	sreq **forkq;              /* prefilled families waiting for their fork */
 	size_t nforkq, capforkq;
 	uint64_t nforked;          /* families whose children are forked now */
@@ -296,6 +339,13 @@ struct kvs_sim {
 	size_t capdue;
 	sreq *run_head, *run_tail;
 	uint32_t nrunning;
+	/* disaggregation: requests holding KV outside the running list
+	 * (RS_KV_SEND, RS_KV_WAIT), and those whose KV was read (kv_done, to
+	 * free) or arrived (kv_ready, to run) since the last planning */
+	sreq *kv_held;
+	uint64_t nkv_held;
+	deque kv_done, kv_ready;
+	uint64_t kv_sent, kv_received;   /* kvs_sim_load */
 	uint64_t next_order;
 	uint64_t next_seq;         /* allocator sequence ids */
 	/* lazy decode aggregates */
@@ -394,11 +444,64 @@ accounted:
 	return KVS_OK;
 }
 
-static void dh_unaccount(kvs_sim *s, const sreq *r)
+/* ---- crossing classes ------------------------------------------------------- */
+
+static void lz_register(kvs_sim *s, sreq *r, uint32_t res)
+{
+	r->lazy = true;
+	r->lz_res = res;
+	if (s->lz_cnt[res]++ == 0)
+		s->lz_bits[res >> 6] |= 1ull << (res & 63);
+	s->nlazy++;
+}
+
+static void lz_unregister(kvs_sim *s, sreq *r)
+{
+	uint32_t res = r->lz_res;
+	r->lazy = false;
+	if (--s->lz_cnt[res] == 0)
+		s->lz_bits[res >> 6] &= ~(1ull << (res & 63));
+	s->nlazy--;
+}
+
+/* The first step >= from at which a lazy sequence crosses a block
+ * (UINT64_MAX when none is lazy). */
+static uint64_t lz_next(const kvs_sim *s, uint64_t from)
+{
+	if (!s->nlazy)
+		return UINT64_MAX;
+	uint32_t bs = s->block_size;
+	uint32_t r0 = (uint32_t)(from % bs);
+	/* classes r0 .. bs - 1, then 0 .. r0 - 1 */
+	uint32_t w = r0 >> 6;
+	uint64_t m = s->lz_bits[w] & (~0ull << (r0 & 63));
+	for (uint32_t i = 0; i <= s->lz_words; i++) {
+		if (m) {
+			uint32_t c = (w << 6) + (uint32_t)__builtin_ctzll(m);
+			return from + (c >= r0 ? c - r0 : c + bs - r0);
+		}
+		w = w + 1 == s->lz_words ? 0 : w + 1;
+		m = s->lz_bits[w];
+	}
+	kvs_require(false);   /* nlazy > 0: some class is occupied */
+	return UINT64_MAX;
+}
+
+/* Bytes of the owed blocks: whole blocks below their sequences' final
+ * lengths, so reservation to the account (the allocator counts a taken
+ * block as internal fragmentation). */
+static int64_t lz_owed_bytes(const kvs_sim *s)
+{
+	return (int64_t)((uint64_t)s->nowed * s->block_size * s->kvb);
+}
+
+static void dh_unaccount(kvs_sim *s, sreq *r)
 {
 	s->ndec -= r->nlive;
 	s->sumS -= (uint64_t)r->nlive * r->S;
 	s->dec_len_sum -= (uint64_t)r->nlive * r->len;
+	if (r->lazy)
+		lz_unregister(s, r);
 }
 
 /* Decoding requests queued (ring and heap). */
@@ -636,8 +739,12 @@ static void emit_record(kvs_sim *s, const sreq *r, kvs_sim_outcome outcome,
 	s->cfg.on_request(s->cfg.on_request_ctx, &rec);
 }
 
+static void kv_tell(kvs_sim *s, int what, sreq *r, uint32_t kv_tokens);
+
 static void reject(kvs_sim *s, sreq *r, kvs_sim_reject why)
 {
+	if (r->kv_remote && s->cfg.on_kv)
+		kv_tell(s, KVS_SIM_KV_REJECTED, r, 0);   /* its sender frees the KV */
 	s->res->st.rejected++;
 	s->res->st.rejected_by[why]++;
 	emit_record(s, r, KVS_SIM_REJECTED, why, -1.0);
@@ -677,8 +784,9 @@ static void parts_now(kvs_sim *s, int64_t out[6])
 	}
 	int64_t shift = (int64_t)((s->synced + lag_tokens(s)) * s->kvb);
 	out[0] = (int64_t)s->raw.token_states + shift;
-	out[1] = (int64_t)s->raw.reservation - shift;
-	out[2] = (int64_t)s->raw.internal_frag;
+	int64_t owed = lz_owed_bytes(s);
+	out[1] = (int64_t)s->raw.reservation - shift + owed;
+	out[2] = (int64_t)s->raw.internal_frag - owed;
 	out[3] = (int64_t)s->raw.external_frag;
 	out[4] = (int64_t)s->raw.cached_idle;
 	out[5] = (int64_t)s->raw.free;
@@ -730,6 +838,8 @@ static kvs_status add_sample(kvs_sim *s, double t, const double bytes[6])
 
 /* Account for [t0, t0 + dur): a span of k steps with lines L (parts grow by
  * `slope` tokens per step), or a constant gap when L is NULL. */
+static kvs_status lz_sync_all(kvs_sim *s);
+
 static kvs_status integrate(kvs_sim *s, double t0, double dur,
 			    const kvs_lin2 *L, uint64_t k, uint64_t slope)
 {
@@ -748,6 +858,11 @@ static kvs_status integrate(kvs_sim *s, double t0, double dur,
 	s->time_total += S0;
 	s->conc_time[s->nrunning] += S0;
 	s->waiting_int += (double)(s->waiting.n + s->swapped.n) * S0;
+	if (s->next_sample_t < t0 + dur) {
+		kvs_status st = lz_sync_all(s);
+		if (st != KVS_OK)
+			return st;
+	}
 	while (s->next_sample_t < t0 + dur) {
 		double t = s->next_sample_t;
 		uint64_t j = 0;
@@ -818,6 +933,42 @@ static bool engine_is_valid(const kvs_sim *s)
 		nring += s->ringn[b];
 	}
 	KVS_VALID(nring == s->nring);
+	/* crossing classes: every lazy entry counted in its class, and the
+	 * owed blocks those of their crossings before lz_done */
+	uint64_t nlazy = 0, owed = 0;
+	for (size_t i = 0; i < s->nheap + s->nring; i++) {
+		const sreq *r = NULL;
+		if (i < s->nheap) {
+			r = s->heap[i].r;
+		} else {
+			size_t j = i - s->nheap;
+			for (unsigned b = 0; b < DQ_W && !r; b++) {
+				if (j < s->ringn[b])
+					r = s->ring[b][j];
+				else
+					j -= s->ringn[b];
+			}
+		}
+		KVS_VALID(r != NULL);
+		if (!r->lazy)
+			continue;
+		KVS_VALID(s->lazy_ok && r->nlive == 1 && r->lz_res < s->block_size);
+		KVS_VALID(s->lz_cnt[r->lz_res] > 0);
+		nlazy++;
+		uint64_t t = r->len + (s->lz_done > r->S ? s->lz_done - r->S : 0);
+		if (t > r->cap)
+			owed += kvs_div_ceil(t - r->cap, s->block_size);
+	}
+	KVS_VALID(nlazy == s->nlazy);
+	KVS_VALID(owed == s->nowed);
+	if (s->lazy_ok) {
+		uint64_t sum = 0;
+		for (uint32_t c = 0; c < s->block_size; c++) {
+			KVS_VALID(!s->lz_cnt[c] == !(s->lz_bits[c >> 6] & (1ull << (c & 63))));
+			sum += s->lz_cnt[c];
+		}
+		KVS_VALID(sum == s->nlazy);
+	}
 	KVS_VALID(ndec == s->ndec);
 	KVS_VALID(sumS == s->sumS);
 	KVS_VALID(lens == s->dec_len_sum);
@@ -894,10 +1045,13 @@ static kvs_status debug_check(kvs_sim *s)
 	CHECK(sum == s->budget);
 	/* the lag of step G (its own token, for sequences synced to G) */
 	int64_t lag = (int64_t)(lag_tokens(s) * s->kvb);
+	/* and the owed blocks of lazy crossings, which the allocator counts
+	 * as taken (internal fragmentation): whole blocks of reservation */
+	int64_t owed = lz_owed_bytes(s);
 	CHECK(ours[0] == (int64_t)fresh.token_states + lag);
-	CHECK(ours[1] == (int64_t)fresh.reservation - lag);
+	CHECK(ours[1] == (int64_t)fresh.reservation - lag + owed);
 	CHECK(ours[1] >= 0);
-	CHECK(ours[2] == (int64_t)fresh.internal_frag);
+	CHECK(ours[2] == (int64_t)fresh.internal_frag - owed);
 	CHECK(ours[3] == (int64_t)fresh.external_frag);
 	CHECK(ours[4] == (int64_t)fresh.cached_idle);
 	CHECK(ours[5] == (int64_t)fresh.free);
@@ -1195,10 +1349,15 @@ static kvs_status pull(kvs_sim *s)
 static kvs_status arrive(kvs_sim *s, sreq *r)
 {
 	kvs_sim_stats *st = &s->res->st;
-	if (st->arrived == 0)
-		st->first_arrival_s = r->arrival;
-	st->last_arrival_s = r->arrival;
-	st->arrived++;
+	if (r->kv_remote) {
+		s->kv_received++;   /* arrived at the fleet, counted there */
+		r->arrival = r->kv_arrival;
+	} else {
+		if (st->arrived == 0)
+			st->first_arrival_s = r->arrival;
+		st->last_arrival_s = r->arrival;
+		st->arrived++;
+	}
 	if (r->over_len) {
 		reject(s, r, KVS_SIM_REJECT_MAX_LEN);
 		return KVS_OK;
@@ -1274,6 +1433,23 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 	if (to_step <= r->S)
 		return KVS_OK;
 	uint64_t n = to_step - r->S;
+	if (r->len + n > r->cap) {
+		/* lazy crossings of steps S .. to_step - 1: their blocks were
+		 * taken when they fell due; they go back to the top of the
+		 * free stack, from which the grow takes them again */
+		uint64_t m = kvs_div_ceil(r->len + n - r->cap, s->block_size);
+		/* the last of them, at step S + cap + (m - 1) bs - len, is
+		 * one already taken */
+		kvs_require(r->nlive == 1 && m <= s->nowed &&
+			    r->S + r->cap + (m - 1) * s->block_size - r->len < s->lz_done);
+		s->nowed -= m;
+		kvs_status st = kvs_alloc_blocks_give(s->alloc, (uint32_t)m,
+						      s->owed + s->nowed);
+		if (st != KVS_OK)
+			return st;
+		r->cap += (uint32_t)m * s->block_size;
+		s->dirty = true;
+	}
 	for (uint32_t i = 0; i < r->nlive; i++) {
 		kvs_status st = kvs_alloc_grow(s->alloc, member(r, i), (uint32_t)n,
 					       NULL, NULL);
@@ -1295,12 +1471,71 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 	return KVS_OK;
 }
 
+/* Would syncing r to lz_done enlarge its block table's capacity?  Tables
+ * grow by doubling from 4 entries (common/array.h), so a table of nb
+ * blocks has room for at least the smallest 4 x 2^k >= nb. */
+static bool lz_table_grows(const kvs_sim *s, const sreq *r)
+{
+	uint64_t t = r->len + (s->lz_done - r->S);
+	if (t <= r->cap)
+		return false;
+	uint64_t nb = r->cap / s->block_size, need = kvs_div_ceil(t, s->block_size);
+	uint64_t c = 4;
+	while (c < nb)
+		c *= 2;
+	return need > c;
+}
+
+/* The taken blocks of every lazy sequence whose table would grow into its
+ * table (its length synced to lz_done): before the allocator's metadata is
+ * read (a time-series sample, the end of the run), which counts
+ * block-table capacity; a sync that would not enlarge a table changes no
+ * figure and is left to the sequence's next event. */
+static kvs_status lz_sync_all(kvs_sim *s)
+{
+	if (!s->nlazy)
+		return KVS_OK;
+	kvs_status st;
+	for (unsigned b = 0; b < DQ_W && s->nowed; b++)
+		for (uint32_t j = 0; j < s->ringn[b]; j++) {
+			sreq *r = s->ring[b][j];
+			if (r->lazy && lz_table_grows(s, r) &&
+			    (st = sync_decode(s, r, s->lz_done)) != KVS_OK)
+				return st;
+		}
+	for (size_t i = 0; i < s->nheap && s->nowed; i++) {
+		sreq *r = s->heap[i].r;
+		if (r->lazy && lz_table_grows(s, r) &&
+		    (st = sync_decode(s, r, s->lz_done)) != KVS_OK)
+			return st;
+	}
+	return KVS_OK;
+}
+
 /* Key a decoding request synced at step S and put it in the heap. */
 static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 {
 	uint64_t rem = r->out_eff - r->gen;
 	uint64_t room = rem ? family_room(s, r) : 0;
 	r->E = r->S + (room < rem ? room : rem);
+	r->cap = r->len + (uint32_t)room;
+	if (s->lazy_on && r->n == 1 && room < rem) {
+		/* crossings at c0, c0 + bs, ... before the finish at S + rem;
+		 * those of whole blocks below the final length are lazy, the
+		 * next one (if any) is the queued event */
+		uint32_t bs = s->block_size;
+		uint64_t c0 = r->S + room, ef = r->S + rem;
+		uint64_t F = final_len(r);
+		uint64_t L = (ef - c0 + bs - 1) / bs;
+		uint64_t Lf = F > r->cap ? (F - r->cap) / bs : 0;
+		if (Lf < L)
+			L = Lf;
+		if (L > 0) {
+			uint64_t end = c0 + L * bs;
+			r->E = end < ef ? end : ef;
+			lz_register(s, r, (uint32_t)(c0 % bs));
+		}
+	}
 	if (!s->cfg.fast_path && rem > 0) {
 		/* touch every sequence at every step: the step being planned,
 		 * unless its due sequences are done (a sequence swapped in
@@ -1601,6 +1836,114 @@ static kvs_status ensure_due_cap(kvs_sim *s)
 	return KVS_OK;
 }
 
+/* ---- disaggregation (kvs_sim_config.on_kv) ------------------------------------ */
+
+static void kv_link(kvs_sim *s, sreq *r, rstate state)
+{
+	r->state = state;
+	r->prev = NULL;
+	r->next = s->kv_held;
+	if (s->kv_held)
+		s->kv_held->prev = r;
+	s->kv_held = r;
+	s->nkv_held++;
+}
+
+static void kv_unlink(kvs_sim *s, sreq *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		s->kv_held = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->prev = r->next = NULL;
+	s->nkv_held--;
+}
+
+/* Tell on_kv; its answer bounds this advance (arrival_bound). */
+static void kv_tell(kvs_sim *s, int what, sreq *r, uint32_t kv_tokens)
+{
+	kvs_sim_kv_handoff h = {
+		.handle = (uint64_t)(uintptr_t)r,
+		.req = {
+			.index = r->index, .line = r->line, .arrival_s = r->arrival,
+			.prompt_tokens = r->prompt, .output_tokens = r->output,
+			.num_samples = r->n, .hash_ids = r->hashes,
+			.num_hash_ids = r->nhashes, .hash_block_tokens = r->hash_block,
+		},
+		.admitted_s = r->admitted,
+		.now_s = s->now,
+		.cached_tokens = r->cached_first,
+		.preemptions = r->preemptions,
+		.kv_tokens = kv_tokens,
+		.origin = r->kv_origin,
+	};
+	double t = s->cfg.on_kv(s->cfg.on_kv_ctx, what, &h);
+	if (t < s->arrival_bound)
+		s->arrival_bound = t;
+}
+
+/* Prefill-only: r's prompt is prefilled; it leaves the running set and
+ * holds its KV until kvs_sim_kv_release. */
+static void kv_send(kvs_sim *s, sreq *r)
+{
+	run_remove(s, r);
+	kv_link(s, r, RS_KV_SEND);
+	s->kv_sent++;
+	kv_tell(s, KVS_SIM_KV_SENT, r, r->prompt);
+}
+
+/* r was admitted with its prompt's KV coming from elsewhere: its blocks
+ * are taken now (those its own prefix cache lacks are the ones to
+ * receive), and it waits for kvs_sim_kv_arrived. */
+static kvs_status kv_wait(kvs_sim *s, sreq *r, uint32_t cached)
+{
+	r->kv_remote = false;
+	if (r->target > cached) {
+		kvs_status st = kvs_alloc_grow(s->alloc, r->seq, r->target - cached, NULL, NULL);
+		if (st != KVS_OK)
+			return kvs_fail_wrap(st, "request %llu: its prompt's %u tokens do not fit "
+					"its admitted memory", (unsigned long long)r->index,
+					r->target);
+	}
+	r->len = r->target;
+	kv_link(s, r, RS_KV_WAIT);
+	kv_tell(s, KVS_SIM_KV_ALLOCATED, r, r->target - cached);
+	return KVS_OK;
+}
+
+/* Planning: free the KV that was read, and start the requests whose KV
+ * arrived while seats are left: each computes one token (its prompt's
+ * last, for the logits, as a fully cached prompt) in this step. */
+static kvs_status kv_take(kvs_sim *s)
+{
+	sreq *r;
+	kvs_status st;
+	while ((r = deque_pop_front(&s->kv_done))) {
+		if ((st = release_family(s, r)) != KVS_OK) {
+			sreq_free(r);
+			return st;
+		}
+		sreq_free(r);
+	}
+	while ((r = deque_front(&s->kv_ready)) &&
+	       s->nrunning + r->n <= s->cfg.max_num_seqs) {
+		deque_pop_front(&s->kv_ready);
+		r->state = RS_PREFILL;
+		run_append(s, r);
+		if ((st = prefill_add(s, r)) != KVS_OK)
+			return st;
+	}
+	return KVS_OK;
+}
+
+/* Requests holding KV outside the running list, or about to free it. */
+static bool kv_holding(const kvs_sim *s)
+{
+	return s->nkv_held || s->kv_done.n || s->kv_ready.n;
+}
+
 /* Admit the head of the waiting queue (can_admit said NOW).  A family under
  * a policy whose fork copies (all but paged) also reserves its n - 1
  * children's memory now, as sequences of the parent's shape (their fork
@@ -1641,6 +1984,8 @@ static kvs_status admit_head(kvs_sim *s, sreq *r, bool *later)
 		r->admitted = s->now;
 		r->cached_first = cached;
 	}
+	if (r->kv_remote)
+		return kv_wait(s, r, cached);
 	r->len = cached;
 	r->state = RS_PREFILL;
 	run_append(s, r);
@@ -1739,6 +2084,86 @@ static uint32_t chunk_of(const sreq *r, uint64_t budget)
  * then each grows by the tokens of steps S..G-1 and this step's token,
  * which needs a new block, preempting the most recent request while memory
  * is short. */
+static void sort_due(sreq **due, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		sreq *r = due[i];
+		size_t j = i;
+		while (j > 0 && due[j - 1]->order > r->order) {
+			due[j] = due[j - 1];
+			j--;
+		}
+		due[j] = r;
+	}
+}
+
+/* Memory is short for the crossings of step G: every lazy sequence becomes
+ * an ordinary queue entry again (synced to G, keyed by its next crossing
+ * or finish), those crossing at G joining the due list, so that the step
+ * runs exactly as without crossing classes (in admission order, each grow
+ * preempting while memory is short). */
+static kvs_status lz_dissolve(kvs_sim *s, size_t *ndue)
+{
+	kvs_status st;
+	size_t nl = 0, base = *ndue;
+	s->lazy_on = false;
+	sreq **out = s->due + base;    /* room: ensure_due_cap counted them */
+	for (unsigned b = 0; b < DQ_W; b++) {
+		uint32_t k = 0;
+		for (uint32_t j = 0; j < s->ringn[b]; j++) {
+			sreq *r = s->ring[b][j];
+			if (r->lazy) {
+				r->in_ring = false;
+				out[nl++] = r;
+			} else {
+				s->ring[b][k++] = r;
+			}
+		}
+		s->nring -= s->ringn[b] - k;
+		s->ringn[b] = k;
+		if (!k)
+			s->ring_mask &= ~(1ull << b);
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < s->nheap; i++) {
+		if (s->heap[i].r->lazy)
+			out[nl++] = s->heap[i].r;
+		else
+			s->heap[k++] = s->heap[i];
+	}
+	s->nheap = k;
+	for (size_t i = s->nheap / 2; i-- > 0;)
+		dhh_sift_down(s->heap, s->nheap, i);
+	kvs_require(s->nlazy == nl);
+	size_t ndue_now = base;
+	for (size_t i = 0; i < nl; i++) {
+		sreq *r = out[i];
+		dh_unaccount(s, r);
+		r->state = RS_DUE;
+		if ((st = sync_decode(s, r, s->G)) != KVS_OK)
+			return st;
+		uint64_t rem = r->out_eff - r->gen;
+		uint64_t room = r->cap - r->len;
+		if (room == 0 && rem > 0) {
+			s->due[ndue_now++] = r;   /* crosses at G */
+		} else if ((st = decode_schedule(s, r)) != KVS_OK) {
+			return st;
+		}
+	}
+	*ndue = ndue_now;   /* owed blocks left: those of due entries */
+	return KVS_OK;
+}
+
+/* Phase 1: the decoding requests whose event is this step.  All are popped
+ * first; finished ones release their memory before any other allocates;
+ * then each grows by the tokens of steps S..G-1 and this step's token,
+ * which needs a new block, preempting the most recent request while memory
+ * is short.  Lazy crossings of step G (one per lazy sequence of class
+ * G mod block_size) take their blocks in one call after the releases, when
+ * the pool holds enough for them and every due grow (so that no grow can
+ * fail and the order of the takes changes no outcome: which physical
+ * block a sequence gets is all that differs); otherwise the classes are
+ * dissolved and the step runs one sequence at a time. */
 static kvs_status plan_due(kvs_sim *s, step_plan *b)
 {
 	kvs_status st;
@@ -1753,7 +2178,6 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 	}
 	unsigned bk = (unsigned)(s->G & (DQ_W - 1));
 	if (s->ring_mask & (1ull << bk)) {
-		size_t from_heap = ndue;
 		for (uint32_t j = 0; j < s->ringn[bk]; j++) {
 			sreq *r = s->ring[bk][j];
 			kvs_require(r->E == s->G);
@@ -1766,21 +2190,16 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 		s->ringn[bk] = 0;
 		s->ring_mask &= ~(1ull << bk);
 		/* admission order, as a heap of (E, order) pops them */
-		if (ndue > 1 && ndue - from_heap >= 1) {
-			for (size_t i = 1; i < ndue; i++) {
-				sreq *r = s->due[i];
-				size_t j = i;
-				while (j > 0 && s->due[j - 1]->order > r->order) {
-					s->due[j] = s->due[j - 1];
-					j--;
-				}
-				s->due[j] = r;
-			}
-		}
+		sort_due(s->due, ndue);
 	}
 	for (size_t i = 0; i < ndue; i++) {
 		sreq *r = s->due[i];
 		if (r->gen + (s->G - r->S) == r->out_eff) {
+			/* lazy blocks first: the table a release drops is
+			 * the one it would hold */
+			if (r->len + (s->G - r->S) > r->cap &&
+			    (st = sync_decode(s, r, s->G)) != KVS_OK)
+				return st;
 			if ((st = release_family(s, r)) != KVS_OK)
 				return st;
 			run_remove(s, r);
@@ -1789,6 +2208,49 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 				return st;
 		}
 	}
+	if (s->lazy_ok && s->lz_done <= s->G) {
+		uint32_t c = s->nlazy ? s->lz_cnt[s->G % s->block_size] : 0;
+		uint64_t need = c;
+		for (size_t i = 0; i < ndue; i++)
+			if (s->due[i])
+				need += 2 * (uint64_t)s->due[i]->nlive;
+		uint64_t avail = kvs_alloc_free_blocks(s->alloc);
+		bool dissolved = false;
+		if (c && need > avail) {
+			if ((st = lz_dissolve(s, &ndue)) != KVS_OK)
+				return st;
+			sort_due(s->due, ndue);
+			dissolved = true;
+			c = 0;
+		}
+		if (c) {
+			if (!KVS_ARRAY_RESERVE(s->owed, s->capowed, s->nowed + c, 64))
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
+			if ((st = kvs_alloc_blocks_take(s->alloc, c, s->owed + s->nowed)) != KVS_OK)
+				return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+						     "%u block crossings at step %llu failed "
+						     "after they were found to fit", c,
+						     (unsigned long long)s->G);
+			s->nowed += c;
+			/* the account moves c blocks from free to owned
+			 * (internal fragmentation), unless the free stack ran
+			 * short and cached-idle blocks were evicted: then it is
+			 * taken afresh */
+			uint64_t bytes = (uint64_t)c * s->block_size * s->kvb;
+			if (!s->dirty && s->raw.free >= bytes) {
+				s->raw.free -= bytes;
+				s->raw.internal_frag += bytes;
+			} else {
+				s->dirty = true;
+			}
+			avail -= c;
+		}
+		s->lz_done = s->G + 1;
+		/* new lazy entries while the pool holds two blocks per
+		 * decoding sequence */
+		if (!dissolved)
+			s->lazy_on = avail >= 2 * (s->ndec + ndue) + 16;
+	}
 	for (size_t i = 0; i < ndue; i++) {
 		sreq *r = s->due[i];
 		if (!r || r->state != RS_DUE)
@@ -1796,8 +2258,10 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 		/* the tokens of steps S..G-1 and this step's token, which needs
 		 * a new block: one allocator call per member (a family is
 		 * synced to G first, so that its members grow by one token
-		 * each and stay at one length if it is preempted midway) */
-		if (r->nlive > 1 && (st = sync_decode(s, r, s->G)) != KVS_OK)
+		 * each and stay at one length if it is preempted midway; a
+		 * lazy sequence too, which takes its owed blocks back) */
+		if ((r->nlive > 1 || r->len + (s->G - r->S) > r->cap) &&
+		    (st = sync_decode(s, r, s->G)) != KVS_OK)
 			return st;
 		bool self;
 		uint32_t n = (uint32_t)(s->G - r->S + 1);
@@ -1918,7 +2382,7 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 	kvs_status st;
 	while (s->waiting.n && b->budget > 0) {
 		sreq *r = deque_front(&s->waiting);
-		if (s->nrunning + r->n > s->cfg.max_num_seqs ||
+		if ((!r->kv_remote && s->nrunning + r->n > s->cfg.max_num_seqs) ||
 		    r->gate == s->releases + 1)
 			break;
 		kvs_seq_desc d;
@@ -1932,7 +2396,7 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 			v = KVS_ADMIT_LATER;   /* the children's regions do not fit */
 			why = KVS_REASON_NONE;
 		}
-		if (v == KVS_ADMIT_LATER && s->nrunning == 0)
+		if (v == KVS_ADMIT_LATER && s->nrunning == 0 && !kv_holding(s))
 			v = KVS_ADMIT_NEVER;   /* nothing will ever free memory */
 		if (v == KVS_ADMIT_NEVER) {
 			deque_pop_front(&s->waiting);
@@ -1944,6 +2408,8 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 		}
 		if (v != KVS_ADMIT_NOW)
 			break;
+		if (r->state == RS_KV_WAIT)
+			continue;   /* no compute until its KV arrives */
 		uint32_t c = chunk_of(r, b->budget);
 		if (c > 0 && (st = kvs_alloc_grow(s->alloc, r->seq, c, NULL, NULL)) != KVS_OK)
 			return kvs_fail_wrap(st, "request %llu: prefill of %u tokens failed "
@@ -1951,6 +2417,9 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 					(unsigned long long)r->index, c);
 		add_chunk(&s->cost, r, c, b);
 	}
+	/* prefix blocks loaded back from the KV offload tiers by these
+	 * admissions: their load time is charged to this step (sim/offload.c) */
+	b->extra += kvs_alloc_offload_take_load_s(s->alloc);
 	return KVS_OK;
 }
 
@@ -1993,7 +2462,8 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T)
 		L.a1 = L.a2 = dur;
 		L.b1 = L.b2 = L.c = 0;
 	} else {
-		k = kvs_cost_span_steps(&s->cost, s->ndec, ctx_dec, dq_min(s) - s->G);
+		uint64_t e = dq_min(s), c = lz_next(s, s->G + 1);
+		k = kvs_cost_span_steps(&s->cost, s->ndec, ctx_dec, (c < e ? c : e) - s->G);
 		double next_arrival = s->pending ? s->pending->arrival : s->arrival_bound;
 		if (next_arrival > s->now && isfinite(next_arrival))
 			k = kvs_lin2_steps_to(&L, k, next_arrival - s->now);
@@ -2027,6 +2497,8 @@ static kvs_status plan(kvs_sim *s)
 
 	s->plannings++;
 	free_dead(s);
+	if (kv_holding(s) && (st = kv_take(s)) != KVS_OK)
+		return st;
 	s->past_due = false;
 	if (s->nforkq && (st = do_forks(s, &b.preempted, &b.extra)) != KVS_OK)
 		return st;
@@ -2084,6 +2556,10 @@ static kvs_status step_done(kvs_sim *s)
 			(s->nprefill - i - 1) * sizeof *s->prefill);
 		s->nprefill--;
 		r->S = s->G;
+		if (s->cfg.kv_prefill_only && r->gen == 0) {
+			kv_send(s, r);   /* handed out: it decodes elsewhere */
+			continue;
+		}
 		bool emits = true;   /* this step emitted the next token */
 		if (r->nlive < r->n) {
 			/* a family's prompt: the first pass samples all n first
@@ -2307,6 +2783,10 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	ac.buddy = cfg->buddy;
 	if (cfg->page_bytes)
 		ac.page_bytes = cfg->page_bytes;
+	if ((st = kvs_sim_offload_resolve(cfg, &ac.offload)) != KVS_OK) {
+		kvs_free(s);
+		return st;
+	}
 	uint32_t layers = sz.layers_per_rank ? sz.layers_per_rank : cfg->deploy.model.num_layers;
 	if (layers)
 		ac.num_kv_tensors = 2 * layers;
@@ -2316,11 +2796,26 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	}
 	s->conc_time = kvs_calloc((size_t)cfg->max_num_seqs + 1, sizeof *s->conc_time);
 	s->res = kvs_calloc(1, sizeof *s->res);
-	if (!s->conc_time || !s->res) {
+	/* crossing classes: a block-granular policy with a block pool
+	 * (paged), and the fast path (stepping one token at a time touches
+	 * every sequence anyway) */
+	s->lazy_ok = s->cfg.fast_path &&
+		     kvs_policy_has(cfg->policy, KVS_TRAIT_BLOCK_GRANULAR) &&
+		     kvs_alloc_block_pool(s->alloc) != NULL;
+	s->lazy_on = s->lazy_ok;
+	bool lz_fail = false;
+	if (s->lazy_ok) {
+		s->lz_words = (s->block_size + 63) / 64;
+		s->lz_cnt = kvs_calloc(s->block_size, sizeof *s->lz_cnt);
+		s->lz_bits = kvs_calloc(s->lz_words, sizeof *s->lz_bits);
+		lz_fail = !s->lz_cnt || !s->lz_bits;
+	}
+	if (!s->conc_time || !s->res || lz_fail) {
 		kvs_sim_destroy(s);
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
 	}
 	s->res->cfg = *cfg;
+	s->res->cfg.kv_offload = ac.offload;   /* with default bandwidths */
 	for (int i = 0; i < KVS_METRIC_COUNT_; i++)
 		kvs_sketch_init(&s->res->sk[i]);
 	kvs_sim_stats *r = &s->res->st;
@@ -2364,6 +2859,14 @@ static void free_reqs(kvs_sim *s)
 	}
 	s->fed_tail = NULL;
 	free_dead(s);
+	while ((r = s->kv_held)) {
+		kv_unlink(s, r);
+		sreq_free(r);
+	}
+	while ((r = deque_pop_front(&s->kv_done)))
+		sreq_free(r);
+	while ((r = deque_pop_front(&s->kv_ready)))
+		sreq_free(r);
 }
 
 void kvs_sim_destroy(kvs_sim *s)
@@ -2374,12 +2877,17 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_alloc_destroy(s->alloc);
 	kvs_free(s->waiting.v);
 	kvs_free(s->swapped.v);
+	kvs_free(s->kv_done.v);
+	kvs_free(s->kv_ready.v);
 	kvs_free(s->prefill);
 	kvs_free(s->forkq);
 	kvs_free(s->heap);
 	for (unsigned b = 0; b < DQ_W; b++)
 		kvs_free(s->ring[b]);
 	kvs_free(s->due);
+	kvs_free(s->lz_cnt);
+	kvs_free(s->lz_bits);
+	kvs_free(s->owed);
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);
@@ -2433,6 +2941,18 @@ static void finalize(kvs_sim *s)
 		emit_record(s, s->swapped.v[(s->swapped.head + i) % s->swapped.cap],
 			    KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
 	}
+	/* received, waiting for their KV or a seat (the sent ones are the
+	 * receiving engine's) */
+	for (r = s->kv_held; r; r = r->next)
+		if (r->state == RS_KV_WAIT) {
+			st->unfinished++;
+			emit_record(s, r, KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
+		}
+	for (size_t i = 0; i < s->kv_ready.n; i++) {
+		st->unfinished++;
+		emit_record(s, s->kv_ready.v[(s->kv_ready.head + i) % s->kv_ready.cap],
+			    KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
+	}
 	st->sim_time_s = s->now;
 	double T = s->time_total;
 	if (T > 0) {
@@ -2470,7 +2990,10 @@ static void finalize(kvs_sim *s)
 		st->output_tokens_per_s = (double)st->output_tokens / st->sim_time_s;
 		st->goodput_requests_per_s = (double)s->good / st->sim_time_s;
 	}
-	st->goodput_fraction = st->arrived ? (double)s->good / (double)st->arrived : 0;
+	/* of the requests this engine answers for (arrived, unless some were
+	 * handed out or received: docs/FLEET.md) */
+	uint64_t answered = st->completed + st->rejected + st->unfinished;
+	st->goodput_fraction = answered ? (double)s->good / (double)answered : 0;
 	st->swapped_bytes = st->swap_out_bytes + st->swap_in_bytes;
 	kvs_alloc_stats as;
 	kvs_alloc_get_stats(s->alloc, &as);
@@ -2484,6 +3007,7 @@ static void finalize(kvs_sim *s)
 	uint64_t tb = as.prefix_hit_blocks + as.prefix_miss_blocks;
 	st->prefix_hit_rate_tokens = tt ? (double)as.prefix_hit_tokens / (double)tt : 0;
 	st->prefix_hit_rate_blocks = tb ? (double)as.prefix_hit_blocks / (double)tb : 0;
+	kvs_alloc_offload_stats(s->alloc, &R->offload);
 	if (as.metadata_bytes > st->metadata_bytes_max)
 		st->metadata_bytes_max = as.metadata_bytes;
 	if (s->cfg.record_wall_time)
@@ -2513,6 +3037,8 @@ kvs_status kvs_sim_start(kvs_sim *s, const kvs_request_source *src)
 	return st;
 }
 
+static kvs_status feed_sreq(kvs_sim *s, sreq *r);
+
 kvs_status kvs_sim_feed(kvs_sim *s, const kvs_request *req)
 {
 	if (!s || !req)
@@ -2530,6 +3056,63 @@ kvs_status kvs_sim_feed(kvs_sim *s, const kvs_request *req)
 	kvs_status st = make_sreq(s, req, &r);
 	if (st != KVS_OK || !r)
 		return st;
+	return feed_sreq(s, r);
+}
+
+kvs_status kvs_sim_feed_kv(kvs_sim *s, const kvs_sim_kv_handoff *h, double t_s)
+{
+	if (!s || !h)
+		return kvs_fail(KVS_ERR_INVALID, "kvs_sim_feed_kv: NULL argument");
+	if (!s->started || s->src)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_feed_kv: the engine was not started "
+				"without a source");
+	if (t_s < s->now)
+		return kvs_fail(KVS_ERR_STATE, "kvs_sim_feed_kv: request %llu comes at %.9g s, "
+				"before the engine's time %.9g s",
+				(unsigned long long)h->req.index, t_s, s->now);
+	kvs_request q = h->req;
+	q.arrival_s = t_s;
+	sreq *r;
+	kvs_status st = KVS_OK;
+	if (s->stopped || s->src_done || (s->cfg.horizon_s > 0 && t_s > s->cfg.horizon_s)) {
+		/* past the end of the run: received, and unfinished */
+		s->kv_received++;
+		s->res->st.unfinished++;
+		r = kvs_calloc(1, sizeof *r);
+		if (!r)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (request)");
+		r->index = q.index;
+		r->line = q.line;
+		r->arrival = h->req.arrival_s;
+		r->admitted = h->admitted_s;
+		r->admitted_once = true;
+		r->first_token = -1;
+		r->prompt = q.prompt_tokens;
+		r->output = q.output_tokens;
+		r->n = q.num_samples > 1 ? q.num_samples : 1;
+		r->cached_first = h->cached_tokens;
+		r->preemptions = h->preemptions;
+		emit_record(s, r, KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
+		sreq_free(r);
+		return KVS_OK;
+	}
+	if ((st = make_sreq(s, &q, &r)) != KVS_OK)
+		return st;
+	kvs_require(r);
+	r->kv_remote = true;
+	r->kv_origin = h->origin;
+	r->kv_arrival = h->req.arrival_s;
+	r->admitted = h->admitted_s;
+	r->admitted_once = true;
+	r->cached_first = h->cached_tokens;
+	r->preemptions = h->preemptions;
+	return feed_sreq(s, r);
+}
+
+/* Queue r (made by make_sreq) for its arrival. */
+static kvs_status feed_sreq(kvs_sim *s, sreq *r)
+{
+	kvs_status st;
 	r->next = NULL;
 	if (s->fed_tail)
 		s->fed_tail->next = r;
@@ -2555,12 +3138,17 @@ double kvs_sim_next_event_s(const kvs_sim *s)
 
 kvs_status kvs_sim_advance(kvs_sim *s, double until_s)
 {
+	return kvs_sim_advance_bounded(s, until_s, until_s);
+}
+
+kvs_status kvs_sim_advance_bounded(kvs_sim *s, double until_s, double input_s)
+{
 	if (!s || !s->started)
 		return kvs_fail(KVS_ERR_STATE, "kvs_sim_advance: the engine was not started");
 	if (s->err != KVS_OK)
 		return s->err;
 	if (!s->src)
-		s->arrival_bound = until_s;
+		s->arrival_bound = input_s > until_s ? input_s : until_s;
 	kvs_status st = KVS_OK;
 	double horizon = s->cfg.horizon_s;
 	while (!s->stopped && s->nev > 0 && s->ev[0].t < until_s) {
@@ -2585,7 +3173,7 @@ kvs_status kvs_sim_advance(kvs_sim *s, double until_s)
 		s->res->st.events++;
 		if (e.type == EV_ARRIVAL)
 			s->arrival_event_queued = false;
-		else if ((st = step_done(s)) != KVS_OK)
+		else if (e.type == EV_STEP_DONE && (st = step_done(s)) != KVS_OK)
 			break;
 		if ((st = drain_arrivals(s)) != KVS_OK)
 			break;
@@ -2605,9 +3193,46 @@ kvs_status kvs_sim_advance(kvs_sim *s, double until_s)
 		}
 		if ((s->plannings & 0x3fff) == 0)
 			progress(s);
+		if (!s->src && s->arrival_bound < until_s)
+			until_s = s->arrival_bound;   /* lowered by on_kv */
 	}
 	s->err = st;
 	return st;
+}
+
+/* The KV of r is read (prefill side) or has arrived (decode side) at t_s:
+ * taken at the next planning, which an idle engine runs at t_s. */
+static kvs_status kv_event(kvs_sim *s, uint64_t handle, double t_s, rstate from,
+			   deque *to, const char *what)
+{
+	if (!s || !handle)
+		return kvs_fail(KVS_ERR_INVALID, "%s: NULL argument", what);
+	sreq *r = (sreq *)(uintptr_t)handle;
+	if (r->state != from)
+		return kvs_fail(KVS_ERR_STATE, "%s: request %llu is not waiting for it", what,
+				(unsigned long long)r->index);
+	if (t_s < s->now)
+		return kvs_fail(KVS_ERR_STATE, "%s: request %llu at %.9g s, before the engine's "
+				"time %.9g s", what, (unsigned long long)r->index, t_s, s->now);
+	kv_unlink(s, r);
+	r->state = RS_KV_READY;
+	if (!deque_push_back(to, r)) {
+		sreq_free(r);
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (KV queue)");
+	}
+	if (!s->busy && !s->stopped)
+		return ev_push(s, t_s, EV_WAKE);
+	return KVS_OK;
+}
+
+kvs_status kvs_sim_kv_release(kvs_sim *s, uint64_t handle, double t_s)
+{
+	return kv_event(s, handle, t_s, RS_KV_SEND, &s->kv_done, "kvs_sim_kv_release");
+}
+
+kvs_status kvs_sim_kv_arrived(kvs_sim *s, uint64_t handle, double t_s)
+{
+	return kv_event(s, handle, t_s, RS_KV_WAIT, &s->kv_ready, "kvs_sim_kv_arrived");
 }
 
 double kvs_sim_now_s(const kvs_sim *s)
@@ -2624,6 +3249,8 @@ void kvs_sim_get_load(kvs_sim *s, kvs_sim_load *out)
 	out->rejected = st->rejected;
 	out->running = s->nrunning;
 	out->waiting = s->waiting.n + s->swapped.n;
+	out->kv_sent = s->kv_sent;
+	out->kv_received = s->kv_received;
 	uint64_t nb = kvs_alloc_num_blocks(s->alloc);
 	if (nb) {
 		out->kv_usage = 1.0 - (double)kvs_alloc_free_blocks(s->alloc) / (double)nb;
@@ -2677,10 +3304,13 @@ kvs_status kvs_sim_finish(kvs_sim *s, kvs_sim_result **out)
 	kvs_status st = kvs_sim_advance(s, INFINITY);
 	if (st != KVS_OK)
 		return st;
+	if ((st = lz_sync_all(s)) != KVS_OK)
+		return st;
 	progress(s);
 	finalize(s);
-	kvs_require(s->res->st.arrived == s->res->st.completed + s->res->st.rejected +
-						  s->res->st.unfinished);
+	kvs_require(s->res->st.arrived + s->kv_received ==
+		    s->res->st.completed + s->res->st.rejected + s->res->st.unfinished +
+		    s->kv_sent);
 	*out = s->res;
 	s->res = NULL;
 	return KVS_OK;

@@ -2,10 +2,11 @@
  * merge.c - several engines' results as one (a fleet as a whole).
  *
  * What adds up is summed (requests, tokens, bytes, preemptions, prefix
- * hits and misses, pool sizes, steps, events); latency distributions are
- * merged bucket by bucket (the sketches share their buckets, so the merged
- * quantiles are those of all the values together); time-weighted figures
- * are weighted by what they are shares of: memory parts by pool bytes x
+ * hits and misses, offload tier figures, pool sizes, steps, events);
+ * latency distributions are merged bucket by bucket (the sketches share
+ * their buckets, so the merged quantiles are those of all the values
+ * together); time-weighted figures are weighted by what they are shares
+ * of: memory parts by pool bytes x
  * simulated time, concurrency and waiting summed over replicas (each
  * replica's mean over its own time, carried to the fleet's time).  The time
  * series is summed at the coarsest sample interval of the replicas; a
@@ -27,6 +28,7 @@ static kvs_status copy_result(const kvs_sim_result *r, kvs_sim_result **out)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (result)");
 	c->cfg = r->cfg;
 	c->st = r->st;
+	c->offload = r->offload;
 	c->sample_interval_s = r->sample_interval_s;
 	for (int i = 0; i < KVS_METRIC_COUNT_; i++) {
 		kvs_sketch_init(&c->sk[i]);
@@ -211,7 +213,8 @@ kvs_status kvs_sim_result_merge(const kvs_sim_result *const *rs, size_t n,
 			st->tokens_per_step_max = r->tokens_per_step_max;
 		st->prompt_tokens += r->prompt_tokens;
 		st->output_tokens += r->output_tokens;
-		good += round(r->goodput_fraction * (double)r->arrived);
+		good += round(r->goodput_fraction *
+			      (double)(r->completed + r->rejected + r->unfinished));
 		st->preemptions += r->preemptions;
 		st->recomputed_tokens += r->recomputed_tokens;
 		st->swap_out_bytes += r->swap_out_bytes;
@@ -224,6 +227,7 @@ kvs_status kvs_sim_result_merge(const kvs_sim_result *const *rs, size_t n,
 		st->prefix_hit_blocks += r->prefix_hit_blocks;
 		st->prefix_miss_tokens += r->prefix_miss_tokens;
 		st->prefix_miss_blocks += r->prefix_miss_blocks;
+		kvs_sim_offload_merge(&m->offload, &R->offload);
 		if (r->arrived) {
 			if (first || r->first_arrival_s < st->first_arrival_s)
 				st->first_arrival_s = r->first_arrival_s;

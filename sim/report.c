@@ -277,6 +277,8 @@ static json_t *result_jt(const kvs_sim_result *r)
 		set(cdf, keys[k].key, a);
 	}
 	set(o, "cdf", cdf);
+	if (kvs_sim_offload_stats_on(&r->offload))
+		set(o, "kv_offload", kvs_sim_offload_jt(r));
 	return o;
 }
 

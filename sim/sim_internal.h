@@ -123,9 +123,19 @@ void kvs_sketch_dist(const kvs_sketch *s, kvs_sim_dist *out);
 /* Add every value of src to dst (same buckets: exact). */
 kvs_status kvs_sketch_merge(kvs_sketch *dst, const kvs_sketch *src);
 
+/* KV offload tiers (sim/offload.c): the tiers of cfg with default
+ * bandwidths filled in, checked against the policy and prefix caching; the
+ * fleet-wide sum; whether stats come from tiers; the kv_offload JSON
+ * object of a result (a jansson json_t). */
+kvs_status kvs_sim_offload_resolve(const kvs_sim_config *cfg, kvs_offload_config *out);
+void kvs_sim_offload_merge(kvs_offload_stats *acc, const kvs_offload_stats *x);
+bool kvs_sim_offload_stats_on(const kvs_offload_stats *s);
+struct json_t *kvs_sim_offload_jt(const struct kvs_sim_result *r);
+
 struct kvs_sim_result {
 	kvs_sim_config cfg;
 	kvs_sim_stats st;
+	kvs_offload_stats offload;     /* KV offload tiers (sim/offload.c) */
 	kvs_sketch sk[KVS_METRIC_COUNT_];
 	kvs_sim_sample *samples;
 	size_t nsamples;

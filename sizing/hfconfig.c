@@ -100,17 +100,25 @@ static kvs_status cfg_uint(const cfg *c, const char *const *keys, bool required,
 	return KVS_OK;
 }
 
-static kvs_status cfg_u32(const cfg *c, const char *const *keys, bool required,
-			  const char *why, uint32_t min, uint32_t *out, bool *found)
+/* cfg_uint narrowed to a uint32_t field in [min, max] */
+static kvs_status cfg_u32_in(const cfg *c, const char *const *keys, bool required,
+			     const char *why, uint32_t min, uint32_t max, uint32_t *out,
+			     bool *found)
 {
 	uint64_t x = 0;
 	bool present = false;
-	kvs_status st = cfg_uint(c, keys, required, why, min, UINT32_MAX, &x, &present);
+	kvs_status st = cfg_uint(c, keys, required, why, min, max, &x, &present);
 	if (found)
 		*found = present;
 	if (st == KVS_OK && present)
 		*out = (uint32_t)x;
 	return st;
+}
+
+static kvs_status cfg_u32(const cfg *c, const char *const *keys, bool required,
+			  const char *why, uint32_t min, uint32_t *out, bool *found)
+{
+	return cfg_u32_in(c, keys, required, why, min, UINT32_MAX, out, found);
 }
 
 /* A per-head or latent width (head_dim, kv_lora_rank, ...): at most
@@ -121,14 +129,7 @@ static kvs_status cfg_u32(const cfg *c, const char *const *keys, bool required,
 static kvs_status cfg_dim(const cfg *c, const char *const *keys, bool required,
 			  const char *why, uint32_t min, uint32_t *out, bool *found)
 {
-	uint64_t x = 0;
-	bool present = false;
-	kvs_status st = cfg_uint(c, keys, required, why, min, DIM_MAX, &x, &present);
-	if (found)
-		*found = present;
-	if (st == KVS_OK && present)
-		*out = (uint32_t)x;
-	return st;
+	return cfg_u32_in(c, keys, required, why, min, DIM_MAX, out, found);
 }
 
 static kvs_status cfg_bool(const cfg *c, const char *key, bool *out, bool *found)

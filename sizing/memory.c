@@ -196,18 +196,18 @@ uint64_t kvs_reserve_estimate(const kvs_deploy *d)
 {
 	kvs_mem_terms t;
 	kvs_mem_terms_compute(d, &t);
+	/* each term with the KVS_MEM_* bit that says the engine counts it */
+	const struct { unsigned bit; const uint64_t *bytes; } terms[] = {
+		{ KVS_MEM_ROPE, &t.rope_cache_bytes },
+		{ KVS_MEM_ACTIVATION, &t.activation_bytes },
+		{ KVS_MEM_SAMPLER, &t.sampler_bytes },
+		{ KVS_MEM_CUDAGRAPH, &t.cudagraph_bytes },
+		{ KVS_MEM_NON_TORCH, &t.non_torch_bytes },
+		{ KVS_MEM_CONTEXT, &t.cuda_context_bytes },
+	};
 	uint64_t r = 0;
-	if (t.counted & KVS_MEM_ROPE)
-		r += t.rope_cache_bytes;
-	if (t.counted & KVS_MEM_ACTIVATION)
-		r += t.activation_bytes;
-	if (t.counted & KVS_MEM_SAMPLER)
-		r += t.sampler_bytes;
-	if (t.counted & KVS_MEM_CUDAGRAPH)
-		r += t.cudagraph_bytes;
-	if (t.counted & KVS_MEM_NON_TORCH)
-		r += t.non_torch_bytes;
-	if (t.counted & KVS_MEM_CONTEXT)
-		r += t.cuda_context_bytes;
+	for (size_t i = 0; i < KVS_ARRAY_LEN(terms); i++)
+		if (t.counted & terms[i].bit)
+			r += *terms[i].bytes;
 	return r;
 }

@@ -685,8 +685,339 @@ static void test_mooncake_prefix_beats_round_robin(void **state)
 	printf("mooncake, %llu requests, 4 replicas: fleet prefix hit rate (tokens) "
 	       "prefix %.4f, round-robin %.4f\n", (unsigned long long)n, hp, hr);
 	assert_true(hp > hr);
+	/* the prefix signal as of a refresh longer than the trace (every
+	 * cache empty, as at 0 s): the router cannot follow the caches */
+	kvs_fleet_result *sr = fleet(&c, 4, "prefix", 1e6, set, NULL);
+	assert_fleet_accounting(sr, n);
+	double hs = kvs_sim_result_stats(kvs_fleet_result_total(sr))->prefix_hit_rate_tokens;
+	printf("mooncake, %llu requests, 4 replicas: prefix router with signals refreshed "
+	       "every 1e6 s: hit rate %.4f (live %.4f)\n", (unsigned long long)n, hs, hp);
+	assert_true(hs < hp);
+	kvs_fleet_result_destroy(sr);
 	kvs_fleet_result_destroy(rr);
 	kvs_fleet_result_destroy(pr);
+	kvs_request_set_destroy(set);
+}
+
+
+/* ---- prefill/decode disaggregation ------------------------------------------------- */
+
+typedef struct recs {
+	kvs_sim_request_record r[64];
+	size_t n;
+} recs;
+
+static void on_rec(void *ctx, const kvs_sim_request_record *r)
+{
+	recs *R = ctx;
+	assert_true(R->n < 64);
+	R->r[R->n++] = *r;
+}
+
+/* A fleet of np prefill and nd decode replicas of c over set. */
+static kvs_fleet_result *dfleet(const kvs_sim_config *c, uint32_t np, uint32_t nd,
+				const char *router, double refresh, double bw, double lat,
+				const kvs_request_set *set)
+{
+	kvs_fleet_pool pools[2];
+	memset(pools, 0, sizeof pools);
+	snprintf(pools[0].name, sizeof pools[0].name, "prefill");
+	pools[0].replicas = np;
+	pools[0].sim = *c;
+	pools[0].role = KVS_FLEET_ROLE_PREFILL;
+	snprintf(pools[1].name, sizeof pools[1].name, "decode");
+	pools[1].replicas = nd;
+	pools[1].sim = *c;
+	pools[1].role = KVS_FLEET_ROLE_DECODE;
+	kvs_fleet_config fc;
+	kvs_fleet_config_defaults(&fc, NULL);
+	fc.sim = *c;
+	fc.pools = pools;
+	fc.npools = 2;
+	fc.router = router;
+	fc.router_refresh_s = refresh;
+	fc.seed = 3;
+	snprintf(fc.kv_link.name, sizeof fc.kv_link.name, "test");
+	fc.kv_link.bytes_per_s = bw;
+	fc.kv_link.latency_s = lat;
+	kvs_request_cursor cur;
+	kvs_request_cursor_init(&cur, set, 1.0);
+	kvs_request_source src = kvs_request_cursor_source(&cur);
+	kvs_fleet_result *r = NULL;
+	if (kvs_fleet_run(&fc, &src, &r) != KVS_OK)
+		fail_msg("disaggregated fleet %s %u+%u: %s", router, np, nd, kvs_last_error());
+	return r;
+}
+
+/* Every request accounted for: per replica, arrived + kv_received =
+ * completed + rejected + unfinished + kv_sent; the fleet's arrived =
+ * completed + rejected + unfinished; everything sent was received. */
+static void assert_disagg_accounting(const kvs_fleet_result *r, uint64_t requests,
+				     bool horizon)
+{
+	const kvs_fleet_stats *fs = kvs_fleet_result_stats(r);
+	const kvs_sim_stats *t = kvs_sim_result_stats(kvs_fleet_result_total(r));
+	uint64_t arrived = 0, sent = 0, recv = 0, completed = 0, routed = 0;
+	assert_true(fs->disaggregated);
+	for (uint32_t i = 0; i < fs->replicas; i++) {
+		const kvs_fleet_replica_stats *s = kvs_fleet_result_replica_stats(r, i);
+		const kvs_sim_stats *q = kvs_sim_result_stats(kvs_fleet_result_replica(r, i));
+		assert_int_equal(q->arrived + s->kv_received,
+				 q->completed + q->rejected + q->unfinished + s->kv_sent);
+		assert_int_equal(s->arrived, q->arrived);
+		assert_parts_sum(&q->memory_pct);
+		if (q->arrived + s->kv_received)   /* no peak without an event */
+			assert_parts_sum(&q->memory_peak_pct);
+		arrived += q->arrived;
+		sent += s->kv_sent;
+		recv += s->kv_received;
+		completed += q->completed;
+		routed += s->routed;
+	}
+	assert_int_equal(sent, recv);
+	assert_int_equal(t->arrived, arrived);
+	assert_int_equal(t->completed, completed);
+	assert_int_equal(t->arrived, t->completed + t->rejected + t->unfinished);
+	assert_int_equal(t->ttft_s.count, completed);
+	assert_parts_sum(&t->memory_pct);
+	if (!horizon) {
+		assert_int_equal(arrived, requests);
+		assert_int_equal(t->unfinished, 0);
+		/* every received request's KV crossed a link, unless rejected */
+		assert_true(fs->kv_transfers <= recv);
+		assert_true(fs->kv_transfers >= completed);
+		assert_int_equal(routed, requests + sent);   /* two decisions each */
+	}
+}
+
+/* One request of P = 100 prompt and O = 5 output tokens, 8 bytes of KV per
+ * token, a link of 10^4 B/s and 50 ms; step = 10 ms + 10 us per token:
+ *   prefill:  one step of 100 tokens, 0 -> 0.011 s (handed out)
+ *   decode:   admitted at 0.011 s, its 100 tokens' blocks allocated
+ *   transfer: 0.05 s latency + 800 B / 10^4 B/s = 0.08 s -> 0.141 s
+ *   first decode step: 1 token, 0.01001 s -> first token at 0.15101 s
+ *   then 4 steps of 0.01001 s -> done at 0.19105 s. */
+static void test_disagg_ttft_by_hand(void **state)
+{
+	(void)state;
+	kvs_request q = mkreq(0, 0.0, 100, 5);
+	kvs_request_set *set = set_of(&q, 1);
+	kvs_sim_config c;
+	cfg_fixed(&c, 4096, false);
+	recs R = { .n = 0 };
+	c.on_request = on_rec;
+	c.on_request_ctx = &R;
+	kvs_fleet_result *r = dfleet(&c, 1, 1, "round-robin", 0, 1e4, 0.05, set);
+	assert_int_equal(R.n, 1);   /* one record, from the decode replica */
+	assert_int_equal(R.r[0].outcome, KVS_SIM_COMPLETED);
+	assert_true(fabs(R.r[0].arrival_s - 0.0) < 1e-12);
+	assert_true(fabs(R.r[0].admitted_s - 0.0) < 1e-12);
+	double prefill = 0.01 + 100 * 1e-5, xfer = 0.05 + 800.0 / 1e4, step = 0.01 + 1e-5;
+	double ttft = prefill + xfer + step;
+	if (fabs(R.r[0].first_token_s - ttft) > 1e-9)
+		fail_msg("first token at %.12g s, want %.12g s", R.r[0].first_token_s, ttft);
+	assert_true(fabs(R.r[0].finish_s - (ttft + 4 * step)) < 1e-9);
+	const kvs_sim_stats *t = kvs_sim_result_stats(kvs_fleet_result_total(r));
+	assert_true(fabs(t->ttft_s.max - ttft) < 1e-9 * 1000);   /* sketch precision */
+	const kvs_fleet_stats *fs = kvs_fleet_result_stats(r);
+	assert_int_equal(fs->kv_transfers, 1);
+	assert_true(fabs(fs->kv_bytes - 800.0) < 1e-9);
+	assert_true(fabs(fs->kv_transfer_mean_s - xfer) < 1e-12);
+	assert_true(fabs(fs->kv_transfer_p99_s - xfer) < 1e-12);
+	/* the link moved bytes for 0.08 s of the run's 0.19105 s */
+	double T = t->sim_time_s;
+	assert_true(fabs(T - (ttft + 4 * step)) < 1e-9);
+	assert_true(fabs(fs->kv_link_util_mean - 0.08 / T) < 1e-9);
+	const kvs_fleet_replica_stats *p = kvs_fleet_result_replica_stats(r, 0);
+	const kvs_fleet_replica_stats *d = kvs_fleet_result_replica_stats(r, 1);
+	assert_int_equal(p->arrived, 1);
+	assert_int_equal(p->kv_sent, 1);
+	assert_int_equal(p->completed, 0);
+	assert_int_equal(d->arrived, 0);
+	assert_int_equal(d->kv_received, 1);
+	assert_int_equal(d->completed, 1);
+	assert_disagg_accounting(r, 1, false);
+	/* the prefill replica held the 100 tokens' blocks until the KV was
+	 * read (0.141 s, its last event): its token states, 100 of 4096
+	 * tokens, written during the first 0.011 s, then held */
+	const kvs_sim_stats *ps = kvs_sim_result_stats(kvs_fleet_result_replica(r, 0));
+	assert_true(fabs(ps->sim_time_s - 0.141) < 1e-12);
+	assert_true(ps->memory_pct.token_states > 100.0 * 100 / 4096 * (0.13 / 0.141) - 1e-9);
+	assert_true(ps->memory_pct.token_states < 100.0 * 100 / 4096 + 1e-9);
+	assert_true(fabs(ps->memory_peak_pct.token_states - 100.0 * 100 / 4096) < 1e-9);
+	kvs_fleet_result_destroy(r);
+	kvs_request_set_destroy(set);
+}
+
+/* Two requests prefilled in one step on one prefill replica share its
+ * link: each takes latency + 2 x 800 B / 10^4 B/s, twice one alone. */
+static void test_disagg_link_shared(void **state)
+{
+	(void)state;
+	kvs_request q[2] = { mkreq(0, 0.0, 100, 5), mkreq(1, 0.0, 100, 5) };
+	kvs_request_set *one = set_of(q, 1), *two = set_of(q, 2);
+	kvs_sim_config c;
+	cfg_fixed(&c, 4096, false);
+	kvs_fleet_result *a = dfleet(&c, 1, 2, "round-robin", 0, 1e4, 0.05, one);
+	kvs_fleet_result *b = dfleet(&c, 1, 2, "round-robin", 0, 1e4, 0.05, two);
+	const kvs_fleet_stats *fa = kvs_fleet_result_stats(a), *fb = kvs_fleet_result_stats(b);
+	assert_int_equal(fb->kv_transfers, 2);
+	double alone = fa->kv_transfer_mean_s - 0.05, shared = fb->kv_transfer_mean_s - 0.05;
+	assert_true(fabs(alone - 0.08) < 1e-12);
+	if (fabs(shared - 2 * alone) > 1e-12)
+		fail_msg("shared transfer %.12g s, want twice %.12g s", shared, alone);
+	assert_true(fabs(fb->kv_transfer_max_s - (0.05 + 0.16)) < 1e-12);
+	/* both first tokens: prefill of 200 tokens (0.012 s) + 0.21 s + one
+	 * step of the two decoding together (0.01 + 2 x 1e-5) on their
+	 * replicas (one each, round-robin) */
+	const kvs_sim_stats *t = kvs_sim_result_stats(kvs_fleet_result_total(b));
+	double ttft = 0.012 + 0.21 + 0.01001;
+	assert_true(fabs(t->ttft_s.mean - ttft) < 1e-9);
+	assert_disagg_accounting(a, 1, false);
+	assert_disagg_accounting(b, 2, false);
+	/* two prefill replicas: separate links, no sharing */
+	kvs_fleet_result_destroy(b);
+	b = dfleet(&c, 2, 1, "round-robin", 0, 1e4, 0.05, two);
+	assert_true(fabs(kvs_fleet_result_stats(b)->kv_transfer_mean_s - 0.13) < 1e-12);
+	assert_disagg_accounting(b, 2, false);
+	kvs_fleet_result_destroy(a);
+	kvs_fleet_result_destroy(b);
+	kvs_request_set_destroy(one);
+	kvs_request_set_destroy(two);
+}
+
+static void test_disagg_accounting(void **state)
+{
+	(void)state;
+	static const char *routers[] = { "round-robin", "random", "least-requests",
+					 "least-kv", "prefix", "score" };
+	size_t n = kvs_test_scaled(400, 100);
+	kvs_request_set *set = mixed_set(n);
+	kvs_sim_config c;
+	cfg_fixed(&c, 1200, true);   /* small pools: preemptions, waits */
+	for (size_t i = 0; i < KVS_ARRAY_LEN(routers); i++)
+		for (double refresh = 0; refresh <= 0.5; refresh += 0.5) {
+			kvs_fleet_result *r = dfleet(&c, 2, 3, routers[i], refresh, 2e5, 1e-3, set);
+			assert_disagg_accounting(r, n, false);
+			kvs_fleet_result_destroy(r);
+		}
+	/* swap preemption, a slow link, one decode replica */
+	c.preemption_mode = KVS_PREEMPT_SWAP;
+	c.deploy.gpu.pcie_bytes_per_s = 1e6;
+	c.swap_bytes = 2 * 1200 * 8;   /* host room of two pools (validated at every step) */
+	c.validate = true;   /* the engine's and the allocator's validators, every step */
+	kvs_fleet_result *r = dfleet(&c, 3, 1, "least-kv", 0, 5e4, 0, set);
+	assert_disagg_accounting(r, n, false);
+	kvs_fleet_result_destroy(r);
+	/* a horizon leaves requests in prefill, on the link and in decode */
+	c.preemption_mode = KVS_PREEMPT_RECOMPUTE;
+	c.horizon_s = 0.013 * (double)n / 2;
+	r = dfleet(&c, 2, 2, "least-requests", 0, 2e4, 0.01, set);
+	const kvs_sim_stats *t = kvs_sim_result_stats(kvs_fleet_result_total(r));
+	assert_true(t->unfinished > 0);
+	assert_true(t->arrived < n);
+	assert_disagg_accounting(r, n, true);
+	kvs_fleet_result_destroy(r);
+	kvs_request_set_destroy(set);
+}
+
+static char *ddoc(const kvs_sim_config *c, const char *router, const kvs_request_set *set)
+{
+	kvs_fleet_result *r = dfleet(c, 2, 3, router, 0, 1e5, 2e-3, set);
+	json_t *d = kvs_json_jt(kvs_fleet_report_json(r, "mem", KVS_TRACE_AUTO, NULL));
+	char *s = json_dumps(d, JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+	json_t *fl = json_object_get(d, "fleet");
+	assert_non_null(json_object_get(fl, "transfers"));
+	assert_non_null(json_object_get(fl, "kv_link"));
+	json_decref(d);
+	kvs_fleet_result_destroy(r);
+	return s;
+}
+
+static void test_disagg_deterministic(void **state)
+{
+	(void)state;
+	kvs_request_set *set = mixed_set(300);
+	kvs_sim_config c;
+	cfg_fixed(&c, 3000, true);
+	static const char *routers[] = { "random", "prefix", "score" };
+	for (size_t i = 0; i < KVS_ARRAY_LEN(routers); i++) {
+		char *x = ddoc(&c, routers[i], set), *y = ddoc(&c, routers[i], set);
+		assert_string_equal(x, y);
+		free(x);
+		free(y);
+	}
+	kvs_request_set_destroy(set);
+}
+
+static void test_kv_link_parse(void **state)
+{
+	(void)state;
+	kvs_fleet_link L;
+	assert_int_equal(kvs_fleet_link_parse("ib-400g", &L), KVS_OK);
+	assert_true(L.bytes_per_s == 50e9 && L.latency_s == 0);
+	assert_string_equal(L.name, "ib-400g");
+	assert_int_equal(kvs_fleet_link_parse("nvlink:2us", &L), KVS_OK);
+	assert_true(L.bytes_per_s == 450e9 && fabs(L.latency_s - 2e-6) < 1e-18);
+	assert_int_equal(kvs_fleet_link_parse("25", &L), KVS_OK);
+	assert_true(L.bytes_per_s == 25e9);
+	assert_int_equal(kvs_fleet_link_parse("100Gb/s:0.5ms", &L), KVS_OK);
+	assert_true(L.bytes_per_s == 12.5e9 && fabs(L.latency_s - 5e-4) < 1e-15);
+	assert_string_equal(L.name, "custom");
+	static const char *bad[] = { "", "0", "-3", "fast", "10XB/s", "ib-400g:", "10:-1",
+				     "10:abc", "nan", "inf" };
+	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
+		if (kvs_fleet_link_parse(bad[i], &L) != KVS_ERR_INVALID)
+			fail_msg("--kv-link '%s' accepted", bad[i]);
+		assert_non_null(strstr(kvs_last_error(), "--kv-link"));
+	}
+	kvs_fleet_role role;
+	assert_int_equal(kvs_fleet_role_parse("decode", &role), KVS_OK);
+	assert_int_equal(role, KVS_FLEET_ROLE_DECODE);
+	assert_int_equal(kvs_fleet_role_parse("middle", &role), KVS_ERR_INVALID);
+}
+
+/* With a refresh longer than the trace the prefix router sees every
+ * replica's cache as it was at 0 s (empty), so it never routes by prefix;
+ * with 0 it reads the caches live (as before this signal could be stale). */
+static void test_stale_prefix(void **state)
+{
+	(void)state;
+	uint64_t h[4] = { 11, 12, 13, 14 }, g[4] = { 21, 22, 23, 24 };
+	kvs_request q[6];
+	for (int i = 0; i < 6; i++) {
+		q[i] = mkreq((uint64_t)i, i ? 1.0 * (i - 1) : 0.0, 64, 3);
+		q[i].hash_ids = i == 1 ? g : h;
+		q[i].num_hash_ids = 4;
+		q[i].hash_block_tokens = 16;
+	}
+	kvs_request_set *set = set_of(q, 6);
+	kvs_sim_config c;
+	cfg_fixed(&c, 8000, true);
+	uint32_t to[6];
+	routes R = { to, 0, 6 };
+	/* live: test_prefix_by_hand's order 0,1,0,0,0,0 */
+	kvs_fleet_result *live = fleet(&c, 3, "prefix", 0, set, &R);
+	static const uint32_t want_live[6] = { 0, 1, 0, 0, 0, 0 };
+	assert_memory_equal(to, want_live, sizeof to);
+	/* stale (1000 s): no match seen: lowest KV use as of 0 s (all 0),
+	 * ties to fewer outstanding as the router counts its sends (0, 1, 2,
+	 * then 0 again with one each...), i.e. round-robin here */
+	kvs_fleet_result *stale = fleet(&c, 3, "prefix", 1000, set, &R);
+	static const uint32_t want_stale[6] = { 0, 1, 2, 0, 1, 2 };
+	assert_memory_equal(to, want_stale, sizeof to);
+	double hl = kvs_sim_result_stats(kvs_fleet_result_total(live))->prefix_hit_rate_tokens;
+	double hs = kvs_sim_result_stats(kvs_fleet_result_total(stale))->prefix_hit_rate_tokens;
+	printf("prefix router, 6 requests, 3 replicas: hit rate live %.4f, refreshed every "
+	       "1000 s %.4f\n", hl, hs);
+	assert_true(hl > hs);
+	/* a refresh of 0.5 s (between arrivals 1 s apart, after the caches
+	 * filled) sees them: the live order */
+	kvs_fleet_result *half = fleet(&c, 3, "prefix", 0.5, set, &R);
+	assert_memory_equal(to, want_live, sizeof to);
+	kvs_fleet_result_destroy(live);
+	kvs_fleet_result_destroy(stale);
+	kvs_fleet_result_destroy(half);
 	kvs_request_set_destroy(set);
 }
 
@@ -704,6 +1035,12 @@ int main(void)
 		cmocka_unit_test(test_router_specs),
 		cmocka_unit_test(test_pools),
 		cmocka_unit_test(test_mooncake_prefix_beats_round_robin),
+		cmocka_unit_test(test_disagg_ttft_by_hand),
+		cmocka_unit_test(test_disagg_link_shared),
+		cmocka_unit_test(test_disagg_accounting),
+		cmocka_unit_test(test_disagg_deterministic),
+		cmocka_unit_test(test_kv_link_parse),
+		cmocka_unit_test(test_stale_prefix),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -145,6 +145,45 @@ size_t kvs_policy_names(char *buf, size_t size, const char *sep, bool last_or);
  * -1 when none is. */
 int kvs_policy_baseline_index(const kvs_policy *ps, size_t n);
 
+/* ---- KV offload tiers (paged with prefix caching; allocator/offload.c) -----
+ * Prefix-cache blocks evicted from the device go to a host tier, and those
+ * the host tier evicts to a disk tier when there is one (LMCache's local CPU
+ * and disk backends, Dynamo's KV block manager).  A later admission whose
+ * device prefix hit ends continues matching its block hashes in the tiers;
+ * the blocks it finds are allocated on the device and loaded back at the
+ * tier's bandwidth.  Sizes and bandwidths are per rank, as swap_bytes. */
+typedef enum kvs_offload_kind {
+	KVS_OFFLOAD_HOST = 0,
+	KVS_OFFLOAD_DISK,
+	KVS_OFFLOAD_KINDS_
+} kvs_offload_kind;
+
+typedef struct kvs_offload_config {
+	struct {
+		uint64_t bytes;        /* capacity per rank; 0 = no such tier */
+		double bytes_per_s;    /* load bandwidth per rank (> 0 when bytes > 0) */
+	} tier[KVS_OFFLOAD_KINDS_];
+} kvs_offload_config;
+
+typedef struct kvs_offload_tier_stats {
+	uint64_t capacity_blocks, capacity_bytes;
+	double bytes_per_s;           /* load bandwidth */
+	uint64_t resident_blocks;     /* hashes held now */
+	uint64_t hit_blocks;          /* prefix blocks loaded back from the tier */
+	uint64_t load_bytes;          /* hit_blocks x block bytes */
+	double load_s;                /* load_bytes / bandwidth */
+	uint64_t store_blocks, store_bytes; /* blocks written into the tier */
+	uint64_t evicted_blocks;      /* left for room: to the next tier, or dropped */
+	uint64_t promoted_blocks;     /* left because stored again in a higher tier */
+} kvs_offload_tier_stats;         /* store = resident + evicted + promoted */
+
+typedef struct kvs_offload_stats {
+	kvs_offload_tier_stats tier[KVS_OFFLOAD_KINDS_];   /* by kind */
+} kvs_offload_stats;
+
+/* "host", "disk" */
+const char *kvs_offload_kind_name(kvs_offload_kind k);
+
 typedef struct kvs_alloc_config {
 	kvs_policy policy;
 	uint64_t budget_bytes;        /* KV memory of one rank */
@@ -161,6 +200,7 @@ typedef struct kvs_alloc_config {
 				       * rounded up to 2^k tokens, aligned to their
 				       * size), as the PagedAttention paper's Orca
 				       * baselines; overrides best_fit */
+	kvs_offload_config offload;   /* paged with prefix caching; zero = none */
 } kvs_alloc_config;
 
 /* Defaults: paged, block 16, watermark 0.01, no prefix caching, no swap,
@@ -399,6 +439,13 @@ static inline kvs_status kvs_block_pool_give1(kvs_block_pool *pool,
 	pool->nfree_ = top + 1;
 	return KVS_OK;
 }
+
+/* The offload tiers' figures (all zero without tiers).  O(1). */
+void kvs_alloc_offload_stats(const kvs_alloc *a, kvs_offload_stats *out);
+/* Load time (seconds) of the tier hits admitted since the last call, and
+ * reset it: the simulator charges it to the step that schedules those
+ * prefills.  0 without tiers.  O(1). */
+double kvs_alloc_offload_take_load_s(kvs_alloc *a);
 
 /* Longest cached prefix of the given chained hashes, in blocks; no side
  * effects on the LRU or the counters. */

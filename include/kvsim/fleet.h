@@ -6,8 +6,11 @@
  * arriving request to one replica.  The fleet runs one event loop: before a
  * request is routed, every replica is advanced to its arrival time, so the
  * router reads the replicas' state at that instant (or, with a refresh
- * interval, a snapshot taken at the last refresh).  docs/FLEET.md describes
- * the routers, the signals, the outputs and the cost.
+ * interval, a snapshot taken at the last refresh).  Pools of role prefill
+ * and decode disaggregate: a request prefills on a prefill replica, then
+ * its KV crosses that replica's link to a decode replica.  docs/FLEET.md
+ * describes the routers, the signals, disaggregation, the outputs and the
+ * cost.
  *
  * Routers (one method table each, listed by kvs_router_names()):
  *   round-robin, random (seeded), least-requests, least-kv, prefix
@@ -75,12 +78,43 @@ void kvs_router_help(FILE *f);
 
 /* ---- fleets ------------------------------------------------------------------ */
 
+/* What a pool's replicas do: everything, or one phase of a disaggregated
+ * fleet (prefill pools hand each prefilled request's KV to a decode pool
+ * over the KV link). */
+typedef enum kvs_fleet_role {
+	KVS_FLEET_ROLE_BOTH = 0,
+	KVS_FLEET_ROLE_PREFILL,
+	KVS_FLEET_ROLE_DECODE,
+	KVS_FLEET_ROLE_COUNT_
+} kvs_fleet_role;
+
+const char *kvs_fleet_role_name(kvs_fleet_role r);   /* "both", "prefill", "decode" */
+kvs_status kvs_fleet_role_parse(const char *text, kvs_fleet_role *out);
+
 /* A pool of identical replicas in a heterogeneous fleet. */
 typedef struct kvs_fleet_pool {
 	char name[32];
 	uint32_t replicas;         /* >= 1 */
 	kvs_sim_config sim;        /* the pool's engine (its GPU, tp, ...) */
+	kvs_fleet_role role;       /* both (0) unless disaggregated */
 } kvs_fleet_pool;
+
+/* The link a disaggregated fleet moves KV over: one per prefill replica
+ * (its egress), shared fairly by the transfers leaving that replica. */
+typedef struct kvs_fleet_link {
+	char name[32];             /* the preset, or "custom" */
+	double bytes_per_s;        /* > 0 */
+	double latency_s;          /* >= 0, per transfer, before its bytes */
+} kvs_fleet_link;
+
+/* Parse --kv-link: PRESET[:LATENCY] or BW[:LATENCY], BW a number with an
+ * optional unit (GB/s when none; B/s, MB/s, GB/s, TB/s, Gb/s, Gbps, Tb/s),
+ * LATENCY seconds with an optional unit (s, ms, us, ns).  Errors name the
+ * part.  Presets: kvs_fleet_link_help. */
+kvs_status kvs_fleet_link_parse(const char *spec, kvs_fleet_link *out);
+void kvs_fleet_link_help(FILE *f);
+/* The default link (ib-400g). */
+void kvs_fleet_link_default(kvs_fleet_link *out);
 
 typedef struct kvs_fleet_config {
 	kvs_sim_config sim;        /* every replica's engine (on_request called
@@ -91,12 +125,17 @@ typedef struct kvs_fleet_config {
 	const kvs_fleet_pool *pools;
 	size_t npools;
 	const char *router;        /* router specification (round-robin) */
-	double router_refresh_s;   /* 0: exact signals; > 0: outstanding and KV
-	                            * use as of the last refresh, every S s */
+	double router_refresh_s;   /* 0: exact signals; > 0: outstanding, KV
+	                            * use and prefix matches as of the last
+	                            * refresh, every S s */
 	uint64_t seed;             /* for the random router */
 	/* Optional: told every routing decision (tests, per-request output). */
 	void (*on_route)(void *ctx, const kvs_request *req, uint32_t replica);
 	void *on_route_ctx;
+	/* Disaggregated fleets (pools of role prefill and decode): the KV
+	 * link (kvs_fleet_link_default unless set); on_route is also told
+	 * each decode replica chosen. */
+	kvs_fleet_link kv_link;
 } kvs_fleet_config;
 
 void kvs_fleet_config_defaults(kvs_fleet_config *c, const kvs_deploy *d);
@@ -113,6 +152,13 @@ typedef struct kvs_fleet_replica_stats {
 	                            * cached-idle) */
 	double prefix_hit_rate_tokens;
 	uint64_t preemptions;
+	/* disaggregated: requests handed out after their prefill (prefill
+	 * replicas) and received with their KV (decode replicas; not counted
+	 * in arrived): arrived + kv_received = completed + rejected +
+	 * unfinished + kv_sent */
+	uint64_t kv_sent, kv_received;
+	double link_util;          /* prefill replicas: share of the simulated
+	                            * time its egress link moved bytes */
 } kvs_fleet_replica_stats;
 
 typedef struct kvs_fleet_stats {
@@ -122,6 +168,15 @@ typedef struct kvs_fleet_stats {
 	                            * mean; 0 when the mean is 0) */
 	double kv_used_cv;         /* of kv_used_pct per replica */
 	double wall_s;             /* < 0 unless record_wall_time */
+	/* disaggregated fleets: KV transfers that ended, their bytes, their
+	 * time from the decode side's allocation to the last byte (latency
+	 * and sharing included), and link use (busy time / simulated time,
+	 * mean and max over the prefill replicas' links) */
+	bool disaggregated;
+	uint64_t kv_transfers;
+	double kv_bytes;
+	double kv_transfer_mean_s, kv_transfer_p99_s, kv_transfer_max_s;
+	double kv_link_util_mean, kv_link_util_max;
 } kvs_fleet_stats;
 
 /* Run the fleet over every request of src. */

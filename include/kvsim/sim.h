@@ -222,6 +222,7 @@ typedef struct kvs_step_shape {
 
 typedef struct kvs_sim_request_record kvs_sim_request_record;
 typedef struct kvs_sim_progress kvs_sim_progress;
+typedef struct kvs_sim_kv_handoff kvs_sim_kv_handoff;
 
 typedef struct kvs_sim_config {
 	kvs_deploy deploy;             /* model, GPU, tp, block size, max_model_len, ... */
@@ -232,6 +233,10 @@ typedef struct kvs_sim_config {
 	kvs_preempt_mode preemption_mode;
 	kvs_sched_policy scheduling_policy;  /* fcfs (default) or priority */
 	uint64_t swap_bytes;           /* host swap space per rank (4 GiB) */
+	kvs_offload_config kv_offload; /* KV offload tiers per rank (none); a
+	                                * bandwidth of 0 takes the default:
+	                                * host the GPU's PCIe link, disk
+	                                * KVS_OFFLOAD_DISK_BYTES_PER_S */
 	double watermark;              /* share of blocks kept free at admission (0.01) */
 	uint64_t page_bytes;           /* vattention physical page (2 MiB) */
 	bool best_fit;                 /* contiguous placement: best fit */
@@ -270,10 +275,37 @@ typedef struct kvs_sim_config {
 	 * nonzero (set from a SIGINT handler), as at a horizon: what is in the
 	 * system is unfinished and stats.interrupted is set. */
 	const volatile sig_atomic_t *interrupt;
+	/* ---- appended: prefill/decode disaggregation (kvsim/fleet.h drives
+	 * it; docs/FLEET.md).  With kv_prefill_only, a request whose prompt is
+	 * prefilled leaves the running set and holds its KV until
+	 * kvs_sim_kv_release; on_kv is told (KVS_SIM_KV_SENT).  A request fed
+	 * by kvs_sim_feed_kv has its prompt's KV computed elsewhere: admission
+	 * allocates its blocks (on_kv told, KVS_SIM_KV_ALLOCATED), and after
+	 * kvs_sim_kv_arrived it joins the batch with one token to compute (its
+	 * first decode step, which emits the first token).  on_kv returns the
+	 * earliest time a consequence may come back to this engine: the
+	 * engine's advance stops there and no span runs past it. */
+	bool kv_prefill_only;
+	double (*on_kv)(void *ctx, int what, const kvs_sim_kv_handoff *h);
+	void *on_kv_ctx;
 } kvs_sim_config;
 
 /* Defaults around a deployment (policy paged, vLLM engine defaults). */
 void kvs_sim_config_defaults(kvs_sim_config *c, const kvs_deploy *d);
+
+/* ---- KV offload tiers (sim/offload.c, docs/SIMULATOR.md) ------------------ */
+
+/* Default disk tier read bandwidth: a PCIe 4.0 x4 NVMe SSD (7 GB/s). */
+#define KVS_OFFLOAD_DISK_BYTES_PER_S 7e9
+
+/* Add the tiers of text to cfg: a comma-separated list of KIND:SIZE[:BW]
+ * with KIND host or disk, SIZE a size with its unit ("64GiB") and BW the
+ * load bandwidth in GB/s (omitted: the default, bytes_per_s 0).
+ * KVS_ERR_INVALID naming the item and field; a kind already in cfg is an
+ * error.  cfg is untouched on failure. */
+kvs_status kvs_offload_parse(const char *text, kvs_offload_config *cfg);
+/* True when cfg names at least one tier. */
+bool kvs_offload_config_on(const kvs_offload_config *cfg);
 
 /* One row per request, in the order requests leave the system. */
 typedef enum kvs_sim_outcome {
@@ -372,6 +404,8 @@ typedef struct kvs_sim_stats {
 	uint64_t prefix_hit_tokens, prefix_hit_blocks;
 	uint64_t prefix_miss_tokens, prefix_miss_blocks;
 	double prefix_hit_rate_tokens, prefix_hit_rate_blocks;
+	/* (with KV offload tiers the prefix hits include the tiers' hits:
+	 * kvs_sim_result_offload) */
 	/* the run */
 	double first_arrival_s, last_arrival_s;
 	double sim_time_s;
@@ -384,6 +418,10 @@ typedef struct kvs_sim_result kvs_sim_result;
 
 const kvs_sim_stats *kvs_sim_result_stats(const kvs_sim_result *r);
 const kvs_sim_config *kvs_sim_result_config(const kvs_sim_result *r);
+/* The KV offload tiers' figures of the run (kvs_sim_config.kv_offload; all
+ * zero without tiers; a fleet's result sums its replicas').  Valid while r
+ * lives. */
+const kvs_offload_stats *kvs_sim_result_offload(const kvs_sim_result *r);
 
 typedef enum kvs_sim_metric {
 	KVS_METRIC_QUEUE_DELAY = 0,
@@ -462,6 +500,9 @@ kvs_status kvs_sim_feed(kvs_sim *s, const kvs_request *req);
  * fed, so that no span of decode steps runs past it.  Cost: the events
  * processed. */
 kvs_status kvs_sim_advance(kvs_sim *s, double until_s);
+/* As kvs_sim_advance, but no request will be fed before input_s (>=
+ * until_s), so spans of decode steps may run up to it. */
+kvs_status kvs_sim_advance_bounded(kvs_sim *s, double until_s, double input_s);
 /* Time of the engine's next event (+inf when none), and its clock. */
 double kvs_sim_next_event_s(const kvs_sim *s);
 double kvs_sim_now_s(const kvs_sim *s);
@@ -475,6 +516,11 @@ typedef struct kvs_sim_load {
 	                       * blocks excepted, as vLLM's gpu_cache_usage);
 	                       * held share of the pool for policies without
 	                       * blocks */
+	/* disaggregation: requests handed out after their prefill
+	 * (kv_prefill_only) and requests fed with their KV from elsewhere
+	 * (kvs_sim_feed_kv, not counted in arrived); once finished,
+	 * arrived + kv_received = completed + rejected + unfinished + kv_sent */
+	uint64_t kv_sent, kv_received;
 } kvs_sim_load;
 
 void kvs_sim_get_load(kvs_sim *s, kvs_sim_load *out);
@@ -483,6 +529,36 @@ void kvs_sim_get_load(kvs_sim *s, kvs_sim_load *out);
  * gets the full blocks the prompt has hash ids for.  0 without prefix
  * caching.  No side effects on the cache.  Cost: O(blocks). */
 uint32_t kvs_sim_prefix_match(kvs_sim *s, const kvs_request *req, uint32_t *nblocks);
+/* ---- prefill/decode disaggregation hooks (kvs_sim_config.on_kv) ------------- */
+/* what on_kv is told: SENT (prefill side: prefilled, KV held), ALLOCATED
+ * (receiving side: blocks taken, the KV may be sent), REJECTED (receiving
+ * side: refused, as kvs_sim_reject_name says; its KV is not wanted) */
+enum { KVS_SIM_KV_SENT = 1, KVS_SIM_KV_ALLOCATED = 2, KVS_SIM_KV_REJECTED = 3 };
+struct kvs_sim_kv_handoff {
+	uint64_t handle;        /* the request on the engine that calls on_kv,
+	                         * for kvs_sim_kv_release / kvs_sim_kv_arrived */
+	kvs_request req;        /* arrival_s: at the fleet; hash ids valid
+	                         * during the call only */
+	double admitted_s;      /* first scheduled (prefill replica) */
+	double now_s;           /* the engine's time at the call */
+	uint32_t cached_tokens; /* prefix hit on the prefill replica */
+	uint32_t preemptions;
+	uint32_t kv_tokens;     /* ALLOCATED: prompt tokens to receive (the
+	                         * prompt less this engine's own prefix hit) */
+	uint64_t origin;        /* kvs_sim_feed_kv: the caller's tag, given
+	                         * back with this request's later calls */
+};
+
+/* Feed (as kvs_sim_feed, at time t_s) a request handed out by a prefill
+ * engine (h as told with KVS_SIM_KV_SENT). */
+kvs_status kvs_sim_feed_kv(kvs_sim *s, const kvs_sim_kv_handoff *h, double t_s);
+/* Prefill side: the KV of handle has been read; its blocks are freed at
+ * the engine's next step boundary at or after t_s (now when idle). */
+kvs_status kvs_sim_kv_release(kvs_sim *s, uint64_t handle, double t_s);
+/* Decode side: the KV of handle arrived at t_s; the request joins the
+ * batch at the next step boundary at or after t_s. */
+kvs_status kvs_sim_kv_arrived(kvs_sim *s, uint64_t handle, double t_s);
+
 /* Run to the end (every event, every request fed) and hand over the
  * result (owned by the caller). */
 kvs_status kvs_sim_finish(kvs_sim *s, kvs_sim_result **out);

@@ -120,6 +120,52 @@ run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --slo-tpot 0.05 --router l
 	echo "$err" | grep -q "kvsim fleet: $m replicas: .*misses" || fail "n - 1 replicas miss: $err"
 }
 
+# ---- prefill/decode disaggregation ---------------------------------------------------------
+# 5 requests of 100 + 5 tokens over 1 prefill + 2 decode replicas: every
+# request handed out once, received once, its KV moved once
+run 0 "$tmp/tiny.csv" -q --pool prefill:1:h100-80gb:1 --pool dec:2:h100-80gb:1:decode \
+	--kv-link 100Gb/s:20us --json "$tmp/d.json" && {
+	has "$out" "KV link: custom, 12.5 GB/s, latency 2e-05 s" "link line"
+	has "$out" "paged: arrived 5 = completed 5 + rejected 0 + unfinished 0" "disaggregated accounting"
+	has "$out" "KV transfers: 5" "transfers line"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/d.json" <<'PY' || fail "disaggregated JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+fl, rows = d["fleet"], d["replicas"]
+assert [r["role"] for r in rows] == ["prefill", "decode", "decode"], rows
+assert rows[0]["kv_sent"] == 5 and rows[0]["arrived"] == 5 and rows[0]["completed"] == 0
+assert sum(r["kv_received"] for r in rows) == 5 and sum(r["completed"] for r in rows) == 5
+for r in rows:
+    assert r["arrived"] + r["kv_received"] == r["completed"] + r["rejected"] + r["unfinished"] + r["kv_sent"], r
+t = fl["transfers"]
+# llama-3-8b: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 131072 B/token
+assert t["count"] == 5 and t["bytes"] == 5 * 100 * 131072, t
+assert t["mean_s"] >= 20e-6 + 100 * 131072 / 12.5e9 - 1e-12, t
+assert fl["kv_link"]["bytes_per_s"] == 12.5e9 and fl["kv_link"]["latency_s"] == 2e-5
+assert [p["role"] for p in fl["pools"]] == ["prefill", "decode"]
+PY
+	fi
+}
+# pools in any order, a stale signal, the prefix router
+run 0 "$tmp/tiny.csv" -q --pool decode:2:h100-80gb:1 --pool prefill:2:h100-80gb:1 \
+	--router prefix --router-refresh 1 --enable-prefix-caching && {
+	has "$out" "paged: arrived 5 = completed 5 + rejected 0 + unfinished 0" "decode pool first"
+	has "$out" "KV transfers: 5" "decode pool first: transfers"
+}
+run 0 --help && for f in --kv-link nvlink ib-400g ib-200g eth-100g pcie5 ROLE; do
+	has "$out" "$f" "help (disaggregation)"
+done
+run 2 -q --pool prefill:1:h100-80gb:1 --pool decode:1:h100-80gb:1 --kv-link fast &&
+	has "$err" "--kv-link 'fast': bandwidth" "bad link bandwidth"
+run 2 -q --pool prefill:1:h100-80gb:1 --pool decode:1:h100-80gb:1 --kv-link 10:-1ms &&
+	has "$err" "--kv-link '10:-1ms': latency" "bad link latency"
+run 2 -q --replicas 2 --kv-link nvlink && has "$err" "--kv-link needs prefill and decode pools" \
+	"link without disaggregation"
+run 2 -q --pool a:1:h100-80gb:1:middle && has "$err" "role 'middle'" "bad role"
+run 2 -q --pool prefill:1:h100-80gb:1 --pool x:1:h100-80gb:1 &&
+	has "$err" "needs a prefill pool and a decode pool" "prefill without decode"
+
 # ---- errors ------------------------------------------------------------------------------------
 run 2 -q --router nope && has "$err" "router 'nope': unknown" "unknown router"
 run 2 -q --router score:prefix=x && has "$err" "prefix='x'" "bad weight"

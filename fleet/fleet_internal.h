@@ -1,0 +1,72 @@
+/*
+ * fleet_internal.h - what fleet.c (the fleet, its colocated loop) and
+ * disagg.c (the disaggregated loop) share (private to fleet/).
+ */
+#ifndef KVSIM_FLEET_INTERNAL_H
+#define KVSIM_FLEET_INTERNAL_H
+
+#include "kvsim/fleet.h"
+
+/* One request not yet routed.  With a stale prefix signal (refresh S > 0
+ * and a router reading prefixes) requests are read ahead to the end of
+ * the refresh interval, and their prefix matches are taken on every
+ * replica at the refresh instant: the router then sees each replica's
+ * cache as of the last refresh. */
+typedef struct ahead_ent {
+	kvs_request q;             /* q.hash_ids points into ids */
+	uint64_t *ids;
+	uint32_t *prefix;          /* [n] at the last refresh; NULL before */
+	uint32_t nblocks;          /* full prompt blocks with hash ids */
+} ahead_ent;
+
+typedef struct fleet_src {
+	const kvs_request_source *src;
+	bool buffered;             /* read ahead (stale prefix signal) */
+	double horizon;            /* no read-ahead past it */
+	double last;               /* previous arrival (order check) */
+	bool end;                  /* the source is exhausted */
+	ahead_ent *v;              /* ring of requests read */
+	size_t head, n, cap;
+	uint32_t nrep;
+} fleet_src;
+
+typedef struct fleet_run {
+	const kvs_fleet_config *cfg;
+	uint32_t n;
+	kvs_sim **sims;
+	uint64_t *routed;
+	uint64_t *outstanding;     /* router's view */
+	double *kv_usage;          /* router's view */
+	uint32_t *prefix;          /* this request's prefix per replica; UINT32_MAX: unread */
+	const uint32_t *stale;     /* [n] prefixes as of the last refresh, or NULL */
+	double *next_ev;           /* [n] each replica's next event time */
+	unsigned needs;            /* KVS_ROUTER_NEEDS_* of the router */
+	const kvs_request *req;
+	kvs_fleet_role *role;      /* [n] */
+	fleet_src in;
+	kvs_sim_config *rcfg;      /* [n] each replica's engine settings */
+} fleet_run;
+
+/* The next request (NULL at the end) and, read ahead, its entry. */
+kvs_status fleet_src_peek(fleet_src *s, const ahead_ent **out);
+void fleet_src_pop(fleet_src *s);
+/* At a refresh instant (every replica advanced to it): read ahead to
+ * arrivals before until_s and take their prefix matches now. */
+kvs_status fleet_src_snapshot(fleet_src *s, fleet_run *f, double until_s);
+void fleet_src_free(fleet_src *s);
+
+/* The disaggregated loop (disagg.c).  create: before the replicas are
+ * created (their engines take fleet_disagg_on_kv with
+ * fleet_disagg_ctx(d, i)); loop: every request of f->in through the
+ * prefill and decode replicas of f, transfer figures into *st and rs. */
+typedef struct fleet_disagg fleet_disagg;
+kvs_status fleet_disagg_create(fleet_run *f, fleet_disagg **out);
+double fleet_disagg_on_kv(void *ctx, int what, const kvs_sim_kv_handoff *h);
+void *fleet_disagg_ctx(fleet_disagg *d, uint32_t replica);
+kvs_status fleet_disagg_loop(fleet_disagg *d, kvs_router *router);
+/* after the replicas finished: sim_time_s is the fleet's */
+void fleet_disagg_stats(fleet_disagg *d, double sim_time_s, kvs_fleet_stats *st,
+			kvs_fleet_replica_stats *rs);
+void fleet_disagg_destroy(fleet_disagg *d);
+
+#endif
