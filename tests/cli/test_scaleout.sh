@@ -76,11 +76,13 @@ KVSIM="$tmp/killer.sh" "$script" plan.json pts3 -j 2 --retries 1 --joblog run3.l
 	fail "a run with a killed worker should fail"
 [ -d killed ] || fail "the worker of point 0 was not started"
 if [ -e pts3/point-000000.json ]; then
+	# a fast machine finished the point before the kill: the job still
+	# failed (137); without its file the rest of the checks read the same
 	echo "note: point 0 finished within 0.1 s, before the kill"
-else
-	[ "$(ls pts3 | grep -c '^point-')" = 4 ] || fail "4 points expected after the kill: $(ls pts3)"
-	[ "$(awk 'NR > 1 && $7 != 0' run3.log | wc -l)" = 1 ] || fail "job log: one failed job expected: $(cat run3.log)"
+	rm pts3/point-000000.json
 fi
+[ "$(ls pts3 | grep -c '^point-')" = 4 ] || fail "4 points expected after the kill: $(ls pts3)"
+[ "$(awk 'NR > 1 && $7 != 0' run3.log | wc -l)" = 1 ] || fail "job log: one failed job expected: $(cat run3.log)"
 kvs_run sweep 1 --from-plan plan.json --merge pts3
 has "$err" "1 of 5 points missing: 0" "killed point named"
 KVSIM="$KVSIM" "$script" plan.json pts3 --retries 1 --joblog run3.log --resume-failed -- "${merge_flags[@]}" >m.txt ||
