@@ -662,6 +662,9 @@ static json_t *fleet_jt(const kvs_fleet_result *r, const char *trace_path,
 			if (r->cfg.pools[s->pool].role == KVS_FLEET_ROLE_PREFILL)
 				json_object_set_new(o, "link_util", jreal(s->link_util));
 		}
+		json_t *off = kvs_json_jt(kvs_sim_offload_json(r->rep[i]));
+		if (off)
+			json_object_set_new(o, "kv_offload", off);
 		json_array_append_new(rows, o);
 	}
 	/* top level: the report's per-replica table (docs/REPORT.md) */

@@ -10,6 +10,7 @@
  * offloading connector write them asynchronously.  docs/SIMULATOR.md.
  */
 #include "sim_internal.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -162,6 +163,13 @@ static json_t *jreal(double v)
 const kvs_offload_stats *kvs_sim_result_offload(const kvs_sim_result *r)
 {
 	return &r->offload;
+}
+
+kvs_json *kvs_sim_offload_json(const kvs_sim_result *r)
+{
+	if (!r || !kvs_sim_offload_stats_on(&r->offload))
+		return NULL;
+	return kvs_json_of(kvs_sim_offload_jt(r));
 }
 
 json_t *kvs_sim_offload_jt(const kvs_sim_result *r)

@@ -595,6 +595,9 @@ kvs_json *kvs_sim_trace_json(const char *path, kvs_trace_format format,
 			   const kvs_sim_stats *st);
 /* one policy object (accounting, memory_pct, ..., timeseries, cdf) */
 kvs_json *kvs_sim_result_json(const kvs_sim_result *r);
+/* The result's kv_offload object (tiers, hits, bytes moved, GPU vs tier
+ * split); NULL when the run had no offload tier. */
+kvs_json *kvs_sim_offload_json(const kvs_sim_result *r);
 /* One figure of the metric table as JSON (an integer, a real, or null when
  * not finite). */
 kvs_json *kvs_sim_metric_json(const kvs_metric_info *m, const kvs_sim_stats *st);

@@ -90,8 +90,14 @@ kvs_run fleet 0 "$tmp/t.jsonl" "${hand[@]}" --replicas 2 --kv-offload host:1GiB:
 if command -v python3 >/dev/null 2>&1 && [ -s "$tmp/fleet.json" ]; then
 	python3 - "$tmp/fleet.json" <<'PY' || fail "fleet kv_offload"
 import json, sys
-k = json.load(open(sys.argv[1]))["policies"]["paged"]["kv_offload"]
+d = json.load(open(sys.argv[1]))
+k = d["policies"]["paged"]["kv_offload"]
 assert k["host"]["capacity_blocks"] == 1024, k    # two replicas of 512
+# each replica row has its own tier; the fleet figures are their sums
+rows = [r["kv_offload"] for r in d["replicas"]]
+assert len(rows) == 2 and all(r["host"]["capacity_blocks"] == 512 for r in rows), rows
+for key in ("hit_blocks", "load_bytes", "store_blocks"):
+    assert sum(r["host"][key] for r in rows) == k["host"][key], (key, rows, k)
 PY
 fi
 
