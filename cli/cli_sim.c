@@ -1152,3 +1152,23 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		rc = 128 + (int)sim_interrupt;
 	return rc;
 }
+
+void kvs_cli_sim_usage_tail(FILE *f, bool several)
+{
+	fprintf(f,
+		"  --bench-json FILE            the result in vllm bench serve --save-result's\n"
+		"                               schema (ms; mean/median/std/p50/p90/p95/p99 of\n"
+		"                               ttft, tpot, itl, e2el; goodput)%s\n"
+		"  --summary-csv FILE           one row per policy: the same figures, the KV\n"
+		"                               memory split and, with --gpu-hour-price, cost\n"
+		"  --help                       show this help\n"
+		"  Ctrl-C (SIGINT), SIGTERM     stop at the next event: the table and every\n"
+		"                               output hold what was done, marked\n"
+		"                               interrupted; exit 130 (143)\n"
+		"\n", several ? ", a list per policy" : "");
+	kvs_cli_sim_help(f, several);
+	fputc('\n', f);
+	kvs_cli_deploy_help(f);
+	fputc('\n', f);
+	kvs_cli_trace_help(f);
+}

@@ -54,6 +54,9 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c);
 bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d,
 			kvs_trace_opts *topts, const char *cmd);
 void kvs_cli_sim_help(FILE *f, bool several_policies);
+/* The end of replay's and compare's --help: --bench-json to Ctrl-C, then
+ * the engine, deployment and trace flags. */
+void kvs_cli_sim_usage_tail(FILE *f, bool several_policies);
 
 /* Set cfg.on_progress to a progress line on stderr (when stderr is a
  * terminal and --quiet is not given), labelled e.g. "replay paged". */

@@ -35,21 +35,8 @@ static void usage(FILE *f)
 		"                               token, finish, preemptions, outcome and reason\n"
 		"                               and vllm bench serve's ttft_s, tpot_s,\n"
 		"                               itl_mean_s, e2e_s\n"
-		"  --bench-json FILE            the result in vllm bench serve --save-result's\n"
-		"                               schema (ms; mean/median/std/p50/p90/p95/p99 of\n"
-		"                               ttft, tpot, itl, e2el; goodput)%s\n"
-		"  --summary-csv FILE           one row per policy: the same figures, the KV\n"
-		"                               memory split and, with --gpu-hour-price, cost\n"
-		"  --help                       show this help\n"
-		"  Ctrl-C (SIGINT), SIGTERM     stop at the next event: the table and every\n"
-		"                               output hold what was done, marked\n"
-		"                               interrupted; exit 130 (143)\n"
-		"\n", kvs_trace_default_path(), "");
-	kvs_cli_sim_help(f, false);
-	fputc('\n', f);
-	kvs_cli_deploy_help(f);
-	fputc('\n', f);
-	kvs_cli_trace_help(f);
+		"", kvs_trace_default_path());
+	kvs_cli_sim_usage_tail(f, false);
 }
 
 int kvs_cmd_replay(int argc, char **argv);
