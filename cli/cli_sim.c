@@ -921,6 +921,18 @@ static void report_title(char *buf, size_t n, const char *cmd, const char *path)
 	snprintf(buf, n, "kvsim %s: %s", cmd, base && base[1] ? base + 1 : path);
 }
 
+/* Every output opened so far, removed (a run that fails before its
+ * outputs are written leaves none of them, nor their temporary files). */
+static void discard_outputs(kvs_outfile *a, kvs_outfile *b, kvs_outfile *c,
+			    kvs_outfile *d, kvs_outfile *e)
+{
+	kvs_outfile_discard(a);
+	kvs_outfile_discard(b);
+	kvs_outfile_discard(c);
+	kvs_outfile_discard(d);
+	kvs_outfile_discard(e);
+}
+
 int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE *f))
 {
 	const char *cmd = several ? "compare" : "replay";
@@ -1009,10 +1021,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	    (json && !(jso = kvs_cli_out_open(cmd, "--json", json))) ||
 	    (bench && !(bjo = kvs_cli_out_open(cmd, "--bench-json", bench))) ||
 	    (summary && !(smo = kvs_cli_out_open(cmd, "--summary-csv", summary)))) {
-		kvs_outfile_discard(tso);
-		kvs_outfile_discard(rqo);
-		kvs_outfile_discard(jso);
-		kvs_outfile_discard(bjo);
+		discard_outputs(tso, rqo, jso, bjo, smo);
 		return KVS_EXIT_FAIL;
 	}
 	if (rqo) {
@@ -1028,9 +1037,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 	if ((sim.npolicies > 1 || !kvs_cli_path_is_regular(path)) &&
 	    (st = kvs_request_set_load(path, &topts, &set)) != KVS_OK) {
 		kvs_cli_report_error(cmd, st);
-		kvs_outfile_discard(tso);
-		kvs_outfile_discard(rqo);
-		kvs_outfile_discard(jso);
+		discard_outputs(tso, rqo, jso, bjo, smo);
 		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
 	kvs_sim_result *res[KVS_POLICY_CAP] = { 0 };

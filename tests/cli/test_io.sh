@@ -57,6 +57,14 @@ for o in "--json $tmp/o/out.csv" "--timeseries $tmp/o/out.csv" "--requests $tmp/
 done
 kvs_run sweep 1 "$tmp/bad.csv" -q --block-sizes 16 --json="$tmp/o/out.csv"
 [ "$(cat "$tmp/o/out.csv")" = keep ] || fail "a failed sweep --json clobbered the file"
+# a bad trace with every output flag (compare reads it whole before the
+# runs): none of the outputs, nor any temporary file, is left
+mkdir "$tmp/o5"
+kvs_run compare 1 "$tmp/bad.csv" -q --policies paged,max --json "$tmp/o5/j.json" \
+	--timeseries "$tmp/o5/t.csv" --requests "$tmp/o5/r.csv" \
+	--bench-json "$tmp/o5/b.json" --summary-csv "$tmp/o5/s.csv"
+has "$err" 'bad.csv:43: prompt_tokens' "compare, bad trace"
+[ -z "$(ls -A "$tmp/o5")" ] || fail "a failed compare left $(ls -A "$tmp/o5")"
 # success replaces it, whole
 kvs_run replay 0 "$tmp/t.csv" -q --json "$tmp/o/out.csv"
 has "$(tail -c 3 "$tmp/o/out.csv")" "}"
