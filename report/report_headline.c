@@ -19,19 +19,6 @@
 #include <math.h>
 #include <string.h>
 
-static void esc(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f); break;
-		}
-	}
-}
-
 static void pct(char *b, size_t n, double v)
 {
 	if (!isfinite(v))
@@ -60,7 +47,7 @@ static void name(FILE *f, const char *policy)
 	char hx[8];
 	rp_rgb_hex(rp_policy_color(policy), hx);
 	fprintf(f, "<span class=\"sw\" style=\"background:%s\"></span><b>", hx);
-	esc(f, policy);
+	kvs_report_esc(f, policy);
 	fprintf(f, "</b>");
 }
 
@@ -157,11 +144,11 @@ static void sweep_headline(FILE *f, const rp_run *run)
 			fprintf(f, "<b>Block size %g</b> with ", r->block_size);
 		name(f, r->policy);
 		fprintf(f, " is recommended for <b>");
-		esc(f, r->objective);
+		kvs_report_esc(f, r->objective);
 		fprintf(f, "</b>");
 		if (r->reason) {
 			fprintf(f, ": ");
-			esc(f, r->reason);
+			kvs_report_esc(f, r->reason);
 		}
 		fprintf(f, "</p>\n");
 		said = true;
@@ -225,7 +212,7 @@ void rp_headline_write(FILE *f, const rp_run *runs, size_t nruns)
 		const rp_run *run = &runs[r];
 		if (nruns > 1) {
 			fprintf(f, "<h3><a href=\"#run%zu\">", r + 1);
-			esc(f, run->label);
+			kvs_report_esc(f, run->label);
 			fprintf(f, "</a></h3>\n");
 		}
 		if (run->kind == RP_KIND_POLICIES)

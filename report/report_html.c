@@ -17,7 +17,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-static void esc(FILE *f, const char *s)
+void kvs_report_esc(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
@@ -136,7 +136,7 @@ static void cell(FILE *f, double v, cellfmt fmt)
 		break;
 	}
 	fprintf(f, "<td>");
-	esc(f, b);
+	kvs_report_esc(f, b);
 	fprintf(f, "</td>");
 }
 
@@ -151,7 +151,7 @@ static void row(FILE *f, const rp_run *run, const char *label, size_t off,
 	if (!any)
 		return;
 	fprintf(f, "<tr><td>");
-	esc(f, label);
+	kvs_report_esc(f, label);
 	fprintf(f, "</td>");
 	for (size_t i = 0; i < run->npol; i++)
 		cell(f, *(const double *)((const char *)&run->pol[i] + off), fmt);
@@ -161,7 +161,7 @@ static void row(FILE *f, const rp_run *run, const char *label, size_t off,
 static void group(FILE *f, const rp_run *run, const char *title)
 {
 	fprintf(f, "<tr class=\"group\"><th colspan=\"%zu\">", run->npol + 1);
-	esc(f, title);
+	kvs_report_esc(f, title);
 	fprintf(f, "</th></tr>\n");
 }
 
@@ -185,7 +185,7 @@ static void accounting(FILE *f, const rp_run *run)
 		fprintf(f, "<p class=\"acct\">");
 		swatch(f, rp_policy_color(p->name));
 		fprintf(f, "<b>");
-		esc(f, p->name);
+		kvs_report_esc(f, p->name);
 		fprintf(f, "</b>: arrived %s = completed %s + rejected %s + unfinished %s ", a,
 			c, r, u);
 		fprintf(f, ok ? "<span class=\"ok\">balances</span>" :
@@ -196,7 +196,7 @@ static void accounting(FILE *f, const rp_run *run)
 				char n[32];
 				rp_fmt_count(n, sizeof n, (double)p->reasons[k].count);
 				fprintf(f, "%s", k ? ", " : "");
-				esc(f, p->reasons[k].reason);
+				kvs_report_esc(f, p->reasons[k].reason);
 				fprintf(f, " %s", n);
 			}
 			fprintf(f, ")</span>");
@@ -219,7 +219,7 @@ static void memory_bars(FILE *f, const rp_run *run)
 		double sum = 0;
 		fprintf(f, "<tr><td>");
 		swatch(f, rp_policy_color(p->name));
-		esc(f, p->name);
+		kvs_report_esc(f, p->name);
 		fprintf(f, "</td><td class=\"barcell\"><div class=\"bar\">");
 		for (int k = 0; k < RP_NPARTS; k++) {
 			char hx[8];
@@ -290,7 +290,7 @@ static void policy_table(FILE *f, const rp_run *run)
 	for (size_t i = 0; i < run->npol; i++) {
 		fprintf(f, "<th>");
 		swatch(f, rp_policy_color(run->pol[i].name));
-		esc(f, run->pol[i].name);
+		kvs_report_esc(f, run->pol[i].name);
 		fprintf(f, "</th>");
 	}
 	fprintf(f, "</tr></thead>\n<tbody>\n");
@@ -363,7 +363,7 @@ static void sweep_tables(FILE *f, const rp_run *run)
 			show[c] |= isfinite(run->rows[i].f[col[c].field]);
 		if (show[c]) {
 			fprintf(f, "<th>");
-			esc(f, col[c].head);
+			kvs_report_esc(f, col[c].head);
 			fprintf(f, "</th>");
 		}
 	}
@@ -372,7 +372,7 @@ static void sweep_tables(FILE *f, const rp_run *run)
 		cost |= isfinite(run->rows[i].cost[RP_COST_RUN]);
 	for (int k = 0; cost && k < RP_NCOST; k++) {
 		fprintf(f, "<th>");
-		esc(f, rp_cost_label[k]);
+		kvs_report_esc(f, rp_cost_label[k]);
 		fprintf(f, "</th>");
 	}
 	fprintf(f, "</tr></thead>\n<tbody>\n");
@@ -388,7 +388,7 @@ static void sweep_tables(FILE *f, const rp_run *run)
 			continue;
 		fprintf(f, "<tr><td>");
 		swatch(f, rp_policy_color(r->policy));
-		esc(f, r->policy);
+		kvs_report_esc(f, r->policy);
 		if (once)
 			fprintf(f, "</td><td class=\"any\" title=\"the same at every block size swept\">any</td>");
 		else
@@ -407,7 +407,7 @@ static void sweep_tables(FILE *f, const rp_run *run)
 		for (size_t i = 0; i < run->nreco; i++) {
 			const rp_reco *r = &run->reco[i];
 			fprintf(f, "<li><b>");
-			esc(f, r->objective);
+			kvs_report_esc(f, r->objective);
 			fprintf(f, "</b>: ");
 			if (!isfinite(r->block_size) && !r->policy)
 				fprintf(f, "none");
@@ -416,11 +416,11 @@ static void sweep_tables(FILE *f, const rp_run *run)
 			if (r->policy) {
 				fprintf(f, "%s", isfinite(r->block_size) ? ", " : "");
 				swatch(f, rp_policy_color(r->policy));
-				esc(f, r->policy);
+				kvs_report_esc(f, r->policy);
 			}
 			if (r->reason) {
 				fprintf(f, " &mdash; ");
-				esc(f, r->reason);
+				kvs_report_esc(f, r->reason);
 			}
 			fprintf(f, "</li>\n");
 		}
@@ -441,14 +441,14 @@ static void sweep_tables(FILE *f, const rp_run *run)
 				continue;
 			fprintf(f, "<tr><td>");
 			swatch(f, rp_policy_color(c->policy));
-			esc(f, c->policy);
+			kvs_report_esc(f, c->policy);
 			fprintf(f, "</td>");
 			if (once)
 				fprintf(f, "<td class=\"any\" title=\"the same at every block size searched\">any</td>");
 			else
 				cell(f, c->block_size, F_NUM);
 			fprintf(f, "<td>");
-			esc(f, c->outcome ? c->outcome : "-");
+			kvs_report_esc(f, c->outcome ? c->outcome : "-");
 			fprintf(f, "</td>");
 			cell(f, c->max_rate, F_NUM);
 			cell(f, c->fail_rate, F_NUM);
@@ -479,9 +479,9 @@ static void settings(FILE *f, const rp_run *run)
 			rp_meta_key[m]);
 		for (size_t i = 0; i < run->nmeta[m]; i++) {
 			fprintf(f, "<tr><td>");
-			esc(f, run->meta[m][i].key);
+			kvs_report_esc(f, run->meta[m][i].key);
 			fprintf(f, "</td><td>");
-			esc(f, run->meta[m][i].value);
+			kvs_report_esc(f, run->meta[m][i].value);
 			fprintf(f, "</td></tr>\n");
 		}
 		fprintf(f, "</tbody></table>\n");
@@ -500,10 +500,10 @@ static void overview(FILE *f, const rp_run *runs, size_t nruns)
 		for (size_t i = 0; i < run->npol; i++) {
 			const rp_policy *p = &run->pol[i];
 			fprintf(f, "<tr><td><a href=\"#run%zu\">", r + 1);
-			esc(f, run->label);
+			kvs_report_esc(f, run->label);
 			fprintf(f, "</a></td><td class=\"l\">");
 			swatch(f, rp_policy_color(p->name));
-			esc(f, p->name);
+			kvs_report_esc(f, p->name);
 			fprintf(f, "</td>");
 			cell(f, (double)p->arrived, F_COUNT);
 			cell(f, (double)p->completed, F_COUNT);
@@ -518,7 +518,7 @@ static void overview(FILE *f, const rp_run *runs, size_t nruns)
 		}
 		if (run->kind == RP_KIND_SWEEP) {
 			fprintf(f, "<tr><td><a href=\"#run%zu\">", r + 1);
-			esc(f, run->label);
+			kvs_report_esc(f, run->label);
 			fprintf(f, "</a></td><td class=\"l\" colspan=\"10\">sweep: %zu rows, %zu capacity results</td></tr>\n",
 				run->nrows, run->ncap);
 		}
@@ -539,14 +539,14 @@ kvs_status rp_html_write(const char *path, const char *title,
 	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 		   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 		   "<title>");
-	esc(f, title);
+	kvs_report_esc(f, title);
 	fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n<h1>", CSS);
-	esc(f, title);
+	kvs_report_esc(f, title);
 	fprintf(f, "</h1>\n<p class=\"muted\">kvsim %s &middot; %zu run%s:", kvs_version(),
 		nruns, nruns == 1 ? "" : "s");
 	for (size_t r = 0; r < nruns; r++) {
 		fprintf(f, "%s <a href=\"#run%zu\">", r ? "," : "", r + 1);
-		esc(f, runs[r].label);
+		kvs_report_esc(f, runs[r].label);
 		fprintf(f, "</a>");
 	}
 	fprintf(f, "</p>\n<p id=\"img-warning\" hidden></p>\n");
@@ -557,16 +557,16 @@ kvs_status rp_html_write(const char *path, const char *title,
 	for (size_t r = 0; r < nruns; r++) {
 		const rp_run *run = &runs[r];
 		fprintf(f, "<section id=\"run%zu\">\n<h2>", r + 1);
-		esc(f, run->label);
+		kvs_report_esc(f, run->label);
 		fprintf(f, " <span class=\"muted\">&middot; ");
-		esc(f, run->command);
+		kvs_report_esc(f, run->command);
 		if (run->model_name) {
 			fprintf(f, " &middot; ");
-			esc(f, run->model_name);
+			kvs_report_esc(f, run->model_name);
 		}
 		if (run->gpu_name) {
 			fprintf(f, " on ");
-			esc(f, run->gpu_name);
+			kvs_report_esc(f, run->gpu_name);
 		}
 		fprintf(f, "</span></h2>\n");
 		if (run->kind == RP_KIND_POLICIES) {

@@ -230,4 +230,7 @@ void rp_fmt_count(char *buf, size_t size, double v);
 /* Bytes in binary units ("1.50 GiB"). */
 void rp_fmt_bytes(char *buf, size_t size, double v);
 
+/* s written as HTML text: & < > " and ' escaped (report_html.c). */
+void kvs_report_esc(FILE *f, const char *s);
+
 #endif /* KVSIM_REPORT_INTERNAL_H */

@@ -407,6 +407,18 @@ static void kernel_text(const kvs_sweep_row *r, char *buf, size_t n)
 		cat(buf, n, " (kernel %.3fx contiguous)", r->kernel.rel);
 }
 
+/* The recommendation is r: recorded, and its name and kernel start the
+ * sentence in buf. */
+static void lead_with(kvs_sweep_recommendation *rec, const kvs_sweep_row *r,
+		      char *buf, size_t bn)
+{
+	char nm[64];
+	set_rec(rec, r);
+	name_of(r, nm, sizeof nm);
+	snprintf(buf, bn, "%s", nm);
+	kernel_text(r, buf, bn);
+}
+
 static void rec_waste(rctx *x, kvs_sweep_recommendation *rec)
 {
 	char *buf = rec->reason;
@@ -421,11 +433,7 @@ static void rec_waste(rctx *x, kvs_sweep_recommendation *rec)
 	if (p.best == SIZE_MAX)
 		return;     /* cannot happen: the cheapest paged row is in the margin */
 	const kvs_sweep_row *r = &x->rows[p.best];
-	char nm[64];
-	set_rec(rec, r);
-	name_of(r, nm, sizeof nm);
-	snprintf(buf, bn, "%s", nm);
-	kernel_text(r, buf, bn);
+	lead_with(rec, r, buf, bn);
 	cat(buf, bn, " leaves the least KV memory held but unused of the %zu deployable "
 	    "choices considered, %.3g%% of the budget on average (reservation %.3g%%, internal "
 	    "fragmentation %.3g%%, external %.3g%%)", count_cand(x), kvs_sweep_row_waste_pct(r),
@@ -474,11 +482,7 @@ static void rec_prefix(rctx *x, kvs_sweep_recommendation *rec)
 		return;
 	}
 	const kvs_sweep_row *r = &x->rows[p.best];
-	char nm[64];
-	set_rec(rec, r);
-	name_of(r, nm, sizeof nm);
-	snprintf(buf, bn, "%s", nm);
-	kernel_text(r, buf, bn);
+	lead_with(rec, r, buf, bn);
 	cat(buf, bn, " reuses %.3g%% of prompt tokens from the prefix cache (coarser "
 	    "blocks share only whole blocks), the most of the deployable choices",
 	    100.0 * r->st.prefix_hit_rate_tokens);
