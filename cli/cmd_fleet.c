@@ -279,17 +279,6 @@ static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 	}
 }
 
-static bool slo_met(const kvs_sim_stats *st, const kvs_sim_config *c)
-{
-	if (st->completed == 0)
-		return false;
-	if (c->slo_ttft_s > 0 && !(st->ttft_s.p99 <= c->slo_ttft_s))
-		return false;
-	if (c->slo_tpot_s > 0 && !(st->tpot_s.p99 <= c->slo_tpot_s))
-		return false;
-	return true;
-}
-
 /* One fleet of n over the in-memory set at the given time scale. */
 static kvs_status run_set(const kvs_fleet_config *base, uint32_t n,
 			  const kvs_request_set *set, double scale, kvs_fleet_result **out)
@@ -318,7 +307,7 @@ static int find_min(const char *cmd, const kvs_fleet_config *base, const fleet_o
 			return KVS_EXIT_FAIL;
 		}
 		const kvs_sim_stats *s = kvs_sim_result_stats(kvs_fleet_result_total(r));
-		bool ok = slo_met(s, &base->sim);
+		bool ok = kvs_sim_stats_meet_slo(s, base->sim.slo_ttft_s, base->sim.slo_tpot_s);
 		fprintf(stderr, "kvsim %s: %u replicas: p99 TTFT %.4f s, p99 TPOT %.4f s: %s\n",
 			cmd, n, s->ttft_s.p99, s->tpot_s.p99, ok ? "meets the SLOs" : "misses");
 		if (ok) {

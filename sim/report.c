@@ -502,3 +502,14 @@ void kvs_sim_request_csv_on_request(void *ctx, const kvs_sim_request_record *r)
 	const kvs_sim_request_csv *c = ctx;
 	kvs_sim_request_csv_row(c->f, c->policy, r);
 }
+
+bool kvs_sim_stats_meet_slo(const kvs_sim_stats *st, double slo_ttft_s, double slo_tpot_s)
+{
+	if (st->completed == 0)
+		return false;
+	if (slo_ttft_s > 0 && !(st->ttft_s.p99 <= slo_ttft_s))
+		return false;
+	if (slo_tpot_s > 0 && !(st->tpot_s.p99 <= slo_tpot_s))
+		return false;
+	return true;
+}

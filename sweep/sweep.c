@@ -288,13 +288,7 @@ static kvs_status replay(const kvs_sim_config *sc, const kvs_request_set *set,
 
 static bool slo_holds(const kvs_sweep_config *c, const kvs_sim_stats *st)
 {
-	if (st->completed == 0)
-		return false;
-	if (c->slo_ttft_s > 0 && !(st->ttft_s.p99 <= c->slo_ttft_s))
-		return false;
-	if (c->slo_tpot_s > 0 && !(st->tpot_s.p99 <= c->slo_tpot_s))
-		return false;
-	return true;
+	return kvs_sim_stats_meet_slo(st, c->slo_ttft_s, c->slo_tpot_s);
 }
 
 static kvs_status capacity_search(const kvs_sweep_work *w, const kvs_sweep_point *pt,

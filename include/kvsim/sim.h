@@ -623,6 +623,11 @@ bool kvs_sim_cost_of(const kvs_deploy *d, const kvs_sim_stats *st, kvs_sim_cost 
  * dollars_per_request); NULL without a price or on allocation failure. */
 kvs_json *kvs_sim_cost_json(const kvs_deploy *d, const kvs_sim_stats *st);
 
+/* Whether a run meets its latency targets: something completed, p99 TTFT
+ * <= slo_ttft_s and p99 TPOT <= slo_tpot_s (a target <= 0 is not checked).
+ * The one test of sweep's capacity search and fleet's sizing. */
+bool kvs_sim_stats_meet_slo(const kvs_sim_stats *st, double slo_ttft_s, double slo_tpot_s);
+
 /* The whole replay/compare document: command "replay" or "compare" (with
  * ratios baseline / each when the registry's baseline policy, paged, is
  * among the results). */
