@@ -305,25 +305,35 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 	return KVS_OK;
 }
 
-/* Piecewise-linear through sorted points; flat below the first, the last
- * segment's slope above the last (never below the last value). */
-double kvs_interp(const double *xs, const double *ys, uint32_t n, double x)
+/* The segment of sorted points holding x, for xs[0] <= x < xs[n - 1]: the
+ * lo with xs[lo] <= x < xs[lo + 1]. */
+static inline uint32_t segment_of(const double *xs, uint32_t n, double x)
 {
-	if (n == 1 || x <= xs[0])
-		return ys[0];
 	uint32_t lo = 0, hi = n - 1;
-	if (x >= xs[hi]) {
-		double slope = (ys[hi] - ys[hi - 1]) / (xs[hi] - xs[hi - 1]);
-		double y = ys[hi] + slope * (x - xs[hi]);
-		return y > ys[hi] ? y : ys[hi];
-	}
-	while (hi - lo > 1) {          /* xs[lo] <= x < xs[hi] */
+	while (hi - lo > 1) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		if (xs[mid] <= x)
 			lo = mid;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* Piecewise-linear through sorted points; flat below the first, the last
+ * segment's slope above the last (never below the last value). */
+double kvs_interp(const double *xs, const double *ys, uint32_t n, double x)
+{
+	if (n == 1 || x <= xs[0])
+		return ys[0];
+	uint32_t hi = n - 1;
+	if (x >= xs[hi]) {
+		double slope = (ys[hi] - ys[hi - 1]) / (xs[hi] - xs[hi - 1]);
+		double y = ys[hi] + slope * (x - xs[hi]);
+		return y > ys[hi] ? y : ys[hi];
+	}
+	uint32_t lo = segment_of(xs, n, x);
+	hi = lo + 1;
 	return ys[lo] + (ys[hi] - ys[lo]) * (x - xs[lo]) / (xs[hi] - xs[lo]);
 }
 
@@ -372,19 +382,7 @@ static void bracket(const double *xs, uint32_t n, double x, uint32_t *i0, double
 		*w = 0;
 		return;
 	}
-	uint32_t lo = 0;
-	if (x >= xs[n - 1]) {
-		lo = n - 2;
-	} else {
-		uint32_t hi = n - 1;
-		while (hi - lo > 1) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (xs[mid] <= x)
-				lo = mid;
-			else
-				hi = mid;
-		}
-	}
+	uint32_t lo = x >= xs[n - 1] ? n - 2 : segment_of(xs, n, x);
 	*i0 = lo;
 	*w = (x - xs[lo]) / (xs[lo + 1] - xs[lo]);
 }
@@ -444,14 +442,7 @@ static void attn_decode_line(const kvs_cost *c, uint64_t n, double kv0,
 		lo = kv0;        /* linear past the last knot */
 		hi = kv0 + 1;
 	} else {
-		uint32_t j = 0, h = m - 1;
-		while (h - j > 1) {
-			uint32_t mid = j + (h - j) / 2;
-			if (kv[mid] <= kv0)
-				j = mid;
-			else
-				h = mid;
-		}
+		uint32_t j = segment_of(kv, m, kv0);
 		lo = kv[j];
 		hi = kv[j + 1];
 	}
@@ -471,18 +462,7 @@ uint64_t kvs_cost_span_steps(const kvs_cost *c, uint64_t n, double ctx0, uint64_
 	uint32_t m = a->nkv;
 	if (kv0 >= kv[m - 1])
 		return kmax;
-	uint32_t lo = 0, hi = m - 1;
-	if (kv0 < kv[0]) {
-		hi = 0;
-	} else {
-		while (hi - lo > 1) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (kv[mid] <= kv0)
-				lo = mid;
-			else
-				hi = mid;
-		}
-	}
+	uint32_t hi = kv0 < kv[0] ? 0 : segment_of(kv, m, kv0) + 1;
 	double room = floor(kv[hi] - kv0) + 1;
 	return room < (double)kmax ? (uint64_t)room : kmax;
 }

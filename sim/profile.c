@@ -606,7 +606,6 @@ kvs_status kvs_cost_load_profile(const char *dir, uint32_t tp, kvs_cost_config *
 			ar[0] = '\0';
 	}
 	char at[1024];
-	c->attn = NULL;
 	n = snprintf(at, sizeof at, "%s/attention.csv", dir);
 	if (n > 0 && (size_t)n < sizeof at && access(at, R_OK) == 0) {
 		if ((st = attention_for(at, tp, &c->attn)) != KVS_OK) {
