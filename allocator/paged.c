@@ -242,6 +242,39 @@ static inline uint32_t take(kvs_alloc *a, paged *p)
 	return id;
 }
 
+/* dst[i] = src[n - 1 - i] for i < n: a table to the stack top (release)
+ * or the stack top to a table (admission); vectorised. */
+static inline void copy_reversed(uint32_t *restrict dst,
+				 const uint32_t *restrict src, uint32_t n)
+{
+	const uint32_t *end = src + n;
+	for (size_t i = 0; i < n; i++)
+		dst[i] = end[-1 - (ptrdiff_t)i];
+}
+
+/* Lowest free-stack position whose block may carry a stale state word
+ * (1 instead of POOL | position); nfree when none does. */
+static inline uint32_t stale_floor(const paged *p)
+{
+	return p->stale_lo < p->pool.nfree_ ? p->stale_lo : p->pool.nfree_;
+}
+
+/* Push id, which no table holds any more, on the free stack.  While lazy
+ * its state word is left at 1 (see "lazy pushes" below). */
+static inline void push_free(paged *p, uint32_t id)
+{
+	uint32_t top = p->pool.nfree_;
+	if (p->lazy) {
+		if (p->stale_lo > top)
+			p->stale_lo = top;
+		p->pool.state_[id] = 1;
+	} else {
+		p->pool.state_[id] = POOL | top;
+	}
+	p->pool.free_ids_[top] = id;
+	p->pool.nfree_ = top + 1;
+}
+
 /* Another table now holds id, whose fill is `fill` (id not idle). */
 static inline void ref_inc(paged *p, uint32_t id, uint32_t fill)
 {
@@ -267,12 +300,10 @@ static inline void ref_dec(paged *p, uint32_t id, uint32_t fill)
 	}
 	if (--*st & MAX_REF)
 		return;
-	if (*st & PB_HASHED) {
+	if (*st & PB_HASHED)
 		lru_append(p, id);
-	} else {
-		*st = POOL | p->pool.nfree_;
-		p->pool.free_ids_[p->pool.nfree_++] = id;
-	}
+	else
+		push_free(p, id);
 }
 
 /* Hash the blocks of s that became full while len went from old to s->len. */
@@ -351,6 +382,8 @@ static kvs_status paged_init(kvs_alloc *a)
 	}
 	p->pool.nfree_ = p->pool.nblocks_;
 	p->lru_head = p->lru_tail = NONE;
+	p->lazy = !p->caching;
+	p->stale_lo = p->pool.nblocks_;
 	if (p->caching) {
 		p->ht_cap = 2 * n;
 		p->ht = kvs_reallocarray(NULL, (size_t)p->ht_cap, sizeof *p->ht);
@@ -493,10 +526,16 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 		ref_inc(p, id, p->bs);
 	}
 	if (KVS_LIKELY(nprompt - hits <= p->pool.nfree_)) {
-		/* straight off the free stack, no eviction possible */
+		/* straight off the free stack, no eviction possible; the
+		 * blocks above the stale floor say 1 already */
 		uint32_t *fs = p->pool.free_ids_, *st_ = p->pool.state_;
 		uint32_t top = p->pool.nfree_;
-		for (uint32_t i = hits; i < nprompt; i++) {
+		uint32_t k = nprompt - hits, nstale = top - stale_floor(p);
+		if (k > nstale)
+			k = nstale;
+		copy_reversed(s->table + hits, fs + top - k, k);
+		top -= k;
+		for (uint32_t i = hits + k; i < nprompt; i++) {
 			uint32_t id = fs[--top];
 			st_[id] = 1;
 			s->table[i] = id;
@@ -667,6 +706,16 @@ static void drop_device_blocks(kvs_alloc *a, paged *p, kvs_seq_rec *s)
 		 * to the free stack, hashed ones to the LRU tail. */
 		uint32_t *fs = p->pool.free_ids_, *st = p->pool.state_;
 		uint32_t top = p->pool.nfree_;
+		if (p->lazy) {
+			/* every block has state 1, which a lazy push keeps:
+			 * the table is copied onto the stack, last block first,
+			 * and no state word is touched */
+			if (p->stale_lo > top)
+				p->stale_lo = top;
+			copy_reversed(fs + top, s->table, s->nblocks);
+			p->pool.nfree_ = top + s->nblocks;
+			goto done;
+		}
 		if (!p->caching && KVS_DEBUG < 2) {
 			/* nothing is hashed: every block has state 1 and
 			 * goes to the free stack (stores only: no load of a
@@ -905,12 +954,19 @@ static bool paged_is_valid(const kvs_alloc *a)
 	KVS_VALID(!a->off || kvs_offload_is_valid(a->off));
 	/* free stack */
 	KVS_VALID(p->pool.nfree_ <= n);
+	KVS_VALID(p->lazy || p->stale_lo == n);         /* eager: nothing stale */
+	KVS_VALID(!p->lazy || !p->caching);
+	uint32_t stale = stale_floor(p);
 	for (uint32_t k = 0; k < p->pool.nfree_; k++) {
 		uint32_t id = p->pool.free_ids_[k];
 		KVS_VALID(id < n);
 		KVS_VALID(!mark[id]);                       /* on the stack once */
-		KVS_VALID(p->pool.state_[id] == (POOL | k));
 		mark[id] = V_FREE;
+		if (k >= stale) {
+			KVS_VALID(p->pool.state_[id] == 1);  /* a lazy push's */
+			continue;
+		}
+		KVS_VALID(p->pool.state_[id] == (POOL | k));
 	}
 	/* LRU, both directions */
 	uint32_t cnt = 0;
@@ -1060,6 +1116,18 @@ static inline paged *pool_paged(kvs_block_pool *pool)
 	return (paged *)(void *)pool;     /* pool is paged's first member */
 }
 
+/* The caller may now push and pop through the inline take1 / give1, which
+ * know nothing of stale state words: give every free block its exact
+ * state word, and push that way from now on.  O(stale blocks), once. */
+static void pool_make_eager(paged *p)
+{
+	uint32_t *fs = p->pool.free_ids_, *st = p->pool.state_;
+	for (uint32_t k = stale_floor(p); k < p->pool.nfree_; k++)
+		st[fs[k]] = POOL | k;
+	p->lazy = false;
+	p->stale_lo = p->pool.nblocks_;
+}
+
 kvs_block_pool *kvs_alloc_block_pool(kvs_alloc *a)
 {
 	if (a->m != &kvs_paged_methods) {
@@ -1067,6 +1135,8 @@ kvs_block_pool *kvs_alloc_block_pool(kvs_alloc *a)
 			 "block pool", kvs_policy_name(a->cfg.policy));
 		return NULL;
 	}
+	if (P(a)->lazy)
+		pool_make_eager(P(a));
 	return &P(a)->pool;
 }
 
@@ -1105,9 +1175,16 @@ kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids)
 	if (n > pool->nfree_ + p->nidle)
 		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: not enough free blocks for the request");
 	/* all or nothing: n blocks are there.  Straight off the stack (the
-	 * state words already say POOL), then the rest by eviction. */
-	uint32_t top = pool->nfree_, i = 0;
+	 * state words already say POOL, except the stale ones above the
+	 * floor, which get theirs), then the rest by eviction. */
+	uint32_t top = pool->nfree_, i = 0, lo = stale_floor(p);
 	const uint32_t *fs = pool->free_ids_;
+	uint32_t *st = pool->state_;
+	for (; i < n && top > lo; i++) {
+		uint32_t id = fs[--top];
+		st[id] = POOL | top;
+		ids[i] = id;
+	}
 	for (; i < n && top; i++)
 		ids[i] = fs[--top];
 	pool->nfree_ = top;
@@ -1122,13 +1199,33 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 	if (a->m != &kvs_paged_methods)
 		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s has "
 				"no block pool", kvs_policy_name(a->cfg.policy));
-	kvs_block_pool *pool = &P(a)->pool;
+	paged *p = P(a);
+	kvs_block_pool *pool = &p->pool;
 	/* one pass with the top in a local: a bad id (not taken, or given
 	 * twice, also within the list) abandons the pass before the top is
 	 * stored, and the blocks pushed so far, whose positions lie at or
 	 * above the old top, read as pinned again: no change */
-	uint32_t top = pool->nfree_;
+	uint32_t top = pool->nfree_, top0 = top;
 	uint32_t *fs = pool->free_ids_, *st = pool->state_;
+	if (p->lazy) {
+		/* lazy pushes: state 1, which reads as not pinned, so a
+		 * second give of a block (also within the list) fails; the
+		 * blocks pushed before a failure get their pinned state back */
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t id = ids[i];
+			if (KVS_UNLIKELY(!pool_pinned(pool, top, id))) {
+				for (uint32_t j = 0; j < i; j++)
+					st[ids[j]] = POOL | (top0 + j);
+				return kvs_block_pool_give_fail(pool, id);
+			}
+			st[id] = 1;
+			fs[top++] = id;
+		}
+		if (n && p->stale_lo > top0)
+			p->stale_lo = top0;
+		pool->nfree_ = top;
+		return KVS_OK;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = ids[i];
 		if (KVS_UNLIKELY(!pool_pinned(pool, top, id)))

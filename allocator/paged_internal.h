@@ -20,10 +20,18 @@ typedef struct paged {
 	kvs_alloc *a;                /* owner (statistics for the slow paths) */
 	pblock *b;
 	uint32_t bs;                 /* tokens per block */
+	/* Lazy state words (paged.c, "lazy pushes"): while `lazy`, a block
+	 * pushed on the free stack keeps state word 1 (its value while one
+	 * table held it) instead of POOL | position.  Every stack position
+	 * at or above min(stale_lo, nfree) holds such a block, every one
+	 * below it has its exact state word.  (Both sit in what was
+	 * padding, so the struct's size, counted as metadata, is unchanged.) */
+	uint32_t stale_lo;
 	uint64_t block_bytes;
 	uint64_t leftover;           /* budget bytes not in whole blocks */
 	uint32_t watermark;          /* blocks */
 	bool caching;
+	bool lazy;                   /* no prefix caching, no pool pointer handed out */
 
 	uint32_t lru_head, lru_tail, nidle;
 

@@ -2797,11 +2797,13 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	s->conc_time = kvs_calloc((size_t)cfg->max_num_seqs + 1, sizeof *s->conc_time);
 	s->res = kvs_calloc(1, sizeof *s->res);
 	/* crossing classes: a block-granular policy with a block pool
-	 * (paged), and the fast path (stepping one token at a time touches
-	 * every sequence anyway) */
+	 * (paged: taking no block succeeds; kvs_alloc_block_pool would make
+	 * the allocator keep every free block's state word exact, which
+	 * only the inline pool calls need), and the fast path (stepping one
+	 * token at a time touches every sequence anyway) */
 	s->lazy_ok = s->cfg.fast_path &&
 		     kvs_policy_has(cfg->policy, KVS_TRAIT_BLOCK_GRANULAR) &&
-		     kvs_alloc_block_pool(s->alloc) != NULL;
+		     kvs_alloc_blocks_take(s->alloc, 0, NULL) == KVS_OK;
 	s->lazy_on = s->lazy_ok;
 	bool lz_fail = false;
 	if (s->lazy_ok) {

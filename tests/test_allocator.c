@@ -636,6 +636,76 @@ static void test_paged_pool_take_give(void **state)
 	kvs_alloc_destroy(a);
 }
 
+/* Lazy pushes (no prefix caching, no pool pointer handed out): released
+ * blocks go back to the free stack without their state words; blocks taken
+ * from there are pinned exactly, a second give within one list (or of a
+ * free block) fails with no change, and handing out the pool pointer makes
+ * every state word exact again, for the inline calls. */
+static void test_paged_lazy_pushes(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	kvs_alloc *a = fx_make(&c);
+	fx_admit_ok(a, 1, 8, 0);             /* blocks 0, 1 */
+	grow_ok(a, 1, 8);
+	fx_admit_ok(a, 2, 4, 0);             /* block 2 */
+	assert_int_equal(kvs_alloc_release(a, 1), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));   /* stack: 0 1 | 3 .. 9 */
+	assert_int_equal(kvs_alloc_free_blocks(a), 9);
+	kvs_block_id ids[4];
+	assert_int_equal(kvs_alloc_blocks_take(a, 3, ids), KVS_OK);
+	assert_int_equal(ids[0], 0);
+	assert_int_equal(ids[1], 1);
+	assert_int_equal(ids[2], 3);
+	assert_true(kvs_alloc_is_valid(a));
+	/* given twice within the list: refused, the first stays pinned */
+	kvs_block_id bad[2] = { ids[0], ids[0] };
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, bad), KVS_ERR_STATE);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_free_blocks(a), 6);
+	/* a free block (released lazily) and a table's are not the pool's */
+	assert_int_equal(kvs_alloc_release(a, 2), KVS_OK);
+	bad[0] = ids[1];
+	bad[1] = 2;
+	assert_int_equal(kvs_alloc_blocks_give(a, 2, bad), KVS_ERR_STATE);
+	assert_true(kvs_alloc_is_valid(a));
+	fx_admit_ok(a, 3, 4, 0);             /* takes block 2 back */
+	const kvs_block_id *t;
+	uint32_t n;
+	assert_int_equal(kvs_alloc_block_table(a, 3, &t, &n), KVS_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(t[0], 2);
+	assert_int_equal(kvs_alloc_blocks_give(a, 1, &t[0]), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_free_blocks(a), 6);
+	assert_int_equal(kvs_alloc_blocks_give(a, 3, ids), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_blocks_give(a, 1, &ids[2]), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_free_blocks(a), 9);
+	/* prompt blocks off the stale top: 3, 1, 0 (the give's reverse) */
+	fx_admit_ok(a, 4, 12, 0);
+	assert_int_equal(kvs_alloc_block_table(a, 4, &t, &n), KVS_OK);
+	assert_int_equal(n, 3);
+	assert_int_equal(t[0], 3);
+	assert_int_equal(t[1], 1);
+	assert_int_equal(t[2], 0);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_release(a, 4), KVS_OK);
+	expect_parts(a, 0, 4 * B, 50, 0, 9 * BS * B);   /* seq 3: 4 tokens reserved */
+	/* the pool pointer: exact state words, so the inline calls work */
+	kvs_block_pool *pool = kvs_alloc_block_pool(a);
+	assert_non_null(pool);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_block_pool_give1(pool, 0), KVS_ERR_STATE);
+	kvs_block_id one = kvs_block_pool_take1(pool);
+	assert_int_equal(one, 3);            /* seq 4's first block, pushed last */
+	assert_int_equal(kvs_block_pool_give1(pool, one), KVS_OK);
+	assert_int_equal(kvs_block_pool_give1(pool, one), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_release(a, 3), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	expect_parts(a, 0, 0, 50, 0, 10 * BS * B);
+	kvs_alloc_destroy(a);
+}
+
 /* The inline single-block path: stack order, eviction and exhaustion in
  * the slow path, misuse, and blocks moving between the two pool APIs. */
 static void test_paged_pool_single(void **state)
@@ -785,6 +855,7 @@ int main(void)
 		cmocka_unit_test(test_paged_swap),
 		cmocka_unit_test(test_paged_pool_take_give),
 		cmocka_unit_test(test_paged_pool_single),
+		cmocka_unit_test(test_paged_lazy_pushes),
 		cmocka_unit_test(test_paged_metadata),
 		cmocka_unit_test(test_validator_names_invariant),
 	};

@@ -400,7 +400,10 @@ typedef struct kvs_block_pool {
 #define KVS_BLOCK_POOL_TAG_ (1u << 31)
 
 /* The pool of a paged allocator; NULL (with KVS_ERR_UNSUPPORTED recorded)
- * for other policies. */
+ * for other policies.  The first call costs O(free blocks): from then on
+ * the allocator keeps every free block's state word exact for the inline
+ * calls below (until then, without prefix caching, a release leaves them
+ * to be written when the blocks are taken again). */
 kvs_block_pool *kvs_alloc_block_pool(kvs_alloc *a);
 
 /* Slow paths of the two below; call those instead. */
