@@ -1237,6 +1237,54 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 	return KVS_OK;
 }
 
+kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
+				uint32_t m, const kvs_block_id *ids)
+{
+	if (a->m != &kvs_paged_methods)
+		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s has "
+				"no block pool", kvs_policy_name(a->cfg.policy));
+	paged *p = P(a);
+	kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	uint32_t bs = p->bs;
+	/* the case the blocks are for: resident, nothing shared (no
+	 * copy-on-write), exactly m new blocks, a table with room for them;
+	 * anything else is the give and the grow themselves */
+	if (KVS_DEBUG >= 2 || !s || s->state != KVS_SEQ_RESIDENT || p->shared_tails ||
+	    (uint64_t)s->len + n > a->cfg.max_model_len ||
+	    kvs_div_ceil((uint64_t)s->len + n, bs) != (uint64_t)s->nblocks + m ||
+	    s->nblocks + m > s->table_cap) {
+		kvs_status st = kvs_alloc_blocks_give(a, m, ids);
+		if (st == KVS_OK)
+			st = kvs_alloc_grow(a, seq, n, NULL, NULL);
+		return st;
+	}
+	kvs_block_pool *pool = &p->pool;
+	uint32_t *st = pool->state_, top = pool->nfree_;
+	/* each id taken (pinned), once: a table's now, state 1, so that a
+	 * second occurrence fails the test; on a failure the ones before get
+	 * their pinned state back (positions at or above the top) */
+	for (uint32_t j = 0; j < m; j++) {
+		uint32_t id = ids[j];
+		if (KVS_UNLIKELY(!pool_pinned(pool, top, id))) {
+			for (uint32_t i = 0; i < j; i++)
+				st[ids[i]] = POOL | (top + i);
+			return kvs_block_pool_give_fail(pool, id);
+		}
+		st[id] = 1;
+	}
+	/* the order a give and a grow would leave: the last given on top,
+	 * popped first */
+	copy_reversed(s->table + s->nblocks, ids, m);
+	uint32_t len = s->len;
+	s->nblocks += m;
+	s->len = len + n;
+	a->tok_sum += n;
+	kvs_seq_set_res(a, s, (uint64_t)s->nblocks * bs);
+	if (p->caching)
+		register_full(p, s, len);
+	return KVS_OK;
+}
+
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,
 				 uint32_t n)
 {

@@ -1433,7 +1433,8 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 	if (to_step <= r->S)
 		return KVS_OK;
 	uint64_t n = to_step - r->S;
-	if (r->len + n > r->cap) {
+	bool synced_lazy = r->len + n > r->cap;
+	if (synced_lazy) {
 		/* lazy crossings of steps S .. to_step - 1: their blocks were
 		 * taken when they fell due; they go back to the top of the
 		 * free stack, from which the grow takes them again */
@@ -1443,14 +1444,19 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 		kvs_require(r->nlive == 1 && m <= s->nowed &&
 			    r->S + r->cap + (m - 1) * s->block_size - r->len < s->lz_done);
 		s->nowed -= m;
-		kvs_status st = kvs_alloc_blocks_give(s->alloc, (uint32_t)m,
-						      s->owed + s->nowed);
+		/* given back and grown into in one call */
+		kvs_status st = kvs_alloc_grow_taken(s->alloc, member(r, 0), (uint32_t)n,
+						     (uint32_t)m, s->owed + s->nowed);
 		if (st != KVS_OK)
-			return st;
+			return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+					"allocator refused %llu tokens and their %llu "
+					"taken blocks for request %llu",
+					(unsigned long long)n, (unsigned long long)m,
+					(unsigned long long)r->index);
 		r->cap += (uint32_t)m * s->block_size;
 		s->dirty = true;
 	}
-	for (uint32_t i = 0; i < r->nlive; i++) {
+	for (uint32_t i = 0; i < r->nlive && !synced_lazy; i++) {
 		kvs_status st = kvs_alloc_grow(s->alloc, member(r, i), (uint32_t)n,
 					       NULL, NULL);
 		if (st != KVS_OK)

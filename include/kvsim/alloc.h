@@ -365,6 +365,14 @@ uint64_t kvs_alloc_free_blocks(const kvs_alloc *a);
 kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids);
 kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 				 const kvs_block_id *ids);
+/* kvs_alloc_blocks_give(a, m, ids) then kvs_alloc_grow(a, seq, n) with no
+ * copies expected, in one step: when the grow needs exactly m new blocks
+ * (and nothing is shared), the m taken blocks go straight into seq's
+ * table, last one first, as the give and the grow would place them, with
+ * no trip through the free stack.  Errors as those two calls (a refused
+ * give changes nothing).  Cost: O(m). */
+kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
+				uint32_t m, const kvs_block_id *ids);
 
 /* ---- block pool fast path ------------------------------------------------
  * The paged allocator's device block pool, for callers that take and give
