@@ -706,6 +706,75 @@ static void test_paged_lazy_pushes(void **state)
 	kvs_alloc_destroy(a);
 }
 
+/* kvs_alloc_grow_taken leaves what kvs_alloc_blocks_give then
+ * kvs_alloc_grow leave (checked on a twin allocator), refuses a block not
+ * taken with no change, and falls back to the two calls when the grow does
+ * not need exactly the blocks given. */
+static void test_paged_grow_taken(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	kvs_alloc *a = fx_make(&c), *b = fx_make(&c);
+	kvs_alloc *both[2] = { a, b };
+	kvs_block_id ids[2][2];
+	for (int k = 0; k < 2; k++) {
+		fx_admit_ok(both[k], 1, 4, 8);          /* block 0 */
+		grow_ok(both[k], 1, 4);
+		assert_int_equal(kvs_alloc_blocks_take(both[k], 2, ids[k]), KVS_OK);
+		assert_int_equal(ids[k][0], 1);
+		assert_int_equal(ids[k][1], 2);
+	}
+	/* misuse: a block twice, a free block, a table's block */
+	kvs_block_id bad[2] = { 1, 1 };
+	assert_int_equal(kvs_alloc_grow_taken(a, 1, 8, 2, bad), KVS_ERR_STATE);
+	bad[1] = 5;
+	assert_int_equal(kvs_alloc_grow_taken(a, 1, 8, 2, bad), KVS_ERR_STATE);
+	bad[1] = 0;
+	assert_int_equal(kvs_alloc_grow_taken(a, 1, 8, 2, bad), KVS_ERR_STATE);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_len(a, 1), 4);
+	assert_int_equal(kvs_alloc_free_blocks(a), 7);
+	assert_int_equal(kvs_alloc_grow_taken(a, 2, 4, 2, ids[0]), KVS_ERR_STATE);
+	assert_int_equal(kvs_alloc_free_blocks(a), 9);  /* given back, unknown seq */
+	assert_int_equal(kvs_alloc_blocks_give(b, 2, ids[1]), KVS_OK);
+	for (int k = 0; k < 2; k++) {             /* stack top now 2, then 1 */
+		assert_int_equal(kvs_alloc_blocks_take(both[k], 2, ids[k]), KVS_OK);
+		assert_int_equal(ids[k][0], 2);
+	}
+	/* the fast case: 8 tokens need exactly the 2 blocks */
+	assert_int_equal(kvs_alloc_grow_taken(a, 1, 8, 2, ids[0]), KVS_OK);
+	assert_int_equal(kvs_alloc_blocks_give(b, 2, ids[1]), KVS_OK);
+	grow_ok(b, 1, 8);
+	assert_true(kvs_alloc_is_valid(a));
+	const kvs_block_id *ta, *tb;
+	uint32_t na, nb;
+	assert_int_equal(kvs_alloc_block_table(a, 1, &ta, &na), KVS_OK);
+	assert_int_equal(kvs_alloc_block_table(b, 1, &tb, &nb), KVS_OK);
+	assert_int_equal(na, 3);
+	assert_int_equal(nb, 3);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(ta[i], tb[i]);
+	assert_int_equal(ta[1], 1);               /* the last given, first */
+	assert_int_equal(kvs_alloc_free_blocks(a), kvs_alloc_free_blocks(b));
+	expect_parts(a, 12 * B, 0, 50, 0, 7 * BS * B);
+	/* the fallback: one block given, none needed (room for 4 tokens
+	 * is left): given back, then grown within the table */
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(kvs_alloc_blocks_take(both[k], 1, ids[k]), KVS_OK);
+	assert_int_equal(kvs_alloc_grow_taken(a, 1, 0, 1, ids[0]), KVS_OK);
+	assert_int_equal(kvs_alloc_blocks_give(b, 1, ids[1]), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_free_blocks(a), 7);
+	expect_parts(a, 12 * B, 0, 50, 0, 7 * BS * B);
+	kvs_alloc_destroy(a);
+	kvs_alloc_destroy(b);
+
+	c.policy = KVS_POLICY_ORACLE;
+	a = fx_make(&c);
+	assert_int_equal(kvs_alloc_grow_taken(a, 1, 1, 0, NULL), KVS_ERR_UNSUPPORTED);
+	kvs_alloc_destroy(a);
+}
+
 /* The inline single-block path: stack order, eviction and exhaustion in
  * the slow path, misuse, and blocks moving between the two pool APIs. */
 static void test_paged_pool_single(void **state)
@@ -856,6 +925,7 @@ int main(void)
 		cmocka_unit_test(test_paged_pool_take_give),
 		cmocka_unit_test(test_paged_pool_single),
 		cmocka_unit_test(test_paged_lazy_pushes),
+		cmocka_unit_test(test_paged_grow_taken),
 		cmocka_unit_test(test_paged_metadata),
 		cmocka_unit_test(test_validator_names_invariant),
 	};
