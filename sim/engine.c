@@ -840,13 +840,17 @@ static kvs_status add_sample(kvs_sim *s, double t, const double bytes[6])
  * `slope` tokens per step), or a constant gap when L is NULL. */
 static kvs_status lz_sync_all(kvs_sim *s);
 
-static kvs_status integrate(kvs_sim *s, double t0, double dur,
-			    const kvs_lin2 *L, uint64_t k, uint64_t slope)
+static kvs_status integrate_from(kvs_sim *s, const int64_t now[6], double t0,
+				 double dur, const kvs_lin2 *L, uint64_t k,
+				 uint64_t slope)
 {
 	if (!(dur > 0))
 		return KVS_OK;
 	int64_t p[6];
-	parts_now(s, p);
+	if (now)
+		memcpy(p, now, sizeof p);
+	else
+		parts_now(s, p);
 	double S0 = dur, S1 = 0;
 	if (L)
 		kvs_lin2_sums(L, 0, k, &S0, &S1);
@@ -882,9 +886,9 @@ static kvs_status integrate(kvs_sim *s, double t0, double dur,
 	return KVS_OK;
 }
 
-static void track_peak(kvs_sim *s)
+/* The parts now (parts_now) into p, and the peak updated. */
+static void track_peak_parts(kvs_sim *s, int64_t p[6])
 {
-	int64_t p[6];
 	parts_now(s, p);
 	uint64_t held = (uint64_t)(p[0] + p[1] + p[2]);
 	if (held > s->held_peak || s->held_peak == 0) {
@@ -895,6 +899,18 @@ static void track_peak(kvs_sim *s)
 		pct_of(s, b, &s->res->st.memory_peak_pct);
 		s->res->st.peak_time_s = s->now;
 	}
+}
+
+static void track_peak(kvs_sim *s)
+{
+	int64_t p[6];
+	track_peak_parts(s, p);
+}
+
+static kvs_status integrate(kvs_sim *s, double t0, double dur,
+			    const kvs_lin2 *L, uint64_t k, uint64_t slope)
+{
+	return integrate_from(s, NULL, t0, dur, L, k, slope);
 }
 
 /* ---- debug validation -------------------------------------------------------- */
@@ -2450,7 +2466,8 @@ static kvs_status recompute_swapped_head(kvs_sim *s)
  * admission, preemption, swap or copy (and the fast path on) becomes a
  * span of k decode steps, k up to the next due request, the next arrival
  * or the horizon, timed and integrated in closed form. */
-static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T)
+static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
+			     const int64_t parts[6])
 {
 	const kvs_sim_config *cfg = &s->cfg;
 	double ctx_dec = (double)(s->dec_len_sum + lag_tokens(s));
@@ -2483,7 +2500,7 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T)
 	if (s->nrunning > stt->concurrency_max)
 		stt->concurrency_max = s->nrunning;
 	s->tokens_total += T * k;
-	kvs_status st = integrate(s, s->now, dur, &L, k, single ? 0 : s->ndec);
+	kvs_status st = integrate_from(s, parts, s->now, dur, &L, k, single ? 0 : s->ndec);
 	if (st != KVS_OK)
 		return st;
 	s->step_k = k;
@@ -2536,8 +2553,11 @@ static kvs_status plan(kvs_sim *s)
 	}
 	if ((KVS_DEBUG >= 2 || s->cfg.validate) && (st = debug_check(s)) != KVS_OK)
 		return st;
-	track_peak(s);
-	return start_step(s, &b, T);
+	/* the parts the peak saw are the span's first (nothing changes
+	 * between): computed once */
+	int64_t parts[6];
+	track_peak_parts(s, parts);
+	return start_step(s, &b, T, parts);
 }
 
 /* The step (or span) in flight ended at s->now. */
