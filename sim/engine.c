@@ -1502,9 +1502,8 @@ static bool lz_table_grows(const kvs_sim *s, const sreq *r)
 	if (t <= r->cap)
 		return false;
 	uint64_t nb = r->cap / s->block_size, need = kvs_div_ceil(t, s->block_size);
-	uint64_t c = 4;
-	while (c < nb)
-		c *= 2;
+	/* the smallest 4 x 2^k >= nb: 4, else the power of two at or above nb */
+	uint64_t c = nb <= 4 ? 4 : 2ull << (63 - __builtin_clzll(nb - 1));
 	return need > c;
 }
 
