@@ -2575,8 +2575,9 @@ static kvs_status plan(kvs_sim *s)
 			if ((KVS_DEBUG >= 2 || s->cfg.validate) &&
 			    (st = debug_check(s)) != KVS_OK)
 				return st;
-			track_peak(s);
-			return start_step(s, &b, b.chunk_tokens);
+			int64_t parts[6];
+			track_peak_parts(s, parts);
+			return start_step(s, &b, b.chunk_tokens, parts);
 		}
 		s->prompt_step = false;
 	}
