@@ -524,6 +524,23 @@ static void paged_run(bool caching, double share)
 				assert_int_equal(kvs_alloc_grow(a, seqs[k].id, 1,
 								NULL, NULL),
 						 KVS_ERR_STATE);
+			/* without caching (no eviction): raw blocks taken off
+			 * the stack (stale words there after lazy releases),
+			 * a double give refused, then given back last first,
+			 * which leaves the stack as it was */
+			uint32_t nt = below(4);
+			kvs_block_id ids[4], back[4];
+			if (!caching && kvs_alloc_blocks_take(a, nt, ids) == KVS_OK) {
+				if (nt > 0) {
+					kvs_block_id twice[2] = { ids[0], ids[0] };
+					assert_int_equal(kvs_alloc_blocks_give(a, 2, twice),
+							 KVS_ERR_STATE);
+					assert_true(kvs_alloc_is_valid(a));
+				}
+				for (uint32_t j = 0; j < nt; j++)
+					back[j] = ids[nt - 1 - j];
+				assert_int_equal(kvs_alloc_blocks_give(a, nt, back), KVS_OK);
+			}
 		}
 		/* after every operation: compare, then validate */
 		assert_true(kvs_alloc_is_valid(a));
