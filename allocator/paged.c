@@ -1265,7 +1265,7 @@ kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	/* the case the blocks are for: resident, nothing shared (no
 	 * copy-on-write), exactly m new blocks, a table with room for them;
 	 * anything else is the give and the grow themselves */
-	if (KVS_DEBUG >= 2 || !s || s->state != KVS_SEQ_RESIDENT || p->shared_tails ||
+	if (!s || s->state != KVS_SEQ_RESIDENT || p->shared_tails ||
 	    (uint64_t)s->len + n > a->cfg.max_model_len ||
 	    kvs_div_ceil((uint64_t)s->len + n, bs) != (uint64_t)s->nblocks + m ||
 	    s->nblocks + m > s->table_cap) {
@@ -1298,6 +1298,8 @@ kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	kvs_seq_set_res(a, s, (uint64_t)s->nblocks * bs);
 	if (p->caching)
 		register_full(p, s, len);
+	if (KVS_DEBUG >= 2)
+		kvs_require(kvs_alloc_is_valid(a));
 	return KVS_OK;
 }
 
