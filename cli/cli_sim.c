@@ -937,8 +937,7 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 {
 	const char *cmd = several ? "compare" : "replay";
 	kvs_args it;
-	kvs_args_init(&it, cmd, argc, argv);
-	kvs_args_set_help(&it, usage);
+	kvs_args_init(&it, cmd, argc, argv, usage);
 	kvs_cli_deploy dep;
 	kvs_cli_deploy_init(&dep, "llama-3-8b", NULL);
 	kvs_trace_opts topts;
@@ -955,10 +954,8 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 				return KVS_EXIT_USAGE;
 			continue;
 		}
-		if (kvs_args_help(&it)) {
-			usage(stdout);
+		if (kvs_args_help(&it))
 			return KVS_EXIT_OK;
-		}
 		/* --json WORD was always a file here */
 		int r = kvs_args_output(&it, "--json", &json, true);
 		if (r == 0)

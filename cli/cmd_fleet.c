@@ -340,8 +340,7 @@ int kvs_cmd_fleet(int argc, char **argv)
 {
 	const char *cmd = "fleet";
 	kvs_args it;
-	kvs_args_init(&it, cmd, argc, argv);
-	kvs_args_set_help(&it, usage);
+	kvs_args_init(&it, cmd, argc, argv, usage);
 	kvs_cli_deploy dep;
 	kvs_cli_deploy_init(&dep, "llama-3-8b", NULL);
 	kvs_trace_opts topts;
@@ -356,10 +355,8 @@ int kvs_cmd_fleet(int argc, char **argv)
 				return KVS_EXIT_USAGE;
 			continue;
 		}
-		if (kvs_args_help(&it)) {
-			usage(stdout);
+		if (kvs_args_help(&it))
 			return KVS_EXIT_OK;
-		}
 		int r = kvs_args_output(&it, "--json", &json, true);
 		if (r == 0)
 			r = kvs_args_str(&it, "--report", &report);

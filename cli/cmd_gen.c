@@ -76,8 +76,7 @@ int kvs_cmd_gen(int argc, char **argv);
 int kvs_cmd_gen(int argc, char **argv)
 {
 	kvs_args it;
-	kvs_args_init(&it, "gen", argc, argv);
-	kvs_args_set_help(&it, usage);
+	kvs_args_init(&it, "gen", argc, argv, usage);
 	kvs_gen_opts o;
 	kvs_gen_opts_defaults(&o);
 	const char *out = "-", *fmt = NULL;
@@ -94,7 +93,6 @@ int kvs_cmd_gen(int argc, char **argv)
 		}
 		bool ok = true;
 		if (kvs_args_help(&it)) {
-			usage(stdout);
 			return KVS_EXIT_OK;
 		} else if (kvs_args_is(&it, "--requests")) {
 			ok = kvs_args_u64(&it, 0, UINT64_MAX, &o.requests);

@@ -67,13 +67,11 @@ int kvs_cmd_report(int argc, char **argv)
 		fprintf(stderr, "kvsim report: out of memory\n");
 		return KVS_EXIT_FAIL;
 	}
-	kvs_args_init(&it, "report", argc, argv);
-	kvs_args_set_help(&it, usage);
+	kvs_args_init(&it, "report", argc, argv, usage);
 	while (!it.error && kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
 			inputs[n++] = pos;
 		} else if (kvs_args_help(&it)) {
-			usage(stdout);
 			kvs_free(inputs);
 			return KVS_EXIT_OK;
 		} else if (kvs_args_is(&it, "-o") || kvs_args_is(&it, "--output")) {

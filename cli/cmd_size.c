@@ -665,8 +665,7 @@ int kvs_cmd_size(int argc, char **argv)
 	kvs_cli_deploy c;
 	const char *json = NULL;
 	const char *pos;
-	kvs_args_init(&it, "size", argc, argv);
-	kvs_args_set_help(&it, usage);
+	kvs_args_init(&it, "size", argc, argv, usage);
 	kvs_cli_deploy_init(&c, "llama-2-7b", NULL);
 	while (kvs_args_next(&it, &pos)) {
 		if (!it.flag) {
@@ -674,10 +673,8 @@ int kvs_cmd_size(int argc, char **argv)
 					     pos);
 			return KVS_EXIT_USAGE;
 		}
-		if (kvs_args_help(&it)) {
-			usage(stdout);
+		if (kvs_args_help(&it))
 			return KVS_EXIT_OK;
-		}
 		int r = kvs_args_output(&it, "--json", &json, true);
 		if (r < 0)
 			return KVS_EXIT_USAGE;

@@ -437,8 +437,7 @@ static int parse(int argc, char **argv, opts *o)
 {
 	kvs_args it;
 	const char *pos;
-	kvs_args_init(&it, "sweep", argc, argv);
-	kvs_args_set_help(&it, usage);
+	kvs_args_init(&it, "sweep", argc, argv, usage);
 	o->args = kvs_calloc((size_t)argc + 1, sizeof *o->args);
 	if (!o->args) {
 		fprintf(stderr, "kvsim sweep: out of memory\n");
@@ -453,10 +452,8 @@ static int parse(int argc, char **argv, opts *o)
 				return KVS_EXIT_USAGE;
 			continue;
 		}
-		if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
-			usage(stdout);
+		if (kvs_args_help(&it))
 			return KVS_EXIT_OK;
-		}
 		int out_r = kvs_args_output(&it, "--json", &o->json, o->trace != NULL);
 		if (out_r == 0)
 			out_r = kvs_args_output(&it, "--csv", &o->csv, o->trace != NULL);

@@ -221,8 +221,7 @@ int kvs_cmd_trace(int argc, char **argv);
 int kvs_cmd_trace(int argc, char **argv)
 {
 	kvs_args it;
-	kvs_args_init(&it, "trace", argc, argv);
-	kvs_args_set_help(&it, usage);
+	kvs_args_init(&it, "trace", argc, argv, usage);
 	kvs_trace_opts o;
 	kvs_trace_opts_defaults(&o);
 	const char *path = NULL, *out = NULL;
@@ -234,10 +233,8 @@ int kvs_cmd_trace(int argc, char **argv)
 				return KVS_EXIT_USAGE;
 			continue;
 		}
-		if (kvs_args_help(&it)) {
-			usage(stdout);
+		if (kvs_args_help(&it))
 			return KVS_EXIT_OK;
-		}
 		int r = kvs_cli_trace_arg(&it, &o);
 		if (r < 0)
 			return KVS_EXIT_USAGE;
