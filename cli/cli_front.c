@@ -218,14 +218,13 @@ static const char *const out_flag[KVS_CLI_OUT_COUNT_] = {
 	[KVS_CLI_OUT_SUMMARY_CSV] = "--summary-csv",
 };
 
-void kvs_cli_front_init(kvs_cli_front *fe, const char *cmd, int argc, char **argv,
-			void (*usage)(FILE *f), unsigned outputs)
+void kvs_cli_front_init(kvs_cli_front *fe, kvs_args *it, unsigned outputs)
 {
 	memset(fe, 0, sizeof *fe);
-	fe->cmd = cmd;
+	fe->it = it;
+	fe->cmd = it->cmd;
 	fe->outputs = outputs | KVS_CLI_OUT_BIT(KVS_CLI_OUT_JSON);
 	fe->format = KVS_TRACE_AUTO;
-	kvs_args_init(&fe->it, cmd, argc, argv, usage);
 	kvs_cli_deploy_init(&fe->dep, "llama-3-8b", NULL);
 	kvs_trace_opts_defaults(&fe->topts);
 	kvs_cli_sim_init(&fe->sim);
@@ -233,7 +232,7 @@ void kvs_cli_front_init(kvs_cli_front *fe, const char *cmd, int argc, char **arg
 
 int kvs_cli_front_parse(kvs_cli_front *fe, kvs_cli_front_arg_fn arg, void *ctx)
 {
-	kvs_args *it = &fe->it;
+	kvs_args *it = fe->it;
 	const char *pos;
 	while (kvs_args_next(it, &pos)) {
 		if (!it->flag) {

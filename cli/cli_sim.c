@@ -757,11 +757,10 @@ static int write_bench_json(FILE *f, kvs_sim_result *const *res, size_t nres,
 	return rc;
 }
 
-int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE *f))
+int kvs_cli_sim_command(kvs_args *it, bool several)
 {
 	kvs_cli_front fe;
-	kvs_cli_front_init(&fe, several ? "compare" : "replay", argc, argv, usage,
-			   KVS_CLI_OUT_ALL);
+	kvs_cli_front_init(&fe, it, KVS_CLI_OUT_ALL);
 	const char *cmd = fe.cmd;
 	kvs_cli_sim *sim = &fe.sim;
 	bool goodput = false;

@@ -133,7 +133,7 @@ const volatile sig_atomic_t *kvs_cli_interrupt_install(void);
  * (its message printed, what was opened closed):
  *
  *     kvs_cli_front fe;
- *     kvs_cli_front_init(&fe, "fleet", argc, argv, usage, 0);
+ *     kvs_cli_front_init(&fe, it, 0);
  *     int rc = kvs_cli_front_parse(&fe, fleet_arg, &fo);
  *     ...usage checks of the command's own flags...
  *     rc = kvs_cli_front_finish(&fe);          deployment and engine
@@ -162,7 +162,7 @@ typedef enum kvs_cli_out_id {
 
 typedef struct kvs_cli_front {
 	const char *cmd;
-	kvs_args it;
+	kvs_args *it;                   /* the command's arguments (main.c's) */
 	kvs_cli_deploy dep;
 	kvs_trace_opts topts;
 	kvs_cli_sim sim;
@@ -183,10 +183,9 @@ typedef int (*kvs_cli_front_arg_fn)(kvs_args *it, kvs_cli_front *fe, void *ctx);
 /* One run over the trace's requests. */
 typedef kvs_status (*kvs_cli_front_run_fn)(void *ctx, kvs_request_source *src);
 
-/* The defaults (model llama-3-8b); usage prints the command's help;
- * outputs: KVS_CLI_OUT_BIT of the files it takes besides --json. */
-void kvs_cli_front_init(kvs_cli_front *fe, const char *cmd, int argc, char **argv,
-			void (*usage)(FILE *f), unsigned outputs);
+/* The defaults (model llama-3-8b) for the command whose arguments it
+ * holds; outputs: KVS_CLI_OUT_BIT of the files it takes besides --json. */
+void kvs_cli_front_init(kvs_cli_front *fe, kvs_args *it, unsigned outputs);
 /* The flag loop; arg (may be NULL) takes the command's own flags, before
  * the deployment, engine and trace groups.  KVS_EXIT_OK after --help. */
 int kvs_cli_front_parse(kvs_cli_front *fe, kvs_cli_front_arg_fn arg, void *ctx);
@@ -224,11 +223,9 @@ int kvs_cli_front_json(kvs_cli_front *fe, kvs_json *doc);
 int kvs_cli_front_close(kvs_cli_front *fe, int rc);
 
 /* The whole of `kvsim replay` (several = false) and `kvsim compare`
- * (several = true): flags, runs, table, --json, --report, --timeseries,
- * --requests.
- * usage() prints the command's own help. */
-int kvs_cli_sim_command(int argc, char **argv, bool several,
-			void (*usage)(FILE *f));
+ * (several = true) over the command's arguments: flags, runs, table,
+ * --json, --report, --timeseries, --requests, --bench-json, --summary-csv. */
+int kvs_cli_sim_command(kvs_args *it, bool several);
 
 /* ---- results for other tools (cli/cli_bench.c) ---------------------------- */
 

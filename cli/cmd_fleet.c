@@ -9,10 +9,11 @@
 #include <string.h>
 
 #include "cli_sim.h"
+#include "commands.h"
 #include "kvsim/fleet.h"
 #include "common/json.h"
 
-static void usage(FILE *f)
+void kvs_cmd_fleet_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim fleet [TRACE] [options]\n"
@@ -70,8 +71,6 @@ static void usage(FILE *f)
 		"\n");
 	kvs_cli_sim_usage_groups(f, false);
 }
-
-int kvs_cmd_fleet(int argc, char **argv);
 
 typedef struct fleet_opts {
 	uint32_t replicas;
@@ -362,10 +361,10 @@ static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet
 	return KVS_EXIT_OK;
 }
 
-int kvs_cmd_fleet(int argc, char **argv)
+int kvs_cmd_fleet(kvs_args *it)
 {
 	kvs_cli_front fe;
-	kvs_cli_front_init(&fe, "fleet", argc, argv, usage, 0);
+	kvs_cli_front_init(&fe, it, 0);
 	const kvs_cli_sim *sim = &fe.sim;
 	fleet_opts fo = { .replicas = 1, .router = "round-robin", .max_replicas = 1024 };
 	int rc = kvs_cli_front_parse(&fe, fleet_arg, &fo);

@@ -4,7 +4,7 @@
  * deployment; what shrinks the cache; and, for long contexts, the ways out
  * with numbers.  Printing only: every figure comes from sizing/.
  */
-#include "cli.h"
+#include "commands.h"
 #include "common/json.h"
 
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <string.h>
 
-static void usage(FILE *f)
+void kvs_cmd_size_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim size [OPTIONS]\n"
@@ -657,40 +657,36 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	return o;
 }
 
-int kvs_cmd_size(int argc, char **argv);
-
-int kvs_cmd_size(int argc, char **argv)
+int kvs_cmd_size(kvs_args *it)
 {
-	kvs_args it;
 	kvs_cli_deploy c;
 	const char *json = NULL;
 	const char *pos;
-	kvs_args_init(&it, "size", argc, argv, usage);
 	kvs_cli_deploy_init(&c, "llama-2-7b", NULL);
-	while (kvs_args_next(&it, &pos)) {
-		if (!it.flag) {
-			kvs_args_usage_error(&it, "unexpected argument '%s' (see 'kvsim size --help')",
+	while (kvs_args_next(it, &pos)) {
+		if (!it->flag) {
+			kvs_args_usage_error(it, "unexpected argument '%s' (see 'kvsim size --help')",
 					     pos);
 			return KVS_EXIT_USAGE;
 		}
-		if (kvs_args_help(&it))
+		if (kvs_args_help(it))
 			return KVS_EXIT_OK;
-		int r = kvs_args_output(&it, "--json", &json, true);
+		int r = kvs_args_output(it, "--json", &json, true);
 		if (r < 0)
 			return KVS_EXIT_USAGE;
 		if (r > 0)
 			continue;
-		if (kvs_args_is(&it, "--max-num-seqs")) {
-			if (!kvs_args_u32(&it, 1, 1u << 20, &c.d.max_num_seqs))
+		if (kvs_args_is(it, "--max-num-seqs")) {
+			if (!kvs_args_u32(it, 1, 1u << 20, &c.d.max_num_seqs))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
-		if (kvs_args_is(&it, "--max-num-batched-tokens")) {
-			if (!kvs_args_u32(&it, 1, 1u << 30, &c.d.max_num_batched_tokens))
+		if (kvs_args_is(it, "--max-num-batched-tokens")) {
+			if (!kvs_args_u32(it, 1, 1u << 30, &c.d.max_num_batched_tokens))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
-		if (!kvs_args_taken(&it, kvs_cli_deploy_arg(&it, &c)))
+		if (!kvs_args_taken(it, kvs_cli_deploy_arg(it, &c)))
 			return KVS_EXIT_USAGE;
 	}
 	if (!kvs_cli_deploy_finish(&c, "size"))
