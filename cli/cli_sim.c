@@ -855,9 +855,9 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 		kvs_cli_summary_csv(f, res, nres, goodput);
 	if (rc == KVS_EXIT_OK && (f = kvs_cli_front_stream(&fe, KVS_CLI_OUT_TIMESERIES)))
 		(void)kvs_sim_timeseries_csv(res, nres, f);
-	rc = kvs_cli_front_close(&fe, rc);
 	for (size_t i = 0; i < nres; i++)
 		kvs_sim_result_destroy(res[i]);
+	rc = kvs_cli_front_close(&fe, rc);
 	if (rc == KVS_EXIT_OK && sig)
 		rc = 128 + sig;
 	return rc;

@@ -466,7 +466,6 @@ int kvs_cmd_fleet(kvs_args *it)
 					    fleet_cost_json(res, fo.gpu_hour_price));
 		rc = kvs_cli_front_json(&fe, doc);
 	}
-	rc = kvs_cli_front_close(&fe, rc);
 	kvs_fleet_result_destroy(res);
-	return rc;
+	return kvs_cli_front_close(&fe, rc);
 }
