@@ -41,15 +41,9 @@
 /* ---- format names ---------------------------------------------------------*/
 
 static const char *const format_names[KVS_TRACE_FORMAT_COUNT_] = {
-	[KVS_TRACE_AUTO] = "auto",
-	[KVS_TRACE_AZURE] = "azure",
-	[KVS_TRACE_MOONCAKE] = "mooncake",
-	[KVS_TRACE_BURSTGPT] = "burstgpt",
-	[KVS_TRACE_SPLITWISE] = "splitwise",
-	[KVS_TRACE_NATIVE_CSV] = "native-csv",
-	[KVS_TRACE_NATIVE_JSONL] = "native-jsonl",
-	[KVS_TRACE_VIDUR_LENGTHS] = "vidur-lengths",
-	[KVS_TRACE_VIDUR_DATED] = "vidur-dated",
+#define FORMAT(id, name) [id] = name,
+	KVS_TRACE_FORMAT_LIST(FORMAT)
+#undef FORMAT
 };
 
 const char *kvs_trace_format_name(kvs_trace_format f)
