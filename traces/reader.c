@@ -1095,7 +1095,7 @@ static kvs_status regrain(const uint64_t *ids, uint32_t n, uint32_t src_block,
 					"e.g. 16)", block_size, src_block, src_block)
 			     : kvs_fail(KVS_ERR_INVALID, "block size %u is not a multiple of "
 					"the trace's %u-token hash blocks", block_size, src_block);
-	uint64_t r = split ? src_block / block_size : block_size / src_block;
+	uint64_t r = coarse / fine;
 	uint64_t full = prompt_tokens / block_size;
 	uint64_t have = split ? (uint64_t)n * r : n / r;
 	if (full > have)
