@@ -81,8 +81,17 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		return parse_policies(it, c, false);
 	if (kvs_args_is(it, "--max-num-seqs"))
 		return kvs_args_u32(it, 1, 1u << 20, &g->max_num_seqs) ? 1 : -1;
-	if (kvs_args_is(it, "--max-num-batched-tokens"))
+	if (kvs_args_is(it, "--max-num-batched-tokens")) {
+		c->batched_tokens_set = true;
 		return kvs_args_u32(it, 1, 1u << 30, &g->max_num_batched_tokens) ? 1 : -1;
+	}
+	if (kvs_args_is(it, "--enable-chunked-prefill") ||
+	    kvs_args_is(it, "--no-enable-chunked-prefill")) {
+		if (!kvs_args_no_value(it))
+			return -1;
+		g->chunked_prefill_off = it->flag[2] == 'n';
+		return 1;
+	}
 	if (kvs_args_is(it, "--enable-prefix-caching")) {
 		if (!kvs_args_no_value(it))
 			return -1;
@@ -232,6 +241,14 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 			const char *cmd)
 {
 	c->cfg.deploy = *d;
+	if (c->cfg.chunked_prefill_off && !c->batched_tokens_set) {
+		/* vLLM V0's default without chunked prefill: a whole prompt
+		 * of max_model_len fits one step, and at least 2048 tokens */
+		uint64_t m = d->max_model_len ? d->max_model_len
+					      : d->model.max_position_embeddings;
+		c->cfg.max_num_batched_tokens = m > 2048 ? (m < (1u << 30) ? (uint32_t)m : 1u << 30)
+							 : 2048;
+	}
 	/* the engine profiles the batch it will run */
 	c->cfg.deploy.max_num_seqs = c->cfg.max_num_seqs;
 	c->cfg.deploy.max_num_batched_tokens = c->cfg.max_num_batched_tokens;
@@ -277,6 +294,17 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		if (st != KVS_OK) {
 			fprintf(stderr, "kvsim %s: --step-time-table: %s\n", cmd, kvs_last_error());
 			c->fail_exit = st == KVS_ERR_IO ? KVS_EXIT_FAIL : KVS_EXIT_USAGE;
+			return false;
+		}
+	}
+	if (c->cfg.chunked_prefill_off) {
+		uint64_t m = d->max_model_len ? d->max_model_len : d->model.max_position_embeddings;
+		if (c->cfg.max_num_batched_tokens < m) {
+			fprintf(stderr, "kvsim %s: --no-enable-chunked-prefill computes a prompt "
+				"in one step: --max-num-batched-tokens (%u) must be at least "
+				"max_model_len (%llu)\n", cmd, c->cfg.max_num_batched_tokens,
+				(unsigned long long)m);
+			c->fail_exit = KVS_EXIT_USAGE;
 			return false;
 		}
 	}
@@ -387,6 +415,12 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --max-num-seqs N             running sequences at most (default 256)\n"
 		"  --max-num-batched-tokens N   tokens per step; prompts are chunked to fit\n"
 		"                               (default 8192; at least --max-num-seqs)\n"
+		"  --no-enable-chunked-prefill  vLLM V0's scheduler: waiting prompts run whole\n"
+		"                               in steps of their own while decodes wait;\n"
+		"                               --max-num-batched-tokens then defaults to\n"
+		"                               max(max_model_len, 2048)\n"
+		"  --enable-chunked-prefill     V1's mixed steps: decodes and prompt chunks\n"
+		"                               share each step (default)\n"
 		"  --enable-prefix-caching      paged: share prompt blocks by the trace's\n"
 		"                               hash ids (--no-enable-prefix-caching: off, default)\n"
 		"  --preemption-mode M          recompute (default) or swap (to host over PCIe)\n"
@@ -582,9 +616,10 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 		(unsigned long long)(st->num_blocks * bs),
 		(unsigned long long)st->num_blocks, bs, per_tok,
 		(unsigned long long)st->max_model_len);
-	fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, %spreemption %s, "
+	fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, %s%spreemption %s, "
 		"prefix caching %s, step time %s\n", cfg->max_num_seqs,
 		cfg->max_num_batched_tokens,
+		cfg->chunked_prefill_off ? "no chunked prefill, " : "",
 		cfg->scheduling_policy == KVS_SCHED_PRIORITY ? "priority scheduling, " : "",
 		kvs_preempt_mode_name(cfg->preemption_mode),
 		cfg->enable_prefix_caching ? "on" : "off",

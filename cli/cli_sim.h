@@ -35,6 +35,7 @@ typedef struct kvs_cli_sim {
 	bool quiet;                     /* --quiet: no progress line */
 	bool seed_set;
 	bool step_linear_set;
+	bool batched_tokens_set;        /* --max-num-batched-tokens given */
 	int fail_exit;                  /* exit code when finish fails */
 	/* progress line state */
 	double progress_last;

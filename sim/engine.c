@@ -335,6 +335,8 @@ struct kvs_sim {
 	sreq *dead;                /* rejected while running, to free */
 	uint64_t releases;         /* device memory given back (finish, preemption) */
 	bool past_due;             /* planning: the due sequences are done */
+	bool prompt_step;          /* the step in flight is prompt-only (no
+	                            * chunked prefill): decodes wait, G stays */
 	sreq **due;
 	size_t capdue;
 	sreq *run_head, *run_tail;
@@ -765,7 +767,7 @@ static void free_dead(kvs_sim *s)
 /* Tokens written but not yet told to the allocator, during step G. */
 static uint64_t lag_tokens(const kvs_sim *s)
 {
-	return s->ndec * (s->G + 1) - s->sumS;
+	return s->ndec * (s->G + !s->prompt_step) - s->sumS;
 }
 
 static void parts_now(kvs_sim *s, int64_t out[6])
@@ -2164,7 +2166,7 @@ static kvs_status lz_dissolve(kvs_sim *s, size_t *ndue)
  * fail and the order of the takes changes no outcome: which physical
  * block a sequence gets is all that differs); otherwise the classes are
  * dissolved and the step runs one sequence at a time. */
-static kvs_status plan_due(kvs_sim *s, step_plan *b)
+static kvs_status due_take(kvs_sim *s, size_t *out_ndue)
 {
 	kvs_status st;
 	if ((st = ensure_due_cap(s)) != KVS_OK)
@@ -2208,6 +2210,32 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b)
 				return st;
 		}
 	}
+	*out_ndue = ndue;
+	return KVS_OK;
+}
+
+/* A prompt-only step leaves the due sequences for the next decode step:
+ * back into the queue at this step G, counted as decoding again. */
+static kvs_status due_requeue(kvs_sim *s, size_t ndue)
+{
+	for (size_t i = 0; i < ndue; i++) {
+		sreq *r = s->due[i];
+		if (!r || r->state != RS_DUE)
+			continue;
+		kvs_require(r->E == s->G);
+		r->state = RS_DECODE;
+		kvs_status st = dh_push(s, r);
+		if (st != KVS_OK)
+			return st;
+	}
+	return KVS_OK;
+}
+
+/* The rest of phase 1 for the ndue sequences due_take left: the lazy
+ * crossings of step G and every due grow. */
+static kvs_status plan_due(kvs_sim *s, step_plan *b, size_t ndue)
+{
+	kvs_status st;
 	if (s->lazy_ok && s->lz_done <= s->G) {
 		uint32_t c = s->nlazy ? s->lz_cnt[s->G % s->block_size] : 0;
 		uint64_t need = c;
@@ -2385,6 +2413,10 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 		if ((!r->kv_remote && s->nrunning + r->n > s->cfg.max_num_seqs) ||
 		    r->gate == s->releases + 1)
 			break;
+		/* without chunked prefill a prompt is computed whole */
+		if (s->cfg.chunked_prefill_off && !r->kv_remote &&
+		    (uint64_t)(r->target - r->len) * r->nlive > b->budget)
+			break;
 		kvs_seq_desc d;
 		desc_of(s, r, &d);
 		kvs_admit_reason why = KVS_REASON_NONE;
@@ -2447,17 +2479,19 @@ static kvs_status recompute_swapped_head(kvs_sim *s)
 static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T)
 {
 	const kvs_sim_config *cfg = &s->cfg;
-	double ctx_dec = (double)(s->dec_len_sum + lag_tokens(s));
+	/* a prompt-only step's decodes wait: none is in its batch */
+	uint64_t ndec = s->prompt_step ? 0 : s->ndec;
+	double ctx_dec = ndec ? (double)(s->dec_len_sum + lag_tokens(s)) : 0;
 	kvs_lin2 L;
-	kvs_cost_decode_lines(&s->cost, s->ndec, ctx_dec, &L);
+	kvs_cost_decode_lines(&s->cost, ndec, ctx_dec, &L);
 	uint64_t k = 1;
 	double dur;
 	bool single = b->chunk_seqs > 0 || b->preempted || b->swapped_any ||
 		      b->extra > 0 || !cfg->fast_path;
 	if (single) {
-		dur = kvs_cost_step(&s->cost, T, s->ndec + b->chunk_seqs,
+		dur = kvs_cost_step(&s->cost, T, ndec + b->chunk_seqs,
 				    ctx_dec + b->chunk_ctx, ctx_dec + b->chunk_pairs,
-				    s->ndec, ctx_dec, b->chunk_attn_s) +
+				    ndec, ctx_dec, b->chunk_attn_s) +
 		      b->extra;
 		L.a1 = L.a2 = dur;
 		L.b1 = L.b2 = L.c = 0;
@@ -2502,7 +2536,29 @@ static kvs_status plan(kvs_sim *s)
 	s->past_due = false;
 	if (s->nforkq && (st = do_forks(s, &b.preempted, &b.extra)) != KVS_OK)
 		return st;
-	if ((st = plan_due(s, &b)) != KVS_OK)
+	size_t ndue;
+	if ((st = due_take(s, &ndue)) != KVS_OK)
+		return st;
+	bool chunked = !s->cfg.chunked_prefill_off;
+	if (!chunked && !b.preempted && s->swapped.n == 0 && s->waiting.n) {
+		/* vLLM without chunked prefill: waiting prompts that can be
+		 * admitted run as a step of their own, the decodes wait */
+		s->prompt_step = true;
+		b.budget = s->cfg.max_num_batched_tokens;
+		if ((st = plan_admit(s, &b)) != KVS_OK)
+			return st;
+		if (b.chunk_seqs) {
+			if ((st = due_requeue(s, ndue)) != KVS_OK)
+				return st;
+			if ((KVS_DEBUG >= 2 || s->cfg.validate) &&
+			    (st = debug_check(s)) != KVS_OK)
+				return st;
+			track_peak(s);
+			return start_step(s, &b, b.chunk_tokens);
+		}
+		s->prompt_step = false;
+	}
+	if ((st = plan_due(s, &b, ndue)) != KVS_OK)
 		return st;
 	s->past_due = true;
 	if ((st = plan_prefill(s, &b)) != KVS_OK)
@@ -2512,7 +2568,7 @@ static kvs_status plan(kvs_sim *s)
 	if (!b.preempted && (st = plan_swap_in(s, &b)) != KVS_OK)
 		return st;
 	if (!b.preempted && s->swapped.n == 0) {
-		if ((st = plan_admit(s, &b)) != KVS_OK)
+		if (chunked && (st = plan_admit(s, &b)) != KVS_OK)
 			return st;
 	} else if (s->nrunning == 0 && s->swapped.n) {
 		if ((st = recompute_swapped_head(s)) != KVS_OK)
@@ -2539,7 +2595,9 @@ static kvs_status step_done(kvs_sim *s)
 {
 	kvs_status st;
 	s->past_due = false;
-	s->G += s->step_k;
+	if (!s->prompt_step)
+		s->G += s->step_k;
+	s->prompt_step = false;
 	s->res->st.steps += s->step_k;
 	for (size_t i = 0; i < s->nprefill;) {
 		sreq *r = s->prefill[i];
@@ -2762,6 +2820,12 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		s->cfg.fast_path = false;
 	kvs_sizing sz;
 	kvs_status st = resolve(cfg, &sz, &s->budget, &s->kvb, &s->mml);
+	if (st == KVS_OK && cfg->chunked_prefill_off &&
+	    cfg->max_num_batched_tokens < s->mml)
+		st = kvs_fail(KVS_ERR_INVALID,
+			      "without chunked prefill a prompt is computed in one "
+			      "step: max_num_batched_tokens (%u) must be >= "
+			      "max_model_len (%u)", cfg->max_num_batched_tokens, s->mml);
 	if (st == KVS_OK)
 		st = kvs_cost_init(&s->cost, &cfg->cost, &cfg->deploy, &sz);
 	if (st != KVS_OK) {

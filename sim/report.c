@@ -95,6 +95,9 @@ static json_t *engine_jt(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
 		set(o, "scheduling_policy",
 		    json_string(kvs_sched_policy_name(cfg->scheduling_policy)));
 	set(o, "enable_prefix_caching", json_boolean(cfg->enable_prefix_caching));
+	/* written only when off, so documents of the default stay as they were */
+	if (cfg->chunked_prefill_off)
+		set(o, "enable_chunked_prefill", json_false());
 	set(o, "swap_space_bytes", jint(cfg->swap_bytes));
 	set(o, "watermark", jreal(cfg->watermark));
 	set(o, "page_bytes", jint(cfg->page_bytes));

@@ -253,6 +253,98 @@ static void test_chunked_prefill(void **state)
 	kvs_request_set_destroy(set);
 }
 
+/* Without chunked prefill (vLLM V0), 10 ms steps.  A (4 + 3 tokens) comes
+ * at 0, B (4 + 2) at 15 ms.  Prompt step [0, 10) gives A token 1; decode
+ * step [10, 20) token 2 (B arrives inside it); at 20 B's prompt runs alone,
+ * A waits: [20, 30) gives B token 1; [30, 40) decodes both: A's token 3
+ * and B's token 2, both finish at 40.  With chunked prefill B's prompt
+ * rides in A's last decode step [20, 30): A finishes at 30. */
+static void prompt_steps(bool chunked, bool fast)
+{
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 4096, 64, 16, 64);
+	c.chunked_prefill_off = !chunked;
+	c.fast_path = fast;
+	c.validate = true;
+	kvs_request q[2] = { mkreq(0, 0.0, 4, 3), mkreq(1, 0.015, 4, 2) };
+	kvs_request_set *set = set_of(q, 2);
+	static recs R;
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	const kvs_sim_request_record *a = rec_of(&R, 0), *b = rec_of(&R, 1);
+	assert_close(a->first_token_s, 0.01, 1e-12);
+	assert_close(a->finish_s, chunked ? 0.03 : 0.04, 1e-12);
+	assert_close(b->admitted_s, 0.02, 1e-12);
+	assert_close(b->first_token_s, 0.03, 1e-12);
+	assert_close(b->finish_s, 0.04, 1e-12);
+	assert_int_equal(st->steps, 4);
+	assert_int_equal(st->completed, 2);
+	/* tokens per step: A's prompt 4 (V0: B's prompt alone, 4; both
+	 * decoding, 2) or B's prompt with A's decode (4 + 1) */
+	assert_int_equal(st->tokens_per_step_max, chunked ? 5 : 4);
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+/* Three prompts of 30 tokens at 0, 2 output tokens each, a budget of 64
+ * tokens per step: without chunked prefill a prompt is computed whole, so
+ * the first prompt step takes A and B (60) and C waits for the next one
+ * ([10, 20), A and B waiting); [20, 30) decodes all three.  Chunked: C's
+ * first 4 tokens ride in step 0, its other 26 in step 1 beside A's and B's
+ * decodes (A and B finish at 20), C's token 2 at 30. */
+static void whole_prompts(bool chunked, bool fast)
+{
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 4096, 64, 16, 64);
+	c.max_num_batched_tokens = 64;
+	c.chunked_prefill_off = !chunked;
+	c.fast_path = fast;
+	c.validate = true;
+	kvs_request q[3] = { mkreq(0, 0.0, 30, 2), mkreq(1, 0.0, 30, 2), mkreq(2, 0.0, 30, 2) };
+	kvs_request_set *set = set_of(q, 3);
+	static recs R;
+	kvs_sim_result *res = run_set(&c, set, &R);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	for (uint64_t i = 0; i < 2; i++) {
+		assert_close(rec_of(&R, i)->first_token_s, 0.01, 1e-12);
+		assert_close(rec_of(&R, i)->finish_s, chunked ? 0.02 : 0.03, 1e-12);
+	}
+	const kvs_sim_request_record *r = rec_of(&R, 2);
+	assert_close(r->admitted_s, chunked ? 0.0 : 0.01, 1e-12);
+	assert_close(r->first_token_s, 0.02, 1e-12);
+	assert_close(r->finish_s, 0.03, 1e-12);
+	assert_int_equal(st->steps, 3);
+	assert_int_equal(st->tokens_per_step_max, chunked ? 64 : 60);
+	assert_accounting(st);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
+static void test_prompt_steps(void **state)
+{
+	(void)state;
+	for (int fast = 0; fast < 2; fast++) {
+		prompt_steps(false, fast);
+		prompt_steps(true, fast);
+		whole_prompts(false, fast);
+		whole_prompts(true, fast);
+	}
+	/* a prompt of max_model_len must fit one step */
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 4096, 64, 16, 2048);
+	c.chunked_prefill_off = true;
+	c.max_num_batched_tokens = 2047;
+	kvs_sim *sim = NULL;
+	assert_int_equal(kvs_sim_create(&c, &sim), KVS_ERR_INVALID);
+	assert_null(sim);
+	assert_non_null(strstr(kvs_last_error(), "max_num_batched_tokens (2047) must be >= "
+					       "max_model_len (2048)"));
+	c.max_num_batched_tokens = 2048;
+	assert_int_equal(kvs_sim_create(&c, &sim), KVS_OK);
+	kvs_sim_destroy(sim);
+}
+
 /* Two requests of 150 tokens each (100 + 50) on a pool of 160 tokens: the
  * second waits for the first, under paged and under oracle reservation. */
 static void contend(kvs_policy pol, bool fast)
@@ -418,6 +510,7 @@ static uint32_t fs_max_concurrency;   /* closed-loop client in the comparison */
 static uint32_t fs_block_size;        /* 0: 16 */
 static bool fs_validate;              /* engine and allocator validators every step */
 static int fs_requests;               /* 0: 400 (scaled by KVS_TEST_SCALE) */
+static bool fs_prompt_steps;          /* no chunked prefill (vLLM V0) */
 
 static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_factor,
 				bool multi, kvs_preempt_mode mode)
@@ -434,7 +527,8 @@ static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_fact
 	c.kv_budget_bytes = 8000ull * 131072;
 	c.page_bytes = 64 << 10;
 	c.max_num_seqs = 48;
-	c.max_num_batched_tokens = 1024;
+	c.max_num_batched_tokens = fs_prompt_steps ? 4096 : 1024;
+	c.chunked_prefill_off = fs_prompt_steps;
 	c.enable_prefix_caching = prefix;
 	/* a roofline-shaped linear model: memory-bound with a context term */
 	c.cost.kind = KVS_COST_LINEAR;
@@ -619,6 +713,29 @@ static void test_fast_path_parallel_sampling(void **state)
 	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.0, true, KVS_PREEMPT_RECOMPUTE);
 	compare_fast_slow_n(KVS_POLICY_PAGED, false, 1.0, true, KVS_PREEMPT_SWAP);
 	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.3, true, KVS_PREEMPT_SWAP);
+}
+
+/* Without chunked prefill: prompt-only steps leave the due decodes queued
+ * for the next decode step, which the fast path's spans and crossing
+ * classes must see exactly as stepping does; every policy, recompute and
+ * swap, families, prefix caching, the validators at every step. */
+static void test_fast_path_prompt_steps(void **state)
+{
+	(void)state;
+	fs_prompt_steps = true;
+	for (size_t p = 0; p < kvs_policy_count(); p++)
+		compare_fast_slow((kvs_policy)p, false, 1.0);
+	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.0, true, KVS_PREEMPT_SWAP);
+	fs_validate = true;
+	fs_requests = 120;
+	fs_block_size = 1;
+	compare_fast_slow_n(KVS_POLICY_PAGED, false, 1.0, false, KVS_PREEMPT_RECOMPUTE);
+	fs_block_size = 2;
+	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.0, true, KVS_PREEMPT_RECOMPUTE);
+	fs_block_size = 0;
+	fs_requests = 0;
+	fs_validate = false;
+	fs_prompt_steps = false;
 }
 
 /* ---- parallel sampling ----------------------------------------------------------------
@@ -1622,6 +1739,7 @@ int main(void)
 		cmocka_unit_test(test_lin2_sums),
 		cmocka_unit_test(test_lone_request),
 		cmocka_unit_test(test_chunked_prefill),
+		cmocka_unit_test(test_prompt_steps),
 		cmocka_unit_test(test_contention),
 		cmocka_unit_test(test_preemption),
 		cmocka_unit_test(test_max_policy_bound),
@@ -1629,6 +1747,7 @@ int main(void)
 		cmocka_unit_test(test_fast_path_equivalence),
 		cmocka_unit_test(test_fast_path_parallel_sampling),
 		cmocka_unit_test(test_fast_path_block_sizes),
+		cmocka_unit_test(test_fast_path_prompt_steps),
 		cmocka_unit_test(test_parallel_sampling_by_hand),
 		cmocka_unit_test(test_parallel_sampling_preemption),
 		cmocka_unit_test(test_parallel_sampling_generated),

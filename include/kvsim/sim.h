@@ -288,6 +288,12 @@ typedef struct kvs_sim_config {
 	bool kv_prefill_only;
 	double (*on_kv)(void *ctx, int what, const kvs_sim_kv_handoff *h);
 	void *on_kv_ctx;
+	/* appended: vLLM V0's scheduler without chunked prefill
+	 * (--no-enable-chunked-prefill): waiting prompts that can be admitted
+	 * are computed whole in a step of their own while every decode
+	 * waits; decode steps admit nothing.  Needs max_num_batched_tokens
+	 * >= max_model_len.  false (default): vLLM V1's chunked prefill. */
+	bool chunked_prefill_off;
 } kvs_sim_config;
 
 /* Defaults around a deployment (policy paged, vLLM engine defaults). */

@@ -12,7 +12,7 @@ run 0 --help && for f in --policy --max-num-seqs --max-num-batched-tokens \
 	--enable-prefix-caching --preemption-mode --swap-space --watermark --page-size \
 	--slo-ttft --slo-tpot --flops-efficiency --bandwidth-efficiency --step-overhead \
 	--step-time-table --sample-interval --seed --quiet --json --timeseries --requests \
-	--report --kv-read-factor \
+	--report --kv-read-factor --no-enable-chunked-prefill --enable-chunked-prefill \
 	--model --gpu --tp --block-size --max-model-len --rate --limit; do
 	has "$out" "$f" "help"
 done
@@ -47,6 +47,31 @@ run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --requests "$tmp/req.csv" \
 		fail "time series header: $(head -1 "$tmp/ts.csv")"
 	[ "$(wc -l <"$tmp/ts.csv")" -ge 4 ] || fail "time series: too few samples"
 }
+
+# ---- without chunked prefill (vLLM V0): hand-computed times, 10 ms steps ---------------
+# A's prompt step [0, 10); A's decode [10, 20) (B arrives at 15); B's prompt
+# step [20, 30) while A waits; both decode [30, 40) and finish.
+cat >"$tmp/v0.csv" <<'CSV'
+TIMESTAMP,ContextTokens,GeneratedTokens
+2023-11-16 18:00:00.0000000,100,3
+2023-11-16 18:00:00.0150000,100,2
+CSV
+run 0 "$tmp/v0.csv" -q --step-time-linear 0.01 --no-enable-chunked-prefill --max-model-len 4096 \
+	--requests "$tmp/v0req.csv" --json "$tmp/v0.json" && {
+	has "$out" "max_num_batched_tokens 4096, no chunked prefill," "header: V0 budget default max_model_len"
+	has "$(cat "$tmp/v0req.csv")" "paged,0,2,completed,,0.000000000,0.000000000,0.010000000,0.040000000,100,3,0,0" "V0 request 0 row"
+	has "$(cat "$tmp/v0req.csv")" "paged,1,3,completed,,0.015000000,0.020000000,0.030000000,0.040000000,100,2,0,0" "V0 request 1 row"
+	has "$(cat "$tmp/v0.json")" '"enable_chunked_prefill": false' "V0 engine JSON"
+}
+# the same trace with chunked prefill: B's prompt rides in A's last decode step
+run 0 "$tmp/v0.csv" -q --step-time-linear 0.01 --enable-chunked-prefill --requests "$tmp/v1req.csv" \
+	--json "$tmp/v1.json" && {
+	has "$(cat "$tmp/v1req.csv")" "paged,0,2,completed,,0.000000000,0.000000000,0.010000000,0.030000000,100,3,0,0" "V1 request 0 row"
+	case "$(cat "$tmp/v1.json")" in *enable_chunked_prefill*) fail "V1 JSON names enable_chunked_prefill" ;; esac
+}
+run 2 "$tmp/v0.csv" --no-enable-chunked-prefill --max-model-len 4096 --max-num-batched-tokens 1000 &&
+	has "$err" "--max-num-batched-tokens (1000) must be at least max_model_len (4096)" "V0 budget error"
+run 2 "$tmp/v0.csv" --no-enable-chunked-prefill=1 && has "$err" "no-enable-chunked-prefill" "flag takes no value"
 
 # ---- determinism and JSON -------------------------------------------------------------
 run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --json "$tmp/b.json" --sample-interval 0.5 &&

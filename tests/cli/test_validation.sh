@@ -50,4 +50,15 @@ while IFS='|' read -r _ src cfg what pub kv e _; do
 		fail "capacity row off by more than 3%: $what $pub vs $kv ($e)"
 done <"$tmp/validation.md"
 [ "$n" -eq 2 ] || fail "expected the two vLLM 0.19 capacity rows, found $n"
+
+# the PagedAttention paper's four mean batch sizes (Fig. 13a) within 15%
+n=0
+while IFS='|' read -r _ src cfg what pub kv e _; do
+	case "$what" in *" mean batch "*) ;; *) continue ;; esac
+	n=$((n + 1))
+	e=${e// /}
+	awk -v e="${e%\%}" 'BEGIN { exit !(e <= 15 && e >= -15) }' ||
+		fail "Fig. 13a row off by more than 15%: $what $pub vs $kv ($e)"
+done <"$tmp/validation.md"
+[ "$n" -eq 4 ] || fail "expected the four Fig. 13a mean batch rows, found $n"
 finish "cli validation"
