@@ -140,6 +140,24 @@ static kvs_status check_config(const kvs_alloc_config *c)
 	return KVS_OK;
 }
 
+kvs_status kvs_alloc_units(const kvs_alloc_config *c, uint64_t a, const char *name_a,
+			   uint64_t b, const char *name_b, const char *unit,
+			   uint64_t *unit_bytes, uint64_t *units)
+{
+	if (a == 0 || b == 0)
+		return kvs_fail(KVS_ERR_INVALID, "allocator: %s must be positive",
+				a == 0 ? name_a : name_b);
+	if (kvs_mul_overflow(a, b, unit_bytes))
+		return kvs_fail(KVS_ERR_OVERFLOW, "allocator: %s %llu x %s %llu overflows",
+				name_a, (unsigned long long)a, name_b, (unsigned long long)b);
+	*units = c->budget_bytes / *unit_bytes;
+	if (*units == 0)
+		return kvs_fail(KVS_ERR_INVALID, "allocator: budget %llu bytes holds no %s "
+				"of %llu bytes", (unsigned long long)c->budget_bytes, unit,
+				(unsigned long long)*unit_bytes);
+	return KVS_OK;
+}
+
 /* ---- buffers -------------------------------------------------------------- */
 
 kvs_status kvs_alloc_grow_u32(uint32_t **arr, uint32_t *cap, uint32_t n)

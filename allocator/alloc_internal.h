@@ -156,6 +156,15 @@ static inline kvs_seq_rec *kvs_alloc_find(const kvs_alloc *a, kvs_seq_id seq)
 	return kvs_alloc_find_slow(a, seq);
 }
 
+/* A policy's pool, checked at init: its unit of allocation is a x b bytes
+ * (the factors named name_a and name_b in messages) and *units of them fit
+ * the budget, at least one.  KVS_ERR_INVALID when a factor is 0 or no unit
+ * fits ("budget N bytes holds no UNIT of M bytes"), KVS_ERR_OVERFLOW when
+ * a x b overflows 64 bits. */
+kvs_status kvs_alloc_units(const kvs_alloc_config *c, uint64_t a, const char *name_a,
+			   uint64_t b, const char *name_b, const char *unit,
+			   uint64_t *unit_bytes, uint64_t *units);
+
 /* Make sure a->copies holds n entries (KVS_ERR_NOMEM otherwise). */
 kvs_status kvs_alloc_reserve_copies(kvs_alloc *a, size_t n);
 

@@ -353,20 +353,12 @@ static void paged_free(paged *p)
 static kvs_status paged_init(kvs_alloc *a)
 {
 	const kvs_alloc_config *c = &a->cfg;
-	if (c->block_size == 0)
-		return kvs_fail(KVS_ERR_INVALID,
-				"allocator: block_size must be positive");
-	uint64_t bb;
-	if (kvs_mul_overflow(c->block_size, c->kv_bytes_per_token, &bb))
-		return kvs_fail(KVS_ERR_OVERFLOW, "allocator: block_size %u x "
-				"kv_bytes_per_token %llu overflows", c->block_size,
-				(unsigned long long)c->kv_bytes_per_token);
-	uint64_t n = c->budget_bytes / bb;
-	if (n == 0)
-		return kvs_fail(KVS_ERR_INVALID, "allocator: budget %llu bytes "
-				"holds no block of %llu bytes",
-				(unsigned long long)c->budget_bytes,
-				(unsigned long long)bb);
+	uint64_t bb, n;
+	kvs_status pool_st = kvs_alloc_units(c, c->block_size, "block_size",
+					     c->kv_bytes_per_token, "kv_bytes_per_token",
+					     "block", &bb, &n);
+	if (pool_st != KVS_OK)
+		return pool_st;
 	if (n > MAX_BLOCKS)
 		return kvs_fail(KVS_ERR_LIMIT, "allocator: %llu blocks exceed "
 				"the pool's limit of %u; raise block_size",

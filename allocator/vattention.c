@@ -68,16 +68,12 @@ static kvs_status vatt_init(kvs_alloc *a)
 				(unsigned long long)per);
 	if (tpp > UINT32_MAX)
 		tpp = UINT32_MAX;
-	uint64_t gb;
-	if (kvs_mul_overflow(c->page_bytes, c->num_kv_tensors, &gb))
-		return kvs_fail(KVS_ERR_OVERFLOW, "allocator: page group size "
-				"overflows");
-	uint64_t groups = c->budget_bytes / gb;
-	if (groups == 0)
-		return kvs_fail(KVS_ERR_INVALID, "allocator: budget %llu bytes "
-				"holds no page for each of %u tensors",
-				(unsigned long long)c->budget_bytes,
-				c->num_kv_tensors);
+	/* a page group: one page of each K/V tensor */
+	uint64_t gb, groups;
+	kvs_status st = kvs_alloc_units(c, c->page_bytes, "page_bytes", c->num_kv_tensors,
+					"num_kv_tensors", "page group", &gb, &groups);
+	if (st != KVS_OK)
+		return st;
 	vatt *v = kvs_calloc(1, sizeof *v);
 	if (!v)
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");

@@ -304,6 +304,19 @@ typedef struct long_prompt_figs {
 	uint64_t blocks_per_prompt;
 } long_prompt_figs;
 
+/* The figures of bench_long_prompts at block size bs, under keys naming it. */
+static void long_prompt_figures(kvs_bench *b, uint32_t bs, const long_prompt_figs *f)
+{
+	char key[64], unit[96];
+	snprintf(key, sizeof key, "prefix_long_bs%u_insert_ns", bs);
+	snprintf(unit, sizeof unit, "ns per block, 40,960-token prompts, block %u, trace ids", bs);
+	kvs_bench_figure(b, key, f->insert_ns, unit);
+	snprintf(key, sizeof key, "prefix_long_bs%u_lookup_ns", bs);
+	kvs_bench_figure(b, key, f->lookup_ns, "ns per block (target < 100)");
+	snprintf(key, sizeof key, "prefix_long_bs%u_probes_per_op", bs);
+	kvs_bench_figure(b, key, f->probes_per_op, "index slots per operation (deterministic)");
+}
+
 static void bench_long_prompts(uint32_t bs, long_prompt_figs *f)
 {
 	enum { T = 40960, ID_BLOCK = 512, NQ = 12, POOLQ = 4, CHUNK = 2048 };
@@ -411,9 +424,10 @@ int main(int argc, char **argv)
 	double lookup, insert;
 	uint64_t cached;
 	bench_prefix(&lookup, &insert, &cached);
-	long_prompt_figs lp1, lp16;
-	bench_long_prompts(1, &lp1);
-	bench_long_prompts(16, &lp16);
+	static const uint32_t long_bs[] = { 1, 16 };
+	long_prompt_figs lp[KVS_ARRAY_LEN(long_bs)];
+	for (size_t i = 0; i < KVS_ARRAY_LEN(long_bs); i++)
+		bench_long_prompts(long_bs[i], &lp[i]);
 	double account = bench_account();
 	double meta = metadata_per_block();
 
@@ -444,18 +458,8 @@ int main(int argc, char **argv)
 	kvs_bench_figure(&b, "prefix_cached_blocks", (double)cached, "blocks");
 	kvs_bench_figure(&b, "prefix_lookup_ns", lookup, "ns per block (target < 100)");
 	kvs_bench_figure(&b, "prefix_insert_ns", insert, "ns per block (alloc + hash insert)");
-	kvs_bench_figure(&b, "prefix_long_bs1_insert_ns", lp1.insert_ns,
-			 "ns per block, 40,960-token prompts, block 1, trace ids");
-	kvs_bench_figure(&b, "prefix_long_bs1_lookup_ns", lp1.lookup_ns,
-			 "ns per block (target < 100)");
-	kvs_bench_figure(&b, "prefix_long_bs1_probes_per_op", lp1.probes_per_op,
-			 "index slots per operation (deterministic)");
-	kvs_bench_figure(&b, "prefix_long_bs16_insert_ns", lp16.insert_ns,
-			 "ns per block, 40,960-token prompts, block 16, trace ids");
-	kvs_bench_figure(&b, "prefix_long_bs16_lookup_ns", lp16.lookup_ns,
-			 "ns per block (target < 100)");
-	kvs_bench_figure(&b, "prefix_long_bs16_probes_per_op", lp16.probes_per_op,
-			 "index slots per operation (deterministic)");
+	for (size_t i = 0; i < KVS_ARRAY_LEN(long_bs); i++)
+		long_prompt_figures(&b, long_bs[i], &lp[i]);
 	kvs_bench_figure(&b, "account_ns", account, "ns per six-part split");
 	kvs_bench_figure(&b, "metadata_bytes_per_block", meta, "bytes (target <= 32)");
 	return kvs_bench_finish(&b);

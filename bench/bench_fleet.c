@@ -23,16 +23,11 @@
 
 #include "kvsim/kvsim.h"
 
-static kvs_status gen_next(void *ctx, kvs_request *req)
-{
-	return kvs_gen_next(ctx, req);
-}
-
 typedef struct figures {
 	int ok;
 	double wall_s;
-	uint64_t requests, completed, steps, events;
-	double sim_time_s, requests_cv;
+	kvs_bench_run run;
+	double requests_cv;
 	uint64_t peak_rss;
 	char err[200];
 } figures;
@@ -47,35 +42,26 @@ typedef struct bench_case {
 static void run_case(const bench_case *bc, uint64_t nreq, uint32_t fleet_n, figures *f)
 {
 	memset(f, 0, sizeof *f);
-	kvs_deploy d;
-	kvs_bench_deploy("fleet", "llama-3-8b", "a100-40gb", 0, &d);
 	kvs_sim_config c;
-	kvs_sim_config_defaults(&c, &d);
-	/* Azure-conversation-like lengths at 5 requests/s per replica (as
-	 * bench_sim), so that queues and memory stay bounded */
+	kvs_bench_sim_config("fleet", "llama-3-8b", "a100-40gb", 0, &c);
+	/* bench_sim's workload at 5 requests/s per replica, so that queues
+	 * and memory stay bounded */
 	kvs_gen_opts go;
-	kvs_gen_opts_defaults(&go);
-	go.seed = 42;
-	go.requests = nreq;
-	go.rate = 5.0 * (bc->router ? fleet_n : 1);
-	go.prompt = (kvs_gen_dist){ KVS_DIST_LOGNORMAL, 1000, 0.9, NULL };
-	go.output = (kvs_gen_dist){ KVS_DIST_LOGNORMAL, 220, 0.9, NULL };
-	go.max_tokens = 4096;
-	go.hashes = 0;
+	kvs_bench_conv_workload(&go, nreq, 5.0 * (bc->router ? fleet_n : 1));
 	kvs_gen *gen;
 	kvs_status st = kvs_gen_open(&go, &gen);
 	if (st != KVS_OK) {
 		snprintf(f->err, sizeof f->err, "%s", kvs_last_error());
 		return;
 	}
-	kvs_request_source src = { gen_next, gen, NULL };
+	kvs_request_source src = kvs_bench_gen_source(gen);
 	uint64_t t0 = kvs_bench_now_ns();
 	const kvs_sim_stats *s = NULL;
 	kvs_sim_result *res = NULL;
 	kvs_fleet_result *fr = NULL;
 	if (bc->router) {
 		kvs_fleet_config fc;
-		kvs_fleet_config_defaults(&fc, &d);
+		kvs_fleet_config_defaults(&fc, &c.deploy);
 		fc.sim = c;
 		fc.replicas = fleet_n;
 		fc.router = bc->router;
@@ -114,11 +100,7 @@ static void run_case(const bench_case *bc, uint64_t nreq, uint32_t fleet_n, figu
 		return;
 	}
 	f->ok = 1;
-	f->requests = s->arrived;
-	f->completed = s->completed;
-	f->steps = s->steps;
-	f->events = s->events;
-	f->sim_time_s = s->sim_time_s;
+	f->run = kvs_bench_run_of(s);
 	kvs_sim_result_destroy(res);
 	kvs_fleet_result_destroy(fr);
 	f->peak_rss = kvs_mem_peak_rss();
@@ -189,13 +171,13 @@ int main(int argc, char **argv)
 			printf("%-22s failed: %s\n", bc->name, f.err);
 			continue;
 		}
-		double rps = (double)f.requests / f.wall_s;
+		double rps = (double)f.run.arrived / f.wall_s;
 		double mib = (double)f.peak_rss / 1048576.0;
 		bool met = !bc->router || (f.wall_s <= target && mib < 300);
 		if (!b.json)
 			printf("%-22s %9.3f %7.1fs %12.0f %12llu %10llu %9.1f %8.4f %s\n", bc->name,
 			       f.wall_s, bc->router ? target : 0.0, rps,
-			       (unsigned long long)f.events, (unsigned long long)f.steps, mib,
+			       (unsigned long long)f.run.events, (unsigned long long)f.run.steps, mib,
 			       f.requests_cv, bc->router ? (met ? "ok" : "MISSED") : "(reference)");
 		json_t *row = json_object();
 		json_object_set_new(row, "case", json_string(bc->name));
@@ -203,12 +185,12 @@ int main(int argc, char **argv)
 		json_object_set_new(row, "replicas", json_integer(bc->router ? n : 1));
 		json_object_set_new(row, "disaggregated", json_boolean(bc->disagg));
 		json_object_set_new(row, "wall_s", json_real(f.wall_s));
-		json_object_set_new(row, "requests", json_integer((json_int_t)f.requests));
-		json_object_set_new(row, "completed", json_integer((json_int_t)f.completed));
+		json_object_set_new(row, "requests", json_integer((json_int_t)f.run.arrived));
+		json_object_set_new(row, "completed", json_integer((json_int_t)f.run.completed));
 		json_object_set_new(row, "requests_per_s", json_real(rps));
-		json_object_set_new(row, "events", json_integer((json_int_t)f.events));
-		json_object_set_new(row, "steps", json_integer((json_int_t)f.steps));
-		json_object_set_new(row, "sim_time_s", json_real(f.sim_time_s));
+		json_object_set_new(row, "events", json_integer((json_int_t)f.run.events));
+		json_object_set_new(row, "steps", json_integer((json_int_t)f.run.steps));
+		json_object_set_new(row, "sim_time_s", json_real(f.run.sim_time_s));
 		json_object_set_new(row, "requests_cv", json_real(f.requests_cv));
 		json_object_set_new(row, "peak_rss_bytes", json_integer((json_int_t)f.peak_rss));
 		json_object_set_new(row, "target_s", bc->router ? json_real(target) : json_null());

@@ -28,19 +28,12 @@
 #include "kvs_config.h"
 #include "kvsim/kvsim.h"
 
-static kvs_status gen_next(void *ctx, kvs_request *req)
-{
-	return kvs_gen_next(ctx, req);
-}
-
 typedef struct figures {
 	int ok;
 	double wall_s;
 	double cpu_s;             /* the child's CPU time (robust to load) */
-	uint64_t requests, completed, steps, spans;
-	double sim_time_s;
+	kvs_bench_run run;
 	uint64_t peak_rss;
-	double conc_mean;
 	double hit_rate;          /* prefix hits, share of prompt tokens */
 	uint64_t tier_hits;       /* prefix blocks loaded from the offload tier */
 	char err[200];
@@ -57,27 +50,13 @@ typedef struct bench_case {
 	uint32_t block_size;      /* tokens per block (0: the default, 16) */
 } bench_case;
 
-static void deploy_default(kvs_deploy *d)
-{
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("llama-3-8b", &m) != KVS_OK ||
-	    kvs_gpu_preset("a100-40gb", &g) != KVS_OK) {
-		fprintf(stderr, "bench_sim: presets: %s\n", kvs_last_error());
-		exit(1);
-	}
-	kvs_deploy_defaults(d, &m, &g);
-}
-
 static void run_case(const bench_case *bc, kvs_policy pol, figures *f)
 {
 	memset(f, 0, sizeof *f);
-	kvs_deploy d;
-	deploy_default(&d);
-	if (bc->block_size)
-		d.block_size = bc->block_size;
 	kvs_sim_config c;
-	kvs_sim_config_defaults(&c, &d);
+	kvs_bench_sim_config("sim", "llama-3-8b", "a100-40gb", 0, &c);
+	if (bc->block_size)
+		c.deploy.block_size = bc->block_size;
 	c.policy = pol;
 	uint32_t mml = 8192;
 	if (bc->pool_blocks) {
@@ -113,18 +92,11 @@ static void run_case(const bench_case *bc, kvs_policy pol, figures *f)
 		/* Azure-conversation-like lengths at a rate the replica sustains,
 		 * so the queue (and memory) stays bounded */
 		kvs_gen_opts go;
-		kvs_gen_opts_defaults(&go);
-		go.seed = 42;
-		go.requests = bc->generated;
-		go.rate = 5.0;
-		go.prompt = (kvs_gen_dist){ KVS_DIST_LOGNORMAL, 1000, 0.9, NULL };
-		go.output = (kvs_gen_dist){ KVS_DIST_LOGNORMAL, 220, 0.9, NULL };
-		go.max_tokens = 4096;
-		go.hashes = 0;
+		kvs_bench_conv_workload(&go, bc->generated, 5.0);
 		kvs_gen *g;
 		st = kvs_gen_open(&go, &g);
 		if (st == KVS_OK) {
-			kvs_request_source src = { gen_next, g, NULL };
+			kvs_request_source src = kvs_bench_gen_source(g);
 			st = kvs_sim_replay(&c, &src, &res);
 			kvs_gen_close(g);
 		}
@@ -138,12 +110,7 @@ static void run_case(const bench_case *bc, kvs_policy pol, figures *f)
 	}
 	const kvs_sim_stats *s = kvs_sim_result_stats(res);
 	f->ok = 1;
-	f->requests = s->arrived;
-	f->completed = s->completed;
-	f->steps = s->steps;
-	f->spans = s->spans;
-	f->sim_time_s = s->sim_time_s;
-	f->conc_mean = s->concurrency_mean;
+	f->run = kvs_bench_run_of(s);
 	f->hit_rate = s->prefix_hit_rate_tokens;
 	f->tier_hits = kvs_sim_result_offload(res)->tier[KVS_OFFLOAD_HOST].hit_blocks;
 	kvs_sim_result_destroy(res);
@@ -203,8 +170,8 @@ static void block_size_rows(kvs_bench *b, const char *conv)
 		printf("\nblock size, paged, %s, CPU time, best of 3 alternating:\n", bc[0].name);
 		printf("  block 16: %.3f s (%llu steps, %llu spans)   block 1: %.3f s (%llu steps, "
 		       "%llu spans)   ratio %.2fx (target <= 2x) %s\n",
-		       best[0], (unsigned long long)f[0].steps, (unsigned long long)f[0].spans,
-		       best[1], (unsigned long long)f[1].steps, (unsigned long long)f[1].spans,
+		       best[0], (unsigned long long)f[0].run.steps, (unsigned long long)f[0].run.spans,
+		       best[1], (unsigned long long)f[1].run.steps, (unsigned long long)f[1].run.spans,
 		       ratio, met ? "ok" : "MISSED");
 	}
 	json_t *row = json_object();
@@ -213,8 +180,8 @@ static void block_size_rows(kvs_bench *b, const char *conv)
 	json_object_set_new(row, "case", json_string("block size 1 vs 16"));
 	json_object_set_new(row, "cpu_s_block_16", json_real(best[0]));
 	json_object_set_new(row, "cpu_s_block_1", json_real(best[1]));
-	json_object_set_new(row, "spans_block_16", json_integer((json_int_t)f[0].spans));
-	json_object_set_new(row, "spans_block_1", json_integer((json_int_t)f[1].spans));
+	json_object_set_new(row, "spans_block_16", json_integer((json_int_t)f[0].run.spans));
+	json_object_set_new(row, "spans_block_1", json_integer((json_int_t)f[1].run.spans));
 	json_object_set_new(row, "ratio", json_real(ratio));
 	json_object_set_new(row, "target_ratio", json_real(2.0));
 	json_object_set_new(row, "target_met", json_boolean(met));
@@ -284,14 +251,14 @@ int main(int argc, char **argv)
 				printf("%-24s %-11s failed: %s\n", bc->name, pn, f.err);
 				continue;
 			}
-			double rps = (double)f.requests / f.wall_s;
-			double sps = (double)f.steps / f.wall_s;
+			double rps = (double)f.run.arrived / f.wall_s;
+			double sps = (double)f.run.steps / f.wall_s;
 			double mib = (double)f.peak_rss / 1048576.0;
 			bool met = f.wall_s <= bc->target_s && mib < 200;
 			if (!b.json)
 				printf("%-24s %-11s %9.3f %8.3f %7.1fs %12.0f %12.0f %10llu %9.1f %7.0fx %s",
 				       bc->name, pn, f.wall_s, f.cpu_s, bc->target_s, rps, sps,
-				       (unsigned long long)f.steps, mib, rps / 600.0,
+				       (unsigned long long)f.run.steps, mib, rps / 600.0,
 				       met ? "ok" : "MISSED");
 			if (!b.json && bc->pool_blocks)
 				printf("  prefix hit %.1f%% (%llu blocks from the tier)",
@@ -304,14 +271,14 @@ int main(int argc, char **argv)
 			json_object_set_new(row, "wall_s", json_real(f.wall_s));
 			json_object_set_new(row, "cpu_s", json_real(f.cpu_s));
 			json_object_set_new(row, "target_s", json_real(bc->target_s));
-			json_object_set_new(row, "requests", json_integer((json_int_t)f.requests));
-			json_object_set_new(row, "completed", json_integer((json_int_t)f.completed));
+			json_object_set_new(row, "requests", json_integer((json_int_t)f.run.arrived));
+			json_object_set_new(row, "completed", json_integer((json_int_t)f.run.completed));
 			json_object_set_new(row, "requests_per_s", json_real(rps));
-			json_object_set_new(row, "steps", json_integer((json_int_t)f.steps));
-			json_object_set_new(row, "spans", json_integer((json_int_t)f.spans));
+			json_object_set_new(row, "steps", json_integer((json_int_t)f.run.steps));
+			json_object_set_new(row, "spans", json_integer((json_int_t)f.run.spans));
 			json_object_set_new(row, "steps_per_s", json_real(sps));
-			json_object_set_new(row, "sim_time_s", json_real(f.sim_time_s));
-			json_object_set_new(row, "concurrency_mean", json_real(f.conc_mean));
+			json_object_set_new(row, "sim_time_s", json_real(f.run.sim_time_s));
+			json_object_set_new(row, "concurrency_mean", json_real(f.run.concurrency_mean));
 			json_object_set_new(row, "peak_rss_bytes", json_integer((json_int_t)f.peak_rss));
 			json_object_set_new(row, "speedup_vs_vidur_600", json_real(rps / 600.0));
 			json_object_set_new(row, "target_met", json_boolean(met));

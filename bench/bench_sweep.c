@@ -20,15 +20,6 @@
 
 #include "kvsim/kvsim.h"
 
-static const char *trace_path(void)
-{
-	static char buf[4096];
-	const char *root = getenv("KVS_SOURCE_ROOT");
-	snprintf(buf, sizeof buf, "%s/../shared/traces/azure-2023/conv.csv",
-		 root ? root : KVS_SOURCE_ROOT);
-	return buf;
-}
-
 /* CPU time of the whole process (every worker thread). */
 static double proc_cpu_s(void)
 {
@@ -83,16 +74,15 @@ int main(int argc, char **argv)
 			repeat = atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : 1;
 	if (!kvs_bench_init(&b, "sweep", argc, argv, &rc))
 		return rc;
-	const char *path = trace_path();
+	char path[4096];
+	kvs_bench_shared_trace(path, sizeof path, "azure-2023/conv.csv");
 	if (access(path, R_OK) != 0) {
 		printf("bench_sweep: %s not found: skipped\n", path);
 		kvs_bench_finish(&b);
 		return 0;
 	}
-	kvs_deploy d;
-	kvs_bench_deploy("sweep", "llama-2-7b", "a100-80gb", 0, &d);
 	kvs_sim_config sc;
-	kvs_sim_config_defaults(&sc, &d);
+	kvs_bench_sim_config("sweep", "llama-2-7b", "a100-80gb", 0, &sc);
 	kvs_trace_opts o;
 	kvs_trace_opts_defaults(&o);
 	o.max_model_len = 4096;

@@ -131,3 +131,44 @@ void kvs_bench_deploy(const char *name, const char *model, const char *gpu,
 		g.mem_bytes = gpu_mem;
 	kvs_deploy_defaults(d, &m, &g);
 }
+
+void kvs_bench_sim_config(const char *name, const char *model, const char *gpu,
+			  uint64_t gpu_mem, kvs_sim_config *c)
+{
+	kvs_deploy d;
+	kvs_bench_deploy(name, model, gpu, gpu_mem, &d);
+	kvs_sim_config_defaults(c, &d);
+}
+
+void kvs_bench_conv_workload(kvs_gen_opts *go, uint64_t requests, double rate)
+{
+	kvs_gen_opts_defaults(go);
+	go->seed = 42;
+	go->requests = requests;
+	go->rate = rate;
+	go->prompt = (kvs_gen_dist){ KVS_DIST_LOGNORMAL, 1000, 0.9, NULL };
+	go->output = (kvs_gen_dist){ KVS_DIST_LOGNORMAL, 220, 0.9, NULL };
+	go->max_tokens = 4096;
+	go->hashes = 0;
+}
+
+static kvs_status gen_next(void *ctx, kvs_request *req)
+{
+	return kvs_gen_next(ctx, req);
+}
+
+kvs_request_source kvs_bench_gen_source(kvs_gen *g)
+{
+	kvs_request_source src = { gen_next, g, NULL };
+	return src;
+}
+
+kvs_bench_run kvs_bench_run_of(const kvs_sim_stats *s)
+{
+	return (kvs_bench_run){
+		.arrived = s->arrived, .completed = s->completed, .rejected = s->rejected,
+		.unfinished = s->unfinished, .steps = s->steps, .spans = s->spans,
+		.events = s->events, .sim_time_s = s->sim_time_s,
+		.concurrency_mean = s->concurrency_mean,
+	};
+}

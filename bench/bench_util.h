@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "kvsim/model.h"
+#include "kvsim/sim.h"
 
 /* Monotonic time in nanoseconds. */
 uint64_t kvs_bench_now_ns(void);
@@ -57,6 +58,31 @@ const char *kvs_bench_shared_trace(char *out, size_t n, const char *rel);
  * load ends the benchmark: "bench_NAME: presets: <error>", exit 1. */
 void kvs_bench_deploy(const char *name, const char *model, const char *gpu,
 		      uint64_t gpu_mem, kvs_deploy *d);
+
+/* *c = kvs_sim_config_defaults over kvs_bench_deploy's deployment. */
+void kvs_bench_sim_config(const char *name, const char *model, const char *gpu,
+			  uint64_t gpu_mem, kvs_sim_config *c);
+
+/* The generated workload of bench_sim and bench_fleet: requests with
+ * Azure-conversation-like lengths (log-normal prompts around 1,000 tokens
+ * and outputs around 220, at most 4,096), no prefix hashes, seed 42, at
+ * rate requests/s. */
+void kvs_bench_conv_workload(kvs_gen_opts *go, uint64_t requests, double rate);
+
+/* A request source over a generator (streamed, never held in memory). */
+kvs_request_source kvs_bench_gen_source(kvs_gen *g);
+
+/* What the simulator benchmarks report of one run: a plain struct, so that
+ * a child of kvs_bench_run_isolated can send it back whole. */
+typedef struct kvs_bench_run {
+	uint64_t arrived, completed, rejected, unfinished;
+	uint64_t steps, spans, events;
+	double sim_time_s;          /* simulated */
+	double concurrency_mean;
+} kvs_bench_run;
+
+/* The figures of one run, from its statistics. */
+kvs_bench_run kvs_bench_run_of(const kvs_sim_stats *s);
 
 /* Print the JSON object (json mode) and free everything. */
 int kvs_bench_finish(kvs_bench *b);

@@ -46,21 +46,9 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static kvs_status gen_next(void *ctx, kvs_request *req)
-{
-	return kvs_gen_next(ctx, req);
-}
-
-static void deploy_vidur(kvs_deploy *d)
-{
-	kvs_bench_deploy("vidur", "llama-2-70b", "a100-80gb", 80ull << 30 /* --gpu-mem 80GiB */, d);
-	d->tp = 2;
-}
-
 typedef struct run_figs {
 	double cpu_s, wall_s;
-	uint64_t arrived, completed, rejected, unfinished, steps, spans;
-	double sim_time_s;
+	kvs_bench_run run;
 } run_figs;
 
 /* The workload, generated once: lengths resampled jointly from the trace,
@@ -81,7 +69,7 @@ static kvs_request_set *build_workload(const char *trace, uint64_t requests)
 	kvs_request_set *set = NULL;
 	kvs_status st = kvs_gen_open(&go, &g);
 	if (st == KVS_OK) {
-		kvs_request_source src = { gen_next, g, NULL };
+		kvs_request_source src = kvs_bench_gen_source(g);
 		st = kvs_request_set_from_source(&src, &set);
 		kvs_gen_close(g);
 	}
@@ -96,12 +84,12 @@ static kvs_request_set *build_workload(const char *trace, uint64_t requests)
  * result's release. */
 static void replay_once(const kvs_request_set *set, kvs_policy pol, run_figs *f)
 {
-	kvs_deploy d;
-	deploy_vidur(&d);
-	uint64_t c0 = cpu_ns(), w0 = kvs_bench_now_ns();
 	kvs_sim_config c;
-	kvs_sim_config_defaults(&c, &d);
+	kvs_bench_sim_config("vidur", "llama-2-70b", "a100-80gb",
+			     80ull << 30 /* --gpu-mem 80GiB */, &c);
+	c.deploy.tp = 2;
 	c.policy = pol;
+	uint64_t c0 = cpu_ns(), w0 = kvs_bench_now_ns();
 	kvs_request_cursor cur;
 	kvs_request_cursor_init(&cur, set, 1.0);
 	kvs_request_source src = kvs_request_cursor_source(&cur);
@@ -112,23 +100,16 @@ static void replay_once(const kvs_request_set *set, kvs_policy pol, run_figs *f)
 			kvs_last_error());
 		exit(1);
 	}
-	const kvs_sim_stats *s = kvs_sim_result_stats(res);
-	f->arrived = s->arrived;
-	f->completed = s->completed;
-	f->rejected = s->rejected;
-	f->unfinished = s->unfinished;
-	f->steps = s->steps;
-	f->spans = s->spans;
-	f->sim_time_s = s->sim_time_s;
+	f->run = kvs_bench_run_of(kvs_sim_result_stats(res));
 	kvs_sim_result_destroy(res);
 	f->cpu_s = (double)(cpu_ns() - c0) * 1e-9;
 	f->wall_s = (double)(kvs_bench_now_ns() - w0) * 1e-9;
 	uint64_t n = kvs_request_set_count(set);
-	if (f->arrived != n ||
-	    f->completed + f->rejected + f->unfinished != f->arrived) {
+	const kvs_bench_run *r = &f->run;
+	if (r->arrived != n || r->completed + r->rejected + r->unfinished != r->arrived) {
 		fprintf(stderr, "bench_vidur: %s: %llu requests arrived of %llu, "
 			"accounting broken\n", kvs_policy_name(pol),
-			(unsigned long long)f->arrived, (unsigned long long)n);
+			(unsigned long long)r->arrived, (unsigned long long)n);
 		exit(1);
 	}
 }
@@ -204,22 +185,22 @@ int main(int argc, char **argv)
 			printf("%-11s %9.2f %9.2f %8s %8.0fx %10llu %9llu %8llu %8.0f %s\n",
 			       pn, best.cpu_s * 1e3, best.wall_s * 1e3,
 			       has_target ? "< 20 ms" : "-", speedup,
-			       (unsigned long long)best.completed,
-			       (unsigned long long)best.rejected,
-			       (unsigned long long)best.steps, best.sim_time_s,
+			       (unsigned long long)best.run.completed,
+			       (unsigned long long)best.run.rejected,
+			       (unsigned long long)best.run.steps, best.run.sim_time_s,
 			       has_target ? (met ? "ok" : "MISSED") : "");
 		json_t *row = json_object();
 		json_object_set_new(row, "policy", json_string(pn));
 		json_object_set_new(row, "cpu_s", json_real(best.cpu_s));
 		json_object_set_new(row, "wall_s", json_real(best.wall_s));
 		json_object_set_new(row, "speedup_vs_vidur", json_real(speedup));
-		json_object_set_new(row, "arrived", json_integer((json_int_t)best.arrived));
-		json_object_set_new(row, "completed", json_integer((json_int_t)best.completed));
-		json_object_set_new(row, "rejected", json_integer((json_int_t)best.rejected));
-		json_object_set_new(row, "unfinished", json_integer((json_int_t)best.unfinished));
-		json_object_set_new(row, "steps", json_integer((json_int_t)best.steps));
-		json_object_set_new(row, "spans", json_integer((json_int_t)best.spans));
-		json_object_set_new(row, "sim_time_s", json_real(best.sim_time_s));
+		json_object_set_new(row, "arrived", json_integer((json_int_t)best.run.arrived));
+		json_object_set_new(row, "completed", json_integer((json_int_t)best.run.completed));
+		json_object_set_new(row, "rejected", json_integer((json_int_t)best.run.rejected));
+		json_object_set_new(row, "unfinished", json_integer((json_int_t)best.run.unfinished));
+		json_object_set_new(row, "steps", json_integer((json_int_t)best.run.steps));
+		json_object_set_new(row, "spans", json_integer((json_int_t)best.run.spans));
+		json_object_set_new(row, "sim_time_s", json_real(best.run.sim_time_s));
 		if (has_target) {
 			json_object_set_new(row, "target_s", json_real(TARGET_S));
 			json_object_set_new(row, "target_met", json_boolean(met));

@@ -16,13 +16,15 @@
 
 #include <jansson.h>
 
-void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv)
+void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv,
+		   void (*help)(FILE *))
 {
 	memset(it, 0, sizeof *it);
 	it->argc = argc;
 	it->argv = argv;
 	it->i = 1;
 	it->cmd = cmd;
+	it->help = help;
 }
 
 bool kvs_args_next(kvs_args *it, const char **positional)
@@ -185,7 +187,11 @@ bool kvs_args_no_value(kvs_args *it)
 
 bool kvs_args_help(const kvs_args *it)
 {
-	return kvs_args_is(it, "--help") || kvs_args_is(it, "-h");
+	if (!kvs_args_is(it, "--help") && !kvs_args_is(it, "-h"))
+		return false;
+	if (it->help)
+		it->help(stdout);
+	return true;
 }
 
 int kvs_args_str(kvs_args *it, const char *name, const char **out)

@@ -32,10 +32,13 @@ typedef struct kvs_args {
 	char flagbuf[128];
 	const char *inline_val; /* value after '=' or NULL */
 	bool error;             /* a usage error was reported */
-	void (*help)(FILE *);   /* the command's --help, for "did you mean" */
+	void (*help)(FILE *);   /* the command's --help; also for "did you mean" */
 } kvs_args;
 
-void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv);
+/* help prints the command's --help (for kvs_args_help and the "did you
+ * mean" of an unknown flag); NULL for none. */
+void kvs_args_init(kvs_args *it, const char *cmd, int argc, char **argv,
+		   void (*help)(FILE *));
 
 /* Advance: returns true with it->flag set for a flag ("--x" or "-x"),
  * true with it->flag == NULL and *positional set for a positional argument,
@@ -79,7 +82,8 @@ bool kvs_parse_tokens(const char *s, uint64_t *out);
 /* A boolean flag: false, with a usage error, when it came as "--flag=value". */
 bool kvs_args_no_value(kvs_args *it);
 
-/* Is the current flag --help or -h? */
+/* Is the current flag --help or -h?  Then the command's help printer (given
+ * to kvs_args_init) has printed the help on standard output. */
 bool kvs_args_help(const kvs_args *it);
 
 /* A string-valued flag, in the flag groups' convention: 1 when the current
@@ -101,12 +105,6 @@ bool kvs_args_taken(kvs_args *it, int r);
 /* Report an unknown flag and mark the usage error; with it->help set, the
  * closest flag that help text names is offered ("did you mean '--tp'?"). */
 void kvs_args_unknown(kvs_args *it);
-
-/* The command's help printer, read by kvs_args_unknown for suggestions. */
-static inline void kvs_args_set_help(kvs_args *it, void (*help)(FILE *))
-{
-	it->help = help;
-}
 
 /* Did-you-mean for `word` among the flags ("--name") a help printer names:
  * the suggestion copied to buf (cap bytes) and returned, or NULL. */

@@ -761,357 +761,86 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 
 /* ---- replay / compare ---------------------------------------------------------- */
 
-/* An output named by a flag, opened before any simulation so that a bad
- * path fails first (kvs_outfile: "-" is standard output; a file is written
- * under a temporary name until kvs_cli_out_close).  The message names the
- * flag, the path and the reason; NULL on failure. */
-kvs_outfile *kvs_cli_out_open(const char *cmd, const char *flag, const char *path)
+/* --goodput (replay and compare only) */
+static int goodput_arg(kvs_args *it, kvs_cli_front *fe, void *ctx)
 {
-	kvs_outfile *o;
-	if (kvs_outfile_open(path, &o) != KVS_OK) {
-		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
-		return NULL;
-	}
-	return o;
+	return kvs_cli_goodput_arg(it, &fe->sim.cfg, ctx);
 }
 
-/* ok: commit (rename into place; false, with the message printed, when any
- * write failed); !ok: discard, so a failed run leaves nothing behind. */
-bool kvs_cli_out_close(const char *cmd, const char *flag, kvs_outfile *o, bool ok)
+typedef struct replay_run {
+	const kvs_sim_config *cfg;
+	kvs_sim_result **out;
+} replay_run;
+
+static kvs_status replay_one(void *ctx, kvs_request_source *src)
 {
-	if (!o)
-		return true;
-	if (!ok) {
-		kvs_outfile_discard(o);
-		return true;
-	}
-	if (kvs_outfile_commit(o) != KVS_OK) {
-		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
-		return false;
-	}
-	return true;
+	replay_run *r = ctx;
+	return kvs_sim_replay(r->cfg, src, r->out);
 }
 
-/* ---- --json and --report --------------------------------------------------- */
-
-bool kvs_cli_path_is_regular(const char *path)
+/* --bench-json: one object, or a list of them with several policies */
+static int write_bench_json(FILE *f, kvs_sim_result *const *res, size_t nres,
+			    const kvs_cli_bench_opts *bo)
 {
-	struct stat sb;
-	return strcmp(path, "-") != 0 && stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-bool kvs_cli_report_dir_ok(const char *cmd, const char *dir)
-{
-	char path[4096];
-	size_t n = strlen(dir);
-	if (n == 0) {
-		fprintf(stderr, "kvsim %s: --report: empty directory name\n", cmd);
-		return false;
-	}
-	if (n >= sizeof path) {
-		fprintf(stderr, "kvsim %s: --report: %s: path too long\n", cmd, dir);
-		return false;
-	}
-	memcpy(path, dir, n + 1);
-	/* walk up to the deepest part of the path that exists */
-	for (;;) {
-		struct stat sb;
-		if (stat(path, &sb) == 0) {
-			if (!S_ISDIR(sb.st_mode)) {
-				fprintf(stderr, "kvsim %s: --report: %s: %s is not a directory\n",
-					cmd, dir, path);
-				return false;
-			}
-			if (access(path, W_OK | X_OK) != 0) {
-				fprintf(stderr, "kvsim %s: --report: %s: cannot write in %s: %s\n",
-					cmd, dir, path, strerror(errno));
-				return false;
-			}
-			return true;
-		}
-		if (errno != ENOENT && errno != ENOTDIR) {
-			fprintf(stderr, "kvsim %s: --report: %s: %s: %s\n", cmd, dir, path,
-				strerror(errno));
-			return false;
-		}
-		/* drop the last component (and trailing slashes) */
-		while (n > 1 && path[n - 1] == '/')
-			path[--n] = '\0';
-		while (n > 0 && path[n - 1] != '/')
-			n--;
-		if (n == 0) {
-			strcpy(path, ".");
-			n = 1;
-		} else {
-			while (n > 1 && path[n - 1] == '/')
-				n--;
-			path[n] = '\0';
-		}
-	}
-}
-
-typedef struct report_progress {
-	const char *cmd;
-	bool shown;
-} report_progress;
-
-static void on_report_progress(void *ctx, size_t done, size_t total, const char *what)
-{
-	report_progress *rp = ctx;
-	fprintf(stderr, "\rkvsim %s: report [%zu/%zu] %-40.40s", rp->cmd, done, total, what);
-	if (done == total)
-		fprintf(stderr, "\r%*s\r", 78, "");
-	fflush(stderr);
-	rp->shown = done != total;
-}
-
-int kvs_cli_json_output(const char *cmd, const kvs_json *doc, kvs_outfile *json_out,
-			const char *report_dir, const char *title, bool quiet)
-{
-	if (!json_out && !report_dir)
-		return KVS_EXIT_OK;
-	/* one text for both outputs */
-	char *text = kvs_json_text(doc);
-	if (!text) {
-		fprintf(stderr, "kvsim %s: out of memory (JSON)\n", cmd);
-		return KVS_EXIT_FAIL;
-	}
-	int rc = KVS_EXIT_OK;
-	if (json_out) {
-		FILE *f = kvs_outfile_stream(json_out);
-		if (fputs(text, f) < 0 || fputc('\n', f) == EOF) {
-			fprintf(stderr, "kvsim %s: --json: %s: write failed: %s\n", cmd,
-				kvs_outfile_path(json_out), strerror(errno));
-			rc = KVS_EXIT_FAIL;
-		}
-	}
-	if (rc == KVS_EXIT_OK && report_dir) {
-		kvs_report_opts o;
-		kvs_report_opts_defaults(&o);
-		o.title = title;
-		report_progress rp = { cmd, false };
-		if (!quiet && kvs_cli_stderr_is_tty()) {
-			o.progress = on_report_progress;
-			o.progress_ctx = &rp;
-		}
-		const char *texts[1] = { text };
-		char label[32];
-		snprintf(label, sizeof label, "kvsim %s", cmd);
-		const char *labels[1] = { label };
-		kvs_status st = kvs_report_write(texts, labels, 1, report_dir, &o);
-		if (rp.shown)
-			fprintf(stderr, "\r%*s\r", 78, "");
-		if (st != KVS_OK) {
-			/* the message names the run by its label: said once */
-			const char *msg = kvs_last_error();
-			size_t ll = strlen(label);
-			if (strncmp(msg, label, ll) == 0 && strncmp(msg + ll, ": ", 2) == 0)
-				msg += ll + 2;
-			fprintf(stderr, "kvsim %s: --report: %s\n", cmd, msg);
-			rc = KVS_EXIT_FAIL;
-		} else if (!quiet) {
-			size_t dl = strlen(report_dir);
-			while (dl > 1 && report_dir[dl - 1] == '/')
-				dl--;
-			fprintf(stderr, "kvsim %s: report written to %.*s/index.html\n", cmd,
-				(int)dl, report_dir);
-		}
-	}
-	free(text);
+	json_t *bj = nres == 1 ? kvs_cli_bench_json(res[0], bo) : json_array();
+	for (size_t i = 0; nres > 1 && i < nres; i++)
+		json_array_append_new(bj, kvs_cli_bench_json(res[i], bo));
+	char *bt = kvs_cli_json_text(bj, JSON_INDENT(2) | JSON_SORT_KEYS);
+	int rc = !bt || fputs(bt, f) < 0 || fputc('\n', f) == EOF ? KVS_EXIT_FAIL : KVS_EXIT_OK;
+	free(bt);
+	json_decref(bj);
 	return rc;
 }
 
-/* SIGINT/SIGTERM during a replay, compare or sweep: the run stops at its
- * next event, the outputs are written whole and marked "interrupted", exit
- * 128 + signal.  A second signal ends the process at once (the default
- * action). */
-static volatile sig_atomic_t sim_interrupt;
-
-static void on_interrupt(int sig)
+int kvs_cli_sim_command(kvs_args *it, bool several)
 {
-	sim_interrupt = sig;
-	signal(sig, SIG_DFL);
-}
-
-const volatile sig_atomic_t *kvs_cli_interrupt_install(void)
-{
-	static const int sigs[] = { SIGINT, SIGTERM };
-	for (size_t i = 0; i < KVS_ARRAY_LEN(sigs); i++) {
-		struct sigaction old;
-		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
-			struct sigaction sa;
-			memset(&sa, 0, sizeof sa);
-			sa.sa_handler = on_interrupt;
-			sigemptyset(&sa.sa_mask);
-			sigaction(sigs[i], &sa, NULL);
-		}
-	}
-	return &sim_interrupt;
-}
-
-/* "kvsim replay: conv.csv" for the report page */
-static void report_title(char *buf, size_t n, const char *cmd, const char *path)
-{
-	const char *base = strrchr(path, '/');
-	snprintf(buf, n, "kvsim %s: %s", cmd, base && base[1] ? base + 1 : path);
-}
-
-/* Every output opened so far, removed (a run that fails before its
- * outputs are written leaves none of them, nor their temporary files). */
-static void discard_outputs(kvs_outfile *a, kvs_outfile *b, kvs_outfile *c,
-			    kvs_outfile *d, kvs_outfile *e)
-{
-	kvs_outfile_discard(a);
-	kvs_outfile_discard(b);
-	kvs_outfile_discard(c);
-	kvs_outfile_discard(d);
-	kvs_outfile_discard(e);
-}
-
-int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE *f))
-{
-	const char *cmd = several ? "compare" : "replay";
-	kvs_args it;
-	kvs_args_init(&it, cmd, argc, argv);
-	kvs_args_set_help(&it, usage);
-	kvs_cli_deploy dep;
-	kvs_cli_deploy_init(&dep, "llama-3-8b", NULL);
-	kvs_trace_opts topts;
-	kvs_trace_opts_defaults(&topts);
-	kvs_cli_sim sim;
-	kvs_cli_sim_init(&sim);
-	const char *path = NULL, *json = NULL, *tscsv = NULL, *reqcsv = NULL;
-	const char *report = NULL, *bench = NULL, *summary = NULL;
+	kvs_cli_front fe;
+	kvs_cli_front_init(&fe, it, KVS_CLI_OUT_ALL);
+	const char *cmd = fe.cmd;
+	kvs_cli_sim *sim = &fe.sim;
 	bool goodput = false;
-	const char *pos;
-	while (kvs_args_next(&it, &pos)) {
-		if (!it.flag) {
-			if (!kvs_args_one_positional(&it, pos, &path, "TRACE"))
-				return KVS_EXIT_USAGE;
-			continue;
-		}
-		if (kvs_args_help(&it)) {
-			usage(stdout);
-			return KVS_EXIT_OK;
-		}
-		/* --json WORD was always a file here */
-		int r = kvs_args_output(&it, "--json", &json, true);
-		if (r == 0)
-			r = kvs_args_str(&it, "--report", &report);
-		if (r == 0)
-			r = kvs_args_str(&it, "--timeseries", &tscsv);
-		if (r == 0)
-			r = kvs_args_str(&it, "--requests", &reqcsv);
-		if (r == 0)
-			r = kvs_args_str(&it, "--bench-json", &bench);
-		if (r == 0)
-			r = kvs_args_str(&it, "--summary-csv", &summary);
-		if (r == 0)
-			r = kvs_cli_goodput_arg(&it, &sim.cfg, &goodput);
-		if (r == 0)
-			r = kvs_cli_deploy_arg(&it, &dep);
-		if (r == 0)
-			r = kvs_cli_sim_arg(&it, &sim);
-		if (r == 0)
-			r = kvs_cli_trace_arg(&it, &topts);
-		if (!kvs_args_taken(&it, r))
-			return KVS_EXIT_USAGE;
+	int rc = kvs_cli_front_parse(&fe, goodput_arg, &goodput);
+	if (rc != KVS_CLI_GO_ON)
+		return rc;
+	if (several && sim->npolicies == 0) {
+		sim->npolicies = kvs_policy_count();
+		for (size_t p = 0; p < sim->npolicies; p++)
+			sim->policies[p] = (kvs_policy)p;
 	}
-	if (it.error)
-		return KVS_EXIT_USAGE;
-	if (several && sim.npolicies == 0) {
-		sim.npolicies = kvs_policy_count();
-		for (size_t p = 0; p < sim.npolicies; p++)
-			sim.policies[p] = (kvs_policy)p;
-	}
-	if (!several && sim.npolicies > 1) {
+	if (!several && sim->npolicies > 1) {
 		fprintf(stderr, "kvsim replay: one policy per replay; use 'kvsim compare "
 			"--policies ...' for several\n");
 		return KVS_EXIT_USAGE;
 	}
-	if (!kvs_cli_deploy_finish(&dep, cmd))
-		return dep.fail_exit;
-	if (!kvs_cli_sim_finish(&sim, &dep.d, &topts, cmd))
-		return sim.fail_exit;
-	if (!path)
-		path = kvs_trace_default_path();
-	/* a directory that cannot be written fails now, not after the runs */
-	if (report && !kvs_cli_report_dir_ok(cmd, report))
-		return KVS_EXIT_FAIL;
-
-	goodput |= sim.cfg.slo_ttft_s > 0 || sim.cfg.slo_tpot_s > 0 || sim.cfg.slo_e2e_s > 0;
-
-	/* before the outputs open: their own signal cleanup then leaves
-	 * SIGINT and SIGTERM to this handler, and they are committed whole */
-	sim.cfg.interrupt = kvs_cli_interrupt_install();
-
-	int rc = KVS_EXIT_OK;
-	/* every output file opens now, so that a bad path fails before the
-	 * runs; each is renamed into place only when the whole command
-	 * succeeds */
-	kvs_sim_request_csv rcsv = { NULL, NULL };
-	kvs_outfile *tso = NULL, *rqo = NULL, *jso = NULL, *bjo = NULL, *smo = NULL;
-	if ((tscsv && !(tso = kvs_cli_out_open(cmd, "--timeseries", tscsv))) ||
-	    (reqcsv && !(rqo = kvs_cli_out_open(cmd, "--requests", reqcsv))) ||
-	    (json && !(jso = kvs_cli_out_open(cmd, "--json", json))) ||
-	    (bench && !(bjo = kvs_cli_out_open(cmd, "--bench-json", bench))) ||
-	    (summary && !(smo = kvs_cli_out_open(cmd, "--summary-csv", summary)))) {
-		discard_outputs(tso, rqo, jso, bjo, smo);
-		return KVS_EXIT_FAIL;
-	}
-	if (rqo) {
-		rcsv.f = kvs_outfile_stream(rqo);
+	if ((rc = kvs_cli_front_finish(&fe)) != KVS_CLI_GO_ON ||
+	    (rc = kvs_cli_front_open(&fe, true)) != KVS_CLI_GO_ON)
+		return rc;
+	goodput |= sim->cfg.slo_ttft_s > 0 || sim->cfg.slo_tpot_s > 0 || sim->cfg.slo_e2e_s > 0;
+	kvs_sim_request_csv rcsv = { kvs_cli_front_stream(&fe, KVS_CLI_OUT_REQUESTS), NULL };
+	if (rcsv.f)
 		kvs_sim_request_csv_header(rcsv.f);
-	}
-	/* a trace read more than once (several policies) or that cannot be
-	 * read twice (standard input, a pipe, a FIFO) is read once into
-	 * memory; a regular file replayed once is streamed, so memory stays
-	 * proportional to requests in flight */
-	kvs_request_set *set = NULL;
-	kvs_status st = KVS_OK;
-	if ((sim.npolicies > 1 || !kvs_cli_path_is_regular(path)) &&
-	    (st = kvs_request_set_load(path, &topts, &set)) != KVS_OK) {
-		kvs_cli_report_error(cmd, st);
-		discard_outputs(tso, rqo, jso, bjo, smo);
-		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
-	}
+	if ((rc = kvs_cli_front_load(&fe, sim->npolicies > 1)) != KVS_CLI_GO_ON)
+		return rc;
+	rc = KVS_EXIT_OK;
 	kvs_sim_result *res[KVS_POLICY_CAP] = { 0 };
 	size_t nres = 0;
-	kvs_trace_stats tstats;
-	memset(&tstats, 0, sizeof tstats);
-	kvs_trace_format format = KVS_TRACE_AUTO;
-	for (size_t i = 0; i < sim.npolicies && st == KVS_OK && !sim_interrupt; i++) {
+	kvs_status st = KVS_OK;
+	for (size_t i = 0; i < sim->npolicies && st == KVS_OK && !kvs_cli_front_interrupted(&fe);
+	     i++) {
 		kvs_sim_config cfg;
 		char label[64];
-		snprintf(label, sizeof label, "%s %s", cmd, kvs_policy_name(sim.policies[i]));
-		kvs_cli_sim_progress_begin(&sim, label);
-		cfg = sim.cfg;
-		cfg.policy = sim.policies[i];
+		snprintf(label, sizeof label, "%s %s", cmd, kvs_policy_name(sim->policies[i]));
+		kvs_cli_sim_progress_begin(sim, label);
+		cfg = sim->cfg;
+		cfg.policy = sim->policies[i];
 		if (rcsv.f) {
 			rcsv.policy = kvs_policy_name(cfg.policy);
 			cfg.on_request = kvs_sim_request_csv_on_request;
 			cfg.on_request_ctx = &rcsv;
 		}
-		if (set) {
-			kvs_request_cursor cur;
-			kvs_request_cursor_init(&cur, set, 1.0);
-			kvs_request_source src = kvs_request_cursor_source(&cur);
-			st = kvs_sim_replay(&cfg, &src, &res[nres]);
-			tstats = *kvs_request_set_trace_stats(set);
-			format = kvs_request_set_format(set);
-		} else {
-			kvs_trace *t;
-			st = kvs_trace_open(path, &topts, &t);
-			if (st == KVS_OK) {
-				kvs_cli_trace_source ts;
-				kvs_request_source src = kvs_cli_trace_source_init(&ts, t, path);
-				st = kvs_sim_replay(&cfg, &src, &res[nres]);
-				tstats = *kvs_trace_get_stats(t);
-				format = kvs_trace_get_format(t);
-				kvs_trace_close(t);
-			}
-		}
-		kvs_cli_sim_progress_end(&sim);
+		replay_run run = { &cfg, &res[nres] };
+		st = kvs_cli_front_run(&fe, 1.0, replay_one, &run);
+		kvs_cli_sim_progress_end(sim);
 		if (st == KVS_OK)
 			nres++;
 	}
@@ -1119,27 +848,25 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 		kvs_cli_report_error(cmd, st);
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
-	bool interrupted = sim_interrupt != 0;
-	if (interrupted && nres == 0 && rc == KVS_EXIT_OK) {
+	int sig = kvs_cli_front_interrupted(&fe);
+	if (sig && nres == 0 && rc == KVS_EXIT_OK) {
 		fprintf(stderr, "kvsim %s: interrupted before the first run\n", cmd);
 		rc = KVS_EXIT_FAIL;
 	}
-	if (rc == KVS_EXIT_OK && interrupted)
+	if (rc == KVS_EXIT_OK && sig)
 		fprintf(stderr, "kvsim %s: interrupted at %.3f simulated seconds: %zu of %zu "
 			"policies; the outputs hold what was done, marked \"interrupted\"\n",
 			cmd, kvs_sim_result_stats(res[nres - 1])->sim_time_s, nres,
-			sim.npolicies);
-	if (rc == KVS_EXIT_OK && json && strcmp(json, "-") == 0) {
-		/* JSON on stdout replaces the table */
-	} else if (rc == KVS_EXIT_OK) {
-		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]), kvs_sim_result_stats(res[0]),
-					 path, format);
+			sim->npolicies);
+	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
+		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]),
+					 kvs_sim_result_stats(res[0]), fe.path, fe.format);
 		kvs_cli_sim_print_results(stdout, res, nres);
 		kvs_cli_cost_print(stdout, res, nres);
 	}
-	if (rc == KVS_EXIT_OK && (json || report)) {
-		kvs_json *doc = kvs_sim_report_json(cmd, res, nres, path, format, &tstats);
-		if (doc && interrupted)
+	if (rc == KVS_EXIT_OK && kvs_cli_front_wants_json(&fe)) {
+		kvs_json *doc = kvs_sim_report_json(cmd, res, nres, fe.path, fe.format, &fe.tstats);
+		if (doc && sig)
 			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
 		/* --gpu-hour-price: each policy's cost object */
 		json_t *pols = doc ? json_object_get(kvs_json_jt(doc), "policies") : NULL;
@@ -1152,46 +879,22 @@ int kvs_cli_sim_command(int argc, char **argv, bool several, void (*usage)(FILE 
 			else
 				json_decref(cost);
 		}
-		if (!doc) {
-			fprintf(stderr, "kvsim %s: out of memory\n", cmd);
-			rc = KVS_EXIT_FAIL;
-		} else {
-			char title[256];
-			report_title(title, sizeof title, cmd, path);
-			rc = kvs_cli_json_output(cmd, doc, jso, report, title, sim.quiet);
-			kvs_json_free(doc);
-		}
+		rc = kvs_cli_front_json(&fe, doc);
 	}
-	if (bjo && rc == KVS_EXIT_OK) {
-		kvs_cli_bench_opts bo = { path, topts.rate, goodput };
-		json_t *bj = nres == 1 ? kvs_cli_bench_json(res[0], &bo) : json_array();
-		for (size_t i = 0; nres > 1 && i < nres; i++)
-			json_array_append_new(bj, kvs_cli_bench_json(res[i], &bo));
-		char *bt = kvs_cli_json_text(bj, JSON_INDENT(2) | JSON_SORT_KEYS);
-		FILE *bf = kvs_outfile_stream(bjo);
-		if (!bt || fputs(bt, bf) < 0 || fputc('\n', bf) == EOF)
-			rc = KVS_EXIT_FAIL;
-		free(bt);
-		json_decref(bj);
+	FILE *f;
+	if (rc == KVS_EXIT_OK && (f = kvs_cli_front_stream(&fe, KVS_CLI_OUT_BENCH_JSON))) {
+		kvs_cli_bench_opts bo = { fe.path, fe.topts.rate, goodput };
+		rc = write_bench_json(f, res, nres, &bo);
 	}
-	if (smo && rc == KVS_EXIT_OK)
-		kvs_cli_summary_csv(kvs_outfile_stream(smo), res, nres, goodput);
-	if (tso && rc == KVS_EXIT_OK)
-		(void)kvs_sim_timeseries_csv(res, nres, kvs_outfile_stream(tso));
-	/* all or nothing: after one failure the rest are discarded */
-	bool ok = rc == KVS_EXIT_OK;
-	ok = kvs_cli_out_close(cmd, "--timeseries", tso, ok) && ok;
-	ok = kvs_cli_out_close(cmd, "--requests", rqo, ok) && ok;
-	ok = kvs_cli_out_close(cmd, "--json", jso, ok) && ok;
-	ok = kvs_cli_out_close(cmd, "--bench-json", bjo, ok) && ok;
-	ok = kvs_cli_out_close(cmd, "--summary-csv", smo, ok) && ok;
-	if (!ok && rc == KVS_EXIT_OK)
-		rc = KVS_EXIT_FAIL;
+	if (rc == KVS_EXIT_OK && (f = kvs_cli_front_stream(&fe, KVS_CLI_OUT_SUMMARY_CSV)))
+		kvs_cli_summary_csv(f, res, nres, goodput);
+	if (rc == KVS_EXIT_OK && (f = kvs_cli_front_stream(&fe, KVS_CLI_OUT_TIMESERIES)))
+		(void)kvs_sim_timeseries_csv(res, nres, f);
 	for (size_t i = 0; i < nres; i++)
 		kvs_sim_result_destroy(res[i]);
-	kvs_request_set_destroy(set);
-	if (rc == KVS_EXIT_OK && interrupted)
-		rc = 128 + (int)sim_interrupt;
+	rc = kvs_cli_front_close(&fe, rc);
+	if (rc == KVS_EXIT_OK && sig)
+		rc = 128 + sig;
 	return rc;
 }
 
@@ -1208,6 +911,11 @@ void kvs_cli_sim_usage_tail(FILE *f, bool several)
 		"                               output hold what was done, marked\n"
 		"                               interrupted; exit 130 (143)\n"
 		"\n", several ? ", a list per policy" : "");
+	kvs_cli_sim_usage_groups(f, several);
+}
+
+void kvs_cli_sim_usage_groups(FILE *f, bool several)
+{
 	kvs_cli_sim_help(f, several);
 	fputc('\n', f);
 	kvs_cli_deploy_help(f);

@@ -21,6 +21,8 @@
 #ifndef KVSIM_CLI_SIM_H
 #define KVSIM_CLI_SIM_H
 
+#include <signal.h>
+
 #include <jansson.h>
 
 #include "cli.h"
@@ -56,8 +58,10 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d,
 			kvs_trace_opts *topts, const char *cmd);
 void kvs_cli_sim_help(FILE *f, bool several_policies);
 /* The end of replay's and compare's --help: --bench-json to Ctrl-C, then
- * the engine, deployment and trace flags. */
+ * kvs_cli_sim_usage_groups. */
 void kvs_cli_sim_usage_tail(FILE *f, bool several_policies);
+/* The engine, deployment and trace flags, a blank line between groups. */
+void kvs_cli_sim_usage_groups(FILE *f, bool several_policies);
 
 /* Set cfg.on_progress to a progress line on stderr (when stderr is a
  * terminal and --quiet is not given), labelled e.g. "replay paged". */
@@ -82,6 +86,8 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 			      kvs_trace_format format);
 void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n);
 void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st);
+
+/* ---- around the runs (cli/cli_front.c) --------------------------------------- */
 
 /* JSON output shared by replay, compare and sweep.  The document is dumped
  * once (JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12), as
@@ -119,12 +125,108 @@ bool kvs_cli_report_dir_ok(const char *cmd, const char *dir);
  * and exits 128 + the signal. */
 const volatile sig_atomic_t *kvs_cli_interrupt_install(void);
 
+/* The front end of replay, compare and fleet: one flag loop (TRACE,
+ * --help, --json, --report, the output files the command takes, the
+ * command's own flags, then the deployment, engine and trace groups), the
+ * checks and output files opened before any run, the trace read into
+ * memory or streamed, Ctrl-C, --json/--report and the all-or-nothing
+ * commit.  Each step returns KVS_CLI_GO_ON or the command's exit code
+ * (its message printed, what was opened closed):
+ *
+ *     kvs_cli_front fe;
+ *     kvs_cli_front_init(&fe, it, 0);
+ *     int rc = kvs_cli_front_parse(&fe, fleet_arg, &fo);
+ *     ...usage checks of the command's own flags...
+ *     rc = kvs_cli_front_finish(&fe);          deployment and engine
+ *     ...checks that need the deployment...
+ *     rc = kvs_cli_front_open(&fe, false);     --report, output files
+ *     rc = kvs_cli_front_load(&fe, several_runs);
+ *     st = kvs_cli_front_run(&fe, 1.0, run, ctx);   as often as needed
+ *     ...table (kvs_cli_front_table), rc = kvs_cli_front_json(&fe, doc)...
+ *     return kvs_cli_front_close(&fe, rc);
+ */
+#define KVS_CLI_GO_ON (-1)
+
+/* The output files a command may take besides --json, in the order they
+ * open and commit. */
+typedef enum kvs_cli_out_id {
+	KVS_CLI_OUT_TIMESERIES,         /* --timeseries FILE.csv */
+	KVS_CLI_OUT_REQUESTS,           /* --requests FILE.csv */
+	KVS_CLI_OUT_JSON,               /* --json [FILE]: every command */
+	KVS_CLI_OUT_BENCH_JSON,         /* --bench-json FILE */
+	KVS_CLI_OUT_SUMMARY_CSV,        /* --summary-csv FILE */
+	KVS_CLI_OUT_COUNT_
+} kvs_cli_out_id;
+
+#define KVS_CLI_OUT_BIT(id) (1u << (id))
+#define KVS_CLI_OUT_ALL (KVS_CLI_OUT_BIT(KVS_CLI_OUT_COUNT_) - 1)
+
+typedef struct kvs_cli_front {
+	const char *cmd;
+	kvs_args *it;                   /* the command's arguments (main.c's) */
+	kvs_cli_deploy dep;
+	kvs_trace_opts topts;
+	kvs_cli_sim sim;
+	const char *path;               /* TRACE; after open, the sample when not given */
+	const char *report;             /* --report DIR, or NULL */
+	unsigned outputs;               /* KVS_CLI_OUT_BIT of the files it takes */
+	const char *out_path[KVS_CLI_OUT_COUNT_];  /* as given, NULL = none */
+	kvs_outfile *out[KVS_CLI_OUT_COUNT_];      /* open between open and close */
+	const volatile sig_atomic_t *interrupt;   /* NULL: not interruptible */
+	kvs_request_set *set;           /* the trace in memory; NULL: streamed */
+	kvs_trace_stats tstats;         /* the trace as read by the last run */
+	kvs_trace_format format;
+} kvs_cli_front;
+
+/* A command's own flags, in the flag groups' convention: 1 taken, 0 not
+ * ours, -1 bad (message printed). */
+typedef int (*kvs_cli_front_arg_fn)(kvs_args *it, kvs_cli_front *fe, void *ctx);
+/* One run over the trace's requests. */
+typedef kvs_status (*kvs_cli_front_run_fn)(void *ctx, kvs_request_source *src);
+
+/* The defaults (model llama-3-8b) for the command whose arguments it
+ * holds; outputs: KVS_CLI_OUT_BIT of the files it takes besides --json. */
+void kvs_cli_front_init(kvs_cli_front *fe, kvs_args *it, unsigned outputs);
+/* The flag loop; arg (may be NULL) takes the command's own flags, before
+ * the deployment, engine and trace groups.  KVS_EXIT_OK after --help. */
+int kvs_cli_front_parse(kvs_cli_front *fe, kvs_cli_front_arg_fn arg, void *ctx);
+/* The deployment and the engine completed (kvs_cli_deploy_finish,
+ * kvs_cli_sim_finish). */
+int kvs_cli_front_finish(kvs_cli_front *fe);
+/* The sample trace when none was given, --report checked, the Ctrl-C
+ * handler installed (interruptible: sim.cfg.interrupt set) and every
+ * output file opened, before any run. */
+int kvs_cli_front_open(kvs_cli_front *fe, bool interruptible);
+/* The trace read into memory when the command runs it more than once
+ * (several_runs) or it cannot be read twice; else it is streamed by each
+ * kvs_cli_front_run. */
+int kvs_cli_front_load(kvs_cli_front *fe, bool several_runs);
+/* run over the trace: the loaded requests at the time scale given, or the
+ * file streamed (scale 1), its share read reported for the progress line;
+ * tstats and format record the trace.  The status of run (or of opening
+ * the trace). */
+kvs_status kvs_cli_front_run(kvs_cli_front *fe, double scale, kvs_cli_front_run_fn run,
+			     void *ctx);
+/* The signal that interrupted the run, 0 for none. */
+int kvs_cli_front_interrupted(const kvs_cli_front *fe);
+/* Does the table go to standard output (not replaced by --json -)? */
+bool kvs_cli_front_table(const kvs_cli_front *fe);
+/* Is a JSON document wanted (--json or --report)? */
+bool kvs_cli_front_wants_json(const kvs_cli_front *fe);
+/* An open output's stream, NULL when the flag was not given. */
+FILE *kvs_cli_front_stream(const kvs_cli_front *fe, kvs_cli_out_id id);
+/* doc (owned, freed; NULL: out of memory) to --json and --report, the
+ * report titled "kvsim CMD: TRACE"; an exit code (kvs_cli_json_output). */
+int kvs_cli_front_json(kvs_cli_front *fe, kvs_json *doc);
+/* Every output committed when rc is KVS_EXIT_OK (KVS_EXIT_FAIL when one
+ * cannot be), else discarded; the trace in memory freed.  Returns rc or
+ * KVS_EXIT_FAIL. */
+int kvs_cli_front_close(kvs_cli_front *fe, int rc);
+
 /* The whole of `kvsim replay` (several = false) and `kvsim compare`
- * (several = true): flags, runs, table, --json, --report, --timeseries,
- * --requests.
- * usage() prints the command's own help. */
-int kvs_cli_sim_command(int argc, char **argv, bool several,
-			void (*usage)(FILE *f));
+ * (several = true) over the command's arguments: flags, runs, table,
+ * --json, --report, --timeseries, --requests, --bench-json, --summary-csv. */
+int kvs_cli_sim_command(kvs_args *it, bool several);
 
 /* ---- results for other tools (cli/cli_bench.c) ---------------------------- */
 

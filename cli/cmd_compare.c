@@ -3,8 +3,9 @@
  * several allocation policies, side by side, with the ratios paged / each.
  */
 #include "cli_sim.h"
+#include "commands.h"
 
-static void usage(FILE *f)
+void kvs_cmd_compare_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim compare [TRACE] [options]\n"
@@ -35,9 +36,7 @@ static void usage(FILE *f)
 	kvs_cli_sim_usage_tail(f, true);
 }
 
-int kvs_cmd_compare(int argc, char **argv);
-
-int kvs_cmd_compare(int argc, char **argv)
+int kvs_cmd_compare(kvs_args *it)
 {
-	return kvs_cli_sim_command(argc, argv, true, usage);
+	return kvs_cli_sim_command(it, true);
 }

@@ -9,10 +9,11 @@
 #include <string.h>
 
 #include "cli_sim.h"
+#include "commands.h"
 #include "kvsim/fleet.h"
 #include "common/json.h"
 
-static void usage(FILE *f)
+void kvs_cmd_fleet_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim fleet [TRACE] [options]\n"
@@ -68,14 +69,8 @@ static void usage(FILE *f)
 		"  --report DIR                 also render the run as DIR/index.html\n"
 		"  --help                       show this help\n"
 		"\n");
-	kvs_cli_sim_help(f, false);
-	fputc('\n', f);
-	kvs_cli_deploy_help(f);
-	fputc('\n', f);
-	kvs_cli_trace_help(f);
+	kvs_cli_sim_usage_groups(f, false);
 }
-
-int kvs_cmd_fleet(int argc, char **argv);
 
 typedef struct fleet_opts {
 	uint32_t replicas;
@@ -92,8 +87,11 @@ typedef struct fleet_opts {
 	bool link_set;
 } fleet_opts;
 
-static int fleet_arg(kvs_args *it, fleet_opts *o)
+/* The fleet's own flags (kvs_cli_front_arg_fn); ctx is the fleet_opts. */
+static int fleet_arg(kvs_args *it, kvs_cli_front *fe, void *ctx)
 {
+	fleet_opts *o = ctx;
+	(void)fe;
 	if (kvs_args_is(it, "--replicas")) {
 		o->replicas_set = true;
 		return kvs_args_u32(it, 1, 1u << 20, &o->replicas) ? 1 : -1;
@@ -279,29 +277,56 @@ static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 	}
 }
 
-/* One fleet of n over the in-memory set at the given time scale. */
-static kvs_status run_set(const kvs_fleet_config *base, uint32_t n,
-			  const kvs_request_set *set, double scale, kvs_fleet_result **out)
+typedef struct fleet_run {
+	const kvs_fleet_config *base;
+	uint32_t replicas;
+	kvs_fleet_result **out;
+} fleet_run;
+
+static kvs_status fleet_run_one(void *ctx, kvs_request_source *src)
 {
-	kvs_fleet_config c = *base;
-	c.replicas = n;
-	kvs_request_cursor cur;
-	kvs_request_cursor_init(&cur, set, scale);
-	kvs_request_source src = kvs_request_cursor_source(&cur);
-	return kvs_fleet_run(&c, &src, out);
+	fleet_run *r = ctx;
+	kvs_fleet_config c = *r->base;
+	c.replicas = r->replicas;
+	return kvs_fleet_run(&c, src, r->out);
+}
+
+/* The "cost" object of the fleet's JSON (--gpu-hour-price). */
+static json_t *fleet_cost_json(const kvs_fleet_result *r, double gpu_hour_price)
+{
+	const kvs_sim_stats *s = kvs_sim_result_stats(kvs_fleet_result_total(r));
+	uint64_t gpus = fleet_gpus(r);
+	double per_h = gpu_hour_price * (double)gpus;
+	json_t *cost = json_object();
+	json_object_set_new(cost, "gpus", json_integer(gpus));
+	json_object_set_new(cost, "gpu_hour_price", json_real(gpu_hour_price));
+	json_object_set_new(cost, "dollars_per_hour", json_real(per_h));
+	json_object_set_new(cost, "dollars_per_million_output_tokens",
+			    s->output_tokens_per_s > 0
+			    ? json_real(per_h / (s->output_tokens_per_s * 3600.0) * 1e6)
+			    : json_null());
+	return cost;
+}
+
+/* One fleet of n over the trace (in memory) at the given time scale. */
+static kvs_status run_n(kvs_cli_front *fe, const kvs_fleet_config *base, uint32_t n,
+			double scale, kvs_fleet_result **out)
+{
+	fleet_run r = { base, n, out };
+	return kvs_cli_front_run(fe, scale, fleet_run_one, &r);
 }
 
 /* Doubling, then bisection: the fewest replicas meeting the SLOs
  * (assumes more replicas never do worse, as for identical replicas). */
-static int find_min(const char *cmd, const kvs_fleet_config *base, const fleet_opts *o,
-		    const kvs_request_set *set, double scale, kvs_fleet_result **best,
-		    uint32_t *best_n)
+static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet_opts *o,
+		    double scale, kvs_fleet_result **best, uint32_t *best_n)
 {
+	const char *cmd = fe->cmd;
 	uint32_t lo = 0, hi = 0, n = 1;
 	kvs_fleet_result *r = NULL;
 	*best = NULL;
 	for (;;) {
-		kvs_status st = run_set(base, n, set, scale, &r);
+		kvs_status st = run_n(fe, base, n, scale, &r);
 		if (st != KVS_OK) {
 			kvs_cli_report_error(cmd, st);
 			return KVS_EXIT_FAIL;
@@ -336,61 +361,28 @@ static int find_min(const char *cmd, const kvs_fleet_config *base, const fleet_o
 	return KVS_EXIT_OK;
 }
 
-int kvs_cmd_fleet(int argc, char **argv)
+int kvs_cmd_fleet(kvs_args *it)
 {
-	const char *cmd = "fleet";
-	kvs_args it;
-	kvs_args_init(&it, cmd, argc, argv);
-	kvs_args_set_help(&it, usage);
-	kvs_cli_deploy dep;
-	kvs_cli_deploy_init(&dep, "llama-3-8b", NULL);
-	kvs_trace_opts topts;
-	kvs_trace_opts_defaults(&topts);
-	kvs_cli_sim sim;
-	kvs_cli_sim_init(&sim);
+	kvs_cli_front fe;
+	kvs_cli_front_init(&fe, it, 0);
+	const kvs_cli_sim *sim = &fe.sim;
 	fleet_opts fo = { .replicas = 1, .router = "round-robin", .max_replicas = 1024 };
-	const char *path = NULL, *json = NULL, *report = NULL, *pos;
-	while (kvs_args_next(&it, &pos)) {
-		if (!it.flag) {
-			if (!kvs_args_one_positional(&it, pos, &path, "TRACE"))
-				return KVS_EXIT_USAGE;
-			continue;
-		}
-		if (kvs_args_help(&it)) {
-			usage(stdout);
-			return KVS_EXIT_OK;
-		}
-		int r = kvs_args_output(&it, "--json", &json, true);
-		if (r == 0)
-			r = kvs_args_str(&it, "--report", &report);
-		if (r == 0)
-			r = fleet_arg(&it, &fo);
-		if (r == 0)
-			r = kvs_cli_deploy_arg(&it, &dep);
-		if (r == 0)
-			r = kvs_cli_sim_arg(&it, &sim);
-		if (r == 0)
-			r = kvs_cli_trace_arg(&it, &topts);
-		if (!kvs_args_taken(&it, r))
-			return KVS_EXIT_USAGE;
-	}
-	if (it.error)
-		return KVS_EXIT_USAGE;
-	if (sim.npolicies > 1) {
+	int rc = kvs_cli_front_parse(&fe, fleet_arg, &fo);
+	if (rc != KVS_CLI_GO_ON)
+		return rc;
+	if (sim->npolicies > 1) {
 		fprintf(stderr, "kvsim fleet: one policy per fleet\n");
 		return KVS_EXIT_USAGE;
 	}
-	if (!kvs_cli_deploy_finish(&dep, cmd))
-		return dep.fail_exit;
-	if (!kvs_cli_sim_finish(&sim, &dep.d, &topts, cmd))
-		return sim.fail_exit;
+	if ((rc = kvs_cli_front_finish(&fe)) != KVS_CLI_GO_ON)
+		return rc;
 	kvs_router *probe;
 	if (kvs_router_create(fo.router, 0, &probe) != KVS_OK) {
 		fprintf(stderr, "kvsim fleet: --router: %s\n", kvs_last_error());
 		return KVS_EXIT_USAGE;
 	}
 	kvs_router_destroy(probe);
-	if (fo.find_min && !(sim.cfg.slo_ttft_s > 0) && !(sim.cfg.slo_tpot_s > 0)) {
+	if (fo.find_min && !(sim->cfg.slo_ttft_s > 0) && !(sim->cfg.slo_tpot_s > 0)) {
 		fprintf(stderr, "kvsim fleet: --find-min-replicas needs --slo-ttft and/or "
 			"--slo-tpot\n");
 		return KVS_EXIT_USAGE;
@@ -404,31 +396,21 @@ int kvs_cmd_fleet(int argc, char **argv)
 		fprintf(stderr, "kvsim fleet: --rate is for --find-min-replicas\n");
 		return KVS_EXIT_USAGE;
 	}
-	if (!path)
-		path = kvs_trace_default_path();
-	if (report && !kvs_cli_report_dir_ok(cmd, report))
-		return KVS_EXIT_FAIL;
-
-	/* --json opens now, so that a bad path fails before the runs; it is
-	 * renamed into place only when the whole command succeeds */
-	kvs_outfile *jso = NULL;
-	if (json && !(jso = kvs_cli_out_open(cmd, "--json", json)))
-		return KVS_EXIT_FAIL;
+	if ((rc = kvs_cli_front_open(&fe, false)) != KVS_CLI_GO_ON)
+		return rc;
 	kvs_fleet_config fc;
-	kvs_fleet_config_defaults(&fc, &dep.d);
-	fc.sim = sim.cfg;
+	kvs_fleet_config_defaults(&fc, &fe.dep.d);
+	fc.sim = sim->cfg;
 	fc.replicas = fo.replicas;
 	fc.router = fo.router;
 	fc.router_refresh_s = fo.refresh_s;
-	fc.seed = sim.cfg.seed;
+	fc.seed = sim->cfg.seed;
 	if (fo.link_set)
 		fc.kv_link = fo.link;
 	kvs_fleet_pool pools[KVS_ARRAY_LEN(fo.pool_specs)];
 	for (size_t p = 0; p < fo.npools; p++)
-		if (!parse_pool(fo.pool_specs[p], &sim.cfg, &pools[p])) {
-			kvs_outfile_discard(jso);
-			return KVS_EXIT_USAGE;
-		}
+		if (!parse_pool(fo.pool_specs[p], &sim->cfg, &pools[p]))
+			return kvs_cli_front_close(&fe, KVS_EXIT_USAGE);
 	fc.pools = pools;
 	fc.npools = fo.npools;
 	bool disagg = false;
@@ -437,102 +419,53 @@ int kvs_cmd_fleet(int argc, char **argv)
 	if (fo.link_set && !disagg) {
 		fprintf(stderr, "kvsim fleet: --kv-link needs prefill and decode pools (--pool "
 			"prefill:N:GPU:TP --pool decode:N:GPU:TP)\n");
-		kvs_outfile_discard(jso);
-		return KVS_EXIT_USAGE;
+		return kvs_cli_front_close(&fe, KVS_EXIT_USAGE);
 	}
 
+	/* the search runs the trace many times */
+	if ((rc = kvs_cli_front_load(&fe, fo.find_min)) != KVS_CLI_GO_ON)
+		return rc;
+	rc = KVS_EXIT_OK;
 	kvs_fleet_result *res = NULL;
-	kvs_trace_stats tstats;
-	memset(&tstats, 0, sizeof tstats);
-	kvs_trace_format format = KVS_TRACE_AUTO;
 	kvs_status st = KVS_OK;
-	int rc = KVS_EXIT_OK;
-	kvs_request_set *set = NULL;
-	if (fo.find_min || strcmp(path, "-") == 0) {
-		/* read once into memory: the search runs the trace many times */
-		if ((st = kvs_request_set_load(path, &topts, &set)) != KVS_OK) {
-			kvs_cli_report_error(cmd, st);
-			kvs_outfile_discard(jso);
-			return KVS_EXIT_FAIL;
-		}
-		tstats = *kvs_request_set_trace_stats(set);
-		format = kvs_request_set_format(set);
-	}
 	if (fo.find_min) {
-		uint64_t nreq = kvs_request_set_count(set);
-		double first = nreq ? kvs_request_set_get(set, 0)->arrival_s : 0;
-		double last = nreq ? kvs_request_set_get(set, nreq - 1)->arrival_s : 0;
+		uint64_t nreq = kvs_request_set_count(fe.set);
+		double first = nreq ? kvs_request_set_get(fe.set, 0)->arrival_s : 0;
+		double last = nreq ? kvs_request_set_get(fe.set, nreq - 1)->arrival_s : 0;
 		double base_rate = nreq > 1 && last > first ? (double)(nreq - 1) / (last - first) : 0;
 		if (!(base_rate > 0)) {
 			fprintf(stderr, "kvsim fleet: --find-min-replicas needs a trace with at "
 				"least two distinct arrival times (its rate is scaled)\n");
-			kvs_request_set_destroy(set);
-			kvs_outfile_discard(jso);
-			return KVS_EXIT_USAGE;
+			return kvs_cli_front_close(&fe, KVS_EXIT_USAGE);
 		}
 		double scale = fo.rate > 0 ? base_rate / fo.rate : 1.0;
 		uint32_t n = 0;
-		rc = find_min(cmd, &fc, &fo, set, scale, &res, &n);
+		rc = find_min(&fe, &fc, &fo, scale, &res, &n);
 		if (rc == KVS_EXIT_OK)
 			printf("kvsim fleet: %u replicas meet p99 TTFT <= %g s and p99 TPOT <= %g s "
-			       "at %.6g requests/s\n", n, sim.cfg.slo_ttft_s, sim.cfg.slo_tpot_s,
+			       "at %.6g requests/s\n", n, sim->cfg.slo_ttft_s, sim->cfg.slo_tpot_s,
 			       fo.rate > 0 ? fo.rate : base_rate);
-	} else if (set) {
-		st = run_set(&fc, fc.replicas, set, 1.0, &res);
 	} else {
-		kvs_trace *t;
-		st = kvs_trace_open(path, &topts, &t);
-		if (st == KVS_OK) {
-			kvs_cli_trace_source ts;
-			kvs_request_source src = kvs_cli_trace_source_init(&ts, t, path);
-			st = kvs_fleet_run(&fc, &src, &res);
-			tstats = *kvs_trace_get_stats(t);
-			format = kvs_trace_get_format(t);
-			kvs_trace_close(t);
-		}
+		st = run_n(&fe, &fc, fc.replicas, 1.0, &res);
 	}
 	if (st != KVS_OK) {
-		kvs_cli_report_error(cmd, st);
+		kvs_cli_report_error(fe.cmd, st);
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
-	if (rc == KVS_EXIT_OK && !(json && strcmp(json, "-") == 0)) {
+	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
 		kvs_sim_result *tot = (kvs_sim_result *)kvs_fleet_result_total(res);
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(tot),
-					 kvs_sim_result_stats(tot), path, format);
+					 kvs_sim_result_stats(tot), fe.path, fe.format);
 		kvs_cli_sim_print_results(stdout, &tot, 1);
 		print_fleet(stdout, res, &fo);
 	}
-	if (rc == KVS_EXIT_OK && (json || report)) {
-		json_t *doc = kvs_json_jt(kvs_fleet_report_json(res, path, format, &tstats));
-		if (!doc) {
-			fprintf(stderr, "kvsim fleet: out of memory\n");
-			rc = KVS_EXIT_FAIL;
-		} else {
-			if (fo.gpu_hour_price > 0) {
-				const kvs_sim_stats *s = kvs_sim_result_stats(kvs_fleet_result_total(res));
-				uint64_t gpus = fleet_gpus(res);
-				double per_h = fo.gpu_hour_price * (double)gpus;
-				json_t *cost = json_object();
-				json_object_set_new(cost, "gpus", json_integer(gpus));
-				json_object_set_new(cost, "gpu_hour_price", json_real(fo.gpu_hour_price));
-				json_object_set_new(cost, "dollars_per_hour", json_real(per_h));
-				json_object_set_new(cost, "dollars_per_million_output_tokens",
-						    s->output_tokens_per_s > 0
-						    ? json_real(per_h / (s->output_tokens_per_s * 3600.0) * 1e6)
-						    : json_null());
-				json_object_set_new(json_object_get(doc, "fleet"), "cost", cost);
-			}
-			char title[256];
-			const char *base = strrchr(path, '/');
-			snprintf(title, sizeof title, "kvsim fleet: %s", base && base[1] ? base + 1 : path);
-			rc = kvs_cli_json_output(cmd, kvs_json_of(doc), jso, report, title,
-						 sim.quiet);
-			json_decref(doc);
-		}
+	if (rc == KVS_EXIT_OK && kvs_cli_front_wants_json(&fe)) {
+		kvs_json *doc = kvs_fleet_report_json(res, fe.path, fe.format, &fe.tstats);
+		if (doc && fo.gpu_hour_price > 0)
+			json_object_set_new(json_object_get(kvs_json_jt(doc), "fleet"), "cost",
+					    fleet_cost_json(res, fo.gpu_hour_price));
+		rc = kvs_cli_front_json(&fe, doc);
 	}
-	if (!kvs_cli_out_close(cmd, "--json", jso, rc == KVS_EXIT_OK) && rc == KVS_EXIT_OK)
-		rc = KVS_EXIT_FAIL;
 	kvs_fleet_result_destroy(res);
-	kvs_request_set_destroy(set);
-	return rc;
+	return kvs_cli_front_close(&fe, rc);
 }

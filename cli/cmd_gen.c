@@ -4,12 +4,12 @@
  * prompts, multi-turn conversations, parallel sampling).  Deterministic
  * for a given --seed.
  */
-#include "cli.h"
+#include "commands.h"
 
 #include <math.h>
 #include <string.h>
 
-static void usage(FILE *f)
+void kvs_cmd_gen_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim gen [options] [-o FILE]\n"
@@ -71,13 +71,8 @@ static bool dist_arg(kvs_args *it, kvs_gen_dist *d)
 	return true;
 }
 
-int kvs_cmd_gen(int argc, char **argv);
-
-int kvs_cmd_gen(int argc, char **argv)
+int kvs_cmd_gen(kvs_args *it)
 {
-	kvs_args it;
-	kvs_args_init(&it, "gen", argc, argv);
-	kvs_args_set_help(&it, usage);
 	kvs_gen_opts o;
 	kvs_gen_opts_defaults(&o);
 	const char *out = "-", *fmt = NULL;
@@ -86,26 +81,25 @@ int kvs_cmd_gen(int argc, char **argv)
 	bool set_arrival = false, set_cv = false;
 	double burstiness = 0;     /* vLLM's gamma shape; 0 = not given */
 	const char *pos;
-	while (kvs_args_next(&it, &pos)) {
-		if (!it.flag) {
-			kvs_args_usage_error(&it, "unexpected argument '%s' (the output file "
+	while (kvs_args_next(it, &pos)) {
+		if (!it->flag) {
+			kvs_args_usage_error(it, "unexpected argument '%s' (the output file "
 					     "goes after -o)", pos);
 			return KVS_EXIT_USAGE;
 		}
 		bool ok = true;
-		if (kvs_args_help(&it)) {
-			usage(stdout);
+		if (kvs_args_help(it)) {
 			return KVS_EXIT_OK;
-		} else if (kvs_args_is(&it, "--requests")) {
-			ok = kvs_args_u64(&it, 0, UINT64_MAX, &o.requests);
+		} else if (kvs_args_is(it, "--requests")) {
+			ok = kvs_args_u64(it, 0, UINT64_MAX, &o.requests);
 			set_requests = true;
-		} else if (kvs_args_is(&it, "--duration")) {
-			ok = kvs_args_double(&it, 1e-9, 1e12, &o.duration_s);
-		} else if (kvs_args_is(&it, "--seed")) {
-			ok = kvs_args_u64(&it, 0, UINT64_MAX, &o.seed);
-		} else if (kvs_args_is(&it, "--arrival")) {
+		} else if (kvs_args_is(it, "--duration")) {
+			ok = kvs_args_double(it, 1e-9, 1e12, &o.duration_s);
+		} else if (kvs_args_is(it, "--seed")) {
+			ok = kvs_args_u64(it, 0, UINT64_MAX, &o.seed);
+		} else if (kvs_args_is(it, "--arrival")) {
 			set_arrival = true;
-			const char *v = kvs_args_value(&it);
+			const char *v = kvs_args_value(it);
 			if (!v)
 				return KVS_EXIT_USAGE;
 			if (strcmp(v, "poisson") == 0)
@@ -115,35 +109,35 @@ int kvs_cmd_gen(int argc, char **argv)
 			else if (strcmp(v, "constant") == 0)
 				o.arrival = KVS_ARRIVAL_CONSTANT;
 			else {
-				kvs_args_usage_error(&it, "--arrival: expected poisson, gamma or "
+				kvs_args_usage_error(it, "--arrival: expected poisson, gamma or "
 						     "constant, got '%s'", v);
 				ok = false;
 			}
-		} else if (kvs_args_is(&it, "--rate")) {
-			ok = kvs_args_double(&it, 1e-9, 1e9, &o.rate);
-		} else if (kvs_args_is(&it, "--cv")) {
-			ok = kvs_args_double(&it, 1e-3, 100, &o.cv);
+		} else if (kvs_args_is(it, "--rate")) {
+			ok = kvs_args_double(it, 1e-9, 1e9, &o.rate);
+		} else if (kvs_args_is(it, "--cv")) {
+			ok = kvs_args_double(it, 1e-3, 100, &o.cv);
 			set_cv = true;
-		} else if (kvs_args_is(&it, "--burstiness")) {
+		} else if (kvs_args_is(it, "--burstiness")) {
 			/* shape k of gamma gaps: cv = 1 / sqrt(k), so [1e-4, 1e6]
 			 * covers --cv's [1e-3, 100] */
-			ok = kvs_args_double(&it, 1e-4, 1e6, &burstiness);
-		} else if (kvs_args_is(&it, "--prompt-len")) {
-			ok = dist_arg(&it, &o.prompt);
-		} else if (kvs_args_is(&it, "--output-len")) {
-			ok = dist_arg(&it, &o.output);
-		} else if (kvs_args_is(&it, "--max-tokens")) {
-			ok = kvs_args_u32(&it, 1, UINT32_MAX, &o.max_tokens);
-		} else if (kvs_args_is(&it, "--prefix-tokens")) {
-			ok = kvs_args_u32(&it, 0, UINT32_MAX, &o.prefix_tokens);
-		} else if (kvs_args_is(&it, "--prefix-fraction")) {
-			ok = kvs_args_double(&it, 0, 1, &o.prefix_fraction);
-		} else if (kvs_args_is(&it, "--prefix-groups")) {
-			ok = kvs_args_u32(&it, 1, 1u << 20, &o.prefix_groups);
-		} else if (kvs_args_is(&it, "--turns")) {
-			ok = kvs_args_double(&it, 1, 1e6, &o.turns);
-		} else if (kvs_args_is(&it, "--turns-dist")) {
-			const char *v = kvs_args_value(&it);
+			ok = kvs_args_double(it, 1e-4, 1e6, &burstiness);
+		} else if (kvs_args_is(it, "--prompt-len")) {
+			ok = dist_arg(it, &o.prompt);
+		} else if (kvs_args_is(it, "--output-len")) {
+			ok = dist_arg(it, &o.output);
+		} else if (kvs_args_is(it, "--max-tokens")) {
+			ok = kvs_args_u32(it, 1, UINT32_MAX, &o.max_tokens);
+		} else if (kvs_args_is(it, "--prefix-tokens")) {
+			ok = kvs_args_u32(it, 0, UINT32_MAX, &o.prefix_tokens);
+		} else if (kvs_args_is(it, "--prefix-fraction")) {
+			ok = kvs_args_double(it, 0, 1, &o.prefix_fraction);
+		} else if (kvs_args_is(it, "--prefix-groups")) {
+			ok = kvs_args_u32(it, 1, 1u << 20, &o.prefix_groups);
+		} else if (kvs_args_is(it, "--turns")) {
+			ok = kvs_args_double(it, 1, 1e6, &o.turns);
+		} else if (kvs_args_is(it, "--turns-dist")) {
+			const char *v = kvs_args_value(it);
 			if (!v)
 				return KVS_EXIT_USAGE;
 			if (strcmp(v, "fixed") == 0)
@@ -151,40 +145,40 @@ int kvs_cmd_gen(int argc, char **argv)
 			else if (strcmp(v, "geometric") == 0)
 				o.turns_geometric = true;
 			else {
-				kvs_args_usage_error(&it, "--turns-dist: expected fixed or "
+				kvs_args_usage_error(it, "--turns-dist: expected fixed or "
 						     "geometric, got '%s'", v);
 				ok = false;
 			}
-		} else if (kvs_args_is(&it, "--think")) {
-			ok = kvs_args_double(&it, 0, 1e9, &o.think_s);
-		} else if (kvs_args_is(&it, "--n")) {
-			ok = kvs_args_u32(&it, 1, 1u << 16, &o.num_samples);
-		} else if (kvs_args_is(&it, "--hash-block")) {
-			ok = kvs_args_u32(&it, 1, 1u << 20, &o.hash_block_tokens);
-		} else if (kvs_args_is(&it, "--hashes")) {
-			ok = kvs_args_no_value(&it);
+		} else if (kvs_args_is(it, "--think")) {
+			ok = kvs_args_double(it, 0, 1e9, &o.think_s);
+		} else if (kvs_args_is(it, "--n")) {
+			ok = kvs_args_u32(it, 1, 1u << 16, &o.num_samples);
+		} else if (kvs_args_is(it, "--hash-block")) {
+			ok = kvs_args_u32(it, 1, 1u << 20, &o.hash_block_tokens);
+		} else if (kvs_args_is(it, "--hashes")) {
+			ok = kvs_args_no_value(it);
 			o.hashes = 1;
-		} else if (kvs_args_is(&it, "--no-hashes")) {
-			ok = kvs_args_no_value(&it);
+		} else if (kvs_args_is(it, "--no-hashes")) {
+			ok = kvs_args_no_value(it);
 			o.hashes = 0;
-		} else if (kvs_args_is(&it, "--format")) {
-			fmt = kvs_args_value(&it);
+		} else if (kvs_args_is(it, "--format")) {
+			fmt = kvs_args_value(it);
 			ok = fmt != NULL;
 			if (ok && strcmp(fmt, "csv") != 0 && strcmp(fmt, "jsonl") != 0) {
-				kvs_args_usage_error(&it, "--format: expected csv or jsonl, got '%s'", fmt);
+				kvs_args_usage_error(it, "--format: expected csv or jsonl, got '%s'", fmt);
 				ok = false;
 			}
-		} else if (kvs_args_is(&it, "-o") || kvs_args_is(&it, "--out")) {
+		} else if (kvs_args_is(it, "-o") || kvs_args_is(it, "--out")) {
 			if (out_given) {
-				kvs_args_usage_error(&it, "%s: one output file at most (already '%s')",
-						     it.flag, out);
+				kvs_args_usage_error(it, "%s: one output file at most (already '%s')",
+						     it->flag, out);
 				ok = false;
 			} else {
-				ok = (out = kvs_args_value(&it)) != NULL;
+				ok = (out = kvs_args_value(it)) != NULL;
 				out_given = true;
 			}
 		} else {
-			kvs_args_unknown(&it);
+			kvs_args_unknown(it);
 			ok = false;
 		}
 		if (!ok)
@@ -192,12 +186,12 @@ int kvs_cmd_gen(int argc, char **argv)
 	}
 	if (burstiness > 0) {
 		if (set_cv) {
-			kvs_args_usage_error(&it, "--burstiness and --cv both set the shape of "
+			kvs_args_usage_error(it, "--burstiness and --cv both set the shape of "
 					     "the gaps (cv = 1/sqrt(burstiness)): give one");
 			return KVS_EXIT_USAGE;
 		}
 		if (set_arrival && o.arrival != KVS_ARRIVAL_GAMMA) {
-			kvs_args_usage_error(&it, "--burstiness is the shape of gamma gaps: it "
+			kvs_args_usage_error(it, "--burstiness is the shape of gamma gaps: it "
 					     "goes with --arrival gamma (the default with it)");
 			return KVS_EXIT_USAGE;
 		}
@@ -230,8 +224,8 @@ int kvs_cmd_gen(int argc, char **argv)
 	}
 	char cmdline[1024];
 	size_t n = (size_t)snprintf(cmdline, sizeof cmdline, "generated by kvsim %s:", kvs_version());
-	for (int i = 0; i < argc && n < sizeof cmdline; i++)
-		n += (size_t)snprintf(cmdline + n, sizeof cmdline - n, " %s", argv[i]);
+	for (int i = 0; i < it->argc && n < sizeof cmdline; i++)
+		n += (size_t)snprintf(cmdline + n, sizeof cmdline - n, " %s", it->argv[i]);
 	kvs_trace_writer_comment(w, cmdline);
 	kvs_request r;
 	uint64_t count = 0;

@@ -4,8 +4,9 @@
  * the library's sim/).
  */
 #include "cli_sim.h"
+#include "commands.h"
 
-static void usage(FILE *f)
+void kvs_cmd_replay_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim replay [TRACE] [options]\n"
@@ -39,9 +40,7 @@ static void usage(FILE *f)
 	kvs_cli_sim_usage_tail(f, false);
 }
 
-int kvs_cmd_replay(int argc, char **argv);
-
-int kvs_cmd_replay(int argc, char **argv)
+int kvs_cmd_replay(kvs_args *it)
 {
-	return kvs_cli_sim_command(argc, argv, false, usage);
+	return kvs_cli_sim_command(it, false);
 }

@@ -4,11 +4,11 @@
  * figures (the library call kvs_report_write_files does the work).
  */
 #include "kvs_config.h"
-#include "cli.h"
+#include "commands.h"
 
 #include <string.h>
 
-static void usage(FILE *f)
+void kvs_cmd_report_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim report RUN.json [RUN.json ...] -o DIR [OPTIONS]\n"
@@ -51,52 +51,46 @@ static void show_progress(void *ctx, size_t done, size_t total, const char *what
 	ps->shown = done != total;
 }
 
-int kvs_cmd_report(int argc, char **argv);  /* dispatched from main.c */
-
-int kvs_cmd_report(int argc, char **argv)
+int kvs_cmd_report(kvs_args *it)
 {
-	kvs_args it;
 	const char *pos;
 	const char *outdir = NULL;
 	bool quiet = false;
 	kvs_report_opts o;
 	kvs_report_opts_defaults(&o);
-	const char **inputs = kvs_calloc((size_t)argc, sizeof *inputs);
+	const char **inputs = kvs_calloc((size_t)it->argc, sizeof *inputs);
 	size_t n = 0;
 	if (!inputs) {
 		fprintf(stderr, "kvsim report: out of memory\n");
 		return KVS_EXIT_FAIL;
 	}
-	kvs_args_init(&it, "report", argc, argv);
-	kvs_args_set_help(&it, usage);
-	while (!it.error && kvs_args_next(&it, &pos)) {
-		if (!it.flag) {
+	while (!it->error && kvs_args_next(it, &pos)) {
+		if (!it->flag) {
 			inputs[n++] = pos;
-		} else if (kvs_args_help(&it)) {
-			usage(stdout);
+		} else if (kvs_args_help(it)) {
 			kvs_free(inputs);
 			return KVS_EXIT_OK;
-		} else if (kvs_args_is(&it, "-o") || kvs_args_is(&it, "--output")) {
-			outdir = kvs_args_value(&it);
-		} else if (kvs_args_is(&it, "--title")) {
-			o.title = kvs_args_value(&it);
-		} else if (kvs_args_is(&it, "--width")) {
-			kvs_args_u32(&it, 320, 8192, &o.png_width);
-		} else if (kvs_args_is(&it, "--height")) {
-			kvs_args_u32(&it, 180, 8192, &o.png_height);
-		} else if (kvs_args_is(&it, "--static")) {
-			o.static_figures = kvs_args_no_value(&it);
-		} else if (kvs_args_is(&it, "--quiet") || kvs_args_is(&it, "-q")) {
-			quiet = kvs_args_no_value(&it);
+		} else if (kvs_args_is(it, "-o") || kvs_args_is(it, "--output")) {
+			outdir = kvs_args_value(it);
+		} else if (kvs_args_is(it, "--title")) {
+			o.title = kvs_args_value(it);
+		} else if (kvs_args_is(it, "--width")) {
+			kvs_args_u32(it, 320, 8192, &o.png_width);
+		} else if (kvs_args_is(it, "--height")) {
+			kvs_args_u32(it, 180, 8192, &o.png_height);
+		} else if (kvs_args_is(it, "--static")) {
+			o.static_figures = kvs_args_no_value(it);
+		} else if (kvs_args_is(it, "--quiet") || kvs_args_is(it, "-q")) {
+			quiet = kvs_args_no_value(it);
 		} else {
-			kvs_args_unknown(&it);
+			kvs_args_unknown(it);
 		}
 	}
-	if (!it.error && n == 0)
-		kvs_args_usage_error(&it, "no input: give one or more RUN.json files");
-	if (!it.error && !outdir)
-		kvs_args_usage_error(&it, "no output directory: give -o DIR");
-	if (it.error) {
+	if (!it->error && n == 0)
+		kvs_args_usage_error(it, "no input: give one or more RUN.json files");
+	if (!it->error && !outdir)
+		kvs_args_usage_error(it, "no output directory: give -o DIR");
+	if (it->error) {
 		kvs_free(inputs);
 		return KVS_EXIT_USAGE;
 	}

@@ -4,7 +4,7 @@
  * deployment; what shrinks the cache; and, for long contexts, the ways out
  * with numbers.  Printing only: every figure comes from sizing/.
  */
-#include "cli.h"
+#include "commands.h"
 #include "common/json.h"
 
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <string.h>
 
-static void usage(FILE *f)
+void kvs_cmd_size_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim size [OPTIONS]\n"
@@ -506,34 +506,50 @@ static json_t *json_table_new(const void *base, const jfield *f, size_t n)
 }
 
 static const jfield deploy_fields[] = {
-	JF_SAME(kvs_deploy, tp), JF_SAME(kvs_deploy, pp),
-	JF_SAME(kvs_deploy, gpu_memory_utilization), JF_SAME(kvs_deploy, kv_quant_group),
-	JF_SAME(kvs_deploy, block_size), JF_SAME(kvs_deploy, context_tokens),
-	JF_SAME(kvs_deploy, gpu_hour_price), JF_SAME(kvs_deploy, num_gpu_blocks_override),
+	JF_SAME(kvs_deploy, tp),
+	JF_SAME(kvs_deploy, pp),
+	JF_SAME(kvs_deploy, gpu_memory_utilization),
+	JF_SAME(kvs_deploy, kv_quant_group),
+	JF_SAME(kvs_deploy, block_size),
+	JF_SAME(kvs_deploy, context_tokens),
+	JF_SAME(kvs_deploy, gpu_hour_price),
+	JF_SAME(kvs_deploy, num_gpu_blocks_override),
 	JF_SAME(kvs_deploy, kv_cache_memory_bytes),
 };
 
 static const jfield formula_fields[] = {
-	JF_SAME(kvs_sizing, kv_factor), JF(kvs_sizing, "layers", layers_per_rank),
-	JF(kvs_sizing, "kv_heads", kv_heads_per_rank), JF(kvs_sizing, "width", kv_width),
+	JF_SAME(kvs_sizing, kv_factor),
+	JF(kvs_sizing, "layers", layers_per_rank),
+	JF(kvs_sizing, "kv_heads", kv_heads_per_rank),
+	JF(kvs_sizing, "width", kv_width),
 	JF(kvs_sizing, "scale_bytes_per_token", kv_scale_bytes_per_token),
 	JF(kvs_sizing, "sliding_layers", sliding_layers_per_rank),
 };
 
 static const jfield sizing_fields[] = {
-	JF_SAME(kvs_sizing, kv_bytes_per_token), JF_SAME(kvs_sizing, kv_bytes_per_token_total),
-	JF_SAME(kvs_sizing, bytes_per_block), JF_SAME(kvs_sizing, bytes_per_context),
-	JF_SAME(kvs_sizing, weight_bytes), JF_SAME(kvs_sizing, reserve_bytes),
-	JF_SAME(kvs_sizing, reserve_estimated), JF_SAME(kvs_sizing, usable_bytes),
-	JF_SAME(kvs_sizing, kv_from_override), JF_SAME(kvs_sizing, kv_budget_bytes),
-	JF_SAME(kvs_sizing, num_gpu_blocks), JF_SAME(kvs_sizing, kv_capacity_tokens),
-	JF_SAME(kvs_sizing, max_concurrency), JF_SAME(kvs_sizing, max_conversations),
-	JF_SAME(kvs_sizing, blocks_per_conversation), JF_SAME(kvs_sizing, cache_to_weights),
-	JF_SAME(kvs_sizing, decode_step_s), JF_SAME(kvs_sizing, decode_tokens_per_s),
+	JF_SAME(kvs_sizing, kv_bytes_per_token),
+	JF_SAME(kvs_sizing, kv_bytes_per_token_total),
+	JF_SAME(kvs_sizing, bytes_per_block),
+	JF_SAME(kvs_sizing, bytes_per_context),
+	JF_SAME(kvs_sizing, weight_bytes),
+	JF_SAME(kvs_sizing, reserve_bytes),
+	JF_SAME(kvs_sizing, reserve_estimated),
+	JF_SAME(kvs_sizing, usable_bytes),
+	JF_SAME(kvs_sizing, kv_from_override),
+	JF_SAME(kvs_sizing, kv_budget_bytes),
+	JF_SAME(kvs_sizing, num_gpu_blocks),
+	JF_SAME(kvs_sizing, kv_capacity_tokens),
+	JF_SAME(kvs_sizing, max_concurrency),
+	JF_SAME(kvs_sizing, max_conversations),
+	JF_SAME(kvs_sizing, blocks_per_conversation),
+	JF_SAME(kvs_sizing, cache_to_weights),
+	JF_SAME(kvs_sizing, decode_step_s),
+	JF_SAME(kvs_sizing, decode_tokens_per_s),
 };
 
 static const jfield cost_fields[] = {   /* with a GPU-hour price */
-	JF_SAME(kvs_sizing, dollars_per_conv_hour), JF_SAME(kvs_sizing, dollars_per_mtok),
+	JF_SAME(kvs_sizing, dollars_per_conv_hour),
+	JF_SAME(kvs_sizing, dollars_per_mtok),
 };
 
 static const jfield vllm_log_fields[] = {
@@ -543,32 +559,44 @@ static const jfield vllm_log_fields[] = {
 };
 
 static const jfield mem_fields[] = {
-	JF_SAME(kvs_mem_terms, fraction), JF_SAME(kvs_mem_terms, profile_tokens),
-	JF_SAME(kvs_mem_terms, profile_seqs), JF_SAME(kvs_mem_terms, rope_cache_bytes),
-	JF_SAME(kvs_mem_terms, activation_bytes), JF_SAME(kvs_mem_terms, sampler_bytes),
-	JF_SAME(kvs_mem_terms, non_torch_bytes), JF_SAME(kvs_mem_terms, comm_bytes),
-	JF_SAME(kvs_mem_terms, cuda_context_bytes), JF_SAME(kvs_mem_terms, cudagraph_bytes),
+	JF_SAME(kvs_mem_terms, fraction),
+	JF_SAME(kvs_mem_terms, profile_tokens),
+	JF_SAME(kvs_mem_terms, profile_seqs),
+	JF_SAME(kvs_mem_terms, rope_cache_bytes),
+	JF_SAME(kvs_mem_terms, activation_bytes),
+	JF_SAME(kvs_mem_terms, sampler_bytes),
+	JF_SAME(kvs_mem_terms, non_torch_bytes),
+	JF_SAME(kvs_mem_terms, comm_bytes),
+	JF_SAME(kvs_mem_terms, cuda_context_bytes),
+	JF_SAME(kvs_mem_terms, cudagraph_bytes),
 	JF_SAME(kvs_mem_terms, cudagraph_sizes),
 };
 
 static const jfield shrink_fields[] = {   /* applicable rows only */
-	JF_SAME(kvs_shrink_row, kv_bytes_per_token), JF_SAME(kvs_shrink_row, bytes_per_context),
-	JF_SAME(kvs_shrink_row, max_conversations), JF_SAME(kvs_shrink_row, max_concurrency),
+	JF_SAME(kvs_shrink_row, kv_bytes_per_token),
+	JF_SAME(kvs_shrink_row, bytes_per_context),
+	JF_SAME(kvs_shrink_row, max_conversations),
+	JF_SAME(kvs_shrink_row, max_concurrency),
 	JF_SAME(kvs_shrink_row, vs_baseline),
 };
 
 static const jfield advice_fields[] = {
-	JF_SAME(kvs_size_advice, needed), JF_SAME(kvs_size_advice, weights_fit),
-	JF_SAME(kvs_size_advice, context_fits), JF_SAME(kvs_size_advice, cache_exceeds_weights),
-	JF_SAME(kvs_size_advice, over_max_model_len), JF_SAME(kvs_size_advice, fp8_conversations),
-	JF_SAME(kvs_size_advice, int4_conversations), JF_SAME(kvs_size_advice, offload_bytes),
+	JF_SAME(kvs_size_advice, needed),
+	JF_SAME(kvs_size_advice, weights_fit),
+	JF_SAME(kvs_size_advice, context_fits),
+	JF_SAME(kvs_size_advice, cache_exceeds_weights),
+	JF_SAME(kvs_size_advice, over_max_model_len),
+	JF_SAME(kvs_size_advice, fp8_conversations),
+	JF_SAME(kvs_size_advice, int4_conversations),
+	JF_SAME(kvs_size_advice, offload_bytes),
 	JF_SAME(kvs_size_advice, offload_s_per_step),
 	JF_SAME(kvs_size_advice, offload_full_s_per_step),
 	JF_SAME(kvs_size_advice, prefix_half_conversations),
 };
 
 static const jfield parallel_fields[] = {
-	JF_SAME(kvs_parallel_option, tp), JF_SAME(kvs_parallel_option, pp),
+	JF_SAME(kvs_parallel_option, tp),
+	JF_SAME(kvs_parallel_option, pp),
 	JF_SAME(kvs_parallel_option, kv_budget_bytes),
 	JF_SAME(kvs_parallel_option, max_conversations),
 	JF_SAME(kvs_parallel_option, max_concurrency),
@@ -657,43 +685,36 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	return o;
 }
 
-int kvs_cmd_size(int argc, char **argv);
-
-int kvs_cmd_size(int argc, char **argv)
+int kvs_cmd_size(kvs_args *it)
 {
-	kvs_args it;
 	kvs_cli_deploy c;
 	const char *json = NULL;
 	const char *pos;
-	kvs_args_init(&it, "size", argc, argv);
-	kvs_args_set_help(&it, usage);
 	kvs_cli_deploy_init(&c, "llama-2-7b", NULL);
-	while (kvs_args_next(&it, &pos)) {
-		if (!it.flag) {
-			kvs_args_usage_error(&it, "unexpected argument '%s' (see 'kvsim size --help')",
+	while (kvs_args_next(it, &pos)) {
+		if (!it->flag) {
+			kvs_args_usage_error(it, "unexpected argument '%s' (see 'kvsim size --help')",
 					     pos);
 			return KVS_EXIT_USAGE;
 		}
-		if (kvs_args_help(&it)) {
-			usage(stdout);
+		if (kvs_args_help(it))
 			return KVS_EXIT_OK;
-		}
-		int r = kvs_args_output(&it, "--json", &json, true);
+		int r = kvs_args_output(it, "--json", &json, true);
 		if (r < 0)
 			return KVS_EXIT_USAGE;
 		if (r > 0)
 			continue;
-		if (kvs_args_is(&it, "--max-num-seqs")) {
-			if (!kvs_args_u32(&it, 1, 1u << 20, &c.d.max_num_seqs))
+		if (kvs_args_is(it, "--max-num-seqs")) {
+			if (!kvs_args_u32(it, 1, 1u << 20, &c.d.max_num_seqs))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
-		if (kvs_args_is(&it, "--max-num-batched-tokens")) {
-			if (!kvs_args_u32(&it, 1, 1u << 30, &c.d.max_num_batched_tokens))
+		if (kvs_args_is(it, "--max-num-batched-tokens")) {
+			if (!kvs_args_u32(it, 1, 1u << 30, &c.d.max_num_batched_tokens))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
-		if (!kvs_args_taken(&it, kvs_cli_deploy_arg(&it, &c)))
+		if (!kvs_args_taken(it, kvs_cli_deploy_arg(it, &c)))
 			return KVS_EXIT_USAGE;
 	}
 	if (!kvs_cli_deploy_finish(&c, "size"))

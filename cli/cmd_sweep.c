@@ -5,7 +5,7 @@
  * the SLOs.  Flag parsing and printing only: the work is kvs_sweep_run.
  */
 #include "kvs_config.h"
-#include "cli.h"
+#include "commands.h"
 #include "cli_sim.h"
 
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-static void usage(FILE *f)
+void kvs_cmd_sweep_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim sweep [TRACE] [OPTIONS]\n"
@@ -419,8 +419,6 @@ static int plan_mode(opts *o, kvs_sweep_plan **plan, const kvs_request_set *set,
 	return -1;
 }
 
-int kvs_cmd_sweep(int argc, char **argv);
-
 static void opts_init(opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -430,77 +428,72 @@ static void opts_init(opts *o)
 	kvs_sweep_config_defaults(&o->sw, NULL);
 }
 
-/* Parse argv into o (argv[0] the command); -1 to go on, else an exit code.
- * The configuration flags (every flag but the output, scale-out and --jobs
- * ones) are recorded in o->args for a plan. */
-static int parse(int argc, char **argv, opts *o)
+/* Parse the arguments into o (argv[0] the command); -1 to go on, else an
+ * exit code.  The configuration flags (every flag but the output,
+ * scale-out and --jobs ones) are recorded in o->args for a plan. */
+static int parse(kvs_args *it, opts *o)
 {
-	kvs_args it;
 	const char *pos;
-	kvs_args_init(&it, "sweep", argc, argv);
-	kvs_args_set_help(&it, usage);
-	o->args = kvs_calloc((size_t)argc + 1, sizeof *o->args);
+	o->args = kvs_calloc((size_t)it->argc + 1, sizeof *o->args);
 	if (!o->args) {
 		fprintf(stderr, "kvsim sweep: out of memory\n");
 		return KVS_EXIT_FAIL;
 	}
 	for (;;) {
-		int i0 = it.i;
-		if (!kvs_args_next(&it, &pos))
+		int i0 = it->i;
+		if (!kvs_args_next(it, &pos))
 			break;
-		if (!it.flag) {
-			if (!kvs_args_one_positional(&it, pos, &o->trace, "trace"))
+		if (!it->flag) {
+			if (!kvs_args_one_positional(it, pos, &o->trace, "trace"))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
-		if (kvs_args_is(&it, "--help") || kvs_args_is(&it, "-h")) {
-			usage(stdout);
+		if (kvs_args_help(it))
 			return KVS_EXIT_OK;
-		}
-		int out_r = kvs_args_output(&it, "--json", &o->json, o->trace != NULL);
+		int out_r = kvs_args_output(it, "--json", &o->json, o->trace != NULL);
 		if (out_r == 0)
-			out_r = kvs_args_output(&it, "--csv", &o->csv, o->trace != NULL);
+			out_r = kvs_args_output(it, "--csv", &o->csv, o->trace != NULL);
 		if (out_r < 0)
 			return KVS_EXIT_USAGE;
 		if (out_r > 0)
 			continue;
-		if (kvs_args_is(&it, "--report")) {
-			if (!(o->report = kvs_args_value(&it)))
+		if (kvs_args_is(it, "--report")) {
+			if (!(o->report = kvs_args_value(it)))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
-		if (kvs_args_is(&it, "--quiet") || kvs_args_is(&it, "-q")) {
+		if (kvs_args_is(it, "--quiet") || kvs_args_is(it, "-q")) {
 			o->quiet = true;
 			continue;
 		}
-		int r = plan_arg(&it, o);
+		int r = plan_arg(it, o);
 		if (r != 0) {
 			if (r < 0)
 				return KVS_EXIT_USAGE;
 			continue;
 		}
 		/* the sim group before the trace group: both know --seed */
-		r = sweep_arg(&it, o);
+		r = sweep_arg(it, o);
 		if (r == 0)
-			r = kvs_cli_deploy_arg(&it, &o->dep);
+			r = kvs_cli_deploy_arg(it, &o->dep);
 		if (r == 0)
-			r = kvs_cli_sim_arg(&it, &o->sim);
+			r = kvs_cli_sim_arg(it, &o->sim);
 		if (r == 0)
-			r = kvs_cli_trace_arg(&it, &o->to);
+			r = kvs_cli_trace_arg(it, &o->to);
 		if (r < 0)
 			return KVS_EXIT_USAGE;
 		if (r == 0) {
-			kvs_args_unknown(&it);
+			kvs_args_unknown(it);
 			return KVS_EXIT_USAGE;
 		}
-		if (!kvs_args_is(&it, "--jobs")) {
+		if (!kvs_args_is(it, "--jobs")) {
 			if (!o->config_flag)
-				o->config_flag = it.flag;
-			for (int k = i0; k < it.i; k++)
-				o->args[o->nargs++] = argv[k];
+				o->config_flag = it->flag;
+			for (int k = i0; k < it->i; k++)
+				o->args[o->nargs++] = it->argv[k];
 		}
 	}
-	if (it.error)
+	if (it->error)
 		return KVS_EXIT_USAGE;
 	return -1;
 }
@@ -576,7 +569,9 @@ static int from_plan(opts *o, kvs_sweep_plan **plan)
 		argv[i + 1] = (char *)args[i];
 	opts p;
 	opts_init(&p);
-	int rc = parse((int)nargs + 1, argv, &p);
+	kvs_args it;
+	kvs_args_init(&it, "sweep", (int)nargs + 1, argv, kvs_cmd_sweep_usage);
+	int rc = parse(&it, &p);
 	kvs_free(argv);
 	if (rc >= 0) {
 		kvs_free(p.args);
@@ -602,12 +597,12 @@ static int from_plan(opts *o, kvs_sweep_plan **plan)
 	return -1;
 }
 
-int kvs_cmd_sweep(int argc, char **argv)
+int kvs_cmd_sweep(kvs_args *it)
 {
 	opts o;
 	kvs_sweep_plan *plan = NULL;
 	opts_init(&o);
-	int prc = parse(argc, argv, &o);
+	int prc = parse(it, &o);
 	if (prc < 0 && o.from_plan)
 		prc = from_plan(&o, &plan);
 	else if (prc < 0 && (o.points || o.out_dir || o.merge_dir)) {

@@ -4,14 +4,14 @@
  * counters), as a table or --json; or, with --write, convert it (after
  * shaping) into a native trace.
  */
-#include "cli.h"
+#include "commands.h"
 
 #include <stdlib.h>
 
 #include <jansson.h>
 #include <string.h>
 
-static void usage(FILE *f)
+void kvs_cmd_trace_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim trace [FILE] [options]\n"
@@ -216,49 +216,42 @@ static int write_native(kvs_trace *t, const char *out)
 	return KVS_EXIT_OK;
 }
 
-int kvs_cmd_trace(int argc, char **argv);
-
-int kvs_cmd_trace(int argc, char **argv)
+int kvs_cmd_trace(kvs_args *it)
 {
-	kvs_args it;
-	kvs_args_init(&it, "trace", argc, argv);
-	kvs_args_set_help(&it, usage);
 	kvs_trace_opts o;
 	kvs_trace_opts_defaults(&o);
 	const char *path = NULL, *out = NULL;
 	const char *json = NULL;
 	const char *pos;
-	while (kvs_args_next(&it, &pos)) {
-		if (!it.flag) {
-			if (!kvs_args_one_positional(&it, pos, &path, "trace"))
+	while (kvs_args_next(it, &pos)) {
+		if (!it->flag) {
+			if (!kvs_args_one_positional(it, pos, &path, "trace"))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
-		if (kvs_args_help(&it)) {
-			usage(stdout);
+		if (kvs_args_help(it))
 			return KVS_EXIT_OK;
-		}
-		int r = kvs_cli_trace_arg(&it, &o);
+		int r = kvs_cli_trace_arg(it, &o);
 		if (r < 0)
 			return KVS_EXIT_USAGE;
 		if (r > 0)
 			continue;
-		int jr = kvs_args_output(&it, "--json", &json, path != NULL);
+		int jr = kvs_args_output(it, "--json", &json, path != NULL);
 		if (jr < 0)
 			return KVS_EXIT_USAGE;
 		if (jr > 0) {
 			continue;
-		} else if (kvs_args_is(&it, "--block-size")) {
-			if (!kvs_args_u32(&it, 1, 1u << 20, &o.block_size))
+		} else if (kvs_args_is(it, "--block-size")) {
+			if (!kvs_args_u32(it, 1, 1u << 20, &o.block_size))
 				return KVS_EXIT_USAGE;
-		} else if (kvs_args_is(&it, "--max-model-len")) {
-			if (!kvs_args_u32(&it, 1, UINT32_MAX, &o.max_model_len))
+		} else if (kvs_args_is(it, "--max-model-len")) {
+			if (!kvs_args_u32(it, 1, UINT32_MAX, &o.max_model_len))
 				return KVS_EXIT_USAGE;
-		} else if (kvs_args_is(&it, "--write") || kvs_args_is(&it, "-o")) {
-			if (!(out = kvs_args_value(&it)))
+		} else if (kvs_args_is(it, "--write") || kvs_args_is(it, "-o")) {
+			if (!(out = kvs_args_value(it)))
 				return KVS_EXIT_USAGE;
 		} else {
-			kvs_args_unknown(&it);
+			kvs_args_unknown(it);
 			return KVS_EXIT_USAGE;
 		}
 	}

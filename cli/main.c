@@ -5,27 +5,21 @@
  * calls: parse flags, call kvsim, print.
  */
 #include "kvs_config.h"
-#include "cli.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <string.h>
 
-typedef int (*kvs_cmd_fn)(int argc, char **argv);
-
-#define KVS_CMD(name) int kvs_cmd_##name(int argc, char **argv);
-#include "commands.h"
-#undef KVS_CMD
-
 struct command {
 	const char *name;
-	kvs_cmd_fn fn;
-	const char *summary;
+	int (*run)(kvs_args *it);
+	void (*usage)(FILE *f);
 };
 
 static const struct command commands[] = {
-#define KVS_CMD(name) { #name, kvs_cmd_##name, NULL },
-#include "commands.h"
-#undef KVS_CMD
+#define KVS_CMD_ROW(name) { #name, kvs_cmd_##name, kvs_cmd_##name##_usage },
+	KVS_COMMANDS(KVS_CMD_ROW)
+#undef KVS_CMD_ROW
 };
 
 static const char *summary_of(const char *name)
@@ -129,8 +123,8 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return KVS_EXIT_USAGE;
 		}
-		char *hargv[] = { argv[2], (char *)"--help", NULL };
-		return finish(c->name, c->fn(2, hargv));
+		c->usage(stdout);
+		return finish(c->name, KVS_EXIT_OK);
 	}
 	const struct command *c = find(name);
 	if (!c) {
@@ -139,5 +133,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return KVS_EXIT_USAGE;
 	}
-	return finish(c->name, c->fn(argc - 1, argv + 1));
+	/* the command's arguments, argv[0] its name */
+	kvs_args it;
+	kvs_args_init(&it, c->name, argc - 1, argv + 1, c->usage);
+	return finish(c->name, c->run(&it));
 }

@@ -152,93 +152,55 @@ float kvs_f32_from_bf16(uint16_t h)
 	return f32_from_bits((uint32_t)h << 16);
 }
 
-void kvs_kv_from_f32(kvs_kv_dtype dt, void *dst, const float *src, size_t n)
+/* Element i of an array of dt, as a float (exact: each KV dtype widens to
+ * binary32 without rounding). */
+static inline float kv_get(kvs_kv_dtype dt, const void *p, size_t i)
 {
 	switch (dt) {
-	case KVS_KV_F32:
-		memcpy(dst, src, n * sizeof(float));
-		break;
-	case KVS_KV_F16:
-		for (size_t i = 0; i < n; i++)
-			((uint16_t *)dst)[i] = kvs_f16_from_f32(src[i]);
-		break;
-	case KVS_KV_BF16:
-		for (size_t i = 0; i < n; i++)
-			((uint16_t *)dst)[i] = kvs_bf16_from_f32(src[i]);
-		break;
-	default:
-		kvs_require(!"unknown kv dtype");
+	case KVS_KV_F32: return ((const float *)p)[i];
+	case KVS_KV_F16: return kvs_f32_from_f16(((const uint16_t *)p)[i]);
+	default: return kvs_f32_from_bf16(((const uint16_t *)p)[i]);
 	}
+}
+
+/* Element i of an array of dt set to x, rounded to nearest even. */
+static inline void kv_set(kvs_kv_dtype dt, void *p, size_t i, float x)
+{
+	switch (dt) {
+	case KVS_KV_F32: ((float *)p)[i] = x; break;
+	case KVS_KV_F16: ((uint16_t *)p)[i] = kvs_f16_from_f32(x); break;
+	default: ((uint16_t *)p)[i] = kvs_bf16_from_f32(x); break;
+	}
+}
+
+void kvs_kv_from_f32(kvs_kv_dtype dt, void *dst, const float *src, size_t n)
+{
+	kvs_require(kvs_kv_dtype_size(dt) != 0);
+	for (size_t i = 0; i < n; i++)
+		kv_set(dt, dst, i, src[i]);
 }
 
 void kvs_kv_to_f32(kvs_kv_dtype dt, float *dst, const void *src, size_t n)
 {
-	switch (dt) {
-	case KVS_KV_F32:
-		memcpy(dst, src, n * sizeof(float));
-		break;
-	case KVS_KV_F16:
-		for (size_t i = 0; i < n; i++)
-			dst[i] = kvs_f32_from_f16(((const uint16_t *)src)[i]);
-		break;
-	case KVS_KV_BF16:
-		for (size_t i = 0; i < n; i++)
-			dst[i] = kvs_f32_from_bf16(((const uint16_t *)src)[i]);
-		break;
-	default:
-		kvs_require(!"unknown kv dtype");
-	}
+	kvs_require(kvs_kv_dtype_size(dt) != 0);
+	for (size_t i = 0; i < n; i++)
+		dst[i] = kv_get(dt, src, i);
 }
 
 /* n elements of dt at element index idx of src, widened to double. */
 static void load_row(kvs_kv_dtype dt, double *dst, const void *src,
 		     uint64_t idx, uint32_t n)
 {
-	switch (dt) {
-	case KVS_KV_F32: {
-		const float *p = (const float *)src + idx;
-		for (uint32_t i = 0; i < n; i++)
-			dst[i] = p[i];
-		break;
-	}
-	case KVS_KV_F16: {
-		const uint16_t *p = (const uint16_t *)src + idx;
-		for (uint32_t i = 0; i < n; i++)
-			dst[i] = kvs_f32_from_f16(p[i]);
-		break;
-	}
-	default: {
-		const uint16_t *p = (const uint16_t *)src + idx;
-		for (uint32_t i = 0; i < n; i++)
-			dst[i] = kvs_f32_from_bf16(p[i]);
-		break;
-	}
-	}
+	for (uint32_t i = 0; i < n; i++)
+		dst[i] = kv_get(dt, src, idx + i);
 }
 
+/* n doubles into elements idx.. of dst, rounded to float, then to dt. */
 static void store_row(kvs_kv_dtype dt, void *dst, uint64_t idx,
 		      const double *src, uint32_t n)
 {
-	switch (dt) {
-	case KVS_KV_F32: {
-		float *p = (float *)dst + idx;
-		for (uint32_t i = 0; i < n; i++)
-			p[i] = (float)src[i];
-		break;
-	}
-	case KVS_KV_F16: {
-		uint16_t *p = (uint16_t *)dst + idx;
-		for (uint32_t i = 0; i < n; i++)
-			p[i] = kvs_f16_from_f32((float)src[i]);
-		break;
-	}
-	default: {
-		uint16_t *p = (uint16_t *)dst + idx;
-		for (uint32_t i = 0; i < n; i++)
-			p[i] = kvs_bf16_from_f32((float)src[i]);
-		break;
-	}
-	}
+	for (uint32_t i = 0; i < n; i++)
+		kv_set(dt, dst, idx + i, (float)src[i]);
 }
 
 /* ---- layout and argument checks ------------------------------------------- */
@@ -284,49 +246,60 @@ uint64_t kvs_kv_block_bytes(const kvs_kv_layout *layout)
 	       layout->head_dim * kvs_kv_dtype_size(layout->dtype);
 }
 
+/* The head of a batch check: a valid layout, the `what` array present
+ * unless the batch is empty, and *ids room for nids ids (ids_unique sorts
+ * them).  *ids is NULL on failure and for an empty batch, which has
+ * nothing more to check. */
+static kvs_status batch_head(const kvs_kv_layout *layout, size_t n, const void *items,
+			     const char *what, size_t nids, uint64_t **ids)
+{
+	*ids = NULL;
+	kvs_status st = kvs_kv_layout_check(layout);
+	if (st == KVS_OK && n && !items)
+		st = kvs_fail(KVS_ERR_INVALID, "%s: NULL", what);
+	if (st != KVS_OK || n == 0)
+		return st;
+	*ids = kvs_reallocarray(NULL, nids, sizeof **ids);
+	if (!*ids)
+		return kvs_fail(KVS_ERR_NOMEM, "%s: no memory to check %zu entries", what, n);
+	return KVS_OK;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return (x > y) - (x < y);
 }
 
-/* Sorts ids[0, n) and looks for neighbours with the same key (id >>
- * tag_bits) where the first one's tag (the low tag_bits) is 0: true and
- * that key in *key when there are some.  Frees ids.  O(n log n). */
-static bool ids_clash(uint64_t *ids, size_t n, unsigned tag_bits, uint64_t *key)
+/* The tail of a batch check: sorts ids[0, n) (each a key << tag_bits with
+ * a tag in the low bits) and fails when two neighbours have the same key
+ * and the first one's tag is 0: "`what` KEY `clash`".  Frees ids.
+ * O(n log n). */
+static kvs_status ids_unique(uint64_t *ids, size_t n, unsigned tag_bits, const char *what,
+			     const char *clash)
 {
 	uint64_t tag = (1ull << tag_bits) - 1;
 	size_t i = 1;
 	qsort(ids, n, sizeof *ids, cmp_u64);
 	while (i < n && ((ids[i - 1] >> tag_bits) != (ids[i] >> tag_bits) || (ids[i - 1] & tag)))
 		i++;
-	if (i < n)
-		*key = ids[i] >> tag_bits;
+	uint64_t key = i < n ? ids[i] >> tag_bits : 0;
 	kvs_free(ids);
-	return i < n;
-}
-
-/* The head of a batch check: a valid layout, and the `what` array present
- * unless it is empty. */
-static kvs_status batch_head(const kvs_kv_layout *layout, size_t n, const void *items,
-			     const char *what)
-{
-	kvs_status st = kvs_kv_layout_check(layout);
-	if (st == KVS_OK && n && !items)
-		st = kvs_fail(KVS_ERR_INVALID, "%s: NULL", what);
-	return st;
+	if (i < n)
+		return kvs_fail(KVS_ERR_INVALID, "%s %llu %s", what, (unsigned long long)key,
+				clash);
+	return KVS_OK;
 }
 
 kvs_status kvs_kv_slots_check(const kvs_kv_layout *layout,
 			      const uint64_t *slot_mapping, uint32_t num_tokens)
 {
-	kvs_status st = batch_head(layout, num_tokens, slot_mapping, "cache write: slot_mapping");
-	if (st != KVS_OK || num_tokens == 0)
+	uint64_t *sorted;
+	kvs_status st = batch_head(layout, num_tokens, slot_mapping,
+				   "cache write: slot_mapping", num_tokens, &sorted);
+	if (!sorted)
 		return st;
 	uint64_t num_slots = (uint64_t)layout->num_blocks * layout->block_size;
-	uint64_t *sorted = kvs_malloc((size_t)num_tokens * sizeof *sorted);
-	if (!sorted)
-		return kvs_fail(KVS_ERR_NOMEM, "cache write: %u slots", num_tokens);
 	uint32_t n = 0;
 	for (uint32_t t = 0; t < num_tokens; t++) {
 		uint64_t s = slot_mapping[t];
@@ -343,44 +316,34 @@ kvs_status kvs_kv_slots_check(const kvs_kv_layout *layout,
 		}
 		sorted[n++] = s;
 	}
-	uint64_t twice;
-	if (ids_clash(sorted, n, 0, &twice))
-		return kvs_fail(KVS_ERR_INVALID,
-				"cache write: slot %llu appears twice in slot_mapping",
-				(unsigned long long)twice);
-	return KVS_OK;
+	return ids_unique(sorted, n, 0, "cache write: slot", "appears twice in slot_mapping");
 }
 
 kvs_status kvs_kv_copies_check(const kvs_kv_layout *layout,
 			       const kvs_block_copy *copies, size_t num_copies)
 {
-	kvs_status st = batch_head(layout, num_copies, copies, "block copy: copies");
-	if (st != KVS_OK || num_copies == 0)
+	/* dst ids (low bit 0) and src ids (low bit 1) in one array: a
+	 * repeated dst or a dst that is also a src shows up as a dst followed
+	 * by the same id */
+	uint64_t *ids;
+	kvs_status st = batch_head(layout, num_copies, copies, "block copy: copies",
+				   2 * num_copies, &ids);
+	if (!ids)
 		return st;
 	for (size_t i = 0; i < num_copies; i++) {
 		if (copies[i].src >= layout->num_blocks ||
-		    copies[i].dst >= layout->num_blocks)
+		    copies[i].dst >= layout->num_blocks) {
+			kvs_free(ids);
 			return kvs_fail(KVS_ERR_INVALID,
 					"block copy: copies[%zu] = {%u -> %u}: block id "
 					"beyond the pool's %u blocks", i, copies[i].src,
 					copies[i].dst, layout->num_blocks);
-	}
-	/* dst ids sorted (low bit 0) and src ids (low bit 1) in one array:
-	 * a repeated dst or a dst that is also a src shows up as neighbours. */
-	uint64_t *ids = kvs_reallocarray(NULL, num_copies, 2 * sizeof *ids);
-	if (!ids)
-		return kvs_fail(KVS_ERR_NOMEM, "block copy: %zu copies", num_copies);
-	for (size_t i = 0; i < num_copies; i++) {
+		}
 		ids[2 * i] = (uint64_t)copies[i].dst << 1;
 		ids[2 * i + 1] = ((uint64_t)copies[i].src << 1) | 1u;
 	}
-	/* a clash: a dst followed by the same id, as a dst or a src */
-	uint64_t block;
-	if (ids_clash(ids, 2 * num_copies, 1, &block))
-		return kvs_fail(KVS_ERR_INVALID,
-				"block copy: block %llu is a destination twice or both "
-				"a source and a destination", (unsigned long long)block);
-	return KVS_OK;
+	return ids_unique(ids, 2 * num_copies, 1, "block copy: block",
+			  "is a destination twice or both a source and a destination");
 }
 
 kvs_status kvs_decode_batch_check(const kvs_kv_layout *layout,

@@ -100,6 +100,19 @@ static size_t reduce_mean(const double *t, const double *const *y, int k,
 	return m;
 }
 
+void rp_minmax(const double *y, size_t lo, size_t hi, size_t *first, size_t *last)
+{
+	size_t jmin = lo, jmax = lo;
+	for (size_t j = lo; j < hi; j++) {
+		if (y[j] < y[jmin])
+			jmin = j;
+		if (y[j] > y[jmax])
+			jmax = j;
+	}
+	*first = jmin < jmax ? jmin : jmax;
+	*last = jmin < jmax ? jmax : jmin;
+}
+
 /* Per-bucket min and max (in time order) of one series: at most
  * 2 * ceil(n / chunk) points; out arrays hold 2 * maxpts values. */
 static size_t reduce_envelope(const double *t, const double *y, size_t n,
@@ -112,14 +125,8 @@ static size_t reduce_envelope(const double *t, const double *y, size_t n,
 	}
 	size_t chunk = (n + maxpts - 1) / maxpts, m = 0;
 	for (size_t i = 0; i < n; i += chunk) {
-		size_t e = i + chunk < n ? i + chunk : n, lo = i, hi = i;
-		for (size_t j = i; j < e; j++) {
-			if (y[j] < y[lo])
-				lo = j;
-			if (y[j] > y[hi])
-				hi = j;
-		}
-		size_t a = lo < hi ? lo : hi, b = lo < hi ? hi : lo;
+		size_t a, b;
+		rp_minmax(y, i, i + chunk < n ? i + chunk : n, &a, &b);
 		ot[m] = t[a];
 		oy[m++] = y[a];
 		if (b != a) {

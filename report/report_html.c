@@ -97,43 +97,25 @@ typedef enum cellfmt {
 static void cell(FILE *f, double v, cellfmt fmt)
 {
 	char b[64];
-	switch (fmt) {
-	case F_PCT:
-		if (isfinite(v))
-			snprintf(b, sizeof b, "%.1f %%", v);
-		else
-			snprintf(b, sizeof b, "-");
-		break;
-	case F_PCTG:
-		if (isfinite(v) && v > 0 && v < 0.01)
-			snprintf(b, sizeof b, "<0.01 %%");
-		else if (isfinite(v))
-			snprintf(b, sizeof b, "%.3g %%", v);
-		else
-			snprintf(b, sizeof b, "-");
-		break;
-	case F_X3:
-		if (isfinite(v))
-			snprintf(b, sizeof b, "%.3f×", v);
-		else
-			snprintf(b, sizeof b, "-");
-		break;
-	case F_NUM: rp_fmt_num(b, sizeof b, v, 3); break;
-	case F_COUNT: rp_fmt_count(b, sizeof b, v); break;
-	case F_SEC: rp_fmt_seconds(b, sizeof b, v); break;
-	case F_BYTES: rp_fmt_bytes(b, sizeof b, v); break;
-	case F_FRAC:
-		if (isfinite(v))
-			snprintf(b, sizeof b, "%.1f %%", v * 100);
-		else
-			snprintf(b, sizeof b, "-");
-		break;
-	case F_RATIO:
-		if (isfinite(v))
-			snprintf(b, sizeof b, "%.2f×", v);
-		else
-			snprintf(b, sizeof b, "-");
-		break;
+	if (!isfinite(v)) {
+		snprintf(b, sizeof b, "-");
+	} else {
+		switch (fmt) {
+		case F_PCT: snprintf(b, sizeof b, "%.1f %%", v); break;
+		case F_PCTG:
+			if (v > 0 && v < 0.01)
+				snprintf(b, sizeof b, "<0.01 %%");
+			else
+				snprintf(b, sizeof b, "%.3g %%", v);
+			break;
+		case F_X3: snprintf(b, sizeof b, "%.3f×", v); break;
+		case F_NUM: rp_fmt_num(b, sizeof b, v, 3); break;
+		case F_COUNT: rp_fmt_count(b, sizeof b, v); break;
+		case F_SEC: rp_fmt_seconds(b, sizeof b, v); break;
+		case F_BYTES: rp_fmt_bytes(b, sizeof b, v); break;
+		case F_FRAC: snprintf(b, sizeof b, "%.1f %%", v * 100); break;
+		case F_RATIO: snprintf(b, sizeof b, "%.2f×", v); break;
+		}
 	}
 	fprintf(f, "<td>");
 	kvs_report_esc(f, b);
@@ -331,6 +313,72 @@ static void policy_table(FILE *f, const rp_run *run)
 
 /* ---- sweep tables --------------------------------------------------------- */
 
+/* The policy of sweep row i, or of capacity result i. */
+static const char *bs_row_policy(const rp_run *run, bool cap, size_t i)
+{
+	return cap ? run->cap[i].policy : run->rows[i].policy;
+}
+
+/* Opens row i of the sweep table (cap false) or of the capacity table: the
+ * policy (swatch and name) and the block size.  A policy whose results do
+ * not depend on the block size (contiguous reservation) is one row, "any"
+ * block size: its later rows write nothing and return false. */
+static bool bs_row_open(FILE *f, const rp_run *run, bool cap, size_t i)
+{
+	const char *policy = bs_row_policy(run, cap, i);
+	bool once = cap ? rp_capacity_bs_independent(run, policy)
+			: rp_sweep_bs_independent(run, policy);
+	for (size_t j = 0; once && j < i; j++)
+		if (strcmp(bs_row_policy(run, cap, j), policy) == 0)
+			return false;
+	fprintf(f, "<tr><td>");
+	swatch(f, rp_policy_color(policy));
+	kvs_report_esc(f, policy);
+	fprintf(f, "</td>");
+	if (once)
+		fprintf(f, "<td class=\"any\" title=\"the same at every block size %s\">any</td>",
+			cap ? "searched" : "swept");
+	else if (cap)
+		cell(f, run->cap[i].block_size, F_NUM);
+	else
+		fprintf(f, "<td>%g</td>", run->rows[i].block_size);
+	return true;
+}
+
+/* the capacity search: after policy, block size and outcome, a column of
+ * each figure below */
+static void capacity_table(FILE *f, const rp_run *run)
+{
+	static const struct {
+		const char *head;
+		size_t off;          /* a double in rp_capacity */
+		cellfmt fmt;
+	} col[] = {
+		{ "max rate (req/s)", offsetof(rp_capacity, max_rate), F_NUM },
+		{ "next rate, missed (req/s)", offsetof(rp_capacity, fail_rate), F_NUM },
+		{ "grid step", offsetof(rp_capacity, tolerance), F_FRAC },
+		{ "SLO p99 TTFT", offsetof(rp_capacity, slo_ttft_s), F_SEC },
+		{ "SLO p99 TPOT", offsetof(rp_capacity, slo_tpot_s), F_SEC },
+	};
+	fprintf(f, "<h3>Capacity search</h3>\n<table class=\"scroll\">\n<thead><tr><th>policy</th>"
+		   "<th>block size</th><th>outcome</th>");
+	for (size_t k = 0; k < KVS_ARRAY_LEN(col); k++)
+		fprintf(f, "<th>%s</th>", col[k].head);
+	fprintf(f, "</tr></thead>\n<tbody>\n");
+	for (size_t i = 0; i < run->ncap; i++) {
+		const rp_capacity *c = &run->cap[i];
+		if (!bs_row_open(f, run, true, i))
+			continue;
+		fprintf(f, "<td>");
+		kvs_report_esc(f, c->outcome ? c->outcome : "-");
+		fprintf(f, "</td>");
+		for (size_t k = 0; k < KVS_ARRAY_LEN(col); k++)
+			cell(f, *(const double *)((const char *)c + col[k].off), col[k].fmt);
+		fprintf(f, "</tr>\n");
+	}
+	fprintf(f, "</tbody>\n</table>\n");
+}
+
 static void sweep_tables(FILE *f, const rp_run *run)
 {
 	static const struct {
@@ -378,21 +426,8 @@ static void sweep_tables(FILE *f, const rp_run *run)
 	fprintf(f, "</tr></thead>\n<tbody>\n");
 	for (size_t i = 0; i < run->nrows; i++) {
 		const rp_row *r = &run->rows[i];
-		/* a policy whose results do not depend on the block size
-		 * (contiguous reservation) is one row, "any" block size */
-		bool once = rp_sweep_bs_independent(run, r->policy);
-		bool dup = false;
-		for (size_t j = 0; once && j < i && !dup; j++)
-			dup = strcmp(run->rows[j].policy, r->policy) == 0;
-		if (dup)
+		if (!bs_row_open(f, run, false, i))
 			continue;
-		fprintf(f, "<tr><td>");
-		swatch(f, rp_policy_color(r->policy));
-		kvs_report_esc(f, r->policy);
-		if (once)
-			fprintf(f, "</td><td class=\"any\" title=\"the same at every block size swept\">any</td>");
-		else
-			fprintf(f, "</td><td>%g</td>", r->block_size);
 		for (size_t c = 0; c < KVS_ARRAY_LEN(col); c++)
 			if (show[c])
 				cell(f, r->f[col[c].field], col[c].fmt);
@@ -426,39 +461,8 @@ static void sweep_tables(FILE *f, const rp_run *run)
 		}
 		fprintf(f, "</ul>\n");
 	}
-	if (run->ncap) {
-		fprintf(f, "<h3>Capacity search</h3>\n<table class=\"scroll\">\n<thead><tr><th>policy</th>"
-			   "<th>block size</th><th>outcome</th><th>max rate (req/s)</th>"
-			   "<th>next rate, missed (req/s)</th><th>grid step</th>"
-			   "<th>SLO p99 TTFT</th><th>SLO p99 TPOT</th></tr></thead>\n<tbody>\n");
-		for (size_t i = 0; i < run->ncap; i++) {
-			const rp_capacity *c = &run->cap[i];
-			bool once = rp_capacity_bs_independent(run, c->policy);
-			bool dup = false;
-			for (size_t j = 0; once && j < i && !dup; j++)
-				dup = strcmp(run->cap[j].policy, c->policy) == 0;
-			if (dup)
-				continue;
-			fprintf(f, "<tr><td>");
-			swatch(f, rp_policy_color(c->policy));
-			kvs_report_esc(f, c->policy);
-			fprintf(f, "</td>");
-			if (once)
-				fprintf(f, "<td class=\"any\" title=\"the same at every block size searched\">any</td>");
-			else
-				cell(f, c->block_size, F_NUM);
-			fprintf(f, "<td>");
-			kvs_report_esc(f, c->outcome ? c->outcome : "-");
-			fprintf(f, "</td>");
-			cell(f, c->max_rate, F_NUM);
-			cell(f, c->fail_rate, F_NUM);
-			cell(f, c->tolerance, F_FRAC);
-			cell(f, c->slo_ttft_s, F_SEC);
-			cell(f, c->slo_tpot_s, F_SEC);
-			fprintf(f, "</tr>\n");
-		}
-		fprintf(f, "</tbody>\n</table>\n");
-	}
+	if (run->ncap)
+		capacity_table(f, run);
 }
 
 /* ---- page ----------------------------------------------------------------- */

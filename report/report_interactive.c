@@ -466,16 +466,9 @@ static void count_chart(FILE *f, const rp_run *run, bool waiting, const char *fi
 							  .order = paged ? -1 : 0 });
 		size_t n = p->ts.n, nb = n < RI_POINTS ? n : RI_POINTS;
 		for (size_t b = 0; b < nb; b++) {
-			size_t lo, hi, jmin, jmax;
+			size_t lo, hi, a, z;
 			bucket(n, nb, b, &lo, &hi);
-			jmin = jmax = lo;
-			for (size_t j = lo; j < hi; j++) {
-				if (v[j] < v[jmin])
-					jmin = j;
-				if (v[j] > v[jmax])
-					jmax = j;
-			}
-			size_t a = jmin < jmax ? jmin : jmax, z = jmin < jmax ? jmax : jmin;
+			rp_minmax(v, lo, hi, &a, &z);
 			double va = v[a], vz = v[z];
 			pt(&c, p->ts.t_s[a] / div, log && va <= 0 ? NAN : va);
 			if (z != a)

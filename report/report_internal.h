@@ -196,6 +196,11 @@ kvs_status rp_figures_plan(const rp_run *run, rp_fig **figs, size_t *nfigs);
 /* Draw fig into dir/NAME.svg and dir/NAME.png at w x h units. */
 kvs_status rp_figure_render(const rp_fig *fig, const char *dir, unsigned w,
 			    unsigned h);
+/* The samples of y[lo, hi) (hi > lo) that hold its minimum and its maximum
+ * (the first of each), in index order: *first <= *last, the same sample when
+ * one is both.  The figures and the charts draw this pair per bucket of a
+ * count series, an envelope that keeps every spike.  O(hi - lo). */
+void rp_minmax(const double *y, size_t lo, size_t hi, size_t *first, size_t *last);
 
 /* ---- the page ------------------------------------------------------------- */
 /* static_imgs: also show each static figure as <img> (opts.static_figures) */

@@ -46,42 +46,34 @@ static double peak_waste(const kvs_sim_stats *s)
 	NULL, NULL, KVS_MS_NONE
 #define R_MULTI_SAMPLE NULL, NULL, P | I, NULL, NULL, NULL, 1, ST(multi_sample_requests), NULL, 0, \
 	NULL, NULL, KVS_MS_NONE
+/* a part of the KV budget after the first: time-weighted (in the replay
+ * table, and in sweep rows when flags say so) and at peak use (on the
+ * report page only) */
+#define MEM_ROW(f, flags, label, page_label) NULL, NULL, P | (flags), NULL, label, "%.2f", 1, \
+	ST(memory_pct.f), NULL, 0, \
+	NULL, page_label, KVS_MS_PCT
+#define PEAK_ROW(f, page_label) NULL, NULL, P, NULL, NULL, NULL, 1, ST(memory_peak_pct.f), NULL, 0, \
+	NULL, page_label, KVS_MS_PCT
 #define R_TOKEN_STATES_PCT NULL, NULL, P | S, "KV memory, time-weighted (% of pool)", \
 	"  token states", "%.2f", 1, ST(memory_pct.token_states), NULL, 0, \
 	"KV memory, time-weighted (% of KV budget)", "token states", KVS_MS_PCT
-#define R_RESERVATION_PCT NULL, NULL, P | S, NULL, "  reservation", "%.2f", 1, \
-	ST(memory_pct.reservation), NULL, 0, \
-	NULL, "reservation", KVS_MS_PCT
-#define R_INTERNAL_FRAG_PCT NULL, NULL, P | S, NULL, "  internal fragmentation", "%.2f", 1, \
-	ST(memory_pct.internal_frag), NULL, 0, \
-	NULL, "internal fragmentation", KVS_MS_PCT
-#define R_EXTERNAL_FRAG_PCT NULL, NULL, P | S, NULL, "  external fragmentation", "%.2f", 1, \
-	ST(memory_pct.external_frag), NULL, 0, \
-	NULL, "external fragmentation", KVS_MS_PCT
-#define R_CACHED_IDLE_PCT NULL, NULL, P, NULL, "  cached idle", "%.2f", 1, \
-	ST(memory_pct.cached_idle), NULL, 0, \
-	NULL, "cached-idle", KVS_MS_PCT
-#define R_FREE_PCT NULL, NULL, P, NULL, "  free", "%.2f", 1, ST(memory_pct.free), NULL, 0, \
-	NULL, "free", KVS_MS_PCT
+#define R_RESERVATION_PCT MEM_ROW(reservation, S, "  reservation", "reservation")
+#define R_INTERNAL_FRAG_PCT MEM_ROW(internal_frag, S, "  internal fragmentation", \
+	"internal fragmentation")
+#define R_EXTERNAL_FRAG_PCT MEM_ROW(external_frag, S, "  external fragmentation", \
+	"external fragmentation")
+#define R_CACHED_IDLE_PCT MEM_ROW(cached_idle, 0, "  cached idle", "cached-idle")
+#define R_FREE_PCT MEM_ROW(free, 0, "  free", "free")
 #define R_WASTE_PCT NULL, NULL, S, NULL, NULL, NULL, 1, 0, waste, 0, \
 	NULL, NULL, KVS_MS_NONE
 #define R_PEAK_TOKEN_STATES_PCT NULL, NULL, P, "KV memory at peak use (% of pool)", \
 	"  token states", "%.2f", 1, ST(memory_peak_pct.token_states), NULL, 0, \
 	"KV memory at peak use (% of KV budget)", "token states", KVS_MS_PCT
-#define R_PEAK_RESERVATION_PCT NULL, NULL, P, NULL, NULL, NULL, 1, \
-	ST(memory_peak_pct.reservation), NULL, 0, \
-	NULL, "reservation", KVS_MS_PCT
-#define R_PEAK_INTERNAL_FRAG_PCT NULL, NULL, P, NULL, NULL, NULL, 1, \
-	ST(memory_peak_pct.internal_frag), NULL, 0, \
-	NULL, "internal fragmentation", KVS_MS_PCT
-#define R_PEAK_EXTERNAL_FRAG_PCT NULL, NULL, P, NULL, NULL, NULL, 1, \
-	ST(memory_peak_pct.external_frag), NULL, 0, \
-	NULL, "external fragmentation", KVS_MS_PCT
-#define R_PEAK_CACHED_IDLE_PCT NULL, NULL, P, NULL, NULL, NULL, 1, \
-	ST(memory_peak_pct.cached_idle), NULL, 0, \
-	NULL, "cached-idle", KVS_MS_PCT
-#define R_PEAK_FREE_PCT NULL, NULL, P, NULL, NULL, NULL, 1, ST(memory_peak_pct.free), NULL, 0, \
-	NULL, "free", KVS_MS_PCT
+#define R_PEAK_RESERVATION_PCT PEAK_ROW(reservation, "reservation")
+#define R_PEAK_INTERNAL_FRAG_PCT PEAK_ROW(internal_frag, "internal fragmentation")
+#define R_PEAK_EXTERNAL_FRAG_PCT PEAK_ROW(external_frag, "external fragmentation")
+#define R_PEAK_CACHED_IDLE_PCT PEAK_ROW(cached_idle, "cached-idle")
+#define R_PEAK_FREE_PCT PEAK_ROW(free, "free")
 #define R_PEAK_WASTE_PCT NULL, NULL, 0, NULL, "  reserved or fragmented", "%.2f", 1, 0, \
 	peak_waste, 0, \
 	NULL, NULL, KVS_MS_NONE

@@ -59,12 +59,9 @@ static const struct {
 	const char *name;
 	unsigned bits;
 } dtypes[KVS_DTYPE_COUNT_] = {
-	[KVS_DTYPE_FP32] = { "fp32", 32 },
-	[KVS_DTYPE_FP16] = { "fp16", 16 },
-	[KVS_DTYPE_BF16] = { "bf16", 16 },
-	[KVS_DTYPE_FP8] = { "fp8", 8 },
-	[KVS_DTYPE_INT8] = { "int8", 8 },
-	[KVS_DTYPE_INT4] = { "int4", 4 },
+#define DTYPE(id, name, bits) [id] = { name, bits },
+	KVS_DTYPE_LIST(DTYPE)
+#undef DTYPE
 };
 
 const char *kvs_dtype_name(kvs_dtype dt)

@@ -145,10 +145,12 @@ static void test_bad_config(void **state)
 	c = cfg_paged();
 	c.budget_bytes = BS * B - 1;     /* not one block */
 	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "holds no block of"));
 	c = cfg_paged();
 	c.block_size = UINT32_MAX;
 	c.kv_bytes_per_token = UINT64_MAX / 2;
 	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_OVERFLOW);
+	assert_non_null(strstr(kvs_last_error(), "block_size 4294967295 x kv_bytes_per_token"));
 	c = cfg_paged();
 	c.policy = (kvs_policy)kvs_policy_count();   /* not registered */
 	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);

@@ -52,7 +52,7 @@ static void test_iterator(void **state)
 			 "--context", NULL };
 	kvs_args it;
 	const char *pos = NULL;
-	kvs_args_init(&it, "size", 8, argv);
+	kvs_args_init(&it, "size", 8, argv, NULL);
 	assert_true(kvs_args_next(&it, &pos));
 	assert_true(kvs_args_is(&it, "--model"));
 	assert_string_equal(kvs_args_value(&it), "llama-3-8b");
@@ -86,7 +86,7 @@ static void test_typed_values(void **state)
 	const char *pos;
 	uint64_t u = 5;
 	double d = 0;
-	kvs_args_init(&it, "x", 13, argv);
+	kvs_args_init(&it, "x", 13, argv, NULL);
 	kvs_args_next(&it, &pos);
 	assert_false(kvs_args_u64(&it, 1, 10, &u));  /* below min */
 	kvs_args_next(&it, &pos);
@@ -110,7 +110,7 @@ static int deploy_parse(kvs_cli_deploy *c, int argc, char **argv)
 	kvs_args it;
 	const char *pos;
 	int r = 1;
-	kvs_args_init(&it, "test", argc, argv);
+	kvs_args_init(&it, "test", argc, argv, NULL);
 	kvs_cli_deploy_init(c, "llama-2-7b", "a100-80gb");
 	while (r == 1 && kvs_args_next(&it, &pos))
 		r = kvs_cli_deploy_arg(&it, c);

@@ -168,6 +168,7 @@ static void test_bad_config(void **state)
 	c = cfg();
 	c.budget_bytes = GROUP - 1;
 	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "holds no page group of"));
 	assert_null(a);
 }
 

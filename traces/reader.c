@@ -41,15 +41,9 @@
 /* ---- format names ---------------------------------------------------------*/
 
 static const char *const format_names[KVS_TRACE_FORMAT_COUNT_] = {
-	[KVS_TRACE_AUTO] = "auto",
-	[KVS_TRACE_AZURE] = "azure",
-	[KVS_TRACE_MOONCAKE] = "mooncake",
-	[KVS_TRACE_BURSTGPT] = "burstgpt",
-	[KVS_TRACE_SPLITWISE] = "splitwise",
-	[KVS_TRACE_NATIVE_CSV] = "native-csv",
-	[KVS_TRACE_NATIVE_JSONL] = "native-jsonl",
-	[KVS_TRACE_VIDUR_LENGTHS] = "vidur-lengths",
-	[KVS_TRACE_VIDUR_DATED] = "vidur-dated",
+#define FORMAT(id, name) [id] = name,
+	KVS_TRACE_FORMAT_LIST(FORMAT)
+#undef FORMAT
 };
 
 const char *kvs_trace_format_name(kvs_trace_format f)
@@ -317,6 +311,24 @@ static kvs_status long_line(kvs_trace *t, kvs_status st, bool *skipped)
 	t->st.bytes_read = t->lb.bytes;
 	*skipped = st == KVS_OK;
 	return st;
+}
+
+/* The next line into *line, *len, counted in the stats: KVS_OK, KVS_END at
+ * the end of the input, or the error of a line too long (one is skipped
+ * and the next read instead with skip_bad_lines, see long_line). */
+static kvs_status next_line(kvs_trace *t, char **line, size_t *len)
+{
+	for (;;) {
+		kvs_status st = kvs_linebuf_next(&t->lb, line, len);
+		t->st.lines_read = t->lb.lineno;
+		t->st.bytes_read = t->lb.bytes;
+		if (st == KVS_OK || st == KVS_END)
+			return st;
+		bool skipped;
+		st = long_line(t, st, &skipped);
+		if (!skipped)
+			return st;
+	}
 }
 
 /* ---- libcsv plumbing ---------------------------------------------------------*/
@@ -592,9 +604,7 @@ static kvs_status detect(kvs_trace *t)
 	for (;;) {
 		char *line;
 		size_t len;
-		kvs_status st = kvs_linebuf_next(&t->lb, &line, &len);
-		t->st.lines_read = t->lb.lineno;
-		t->st.bytes_read = t->lb.bytes;
+		kvs_status st = next_line(t, &line, &len);
 		if (st == KVS_END) {
 			if (t->st.lines_read == 0)
 				return kvs_fail(KVS_ERR_PARSE, "%s: empty file (no header and no "
@@ -602,13 +612,8 @@ static kvs_status detect(kvs_trace *t)
 			return kvs_fail(KVS_ERR_PARSE, "%s: no header and no requests (only "
 					"blank or comment lines)", t->path);
 		}
-		if (st != KVS_OK) {
-			bool skipped;
-			st = long_line(t, st, &skipped);
-			if (skipped)
-				continue;
+		if (st != KVS_OK)
 			return st;
-		}
 		uint64_t ln = t->lb.lineno;
 		if (ln == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
 			line += 3; /* UTF-8 byte order mark */
@@ -677,10 +682,45 @@ static bool slot_reserve_ids(slot *s, uint32_t n)
 	return KVS_ARRAY_RESERVE(s->ids, s->ids_cap, n, 64);
 }
 
+/* The unsigned fields of a request line, read in this order by both
+ * decoders (the priority, signed, comes after them): the largest value each
+ * takes, and whether the line must give it. */
+static const struct {
+	int c;
+	uint64_t max;
+	bool required;
+} ufields[] = {
+	{ C_PROMPT, UINT32_MAX, true }, { C_OUTPUT, UINT32_MAX, true },
+	{ C_TURN, UINT32_MAX, false }, { C_SAMPLES, UINT32_MAX, false },
+	{ C_SESSION, UINT64_MAX, false }, { C_HBLOCK, 1u << 20, false },
+};
+
+/* The unsigned fields as a line without them leaves them. */
+static void ufields_default(const kvs_trace *t, slot *s)
+{
+	s->prompt = s->output = s->turn = 0;
+	s->samples = 1;
+	s->session = 0;
+	s->id_block = t->fmt == KVS_TRACE_MOONCAKE ? MOONCAKE_BLOCK : 0;
+}
+
+static void ufield_set(slot *s, int c, uint64_t x)
+{
+	switch (c) {
+	case C_PROMPT: s->prompt = (uint32_t)x; break;
+	case C_OUTPUT: s->output = (uint32_t)x; break;
+	case C_TURN: s->turn = (uint32_t)x; break;
+	case C_SAMPLES: s->samples = (uint32_t)x; break;
+	case C_SESSION: s->session = x; break;
+	default: s->id_block = (uint32_t)x; break; /* C_HBLOCK */
+	}
+}
+
 /* Checks shared by every format once the fields are in the slot.
  * Returns KVS_OK with *keep false when the row was skipped. */
-static kvs_status validate(kvs_trace *t, slot *s, bool *keep, uint32_t hblock)
+static kvs_status validate(kvs_trace *t, slot *s, bool *keep)
 {
+	uint32_t hblock = s->id_block;
 	*keep = false;
 	if (s->prompt == 0)
 		return bad_line(t, s->line, t->colname[C_PROMPT], "must be at least 1 token");
@@ -715,7 +755,6 @@ static kvs_status validate(kvs_trace *t, slot *s, bool *keep, uint32_t hblock)
 					"of %u tokens", s->nids, s->prompt,
 					(unsigned long long)blocks, hblock);
 	}
-	s->id_block = hblock;
 	*keep = true;
 	return KVS_OK;
 }
@@ -768,32 +807,19 @@ static kvs_status decode_csv(kvs_trace *t, const char *line, size_t len, slot *s
 					(unsigned long long)t->date_line);
 		}
 	}
-	struct {
-		int c;
-		uint32_t *dst;
-		uint32_t dflt;
-	} u32s[] = {
-		{ C_PROMPT, &s->prompt, 0 }, { C_OUTPUT, &s->output, 0 },
-		{ C_TURN, &s->turn, 0 }, { C_SAMPLES, &s->samples, 1 },
-	};
-	for (size_t i = 0; i < KVS_ARRAY_LEN(u32s); i++) {
-		*u32s[i].dst = u32s[i].dflt;
-		if (t->col[u32s[i].c] < 0)
+	ufields_default(t, s);
+	for (size_t i = 0; i < KVS_ARRAY_LEN(ufields); i++) {
+		int c = ufields[i].c;
+		if (t->col[c] < 0)
 			continue;
-		v = field(t, u32s[i].c, &n);
-		if (n == 0 && u32s[i].c > C_OUTPUT)
+		v = field(t, c, &n);
+		if (n == 0 && !ufields[i].required)
 			continue; /* optional column left empty */
 		uint64_t x;
-		if ((why = kvs_parse_field_u64(v, n, UINT32_MAX, &x)))
-			return bad_line(t, s->line, t->colname[u32s[i].c], "%s, got %s", why,
+		if ((why = kvs_parse_field_u64(v, n, ufields[i].max, &x)))
+			return bad_line(t, s->line, t->colname[c], "%s, got %s", why,
 					kvs_trace_quote(v, n));
-		*u32s[i].dst = (uint32_t)x;
-	}
-	s->session = 0;
-	if (t->col[C_SESSION] >= 0 && (v = field(t, C_SESSION, &n), n > 0)) {
-		if ((why = kvs_parse_field_u64(v, n, UINT64_MAX, &s->session)))
-			return bad_line(t, s->line, t->colname[C_SESSION], "%s, got %s", why,
-					kvs_trace_quote(v, n));
+		ufield_set(s, c, x);
 	}
 	s->priority = 0;
 	if (t->col[C_PRIORITY] >= 0 && (v = field(t, C_PRIORITY, &n), n > 0)) {
@@ -802,14 +828,6 @@ static kvs_status decode_csv(kvs_trace *t, const char *line, size_t len, slot *s
 			return bad_line(t, s->line, t->colname[C_PRIORITY], "%s, got %s", why,
 					kvs_trace_quote(v, n));
 		s->priority = (int32_t)p;
-	}
-	uint32_t hblock = 0;
-	if (t->col[C_HBLOCK] >= 0 && (v = field(t, C_HBLOCK, &n), n > 0)) {
-		uint64_t x;
-		if ((why = kvs_parse_field_u64(v, n, 1u << 20, &x)))
-			return bad_line(t, s->line, t->colname[C_HBLOCK], "%s, got %s", why,
-					kvs_trace_quote(v, n));
-		hblock = (uint32_t)x;
 	}
 	s->nids = 0;
 	if (t->col[C_HASHES] >= 0 && (v = field(t, C_HASHES, &n), n > 0)) {
@@ -834,7 +852,7 @@ static kvs_status decode_csv(kvs_trace *t, const char *line, size_t len, slot *s
 			i = j;
 		}
 	}
-	return validate(t, s, keep, hblock);
+	return validate(t, s, keep);
 }
 
 /* Integer (or integral real) JSON member; *present false when absent. */
@@ -866,6 +884,21 @@ static const char *json_u64(json_t *obj, const char *key, uint64_t max, bool *pr
 		return NULL;
 	}
 	return "expected a number";
+}
+
+/* Integer JSON member in the 32-bit range, into *out when present. */
+static const char *json_i32(json_t *obj, const char *key, int32_t *out)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v))
+		return NULL;
+	if (!json_is_integer(v))
+		return "expected an integer";
+	json_int_t x = json_integer_value(v);
+	if (x < INT32_MIN || x > INT32_MAX)
+		return "out of the 32-bit range";
+	*out = (int32_t)x;
+	return NULL;
 }
 
 static kvs_status decode_json(kvs_trace *t, const char *line, size_t len, slot *s,
@@ -914,59 +947,23 @@ static kvs_status decode_json(kvs_trace *t, const char *line, size_t len, slot *
 	}
 	if (why)
 		goto field_err;
-	struct {
-		int c;
-		uint32_t *dst;
-		uint32_t dflt;
-		bool required;
-	} u32s[] = {
-		{ C_PROMPT, &s->prompt, 0, true }, { C_OUTPUT, &s->output, 0, true },
-		{ C_TURN, &s->turn, 0, false }, { C_SAMPLES, &s->samples, 1, false },
-	};
-	for (size_t i = 0; i < KVS_ARRAY_LEN(u32s); i++) {
-		*u32s[i].dst = u32s[i].dflt;
-		fname = names[u32s[i].c];
+	ufields_default(t, s);
+	for (size_t i = 0; i < KVS_ARRAY_LEN(ufields); i++) {
+		fname = names[ufields[i].c];
 		if (!fname)
 			continue;
-		if ((why = json_u64(root, fname, UINT32_MAX, &present, &x)))
+		if ((why = json_u64(root, fname, ufields[i].max, &present, &x)))
 			goto field_err;
-		if (!present && u32s[i].required) {
+		if (!present && ufields[i].required) {
 			why = "missing";
 			goto field_err;
 		}
 		if (present)
-			*u32s[i].dst = (uint32_t)x;
-	}
-	s->session = 0;
-	if ((fname = names[C_SESSION])) {
-		if ((why = json_u64(root, fname, UINT64_MAX, &present, &x)))
-			goto field_err;
-		if (present)
-			s->session = x;
+			ufield_set(s, ufields[i].c, x);
 	}
 	s->priority = 0;
-	if ((fname = names[C_PRIORITY])) {
-		json_t *pv = json_object_get(root, fname);
-		if (pv && !json_is_null(pv)) {
-			if (!json_is_integer(pv)) {
-				why = "expected an integer";
-				goto field_err;
-			}
-			json_int_t p = json_integer_value(pv);
-			if (p < INT32_MIN || p > INT32_MAX) {
-				why = "out of the 32-bit range";
-				goto field_err;
-			}
-			s->priority = (int32_t)p;
-		}
-	}
-	uint32_t hblock = t->fmt == KVS_TRACE_MOONCAKE ? MOONCAKE_BLOCK : 0;
-	if ((fname = names[C_HBLOCK])) {
-		if ((why = json_u64(root, fname, 1u << 20, &present, &x)))
-			goto field_err;
-		if (present)
-			hblock = (uint32_t)x;
-	}
+	if ((fname = names[C_PRIORITY]) && (why = json_i32(root, fname, &s->priority)))
+		goto field_err;
 	s->nids = 0;
 	fname = names[C_HASHES];
 	json_t *ids = json_object_get(root, fname);
@@ -992,7 +989,7 @@ static kvs_status decode_json(kvs_trace *t, const char *line, size_t len, slot *
 		s->nids = (uint32_t)n;
 	}
 	json_decref(root);
-	return validate(t, s, keep, hblock);
+	return validate(t, s, keep);
 field_err:
 	st = bad_line(t, s->line, fname, "%s", why);
 out:
@@ -1035,20 +1032,13 @@ static kvs_status read_one(kvs_trace *t, bool *pushed)
 			len = t->pending_len;
 			ln = t->pending_line;
 		} else {
-			kvs_status st = kvs_linebuf_next(&t->lb, &line, &len);
-			t->st.lines_read = t->lb.lineno;
-			t->st.bytes_read = t->lb.bytes;
+			kvs_status st = next_line(t, &line, &len);
 			if (st == KVS_END) {
 				t->eof = true;
 				return KVS_OK;
 			}
-			if (st != KVS_OK) {
-				bool skipped;
-				st = long_line(t, st, &skipped);
-				if (skipped)
-					continue;
+			if (st != KVS_OK)
 				return st;
-			}
 			ln = t->lb.lineno;
 		}
 		kvs_status st;
@@ -1088,49 +1078,52 @@ static kvs_status read_one(kvs_trace *t, bool *pushed)
 
 /* ---- hash ids ----------------------------------------------------------------------*/
 
-kvs_status kvs_trace_split_hashes(const uint64_t *ids, uint32_t n, uint32_t src_block,
-				  uint32_t prompt_tokens, uint32_t block_size,
-				  uint64_t *out, uint32_t *nout)
+/* Re-grains n chained hash ids of src_block tokens to block_size: split,
+ * block_size divides src_block and each id becomes r = src_block /
+ * block_size sub-block ids id * r + part; merge, block_size is r times
+ * src_block and a block takes the id of its last source block (a chained id
+ * names the whole prefix).  Only the prompt's full blocks are kept. */
+static kvs_status regrain(const uint64_t *ids, uint32_t n, uint32_t src_block,
+			  uint32_t prompt_tokens, uint32_t block_size, bool split,
+			  uint64_t *out, uint32_t *nout)
 {
-	if (src_block == 0 || block_size == 0 || src_block % block_size != 0)
-		return kvs_fail(KVS_ERR_INVALID,
-				"block size %u does not divide the trace's %u-token hash "
-				"blocks (use a divisor of %u, e.g. 16)", block_size, src_block,
-				src_block);
-	uint64_t k = src_block / block_size;
+	uint32_t fine = split ? block_size : src_block;
+	uint32_t coarse = split ? src_block : block_size;
+	if (fine == 0 || coarse == 0 || coarse % fine != 0)
+		return split ? kvs_fail(KVS_ERR_INVALID, "block size %u does not divide the "
+					"trace's %u-token hash blocks (use a divisor of %u, "
+					"e.g. 16)", block_size, src_block, src_block)
+			     : kvs_fail(KVS_ERR_INVALID, "block size %u is not a multiple of "
+					"the trace's %u-token hash blocks", block_size, src_block);
+	uint64_t r = coarse / fine;
 	uint64_t full = prompt_tokens / block_size;
-	uint64_t total = (uint64_t)n * k;
-	if (full > total)
-		full = total;
+	uint64_t have = split ? (uint64_t)n * r : n / r;
+	if (full > have)
+		full = have;
 	for (uint64_t b = 0; b < full; b++) {
-		uint64_t id = ids[b / k];
-		uint64_t v;
-		if (kvs_mul_overflow(id, k, &v) || kvs_add_overflow(v, b % k, &v))
+		uint64_t id = split ? ids[b / r] : ids[(b + 1) * r - 1], v = id;
+		if (split && (kvs_mul_overflow(id, r, &v) || kvs_add_overflow(v, b % r, &v)))
 			return kvs_fail(KVS_ERR_OVERFLOW,
 					"hash id %llu is too large to split into %llu sub-blocks",
-					(unsigned long long)id, (unsigned long long)k);
+					(unsigned long long)id, (unsigned long long)r);
 		out[b] = v;
 	}
 	*nout = (uint32_t)full;
 	return KVS_OK;
 }
 
+kvs_status kvs_trace_split_hashes(const uint64_t *ids, uint32_t n, uint32_t src_block,
+				  uint32_t prompt_tokens, uint32_t block_size,
+				  uint64_t *out, uint32_t *nout)
+{
+	return regrain(ids, n, src_block, prompt_tokens, block_size, true, out, nout);
+}
+
 kvs_status kvs_trace_merge_hashes(const uint64_t *ids, uint32_t n, uint32_t src_block,
 				  uint32_t prompt_tokens, uint32_t block_size,
 				  uint64_t *out, uint32_t *nout)
 {
-	if (src_block == 0 || block_size == 0 || block_size % src_block != 0)
-		return kvs_fail(KVS_ERR_INVALID,
-				"block size %u is not a multiple of the trace's %u-token hash "
-				"blocks", block_size, src_block);
-	uint32_t m = block_size / src_block;
-	uint32_t full = prompt_tokens / block_size;
-	if (full > n / m)
-		full = n / m;
-	for (uint32_t c = 0; c < full; c++)
-		out[c] = ids[(uint64_t)(c + 1) * m - 1];
-	*nout = full;
-	return KVS_OK;
+	return regrain(ids, n, src_block, prompt_tokens, block_size, false, out, nout);
 }
 
 static kvs_status yield_hashes(kvs_trace *t, const slot *s, uint32_t prompt,

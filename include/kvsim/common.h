@@ -214,6 +214,9 @@ kvs_status kvs_outfile_write_all(const char *path, const void *data, size_t len)
 #define KVS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define KVS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define KVS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* The enumerator of a row of an X-macro list whose first column is the
+ * enumerator's name: `typedef enum e { E_LIST(KVS_ENUMERATOR) E_COUNT_ } e;` */
+#define KVS_ENUMERATOR(id, ...) id,
 
 #ifdef __cplusplus
 }

@@ -15,13 +15,17 @@
 extern "C" {
 #endif
 
+/* The data types, described once: enumerator, name, bits per element. */
+#define KVS_DTYPE_LIST(X) \
+	X(KVS_DTYPE_FP32, "fp32", 32) \
+	X(KVS_DTYPE_FP16, "fp16", 16) \
+	X(KVS_DTYPE_BF16, "bf16", 16) \
+	X(KVS_DTYPE_FP8, "fp8", 8) \
+	X(KVS_DTYPE_INT8, "int8", 8) \
+	X(KVS_DTYPE_INT4, "int4", 4)
+
 typedef enum kvs_dtype {
-	KVS_DTYPE_FP32 = 0,
-	KVS_DTYPE_FP16,
-	KVS_DTYPE_BF16,
-	KVS_DTYPE_FP8,
-	KVS_DTYPE_INT8,
-	KVS_DTYPE_INT4,
+	KVS_DTYPE_LIST(KVS_ENUMERATOR)
 	KVS_DTYPE_COUNT_
 } kvs_dtype;
 

@@ -678,19 +678,9 @@ void kvs_sim_request_csv_on_request(void *ctx, const kvs_sim_request_record *r);
 	X(REJECTED, "rejected", "accounting", "rejected", "requests") \
 	X(UNFINISHED, "unfinished", "accounting", "unfinished", "requests") \
 	X(MULTI_SAMPLE, "multi_sample_requests", "accounting", "multi_sample_requests", "requests") \
-	X(TOKEN_STATES_PCT, "token_states_pct", "memory_pct", "token_states", "%") \
-	X(RESERVATION_PCT, "reservation_pct", "memory_pct", "reservation", "%") \
-	X(INTERNAL_FRAG_PCT, "internal_fragmentation_pct", "memory_pct", "internal_fragmentation", "%") \
-	X(EXTERNAL_FRAG_PCT, "external_fragmentation_pct", "memory_pct", "external_fragmentation", "%") \
-	X(CACHED_IDLE_PCT, "cached_idle_pct", "memory_pct", "cached_idle", "%") \
-	X(FREE_PCT, "free_pct", "memory_pct", "free", "%") \
+	KVS_METRIC_MEMORY(X, , "", "memory_pct") \
 	X(WASTE_PCT, "waste_pct", NULL, NULL, "%") \
-	X(PEAK_TOKEN_STATES_PCT, "peak_token_states_pct", "memory_peak_pct", "token_states", "%") \
-	X(PEAK_RESERVATION_PCT, "peak_reservation_pct", "memory_peak_pct", "reservation", "%") \
-	X(PEAK_INTERNAL_FRAG_PCT, "peak_internal_fragmentation_pct", "memory_peak_pct", "internal_fragmentation", "%") \
-	X(PEAK_EXTERNAL_FRAG_PCT, "peak_external_fragmentation_pct", "memory_peak_pct", "external_fragmentation", "%") \
-	X(PEAK_CACHED_IDLE_PCT, "peak_cached_idle_pct", "memory_peak_pct", "cached_idle", "%") \
-	X(PEAK_FREE_PCT, "peak_free_pct", "memory_peak_pct", "free", "%") \
+	KVS_METRIC_MEMORY(X, PEAK_, "peak_", "memory_peak_pct") \
 	X(PEAK_WASTE_PCT, "peak_waste_pct", NULL, NULL, "%") \
 	X(PEAK_TIME_S, "memory_peak_time_s", "", "memory_peak_time_s", "s") \
 	X(KV_BUDGET_BYTES, "kv_budget_bytes", "kv", "budget_bytes", "bytes") \
@@ -732,6 +722,18 @@ void kvs_sim_request_csv_on_request(void *ctx, const kvs_sim_request_record *r);
 	X(SPANS, "spans", "sim", "spans", "spans") \
 	X(EVENTS, "events", "sim", "events", "events") \
 	X(WALL_S, "wall_s", "sim", "wall_s", "s")
+/* The six parts of the KV budget (kvs_sim_mem_pct), time-weighted (ids
+ * TOKEN_STATES_PCT .. FREE_PCT, keys "token_states_pct" ..) and at peak
+ * use (PEAK_TOKEN_STATES_PCT .., "peak_token_states_pct" ..). */
+#define KVS_METRIC_MEMORY(X, ID, pre, group) \
+	X(ID##TOKEN_STATES_PCT, pre "token_states_pct", group, "token_states", "%") \
+	X(ID##RESERVATION_PCT, pre "reservation_pct", group, "reservation", "%") \
+	X(ID##INTERNAL_FRAG_PCT, pre "internal_fragmentation_pct", group, "internal_fragmentation", "%") \
+	X(ID##EXTERNAL_FRAG_PCT, pre "external_fragmentation_pct", group, "external_fragmentation", "%") \
+	X(ID##CACHED_IDLE_PCT, pre "cached_idle_pct", group, "cached_idle", "%") \
+	X(ID##FREE_PCT, pre "free_pct", group, "free", "%")
+/* A latency distribution: ids ID_COUNT .. ID_MAX, keys "name_count",
+ * "name_mean_s" .. "name_max_s". */
 #define KVS_METRIC_DIST(X, ID, name) \
 	X(ID##_COUNT, name "_count", name "_s", "count", "requests") \
 	X(ID##_MEAN, name "_mean_s", name "_s", "mean", "s") \

@@ -32,16 +32,21 @@
 extern "C" {
 #endif
 
+/* The trace formats, described once: enumerator and --format name (auto:
+ * detected from the first lines). */
+#define KVS_TRACE_FORMAT_LIST(X) \
+	X(KVS_TRACE_AUTO, "auto") \
+	X(KVS_TRACE_AZURE, "azure") \
+	X(KVS_TRACE_MOONCAKE, "mooncake") \
+	X(KVS_TRACE_BURSTGPT, "burstgpt") \
+	X(KVS_TRACE_SPLITWISE, "splitwise") \
+	X(KVS_TRACE_NATIVE_CSV, "native-csv") \
+	X(KVS_TRACE_NATIVE_JSONL, "native-jsonl") \
+	X(KVS_TRACE_VIDUR_LENGTHS, "vidur-lengths") \
+	X(KVS_TRACE_VIDUR_DATED, "vidur-dated")
+
 typedef enum kvs_trace_format {
-	KVS_TRACE_AUTO = 0,
-	KVS_TRACE_AZURE,
-	KVS_TRACE_MOONCAKE,
-	KVS_TRACE_BURSTGPT,
-	KVS_TRACE_SPLITWISE,
-	KVS_TRACE_NATIVE_CSV,
-	KVS_TRACE_NATIVE_JSONL,
-	KVS_TRACE_VIDUR_LENGTHS,
-	KVS_TRACE_VIDUR_DATED,
+	KVS_TRACE_FORMAT_LIST(KVS_ENUMERATOR)
 	KVS_TRACE_FORMAT_COUNT_
 } kvs_trace_format;
 

@@ -10,10 +10,14 @@ expect 0 'usage: kvsim COMMAND' help
 expect 2 'usage: kvsim COMMAND'
 expect 2 "unknown command 'frobnicate'" frobnicate
 expect 2 "unknown command 'frobnicate'" help frobnicate
-for c in size trace gen replay compare sweep report; do
+for c in size trace gen replay compare fleet sweep report; do
 	expect 0 "$c" help "$c"
+	cp "$tmp/out" "$tmp/help-cmd"
 	expect 0 '--help' "$c" --help
 	grep -qi 'usage' "$tmp/out" || fail "kvsim $c --help prints no usage line"
+	cmp -s "$tmp/out" "$tmp/help-cmd" || fail "kvsim help $c differs from kvsim $c --help"
+	expect 0 '--help' "$c" -h
+	cmp -s "$tmp/out" "$tmp/help-cmd" || fail "kvsim $c -h differs from kvsim $c --help"
 	expect 2 "unknown option '--no-such-flag'" "$c" --no-such-flag
 done
 # a flag followed by another flag has no value: refused, never swallowed

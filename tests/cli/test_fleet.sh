@@ -175,6 +175,13 @@ run 2 -q --find-min-replicas && has "$err" "--find-min-replicas needs --slo-ttft
 run 2 -q --rate 3 && has "$err" "--rate is for --find-min-replicas" "rate alone"
 run 2 -q --policies paged,max && has "$err" "one policy per fleet" "several policies"
 run 1 -q "$tmp/nothere.csv" && has "$err" "nothere.csv" "missing trace"
+# a block size the trace's hash blocks cannot take is a usage error, whether
+# the trace is streamed or read into memory (the search, standard input)
+mooncake="$KVS_SOURCE_ROOT/traces/samples/mooncake-sample.jsonl"
+run 2 -q "$mooncake" --block-size 48 && has "$err" "neither divides" "block size, streamed"
+run 2 -q --block-size 48 - < "$mooncake" && has "$err" "neither divides" "block size, stdin"
+run 2 -q "$mooncake" --block-size 48 --find-min-replicas --slo-ttft 1 &&
+	has "$err" "neither divides" "block size, search"
 run 1 -q "$tmp/tiny.csv" --json /nonexistent-dir/x.json &&
 	has "$err" "--json: /nonexistent-dir/x.json: cannot write" "unwritable --json"
 

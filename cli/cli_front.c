@@ -1,0 +1,387 @@
+/*
+ * cli_front.c - what the simulating commands share around their runs: the
+ * output files named by flags (opened before any run, committed all or
+ * nothing), --json and --report, Ctrl-C, and the front end of replay,
+ * compare and fleet (kvs_cli_front: one flag loop, the checks made before
+ * any run, the trace read into memory or streamed).  See cli_sim.h.
+ */
+#include "cli_sim.h"
+#include "common/json.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- output files ------------------------------------------------------------- */
+
+/* An output named by a flag, opened before any simulation so that a bad
+ * path fails first (kvs_outfile: "-" is standard output; a file is written
+ * under a temporary name until kvs_cli_out_close).  The message names the
+ * flag, the path and the reason; NULL on failure. */
+kvs_outfile *kvs_cli_out_open(const char *cmd, const char *flag, const char *path)
+{
+	kvs_outfile *o;
+	if (kvs_outfile_open(path, &o) != KVS_OK) {
+		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
+		return NULL;
+	}
+	return o;
+}
+
+/* ok: commit (rename into place; false, with the message printed, when any
+ * write failed); !ok: discard, so a failed run leaves nothing behind. */
+bool kvs_cli_out_close(const char *cmd, const char *flag, kvs_outfile *o, bool ok)
+{
+	if (!o)
+		return true;
+	if (!ok) {
+		kvs_outfile_discard(o);
+		return true;
+	}
+	if (kvs_outfile_commit(o) != KVS_OK) {
+		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
+		return false;
+	}
+	return true;
+}
+
+/* ---- --json and --report --------------------------------------------------- */
+
+bool kvs_cli_path_is_regular(const char *path)
+{
+	struct stat sb;
+	return strcmp(path, "-") != 0 && stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+bool kvs_cli_report_dir_ok(const char *cmd, const char *dir)
+{
+	char path[4096];
+	size_t n = strlen(dir);
+	if (n == 0) {
+		fprintf(stderr, "kvsim %s: --report: empty directory name\n", cmd);
+		return false;
+	}
+	if (n >= sizeof path) {
+		fprintf(stderr, "kvsim %s: --report: %s: path too long\n", cmd, dir);
+		return false;
+	}
+	memcpy(path, dir, n + 1);
+	/* walk up to the deepest part of the path that exists */
+	for (;;) {
+		struct stat sb;
+		if (stat(path, &sb) == 0) {
+			if (!S_ISDIR(sb.st_mode)) {
+				fprintf(stderr, "kvsim %s: --report: %s: %s is not a directory\n",
+					cmd, dir, path);
+				return false;
+			}
+			if (access(path, W_OK | X_OK) != 0) {
+				fprintf(stderr, "kvsim %s: --report: %s: cannot write in %s: %s\n",
+					cmd, dir, path, strerror(errno));
+				return false;
+			}
+			return true;
+		}
+		if (errno != ENOENT && errno != ENOTDIR) {
+			fprintf(stderr, "kvsim %s: --report: %s: %s: %s\n", cmd, dir, path,
+				strerror(errno));
+			return false;
+		}
+		/* drop the last component (and trailing slashes) */
+		while (n > 1 && path[n - 1] == '/')
+			path[--n] = '\0';
+		while (n > 0 && path[n - 1] != '/')
+			n--;
+		if (n == 0) {
+			strcpy(path, ".");
+			n = 1;
+		} else {
+			while (n > 1 && path[n - 1] == '/')
+				n--;
+			path[n] = '\0';
+		}
+	}
+}
+
+typedef struct report_progress {
+	const char *cmd;
+	bool shown;
+} report_progress;
+
+static void on_report_progress(void *ctx, size_t done, size_t total, const char *what)
+{
+	report_progress *rp = ctx;
+	fprintf(stderr, "\rkvsim %s: report [%zu/%zu] %-40.40s", rp->cmd, done, total, what);
+	if (done == total)
+		fprintf(stderr, "\r%*s\r", 78, "");
+	fflush(stderr);
+	rp->shown = done != total;
+}
+
+int kvs_cli_json_output(const char *cmd, const kvs_json *doc, kvs_outfile *json_out,
+			const char *report_dir, const char *title, bool quiet)
+{
+	if (!json_out && !report_dir)
+		return KVS_EXIT_OK;
+	/* one text for both outputs */
+	char *text = kvs_json_text(doc);
+	if (!text) {
+		fprintf(stderr, "kvsim %s: out of memory (JSON)\n", cmd);
+		return KVS_EXIT_FAIL;
+	}
+	int rc = KVS_EXIT_OK;
+	if (json_out) {
+		FILE *f = kvs_outfile_stream(json_out);
+		if (fputs(text, f) < 0 || fputc('\n', f) == EOF) {
+			fprintf(stderr, "kvsim %s: --json: %s: write failed: %s\n", cmd,
+				kvs_outfile_path(json_out), strerror(errno));
+			rc = KVS_EXIT_FAIL;
+		}
+	}
+	if (rc == KVS_EXIT_OK && report_dir) {
+		kvs_report_opts o;
+		kvs_report_opts_defaults(&o);
+		o.title = title;
+		report_progress rp = { cmd, false };
+		if (!quiet && kvs_cli_stderr_is_tty()) {
+			o.progress = on_report_progress;
+			o.progress_ctx = &rp;
+		}
+		const char *texts[1] = { text };
+		char label[32];
+		snprintf(label, sizeof label, "kvsim %s", cmd);
+		const char *labels[1] = { label };
+		kvs_status st = kvs_report_write(texts, labels, 1, report_dir, &o);
+		if (rp.shown)
+			fprintf(stderr, "\r%*s\r", 78, "");
+		if (st != KVS_OK) {
+			/* the message names the run by its label: said once */
+			const char *msg = kvs_last_error();
+			size_t ll = strlen(label);
+			if (strncmp(msg, label, ll) == 0 && strncmp(msg + ll, ": ", 2) == 0)
+				msg += ll + 2;
+			fprintf(stderr, "kvsim %s: --report: %s\n", cmd, msg);
+			rc = KVS_EXIT_FAIL;
+		} else if (!quiet) {
+			size_t dl = strlen(report_dir);
+			while (dl > 1 && report_dir[dl - 1] == '/')
+				dl--;
+			fprintf(stderr, "kvsim %s: report written to %.*s/index.html\n", cmd,
+				(int)dl, report_dir);
+		}
+	}
+	free(text);
+	return rc;
+}
+
+/* ---- Ctrl-C ---------------------------------------------------------------------- */
+
+/* SIGINT/SIGTERM during a replay, compare or sweep: the run stops at its
+ * next event, the outputs are written whole and marked "interrupted", exit
+ * 128 + signal.  A second signal ends the process at once (the default
+ * action). */
+static volatile sig_atomic_t sim_interrupt;
+
+static void on_interrupt(int sig)
+{
+	sim_interrupt = sig;
+	signal(sig, SIG_DFL);
+}
+
+const volatile sig_atomic_t *kvs_cli_interrupt_install(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+	for (size_t i = 0; i < KVS_ARRAY_LEN(sigs); i++) {
+		struct sigaction old;
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
+			struct sigaction sa;
+			memset(&sa, 0, sizeof sa);
+			sa.sa_handler = on_interrupt;
+			sigemptyset(&sa.sa_mask);
+			sigaction(sigs[i], &sa, NULL);
+		}
+	}
+	return &sim_interrupt;
+}
+
+/* ---- the front end of replay, compare and fleet ----------------------------------- */
+
+/* The flag of each output file, in the order they open and commit. */
+static const char *const out_flag[KVS_CLI_OUT_COUNT_] = {
+	[KVS_CLI_OUT_TIMESERIES] = "--timeseries",
+	[KVS_CLI_OUT_REQUESTS] = "--requests",
+	[KVS_CLI_OUT_JSON] = "--json",
+	[KVS_CLI_OUT_BENCH_JSON] = "--bench-json",
+	[KVS_CLI_OUT_SUMMARY_CSV] = "--summary-csv",
+};
+
+void kvs_cli_front_init(kvs_cli_front *fe, kvs_args *it, unsigned outputs)
+{
+	memset(fe, 0, sizeof *fe);
+	fe->it = it;
+	fe->cmd = it->cmd;
+	fe->outputs = outputs | KVS_CLI_OUT_BIT(KVS_CLI_OUT_JSON);
+	fe->format = KVS_TRACE_AUTO;
+	kvs_cli_deploy_init(&fe->dep, "llama-3-8b", NULL);
+	kvs_trace_opts_defaults(&fe->topts);
+	kvs_cli_sim_init(&fe->sim);
+}
+
+int kvs_cli_front_parse(kvs_cli_front *fe, kvs_cli_front_arg_fn arg, void *ctx)
+{
+	kvs_args *it = fe->it;
+	const char *pos;
+	while (kvs_args_next(it, &pos)) {
+		if (!it->flag) {
+			if (!kvs_args_one_positional(it, pos, &fe->path, "TRACE"))
+				return KVS_EXIT_USAGE;
+			continue;
+		}
+		if (kvs_args_help(it))
+			return KVS_EXIT_OK;
+		/* --json WORD was always a file here */
+		int r = kvs_args_output(it, "--json", &fe->out_path[KVS_CLI_OUT_JSON], true);
+		if (r == 0)
+			r = kvs_args_str(it, "--report", &fe->report);
+		for (int i = 0; r == 0 && i < KVS_CLI_OUT_COUNT_; i++)
+			if (i != KVS_CLI_OUT_JSON && (fe->outputs & KVS_CLI_OUT_BIT(i)))
+				r = kvs_args_str(it, out_flag[i], &fe->out_path[i]);
+		if (r == 0 && arg)
+			r = arg(it, fe, ctx);
+		if (r == 0)
+			r = kvs_cli_deploy_arg(it, &fe->dep);
+		if (r == 0)
+			r = kvs_cli_sim_arg(it, &fe->sim);
+		if (r == 0)
+			r = kvs_cli_trace_arg(it, &fe->topts);
+		if (!kvs_args_taken(it, r))
+			return KVS_EXIT_USAGE;
+	}
+	return it->error ? KVS_EXIT_USAGE : KVS_CLI_GO_ON;
+}
+
+int kvs_cli_front_finish(kvs_cli_front *fe)
+{
+	if (!kvs_cli_deploy_finish(&fe->dep, fe->cmd))
+		return fe->dep.fail_exit;
+	if (!kvs_cli_sim_finish(&fe->sim, &fe->dep.d, &fe->topts, fe->cmd))
+		return fe->sim.fail_exit;
+	return KVS_CLI_GO_ON;
+}
+
+int kvs_cli_front_open(kvs_cli_front *fe, bool interruptible)
+{
+	if (!fe->path)
+		fe->path = kvs_trace_default_path();
+	/* a directory that cannot be written fails now, not after the runs */
+	if (fe->report && !kvs_cli_report_dir_ok(fe->cmd, fe->report))
+		return KVS_EXIT_FAIL;
+	/* before the outputs open: their own signal cleanup then leaves
+	 * SIGINT and SIGTERM to this handler, and they are committed whole */
+	if (interruptible)
+		fe->sim.cfg.interrupt = fe->interrupt = kvs_cli_interrupt_install();
+	/* every output file opens now, so that a bad path fails before the
+	 * runs; each is renamed into place only when the whole command
+	 * succeeds */
+	for (int i = 0; i < KVS_CLI_OUT_COUNT_; i++)
+		if (fe->out_path[i] &&
+		    !(fe->out[i] = kvs_cli_out_open(fe->cmd, out_flag[i], fe->out_path[i])))
+			return kvs_cli_front_close(fe, KVS_EXIT_FAIL);
+	return KVS_CLI_GO_ON;
+}
+
+int kvs_cli_front_load(kvs_cli_front *fe, bool several_runs)
+{
+	/* a trace read more than once, or that cannot be read twice
+	 * (standard input, a pipe, a FIFO), is read once into memory; a
+	 * regular file read once is streamed, so memory stays proportional
+	 * to the requests in flight */
+	if (!several_runs && kvs_cli_path_is_regular(fe->path))
+		return KVS_CLI_GO_ON;
+	kvs_status st = kvs_request_set_load(fe->path, &fe->topts, &fe->set);
+	if (st != KVS_OK) {
+		kvs_cli_report_error(fe->cmd, st);
+		return kvs_cli_front_close(fe, st == KVS_ERR_INVALID ? KVS_EXIT_USAGE
+								     : KVS_EXIT_FAIL);
+	}
+	fe->tstats = *kvs_request_set_trace_stats(fe->set);
+	fe->format = kvs_request_set_format(fe->set);
+	return KVS_CLI_GO_ON;
+}
+
+kvs_status kvs_cli_front_run(kvs_cli_front *fe, double scale, kvs_cli_front_run_fn run,
+			     void *ctx)
+{
+	kvs_request_source src;
+	if (fe->set) {
+		kvs_request_cursor cur;
+		kvs_request_cursor_init(&cur, fe->set, scale);
+		src = kvs_request_cursor_source(&cur);
+		return run(ctx, &src);
+	}
+	kvs_trace *t;
+	kvs_status st = kvs_trace_open(fe->path, &fe->topts, &t);
+	if (st != KVS_OK)
+		return st;
+	kvs_cli_trace_source ts;
+	src = kvs_cli_trace_source_init(&ts, t, fe->path);
+	st = run(ctx, &src);
+	fe->tstats = *kvs_trace_get_stats(t);
+	fe->format = kvs_trace_get_format(t);
+	kvs_trace_close(t);
+	return st;
+}
+
+int kvs_cli_front_interrupted(const kvs_cli_front *fe)
+{
+	return fe->interrupt ? (int)*fe->interrupt : 0;
+}
+
+bool kvs_cli_front_table(const kvs_cli_front *fe)
+{
+	const char *json = fe->out_path[KVS_CLI_OUT_JSON];
+	return !(json && strcmp(json, "-") == 0);
+}
+
+bool kvs_cli_front_wants_json(const kvs_cli_front *fe)
+{
+	return fe->out_path[KVS_CLI_OUT_JSON] || fe->report;
+}
+
+FILE *kvs_cli_front_stream(const kvs_cli_front *fe, kvs_cli_out_id id)
+{
+	return fe->out[id] ? kvs_outfile_stream(fe->out[id]) : NULL;
+}
+
+int kvs_cli_front_json(kvs_cli_front *fe, kvs_json *doc)
+{
+	if (!doc) {
+		fprintf(stderr, "kvsim %s: out of memory\n", fe->cmd);
+		return KVS_EXIT_FAIL;
+	}
+	/* "kvsim replay: conv.csv" for the report page */
+	char title[256];
+	const char *base = strrchr(fe->path, '/');
+	snprintf(title, sizeof title, "kvsim %s: %s", fe->cmd,
+		 base && base[1] ? base + 1 : fe->path);
+	int rc = kvs_cli_json_output(fe->cmd, doc, fe->out[KVS_CLI_OUT_JSON], fe->report,
+				     title, fe->sim.quiet);
+	kvs_json_free(doc);
+	return rc;
+}
+
+int kvs_cli_front_close(kvs_cli_front *fe, int rc)
+{
+	/* all or nothing: after one failure the rest are discarded */
+	bool ok = rc == KVS_EXIT_OK;
+	for (int i = 0; i < KVS_CLI_OUT_COUNT_; i++) {
+		ok = kvs_cli_out_close(fe->cmd, out_flag[i], fe->out[i], ok) && ok;
+		fe->out[i] = NULL;
+	}
+	kvs_request_set_destroy(fe->set);
+	fe->set = NULL;
+	return !ok && rc == KVS_EXIT_OK ? KVS_EXIT_FAIL : rc;
+}
