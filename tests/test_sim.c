@@ -511,6 +511,7 @@ static uint32_t fs_block_size;        /* 0: 16 */
 static bool fs_validate;              /* engine and allocator validators every step */
 static int fs_requests;               /* 0: 400 (scaled by KVS_TEST_SCALE) */
 static bool fs_prompt_steps;          /* no chunked prefill (vLLM V0) */
+static double fs_gap = 1;             /* arrival gaps scaled (sparse: idle engine) */
 
 static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_factor,
 				bool multi, kvs_preempt_mode mode)
@@ -552,7 +553,7 @@ static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_fact
 	double t = 0;
 	for (int i = 0; i < N; i++) {
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
-		t += (double)((x >> 33) % 1000) / 4000.0;
+		t += fs_gap * (double)((x >> 33) % 1000) / 4000.0;
 		q[i] = mkreq((uint64_t)i, t, 1 + (uint32_t)((x >> 17) % 900),
 			     1 + (uint32_t)((x >> 40) % 400));
 		if (multi)   /* parallel sampling: n of 1 to 4 */
@@ -732,6 +733,16 @@ static void test_fast_path_prompt_steps(void **state)
 	compare_fast_slow_n(KVS_POLICY_PAGED, false, 1.0, false, KVS_PREEMPT_RECOMPUTE);
 	fs_block_size = 2;
 	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.0, true, KVS_PREEMPT_RECOMPUTE);
+	/* sparse arrivals: the engine goes idle (a plan with nothing to run
+	 * takes step G's crossings and G stays), then a prompt step's
+	 * sequences cross a block at G (at block size 1 every prompt fills
+	 * its blocks) */
+	fs_gap = 40;
+	fs_block_size = 1;
+	compare_fast_slow_n(KVS_POLICY_PAGED, false, 1.0, false, KVS_PREEMPT_RECOMPUTE);
+	fs_block_size = 4;
+	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.0, false, KVS_PREEMPT_SWAP);
+	fs_gap = 1;
 	fs_block_size = 0;
 	fs_requests = 0;
 	fs_validate = false;
