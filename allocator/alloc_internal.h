@@ -106,9 +106,19 @@ struct kvs_alloc {
 	uint32_t free_rec;            /* head of the free-record chain */
 	uint32_t nseqs;               /* resident + swapped */
 	kvs_seq_map_entry *map;
-	uint32_t find_hint;           /* record of the last lookup (a guess:
-	                               * checked against the record's id and
-	                               * state before it is used) */
+	kvs_seq_rec *hint;            /* record of the last lookup, or
+	                               * &no_hint: a guess, checked against
+	                               * the record's id and state before it
+	                               * is used, so always readable (moved
+	                               * with recs) */
+	struct paged *fast;           /* the paged policy's state when
+	                               * kvs_alloc_grow may take its inline
+	                               * path (paged, no prefix caching, no
+	                               * validation after each operation),
+	                               * else a paged state that declines it
+	                               * (shared_tails 1, never written); set
+	                               * at creation */
+	kvs_seq_rec no_hint;          /* an unused record, never written */
 	void *vs;                     /* validator scratch (kvs_alloc_vscratch) */
 	size_t vs_bytes;
 	uint64_t map_cap;             /* slots (common/table.h), a power of two */
@@ -147,12 +157,9 @@ kvs_seq_rec *kvs_alloc_find_slow(const kvs_alloc *a, kvs_seq_id seq);
  * the guess needs no map. */
 static inline kvs_seq_rec *kvs_alloc_find(const kvs_alloc *a, kvs_seq_id seq)
 {
-	uint32_t h = a->find_hint;
-	if (KVS_LIKELY(h < a->nrecs)) {
-		kvs_seq_rec *s = &a->recs[h];
-		if (KVS_LIKELY(s->id == seq && s->state != KVS_SEQ_UNUSED))
-			return s;
-	}
+	kvs_seq_rec *s = a->hint;
+	if (KVS_LIKELY(s->id == seq && s->state != KVS_SEQ_UNUSED))
+		return s;
 	return kvs_alloc_find_slow(a, seq);
 }
 
