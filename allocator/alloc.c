@@ -306,10 +306,6 @@ static void rec_put(kvs_alloc *a, uint32_t idx)
 
 /* ---- create / destroy ------------------------------------------------------- */
 
-/* a->fast of an allocator whose grows all take the general path: the
- * shared_tails test declines, and nothing else of it is read. */
-static paged no_fast = { .shared_tails = 1 };
-
 kvs_status kvs_alloc_create(const kvs_alloc_config *cfg, kvs_alloc **out)
 {
 	if (!cfg || !out)
@@ -323,7 +319,6 @@ kvs_status kvs_alloc_create(const kvs_alloc_config *cfg, kvs_alloc **out)
 	a->cfg = *cfg;
 	a->free_rec = UINT32_MAX;
 	a->hint = &a->no_hint;
-	a->fast = &no_fast;
 	a->m = kvs_policy_get(cfg->policy)->methods;
 	a->map_cap = 16;
 	a->map = kvs_reallocarray(NULL, 16, sizeof *a->map);
@@ -341,8 +336,10 @@ kvs_status kvs_alloc_create(const kvs_alloc_config *cfg, kvs_alloc **out)
 		return st;
 	}
 	if (KVS_DEBUG < 2 && a->m == &kvs_paged_methods &&
-	    !((const paged *)a->p)->caching)
+	    !((const paged *)a->p)->caching) {
 		a->fast = a->p;
+		a->grow_limit = a->cfg.max_model_len;
+	}
 	*out = a;
 	return KVS_OK;
 }
@@ -543,7 +540,8 @@ grow_declined(kvs_alloc *a, const kvs_seq_rec *s, uint64_t newlen,
 
 /* The hot case first, with no call on its way (so no registers to save):
  * the last sequence looked up (a->hint), paged without prefix caching
- * (a->fast), resident, no block shared, growing within its room or by one
+ * (a->fast) and no block tail shared (a->grow_limit), resident, growing
+ * within max_model_len and its room or by one
  * block off the free stack into a table with room for it; this is
  * kvs_paged_grow_fast with its tests folded into the two guesses.
  * Anything else is grow_any's, with nothing changed. */
@@ -555,14 +553,16 @@ kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	 * token total are written first, so that their values need no
 	 * register across the rest. */
 	kvs_seq_rec *s = a->hint;
-	paged *p = a->fast;
 	uint64_t n64 = n;
 	KVS_OPAQUE(n64);
 	uint64_t newlen = s->len + n64;
 	KVS_OPAQUE(newlen);
+	/* a->grow_limit: the policy's tests and max_model_len in one; a
+	 * grow to 0 tokens (by 0) is grow_any's */
 	if (KVS_UNLIKELY(s->id != seq || s->state != KVS_SEQ_RESIDENT ||
-			 p->shared_tails || newlen > a->cfg.max_model_len))
+			 newlen - 1 >= a->grow_limit))
 		return grow_any(a, seq, (uint32_t)n64, copies, ncopies);
+	paged *p = a->fast;
 	a->tok_sum += n64;         /* taken back by grow_declined */
 	uint64_t nb = s->nblocks;
 	uint64_t bs = p->bs;

@@ -115,9 +115,12 @@ struct kvs_alloc {
 	                               * kvs_alloc_grow may take its inline
 	                               * path (paged, no prefix caching, no
 	                               * validation after each operation),
-	                               * else a paged state that declines it
-	                               * (shared_tails 1, never written); set
-	                               * at creation */
+	                               * else NULL; set at creation */
+	uint64_t grow_limit;          /* that path takes a grow to newlen
+	                               * tokens only when 0 < newlen <=
+	                               * grow_limit: max_model_len while fast
+	                               * is set and shares no block tail
+	                               * (paged.c keeps it), else 0 */
 	kvs_seq_rec no_hint;          /* an unused record, never written */
 	void *vs;                     /* validator scratch (kvs_alloc_vscratch) */
 	size_t vs_bytes;

@@ -289,6 +289,15 @@ static inline void push_free(paged *p, uint32_t id)
 	p->pool.nfree_ = top + 1;
 }
 
+/* kvs_alloc_grow's inline path (alloc.c) declines while a block tail is
+ * shared: a->grow_limit follows shared_tails. */
+static void shared_tails_changed(paged *p)
+{
+	kvs_alloc *a = p->a;
+	a->grow_limit = a->fast == p && p->shared_tails == 0
+			? a->cfg.max_model_len : 0;
+}
+
 /* Another table now holds id, whose fill is `fill` (id not idle). */
 static inline void ref_inc(paged *p, uint32_t id, uint32_t fill)
 {
@@ -296,8 +305,8 @@ static inline void ref_inc(paged *p, uint32_t id, uint32_t fill)
 	uint32_t ref = *st & MAX_REF;
 	if (ref >= 1) {
 		p->dup_tok += fill;
-		if (fill < p->bs && ref == 1)
-			p->shared_tails++;
+		if (fill < p->bs && ref == 1 && p->shared_tails++ == 0)
+			shared_tails_changed(p);
 	}
 	++*st;                       /* callers keep ref below MAX_REF */
 }
@@ -309,8 +318,8 @@ static inline void ref_dec(paged *p, uint32_t id, uint32_t fill)
 	uint32_t ref = *st & MAX_REF;
 	if (ref >= 2) {
 		p->dup_tok -= fill;
-		if (fill < p->bs && ref == 2)
-			p->shared_tails--;
+		if (fill < p->bs && ref == 2 && --p->shared_tails == 0)
+			shared_tails_changed(p);
 	}
 	if (--*st & MAX_REF)
 		return;
