@@ -545,6 +545,10 @@ grow_declined(kvs_alloc *a, const kvs_seq_rec *s, uint64_t newlen,
  * block off the free stack into a table with room for it; this is
  * kvs_paged_grow_fast with its tests folded into the two guesses.
  * Anything else is grow_any's, with nothing changed. */
+/* Aligned to a cache line: where the function starts within one moved the
+ * block-crossing figure of bench_alloc by 6% (5.06 ns at a line start,
+ * 5.39 ns at offset 32, same code). */
+__attribute__((aligned(64)))
 kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 			  const kvs_block_copy **copies, size_t *ncopies)
 {
@@ -553,6 +557,7 @@ kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	 * token total are written first, so that their values need no
 	 * register across the rest. */
 	kvs_seq_rec *s = a->hint;
+	paged *p = a->fast;
 	uint64_t n64 = n;
 	KVS_OPAQUE(n64);
 	uint64_t newlen = s->len + n64;
@@ -562,7 +567,6 @@ kvs_status kvs_alloc_grow(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	if (KVS_UNLIKELY(s->id != seq || s->state != KVS_SEQ_RESIDENT ||
 			 newlen - 1 >= a->grow_limit))
 		return grow_any(a, seq, (uint32_t)n64, copies, ncopies);
-	paged *p = a->fast;
 	a->tok_sum += n64;         /* taken back by grow_declined */
 	uint64_t nb = s->nblocks;
 	uint64_t bs = p->bs;
