@@ -2562,18 +2562,17 @@ static kvs_status plan(kvs_sim *s)
 	if ((st = due_take(s, &ndue)) != KVS_OK)
 		return st;
 	bool chunked = !s->cfg.chunked_prefill_off;
-	/* A plan that found nothing to run (idle, or everything preempted)
-	 * took the crossings of step G already and left G where it was; a
-	 * prompt step now would register new lazy sequences crossing at G
-	 * after their class was taken.  Nothing is decoding then, so step
-	 * G's crossings are taken afresh at its decode step. */
-	if (!chunked && s->lz_done > s->G && s->ndec == 0 && s->nlazy == 0 &&
-	    s->nowed == 0)
+	/* A plan that found nothing to run (idle, everything preempted, or
+	 * the swap queue's head recomputed) took the crossings of step G
+	 * already and left G where it was; a prompt step now would register
+	 * new lazy sequences crossing at G after their class was taken.
+	 * Nothing decodes then, so step G's crossings are taken afresh at
+	 * its decode step. */
+	if (!chunked && s->lz_done > s->G) {
+		kvs_require(s->ndec == 0 && s->nlazy == 0 && s->nowed == 0);
 		s->lz_done = s->G;
-	/* (with step G's crossings taken while sequences decode, this step
-	 * admits as a chunked one would: never seen, kept safe) */
-	bool mixed = chunked || s->lz_done > s->G;
-	if (!mixed && !b.preempted && s->swapped.n == 0 && s->waiting.n) {
+	}
+	if (!chunked && !b.preempted && s->swapped.n == 0 && s->waiting.n) {
 		/* vLLM without chunked prefill: waiting prompts that can be
 		 * admitted run as a step of their own, the decodes wait */
 		s->prompt_step = true;
@@ -2602,7 +2601,7 @@ static kvs_status plan(kvs_sim *s)
 	if (!b.preempted && (st = plan_swap_in(s, &b)) != KVS_OK)
 		return st;
 	if (!b.preempted && s->swapped.n == 0) {
-		if (mixed && (st = plan_admit(s, &b)) != KVS_OK)
+		if (chunked && (st = plan_admit(s, &b)) != KVS_OK)
 			return st;
 	} else if (s->nrunning == 0 && s->swapped.n) {
 		if ((st = recompute_swapped_head(s)) != KVS_OK)

@@ -40,25 +40,21 @@ elif ! diff -u "$ROOT/docs/VALIDATION.md" "$tmp/validation.md" >"$tmp/diff"; the
 $(head -40 "$tmp/diff")"
 fi
 
-# the tuned-against rows: GPU KV cache size within 3% (column 6 is the error)
-n=0
-while IFS='|' read -r _ src cfg what pub kv e _; do
-	case "$what" in *"GPU KV cache size"*) ;; *) continue ;; esac
-	n=$((n + 1))
-	e=${e// /}
-	awk -v e="${e%\%}" 'BEGIN { exit !(e <= 3 && e >= -3) }' ||
-		fail "capacity row off by more than 3%: $what $pub vs $kv ($e)"
-done <"$tmp/validation.md"
-[ "$n" -eq 2 ] || fail "expected the two vLLM 0.19 capacity rows, found $n"
-
+# rows NEEDLE BOUND COUNT WHAT: the COUNT rows whose figure contains
+# NEEDLE have an error (column 6) within +-BOUND percent
+rows() {
+	local n=0 src cfg what pub kv e
+	while IFS='|' read -r _ src cfg what pub kv e _; do
+		case "$what" in *"$1"*) ;; *) continue ;; esac
+		n=$((n + 1))
+		e=${e// /}
+		awk -v e="${e%\%}" -v b="$2" 'BEGIN { exit !(e <= b && e >= -b) }' ||
+			fail "$4 row off by more than $2%: $what $pub vs $kv ($e)"
+	done <"$tmp/validation.md"
+	[ "$n" -eq "$3" ] || fail "expected $3 $4 rows, found $n"
+}
+# the tuned-against rows: vLLM 0.19's GPU KV cache size within 3%
+rows "GPU KV cache size" 3 2 "vLLM 0.19 capacity"
 # the PagedAttention paper's four mean batch sizes (Fig. 13a) within 15%
-n=0
-while IFS='|' read -r _ src cfg what pub kv e _; do
-	case "$what" in *" mean batch "*) ;; *) continue ;; esac
-	n=$((n + 1))
-	e=${e// /}
-	awk -v e="${e%\%}" 'BEGIN { exit !(e <= 15 && e >= -15) }' ||
-		fail "Fig. 13a row off by more than 15%: $what $pub vs $kv ($e)"
-done <"$tmp/validation.md"
-[ "$n" -eq 4 ] || fail "expected the four Fig. 13a mean batch rows, found $n"
+rows " mean batch " 15 4 "Fig. 13a mean batch"
 finish "cli validation"
