@@ -10,7 +10,10 @@
  * that its peak resident memory is its own; its CPU time is printed beside
  * the wall time (the build machine is shared: CPU time is what to compare).
  *
- *   bench_sim [--json] [--quick] [--policies paged,max,...]
+ *   bench_sim [--json] [--quick] [--policies paged,max,...] [--workload TEXT]
+ *
+ * --workload runs only the rows whose workload name contains TEXT (and
+ * skips the block-size row unless TEXT is "block").
  *
  * Targets (one core): the conversation trace under 0.1 s per policy, a
  * million requests under 10 s, peak memory under 200 MB; a last row times
@@ -195,11 +198,14 @@ int main(int argc, char **argv)
 	if (!kvs_bench_init(&b, "sim", argc, argv, &code))
 		return code;
 	bool quick = false;
+	const char *only = NULL;
 	kvs_policy pols[KVS_POLICY_CAP];
 	size_t npol = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--quick") == 0) {
 			quick = true;
+		} else if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc) {
+			only = argv[++i];
 		} else if (strcmp(argv[i], "--policies") == 0 && i + 1 < argc) {
 			if (kvs_policy_parse_list(argv[++i], pols, KVS_POLICY_CAP, &npol) != KVS_OK) {
 				fprintf(stderr, "bench_sim: --policies: %s\n", kvs_last_error());
@@ -240,6 +246,8 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (quick && bc->generated >= 1000000)
+			continue;
+		if (only && !strstr(bc->name, only))
 			continue;
 		for (size_t p = 0; p < npol; p++) {
 			if (bc->pool_blocks && !kvs_policy_has(pols[p], KVS_TRAIT_PREFIX_HASHES))
@@ -291,6 +299,7 @@ int main(int argc, char **argv)
 			kvs_bench_row(&b, row);
 		}
 	}
-	block_size_rows(&b, have_conv ? conv : NULL);
+	if (!only || strcmp(only, "block") == 0)
+		block_size_rows(&b, have_conv ? conv : NULL);
 	return kvs_bench_finish(&b);
 }

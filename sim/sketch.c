@@ -5,8 +5,9 @@
  * with g = (1 + a) / (1 - a), a = 0.001, and is represented by
  * 2 g^i / (g + 1), within a relative 0.1% of every value in the bucket.
  * The bucket array covers the range of indices seen so far and grows at
- * either end: about 6,900 buckets (55 KiB) span six decades, whatever the
- * number of values.  min, max, sum and count are exact.  Quantiles
+ * either end, at least doubling each time: about 6,900 buckets (55 KiB)
+ * span six decades, whatever the number of values (the array is less
+ * than three times the range it covers).  min, max, sum and count are exact.  Quantiles
  * interpolate linearly between the two ranks around q (count - 1), numpy's
  * default method.  Deterministic: the
  * same values in any order give the same answers.
@@ -59,8 +60,15 @@ kvs_status kvs_sketch_add_n(kvs_sketch *s, double v, uint64_t times)
 			s->lo = i - 32;
 		}
 		if (i < s->lo || i >= s->lo + (int32_t)s->n) {
-			int32_t lo = i < s->lo ? i - 64 : s->lo;
-			int32_t hi = i >= s->lo + (int32_t)s->n ? i + 64 : s->lo + (int32_t)s->n;
+			/* the range at least doubles toward i (64 buckets past it at
+			 * least): a sketch whose values spread over decades grows
+			 * in a logarithmic number of copies, not one per 64 buckets */
+			int32_t end = s->lo + (int32_t)s->n, grow = (int32_t)s->n;
+			int32_t lo = s->lo, hi = end;
+			if (i < s->lo)
+				lo = i - 64 < s->lo - grow ? i - 64 : s->lo - grow;
+			if (i >= end)
+				hi = i + 64 > end + grow ? i + 64 : end + grow;
 			uint32_t n = (uint32_t)(hi - lo);
 			uint64_t *c = kvs_calloc(n, sizeof *c);
 			if (!c)
