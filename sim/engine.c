@@ -386,6 +386,15 @@ struct kvs_sim {
 	double wall0;
 };
 
+/* Lazy crossings inside a span (span_crossings) */
+typedef struct span_cross {
+	uint64_t n;                /* blocks */
+	uint64_t last;             /* offset of the last crossing step */
+	double taken_bs;           /* byte-seconds of their blocks in the span */
+	double res_bs;             /* byte-seconds of the reservation's change:
+	                            * their blocks less the tokens written */
+} span_cross;
+
 /* ---- event heap ------------------------------------------------------------ */
 
 KVS_HEAP_DEFINE(evh, event, ev_less)
@@ -839,12 +848,14 @@ static kvs_status add_sample(kvs_sim *s, double t, const double bytes[6])
 }
 
 /* Account for [t0, t0 + dur): a span of k steps with lines L (parts grow by
- * `slope` tokens per step), or a constant gap when L is NULL. */
+ * `slope` tokens per step; dur and S1 are kvs_lin2_sums over [0, k)), or a
+ * constant gap when L is NULL (S1 = 0); x: the lazy crossings inside the
+ * span, when it runs through them. */
 static kvs_status lz_sync_all(kvs_sim *s);
 
 static kvs_status integrate_from(kvs_sim *s, const int64_t now[6], double t0,
-				 double dur, const kvs_lin2 *L, uint64_t k,
-				 uint64_t slope)
+				 double dur, double S1, const kvs_lin2 *L, uint64_t k,
+				 uint64_t slope, const span_cross *x)
 {
 	if (!(dur > 0))
 		return KVS_OK;
@@ -853,14 +864,19 @@ static kvs_status integrate_from(kvs_sim *s, const int64_t now[6], double t0,
 		memcpy(p, now, sizeof p);
 	else
 		parts_now(s, p);
-	double S0 = dur, S1 = 0;
-	if (L)
-		kvs_lin2_sums(L, 0, k, &S0, &S1);
+	double S0 = dur;
 	double d = (double)(slope * s->kvb);
 	for (int i = 0; i < 6; i++)
 		s->mem_int[i] += (double)p[i] * S0;
 	s->mem_int[0] += d * S1;
-	s->mem_int[1] -= d * S1;
+	if (x && x->n) {
+		/* the tokens' shift and the crossings' blocks in one sum of
+		 * exact per-step changes (at block size 1 they cancel) */
+		s->mem_int[1] += x->res_bs;
+		s->mem_int[5] -= x->taken_bs;
+	} else {
+		s->mem_int[1] -= d * S1;
+	}
 	s->time_total += S0;
 	s->conc_time[s->nrunning] += S0;
 	s->waiting_int += (double)(s->waiting.n + s->swapped.n) * S0;
@@ -912,7 +928,7 @@ static void track_peak(kvs_sim *s)
 static kvs_status integrate(kvs_sim *s, double t0, double dur,
 			    const kvs_lin2 *L, uint64_t k, uint64_t slope)
 {
-	return integrate_from(s, NULL, t0, dur, L, k, slope);
+	return integrate_from(s, NULL, t0, dur, 0, L, k, slope, NULL);
 }
 
 /* ---- debug validation -------------------------------------------------------- */
@@ -2493,6 +2509,93 @@ static kvs_status recompute_swapped_head(kvs_sim *s)
 	return KVS_OK;
 }
 
+/* Steps of a span that starts at step G: at most kmax, ended early by the
+ * step-time model's own knots, the next arrival and the horizon. */
+static uint64_t span_steps(const kvs_sim *s, const kvs_lin2 *L, double ctx_dec,
+			   uint64_t kmax)
+{
+	uint64_t k = kvs_cost_span_steps(&s->cost, s->ndec, ctx_dec, kmax);
+	double next_arrival = s->pending ? s->pending->arrival : s->arrival_bound;
+	if (next_arrival > s->now && isfinite(next_arrival))
+		k = kvs_lin2_steps_to(L, k, next_arrival - s->now);
+	double horizon = s->cfg.horizon_s;
+	if (horizon > 0 && horizon > s->now)
+		k = kvs_lin2_steps_to(L, k, horizon - s->now);
+	return k;
+}
+
+/* The lazy crossings of the steps after a span's first, G + 1 .. G + k - 1
+ * (of sequences whose next event is at or after G + k, so every class
+ * crosses at each of its steps): blocks, the offset of the last crossing
+ * step, and the byte-seconds of their blocks and of the reservation's
+ * change, each block held from the start of its step.  One pass over the
+ * steps: the change of step j, blocks x block bytes - j x tokens per step
+ * x kv bytes, is an exact integer before it is weighted by the step's
+ * time. */
+static void span_crossings(const kvs_sim *s, const kvs_lin2 *L, uint64_t k, span_cross *x)
+{
+	uint32_t bs = s->block_size, cls = (uint32_t)(s->G % bs);
+	int64_t per_block = (int64_t)bs * (int64_t)s->kvb;
+	int64_t per_step = (int64_t)(s->ndec * s->kvb);
+	int64_t taken = 0;
+	for (uint64_t j = 1; j < k; j++) {
+		cls = cls + 1 == bs ? 0 : cls + 1;
+		uint32_t c = s->lz_cnt[cls];
+		if (c) {
+			x->n += c;
+			x->last = j;
+			taken += (int64_t)c * per_block;
+		}
+		double jd = (double)j;
+		double l1 = L->a1 + L->b1 * jd, l2 = L->a2 + L->b2 * jd;
+		double dt = (l1 > l2 ? l1 : l2) + L->c;
+		x->taken_bs += dt * (double)taken;
+		x->res_bs += dt * (double)(taken - per_step * (int64_t)j);
+	}
+}
+
+/* A span that runs through lazy crossings (x, from span_crossings): their
+ * blocks are taken at its start, in one call, off the free stack (the
+ * pool pops them in the order of the steps, as one call per step would,
+ * and nothing else takes or gives a block inside the span); the
+ * reservation holds each from its step on, the free part loses it from
+ * then; and the peak sees the held memory of the last crossing step, the
+ * span's largest.  parts: the parts at the span's start, before. */
+static kvs_status span_take(kvs_sim *s, const span_cross *x, const int64_t parts[6],
+			    const kvs_lin2 *L, uint64_t k)
+{
+	uint64_t n = x->n;
+	if (!KVS_ARRAY_RESERVE(s->owed, s->capowed, s->nowed + n, 64))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
+	kvs_status st = kvs_alloc_blocks_take(s->alloc, (uint32_t)n, s->owed + s->nowed);
+	if (st != KVS_OK)
+		return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+				     "%llu block crossings of steps %llu to %llu failed after "
+				     "they were found to fit", (unsigned long long)n,
+				     (unsigned long long)s->G + 1,
+				     (unsigned long long)(s->G + k - 1));
+	s->nowed += n;
+	uint64_t bytes = n * s->block_size * s->kvb;
+	kvs_require(!s->dirty && s->raw.free >= bytes);
+	s->raw.free -= bytes;
+	s->raw.internal_frag += bytes;
+	s->lz_done = s->G + k;
+	uint64_t held = (uint64_t)(parts[0] + parts[1] + parts[2]) + bytes;
+	if (held > s->held_peak) {
+		double d = (double)(s->ndec * s->kvb) * (double)x->last;
+		double b[6];
+		for (int i = 0; i < 6; i++)
+			b[i] = (double)parts[i];
+		b[0] += d;
+		b[1] += (double)bytes - d;
+		b[5] -= (double)bytes;
+		s->held_peak = held;
+		pct_of(s, b, &s->res->st.memory_peak_pct);
+		s->res->st.peak_time_s = s->now + kvs_lin2_prefix(L, x->last);
+	}
+	return KVS_OK;
+}
+
 /* Phase 5: the step's time and its start.  A step with no prefill,
  * admission, preemption, swap or copy (and the fast path on) becomes a
  * span of k decode steps, k up to the next due request, the next arrival
@@ -2507,7 +2610,8 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
 	kvs_lin2 L;
 	kvs_cost_decode_lines(&s->cost, ndec, ctx_dec, &L);
 	uint64_t k = 1;
-	double dur;
+	double dur, S1 = 0;
+	span_cross x = { 0 };
 	bool single = b->chunk_seqs > 0 || b->preempted || b->swapped_any ||
 		      b->extra > 0 || !cfg->fast_path;
 	if (single) {
@@ -2519,13 +2623,26 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
 		L.b1 = L.b2 = L.c = 0;
 	} else {
 		uint64_t e = dq_min(s), c = lz_next(s, s->G + 1);
-		k = kvs_cost_span_steps(&s->cost, s->ndec, ctx_dec, (c < e ? c : e) - s->G);
-		double next_arrival = s->pending ? s->pending->arrival : s->arrival_bound;
-		if (next_arrival > s->now && isfinite(next_arrival))
-			k = kvs_lin2_steps_to(&L, k, next_arrival - s->now);
-		if (cfg->horizon_s > 0 && cfg->horizon_s > s->now)
-			k = kvs_lin2_steps_to(&L, k, cfg->horizon_s - s->now);
-		dur = kvs_lin2_prefix(&L, k);
+		/* the span runs through lazy crossings when the pool holds
+		 * all their blocks and no sample falls inside it (fed from
+		 * outside, spans stop at the next input: every step of the
+		 * span in flight has started when a router reads the load) */
+		bool through = c < e;
+		k = span_steps(s, &L, ctx_dec, (through || e < c ? e : c) - s->G);
+		kvs_lin2_sums(&L, 0, k, &dur, &S1);
+		if (through) {
+			span_crossings(s, &L, k, &x);
+			/* blocks off the free stack only (an eviction of a
+			 * cached block would change the cached part from its
+			 * step on): the account is fresh (plan read it) */
+			if (x.n && (s->dirty ||
+				    x.n * s->block_size * s->kvb > s->raw.free ||
+				    s->next_sample_t < s->now + dur)) {
+				k = span_steps(s, &L, ctx_dec, c - s->G);
+				kvs_lin2_sums(&L, 0, k, &dur, &S1);
+				memset(&x, 0, sizeof x);
+			}
+		}
 	}
 	kvs_sim_stats *stt = &s->res->st;
 	if (T > stt->tokens_per_step_max)
@@ -2533,8 +2650,11 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
 	if (s->nrunning > stt->concurrency_max)
 		stt->concurrency_max = s->nrunning;
 	s->tokens_total += T * k;
-	kvs_status st = integrate_from(s, parts, s->now, dur, &L, k, single ? 0 : s->ndec);
+	kvs_status st = integrate_from(s, parts, s->now, dur, S1, &L, k, single ? 0 : s->ndec,
+				       &x);
 	if (st != KVS_OK)
+		return st;
+	if (x.n && (st = span_take(s, &x, parts, &L, k)) != KVS_OK)
 		return st;
 	s->step_k = k;
 	s->busy = true;

@@ -110,12 +110,13 @@ static kvs_request_set *set_of(const kvs_request *q, size_t n)
 	return s;
 }
 
-static void assert_close(double a, double b, double rel)
+static void assert_close_at(double a, double b, double rel, int line)
 {
 	double tol = rel * (fabs(a) > fabs(b) ? fabs(a) : fabs(b)) + 1e-12;
 	if (!(fabs(a - b) <= tol))
-		fail_msg("%.15g != %.15g (tolerance %.3g)", a, b, tol);
+		fail_msg("line %d: %.15g != %.15g (tolerance %.3g)", line, a, b, tol);
 }
+#define assert_close(a, b, rel) assert_close_at((a), (b), (rel), __LINE__)
 
 static void assert_parts_sum(const kvs_sim_mem_pct *m)
 {
@@ -188,6 +189,32 @@ static void test_lin2_sums(void **state)
 			assert_true(kvs_lin2_prefix(L, j) <= target);
 			assert_true(kvs_lin2_prefix(L, j + 1) > target);
 		}
+	}
+	/* steps_to against a scan: the smallest k in [1, kmax] with
+	 * prefix(k) >= target (kmax when none), targets on and beside the
+	 * prefix sums themselves, step times rising, flat and falling */
+	const kvs_lin2 more[] = {
+		{ 0.02, 1e-5, 0.01, 4e-5, 0.003 },
+		{ 0.05, -1e-5, 0.01, 0.0, 0.0 },   /* falling, then flat */
+		{ 1e-3, 0.0, 1e-3, 0.0, 0.0 },
+		{ 0.01, 0.002, 0.02, 0.0, 1e-4 },
+	};
+	for (size_t c = 0; c < KVS_ARRAY_LEN(cases) + KVS_ARRAY_LEN(more); c++) {
+		const kvs_lin2 *L = c < KVS_ARRAY_LEN(cases) ? &cases[c]
+							      : &more[c - KVS_ARRAY_LEN(cases)];
+		for (uint64_t kmax = 1; kmax <= 700; kmax = kmax * 3 + 1)
+			for (uint64_t t = 0; t <= kmax + 2; t += 1 + kmax / 40)
+				for (int side = -1; side <= 1; side++) {
+					double target = kvs_lin2_prefix(L, t);
+					target += side * 1e-9 * (target > 0 ? target : 1);
+					uint64_t want = kmax;
+					for (uint64_t k = 1; k <= kmax; k++)
+						if (kvs_lin2_prefix(L, k) >= target) {
+							want = k;
+							break;
+						}
+					assert_int_equal(kvs_lin2_steps_to(L, kmax, target), want);
+				}
 	}
 }
 
@@ -608,6 +635,14 @@ static void compare_fast_slow_n(kvs_policy pol, bool prefix, double kv_read_fact
 	assert_close(a->memory_pct.reservation, b->memory_pct.reservation, 1e-9);
 	assert_close(a->memory_pct.internal_frag, b->memory_pct.internal_frag, 1e-9);
 	assert_close(a->memory_pct.free, b->memory_pct.free, 1e-9);
+	/* the peak: its parts, and the step it was first reached at (a span
+	 * through block crossings finds it at its last crossing) */
+	assert_close(a->memory_peak_pct.token_states, b->memory_peak_pct.token_states, 1e-9);
+	assert_close(a->memory_peak_pct.reservation, b->memory_peak_pct.reservation, 1e-9);
+	assert_close(a->memory_peak_pct.internal_frag, b->memory_peak_pct.internal_frag, 1e-9);
+	assert_close(a->memory_peak_pct.cached_idle, b->memory_peak_pct.cached_idle, 1e-9);
+	assert_close(a->memory_peak_pct.free, b->memory_peak_pct.free, 1e-9);
+	assert_close(a->peak_time_s, b->peak_time_s, 1e-9);
 	assert_close(a->ttft_s.p99, b->ttft_s.p99, 1e-9);
 	assert_close(a->tpot_s.p50, b->tpot_s.p50, 1e-9);
 	assert_int_equal(fastR.n, slowR.n);
