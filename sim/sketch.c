@@ -36,6 +36,27 @@ void kvs_sketch_free(kvs_sketch *s)
 	memset(s, 0, sizeof *s);
 }
 
+/* The n counts of buckets lo.. in a new array of the m buckets from nlo
+ * (covering them), zero elsewhere; the old array is freed.  NULL on
+ * failure, the old array kept.  Not calloc: a large calloc of reused
+ * memory is zeroed by the kernel (a page purge and a fault per page, and
+ * with threads a TLB shootdown on every other core); only the new
+ * buckets are cleared here. */
+static uint64_t *widen(uint64_t *old, int32_t lo, uint32_t n, int32_t nlo, uint32_t m)
+{
+	uint64_t *c = kvs_malloc((size_t)m * sizeof *c);
+	if (!c)
+		return NULL;
+	size_t head = n ? (size_t)(lo - nlo) : m;
+	memset(c, 0, head * sizeof *c);
+	if (n) {
+		memcpy(c + head, old, (size_t)n * sizeof *c);
+		memset(c + head + n, 0, (m - head - n) * sizeof *c);
+	}
+	kvs_free(old);
+	return c;
+}
+
 kvs_status kvs_sketch_add(kvs_sketch *s, double v)
 {
 	return kvs_sketch_add_n(s, v, 1);
@@ -70,11 +91,9 @@ kvs_status kvs_sketch_add_n(kvs_sketch *s, double v, uint64_t times)
 			if (i >= end)
 				hi = i + 64 > end + grow ? i + 64 : end + grow;
 			uint32_t n = (uint32_t)(hi - lo);
-			uint64_t *c = kvs_calloc(n, sizeof *c);
+			uint64_t *c = widen(s->counts, s->lo, s->n, lo, n);
 			if (!c)
 				return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
-			memcpy(c + (s->lo - lo), s->counts, s->n * sizeof *c);
-			kvs_free(s->counts);
 			s->counts = c;
 			s->lo = lo;
 			s->n = n;
@@ -186,12 +205,9 @@ kvs_status kvs_sketch_merge(kvs_sketch *dst, const kvs_sketch *src)
 		int32_t hi_d = dst->lo + (int32_t)dst->n, hi_s = src->lo + (int32_t)src->n;
 		int32_t hi = dst->n ? (hi_s > hi_d ? hi_s : hi_d) : hi_s;
 		if (!dst->n || lo < dst->lo || hi > hi_d) {
-			uint64_t *c = kvs_calloc((size_t)(hi - lo), sizeof *c);
+			uint64_t *c = widen(dst->counts, dst->lo, dst->n, lo, (uint32_t)(hi - lo));
 			if (!c)
 				return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
-			if (dst->n)
-				memcpy(c + (dst->lo - lo), dst->counts, dst->n * sizeof *c);
-			kvs_free(dst->counts);
 			dst->counts = c;
 			dst->lo = lo;
 			dst->n = (uint32_t)(hi - lo);
