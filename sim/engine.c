@@ -30,7 +30,8 @@
  * block_size or fewer steps ahead: O(1) push and removal, a bucket falling
  * due sorted by admission), a binary heap for the rest.  When a planned
  * step has no prefill, admission, preemption or swap, the engine takes k
- * steps at once, with k up to the earliest of: the next due sequence, the next arrival, the horizon.
+ * steps at once, with k up to the earliest of: the next due sequence, the
+ * next arrival, the horizon.
  * The k step times form the max of two arithmetic series (compute and
  * memory lines of the roofline), summed in closed form (cost.c); memory
  * parts are linear in the step index inside a span and integrate in closed
@@ -45,10 +46,15 @@
  * c mod block_size of its crossing steps c; at each step the crossings of
  * its class take their blocks from the pool in one call (owed blocks, the
  * account shifted for them), and a sequence receives its owed blocks when
- * it is next synced.  Spans still end at every crossing step, the pool
- * sees the same takes at the same steps, and the results are exactly those
- * of one allocation per crossing; when the pool runs short the classes
- * dissolve into ordinary queue entries for that step (see plan_due).  With
+ * it is next synced.  A span does not end at crossing steps: when the free
+ * stack holds the blocks of every crossing inside it (and no time-series
+ * sample falls inside it), they are taken at its start in one call, in the
+ * order one call per step would pop them, and the reservation, the free
+ * part and the peak follow each crossing from its step on (span_take);
+ * otherwise the span ends at the next crossing step, whose plan takes its
+ * class.  The pool's state at every planning is that of one allocation
+ * per crossing; when the pool runs short the classes dissolve into
+ * ordinary queue entries for that step (see plan_due).  With
  * cfg.fast_path false every sequence is touched at every step (the check
  * that both give the same results is in tests/test_sim.c).
  *
@@ -2623,20 +2629,21 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
 		L.b1 = L.b2 = L.c = 0;
 	} else {
 		uint64_t e = dq_min(s), c = lz_next(s, s->G + 1);
-		/* the span runs through lazy crossings when the pool holds
-		 * all their blocks and no sample falls inside it (fed from
-		 * outside, spans stop at the next input: every step of the
-		 * span in flight has started when a router reads the load) */
-		bool through = c < e;
+		/* The span runs through lazy crossings when the free stack
+		 * holds all their blocks (taking a cached-idle one would
+		 * evict a prefix-cache entry at its step; the account is
+		 * fresh, plan read it) and no sample falls inside it.  Fed
+		 * from outside, spans stop at the next input: every step of
+		 * the span in flight has started when a router reads the
+		 * load. */
+		uint64_t per_block = (uint64_t)s->block_size * s->kvb;
+		bool through = c < e && !s->dirty &&
+			       s->raw.free >= per_block * s->lz_cnt[c % s->block_size];
 		k = span_steps(s, &L, ctx_dec, (through || e < c ? e : c) - s->G);
 		kvs_lin2_sums(&L, 0, k, &dur, &S1);
 		if (through) {
 			span_crossings(s, &L, k, &x);
-			/* blocks off the free stack only (an eviction of a
-			 * cached block would change the cached part from its
-			 * step on): the account is fresh (plan read it) */
-			if (x.n && (s->dirty ||
-				    x.n * s->block_size * s->kvb > s->raw.free ||
+			if (x.n && (x.n * per_block > s->raw.free ||
 				    s->next_sample_t < s->now + dur)) {
 				k = span_steps(s, &L, ctx_dec, c - s->G);
 				kvs_lin2_sums(&L, 0, k, &dur, &S1);
