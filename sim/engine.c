@@ -2274,6 +2274,31 @@ static kvs_status due_requeue(kvs_sim *s, size_t ndue)
 	return KVS_OK;
 }
 
+/* The blocks of n lazy crossings of steps first..last, taken off the pool
+ * into the owed list.  The account moves them from free to owned
+ * (internal fragmentation), unless the free stack ran short and
+ * cached-idle blocks were evicted: then it is taken afresh. */
+static kvs_status owed_take(kvs_sim *s, uint64_t n, uint64_t first, uint64_t last)
+{
+	if (!KVS_ARRAY_RESERVE(s->owed, s->capowed, s->nowed + n, 64))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
+	kvs_status st = kvs_alloc_blocks_take(s->alloc, (uint32_t)n, s->owed + s->nowed);
+	if (st != KVS_OK)
+		return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
+				     "%llu block crossings of steps %llu to %llu failed "
+				     "after they were found to fit", (unsigned long long)n,
+				     (unsigned long long)first, (unsigned long long)last);
+	s->nowed += n;
+	uint64_t bytes = n * s->block_size * s->kvb;
+	if (!s->dirty && s->raw.free >= bytes) {
+		s->raw.free -= bytes;
+		s->raw.internal_frag += bytes;
+	} else {
+		s->dirty = true;
+	}
+	return KVS_OK;
+}
+
 /* The rest of phase 1 for the ndue sequences due_take left: the lazy
  * crossings of step G and every due grow. */
 static kvs_status plan_due(kvs_sim *s, step_plan *b, size_t ndue)
@@ -2295,25 +2320,8 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b, size_t ndue)
 			c = 0;
 		}
 		if (c) {
-			if (!KVS_ARRAY_RESERVE(s->owed, s->capowed, s->nowed + c, 64))
-				return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
-			if ((st = kvs_alloc_blocks_take(s->alloc, c, s->owed + s->nowed)) != KVS_OK)
-				return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
-						     "%u block crossings at step %llu failed "
-						     "after they were found to fit", c,
-						     (unsigned long long)s->G);
-			s->nowed += c;
-			/* the account moves c blocks from free to owned
-			 * (internal fragmentation), unless the free stack ran
-			 * short and cached-idle blocks were evicted: then it is
-			 * taken afresh */
-			uint64_t bytes = (uint64_t)c * s->block_size * s->kvb;
-			if (!s->dirty && s->raw.free >= bytes) {
-				s->raw.free -= bytes;
-				s->raw.internal_frag += bytes;
-			} else {
-				s->dirty = true;
-			}
+			if ((st = owed_take(s, c, s->G, s->G)) != KVS_OK)
+				return st;
 			avail -= c;
 		}
 		s->lz_done = s->G + 1;
@@ -2570,21 +2578,11 @@ static void span_crossings(const kvs_sim *s, const kvs_lin2 *L, uint64_t k, span
 static kvs_status span_take(kvs_sim *s, const span_cross *x, const int64_t parts[6],
 			    const kvs_lin2 *L, uint64_t k)
 {
-	uint64_t n = x->n;
-	if (!KVS_ARRAY_RESERVE(s->owed, s->capowed, s->nowed + n, 64))
-		return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
-	kvs_status st = kvs_alloc_blocks_take(s->alloc, (uint32_t)n, s->owed + s->nowed);
+	uint64_t bytes = x->n * s->block_size * s->kvb;
+	kvs_require(!s->dirty && s->raw.free >= bytes);   /* off the free stack */
+	kvs_status st = owed_take(s, x->n, s->G + 1, s->G + k - 1);
 	if (st != KVS_OK)
-		return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
-				     "%llu block crossings of steps %llu to %llu failed after "
-				     "they were found to fit", (unsigned long long)n,
-				     (unsigned long long)s->G + 1,
-				     (unsigned long long)(s->G + k - 1));
-	s->nowed += n;
-	uint64_t bytes = n * s->block_size * s->kvb;
-	kvs_require(!s->dirty && s->raw.free >= bytes);
-	s->raw.free -= bytes;
-	s->raw.internal_frag += bytes;
+		return st;
 	s->lz_done = s->G + k;
 	uint64_t held = (uint64_t)(parts[0] + parts[1] + parts[2]) + bytes;
 	if (held > s->held_peak) {
