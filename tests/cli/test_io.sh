@@ -71,8 +71,9 @@ has "$(tail -c 3 "$tmp/o/out.csv")" "}"
 no_tmp "$tmp/o"
 # a run stopped by SIGTERM mid-way writes its outputs whole, marked
 # "interrupted", and no temporary files; one killed outright leaves
-# nothing under the outputs' names
-"$K" gen --requests 20000 --rate 200 --seed 1 -o "$tmp/big.csv" 2>/dev/null
+# nothing under the outputs' names (the trace replays in about 2 s without
+# the fast path, 4x the time it is given, so that the signal comes mid-run)
+"$K" gen --requests 200000 --rate 2000 --seed 1 -o "$tmp/big.csv" 2>/dev/null
 timeout -s TERM 0.5 "$K" replay "$tmp/big.csv" -q --no-fast-path \
 	--json "$tmp/o/killed.json" --requests "$tmp/o/killed.csv" >/dev/null 2>&1
 rc=$?
