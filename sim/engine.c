@@ -339,6 +339,9 @@ struct kvs_sim {
 	                            * admission (policies whose fork copies) */
 	bool fork_copies;          /* a fork copies the prompt's KV (all but paged) */
 	sreq *dead;                /* rejected while running, to free */
+	sreq *spare;               /* finished requests' structs, for reuse
+	                            * (linked through next; at most SPARE_MAX) */
+	uint32_t nspare;
 	uint64_t releases;         /* device memory given back (finish, preemption) */
 	bool past_due;             /* planning: the due sequences are done */
 	bool prompt_step;          /* the step in flight is prompt-only (no
@@ -669,6 +672,35 @@ static void sreq_free(sreq *r)
 		kvs_free(r->hashes);
 		kvs_free(r);
 	}
+}
+
+/* A finished request's struct kept for the next arrival (an allocation
+ * and a free less per request); its hash ids are freed. */
+enum { SPARE_MAX = 64 };
+
+static void sreq_recycle(kvs_sim *s, sreq *r)
+{
+	if (s->nspare == SPARE_MAX) {
+		sreq_free(r);
+		return;
+	}
+	kvs_free(r->hashes);
+	r->hashes = NULL;
+	r->next = s->spare;
+	s->spare = r;
+	s->nspare++;
+}
+
+/* A zeroed struct: a spare, else a new one (NULL when out of memory). */
+static sreq *sreq_new(kvs_sim *s)
+{
+	sreq *r = s->spare;
+	if (!r)
+		return kvs_calloc(1, sizeof *r);
+	s->spare = r->next;
+	s->nspare--;
+	memset(r, 0, sizeof *r);
+	return r;
 }
 
 /* Tokens a sequence of r stores by the end: the prompt and every emitted
@@ -1327,7 +1359,7 @@ static kvs_status make_sreq(kvs_sim *s, const kvs_request *qp, sreq **out)
 		return KVS_OK;
 	}
 	s->last_arrival = q.arrival_s;
-	sreq *r = kvs_calloc(1, sizeof *r);
+	sreq *r = sreq_new(s);
 	if (!r)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (request)");
 	r->n = q.num_samples > 1 ? q.num_samples : 1;
@@ -1850,11 +1882,8 @@ static kvs_status finish(kvs_sim *s, sreq *r)
 	if (r->output >= 2) {
 		/* samples advance in lockstep: each sample's TPOT, and their mean */
 		double tpot = (t - r->first_token) / (double)(r->output - 1);
-		if ((st = kvs_sketch_add(&R->sk[KVS_METRIC_TPOT], tpot)) != KVS_OK) {
-			sreq_free(r);
-			return st;
-		}
-		if ((st = kvs_sketch_add_n(&R->sk[KVS_METRIC_ITL], tpot, r->output - 1)) != KVS_OK) {
+		if ((st = kvs_sketch_add2(&R->sk[KVS_METRIC_TPOT], &R->sk[KVS_METRIC_ITL], tpot,
+					  r->output - 1)) != KVS_OK) {
 			sreq_free(r);
 			return st;
 		}
@@ -1863,7 +1892,7 @@ static kvs_status finish(kvs_sim *s, sreq *r)
 	}
 	s->good += good;
 	emit_record(s, r, KVS_SIM_COMPLETED, KVS_SIM_REJECT_COUNT_, t);
-	sreq_free(r);
+	sreq_recycle(s, r);
 	return KVS_OK;
 }
 
@@ -3094,6 +3123,11 @@ static void free_reqs(kvs_sim *s)
 		sreq_free(r);
 	while ((r = deque_pop_front(&s->kv_ready)))
 		sreq_free(r);
+	while ((r = s->spare)) {
+		s->spare = r->next;
+		sreq_free(r);
+	}
+	s->nspare = 0;
 }
 
 void kvs_sim_destroy(kvs_sim *s)

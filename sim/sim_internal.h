@@ -116,6 +116,8 @@ void kvs_sketch_free(kvs_sketch *s);
 kvs_status kvs_sketch_add(kvs_sketch *s, double v);
 /* v counted n times (a request's mean inter-token gap, once per gap) */
 kvs_status kvs_sketch_add_n(kvs_sketch *s, double v, uint64_t n);
+/* v once into a and n times into b, its bucket found once */
+kvs_status kvs_sketch_add2(kvs_sketch *a, kvs_sketch *b, double v, uint64_t n);
 /* population standard deviation (ddof 0), values at bucket precision */
 double kvs_sketch_std(const kvs_sketch *s);
 double kvs_sketch_quantile(const kvs_sketch *s, double q);

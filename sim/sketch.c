@@ -62,17 +62,40 @@ kvs_status kvs_sketch_add(kvs_sketch *s, double v)
 	return kvs_sketch_add_n(s, v, 1);
 }
 
+/* v's bucket index (0 for a zero); v clamped to >= 0 */
+static int32_t bucket_of(double *v, bool *zero)
+{
+	if (!(*v >= 0))
+		*v = 0;   /* latencies are never negative; guards rounding */
+	*zero = *v <= SKETCH_ZERO;
+	return *zero ? 0 : (int32_t)ceil(log(*v) / sketch_log_gamma());
+}
+
+static kvs_status add_at(kvs_sketch *s, double v, int32_t i, bool zero, uint64_t times);
+
 kvs_status kvs_sketch_add_n(kvs_sketch *s, double v, uint64_t times)
 {
 	if (times == 0)
 		return KVS_OK;
-	if (!(v >= 0))
-		v = 0;   /* latencies are never negative; guards rounding */
-	int32_t i = 0;
-	bool zero = v <= SKETCH_ZERO;
+	bool zero;
+	int32_t i = bucket_of(&v, &zero);
+	return add_at(s, v, i, zero, times);
+}
+
+kvs_status kvs_sketch_add2(kvs_sketch *a, kvs_sketch *b, double v, uint64_t times_b)
+{
+	bool zero;
+	int32_t i = bucket_of(&v, &zero);
+	kvs_status st = add_at(a, v, i, zero, 1);
+	if (st == KVS_OK && times_b)
+		st = add_at(b, v, i, zero, times_b);
+	return st;
+}
+
+static kvs_status add_at(kvs_sketch *s, double v, int32_t i, bool zero, uint64_t times)
+{
 	if (!zero) {
 		/* room for the bucket first: on failure nothing changes */
-		i = (int32_t)ceil(log(v) / sketch_log_gamma());
 		if (s->n == 0) {
 			s->counts = kvs_calloc(64, sizeof *s->counts);
 			if (!s->counts)

@@ -1198,6 +1198,31 @@ static void test_sketch(void **state)
 	assert_true(a.sum == b.sum && a.max == b.max && a.min == b.min);
 	for (double q = 0; q <= 1.0; q += 0.05)
 		assert_true(kvs_sketch_quantile(&a, q) == kvs_sketch_quantile(&b, q));
+	/* add2: once into one sketch, n times into another, as add and add_n */
+	kvs_sketch c1, c2, a0, b0;
+	kvs_sketch_init(&c1);
+	kvs_sketch_init(&c2);
+	kvs_sketch_init(&a0);
+	kvs_sketch_init(&b0);
+	const double vals[] = { 0.02, 3.5, 0.0, -1.0, 1e-13, 700.0, 0.02 };
+	for (size_t k = 0; k < KVS_ARRAY_LEN(vals); k++) {
+		assert_int_equal(kvs_sketch_add2(&c1, &c2, vals[k], k), KVS_OK);
+		assert_int_equal(kvs_sketch_add(&a0, vals[k]), KVS_OK);
+		assert_int_equal(kvs_sketch_add_n(&b0, vals[k], k), KVS_OK);
+	}
+	assert_int_equal(c1.count, 7);
+	assert_int_equal(c2.count, 21);
+	assert_true(c1.zeros == 3 && c2.zeros == 2 + 3 + 4);
+	assert_true(c1.sum == a0.sum && c2.sum == b0.sum && c2.min == b0.min &&
+		    c2.max == b0.max);
+	for (double q = 0; q <= 1.0; q += 0.05) {
+		assert_true(kvs_sketch_quantile(&c1, q) == kvs_sketch_quantile(&a0, q));
+		assert_true(kvs_sketch_quantile(&c2, q) == kvs_sketch_quantile(&b0, q));
+	}
+	kvs_sketch_free(&a0);
+	kvs_sketch_free(&b0);
+	kvs_sketch_free(&c1);
+	kvs_sketch_free(&c2);
 	kvs_sketch_free(&a);
 	kvs_sketch_free(&b);
 
@@ -1211,8 +1236,8 @@ static void test_sketch(void **state)
 	const uint64_t *was = NULL;
 	for (int k = 0; k < 2; k++)
 		for (int e = 0; e <= 900; e++) {
-			double x = pow(10.0, (k == 0 ? e : -e) / 100.0);
-			assert_int_equal(kvs_sketch_add(&a, x), KVS_OK);
+			double val = pow(10.0, (k == 0 ? e : -e) / 100.0);
+			assert_int_equal(kvs_sketch_add(&a, val), KVS_OK);
 			moves += a.counts != was;
 			was = a.counts;
 		}
