@@ -2668,14 +2668,13 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
 			       s->raw.free >= per_block * s->lz_cnt[c % s->block_size];
 		k = span_steps(s, &L, ctx_dec, (through || e < c ? e : c) - s->G);
 		kvs_lin2_sums(&L, 0, k, &dur, &S1);
-		if (through) {
+		if (through && !(s->next_sample_t < s->now + dur))
 			span_crossings(s, &L, k, &x);
-			if (x.n && (x.n * per_block > s->raw.free ||
-				    s->next_sample_t < s->now + dur)) {
-				k = span_steps(s, &L, ctx_dec, c - s->G);
-				kvs_lin2_sums(&L, 0, k, &dur, &S1);
-				memset(&x, 0, sizeof x);
-			}
+		if (through && (s->next_sample_t < s->now + dur ||
+				(x.n && x.n * per_block > s->raw.free))) {
+			k = span_steps(s, &L, ctx_dec, c - s->G);
+			kvs_lin2_sums(&L, 0, k, &dur, &S1);
+			memset(&x, 0, sizeof x);
 		}
 	}
 	kvs_sim_stats *stt = &s->res->st;

@@ -106,6 +106,8 @@ typedef struct kvs_sketch {
 	uint64_t *counts;
 	int32_t lo;        /* index of counts[0] */
 	uint32_t n;        /* buckets allocated */
+	int32_t nz_lo, nz_hi;   /* smallest and largest index holding a value
+	                         * that is not zero (when count > zeros) */
 	uint64_t zeros;
 	uint64_t count;
 	double sum, min, max;

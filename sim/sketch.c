@@ -130,6 +130,16 @@ static kvs_status add_at(kvs_sketch *s, double v, int32_t i, bool zero, uint64_t
 		if (v > s->max)
 			s->max = v;
 	}
+	if (!zero) {
+		if (s->count == s->zeros) {
+			s->nz_lo = s->nz_hi = i;   /* the first value not zero */
+		} else {
+			if (i < s->nz_lo)
+				s->nz_lo = i;
+			if (i > s->nz_hi)
+				s->nz_hi = i;
+		}
+	}
 	s->count += times;
 	s->sum += times == 1 ? v : v * (double)times;
 	if (zero)
@@ -137,6 +147,19 @@ static kvs_status add_at(kvs_sketch *s, double v, int32_t i, bool zero, uint64_t
 	else
 		s->counts[i - s->lo] += times;
 	return KVS_OK;
+}
+
+/* The array positions of the buckets holding values that are not zero:
+ * [first_used, end_used) (empty when every value is a zero); the array
+ * at least doubles as it grows, so most of it can be empty. */
+static uint32_t first_used(const kvs_sketch *s)
+{
+	return s->count > s->zeros ? (uint32_t)(s->nz_lo - s->lo) : 0;
+}
+
+static uint32_t end_used(const kvs_sketch *s)
+{
+	return s->count > s->zeros ? (uint32_t)(s->nz_hi - s->lo) + 1 : 0;
 }
 
 double kvs_sketch_std(const kvs_sketch *s)
@@ -148,7 +171,7 @@ double kvs_sketch_std(const kvs_sketch *s)
 	double mean = s->sum / (double)s->count;
 	double lg = sketch_log_gamma(), g = exp(lg);
 	double ss = (double)s->zeros * mean * mean;
-	for (uint32_t k = 0; k < s->n; k++) {
+	for (uint32_t k = first_used(s); k < end_used(s); k++) {
 		if (!s->counts[k])
 			continue;
 		double v = 2.0 * exp((double)(s->lo + (int32_t)k) * lg) / (g + 1.0);
@@ -171,7 +194,7 @@ static double sketch_at_rank(const kvs_sketch *s, uint64_t rank)
 		return s->max;
 	uint64_t seen = s->zeros;
 	double lg = sketch_log_gamma(), g = exp(lg);
-	for (uint32_t k = 0; k < s->n; k++) {
+	for (uint32_t k = first_used(s); k < end_used(s); k++) {
 		seen += s->counts[k];
 		if (seen > rank) {
 			double v = 2.0 * exp((double)(s->lo + (int32_t)k) * lg) / (g + 1.0);
@@ -246,6 +269,17 @@ kvs_status kvs_sketch_merge(kvs_sketch *dst, const kvs_sketch *src)
 			dst->min = src->min;
 		if (src->max > dst->max)
 			dst->max = src->max;
+	}
+	if (src->count > src->zeros) {
+		if (dst->count == dst->zeros) {
+			dst->nz_lo = src->nz_lo;
+			dst->nz_hi = src->nz_hi;
+		} else {
+			if (src->nz_lo < dst->nz_lo)
+				dst->nz_lo = src->nz_lo;
+			if (src->nz_hi > dst->nz_hi)
+				dst->nz_hi = src->nz_hi;
+		}
 	}
 	dst->count += src->count;
 	dst->zeros += src->zeros;

@@ -733,6 +733,12 @@ static void test_fast_path_block_sizes(void **state)
 	 * expects) */
 	fs_block_size = 2;
 	compare_fast_slow_n(KVS_POLICY_PAGED, true, 1.0, true, KVS_PREEMPT_RECOMPUTE);
+	/* large blocks: few crossing classes occupied, so a span's steps
+	 * between its crossing steps are summed in closed form */
+	fs_block_size = 64;
+	compare_fast_slow_n(KVS_POLICY_PAGED, false, 1.0, false, KVS_PREEMPT_RECOMPUTE);
+	fs_block_size = 256;
+	compare_fast_slow_n(KVS_POLICY_PAGED, false, 1.0, false, KVS_PREEMPT_SWAP);
 	fs_block_size = 0;
 	fs_validate = false;
 	fs_requests = 0;
@@ -1221,6 +1227,33 @@ static void test_sketch(void **state)
 	}
 	kvs_sketch_free(&a0);
 	kvs_sketch_free(&b0);
+	/* merge: the values of three sketches (zeros only, small values,
+	 * large ones) merged in two orders equal one sketch of them all;
+	 * quantile walks cover the buckets holding values, whatever part of
+	 * the (doubling) array is empty */
+	for (int order = 0; order < 2; order++) {
+		kvs_sketch part[3], all, m;
+		for (int k = 0; k < 3; k++)
+			kvs_sketch_init(&part[k]);
+		kvs_sketch_init(&all);
+		kvs_sketch_init(&m);
+		for (int k = 0; k < 300; k++) {
+			double v = k % 3 == 0 ? 0.0 : k % 3 == 1 ? 1e-4 * (1 + k) : 50.0 + k;
+			assert_int_equal(kvs_sketch_add(&part[k % 3], v), KVS_OK);
+			assert_int_equal(kvs_sketch_add(&all, v), KVS_OK);
+		}
+		for (int k = 0; k < 3; k++)
+			assert_int_equal(kvs_sketch_merge(&m, &part[order ? 2 - k : k]), KVS_OK);
+		assert_true(m.count == all.count && m.zeros == all.zeros && m.min == all.min &&
+			    m.max == all.max);
+		for (double q = 0; q <= 1.0; q += 0.01)
+			assert_true(kvs_sketch_quantile(&m, q) == kvs_sketch_quantile(&all, q));
+		assert_close(kvs_sketch_std(&m), kvs_sketch_std(&all), 1e-12);
+		for (int k = 0; k < 3; k++)
+			kvs_sketch_free(&part[k]);
+		kvs_sketch_free(&all);
+		kvs_sketch_free(&m);
+	}
 	kvs_sketch_free(&c1);
 	kvs_sketch_free(&c2);
 	kvs_sketch_free(&a);
