@@ -1210,6 +1210,32 @@ kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids)
 	return KVS_OK;
 }
 
+/* Each of the n ids must be taken (pinned), once: its state becomes 1 (a
+ * table's, and the word a lazy push leaves), so that a second occurrence
+ * in the list fails the test; with push, each also goes on the free stack.
+ * On a failure the ids before it get their pinned state back (positions
+ * at or above the top, which the top has not passed) and nothing else
+ * changed. */
+static inline kvs_status pinned_to_state1(kvs_block_pool *pool, uint32_t n,
+					  const kvs_block_id *ids, bool push)
+{
+	uint32_t top = pool->nfree_, top0 = top;
+	uint32_t *fs = pool->free_ids_, *st = pool->state_;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = ids[i];
+		if (KVS_UNLIKELY(!pool_pinned(pool, top, id))) {
+			for (uint32_t j = 0; j < i; j++)
+				st[ids[j]] = POOL | (top0 + j);
+			return kvs_block_pool_give_fail(pool, id);
+		}
+		st[id] = 1;
+		if (push)
+			fs[top++] = id;
+	}
+	pool->nfree_ = top;
+	return KVS_OK;
+}
+
 kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 				 const kvs_block_id *ids)
 {
@@ -1225,23 +1251,11 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 	uint32_t top = pool->nfree_, top0 = top;
 	uint32_t *fs = pool->free_ids_, *st = pool->state_;
 	if (p->lazy) {
-		/* lazy pushes: state 1, which reads as not pinned, so a
-		 * second give of a block (also within the list) fails; the
-		 * blocks pushed before a failure get their pinned state back */
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t id = ids[i];
-			if (KVS_UNLIKELY(!pool_pinned(pool, top, id))) {
-				for (uint32_t j = 0; j < i; j++)
-					st[ids[j]] = POOL | (top0 + j);
-				return kvs_block_pool_give_fail(pool, id);
-			}
-			st[id] = 1;
-			fs[top++] = id;
-		}
-		if (n && p->stale_lo > top0)
+		/* lazy pushes: state 1, as a table's, left as it is */
+		kvs_status rc = pinned_to_state1(pool, n, ids, true);
+		if (rc == KVS_OK && n && p->stale_lo > top0)
 			p->stale_lo = top0;
-		pool->nfree_ = top;
-		return KVS_OK;
+		return rc;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = ids[i];
@@ -1275,20 +1289,10 @@ kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 			st = kvs_alloc_grow(a, seq, n, NULL, NULL);
 		return st;
 	}
-	kvs_block_pool *pool = &p->pool;
-	uint32_t *st = pool->state_, top = pool->nfree_;
-	/* each id taken (pinned), once: a table's now, state 1, so that a
-	 * second occurrence fails the test; on a failure the ones before get
-	 * their pinned state back (positions at or above the top) */
-	for (uint32_t j = 0; j < m; j++) {
-		uint32_t id = ids[j];
-		if (KVS_UNLIKELY(!pool_pinned(pool, top, id))) {
-			for (uint32_t i = 0; i < j; i++)
-				st[ids[i]] = POOL | (top + i);
-			return kvs_block_pool_give_fail(pool, id);
-		}
-		st[id] = 1;
-	}
+	/* each id taken (pinned), once: a table's now, state 1 */
+	kvs_status rc = pinned_to_state1(&p->pool, m, ids, false);
+	if (rc != KVS_OK)
+		return rc;
 	/* the order a give and a grow would leave: the last given on top,
 	 * popped first */
 	copy_reversed(s->table + s->nblocks, ids, m);
