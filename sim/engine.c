@@ -2668,10 +2668,10 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
 			       s->raw.free >= per_block * s->lz_cnt[c % s->block_size];
 		k = span_steps(s, &L, ctx_dec, (through || e < c ? e : c) - s->G);
 		kvs_lin2_sums(&L, 0, k, &dur, &S1);
-		if (through && !(s->next_sample_t < s->now + dur))
+		bool sampled = s->next_sample_t < s->now + dur;
+		if (through && !sampled)
 			span_crossings(s, &L, k, &x);
-		if (through && (s->next_sample_t < s->now + dur ||
-				(x.n && x.n * per_block > s->raw.free))) {
+		if (through && (sampled || (x.n && x.n * per_block > s->raw.free))) {
 			k = span_steps(s, &L, ctx_dec, c - s->G);
 			kvs_lin2_sums(&L, 0, k, &dur, &S1);
 			memset(&x, 0, sizeof x);

@@ -1238,9 +1238,9 @@ static void test_sketch(void **state)
 		kvs_sketch_init(&all);
 		kvs_sketch_init(&m);
 		for (int k = 0; k < 300; k++) {
-			double v = k % 3 == 0 ? 0.0 : k % 3 == 1 ? 1e-4 * (1 + k) : 50.0 + k;
-			assert_int_equal(kvs_sketch_add(&part[k % 3], v), KVS_OK);
-			assert_int_equal(kvs_sketch_add(&all, v), KVS_OK);
+			double val = k % 3 == 0 ? 0.0 : k % 3 == 1 ? 1e-4 * (1 + k) : 50.0 + k;
+			assert_int_equal(kvs_sketch_add(&part[k % 3], val), KVS_OK);
+			assert_int_equal(kvs_sketch_add(&all, val), KVS_OK);
 		}
 		for (int k = 0; k < 3; k++)
 			assert_int_equal(kvs_sketch_merge(&m, &part[order ? 2 - k : k]), KVS_OK);
