@@ -446,29 +446,40 @@ static void paged_fini(kvs_alloc *a)
  * before the last prompt token (it must be computed to produce the next
  * token).  *idle receives how many of them are cached-idle; ids (may be
  * NULL) the hit blocks; *ops / *probes the lookups made and the index
- * slots they examined.  O(hits + 1) lookups. */
-static uint32_t prefix_hits(const paged *p, const kvs_seq_desc *d,
-			    uint32_t *idle, uint32_t *ids, uint64_t *ops,
-			    uint64_t *probes)
+ * slots they examined.  O(hits + 1) lookups.  Called through
+ * prefix_hits, with caching on and hashes given. */
+static uint32_t prefix_walk(const paged *p, const kvs_seq_desc *d,
+			   uint32_t *idle, uint32_t *ids, uint64_t *ops,
+			   uint64_t *probes)
 {
 	uint32_t nidle = 0, h = 0;
-	*ops = *probes = 0;
-	if (p->caching && d->block_hashes && d->prompt_tokens > 0) {
-		uint32_t lim = (d->prompt_tokens - 1) / p->bs;
-		if (lim > d->num_block_hashes)
-			lim = d->num_block_hashes;
-		for (; h < lim; h++) {
-			uint32_t id = ht_find_n(p, d->block_hashes[h], probes);
-			++*ops;
-			if (id == NONE || ref_of(p, id) == MAX_REF)
-				break;
-			nidle += ref_of(p, id) == 0;
-			if (ids)
-				ids[h] = id;
-		}
+	uint32_t lim = (d->prompt_tokens - 1) / p->bs;
+	if (lim > d->num_block_hashes)
+		lim = d->num_block_hashes;
+	for (; h < lim; h++) {
+		uint32_t id = ht_find_n(p, d->block_hashes[h], probes);
+		++*ops;
+		if (id == NONE || ref_of(p, id) == MAX_REF)
+			break;
+		nidle += ref_of(p, id) == 0;
+		if (ids)
+			ids[h] = id;
 	}
 	*idle = nidle;
 	return h;
+}
+
+/* prefix_walk's answer, and none without caching: tested inline, since
+ * every admission asks. */
+static inline uint32_t prefix_hits(const paged *p, const kvs_seq_desc *d,
+				   uint32_t *idle, uint32_t *ids, uint64_t *ops,
+				   uint64_t *probes)
+{
+	*ops = *probes = 0;
+	if (p->caching && d->block_hashes && d->prompt_tokens > 0)
+		return prefix_walk(p, d, idle, ids, ops, probes);
+	*idle = 0;
+	return 0;
 }
 
 static kvs_admit_verdict paged_can_admit(const kvs_alloc *a,

@@ -159,7 +159,16 @@ struct kvs_gen {
 	uint32_t pair_idx;
 	uint64_t *ids;
 	uint32_t ids_cap;
+	conv *spare;            /* a finished conversation's struct, reused */
+	double prompt_mu, output_mu;   /* lognormal: ln mean - sigma^2 / 2 */
 };
+
+/* A lognormal of mean a and shape b: mu = ln a - b^2 / 2 (computed once,
+ * at open; 0 for the other kinds). */
+static double lognormal_mu(const kvs_gen_dist *d)
+{
+	return d->kind == KVS_DIST_LOGNORMAL ? log(d->a) - 0.5 * d->b * d->b : 0;
+}
 
 static kvs_status load_pairs(const char *path, uint64_t seed, pairs *p)
 {
@@ -205,18 +214,16 @@ static uint32_t clamp_len(kvs_gen *g, double x)
 	return (uint32_t)x;
 }
 
-static uint32_t sample(kvs_gen *g, const kvs_gen_dist *d, const pairs *src, bool is_output)
+static uint32_t sample(kvs_gen *g, const kvs_gen_dist *d, double mu, const pairs *src,
+		       bool is_output)
 {
 	switch (d->kind) {
 	case KVS_DIST_FIXED:
 		return clamp_len(g, d->a);
 	case KVS_DIST_UNIFORM:
 		return clamp_len(g, d->a + (double)kvs_rng_below(&g->len, (uint64_t)(d->b - d->a) + 1));
-	case KVS_DIST_LOGNORMAL: {
-		/* mean a: mu = ln a - sigma^2 / 2 */
-		double mu = log(d->a) - 0.5 * d->b * d->b;
+	case KVS_DIST_LOGNORMAL:
 		return clamp_len(g, floor(exp(mu + d->b * kvs_rng_normal(&g->len)) + 0.5));
-	}
 	case KVS_DIST_TRACE:
 	default: {
 		uint32_t i;
@@ -290,6 +297,8 @@ kvs_status kvs_gen_open(const kvs_gen_opts *opts, kvs_gen **out)
 	if (!g)
 		return kvs_fail(KVS_ERR_NOMEM, "no memory for the generator");
 	g->o = *opts;
+	g->prompt_mu = lognormal_mu(&opts->prompt);
+	g->output_mu = lognormal_mu(&opts->output);
 	kvs_rng_seed(&g->arr, opts->seed * 3 + 0);
 	kvs_rng_seed(&g->len, opts->seed * 3 + 1);
 	kvs_rng_seed(&g->structure, opts->seed * 3 + 2);
@@ -334,11 +343,26 @@ static conv *heap_pop(kvs_gen *g)
 	return convh_pop(g->heap, &g->heap_n);
 }
 
+/* A conversation that ended: its struct serves the next new one (a
+ * single-turn workload would otherwise allocate and free one per
+ * request). */
+static void conv_end(kvs_gen *g, conv *c)
+{
+	if (g->spare)
+		kvs_free(c);
+	else
+		g->spare = c;
+}
+
 static kvs_status new_conv(kvs_gen *g, conv **out)
 {
-	conv *c = kvs_calloc(1, sizeof *c);
-	if (!c)
+	conv *c = g->spare;
+	if (c) {
+		g->spare = NULL;
+		memset(c, 0, sizeof *c);
+	} else if (!(c = kvs_calloc(1, sizeof *c))) {
 		return kvs_fail(KVS_ERR_NOMEM, "no memory for a conversation");
+	}
 	c->t = g->next_new;
 	c->seq = g->seq++;
 	c->id = ++g->convs;
@@ -404,14 +428,15 @@ kvs_status kvs_gen_next(kvs_gen *g, kvs_request *r)
 		} else {
 			c = heap_pop(g);
 		}
-		uint32_t add = sample(g, &g->o.prompt, &g->prompt_src, false);
-		uint32_t out = sample(g, &g->o.output, g->joint ? &g->prompt_src : &g->output_src, true);
+		uint32_t add = sample(g, &g->o.prompt, g->prompt_mu, &g->prompt_src, false);
+		uint32_t out = sample(g, &g->o.output, g->output_mu,
+				      g->joint ? &g->prompt_src : &g->output_src, true);
 		uint64_t base = c->turn == 0 ? (c->group >= 0 ? g->o.prefix_tokens : 0) : c->history;
 		uint64_t prompt = base + add;
 		if (prompt > g->o.max_tokens) {
 			if (c->turn > 0) {
 				/* the conversation outgrew the context: it ends */
-				kvs_free(c);
+				conv_end(g, c);
 				continue;
 			}
 			prompt = g->o.max_tokens;
@@ -431,7 +456,7 @@ kvs_status kvs_gen_next(kvs_gen *g, kvs_request *r)
 		if (g->hashes) {
 			kvs_status st = fill_hashes(g, c, (uint32_t)prompt, r);
 			if (st != KVS_OK) {
-				kvs_free(c);
+				conv_end(g, c);
 				return st;
 			}
 		}
@@ -441,11 +466,11 @@ kvs_status kvs_gen_next(kvs_gen *g, kvs_request *r)
 			c->t += g->o.think_s > 0 ? kvs_rng_exp(&g->structure, 1.0 / g->o.think_s) : 0;
 			c->seq = g->seq++;
 			if (!heap_push(g, c)) {
-				kvs_free(c);
+				conv_end(g, c);
 				return kvs_fail(KVS_ERR_NOMEM, "no memory for conversations in flight");
 			}
 		} else {
-			kvs_free(c);
+			conv_end(g, c);
 		}
 		return KVS_OK;
 	}
@@ -463,5 +488,6 @@ void kvs_gen_close(kvs_gen *g)
 	kvs_free(g->output_src.prompt);
 	kvs_free(g->output_src.output);
 	kvs_free(g->ids);
+	kvs_free(g->spare);
 	kvs_free(g);
 }
