@@ -114,6 +114,10 @@ typedef struct kvs_sketch {
 } kvs_sketch;
 
 void kvs_sketch_init(kvs_sketch *s);
+/* the bucket of a value v > 1e-12: ceil(log v / log g), by definition
+ * (_exact) and as the sketch computes it (mostly without log) */
+int32_t kvs_sketch_bucket(double v);
+int32_t kvs_sketch_bucket_exact(double v);
 void kvs_sketch_free(kvs_sketch *s);
 kvs_status kvs_sketch_add(kvs_sketch *s, double v);
 /* v counted n times (a request's mean inter-token gap, once per gap) */

@@ -1140,6 +1140,45 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The sketch's bucket index, computed mostly without log, is the
+ * definition's ceil(log v / log g) for values spread over 24 decades, for
+ * every bucket boundary from 1e-12 to 1e12 and the doubles next to it,
+ * and for powers of two (whose mantissa is 1). */
+static void test_sketch_bucket(void **state)
+{
+	(void)state;
+	uint64_t x = 11;
+	for (int i = 0; i < 2000000; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		double v = pow(10.0, ((double)(x >> 11) / 9007199254740992.0) * 24 - 12);
+		if (v <= 1e-12)
+			continue;
+		assert_int_equal(kvs_sketch_bucket(v), kvs_sketch_bucket_exact(v));
+	}
+	double lg = log(1.001 / 0.999);
+	int32_t lo = (int32_t)floor(log(1e-12) / lg) + 1, hi = (int32_t)ceil(log(1e12) / lg);
+	uint64_t checked = 0;
+	for (int32_t i = lo; i <= hi; i++) {
+		double b = exp((double)i * lg), u = b, d = b;
+		for (int k = 0; k < 4; k++) {
+			assert_int_equal(kvs_sketch_bucket(u), kvs_sketch_bucket_exact(u));
+			assert_int_equal(kvs_sketch_bucket(d), kvs_sketch_bucket_exact(d));
+			u = nextafter(u, INFINITY);
+			d = nextafter(d, 0);
+			checked += 2;
+		}
+	}
+	assert_true(checked > 200000);
+	for (int e = -39; e <= 39; e++) {
+		double v = ldexp(1.0, e);
+		assert_int_equal(kvs_sketch_bucket(v), kvs_sketch_bucket_exact(v));
+		assert_int_equal(kvs_sketch_bucket(nextafter(v, 0)),
+				 kvs_sketch_bucket_exact(nextafter(v, 0)));
+	}
+	assert_int_equal(kvs_sketch_bucket(1.0), 0);
+	assert_int_equal(kvs_sketch_bucket(2e-12), kvs_sketch_bucket_exact(2e-12));
+}
+
 static void test_sketch(void **state)
 {
 	(void)state;
@@ -1888,6 +1927,7 @@ int main(void)
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_horizon_unfinished),
 		cmocka_unit_test(test_json_deterministic),
+		cmocka_unit_test(test_sketch_bucket),
 		cmocka_unit_test(test_sketch),
 		cmocka_unit_test(test_step_table_fit),
 		cmocka_unit_test(test_roofline),
