@@ -150,6 +150,11 @@ typedef struct sreq {
 	bool lazy;                 /* decode: its whole-block crossings before E
 	                            * are taken in bulk (crossing classes) */
 	uint32_t lz_res;           /* lazy: its crossing steps mod block_size */
+	uint64_t pf_step;          /* lazy: the step of its crossing into the
+	                            * block that holds its final token, when
+	                            * that block is partly beyond it (pf_def > 0) */
+	uint32_t pf_def;           /* that block's tokens past the final length
+	                            * (0: no such crossing pending or owed) */
 	uint32_t cap;              /* decode: tokens its blocks hold as the
 	                            * allocator knows them (len + room) */
 	bool kv_remote;            /* its prompt's KV comes from elsewhere
@@ -332,6 +337,15 @@ struct kvs_sim {
 	uint64_t lz_done;          /* crossings of steps < lz_done are taken */
 	kvs_block_id *owed;        /* blocks taken for lazy crossings */
 	size_t nowed, capowed;
+	/* final partial crossings of lazy sequences (pf_step, pf_def):
+	 * pending ones (pf_step >= lz_done) in a heap by step; owed ones
+	 * (taken, not yet synced) count their tokens past the final length
+	 * in frag_owed, internal fragmentation as the allocator will see it */
+	struct pf_ent *pf;
+	size_t npf, cappf;
+	struct pf_ent *pf_scratch; /* span_crossings' search: 2 x cappf */
+	size_t cap_scratch;
+	uint64_t frag_owed;
 	sreq **forkq;              /* prefilled families waiting for their fork */
 	size_t nforkq, capforkq;
 	uint64_t nforked;          /* families whose children are forked now */
@@ -402,6 +416,9 @@ typedef struct span_cross {
 	double taken_bs;           /* byte-seconds of their blocks in the span */
 	double res_bs;             /* byte-seconds of the reservation's change:
 	                            * their blocks less the tokens written */
+	double frag_bs;            /* byte-seconds of the final partial blocks'
+	                            * parts past the final length */
+	uint64_t def;              /* those parts, tokens */
 } span_cross;
 
 /* ---- event heap ------------------------------------------------------------ */
@@ -432,6 +449,19 @@ static bool dh_less(const dh_ent *a, const dh_ent *b)
 }
 
 KVS_HEAP_DEFINE(dhh, dh_ent, dh_less)
+
+/* A pending final partial crossing (sreq.pf_step, sreq.pf_def). */
+typedef struct pf_ent {
+	uint64_t step;
+	struct sreq *r;
+} pf_ent;
+
+static bool pf_less(const pf_ent *a, const pf_ent *b)
+{
+	return a->step < b->step;
+}
+
+KVS_HEAP_DEFINE(pfh, pf_ent, pf_less)
 
 static kvs_status dh_push(kvs_sim *s, sreq *r)
 {
@@ -475,10 +505,16 @@ static void lz_register(kvs_sim *s, sreq *r, uint32_t res)
 	s->nlazy++;
 }
 
+static void pf_drop(kvs_sim *s, sreq *r);
+
 static void lz_unregister(kvs_sim *s, sreq *r)
 {
 	uint32_t res = r->lz_res;
 	r->lazy = false;
+	/* a final partial crossing still pending goes with the class; an
+	 * owed one stays until the sync that hands its block over */
+	if (r->pf_def && r->pf_step >= s->lz_done)
+		pf_drop(s, r);
 	if (--s->lz_cnt[res] == 0)
 		s->lz_bits[res >> 6] &= ~(1ull << (res & 63));
 	s->nlazy--;
@@ -507,12 +543,36 @@ static uint64_t lz_next(const kvs_sim *s, uint64_t from)
 	return UINT64_MAX;
 }
 
-/* Bytes of the owed blocks: whole blocks below their sequences' final
- * lengths, so reservation to the account (the allocator counts a taken
- * block as internal fragmentation). */
+/* Bytes of the owed blocks below their sequences' final lengths, so
+ * reservation to the account (the allocator counts a taken block as
+ * internal fragmentation): whole blocks, less the parts of final partial
+ * blocks past the final length, which stay internal fragmentation. */
 static int64_t lz_owed_bytes(const kvs_sim *s)
 {
-	return (int64_t)((uint64_t)s->nowed * s->block_size * s->kvb);
+	return (int64_t)(((uint64_t)s->nowed * s->block_size - s->frag_owed) * s->kvb);
+}
+
+/* r's pending final partial crossing leaves the heap (O(pending): only a
+ * preempted lazy sequence's) */
+static void pf_drop(kvs_sim *s, sreq *r)
+{
+	for (size_t i = 0; i < s->npf; i++)
+		if (s->pf[i].r == r) {
+			pfh_remove_at(s->pf, &s->npf, i);
+			break;
+		}
+	r->pf_def = 0;
+}
+
+/* The pending final partial crossings of steps < lz_done are owed now:
+ * their blocks were taken with their classes. */
+static void pf_owe(kvs_sim *s)
+{
+	while (s->npf && s->pf[0].step < s->lz_done) {
+		pf_ent e = pfh_pop(s->pf, &s->npf);
+		kvs_require(e.r->lazy && e.r->pf_def && e.r->pf_step == e.step);
+		s->frag_owed += e.r->pf_def;
+	}
 }
 
 static void dh_unaccount(kvs_sim *s, sreq *r)
@@ -911,6 +971,7 @@ static kvs_status integrate_from(kvs_sim *s, const int64_t now[6], double t0,
 		/* the tokens' shift and the crossings' blocks in one sum of
 		 * exact per-step changes (at block size 1 they cancel) */
 		s->mem_int[1] += x->res_bs;
+		s->mem_int[2] += x->frag_bs;
 		s->mem_int[5] -= x->taken_bs;
 	} else {
 		s->mem_int[1] -= d * S1;
@@ -1007,7 +1068,7 @@ static bool engine_is_valid(const kvs_sim *s)
 	KVS_VALID(nring == s->nring);
 	/* crossing classes: every lazy entry counted in its class, and the
 	 * owed blocks those of their crossings before lz_done */
-	uint64_t nlazy = 0, owed = 0;
+	uint64_t nlazy = 0, owed = 0, pending = 0, frag = 0;
 	for (size_t i = 0; i < s->nheap + s->nring; i++) {
 		const sreq *r = NULL;
 		if (i < s->nheap) {
@@ -1022,8 +1083,18 @@ static bool engine_is_valid(const kvs_sim *s)
 			}
 		}
 		KVS_VALID(r != NULL);
+		KVS_VALID(r->lazy || !r->pf_def);
 		if (!r->lazy)
 			continue;
+		if (r->pf_def) {
+			/* its final partial crossing: pending (in the heap) or owed */
+			KVS_VALID(r->pf_def < s->block_size && r->pf_step < r->E &&
+				  r->pf_step % s->block_size == r->lz_res);
+			if (r->pf_step >= s->lz_done)
+				pending++;
+			else
+				frag += r->pf_def;
+		}
 		KVS_VALID(s->lazy_ok && r->nlive == 1 && r->lz_res < s->block_size);
 		KVS_VALID(s->lz_cnt[r->lz_res] > 0);
 		nlazy++;
@@ -1033,6 +1104,11 @@ static bool engine_is_valid(const kvs_sim *s)
 	}
 	KVS_VALID(nlazy == s->nlazy);
 	KVS_VALID(owed == s->nowed);
+	KVS_VALID(pending == s->npf && frag == s->frag_owed);
+	KVS_VALID(pfh_is_valid(s->pf, s->npf));
+	for (size_t i = 0; i < s->npf; i++)
+		KVS_VALID(s->pf[i].r->lazy && s->pf[i].r->pf_def &&
+			  s->pf[i].r->pf_step == s->pf[i].step);
 	if (s->lazy_ok) {
 		uint64_t sum = 0;
 		for (uint32_t c = 0; c < s->block_size; c++) {
@@ -1527,6 +1603,12 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 					(unsigned long long)r->index);
 		r->cap += (uint32_t)m * s->block_size;
 		s->dirty = true;
+		if (r->pf_def && r->pf_step < to_step) {
+			/* its final partial block is in its table now */
+			kvs_require(r->pf_step < s->lz_done && s->frag_owed >= r->pf_def);
+			s->frag_owed -= r->pf_def;
+			r->pf_def = 0;
+		}
 	}
 	for (uint32_t i = 0; i < r->nlive && !synced_lazy; i++) {
 		kvs_status st = kvs_alloc_grow(s->alloc, member(r, i), (uint32_t)n,
@@ -1596,22 +1678,32 @@ static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 	uint64_t room = rem ? family_room(s, r) : 0;
 	r->E = r->S + (room < rem ? room : rem);
 	r->cap = r->len + (uint32_t)room;
+	kvs_require(!r->lazy && !r->pf_def);
 	if (s->lazy_on && r->n == 1 && room < rem) {
-		/* crossings at c0, c0 + bs, ... before the finish at S + rem;
-		 * those of whole blocks below the final length are lazy, the
-		 * next one (if any) is the queued event */
+		/* crossings at c0, c0 + bs, ... before the finish at S + rem,
+		 * all lazy, and the finish the queued event: those of whole
+		 * blocks below the final length, and the last one, into the
+		 * block that holds the final token, whose tokens past the
+		 * final length are internal fragmentation from its step on */
 		uint32_t bs = s->block_size;
 		uint64_t c0 = r->S + room, ef = r->S + rem;
 		uint64_t F = final_len(r);
 		uint64_t L = (ef - c0 + bs - 1) / bs;
 		uint64_t Lf = F > r->cap ? (F - r->cap) / bs : 0;
-		if (Lf < L)
-			L = Lf;
-		if (L > 0) {
-			uint64_t end = c0 + L * bs;
-			r->E = end < ef ? end : ef;
-			lz_register(s, r, (uint32_t)(c0 % bs));
+		kvs_require(L >= Lf && L <= Lf + 1);
+		if (L > Lf) {
+			uint64_t q = F - r->cap - Lf * bs;   /* tokens below F */
+			kvs_require(q > 0 && q < bs);
+			if (!KVS_ARRAY_RESERVE(s->pf, s->cappf, s->npf + 1, 64) ||
+			    !KVS_ARRAY_RESERVE(s->pf_scratch, s->cap_scratch, 2 * s->cappf + 1, 128))
+				return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
+			r->pf_step = c0 + Lf * bs;
+			r->pf_def = (uint32_t)(bs - q);
+			kvs_require(r->pf_step >= s->lz_done);
+			pfh_push(s->pf, &s->npf, (pf_ent){ r->pf_step, r });
 		}
+		r->E = ef;
+		lz_register(s, r, (uint32_t)(c0 % bs));
 	}
 	if (!s->cfg.fast_path && rem > 0) {
 		/* touch every sequence at every step: the step being planned,
@@ -2181,6 +2273,11 @@ static kvs_status lz_dissolve(kvs_sim *s, size_t *ndue)
 	kvs_status st;
 	size_t nl = 0, base = *ndue;
 	s->lazy_on = false;
+	/* pending final partial crossings become ordinary events with the
+	 * rest (owed ones are synced below) */
+	for (size_t i = 0; i < s->npf; i++)
+		s->pf[i].r->pf_def = 0;
+	s->npf = 0;
 	sreq **out = s->due + base;    /* room: ensure_due_cap counted them */
 	for (unsigned b = 0; b < DQ_W; b++) {
 		uint32_t k = 0;
@@ -2354,6 +2451,7 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b, size_t ndue)
 			avail -= c;
 		}
 		s->lz_done = s->G + 1;
+		pf_owe(s);
 		/* new lazy entries while the pool holds two blocks per
 		 * decoding sequence */
 		if (!dissolved)
@@ -2567,6 +2665,37 @@ static uint64_t span_steps(const kvs_sim *s, const kvs_lin2 *L, double ctx_dec,
 	return k;
 }
 
+/* The pending final partial crossings of steps < end into pf_scratch, by
+ * step: the heap's entries below end, found from its root (a subtree
+ * whose root is not below end holds none), O(found). */
+static size_t pf_within(kvs_sim *s, uint64_t end)
+{
+	if (!s->npf || s->pf[0].step >= end)
+		return 0;
+	pf_ent *out = s->pf_scratch;
+	size_t *todo = (size_t *)(void *)(s->pf_scratch + s->cappf);
+	size_t n = 0, nt = 0;
+	todo[nt++] = 0;
+	while (nt) {
+		size_t i = todo[--nt];
+		if (s->pf[i].step >= end)
+			continue;
+		out[n++] = s->pf[i];
+		if (2 * i + 1 < s->npf)
+			todo[nt++] = 2 * i + 1;
+		if (2 * i + 2 < s->npf)
+			todo[nt++] = 2 * i + 2;
+	}
+	for (size_t i = 1; i < n; i++) {   /* by step: few */
+		pf_ent e = out[i];
+		size_t j = i;
+		for (; j > 0 && out[j - 1].step > e.step; j--)
+			out[j] = out[j - 1];
+		out[j] = e;
+	}
+	return n;
+}
+
 /* The lazy crossings of the steps after a span's first, G + 1 .. G + k - 1
  * (of sequences whose next event is at or after G + k, so every class
  * crosses at each of its steps): blocks, the offset of the last crossing
@@ -2575,12 +2704,14 @@ static uint64_t span_steps(const kvs_sim *s, const kvs_lin2 *L, double ctx_dec,
  * steps: the change of step j, blocks x block bytes - j x tokens per step
  * x kv bytes, is an exact integer before it is weighted by the step's
  * time. */
-static void span_crossings(const kvs_sim *s, const kvs_lin2 *L, uint64_t k, span_cross *x)
+static void span_crossings(kvs_sim *s, const kvs_lin2 *L, uint64_t k, span_cross *x)
 {
 	uint32_t bs = s->block_size, cls = (uint32_t)(s->G % bs);
 	int64_t per_block = (int64_t)bs * (int64_t)s->kvb;
 	int64_t per_step = (int64_t)(s->ndec * s->kvb);
-	int64_t taken = 0;
+	int64_t taken = 0, frag = 0;
+	size_t np = pf_within(s, s->G + k), pi = 0;
+	const pf_ent *pf = s->pf_scratch;
 	for (uint64_t j = 1; j < k; j++) {
 		cls = cls + 1 == bs ? 0 : cls + 1;
 		uint32_t c = s->lz_cnt[cls];
@@ -2588,13 +2719,19 @@ static void span_crossings(const kvs_sim *s, const kvs_lin2 *L, uint64_t k, span
 			x->n += c;
 			x->last = j;
 			taken += (int64_t)c * per_block;
+			for (; pi < np && pf[pi].step == s->G + j; pi++) {
+				x->def += pf[pi].r->pf_def;
+				frag += (int64_t)pf[pi].r->pf_def * (int64_t)s->kvb;
+			}
 		}
 		double jd = (double)j;
 		double l1 = L->a1 + L->b1 * jd, l2 = L->a2 + L->b2 * jd;
 		double dt = (l1 > l2 ? l1 : l2) + L->c;
 		x->taken_bs += dt * (double)taken;
-		x->res_bs += dt * (double)(taken - per_step * (int64_t)j);
+		x->res_bs += dt * (double)(taken - frag - per_step * (int64_t)j);
+		x->frag_bs += dt * (double)frag;
 	}
+	kvs_require(pi == np);
 }
 
 /* A span that runs through lazy crossings (x, from span_crossings): their
@@ -2613,14 +2750,17 @@ static kvs_status span_take(kvs_sim *s, const span_cross *x, const int64_t parts
 	if (st != KVS_OK)
 		return st;
 	s->lz_done = s->G + k;
+	pf_owe(s);
 	uint64_t held = (uint64_t)(parts[0] + parts[1] + parts[2]) + bytes;
 	if (held > s->held_peak) {
 		double d = (double)(s->ndec * s->kvb) * (double)x->last;
+		double f = (double)(x->def * s->kvb);
 		double b[6];
 		for (int i = 0; i < 6; i++)
 			b[i] = (double)parts[i];
 		b[0] += d;
-		b[1] += (double)bytes - d;
+		b[1] += (double)bytes - d - f;
+		b[2] += f;
 		b[5] -= (double)bytes;
 		s->held_peak = held;
 		pct_of(s, b, &s->res->st.memory_peak_pct);
@@ -3148,6 +3288,8 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->lz_cnt);
 	kvs_free(s->lz_bits);
 	kvs_free(s->owed);
+	kvs_free(s->pf);
+	kvs_free(s->pf_scratch);
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);

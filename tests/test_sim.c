@@ -744,6 +744,47 @@ static void test_fast_path_block_sizes(void **state)
 	fs_requests = 0;
 }
 
+/* The crossing into the block that holds a sequence's final token runs
+ * inside a span like the others; that block's tokens past the final
+ * length are internal fragmentation from its step on.  By hand: A (16 +
+ * 100 tokens) ends at 16 + 100 - 1 = 115 tokens, in 8 blocks of 16; B
+ * (16 + 20) at 35, in 3, and finishes first.  The held memory peaks when
+ * A, alone, takes its 8th block, at its 113th token: 113 tokens stored, 2
+ * reserved, 128 - 115 = 13 past its final length, of 64 blocks.  Both
+ * paths give those parts; the fast one in fewer spans. */
+static void test_fast_path_final_block(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 64 * 16, 100, 16, 1024);
+	c.sample_interval_s = 1000;   /* no sample ends a span */
+	kvs_request q[2] = { mkreq(0, 0, 16, 100), mkreq(1, 0, 16, 20) };
+	kvs_request_set *set = set_of(q, 2);
+	c.fast_path = true;
+	c.validate = true;
+	kvs_sim_result *f = run_set(&c, set, NULL);
+	c.fast_path = false;
+	c.validate = false;
+	kvs_sim_result *sl = run_set(&c, set, NULL);
+	const kvs_sim_stats *a = kvs_sim_result_stats(f), *b = kvs_sim_result_stats(sl);
+	assert_int_equal(a->completed, 2);
+	assert_int_equal(a->steps, b->steps);
+	assert_true(a->spans < b->spans);
+	const kvs_sim_mem_pct *pk[2] = { &a->memory_peak_pct, &b->memory_peak_pct };
+	for (int i = 0; i < 2; i++) {
+		assert_close(pk[i]->token_states, 100.0 * 113 / 1024, 1e-9);
+		assert_close(pk[i]->reservation, 100.0 * 2 / 1024, 1e-9);
+		assert_close(pk[i]->internal_frag, 100.0 * 13 / 1024, 1e-9);
+		assert_close(pk[i]->free, 100.0 * 56 * 16 / 1024, 1e-9);
+	}
+	assert_close(a->peak_time_s, b->peak_time_s, 1e-9);
+	assert_close(a->memory_pct.internal_frag, b->memory_pct.internal_frag, 1e-9);
+	assert_close(a->memory_pct.reservation, b->memory_pct.reservation, 1e-9);
+	kvs_sim_result_destroy(f);
+	kvs_sim_result_destroy(sl);
+	kvs_request_set_destroy(set);
+}
+
 /* The same with parallel sampling (n = 1..4 per request): forked siblings
  * decode in lockstep and fit the spans; families preempted whole, by
  * recompute and by swap. */
@@ -1920,6 +1961,7 @@ int main(void)
 		cmocka_unit_test(test_fast_path_equivalence),
 		cmocka_unit_test(test_fast_path_parallel_sampling),
 		cmocka_unit_test(test_fast_path_block_sizes),
+		cmocka_unit_test(test_fast_path_final_block),
 		cmocka_unit_test(test_fast_path_prompt_steps),
 		cmocka_unit_test(test_parallel_sampling_by_hand),
 		cmocka_unit_test(test_parallel_sampling_preemption),
