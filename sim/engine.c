@@ -155,6 +155,7 @@ typedef struct sreq {
 	                            * that block is partly beyond it (pf_def > 0) */
 	uint32_t pf_def;           /* that block's tokens past the final length
 	                            * (0: no such crossing pending or owed) */
+	bool pf_far;               /* pending in the far heap (else the ring) */
 	uint32_t cap;              /* decode: tokens its blocks hold as the
 	                            * allocator knows them (len + room) */
 	bool kv_remote;            /* its prompt's KV comes from elsewhere
@@ -338,13 +339,14 @@ struct kvs_sim {
 	kvs_block_id *owed;        /* blocks taken for lazy crossings */
 	size_t nowed, capowed;
 	/* final partial crossings of lazy sequences (pf_step, pf_def):
-	 * pending ones (pf_step >= lz_done) in a heap by step; owed ones
-	 * (taken, not yet synced) count their tokens past the final length
-	 * in frag_owed, internal fragmentation as the allocator will see it */
+	 * pending ones (pf_step >= lz_done) summed per step in a ring of
+	 * PF_W steps from lz_done, those farther in a heap by step until
+	 * they come within it; owed ones (taken, not yet synced) count their
+	 * tokens past the final length in frag_owed, internal fragmentation
+	 * as the allocator will see it */
+	uint64_t *pf_ring;         /* [PF_W]: tokens past final lengths, by step */
 	struct pf_ent *pf;
 	size_t npf, cappf;
-	struct pf_ent *pf_scratch; /* span_crossings' search: 2 x cappf */
-	size_t cap_scratch;
 	uint64_t frag_owed;
 	sreq **forkq;              /* prefilled families waiting for their fork */
 	size_t nforkq, capforkq;
@@ -450,7 +452,11 @@ static bool dh_less(const dh_ent *a, const dh_ent *b)
 
 KVS_HEAP_DEFINE(dhh, dh_ent, dh_less)
 
-/* A pending final partial crossing (sreq.pf_step, sreq.pf_def). */
+/* Steps of the ring of pending final partial crossings (a power of two):
+ * a span through block crossings is at most this long. */
+#define PF_W 4096
+
+/* A pending final partial crossing PF_W or more steps ahead. */
 typedef struct pf_ent {
 	uint64_t step;
 	struct sreq *r;
@@ -552,26 +558,46 @@ static int64_t lz_owed_bytes(const kvs_sim *s)
 	return (int64_t)(((uint64_t)s->nowed * s->block_size - s->frag_owed) * s->kvb);
 }
 
-/* r's pending final partial crossing leaves the heap (O(pending): only a
- * preempted lazy sequence's) */
+/* r's pending final partial crossing is withdrawn (a far one found by a
+ * scan of the heap: only a preempted lazy sequence's) */
 static void pf_drop(kvs_sim *s, sreq *r)
 {
-	for (size_t i = 0; i < s->npf; i++)
-		if (s->pf[i].r == r) {
-			pfh_remove_at(s->pf, &s->npf, i);
-			break;
-		}
+	if (!r->pf_far) {
+		s->pf_ring[r->pf_step & (PF_W - 1)] -= r->pf_def;
+	} else {
+		for (size_t i = 0; i < s->npf; i++)
+			if (s->pf[i].r == r) {
+				pfh_remove_at(s->pf, &s->npf, i);
+				break;
+			}
+	}
 	r->pf_def = 0;
 }
 
-/* The pending final partial crossings of steps < lz_done are owed now:
- * their blocks were taken with their classes. */
-static void pf_owe(kvs_sim *s)
+/* The crossings of steps < to are taken (lz_done = to): the pending final
+ * partial crossings among them are owed now, and far ones that come
+ * within PF_W steps move to the ring. */
+static void pf_advance(kvs_sim *s, uint64_t to)
 {
-	while (s->npf && s->pf[0].step < s->lz_done) {
+	uint64_t from = s->lz_done;
+	s->lz_done = to;
+	if (!s->pf_ring)
+		return;
+	if (to - from > PF_W)
+		from = to - PF_W;
+	for (uint64_t t = from; t < to; t++) {
+		uint64_t *slot = &s->pf_ring[t & (PF_W - 1)];
+		s->frag_owed += *slot;
+		*slot = 0;
+	}
+	while (s->npf && s->pf[0].step < to + PF_W) {
 		pf_ent e = pfh_pop(s->pf, &s->npf);
-		kvs_require(e.r->lazy && e.r->pf_def && e.r->pf_step == e.step);
-		s->frag_owed += e.r->pf_def;
+		kvs_require(e.r->lazy && e.r->pf_def && e.r->pf_far && e.r->pf_step == e.step);
+		e.r->pf_far = false;
+		if (e.step < to)
+			s->frag_owed += e.r->pf_def;
+		else
+			s->pf_ring[e.step & (PF_W - 1)] += e.r->pf_def;
 	}
 }
 
@@ -1068,7 +1094,7 @@ static bool engine_is_valid(const kvs_sim *s)
 	KVS_VALID(nring == s->nring);
 	/* crossing classes: every lazy entry counted in its class, and the
 	 * owed blocks those of their crossings before lz_done */
-	uint64_t nlazy = 0, owed = 0, pending = 0, frag = 0;
+	uint64_t nlazy = 0, owed = 0, pending_far = 0, pending_ring = 0, frag = 0;
 	for (size_t i = 0; i < s->nheap + s->nring; i++) {
 		const sreq *r = NULL;
 		if (i < s->nheap) {
@@ -1090,10 +1116,14 @@ static bool engine_is_valid(const kvs_sim *s)
 			/* its final partial crossing: pending (in the heap) or owed */
 			KVS_VALID(r->pf_def < s->block_size && r->pf_step < r->E &&
 				  r->pf_step % s->block_size == r->lz_res);
-			if (r->pf_step >= s->lz_done)
-				pending++;
+			if (r->pf_step >= s->lz_done && r->pf_far)
+				pending_far++;
+			else if (r->pf_step >= s->lz_done)
+				pending_ring += r->pf_def;
 			else
 				frag += r->pf_def;
+			KVS_VALID(!r->pf_far || r->pf_step >= s->lz_done + PF_W);
+			KVS_VALID(r->pf_far || r->pf_step < s->lz_done + PF_W);
 		}
 		KVS_VALID(s->lazy_ok && r->nlive == 1 && r->lz_res < s->block_size);
 		KVS_VALID(s->lz_cnt[r->lz_res] > 0);
@@ -1104,11 +1134,15 @@ static bool engine_is_valid(const kvs_sim *s)
 	}
 	KVS_VALID(nlazy == s->nlazy);
 	KVS_VALID(owed == s->nowed);
-	KVS_VALID(pending == s->npf && frag == s->frag_owed);
+	KVS_VALID(pending_far == s->npf && frag == s->frag_owed);
 	KVS_VALID(pfh_is_valid(s->pf, s->npf));
 	for (size_t i = 0; i < s->npf; i++)
-		KVS_VALID(s->pf[i].r->lazy && s->pf[i].r->pf_def &&
+		KVS_VALID(s->pf[i].r->lazy && s->pf[i].r->pf_def && s->pf[i].r->pf_far &&
 			  s->pf[i].r->pf_step == s->pf[i].step);
+	uint64_t ring = 0;
+	for (uint32_t i = 0; s->pf_ring && i < PF_W; i++)
+		ring += s->pf_ring[i];
+	KVS_VALID(ring == pending_ring);
 	if (s->lazy_ok) {
 		uint64_t sum = 0;
 		for (uint32_t c = 0; c < s->block_size; c++) {
@@ -1694,13 +1728,18 @@ static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 		if (L > Lf) {
 			uint64_t q = F - r->cap - Lf * bs;   /* tokens below F */
 			kvs_require(q > 0 && q < bs);
-			if (!KVS_ARRAY_RESERVE(s->pf, s->cappf, s->npf + 1, 64) ||
-			    !KVS_ARRAY_RESERVE(s->pf_scratch, s->cap_scratch, 2 * s->cappf + 1, 128))
-				return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
-			r->pf_step = c0 + Lf * bs;
+			uint64_t step = c0 + Lf * bs;
+			kvs_require(step >= s->lz_done);
+			r->pf_far = step >= s->lz_done + PF_W;
+			if (r->pf_far) {
+				if (!KVS_ARRAY_RESERVE(s->pf, s->cappf, s->npf + 1, 64))
+					return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
+				pfh_push(s->pf, &s->npf, (pf_ent){ step, r });
+			} else {
+				s->pf_ring[step & (PF_W - 1)] += bs - q;
+			}
+			r->pf_step = step;
 			r->pf_def = (uint32_t)(bs - q);
-			kvs_require(r->pf_step >= s->lz_done);
-			pfh_push(s->pf, &s->npf, (pf_ent){ r->pf_step, r });
 		}
 		r->E = ef;
 		lz_register(s, r, (uint32_t)(c0 % bs));
@@ -2275,8 +2314,8 @@ static kvs_status lz_dissolve(kvs_sim *s, size_t *ndue)
 	s->lazy_on = false;
 	/* pending final partial crossings become ordinary events with the
 	 * rest (owed ones are synced below) */
-	for (size_t i = 0; i < s->npf; i++)
-		s->pf[i].r->pf_def = 0;
+	if (s->pf_ring)
+		memset(s->pf_ring, 0, PF_W * sizeof *s->pf_ring);
 	s->npf = 0;
 	sreq **out = s->due + base;    /* room: ensure_due_cap counted them */
 	for (unsigned b = 0; b < DQ_W; b++) {
@@ -2306,6 +2345,9 @@ static kvs_status lz_dissolve(kvs_sim *s, size_t *ndue)
 	for (size_t i = s->nheap / 2; i-- > 0;)
 		dhh_sift_down(s->heap, s->nheap, i);
 	kvs_require(s->nlazy == nl);
+	for (size_t i = 0; i < nl; i++)
+		if (out[i]->pf_def && out[i]->pf_step >= s->lz_done)
+			out[i]->pf_def = 0;
 	size_t ndue_now = base;
 	for (size_t i = 0; i < nl; i++) {
 		sreq *r = out[i];
@@ -2450,8 +2492,7 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b, size_t ndue)
 				return st;
 			avail -= c;
 		}
-		s->lz_done = s->G + 1;
-		pf_owe(s);
+		pf_advance(s, s->G + 1);
 		/* new lazy entries while the pool holds two blocks per
 		 * decoding sequence */
 		if (!dissolved)
@@ -2665,37 +2706,6 @@ static uint64_t span_steps(const kvs_sim *s, const kvs_lin2 *L, double ctx_dec,
 	return k;
 }
 
-/* The pending final partial crossings of steps < end into pf_scratch, by
- * step: the heap's entries below end, found from its root (a subtree
- * whose root is not below end holds none), O(found). */
-static size_t pf_within(kvs_sim *s, uint64_t end)
-{
-	if (!s->npf || s->pf[0].step >= end)
-		return 0;
-	pf_ent *out = s->pf_scratch;
-	size_t *todo = (size_t *)(void *)(s->pf_scratch + s->cappf);
-	size_t n = 0, nt = 0;
-	todo[nt++] = 0;
-	while (nt) {
-		size_t i = todo[--nt];
-		if (s->pf[i].step >= end)
-			continue;
-		out[n++] = s->pf[i];
-		if (2 * i + 1 < s->npf)
-			todo[nt++] = 2 * i + 1;
-		if (2 * i + 2 < s->npf)
-			todo[nt++] = 2 * i + 2;
-	}
-	for (size_t i = 1; i < n; i++) {   /* by step: few */
-		pf_ent e = out[i];
-		size_t j = i;
-		for (; j > 0 && out[j - 1].step > e.step; j--)
-			out[j] = out[j - 1];
-		out[j] = e;
-	}
-	return n;
-}
-
 /* The lazy crossings of the steps after a span's first, G + 1 .. G + k - 1
  * (of sequences whose next event is at or after G + k, so every class
  * crosses at each of its steps): blocks, the offset of the last crossing
@@ -2704,14 +2714,15 @@ static size_t pf_within(kvs_sim *s, uint64_t end)
  * steps: the change of step j, blocks x block bytes - j x tokens per step
  * x kv bytes, is an exact integer before it is weighted by the step's
  * time. */
-static void span_crossings(kvs_sim *s, const kvs_lin2 *L, uint64_t k, span_cross *x)
+static void span_crossings(const kvs_sim *s, const kvs_lin2 *L, uint64_t k, span_cross *x)
 {
 	uint32_t bs = s->block_size, cls = (uint32_t)(s->G % bs);
 	int64_t per_block = (int64_t)bs * (int64_t)s->kvb;
 	int64_t per_step = (int64_t)(s->ndec * s->kvb);
 	int64_t taken = 0, frag = 0;
-	size_t np = pf_within(s, s->G + k), pi = 0;
-	const pf_ent *pf = s->pf_scratch;
+	/* the ring covers steps lz_done .. lz_done + PF_W - 1 (lz_done is
+	 * G + 1: plan took step G's crossings) */
+	kvs_require(s->lz_done == s->G + 1 && k <= PF_W);
 	for (uint64_t j = 1; j < k; j++) {
 		cls = cls + 1 == bs ? 0 : cls + 1;
 		uint32_t c = s->lz_cnt[cls];
@@ -2719,10 +2730,9 @@ static void span_crossings(kvs_sim *s, const kvs_lin2 *L, uint64_t k, span_cross
 			x->n += c;
 			x->last = j;
 			taken += (int64_t)c * per_block;
-			for (; pi < np && pf[pi].step == s->G + j; pi++) {
-				x->def += pf[pi].r->pf_def;
-				frag += (int64_t)pf[pi].r->pf_def * (int64_t)s->kvb;
-			}
+			uint64_t d = s->pf_ring[(s->G + j) & (PF_W - 1)];
+			x->def += d;
+			frag += (int64_t)(d * s->kvb);
 		}
 		double jd = (double)j;
 		double l1 = L->a1 + L->b1 * jd, l2 = L->a2 + L->b2 * jd;
@@ -2731,7 +2741,6 @@ static void span_crossings(kvs_sim *s, const kvs_lin2 *L, uint64_t k, span_cross
 		x->res_bs += dt * (double)(taken - frag - per_step * (int64_t)j);
 		x->frag_bs += dt * (double)frag;
 	}
-	kvs_require(pi == np);
 }
 
 /* A span that runs through lazy crossings (x, from span_crossings): their
@@ -2749,8 +2758,7 @@ static kvs_status span_take(kvs_sim *s, const span_cross *x, const int64_t parts
 	kvs_status st = owed_take(s, x->n, s->G + 1, s->G + k - 1);
 	if (st != KVS_OK)
 		return st;
-	s->lz_done = s->G + k;
-	pf_owe(s);
+	pf_advance(s, s->G + k);
 	uint64_t held = (uint64_t)(parts[0] + parts[1] + parts[2]) + bytes;
 	if (held > s->held_peak) {
 		double d = (double)(s->ndec * s->kvb) * (double)x->last;
@@ -2806,7 +2814,10 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
 		uint64_t per_block = (uint64_t)s->block_size * s->kvb;
 		bool through = c < e && !s->dirty &&
 			       s->raw.free >= per_block * s->lz_cnt[c % s->block_size];
-		k = span_steps(s, &L, ctx_dec, (through || e < c ? e : c) - s->G);
+		uint64_t end = through || e < c ? e : c;
+		if (through && end - s->G > PF_W)
+			end = s->G + PF_W;   /* within the ring of final crossings */
+		k = span_steps(s, &L, ctx_dec, end - s->G);
 		kvs_lin2_sums(&L, 0, k, &dur, &S1);
 		bool sampled = s->next_sample_t < s->now + dur;
 		if (through && !sampled)
@@ -3203,7 +3214,8 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		s->lz_words = (s->block_size + 63) / 64;
 		s->lz_cnt = kvs_calloc(s->block_size, sizeof *s->lz_cnt);
 		s->lz_bits = kvs_calloc(s->lz_words, sizeof *s->lz_bits);
-		lz_fail = !s->lz_cnt || !s->lz_bits;
+		s->pf_ring = kvs_calloc(PF_W, sizeof *s->pf_ring);
+		lz_fail = !s->lz_cnt || !s->lz_bits || !s->pf_ring;
 	}
 	if (!s->conc_time || !s->res || lz_fail) {
 		kvs_sim_destroy(s);
@@ -3289,7 +3301,7 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->lz_bits);
 	kvs_free(s->owed);
 	kvs_free(s->pf);
-	kvs_free(s->pf_scratch);
+	kvs_free(s->pf_ring);
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);

@@ -783,6 +783,39 @@ static void test_fast_path_final_block(void **state)
 	kvs_sim_result_destroy(f);
 	kvs_sim_result_destroy(sl);
 	kvs_request_set_destroy(set);
+
+	/* a lone long sequence: its final crossing is registered more than
+	 * the ring's 4,096 steps ahead (a far one, moved into the ring as the
+	 * steps pass), and a span is at most that long.  16 + 6,000 tokens
+	 * end at 6,015, in 376 blocks: at the last crossing 6,001 stored, 14
+	 * reserved, 1 past the final length, of 512 blocks */
+	cfg_fixed(&c, KVS_POLICY_PAGED, 512 * 16, 100, 16, 8192);
+	c.sample_interval_s = 1000;
+	kvs_request lone = mkreq(0, 0, 16, 6000);
+	set = set_of(&lone, 1);
+	c.fast_path = true;
+	c.validate = true;
+	f = run_set(&c, set, NULL);
+	c.fast_path = false;
+	c.validate = false;
+	sl = run_set(&c, set, NULL);
+	a = kvs_sim_result_stats(f);
+	b = kvs_sim_result_stats(sl);
+	assert_int_equal(a->steps, b->steps);
+	assert_true(a->spans >= 3 && a->spans < 10);
+	pk[0] = &a->memory_peak_pct;
+	pk[1] = &b->memory_peak_pct;
+	for (int i = 0; i < 2; i++) {
+		assert_close(pk[i]->token_states, 100.0 * 6001 / 8192, 1e-9);
+		assert_close(pk[i]->reservation, 100.0 * 14 / 8192, 1e-9);
+		assert_close(pk[i]->internal_frag, 100.0 * 1 / 8192, 1e-9);
+	}
+	assert_close(a->peak_time_s, b->peak_time_s, 1e-9);
+	assert_close(a->memory_pct.internal_frag, b->memory_pct.internal_frag, 1e-9);
+	assert_close(a->memory_pct.token_states, b->memory_pct.token_states, 1e-9);
+	kvs_sim_result_destroy(f);
+	kvs_sim_result_destroy(sl);
+	kvs_request_set_destroy(set);
 }
 
 /* The same with parallel sampling (n = 1..4 per request): forked siblings
