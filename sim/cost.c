@@ -31,23 +31,28 @@ void kvs_cost_config_defaults(kvs_cost_config *c)
 
 /* ---- closed-form sums over a span -------------------------------------- */
 
-/* sums of a + b j over j in [j0, j1): S0 = sum, S1 = sum of j (a + b j) */
-static void line_sums(double a, double b, uint64_t j0, uint64_t j1,
-		      double *S0, double *S1)
+/* sums of a + b j over j in [j0, j1): S0 = sum, S1 = sum of j (a + b j)
+ * (S1 only when want1: the prefix sums need S0 alone, computed by the
+ * same operations) */
+static inline __attribute__((always_inline)) void
+line_sums(double a, double b, uint64_t j0, uint64_t j1, double *S0, double *S1, bool want1)
 {
 	if (j1 <= j0) {
 		*S0 = 0;
-		*S1 = 0;
+		if (want1)
+			*S1 = 0;
 		return;
 	}
 	double n = (double)(j1 - j0);
 	double x0 = (double)j0, x1 = (double)j1;
 	/* sum j = (j0 + j1 - 1) n / 2 ; sum j^2 = F(j1) - F(j0), F(x) = (x-1)x(2x-1)/6 */
 	double sj = (x0 + x1 - 1.0) * n / 2.0;
-	double sjj = ((x1 - 1.0) * x1 * (2.0 * x1 - 1.0) -
-		      (x0 - 1.0) * x0 * (2.0 * x0 - 1.0)) / 6.0;
 	*S0 = a * n + b * sj;
-	*S1 = a * sj + b * sjj;
+	if (want1) {
+		double sjj = ((x1 - 1.0) * x1 * (2.0 * x1 - 1.0) -
+			      (x0 - 1.0) * x0 * (2.0 * x0 - 1.0)) / 6.0;
+		*S1 = a * sj + b * sjj;
+	}
 }
 
 /* First index in [j0, j1] from which line 1 (not line 2) is the larger, when
@@ -111,17 +116,20 @@ static void lin2_sums_01(const kvs_lin2 *L, double *S0, double *S1)
 	*S1 = s1 + p1;
 }
 
-void kvs_lin2_sums(const kvs_lin2 *L, uint64_t j0, uint64_t j1,
-		   double *S0, double *S1)
+/* kvs_lin2_sums, and with want1 false S0 alone (by the same operations) */
+static inline __attribute__((always_inline)) void
+lin2_sums(const kvs_lin2 *L, uint64_t j0, uint64_t j1, double *S0, double *S1, bool want1)
 {
-	double s0 = 0, s1 = 0, p0, p1;
+	double s0 = 0, s1 = 0, p0, p1 = 0;
 	if (j0 == 0 && j1 == 1) {
-		lin2_sums_01(L, S0, S1);
+		double t1;
+		lin2_sums_01(L, S0, want1 ? S1 : &t1);
 		return;
 	}
 	if (j1 <= j0) {
 		*S0 = 0;
-		*S1 = 0;
+		if (want1)
+			*S1 = 0;
 		return;
 	}
 	uint64_t js = lin2_split(L, j0, j1);
@@ -130,14 +138,14 @@ void kvs_lin2_sums(const kvs_lin2 *L, uint64_t j0, uint64_t j1,
 	bool first_is_1 = db < 0 || (db == 0 && L->a1 >= L->a2);
 	if (db == 0) {
 		if (first_is_1)
-			line_sums(L->a1, L->b1, j0, j1, &s0, &s1);
+			line_sums(L->a1, L->b1, j0, j1, &s0, &s1, want1);
 		else
-			line_sums(L->a2, L->b2, j0, j1, &s0, &s1);
+			line_sums(L->a2, L->b2, j0, j1, &s0, &s1, want1);
 	} else if (db > 0) {
-		line_sums(L->a2, L->b2, j0, js, &p0, &p1);
+		line_sums(L->a2, L->b2, j0, js, &p0, &p1, want1);
 		s0 += p0;
 		s1 += p1;
-		line_sums(L->a1, L->b1, js, j1, &p0, &p1);
+		line_sums(L->a1, L->b1, js, j1, &p0, &p1, want1);
 		s0 += p0;
 		s1 += p1;
 	} else {
@@ -148,22 +156,29 @@ void kvs_lin2_sums(const kvs_lin2 *L, uint64_t j0, uint64_t j1,
 			jx = j0;
 		else if (r < (double)j1)
 			jx = (uint64_t)floor(r) + 1; /* line1 >= line2 for j <= r */
-		line_sums(L->a1, L->b1, j0, jx, &p0, &p1);
+		line_sums(L->a1, L->b1, j0, jx, &p0, &p1, want1);
 		s0 += p0;
 		s1 += p1;
-		line_sums(L->a2, L->b2, jx, j1, &p0, &p1);
+		line_sums(L->a2, L->b2, jx, j1, &p0, &p1, want1);
 		s0 += p0;
 		s1 += p1;
 	}
-	line_sums(L->c, 0.0, j0, j1, &p0, &p1);
+	line_sums(L->c, 0.0, j0, j1, &p0, &p1, want1);
 	*S0 = s0 + p0;
-	*S1 = s1 + p1;
+	if (want1)
+		*S1 = s1 + p1;
+}
+
+void kvs_lin2_sums(const kvs_lin2 *L, uint64_t j0, uint64_t j1,
+		   double *S0, double *S1)
+{
+	lin2_sums(L, j0, j1, S0, S1, true);
 }
 
 double kvs_lin2_prefix(const kvs_lin2 *L, uint64_t k)
 {
-	double s0, s1;
-	kvs_lin2_sums(L, 0, k, &s0, &s1);
+	double s0;
+	lin2_sums(L, 0, k, &s0, NULL, false);
 	return s0;
 }
 

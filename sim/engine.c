@@ -39,14 +39,18 @@
  * admissions, block allocations, completions, preemptions.
  *
  * Crossing classes (paged).  A single sequence's next block crossings are
- * every block_size steps; while they are of whole blocks below its final
- * length and the pool holds blocks for every crossing of the step, they
- * change nothing but which physical block it gets.  Such a sequence is
- * queued at its finish (or its last crossing) and counted in class
- * c mod block_size of its crossing steps c; at each step the crossings of
- * its class take their blocks from the pool in one call (owed blocks, the
- * account shifted for them), and a sequence receives its owed blocks when
- * it is next synced.  A span does not end at crossing steps: when the free
+ * every block_size steps; while the pool holds blocks for every crossing
+ * of the step, they change nothing but which physical block it gets, and
+ * how the memory parts move: a whole block below its final length adds
+ * reservation, the last one (into the block holding its final token) adds
+ * its tokens below the final length to reservation and the rest to
+ * internal fragmentation.  Such a sequence is queued at its finish and
+ * counted in class c mod block_size of its crossing steps c; at each step
+ * the crossings of its class take their blocks from the pool in one call
+ * (owed blocks, the account shifted for them: each final block's part
+ * past the final length, summed per step in a ring ahead of lz_done,
+ * stays internal fragmentation), and a sequence receives its owed blocks
+ * when it is next synced.  A span does not end at crossing steps: when the free
  * stack holds the blocks of every crossing inside it (and no time-series
  * sample falls inside it), they are taken at its start in one call, in the
  * order one call per step would pop them, and the reservation, the free

@@ -166,7 +166,15 @@ static void test_lin2_sums(void **state)
 				kvs_lin2_sums(L, j0, j1, &s0, &s1);
 				assert_close(s0, b0, 1e-12);
 				assert_close(s1, b1, 1e-12);
+				/* the prefix (S0 alone) is the same double */
+				if (j0 == 0)
+					assert_true(kvs_lin2_prefix(L, j1) == s0);
 			}
+		for (uint64_t k = 0; k < 5000; k += 1 + k / 7) {
+			double s0, s1;
+			kvs_lin2_sums(L, 0, k, &s0, &s1);
+			assert_true(kvs_lin2_prefix(L, k) == s0);
+		}
 		/* one step (its own code path): exactly the leading line
 		 * plus c, as the general sums give it for positive lines */
 		{
