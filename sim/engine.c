@@ -291,6 +291,11 @@ struct kvs_sim {
 	/* events */
 	event *ev;
 	size_t nev, capev;
+	event ev_slot[2];          /* the next arrival and the end of the step
+	                            * in flight, each in its slot when it is
+	                            * the only one of its kind (always, but for
+	                            * wakes), the others in the heap */
+	bool ev_used[2];
 	uint64_t ev_seqno;
 	bool arrival_event_queued;
 	uint64_t inflight;            /* arrived, not yet completed or rejected
@@ -431,16 +436,44 @@ typedef struct span_cross {
 
 KVS_HEAP_DEFINE(evh, event, ev_less)
 
+/* Events: an arrival and a step's end, one of each at a time, take their
+ * slots; the heap holds the rest (wakes).  The order is the heap's alone
+ * would be: (time, push order). */
 static kvs_status ev_push(kvs_sim *s, double t, ev_type type)
 {
+	event e = { t, s->ev_seqno++, type };
+	if (type <= EV_STEP_DONE && !s->ev_used[type]) {
+		s->ev_slot[type] = e;
+		s->ev_used[type] = true;
+		return KVS_OK;
+	}
 	if (!KVS_ARRAY_RESERVE(s->ev, s->capev, s->nev + 1, 8))
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (event heap)");
-	evh_push(s->ev, &s->nev, (event){ t, s->ev_seqno++, type });
+	evh_push(s->ev, &s->nev, e);
 	return KVS_OK;
 }
 
-static event ev_pop(kvs_sim *s)
+/* The next event (NULL when none); *slot: its slot, or -1 for the heap's */
+static const event *ev_next(const kvs_sim *s, int *slot)
 {
+	const event *m = s->nev ? &s->ev[0] : NULL;
+	int w = -1;
+	for (int i = 0; i < 2; i++)
+		if (s->ev_used[i] && (!m || ev_less(&s->ev_slot[i], m))) {
+			m = &s->ev_slot[i];
+			w = i;
+		}
+	*slot = w;
+	return m;
+}
+
+/* Remove and return the next event, found by ev_next (its slot w) */
+static event ev_take(kvs_sim *s, int w)
+{
+	if (w >= 0) {
+		s->ev_used[w] = false;
+		return s->ev_slot[w];
+	}
 	return evh_pop(s->ev, &s->nev);
 }
 
@@ -3551,7 +3584,9 @@ static kvs_status feed_sreq(kvs_sim *s, sreq *r)
 
 double kvs_sim_next_event_s(const kvs_sim *s)
 {
-	return s->nev && !s->stopped ? s->ev[0].t : INFINITY;
+	int w;
+	const event *e = ev_next(s, &w);
+	return e && !s->stopped ? e->t : INFINITY;
 }
 
 kvs_status kvs_sim_advance(kvs_sim *s, double until_s)
@@ -3569,14 +3604,18 @@ kvs_status kvs_sim_advance_bounded(kvs_sim *s, double until_s, double input_s)
 		s->arrival_bound = input_s > until_s ? input_s : until_s;
 	kvs_status st = KVS_OK;
 	double horizon = s->cfg.horizon_s;
-	while (!s->stopped && s->nev > 0 && s->ev[0].t < until_s) {
+	for (;;) {
+		int w;
+		const event *next = ev_next(s, &w);
+		if (s->stopped || !next || !(next->t < until_s))
+			break;
 		if (s->cfg.interrupt && *s->cfg.interrupt) {
 			/* as at a horizon: what is in the system is unfinished */
 			s->res->st.interrupted = true;
 			s->stopped = true;
 			break;
 		}
-		event e = ev_pop(s);
+		event e = ev_take(s, w);
 		if (!s->busy && e.t > s->now) {
 			double until = horizon > 0 && e.t > horizon ? horizon : e.t;
 			if ((st = integrate(s, s->now, until - s->now, NULL, 0, 0)) != KVS_OK)
