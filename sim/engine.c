@@ -353,7 +353,7 @@ struct kvs_sim {
 	 * they come within it; owed ones (taken, not yet synced) count their
 	 * tokens past the final length in frag_owed, internal fragmentation
 	 * as the allocator will see it */
-	uint64_t *pf_ring;         /* [PF_W]: tokens past final lengths, by step */
+	struct pf_slot *pf_ring;   /* [PF_W]: tokens past final lengths, by step */
 	struct pf_ent *pf;
 	size_t npf, cappf;
 	uint64_t frag_owed;
@@ -493,6 +493,32 @@ KVS_HEAP_DEFINE(dhh, dh_ent, dh_less)
  * a span through block crossings is at most this long. */
 #define PF_W 4096
 
+/* A step's pending final partial crossings, in the ring: slot
+ * step mod PF_W holds them when its step is that step (a slot whose step
+ * has passed reads as none; no slot needs clearing) */
+typedef struct pf_slot {
+	uint64_t step;
+	uint64_t def;
+} pf_slot;
+
+/* The tokens past final lengths of the pending crossings of step t (in
+ * the ring's window) */
+static inline uint64_t pf_at(const kvs_sim *s, uint64_t t)
+{
+	const pf_slot *sl = &s->pf_ring[t & (PF_W - 1)];
+	return sl->step == t ? sl->def : 0;
+}
+
+static inline void pf_add(kvs_sim *s, uint64_t t, uint64_t def)
+{
+	pf_slot *sl = &s->pf_ring[t & (PF_W - 1)];
+	if (sl->step != t) {
+		sl->step = t;
+		sl->def = 0;
+	}
+	sl->def += def;
+}
+
 /* A pending final partial crossing PF_W or more steps ahead. */
 typedef struct pf_ent {
 	uint64_t step;
@@ -600,7 +626,7 @@ static int64_t lz_owed_bytes(const kvs_sim *s)
 static void pf_drop(kvs_sim *s, sreq *r)
 {
 	if (!r->pf_far) {
-		s->pf_ring[r->pf_step & (PF_W - 1)] -= r->pf_def;
+		s->pf_ring[r->pf_step & (PF_W - 1)].def -= r->pf_def;
 	} else {
 		for (size_t i = 0; i < s->npf; i++)
 			if (s->pf[i].r == r) {
@@ -611,22 +637,10 @@ static void pf_drop(kvs_sim *s, sreq *r)
 	r->pf_def = 0;
 }
 
-/* The crossings of steps < to are taken (lz_done = to): the pending final
- * partial crossings among them are owed now, and far ones that come
- * within PF_W steps move to the ring. */
-static void pf_advance(kvs_sim *s, uint64_t to)
+/* Far pending crossings that came within PF_W steps of to (lz_done) move
+ * to the ring; any before it are owed */
+static void pf_migrate(kvs_sim *s, uint64_t to)
 {
-	uint64_t from = s->lz_done;
-	s->lz_done = to;
-	if (!s->pf_ring)
-		return;
-	if (to - from > PF_W)
-		from = to - PF_W;
-	for (uint64_t t = from; t < to; t++) {
-		uint64_t *slot = &s->pf_ring[t & (PF_W - 1)];
-		s->frag_owed += *slot;
-		*slot = 0;
-	}
 	while (s->npf && s->pf[0].step < to + PF_W) {
 		pf_ent e = pfh_pop(s->pf, &s->npf);
 		kvs_require(e.r->lazy && e.r->pf_def && e.r->pf_far && e.r->pf_step == e.step);
@@ -634,8 +648,28 @@ static void pf_advance(kvs_sim *s, uint64_t to)
 		if (e.step < to)
 			s->frag_owed += e.r->pf_def;
 		else
-			s->pf_ring[e.step & (PF_W - 1)] += e.r->pf_def;
+			pf_add(s, e.step, e.r->pf_def);
 	}
+}
+
+/* The crossings of steps < to are taken (lz_done = to): the pending final
+ * partial crossings among them are owed now (def: their sum when the
+ * caller has it, else UINT64_MAX to read the ring), and far ones that
+ * come within PF_W steps move to the ring. */
+static inline void pf_advance(kvs_sim *s, uint64_t to, uint64_t def)
+{
+	uint64_t from = s->lz_done;
+	s->lz_done = to;
+	if (def != UINT64_MAX) {
+		s->frag_owed += def;
+	} else if (s->pf_ring) {
+		if (to - from > PF_W)
+			from = to - PF_W;
+		for (uint64_t t = from; t < to; t++)
+			s->frag_owed += pf_at(s, t);
+	}
+	if (KVS_UNLIKELY(s->npf && s->pf[0].step < to + PF_W))
+		pf_migrate(s, to);
 }
 
 static void dh_unaccount(kvs_sim *s, sreq *r)
@@ -1178,7 +1212,11 @@ static bool engine_is_valid(const kvs_sim *s)
 			  s->pf[i].r->pf_step == s->pf[i].step);
 	uint64_t ring = 0;
 	for (uint32_t i = 0; s->pf_ring && i < PF_W; i++)
-		ring += s->pf_ring[i];
+		if (s->pf_ring[i].step != UINT64_MAX && s->pf_ring[i].step >= s->lz_done) {
+			KVS_VALID(s->pf_ring[i].step < s->lz_done + PF_W &&
+				  (s->pf_ring[i].step & (PF_W - 1)) == i);
+			ring += s->pf_ring[i].def;
+		}
 	KVS_VALID(ring == pending_ring);
 	if (s->lazy_ok) {
 		uint64_t sum = 0;
@@ -1773,7 +1811,7 @@ static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 					return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
 				pfh_push(s->pf, &s->npf, (pf_ent){ step, r });
 			} else {
-				s->pf_ring[step & (PF_W - 1)] += bs - q;
+				pf_add(s, step, bs - q);
 			}
 			r->pf_step = step;
 			r->pf_def = (uint32_t)(bs - q);
@@ -2351,8 +2389,8 @@ static kvs_status lz_dissolve(kvs_sim *s, size_t *ndue)
 	s->lazy_on = false;
 	/* pending final partial crossings become ordinary events with the
 	 * rest (owed ones are synced below) */
-	if (s->pf_ring)
-		memset(s->pf_ring, 0, PF_W * sizeof *s->pf_ring);
+	for (uint32_t i = 0; s->pf_ring && i < PF_W; i++)
+		s->pf_ring[i].step = UINT64_MAX;
 	s->npf = 0;
 	sreq **out = s->due + base;    /* room: ensure_due_cap counted them */
 	for (unsigned b = 0; b < DQ_W; b++) {
@@ -2529,7 +2567,7 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b, size_t ndue)
 				return st;
 			avail -= c;
 		}
-		pf_advance(s, s->G + 1);
+		pf_advance(s, s->G + 1, UINT64_MAX);
 		/* new lazy entries while the pool holds two blocks per
 		 * decoding sequence */
 		if (!dissolved)
@@ -2767,7 +2805,7 @@ static void span_crossings(const kvs_sim *s, const kvs_lin2 *L, uint64_t k, span
 			x->n += c;
 			x->last = j;
 			taken += (int64_t)c * per_block;
-			uint64_t d = s->pf_ring[(s->G + j) & (PF_W - 1)];
+			uint64_t d = pf_at(s, s->G + j);
 			x->def += d;
 			frag += (int64_t)(d * s->kvb);
 		}
@@ -2795,7 +2833,7 @@ static kvs_status span_take(kvs_sim *s, const span_cross *x, const int64_t parts
 	kvs_status st = owed_take(s, x->n, s->G + 1, s->G + k - 1);
 	if (st != KVS_OK)
 		return st;
-	pf_advance(s, s->G + k);
+	pf_advance(s, s->G + k, x->def);
 	uint64_t held = (uint64_t)(parts[0] + parts[1] + parts[2]) + bytes;
 	if (held > s->held_peak) {
 		double d = (double)(s->ndec * s->kvb) * (double)x->last;
@@ -3253,6 +3291,8 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		s->lz_bits = kvs_calloc(s->lz_words, sizeof *s->lz_bits);
 		s->pf_ring = kvs_calloc(PF_W, sizeof *s->pf_ring);
 		lz_fail = !s->lz_cnt || !s->lz_bits || !s->pf_ring;
+		for (uint32_t i = 0; !lz_fail && i < PF_W; i++)
+			s->pf_ring[i].step = UINT64_MAX;   /* no step yet */
 	}
 	if (!s->conc_time || !s->res || lz_fail) {
 		kvs_sim_destroy(s);
