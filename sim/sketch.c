@@ -95,12 +95,12 @@ __attribute__((constructor)) static void ln_table_init(void)
 	ln_ready = true;
 }
 
-int32_t kvs_sketch_bucket(double v)
+static inline int32_t bucket_fast(double v)
 {
 	uint64_t b;
 	memcpy(&b, &v, sizeof b);
 	uint64_t eb = b >> 52;   /* v > 0: the sign bit is clear */
-	if (KVS_UNLIKELY(eb == 0 || eb == 0x7ff || !ln_ready))
+	if (KVS_UNLIKELY(eb - 1 >= 0x7fe || !ln_ready))   /* subnormal, inf */
 		return kvs_sketch_bucket_exact(v);
 	uint64_t mb = (b & ((1ull << 52) - 1)) | (1023ull << 52);
 	double m;
@@ -118,65 +118,59 @@ int32_t kvs_sketch_bucket(double v)
 	return kvs_sketch_bucket_exact(v);
 }
 
+int32_t kvs_sketch_bucket(double v)
+{
+	return bucket_fast(v);
+}
+
 /* v's bucket index (0 for a zero); v clamped to >= 0 */
 static int32_t bucket_of(double *v, bool *zero)
 {
 	if (!(*v >= 0))
 		*v = 0;   /* latencies are never negative; guards rounding */
 	*zero = *v <= SKETCH_ZERO;
-	return *zero ? 0 : kvs_sketch_bucket(*v);
+	return *zero ? 0 : bucket_fast(*v);
 }
 
-static kvs_status add_at(kvs_sketch *s, double v, int32_t i, bool zero, uint64_t times);
-
-kvs_status kvs_sketch_add_n(kvs_sketch *s, double v, uint64_t times)
+/* Room for bucket i (the first bucket, or the array widened toward it);
+ * on failure nothing changes */
+static __attribute__((noinline)) kvs_status sketch_room(kvs_sketch *s, int32_t i)
 {
-	if (times == 0)
-		return KVS_OK;
-	bool zero;
-	int32_t i = bucket_of(&v, &zero);
-	return add_at(s, v, i, zero, times);
+	if (s->n == 0) {
+		s->counts = kvs_calloc(64, sizeof *s->counts);
+		if (!s->counts)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
+		s->n = 64;
+		s->lo = i - 32;
+	}
+	if (i < s->lo || i >= s->lo + (int32_t)s->n) {
+		/* the range at least doubles toward i (64 buckets past it at
+		 * least): a sketch whose values spread over decades grows
+		 * in a logarithmic number of copies, not one per 64 buckets */
+		int32_t end = s->lo + (int32_t)s->n, grow = (int32_t)s->n;
+		int32_t lo = s->lo, hi = end;
+		if (i < s->lo)
+			lo = i - 64 < s->lo - grow ? i - 64 : s->lo - grow;
+		if (i >= end)
+			hi = i + 64 > end + grow ? i + 64 : end + grow;
+		uint32_t n = (uint32_t)(hi - lo);
+		uint64_t *c = widen(s->counts, s->lo, s->n, lo, n);
+		if (!c)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
+		s->counts = c;
+		s->lo = lo;
+		s->n = n;
+	}
+	return KVS_OK;
 }
 
-kvs_status kvs_sketch_add2(kvs_sketch *a, kvs_sketch *b, double v, uint64_t times_b)
+static inline kvs_status add_at(kvs_sketch *s, double v, int32_t i, bool zero, uint64_t times)
 {
-	bool zero;
-	int32_t i = bucket_of(&v, &zero);
-	kvs_status st = add_at(a, v, i, zero, 1);
-	if (st == KVS_OK && times_b)
-		st = add_at(b, v, i, zero, times_b);
-	return st;
-}
-
-static kvs_status add_at(kvs_sketch *s, double v, int32_t i, bool zero, uint64_t times)
-{
-	if (!zero) {
-		/* room for the bucket first: on failure nothing changes */
-		if (s->n == 0) {
-			s->counts = kvs_calloc(64, sizeof *s->counts);
-			if (!s->counts)
-				return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
-			s->n = 64;
-			s->lo = i - 32;
-		}
-		if (i < s->lo || i >= s->lo + (int32_t)s->n) {
-			/* the range at least doubles toward i (64 buckets past it at
-			 * least): a sketch whose values spread over decades grows
-			 * in a logarithmic number of copies, not one per 64 buckets */
-			int32_t end = s->lo + (int32_t)s->n, grow = (int32_t)s->n;
-			int32_t lo = s->lo, hi = end;
-			if (i < s->lo)
-				lo = i - 64 < s->lo - grow ? i - 64 : s->lo - grow;
-			if (i >= end)
-				hi = i + 64 > end + grow ? i + 64 : end + grow;
-			uint32_t n = (uint32_t)(hi - lo);
-			uint64_t *c = widen(s->counts, s->lo, s->n, lo, n);
-			if (!c)
-				return kvs_fail(KVS_ERR_NOMEM, "out of memory (quantile sketch)");
-			s->counts = c;
-			s->lo = lo;
-			s->n = n;
-		}
+	if (!zero && KVS_UNLIKELY(i < s->lo || i >= s->lo + (int32_t)s->n)) {
+		/* room for the bucket first (n == 0: no bucket yet) */
+		kvs_status st = sketch_room(s, i);
+		if (st != KVS_OK)
+			return st;
 	}
 	if (s->count == 0) {
 		s->min = s->max = v;
@@ -204,6 +198,26 @@ static kvs_status add_at(kvs_sketch *s, double v, int32_t i, bool zero, uint64_t
 		s->counts[i - s->lo] += times;
 	return KVS_OK;
 }
+
+kvs_status kvs_sketch_add_n(kvs_sketch *s, double v, uint64_t times)
+{
+	if (times == 0)
+		return KVS_OK;
+	bool zero;
+	int32_t i = bucket_of(&v, &zero);
+	return add_at(s, v, i, zero, times);
+}
+
+kvs_status kvs_sketch_add2(kvs_sketch *a, kvs_sketch *b, double v, uint64_t times_b)
+{
+	bool zero;
+	int32_t i = bucket_of(&v, &zero);
+	kvs_status st = add_at(a, v, i, zero, 1);
+	if (st == KVS_OK && times_b)
+		st = add_at(b, v, i, zero, times_b);
+	return st;
+}
+
 
 /* The array positions of the buckets holding values that are not zero:
  * [first_used, end_used) (empty when every value is a zero); the array
