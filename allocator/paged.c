@@ -53,6 +53,7 @@
 #include "alloc_internal.h"
 #include "paged_internal.h"
 #include "offload_internal.h"
+#include "owed.h"
 #include "common/table.h"
 
 #include <string.h>
@@ -1279,8 +1280,9 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 	return KVS_OK;
 }
 
-kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
-				uint32_t m, const kvs_block_id *ids)
+/* kvs_alloc_grow_taken; check: test that each id is pinned (once) */
+static inline kvs_status grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
+				    uint32_t m, const kvs_block_id *ids, bool check)
 {
 	if (a->m != &kvs_paged_methods)
 		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s has "
@@ -1301,9 +1303,15 @@ kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 		return st;
 	}
 	/* each id taken (pinned), once: a table's now, state 1 */
-	kvs_status rc = pinned_to_state1(&p->pool, m, ids, false);
-	if (rc != KVS_OK)
-		return rc;
+	if (check) {
+		kvs_status rc = pinned_to_state1(&p->pool, m, ids, false);
+		if (rc != KVS_OK)
+			return rc;
+	} else {
+		uint32_t *st = p->pool.state_;
+		for (uint32_t i = 0; i < m; i++)
+			st[ids[i]] = 1;
+	}
 	/* the order a give and a grow would leave: the last given on top,
 	 * popped first */
 	copy_reversed(s->table + s->nblocks, ids, m);
@@ -1317,6 +1325,18 @@ kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	if (KVS_DEBUG >= 2)
 		kvs_require(kvs_alloc_is_valid(a));
 	return KVS_OK;
+}
+
+kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
+				uint32_t m, const kvs_block_id *ids)
+{
+	return grow_taken(a, seq, n, m, ids, true);
+}
+
+kvs_status kvs_alloc_grow_owed(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
+			       uint32_t m, const kvs_block_id *ids)
+{
+	return grow_taken(a, seq, n, m, ids, KVS_DEBUG >= 2);
 }
 
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,

@@ -85,6 +85,7 @@
  */
 #include "kvs_config.h"
 #include "sim_internal.h"
+#include "allocator/owed.h"
 #include "common/array.h"
 #include "common/heap.h"
 #include "common/table.h"
@@ -1702,7 +1703,7 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 			    r->S + r->cap + (m - 1) * s->block_size - r->len < s->lz_done);
 		s->nowed -= m;
 		/* given back and grown into in one call */
-		kvs_status st = kvs_alloc_grow_taken(s->alloc, member(r, 0), (uint32_t)n,
+		kvs_status st = kvs_alloc_grow_owed(s->alloc, member(r, 0), (uint32_t)n,
 						     (uint32_t)m, s->owed + s->nowed);
 		if (st != KVS_OK)
 			return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
