@@ -245,23 +245,39 @@ static inline uint32_t take(kvs_alloc *a, paged *p)
 
 /* dst[i] = src[n - 1 - i] for i < n: a table to the stack top (release)
  * or the stack top to a table (admission).  Four ids per vector move (the
- * default -O2 build does not vectorise the plain loop), then one by one. */
+ * default -O2 build does not vectorise the plain loop), eight per turn,
+ * then one by one. */
 typedef uint32_t kvs_u32x4 __attribute__((vector_size(16)));
+
+static inline kvs_u32x4 rev4(kvs_u32x4 v)
+{
+#if defined(__clang__)
+	return __builtin_shufflevector(v, v, 3, 2, 1, 0);
+#else
+	return __builtin_shuffle(v, (kvs_u32x4){ 3, 2, 1, 0 });
+#endif
+}
 
 static inline void copy_reversed(uint32_t *restrict dst,
 				 const uint32_t *restrict src, uint32_t n)
 {
 	const uint32_t *end = src + n;
 	size_t i = 0;
-	for (; i + 4 <= n; i += 4) {
+	for (; i + 8 <= n; i += 8) {   /* two vectors per turn: half the loop's own work */
+		kvs_u32x4 v, w;
+		memcpy(&v, end - i - 4, sizeof v);
+		memcpy(&w, end - i - 8, sizeof w);
+		v = rev4(v);
+		w = rev4(w);
+		memcpy(dst + i, &v, sizeof v);
+		memcpy(dst + i + 4, &w, sizeof w);
+	}
+	if (i + 4 <= n) {
 		kvs_u32x4 v;
 		memcpy(&v, end - i - 4, sizeof v);
-#if defined(__clang__)
-		v = __builtin_shufflevector(v, v, 3, 2, 1, 0);
-#else
-		v = __builtin_shuffle(v, (kvs_u32x4){ 3, 2, 1, 0 });
-#endif
+		v = rev4(v);
 		memcpy(dst + i, &v, sizeof v);
+		i += 4;
 	}
 	for (; i < n; i++)
 		dst[i] = end[-1 - (ptrdiff_t)i];

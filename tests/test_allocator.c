@@ -708,6 +708,47 @@ static void test_paged_lazy_pushes(void **state)
 	kvs_alloc_destroy(a);
 }
 
+/* A prompt's blocks come off the free stack in the order blocks_take pops
+ * them (checked on a twin allocator), for every length from 1 to 40
+ * blocks (the stack top copied reversed, 8, 4, then 1 at a time), from a
+ * stack whose top a lazy release left; a release and a new admission of
+ * the same length give the same table back. */
+static void test_paged_stack_order(void **state)
+{
+	(void)state;
+	for (uint32_t n = 1; n <= 40; n++) {
+		kvs_alloc_config c = cfg_paged();
+		c.budget_bytes = 100u * BS * B;
+		c.max_model_len = 1024;
+		kvs_alloc *a = fx_make(&c), *twin = fx_make(&c);
+		kvs_alloc *both[2] = { a, twin };
+		for (int k = 0; k < 2; k++) {
+			fx_admit_ok(both[k], 1, 37 * BS, 0);
+			fx_admit_ok(both[k], 9, 5 * BS, 0);
+			assert_int_equal(kvs_alloc_release(both[k], 1), KVS_OK);
+		}
+		kvs_block_id ids[40];
+		assert_int_equal(kvs_alloc_blocks_take(twin, n, ids), KVS_OK);
+		fx_admit_ok(a, 2, n * BS, 0);
+		const kvs_block_id *t;
+		uint32_t nt;
+		assert_int_equal(kvs_alloc_block_table(a, 2, &t, &nt), KVS_OK);
+		assert_int_equal(nt, n);
+		for (uint32_t i = 0; i < n; i++)
+			assert_int_equal(t[i], ids[i]);
+		kvs_block_id first[40];
+		memcpy(first, t, n * sizeof *t);
+		assert_int_equal(kvs_alloc_release(a, 2), KVS_OK);
+		fx_admit_ok(a, 3, n * BS, 0);
+		assert_int_equal(kvs_alloc_block_table(a, 3, &t, &nt), KVS_OK);
+		for (uint32_t i = 0; i < n; i++)
+			assert_int_equal(t[i], first[i]);
+		assert_true(kvs_alloc_is_valid(a));
+		kvs_alloc_destroy(a);
+		kvs_alloc_destroy(twin);
+	}
+}
+
 /* kvs_alloc_grow_taken leaves what kvs_alloc_blocks_give then
  * kvs_alloc_grow leave (checked on a twin allocator), refuses a block not
  * taken with no change, and falls back to the two calls when the grow does
@@ -927,6 +968,7 @@ int main(void)
 		cmocka_unit_test(test_paged_pool_take_give),
 		cmocka_unit_test(test_paged_pool_single),
 		cmocka_unit_test(test_paged_lazy_pushes),
+		cmocka_unit_test(test_paged_stack_order),
 		cmocka_unit_test(test_paged_grow_taken),
 		cmocka_unit_test(test_paged_metadata),
 		cmocka_unit_test(test_validator_names_invariant),
