@@ -15,4 +15,13 @@
 kvs_status kvs_alloc_grow_owed(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 			       uint32_t m, const kvs_block_id *ids);
 
+/* kvs_alloc_blocks_take for blocks that will go to kvs_alloc_grow_owed:
+ * unless pin (a caller that runs the validator) or debug_checks >= 2,
+ * ids that a lazy release left on the stack keep their state word (1, a
+ * table's) instead of being marked taken, so that neither call reads or
+ * writes it twice.  The validator would not know such a block: the
+ * caller pins whenever it runs it. */
+kvs_status kvs_alloc_blocks_take_owed(kvs_alloc *a, uint32_t n, kvs_block_id *ids,
+				      bool pin);
+
 #endif /* KVSIM_ALLOC_OWED_H */

@@ -1238,6 +1238,22 @@ kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids)
 	return KVS_OK;
 }
 
+kvs_status kvs_alloc_blocks_take_owed(kvs_alloc *a, uint32_t n, kvs_block_id *ids, bool pin)
+{
+	if (pin || KVS_DEBUG >= 2 || a->m != &kvs_paged_methods)
+		return kvs_alloc_blocks_take(a, n, ids);
+	paged *p = P(a);
+	kvs_block_pool *pool = &p->pool;
+	uint32_t top = pool->nfree_;
+	if (!p->lazy || n > top)
+		return kvs_alloc_blocks_take(a, n, ids);
+	/* off the stack with their state words as they are (a stale one's
+	 * 1 is what kvs_alloc_grow_owed writes) */
+	copy_reversed(ids, pool->free_ids_ + top - n, n);
+	pool->nfree_ = top - n;
+	return KVS_OK;
+}
+
 /* Each of the n ids must be taken (pinned), once: its state becomes 1 (a
  * table's, and the word a lazy push leaves), so that a second occurrence
  * in the list fails the test; with push, each also goes on the free stack.
@@ -1313,7 +1329,22 @@ static inline kvs_status grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	    (uint64_t)s->len + n > a->cfg.max_model_len ||
 	    kvs_div_ceil((uint64_t)s->len + n, bs) != (uint64_t)s->nblocks + m ||
 	    s->nblocks + m > s->table_cap) {
-		kvs_status st = kvs_alloc_blocks_give(a, m, ids);
+		kvs_status st = KVS_OK;
+		if (!check && p->lazy) {
+			/* a lazy give without the test (the ids may not be
+			 * marked taken: kvs_alloc_blocks_take_owed) */
+			kvs_block_pool *pool = &p->pool;
+			uint32_t top = pool->nfree_;
+			for (uint32_t i = 0; i < m; i++) {
+				pool->state_[ids[i]] = 1;
+				pool->free_ids_[top + i] = ids[i];
+			}
+			if (m && p->stale_lo > top)
+				p->stale_lo = top;
+			pool->nfree_ = top + m;
+		} else {
+			st = kvs_alloc_blocks_give(a, m, ids);
+		}
 		if (st == KVS_OK)
 			st = kvs_alloc_grow(a, seq, n, NULL, NULL);
 		return st;

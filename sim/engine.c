@@ -2526,7 +2526,8 @@ static kvs_status owed_take(kvs_sim *s, uint64_t n, uint64_t first, uint64_t las
 {
 	if (!KVS_ARRAY_RESERVE(s->owed, s->capowed, s->nowed + n, 64))
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
-	kvs_status st = kvs_alloc_blocks_take(s->alloc, (uint32_t)n, s->owed + s->nowed);
+	kvs_status st = kvs_alloc_blocks_take_owed(s->alloc, (uint32_t)n, s->owed + s->nowed,
+						  s->cfg.validate);
 	if (st != KVS_OK)
 		return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
 				     "%llu block crossings of steps %llu to %llu failed "

@@ -11,6 +11,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "../allocator/owed.h"
+
 #define B 100u
 #define BS 4u
 #define BUDGET (10u * BS * B + 50u)
@@ -749,6 +751,62 @@ static void test_paged_stack_order(void **state)
 	}
 }
 
+/* The engine's owed blocks: kvs_alloc_blocks_take_owed without pinning
+ * (a lazily released top keeps its state words) and kvs_alloc_grow_owed
+ * leave what kvs_alloc_blocks_take and kvs_alloc_grow_taken leave
+ * (checked on a twin), the fast case and the fallback (a table growing
+ * past its capacity gives the blocks back and grows), and the validator
+ * holds once they are in tables. */
+static void test_paged_owed(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	c.budget_bytes = 100u * BS * B;
+	c.max_model_len = 1024;
+	kvs_alloc *a = fx_make(&c), *b = fx_make(&c);
+	kvs_alloc *both[2] = { a, b };
+	for (int k = 0; k < 2; k++) {
+		fx_admit_ok(both[k], 9, 30 * BS, 0);
+		fx_admit_ok(both[k], 1, 2 * BS, 60 * BS);
+		assert_int_equal(kvs_alloc_release(both[k], 9), KVS_OK);   /* a stale top */
+	}
+	/* blocks 1 .. m at a time: 2 (fast, room in a table of 4), 3 (past
+	 * the table's 4 entries: the fallback), then 1, 5, 7 */
+	const uint32_t ms[] = { 2, 3, 1, 5, 7 };
+	for (size_t r = 0; r < KVS_ARRAY_LEN(ms); r++) {
+		uint32_t m = ms[r];
+		kvs_block_id ia[8], ib[8];
+		assert_int_equal(kvs_alloc_blocks_take_owed(a, m, ia, false), KVS_OK);
+		assert_int_equal(kvs_alloc_blocks_take(b, m, ib), KVS_OK);
+		for (uint32_t i = 0; i < m; i++)
+			assert_int_equal(ia[i], ib[i]);
+		assert_int_equal(kvs_alloc_free_blocks(a), kvs_alloc_free_blocks(b));
+		assert_int_equal(kvs_alloc_grow_owed(a, 1, m * BS, m, ia), KVS_OK);
+		assert_int_equal(kvs_alloc_grow_taken(b, 1, m * BS, m, ib), KVS_OK);
+		const kvs_block_id *ta, *tb;
+		uint32_t na, nb;
+		assert_int_equal(kvs_alloc_block_table(a, 1, &ta, &na), KVS_OK);
+		assert_int_equal(kvs_alloc_block_table(b, 1, &tb, &nb), KVS_OK);
+		assert_int_equal(na, nb);
+		for (uint32_t i = 0; i < na; i++)
+			assert_int_equal(ta[i], tb[i]);
+		assert_true(kvs_alloc_is_valid(a));
+		assert_int_equal(kvs_alloc_free_blocks(a), kvs_alloc_free_blocks(b));
+	}
+	kvs_mem_parts pa, pb;
+	kvs_alloc_account(a, NULL, &pa);
+	kvs_alloc_account(b, NULL, &pb);
+	assert_memory_equal(&pa, &pb, sizeof pa);
+	/* pinned (as the validator needs them): the public calls' blocks */
+	kvs_block_id ia[2];
+	assert_int_equal(kvs_alloc_blocks_take_owed(a, 2, ia, true), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	assert_int_equal(kvs_alloc_grow_owed(a, 1, 2 * BS, 2, ia), KVS_OK);
+	assert_true(kvs_alloc_is_valid(a));
+	kvs_alloc_destroy(a);
+	kvs_alloc_destroy(b);
+}
+
 /* kvs_alloc_grow_taken leaves what kvs_alloc_blocks_give then
  * kvs_alloc_grow leave (checked on a twin allocator), refuses a block not
  * taken with no change, and falls back to the two calls when the grow does
@@ -970,6 +1028,7 @@ int main(void)
 		cmocka_unit_test(test_paged_lazy_pushes),
 		cmocka_unit_test(test_paged_stack_order),
 		cmocka_unit_test(test_paged_grow_taken),
+		cmocka_unit_test(test_paged_owed),
 		cmocka_unit_test(test_paged_metadata),
 		cmocka_unit_test(test_validator_names_invariant),
 	};
