@@ -161,6 +161,8 @@ typedef struct sreq {
 	uint32_t pf_def;           /* that block's tokens past the final length
 	                            * (0: no such crossing pending or owed) */
 	bool pf_far;               /* pending in the far heap (else the ring) */
+	bool tg_in;                /* lazy: in the heap of table growths (its
+	                            * table grows before its finish) */
 	uint32_t cap;              /* decode: tokens its blocks hold as the
 	                            * allocator knows them (len + room) */
 	bool kv_remote;            /* its prompt's KV comes from elsewhere
@@ -358,6 +360,10 @@ struct kvs_sim {
 	struct pf_ent *pf;
 	size_t npf, cappf;
 	uint64_t frag_owed;
+	/* lazy sequences whose block table grows before their finish, by the
+	 * lz_done past which it does (a time-series sample syncs them) */
+	struct pf_ent *tg;
+	size_t ntg, captg;
 	sreq **forkq;              /* prefilled families waiting for their fork */
 	size_t nforkq, capforkq;
 	uint64_t nforked;          /* families whose children are forked now */
@@ -576,6 +582,8 @@ static void lz_register(kvs_sim *s, sreq *r, uint32_t res)
 }
 
 static void pf_drop(kvs_sim *s, sreq *r);
+static void tg_drop(kvs_sim *s, sreq *r);
+static uint64_t lz_table_step(const kvs_sim *s, const sreq *r);
 
 static void lz_unregister(kvs_sim *s, sreq *r)
 {
@@ -585,6 +593,8 @@ static void lz_unregister(kvs_sim *s, sreq *r)
 	 * owed one stays until the sync that hands its block over */
 	if (r->pf_def && r->pf_step >= s->lz_done)
 		pf_drop(s, r);
+	if (r->tg_in)
+		tg_drop(s, r);
 	if (--s->lz_cnt[res] == 0)
 		s->lz_bits[res >> 6] &= ~(1ull << (res & 63));
 	s->nlazy--;
@@ -1166,7 +1176,7 @@ static bool engine_is_valid(const kvs_sim *s)
 	KVS_VALID(nring == s->nring);
 	/* crossing classes: every lazy entry counted in its class, and the
 	 * owed blocks those of their crossings before lz_done */
-	uint64_t nlazy = 0, owed = 0, pending_far = 0, pending_ring = 0, frag = 0;
+	uint64_t nlazy = 0, owed = 0, pending_far = 0, pending_ring = 0, frag = 0, ntg = 0;
 	for (size_t i = 0; i < s->nheap + s->nring; i++) {
 		const sreq *r = NULL;
 		if (i < s->nheap) {
@@ -1182,8 +1192,12 @@ static bool engine_is_valid(const kvs_sim *s)
 		}
 		KVS_VALID(r != NULL);
 		KVS_VALID(r->lazy || !r->pf_def);
+		KVS_VALID(r->lazy || !r->tg_in);
 		if (!r->lazy)
 			continue;
+		/* in the table-growth heap when its table grows before E */
+		KVS_VALID(r->tg_in || lz_table_step(s, r) >= r->E);
+		ntg += r->tg_in;
 		if (r->pf_def) {
 			/* its final partial crossing: pending (in the heap) or owed */
 			KVS_VALID(r->pf_def < s->block_size && r->pf_step < r->E &&
@@ -1207,6 +1221,10 @@ static bool engine_is_valid(const kvs_sim *s)
 	KVS_VALID(nlazy == s->nlazy);
 	KVS_VALID(owed == s->nowed);
 	KVS_VALID(pending_far == s->npf && frag == s->frag_owed);
+	KVS_VALID(ntg == s->ntg && pfh_is_valid(s->tg, s->ntg));
+	for (size_t i = 0; i < s->ntg; i++)
+		KVS_VALID(s->tg[i].r->lazy && s->tg[i].r->tg_in &&
+			  s->tg[i].step <= lz_table_step(s, s->tg[i].r));
 	KVS_VALID(pfh_is_valid(s->pf, s->npf));
 	for (size_t i = 0; i < s->npf; i++)
 		KVS_VALID(s->pf[i].r->lazy && s->pf[i].r->pf_def && s->pf[i].r->pf_far &&
@@ -1755,27 +1773,60 @@ static bool lz_table_grows(const kvs_sim *s, const sreq *r)
 	return need > c;
 }
 
+/* The lz_done past which syncing r would enlarge its table
+ * (lz_table_grows(r) exactly when lz_done is larger): len + lz_done - S
+ * past both cap and the table's room.  S - len does not change when r is
+ * synced, and the room only grows, so it never falls. */
+static uint64_t lz_table_step(const kvs_sim *s, const sreq *r)
+{
+	uint64_t nb = r->cap / s->block_size;
+	uint64_t c = (nb <= 4 ? 4 : 2ull << (63 - __builtin_clzll(nb - 1))) * s->block_size;
+	return r->S + (c > r->cap ? c : r->cap) - r->len;
+}
+
+/* r (lazy) joins the table-growth heap when its table grows before its
+ * finish E (lz_done never passes E while it is queued) */
+static kvs_status tg_add(kvs_sim *s, sreq *r)
+{
+	uint64_t t = lz_table_step(s, r);
+	if (t >= r->E)
+		return KVS_OK;
+	if (!KVS_ARRAY_RESERVE(s->tg, s->captg, s->ntg + 1, 64))
+		return kvs_fail(KVS_ERR_NOMEM, "out of memory (block tables)");
+	pfh_push(s->tg, &s->ntg, (pf_ent){ t, r });
+	r->tg_in = true;
+	return KVS_OK;
+}
+
+/* r leaves the table-growth heap (found by a scan: it holds the few
+ * sequences whose table grows before they finish) */
+static void tg_drop(kvs_sim *s, sreq *r)
+{
+	for (size_t i = 0; i < s->ntg; i++)
+		if (s->tg[i].r == r) {
+			pfh_remove_at(s->tg, &s->ntg, i);
+			break;
+		}
+	r->tg_in = false;
+}
+
 /* The taken blocks of every lazy sequence whose table would grow into its
  * table (its length synced to lz_done): before the allocator's metadata is
  * read (a time-series sample, the end of the run), which counts
  * block-table capacity; a sync that would not enlarge a table changes no
- * figure and is left to the sequence's next event. */
+ * figure and is left to the sequence's next event.  Those sequences are
+ * the heap's entries below lz_done (an entry older than a sync is low: its
+ * sequence is tested, and queued again by its step now). */
 static kvs_status lz_sync_all(kvs_sim *s)
 {
-	if (!s->nlazy)
-		return KVS_OK;
 	kvs_status st;
-	for (unsigned b = 0; b < DQ_W && s->nowed; b++)
-		for (uint32_t j = 0; j < s->ringn[b]; j++) {
-			sreq *r = s->ring[b][j];
-			if (r->lazy && lz_table_grows(s, r) &&
-			    (st = sync_decode(s, r, s->lz_done)) != KVS_OK)
-				return st;
-		}
-	for (size_t i = 0; i < s->nheap && s->nowed; i++) {
-		sreq *r = s->heap[i].r;
-		if (r->lazy && lz_table_grows(s, r) &&
-		    (st = sync_decode(s, r, s->lz_done)) != KVS_OK)
+	while (s->ntg && s->tg[0].step < s->lz_done) {
+		sreq *r = pfh_pop(s->tg, &s->ntg).r;
+		kvs_require(r->lazy && r->tg_in);
+		r->tg_in = false;
+		if (lz_table_grows(s, r) && (st = sync_decode(s, r, s->lz_done)) != KVS_OK)
+			return st;
+		if ((st = tg_add(s, r)) != KVS_OK)
 			return st;
 	}
 	return KVS_OK;
@@ -1819,6 +1870,9 @@ static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 		}
 		r->E = ef;
 		lz_register(s, r, (uint32_t)(c0 % bs));
+		kvs_status st = tg_add(s, r);
+		if (st != KVS_OK)
+			return st;
 	}
 	if (!s->cfg.fast_path && rem > 0) {
 		/* touch every sequence at every step: the step being planned,
@@ -2393,6 +2447,9 @@ static kvs_status lz_dissolve(kvs_sim *s, size_t *ndue)
 	for (uint32_t i = 0; s->pf_ring && i < PF_W; i++)
 		s->pf_ring[i].step = UINT64_MAX;
 	s->npf = 0;
+	for (size_t i = 0; i < s->ntg; i++)
+		s->tg[i].r->tg_in = false;
+	s->ntg = 0;
 	sreq **out = s->due + base;    /* room: ensure_due_cap counted them */
 	for (unsigned b = 0; b < DQ_W; b++) {
 		uint32_t k = 0;
@@ -3381,6 +3438,7 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->owed);
 	kvs_free(s->pf);
 	kvs_free(s->pf_ring);
+	kvs_free(s->tg);
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);
