@@ -160,20 +160,34 @@ kvs_status kvs_alloc_units(const kvs_alloc_config *c, uint64_t a, const char *na
 
 /* ---- buffers -------------------------------------------------------------- */
 
-kvs_status kvs_alloc_grow_u32(uint32_t **arr, uint32_t *cap, uint32_t n)
+kvs_status kvs_alloc_grow_u32(kvs_alloc *a, uint32_t **arr, uint32_t *cap, uint32_t n)
 {
+	uint32_t old = *cap;
 	if (!KVS_ARRAY_RESERVE(*arr, *cap, n, 4))
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory "
 				"growing a table to %u entries", n);
+	a->rec_buf_bytes += (uint64_t)(*cap - old) * sizeof **arr;
 	return KVS_OK;
 }
 
-kvs_status kvs_alloc_grow_u64(uint64_t **arr, uint32_t *cap, uint32_t n)
+kvs_status kvs_alloc_grow_u64(kvs_alloc *a, uint64_t **arr, uint32_t *cap, uint32_t n)
 {
+	uint32_t old = *cap;
 	if (!KVS_ARRAY_RESERVE(*arr, *cap, n, 4))
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory "
 				"growing a table to %u entries", n);
+	a->rec_buf_bytes += (uint64_t)(*cap - old) * sizeof **arr;
 	return KVS_OK;
+}
+
+/* The records' table and hash buffers, summed (what rec_buf_bytes counts) */
+static uint64_t rec_buf_sum(const kvs_alloc *a)
+{
+	uint64_t md = 0;
+	for (uint32_t i = 0; i < a->nrecs; i++)
+		md += (uint64_t)a->recs[i].table_cap * sizeof(kvs_block_id) +
+		      (uint64_t)a->recs[i].hashes_cap * sizeof(uint64_t);
+	return md;
 }
 
 kvs_status kvs_alloc_reserve_copies(kvs_alloc *a, size_t n)
@@ -754,16 +768,14 @@ void kvs_alloc_get_stats(const kvs_alloc *a, kvs_alloc_stats *out)
 	*out = a->stats;
 	uint64_t md = (uint64_t)a->recs_cap * sizeof(kvs_seq_rec) +
 		      a->map_cap * sizeof(kvs_seq_map_entry) +
-		      a->copies_cap * sizeof(kvs_block_copy);
-	for (uint32_t i = 0; i < a->nrecs; i++)
-		md += (uint64_t)a->recs[i].table_cap * sizeof(kvs_block_id) +
-		      (uint64_t)a->recs[i].hashes_cap * sizeof(uint64_t);
+		      a->copies_cap * sizeof(kvs_block_copy) + a->rec_buf_bytes;
 	out->block_metadata_bytes = a->m->metadata_bytes(a);
 	out->metadata_bytes = md + out->block_metadata_bytes;
 }
 
 bool kvs_alloc_is_valid(const kvs_alloc *a)
 {
+	KVS_VALID(a->rec_buf_bytes == rec_buf_sum(a));
 	/* records and map agree */
 	uint32_t live = 0;
 	uint64_t tok = 0, res = 0;

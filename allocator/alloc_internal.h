@@ -133,6 +133,9 @@ struct kvs_alloc {
 	/* copy list handed to the caller */
 	kvs_block_copy *copies;
 	size_t copies_cap;
+	uint64_t rec_buf_bytes;    /* every record's table and hash buffers
+	                            * (they only grow, and stay with the
+	                            * record when it is reused) */
 
 	void *p;                      /* policy state */
 	struct kvs_offload *off;      /* paged: KV offload tiers (offload.c), or
@@ -196,8 +199,9 @@ static inline void kvs_seq_set_res(kvs_alloc *a, kvs_seq_rec *s, uint64_t cap)
 	s->res = r;
 }
 
-/* Grow a uint32 array to hold at least n entries (geometric). */
-kvs_status kvs_alloc_grow_u32(uint32_t **arr, uint32_t *cap, uint32_t n);
+/* Grow a record's uint32 array (its block table) to hold at least n
+ * entries (geometric), counted in a->rec_buf_bytes. */
+kvs_status kvs_alloc_grow_u32(kvs_alloc *a, uint32_t **arr, uint32_t *cap, uint32_t n);
 
 /* The validators' scratch: at least bytes bytes, kept by the allocator
  * (not policy state, not counted as metadata).  Policies size it where
@@ -205,7 +209,7 @@ kvs_status kvs_alloc_grow_u32(uint32_t **arr, uint32_t *cap, uint32_t n);
  * every operation never allocates; otherwise the first validation makes
  * it.  NULL when out of memory. */
 void *kvs_alloc_vscratch(const kvs_alloc *a, size_t bytes);
-kvs_status kvs_alloc_grow_u64(uint64_t **arr, uint32_t *cap, uint32_t n);
+kvs_status kvs_alloc_grow_u64(kvs_alloc *a, uint64_t **arr, uint32_t *cap, uint32_t n);
 
 /* Iterate records in use: for (i = 0; i < a->nrecs; i++) if state != UNUSED */
 

@@ -539,9 +539,9 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 		if (nh > d->num_block_hashes)
 			nh = d->num_block_hashes;
 	}
-	kvs_status st = kvs_alloc_grow_u32(&s->table, &s->table_cap, nprompt);
+	kvs_status st = kvs_alloc_grow_u32(a, &s->table, &s->table_cap, nprompt);
 	if (st == KVS_OK)
-		st = kvs_alloc_grow_u64(&s->hashes, &s->hashes_cap, nh);
+		st = kvs_alloc_grow_u64(a, &s->hashes, &s->hashes_cap, nh);
 	if (st != KVS_OK)
 		return st;
 	uint32_t idle;
@@ -634,7 +634,7 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 	/* buffers are recycled with the records: calls only when they grow */
 	kvs_status st = KVS_OK;
 	if (KVS_UNLIKELY(s->nblocks + fresh > s->table_cap))
-		st = kvs_alloc_grow_u32(&s->table, &s->table_cap,
+		st = kvs_alloc_grow_u32(a, &s->table, &s->table_cap,
 					s->nblocks + fresh);
 	if (st == KVS_OK && ncow)
 		st = kvs_alloc_reserve_copies(a, ncow);
@@ -809,9 +809,9 @@ static void paged_release(kvs_alloc *a, kvs_seq_rec *s)
 static kvs_status paged_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 {
 	paged *p = P(a);
-	kvs_status st = kvs_alloc_grow_u32(&c->table, &c->table_cap, par->nblocks);
+	kvs_status st = kvs_alloc_grow_u32(a, &c->table, &c->table_cap, par->nblocks);
 	if (st == KVS_OK)
-		st = kvs_alloc_grow_u64(&c->hashes, &c->hashes_cap, par->nhashes);
+		st = kvs_alloc_grow_u64(a, &c->hashes, &c->hashes_cap, par->nhashes);
 	if (st != KVS_OK)
 		return st;
 	for (uint32_t i = 0; i < par->nblocks; i++)
