@@ -161,6 +161,7 @@ struct kvs_gen {
 	uint32_t ids_cap;
 	conv *spare;            /* a finished conversation's struct, reused */
 	double prompt_mu, output_mu;   /* lognormal: ln mean - sigma^2 / 2 */
+	uint32_t turns_fixed;          /* turns, rounded (not geometric) */
 };
 
 /* A lognormal of mean a and shape b: mu = ln a - b^2 / 2 (computed once,
@@ -214,6 +215,19 @@ static uint32_t clamp_len(kvs_gen *g, double x)
 	return (uint32_t)x;
 }
 
+/* clamp_len(g, floor(y + 0.5)) for y >= 0 without the floor: a positive
+ * value's conversion truncates, which is its floor, and floor(z) > max
+ * exactly when z >= max + 1 */
+static inline uint32_t round_len(kvs_gen *g, double y)
+{
+	double z = y + 0.5;
+	if (!(z >= 1))
+		return 1;
+	if (z >= (double)g->o.max_tokens + 1.0)
+		return g->o.max_tokens;
+	return (uint32_t)z;
+}
+
 static uint32_t sample(kvs_gen *g, const kvs_gen_dist *d, double mu, const pairs *src,
 		       bool is_output)
 {
@@ -223,7 +237,7 @@ static uint32_t sample(kvs_gen *g, const kvs_gen_dist *d, double mu, const pairs
 	case KVS_DIST_UNIFORM:
 		return clamp_len(g, d->a + (double)kvs_rng_below(&g->len, (uint64_t)(d->b - d->a) + 1));
 	case KVS_DIST_LOGNORMAL:
-		return clamp_len(g, floor(exp(mu + d->b * kvs_rng_normal(&g->len)) + 0.5));
+		return round_len(g, exp(mu + d->b * kvs_rng_normal(&g->len)));
 	case KVS_DIST_TRACE:
 	default: {
 		uint32_t i;
@@ -298,6 +312,7 @@ kvs_status kvs_gen_open(const kvs_gen_opts *opts, kvs_gen **out)
 		return kvs_fail(KVS_ERR_NOMEM, "no memory for the generator");
 	g->o = *opts;
 	g->prompt_mu = lognormal_mu(&opts->prompt);
+	g->turns_fixed = (uint32_t)floor(opts->turns + 0.5);
 	g->output_mu = lognormal_mu(&opts->output);
 	kvs_rng_seed(&g->arr, opts->seed * 3 + 0);
 	kvs_rng_seed(&g->len, opts->seed * 3 + 1);
@@ -377,7 +392,7 @@ static kvs_status new_conv(kvs_gen *g, conv **out)
 		double k = ceil(log(u) / log1p(-p));
 		c->turns = k < 1 ? 1 : k > 1e6 ? 1000000u : (uint32_t)k;
 	} else {
-		c->turns = (uint32_t)floor(g->o.turns + 0.5);
+		c->turns = g->turns_fixed;
 	}
 	g->next_new += gap(g);
 	*out = c;
