@@ -160,24 +160,36 @@ kvs_status kvs_alloc_units(const kvs_alloc_config *c, uint64_t a, const char *na
 
 /* ---- buffers -------------------------------------------------------------- */
 
-kvs_status kvs_alloc_grow_u32(kvs_alloc *a, uint32_t **arr, uint32_t *cap, uint32_t n)
+/* A record's array of elem-byte entries to at least n entries
+ * (geometric), its growth counted in a->rec_buf_bytes */
+static kvs_status grow_rec_buf(kvs_alloc *a, void **arr, uint32_t *cap, uint32_t n,
+			       size_t elem)
 {
-	uint32_t old = *cap;
-	if (!KVS_ARRAY_RESERVE(*arr, *cap, n, 4))
+	if (n <= *cap)
+		return KVS_OK;
+	size_t c = *cap;
+	if (!kvs_array_grow(arr, &c, n, elem, 4, UINT32_MAX))
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory "
 				"growing a table to %u entries", n);
-	a->rec_buf_bytes += (uint64_t)(*cap - old) * sizeof **arr;
+	a->rec_buf_bytes += (uint64_t)(c - *cap) * elem;
+	*cap = (uint32_t)c;
 	return KVS_OK;
+}
+
+kvs_status kvs_alloc_grow_u32(kvs_alloc *a, uint32_t **arr, uint32_t *cap, uint32_t n)
+{
+	void *p = *arr;
+	kvs_status st = grow_rec_buf(a, &p, cap, n, sizeof **arr);
+	*arr = p;
+	return st;
 }
 
 kvs_status kvs_alloc_grow_u64(kvs_alloc *a, uint64_t **arr, uint32_t *cap, uint32_t n)
 {
-	uint32_t old = *cap;
-	if (!KVS_ARRAY_RESERVE(*arr, *cap, n, 4))
-		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory "
-				"growing a table to %u entries", n);
-	a->rec_buf_bytes += (uint64_t)(*cap - old) * sizeof **arr;
-	return KVS_OK;
+	void *p = *arr;
+	kvs_status st = grow_rec_buf(a, &p, cap, n, sizeof **arr);
+	*arr = p;
+	return st;
 }
 
 /* The records' table and hash buffers, summed (what rec_buf_bytes counts) */

@@ -141,25 +141,24 @@ lin2_sums(const kvs_lin2 *L, uint64_t j0, uint64_t j1, double *S0, double *S1, b
 			line_sums(L->a1, L->b1, j0, j1, &s0, &s1, want1);
 		else
 			line_sums(L->a2, L->b2, j0, j1, &s0, &s1, want1);
-	} else if (db > 0) {
-		line_sums(L->a2, L->b2, j0, js, &p0, &p1, want1);
-		s0 += p0;
-		s1 += p1;
-		line_sums(L->a1, L->b1, js, j1, &p0, &p1, want1);
-		s0 += p0;
-		s1 += p1;
 	} else {
-		/* db < 0: line 1 leads until the crossover, then line 2 */
-		double r = -(L->a1 - L->a2) / db;
-		uint64_t jx = j1;
-		if (!(r > (double)j0))
-			jx = j0;
-		else if (r < (double)j1)
-			jx = (uint64_t)floor(r) + 1; /* line1 >= line2 for j <= r */
-		line_sums(L->a1, L->b1, j0, jx, &p0, &p1, want1);
+		/* the leading line over [j0, jx), the other over [jx, j1) */
+		double fa = L->a2, fb = L->b2, sa = L->a1, sb = L->b1;
+		uint64_t jx = js;
+		if (db < 0) {
+			/* line 1 leads until the crossover, then line 2 */
+			double r = -(L->a1 - L->a2) / db;
+			jx = j1;
+			if (!(r > (double)j0))
+				jx = j0;
+			else if (r < (double)j1)
+				jx = (uint64_t)floor(r) + 1; /* line1 >= line2 for j <= r */
+			fa = L->a1, fb = L->b1, sa = L->a2, sb = L->b2;
+		}
+		line_sums(fa, fb, j0, jx, &p0, &p1, want1);
 		s0 += p0;
 		s1 += p1;
-		line_sums(L->a2, L->b2, jx, j1, &p0, &p1, want1);
+		line_sums(sa, sb, jx, j1, &p0, &p1, want1);
 		s0 += p0;
 		s1 += p1;
 	}
