@@ -444,8 +444,8 @@ typedef struct span_cross {
 KVS_HEAP_DEFINE(evh, event, ev_less)
 
 /* Events: an arrival and a step's end, one of each at a time, take their
- * slots; the heap holds the rest (wakes).  The order is the heap's alone
- * would be: (time, push order). */
+ * slots; the heap holds the rest (wakes).  They pop in the order the heap
+ * alone would give: by time, then push order. */
 static kvs_status ev_push(kvs_sim *s, double t, ev_type type)
 {
 	event e = { t, s->ev_seqno++, type };
@@ -526,7 +526,9 @@ static inline void pf_add(kvs_sim *s, uint64_t t, uint64_t def)
 	sl->def += def;
 }
 
-/* A pending final partial crossing PF_W or more steps ahead. */
+/* A sequence keyed by a step: a pending final partial crossing PF_W or
+ * more steps ahead (s->pf), or the step past which its block table grows
+ * (s->tg). */
 typedef struct pf_ent {
 	uint64_t step;
 	struct sreq *r;
