@@ -13,6 +13,7 @@
  * however many sequences come and go.
  */
 #include "alloc_internal.h"
+#include "owed.h"
 #include "offload_internal.h"
 #include "paged_internal.h"
 #include "common/array.h"
@@ -428,6 +429,9 @@ static kvs_status check_desc(const kvs_alloc *a, const kvs_seq_desc *d)
 	return KVS_OK;
 }
 
+static kvs_status admit_fits(kvs_alloc *a, const kvs_seq_desc *d,
+			     uint32_t *cached_tokens);
+
 kvs_status kvs_alloc_admit(kvs_alloc *a, const kvs_seq_desc *d,
 			   uint32_t *cached_tokens)
 {
@@ -445,7 +449,25 @@ kvs_status kvs_alloc_admit(kvs_alloc *a, const kvs_seq_desc *d,
 				d->output_tokens, kvs_admit_reason_text(why));
 	if (v == KVS_ADMIT_LATER)
 		return kvs_fail_static(KVS_ERR_NOSPACE, kvs_admit_reason_text(why));
-	st = map_reserve(a);
+	return admit_fits(a, d, cached_tokens);
+}
+
+kvs_status kvs_alloc_admit_now(kvs_alloc *a, const kvs_seq_desc *d,
+			       uint32_t *cached_tokens)
+{
+	if (KVS_DEBUG >= 2)
+		return kvs_alloc_admit(a, d, cached_tokens);
+	kvs_status st = check_desc(a, d);
+	if (st != KVS_OK)
+		return st;
+	return admit_fits(a, d, cached_tokens);
+}
+
+/* kvs_alloc_admit once the description is checked and the verdict is NOW */
+static kvs_status admit_fits(kvs_alloc *a, const kvs_seq_desc *d,
+			     uint32_t *cached_tokens)
+{
+	kvs_status st = map_reserve(a);
 	if (st != KVS_OK)
 		return st;
 	uint32_t idx;

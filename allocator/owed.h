@@ -1,6 +1,7 @@
 /*
- * allocator/owed.h - the engine's entry to the block pool (private to the
- * library).
+ * allocator/owed.h - the engine's entries to the allocator (private to the
+ * library): calls whose callers have already made the checks the public
+ * ones repeat.
  */
 #ifndef KVSIM_ALLOC_OWED_H
 #define KVSIM_ALLOC_OWED_H
@@ -23,5 +24,11 @@ kvs_status kvs_alloc_grow_owed(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
  * caller pins whenever it runs it. */
 kvs_status kvs_alloc_blocks_take_owed(kvs_alloc *a, uint32_t n, kvs_block_id *ids,
 				      bool pin);
+
+/* kvs_alloc_admit for a caller whose kvs_alloc_can_admit(d) just said
+ * NOW, nothing having changed since: the verdict is not asked again (it
+ * is with debug_checks >= 2); the description's own checks still run. */
+kvs_status kvs_alloc_admit_now(kvs_alloc *a, const kvs_seq_desc *d,
+			       uint32_t *cached_tokens);
 
 #endif /* KVSIM_ALLOC_OWED_H */

@@ -2286,14 +2286,14 @@ static bool kv_holding(const kvs_sim *s)
  * children's memory now, as sequences of the parent's shape (their fork
  * copies the prompt into it once the prompt is prefilled), so that an
  * admitted family can always fork; when they do not all fit, nothing is
- * admitted and *later is set. */
-static kvs_status admit_head(kvs_sim *s, sreq *r, bool *later)
+ * admitted and *later is set.  dp: the head's description, the one
+ * can_admit answered (the allocator does not ask again). */
+static kvs_status admit_head(kvs_sim *s, sreq *r, const kvs_seq_desc *dp, bool *later)
 {
-	kvs_seq_desc d;
-	desc_of(s, r, &d);
+	kvs_seq_desc d = *dp;
 	uint32_t cached = 0;
 	*later = false;
-	kvs_status st = kvs_alloc_admit(s->alloc, &d, &cached);
+	kvs_status st = kvs_alloc_admit_now(s->alloc, &d, &cached);
 	if (st != KVS_OK)
 		return kvs_fail_wrap(st, "request %llu: admission failed after can_admit said "
 				"it fits", (unsigned long long)r->index);
@@ -2777,7 +2777,7 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 		kvs_admit_reason why = KVS_REASON_NONE;
 		kvs_admit_verdict v = kvs_alloc_can_admit(s->alloc, &d, &why);
 		bool later = false;
-		if (v == KVS_ADMIT_NOW && (st = admit_head(s, r, &later)) != KVS_OK)
+		if (v == KVS_ADMIT_NOW && (st = admit_head(s, r, &d, &later)) != KVS_OK)
 			return st;
 		if (later) {
 			v = KVS_ADMIT_LATER;   /* the children's regions do not fit */
