@@ -751,12 +751,13 @@ static void test_paged_stack_order(void **state)
 	}
 }
 
-/* The engine's owed blocks: kvs_alloc_blocks_take_owed without pinning
+/* The engine's calls (allocator/owed.h), checked on a twin allocator
+ * that makes the public ones.  kvs_alloc_blocks_take_owed without pinning
  * (a lazily released top keeps its state words) and kvs_alloc_grow_owed
- * leave what kvs_alloc_blocks_take and kvs_alloc_grow_taken leave
- * (checked on a twin), the fast case and the fallback (a table growing
- * past its capacity gives the blocks back and grows), and the validator
- * holds once they are in tables. */
+ * leave what kvs_alloc_blocks_take and kvs_alloc_grow_taken leave, in the
+ * fast case and the fallback (a table growing past its capacity gives the
+ * blocks back and grows), and the validator holds once they are in
+ * tables; kvs_alloc_admit_now admits as kvs_alloc_admit does. */
 static void test_paged_owed(void **state)
 {
 	(void)state;
@@ -797,6 +798,28 @@ static void test_paged_owed(void **state)
 	kvs_alloc_account(a, NULL, &pa);
 	kvs_alloc_account(b, NULL, &pb);
 	assert_memory_equal(&pa, &pb, sizeof pa);
+	/* kvs_alloc_admit_now, right after can_admit said NOW, admits as
+	 * kvs_alloc_admit does, and still checks the description */
+	kvs_seq_desc d = { .seq = 5, .prompt_tokens = 3 * BS + 1, .output_tokens = 4 };
+	assert_int_equal(kvs_alloc_can_admit(a, &d, NULL), KVS_ADMIT_NOW);
+	uint32_t ca = 9, cb = 9;
+	assert_int_equal(kvs_alloc_admit_now(a, &d, &ca), KVS_OK);
+	assert_int_equal(kvs_alloc_admit(b, &d, &cb), KVS_OK);
+	assert_int_equal(ca, cb);
+	const kvs_block_id *t5a, *t5b;
+	uint32_t n5a, n5b;
+	assert_int_equal(kvs_alloc_block_table(a, 5, &t5a, &n5a), KVS_OK);
+	assert_int_equal(kvs_alloc_block_table(b, 5, &t5b, &n5b), KVS_OK);
+	assert_int_equal(n5a, 4);
+	assert_int_equal(n5b, 4);
+	for (uint32_t i = 0; i < 4; i++)
+		assert_int_equal(t5a[i], t5b[i]);
+	kvs_alloc_account(a, NULL, &pa);
+	kvs_alloc_account(b, NULL, &pb);
+	assert_memory_equal(&pa, &pb, sizeof pa);
+	assert_true(kvs_alloc_is_valid(a));
+	kvs_seq_desc empty = { .seq = 6, .prompt_tokens = 0, .output_tokens = 4 };
+	assert_int_equal(kvs_alloc_admit_now(a, &empty, NULL), KVS_ERR_INVALID);
 	/* pinned (as the validator needs them): the public calls' blocks */
 	kvs_block_id ia[2];
 	assert_int_equal(kvs_alloc_blocks_take_owed(a, 2, ia, true), KVS_OK);
