@@ -576,8 +576,14 @@ static inline void grow_outputs(const kvs_block_copy **copies, size_t *ncopies)
 
 /* kvs_alloc_grow declined after the record's checks, having added the n
  * tokens to the total already: seq is s->id and n is newlen - s->len, so
- * that kvs_alloc_grow need not keep them. */
-static __attribute__((noipa)) kvs_status
+ * that kvs_alloc_grow need not keep them.  Not inlined nor analysed
+ * across the call (GCC's noipa; clang has only noinline). */
+#if defined(__clang__)
+#define KVS_NOIPA __attribute__((noinline))
+#else
+#define KVS_NOIPA __attribute__((noipa))
+#endif
+static KVS_NOIPA kvs_status
 grow_declined(kvs_alloc *a, const kvs_seq_rec *s, uint64_t newlen,
 	      const kvs_block_copy **copies, size_t *ncopies)
 {
