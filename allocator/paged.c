@@ -1254,17 +1254,27 @@ kvs_status kvs_alloc_blocks_take_owed(kvs_alloc *a, uint32_t n, kvs_block_id *id
 	return KVS_OK;
 }
 
-/* Each of the n ids must be taken (pinned), once: its state becomes 1 (a
- * table's, and the word a lazy push leaves), so that a second occurrence
- * in the list fails the test; with push, each also goes on the free stack.
- * On a failure the ids before it get their pinned state back (positions
- * at or above the top, which the top has not passed) and nothing else
- * changed. */
-static inline kvs_status pinned_to_state1(kvs_block_pool *pool, uint32_t n,
-					  const kvs_block_id *ids, bool push)
+/* Each of the n ids's state becomes 1 (a table's, and the word a lazy
+ * push leaves); with push, each also goes on the free stack.  With check,
+ * each must be taken (pinned), once: a second occurrence in the list
+ * fails the test, and on a failure the ids before it get their pinned
+ * state back (positions at or above the top, which the top has not
+ * passed) and nothing else changed.  Without (the engine's owed blocks,
+ * allocator/owed.h), no word is read. */
+static inline kvs_status to_state1(kvs_block_pool *pool, uint32_t n,
+				   const kvs_block_id *ids, bool push, bool check)
 {
 	uint32_t top = pool->nfree_, top0 = top;
 	uint32_t *fs = pool->free_ids_, *st = pool->state_;
+	if (!check) {   /* its own loop: the compiler keeps one with the test */
+		for (uint32_t i = 0; i < n; i++) {
+			st[ids[i]] = 1;
+			if (push)
+				fs[top++] = ids[i];
+		}
+		pool->nfree_ = top;
+		return KVS_OK;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = ids[i];
 		if (KVS_UNLIKELY(!pool_pinned(pool, top, id))) {
@@ -1280,6 +1290,17 @@ static inline kvs_status pinned_to_state1(kvs_block_pool *pool, uint32_t n,
 	return KVS_OK;
 }
 
+/* A lazy pool's give: state 1, as a table's, left as it is (check as
+ * to_state1's) */
+static inline kvs_status give_lazy(paged *p, uint32_t n, const kvs_block_id *ids, bool check)
+{
+	uint32_t top0 = p->pool.nfree_;
+	kvs_status rc = to_state1(&p->pool, n, ids, true, check);
+	if (rc == KVS_OK && n && p->stale_lo > top0)
+		p->stale_lo = top0;
+	return rc;
+}
+
 kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 				 const kvs_block_id *ids)
 {
@@ -1292,15 +1313,10 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 	 * twice, also within the list) abandons the pass before the top is
 	 * stored, and the blocks pushed so far, whose positions lie at or
 	 * above the old top, read as pinned again: no change */
-	uint32_t top = pool->nfree_, top0 = top;
+	if (p->lazy)
+		return give_lazy(p, n, ids, true);
+	uint32_t top = pool->nfree_;
 	uint32_t *fs = pool->free_ids_, *st = pool->state_;
-	if (p->lazy) {
-		/* lazy pushes: state 1, as a table's, left as it is */
-		kvs_status rc = pinned_to_state1(pool, n, ids, true);
-		if (rc == KVS_OK && n && p->stale_lo > top0)
-			p->stale_lo = top0;
-		return rc;
-	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = ids[i];
 		if (KVS_UNLIKELY(!pool_pinned(pool, top, id)))
@@ -1329,36 +1345,18 @@ static inline kvs_status grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	    (uint64_t)s->len + n > a->cfg.max_model_len ||
 	    kvs_div_ceil((uint64_t)s->len + n, bs) != (uint64_t)s->nblocks + m ||
 	    s->nblocks + m > s->table_cap) {
-		kvs_status st = KVS_OK;
-		if (!check && p->lazy) {
-			/* a lazy give without the test (the ids may not be
-			 * marked taken: kvs_alloc_blocks_take_owed) */
-			kvs_block_pool *pool = &p->pool;
-			uint32_t top = pool->nfree_;
-			for (uint32_t i = 0; i < m; i++) {
-				pool->state_[ids[i]] = 1;
-				pool->free_ids_[top + i] = ids[i];
-			}
-			if (m && p->stale_lo > top)
-				p->stale_lo = top;
-			pool->nfree_ = top + m;
-		} else {
-			st = kvs_alloc_blocks_give(a, m, ids);
-		}
+		/* unchecked, the ids may not be marked taken
+		 * (kvs_alloc_blocks_take_owed): the lazy give without the test */
+		kvs_status st = !check && p->lazy ? give_lazy(p, m, ids, false)
+						  : kvs_alloc_blocks_give(a, m, ids);
 		if (st == KVS_OK)
 			st = kvs_alloc_grow(a, seq, n, NULL, NULL);
 		return st;
 	}
 	/* each id taken (pinned), once: a table's now, state 1 */
-	if (check) {
-		kvs_status rc = pinned_to_state1(&p->pool, m, ids, false);
-		if (rc != KVS_OK)
-			return rc;
-	} else {
-		uint32_t *st = p->pool.state_;
-		for (uint32_t i = 0; i < m; i++)
-			st[ids[i]] = 1;
-	}
+	kvs_status rc = to_state1(&p->pool, m, ids, false, check);
+	if (rc != KVS_OK)
+		return rc;
 	/* the order a give and a grow would leave: the last given on top,
 	 * popped first */
 	copy_reversed(s->table + s->nblocks, ids, m);
