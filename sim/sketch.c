@@ -164,6 +164,34 @@ static __attribute__((noinline)) kvs_status sketch_room(kvs_sketch *s, int32_t i
 	return KVS_OK;
 }
 
+/* s's min and max widened to [lo, hi], and (with values not zero) its
+ * range of buckets holding them to [nlo, nhi]: one value (add) or
+ * another sketch (merge); s's counts not yet updated */
+static inline void widen_bounds(kvs_sketch *s, double lo, double hi, bool nonzero,
+				int32_t nlo, int32_t nhi)
+{
+	if (s->count == 0) {
+		s->min = lo;
+		s->max = hi;
+	} else {
+		if (lo < s->min)
+			s->min = lo;
+		if (hi > s->max)
+			s->max = hi;
+	}
+	if (nonzero) {
+		if (s->count == s->zeros) {
+			s->nz_lo = nlo;   /* the first values not zero */
+			s->nz_hi = nhi;
+		} else {
+			if (nlo < s->nz_lo)
+				s->nz_lo = nlo;
+			if (nhi > s->nz_hi)
+				s->nz_hi = nhi;
+		}
+	}
+}
+
 static inline kvs_status add_at(kvs_sketch *s, double v, int32_t i, bool zero, uint64_t times)
 {
 	if (!zero && KVS_UNLIKELY(i < s->lo || i >= s->lo + (int32_t)s->n)) {
@@ -172,24 +200,7 @@ static inline kvs_status add_at(kvs_sketch *s, double v, int32_t i, bool zero, u
 		if (st != KVS_OK)
 			return st;
 	}
-	if (s->count == 0) {
-		s->min = s->max = v;
-	} else {
-		if (v < s->min)
-			s->min = v;
-		if (v > s->max)
-			s->max = v;
-	}
-	if (!zero) {
-		if (s->count == s->zeros) {
-			s->nz_lo = s->nz_hi = i;   /* the first value not zero */
-		} else {
-			if (i < s->nz_lo)
-				s->nz_lo = i;
-			if (i > s->nz_hi)
-				s->nz_hi = i;
-		}
-	}
+	widen_bounds(s, v, v, !zero, i, i);
 	s->count += times;
 	s->sum += times == 1 ? v : v * (double)times;
 	if (zero)
@@ -217,7 +228,6 @@ kvs_status kvs_sketch_add2(kvs_sketch *a, kvs_sketch *b, double v, uint64_t time
 		st = add_at(b, v, i, zero, times_b);
 	return st;
 }
-
 
 /* The array positions of the buckets holding values that are not zero:
  * [first_used, end_used) (empty when every value is a zero); the array
@@ -331,26 +341,8 @@ kvs_status kvs_sketch_merge(kvs_sketch *dst, const kvs_sketch *src)
 		for (uint32_t k = 0; k < src->n; k++)
 			dst->counts[src->lo - dst->lo + (int32_t)k] += src->counts[k];
 	}
-	if (dst->count == 0) {
-		dst->min = src->min;
-		dst->max = src->max;
-	} else {
-		if (src->min < dst->min)
-			dst->min = src->min;
-		if (src->max > dst->max)
-			dst->max = src->max;
-	}
-	if (src->count > src->zeros) {
-		if (dst->count == dst->zeros) {
-			dst->nz_lo = src->nz_lo;
-			dst->nz_hi = src->nz_hi;
-		} else {
-			if (src->nz_lo < dst->nz_lo)
-				dst->nz_lo = src->nz_lo;
-			if (src->nz_hi > dst->nz_hi)
-				dst->nz_hi = src->nz_hi;
-		}
-	}
+	widen_bounds(dst, src->min, src->max, src->count > src->zeros, src->nz_lo,
+		     src->nz_hi);
 	dst->count += src->count;
 	dst->zeros += src->zeros;
 	dst->sum += src->sum;
