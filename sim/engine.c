@@ -152,8 +152,8 @@ typedef struct sreq {
 	uint64_t order;            /* admission order */
 	uint64_t S, E;             /* decode: sync step, event step */
 	bool in_ring;              /* decode: queued in the near ring (else the heap) */
-	bool lazy;                 /* decode: its whole-block crossings before E
-	                            * are taken in bulk (crossing classes) */
+	bool lazy;                 /* decode: its block crossings before E (its
+	                            * finish) are taken in bulk (crossing classes) */
 	uint32_t lz_res;           /* lazy: its crossing steps mod block_size */
 	uint64_t pf_step;          /* lazy: the step of its crossing into the
 	                            * block that holds its final token, when
@@ -334,8 +334,8 @@ struct kvs_sim {
 	size_t nring;
 	uint64_t ndec;             /* decoding sequences: sum of nlive over the heap */
 	/* crossing classes (paged, fast path): a queued single sequence whose
-	 * next block crossings are all of whole blocks below its final length
-	 * is queued at its finish (or last crossing) instead, and counted in
+	 * next block crossings come before its finish is queued at its
+	 * finish instead of its next crossing, and counted in
 	 * lz_cnt[c mod block_size] for its crossing steps c; at each such step
 	 * the blocks of all its class are taken from the pool in one call
 	 * (owed: taken, not yet in a block table) and handed to a sequence
@@ -541,6 +541,17 @@ static bool pf_less(const pf_ent *a, const pf_ent *b)
 
 KVS_HEAP_DEFINE(pfh, pf_ent, pf_less)
 
+/* r's entry leaves heap h (found by a scan: only for a sequence leaving
+ * early, and the heaps hold a few dozen) */
+static void pfh_remove_seq(pf_ent *h, size_t *n, const struct sreq *r)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (h[i].r == r) {
+			pfh_remove_at(h, n, i);
+			return;
+		}
+}
+
 static kvs_status dh_push(kvs_sim *s, sreq *r)
 {
 	if (r->E >= s->G && r->E - s->G < DQ_W) {
@@ -634,19 +645,14 @@ static int64_t lz_owed_bytes(const kvs_sim *s)
 	return (int64_t)(((uint64_t)s->nowed * s->block_size - s->frag_owed) * s->kvb);
 }
 
-/* r's pending final partial crossing is withdrawn (a far one found by a
- * scan of the heap: only a preempted lazy sequence's) */
+/* r's pending final partial crossing is withdrawn (only a preempted lazy
+ * sequence's) */
 static void pf_drop(kvs_sim *s, sreq *r)
 {
-	if (!r->pf_far) {
+	if (!r->pf_far)
 		s->pf_ring[r->pf_step & (PF_W - 1)].def -= r->pf_def;
-	} else {
-		for (size_t i = 0; i < s->npf; i++)
-			if (s->pf[i].r == r) {
-				pfh_remove_at(s->pf, &s->npf, i);
-				break;
-			}
-	}
+	else
+		pfh_remove_seq(s->pf, &s->npf, r);
 	r->pf_def = 0;
 }
 
@@ -1324,7 +1330,8 @@ static kvs_status debug_check(kvs_sim *s)
 	/* the lag of step G (its own token, for sequences synced to G) */
 	int64_t lag = (int64_t)(lag_tokens(s) * s->kvb);
 	/* and the owed blocks of lazy crossings, which the allocator counts
-	 * as taken (internal fragmentation): whole blocks of reservation */
+	 * as taken (internal fragmentation): reservation, but for the parts
+	 * of final blocks past their final lengths */
 	int64_t owed = lz_owed_bytes(s);
 	CHECK(ours[0] == (int64_t)fresh.token_states + lag);
 	CHECK(ours[1] == (int64_t)fresh.reservation - lag + owed);
@@ -1800,15 +1807,10 @@ static kvs_status tg_add(kvs_sim *s, sreq *r)
 	return KVS_OK;
 }
 
-/* r leaves the table-growth heap (found by a scan: it holds the few
- * sequences whose table grows before they finish) */
+/* r leaves the table-growth heap */
 static void tg_drop(kvs_sim *s, sreq *r)
 {
-	for (size_t i = 0; i < s->ntg; i++)
-		if (s->tg[i].r == r) {
-			pfh_remove_at(s->tg, &s->ntg, i);
-			break;
-		}
+	pfh_remove_seq(s->tg, &s->ntg, r);
 	r->tg_in = false;
 }
 
