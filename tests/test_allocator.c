@@ -710,6 +710,23 @@ static void test_paged_lazy_pushes(void **state)
 	kvs_alloc_destroy(a);
 }
 
+/* seq's block table on a equals its twin's on b, n blocks long (0: any
+ * length); a's table */
+static const kvs_block_id *same_table(const kvs_alloc *a, const kvs_alloc *b,
+				      kvs_seq_id seq, uint32_t n)
+{
+	const kvs_block_id *ta, *tb;
+	uint32_t na, nb;
+	assert_int_equal(kvs_alloc_block_table(a, seq, &ta, &na), KVS_OK);
+	assert_int_equal(kvs_alloc_block_table(b, seq, &tb, &nb), KVS_OK);
+	assert_int_equal(na, nb);
+	if (n)
+		assert_int_equal(na, n);
+	for (uint32_t i = 0; i < na; i++)
+		assert_int_equal(ta[i], tb[i]);
+	return ta;
+}
+
 /* A prompt's blocks come off the free stack in the order blocks_take pops
  * them (checked on a twin allocator), for every length from 1 to 40
  * blocks (the stack top copied reversed, 8, 4, then 1 at a time), from a
@@ -784,13 +801,7 @@ static void test_paged_owed(void **state)
 		assert_int_equal(kvs_alloc_free_blocks(a), kvs_alloc_free_blocks(b));
 		assert_int_equal(kvs_alloc_grow_owed(a, 1, m * BS, m, ia), KVS_OK);
 		assert_int_equal(kvs_alloc_grow_taken(b, 1, m * BS, m, ib), KVS_OK);
-		const kvs_block_id *ta, *tb;
-		uint32_t na, nb;
-		assert_int_equal(kvs_alloc_block_table(a, 1, &ta, &na), KVS_OK);
-		assert_int_equal(kvs_alloc_block_table(b, 1, &tb, &nb), KVS_OK);
-		assert_int_equal(na, nb);
-		for (uint32_t i = 0; i < na; i++)
-			assert_int_equal(ta[i], tb[i]);
+		same_table(a, b, 1, 0);
 		assert_true(kvs_alloc_is_valid(a));
 		assert_int_equal(kvs_alloc_free_blocks(a), kvs_alloc_free_blocks(b));
 	}
@@ -806,14 +817,7 @@ static void test_paged_owed(void **state)
 	assert_int_equal(kvs_alloc_admit_now(a, &d, &ca), KVS_OK);
 	assert_int_equal(kvs_alloc_admit(b, &d, &cb), KVS_OK);
 	assert_int_equal(ca, cb);
-	const kvs_block_id *t5a, *t5b;
-	uint32_t n5a, n5b;
-	assert_int_equal(kvs_alloc_block_table(a, 5, &t5a, &n5a), KVS_OK);
-	assert_int_equal(kvs_alloc_block_table(b, 5, &t5b, &n5b), KVS_OK);
-	assert_int_equal(n5a, 4);
-	assert_int_equal(n5b, 4);
-	for (uint32_t i = 0; i < 4; i++)
-		assert_int_equal(t5a[i], t5b[i]);
+	same_table(a, b, 5, 4);
 	kvs_alloc_account(a, NULL, &pa);
 	kvs_alloc_account(b, NULL, &pb);
 	assert_memory_equal(&pa, &pb, sizeof pa);
@@ -870,14 +874,7 @@ static void test_paged_grow_taken(void **state)
 	assert_int_equal(kvs_alloc_blocks_give(b, 2, ids[1]), KVS_OK);
 	grow_ok(b, 1, 8);
 	assert_true(kvs_alloc_is_valid(a));
-	const kvs_block_id *ta, *tb;
-	uint32_t na, nb;
-	assert_int_equal(kvs_alloc_block_table(a, 1, &ta, &na), KVS_OK);
-	assert_int_equal(kvs_alloc_block_table(b, 1, &tb, &nb), KVS_OK);
-	assert_int_equal(na, 3);
-	assert_int_equal(nb, 3);
-	for (uint32_t i = 0; i < 3; i++)
-		assert_int_equal(ta[i], tb[i]);
+	const kvs_block_id *ta = same_table(a, b, 1, 3);
 	assert_int_equal(ta[1], 1);               /* the last given, first */
 	assert_int_equal(kvs_alloc_free_blocks(a), kvs_alloc_free_blocks(b));
 	expect_parts(a, 12 * B, 0, 50, 0, 7 * BS * B);

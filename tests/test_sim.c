@@ -752,6 +752,44 @@ static void test_fast_path_block_sizes(void **state)
 	fs_requests = 0;
 }
 
+/* q replayed both ways (the fast path with the validators, and one
+ * token at a time) on a pool of `pool` tokens: the same completions and
+ * steps, the peak's parts as worked by hand in tokens (stored, reserved,
+ * past final lengths, free) and the same peak time and time-weighted
+ * parts; *fast, *slow: the spans of each. */
+static void final_block_case(kvs_sim_config *c, const kvs_request *q, size_t n,
+			     double pool, double tok, double res, double frag, double free_tok,
+			     uint64_t *fast, uint64_t *slow)
+{
+	kvs_request_set *set = set_of(q, n);
+	c->fast_path = true;
+	c->validate = true;
+	kvs_sim_result *f = run_set(c, set, NULL);
+	c->fast_path = false;
+	c->validate = false;
+	kvs_sim_result *sl = run_set(c, set, NULL);
+	const kvs_sim_stats *a = kvs_sim_result_stats(f), *b = kvs_sim_result_stats(sl);
+	assert_int_equal(a->completed, n);
+	assert_int_equal(b->completed, n);
+	assert_int_equal(a->steps, b->steps);
+	const kvs_sim_mem_pct *pk[2] = { &a->memory_peak_pct, &b->memory_peak_pct };
+	for (int i = 0; i < 2; i++) {
+		assert_close(pk[i]->token_states, 100.0 * tok / pool, 1e-9);
+		assert_close(pk[i]->reservation, 100.0 * res / pool, 1e-9);
+		assert_close(pk[i]->internal_frag, 100.0 * frag / pool, 1e-9);
+		assert_close(pk[i]->free, 100.0 * free_tok / pool, 1e-9);
+	}
+	assert_close(a->peak_time_s, b->peak_time_s, 1e-9);
+	assert_close(a->memory_pct.token_states, b->memory_pct.token_states, 1e-9);
+	assert_close(a->memory_pct.reservation, b->memory_pct.reservation, 1e-9);
+	assert_close(a->memory_pct.internal_frag, b->memory_pct.internal_frag, 1e-9);
+	*fast = a->spans;
+	*slow = b->spans;
+	kvs_sim_result_destroy(f);
+	kvs_sim_result_destroy(sl);
+	kvs_request_set_destroy(set);
+}
+
 /* The crossing into the block that holds a sequence's final token runs
  * inside a span like the others; that block's tokens past the final
  * length are internal fragmentation from its step on.  By hand: A (16 +
@@ -764,66 +802,23 @@ static void test_fast_path_final_block(void **state)
 {
 	(void)state;
 	kvs_sim_config c;
+	uint64_t fast, slow;
 	cfg_fixed(&c, KVS_POLICY_PAGED, 64 * 16, 100, 16, 1024);
 	c.sample_interval_s = 1000;   /* no sample ends a span */
 	kvs_request q[2] = { mkreq(0, 0, 16, 100), mkreq(1, 0, 16, 20) };
-	kvs_request_set *set = set_of(q, 2);
-	c.fast_path = true;
-	c.validate = true;
-	kvs_sim_result *f = run_set(&c, set, NULL);
-	c.fast_path = false;
-	c.validate = false;
-	kvs_sim_result *sl = run_set(&c, set, NULL);
-	const kvs_sim_stats *a = kvs_sim_result_stats(f), *b = kvs_sim_result_stats(sl);
-	assert_int_equal(a->completed, 2);
-	assert_int_equal(a->steps, b->steps);
-	assert_true(a->spans < b->spans);
-	const kvs_sim_mem_pct *pk[2] = { &a->memory_peak_pct, &b->memory_peak_pct };
-	for (int i = 0; i < 2; i++) {
-		assert_close(pk[i]->token_states, 100.0 * 113 / 1024, 1e-9);
-		assert_close(pk[i]->reservation, 100.0 * 2 / 1024, 1e-9);
-		assert_close(pk[i]->internal_frag, 100.0 * 13 / 1024, 1e-9);
-		assert_close(pk[i]->free, 100.0 * 56 * 16 / 1024, 1e-9);
-	}
-	assert_close(a->peak_time_s, b->peak_time_s, 1e-9);
-	assert_close(a->memory_pct.internal_frag, b->memory_pct.internal_frag, 1e-9);
-	assert_close(a->memory_pct.reservation, b->memory_pct.reservation, 1e-9);
-	kvs_sim_result_destroy(f);
-	kvs_sim_result_destroy(sl);
-	kvs_request_set_destroy(set);
+	final_block_case(&c, q, 2, 64 * 16, 113, 2, 13, 56 * 16, &fast, &slow);
+	assert_true(fast < slow);
 
 	/* a lone long sequence: its final crossing is registered more than
 	 * the ring's 4,096 steps ahead (a far one, moved into the ring as the
 	 * steps pass), and a span is at most that long.  16 + 6,000 tokens
 	 * end at 6,015, in 376 blocks: at the last crossing 6,001 stored, 14
-	 * reserved, 1 past the final length, of 512 blocks */
+	 * reserved, 1 past the final length, 136 blocks free of 512 */
 	cfg_fixed(&c, KVS_POLICY_PAGED, 512 * 16, 100, 16, 8192);
 	c.sample_interval_s = 1000;
 	kvs_request lone = mkreq(0, 0, 16, 6000);
-	set = set_of(&lone, 1);
-	c.fast_path = true;
-	c.validate = true;
-	f = run_set(&c, set, NULL);
-	c.fast_path = false;
-	c.validate = false;
-	sl = run_set(&c, set, NULL);
-	a = kvs_sim_result_stats(f);
-	b = kvs_sim_result_stats(sl);
-	assert_int_equal(a->steps, b->steps);
-	assert_true(a->spans >= 3 && a->spans < 10);
-	pk[0] = &a->memory_peak_pct;
-	pk[1] = &b->memory_peak_pct;
-	for (int i = 0; i < 2; i++) {
-		assert_close(pk[i]->token_states, 100.0 * 6001 / 8192, 1e-9);
-		assert_close(pk[i]->reservation, 100.0 * 14 / 8192, 1e-9);
-		assert_close(pk[i]->internal_frag, 100.0 * 1 / 8192, 1e-9);
-	}
-	assert_close(a->peak_time_s, b->peak_time_s, 1e-9);
-	assert_close(a->memory_pct.internal_frag, b->memory_pct.internal_frag, 1e-9);
-	assert_close(a->memory_pct.token_states, b->memory_pct.token_states, 1e-9);
-	kvs_sim_result_destroy(f);
-	kvs_sim_result_destroy(sl);
-	kvs_request_set_destroy(set);
+	final_block_case(&c, &lone, 1, 512 * 16, 6001, 14, 1, 136 * 16, &fast, &slow);
+	assert_true(fast >= 3 && fast < 10);
 }
 
 /* The same with parallel sampling (n = 1..4 per request): forked siblings
