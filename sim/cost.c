@@ -181,12 +181,6 @@ double kvs_lin2_prefix(const kvs_lin2 *L, uint64_t k)
 	return s0;
 }
 
-static double lin2_dt(const kvs_lin2 *L, uint64_t j)
-{
-	double l1 = L->a1 + L->b1 * (double)j, l2 = L->a2 + L->b2 * (double)j;
-	return (l1 > l2 ? l1 : l2) + L->c;
-}
-
 uint64_t kvs_lin2_steps_to(const kvs_lin2 *L, uint64_t kmax, double target)
 {
 	uint64_t lo = 1, hi = kmax;
@@ -197,10 +191,10 @@ uint64_t kvs_lin2_steps_to(const kvs_lin2 *L, uint64_t kmax, double target)
 	 * give or take a step of rounding.  The bounds are checked against
 	 * the prefix sums themselves (prefix(lo - 1) < target <= prefix(hi)),
 	 * so the search below returns what it returns over [1, kmax]. */
-	double d0 = lin2_dt(L, 0);
+	double d0 = kvs_lin2_dt(L, 0);
 	if (d0 > 0 && target / d0 < (double)kmax) {
 		uint64_t k0 = (uint64_t)(target / d0) + 2;
-		double d1 = lin2_dt(L, k0 > kmax ? kmax - 1 : k0 - 1);
+		double d1 = kvs_lin2_dt(L, k0 > kmax ? kmax - 1 : k0 - 1);
 		uint64_t k1 = d1 > 0 ? (uint64_t)(target / d1) : 1;
 		uint64_t nlo = k1 > 2 ? k1 - 1 : 1, nhi = k0 < kmax ? k0 : kmax;
 		if (nlo < nhi && (nlo == 1 || kvs_lin2_prefix(L, nlo - 1) < target) &&

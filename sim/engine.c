@@ -2872,9 +2872,7 @@ static void span_crossings(const kvs_sim *s, const kvs_lin2 *L, uint64_t k, span
 			x->def += d;
 			frag += (int64_t)(d * s->kvb);
 		}
-		double jd = (double)j;
-		double l1 = L->a1 + L->b1 * jd, l2 = L->a2 + L->b2 * jd;
-		double dt = (l1 > l2 ? l1 : l2) + L->c;
+		double dt = kvs_lin2_dt(L, j);
 		x->taken_bs += dt * (double)taken;
 		x->res_bs += dt * (double)(taken - frag - per_step * (int64_t)j);
 		x->frag_bs += dt * (double)frag;

@@ -26,6 +26,12 @@ void kvs_lin2_sums(const kvs_lin2 *L, uint64_t j0, uint64_t j1,
 		   double *S0, double *S1);
 /* sum of dt(j) over j in [0, k) */
 double kvs_lin2_prefix(const kvs_lin2 *L, uint64_t k);
+/* the time of step j: max(a1 + b1 j, a2 + b2 j) + c */
+static inline double kvs_lin2_dt(const kvs_lin2 *L, uint64_t j)
+{
+	double l1 = L->a1 + L->b1 * (double)j, l2 = L->a2 + L->b2 * (double)j;
+	return (l1 > l2 ? l1 : l2) + L->c;
+}
 /* smallest k in [1, kmax] with prefix(k) >= target (kmax if none) */
 uint64_t kvs_lin2_steps_to(const kvs_lin2 *L, uint64_t kmax, double target);
 /* largest j in [0, k) with prefix(j) <= offset (the step running at offset) */

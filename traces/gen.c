@@ -312,8 +312,8 @@ kvs_status kvs_gen_open(const kvs_gen_opts *opts, kvs_gen **out)
 		return kvs_fail(KVS_ERR_NOMEM, "no memory for the generator");
 	g->o = *opts;
 	g->prompt_mu = lognormal_mu(&opts->prompt);
-	g->turns_fixed = (uint32_t)floor(opts->turns + 0.5);
 	g->output_mu = lognormal_mu(&opts->output);
+	g->turns_fixed = (uint32_t)floor(opts->turns + 0.5);
 	kvs_rng_seed(&g->arr, opts->seed * 3 + 0);
 	kvs_rng_seed(&g->len, opts->seed * 3 + 1);
 	kvs_rng_seed(&g->structure, opts->seed * 3 + 2);
