@@ -25,10 +25,11 @@
  * not simulated one by one.  Decoding sequences are advanced lazily: each
  * remembers the step S at which its length was last told to the allocator
  * and the step E of its next event, E = S + min(room, tokens left); a queue
- * orders them by (E, admission): a ring of DQ_W buckets indexed by E for
- * events less than DQ_W steps ahead when pushed (paged block crossings, a
- * block_size or fewer steps ahead: O(1) push and removal, a bucket falling
- * due sorted by admission), a binary heap for the rest.  When a planned
+ * orders them by (E, admission): a ring of DQ_W (4,096) buckets indexed
+ * by E for events less than DQ_W steps ahead when pushed (block crossings
+ * and nearly every finish: O(1) push, the next one found in two words of
+ * occupancy bits, a bucket falling due sorted by admission), a binary heap
+ * for the rest.  When a planned
  * step has no prefill, admission, preemption or swap, the engine takes k
  * steps at once, with k up to the earliest of: the next due sequence, the
  * next arrival, the horizon.
@@ -152,6 +153,7 @@ typedef struct sreq {
 	uint64_t order;            /* admission order */
 	uint64_t S, E;             /* decode: sync step, event step */
 	bool in_ring;              /* decode: queued in the near ring (else the heap) */
+	struct sreq *dq_next;      /* in_ring: the next in its bucket */
 	bool lazy;                 /* decode: its block crossings before E (its
 	                            * finish) are taken in bulk (crossing classes) */
 	uint32_t lz_res;           /* lazy: its crossing steps mod block_size */
@@ -252,9 +254,10 @@ static sreq *deque_pop_front(deque *d)
 	return r;
 }
 
-/* Width of the decode queue's near ring, in steps (a power of two, at most
- * 64: one occupancy bit per bucket). */
-#define DQ_W 64
+/* Width of the decode queue's near ring, in steps: 64 words of occupancy
+ * bits, one bit per bucket, and a word with one bit per word. */
+#define DQ_W 4096
+_Static_assert(DQ_W == 64 * 64, "the ring's summary is one 64-bit word");
 
 typedef struct dh_ent {
 	uint64_t E, order;
@@ -327,10 +330,12 @@ struct kvs_sim {
 	dh_ent *heap;              /* decoding requests due DQ_W or more steps
 	                            * after their push, by (E, order) */
 	size_t nheap, capheap;
-	sreq **ring[DQ_W];         /* decoding requests due within DQ_W steps
-	                            * of their push: bucket E mod DQ_W */
-	uint32_t ringn[DQ_W], ringcap[DQ_W];
-	uint64_t ring_mask;        /* bit b: bucket b is not empty */
+	sreq **ring;               /* DQ_W buckets of decoding requests due
+	                            * within DQ_W steps of their push, bucket
+	                            * E mod DQ_W, each a list through dq_next */
+	uint64_t ring_bits[DQ_W / 64]; /* bit b % 64 of word b / 64: bucket b
+	                            * is not empty */
+	uint64_t ring_sum;         /* bit w: ring_bits[w] is not zero */
 	size_t nring;
 	uint64_t ndec;             /* decoding sequences: sum of nlive over the heap */
 	/* crossing classes (paged, fast path): a queued single sequence whose
@@ -552,22 +557,69 @@ static void pfh_remove_seq(pf_ent *h, size_t *n, const struct sreq *r)
 		}
 }
 
+/* ---- the near ring's occupancy bits ------------------------------------------ */
+
+static inline bool ring_has(const kvs_sim *s, unsigned b)
+{
+	return s->ring_bits[b >> 6] >> (b & 63) & 1;
+}
+
+static inline void ring_set(kvs_sim *s, unsigned b)
+{
+	s->ring_bits[b >> 6] |= 1ull << (b & 63);
+	s->ring_sum |= 1ull << (b >> 6);
+}
+
+static inline void ring_clear(kvs_sim *s, unsigned b)
+{
+	if (!(s->ring_bits[b >> 6] &= ~(1ull << (b & 63))))
+		s->ring_sum &= ~(1ull << (b >> 6));
+}
+
+/* The first occupied bucket at or after bucket g, going round (some
+ * bucket is occupied): the rest of g's word, then the words after it,
+ * and last the part of g's word below g, the farthest steps. */
+static unsigned ring_first(const kvs_sim *s, unsigned g)
+{
+	unsigned w = g >> 6;
+	uint64_t m = s->ring_bits[w] & (~0ull << (g & 63));
+	if (m)
+		return (w << 6) + (unsigned)__builtin_ctzll(m);
+	unsigned sh = (w + 1) & 63;
+	uint64_t rot = sh ? (s->ring_sum >> sh) | (s->ring_sum << (64 - sh)) : s->ring_sum;
+	unsigned wi = (w + 1 + (unsigned)__builtin_ctzll(rot)) & 63;
+	return (wi << 6) + (unsigned)__builtin_ctzll(s->ring_bits[wi]);
+}
+
+/* The next occupied bucket after b in index order, or DQ_W (for walks
+ * over every occupied bucket) */
+static unsigned ring_next(const kvs_sim *s, unsigned b)
+{
+	unsigned w = (b + 1) >> 6;
+	if (w >= DQ_W / 64)
+		return DQ_W;
+	uint64_t m = s->ring_bits[w] & (~0ull << ((b + 1) & 63));
+	if (m)
+		return (w << 6) + (unsigned)__builtin_ctzll(m);
+	uint64_t rest = w + 1 < 64 ? s->ring_sum & (~0ull << (w + 1)) : 0;
+	if (!rest)
+		return DQ_W;
+	unsigned wi = (unsigned)__builtin_ctzll(rest);
+	return (wi << 6) + (unsigned)__builtin_ctzll(s->ring_bits[wi]);
+}
+
+#define RING_FOR_EACH(s, b) \
+	for (unsigned b = ring_has(s, 0) ? 0 : ring_next(s, 0); b < DQ_W; b = ring_next(s, b))
+
 static kvs_status dh_push(kvs_sim *s, sreq *r)
 {
 	if (r->E >= s->G && r->E - s->G < DQ_W) {
 		/* the near ring: O(1), keyed by E alone (order is restored
 		 * when a bucket falls due) */
 		unsigned b = (unsigned)(r->E & (DQ_W - 1));
-		if (s->ringn[b] == s->ringcap[b]) {
-			uint32_t cap = s->ringcap[b] ? s->ringcap[b] * 2 : 8;
-			sreq **v = kvs_reallocarray(s->ring[b], cap, sizeof *v);
-			if (!v)
-				return kvs_fail(KVS_ERR_NOMEM, "out of memory (decode queue)");
-			s->ring[b] = v;
-			s->ringcap[b] = cap;
-		}
-		s->ring[b][s->ringn[b]++] = r;
-		s->ring_mask |= 1ull << b;
+		r->dq_next = s->ring[b];
+		s->ring[b] = r;
+		ring_set(s, b);
 		s->nring++;
 		r->in_ring = true;
 		goto accounted;
@@ -711,11 +763,9 @@ static size_t dq_count(const kvs_sim *s)
 static uint64_t dq_min(const kvs_sim *s)
 {
 	uint64_t m = s->nheap ? s->heap[0].E : UINT64_MAX;
-	if (s->ring_mask) {
+	if (s->ring_sum) {
 		unsigned g = (unsigned)(s->G & (DQ_W - 1));
-		uint64_t rot = g ? (s->ring_mask >> g) | (s->ring_mask << (DQ_W - g))
-				 : s->ring_mask;
-		uint64_t e = s->G + (uint64_t)__builtin_ctzll(rot);
+		uint64_t e = s->G + ((ring_first(s, g) - g) & (DQ_W - 1));
 		if (e < m)
 			m = e;
 	}
@@ -733,13 +783,13 @@ static void dh_remove(kvs_sim *s, sreq *r)
 {
 	if (r->in_ring) {
 		unsigned b = (unsigned)(r->E & (DQ_W - 1));
-		uint32_t j = 0;
-		while (j < s->ringn[b] && s->ring[b][j] != r)
-			j++;
-		kvs_require(j < s->ringn[b]);
-		s->ring[b][j] = s->ring[b][--s->ringn[b]];
-		if (!s->ringn[b])
-			s->ring_mask &= ~(1ull << b);
+		sreq **pp = &s->ring[b];
+		while (*pp && *pp != r)
+			pp = &(*pp)->dq_next;
+		kvs_require(*pp == r);
+		*pp = r->dq_next;
+		if (!s->ring[b])
+			ring_clear(s, b);
 		s->nring--;
 		r->in_ring = false;
 		dh_unaccount(s, r);
@@ -1170,33 +1220,37 @@ static bool engine_is_valid(const kvs_sim *s)
 		lens += (uint64_t)r->nlive * r->len;
 	}
 	size_t nring = 0;
+	for (unsigned w = 0; w < DQ_W / 64; w++)
+		KVS_VALID(!s->ring_bits[w] == !(s->ring_sum >> w & 1));
 	for (unsigned b = 0; b < DQ_W; b++) {
-		KVS_VALID(!s->ringn[b] == !(s->ring_mask & (1ull << b)));
-		for (uint32_t j = 0; j < s->ringn[b]; j++) {
-			const sreq *r = s->ring[b][j];
+		KVS_VALID(!s->ring[b] == !ring_has(s, b));
+		for (const sreq *r = s->ring[b]; r; r = r->dq_next) {
 			KVS_VALID(r->in_ring && (r->E & (DQ_W - 1)) == b);
 			ndec += r->nlive;
 			sumS += (uint64_t)r->nlive * r->S;
 			lens += (uint64_t)r->nlive * r->len;
+			nring++;
 		}
-		nring += s->ringn[b];
 	}
 	KVS_VALID(nring == s->nring);
 	/* crossing classes: every lazy entry counted in its class, and the
 	 * owed blocks those of their crossings before lz_done */
 	uint64_t nlazy = 0, owed = 0, pending_far = 0, pending_ring = 0, frag = 0, ntg = 0;
+	unsigned rb = DQ_W;   /* the ring's walk: bucket, entry */
+	const sreq *rr = NULL;
 	for (size_t i = 0; i < s->nheap + s->nring; i++) {
 		const sreq *r = NULL;
 		if (i < s->nheap) {
 			r = s->heap[i].r;
 		} else {
-			size_t j = i - s->nheap;
-			for (unsigned b = 0; b < DQ_W && !r; b++) {
-				if (j < s->ringn[b])
-					r = s->ring[b][j];
-				else
-					j -= s->ringn[b];
+			if (!rr) {
+				rb = rb == DQ_W ? (ring_has(s, 0) ? 0 : ring_next(s, 0))
+						: ring_next(s, rb);
+				rr = rb < DQ_W ? s->ring[rb] : NULL;
 			}
+			r = rr;
+			if (rr)
+				rr = rr->dq_next;
 		}
 		KVS_VALID(r != NULL);
 		KVS_VALID(r->lazy || !r->pf_def);
@@ -1303,10 +1357,9 @@ static kvs_status debug_check(kvs_sim *s)
 		if (st != KVS_OK)
 			return st;
 	}
-	for (unsigned b = 0; b < DQ_W; b++) {
-		CHECK(!s->ringn[b] == !(s->ring_mask & (1ull << b)));
-		for (uint32_t j = 0; j < s->ringn[b]; j++) {
-			sreq *r = s->ring[b][j];
+	RING_FOR_EACH(s, b) {
+		CHECK(s->ring[b] != NULL);
+		for (sreq *r = s->ring[b]; r; r = r->dq_next) {
 			CHECK(r->in_ring && (r->E & (DQ_W - 1)) == b &&
 			      r->E >= s->G && r->E - s->G < DQ_W);
 			kvs_status st = check_queued(s, r);
@@ -2455,21 +2508,21 @@ static kvs_status lz_dissolve(kvs_sim *s, size_t *ndue)
 		s->tg[i].r->tg_in = false;
 	s->ntg = 0;
 	sreq **out = s->due + base;    /* room: ensure_due_cap counted them */
-	for (unsigned b = 0; b < DQ_W; b++) {
-		uint32_t k = 0;
-		for (uint32_t j = 0; j < s->ringn[b]; j++) {
-			sreq *r = s->ring[b][j];
+	RING_FOR_EACH(s, b) {
+		sreq **pp = &s->ring[b];
+		while (*pp) {
+			sreq *r = *pp;
 			if (r->lazy) {
+				*pp = r->dq_next;
 				r->in_ring = false;
 				out[nl++] = r;
+				s->nring--;
 			} else {
-				s->ring[b][k++] = r;
+				pp = &r->dq_next;
 			}
 		}
-		s->nring -= s->ringn[b] - k;
-		s->ringn[b] = k;
-		if (!k)
-			s->ring_mask &= ~(1ull << b);
+		if (!s->ring[b])
+			ring_clear(s, b);
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < s->nheap; i++) {
@@ -2527,19 +2580,26 @@ static kvs_status due_take(kvs_sim *s, size_t *out_ndue)
 		s->due[ndue++] = r;
 	}
 	unsigned bk = (unsigned)(s->G & (DQ_W - 1));
-	if (s->ring_mask & (1ull << bk)) {
-		for (uint32_t j = 0; j < s->ringn[bk]; j++) {
-			sreq *r = s->ring[bk][j];
+	if (ring_has(s, bk)) {
+		size_t first = ndue;
+		for (sreq *r = s->ring[bk]; r; r = r->dq_next) {
 			kvs_require(r->E == s->G);
 			r->in_ring = false;
 			dh_unaccount(s, r);
 			r->state = RS_DUE;
 			s->due[ndue++] = r;
 		}
-		s->nring -= s->ringn[bk];
-		s->ringn[bk] = 0;
-		s->ring_mask &= ~(1ull << bk);
-		/* admission order, as a heap of (E, order) pops them */
+		s->nring -= ndue - first;
+		s->ring[bk] = NULL;
+		ring_clear(s, bk);
+		/* the bucket's list runs newest first: pushed order back,
+		 * which is nearly admission order, then admission order, as
+		 * a heap of (E, order) pops them */
+		for (size_t i = first, j = ndue - 1; i < j; i++, j--) {
+			sreq *t = s->due[i];
+			s->due[i] = s->due[j];
+			s->due[j] = t;
+		}
 		sort_due(s->due, ndue);
 	}
 	for (size_t i = 0; i < ndue; i++) {
@@ -3336,6 +3396,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	}
 	s->conc_time = kvs_calloc((size_t)cfg->max_num_seqs + 1, sizeof *s->conc_time);
 	s->res = kvs_calloc(1, sizeof *s->res);
+	s->ring = kvs_calloc(DQ_W, sizeof *s->ring);
 	/* crossing classes: a block-granular policy with a block pool
 	 * (paged: taking no block succeeds; kvs_alloc_block_pool would make
 	 * the allocator keep every free block's state word exact, which
@@ -3355,7 +3416,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		for (uint32_t i = 0; !lz_fail && i < PF_W; i++)
 			s->pf_ring[i].step = UINT64_MAX;   /* no step yet */
 	}
-	if (!s->conc_time || !s->res || lz_fail) {
+	if (!s->conc_time || !s->res || !s->ring || lz_fail) {
 		kvs_sim_destroy(s);
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");
 	}
@@ -3432,8 +3493,7 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->prefill);
 	kvs_free(s->forkq);
 	kvs_free(s->heap);
-	for (unsigned b = 0; b < DQ_W; b++)
-		kvs_free(s->ring[b]);
+	kvs_free(s->ring);
 	kvs_free(s->due);
 	kvs_free(s->lz_cnt);
 	kvs_free(s->lz_bits);
