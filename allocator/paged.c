@@ -245,8 +245,11 @@ static inline uint32_t take(kvs_alloc *a, paged *p)
 
 /* dst[i] = src[n - 1 - i] for i < n: a table to the stack top (release)
  * or the stack top to a table (admission).  Four ids per vector move (the
- * default -O2 build does not vectorise the plain loop), eight per turn,
- * then one by one. */
+ * default -O2 build does not vectorise the plain loop), eight per turn;
+ * the last four ids by one move that may overlap the ones before it (it
+ * writes the same values), and fewer than four by three stores, so that
+ * how many ids remain sends no loop round an unpredictable number of
+ * times. */
 typedef uint32_t kvs_u32x4 __attribute__((vector_size(16)));
 
 static inline kvs_u32x4 rev4(kvs_u32x4 v)
@@ -258,29 +261,38 @@ static inline kvs_u32x4 rev4(kvs_u32x4 v)
 #endif
 }
 
+/* dst[0..3] = src[3], src[2], src[1], src[0] */
+static inline void move_rev4(uint32_t *dst, const uint32_t *src)
+{
+	kvs_u32x4 v;
+	memcpy(&v, src, sizeof v);
+	v = rev4(v);
+	memcpy(dst, &v, sizeof v);
+}
+
 static inline void copy_reversed(uint32_t *restrict dst,
 				 const uint32_t *restrict src, uint32_t n)
 {
+	if (n < 4) {
+		if (n) {   /* 1: dst[0]; 2: dst[0], dst[1]; 3: all three */
+			dst[0] = src[n - 1];
+			dst[n - 1] = src[0];
+			dst[n / 2] = src[(n - 1) / 2];
+		}
+		return;
+	}
 	const uint32_t *end = src + n;
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {   /* two vectors per turn: half the loop's own work */
-		kvs_u32x4 v, w;
-		memcpy(&v, end - i - 4, sizeof v);
-		memcpy(&w, end - i - 8, sizeof w);
-		v = rev4(v);
-		w = rev4(w);
-		memcpy(dst + i, &v, sizeof v);
-		memcpy(dst + i + 4, &w, sizeof w);
+		move_rev4(dst + i, end - i - 4);
+		move_rev4(dst + i + 4, end - i - 8);
 	}
 	if (i + 4 <= n) {
-		kvs_u32x4 v;
-		memcpy(&v, end - i - 4, sizeof v);
-		v = rev4(v);
-		memcpy(dst + i, &v, sizeof v);
+		move_rev4(dst + i, end - i - 4);
 		i += 4;
 	}
-	for (; i < n; i++)
-		dst[i] = end[-1 - (ptrdiff_t)i];
+	if (i < n)   /* the last four: dst[n - 4 + k] = src[3 - k] */
+		move_rev4(dst + n - 4, src);
 }
 
 /* Lowest free-stack position whose block may carry a stale state word

@@ -163,8 +163,9 @@ typedef struct sreq {
 	uint32_t pf_def;           /* that block's tokens past the final length
 	                            * (0: no such crossing pending or owed) */
 	bool pf_far;               /* pending in the far heap (else the ring) */
-	bool tg_in;                /* lazy: in the heap of table growths (its
+	bool tg_in;                /* lazy: in the list of table growths (its
 	                            * table grows before its finish) */
+	uint32_t tg_idx;           /* tg_in: its entry's index in s->tg */
 	uint32_t cap;              /* decode: tokens its blocks hold as the
 	                            * allocator knows them (len + room) */
 	bool kv_remote;            /* its prompt's KV comes from elsewhere
@@ -365,10 +366,12 @@ struct kvs_sim {
 	struct pf_ent *pf;
 	size_t npf, cappf;
 	uint64_t frag_owed;
-	/* lazy sequences whose block table grows before their finish, by the
-	 * lz_done past which it does (a time-series sample syncs them) */
+	/* lazy sequences whose block table grows before their finish, each
+	 * with the lz_done past which it does, unordered (a time-series
+	 * sample syncs those below lz_done, in the order of their steps) */
 	struct pf_ent *tg;
 	size_t ntg, captg;
+	struct pf_ent *tg_due;     /* [captg]: a sample's entries to sync */
 	sreq **forkq;              /* prefilled families waiting for their fork */
 	size_t nforkq, capforkq;
 	uint64_t nforked;          /* families whose children are forked now */
@@ -532,8 +535,8 @@ static inline void pf_add(kvs_sim *s, uint64_t t, uint64_t def)
 }
 
 /* A sequence keyed by a step: a pending final partial crossing PF_W or
- * more steps ahead (s->pf), or the step past which its block table grows
- * (s->tg). */
+ * more steps ahead (s->pf, a heap), or the step past which its block
+ * table grows (s->tg, a list). */
 typedef struct pf_ent {
 	uint64_t step;
 	struct sreq *r;
@@ -547,7 +550,7 @@ static bool pf_less(const pf_ent *a, const pf_ent *b)
 KVS_HEAP_DEFINE(pfh, pf_ent, pf_less)
 
 /* r's entry leaves heap h (found by a scan: only for a sequence leaving
- * early, and the heaps hold a few dozen) */
+ * early, and the heap holds a few dozen) */
 static void pfh_remove_seq(pf_ent *h, size_t *n, const struct sreq *r)
 {
 	for (size_t i = 0; i < *n; i++)
@@ -1257,7 +1260,7 @@ static bool engine_is_valid(const kvs_sim *s)
 		KVS_VALID(r->lazy || !r->tg_in);
 		if (!r->lazy)
 			continue;
-		/* in the table-growth heap when its table grows before E */
+		/* in the table-growth list when its table grows before E */
 		KVS_VALID(r->tg_in || lz_table_step(s, r) >= r->E);
 		ntg += r->tg_in;
 		if (r->pf_def) {
@@ -1283,9 +1286,9 @@ static bool engine_is_valid(const kvs_sim *s)
 	KVS_VALID(nlazy == s->nlazy);
 	KVS_VALID(owed == s->nowed);
 	KVS_VALID(pending_far == s->npf && frag == s->frag_owed);
-	KVS_VALID(ntg == s->ntg && pfh_is_valid(s->tg, s->ntg));
+	KVS_VALID(ntg == s->ntg);
 	for (size_t i = 0; i < s->ntg; i++)
-		KVS_VALID(s->tg[i].r->lazy && s->tg[i].r->tg_in &&
+		KVS_VALID(s->tg[i].r->lazy && s->tg[i].r->tg_in && s->tg[i].r->tg_idx == i &&
 			  s->tg[i].step <= lz_table_step(s, s->tg[i].r));
 	KVS_VALID(pfh_is_valid(s->pf, s->npf));
 	for (size_t i = 0; i < s->npf; i++)
@@ -1846,24 +1849,37 @@ static uint64_t lz_table_step(const kvs_sim *s, const sreq *r)
 	return r->S + (c > r->cap ? c : r->cap) - r->len;
 }
 
-/* r (lazy) joins the table-growth heap when its table grows before its
+/* r (lazy) joins the table-growth list when its table grows before its
  * finish E (lz_done never passes E while it is queued) */
 static kvs_status tg_add(kvs_sim *s, sreq *r)
 {
 	uint64_t t = lz_table_step(s, r);
 	if (t >= r->E)
 		return KVS_OK;
-	if (!KVS_ARRAY_RESERVE(s->tg, s->captg, s->ntg + 1, 64))
-		return kvs_fail(KVS_ERR_NOMEM, "out of memory (block tables)");
-	pfh_push(s->tg, &s->ntg, (pf_ent){ t, r });
+	if (s->ntg == s->captg) {
+		size_t cap = s->captg ? 2 * s->captg : 64;
+		pf_ent *v = kvs_reallocarray(s->tg, cap, sizeof *v);
+		pf_ent *d = v ? kvs_reallocarray(s->tg_due, cap, sizeof *d) : NULL;
+		if (v)
+			s->tg = v;
+		if (!d)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (block tables)");
+		s->tg_due = d;
+		s->captg = cap;
+	}
+	r->tg_idx = (uint32_t)s->ntg;
+	s->tg[s->ntg++] = (pf_ent){ t, r };
 	r->tg_in = true;
 	return KVS_OK;
 }
 
-/* r leaves the table-growth heap */
+/* r leaves the table-growth list: the last entry takes its place */
 static void tg_drop(kvs_sim *s, sreq *r)
 {
-	pfh_remove_seq(s->tg, &s->ntg, r);
+	uint32_t i = r->tg_idx;
+	kvs_require(i < s->ntg && s->tg[i].r == r);
+	s->tg[i] = s->tg[--s->ntg];
+	s->tg[i].r->tg_idx = i;
 	r->tg_in = false;
 }
 
@@ -1872,17 +1888,43 @@ static void tg_drop(kvs_sim *s, sreq *r)
  * read (a time-series sample, the end of the run), which counts
  * block-table capacity; a sync that would not enlarge a table changes no
  * figure and is left to the sequence's next event.  Those sequences are
- * the heap's entries below lz_done (an entry older than a sync is low: its
- * sequence is tested, and queued again by its step now). */
+ * the list's entries below lz_done (an entry older than a sync is low: its
+ * sequence is tested, and listed again by its step now), taken out in one
+ * pass and synced in the order of their steps, then of admission.  A
+ * sample comes every so many seconds of simulated time, so one pass over
+ * the list per sample costs less than keeping it ordered per request. */
 static kvs_status lz_sync_all(kvs_sim *s)
 {
 	kvs_status st;
-	while (s->ntg && s->tg[0].step < s->lz_done) {
-		sreq *r = pfh_pop(s->tg, &s->ntg).r;
+	size_t nd = 0, k = 0;
+	for (size_t i = 0; i < s->ntg; i++) {
+		pf_ent e = s->tg[i];
+		if (e.step < s->lz_done) {
+			s->tg_due[nd++] = e;
+		} else {
+			e.r->tg_idx = (uint32_t)k;
+			s->tg[k++] = e;
+		}
+	}
+	s->ntg = k;
+	pf_ent *d = s->tg_due;
+	for (size_t i = 1; i < nd; i++) {   /* a few: insertion */
+		pf_ent e = d[i];
+		size_t j = i;
+		while (j > 0 && (d[j - 1].step > e.step ||
+				 (d[j - 1].step == e.step && d[j - 1].r->order > e.r->order))) {
+			d[j] = d[j - 1];
+			j--;
+		}
+		d[j] = e;
+	}
+	for (size_t i = 0; i < nd; i++) {
+		sreq *r = d[i].r;
 		kvs_require(r->lazy && r->tg_in);
 		r->tg_in = false;
 		if (lz_table_grows(s, r) && (st = sync_decode(s, r, s->lz_done)) != KVS_OK)
 			return st;
+		/* tg_add appends within captg: the entries taken out made room */
 		if ((st = tg_add(s, r)) != KVS_OK)
 			return st;
 	}
@@ -3501,6 +3543,7 @@ void kvs_sim_destroy(kvs_sim *s)
 	kvs_free(s->pf);
 	kvs_free(s->pf_ring);
 	kvs_free(s->tg);
+	kvs_free(s->tg_due);
 	kvs_free(s->ev);
 	kvs_free(s->conc_time);
 	kvs_free(s->hash_scratch);
