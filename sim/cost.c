@@ -181,10 +181,38 @@ double kvs_lin2_prefix(const kvs_lin2 *L, uint64_t k)
 	return s0;
 }
 
+/* The real k at which the line leading at step 0 alone, summed from step
+ * 0, reaches target: a k (A + B (k - 1) / 2) = target with A = a + c,
+ * B = b, in the form without cancellation.  A first guess for
+ * kvs_lin2_steps_to: exact up to rounding while that line leads. */
+static double lin2_lead_steps(const kvs_lin2 *L, double target)
+{
+	bool one = L->a1 > L->a2 || (L->a1 == L->a2 && L->b1 >= L->b2);
+	double A = (one ? L->a1 : L->a2) + L->c, B = one ? L->b1 : L->b2;
+	double h = A - 0.5 * B;
+	return 2.0 * target / (h + sqrt(h * h + 2.0 * B * target));
+}
+
 uint64_t kvs_lin2_steps_to(const kvs_lin2 *L, uint64_t kmax, double target)
 {
 	uint64_t lo = 1, hi = kmax;
-	if (kmax <= 1 || kvs_lin2_prefix(L, kmax) < target)
+	if (kmax <= 1)
+		return kmax;
+	/* The guess g (or g + 1) is the answer when the prefix sums
+	 * themselves bracket target there: prefix(g - 1) < target <=
+	 * prefix(g), g < kmax (so prefix(kmax) >= target too).  What the
+	 * search below returns, in two sums instead of five or six. */
+	double kg = lin2_lead_steps(L, target);
+	if (kg > 0.5 && kg < (double)kmax - 1.0) {
+		uint64_t g = (uint64_t)ceil(kg);
+		if (kvs_lin2_prefix(L, g) >= target) {
+			if (g == 1 || kvs_lin2_prefix(L, g - 1) < target)
+				return g;
+		} else if (kvs_lin2_prefix(L, g + 1) >= target) {
+			return g + 1;
+		}
+	}
+	if (kvs_lin2_prefix(L, kmax) < target)
 		return kmax;
 	/* Narrowed first: with step times between dt(0) and dt(k0 - 1) the
 	 * answer lies between target / dt(k0 - 1) and k0 = target / dt(0),
