@@ -1259,9 +1259,15 @@ kvs_status kvs_alloc_blocks_take_owed(kvs_alloc *a, uint32_t n, kvs_block_id *id
 	uint32_t top = pool->nfree_;
 	if (!p->lazy || n > top)
 		return kvs_alloc_blocks_take(a, n, ids);
-	/* off the stack with their state words as they are (a stale one's
-	 * 1 is what kvs_alloc_grow_owed writes) */
-	copy_reversed(ids, pool->free_ids_ + top - n, n);
+	/* off the stack, each holding a table's state word 1: those a lazy
+	 * release left (at or above the stale floor) as they are, the rest
+	 * (exact words, below it) written now, so that kvs_alloc_grow_owed
+	 * touches no state word */
+	const uint32_t *fs = pool->free_ids_;
+	uint32_t lo = stale_floor(p);
+	for (uint32_t k = top - n; k < lo; k++)
+		pool->state_[fs[k]] = 1;
+	copy_reversed(ids, fs + top - n, n);
 	pool->nfree_ = top - n;
 	return KVS_OK;
 }
@@ -1340,9 +1346,12 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 	return KVS_OK;
 }
 
-/* kvs_alloc_grow_taken; check: test that each id is pinned (once) */
+/* kvs_alloc_grow_taken; check: test that each id is pinned (once);
+ * marked: each id holds state 1 already (kvs_alloc_blocks_take_owed's
+ * fast case), nothing to write */
 static inline kvs_status grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
-				    uint32_t m, const kvs_block_id *ids, bool check)
+				    uint32_t m, const kvs_block_id *ids, bool check,
+				    bool marked)
 {
 	if (a->m != &kvs_paged_methods)
 		return kvs_fail(KVS_ERR_UNSUPPORTED, "allocator: policy %s has "
@@ -1366,9 +1375,11 @@ static inline kvs_status grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 		return st;
 	}
 	/* each id taken (pinned), once: a table's now, state 1 */
-	kvs_status rc = to_state1(&p->pool, m, ids, false, check);
-	if (rc != KVS_OK)
-		return rc;
+	if (!marked) {
+		kvs_status rc = to_state1(&p->pool, m, ids, false, check);
+		if (rc != KVS_OK)
+			return rc;
+	}
 	/* the order a give and a grow would leave: the last given on top,
 	 * popped first */
 	copy_reversed(s->table + s->nblocks, ids, m);
@@ -1387,13 +1398,17 @@ static inline kvs_status grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 				uint32_t m, const kvs_block_id *ids)
 {
-	return grow_taken(a, seq, n, m, ids, true);
+	return grow_taken(a, seq, n, m, ids, true, false);
 }
 
 kvs_status kvs_alloc_grow_owed(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
-			       uint32_t m, const kvs_block_id *ids)
+			       uint32_t m, const kvs_block_id *ids, bool pin)
 {
-	return grow_taken(a, seq, n, m, ids, KVS_DEBUG >= 2);
+	/* unpinned from a lazy pool, the ids came from the take's fast case
+	 * (its other case fails there: no cached-idle block to evict); a
+	 * pool made eager since gets the words again, harmlessly */
+	bool marked = !pin && KVS_DEBUG < 2 && a->m == &kvs_paged_methods && P(a)->lazy;
+	return grow_taken(a, seq, n, m, ids, KVS_DEBUG >= 2, marked);
 }
 
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,

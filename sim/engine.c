@@ -1787,7 +1787,8 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 		s->nowed -= m;
 		/* given back and grown into in one call */
 		kvs_status st = kvs_alloc_grow_owed(s->alloc, member(r, 0), (uint32_t)n,
-						     (uint32_t)m, s->owed + s->nowed);
+						     (uint32_t)m, s->owed + s->nowed,
+						     s->cfg.validate);
 		if (st != KVS_OK)
 			return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
 					"allocator refused %llu tokens and their %llu "

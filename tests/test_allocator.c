@@ -784,13 +784,15 @@ static void test_paged_owed(void **state)
 	kvs_alloc *a = fx_make(&c), *b = fx_make(&c);
 	kvs_alloc *both[2] = { a, b };
 	for (int k = 0; k < 2; k++) {
-		fx_admit_ok(both[k], 9, 30 * BS, 0);
+		fx_admit_ok(both[k], 9, 20 * BS, 0);
 		fx_admit_ok(both[k], 1, 2 * BS, 60 * BS);
 		assert_int_equal(kvs_alloc_release(both[k], 9), KVS_OK);   /* a stale top */
 	}
 	/* blocks 1 .. m at a time: 2 (fast, room in a table of 4), 3 (past
-	 * the table's 4 entries: the fallback), then 1, 5, 7 */
-	const uint32_t ms[] = { 2, 3, 1, 5, 7 };
+	 * the table's 4 entries: the fallback), then 1, 5, 7, and 4 (fast:
+	 * the last 2 of the 20 stale blocks and 2 with exact state words,
+	 * below the stale floor) */
+	const uint32_t ms[] = { 2, 3, 1, 5, 7, 4 };
 	for (size_t r = 0; r < KVS_ARRAY_LEN(ms); r++) {
 		uint32_t m = ms[r];
 		kvs_block_id ia[8], ib[8];
@@ -799,7 +801,7 @@ static void test_paged_owed(void **state)
 		for (uint32_t i = 0; i < m; i++)
 			assert_int_equal(ia[i], ib[i]);
 		assert_int_equal(kvs_alloc_free_blocks(a), kvs_alloc_free_blocks(b));
-		assert_int_equal(kvs_alloc_grow_owed(a, 1, m * BS, m, ia), KVS_OK);
+		assert_int_equal(kvs_alloc_grow_owed(a, 1, m * BS, m, ia, false), KVS_OK);
 		assert_int_equal(kvs_alloc_grow_taken(b, 1, m * BS, m, ib), KVS_OK);
 		same_table(a, b, 1, 0);
 		assert_true(kvs_alloc_is_valid(a));
@@ -824,11 +826,22 @@ static void test_paged_owed(void **state)
 	assert_true(kvs_alloc_is_valid(a));
 	kvs_seq_desc empty = { .seq = 6, .prompt_tokens = 0, .output_tokens = 4 };
 	assert_int_equal(kvs_alloc_admit_now(a, &empty, NULL), KVS_ERR_INVALID);
+	/* a fresh pool, nothing released: every id taken has its exact
+	 * state word, which the unpinned take replaces with a table's (the
+	 * grow, the prompt's 2 blocks and 2 more, is the fast case) */
+	kvs_alloc *f = fx_make(&c);
+	fx_admit_ok(f, 1, 2 * BS, 60 * BS);
+	kvs_block_id fa[2];
+	assert_int_equal(kvs_alloc_blocks_take_owed(f, 2, fa, false), KVS_OK);
+	assert_int_equal(kvs_alloc_grow_owed(f, 1, 4 * BS, 2, fa, false), KVS_OK);
+	assert_int_equal(kvs_alloc_free_blocks(f), 96);
+	assert_true(kvs_alloc_is_valid(f));
+	kvs_alloc_destroy(f);
 	/* pinned (as the validator needs them): the public calls' blocks */
 	kvs_block_id ia[2];
 	assert_int_equal(kvs_alloc_blocks_take_owed(a, 2, ia, true), KVS_OK);
 	assert_true(kvs_alloc_is_valid(a));
-	assert_int_equal(kvs_alloc_grow_owed(a, 1, 2 * BS, 2, ia), KVS_OK);
+	assert_int_equal(kvs_alloc_grow_owed(a, 1, 2 * BS, 2, ia, true), KVS_OK);
 	assert_true(kvs_alloc_is_valid(a));
 	kvs_alloc_destroy(a);
 	kvs_alloc_destroy(b);
