@@ -551,8 +551,11 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 		if (nh > d->num_block_hashes)
 			nh = d->num_block_hashes;
 	}
-	kvs_status st = kvs_alloc_grow_u32(a, &s->table, &s->table_cap, nprompt);
-	if (st == KVS_OK)
+	/* a recycled record's buffers mostly have room already */
+	kvs_status st = KVS_OK;
+	if (nprompt > s->table_cap)
+		st = kvs_alloc_grow_u32(a, &s->table, &s->table_cap, nprompt);
+	if (st == KVS_OK && nh > s->hashes_cap)
 		st = kvs_alloc_grow_u64(a, &s->hashes, &s->hashes_cap, nh);
 	if (st != KVS_OK)
 		return st;
