@@ -16,9 +16,12 @@
  * skips the block-size row unless TEXT is "block").
  *
  * Targets (one core): the conversation trace under 0.1 s per policy, a
- * million requests under 10 s, peak memory under 200 MB; a last row times
- * paged at block size 1 against block size 16 (target: within 2x).  Reference: the
- * Vidur simulator (Python) replays about 500-700 requests/s.
+ * million generated requests under 1 s and 50 MB, peak memory under 200 MB
+ * elsewhere; paged within 1.5x of the fastest contiguous policy in CPU time
+ * on every workload that ran both (a line after the workload's rows); a
+ * last row times paged at block size 1 against block size 16 (target:
+ * within 2x).  Reference: the Vidur simulator (Python) replays about
+ * 500-700 requests/s.
  */
 #include "bench_util.h"
 
@@ -51,6 +54,7 @@ typedef struct bench_case {
 				   * blocks, paged only, max_model_len 131072 */
 	uint64_t host_bytes;      /* KV offload host tier (0: none) */
 	uint32_t block_size;      /* tokens per block (0: the default, 16) */
+	double mem_target_mib;    /* peak resident memory target (0: 200 MiB) */
 } bench_case;
 
 static void run_case(const bench_case *bc, kvs_policy pol, figures *f)
@@ -191,6 +195,63 @@ static void block_size_rows(kvs_bench *b, const char *conv)
 	kvs_bench_row(b, row);
 }
 
+/* Paged against the fastest contiguous policy (not block-granular) on one
+ * workload, when both ran: each policy's best CPU time of three runs (ten
+ * when paged's first took under 0.1 s: a short run's time varies by half
+ * on a shared machine), the further runs taken in turn over the policies
+ * so that all see the same machine (target: within 1.5x).  best[p]: the
+ * first run's, -1 if failed. */
+static void paged_ratio_row(kvs_bench *b, const bench_case *bc, const kvs_policy *pols,
+			    size_t npol, double *best)
+{
+	size_t ip = npol;
+	bool contig = false;
+	for (size_t p = 0; p < npol; p++) {
+		if (pols[p] == KVS_POLICY_PAGED && best[p] > 0)
+			ip = p;
+		else if (!kvs_policy_has(pols[p], KVS_TRAIT_BLOCK_GRANULAR) && best[p] > 0)
+			contig = true;
+	}
+	if (ip == npol || !contig)
+		return;
+	int runs = best[ip] < 0.1 ? 10 : 3;
+	for (int rep = 1; rep < runs; rep++)
+		for (size_t p = 0; p < npol; p++) {
+			if (best[p] <= 0 || (p != ip && kvs_policy_has(pols[p],
+								   KVS_TRAIT_BLOCK_GRANULAR)))
+				continue;
+			figures f;
+			run_isolated(bc, pols[p], &f);
+			if (f.ok && f.cpu_s < best[p])
+				best[p] = f.cpu_s;
+		}
+	size_t ic = npol;
+	for (size_t p = 0; p < npol; p++)
+		if (p != ip && best[p] > 0 && !kvs_policy_has(pols[p], KVS_TRAIT_BLOCK_GRANULAR) &&
+		    (ic == npol || best[p] < best[ic]))
+			ic = p;
+	double paged_cpu = best[ip], contig_cpu = best[ic];
+	const char *workload = bc->name, *contig_name = kvs_policy_name(pols[ic]);
+	double ratio = paged_cpu / contig_cpu;
+	bool met = ratio <= 1.5;
+	if (!b->json)
+		printf("%-24s paged / fastest contiguous (%s), CPU time, best of %d: %.3f / "
+		       "%.3f s = %.2fx (target <= 1.5x) %s\n", workload, contig_name, runs,
+		       paged_cpu, contig_cpu, ratio, met ? "ok" : "MISSED");
+	json_t *row = json_object();
+	json_object_set_new(row, "workload", json_string(workload));
+	json_object_set_new(row, "policy", json_string("paged"));
+	json_object_set_new(row, "case", json_string("paged vs fastest contiguous"));
+	json_object_set_new(row, "contiguous_policy", json_string(contig_name));
+	json_object_set_new(row, "runs", json_integer(runs));
+	json_object_set_new(row, "cpu_s_paged", json_real(paged_cpu));
+	json_object_set_new(row, "cpu_s_contiguous", json_real(contig_cpu));
+	json_object_set_new(row, "ratio", json_real(ratio));
+	json_object_set_new(row, "target_ratio", json_real(1.5));
+	json_object_set_new(row, "target_met", json_boolean(met));
+	kvs_bench_row(b, row);
+}
+
 int main(int argc, char **argv)
 {
 	kvs_bench b;
@@ -224,11 +285,11 @@ int main(int argc, char **argv)
 	kvs_bench_shared_trace(moon, sizeof moon, "mooncake-synthetic/synthetic.jsonl");
 	bool have_moon = access(moon, R_OK) == 0;
 	const bench_case cases[] = {
-		{ "azure-conv (19,366 req)", conv, 0, 0.1, 0, 0, 0 },
-		{ "generated 100k", NULL, 100000, 1.0, 0, 0, 0 },
-		{ "generated 1M", NULL, 1000000, 10.0, 0, 0, 0 },
-		{ "mooncake, no tier", moon, 0, 3.0, 3000, 0, 0 },
-		{ "mooncake, host 64GiB", moon, 0, 3.0, 3000, 64ull << 30, 0 },
+		{ "azure-conv (19,366 req)", conv, 0, 0.1, 0, 0, 0, 0 },
+		{ "generated 100k", NULL, 100000, 1.0, 0, 0, 0, 0 },
+		{ "generated 1M", NULL, 1000000, 1.0, 0, 0, 0, 50 },
+		{ "mooncake, no tier", moon, 0, 3.0, 3000, 0, 0, 0 },
+		{ "mooncake, host 64GiB", moon, 0, 3.0, 3000, 64ull << 30, 0, 0 },
 	};
 	if (!b.json) {
 		printf("kvsim replay speed, llama-3-8b on a100-40gb, one core, %s allocator\n",
@@ -249,6 +310,9 @@ int main(int argc, char **argv)
 			continue;
 		if (only && !strstr(bc->name, only))
 			continue;
+		double best_cpu[KVS_POLICY_CAP];
+		for (size_t p = 0; p < npol; p++)
+			best_cpu[p] = -1;
 		for (size_t p = 0; p < npol; p++) {
 			if (bc->pool_blocks && !kvs_policy_has(pols[p], KVS_TRAIT_PREFIX_HASHES))
 				continue;   /* no prefix cache to offload */
@@ -262,7 +326,9 @@ int main(int argc, char **argv)
 			double rps = (double)f.run.arrived / f.wall_s;
 			double sps = (double)f.run.steps / f.wall_s;
 			double mib = (double)f.peak_rss / 1048576.0;
-			bool met = f.wall_s <= bc->target_s && mib < 200;
+			double mem_target = bc->mem_target_mib > 0 ? bc->mem_target_mib : 200;
+			bool met = f.wall_s <= bc->target_s && mib < mem_target;
+			best_cpu[p] = f.cpu_s;
 			if (!b.json)
 				printf("%-24s %-11s %9.3f %8.3f %7.1fs %12.0f %12.0f %10llu %9.1f %7.0fx %s",
 				       bc->name, pn, f.wall_s, f.cpu_s, bc->target_s, rps, sps,
@@ -288,6 +354,7 @@ int main(int argc, char **argv)
 			json_object_set_new(row, "sim_time_s", json_real(f.run.sim_time_s));
 			json_object_set_new(row, "concurrency_mean", json_real(f.run.concurrency_mean));
 			json_object_set_new(row, "peak_rss_bytes", json_integer((json_int_t)f.peak_rss));
+			json_object_set_new(row, "peak_rss_target_mib", json_real(mem_target));
 			json_object_set_new(row, "speedup_vs_vidur_600", json_real(rps / 600.0));
 			json_object_set_new(row, "target_met", json_boolean(met));
 			if (bc->pool_blocks) {
@@ -298,6 +365,7 @@ int main(int argc, char **argv)
 			}
 			kvs_bench_row(&b, row);
 		}
+		paged_ratio_row(&b, bc, pols, npol, best_cpu);
 	}
 	if (!only || strcmp(only, "block") == 0)
 		block_size_rows(&b, have_conv ? conv : NULL);
