@@ -1920,12 +1920,11 @@ static kvs_status lz_sync_all(kvs_sim *s)
 		d[j] = e;
 	}
 	for (size_t i = 0; i < nd; i++) {
-		sreq *r = d[i].r;
+		sreq *r = s->tg_due[i].r;   /* (read afresh: tg_add may move it) */
 		kvs_require(r->lazy && r->tg_in);
 		r->tg_in = false;
 		if (lz_table_grows(s, r) && (st = sync_decode(s, r, s->lz_done)) != KVS_OK)
 			return st;
-		/* tg_add appends within captg: the entries taken out made room */
 		if ((st = tg_add(s, r)) != KVS_OK)
 			return st;
 	}
