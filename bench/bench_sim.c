@@ -15,9 +15,10 @@
  * --workload runs only the rows whose workload name contains TEXT (and
  * skips the block-size row unless TEXT is "block").
  *
- * Targets (one core): the conversation trace under 0.1 s per policy, a
- * million generated requests under 1 s and 50 MB, peak memory under 200 MB
- * elsewhere; paged within 1.5x of the fastest contiguous policy in CPU time
+ * Targets (one core): the conversation trace under 0.1 s per policy; a
+ * million generated requests under 1 s and 50 MB paged (10 s and 200 MB for
+ * the other policies: max reservation queues the load and holds it);
+ * peak memory under 200 MB elsewhere; paged within 1.5x of the fastest contiguous policy in CPU time
  * on every workload that ran both (a line after the workload's rows); a
  * last row times paged at block size 1 against block size 16 (target:
  * within 2x).  Reference: the Vidur simulator (Python) replays about
@@ -54,7 +55,8 @@ typedef struct bench_case {
 				   * blocks, paged only, max_model_len 131072 */
 	uint64_t host_bytes;      /* KV offload host tier (0: none) */
 	uint32_t block_size;      /* tokens per block (0: the default, 16) */
-	double mem_target_mib;    /* peak resident memory target (0: 200 MiB) */
+	double paged_target_s;    /* > 0: paged's wall-time target instead */
+	double paged_mem_mib;     /* > 0: paged's peak memory target (else 200 MiB) */
 } bench_case;
 
 static void run_case(const bench_case *bc, kvs_policy pol, figures *f)
@@ -285,11 +287,11 @@ int main(int argc, char **argv)
 	kvs_bench_shared_trace(moon, sizeof moon, "mooncake-synthetic/synthetic.jsonl");
 	bool have_moon = access(moon, R_OK) == 0;
 	const bench_case cases[] = {
-		{ "azure-conv (19,366 req)", conv, 0, 0.1, 0, 0, 0, 0 },
-		{ "generated 100k", NULL, 100000, 1.0, 0, 0, 0, 0 },
-		{ "generated 1M", NULL, 1000000, 1.0, 0, 0, 0, 50 },
-		{ "mooncake, no tier", moon, 0, 3.0, 3000, 0, 0, 0 },
-		{ "mooncake, host 64GiB", moon, 0, 3.0, 3000, 64ull << 30, 0, 0 },
+		{ "azure-conv (19,366 req)", conv, 0, 0.1, 0, 0, 0, 0, 0 },
+		{ "generated 100k", NULL, 100000, 1.0, 0, 0, 0, 0, 0 },
+		{ "generated 1M", NULL, 1000000, 10.0, 0, 0, 0, 1.0, 50 },
+		{ "mooncake, no tier", moon, 0, 3.0, 3000, 0, 0, 0, 0 },
+		{ "mooncake, host 64GiB", moon, 0, 3.0, 3000, 64ull << 30, 0, 0, 0 },
 	};
 	if (!b.json) {
 		printf("kvsim replay speed, llama-3-8b on a100-40gb, one core, %s allocator\n",
@@ -326,12 +328,15 @@ int main(int argc, char **argv)
 			double rps = (double)f.run.arrived / f.wall_s;
 			double sps = (double)f.run.steps / f.wall_s;
 			double mib = (double)f.peak_rss / 1048576.0;
-			double mem_target = bc->mem_target_mib > 0 ? bc->mem_target_mib : 200;
-			bool met = f.wall_s <= bc->target_s && mib < mem_target;
+			bool paged = pols[p] == KVS_POLICY_PAGED;
+			double target_s = paged && bc->paged_target_s > 0 ? bc->paged_target_s
+									  : bc->target_s;
+			double mem_target = paged && bc->paged_mem_mib > 0 ? bc->paged_mem_mib : 200;
+			bool met = f.wall_s <= target_s && mib < mem_target;
 			best_cpu[p] = f.cpu_s;
 			if (!b.json)
 				printf("%-24s %-11s %9.3f %8.3f %7.1fs %12.0f %12.0f %10llu %9.1f %7.0fx %s",
-				       bc->name, pn, f.wall_s, f.cpu_s, bc->target_s, rps, sps,
+				       bc->name, pn, f.wall_s, f.cpu_s, target_s, rps, sps,
 				       (unsigned long long)f.run.steps, mib, rps / 600.0,
 				       met ? "ok" : "MISSED");
 			if (!b.json && bc->pool_blocks)
@@ -344,7 +349,7 @@ int main(int argc, char **argv)
 			json_object_set_new(row, "policy", json_string(pn));
 			json_object_set_new(row, "wall_s", json_real(f.wall_s));
 			json_object_set_new(row, "cpu_s", json_real(f.cpu_s));
-			json_object_set_new(row, "target_s", json_real(bc->target_s));
+			json_object_set_new(row, "target_s", json_real(target_s));
 			json_object_set_new(row, "requests", json_integer((json_int_t)f.run.arrived));
 			json_object_set_new(row, "completed", json_integer((json_int_t)f.run.completed));
 			json_object_set_new(row, "requests_per_s", json_real(rps));
