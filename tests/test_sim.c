@@ -821,6 +821,55 @@ static void test_fast_path_final_block(void **state)
 	assert_true(fast >= 3 && fast < 10);
 }
 
+/* The decode queue's ring holds events fewer than 4,096 steps ahead and
+ * its heap the rest: outputs around 4,096 tokens, admitted at steps that
+ * are not multiples of 64, queue finishes in the ring's farthest buckets
+ * (the low bits of the word the current step is in), exactly 4,096 ahead
+ * (the heap) and past it, beside short ones.  Paged (lazy crossing
+ * classes, each queued at its finish) and oracle (one contiguous region:
+ * its finish is its only event), the fast path with the validators
+ * against one token at a time: the same completions, steps and time. */
+static void test_decode_ring_far(void **state)
+{
+	(void)state;
+	static const uint32_t outs[] = { 4095, 4096, 4097, 4056, 4159, 5000, 4033,
+					 4100, 100, 7, 4094, 2000, 4090, 4098 };
+	enum { N = sizeof outs / sizeof outs[0] };
+	kvs_request q[N];
+	double t = 0;
+	for (int i = 0; i < N; i++) {
+		q[i] = mkreq((uint64_t)i, t, 16, outs[i]);
+		t += 0.013 + 0.0371 * (double)(i % 5);   /* steps of 0.01 s */
+	}
+	const kvs_policy pols[2] = { KVS_POLICY_PAGED, KVS_POLICY_ORACLE };
+	for (int k = 0; k < 2; k++) {
+		kvs_sim_config c;
+		cfg_fixed(&c, pols[k], 80000, 100, 16, 8192);
+		c.sample_interval_s = 7.5;
+		kvs_request_set *set = set_of(q, N);
+		c.fast_path = true;
+		c.validate = true;
+		kvs_sim_result *f = run_set(&c, set, NULL);
+		c.fast_path = false;
+		c.validate = false;
+		kvs_sim_result *sl = run_set(&c, set, NULL);
+		const kvs_sim_stats *a = kvs_sim_result_stats(f), *b = kvs_sim_result_stats(sl);
+		assert_int_equal(a->completed, N);
+		assert_int_equal(b->completed, N);
+		assert_int_equal(a->steps, b->steps);
+		assert_int_equal(a->output_tokens, b->output_tokens);
+		print_message("%s: %llu spans against %llu steps\n", kvs_policy_name(pols[k]),
+			      (unsigned long long)a->spans, (unsigned long long)b->spans);
+		assert_true(a->spans < b->spans);
+		assert_close(a->sim_time_s, b->sim_time_s, 1e-9);
+		assert_close(a->concurrency_mean, b->concurrency_mean, 1e-9);
+		assert_close(a->memory_pct.token_states, b->memory_pct.token_states, 1e-9);
+		kvs_sim_result_destroy(f);
+		kvs_sim_result_destroy(sl);
+		kvs_request_set_destroy(set);
+	}
+}
+
 /* The same with parallel sampling (n = 1..4 per request): forked siblings
  * decode in lockstep and fit the spans; families preempted whole, by
  * recompute and by swap. */
@@ -1998,6 +2047,7 @@ int main(void)
 		cmocka_unit_test(test_fast_path_parallel_sampling),
 		cmocka_unit_test(test_fast_path_block_sizes),
 		cmocka_unit_test(test_fast_path_final_block),
+		cmocka_unit_test(test_decode_ring_far),
 		cmocka_unit_test(test_fast_path_prompt_steps),
 		cmocka_unit_test(test_parallel_sampling_by_hand),
 		cmocka_unit_test(test_parallel_sampling_preemption),
