@@ -2963,22 +2963,27 @@ static void span_crossings(const kvs_sim *s, const kvs_lin2 *L, uint64_t k, span
 	/* the ring covers steps lz_done .. lz_done + PF_W - 1 (lz_done is
 	 * G + 1: plan took step G's crossings) */
 	kvs_require(s->lz_done == s->G + 1 && k <= PF_W);
+	/* in locals, summed in the same order (x's fields would be stored
+	 * and loaded again each step: the build allows any aliasing) */
+	span_cross a = *x;
+	const uint32_t *cnt = s->lz_cnt;
 	for (uint64_t j = 1; j < k; j++) {
 		cls = cls + 1 == bs ? 0 : cls + 1;
-		uint32_t c = s->lz_cnt[cls];
+		uint32_t c = cnt[cls];
 		if (c) {
-			x->n += c;
-			x->last = j;
+			a.n += c;
+			a.last = j;
 			taken += (int64_t)c * per_block;
 			uint64_t d = pf_at(s, s->G + j);
-			x->def += d;
+			a.def += d;
 			frag += (int64_t)(d * s->kvb);
 		}
 		double dt = kvs_lin2_dt(L, j);
-		x->taken_bs += dt * (double)taken;
-		x->res_bs += dt * (double)(taken - frag - per_step * (int64_t)j);
-		x->frag_bs += dt * (double)frag;
+		a.taken_bs += dt * (double)taken;
+		a.res_bs += dt * (double)(taken - frag - per_step * (int64_t)j);
+		a.frag_bs += dt * (double)frag;
 	}
+	*x = a;
 }
 
 /* A span that runs through lazy crossings (x, from span_crossings): their
