@@ -270,9 +270,59 @@ static inline void move_rev4(uint32_t *dst, const uint32_t *src)
 	memcpy(dst, &v, sizeof v);
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* With AVX2 (checked at load; the build itself targets baseline x86-64),
+ * eight ids per vector: 16 per turn, then 8, then the last 8 overlapping.
+ * For tables of 16 ids or more (admission and release copy whole ones). */
+#define KVS_COPY_AVX2 1
+typedef uint32_t kvs_u32x8 __attribute__((vector_size(32)));
+static bool have_avx2;
+
+__attribute__((constructor)) static void detect_avx2(void)
+{
+	__builtin_cpu_init();
+	have_avx2 = __builtin_cpu_supports("avx2");
+}
+
+__attribute__((target("avx2"))) static inline void move_rev8(uint32_t *dst, const uint32_t *src)
+{
+	kvs_u32x8 v;
+	memcpy(&v, src, sizeof v);
+#if defined(__clang__)
+	v = __builtin_shufflevector(v, v, 7, 6, 5, 4, 3, 2, 1, 0);
+#else
+	v = __builtin_shuffle(v, (kvs_u32x8){ 7, 6, 5, 4, 3, 2, 1, 0 });
+#endif
+	memcpy(dst, &v, sizeof v);
+}
+
+__attribute__((target("avx2"), noinline)) static void
+copy_reversed_avx2(uint32_t *restrict dst, const uint32_t *restrict src, uint32_t n)
+{
+	const uint32_t *end = src + n;   /* n >= 16 */
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		move_rev8(dst + i, end - i - 8);
+		move_rev8(dst + i + 8, end - i - 16);
+	}
+	if (i + 8 <= n) {
+		move_rev8(dst + i, end - i - 8);
+		i += 8;
+	}
+	if (i < n)   /* the last eight: dst[n - 8 + k] = src[7 - k] */
+		move_rev8(dst + n - 8, src);
+}
+#endif
+
 static inline void copy_reversed(uint32_t *restrict dst,
 				 const uint32_t *restrict src, uint32_t n)
 {
+#ifdef KVS_COPY_AVX2
+	if (n >= 16 && have_avx2) {
+		copy_reversed_avx2(dst, src, n);
+		return;
+	}
+#endif
 	if (n < 4) {
 		if (n) {   /* 1: dst[0]; 2: dst[0], dst[1]; 3: all three */
 			dst[0] = src[n - 1];
