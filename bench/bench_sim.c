@@ -198,8 +198,8 @@ static void block_size_rows(kvs_bench *b, const char *conv)
 }
 
 /* Paged against the fastest contiguous policy (not block-granular) on one
- * workload, when both ran: each policy's best CPU time of three runs (ten
- * when paged's first took under 0.1 s: a short run's time varies by half
+ * workload, when both ran: each policy's best CPU time of five runs (ten
+ * when paged's first took under 0.25 s: a short run's time varies by half
  * on a shared machine), the further runs taken in turn over the policies
  * so that all see the same machine (target: within 1.5x).  best[p]: the
  * first run's, -1 if failed. */
@@ -216,7 +216,7 @@ static void paged_ratio_row(kvs_bench *b, const bench_case *bc, const kvs_policy
 	}
 	if (ip == npol || !contig)
 		return;
-	int runs = best[ip] < 0.1 ? 10 : 3;
+	int runs = best[ip] < 0.25 ? 10 : 5;
 	for (int rep = 1; rep < runs; rep++)
 		for (size_t p = 0; p < npol; p++) {
 			if (best[p] <= 0 || (p != ip && kvs_policy_has(pols[p],
