@@ -1126,15 +1126,21 @@ static kvs_status integrate_from(kvs_sim *s, const int64_t now[6], double t0,
 {
 	if (!(dur > 0))
 		return KVS_OK;
-	int64_t p[6];
-	if (now)
-		memcpy(p, now, sizeof p);
-	else
-		parts_now(s, p);
+	int64_t own[6];
+	const int64_t *p = now;
+	if (!p) {
+		parts_now(s, own);
+		p = own;
+	}
 	double S0 = dur;
 	double d = (double)(slope * s->kvb);
-	for (int i = 0; i < 6; i++)
-		s->mem_int[i] += (double)p[i] * S0;
+	double *mi = s->mem_int;
+	mi[0] += (double)p[0] * S0;
+	mi[1] += (double)p[1] * S0;
+	mi[2] += (double)p[2] * S0;
+	mi[3] += (double)p[3] * S0;
+	mi[4] += (double)p[4] * S0;
+	mi[5] += (double)p[5] * S0;
 	s->mem_int[0] += d * S1;
 	if (x && x->n) {
 		/* the tokens' shift and the crossings' blocks in one sum of
