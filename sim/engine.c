@@ -493,9 +493,10 @@ static event ev_take(kvs_sim *s, int w)
 }
 
 /* ---- decode heap ------------------------------------------------------------
- * Keys live in the entries, so sifting never touches the requests (the
- * heap is the hottest structure of a paged replay).  Removal of an
- * arbitrary sequence (a preemption victim) scans for it: O(n), and rare. */
+ * The decode queue's far part: events DQ_W or more steps ahead when
+ * pushed (the near ring holds the rest).  Keys live in the entries, so
+ * sifting never touches the requests.  Removal of an arbitrary sequence
+ * (a preemption victim) scans for it: O(n), and rare. */
 
 static bool dh_less(const dh_ent *a, const dh_ent *b)
 {
