@@ -454,18 +454,25 @@ KVS_HEAP_DEFINE(evh, event, ev_less)
 /* Events: an arrival and a step's end, one of each at a time, take their
  * slots; the heap holds the rest (wakes).  They pop in the order the heap
  * alone would give: by time, then push order. */
-static kvs_status ev_push(kvs_sim *s, double t, ev_type type)
+static __attribute__((noinline)) kvs_status ev_push_heap(kvs_sim *s, event e)
 {
-	event e = { t, s->ev_seqno++, type };
-	if (type <= EV_STEP_DONE && !s->ev_used[type]) {
-		s->ev_slot[type] = e;
-		s->ev_used[type] = true;
-		return KVS_OK;
-	}
 	if (!KVS_ARRAY_RESERVE(s->ev, s->capev, s->nev + 1, 8))
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (event heap)");
 	evh_push(s->ev, &s->nev, e);
 	return KVS_OK;
+}
+
+/* An event: the arrival's or the step's slot when free (inline), else
+ * the heap */
+static inline kvs_status ev_push(kvs_sim *s, double t, ev_type type)
+{
+	event e = { t, s->ev_seqno++, type };
+	if (KVS_LIKELY(type <= EV_STEP_DONE && !s->ev_used[type])) {
+		s->ev_slot[type] = e;
+		s->ev_used[type] = true;
+		return KVS_OK;
+	}
+	return ev_push_heap(s, e);
 }
 
 /* The next event (NULL when none); *slot: its slot, or -1 for the heap's */
