@@ -754,7 +754,7 @@ static inline void pf_advance(kvs_sim *s, uint64_t to, uint64_t def)
 		pf_migrate(s, to);
 }
 
-static void dh_unaccount(kvs_sim *s, sreq *r)
+static inline void dh_unaccount(kvs_sim *s, sreq *r)
 {
 	s->ndec -= r->nlive;
 	s->sumS -= (uint64_t)r->nlive * r->S;
@@ -954,7 +954,7 @@ static uint32_t final_len(const sreq *r)
 static void block_hashes_of(kvs_sim *s, const sreq *r, const uint64_t **ids,
 			    uint32_t *n);
 
-static void desc_of(kvs_sim *s, const sreq *r, kvs_seq_desc *d)
+static inline void desc_of(kvs_sim *s, const sreq *r, kvs_seq_desc *d)
 {
 	d->seq = r->seq;
 	d->prompt_tokens = r->target;
@@ -1866,7 +1866,7 @@ static uint64_t lz_table_step(const kvs_sim *s, const sreq *r)
 
 /* r (lazy) joins the table-growth list when its table grows before its
  * finish E (lz_done never passes E while it is queued) */
-static kvs_status tg_add(kvs_sim *s, sreq *r)
+static inline kvs_status tg_add(kvs_sim *s, sreq *r)
 {
 	uint64_t t = lz_table_step(s, r);
 	if (t >= r->E)
@@ -2699,7 +2699,7 @@ static kvs_status due_requeue(kvs_sim *s, size_t ndue)
  * into the owed list.  The account moves them from free to owned
  * (internal fragmentation), unless the free stack ran short and
  * cached-idle blocks were evicted: then it is taken afresh. */
-static kvs_status owed_take(kvs_sim *s, uint64_t n, uint64_t first, uint64_t last)
+static inline kvs_status owed_take(kvs_sim *s, uint64_t n, uint64_t first, uint64_t last)
 {
 	if (!KVS_ARRAY_RESERVE(s->owed, s->capowed, s->nowed + n, 64))
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
