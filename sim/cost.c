@@ -408,7 +408,7 @@ static double profile_linear(const kvs_cost *c, uint64_t T)
 	       kvs_interp(k->profile_tokens, k->profile_emb_s, k->profile_points, t);
 }
 
-static double comm_time(const kvs_cost *c, uint64_t T)
+static inline double comm_time(const kvs_cost *c, uint64_t T)
 {
 	const kvs_cost_config *k = &c->cfg;
 	if (!T)
