@@ -771,7 +771,7 @@ static size_t dq_count(const kvs_sim *s)
 
 /* The smallest E queued (UINT64_MAX when none).  Every ring entry has E in
  * [G, G + DQ_W): pushed so, and G never passes the smallest E. */
-static uint64_t dq_min(const kvs_sim *s)
+static inline uint64_t dq_min(const kvs_sim *s)
 {
 	uint64_t m = s->nheap ? s->heap[0].E : UINT64_MAX;
 	if (s->ring_sum) {
@@ -1187,7 +1187,7 @@ static kvs_status integrate_from(kvs_sim *s, const int64_t now[6], double t0,
 }
 
 /* The parts now (parts_now) into p, and the peak updated. */
-static void track_peak_parts(kvs_sim *s, int64_t p[6])
+static inline void track_peak_parts(kvs_sim *s, int64_t p[6])
 {
 	parts_now(s, p);
 	uint64_t held = (uint64_t)(p[0] + p[1] + p[2]);
