@@ -228,7 +228,7 @@ static inline uint32_t round_len(kvs_gen *g, double y)
 	return (uint32_t)z;
 }
 
-static uint32_t sample(kvs_gen *g, const kvs_gen_dist *d, double mu, const pairs *src,
+static inline uint32_t sample(kvs_gen *g, const kvs_gen_dist *d, double mu, const pairs *src,
 		       bool is_output)
 {
 	switch (d->kind) {
