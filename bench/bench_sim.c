@@ -18,11 +18,11 @@
  * Targets (one core): the conversation trace under 0.1 s per policy; a
  * million generated requests under 1 s and 50 MB paged (10 s and 200 MB for
  * the other policies: max reservation queues the load and holds it);
- * peak memory under 200 MB elsewhere; paged within 1.5x of the fastest contiguous policy in CPU time
- * on every workload that ran both (a line after the workload's rows); a
- * last row times paged at block size 1 against block size 16 (target:
- * within 2x).  Reference: the Vidur simulator (Python) replays about
- * 500-700 requests/s.
+ * peak memory under 200 MB elsewhere; paged within 1.5x of the fastest
+ * contiguous policy in CPU time on every workload that ran both (a line
+ * after the workload's rows); a last row times paged at block size 1
+ * against block size 16 (target: within 2x).  Reference: the Vidur
+ * simulator (Python) replays about 500-700 requests/s.
  */
 #include "bench_util.h"
 
