@@ -161,13 +161,10 @@ kvs_status kvs_alloc_units(const kvs_alloc_config *c, uint64_t a, const char *na
 
 /* ---- buffers -------------------------------------------------------------- */
 
-/* A record's array of elem-byte entries to at least n entries
- * (geometric), its growth counted in a->rec_buf_bytes */
-static kvs_status grow_rec_buf(kvs_alloc *a, void **arr, uint32_t *cap, uint32_t n,
-			       size_t elem)
+/* (kvs_alloc_grow_u32 and _u64 made the test n > *cap) */
+kvs_status kvs_alloc_grow_rec_buf(kvs_alloc *a, void **arr, uint32_t *cap, uint32_t n,
+				  size_t elem)
 {
-	if (n <= *cap)
-		return KVS_OK;
 	size_t c = *cap;
 	if (!kvs_array_grow(arr, &c, n, elem, 4, UINT32_MAX))
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory "
@@ -175,22 +172,6 @@ static kvs_status grow_rec_buf(kvs_alloc *a, void **arr, uint32_t *cap, uint32_t
 	a->rec_buf_bytes += (uint64_t)(c - *cap) * elem;
 	*cap = (uint32_t)c;
 	return KVS_OK;
-}
-
-kvs_status kvs_alloc_grow_u32(kvs_alloc *a, uint32_t **arr, uint32_t *cap, uint32_t n)
-{
-	void *p = *arr;
-	kvs_status st = grow_rec_buf(a, &p, cap, n, sizeof **arr);
-	*arr = p;
-	return st;
-}
-
-kvs_status kvs_alloc_grow_u64(kvs_alloc *a, uint64_t **arr, uint32_t *cap, uint32_t n)
-{
-	void *p = *arr;
-	kvs_status st = grow_rec_buf(a, &p, cap, n, sizeof **arr);
-	*arr = p;
-	return st;
 }
 
 /* The records' table and hash buffers, summed (what rec_buf_bytes counts) */

@@ -199,9 +199,36 @@ static inline void kvs_seq_set_res(kvs_alloc *a, kvs_seq_rec *s, uint64_t cap)
 	s->res = r;
 }
 
+/* A record's array of elem-byte entries grown to at least n > *cap
+ * entries (geometric), the growth counted in a->rec_buf_bytes. */
+kvs_status kvs_alloc_grow_rec_buf(kvs_alloc *a, void **arr, uint32_t *cap, uint32_t n,
+				  size_t elem);
+
 /* Grow a record's uint32 array (its block table) to hold at least n
- * entries (geometric), counted in a->rec_buf_bytes. */
-kvs_status kvs_alloc_grow_u32(kvs_alloc *a, uint32_t **arr, uint32_t *cap, uint32_t n);
+ * entries.  Buffers stay with a recycled record, so they mostly have room:
+ * that test is inline, the growth a call. */
+static inline kvs_status kvs_alloc_grow_u32(kvs_alloc *a, uint32_t **arr, uint32_t *cap,
+					    uint32_t n)
+{
+	if (KVS_LIKELY(n <= *cap))
+		return KVS_OK;
+	void *p = *arr;
+	kvs_status st = kvs_alloc_grow_rec_buf(a, &p, cap, n, sizeof **arr);
+	*arr = p;
+	return st;
+}
+
+/* The same for a record's uint64 array (its block hashes). */
+static inline kvs_status kvs_alloc_grow_u64(kvs_alloc *a, uint64_t **arr, uint32_t *cap,
+					    uint32_t n)
+{
+	if (KVS_LIKELY(n <= *cap))
+		return KVS_OK;
+	void *p = *arr;
+	kvs_status st = kvs_alloc_grow_rec_buf(a, &p, cap, n, sizeof **arr);
+	*arr = p;
+	return st;
+}
 
 /* The validators' scratch: at least bytes bytes, kept by the allocator
  * (not policy state, not counted as metadata).  Policies size it where
@@ -209,7 +236,6 @@ kvs_status kvs_alloc_grow_u32(kvs_alloc *a, uint32_t **arr, uint32_t *cap, uint3
  * every operation never allocates; otherwise the first validation makes
  * it.  NULL when out of memory. */
 void *kvs_alloc_vscratch(const kvs_alloc *a, size_t bytes);
-kvs_status kvs_alloc_grow_u64(kvs_alloc *a, uint64_t **arr, uint32_t *cap, uint32_t n);
 
 /* Iterate records in use: for (i = 0; i < a->nrecs; i++) if state != UNUSED */
 

@@ -601,11 +601,8 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 		if (nh > d->num_block_hashes)
 			nh = d->num_block_hashes;
 	}
-	/* a recycled record's buffers mostly have room already */
-	kvs_status st = KVS_OK;
-	if (nprompt > s->table_cap)
-		st = kvs_alloc_grow_u32(a, &s->table, &s->table_cap, nprompt);
-	if (st == KVS_OK && nh > s->hashes_cap)
+	kvs_status st = kvs_alloc_grow_u32(a, &s->table, &s->table_cap, nprompt);
+	if (st == KVS_OK)
 		st = kvs_alloc_grow_u64(a, &s->hashes, &s->hashes_cap, nh);
 	if (st != KVS_OK)
 		return st;
@@ -696,11 +693,7 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 	uint32_t fresh = want > s->nblocks ? want - s->nblocks : 0;
 	if ((uint64_t)ncow + fresh > (uint64_t)p->pool.nfree_ + p->nidle)
 		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: not enough free blocks to grow the sequence");
-	/* buffers are recycled with the records: calls only when they grow */
-	kvs_status st = KVS_OK;
-	if (KVS_UNLIKELY(s->nblocks + fresh > s->table_cap))
-		st = kvs_alloc_grow_u32(a, &s->table, &s->table_cap,
-					s->nblocks + fresh);
+	kvs_status st = kvs_alloc_grow_u32(a, &s->table, &s->table_cap, s->nblocks + fresh);
 	if (st == KVS_OK && ncow)
 		st = kvs_alloc_reserve_copies(a, ncow);
 	if (st != KVS_OK)
