@@ -1217,6 +1217,50 @@ static kvs_status integrate(kvs_sim *s, double t0, double dur,
 
 static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step);
 
+/* Sums over the decode queue's entries (heap and ring) that the engine
+ * keeps as aggregates, or that other structures must match. */
+typedef struct queue_tally {
+	uint64_t ndec, sumS, lens;                /* decoding sequences */
+	uint64_t nlazy, owed, ntg;                /* crossing classes */
+	uint64_t pending_far, pending_ring, frag; /* final partial crossings */
+} queue_tally;
+
+/* One queued request's own checks, and its part of the tally t */
+static bool queued_is_valid(const kvs_sim *s, const sreq *r, queue_tally *t)
+{
+	t->ndec += r->nlive;
+	t->sumS += (uint64_t)r->nlive * r->S;
+	t->lens += (uint64_t)r->nlive * r->len;
+	KVS_VALID(r->lazy || !r->pf_def);
+	KVS_VALID(r->lazy || !r->tg_in);
+	if (!r->lazy)
+		return true;
+	/* in the table-growth list when its table grows before E */
+	KVS_VALID(r->tg_in || lz_table_step(s, r) >= r->E);
+	t->ntg += r->tg_in;
+	if (r->pf_def) {
+		/* its final partial crossing: pending (in the heap) or owed */
+		KVS_VALID(r->pf_def < s->block_size && r->pf_step < r->E &&
+			  r->pf_step % s->block_size == r->lz_res);
+		if (r->pf_step >= s->lz_done && r->pf_far)
+			t->pending_far++;
+		else if (r->pf_step >= s->lz_done)
+			t->pending_ring += r->pf_def;
+		else
+			t->frag += r->pf_def;
+		KVS_VALID(!r->pf_far || r->pf_step >= s->lz_done + PF_W);
+		KVS_VALID(r->pf_far || r->pf_step < s->lz_done + PF_W);
+	}
+	KVS_VALID(s->lazy_ok && r->nlive == 1 && r->lz_res < s->block_size);
+	KVS_VALID(s->lz_cnt[r->lz_res] > 0);
+	t->nlazy++;
+	/* the owed blocks are those of its crossings before lz_done */
+	uint64_t len = r->len + (s->lz_done > r->S ? s->lz_done - r->S : 0);
+	if (len > r->cap)
+		t->owed += kvs_div_ceil(len - r->cap, s->block_size);
+	return true;
+}
+
 /* debug_checks >= 3: the whole engine state against itself, O(requests in
  * flight) per step: both heaps ordered, decode entries keyed by their
  * requests, the decode ring's buckets and occupancy bits consistent, the lazy decode aggregates equal to their sums recomputed, the
@@ -1226,15 +1270,13 @@ static bool engine_is_valid(const kvs_sim *s)
 {
 	KVS_VALID(evh_is_valid(s->ev, s->nev));
 	KVS_VALID(dhh_is_valid(s->heap, s->nheap));
-	uint64_t ndec = 0, sumS = 0, lens = 0;
+	queue_tally t = { 0 };
 	for (size_t i = 0; i < s->nheap; i++) {
 		const sreq *r = s->heap[i].r;
 		KVS_VALID(s->heap[i].E == r->E);
 		KVS_VALID(s->heap[i].order == r->order);
 		KVS_VALID(!r->in_ring);
-		ndec += r->nlive;
-		sumS += (uint64_t)r->nlive * r->S;
-		lens += (uint64_t)r->nlive * r->len;
+		KVS_VALID(queued_is_valid(s, r, &t));
 	}
 	size_t nring = 0;
 	for (unsigned w = 0; w < DQ_W / 64; w++)
@@ -1243,64 +1285,17 @@ static bool engine_is_valid(const kvs_sim *s)
 		KVS_VALID(!s->ring[b] == !ring_has(s, b));
 		for (const sreq *r = s->ring[b]; r; r = r->dq_next) {
 			KVS_VALID(r->in_ring && (r->E & (DQ_W - 1)) == b);
-			ndec += r->nlive;
-			sumS += (uint64_t)r->nlive * r->S;
-			lens += (uint64_t)r->nlive * r->len;
+			KVS_VALID(queued_is_valid(s, r, &t));
 			nring++;
 		}
 	}
 	KVS_VALID(nring == s->nring);
 	/* crossing classes: every lazy entry counted in its class, and the
 	 * owed blocks those of their crossings before lz_done */
-	uint64_t nlazy = 0, owed = 0, pending_far = 0, pending_ring = 0, frag = 0, ntg = 0;
-	unsigned rb = DQ_W;   /* the ring's walk: bucket, entry */
-	const sreq *rr = NULL;
-	for (size_t i = 0; i < s->nheap + s->nring; i++) {
-		const sreq *r = NULL;
-		if (i < s->nheap) {
-			r = s->heap[i].r;
-		} else {
-			if (!rr) {
-				rb = rb == DQ_W ? (ring_has(s, 0) ? 0 : ring_next(s, 0))
-						: ring_next(s, rb);
-				rr = rb < DQ_W ? s->ring[rb] : NULL;
-			}
-			r = rr;
-			if (rr)
-				rr = rr->dq_next;
-		}
-		KVS_VALID(r != NULL);
-		KVS_VALID(r->lazy || !r->pf_def);
-		KVS_VALID(r->lazy || !r->tg_in);
-		if (!r->lazy)
-			continue;
-		/* in the table-growth list when its table grows before E */
-		KVS_VALID(r->tg_in || lz_table_step(s, r) >= r->E);
-		ntg += r->tg_in;
-		if (r->pf_def) {
-			/* its final partial crossing: pending (in the heap) or owed */
-			KVS_VALID(r->pf_def < s->block_size && r->pf_step < r->E &&
-				  r->pf_step % s->block_size == r->lz_res);
-			if (r->pf_step >= s->lz_done && r->pf_far)
-				pending_far++;
-			else if (r->pf_step >= s->lz_done)
-				pending_ring += r->pf_def;
-			else
-				frag += r->pf_def;
-			KVS_VALID(!r->pf_far || r->pf_step >= s->lz_done + PF_W);
-			KVS_VALID(r->pf_far || r->pf_step < s->lz_done + PF_W);
-		}
-		KVS_VALID(s->lazy_ok && r->nlive == 1 && r->lz_res < s->block_size);
-		KVS_VALID(s->lz_cnt[r->lz_res] > 0);
-		nlazy++;
-		uint64_t t = r->len + (s->lz_done > r->S ? s->lz_done - r->S : 0);
-		if (t > r->cap)
-			owed += kvs_div_ceil(t - r->cap, s->block_size);
-	}
-	KVS_VALID(nlazy == s->nlazy);
-	KVS_VALID(owed == s->nowed);
-	KVS_VALID(pending_far == s->npf && frag == s->frag_owed);
-	KVS_VALID(ntg == s->ntg);
+	KVS_VALID(t.nlazy == s->nlazy);
+	KVS_VALID(t.owed == s->nowed);
+	KVS_VALID(t.pending_far == s->npf && t.frag == s->frag_owed);
+	KVS_VALID(t.ntg == s->ntg);
 	for (size_t i = 0; i < s->ntg; i++)
 		KVS_VALID(s->tg[i].r->lazy && s->tg[i].r->tg_in && s->tg[i].r->tg_idx == i &&
 			  s->tg[i].step <= lz_table_step(s, s->tg[i].r));
@@ -1315,7 +1310,7 @@ static bool engine_is_valid(const kvs_sim *s)
 				  (s->pf_ring[i].step & (PF_W - 1)) == i);
 			ring += s->pf_ring[i].def;
 		}
-	KVS_VALID(ring == pending_ring);
+	KVS_VALID(ring == t.pending_ring);
 	if (s->lazy_ok) {
 		uint64_t sum = 0;
 		for (uint32_t c = 0; c < s->block_size; c++) {
@@ -1324,9 +1319,9 @@ static bool engine_is_valid(const kvs_sim *s)
 		}
 		KVS_VALID(sum == s->nlazy);
 	}
-	KVS_VALID(ndec == s->ndec);
-	KVS_VALID(sumS == s->sumS);
-	KVS_VALID(lens == s->dec_len_sum);
+	KVS_VALID(t.ndec == s->ndec);
+	KVS_VALID(t.sumS == s->sumS);
+	KVS_VALID(t.lens == s->dec_len_sum);
 	uint64_t seqs = 0;
 	const sreq *prev = NULL;
 	for (const sreq *r = s->run_head; r; r = r->next) {
