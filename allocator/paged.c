@@ -244,36 +244,48 @@ static inline uint32_t take(kvs_alloc *a, paged *p)
 }
 
 /* dst[i] = src[n - 1 - i] for i < n: a table to the stack top (release)
- * or the stack top to a table (admission).  Four ids per vector move (the
- * default -O2 build does not vectorise the plain loop), eight per turn;
- * the last four ids by one move that may overlap the ones before it (it
- * writes the same values), and fewer than four by three stores, so that
- * how many ids remain sends no loop round an unpredictable number of
- * times. */
+ * or the stack top to a table (admission).  Whole vectors of w ids
+ * reversed (the default -O2 build does not vectorise the plain loop), two
+ * per turn; the last w ids by one move that may overlap the ones before it
+ * (it writes the same values), so that how many ids remain sends no loop
+ * round an unpredictable number of times.  Four ids per vector, or eight
+ * with AVX2 (checked when the library loads; the build itself targets
+ * baseline x86-64) for 16 ids or more; fewer than four by three stores. */
 typedef uint32_t kvs_u32x4 __attribute__((vector_size(16)));
-
-static inline kvs_u32x4 rev4(kvs_u32x4 v)
-{
-#if defined(__clang__)
-	return __builtin_shufflevector(v, v, 3, 2, 1, 0);
-#else
-	return __builtin_shuffle(v, (kvs_u32x4){ 3, 2, 1, 0 });
-#endif
-}
 
 /* dst[0..3] = src[3], src[2], src[1], src[0] */
 static inline void move_rev4(uint32_t *dst, const uint32_t *src)
 {
 	kvs_u32x4 v;
 	memcpy(&v, src, sizeof v);
-	v = rev4(v);
+#if defined(__clang__)
+	v = __builtin_shufflevector(v, v, 3, 2, 1, 0);
+#else
+	v = __builtin_shuffle(v, (kvs_u32x4){ 3, 2, 1, 0 });
+#endif
 	memcpy(dst, &v, sizeof v);
 }
 
+/* copy_reversed for n >= w by move, which reverses w ids */
+static inline __attribute__((always_inline)) void
+copy_rev_by(uint32_t *restrict dst, const uint32_t *restrict src, uint32_t n, uint32_t w,
+	    void (*move)(uint32_t *, const uint32_t *))
+{
+	const uint32_t *end = src + n;
+	size_t i = 0;
+	for (; i + 2 * w <= n; i += 2 * w) {
+		move(dst + i, end - i - w);
+		move(dst + i + w, end - i - 2 * w);
+	}
+	if (i + w <= n) {
+		move(dst + i, end - i - w);
+		i += w;
+	}
+	if (i < n)   /* the last w: dst[n - w + k] = src[w - 1 - k] */
+		move(dst + n - w, src);
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/* With AVX2 (checked at load; the build itself targets baseline x86-64),
- * eight ids per vector: 16 per turn, then 8, then the last 8 overlapping.
- * For tables of 16 ids or more (admission and release copy whole ones). */
 #define KVS_COPY_AVX2 1
 typedef uint32_t kvs_u32x8 __attribute__((vector_size(32)));
 static bool have_avx2;
@@ -299,18 +311,7 @@ __attribute__((target("avx2"))) static inline void move_rev8(uint32_t *dst, cons
 __attribute__((target("avx2"), noinline)) static void
 copy_reversed_avx2(uint32_t *restrict dst, const uint32_t *restrict src, uint32_t n)
 {
-	const uint32_t *end = src + n;   /* n >= 16 */
-	size_t i = 0;
-	for (; i + 16 <= n; i += 16) {
-		move_rev8(dst + i, end - i - 8);
-		move_rev8(dst + i + 8, end - i - 16);
-	}
-	if (i + 8 <= n) {
-		move_rev8(dst + i, end - i - 8);
-		i += 8;
-	}
-	if (i < n)   /* the last eight: dst[n - 8 + k] = src[7 - k] */
-		move_rev8(dst + n - 8, src);
+	copy_rev_by(dst, src, n, 8, move_rev8);
 }
 #endif
 
@@ -331,18 +332,7 @@ static inline void copy_reversed(uint32_t *restrict dst,
 		}
 		return;
 	}
-	const uint32_t *end = src + n;
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {   /* two vectors per turn: half the loop's own work */
-		move_rev4(dst + i, end - i - 4);
-		move_rev4(dst + i + 4, end - i - 8);
-	}
-	if (i + 4 <= n) {
-		move_rev4(dst + i, end - i - 4);
-		i += 4;
-	}
-	if (i < n)   /* the last four: dst[n - 4 + k] = src[3 - k] */
-		move_rev4(dst + n - 4, src);
+	copy_rev_by(dst, src, n, 4, move_rev4);
 }
 
 /* Lowest free-stack position whose block may carry a stale state word
