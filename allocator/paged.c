@@ -1286,15 +1286,20 @@ kvs_status kvs_alloc_blocks_take(kvs_alloc *a, uint32_t n, kvs_block_id *ids)
 	return KVS_OK;
 }
 
+/* The engine's owed blocks skip the state words' marks (allocator/owed.h):
+ * unpinned, without debug_checks >= 2, from a lazy paged pool */
+static inline bool owed_unmarked(const kvs_alloc *a, bool pin)
+{
+	return !pin && KVS_DEBUG < 2 && a->m == &kvs_paged_methods && P(a)->lazy;
+}
+
 kvs_status kvs_alloc_blocks_take_owed(kvs_alloc *a, uint32_t n, kvs_block_id *ids, bool pin)
 {
-	if (pin || KVS_DEBUG >= 2 || a->m != &kvs_paged_methods)
+	if (!owed_unmarked(a, pin) || n > P(a)->pool.nfree_)
 		return kvs_alloc_blocks_take(a, n, ids);
 	paged *p = P(a);
 	kvs_block_pool *pool = &p->pool;
 	uint32_t top = pool->nfree_;
-	if (!p->lazy || n > top)
-		return kvs_alloc_blocks_take(a, n, ids);
 	/* off the stack, each holding a table's state word 1: those a lazy
 	 * release left (at or above the stale floor) as they are, the rest
 	 * (exact words, below it) written now, so that kvs_alloc_grow_owed
@@ -1441,10 +1446,10 @@ kvs_status kvs_alloc_grow_owed(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 			       uint32_t m, const kvs_block_id *ids, bool pin)
 {
 	/* unpinned from a lazy pool, the ids came from the take's fast case
-	 * (its other case fails there: no cached-idle block to evict); a
-	 * pool made eager since gets the words again, harmlessly */
-	bool marked = !pin && KVS_DEBUG < 2 && a->m == &kvs_paged_methods && P(a)->lazy;
-	return grow_taken(a, seq, n, m, ids, KVS_DEBUG >= 2, marked);
+	 * (its other case fails there: no cached-idle block to evict), and
+	 * hold state 1 already; a pool made eager since gets the words again,
+	 * harmlessly */
+	return grow_taken(a, seq, n, m, ids, KVS_DEBUG >= 2, owed_unmarked(a, pin));
 }
 
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,
