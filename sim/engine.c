@@ -1929,11 +1929,13 @@ static kvs_status lz_sync_all(kvs_sim *s)
 		d[j] = e;
 	}
 	for (size_t i = 0; i < nd; i++) {
-		sreq *r = s->tg_due[i].r;   /* (read afresh: tg_add may move it) */
+		sreq *r = d[i].r;
 		kvs_require(r->lazy && r->tg_in);
 		r->tg_in = false;
 		if (lz_table_grows(s, r) && (st = sync_decode(s, r, s->lz_done)) != KVS_OK)
 			return st;
+		/* within captg (the entries taken out made room): tg_add moves
+		 * neither array */
 		if ((st = tg_add(s, r)) != KVS_OK)
 			return st;
 	}
