@@ -752,22 +752,31 @@ static void test_fast_path_block_sizes(void **state)
 	fs_requests = 0;
 }
 
-/* q replayed both ways (the fast path with the validators, and one
- * token at a time) on a pool of `pool` tokens: the same completions and
- * steps, the peak's parts as worked by hand in tokens (stored, reserved,
- * past final lengths, free) and the same peak time and time-weighted
- * parts; *fast, *slow: the spans of each. */
-static void final_block_case(kvs_sim_config *c, const kvs_request *q, size_t n,
-			     double pool, double tok, double res, double frag, double free_tok,
-			     uint64_t *fast, uint64_t *slow)
+/* q replayed both ways: the fast path with the validators (*f), and one
+ * token at a time (*sl) */
+static void replay_both(kvs_sim_config *c, const kvs_request *q, size_t n,
+			kvs_sim_result **f, kvs_sim_result **sl)
 {
 	kvs_request_set *set = set_of(q, n);
 	c->fast_path = true;
 	c->validate = true;
-	kvs_sim_result *f = run_set(c, set, NULL);
+	*f = run_set(c, set, NULL);
 	c->fast_path = false;
 	c->validate = false;
-	kvs_sim_result *sl = run_set(c, set, NULL);
+	*sl = run_set(c, set, NULL);
+	kvs_request_set_destroy(set);
+}
+
+/* q replayed both ways on a pool of `pool` tokens: the same completions
+ * and steps, the peak's parts as worked by hand in tokens (stored,
+ * reserved, past final lengths, free) and the same peak time and
+ * time-weighted parts; *fast, *slow: the spans of each. */
+static void final_block_case(kvs_sim_config *c, const kvs_request *q, size_t n,
+			     double pool, double tok, double res, double frag, double free_tok,
+			     uint64_t *fast, uint64_t *slow)
+{
+	kvs_sim_result *f, *sl;
+	replay_both(c, q, n, &f, &sl);
 	const kvs_sim_stats *a = kvs_sim_result_stats(f), *b = kvs_sim_result_stats(sl);
 	assert_int_equal(a->completed, n);
 	assert_int_equal(b->completed, n);
@@ -787,7 +796,6 @@ static void final_block_case(kvs_sim_config *c, const kvs_request *q, size_t n,
 	*slow = b->spans;
 	kvs_sim_result_destroy(f);
 	kvs_sim_result_destroy(sl);
-	kvs_request_set_destroy(set);
 }
 
 /* The crossing into the block that holds a sequence's final token runs
@@ -846,13 +854,8 @@ static void test_decode_ring_far(void **state)
 		kvs_sim_config c;
 		cfg_fixed(&c, pols[k], 80000, 100, 16, 8192);
 		c.sample_interval_s = 7.5;
-		kvs_request_set *set = set_of(q, N);
-		c.fast_path = true;
-		c.validate = true;
-		kvs_sim_result *f = run_set(&c, set, NULL);
-		c.fast_path = false;
-		c.validate = false;
-		kvs_sim_result *sl = run_set(&c, set, NULL);
+		kvs_sim_result *f, *sl;
+		replay_both(&c, q, N, &f, &sl);
 		const kvs_sim_stats *a = kvs_sim_result_stats(f), *b = kvs_sim_result_stats(sl);
 		assert_int_equal(a->completed, N);
 		assert_int_equal(b->completed, N);
@@ -866,7 +869,6 @@ static void test_decode_ring_far(void **state)
 		assert_close(a->memory_pct.token_states, b->memory_pct.token_states, 1e-9);
 		kvs_sim_result_destroy(f);
 		kvs_sim_result_destroy(sl);
-		kvs_request_set_destroy(set);
 	}
 }
 
