@@ -729,7 +729,8 @@ static const kvs_block_id *same_table(const kvs_alloc *a, const kvs_alloc *b,
 
 /* A prompt's blocks come off the free stack in the order blocks_take pops
  * them (checked on a twin allocator), for every length from 1 to 40
- * blocks (the stack top copied reversed, 8, 4, then 1 at a time), from a
+ * blocks (the stack top copied reversed: two vectors a turn, one, then
+ * an overlapping last one, with AVX2 from 16 ids; under 4 one by one), from a
  * stack whose top a lazy release left; a release and a new admission of
  * the same length give the same table back. */
 static void test_paged_stack_order(void **state)
