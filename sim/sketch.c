@@ -13,6 +13,7 @@
  * same values in any order give the same answers.
  */
 #include "sim_internal.h"
+#include "common/fastmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -70,46 +71,22 @@ int32_t kvs_sketch_bucket_exact(double v)
 
 /*
  * The same index without a call to log in all but about one value in a
- * million.  ln v = e ln 2 + ln m, m in [1, 2), and ln m = -ln(1/c) +
- * ln(1 + r), r = m (1/c) - 1, with c the centre of m's 1/128 of [1, 2)
- * (|r| < 1/256) and ln(1 + r) to the fifth power of r.  That ln v is
- * within about 1e-13 of the true one, and so is log's: in units of a
- * bucket (ln g = 0.002) both are within about 1e-10 of ln v / ln g.
- * When the approximation lies farther than 1e-7 from a whole number,
- * both have the same ceiling; otherwise (and before the table is set up,
- * and for infinities) log decides.  The tests compare the two on values
- * across 24 decades and at every bucket boundary's neighbours.
+ * million: common/fastmath.h's logarithm is within about 1e-13 of ln v,
+ * and so is log's: in units of a bucket (ln g = 0.002) both are within
+ * about 1e-10 of ln v / ln g.  When the approximation lies farther than
+ * 1e-7 from a whole number, both have the same ceiling; otherwise (and
+ * before the tables are set up, and for subnormals and infinities) log
+ * decides.  The tests compare the two on values across 24 decades and at
+ * every bucket boundary's neighbours.
  */
-#define LN_BITS 7
-#define LN_N (1 << LN_BITS)
-static double ln_inv_c[LN_N], ln_neg_log_inv[LN_N];
-static bool ln_ready;
-
-__attribute__((constructor)) static void ln_table_init(void)
-{
-	for (int j = 0; j < LN_N; j++) {
-		double c = 1.0 + ((double)j + 0.5) / LN_N;
-		ln_inv_c[j] = 1.0 / c;
-		ln_neg_log_inv[j] = -log(ln_inv_c[j]);
-	}
-	ln_ready = true;
-}
-
 static inline int32_t bucket_fast(double v)
 {
 	uint64_t b;
 	memcpy(&b, &v, sizeof b);
 	uint64_t eb = b >> 52;   /* v > 0: the sign bit is clear */
-	if (KVS_UNLIKELY(eb - 1 >= 0x7fe || !ln_ready))   /* subnormal, inf */
+	if (KVS_UNLIKELY(eb - 1 >= 0x7fe || !kvs_fastmath_ready))   /* subnormal, inf */
 		return kvs_sketch_bucket_exact(v);
-	uint64_t mb = (b & ((1ull << 52) - 1)) | (1023ull << 52);
-	double m;
-	memcpy(&m, &mb, sizeof m);
-	uint32_t j = (uint32_t)(b >> (52 - LN_BITS)) & (LN_N - 1);
-	double r = m * ln_inv_c[j] - 1.0;
-	double p = r * (1.0 + r * (-0.5 + r * (1.0 / 3.0 + r * (-0.25 + r * 0.2))));
-	double ln = (double)((int64_t)eb - 1023) * M_LN2 + ln_neg_log_inv[j] + p;
-	double y = ln * (1.0 / sketch_log_gamma());
+	double y = kvs_fast_ln(v) * (1.0 / sketch_log_gamma());
 	int32_t t = (int32_t)y;                 /* toward zero */
 	int32_t n = t + ((double)t < y);       /* the ceiling */
 	double d = (double)n - y;

@@ -4,6 +4,8 @@
  * and a round trip through the native writer and reader. */
 #include "test_util.h"
 #include "kvsim/trace.h"
+#include "../traces/trace_internal.h"
+#include "../common/fastmath.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -413,6 +415,153 @@ static void test_line_limit(void **state)
 	unlink(path);
 }
 
+/* common/fastmath.h's three functions against libm's long double ones
+ * (64-bit mantissas: their error is a thousandth of the bounds), within
+ * the bounds its comments state, over their whole ranges. */
+static void test_fastmath_bounds(void **state)
+{
+	(void)state;
+	kvs_rng r;
+	kvs_rng_seed(&r, 3);
+	unsigned long n = kvs_test_scaled(1000000, 50000);
+	for (unsigned long i = 0; i < n; i++) {
+		/* ln: every exponent of the normal range, the mantissa's
+		 * 1/128 slices and their edges */
+		int e = (int)kvs_rng_below(&r, 2046) - 1022;
+		double m = 1.0 + kvs_rng_uniform(&r);
+		if (i % 7 == 0)
+			m = 1.0 + (double)kvs_rng_below(&r, 129) / 128.0;
+		if (m >= 2.0)
+			m = nextafter(2.0, 1.0);
+		double v = ldexp(m, e);
+		double ln_bound = 1e-15 + 2.0 * (nextafter(fabs(e * M_LN2) + 1.0, INFINITY) -
+						 (fabs(e * M_LN2) + 1.0));
+		assert_true(fabsl((long double)kvs_fastmath_ln(v) - logl(v)) <= ln_bound);
+		/* exp on (-700, 700), and at the table's steps */
+		double t = -700.0 + 1400.0 * kvs_rng_uniform(&r);
+		if (i % 5 == 0)
+			t = (double)((int64_t)kvs_rng_below(&r, 1u << 16) - (1 << 15)) * M_LN2 / 64.0;
+		if (t > -700.0 && t < 700.0) {
+			long double ex = expl(t);
+			assert_true(fabsl((long double)kvs_fastmath_exp(t) - ex) <= ex * 1e-15L);
+		}
+		/* cos(2 pi u) on the 2^-53 grid, quadrant edges included */
+		double u = kvs_rng_uniform(&r);
+		if (i % 3 == 0)
+			u = (double)kvs_rng_below(&r, 8) / 8.0 +
+			    ((double)kvs_rng_below(&r, 64) - 32.0) * 0x1p-53;
+		if (u < 0)
+			u += 1.0;
+		if (u >= 1.0)
+			u = 1.0 - 0x1p-53;
+		long double x = 2.0L * 3.14159265358979323846264338327950288L * u;
+		assert_true(fabsl((long double)kvs_fastmath_cos_2pi(u) - cosl(x)) <= 5e-16L);
+	}
+	assert_true(kvs_fastmath_cos_2pi(0.0) == 1.0);
+	assert_true(fabs(kvs_fastmath_cos_2pi(0.5) + 1.0) <= 1e-16);
+}
+
+/* round_to_len of gen.c, spelled out: libm's value of the length */
+static uint32_t len_of(double y, uint32_t max)
+{
+	double z = y + 0.5;
+	if (!(z >= 1))
+		return 1;
+	if (z >= (double)max + 1.0)
+		return max;
+	return (uint32_t)z;
+}
+
+/* The log-normal without libm against libm's expression: within the bound
+ * rng.c states, on random draws and at the edges of its range, and
+ * taking nearly every draw; the lengths equal libm's. */
+static void test_lognormal_fast_bound(void **state)
+{
+	(void)state;
+	const double mus[] = { 0.0, 2.0, 6.4, 9.0, 11.5, 25.0 };
+	const double sigmas[] = { 0.0, 0.01, 0.3, 1.0, 2.5, 4.0 };
+	const double u1s[] = { 0x1p-54, 0x1p-53 + 0x1p-54, 1e-10, 0.25, 0.5 - 0x1p-54,
+			       0.5 + 0x1p-54, 0.9, 1.0 - 0x1p-10, 1.0 - 0x1p-10 + 0x1p-54,
+			       1.0 - 0x1p-54 };
+	const double u2s[] = { 0.0, 0x1p-53, 0.125, 0.25 - 0x1p-53, 0.25, 0.25 + 0x1p-53,
+			       0.375, 0.5, 0.625, 0.75 - 0x1p-53, 0.75, 0.875, 1.0 - 0x1p-53 };
+	unsigned long n = kvs_test_scaled(400000, 20000);
+	kvs_rng r;
+	kvs_rng_seed(&r, 42);
+	for (size_t a = 0; a < KVS_ARRAY_LEN(mus); a++)
+		for (size_t b = 0; b < KVS_ARRAY_LEN(sigmas); b++) {
+			double mu = mus[a], sg = sigmas[b], worst = 0;
+			unsigned long fast = 0, total = 0;
+			for (unsigned long i = 0; i < n + 130; i++) {
+				double u1, u2;
+				if (i < 130) {
+					u1 = u1s[i / 13];
+					u2 = u2s[i % 13];
+				} else {
+					u1 = kvs_rng_uniform_pos(&r);
+					u2 = kvs_rng_uniform(&r);
+				}
+				double yl = exp(mu + sg * kvs_normal_of(u1, u2)), yf;
+				total++;
+				if (kvs_lognormal_fast(u1, u2, mu, sg, &yf)) {
+					fast++;
+					assert_true(u1 <= 1.0 - 0x1p-10);
+					double err = fabs(yf - yl) / (yl * (1.0 + sg) * 0x1p-41);
+					if (err > worst)
+						worst = err;
+				}
+				assert_int_equal(kvs_lognormal_len(u1, u2, mu, sg, 131072),
+						 len_of(yl, 131072));
+			}
+			assert_true(worst <= 1.0);
+			/* all but u1 > 1 - 2^-10 (one in 1,024) and t >= 40 */
+			if (mu + 4 * sg < 40)
+				assert_true((double)fast >= 0.997 * (double)total);
+		}
+}
+
+/* Draws whose libm length sits at a rounding boundary: u1 solved so that
+ * libm's y is close to k + 0.5, then its neighbours on the 2^-53 grid.
+ * The value without libm falls on the other side of the boundary for some
+ * of them (the test checks that it has such cases); the length must still
+ * be libm's for every one. */
+static void test_lognormal_len_boundaries(void **state)
+{
+	(void)state;
+	const double sigmas[] = { 0.3, 1.0, 2.5, 4.0 }, mus[] = { 2.0, 6.4, 9.0 };
+	kvs_rng r;
+	kvs_rng_seed(&r, 7);
+	unsigned long cases = 0, across = 0;
+	for (size_t a = 0; a < KVS_ARRAY_LEN(sigmas); a++)
+		for (size_t b = 0; b < KVS_ARRAY_LEN(mus); b++) {
+			double sg = sigmas[a], mu = mus[b];
+			for (double k = 1; k < 200000; k = floor(k * 1.07) + 1)
+				for (int rep = 0; rep < 4; rep++) {
+					double u2 = kvs_rng_uniform(&r), c = cos(2.0 * M_PI * u2);
+					double zt = (log(k + 0.5) - mu) / sg;
+					if (zt * c <= 0 || fabs(c) < 1e-3)
+						continue;
+					double u1 = exp(-0.5 * (zt / c) * (zt / c));
+					if (!(u1 > 0x1p-50 && u1 < 1.0 - 0x1p-10))
+						continue;
+					double x0 = floor(u1 * 0x1p53 - 0.5);
+					for (int d = -16; d <= 16; d++) {
+						double u = (x0 + d + 0.5) * 0x1p-53, yf;
+						double yl = exp(mu + sg * kvs_normal_of(u, u2));
+						uint32_t want = len_of(yl, 1u << 30);
+						cases++;
+						if (kvs_lognormal_fast(u, u2, mu, sg, &yf) &&
+						    len_of(yf, 1u << 30) != want)
+							across++;
+						assert_int_equal(kvs_lognormal_len(u, u2, mu, sg, 1u << 30),
+								 want);
+					}
+				}
+		}
+	assert_true(cases > 50000);
+	assert_true(across > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +576,9 @@ int main(void)
 		cmocka_unit_test(test_sessions),
 		cmocka_unit_test(test_roundtrip_file),
 		cmocka_unit_test(test_line_limit),
+		cmocka_unit_test(test_fastmath_bounds),
+		cmocka_unit_test(test_lognormal_fast_bound),
+		cmocka_unit_test(test_lognormal_len_boundaries),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -215,19 +215,6 @@ static uint32_t clamp_len(kvs_gen *g, double x)
 	return (uint32_t)x;
 }
 
-/* clamp_len(g, floor(y + 0.5)) for y >= 0 without the floor: a positive
- * value's conversion truncates, which is its floor, and floor(z) > max
- * exactly when z >= max + 1 */
-static inline uint32_t round_len(kvs_gen *g, double y)
-{
-	double z = y + 0.5;
-	if (!(z >= 1))
-		return 1;
-	if (z >= (double)g->o.max_tokens + 1.0)
-		return g->o.max_tokens;
-	return (uint32_t)z;
-}
-
 static inline uint32_t sample(kvs_gen *g, const kvs_gen_dist *d, double mu, const pairs *src,
 		       bool is_output)
 {
@@ -237,7 +224,7 @@ static inline uint32_t sample(kvs_gen *g, const kvs_gen_dist *d, double mu, cons
 	case KVS_DIST_UNIFORM:
 		return clamp_len(g, d->a + (double)kvs_rng_below(&g->len, (uint64_t)(d->b - d->a) + 1));
 	case KVS_DIST_LOGNORMAL:
-		return round_len(g, exp(mu + d->b * kvs_rng_normal(&g->len)));
+		return kvs_rng_lognormal_len(&g->len, mu, d->b, g->o.max_tokens);
 	case KVS_DIST_TRACE:
 	default: {
 		uint32_t i;

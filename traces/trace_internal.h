@@ -87,6 +87,19 @@ double kvs_rng_uniform(kvs_rng *r);          /* [0, 1) with 53 bits */
 double kvs_rng_uniform_pos(kvs_rng *r);      /* (0, 1) */
 double kvs_rng_exp(kvs_rng *r, double rate); /* mean 1 / rate */
 double kvs_rng_normal(kvs_rng *r);           /* mean 0, sd 1 */
+/* Box-Muller's value from its two uniforms (u1 in (0, 1), u2 in [0, 1)):
+ * what kvs_rng_normal returns after drawing them. */
+double kvs_normal_of(double u1, double u2);
+/* exp(mu + sigma kvs_normal_of(u1, u2)) without libm, within
+ * y (1 + |sigma|) 2^-41 of libm's value; false where it does not apply
+ * (rng.c says when). */
+bool kvs_lognormal_fast(double u1, double u2, double mu, double sigma, double *y);
+/* The generator's log-normal length: exp(mu + sigma kvs_normal_of(u1, u2))
+ * rounded to the nearest whole number, clamped to [1, max_tokens], exactly
+ * as libm's value would give, mostly without calling libm; and the same
+ * with u1 and u2 drawn from r as kvs_rng_normal draws them. */
+uint32_t kvs_lognormal_len(double u1, double u2, double mu, double sigma, uint32_t max_tokens);
+uint32_t kvs_rng_lognormal_len(kvs_rng *r, double mu, double sigma, uint32_t max_tokens);
 double kvs_rng_gamma(kvs_rng *r, double shape, double scale);
 uint64_t kvs_rng_below(kvs_rng *r, uint64_t n); /* uniform in [0, n) */
 
