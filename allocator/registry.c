@@ -203,7 +203,7 @@ kvs_status kvs_policy_parse_list(const char *text, kvs_policy *out, size_t cap,
 			return kvs_fail(KVS_ERR_INVALID, "policies: item too long in '%s'", text);
 		memcpy(item, p, len);
 		item[len] = '\0';
-		kvs_policy q;
+		kvs_policy q = KVS_POLICY_PAGED;   /* set when the parse succeeds */
 		kvs_status st = kvs_policy_parse(item, &q);
 		if (st != KVS_OK)
 			return st;

@@ -50,7 +50,7 @@ const char *kvs_last_error(void);
  * The message is formatted aside first, so an argument that points into the
  * thread's message buffer is read before the buffer is overwritten. */
 kvs_status kvs_fail(kvs_status status, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+	__attribute__((format(printf, 2, 3), cold));
 
 /* Wrap the failure being propagated: record "<fmt...>: <previous message>"
  * and return status.  The one way to add context (file, request, field) to a
@@ -59,7 +59,7 @@ kvs_status kvs_fail(kvs_status status, const char *fmt, ...)
  *         return kvs_fail_wrap(st, "%s: field 'memory'", path);
  * Never pass kvs_last_error() to kvs_fail: use this. */
 kvs_status kvs_fail_wrap(kvs_status status, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+	__attribute__((format(printf, 2, 3), cold));
 
 /* Record a fixed message (a string literal or other static text) without
  * formatting: O(1), for expected outcomes on hot paths such as
