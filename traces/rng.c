@@ -73,17 +73,21 @@ double kvs_rng_normal(kvs_rng *r)
  * exp(mu + sigma kvs_normal_of(u1, u2)) through common/fastmath.h.  How
  * far it can lie from libm's value of the same expression, step by step
  * (each libm function within one ulp of the true value):
- *  - ln u1: both within 2.2e-14 of each other, and within 1.5e-15 for
- *    u1 >= 1/2, where |ln u1| >= 9.8e-4 (u1 <= 1 - 2^-10; above that the
- *    relative error of the difference grows without bound, and libm's
- *    path is taken): sqrt(-2 ln u1) differs by at most 3.4e-14;
+ *  - ln u1 (u1 >= 2^-54): both within 2.2e-14 of each other, |ln u1| >=
+ *    0.69, for u1 < 1/2; within 1.6e-15 for u1 >= 1/2, where |ln u1| >=
+ *    9.8e-4 (u1 <= 1 - 2^-10; above that the relative error of the
+ *    difference grows without bound, and libm's path is taken); so
+ *    sqrt(-2 ln u1), which moves by d / sqrt(2 |ln u1|) when ln u1
+ *    moves by d, differs by at most 3.6e-14, 3.8e-14 with its rounding;
  *  - cos: this one within 5e-16 of cos(2 pi u2); libm's is the cosine
  *    of 2 pi u2 rounded twice (within 7e-16), to one ulp: 1.3e-15 apart;
- *  - z = the product, |sqrt(-2 ln u1)| <= 8.65: 4.6e-14 apart;
- *  - t = mu + sigma z, rounded twice each: |sigma| 4.6e-14 + 2 ulp(t),
- *    at most 2.3e-13 for |t| < 700;
+ *  - z = the product, |sqrt(-2 ln u1)| <= 8.65: 5.2e-14 apart, rounding
+ *    included;
+ *  - t = mu + sigma z, rounded twice each: |sigma| 5.2e-14 + 2 ulp(t),
+ *    the second term at most 2.3e-13 for |t| < 700;
  *  - e^t: this one within 1e-15 relative, libm's one ulp.
- * So y lies within y (1 + |sigma|) 2^-41 of libm's value.  false (y not
+ * So y lies within y (1 + |sigma|) 2.4e-13, under y (1 + |sigma|) 2^-41,
+ * of libm's value.  false (y not
  * written) where the path does not apply: u1 > 1 - 2^-10, t outside
  * (-700, 40), or the tables not yet filled.
  */
