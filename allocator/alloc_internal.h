@@ -204,31 +204,22 @@ static inline void kvs_seq_set_res(kvs_alloc *a, kvs_seq_rec *s, uint64_t cap)
 kvs_status kvs_alloc_grow_rec_buf(kvs_alloc *a, void **arr, uint32_t *cap, uint32_t n,
 				  size_t elem);
 
-/* Grow a record's uint32 array (its block table) to hold at least n
- * entries.  Buffers stay with a recycled record, so they mostly have room:
- * that test is inline, the growth a call. */
-static inline kvs_status kvs_alloc_grow_u32(kvs_alloc *a, uint32_t **arr, uint32_t *cap,
-					    uint32_t n)
-{
-	if (KVS_LIKELY(n <= *cap))
-		return KVS_OK;
-	void *p = *arr;
-	kvs_status st = kvs_alloc_grow_rec_buf(a, &p, cap, n, sizeof **arr);
-	*arr = p;
-	return st;
-}
-
-/* The same for a record's uint64 array (its block hashes). */
-static inline kvs_status kvs_alloc_grow_u64(kvs_alloc *a, uint64_t **arr, uint32_t *cap,
-					    uint32_t n)
-{
-	if (KVS_LIKELY(n <= *cap))
-		return KVS_OK;
-	void *p = *arr;
-	kvs_status st = kvs_alloc_grow_rec_buf(a, &p, cap, n, sizeof **arr);
-	*arr = p;
-	return st;
-}
+/* Grow a record's array of T (uint32: its block table; uint64: its block
+ * hashes) to hold at least n entries.  Buffers stay with a recycled
+ * record, so they mostly have room: that test is inline, the growth a
+ * call. */
+#define KVS_ALLOC_GROW_TYPED(name, T) \
+	static inline kvs_status name(kvs_alloc *a, T **arr, uint32_t *cap, uint32_t n) \
+	{ \
+		if (KVS_LIKELY(n <= *cap)) \
+			return KVS_OK; \
+		void *p = *arr; \
+		kvs_status st = kvs_alloc_grow_rec_buf(a, &p, cap, n, sizeof **arr); \
+		*arr = p; \
+		return st; \
+	}
+KVS_ALLOC_GROW_TYPED(kvs_alloc_grow_u32, uint32_t)
+KVS_ALLOC_GROW_TYPED(kvs_alloc_grow_u64, uint64_t)
 
 /* The validators' scratch: at least bytes bytes, kept by the allocator
  * (not policy state, not counted as metadata).  Policies size it where
