@@ -461,7 +461,8 @@ static void test_fastmath_bounds(void **state)
 	assert_true(fabs(kvs_fastmath_cos_2pi(0.5) + 1.0) <= 1e-16);
 }
 
-/* round_to_len of gen.c, spelled out: libm's value of the length */
+/* round_to_len of traces/rng.c spelled out again, an oracle of its own:
+ * the length libm's value gives */
 static uint32_t len_of(double y, uint32_t max)
 {
 	double z = y + 0.5;
