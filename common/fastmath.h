@@ -9,6 +9,14 @@
  *
  * The tables are filled when the library loads; until then
  * kvs_fastmath_ready is false and callers take libm's path.
+ *
+ * The polynomials are evaluated in Estrin's scheme, not Horner's: the
+ * terms in pairs, a + b x, combined with x^2 and x^4, so that the chain of
+ * dependent multiplies and adds is about half as long (a length of the
+ * generator is a chain of a logarithm, a square root, a cosine and an
+ * exponential, each waiting on the last; the sketch's bucket waits on its
+ * logarithm).  The bounds below hold for this order of evaluation; the
+ * tests check them against long double.
  */
 #ifndef KVSIM_FASTMATH_H
 #define KVSIM_FASTMATH_H
@@ -47,7 +55,8 @@ static inline double kvs_fast_ln(double v)
 	memcpy(&m, &mb, sizeof m);
 	uint32_t j = (uint32_t)(b >> (52 - KVS_LN_BITS)) & (KVS_LN_N - 1);
 	double r = m * kvs_ln_inv_c[j] - 1.0;
-	double p = r * (1.0 + r * (-0.5 + r * (1.0 / 3.0 + r * (-0.25 + r * 0.2))));
+	double r2 = r * r;
+	double p = r + r2 * ((-0.5 + r * (1.0 / 3.0)) + r2 * (-0.25 + r * 0.2));
 	return (double)((int64_t)eb - 1023) * M_LN2 + kvs_ln_neg_log_inv[j] + p;
 }
 
@@ -70,7 +79,8 @@ static inline double kvs_fast_exp(double t)
 	int64_t k = (int64_t)(int32_t)(uint32_t)kb;   /* |k| < 2^17 */
 	kd -= shift;
 	double r = (t - kd * (ln2_hi / KVS_EXP_N)) - kd * (ln2_lo / KVS_EXP_N);
-	double p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0)))));
+	double r2 = r * r;
+	double p = (1.0 + r) + r2 * ((0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0 + r * (1.0 / 120.0)));
 	uint64_t sb = (uint64_t)((k >> KVS_EXP_BITS) + 1023) << 52;   /* 2^floor(k / 64) */
 	double scale;
 	memcpy(&scale, &sb, sizeof scale);
@@ -92,8 +102,9 @@ static inline double kvs_cos_2pi(double u)
 	double f = w - (double)q;
 	double f2 = f * f;
 	const double *c = (q & 1) ? kvs_sin_poly : kvs_cos_poly;
-	double s = c[0] + f2 * (c[1] + f2 * (c[2] + f2 * (c[3] + f2 * (c[4] + f2 * (c[5] +
-		   f2 * (c[6] + f2 * (c[7] + f2 * c[8])))))));
+	double f4 = f2 * f2, f8 = f4 * f4;
+	double s = ((c[0] + f2 * c[1]) + f4 * (c[2] + f2 * c[3])) +
+		   f8 * (((c[4] + f2 * c[5]) + f4 * (c[6] + f2 * c[7])) + f8 * c[8]);
 	if (q & 1)
 		s *= f;
 	return ((q + 1) & 2) ? -s : s;
