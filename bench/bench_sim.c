@@ -259,7 +259,7 @@ static double median_paired_ratio(const run_times *a, const run_times *b)
 static int rerun_best(const bench_case *bc, const kvs_policy *pols, size_t npol, size_t ip,
 		      bool contig, double *best, run_times *rt, uint64_t *peak)
 {
-	int runs = best[ip] < 0.25 ? 10 : 5;
+	int runs = best[ip] < 0.25 ? MAX_RUNS : 5;
 	for (size_t p = 0; p < npol; p++) {
 		rt[p].n = runs;
 		for (int k = 0; k < runs; k++)
