@@ -334,7 +334,7 @@ static void paged_ratio_row(kvs_bench *b, const bench_case *bc, const kvs_policy
 	const char *workload = bc->name, *contig_name = kvs_policy_name(pols[ic]);
 	double best_ratio = paged_cpu / contig_cpu;
 	double ratio = median_paired_ratio(&rt[ip], &rt[ic]);
-	bool met = ratio <= 1.5;
+	bool met = ratio > 0 && ratio <= 1.5;   /* 0: no pair of runs both made */
 	if (!b->json)
 		printf("%-24s paged / fastest contiguous (%s), CPU time, median of %d paired "
 		       "runs: %.2fx (target <= 1.5x) %s; best times %.3f / %.3f s = %.2fx\n",
