@@ -229,6 +229,16 @@ static double median_of(double *v, int n)
 	return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
 }
 
+/* The least time of rt (-1 when no run was made) */
+static double best_time(const run_times *rt)
+{
+	double m = -1;
+	for (int k = 0; k < rt->n; k++)
+		if (rt->t[k] >= 0 && (m < 0 || rt->t[k] < m))
+			m = rt->t[k];
+	return m;
+}
+
 static double median_time(const run_times *rt)
 {
 	double v[MAX_RUNS];
@@ -249,31 +259,28 @@ static double median_paired_ratio(const run_times *a, const run_times *b)
 }
 
 /* Further runs of one workload's policies, taken in turn so that all see
- * the same machine, each keeping its least CPU time in best[p] (its first
- * run's on entry, -1 if it failed; entries left at -1 are not rerun) and
- * every time in rt[p]: paged always, the contiguous policies (not
- * block-granular) when contig.  Five runs in all, ten when paged's first
- * took under 0.25 s (a short run's time varies by half on a shared
- * machine).  *peak: paged's largest peak RSS over its runs.  Returns the
- * number of runs. */
+ * the same machine, every CPU time kept in rt[p], run 0 the first run's
+ * (first[p], -1 if it failed; a policy whose first run failed is not
+ * rerun): paged always, the contiguous policies (not block-granular) when
+ * contig.  Five runs in all, ten when paged's first took under 0.25 s (a
+ * short run's time varies by half on a shared machine).  *peak: paged's
+ * largest peak RSS over its runs.  Returns the number of runs. */
 static int rerun_best(const bench_case *bc, const kvs_policy *pols, size_t npol, size_t ip,
-		      bool contig, double *best, run_times *rt, uint64_t *peak)
+		      bool contig, const double *first, run_times *rt, uint64_t *peak)
 {
-	int runs = best[ip] < 0.25 ? MAX_RUNS : 5;
+	int runs = first[ip] < 0.25 ? MAX_RUNS : 5;
 	for (size_t p = 0; p < npol; p++) {
 		rt[p].n = runs;
 		for (int k = 0; k < runs; k++)
-			rt[p].t[k] = k == 0 && best[p] > 0 ? best[p] : -1;
+			rt[p].t[k] = k == 0 && first[p] > 0 ? first[p] : -1;
 	}
 	for (int rep = 1; rep < runs; rep++)
 		for (size_t p = 0; p < npol; p++) {
-			if (best[p] <= 0 || (p != ip && (!contig || kvs_policy_has(
+			if (first[p] <= 0 || (p != ip && (!contig || kvs_policy_has(
 					pols[p], KVS_TRAIT_BLOCK_GRANULAR))))
 				continue;
 			figures f;
 			run_isolated(bc, pols[p], &f);
-			if (f.ok && f.cpu_s < best[p])
-				best[p] = f.cpu_s;
 			if (f.ok)
 				rt[p].t[rep] = f.cpu_s;
 			if (f.ok && p == ip && f.peak_rss > *peak)
@@ -316,13 +323,12 @@ static void paged_target_row(kvs_bench *b, const bench_case *bc, double cpu, int
  * moment, and the least best of several policies is the luckiest of all
  * their runs; a pair sees the same moment. */
 static void paged_ratio_row(kvs_bench *b, const bench_case *bc, const kvs_policy *pols,
-			    size_t npol, size_t ip, const double *best, const run_times *rt,
-			    int runs)
+			    size_t npol, size_t ip, const run_times *rt, int runs)
 {
 	size_t ic = npol;
 	double ic_median = 0;
 	for (size_t p = 0; p < npol; p++) {
-		if (p == ip || best[p] <= 0 || kvs_policy_has(pols[p], KVS_TRAIT_BLOCK_GRANULAR))
+		if (p == ip || rt[p].t[0] <= 0 || kvs_policy_has(pols[p], KVS_TRAIT_BLOCK_GRANULAR))
 			continue;
 		double m = median_time(&rt[p]);
 		if (ic == npol || m < ic_median) {
@@ -330,7 +336,7 @@ static void paged_ratio_row(kvs_bench *b, const bench_case *bc, const kvs_policy
 			ic_median = m;
 		}
 	}
-	double paged_cpu = best[ip], contig_cpu = best[ic];
+	double paged_cpu = best_time(&rt[ip]), contig_cpu = best_time(&rt[ic]);
 	const char *workload = bc->name, *contig_name = kvs_policy_name(pols[ic]);
 	double best_ratio = paged_cpu / contig_cpu;
 	double ratio = median_paired_ratio(&rt[ip], &rt[ic]);
@@ -362,25 +368,25 @@ static void paged_ratio_row(kvs_bench *b, const bench_case *bc, const kvs_policy
 /* After a workload's rows: the further runs, then paged's own target and
  * its ratio to the fastest contiguous policy, where they apply. */
 static void best_of_rows(kvs_bench *b, const bench_case *bc, const kvs_policy *pols,
-			 size_t npol, double *best, uint64_t paged_peak)
+			 size_t npol, const double *first, uint64_t paged_peak)
 {
 	size_t ip = npol;
 	bool contig = false;
 	for (size_t p = 0; p < npol; p++) {
-		if (pols[p] == KVS_POLICY_PAGED && best[p] > 0)
+		if (pols[p] == KVS_POLICY_PAGED && first[p] > 0)
 			ip = p;
-		else if (!kvs_policy_has(pols[p], KVS_TRAIT_BLOCK_GRANULAR) && best[p] > 0)
+		else if (!kvs_policy_has(pols[p], KVS_TRAIT_BLOCK_GRANULAR) && first[p] > 0)
 			contig = true;
 	}
 	bool target = ip < npol && bc->paged_target_s > 0;
 	if (ip == npol || !(contig || target))
 		return;
 	run_times rt[KVS_POLICY_CAP];
-	int runs = rerun_best(bc, pols, npol, ip, contig, best, rt, &paged_peak);
+	int runs = rerun_best(bc, pols, npol, ip, contig, first, rt, &paged_peak);
 	if (target)
-		paged_target_row(b, bc, best[ip], runs, paged_peak);
+		paged_target_row(b, bc, best_time(&rt[ip]), runs, paged_peak);
 	if (contig)
-		paged_ratio_row(b, bc, pols, npol, ip, best, rt, runs);
+		paged_ratio_row(b, bc, pols, npol, ip, rt, runs);
 }
 
 int main(int argc, char **argv)
@@ -441,10 +447,10 @@ int main(int argc, char **argv)
 			continue;
 		if (only && !strstr(bc->name, only))
 			continue;
-		double best_cpu[KVS_POLICY_CAP];
+		double first_cpu[KVS_POLICY_CAP];
 		uint64_t paged_peak = 0;
 		for (size_t p = 0; p < npol; p++)
-			best_cpu[p] = -1;
+			first_cpu[p] = -1;
 		for (size_t p = 0; p < npol; p++) {
 			if (bc->pool_blocks && !kvs_policy_has(pols[p], KVS_TRAIT_PREFIX_HASHES))
 				continue;   /* no prefix cache to offload */
@@ -466,7 +472,7 @@ int main(int argc, char **argv)
 			/* paged's own target is judged on the best of its runs,
 			 * on the line after the workload's rows */
 			bool later = paged && bc->paged_target_s > 0;
-			best_cpu[p] = f.cpu_s;
+			first_cpu[p] = f.cpu_s;
 			if (paged)
 				paged_peak = f.peak_rss;
 			if (!b.json)
@@ -506,7 +512,7 @@ int main(int argc, char **argv)
 			}
 			kvs_bench_row(&b, row);
 		}
-		best_of_rows(&b, bc, pols, npol, best_cpu, paged_peak);
+		best_of_rows(&b, bc, pols, npol, first_cpu, paged_peak);
 	}
 	if (!only || strcmp(only, "block") == 0)
 		block_size_rows(&b, have_conv ? conv : NULL);
