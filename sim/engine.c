@@ -2531,6 +2531,7 @@ static uint32_t chunk_of(const sreq *r, uint64_t budget)
  * is short. */
 static void sort_due(sreq **due, size_t n)
 {
+	/* no finished (NULL) entry: plan_due compacts them out first */
 	for (size_t i = 1; i < n; i++) {
 		sreq *r = due[i];
 		size_t j = i;
@@ -2732,6 +2733,13 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b, size_t ndue)
 		uint64_t avail = kvs_alloc_free_blocks(s->alloc);
 		bool dissolved = false;
 		if (c && need > avail) {
+			/* the entries due_take finished are NULL: out first,
+			 * so that the sort sees sequences only */
+			size_t live = 0;
+			for (size_t i = 0; i < ndue; i++)
+				if (s->due[i])
+					s->due[live++] = s->due[i];
+			ndue = live;
 			if ((st = lz_dissolve(s, &ndue)) != KVS_OK)
 				return st;
 			sort_due(s->due, ndue);
