@@ -5,7 +5,10 @@
 #include "kvs_config.h"
 #include "kvsim/common.h"
 #include "common/array.h"
+#include "common/num.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -243,5 +246,32 @@ bool kvs_array_grow(void **p, size_t *cap, size_t need, size_t elem,
 		return false;
 	*p = q;
 	*cap = c;
+	return true;
+}
+
+bool kvs_strtod_decimal(const char *s, double *out, const char **end)
+{
+	/* strtod may read no further than the decimal characters do: a hex
+	 * float, "inf", "nan" or a leading blank is refused, not read */
+	size_t span = s ? strspn(s, "0123456789+-.eE") : 0;
+	if (span == 0)
+		return false;
+	errno = 0;
+	char *e;
+	double v = strtod(s, &e);
+	if (e == s || (size_t)(e - s) > span || errno == ERANGE || !isfinite(v))
+		return false;
+	*out = v;
+	*end = e;
+	return true;
+}
+
+bool kvs_parse_decimal(const char *s, double *out)
+{
+	const char *end;
+	double v;
+	if (!kvs_strtod_decimal(s, &v, &end) || *end != '\0')
+		return false;
+	*out = v;
 	return true;
 }

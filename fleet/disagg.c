@@ -36,6 +36,7 @@
  */
 #include "fleet/fleet_internal.h"
 #include "fleet/link.h"
+#include "common/num.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -535,7 +536,14 @@ void kvs_fleet_link_help(FILE *f)
 			link_presets[i].bytes_per_s / 1e9, link_presets[i].what);
 }
 
-/* A number and a unit from units[] (the first, "", when none). */
+/* A custom link's bounds: below 1 MB/s or beyond a minute of latency a KV
+ * transfer would take longer than any trace lasts (a misplaced unit, not a
+ * link), and above 1 PB/s it is no link either. */
+#define LINK_MIN_BPS 1e6
+#define LINK_MAX_BPS 1e15
+#define LINK_MAX_LATENCY_S 60.0
+
+/* A decimal number and a unit from units[] (the first, "", when none). */
 typedef struct unit {
 	const char *name;
 	double scale;
@@ -549,9 +557,9 @@ static bool parse_qty(const char *text, size_t len, const unit *units, size_t nu
 		return false;
 	memcpy(buf, text, len);
 	buf[len] = 0;
-	char *end;
-	double v = strtod(buf, &end);
-	if (end == buf || !isfinite(v))
+	const char *end;
+	double v;
+	if (!kvs_strtod_decimal(buf, &v, &end))
 		return false;
 	for (size_t i = 0; i < nunits; i++)
 		if (strcmp(end, units[i].name) == 0) {
@@ -587,20 +595,21 @@ kvs_status kvs_fleet_link_parse(const char *spec, kvs_fleet_link *out)
 		}
 	if (!found) {
 		if (!parse_qty(spec, blen, bw_units, KVS_ARRAY_LEN(bw_units), &L.bytes_per_s) ||
-		    !(L.bytes_per_s > 0))
+		    !(L.bytes_per_s >= LINK_MIN_BPS && L.bytes_per_s <= LINK_MAX_BPS))
 			return kvs_fail(KVS_ERR_INVALID, "--kv-link '%s': bandwidth '%.*s': expected "
 					"a preset (nvlink, ib-400g, ib-200g, eth-100g, pcie5) or a "
-					"number > 0 with an optional unit (GB/s when none; B/s, MB/s, "
-					"TB/s, Gb/s, Gbps, Tb/s)", spec, (int)blen, spec);
+					"decimal number from 1 MB/s to 1 PB/s with an optional unit "
+					"(GB/s when none; B/s, MB/s, TB/s, Gb/s, Gbps, Tb/s)", spec,
+					(int)blen, spec);
 		snprintf(L.name, sizeof L.name, "custom");
 	}
 	if (colon) {
 		const char *lt = colon + 1;
 		if (!parse_qty(lt, strlen(lt), lat_units, KVS_ARRAY_LEN(lat_units), &L.latency_s) ||
-		    !(L.latency_s >= 0))
+		    !(L.latency_s >= 0 && L.latency_s <= LINK_MAX_LATENCY_S))
 			return kvs_fail(KVS_ERR_INVALID, "--kv-link '%s': latency '%s': expected a "
-					"time >= 0 with an optional unit (s when none; ms, us, ns)",
-					spec, lt);
+					"decimal time from 0 to 60 s with an optional unit (s when "
+					"none; ms, us, ns)", spec, lt);
 	}
 	*out = L;
 	return KVS_OK;

@@ -13,6 +13,7 @@
  */
 #include "kvsim/fleet.h"
 #include "common/mix.h"
+#include "common/num.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -270,15 +271,14 @@ kvs_status kvs_router_create(const char *spec, uint64_t seed, kvs_router **out)
 			}
 			char buf[64];
 			size_t vl = (size_t)(end - eq - 1);
-			char *e;
 			double val = 0;
-			if (vl > 0 && vl < sizeof buf) {
+			bool num = vl > 0 && vl < sizeof buf;
+			if (num) {
 				memcpy(buf, eq + 1, vl);
 				buf[vl] = 0;
-				val = strtod(buf, &e);
+				num = kvs_parse_decimal(buf, &val);
 			}
-			if (vl == 0 || vl >= sizeof buf || *e || !isfinite(val) ||
-			    val < row->params[k].min) {
+			if (!num || val < row->params[k].min) {
 				kvs_free(r);
 				return kvs_fail(KVS_ERR_INVALID, "router '%s': %s='%.*s': expected a "
 						"number >= %g", row->name, row->params[k].name,

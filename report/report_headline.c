@@ -205,6 +205,25 @@ static void sweep_headline(FILE *f, const rp_run *run)
 			run->nrows);
 }
 
+void rp_interrupted_note(FILE *f, const rp_run *run)
+{
+	if (!run->interrupted)
+		return;
+	fprintf(f, "<p class=\"bad interrupted\">Interrupted: this run was stopped "
+		   "before it finished. ");
+	if (run->kind == RP_KIND_SWEEP) {
+		if (run->points_total)
+			fprintf(f, "%llu of %llu simulated combinations were done; ",
+				(unsigned long long)run->points_done,
+				(unsigned long long)run->points_total);
+		fprintf(f, "the rows and recommendations cover only those.</p>\n");
+	} else {
+		fprintf(f, "Its figures cover the simulated time reached; policies that "
+			   "had not started are absent, and every request not done "
+			   "counts as unfinished.</p>\n");
+	}
+}
+
 void rp_headline_write(FILE *f, const rp_run *runs, size_t nruns)
 {
 	fprintf(f, "<section class=\"headline\" id=\"headline\"><h2>The answer</h2>\n");
@@ -215,6 +234,7 @@ void rp_headline_write(FILE *f, const rp_run *runs, size_t nruns)
 			kvs_report_esc(f, run->label);
 			fprintf(f, "</a></h3>\n");
 		}
+		rp_interrupted_note(f, run);
 		if (run->kind == RP_KIND_POLICIES)
 			compare_headline(f, run);
 		else

@@ -573,6 +573,7 @@ kvs_status rp_html_write(const char *path, const char *title,
 			kvs_report_esc(f, run->gpu_name);
 		}
 		fprintf(f, "</span></h2>\n");
+		rp_interrupted_note(f, run);
 		if (run->kind == RP_KIND_POLICIES) {
 			accounting(f, run);
 			memory_bars(f, run);

@@ -159,6 +159,10 @@ typedef struct rp_run {
 	rp_reco *reco;
 	size_t nreco;
 	char prefix[32];             /* figure file prefix: "" or "run2-" */
+	/* stopped by a signal ("interrupted": true): the figures cover what
+	 * was done; a sweep's points_done of points_total (0 when absent) */
+	bool interrupted;
+	uint64_t points_done, points_total;
 	/* fleet runs: the optional `replicas` array, one row per replica and a
 	 * column per numeric field of any replica (NAN where one lacks it) */
 	size_t nreplicas, nreplica_fields;
@@ -173,6 +177,10 @@ typedef struct rp_run {
 kvs_status rp_run_parse(const char *text, size_t len, const char *label,
 			rp_run *run);
 void rp_run_free(rp_run *run);
+
+/* The note an interrupted run carries wherever its figures are shown
+ * (nothing for a finished one). */
+void rp_interrupted_note(FILE *f, const rp_run *run);
 
 /* report_replicas.c: read a `replicas` array (a jansson json_t *) into run;
  * KVS_ERR_PARSE naming label and the replica when it is not an array of

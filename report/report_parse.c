@@ -603,7 +603,9 @@ static kvs_status parse_sweep(const pctx *c, const json_t *root, rp_run *run)
 		return st;
 	size_t n = json_array_size(a);
 	if (n == 0)
-		return kvs_fail(KVS_ERR_PARSE, "%s: rows: the sweep has no rows", c->label);
+		return kvs_fail(KVS_ERR_PARSE, "%s: rows: the sweep has no rows%s", c->label,
+				run->interrupted ? " (it was interrupted before any "
+				"combination finished: nothing to report)" : "");
 	if (!(run->rows = kvs_calloc(n, sizeof *run->rows)))
 		return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->label);
 	for (size_t i = 0; i < n; i++) {
@@ -707,6 +709,20 @@ kvs_status rp_run_parse(const char *text, size_t len, const char *label,
 	}
 	if ((st = get_str(&c, root, "", "command", false, &run->command)) ||
 	    (st = get_str(&c, root, "", "kvsim_version", false, &run->version)))
+		goto out;
+	/* "interrupted": true, or absent (docs/REPORT-JSON.md); a sweep's
+	 * count of finished combinations beside it */
+	json_t *intr = json_object_get(root, "interrupted");
+	if (intr && !json_is_boolean(intr)) {
+		st = bad(&c, "", "interrupted", "true or false", intr);
+		goto out;
+	}
+	run->interrupted = json_is_true(intr);
+	if (run->interrupted &&
+	    ((json_object_get(root, "points_done") &&
+	      (st = get_count(&c, root, "", "points_done", &run->points_done))) ||
+	     (json_object_get(root, "points_total") &&
+	      (st = get_count(&c, root, "", "points_total", &run->points_total)))))
 		goto out;
 	if (!run->command) {
 		/* older or hand-made reports: infer from the content */

@@ -369,6 +369,10 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 		m->mlp_plain = true;
 		m->qkv_bias = m->o_bias = m->mlp_bias = bias;
 		m->norm_bias = true;
+		if (m->max_position_embeddings > UINT32_MAX - 2)
+			return kvs_fail(KVS_ERR_PARSE, "%s: field 'max_position_embeddings': "
+					"%u positions and OPT's offset of 2 exceed 32 bits",
+					c->path, m->max_position_embeddings);
 		m->learned_positions = m->max_position_embeddings + 2; /* OPT's offset */
 	}
 	if (type_is(model_type, KEYS("qwen2", "qwen2_moe")))

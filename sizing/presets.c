@@ -11,8 +11,8 @@
  */
 #include "kvs_config.h"
 #include "sizing_internal.h"
+#include "common/json.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,11 +178,14 @@ static kvs_status gpu_rate(json_t *g, const char *path, const char *name,
 		return kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': missing field '%s'",
 				path, name, key);
 	}
+	/* in the field's unit (GB/s, TFLOPS): below 0.001 (1 MB/s, 1 GFLOPS)
+	 * is a misplaced unit, not a GPU, and would make every time
+	 * astronomical */
 	double x = json_is_number(v) ? json_number_value(v) : -1.0;
-	if (!json_is_number(v) || !(optional ? x >= 0.0 : x > 0.0) || !(x < 1e9))
+	if (!json_is_number(v) || !((optional && x == 0.0) || (x >= 1e-3 && x < 1e9)))
 		return kvs_fail(KVS_ERR_PARSE,
-				"%s: gpu '%s': field '%s' must be a %s number",
-				path, name, key, optional ? "non-negative" : "positive");
+				"%s: gpu '%s': field '%s' must be a number in [0.001, 1e9)%s",
+				path, name, key, optional ? ", or 0 when not supported" : "");
 	*out = x * scale;
 	return KVS_OK;
 }
@@ -206,12 +209,43 @@ static kvs_status gpu_size(json_t *g, const char *path, const char *name,
 	return KVS_OK;
 }
 
+/* A GPU object's fields: each is read below, or (name, description) is
+ * a label; keys that start with '_' are comments. */
+static const char *const gpu_keys[] = {
+	"name", "description", "memory", "datasheet_memory", "memory_source",
+	"hbm_gb_per_s", "fp16_dense_tflops", "fp8_dense_tflops", "int8_dense_tops",
+	"pcie_gb_per_s", "interconnect_gb_per_s", NULL,
+};
+
+/* A field that no GPU has (a misspelt one would leave its figure at a
+ * default or missing): refused, with the nearest known name. */
+static kvs_status gpu_keys_known(json_t *g, const char *path, const char *name)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(g, key, v) {
+		if (key[0] == '_' || in_list(gpu_keys, key))
+			continue;
+		const char *near = kvs_suggest(key, gpu_keys, KVS_ARRAY_LEN(gpu_keys) - 1);
+		return kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': unknown field '%s'%s%s%s "
+				"(fields: memory, hbm_gb_per_s, fp16_dense_tflops, "
+				"pcie_gb_per_s, interconnect_gb_per_s; optional "
+				"datasheet_memory, memory_source, fp8_dense_tflops, "
+				"int8_dense_tops, name, description)", path, name, key,
+				near ? "; did you mean '" : "", near ? near : "",
+				near ? "'?" : "");
+	}
+	return KVS_OK;
+}
+
 /* One GPU object (a preset entry or a --gpu FILE.json) into *out. */
 static kvs_status gpu_from_json(json_t *g, const char *path, const char *name,
 				kvs_gpu *out)
 {
 	kvs_gpu gpu;
-	kvs_status st;
+	kvs_status st = gpu_keys_known(g, path, name);
+	if (st != KVS_OK)
+		return st;
 	memset(&gpu, 0, sizeof gpu);
 	snprintf(gpu.name, sizeof gpu.name, "%s", name);
 	if ((st = gpu_size(g, path, name, "memory", false, &gpu.mem_bytes)) ||
@@ -246,16 +280,6 @@ double kvs_gpu_matmul_rate(const kvs_gpu *g, kvs_dtype weight_dtype)
 	return g->fp16_flops;
 }
 
-static json_t *load_json(const char *path, kvs_status *st)
-{
-	json_error_t jerr;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
-		*st = kvs_fail(jerr.line > 0 ? KVS_ERR_PARSE : KVS_ERR_IO, "%s:%d:%d: %s",
-			       path, jerr.line, jerr.column, jerr.text);
-	return root;
-}
-
 kvs_status kvs_gpu_preset(const char *name, kvs_gpu *out)
 {
 	char path[4096], known[512], hint[160];
@@ -269,7 +293,7 @@ kvs_status kvs_gpu_preset(const char *name, kvs_gpu *out)
 				KVS_DATADIR, KVS_SOURCE_ROOT);
 	name = canonical(gpu_names, name);
 	kvs_status st = KVS_OK;
-	json_t *root = load_json(path, &st);
+	json_t *root = kvs_json_load_file(path, JSON_REJECT_DUPLICATES, "GPU presets", &st);
 	if (!root)
 		return st;
 	json_t *gpus = json_object_get(root, "gpus");
@@ -292,7 +316,8 @@ kvs_status kvs_gpu_load(const char *name_or_path, kvs_gpu *out)
 	if (!name_or_path || !looks_like_path(name_or_path))
 		return kvs_gpu_preset(name_or_path, out);
 	kvs_status st = KVS_OK;
-	json_t *root = load_json(name_or_path, &st);
+	json_t *root = kvs_json_load_file(name_or_path, JSON_REJECT_DUPLICATES, "GPU file",
+					 &st);
 	if (!root)
 		return st;
 	if (!json_is_object(root)) {

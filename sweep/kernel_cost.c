@@ -16,8 +16,8 @@
  */
 #include "kvs_config.h"
 #include "sweep_internal.h"
+#include "common/json.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -264,17 +264,10 @@ kvs_status kvs_kernel_profile_load(const char *path, kvs_kernel_profile **out)
 {
 	if (!path || !out)
 		return kvs_fail(KVS_ERR_INVALID, "kernel profile: NULL argument");
-	json_error_t jerr;
-	struct stat sb;
-	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-		return kvs_fail(KVS_ERR_IO, "%s: kernel profile: is a directory", path);
-	json_t *root = json_load_file(path, 0, &jerr);
-	if (!root) {
-		bool missing = jerr.line < 0 || strstr(jerr.text, "unable to open");
-		return kvs_fail(missing ? KVS_ERR_IO : KVS_ERR_PARSE,
-				"%s:%d: kernel profile: %s", path, jerr.line, jerr.text);
-	}
 	kvs_status st = KVS_OK;
+	json_t *root = kvs_json_load_file(path, 0, "kernel profile", &st);
+	if (!root)
+		return st;
 	kvs_kernel_profile *p = kvs_calloc(1, sizeof *p);
 	if (!p) {
 		json_decref(root);

@@ -524,12 +524,10 @@ static const char *jstr(const json_t *o, const char *k)
 
 kvs_status kvs_sweep_plan_load(const char *path, kvs_sweep_plan **out)
 {
-	json_error_t e;
-	json_t *doc = json_load_file(path, 0, &e);
-	if (!doc && e.line < 1)
-		return kvs_fail(KVS_ERR_IO, "%s: cannot read: %s", path, e.text);
+	kvs_status lst;
+	json_t *doc = kvs_json_load_file(path, 0, "sweep plan", &lst);
 	if (!doc)
-		return kvs_fail(KVS_ERR_PARSE, "%s:%d: %s", path, e.line, e.text);
+		return lst;
 	kvs_sweep_plan *p = kvs_calloc(1, sizeof *p);
 	if (!p) {
 		json_decref(doc);
@@ -710,11 +708,10 @@ static kvs_status point_check(const kvs_sweep_plan *p, const json_t *doc, size_t
 static kvs_status point_read(const kvs_sweep_plan *p, const char *file, size_t i,
 			     kvs_sweep_point_result *r)
 {
-	json_error_t e;
-	json_t *doc = json_load_file(file, 0, &e);
+	kvs_status lst;
+	json_t *doc = kvs_json_load_file(file, 0, "sweep point", &lst);
 	if (!doc)
-		return kvs_fail(KVS_ERR_PARSE, "%s:%d: %s (delete it to run the point again)",
-				file, e.line, e.text);
+		return kvs_fail(lst, "%s (delete it to run the point again)", kvs_last_error());
 	kvs_status st = point_check(p, doc, i, file);
 	if (st == KVS_OK && r) {
 		memset(r, 0, sizeof *r);

@@ -4,6 +4,7 @@
 #include "common/array.h"
 #include "common/heap.h"
 #include "common/mix.h"
+#include "common/num.h"
 #include "common/table.h"
 
 #include <dirent.h>
@@ -30,6 +31,34 @@ static void test_fail_records_message(void **state)
 	kvs_status st = kvs_fail(KVS_ERR_PARSE, "%s:%d: %s", "x.csv", 12, "bad");
 	assert_int_equal(st, KVS_ERR_PARSE);
 	assert_string_equal(kvs_last_error(), "x.csv:12: bad");
+}
+
+/* Numbers in text: decimal notation only, the whole of it, finite */
+static void test_decimal(void **state)
+{
+	(void)state;
+	double v;
+	const char *end;
+	assert_true(kvs_parse_decimal("0.25", &v) && v == 0.25);
+	assert_true(kvs_parse_decimal("-3e2", &v) && v == -300);
+	assert_true(kvs_parse_decimal("+.5", &v) && v == 0.5);
+	static const char *bad[] = { "", "abc", "0x10", "0x1p3", "inf", "-inf", "nan",
+				     " 1", "1 ", "1e999", "1e-400", "1.5x", "." };
+	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
+		v = 42;
+		if (kvs_parse_decimal(bad[i], &v))
+			fail_msg("'%s' read as %g", bad[i], v);
+		assert_true(v == 42);   /* untouched */
+	}
+	assert_false(kvs_parse_decimal(NULL, &v));
+	/* a prefix and where it ends: a unit may follow; hex is refused, not
+	 * read as its leading 0 */
+	assert_true(kvs_strtod_decimal("2.5GB/s", &v, &end) && v == 2.5);
+	assert_string_equal(end, "GB/s");
+	assert_true(kvs_strtod_decimal("1e3ms", &v, &end) && v == 1e3);
+	assert_string_equal(end, "ms");
+	assert_false(kvs_strtod_decimal("0x10GB", &v, &end));
+	assert_false(kvs_strtod_decimal("infGB", &v, &end));
 }
 
 static void test_overflow(void **state)
@@ -327,6 +356,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strerror),
 		cmocka_unit_test(test_fail_records_message),
+		cmocka_unit_test(test_decimal),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_memory_wrapper),
 		cmocka_unit_test(test_heap_random),

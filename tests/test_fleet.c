@@ -516,7 +516,10 @@ static void test_router_specs(void **state)
 	kvs_router_destroy(r);
 	static const char *bad[] = { "", "nope", "round-robin:x=1", "score:prefix",
 				     "score:foo=1", "score:prefix=-1", "score:prefix=0,queue=0,kv=0",
-				     "prefix:cache-threshold=abc", "score:kv=" };
+				     "prefix:cache-threshold=abc", "score:kv=",
+				     /* decimal only: hex, inf and blanks are not numbers */
+				     "prefix:cache-threshold=0x10", "score:kv=inf",
+				     "score:kv= 1" };
 	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
 		r = NULL;
 		if (kvs_router_create(bad[i], 0, &r) != KVS_ERR_INVALID)
@@ -964,8 +967,15 @@ static void test_kv_link_parse(void **state)
 	assert_int_equal(kvs_fleet_link_parse("100Gb/s:0.5ms", &L), KVS_OK);
 	assert_true(L.bytes_per_s == 12.5e9 && fabs(L.latency_s - 5e-4) < 1e-15);
 	assert_string_equal(L.name, "custom");
+	/* the bounds: 1 MB/s to 1 PB/s, latency up to 60 s */
+	assert_int_equal(kvs_fleet_link_parse("1MB/s:60s", &L), KVS_OK);
+	assert_true(L.bytes_per_s == 1e6 && L.latency_s == 60);
+	assert_int_equal(kvs_fleet_link_parse("1e6", &L), KVS_OK);
+	assert_true(L.bytes_per_s == 1e15);
 	static const char *bad[] = { "", "0", "-3", "fast", "10XB/s", "ib-400g:", "10:-1",
-				     "10:abc", "nan", "inf" };
+				     "10:abc", "nan", "inf", "0x10GB/s", "10:0x1", " 10",
+				     "1e-300", "0.9MB/s", "1.1e6", "10:1e300", "10:61s",
+				     "10:1e-400" };
 	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
 		if (kvs_fleet_link_parse(bad[i], &L) != KVS_ERR_INVALID)
 			fail_msg("--kv-link '%s' accepted", bad[i]);

@@ -583,6 +583,53 @@ static void test_accounting_mismatch(void **state)
 	free(dir);
 }
 
+/* An interrupted run says so where its answer and its section start; a
+ * finished one does not; "interrupted" must be a boolean. */
+static void test_interrupted_run(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	static const char body[] =
+		"\"policies\":{\"paged\":{"
+		"\"accounting\":{\"arrived\":10,\"completed\":5,\"rejected\":1,\"unfinished\":4},"
+		"\"memory_pct\":{\"token_states\":50,\"reservation\":0,\"internal_fragmentation\":0,"
+		"\"external_fragmentation\":0,\"cached_idle\":0,\"free\":50}}}}";
+	char intr[1024], fin[1024], badv[1024];
+	snprintf(intr, sizeof intr, "{\"command\":\"replay\",\"interrupted\":true,%s", body);
+	snprintf(fin, sizeof fin, "{\"command\":\"replay\",%s", body);
+	snprintf(badv, sizeof badv, "{\"command\":\"replay\",\"interrupted\":\"yes\",%s", body);
+	const char *t[] = { intr };
+	assert_int_equal(kvs_report_write(t, NULL, 1, dir, NULL), KVS_OK);
+	char *html = read_html(dir);
+	const char *a = strstr(html, "Interrupted: this run was stopped");
+	assert_non_null(a);
+	/* twice: in the answer and in the run's section */
+	assert_non_null(strstr(a + 1, "Interrupted: this run was stopped"));
+	free(html);
+	const char *u[] = { fin };
+	assert_int_equal(kvs_report_write(u, NULL, 1, dir, NULL), KVS_OK);
+	html = read_html(dir);
+	assert_null(strstr(html, "Interrupted"));
+	free(html);
+	const char *v[] = { badv };
+	assert_int_equal(kvs_report_write(v, NULL, 1, dir, NULL), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "interrupted: expected true or false"));
+	/* a sweep names the combinations done */
+	const char *sw[] = { "{\"command\":\"sweep\",\"interrupted\":true,\"points_done\":3,"
+			     "\"points_total\":13,\"rows\":[{\"policy\":\"paged\","
+			     "\"block_size\":16}]}" };
+	assert_int_equal(kvs_report_write(sw, NULL, 1, dir, NULL), KVS_OK);
+	html = read_html(dir);
+	assert_non_null(strstr(html, "3 of 13 simulated combinations were done"));
+	free(html);
+	/* interrupted before any combination finished: said so */
+	expect_error("{\"command\":\"sweep\",\"interrupted\":true,\"points_done\":0,"
+		     "\"points_total\":13,\"rows\":[]}", KVS_ERR_PARSE,
+		     "interrupted before any combination finished", NULL);
+	rm_rf(dir);
+	free(dir);
+}
+
 struct prog {
 	size_t calls, last_done, total;
 	bool monotone, finished;
@@ -899,6 +946,7 @@ int main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_bad_args_and_files),
 		cmocka_unit_test(test_accounting_mismatch),
+		cmocka_unit_test(test_interrupted_run),
 		cmocka_unit_test(test_long_timeseries),
 		cmocka_unit_test(test_interactive_page),
 		cmocka_unit_test(test_replicas),

@@ -674,6 +674,20 @@ static void test_config_text(void **state)
 			       "h.json: field 'head_dim': 4294967295 is out of range [1, 65536]"));
 	snprintf(text, sizeof text, cfg, ", \"head_dim\": 65536");
 	assert_int_equal(kvs_model_from_json_text("h.json", text, strlen(text), &m), KVS_OK);
+	/* OPT's learned positions are max_position_embeddings + 2: a count
+	 * that the offset would carry past 32 bits is refused, not wrapped */
+	static const char opt[] =
+		"{\"model_type\": \"opt\", \"hidden_size\": 512, "
+		"\"num_attention_heads\": 8, \"num_hidden_layers\": 2, "
+		"\"vocab_size\": 1000, \"ffn_dim\": 1024, "
+		"\"max_position_embeddings\": %s}";
+	snprintf(text, sizeof text, opt, "2048");
+	assert_int_equal(kvs_model_from_json_text("o.json", text, strlen(text), &m), KVS_OK);
+	assert_int_equal(m.learned_positions, 2050);
+	snprintf(text, sizeof text, opt, "4294967295");
+	assert_int_equal(kvs_model_from_json_text("o.json", text, strlen(text), &m),
+			 KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "o.json: field 'max_position_embeddings'"));
 }
 
 static void test_config_variants(void **state)

@@ -768,7 +768,14 @@ static void test_kernel_model(void **state)
 	assert_non_null(strstr(kvs_last_error(), "entries"));
 	const char *bad3 = kvs_test_write_tmp("bad3.json", "{\"entries\": [");
 	assert_int_equal(kvs_kernel_profile_load(bad3, &prof), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "bad3.json:1:"));
 	assert_int_equal(kvs_kernel_profile_load("/nonexistent/prof.json", &prof), KVS_ERR_IO);
+	/* the message names the file and the cause, not jansson's line -1 */
+	assert_non_null(strstr(kvs_last_error(), "/nonexistent/prof.json: kernel profile: "
+			       "cannot open"));
+	assert_null(strstr(kvs_last_error(), "-1"));
+	assert_int_equal(kvs_kernel_profile_load("/tmp", &prof), KVS_ERR_IO);
+	assert_non_null(strstr(kvs_last_error(), "is a directory"));
 	const char *cpu = kvs_test_write_tmp("cpu.json",
 		"{\"device\": \"cpu_reference\", \"gpu\": \"none\", \"entries\": [{"
 		"\"block_size\": 16, \"context\": 10, \"batch\": 1, \"paged_us\": 1,"

@@ -142,6 +142,18 @@ printf '{ "memory": "22GiB", "hbm_gb_per_s": 600 }\n' >"$tmp/badgpu.json"
 run 1 --gpu "$tmp/badgpu.json" && has "$err" "badgpu.json: gpu 'badgpu': missing field 'fp16_dense_tflops'" "custom gpu: missing field"
 printf '{ "memory": "22", "hbm_gb_per_s": 600 }\n' >"$tmp/badmem.json"
 run 1 --gpu "$tmp/badmem.json" && has "$err" "field 'memory'" "custom gpu: bad memory"
+# a misspelt field is refused, with the nearest name; rates below 0.001 of
+# their unit are misplaced units; an unreadable file names itself and the cause
+printf '{ "memroy": "22GiB", "hbm_gb_per_s": 600, "fp16_dense_tflops": 150, "pcie_gb_per_s": 32, "interconnect_gb_per_s": 32 }\n' >"$tmp/typo.json"
+run 1 --gpu "$tmp/typo.json" && has "$err" "unknown field 'memroy'; did you mean 'memory'?" "custom gpu: misspelt field"
+printf '{ "memory": "22GiB", "hbm_gb_per_s": 1e-300, "fp16_dense_tflops": 150, "pcie_gb_per_s": 32, "interconnect_gb_per_s": 32 }\n' >"$tmp/slow.json"
+run 1 --gpu "$tmp/slow.json" && has "$err" "field 'hbm_gb_per_s' must be a number in [0.001, 1e9)" "custom gpu: rate too small"
+run 1 --gpu "$tmp/nonexist.json" && {
+	has "$err" "nonexist.json: GPU file: cannot open: No such file or directory" "missing gpu file"
+	case "$err" in *":-1"*) fail "missing gpu file: jansson's line -1 shown: $err" ;; esac
+}
+mkdir -p "$tmp/gpudir.json"
+run 1 --gpu "$tmp/gpudir.json" && has "$err" "gpudir.json: GPU file: is a directory" "gpu file is a directory"
 run 0 --gpu-mem 80GB && has "$err" "warning: --gpu-mem without --gpu: the bandwidth and FLOP/s of the default GPU a100-40gb are borrowed" "borrowed speed warned"
 run 0 --gpu-mem 80GB --gpu h100-80gb && { [ -z "$err" ] || fail "no warning with --gpu: $err"; has "$out" "(--gpu-mem)" "gpu-mem named"; }
 
