@@ -190,6 +190,31 @@ static void test_bad_json(void **state)
 	expect("dup.jsonl", buf, KVS_ERR_PARSE, "dup.jsonl:2: json: duplicate object key");
 	expect("what.jsonl", "{\"a\": 1}\n", KVS_ERR_PARSE,
 	       "what.jsonl:1: json: unrecognised record");
+	/* integral reals at the top of each range: 2^64 (what UINT64_MAX
+	 * rounds to as a double) and 2^32 are out, the largest doubles
+	 * below them are in */
+	const char *nat = "{\"arrival_s\": 0, \"prompt_tokens\": 10, \"output_tokens\": 5}\n";
+	snprintf(buf, sizeof buf, "%s{\"arrival_s\": 1, \"prompt_tokens\": 10, "
+		 "\"output_tokens\": 5, \"session_id\": 18446744073709551615.0}\n", nat);
+	expect("sid64.jsonl", buf, KVS_ERR_PARSE, "sid64.jsonl:2: session_id: too large");
+	snprintf(buf, sizeof buf, "%s{\"arrival_s\": 1, \"prompt_tokens\": 10, "
+		 "\"output_tokens\": 5, \"session_id\": 1e300}\n", nat);
+	expect("sidbig.jsonl", buf, KVS_ERR_PARSE, "sidbig.jsonl:2: session_id: too large");
+	snprintf(buf, sizeof buf, "%s{\"arrival_s\": 1, \"prompt_tokens\": 4294967296.0, "
+		 "\"output_tokens\": 5}\n", nat);
+	expect("p32.jsonl", buf, KVS_ERR_PARSE, "p32.jsonl:2: prompt_tokens: too large");
+	snprintf(buf, sizeof buf, "%s{\"arrival_s\": 1, \"prompt_tokens\": 10, "
+		 "\"output_tokens\": 5, \"session_id\": 18446744073709549568.0}\n", nat);
+	const char *p = kvs_test_write_tmp("sidmax.jsonl", buf);
+	kvs_trace *t;
+	kvs_request r;
+	assert_int_equal(kvs_trace_open(p, NULL, &t), KVS_OK);
+	assert_int_equal(kvs_trace_next(t, &r), KVS_OK);
+	assert_int_equal(kvs_trace_next(t, &r), KVS_OK);
+	assert_true(r.session_id == 18446744073709549568ull);
+	assert_int_equal(kvs_trace_next(t, &r), KVS_END);
+	kvs_trace_close(t);
+	unlink(p);
 }
 
 static void test_megabyte_line(void **state)

@@ -878,7 +878,9 @@ static const char *json_u64(json_t *obj, const char *key, uint64_t max, bool *pr
 			return "negative value";
 		if (x != floor(x))
 			return "expected an integer, not a fraction";
-		if (x > (double)max)
+		/* (double)UINT64_MAX rounds up to 2^64, so the bound is 2^64
+		 * itself, exact; below it the conversion is defined */
+		if (x >= 0x1p64 || (uint64_t)x > max)
 			return "too large";
 		*out = (uint64_t)x;
 		return NULL;

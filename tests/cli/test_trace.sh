@@ -85,6 +85,11 @@ has "$err" "nan.csv:2: arrival_s: expected a number"
 printf '{"arrival_s": [1], "prompt_tokens": {"a": 1}, "output_tokens": 5}\n' >"$tmp/nest.jsonl"
 err=$("$K" trace "$tmp/nest.jsonl" 2>&1); [ $? -eq 1 ] || fail "nested JSON exits 1"
 has "$err" "nest.jsonl:1: arrival_s: expected a number"
+# 2^64 as a JSON real (what UINT64_MAX rounds to) is out of range, not 0
+printf '{"arrival_s":0,"prompt_tokens":10,"output_tokens":5,"session_id":18446744073709551615.0}\n' >"$tmp/sid.jsonl"
+err=$("$K" trace "$tmp/sid.jsonl" --write "$tmp/sid.csv" 2>&1); [ $? -eq 1 ] || fail "2^64 session id exits 1"
+has "$err" "sid.jsonl:1: session_id: too large"
+[ ! -e "$tmp/sid.csv" ] || fail "2^64 session id leaves no output file"
 "$K" trace "$S/azure-conv-sample.csv" --write /nonexistent-dir/x.csv >/dev/null 2>&1; [ $? -eq 1 ] || fail "unwritable --write exits 1"
 # runtime failures exit 1 with file:line: field: reason
 printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:47.6805900,-3,44\n' > "$tmp/bad.csv"
