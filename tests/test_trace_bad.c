@@ -308,10 +308,37 @@ static void test_bad_options(void **state)
 	assert_int_equal(kvs_trace_open(p, &o, &t), KVS_ERR_PARSE);
 	assert_non_null(strstr(kvs_last_error(), "expected a JSON object per line for --format "
 				"mooncake"));
+	/* truncating keeps a prompt token and an output token: at least 2 */
+	kvs_trace_opts_defaults(&o);
+	o.max_model_len = 1;
+	o.overlong = KVS_OVERLONG_TRUNCATE;
+	assert_int_equal(kvs_trace_open(p, &o, &t), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "max model len 1 cannot hold a prompt token "
+				"and an output token"));
+	kvs_request r;
+	o.max_model_len = 2;
+	assert_int_equal(kvs_trace_open(p, &o, &t), KVS_OK);
+	uint64_t n = 0;
+	kvs_status st;
+	while ((st = kvs_trace_next(t, &r)) == KVS_OK) {
+		assert_true(r.truncated);
+		assert_int_equal(r.prompt_tokens, 1);
+		assert_int_equal(r.output_tokens, 1);
+		n++;
+	}
+	assert_int_equal(st, KVS_END);
+	assert_int_equal(n, 4);
+	kvs_trace_close(t);
+	/* flagged, not cut: a limit of 1 is a limit like any other */
+	o.overlong = KVS_OVERLONG_REJECT;
+	o.max_model_len = 1;
+	assert_int_equal(kvs_trace_open(p, &o, &t), KVS_OK);
+	assert_int_equal(kvs_trace_next(t, &r), KVS_OK);
+	assert_true(r.over_max_len);
+	kvs_trace_close(t);
 	kvs_trace_opts_defaults(&o);
 	o.block_size = 24;
 	assert_int_equal(kvs_trace_open(p, &o, &t), KVS_OK);
-	kvs_request r;
 	assert_int_equal(kvs_trace_next(t, &r), KVS_ERR_INVALID);
 	assert_non_null(strstr(kvs_last_error(), "block size 24 neither divides nor is a "
 				"multiple of the trace's 16-token hash blocks"));

@@ -1192,6 +1192,10 @@ static kvs_status check_opts(const kvs_trace_opts *o)
 	if ((unsigned)o->overlong > KVS_OVERLONG_TRUNCATE ||
 	    (unsigned)o->rate_mode > KVS_RATE_POISSON)
 		return kvs_fail(KVS_ERR_INVALID, "unknown overlong or rate mode");
+	/* a truncated request keeps one prompt and one output token */
+	if (o->overlong == KVS_OVERLONG_TRUNCATE && o->max_model_len == 1)
+		return kvs_fail(KVS_ERR_INVALID, "max model len 1 cannot hold a prompt token "
+				"and an output token: truncating needs at least 2");
 	return KVS_OK;
 }
 
@@ -1467,7 +1471,8 @@ kvs_status kvs_trace_next(kvs_trace *t, kvs_request *out)
 			if (t->o.overlong == KVS_OVERLONG_TRUNCATE) {
 				/* keep the head of the prompt (its prefix hashes stay
 				 * valid); the output is cut only when it alone does not
-				 * leave one prompt token */
+				 * leave one prompt token, and m >= 2 (check_opts) leaves
+				 * it one token at least */
 				if (output > m - 1)
 					output = m - 1;
 				if (prompt > m - output)

@@ -60,6 +60,11 @@ set +e
 "$K" trace --format csvx >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --format exits 2"
 "$K" trace a.csv b.csv >/dev/null 2>&1; [ $? -eq 2 ] || fail "two files exit 2"
 "$K" trace "$S/azure-conv-sample.csv" --start 5 --end 1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "window end before start exits 2"
+# truncating to 1 token would leave no output token
+err=$("$K" trace "$S/native-sample.csv" --max-model-len 1 --overlong truncate --write "$tmp/t1.csv" 2>&1)
+[ $? -eq 2 ] || fail "--max-model-len 1 --overlong truncate exits 2"
+has "$err" "max model len 1 cannot hold a prompt token and an output token"
+[ ! -e "$tmp/t1.csv" ] || fail "--max-model-len 1 --overlong truncate writes no file"
 err=$("$K" trace "$S/azure-conv-sample.csv" --json= 2>&1); [ $? -eq 2 ] || fail "--json= exits 2"
 has "$err" "--json=: empty file name"
 # --json FILE.json: the table on stdout, the JSON in the file, never a trace
@@ -111,6 +116,12 @@ j=$("$K" trace "$tmp/m.csv" --json)
 has "$j" '"format": "native-csv"'
 has "$j" '"hash_block_tokens": 128'
 has "$j" '"requests": 5'
+# truncated to 2 tokens: one of each, and the file reads back
+"$K" trace "$S/native-sample.csv" --max-model-len 2 --overlong truncate --write "$tmp/t2.csv" 2>/dev/null ||
+	fail "--max-model-len 2 --overlong truncate"
+j=$("$K" trace "$tmp/t2.csv" --json) || fail "a trace truncated to 2 tokens reads back"
+has "$j" '"requests": 4'
+has "$j" '"total": 4'
 "$K" trace "$S/azure-conv-sample.csv" --write "$tmp/a.jsonl" 2>/dev/null
 j=$("$K" trace "$tmp/a.jsonl" --json)
 has "$j" '"format": "native-jsonl"'
