@@ -135,6 +135,20 @@ static void test_bad_opts(void **state)
 	o.turns_geometric = true;
 	assert_int_equal(kvs_gen_open(&o, &g), KVS_OK);
 	kvs_gen_close(g);
+	/* distributions filled in directly are held to what the parser
+	 * accepts: the sampler converts their parameters to integers */
+	kvs_gen_opts_defaults(&o);
+	o.prompt = (kvs_gen_dist){ KVS_DIST_UNIFORM, 1, 1e30, NULL };
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "--prompt-len: needs whole numbers 1 <= MIN <= MAX"));
+	kvs_gen_opts_defaults(&o);
+	o.output = (kvs_gen_dist){ KVS_DIST_FIXED, NAN, 0, NULL };
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "--output-len: the length must be a whole number"));
+	kvs_gen_opts_defaults(&o);
+	o.output.b = NAN;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "--output-len: sigma must be in [0, 4]"));
 	kvs_gen_opts_defaults(&o);
 	o.prompt.kind = KVS_DIST_TRACE;
 	o.prompt.trace_path = "/nonexistent/trace.csv";

@@ -84,6 +84,33 @@ static bool decimal_at(const char *s, double *v, const char **end)
 	return true;
 }
 
+/* NULL when d's parameters make lengths in [1, 2^32) (the sampler
+ * converts them to integers), else why not. */
+static const char *dist_check(const kvs_gen_dist *d)
+{
+	switch (d->kind) {
+	case KVS_DIST_FIXED:
+		if (!(d->a >= 1 && d->a <= 4294967295.0) || d->a != floor(d->a))
+			return "the length must be a whole number >= 1";
+		return NULL;
+	case KVS_DIST_UNIFORM:
+		if (!(d->a >= 1 && d->b >= d->a && d->b <= 4294967295.0) ||
+		    d->a != floor(d->a) || d->b != floor(d->b))
+			return "needs whole numbers 1 <= MIN <= MAX";
+		return NULL;
+	case KVS_DIST_LOGNORMAL:
+		if (!(d->a >= 1 && d->a <= 4294967295.0))
+			return "the mean must be >= 1 token";
+		if (!(d->b >= 0 && d->b <= 4))
+			return "sigma must be in [0, 4]";
+		return NULL;
+	case KVS_DIST_TRACE:
+		return d->trace_path && *d->trace_path ? NULL : "trace: needs a file";
+	default:
+		return "unknown distribution";
+	}
+}
+
 kvs_status kvs_gen_dist_parse(const char *text, kvs_gen_dist *out)
 {
 	kvs_gen_dist d = { 0 };
@@ -138,25 +165,9 @@ kvs_status kvs_gen_dist_parse(const char *text, kvs_gen_dist *out)
 		return kvs_fail(KVS_ERR_INVALID, "'%s': unexpected text '%s'", text, p);
 	d.a = v[0];
 	d.b = v[1];
-	switch (d.kind) {
-	case KVS_DIST_FIXED:
-		if (d.a < 1 || d.a > 4294967295.0 || d.a != floor(d.a))
-			return kvs_fail(KVS_ERR_INVALID, "'%s': the length must be a whole "
-					"number >= 1", text);
-		break;
-	case KVS_DIST_UNIFORM:
-		if (d.a < 1 || d.b < d.a || d.b > 4294967295.0 || d.a != floor(d.a) ||
-		    d.b != floor(d.b))
-			return kvs_fail(KVS_ERR_INVALID, "'%s': needs whole numbers 1 <= MIN "
-					"<= MAX", text);
-		break;
-	default:
-		if (d.a < 1 || d.a > 4294967295.0)
-			return kvs_fail(KVS_ERR_INVALID, "'%s': the mean must be >= 1 token", text);
-		if (d.b < 0 || d.b > 4)
-			return kvs_fail(KVS_ERR_INVALID, "'%s': sigma must be in [0, 4]", text);
-		break;
-	}
+	const char *why = dist_check(&d);
+	if (why)
+		return kvs_fail(KVS_ERR_INVALID, "'%s': %s", text, why);
 	*out = d;
 	return KVS_OK;
 }
@@ -310,6 +321,12 @@ static kvs_status check(const kvs_gen_opts *o)
 	if (o->prefix_tokens >= o->max_tokens && o->prefix_fraction > 0)
 		return kvs_fail(KVS_ERR_INVALID, "generator: the shared prefix (%u tokens) leaves no "
 				"room under --max-tokens %u", o->prefix_tokens, o->max_tokens);
+	/* what kvs_gen_dist_parse refuses, for options filled in directly */
+	const char *why = dist_check(&o->prompt);
+	if (why)
+		return kvs_fail(KVS_ERR_INVALID, "generator: --prompt-len: %s", why);
+	if ((why = dist_check(&o->output)))
+		return kvs_fail(KVS_ERR_INVALID, "generator: --output-len: %s", why);
 	if (!(o->turns >= 1 && o->turns <= 1e6))
 		return kvs_fail(KVS_ERR_INVALID, "generator: --turns must be in [1, 1e6], got %g", o->turns);
 	/* a fixed count of turns is a whole number; the geometric mean need not be */
