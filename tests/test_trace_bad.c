@@ -125,6 +125,29 @@ static void test_bad_fields(void **state)
 	       "zout.csv:3: GeneratedTokens: must be at least 1 token");
 	expect("date.csv", azure_with("2023-13-16 18:15:50.9951690,10,10"), KVS_ERR_PARSE,
 	       "date.csv:3: TIMESTAMP: date or time out of range");
+	/* Gregorian leap years: 2024 and 2000, not 2023 or 2100 */
+	expect("feb29.csv", azure_with("2023-02-29 18:15:50.9951690,10,10"), KVS_ERR_PARSE,
+	       "feb29.csv:3: TIMESTAMP: date or time out of range, got \"2023-02-29 18:15:50.9951690\"");
+	expect("feb30.csv", azure_with("2024-02-30 18:15:50.9951690,10,10"), KVS_ERR_PARSE,
+	       "feb30.csv:3: TIMESTAMP: date or time out of range");
+	char leap[256];
+	snprintf(leap, sizeof leap, "%s2100-02-28 23:59:59,10,10\n2100-02-29 00:00:00,10,10\n", AZ);
+	expect("y2100.csv", leap, KVS_ERR_PARSE, "y2100.csv:3: TIMESTAMP: date or time out of range");
+	/* ... and the days between are counted as such */
+	snprintf(leap, sizeof leap, "%s2000-02-29 00:00:00,10,10\n2024-02-29 00:00:00,10,10\n"
+		 "2100-02-28 00:00:00,10,10\n2100-03-01 00:00:00,10,10\n", AZ);
+	const char *p = kvs_test_write_tmp("leap.csv", leap);
+	kvs_trace *t;
+	kvs_request r;
+	static const double days[] = { 0, 8766, 36524, 36525 };
+	assert_int_equal(kvs_trace_open(p, NULL, &t), KVS_OK);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(kvs_trace_next(t, &r), KVS_OK);
+		assert_true(r.arrival_s == days[i] * 86400);
+	}
+	assert_int_equal(kvs_trace_next(t, &r), KVS_END);
+	kvs_trace_close(t);
+	unlink(p);
 	expect("time.csv", azure_with("yesterday,10,10"), KVS_ERR_PARSE,
 	       "time.csv:3: TIMESTAMP: expected a time YYYY-MM-DD hh:mm:ss");
 	expect("short.csv", azure_with("2023-11-16 18:15:50.9951690,10"), KVS_ERR_PARSE,

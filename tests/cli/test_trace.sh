@@ -101,6 +101,10 @@ printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374
 err=$("$K" trace "$tmp/bad.csv" 2>&1 >/dev/null); rc=$?
 [ $rc -eq 1 ] || fail "bad line exits 1 (got $rc)"
 has "$err" "bad.csv:3: ContextTokens: negative value"
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-28 23:59:59,374,44\n2023-02-29 00:00:01,374,44\n' > "$tmp/feb.csv"
+err=$("$K" trace "$tmp/feb.csv" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] || fail "February 29 of 2023 exits 1 (got $rc)"
+has "$err" "feb.csv:3: TIMESTAMP: date or time out of range, got \"2023-02-29 00:00:01\""
 "$K" trace "$tmp/missing.csv" >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing file exits 1"
 : > "$tmp/empty.csv"
 err=$("$K" trace "$tmp/empty.csv" 2>&1); [ $? -eq 1 ] || fail "empty file exits 1"
