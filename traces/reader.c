@@ -1153,10 +1153,11 @@ static kvs_status yield_hashes(kvs_trace *t, const slot *s, uint32_t prompt,
 	} else if (bs % src == 0) {
 		st = kvs_trace_merge_hashes(s->ids, s->nids, src, prompt, bs, t->out_ids, &nout);
 	} else {
+		/* as open_impl says it when the file's block size is known
+		 * there; the path and line come with the wrap below */
 		st = kvs_fail(KVS_ERR_INVALID,
-			      "%s: block size %u neither divides nor is a multiple of the "
-			      "trace's %u-token hash blocks (use a power of two)", t->path,
-			      bs, src);
+			      "--block-size %u neither divides nor is a multiple of the "
+			      "trace's %u-token hash blocks (use a power of two)", bs, src);
 	}
 	if (st != KVS_OK)
 		return kvs_fail_wrap(st, "%s:%llu: %s", t->path, (unsigned long long)s->line,

@@ -60,6 +60,16 @@ set +e
 "$K" trace --format csvx >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --format exits 2"
 "$K" trace a.csv b.csv >/dev/null 2>&1; [ $? -eq 2 ] || fail "two files exit 2"
 "$K" trace "$S/azure-conv-sample.csv" --start 5 --end 1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "window end before start exits 2"
+# a block size the trace's hash blocks cannot take: one message naming the
+# file once, and the same usage error whether the file says its block size
+# on a line (native) or by its format (Mooncake)
+for f in native-sample.csv mooncake-sample.jsonl; do
+	err=$("$K" trace "$S/$f" --block-size 24 2>&1); [ $? -ne 0 ] || fail "$f --block-size 24 fails"
+	has "$err" "--block-size 24 neither divides nor is a multiple of the trace's"
+	[ "$(printf '%s' "$err" | grep -o "$f" | wc -l)" -eq 1 ] || fail "$f named once: $err"
+	err=$("$K" replay -q "$S/$f" --block-size 24 2>&1); [ $? -eq 2 ] || fail "replay $f --block-size 24 exits 2"
+	has "$err" "--block-size 24 neither divides"
+done
 # truncating to 1 token would leave no output token
 err=$("$K" trace "$S/native-sample.csv" --max-model-len 1 --overlong truncate --write "$tmp/t1.csv" 2>&1)
 [ $? -eq 2 ] || fail "--max-model-len 1 --overlong truncate exits 2"
