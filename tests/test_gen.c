@@ -83,6 +83,31 @@ static void test_dist_parse(void **state)
 	assert_int_equal(kvs_gen_dist_parse("zipf:3", &d), KVS_ERR_INVALID);
 	assert_non_null(strstr(kvs_last_error(), "'zipf:3' is not a length distribution"));
 	assert_int_equal(kvs_gen_dist_parse("fixed:12x", &d), KVS_ERR_INVALID);
+	/* decimal notation only: strtod's hexadecimal, inf, nan and leading
+	 * blanks are refused */
+	static const char *const not_decimal[] = {
+		"0x40", "inf", "nan", " 64", "fixed:0x10", "fixed: 16", "fixed:-0x5",
+		"uniform:1:0x20", "uniform:0X1p4:20", "lognormal:inf:1", "lognormal:100:nan",
+		"lognormal:1e999:1", "lognormal:100:infinity",
+	};
+	for (size_t i = 0; i < sizeof not_decimal / sizeof *not_decimal; i++) {
+		d.kind = KVS_DIST_LOGNORMAL;
+		d.a = 7;
+		if (kvs_gen_dist_parse(not_decimal[i], &d) != KVS_ERR_INVALID)
+			fail_msg("'%s' accepted as %g", not_decimal[i], d.a);
+		assert_true(d.kind == KVS_DIST_LOGNORMAL && d.a == 7);
+		assert_non_null(strstr(kvs_last_error(), not_decimal[i]));
+	}
+	assert_int_equal(kvs_gen_dist_parse("fixed:0x10", &d), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "parameter 1 is not a finite decimal number"));
+	/* exponents and signs are decimal notation */
+	assert_int_equal(kvs_gen_dist_parse("1e3", &d), KVS_OK);
+	assert_true(d.kind == KVS_DIST_FIXED && d.a == 1000);
+	assert_int_equal(kvs_gen_dist_parse("uniform:+5:1.0e2", &d), KVS_OK);
+	assert_true(d.kind == KVS_DIST_UNIFORM && d.a == 5 && d.b == 100);
+	assert_int_equal(kvs_gen_dist_parse("lognormal:.5e3:0.", &d), KVS_OK);
+	assert_true(d.kind == KVS_DIST_LOGNORMAL && d.a == 500 && d.b == 0);
+	assert_int_equal(kvs_gen_dist_parse("fixed:5e", &d), KVS_ERR_INVALID);
 }
 
 static void test_bad_opts(void **state)
@@ -101,6 +126,29 @@ static void test_bad_opts(void **state)
 	kvs_gen_opts_defaults(&o);
 	o.requests = 0;
 	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_INVALID);
+	/* a fixed number of turns is whole (2.5 was rounded to 3); a
+	 * geometric mean need not be */
+	kvs_gen_opts_defaults(&o);
+	o.turns = 2.5;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "--turns 2.5 is not a whole number"));
+	o.turns_geometric = true;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_OK);
+	kvs_gen_close(g);
+	/* distributions filled in directly are held to what the parser
+	 * accepts: the sampler converts their parameters to integers */
+	kvs_gen_opts_defaults(&o);
+	o.prompt = (kvs_gen_dist){ KVS_DIST_UNIFORM, 1, 1e30, NULL };
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "--prompt-len: needs whole numbers 1 <= MIN <= MAX"));
+	kvs_gen_opts_defaults(&o);
+	o.output = (kvs_gen_dist){ KVS_DIST_FIXED, NAN, 0, NULL };
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "--output-len: the length must be a whole number"));
+	kvs_gen_opts_defaults(&o);
+	o.output.b = NAN;
+	assert_int_equal(kvs_gen_open(&o, &g), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "--output-len: sigma must be in [0, 4]"));
 	kvs_gen_opts_defaults(&o);
 	o.prompt.kind = KVS_DIST_TRACE;
 	o.prompt.trace_path = "/nonexistent/trace.csv";

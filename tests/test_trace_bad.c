@@ -125,6 +125,29 @@ static void test_bad_fields(void **state)
 	       "zout.csv:3: GeneratedTokens: must be at least 1 token");
 	expect("date.csv", azure_with("2023-13-16 18:15:50.9951690,10,10"), KVS_ERR_PARSE,
 	       "date.csv:3: TIMESTAMP: date or time out of range");
+	/* Gregorian leap years: 2024 and 2000, not 2023 or 2100 */
+	expect("feb29.csv", azure_with("2023-02-29 18:15:50.9951690,10,10"), KVS_ERR_PARSE,
+	       "feb29.csv:3: TIMESTAMP: date or time out of range, got \"2023-02-29 18:15:50.9951690\"");
+	expect("feb30.csv", azure_with("2024-02-30 18:15:50.9951690,10,10"), KVS_ERR_PARSE,
+	       "feb30.csv:3: TIMESTAMP: date or time out of range");
+	char leap[256];
+	snprintf(leap, sizeof leap, "%s2100-02-28 23:59:59,10,10\n2100-02-29 00:00:00,10,10\n", AZ);
+	expect("y2100.csv", leap, KVS_ERR_PARSE, "y2100.csv:3: TIMESTAMP: date or time out of range");
+	/* ... and the days between are counted as such */
+	snprintf(leap, sizeof leap, "%s2000-02-29 00:00:00,10,10\n2024-02-29 00:00:00,10,10\n"
+		 "2100-02-28 00:00:00,10,10\n2100-03-01 00:00:00,10,10\n", AZ);
+	const char *p = kvs_test_write_tmp("leap.csv", leap);
+	kvs_trace *t;
+	kvs_request r;
+	static const double days[] = { 0, 8766, 36524, 36525 };
+	assert_int_equal(kvs_trace_open(p, NULL, &t), KVS_OK);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(kvs_trace_next(t, &r), KVS_OK);
+		assert_true(r.arrival_s == days[i] * 86400);
+	}
+	assert_int_equal(kvs_trace_next(t, &r), KVS_END);
+	kvs_trace_close(t);
+	unlink(p);
 	expect("time.csv", azure_with("yesterday,10,10"), KVS_ERR_PARSE,
 	       "time.csv:3: TIMESTAMP: expected a time YYYY-MM-DD hh:mm:ss");
 	expect("short.csv", azure_with("2023-11-16 18:15:50.9951690,10"), KVS_ERR_PARSE,
@@ -190,6 +213,31 @@ static void test_bad_json(void **state)
 	expect("dup.jsonl", buf, KVS_ERR_PARSE, "dup.jsonl:2: json: duplicate object key");
 	expect("what.jsonl", "{\"a\": 1}\n", KVS_ERR_PARSE,
 	       "what.jsonl:1: json: unrecognised record");
+	/* integral reals at the top of each range: 2^64 (what UINT64_MAX
+	 * rounds to as a double) and 2^32 are out, the largest doubles
+	 * below them are in */
+	const char *nat = "{\"arrival_s\": 0, \"prompt_tokens\": 10, \"output_tokens\": 5}\n";
+	snprintf(buf, sizeof buf, "%s{\"arrival_s\": 1, \"prompt_tokens\": 10, "
+		 "\"output_tokens\": 5, \"session_id\": 18446744073709551615.0}\n", nat);
+	expect("sid64.jsonl", buf, KVS_ERR_PARSE, "sid64.jsonl:2: session_id: too large");
+	snprintf(buf, sizeof buf, "%s{\"arrival_s\": 1, \"prompt_tokens\": 10, "
+		 "\"output_tokens\": 5, \"session_id\": 1e300}\n", nat);
+	expect("sidbig.jsonl", buf, KVS_ERR_PARSE, "sidbig.jsonl:2: session_id: too large");
+	snprintf(buf, sizeof buf, "%s{\"arrival_s\": 1, \"prompt_tokens\": 4294967296.0, "
+		 "\"output_tokens\": 5}\n", nat);
+	expect("p32.jsonl", buf, KVS_ERR_PARSE, "p32.jsonl:2: prompt_tokens: too large");
+	snprintf(buf, sizeof buf, "%s{\"arrival_s\": 1, \"prompt_tokens\": 10, "
+		 "\"output_tokens\": 5, \"session_id\": 18446744073709549568.0}\n", nat);
+	const char *p = kvs_test_write_tmp("sidmax.jsonl", buf);
+	kvs_trace *t;
+	kvs_request r;
+	assert_int_equal(kvs_trace_open(p, NULL, &t), KVS_OK);
+	assert_int_equal(kvs_trace_next(t, &r), KVS_OK);
+	assert_int_equal(kvs_trace_next(t, &r), KVS_OK);
+	assert_true(r.session_id == 18446744073709549568ull);
+	assert_int_equal(kvs_trace_next(t, &r), KVS_END);
+	kvs_trace_close(t);
+	unlink(p);
 }
 
 static void test_megabyte_line(void **state)
@@ -283,13 +331,43 @@ static void test_bad_options(void **state)
 	assert_int_equal(kvs_trace_open(p, &o, &t), KVS_ERR_PARSE);
 	assert_non_null(strstr(kvs_last_error(), "expected a JSON object per line for --format "
 				"mooncake"));
+	/* truncating keeps a prompt token and an output token: at least 2 */
+	kvs_trace_opts_defaults(&o);
+	o.max_model_len = 1;
+	o.overlong = KVS_OVERLONG_TRUNCATE;
+	assert_int_equal(kvs_trace_open(p, &o, &t), KVS_ERR_INVALID);
+	assert_non_null(strstr(kvs_last_error(), "max model len 1 cannot hold a prompt token "
+				"and an output token"));
+	kvs_request r;
+	o.max_model_len = 2;
+	assert_int_equal(kvs_trace_open(p, &o, &t), KVS_OK);
+	uint64_t n = 0;
+	kvs_status st;
+	while ((st = kvs_trace_next(t, &r)) == KVS_OK) {
+		assert_true(r.truncated);
+		assert_int_equal(r.prompt_tokens, 1);
+		assert_int_equal(r.output_tokens, 1);
+		n++;
+	}
+	assert_int_equal(st, KVS_END);
+	assert_int_equal(n, 4);
+	kvs_trace_close(t);
+	/* flagged, not cut: a limit of 1 is a limit like any other */
+	o.overlong = KVS_OVERLONG_REJECT;
+	o.max_model_len = 1;
+	assert_int_equal(kvs_trace_open(p, &o, &t), KVS_OK);
+	assert_int_equal(kvs_trace_next(t, &r), KVS_OK);
+	assert_true(r.over_max_len);
+	kvs_trace_close(t);
 	kvs_trace_opts_defaults(&o);
 	o.block_size = 24;
 	assert_int_equal(kvs_trace_open(p, &o, &t), KVS_OK);
-	kvs_request r;
 	assert_int_equal(kvs_trace_next(t, &r), KVS_ERR_INVALID);
-	assert_non_null(strstr(kvs_last_error(), "block size 24 neither divides nor is a "
-				"multiple of the trace's 16-token hash blocks"));
+	/* the same status and words as at open (Mooncake), the path once */
+	const char *e = kvs_last_error();
+	assert_non_null(strstr(e, "native-sample.csv:3: hash_ids: --block-size 24 neither "
+			       "divides nor is a multiple of the trace's 16-token hash blocks"));
+	assert_null(strstr(strstr(e, "native-sample.csv") + 1, "native-sample.csv"));
 	assert_true(kvs_trace_stats_balanced(kvs_trace_get_stats(t)));
 	kvs_trace_close(t);
 }

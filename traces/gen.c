@@ -50,6 +50,67 @@ void kvs_gen_opts_defaults(kvs_gen_opts *o)
 	o->hashes = -1;
 }
 
+/* A decimal number at s, [+-]digits[.digits][(e|E)[+-]digits]: its value
+ * in *v and where it ends in *end.  False for what strtod accepts beyond
+ * that (hexadecimal, inf, nan, leading blanks) and for overflow. */
+static bool decimal_at(const char *s, double *v, const char **end)
+{
+	const char *p = s;
+	if (*p == '+' || *p == '-')
+		p++;
+	size_t digits = strspn(p, "0123456789");
+	p += digits;
+	if (*p == '.') {
+		size_t frac = strspn(p + 1, "0123456789");
+		digits += frac;
+		p += 1 + frac;
+	}
+	if (digits == 0)
+		return false;
+	if (*p == 'e' || *p == 'E') {
+		const char *q = p + 1;
+		if (*q == '+' || *q == '-')
+			q++;
+		size_t exp = strspn(q, "0123456789");
+		if (exp > 0)
+			p = q + exp;
+	}
+	char *e;
+	double x = strtod(s, &e);
+	if (e != p || !isfinite(x))
+		return false;
+	*v = x;
+	*end = p;
+	return true;
+}
+
+/* NULL when d's parameters make lengths in [1, 2^32) (the sampler
+ * converts them to integers), else why not. */
+static const char *dist_check(const kvs_gen_dist *d)
+{
+	switch (d->kind) {
+	case KVS_DIST_FIXED:
+		if (!(d->a >= 1 && d->a <= 4294967295.0) || d->a != floor(d->a))
+			return "the length must be a whole number >= 1";
+		return NULL;
+	case KVS_DIST_UNIFORM:
+		if (!(d->a >= 1 && d->b >= d->a && d->b <= 4294967295.0) ||
+		    d->a != floor(d->a) || d->b != floor(d->b))
+			return "needs whole numbers 1 <= MIN <= MAX";
+		return NULL;
+	case KVS_DIST_LOGNORMAL:
+		if (!(d->a >= 1 && d->a <= 4294967295.0))
+			return "the mean must be >= 1 token";
+		if (!(d->b >= 0 && d->b <= 4))
+			return "sigma must be in [0, 4]";
+		return NULL;
+	case KVS_DIST_TRACE:
+		return d->trace_path && *d->trace_path ? NULL : "trace: needs a file";
+	default:
+		return "unknown distribution";
+	}
+}
+
 kvs_status kvs_gen_dist_parse(const char *text, kvs_gen_dist *out)
 {
 	kvs_gen_dist d = { 0 };
@@ -77,9 +138,10 @@ kvs_status kvs_gen_dist_parse(const char *text, kvs_gen_dist *out)
 		want = 2;
 	} else {
 		/* a bare number is a fixed length */
-		char *end;
-		double v = strtod(text, &end);
-		if (*end == '\0' && end != text && v >= 1 && v <= 4294967295.0 && v == floor(v)) {
+		const char *end;
+		double v;
+		if (decimal_at(text, &v, &end) && *end == '\0' && v >= 1 &&
+		    v <= 4294967295.0 && v == floor(v)) {
 			d.kind = KVS_DIST_FIXED;
 			d.a = v;
 			*out = d;
@@ -95,36 +157,17 @@ kvs_status kvs_gen_dist_parse(const char *text, kvs_gen_dist *out)
 		if (!p || *p != ':')
 			return kvs_fail(KVS_ERR_INVALID, "'%s': expected %d number(s) after '%.*s:'",
 					text, want, (int)kl, text);
-		char *end;
-		v[i] = strtod(p + 1, &end);
-		if (end == p + 1 || !isfinite(v[i]))
-			return kvs_fail(KVS_ERR_INVALID, "'%s': parameter %d is not a number",
-					text, i + 1);
-		p = end;
+		if (!decimal_at(p + 1, &v[i], &p))
+			return kvs_fail(KVS_ERR_INVALID, "'%s': parameter %d is not a finite "
+					"decimal number", text, i + 1);
 	}
 	if (*p)
 		return kvs_fail(KVS_ERR_INVALID, "'%s': unexpected text '%s'", text, p);
 	d.a = v[0];
 	d.b = v[1];
-	switch (d.kind) {
-	case KVS_DIST_FIXED:
-		if (d.a < 1 || d.a > 4294967295.0 || d.a != floor(d.a))
-			return kvs_fail(KVS_ERR_INVALID, "'%s': the length must be a whole "
-					"number >= 1", text);
-		break;
-	case KVS_DIST_UNIFORM:
-		if (d.a < 1 || d.b < d.a || d.b > 4294967295.0 || d.a != floor(d.a) ||
-		    d.b != floor(d.b))
-			return kvs_fail(KVS_ERR_INVALID, "'%s': needs whole numbers 1 <= MIN "
-					"<= MAX", text);
-		break;
-	default:
-		if (d.a < 1 || d.a > 4294967295.0)
-			return kvs_fail(KVS_ERR_INVALID, "'%s': the mean must be >= 1 token", text);
-		if (d.b < 0 || d.b > 4)
-			return kvs_fail(KVS_ERR_INVALID, "'%s': sigma must be in [0, 4]", text);
-		break;
-	}
+	const char *why = dist_check(&d);
+	if (why)
+		return kvs_fail(KVS_ERR_INVALID, "'%s': %s", text, why);
 	*out = d;
 	return KVS_OK;
 }
@@ -278,8 +321,18 @@ static kvs_status check(const kvs_gen_opts *o)
 	if (o->prefix_tokens >= o->max_tokens && o->prefix_fraction > 0)
 		return kvs_fail(KVS_ERR_INVALID, "generator: the shared prefix (%u tokens) leaves no "
 				"room under --max-tokens %u", o->prefix_tokens, o->max_tokens);
+	/* what kvs_gen_dist_parse refuses, for options filled in directly */
+	const char *why = dist_check(&o->prompt);
+	if (why)
+		return kvs_fail(KVS_ERR_INVALID, "generator: --prompt-len: %s", why);
+	if ((why = dist_check(&o->output)))
+		return kvs_fail(KVS_ERR_INVALID, "generator: --output-len: %s", why);
 	if (!(o->turns >= 1 && o->turns <= 1e6))
 		return kvs_fail(KVS_ERR_INVALID, "generator: --turns must be in [1, 1e6], got %g", o->turns);
+	/* a fixed count of turns is a whole number; the geometric mean need not be */
+	if (!o->turns_geometric && o->turns != floor(o->turns))
+		return kvs_fail(KVS_ERR_INVALID, "generator: --turns %g is not a whole number (a "
+				"fractional mean needs --turns-dist geometric)", o->turns);
 	if (!(o->think_s >= 0) || !isfinite(o->think_s))
 		return kvs_fail(KVS_ERR_INVALID, "generator: --think must be >= 0 s");
 	if (o->num_samples == 0)

@@ -213,9 +213,10 @@ const char *kvs_parse_field_datetime_ns(const char *s, size_t len, int64_t *ns)
 	    !digits(s + 8, 2, &d) || !digits(s + 11, 2, &h) || !digits(s + 14, 2, &mi) ||
 	    !digits(s + 17, 2, &se))
 		return "expected a time YYYY-MM-DD hh:mm:ss[.fffffff]";
-	static const unsigned mdays[12] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
-	    mi > 59 || se > 60)
+	static const unsigned mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	bool leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 ||
+	    d > mdays[mo - 1] + (mo == 2 && leap) || h > 23 || mi > 59 || se > 60)
 		return "date or time out of range";
 	size_t i = 19;
 	uint64_t frac = 0;

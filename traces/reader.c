@@ -878,7 +878,9 @@ static const char *json_u64(json_t *obj, const char *key, uint64_t max, bool *pr
 			return "negative value";
 		if (x != floor(x))
 			return "expected an integer, not a fraction";
-		if (x > (double)max)
+		/* (double)UINT64_MAX rounds up to 2^64, so the bound is 2^64
+		 * itself, exact; below it the conversion is defined */
+		if (x >= 0x1p64 || (uint64_t)x > max)
 			return "too large";
 		*out = (uint64_t)x;
 		return NULL;
@@ -1151,10 +1153,11 @@ static kvs_status yield_hashes(kvs_trace *t, const slot *s, uint32_t prompt,
 	} else if (bs % src == 0) {
 		st = kvs_trace_merge_hashes(s->ids, s->nids, src, prompt, bs, t->out_ids, &nout);
 	} else {
+		/* as open_impl says it when the file's block size is known
+		 * there; the path and line come with the wrap below */
 		st = kvs_fail(KVS_ERR_INVALID,
-			      "%s: block size %u neither divides nor is a multiple of the "
-			      "trace's %u-token hash blocks (use a power of two)", t->path,
-			      bs, src);
+			      "--block-size %u neither divides nor is a multiple of the "
+			      "trace's %u-token hash blocks (use a power of two)", bs, src);
 	}
 	if (st != KVS_OK)
 		return kvs_fail_wrap(st, "%s:%llu: %s", t->path, (unsigned long long)s->line,
@@ -1190,6 +1193,10 @@ static kvs_status check_opts(const kvs_trace_opts *o)
 	if ((unsigned)o->overlong > KVS_OVERLONG_TRUNCATE ||
 	    (unsigned)o->rate_mode > KVS_RATE_POISSON)
 		return kvs_fail(KVS_ERR_INVALID, "unknown overlong or rate mode");
+	/* a truncated request keeps one prompt and one output token */
+	if (o->overlong == KVS_OVERLONG_TRUNCATE && o->max_model_len == 1)
+		return kvs_fail(KVS_ERR_INVALID, "max model len 1 cannot hold a prompt token "
+				"and an output token: truncating needs at least 2");
 	return KVS_OK;
 }
 
@@ -1465,7 +1472,8 @@ kvs_status kvs_trace_next(kvs_trace *t, kvs_request *out)
 			if (t->o.overlong == KVS_OVERLONG_TRUNCATE) {
 				/* keep the head of the prompt (its prefix hashes stay
 				 * valid); the output is cut only when it alone does not
-				 * leave one prompt token */
+				 * leave one prompt token, and m >= 2 (check_opts) leaves
+				 * it one token at least */
 				if (output > m - 1)
 					output = m - 1;
 				if (prompt > m - output)

@@ -56,6 +56,15 @@ set +e
 "$K" gen --requests 3 --prompt-len fixed:4294967296 >/dev/null 2>&1; [ $? -eq 2 ] || fail "length past 2^32 exits 2"
 expect 2 "-o: one output file at most" gen --requests 3 -o "$tmp/x1.csv" -o "$tmp/x2.csv"
 expect 2 "^kvsim gen: generator: " gen --prefix-fraction 0.5
+# lengths are decimal, counts whole: no hex, inf or nan, no rounded turns
+expect 2 "--prompt-len: '0x40' is not a length distribution" gen --requests 3 --prompt-len 0x40
+expect 2 "--prompt-len: 'fixed:0x10': parameter 1 is not a finite decimal number" \
+	gen --requests 3 --prompt-len fixed:0x10
+expect 2 "--output-len: 'uniform:1:0x20': parameter 2 is not" gen --requests 3 --output-len uniform:1:0x20
+expect 2 "--output-len: 'lognormal:inf:1': parameter 1 is not" gen --requests 3 --output-len lognormal:inf:1
+expect 2 "--prompt-len: 'nan' is not a length distribution" gen --requests 3 --prompt-len nan
+expect 2 "--turns 2.5 is not a whole number" gen --requests 3 --turns 2.5
+"$K" gen --requests 3 --turns 2.5 --turns-dist geometric >/dev/null 2>&1 || fail "a fractional mean of geometric turns"
 "$K" gen --requests 3 --prompt-len "trace:$tmp" >/dev/null 2>&1; [ $? -eq 1 ] || fail "directory as a length trace exits 1"
 "$K" gen --requests 3 -o /dev/full >/dev/null 2>&1; [ $? -eq 1 ] || fail "full output exits 1"
 set -e

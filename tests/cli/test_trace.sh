@@ -60,6 +60,21 @@ set +e
 "$K" trace --format csvx >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --format exits 2"
 "$K" trace a.csv b.csv >/dev/null 2>&1; [ $? -eq 2 ] || fail "two files exit 2"
 "$K" trace "$S/azure-conv-sample.csv" --start 5 --end 1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "window end before start exits 2"
+# a block size the trace's hash blocks cannot take: one message naming the
+# file once, and the same usage error whether the file says its block size
+# on a line (native) or by its format (Mooncake)
+for f in native-sample.csv mooncake-sample.jsonl; do
+	err=$("$K" trace "$S/$f" --block-size 24 2>&1); [ $? -ne 0 ] || fail "$f --block-size 24 fails"
+	has "$err" "--block-size 24 neither divides nor is a multiple of the trace's"
+	[ "$(printf '%s' "$err" | grep -o "$f" | wc -l)" -eq 1 ] || fail "$f named once: $err"
+	err=$("$K" replay -q "$S/$f" --block-size 24 2>&1); [ $? -eq 2 ] || fail "replay $f --block-size 24 exits 2"
+	has "$err" "--block-size 24 neither divides"
+done
+# truncating to 1 token would leave no output token
+err=$("$K" trace "$S/native-sample.csv" --max-model-len 1 --overlong truncate --write "$tmp/t1.csv" 2>&1)
+[ $? -eq 2 ] || fail "--max-model-len 1 --overlong truncate exits 2"
+has "$err" "max model len 1 cannot hold a prompt token and an output token"
+[ ! -e "$tmp/t1.csv" ] || fail "--max-model-len 1 --overlong truncate writes no file"
 err=$("$K" trace "$S/azure-conv-sample.csv" --json= 2>&1); [ $? -eq 2 ] || fail "--json= exits 2"
 has "$err" "--json=: empty file name"
 # --json FILE.json: the table on stdout, the JSON in the file, never a trace
@@ -85,12 +100,21 @@ has "$err" "nan.csv:2: arrival_s: expected a number"
 printf '{"arrival_s": [1], "prompt_tokens": {"a": 1}, "output_tokens": 5}\n' >"$tmp/nest.jsonl"
 err=$("$K" trace "$tmp/nest.jsonl" 2>&1); [ $? -eq 1 ] || fail "nested JSON exits 1"
 has "$err" "nest.jsonl:1: arrival_s: expected a number"
+# 2^64 as a JSON real (what UINT64_MAX rounds to) is out of range, not 0
+printf '{"arrival_s":0,"prompt_tokens":10,"output_tokens":5,"session_id":18446744073709551615.0}\n' >"$tmp/sid.jsonl"
+err=$("$K" trace "$tmp/sid.jsonl" --write "$tmp/sid.csv" 2>&1); [ $? -eq 1 ] || fail "2^64 session id exits 1"
+has "$err" "sid.jsonl:1: session_id: too large"
+[ ! -e "$tmp/sid.csv" ] || fail "2^64 session id leaves no output file"
 "$K" trace "$S/azure-conv-sample.csv" --write /nonexistent-dir/x.csv >/dev/null 2>&1; [ $? -eq 1 ] || fail "unwritable --write exits 1"
 # runtime failures exit 1 with file:line: field: reason
 printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:47.6805900,-3,44\n' > "$tmp/bad.csv"
 err=$("$K" trace "$tmp/bad.csv" 2>&1 >/dev/null); rc=$?
 [ $rc -eq 1 ] || fail "bad line exits 1 (got $rc)"
 has "$err" "bad.csv:3: ContextTokens: negative value"
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-28 23:59:59,374,44\n2023-02-29 00:00:01,374,44\n' > "$tmp/feb.csv"
+err=$("$K" trace "$tmp/feb.csv" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] || fail "February 29 of 2023 exits 1 (got $rc)"
+has "$err" "feb.csv:3: TIMESTAMP: date or time out of range, got \"2023-02-29 00:00:01\""
 "$K" trace "$tmp/missing.csv" >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing file exits 1"
 : > "$tmp/empty.csv"
 err=$("$K" trace "$tmp/empty.csv" 2>&1); [ $? -eq 1 ] || fail "empty file exits 1"
@@ -106,6 +130,12 @@ j=$("$K" trace "$tmp/m.csv" --json)
 has "$j" '"format": "native-csv"'
 has "$j" '"hash_block_tokens": 128'
 has "$j" '"requests": 5'
+# truncated to 2 tokens: one of each, and the file reads back
+"$K" trace "$S/native-sample.csv" --max-model-len 2 --overlong truncate --write "$tmp/t2.csv" 2>/dev/null ||
+	fail "--max-model-len 2 --overlong truncate"
+j=$("$K" trace "$tmp/t2.csv" --json) || fail "a trace truncated to 2 tokens reads back"
+has "$j" '"requests": 4'
+has "$j" '"total": 4'
 "$K" trace "$S/azure-conv-sample.csv" --write "$tmp/a.jsonl" 2>/dev/null
 j=$("$K" trace "$tmp/a.jsonl" --json)
 has "$j" '"format": "native-jsonl"'
