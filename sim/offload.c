@@ -11,8 +11,8 @@
  */
 #include "sim_internal.h"
 #include "common/json.h"
+#include "common/num.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -70,11 +70,7 @@ static kvs_status parse_item(const char *item, size_t len, kvs_offload_config *c
 		return kvs_fail_wrap(st, "tier %s: size", name);
 	double gbps = 0;
 	if (bw) {
-		char *end;
-		errno = 0;
-		gbps = strtod(bw, &end);
-		if (end == bw || *end || errno == ERANGE || !(gbps > 0) || !(gbps < 1e9) ||
-		    strspn(bw, "0123456789.eE+-") != strlen(bw))
+		if (!kvs_parse_decimal(bw, &gbps) || !(gbps > 0) || !(gbps < 1e9))
 			return kvs_fail(KVS_ERR_INVALID, "tier %s: bandwidth '%s' is not a "
 					"positive number of GB/s", name, bw);
 	}

@@ -2,8 +2,8 @@
  * units.c - memory sizes with mandatory units and element data types.
  */
 #include "kvsim/model.h"
+#include "common/num.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +25,9 @@ kvs_status kvs_parse_bytes(const char *text, uint64_t *out)
 	if (!((*text >= '0' && *text <= '9') || *text == '.'))
 		return kvs_fail(KVS_ERR_INVALID,
 				"'%s' is not a size (expected e.g. 80GB or 79.2GiB)", text);
-	errno = 0;
-	char *end;
-	double v = strtod(text, &end);
-	/* decimal notation only: strtod would also take a hex float */
-	if (errno == ERANGE || !isfinite(v) || end == text ||
-	    strspn(text, "0123456789.eE+-") < (size_t)(end - text))
+	const char *end;
+	double v;
+	if (!kvs_strtod_decimal(text, &v, &end))
 		return kvs_fail(KVS_ERR_INVALID, "'%s' is not a size", text);
 	if (*end == '\0')
 		return kvs_fail(KVS_ERR_INVALID,

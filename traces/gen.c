@@ -23,6 +23,7 @@
  * option does not reshuffle the others.
  */
 #include "trace_internal.h"
+#include "common/num.h"
 #include "common/array.h"
 #include "common/heap.h"
 
@@ -48,40 +49,6 @@ void kvs_gen_opts_defaults(kvs_gen_opts *o)
 	o->num_samples = 1;
 	o->hash_block_tokens = 16;
 	o->hashes = -1;
-}
-
-/* A decimal number at s, [+-]digits[.digits][(e|E)[+-]digits]: its value
- * in *v and where it ends in *end.  False for what strtod accepts beyond
- * that (hexadecimal, inf, nan, leading blanks) and for overflow. */
-static bool decimal_at(const char *s, double *v, const char **end)
-{
-	const char *p = s;
-	if (*p == '+' || *p == '-')
-		p++;
-	size_t digits = strspn(p, "0123456789");
-	p += digits;
-	if (*p == '.') {
-		size_t frac = strspn(p + 1, "0123456789");
-		digits += frac;
-		p += 1 + frac;
-	}
-	if (digits == 0)
-		return false;
-	if (*p == 'e' || *p == 'E') {
-		const char *q = p + 1;
-		if (*q == '+' || *q == '-')
-			q++;
-		size_t exp = strspn(q, "0123456789");
-		if (exp > 0)
-			p = q + exp;
-	}
-	char *e;
-	double x = strtod(s, &e);
-	if (e != p || !isfinite(x))
-		return false;
-	*v = x;
-	*end = p;
-	return true;
 }
 
 /* NULL when d's parameters make lengths in [1, 2^32) (the sampler
@@ -140,7 +107,7 @@ kvs_status kvs_gen_dist_parse(const char *text, kvs_gen_dist *out)
 		/* a bare number is a fixed length */
 		const char *end;
 		double v;
-		if (decimal_at(text, &v, &end) && *end == '\0' && v >= 1 &&
+		if (kvs_strtod_decimal(text, &v, &end) && *end == '\0' && v >= 1 &&
 		    v <= 4294967295.0 && v == floor(v)) {
 			d.kind = KVS_DIST_FIXED;
 			d.a = v;
@@ -157,7 +124,7 @@ kvs_status kvs_gen_dist_parse(const char *text, kvs_gen_dist *out)
 		if (!p || *p != ':')
 			return kvs_fail(KVS_ERR_INVALID, "'%s': expected %d number(s) after '%.*s:'",
 					text, want, (int)kl, text);
-		if (!decimal_at(p + 1, &v[i], &p))
+		if (!kvs_strtod_decimal(p + 1, &v[i], &p))
 			return kvs_fail(KVS_ERR_INVALID, "'%s': parameter %d is not a finite "
 					"decimal number", text, i + 1);
 	}
