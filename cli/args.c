@@ -316,6 +316,49 @@ bool kvs_args_double(kvs_args *it, double min, double max, double *out)
 	return true;
 }
 
+/* "D[.F]" times 10^e exactly: the digits read as integers, so that 4.1
+ * with e = 6 is 4100000 (in doubles, 4.1 * 1e6 is 4099999.9999999995); false
+ * unless the product is a whole number below 2^64. */
+static bool parse_decimal_scaled(const char *s, unsigned e, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	if (p == s)
+		return false;
+	/* the fraction's digits move left of the point one by one; past the
+	 * scale's e places only zeros may follow */
+	unsigned places = 0;
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++) {
+			unsigned d = (unsigned)(*p - '0');
+			if (places == e) {
+				if (d != 0)
+					return false;
+				continue;
+			}
+			if (v > (UINT64_MAX - d) / 10)
+				return false;
+			v = v * 10 + d;
+			places++;
+		}
+	}
+	if (*p != '\0')
+		return false;
+	for (; places < e; places++) {
+		if (v > UINT64_MAX / 10)
+			return false;
+		v *= 10;
+	}
+	*out = v;
+	return true;
+}
+
 bool kvs_parse_tokens(const char *s, uint64_t *out)
 {
 	/* vLLM's human-readable integers: k/m/g decimal (decimals allowed,
@@ -326,22 +369,15 @@ bool kvs_parse_tokens(const char *s, uint64_t *out)
 	char last = s[n - 1];
 	const char *dec = "kmg", *bin = "KMG";
 	const char *p;
+	char num[64];
 	if (n > 1 && last && (p = strchr(dec, last)) != NULL) {
-		char num[64];
 		if (n - 1 >= sizeof num)
 			return false;
 		memcpy(num, s, n - 1);
 		num[n - 1] = '\0';
-		if (num[strspn(num, "0123456789.")] != '\0' || strchr(num, '.') != strrchr(num, '.'))
-			return false;
-		double x = strtod(num, NULL) * pow(1e3, (double)(p - dec + 1));
-		if (!(x < 1.8e19) || x != floor(x))
-			return false;
-		*out = (uint64_t)x;
-		return true;
+		return parse_decimal_scaled(num, 3u * (unsigned)(p - dec + 1), out);
 	}
 	if (n > 1 && last && (p = strchr(bin, last)) != NULL) {
-		char num[64];
 		uint64_t v;
 		if (n - 1 >= sizeof num)
 			return false;

@@ -45,6 +45,38 @@ static void test_parse_numbers(void **state)
 	assert_true(d == -2.5e-3);
 }
 
+/* vLLM's token counts: decimal suffixes read exactly, binary ones whole */
+static void test_parse_tokens(void **state)
+{
+	(void)state;
+	static const struct { const char *s; uint64_t v; } ok[] = {
+		{ "8192", 8192 }, { "8k", 8000 }, { "8K", 8192 }, { "1.5k", 1500 },
+		{ "1M", 1u << 20 }, { "1m", 1000000 }, { "2g", 2000000000 },
+		{ "4.1m", 4100000 }, { "8.2m", 8200000 }, { "1.001k", 1001 },
+		{ "1.005k", 1005 }, { "0.1k", 100 }, { "1.5000k", 1500 },
+		{ "128.000001m", 128000001 }, { "1.k", 1000 },
+		{ "18446744073709551.615k", UINT64_MAX },
+		{ "18446744073709551615", UINT64_MAX },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(ok); i++) {
+		uint64_t v = 0;
+		assert_true(kvs_parse_tokens(ok[i].s, &v));
+		assert_int_equal(v, ok[i].v);
+	}
+	static const char *const bad[] = {
+		"1.0005k",  /* 1000.5: not a whole number */
+		"4.10000001m", "0.5", "1.5K", "1e3", "", "k", ".5k", "1..5k", "1.5.k",
+		"-1k", "+1k", "1 k", "1kk", "18446744073709551.616k", "18446744073709552k",
+		"18446744073709551616", "17179869184G", "0x10k",
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
+		uint64_t v = 7;
+		if (kvs_parse_tokens(bad[i], &v))
+			fail_msg("'%s' read as %llu", bad[i], (unsigned long long)v);
+		assert_int_equal(v, 7);
+	}
+}
+
 static void test_iterator(void **state)
 {
 	(void)state;
@@ -211,6 +243,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_numbers),
+		cmocka_unit_test(test_parse_tokens),
 		cmocka_unit_test(test_iterator),
 		cmocka_unit_test(test_typed_values),
 		cmocka_unit_test(test_deploy_group),
