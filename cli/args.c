@@ -133,7 +133,8 @@ const char *kvs_cli_suggest_flag(void (*help)(FILE *), const char *word,
 		free(text);
 		return NULL;
 	}
-	/* every "--name" the help names, once each */
+	/* every "--name" the help names, once each, but the word as typed: a
+	 * flag the help mentions and the command did not take is no answer */
 	const char *names[512];
 	size_t n = 0;
 	for (char *p = text; (p = strstr(p, "--")) != NULL && n < KVS_ARRAY_LEN(names);) {
@@ -147,7 +148,7 @@ const char *kvs_cli_suggest_flag(void (*help)(FILE *), const char *word,
 		}
 		char keep = *e;
 		*e = '\0';
-		bool dup = false;
+		bool dup = strcmp(p, word) == 0;
 		for (size_t k = 0; k < n && !dup; k++)
 			dup = strcmp(names[k], p) == 0;
 		if (!dup)

@@ -107,7 +107,8 @@ bool kvs_args_taken(kvs_args *it, int r);
 void kvs_args_unknown(kvs_args *it);
 
 /* Did-you-mean for `word` among the flags ("--name") a help printer names:
- * the suggestion copied to buf (cap bytes) and returned, or NULL. */
+ * the suggestion copied to buf (cap bytes) and returned, or NULL; never
+ * `word` itself (a flag the help mentions but the command did not take). */
 const char *kvs_cli_suggest_flag(void (*help)(FILE *), const char *word,
 				 char *buf, size_t cap);
 

@@ -35,7 +35,7 @@ void kvs_cmd_size_usage(FILE *f)
 		"output:\n"
 		"  --json [FILE]                one JSON object (snake_case keys, sorted)\n"
 		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
-		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
+		"  --json=FILE: the file, the table stays)\n"
 		"  --help                       show this help\n"
 		"\n"
 		"examples:\n"

@@ -32,7 +32,7 @@ void kvs_cmd_trace_usage(FILE *f)
 		"                      JSONL when FILE ends in .jsonl) instead of a summary\n"
 		"  --json [FILE]       one JSON object\n"
 		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
-		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
+		"  --json=FILE: the file, the table stays)\n"
 		"  --help              show this help\n"
 		"\n", kvs_trace_default_path());
 	kvs_cli_trace_help(f);

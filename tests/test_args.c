@@ -136,6 +136,33 @@ static void test_typed_values(void **state)
 	assert_false(kvs_args_bytes(&it, &u));
 }
 
+/* A help text that mentions a flag the command does not take ("--csv
+ * alike") beside the ones it does. */
+static void help_with_mention(FILE *f)
+{
+	fputs("  --json [FILE]   one JSON object\n"
+	      "  (--json FILE.json: the file; --csv alike with FILE.csv)\n"
+	      "  --seed N        seed\n", f);
+}
+
+static void test_suggest_flag(void **state)
+{
+	(void)state;
+	char buf[64];
+	/* never the word typed, even when the help names it */
+	const char *s = kvs_cli_suggest_flag(help_with_mention, "--csv", buf, sizeof buf);
+	assert_true(s == NULL || strcmp(s, "--csv") != 0);
+	s = kvs_cli_suggest_flag(help_with_mention, "--jsno", buf, sizeof buf);
+	assert_non_null(s);
+	assert_string_equal(s, "--json");
+	s = kvs_cli_suggest_flag(help_with_mention, "-seed", buf, sizeof buf);
+	assert_non_null(s);
+	assert_string_equal(s, "--seed");
+	s = kvs_cli_suggest_flag(help_with_mention, "--sed", buf, sizeof buf);
+	assert_non_null(s);
+	assert_string_equal(s, "--seed");
+}
+
 /* Parse argv through the deployment group; returns the last arg result. */
 static int deploy_parse(kvs_cli_deploy *c, int argc, char **argv)
 {
@@ -246,6 +273,7 @@ int main(void)
 		cmocka_unit_test(test_parse_tokens),
 		cmocka_unit_test(test_iterator),
 		cmocka_unit_test(test_typed_values),
+		cmocka_unit_test(test_suggest_flag),
 		cmocka_unit_test(test_deploy_group),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

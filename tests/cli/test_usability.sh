@@ -16,6 +16,16 @@ kvs_run size 2 --modle llama-3-8b && has "$err" "did you mean '--model'?" "flag 
 kvs_run replay 2 --max-num-seq 8 && has "$err" "did you mean '--max-num-seqs'?" "replay flag hint"
 kvs_run sweep 2 --block-sizs 16 && has "$err" "did you mean '--block-sizes'?" "sweep flag hint"
 kvs_run size 2 --zzzzzz && { has "$err" "unknown option '--zzzzzz'" "no hint"; case "$err" in *"did you mean"*) fail "no hint for a far word";; esac; }
+# --csv is sweep's alone: the others neither advertise it nor suggest it
+# for itself
+for c in size trace replay compare fleet; do
+	kvs_run "$c" 2 --csv && {
+		has "$err" "unknown option '--csv'" "$c --csv"
+		case "$err" in *"did you mean '--csv'"*) fail "$c --csv suggests itself: $err";; esac
+	}
+	"$KVSIM" "$c" --help | grep -q -- "--csv\b" && fail "$c --help names --csv, which it does not take"
+done
+"$KVSIM" sweep --help | grep -q -- "--csv \[FILE\]" || fail "sweep --help names --csv"
 kvs_run size 2 --model llama3-8b && has "$err" "did you mean 'llama-3-8b'?" "model hint"
 kvs_run size 2 --gpu h100 && has "$err" "did you mean 'h100-80gb'?" "gpu hint"
 
