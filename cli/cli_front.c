@@ -242,8 +242,10 @@ int kvs_cli_front_parse(kvs_cli_front *fe, kvs_cli_front_arg_fn arg, void *ctx)
 		}
 		if (kvs_args_help(it))
 			return KVS_EXIT_OK;
-		/* --json WORD was always a file here */
-		int r = kvs_args_output(it, "--json", &fe->out_path[KVS_CLI_OUT_JSON], true);
+		/* as sweep and trace: "--json WORD" is a file when WORD ends in
+		 * .json or comes after the trace, else WORD may be the trace */
+		int r = kvs_args_output(it, "--json", &fe->out_path[KVS_CLI_OUT_JSON],
+					fe->path != NULL);
 		if (r == 0)
 			r = kvs_args_str(it, "--report", &fe->report);
 		for (int i = 0; r == 0 && i < KVS_CLI_OUT_COUNT_; i++)

@@ -64,8 +64,9 @@ void kvs_cmd_fleet_usage(FILE *f)
 		"\n"
 		"output:\n"
 		"  --json [FILE]                every figure as JSON (the replay document of the\n"
-		"                               fleet plus a \"fleet\" object; docs/FLEET.md);\n"
-		"                               '-' prints it instead of the table\n"
+		"                               fleet plus a \"fleet\" object; docs/FLEET.md)\n"
+		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
+		"  --json=FILE: the file, the table stays)\n"
 		"  --report DIR                 also render the run as DIR/index.html\n"
 		"  --help                       show this help\n"
 		"\n");

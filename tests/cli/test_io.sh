@@ -195,5 +195,22 @@ kvs_run trace 0 "$tmp/mib.jsonl" --format native-jsonl
 kvs_run trace 1 "$tmp/mib1.jsonl" --format native-jsonl
 has "$err" "mib1.jsonl:1: line: longer than 1048576 bytes"
 
+# ---- output flags: what --json WORD names ----------------------------------
+# before the trace, a WORD not ending in .json is the trace, never
+# overwritten; after it, or ending in .json, WORD is the file
+mkdir "$tmp/j"
+cp "$tmp/t.csv" "$tmp/j/t.csv"
+sum0=$(cksum <"$tmp/j/t.csv")
+for c in replay compare fleet; do
+	kvs_run "$c" 0 --json "$tmp/j/t.csv" -q --policies paged && {
+		[ "$(cksum <"$tmp/j/t.csv")" = "$sum0" ] || fail "$c --json TRACE.csv overwrote the trace"
+		has "$out" "\"path\": \"$tmp/j/t.csv\"" "$c --json TRACE.csv: JSON of that trace on stdout"
+	}
+	kvs_run "$c" 0 "$tmp/j/t.csv" -q --policies paged --json "$tmp/j/$c-out" &&
+		grep -q '"policies"' "$tmp/j/$c-out" || fail "$c TRACE --json WORD: WORD is the file"
+	kvs_run "$c" 0 -q --policies paged --limit 20 --json "$tmp/j/$c.json" &&
+		grep -q '"policies"' "$tmp/j/$c.json" || fail "$c --json FILE.json: the file"
+done
+
 [ "$fails" -eq 0 ] || { echo "cli io: $fails failure(s)" >&2; exit 1; }
 echo "cli io: ok"
