@@ -53,11 +53,27 @@ bool kvs_args_next(kvs_args *it, const char **positional)
 	return true;
 }
 
+/* A second output flag would replace the first silently: refused. */
+static bool output_once(kvs_args *it, const char *what, const char *prev)
+{
+	if (!prev)
+		return true;
+	if (strcmp(prev, "-") == 0)
+		kvs_args_usage_error(it, "%s: one output %s at most (already standard "
+				     "output)", it->flag, what);
+	else
+		kvs_args_usage_error(it, "%s: one output %s at most (already '%s')",
+				     it->flag, what, prev);
+	return false;
+}
+
 int kvs_args_output(kvs_args *it, const char *name, const char **path,
 		    bool any_word)
 {
 	if (!kvs_args_is(it, name))
 		return 0;
+	if (!output_once(it, "file", *path))
+		return -1;
 	if (it->inline_val) {
 		if (!*it->inline_val) {
 			kvs_args_usage_error(it, "%s=: empty file name (a bare %s prints to "
@@ -204,6 +220,19 @@ int kvs_args_str(kvs_args *it, const char *name, const char **out)
 		return -1;
 	*out = v;
 	return 1;
+}
+
+bool kvs_args_output_path(kvs_args *it, const char *what, const char **slot)
+{
+	const char *v = kvs_args_value(it);
+	if (!v || !output_once(it, what, *slot))
+		return false;
+	if (!*v) {
+		kvs_args_usage_error(it, "%s: empty %s name", it->flag, what);
+		return false;
+	}
+	*slot = v;
+	return true;
 }
 
 bool kvs_args_one_positional(kvs_args *it, const char *pos, const char **slot,

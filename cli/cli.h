@@ -53,8 +53,9 @@ bool kvs_args_next(kvs_args *it, const char **positional);
  * non-empty .csv for --csv while any_word is false), or any_word is set
  * (a command without positional arguments, or whose positional is given,
  * or whose --json always took a file); else WORD is left for the command
- * (a trace) and the output goes to standard output.  1 taken with *path
- * set, 0 another flag, -1 bad (message printed). */
+ * (a trace) and the output goes to standard output.  *path must be NULL
+ * on entry: a second --json is refused rather than replacing the first.
+ * 1 taken with *path set, 0 another flag, -1 bad (message printed). */
 int kvs_args_output(kvs_args *it, const char *name, const char **path,
 		    bool any_word);
 
@@ -90,6 +91,13 @@ bool kvs_args_help(const kvs_args *it);
  * flag is `name` and *out holds its value, 0 when it is another flag, -1
  * when the value is missing (message printed). */
 int kvs_args_str(kvs_args *it, const char *name, const char **out);
+
+/* The value of a flag naming an output the command writes (`what`: "file"
+ * or "directory", for messages) into *slot, which must still be NULL:
+ * false with a usage error naming the flag when the value is missing or
+ * empty, or when the flag (or an alias sharing the slot) came before, as
+ * the last of two outputs would otherwise win silently. */
+bool kvs_args_output_path(kvs_args *it, const char *what, const char **slot);
 
 /* The positional argument of a command that takes at most one (`what`
  * names it in the message): stores pos in *slot, or reports "one WHAT at

@@ -230,6 +230,15 @@ void kvs_cli_front_init(kvs_cli_front *fe, kvs_args *it, unsigned outputs)
 	kvs_cli_sim_init(&fe->sim);
 }
 
+/* An output flag (once, not empty: kvs_args_output_path), in the flag
+ * groups' convention. */
+static int output_arg(kvs_args *it, const char *name, const char *what, const char **slot)
+{
+	if (!kvs_args_is(it, name))
+		return 0;
+	return kvs_args_output_path(it, what, slot) ? 1 : -1;
+}
+
 int kvs_cli_front_parse(kvs_cli_front *fe, kvs_cli_front_arg_fn arg, void *ctx)
 {
 	kvs_args *it = fe->it;
@@ -247,10 +256,10 @@ int kvs_cli_front_parse(kvs_cli_front *fe, kvs_cli_front_arg_fn arg, void *ctx)
 		int r = kvs_args_output(it, "--json", &fe->out_path[KVS_CLI_OUT_JSON],
 					fe->path != NULL);
 		if (r == 0)
-			r = kvs_args_str(it, "--report", &fe->report);
+			r = output_arg(it, "--report", "directory", &fe->report);
 		for (int i = 0; r == 0 && i < KVS_CLI_OUT_COUNT_; i++)
 			if (i != KVS_CLI_OUT_JSON && (fe->outputs & KVS_CLI_OUT_BIT(i)))
-				r = kvs_args_str(it, out_flag[i], &fe->out_path[i]);
+				r = output_arg(it, out_flag[i], "file", &fe->out_path[i]);
 		if (r == 0 && arg)
 			r = arg(it, fe, ctx);
 		if (r == 0)

@@ -75,8 +75,7 @@ int kvs_cmd_gen(kvs_args *it)
 {
 	kvs_gen_opts o;
 	kvs_gen_opts_defaults(&o);
-	const char *out = "-", *fmt = NULL;
-	bool out_given = false;
+	const char *out = NULL, *fmt = NULL;
 	bool set_requests = false;
 	bool set_arrival = false, set_cv = false;
 	double burstiness = 0;     /* vLLM's gamma shape; 0 = not given */
@@ -169,14 +168,7 @@ int kvs_cmd_gen(kvs_args *it)
 				ok = false;
 			}
 		} else if (kvs_args_is(it, "-o") || kvs_args_is(it, "--out")) {
-			if (out_given) {
-				kvs_args_usage_error(it, "%s: one output file at most (already '%s')",
-						     it->flag, out);
-				ok = false;
-			} else {
-				ok = (out = kvs_args_value(it)) != NULL;
-				out_given = true;
-			}
+			ok = kvs_args_output_path(it, "file", &out);
 		} else {
 			kvs_args_unknown(it);
 			ok = false;
@@ -198,6 +190,8 @@ int kvs_cmd_gen(kvs_args *it)
 		o.arrival = KVS_ARRIVAL_GAMMA;
 		o.cv = 1.0 / sqrt(burstiness);
 	}
+	if (!out)
+		out = "-";
 	if (o.duration_s > 0 && !set_requests)
 		o.requests = 0; /* --duration alone: as many as fit */
 	if (o.prefix_tokens > 0 && o.prefix_fraction == 0)

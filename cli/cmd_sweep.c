@@ -123,10 +123,14 @@ static int plan_arg(kvs_args *it, opts *o)
 		return 1;
 	}
 	for (size_t i = 0; i < KVS_ARRAY_LEN(names); i++) {
-		if (kvs_args_is(it, names[i])) {
-			*slots[i] = kvs_args_value(it);
-			return *slots[i] ? 1 : -1;
-		}
+		if (!kvs_args_is(it, names[i]))
+			continue;
+		/* the plan and the point files are outputs: one of each */
+		if (slots[i] == &o->plan_out || slots[i] == &o->out_dir)
+			return kvs_args_output_path(it, slots[i] == &o->plan_out ? "file"
+						    : "directory", slots[i]) ? 1 : -1;
+		*slots[i] = kvs_args_value(it);
+		return *slots[i] ? 1 : -1;
 	}
 	return 0;
 }
@@ -458,7 +462,7 @@ static int parse(kvs_args *it, opts *o)
 		if (out_r > 0)
 			continue;
 		if (kvs_args_is(it, "--report")) {
-			if (!(o->report = kvs_args_value(it)))
+			if (!kvs_args_output_path(it, "directory", &o->report))
 				return KVS_EXIT_USAGE;
 			continue;
 		}

@@ -248,7 +248,7 @@ int kvs_cmd_trace(kvs_args *it)
 			if (!kvs_args_u32(it, 1, UINT32_MAX, &o.max_model_len))
 				return KVS_EXIT_USAGE;
 		} else if (kvs_args_is(it, "--write") || kvs_args_is(it, "-o")) {
-			if (!(out = kvs_args_value(it)))
+			if (!kvs_args_output_path(it, "file", &out))
 				return KVS_EXIT_USAGE;
 		} else {
 			kvs_args_unknown(it);

@@ -357,6 +357,28 @@ extra=()
 # ---- one output grammar: "--json out.json" is that file on every command ----------
 extra=()   # no --limit for size
 cd "$tmp" || exit 1
+# ---- output flags: once each, never empty (usage errors, exit 2) ----------------------
+mkdir refused && cd refused || exit 1
+expect 2 "report: -o: one output directory at most \(already 'a'\)" report x.json -o a -o b
+expect 2 "report: --output: one output directory at most" report x.json -o a --output b
+expect 2 "replay: --json: one output file at most \(already 'a.json'\)" replay --json a.json --json b.json
+expect 2 "replay: --json: one output file at most \(already standard output\)" replay --json --json=b.json
+expect 2 "compare: --requests: one output file at most" compare --requests a.csv --requests b.csv
+expect 2 "fleet: --report: one output directory at most" fleet --report a --report b
+expect 2 "sweep: --csv: one output file at most" sweep --csv=a.csv --csv=b.csv
+expect 2 "sweep: --plan: one output file at most" sweep --plan a --plan b
+expect 2 "size: --json: one output file at most" size --json a.json --json b.json
+expect 2 "trace: -o: one output file at most" trace --write a.csv -o b.csv
+expect 2 "gen: --out: one output file at most \(already 'a.csv'\)" gen -o a.csv --out b.csv
+expect 2 "report: -o: empty directory name" report x.json -o ''
+expect 2 "trace: --write: empty file name" trace --write ''
+expect 2 "replay: --summary-csv: empty file name" replay --summary-csv ''
+expect 2 "replay: --report: empty directory name" replay --report ''
+expect 2 "sweep: --report: empty directory name" sweep --report ''
+expect 2 "gen: --out: empty file name" gen --out ''
+[ -z "$(ls -A)" ] || fail "a refused output flag wrote $(ls -A)"
+cd .. || exit 1
+
 extra=()
 kvs_run size 0 --json out-size.json && { grep -q '"kv_bytes_per_token"' out-size.json || fail "size --json FILE"; has "$out" "kvsim size:" "size table kept with --json FILE"; }
 kvs_run size 0 --json sz && grep -q '"advice"' sz || fail "size --json WORD (no positional): the file"
