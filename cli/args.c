@@ -235,6 +235,71 @@ bool kvs_args_output_path(kvs_args *it, const char *what, const char **slot)
 	return true;
 }
 
+/* A key for a path that does not exist yet: its directory resolved
+ * (symbolic links, "." and "..") when that exists, then the last name. */
+static void path_key(const char *path, char *buf, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == path)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	char *real = realpath(dir, NULL);
+	snprintf(buf, cap, "%s/%s", real ? real : dir, slash ? slash + 1 : path);
+	free(real);
+}
+
+bool kvs_cli_same_file(const char *a, const char *b)
+{
+	bool sa = strcmp(a, "-") == 0, sb = strcmp(b, "-") == 0;
+	if (sa || sb)
+		return sa && sb;
+	struct stat x, y;
+	bool ea = stat(a, &x) == 0, eb = stat(b, &y) == 0;
+	if (ea || eb)
+		return ea && eb && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+	char ka[4352], kb[4352];
+	path_key(a, ka, sizeof ka);
+	path_key(b, kb, sizeof kb);
+	return strcmp(ka, kb) == 0;
+}
+
+bool kvs_cli_paths_check(const char *cmd, const kvs_cli_path *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = i + 1; j < n; j++) {
+			const kvs_cli_path *a = &p[i], *b = &p[j];
+			if (!a->path || !b->path || (a->input && b->input) ||
+			    !kvs_cli_same_file(a->path, b->path))
+				continue;
+			/* standard input is not standard output; a device (a
+			 * sink such as /dev/null) takes any number of writers */
+			struct stat sb;
+			if ((a->input || b->input) && strcmp(a->path, "-") == 0)
+				continue;
+			if (stat(a->path, &sb) == 0 && !S_ISREG(sb.st_mode))
+				continue;
+			const kvs_cli_path *in = a->input ? a : b->input ? b : NULL;
+			const kvs_cli_path *out = in == a ? b : a;
+			if (in)
+				fprintf(stderr, "kvsim %s: %s %s is also %s, read by this "
+					"run: give another output file\n", cmd, out->flag,
+					out->path, in->flag);
+			else if (strcmp(a->path, "-") == 0)
+				fprintf(stderr, "kvsim %s: %s and %s both write to standard "
+					"output: give one a file\n", cmd, a->flag, b->flag);
+			else
+				fprintf(stderr, "kvsim %s: %s and %s both name %s: give each "
+					"its own file\n", cmd, a->flag, b->flag, b->path);
+			return false;
+		}
+	}
+	return true;
+}
+
 bool kvs_args_one_positional(kvs_args *it, const char *pos, const char **slot,
 			     const char *what)
 {

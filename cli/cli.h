@@ -59,6 +59,25 @@ bool kvs_args_next(kvs_args *it, const char **positional);
 int kvs_args_output(kvs_args *it, const char *name, const char **path,
 		    bool any_word);
 
+/* Do a and b name the same file?  "-" only matches "-"; the same device
+ * and inode when either exists (through symbolic links and hard links);
+ * else the same directory (resolved) and name. */
+bool kvs_cli_same_file(const char *a, const char *b);
+
+/* A path a command reads or writes, for kvs_cli_paths_check. */
+typedef struct kvs_cli_path {
+	const char *flag;       /* "--json", or how the input is named: "the trace" */
+	const char *path;       /* NULL: not given */
+	bool input;             /* read by the run (else written) */
+} kvs_cli_path;
+
+/* Before anything is opened: no output may name an input or another
+ * output (kvs_cli_same_file), or one file would replace the other.
+ * Devices (/dev/null) and standard input against standard output are
+ * exempt.  false with "kvsim CMD: ..." naming both flags printed: a
+ * usage error. */
+bool kvs_cli_paths_check(const char *cmd, const kvs_cli_path *p, size_t n);
+
 /* Is the current flag `name` ("--model")? */
 bool kvs_args_is(const kvs_args *it, const char *name);
 

@@ -287,6 +287,17 @@ int kvs_cli_front_open(kvs_cli_front *fe, bool interruptible)
 {
 	if (!fe->path)
 		fe->path = kvs_trace_default_path();
+	/* no output may replace the trace, the step-time table or another
+	 * output */
+	kvs_cli_path paths[KVS_CLI_OUT_COUNT_ + 2] = {
+		{ "the trace", fe->path, true },
+		{ "--step-time-table", fe->sim.table_path, true },
+	};
+	size_t n = 2;
+	for (int i = 0; i < KVS_CLI_OUT_COUNT_; i++)
+		paths[n++] = (kvs_cli_path){ out_flag[i], fe->out_path[i], false };
+	if (!kvs_cli_paths_check(fe->cmd, paths, n))
+		return KVS_EXIT_USAGE;
 	/* a directory that cannot be written fails now, not after the runs */
 	if (fe->report && !kvs_cli_report_dir_ok(fe->cmd, fe->report))
 		return KVS_EXIT_FAIL;

@@ -627,6 +627,19 @@ int kvs_cmd_sweep(kvs_args *it)
 	kvs_outfile *jso = NULL, *cso = NULL;
 	const volatile sig_atomic_t *sigflag = NULL;
 	kvs_status st;
+	/* no output may replace an input or another output */
+	const kvs_cli_path paths[] = {
+		{ "the trace", o.trace ? o.trace : kvs_trace_default_path(), true },
+		{ "--from-plan", o.from_plan, true },
+		{ "--kernel-profile", o.profile, true },
+		{ "--plan", o.plan_out, false },
+		{ "--json", o.json, false },
+		{ "--csv", o.csv, false },
+	};
+	if (!kvs_cli_paths_check("sweep", paths, KVS_ARRAY_LEN(paths))) {
+		rc = KVS_EXIT_USAGE;
+		goto out;
+	}
 	if (o.dep.set_block_size) {
 		fprintf(stderr, "kvsim sweep: --block-size: the sweep varies the block size; "
 			"give --block-sizes LIST\n");
@@ -644,12 +657,6 @@ int kvs_cmd_sweep(kvs_args *it)
 	o.sw.slo_tpot_s = o.sim.cfg.slo_tpot_s;
 	if (o.sw.find_max_rate && o.sw.slo_ttft_s == 0 && o.sw.slo_tpot_s == 0) {
 		fprintf(stderr, "kvsim sweep: --find-max-rate needs --slo-ttft and/or --slo-tpot\n");
-		rc = KVS_EXIT_USAGE;
-		goto out;
-	}
-	if (o.json && o.csv && strcmp(o.json, "-") == 0 && strcmp(o.csv, "-") == 0) {
-		fprintf(stderr, "kvsim sweep: --json and --csv cannot both go to stdout; "
-			"give one a file (--csv=FILE)\n");
 		rc = KVS_EXIT_USAGE;
 		goto out;
 	}

@@ -257,6 +257,13 @@ int kvs_cmd_trace(kvs_args *it)
 	}
 	if (!path)
 		path = kvs_trace_default_path();
+	const kvs_cli_path paths[] = {
+		{ "the trace", path, true },
+		{ "--write", out, false },
+		{ "--json", json, false },
+	};
+	if (!kvs_cli_paths_check("trace", paths, KVS_ARRAY_LEN(paths)))
+		return KVS_EXIT_USAGE;
 	kvs_trace *t;
 	kvs_status st = kvs_trace_open(path, &o, &t);
 	if (st != KVS_OK) {

@@ -8,7 +8,9 @@
 #include "args.c"
 #include "cli_deploy.c"
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_parse_numbers(void **state)
 {
@@ -163,6 +165,67 @@ static void test_suggest_flag(void **state)
 	assert_string_equal(s, "--seed");
 }
 
+static void test_same_file(void **state)
+{
+	(void)state;
+	const char *tmpdir = getenv("TMPDIR");
+	char d[256], a[300], b[300], c[300];
+	snprintf(d, sizeof d, "%s/kvsim-args-XXXXXX", tmpdir ? tmpdir : "/tmp");
+	assert_non_null(mkdtemp(d));
+	snprintf(a, sizeof a, "%s/a.csv", d);
+	FILE *f = fopen(a, "w");
+	assert_non_null(f);
+	fclose(f);
+	/* an existing file: by device and inode, through links */
+	snprintf(b, sizeof b, "%s/./a.csv", d);
+	assert_true(kvs_cli_same_file(a, b));
+	snprintf(b, sizeof b, "%s/link.csv", d);
+	assert_int_equal(symlink(a, b), 0);
+	assert_true(kvs_cli_same_file(a, b));
+	snprintf(c, sizeof c, "%s/hard.csv", d);
+	assert_int_equal(link(a, c), 0);
+	assert_true(kvs_cli_same_file(c, b));
+	snprintf(b, sizeof b, "%s/b.csv", d);
+	assert_false(kvs_cli_same_file(a, b));
+	/* files still to be written: by resolved directory and name */
+	snprintf(c, sizeof c, "%s/sub", d);
+	assert_int_equal(mkdir(c, 0700), 0);
+	snprintf(a, sizeof a, "%s/x.json", d);
+	snprintf(b, sizeof b, "%s/sub/../x.json", d);
+	assert_true(kvs_cli_same_file(a, b));
+	snprintf(b, sizeof b, "%s//x.json", d);
+	assert_true(kvs_cli_same_file(a, b));
+	snprintf(b, sizeof b, "%s/sub/x.json", d);
+	assert_false(kvs_cli_same_file(a, b));
+	assert_true(kvs_cli_same_file("-", "-"));
+	assert_false(kvs_cli_same_file("-", a));
+
+	/* the check: an output over an input or another output is refused;
+	 * standard input against standard output and devices are not */
+	snprintf(a, sizeof a, "%s/a.csv", d);
+	snprintf(b, sizeof b, "%s/link.csv", d);
+	kvs_cli_path over_input[] = { { "the trace", a, true }, { "--json", NULL, false },
+				      { "--requests", b, false } };
+	assert_false(kvs_cli_paths_check("test", over_input, 3));
+	kvs_cli_path two_inputs[] = { { "the trace", a, true }, { "--table", b, true } };
+	assert_true(kvs_cli_paths_check("test", two_inputs, 2));
+	kvs_cli_path stdio[] = { { "the trace", "-", true }, { "--json", "-", false } };
+	assert_true(kvs_cli_paths_check("test", stdio, 2));
+	kvs_cli_path stdouts[] = { { "--json", "-", false }, { "--csv", "-", false } };
+	assert_false(kvs_cli_paths_check("test", stdouts, 2));
+	kvs_cli_path sinks[] = { { "--json", "/dev/null", false },
+				 { "--csv", "/dev/null", false } };
+	assert_true(kvs_cli_paths_check("test", sinks, 2));
+	snprintf(c, sizeof c, "%s/sub/../x.json", d);
+	snprintf(b, sizeof b, "%s/x.json", d);
+	kvs_cli_path outputs[] = { { "--json", b, false }, { "--csv", c, false } };
+	assert_false(kvs_cli_paths_check("test", outputs, 2));
+
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* Parse argv through the deployment group; returns the last arg result. */
 static int deploy_parse(kvs_cli_deploy *c, int argc, char **argv)
 {
@@ -274,6 +337,7 @@ int main(void)
 		cmocka_unit_test(test_iterator),
 		cmocka_unit_test(test_typed_values),
 		cmocka_unit_test(test_suggest_flag),
+		cmocka_unit_test(test_same_file),
 		cmocka_unit_test(test_deploy_group),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -212,5 +212,37 @@ for c in replay compare fleet; do
 		grep -q '"policies"' "$tmp/j/$c.json" || fail "$c --json FILE.json: the file"
 done
 
+# ---- output flags: never over an input or another output ------------------
+# usage errors naming both, before anything is written
+kvs_run fleet 2 "$tmp/j/t.csv" -q --json "$tmp/j/t.csv"
+has "$err" "--json $tmp/j/t.csv is also the trace" "fleet --json over the trace"
+for c in replay compare; do
+	kvs_run "$c" 2 "$tmp/j/t.csv" -q --requests "$tmp/j/t.csv"
+	has "$err" "--requests $tmp/j/t.csv is also the trace" "$c --requests over the trace"
+	kvs_run "$c" 2 "$tmp/j/t.csv" -q --json "$tmp/j/same.json" --summary-csv "$tmp/j/./same.json"
+	has "$err" "--json and --summary-csv both name" "$c two outputs, one file"
+	kvs_run "$c" 2 "$tmp/j/t.csv" -q --json - --bench-json -
+	has "$err" "--json and --bench-json both write to standard output" "$c two outputs on stdout"
+done
+ln -s t.csv "$tmp/j/link.csv"
+kvs_run replay 2 "$tmp/j/link.csv" -q --timeseries "$tmp/j/t.csv"
+has "$err" "--timeseries $tmp/j/t.csv is also the trace" "an output over the trace's link target"
+# the bundled sample, read when no trace is given, is an input too
+mkdir -p "$tmp/dd/traces"
+cp "$tmp/t.csv" "$tmp/dd/traces/azure-conv-sample.csv"
+KVSIM_DATADIR="$tmp/dd" kvs_run replay 2 -q --json="$tmp/dd/traces/azure-conv-sample.csv"
+has "$err" "is also the trace" "an output over the bundled sample"
+kvs_run sweep 2 "$tmp/j/t.csv" -q --csv "$tmp/j/t.csv"
+has "$err" "--csv $tmp/j/t.csv is also the trace" "sweep --csv over the trace"
+kvs_run sweep 2 "$tmp/j/t.csv" -q --json="$tmp/j/s.out" --csv="$tmp/j/s.out"
+has "$err" "--json and --csv both name" "sweep --json and --csv, one file"
+kvs_run trace 2 "$tmp/j/t.csv" --write "$tmp/j/t.csv"
+has "$err" "--write $tmp/j/t.csv is also the trace" "trace --write over the trace"
+[ "$(cksum <"$tmp/j/t.csv")" = "$sum0" ] || fail "a refused output changed the trace"
+[ -e "$tmp/j/same.json" ] || [ -e "$tmp/j/s.out" ] && fail "a refused output was written"
+no_tmp "$tmp/j"
+# devices take any number of outputs
+kvs_run replay 0 "$tmp/j/t.csv" -q --json /dev/null --requests /dev/null --summary-csv /dev/null
+
 [ "$fails" -eq 0 ] || { echo "cli io: $fails failure(s)" >&2; exit 1; }
 echo "cli io: ok"
