@@ -208,4 +208,17 @@ void kvs_cli_deploy_help(FILE *f);
 int kvs_cli_trace_arg(kvs_args *it, kvs_trace_opts *o);
 void kvs_cli_trace_help(FILE *f);
 
+/* The lines a trace dropped, on stderr whatever --quiet says (they are
+ * data left out, not progress): "kvsim CMD: skipped N malformed line(s);
+ * first: FILE:LINE: FIELD: reason" (first: kvs_trace_first_skip, or NULL
+ * or "" for none known) for --skip-bad-lines, and the BurstGPT failure
+ * rows left out without --keep-failed.  Nothing when none were
+ * (cli/cli_front.c). */
+void kvs_cli_trace_skip_note(const char *cmd, const kvs_trace_stats *st, const char *first);
+/* The same for a trace read into memory from path with the options o,
+ * whose stats are st: the first malformed line is found by reading a
+ * regular file again up to it. */
+void kvs_cli_set_skip_note(const char *cmd, const char *path, const kvs_trace_opts *o,
+			   const kvs_trace_stats *st);
+
 #endif /* KVSIM_CLI_H */

@@ -177,6 +177,37 @@ int kvs_cli_json_output(const char *cmd, const kvs_json *doc, kvs_outfile *json_
 	return rc;
 }
 
+/* ---- lines the trace dropped ----------------------------------------------------- */
+
+void kvs_cli_trace_skip_note(const char *cmd, const kvs_trace_stats *st, const char *first)
+{
+	uint64_t bad = st->skipped[KVS_SKIP_BAD_LINE], failed = st->skipped[KVS_SKIP_FAILED];
+	if (bad)
+		fprintf(stderr, "kvsim %s: skipped %llu malformed line(s)%s%s\n", cmd,
+			(unsigned long long)bad, first && *first ? "; first: " : "",
+			first && *first ? first : "");
+	if (failed)
+		fprintf(stderr, "kvsim %s: skipped %llu BurstGPT failure row(s) (0 response "
+			"tokens; --keep-failed keeps them)\n", cmd, (unsigned long long)failed);
+}
+
+void kvs_cli_set_skip_note(const char *cmd, const char *path, const kvs_trace_opts *o,
+			   const kvs_trace_stats *st)
+{
+	/* a trace in memory keeps the counts, not the first malformed line:
+	 * a regular file is read again up to that line (once, and only when
+	 * one was skipped); standard input or a pipe cannot be */
+	kvs_trace *t = NULL;
+	if (st->skipped[KVS_SKIP_BAD_LINE] && kvs_cli_path_is_regular(path) &&
+	    kvs_trace_open(path, o, &t) == KVS_OK) {
+		kvs_request r;
+		while (!*kvs_trace_first_skip(t) && kvs_trace_next(t, &r) == KVS_OK)
+			;
+	}
+	kvs_cli_trace_skip_note(cmd, st, t ? kvs_trace_first_skip(t) : NULL);
+	kvs_trace_close(t);
+}
+
 /* ---- Ctrl-C ---------------------------------------------------------------------- */
 
 /* SIGINT/SIGTERM during a replay, compare or sweep: the run stops at its
@@ -331,6 +362,7 @@ int kvs_cli_front_load(kvs_cli_front *fe, bool several_runs)
 	}
 	fe->tstats = *kvs_request_set_trace_stats(fe->set);
 	fe->format = kvs_request_set_format(fe->set);
+	kvs_cli_set_skip_note(fe->cmd, fe->path, &fe->topts, &fe->tstats);
 	return KVS_CLI_GO_ON;
 }
 
@@ -353,6 +385,8 @@ kvs_status kvs_cli_front_run(kvs_cli_front *fe, double scale, kvs_cli_front_run_
 	st = run(ctx, &src);
 	fe->tstats = *kvs_trace_get_stats(t);
 	fe->format = kvs_trace_get_format(t);
+	if (st == KVS_OK)
+		kvs_cli_trace_skip_note(fe->cmd, &fe->tstats, kvs_trace_first_skip(t));
 	kvs_trace_close(t);
 	return st;
 }

@@ -113,7 +113,9 @@ void kvs_cli_trace_help(FILE *f)
 		"  --overlong M        requests over --max-model-len: reject (default: flag\n"
 		"                      and count them) or truncate (cut the prompt's tail)\n"
 		"  --skip-bad-lines    skip and count malformed lines instead of stopping\n"
-		"  --keep-failed       keep BurstGPT failure rows (0 response tokens)\n"
+		"                      (their number and the first one noted on stderr)\n"
+		"  --keep-failed       keep BurstGPT failure rows (0 response tokens; by\n"
+		"                      default left out, their number noted on stderr)\n"
 		"  --sort-window N     reorder arrivals out of order by up to N requests\n"
 		"                      (default 0: an unsorted trace is an error)\n");
 }

@@ -713,6 +713,7 @@ int kvs_cmd_sweep(kvs_args *it)
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 		goto out;
 	}
+	kvs_cli_set_skip_note("sweep", path, &o.to, kvs_request_set_trace_stats(set));
 	bool show = !o.quiet;
 	/* flags that do not fit the trace (block sizes against its hash ids)
 	 * are usage errors; anything failing in the runs is a runtime one */

@@ -287,10 +287,8 @@ int kvs_cmd_trace(kvs_args *it)
 			rc = json ? print_json(path, &s, json) : KVS_EXIT_OK;
 		}
 	}
-	const kvs_trace_stats *rs = kvs_trace_get_stats(t);
-	if (rc == KVS_EXIT_OK && rs->skipped[KVS_SKIP_BAD_LINE] > 0)
-		fprintf(stderr, "kvsim trace: skipped %llu malformed line(s); first: %s\n",
-			(unsigned long long)rs->skipped[KVS_SKIP_BAD_LINE], kvs_trace_first_skip(t));
+	if (rc == KVS_EXIT_OK)
+		kvs_cli_trace_skip_note("trace", kvs_trace_get_stats(t), kvs_trace_first_skip(t));
 	kvs_trace_close(t);
 	return rc;
 }

@@ -244,5 +244,26 @@ no_tmp "$tmp/j"
 # devices take any number of outputs
 kvs_run replay 0 "$tmp/j/t.csv" -q --json /dev/null --requests /dev/null --summary-csv /dev/null
 
+# ---- lines a trace dropped are noted on stderr, -q or not ---------------------
+(cat "$tmp/t.csv"; echo "99,abc,5,0,0,1,0"; echo "99,5,5,0,0,1,0") > "$tmp/skip.csv"
+note="skipped 1 malformed line(s); first: $tmp/skip.csv:43: prompt_tokens"
+for c in replay compare fleet sweep; do
+	kvs_run "$c" 0 "$tmp/skip.csv" --skip-bad-lines -q --json "$tmp/j/skip-$c.json" &&
+		has "$err" "kvsim $c: $note" "$c --skip-bad-lines note"
+	grep -q '"skipped_bad_lines": 1' "$tmp/j/skip-$c.json" || fail "$c JSON counts the skipped line"
+done
+# read twice (fleet's search) and from standard input
+kvs_run fleet 0 "$tmp/skip.csv" --skip-bad-lines -q --find-min-replicas --slo-ttft 10 &&
+	has "$err" "kvsim fleet: $note" "fleet --find-min-replicas note"
+kvs_run compare 0 - --skip-bad-lines -q <"$tmp/skip.csv" &&
+	has "$err" "kvsim compare: skipped 1 malformed line(s)" "compare note from standard input"
+kvs_run trace 0 "$tmp/skip.csv" --skip-bad-lines && has "$err" "kvsim trace: $note" "trace note"
+kvs_run replay 0 "$S/burstgpt-sample.csv" -q &&
+	has "$err" "kvsim replay: skipped 2 BurstGPT failure row(s)" "replay notes BurstGPT failures"
+kvs_run replay 0 "$S/burstgpt-sample.csv" -q --keep-failed && [ -z "$err" ] ||
+	fail "replay --keep-failed -q: nothing on stderr: $err"
+kvs_run replay 0 "$tmp/t.csv" -q --skip-bad-lines && [ -z "$err" ] ||
+	fail "replay --skip-bad-lines -q of a clean trace: nothing on stderr: $err"
+
 [ "$fails" -eq 0 ] || { echo "cli io: $fails failure(s)" >&2; exit 1; }
 echo "cli io: ok"
