@@ -24,8 +24,8 @@ void kvs_cmd_gen_usage(FILE *f)
 		"arrivals (of new conversations):\n"
 		"  --arrival P         poisson (default), gamma or constant\n"
 		"  --rate R            conversations per second (default 1)\n"
-		"  --cv C              gamma: coefficient of variation of the gaps (default 1;\n"
-		"                      > 1 is burstier than Poisson; 'kvsim trace' reports it)\n"
+		"  --cv C              gamma gaps with coefficient of variation C (1 is\n"
+		"                      Poisson, > 1 burstier; 'kvsim trace' reports it)\n"
 		"  --burstiness B      gamma gaps with shape B, as 'vllm bench serve\n"
 		"                      --burstiness' (1 = Poisson, < 1 burstier): --cv 1/sqrt(B)\n"
 		"lengths (tokens, new per turn):\n"
@@ -189,6 +189,16 @@ int kvs_cmd_gen(kvs_args *it)
 		}
 		o.arrival = KVS_ARRIVAL_GAMMA;
 		o.cv = 1.0 / sqrt(burstiness);
+	} else if (set_cv) {
+		/* as --burstiness: the shape of gamma gaps, never dropped for
+		 * another arrival process */
+		if (set_arrival && o.arrival != KVS_ARRIVAL_GAMMA) {
+			kvs_args_usage_error(it, "--cv is the coefficient of variation of gamma "
+					     "gaps: it goes with --arrival gamma (the default "
+					     "with it)");
+			return KVS_EXIT_USAGE;
+		}
+		o.arrival = KVS_ARRIVAL_GAMMA;
 	}
 	if (!out)
 		out = "-";

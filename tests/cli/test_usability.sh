@@ -57,6 +57,16 @@ kvs_run trace 0 "$tmp/b.csv" --json && {
 	cv=$(printf '%s\n' "$out" | sed -n 's/^  "cv_interarrival": \([0-9.]*\),$/\1/p')
 	awk -v c="$cv" 'BEGIN { exit !(c > 1.8 && c < 2.2) }' || fail "--burstiness 0.25 gives cv 2 (got $cv)"
 }
+# --cv alone is gamma gaps of that cv, as --burstiness; with another
+# arrival process it is a usage error, not ignored
+"$KVSIM" gen --requests 4000 --rate 10 --cv 2 --seed 3 -o "$tmp/cv.csv" 2>/dev/null || fail "gen --cv"
+kvs_run trace 0 "$tmp/cv.csv" --json && {
+	cv=$(printf '%s\n' "$out" | sed -n 's/^  "cv_interarrival": \([0-9.]*\),$/\1/p')
+	awk -v c="$cv" 'BEGIN { exit !(c > 1.8 && c < 2.2) }' || fail "--cv 2 alone gives cv 2 (got $cv)"
+}
+expect 2 "gen: --cv is the coefficient of variation of gamma gaps" gen --requests 10 --cv 2 --arrival poisson
+expect 2 "gen: --cv .* goes with --arrival gamma" gen --requests 10 --arrival constant --cv 0.5
+"$KVSIM" gen --requests 10 --arrival gamma --cv 2 >/dev/null 2>&1 || fail "gen --arrival gamma --cv 2"
 "$KVSIM" gen --requests 10 --burstiness 1 --cv 2 >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "--burstiness with --cv is a usage error"
 "$KVSIM" gen --requests 10 --burstiness 1 --arrival constant >/dev/null 2>"$tmp/err"
