@@ -30,6 +30,7 @@ void kvs_cmd_trace_usage(FILE *f)
 		"                      whose prompt + output exceed N tokens\n"
 		"  --write FILE        write the shaped requests as a native trace (CSV, or\n"
 		"                      JSONL when FILE ends in .jsonl) instead of a summary\n"
+		"                      (so not with --json)\n"
 		"  --json [FILE]       one JSON object\n"
 		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
 		"  --json=FILE: the file, the table stays)\n"
@@ -254,6 +255,13 @@ int kvs_cmd_trace(kvs_args *it)
 			kvs_args_unknown(it);
 			return KVS_EXIT_USAGE;
 		}
+	}
+	if (out && json) {
+		/* --write converts instead of summarising: --json would be lost */
+		kvs_args_usage_error(it, "--write converts the trace instead of summarising "
+				     "it, so --json would write nothing: give one ('kvsim trace "
+				     "%s --json' then summarises the written trace)", out);
+		return KVS_EXIT_USAGE;
 	}
 	if (!path)
 		path = kvs_trace_default_path();

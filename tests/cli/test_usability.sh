@@ -72,6 +72,13 @@ expect 2 "gen: --cv .* goes with --arrival gamma" gen --requests 10 --arrival co
 "$KVSIM" gen --requests 10 --burstiness 1 --arrival constant >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "--burstiness with --arrival constant is a usage error"
 
+# trace --write converts instead of summarising: with --json, a usage error
+# and neither file written
+expect 2 "trace: --write converts the trace instead of summarising it, so --json would write nothing" \
+	trace --write "$tmp/w.jsonl" --json "$tmp/w.json"
+expect 2 "give one \('kvsim trace $tmp/w.jsonl --json'" trace --json --write "$tmp/w.jsonl"
+[ -e "$tmp/w.jsonl" ] || [ -e "$tmp/w.json" ] && fail "trace --write with --json wrote a file"
+
 # ---- per-request columns, by hand ------------------------------------------------------
 cat >"$tmp/t.csv" <<'CSV'
 arrival_s,prompt_tokens,output_tokens
