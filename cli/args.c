@@ -33,6 +33,7 @@ bool kvs_args_next(kvs_args *it, const char **positional)
 	it->inline_val = NULL;
 	if (it->i >= it->argc)
 		return false;
+	it->at = it->i;
 	const char *a = it->argv[it->i++];
 	if (a[0] == '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9')) {
 		const char *eq = strchr(a, '=');
@@ -112,6 +113,17 @@ int kvs_args_output(kvs_args *it, const char *name, const char **path,
 bool kvs_args_is(const kvs_args *it, const char *name)
 {
 	return it->flag && strcmp(it->flag, name) == 0;
+}
+
+bool kvs_args_given_before(const kvs_args *it, const char *name)
+{
+	size_t n = strlen(name);
+	for (int k = 1; k < it->at; k++) {
+		const char *w = it->argv[k];
+		if (strncmp(w, name, n) == 0 && (w[n] == '\0' || w[n] == '='))
+			return true;
+	}
+	return false;
 }
 
 void kvs_args_usage_error(kvs_args *it, const char *fmt, ...)

@@ -28,6 +28,7 @@ typedef struct kvs_args {
 	int i;                  /* next argv index */
 	const char *cmd;        /* subcommand name, for messages */
 	/* current flag, set by kvs_args_next */
+	int at;                 /* argv index of the current flag */
 	const char *flag;       /* "--model" (without "=value") */
 	char flagbuf[128];
 	const char *inline_val; /* value after '=' or NULL */
@@ -80,6 +81,12 @@ bool kvs_cli_paths_check(const char *cmd, const kvs_cli_path *p, size_t n);
 
 /* Is the current flag `name` ("--model")? */
 bool kvs_args_is(const kvs_args *it, const char *name);
+
+/* Was the flag `name` ("--rate", two dashes) given before the current one,
+ * as "--rate V" or "--rate=V"?  For flags whose default is also a value
+ * one can give ("--time-scale 1"), where the value cannot tell.  Exact:
+ * no value is ever taken from a word starting with "--". */
+bool kvs_args_given_before(const kvs_args *it, const char *name);
 
 /* Value of the current flag (inline or next argv); NULL and a usage error
  * message when missing. */

@@ -34,7 +34,8 @@ int kvs_cli_trace_arg(kvs_args *it, kvs_trace_opts *o)
 		return kvs_args_double(it, 1e-9, 1e9, &o->time_scale) ? 1 : -1;
 	}
 	if (kvs_args_is(it, "--rate")) {
-		if (o->time_scale != 1.0) {
+		/* given, not "!= 1": --time-scale 1 is a choice too */
+		if (kvs_args_given_before(it, "--time-scale")) {
 			kvs_args_usage_error(it, "--time-scale and --rate both set the arrival "
 					     "times; give one");
 			return -1;

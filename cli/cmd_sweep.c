@@ -119,6 +119,8 @@ static int plan_arg(kvs_args *it, opts *o)
 	const char **slots[] = { &o->plan_out, &o->from_plan, &o->points, &o->out_dir,
 				 &o->merge_dir };
 	if (kvs_args_is(it, "--plan-info")) {
+		if (!kvs_args_no_value(it))
+			return -1;
 		o->plan_info = true;
 		return 1;
 	}
@@ -155,6 +157,8 @@ static int sweep_arg(kvs_args *it, opts *o)
 	if (kvs_args_is(it, "--jobs"))
 		return kvs_args_u32(it, 1, 1024, &s->jobs) ? 1 : -1;
 	if (kvs_args_is(it, "--no-dedupe")) {
+		if (!kvs_args_no_value(it))
+			return -1;
 		s->dedupe_contiguous = false;
 		return 1;
 	}
@@ -165,12 +169,16 @@ static int sweep_arg(kvs_args *it, opts *o)
 	if (kvs_args_is(it, "--kernel-block-overhead"))
 		return kvs_args_double(it, 0, 1e6, &s->kernel_block_overhead) ? 1 : -1;
 	if (kvs_args_is(it, "--no-kernel-step-time")) {
+		if (!kvs_args_no_value(it))
+			return -1;
 		s->kernel_feeds_step_time = false;
 		return 1;
 	}
 	if (kvs_args_is(it, "--kernel-cost-margin"))
 		return kvs_args_double(it, 0, 100, &s->kernel_cost_margin) ? 1 : -1;
 	if (kvs_args_is(it, "--find-max-rate")) {
+		if (!kvs_args_no_value(it))
+			return -1;
 		s->find_max_rate = true;
 		return 1;
 	}
@@ -467,6 +475,8 @@ static int parse(kvs_args *it, opts *o)
 			continue;
 		}
 		if (kvs_args_is(it, "--quiet") || kvs_args_is(it, "-q")) {
+			if (!kvs_args_no_value(it))
+				return KVS_EXIT_USAGE;
 			o->quiet = true;
 			continue;
 		}
@@ -609,9 +619,9 @@ int kvs_cmd_sweep(kvs_args *it)
 	int prc = parse(it, &o);
 	if (prc < 0 && o.from_plan)
 		prc = from_plan(&o, &plan);
-	else if (prc < 0 && (o.points || o.out_dir || o.merge_dir)) {
-		fprintf(stderr, "kvsim sweep: --points, --out and --merge need --from-plan "
-			"PLAN.json\n");
+	else if (prc < 0 && (o.points || o.out_dir || o.merge_dir || o.plan_info)) {
+		fprintf(stderr, "kvsim sweep: --points, --out, --merge and --plan-info need "
+			"--from-plan PLAN.json\n");
 		prc = KVS_EXIT_USAGE;
 	}
 	if (prc >= 0) {

@@ -138,6 +138,33 @@ static void test_typed_values(void **state)
 	assert_false(kvs_args_bytes(&it, &u));
 }
 
+static void test_given_before(void **state)
+{
+	(void)state;
+	char *argv[] = { "trace", "--time-scale=1", "--title", "x", "--rate", "2",
+			 "--time-scales", "3", "--seed", "1", NULL };
+	kvs_args it;
+	const char *pos;
+	kvs_args_init(&it, "trace", 10, argv, NULL);
+	assert_true(kvs_args_next(&it, &pos));
+	assert_false(kvs_args_given_before(&it, "--time-scale"));  /* itself */
+	assert_true(kvs_args_next(&it, &pos));
+	assert_non_null(kvs_args_value(&it));
+	assert_true(kvs_args_next(&it, &pos));
+	assert_true(kvs_args_is(&it, "--rate"));
+	assert_true(kvs_args_given_before(&it, "--time-scale"));
+	assert_false(kvs_args_given_before(&it, "--rate"));
+	assert_non_null(kvs_args_value(&it));
+	assert_true(kvs_args_next(&it, &pos));
+	assert_non_null(kvs_args_value(&it));
+	assert_true(kvs_args_next(&it, &pos));
+	assert_true(kvs_args_is(&it, "--seed"));
+	assert_true(kvs_args_given_before(&it, "--rate"));
+	assert_true(kvs_args_given_before(&it, "--time-scales"));
+	assert_false(kvs_args_given_before(&it, "--time"));      /* a prefix only */
+	assert_false(kvs_args_given_before(&it, "--seed"));
+}
+
 /* A help text that mentions a flag the command does not take ("--csv
  * alike") beside the ones it does. */
 static void help_with_mention(FILE *f)
@@ -336,6 +363,7 @@ int main(void)
 		cmocka_unit_test(test_parse_tokens),
 		cmocka_unit_test(test_iterator),
 		cmocka_unit_test(test_typed_values),
+		cmocka_unit_test(test_given_before),
 		cmocka_unit_test(test_suggest_flag),
 		cmocka_unit_test(test_same_file),
 		cmocka_unit_test(test_deploy_group),

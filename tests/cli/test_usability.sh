@@ -72,6 +72,17 @@ expect 2 "gen: --cv .* goes with --arrival gamma" gen --requests 10 --arrival co
 "$KVSIM" gen --requests 10 --burstiness 1 --arrival constant >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "--burstiness with --arrival constant is a usage error"
 
+# exclusive flags are refused whatever their values; boolean flags take none
+for c in trace replay compare fleet sweep; do
+	expect 2 "$c: --time-scale and --rate both set the arrival times" "$c" --time-scale 1 --rate 2
+	expect 2 "$c: --time-scale and --rate both set the arrival times" "$c" --rate 2 --time-scale=1
+done
+kvs_run trace 0 --time-scale 1 --json && has "$out" '"requests"' "--time-scale 1 alone"
+expect 2 "sweep: .*--plan-info need --from-plan" sweep --plan-info
+for f in --plan-info --quiet --no-dedupe --no-kernel-step-time --find-max-rate; do
+	expect 2 "sweep: $f takes no value" sweep "$f=yes"
+done
+
 # trace --write converts instead of summarising: with --json, a usage error
 # and neither file written
 expect 2 "trace: --write converts the trace instead of summarising it, so --json would write nothing" \
