@@ -164,6 +164,13 @@ bool kvs_cli_stderr_is_tty(void);
  * back as the same double (0.9, not 0.90000000000000002); free() it. */
 char *kvs_cli_json_text(const json_t *doc, size_t flags);
 
+/* Can an output replace path?  false, with "kvsim CMD: FLAG: PATH: cannot
+ * write: read-only file (mode 0444)" printed, for an existing regular file
+ * without any write permission bit, whoever runs kvsim (the superuser
+ * included, who would otherwise get the reason the temporary file beside
+ * it failed).  Called before kvs_outfile_open, which reports the rest. */
+bool kvs_cli_output_ok(const char *cmd, const char *flag, const char *path);
+
 /* text and a newline to path ("-": standard output); KVS_EXIT_OK, or a
  * message naming cmd, flag and path and KVS_EXIT_FAIL. */
 int kvs_cli_write_text(const char *cmd, const char *flag, const char *path,

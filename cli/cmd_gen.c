@@ -220,6 +220,10 @@ int kvs_cmd_gen(kvs_args *it)
 	bool hashes = o.hashes > 0 ||
 		      (o.hashes < 0 && ((o.prefix_fraction > 0 && o.prefix_tokens > 0) || o.turns > 1));
 	kvs_trace_writer *w;
+	if (!kvs_cli_output_ok("gen", "-o", out)) {
+		kvs_gen_close(g);
+		return KVS_EXIT_FAIL;
+	}
 	st = kvs_trace_writer_open(out, f, hashes, &w);
 	if (st != KVS_OK) {
 		kvs_gen_close(g);

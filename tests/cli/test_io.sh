@@ -244,6 +244,24 @@ no_tmp "$tmp/j"
 # devices take any number of outputs
 kvs_run replay 0 "$tmp/j/t.csv" -q --json /dev/null --requests /dev/null --summary-csv /dev/null
 
+# ---- a read-only output names the real cause, for the superuser too -----------
+echo keep >"$tmp/j/ro.csv"
+chmod 444 "$tmp/j/ro.csv"
+ro="cannot write: read-only file (mode 0444)"
+kvs_run replay 1 "$tmp/j/t.csv" -q --summary-csv "$tmp/j/ro.csv" && has "$err" "--summary-csv: $tmp/j/ro.csv: $ro"
+kvs_run compare 1 "$tmp/j/t.csv" -q --json "$tmp/j/ro.csv" && has "$err" "--json: $tmp/j/ro.csv: $ro"
+kvs_run sweep 1 "$tmp/j/t.csv" -q --block-sizes 16 --csv "$tmp/j/ro.csv" && has "$err" "--csv: $tmp/j/ro.csv: $ro"
+kvs_run trace 1 "$tmp/j/t.csv" --write "$tmp/j/ro.csv" && has "$err" "--write: $tmp/j/ro.csv: $ro"
+kvs_run trace 1 "$tmp/j/t.csv" --json "$tmp/j/ro.csv" && has "$err" "--json: $tmp/j/ro.csv: $ro"
+kvs_run size 1 --json "$tmp/j/ro.csv" && has "$err" "--json: $tmp/j/ro.csv: $ro"
+kvs_run gen 1 --requests 3 -o "$tmp/j/ro.csv" && has "$err" "-o: $tmp/j/ro.csv: $ro"
+[ "$(cat "$tmp/j/ro.csv")" = keep ] || fail "a read-only output was replaced"
+if [ -r /proc/version ]; then
+	kvs_run replay 1 "$tmp/j/t.csv" -q --summary-csv /proc/version
+	has "$err" "--summary-csv: /proc/version: cannot write: read-only file" "/proc/version"
+fi
+chmod 644 "$tmp/j/ro.csv"
+
 # ---- lines a trace dropped are noted on stderr, -q or not ---------------------
 (cat "$tmp/t.csv"; echo "99,abc,5,0,0,1,0"; echo "99,5,5,0,0,1,0") > "$tmp/skip.csv"
 note="skipped 1 malformed line(s); first: $tmp/skip.csv:43: prompt_tokens"
