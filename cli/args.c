@@ -619,21 +619,15 @@ bool kvs_cli_output_ok(const char *cmd, const char *flag, const char *path)
 	return false;
 }
 
-int kvs_cli_write_text(const char *cmd, const char *flag, const char *path,
+int kvs_cli_write_text(const char *cmd, const char *flag, kvs_outfile *o,
 		       const char *text)
 {
 	/* through kvs_outfile: a file appears whole under its name or not at all */
-	kvs_outfile *o;
-	if (!kvs_cli_output_ok(cmd, flag, path))
-		return KVS_EXIT_FAIL;
-	if (kvs_outfile_open(path, &o) != KVS_OK) {
-		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
-		return KVS_EXIT_FAIL;
-	}
 	FILE *f = kvs_outfile_stream(o);
-	if (fputs(text, f) < 0 || fputc('\n', f) == EOF) {
+	if (!text || fputs(text, f) < 0 || fputc('\n', f) == EOF) {
+		fprintf(stderr, "kvsim %s: %s: %s: %s\n", cmd, flag, kvs_outfile_path(o),
+			text ? "write failed" : "out of memory");
 		kvs_outfile_discard(o);
-		fprintf(stderr, "kvsim %s: %s: %s: write failed\n", cmd, flag, path);
 		return KVS_EXIT_FAIL;
 	}
 	if (kvs_outfile_commit(o) != KVS_OK) {

@@ -171,9 +171,11 @@ char *kvs_cli_json_text(const json_t *doc, size_t flags);
  * it failed).  Called before kvs_outfile_open, which reports the rest. */
 bool kvs_cli_output_ok(const char *cmd, const char *flag, const char *path);
 
-/* text and a newline to path ("-": standard output); KVS_EXIT_OK, or a
- * message naming cmd, flag and path and KVS_EXIT_FAIL. */
-int kvs_cli_write_text(const char *cmd, const char *flag, const char *path,
+/* text and a newline to o, opened before the work by kvs_cli_out_open
+ * (cli_sim.h) so that a bad path fails first, then committed; o is
+ * consumed (discarded when text is NULL or a write fails).  KVS_EXIT_OK,
+ * or a message naming cmd, flag and path and KVS_EXIT_FAIL. */
+int kvs_cli_write_text(const char *cmd, const char *flag, kvs_outfile *o,
 		       const char *text);
 
 /* ---- flag group: model, GPU and deployment (cli/cli_deploy.c) ------------

@@ -5,6 +5,7 @@
  * shaping) into a native trace.
  */
 #include "commands.h"
+#include "cli_sim.h"
 
 #include <stdlib.h>
 
@@ -69,7 +70,7 @@ static json_t *reader_json(const kvs_trace_stats *r)
 			 "balanced", kvs_trace_stats_balanced(r));
 }
 
-static int print_json(const char *path, const kvs_trace_summary *s, const char *dest)
+static int print_json(const char *path, const kvs_trace_summary *s, kvs_outfile *dest)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "path", json_string(path));
@@ -104,10 +105,6 @@ static int print_json(const char *path, const kvs_trace_summary *s, const char *
 	json_object_set_new(o, "reader", reader_json(&s->reader));
 	char *text = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
 	json_decref(o);
-	if (!text) {
-		fprintf(stderr, "kvsim trace: out of memory (JSON)\n");
-		return KVS_EXIT_FAIL;
-	}
 	int rc = kvs_cli_write_text("trace", "--json", dest, text);
 	free(text);
 	return rc;
@@ -274,11 +271,16 @@ int kvs_cmd_trace(kvs_args *it)
 	};
 	if (!kvs_cli_paths_check("trace", paths, KVS_ARRAY_LEN(paths)))
 		return KVS_EXIT_USAGE;
+	/* a --json path that cannot be written fails before the trace is read */
+	kvs_outfile *jo = NULL;
+	if (json && !(jo = kvs_cli_out_open("trace", "--json", json)))
+		return KVS_EXIT_FAIL;
 	kvs_trace *t;
 	kvs_status st = kvs_trace_open(path, &o, &t);
 	if (st != KVS_OK) {
 		/* options the trace cannot take are usage errors, as in replay */
 		kvs_cli_report_error("trace", st);
+		kvs_cli_out_close("trace", "--json", jo, false);
 		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
 	int rc;
@@ -289,12 +291,13 @@ int kvs_cmd_trace(kvs_args *it)
 		st = kvs_trace_summarize(t, &s);
 		if (st != KVS_OK) {
 			kvs_cli_report_error("trace", st);
+			kvs_cli_out_close("trace", "--json", jo, false);
 			rc = KVS_EXIT_FAIL;
 		} else {
 			/* JSON on standard output replaces the table; in a file, both */
 			if (!json || strcmp(json, "-") != 0)
 				print_table(path, &s);
-			rc = json ? print_json(path, &s, json) : KVS_EXIT_OK;
+			rc = jo ? print_json(path, &s, jo) : KVS_EXIT_OK;
 		}
 	}
 	if (rc == KVS_EXIT_OK)

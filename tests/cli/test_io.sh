@@ -137,6 +137,13 @@ for o in --json --timeseries --requests; do
 	kvs_run replay 1 "$tmp/bad.csv" -q $o /nonexistent-dir/x
 	has "$err" "$o: /nonexistent-dir/x: cannot write: No such file or directory"
 done
+# size and trace too: nothing printed before the failure
+kvs_run size 1 --json /nonexistent-dir/x.json
+has "$err" "--json: /nonexistent-dir/x.json: cannot write: No such file or directory"
+[ -z "$out" ] || fail "size printed its table before a bad --json path failed"
+kvs_run trace 1 "$tmp/t.csv" --json /nonexistent-dir/x.json
+has "$err" "--json: /nonexistent-dir/x.json: cannot write"
+[ -z "$out" ] || fail "trace printed its table before a bad --json path failed"
 kvs_run sweep 1 "$tmp/bad.csv" -q --block-sizes 16 --csv=/nonexistent-dir/x.csv
 has "$err" "--csv: /nonexistent-dir/x.csv: cannot write"
 kvs_run replay 1 "$tmp/bad.csv" -q --json "$tmp/o"
