@@ -33,6 +33,7 @@ bool kvs_args_next(kvs_args *it, const char **positional)
 	it->inline_val = NULL;
 	if (it->i >= it->argc)
 		return false;
+	it->at = it->i;
 	const char *a = it->argv[it->i++];
 	if (a[0] == '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9')) {
 		const char *eq = strchr(a, '=');
@@ -53,11 +54,27 @@ bool kvs_args_next(kvs_args *it, const char **positional)
 	return true;
 }
 
+/* A second output flag would replace the first silently: refused. */
+static bool output_once(kvs_args *it, const char *what, const char *prev)
+{
+	if (!prev)
+		return true;
+	if (strcmp(prev, "-") == 0)
+		kvs_args_usage_error(it, "%s: one output %s at most (already standard "
+				     "output)", it->flag, what);
+	else
+		kvs_args_usage_error(it, "%s: one output %s at most (already '%s')",
+				     it->flag, what, prev);
+	return false;
+}
+
 int kvs_args_output(kvs_args *it, const char *name, const char **path,
 		    bool any_word)
 {
 	if (!kvs_args_is(it, name))
 		return 0;
+	if (!output_once(it, "file", *path))
+		return -1;
 	if (it->inline_val) {
 		if (!*it->inline_val) {
 			kvs_args_usage_error(it, "%s=: empty file name (a bare %s prints to "
@@ -98,6 +115,17 @@ bool kvs_args_is(const kvs_args *it, const char *name)
 	return it->flag && strcmp(it->flag, name) == 0;
 }
 
+bool kvs_args_given_before(const kvs_args *it, const char *name)
+{
+	size_t n = strlen(name);
+	for (int k = 1; k < it->at; k++) {
+		const char *w = it->argv[k];
+		if (strncmp(w, name, n) == 0 && (w[n] == '\0' || w[n] == '='))
+			return true;
+	}
+	return false;
+}
+
 void kvs_args_usage_error(kvs_args *it, const char *fmt, ...)
 {
 	va_list ap;
@@ -133,7 +161,8 @@ const char *kvs_cli_suggest_flag(void (*help)(FILE *), const char *word,
 		free(text);
 		return NULL;
 	}
-	/* every "--name" the help names, once each */
+	/* every "--name" the help names, once each, but the word as typed: a
+	 * flag the help mentions and the command did not take is no answer */
 	const char *names[512];
 	size_t n = 0;
 	for (char *p = text; (p = strstr(p, "--")) != NULL && n < KVS_ARRAY_LEN(names);) {
@@ -147,7 +176,7 @@ const char *kvs_cli_suggest_flag(void (*help)(FILE *), const char *word,
 		}
 		char keep = *e;
 		*e = '\0';
-		bool dup = false;
+		bool dup = strcmp(p, word) == 0;
 		for (size_t k = 0; k < n && !dup; k++)
 			dup = strcmp(names[k], p) == 0;
 		if (!dup)
@@ -203,6 +232,84 @@ int kvs_args_str(kvs_args *it, const char *name, const char **out)
 		return -1;
 	*out = v;
 	return 1;
+}
+
+bool kvs_args_output_path(kvs_args *it, const char *what, const char **slot)
+{
+	const char *v = kvs_args_value(it);
+	if (!v || !output_once(it, what, *slot))
+		return false;
+	if (!*v) {
+		kvs_args_usage_error(it, "%s: empty %s name", it->flag, what);
+		return false;
+	}
+	*slot = v;
+	return true;
+}
+
+/* A key for a path that does not exist yet: its directory resolved
+ * (symbolic links, "." and "..") when that exists, then the last name. */
+static void path_key(const char *path, char *buf, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == path)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	char *real = realpath(dir, NULL);
+	snprintf(buf, cap, "%s/%s", real ? real : dir, slash ? slash + 1 : path);
+	free(real);
+}
+
+bool kvs_cli_same_file(const char *a, const char *b)
+{
+	bool sa = strcmp(a, "-") == 0, sb = strcmp(b, "-") == 0;
+	if (sa || sb)
+		return sa && sb;
+	struct stat x, y;
+	bool ea = stat(a, &x) == 0, eb = stat(b, &y) == 0;
+	if (ea || eb)
+		return ea && eb && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+	char ka[4352], kb[4352];
+	path_key(a, ka, sizeof ka);
+	path_key(b, kb, sizeof kb);
+	return strcmp(ka, kb) == 0;
+}
+
+bool kvs_cli_paths_check(const char *cmd, const kvs_cli_path *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = i + 1; j < n; j++) {
+			const kvs_cli_path *a = &p[i], *b = &p[j];
+			if (!a->path || !b->path || (a->input && b->input) ||
+			    !kvs_cli_same_file(a->path, b->path))
+				continue;
+			/* standard input is not standard output; a device (a
+			 * sink such as /dev/null) takes any number of writers */
+			struct stat sb;
+			if ((a->input || b->input) && strcmp(a->path, "-") == 0)
+				continue;
+			if (stat(a->path, &sb) == 0 && !S_ISREG(sb.st_mode))
+				continue;
+			const kvs_cli_path *in = a->input ? a : b->input ? b : NULL;
+			const kvs_cli_path *out = in == a ? b : a;
+			if (in)
+				fprintf(stderr, "kvsim %s: %s %s is also %s, read by this "
+					"run: give another output file\n", cmd, out->flag,
+					out->path, in->flag);
+			else if (strcmp(a->path, "-") == 0)
+				fprintf(stderr, "kvsim %s: %s and %s both write to standard "
+					"output: give one a file\n", cmd, a->flag, b->flag);
+			else
+				fprintf(stderr, "kvsim %s: %s and %s both name %s: give each "
+					"its own file\n", cmd, a->flag, b->flag, b->path);
+			return false;
+		}
+	}
+	return true;
 }
 
 bool kvs_args_one_positional(kvs_args *it, const char *pos, const char **slot,
@@ -316,6 +423,49 @@ bool kvs_args_double(kvs_args *it, double min, double max, double *out)
 	return true;
 }
 
+/* "D[.F]" times 10^e exactly: the digits read as integers, so that 4.1
+ * with e = 6 is 4100000 (in doubles, 4.1 * 1e6 is 4099999.9999999995); false
+ * unless the product is a whole number below 2^64. */
+static bool parse_decimal_scaled(const char *s, unsigned e, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	if (p == s)
+		return false;
+	/* the fraction's digits move left of the point one by one; past the
+	 * scale's e places only zeros may follow */
+	unsigned places = 0;
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++) {
+			unsigned d = (unsigned)(*p - '0');
+			if (places == e) {
+				if (d != 0)
+					return false;
+				continue;
+			}
+			if (v > (UINT64_MAX - d) / 10)
+				return false;
+			v = v * 10 + d;
+			places++;
+		}
+	}
+	if (*p != '\0')
+		return false;
+	for (; places < e; places++) {
+		if (v > UINT64_MAX / 10)
+			return false;
+		v *= 10;
+	}
+	*out = v;
+	return true;
+}
+
 bool kvs_parse_tokens(const char *s, uint64_t *out)
 {
 	/* vLLM's human-readable integers: k/m/g decimal (decimals allowed,
@@ -326,22 +476,15 @@ bool kvs_parse_tokens(const char *s, uint64_t *out)
 	char last = s[n - 1];
 	const char *dec = "kmg", *bin = "KMG";
 	const char *p;
+	char num[64];
 	if (n > 1 && last && (p = strchr(dec, last)) != NULL) {
-		char num[64];
 		if (n - 1 >= sizeof num)
 			return false;
 		memcpy(num, s, n - 1);
 		num[n - 1] = '\0';
-		if (num[strspn(num, "0123456789.")] != '\0' || strchr(num, '.') != strrchr(num, '.'))
-			return false;
-		double x = strtod(num, NULL) * pow(1e3, (double)(p - dec + 1));
-		if (!(x < 1.8e19) || x != floor(x))
-			return false;
-		*out = (uint64_t)x;
-		return true;
+		return parse_decimal_scaled(num, 3u * (unsigned)(p - dec + 1), out);
 	}
 	if (n > 1 && last && (p = strchr(bin, last)) != NULL) {
-		char num[64];
 		uint64_t v;
 		if (n - 1 >= sizeof num)
 			return false;
@@ -461,19 +604,30 @@ char *kvs_cli_json_text(const json_t *doc, size_t flags)
 	return out;
 }
 
-int kvs_cli_write_text(const char *cmd, const char *flag, const char *path,
+bool kvs_cli_output_ok(const char *cmd, const char *flag, const char *path)
+{
+	/* kvs_outfile refuses a file access() calls read-only; the superuser
+	 * passes access() whatever the mode, and then fails on the temporary
+	 * file beside it with an unrelated reason (for /proc/version, "No such
+	 * file or directory", as /proc takes no new files) */
+	struct stat sb;
+	if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+	    (sb.st_mode & 0222) != 0)
+		return true;
+	fprintf(stderr, "kvsim %s: %s: %s: cannot write: read-only file (mode %04o)\n",
+		cmd, flag, path, (unsigned)(sb.st_mode & 07777));
+	return false;
+}
+
+int kvs_cli_write_text(const char *cmd, const char *flag, kvs_outfile *o,
 		       const char *text)
 {
 	/* through kvs_outfile: a file appears whole under its name or not at all */
-	kvs_outfile *o;
-	if (kvs_outfile_open(path, &o) != KVS_OK) {
-		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
-		return KVS_EXIT_FAIL;
-	}
 	FILE *f = kvs_outfile_stream(o);
-	if (fputs(text, f) < 0 || fputc('\n', f) == EOF) {
+	if (!text || fputs(text, f) < 0 || fputc('\n', f) == EOF) {
+		fprintf(stderr, "kvsim %s: %s: %s: %s\n", cmd, flag, kvs_outfile_path(o),
+			text ? "write failed" : "out of memory");
 		kvs_outfile_discard(o);
-		fprintf(stderr, "kvsim %s: %s: %s: write failed\n", cmd, flag, path);
 		return KVS_EXIT_FAIL;
 	}
 	if (kvs_outfile_commit(o) != KVS_OK) {

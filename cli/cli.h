@@ -28,6 +28,7 @@ typedef struct kvs_args {
 	int i;                  /* next argv index */
 	const char *cmd;        /* subcommand name, for messages */
 	/* current flag, set by kvs_args_next */
+	int at;                 /* argv index of the current flag */
 	const char *flag;       /* "--model" (without "=value") */
 	char flagbuf[128];
 	const char *inline_val; /* value after '=' or NULL */
@@ -53,13 +54,39 @@ bool kvs_args_next(kvs_args *it, const char **positional);
  * non-empty .csv for --csv while any_word is false), or any_word is set
  * (a command without positional arguments, or whose positional is given,
  * or whose --json always took a file); else WORD is left for the command
- * (a trace) and the output goes to standard output.  1 taken with *path
- * set, 0 another flag, -1 bad (message printed). */
+ * (a trace) and the output goes to standard output.  *path must be NULL
+ * on entry: a second --json is refused rather than replacing the first.
+ * 1 taken with *path set, 0 another flag, -1 bad (message printed). */
 int kvs_args_output(kvs_args *it, const char *name, const char **path,
 		    bool any_word);
 
+/* Do a and b name the same file?  "-" only matches "-"; the same device
+ * and inode when either exists (through symbolic links and hard links);
+ * else the same directory (resolved) and name. */
+bool kvs_cli_same_file(const char *a, const char *b);
+
+/* A path a command reads or writes, for kvs_cli_paths_check. */
+typedef struct kvs_cli_path {
+	const char *flag;       /* "--json", or how the input is named: "the trace" */
+	const char *path;       /* NULL: not given */
+	bool input;             /* read by the run (else written) */
+} kvs_cli_path;
+
+/* Before anything is opened: no output may name an input or another
+ * output (kvs_cli_same_file), or one file would replace the other.
+ * Devices (/dev/null) and standard input against standard output are
+ * exempt.  false with "kvsim CMD: ..." naming both flags printed: a
+ * usage error. */
+bool kvs_cli_paths_check(const char *cmd, const kvs_cli_path *p, size_t n);
+
 /* Is the current flag `name` ("--model")? */
 bool kvs_args_is(const kvs_args *it, const char *name);
+
+/* Was the flag `name` ("--rate", two dashes) given before the current one,
+ * as "--rate V" or "--rate=V"?  For flags whose default is also a value
+ * one can give ("--time-scale 1"), where the value cannot tell.  Exact:
+ * no value is ever taken from a word starting with "--". */
+bool kvs_args_given_before(const kvs_args *it, const char *name);
 
 /* Value of the current flag (inline or next argv); NULL and a usage error
  * message when missing. */
@@ -91,6 +118,13 @@ bool kvs_args_help(const kvs_args *it);
  * when the value is missing (message printed). */
 int kvs_args_str(kvs_args *it, const char *name, const char **out);
 
+/* The value of a flag naming an output the command writes (`what`: "file"
+ * or "directory", for messages) into *slot, which must still be NULL:
+ * false with a usage error naming the flag when the value is missing or
+ * empty, or when the flag (or an alias sharing the slot) came before, as
+ * the last of two outputs would otherwise win silently. */
+bool kvs_args_output_path(kvs_args *it, const char *what, const char **slot);
+
 /* The positional argument of a command that takes at most one (`what`
  * names it in the message): stores pos in *slot, or reports "one WHAT at
  * most (got 'A' and 'B')" and returns false. */
@@ -107,7 +141,8 @@ bool kvs_args_taken(kvs_args *it, int r);
 void kvs_args_unknown(kvs_args *it);
 
 /* Did-you-mean for `word` among the flags ("--name") a help printer names:
- * the suggestion copied to buf (cap bytes) and returned, or NULL. */
+ * the suggestion copied to buf (cap bytes) and returned, or NULL; never
+ * `word` itself (a flag the help mentions but the command did not take). */
 const char *kvs_cli_suggest_flag(void (*help)(FILE *), const char *word,
 				 char *buf, size_t cap);
 
@@ -129,9 +164,18 @@ bool kvs_cli_stderr_is_tty(void);
  * back as the same double (0.9, not 0.90000000000000002); free() it. */
 char *kvs_cli_json_text(const json_t *doc, size_t flags);
 
-/* text and a newline to path ("-": standard output); KVS_EXIT_OK, or a
- * message naming cmd, flag and path and KVS_EXIT_FAIL. */
-int kvs_cli_write_text(const char *cmd, const char *flag, const char *path,
+/* Can an output replace path?  false, with "kvsim CMD: FLAG: PATH: cannot
+ * write: read-only file (mode 0444)" printed, for an existing regular file
+ * without any write permission bit, whoever runs kvsim (the superuser
+ * included, who would otherwise get the reason the temporary file beside
+ * it failed).  Called before kvs_outfile_open, which reports the rest. */
+bool kvs_cli_output_ok(const char *cmd, const char *flag, const char *path);
+
+/* text and a newline to o, opened before the work by kvs_cli_out_open
+ * (cli_sim.h) so that a bad path fails first, then committed; o is
+ * consumed (discarded when text is NULL or a write fails).  KVS_EXIT_OK,
+ * or a message naming cmd, flag and path and KVS_EXIT_FAIL. */
+int kvs_cli_write_text(const char *cmd, const char *flag, kvs_outfile *o,
 		       const char *text);
 
 /* ---- flag group: model, GPU and deployment (cli/cli_deploy.c) ------------
@@ -179,5 +223,18 @@ void kvs_cli_deploy_help(FILE *f);
  */
 int kvs_cli_trace_arg(kvs_args *it, kvs_trace_opts *o);
 void kvs_cli_trace_help(FILE *f);
+
+/* The lines a trace dropped, on stderr whatever --quiet says (they are
+ * data left out, not progress): "kvsim CMD: skipped N malformed line(s);
+ * first: FILE:LINE: FIELD: reason" (first: kvs_trace_first_skip, or NULL
+ * or "" for none known) for --skip-bad-lines, and the BurstGPT failure
+ * rows left out without --keep-failed.  Nothing when none were
+ * (cli/cli_front.c). */
+void kvs_cli_trace_skip_note(const char *cmd, const kvs_trace_stats *st, const char *first);
+/* The same for a trace read into memory from path with the options o,
+ * whose stats are st: the first malformed line is found by reading a
+ * regular file again up to it. */
+void kvs_cli_set_skip_note(const char *cmd, const char *path, const kvs_trace_opts *o,
+			   const kvs_trace_stats *st);
 
 #endif /* KVSIM_CLI_H */

@@ -24,6 +24,8 @@
 kvs_outfile *kvs_cli_out_open(const char *cmd, const char *flag, const char *path)
 {
 	kvs_outfile *o;
+	if (!kvs_cli_output_ok(cmd, flag, path))
+		return NULL;
 	if (kvs_outfile_open(path, &o) != KVS_OK) {
 		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
 		return NULL;
@@ -177,6 +179,37 @@ int kvs_cli_json_output(const char *cmd, const kvs_json *doc, kvs_outfile *json_
 	return rc;
 }
 
+/* ---- lines the trace dropped ----------------------------------------------------- */
+
+void kvs_cli_trace_skip_note(const char *cmd, const kvs_trace_stats *st, const char *first)
+{
+	uint64_t bad = st->skipped[KVS_SKIP_BAD_LINE], failed = st->skipped[KVS_SKIP_FAILED];
+	if (bad)
+		fprintf(stderr, "kvsim %s: skipped %llu malformed line(s)%s%s\n", cmd,
+			(unsigned long long)bad, first && *first ? "; first: " : "",
+			first && *first ? first : "");
+	if (failed)
+		fprintf(stderr, "kvsim %s: skipped %llu BurstGPT failure row(s) (0 response "
+			"tokens; --keep-failed keeps them)\n", cmd, (unsigned long long)failed);
+}
+
+void kvs_cli_set_skip_note(const char *cmd, const char *path, const kvs_trace_opts *o,
+			   const kvs_trace_stats *st)
+{
+	/* a trace in memory keeps the counts, not the first malformed line:
+	 * a regular file is read again up to that line (once, and only when
+	 * one was skipped); standard input or a pipe cannot be */
+	kvs_trace *t = NULL;
+	if (st->skipped[KVS_SKIP_BAD_LINE] && kvs_cli_path_is_regular(path) &&
+	    kvs_trace_open(path, o, &t) == KVS_OK) {
+		kvs_request r;
+		while (!*kvs_trace_first_skip(t) && kvs_trace_next(t, &r) == KVS_OK)
+			;
+	}
+	kvs_cli_trace_skip_note(cmd, st, t ? kvs_trace_first_skip(t) : NULL);
+	kvs_trace_close(t);
+}
+
 /* ---- Ctrl-C ---------------------------------------------------------------------- */
 
 /* SIGINT/SIGTERM during a replay, compare or sweep: the run stops at its
@@ -230,6 +263,15 @@ void kvs_cli_front_init(kvs_cli_front *fe, kvs_args *it, unsigned outputs)
 	kvs_cli_sim_init(&fe->sim);
 }
 
+/* An output flag (once, not empty: kvs_args_output_path), in the flag
+ * groups' convention. */
+static int output_arg(kvs_args *it, const char *name, const char *what, const char **slot)
+{
+	if (!kvs_args_is(it, name))
+		return 0;
+	return kvs_args_output_path(it, what, slot) ? 1 : -1;
+}
+
 int kvs_cli_front_parse(kvs_cli_front *fe, kvs_cli_front_arg_fn arg, void *ctx)
 {
 	kvs_args *it = fe->it;
@@ -242,13 +284,15 @@ int kvs_cli_front_parse(kvs_cli_front *fe, kvs_cli_front_arg_fn arg, void *ctx)
 		}
 		if (kvs_args_help(it))
 			return KVS_EXIT_OK;
-		/* --json WORD was always a file here */
-		int r = kvs_args_output(it, "--json", &fe->out_path[KVS_CLI_OUT_JSON], true);
+		/* as sweep and trace: "--json WORD" is a file when WORD ends in
+		 * .json or comes after the trace, else WORD may be the trace */
+		int r = kvs_args_output(it, "--json", &fe->out_path[KVS_CLI_OUT_JSON],
+					fe->path != NULL);
 		if (r == 0)
-			r = kvs_args_str(it, "--report", &fe->report);
+			r = output_arg(it, "--report", "directory", &fe->report);
 		for (int i = 0; r == 0 && i < KVS_CLI_OUT_COUNT_; i++)
 			if (i != KVS_CLI_OUT_JSON && (fe->outputs & KVS_CLI_OUT_BIT(i)))
-				r = kvs_args_str(it, out_flag[i], &fe->out_path[i]);
+				r = output_arg(it, out_flag[i], "file", &fe->out_path[i]);
 		if (r == 0 && arg)
 			r = arg(it, fe, ctx);
 		if (r == 0)
@@ -276,6 +320,17 @@ int kvs_cli_front_open(kvs_cli_front *fe, bool interruptible)
 {
 	if (!fe->path)
 		fe->path = kvs_trace_default_path();
+	/* no output may replace the trace, the step-time table or another
+	 * output */
+	kvs_cli_path paths[KVS_CLI_OUT_COUNT_ + 2] = {
+		{ "the trace", fe->path, true },
+		{ "--step-time-table", fe->sim.table_path, true },
+	};
+	size_t n = 2;
+	for (int i = 0; i < KVS_CLI_OUT_COUNT_; i++)
+		paths[n++] = (kvs_cli_path){ out_flag[i], fe->out_path[i], false };
+	if (!kvs_cli_paths_check(fe->cmd, paths, n))
+		return KVS_EXIT_USAGE;
 	/* a directory that cannot be written fails now, not after the runs */
 	if (fe->report && !kvs_cli_report_dir_ok(fe->cmd, fe->report))
 		return KVS_EXIT_FAIL;
@@ -309,6 +364,7 @@ int kvs_cli_front_load(kvs_cli_front *fe, bool several_runs)
 	}
 	fe->tstats = *kvs_request_set_trace_stats(fe->set);
 	fe->format = kvs_request_set_format(fe->set);
+	kvs_cli_set_skip_note(fe->cmd, fe->path, &fe->topts, &fe->tstats);
 	return KVS_CLI_GO_ON;
 }
 
@@ -331,6 +387,8 @@ kvs_status kvs_cli_front_run(kvs_cli_front *fe, double scale, kvs_cli_front_run_
 	st = run(ctx, &src);
 	fe->tstats = *kvs_trace_get_stats(t);
 	fe->format = kvs_trace_get_format(t);
+	if (st == KVS_OK)
+		kvs_cli_trace_skip_note(fe->cmd, &fe->tstats, kvs_trace_first_skip(t));
 	kvs_trace_close(t);
 	return st;
 }

@@ -34,7 +34,8 @@ int kvs_cli_trace_arg(kvs_args *it, kvs_trace_opts *o)
 		return kvs_args_double(it, 1e-9, 1e9, &o->time_scale) ? 1 : -1;
 	}
 	if (kvs_args_is(it, "--rate")) {
-		if (o->time_scale != 1.0) {
+		/* given, not "!= 1": --time-scale 1 is a choice too */
+		if (kvs_args_given_before(it, "--time-scale")) {
 			kvs_args_usage_error(it, "--time-scale and --rate both set the arrival "
 					     "times; give one");
 			return -1;
@@ -113,7 +114,9 @@ void kvs_cli_trace_help(FILE *f)
 		"  --overlong M        requests over --max-model-len: reject (default: flag\n"
 		"                      and count them) or truncate (cut the prompt's tail)\n"
 		"  --skip-bad-lines    skip and count malformed lines instead of stopping\n"
-		"  --keep-failed       keep BurstGPT failure rows (0 response tokens)\n"
+		"                      (their number and the first one noted on stderr)\n"
+		"  --keep-failed       keep BurstGPT failure rows (0 response tokens; by\n"
+		"                      default left out, their number noted on stderr)\n"
 		"  --sort-window N     reorder arrivals out of order by up to N requests\n"
 		"                      (default 0: an unsorted trace is an error)\n");
 }

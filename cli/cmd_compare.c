@@ -24,7 +24,7 @@ void kvs_cmd_compare_usage(FILE *f)
 		"  --json [FILE]                every figure of every policy as JSON\n"
 		"                               (docs/REPORT-JSON.md)\n"
 		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
-		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
+		"  --json=FILE: the file, the table stays)\n"
 		"  --report DIR                 also render the run as DIR/index.html with\n"
 		"                               SVG and PNG figures (as 'kvsim report'; the\n"
 		"                               same JSON as --json), DIR created if missing\n"

@@ -64,8 +64,9 @@ void kvs_cmd_fleet_usage(FILE *f)
 		"\n"
 		"output:\n"
 		"  --json [FILE]                every figure as JSON (the replay document of the\n"
-		"                               fleet plus a \"fleet\" object; docs/FLEET.md);\n"
-		"                               '-' prints it instead of the table\n"
+		"                               fleet plus a \"fleet\" object; docs/FLEET.md)\n"
+		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
+		"  --json=FILE: the file, the table stays)\n"
 		"  --report DIR                 also render the run as DIR/index.html\n"
 		"  --help                       show this help\n"
 		"\n");
@@ -102,6 +103,14 @@ static int fleet_arg(kvs_args *it, kvs_cli_front *fe, void *ctx)
 		return kvs_args_double(it, 0, 1e9, &o->refresh_s) ? 1 : -1;
 	if (kvs_args_is(it, "--gpu-hour-price"))
 		return kvs_args_double(it, 0, 1e9, &o->gpu_hour_price) ? 1 : -1;
+	/* the search's --rate re-times the arrivals, as the trace group's
+	 * --time-scale does: not both */
+	if ((kvs_args_is(it, "--rate") && kvs_args_given_before(it, "--time-scale")) ||
+	    (kvs_args_is(it, "--time-scale") && o->rate > 0)) {
+		kvs_args_usage_error(it, "--time-scale and --rate both set the arrival times; "
+				     "give one");
+		return -1;
+	}
 	if (kvs_args_is(it, "--rate"))
 		return kvs_args_double(it, 1e-9, 1e12, &o->rate) ? 1 : -1;
 	if (kvs_args_is(it, "--find-min-replicas")) {

@@ -24,8 +24,8 @@ void kvs_cmd_gen_usage(FILE *f)
 		"arrivals (of new conversations):\n"
 		"  --arrival P         poisson (default), gamma or constant\n"
 		"  --rate R            conversations per second (default 1)\n"
-		"  --cv C              gamma: coefficient of variation of the gaps (default 1;\n"
-		"                      > 1 is burstier than Poisson; 'kvsim trace' reports it)\n"
+		"  --cv C              gamma gaps with coefficient of variation C (1 is\n"
+		"                      Poisson, > 1 burstier; 'kvsim trace' reports it)\n"
 		"  --burstiness B      gamma gaps with shape B, as 'vllm bench serve\n"
 		"                      --burstiness' (1 = Poisson, < 1 burstier): --cv 1/sqrt(B)\n"
 		"lengths (tokens, new per turn):\n"
@@ -75,8 +75,7 @@ int kvs_cmd_gen(kvs_args *it)
 {
 	kvs_gen_opts o;
 	kvs_gen_opts_defaults(&o);
-	const char *out = "-", *fmt = NULL;
-	bool out_given = false;
+	const char *out = NULL, *fmt = NULL;
 	bool set_requests = false;
 	bool set_arrival = false, set_cv = false;
 	double burstiness = 0;     /* vLLM's gamma shape; 0 = not given */
@@ -169,14 +168,7 @@ int kvs_cmd_gen(kvs_args *it)
 				ok = false;
 			}
 		} else if (kvs_args_is(it, "-o") || kvs_args_is(it, "--out")) {
-			if (out_given) {
-				kvs_args_usage_error(it, "%s: one output file at most (already '%s')",
-						     it->flag, out);
-				ok = false;
-			} else {
-				ok = (out = kvs_args_value(it)) != NULL;
-				out_given = true;
-			}
+			ok = kvs_args_output_path(it, "file", &out);
 		} else {
 			kvs_args_unknown(it);
 			ok = false;
@@ -197,7 +189,19 @@ int kvs_cmd_gen(kvs_args *it)
 		}
 		o.arrival = KVS_ARRIVAL_GAMMA;
 		o.cv = 1.0 / sqrt(burstiness);
+	} else if (set_cv) {
+		/* as --burstiness: the shape of gamma gaps, never dropped for
+		 * another arrival process */
+		if (set_arrival && o.arrival != KVS_ARRIVAL_GAMMA) {
+			kvs_args_usage_error(it, "--cv is the coefficient of variation of gamma "
+					     "gaps: it goes with --arrival gamma (the default "
+					     "with it)");
+			return KVS_EXIT_USAGE;
+		}
+		o.arrival = KVS_ARRIVAL_GAMMA;
 	}
+	if (!out)
+		out = "-";
 	if (o.duration_s > 0 && !set_requests)
 		o.requests = 0; /* --duration alone: as many as fit */
 	if (o.prefix_tokens > 0 && o.prefix_fraction == 0)
@@ -216,6 +220,10 @@ int kvs_cmd_gen(kvs_args *it)
 	bool hashes = o.hashes > 0 ||
 		      (o.hashes < 0 && ((o.prefix_fraction > 0 && o.prefix_tokens > 0) || o.turns > 1));
 	kvs_trace_writer *w;
+	if (!kvs_cli_output_ok("gen", "-o", out)) {
+		kvs_gen_close(g);
+		return KVS_EXIT_FAIL;
+	}
 	st = kvs_trace_writer_open(out, f, hashes, &w);
 	if (st != KVS_OK) {
 		kvs_gen_close(g);

@@ -71,7 +71,7 @@ int kvs_cmd_report(kvs_args *it)
 			kvs_free(inputs);
 			return KVS_EXIT_OK;
 		} else if (kvs_args_is(it, "-o") || kvs_args_is(it, "--output")) {
-			outdir = kvs_args_value(it);
+			kvs_args_output_path(it, "directory", &outdir);
 		} else if (kvs_args_is(it, "--title")) {
 			o.title = kvs_args_value(it);
 		} else if (kvs_args_is(it, "--width")) {

@@ -5,6 +5,7 @@
  * with numbers.  Printing only: every figure comes from sizing/.
  */
 #include "commands.h"
+#include "cli_sim.h"
 #include "common/json.h"
 
 #include <stdlib.h>
@@ -35,7 +36,7 @@ void kvs_cmd_size_usage(FILE *f)
 		"output:\n"
 		"  --json [FILE]                one JSON object (snake_case keys, sorted)\n"
 		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
-		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
+		"  --json=FILE: the file, the table stays)\n"
 		"  --help                       show this help\n"
 		"\n"
 		"examples:\n"
@@ -719,6 +720,10 @@ int kvs_cmd_size(kvs_args *it)
 	}
 	if (!kvs_cli_deploy_finish(&c, "size"))
 		return c.fail_exit;
+	/* a --json path that cannot be written fails before the table */
+	kvs_outfile *jo = NULL;
+	if (json && !(jo = kvs_cli_out_open("size", "--json", json)))
+		return KVS_EXIT_FAIL;
 
 	kvs_sizing s;
 	kvs_shrink_row rows[KVS_SHRINK_COUNT_];
@@ -727,18 +732,17 @@ int kvs_cmd_size(kvs_args *it)
 	if ((st = kvs_size_compute(&c.d, &s)) || (st = kvs_size_shrinks(&c.d, rows)) ||
 	    (st = kvs_size_advise(&c.d, &s, &a))) {
 		kvs_cli_report_error("size", st);
+		kvs_cli_out_close("size", "--json", jo, false);
 		return KVS_EXIT_FAIL;
 	}
 	if (json) {
 		json_t *o = json_report(&c.d, &s, rows, &a);
 		char *text = kvs_cli_json_text(o, JSON_INDENT(2) | JSON_SORT_KEYS);
 		json_decref(o);
-		if (!text)
-			return KVS_EXIT_FAIL;
 		/* JSON on standard output replaces the table; in a file, both */
-		if (strcmp(json, "-") != 0)
+		if (text && strcmp(json, "-") != 0)
 			print_text(&c.d, &s, rows, &a, &c);
-		int rc = kvs_cli_write_text("size", "--json", json, text);
+		int rc = kvs_cli_write_text("size", "--json", jo, text);
 		free(text);
 		return rc;
 	}

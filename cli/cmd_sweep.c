@@ -119,14 +119,20 @@ static int plan_arg(kvs_args *it, opts *o)
 	const char **slots[] = { &o->plan_out, &o->from_plan, &o->points, &o->out_dir,
 				 &o->merge_dir };
 	if (kvs_args_is(it, "--plan-info")) {
+		if (!kvs_args_no_value(it))
+			return -1;
 		o->plan_info = true;
 		return 1;
 	}
 	for (size_t i = 0; i < KVS_ARRAY_LEN(names); i++) {
-		if (kvs_args_is(it, names[i])) {
-			*slots[i] = kvs_args_value(it);
-			return *slots[i] ? 1 : -1;
-		}
+		if (!kvs_args_is(it, names[i]))
+			continue;
+		/* the plan and the point files are outputs: one of each */
+		if (slots[i] == &o->plan_out || slots[i] == &o->out_dir)
+			return kvs_args_output_path(it, slots[i] == &o->plan_out ? "file"
+						    : "directory", slots[i]) ? 1 : -1;
+		*slots[i] = kvs_args_value(it);
+		return *slots[i] ? 1 : -1;
 	}
 	return 0;
 }
@@ -151,6 +157,8 @@ static int sweep_arg(kvs_args *it, opts *o)
 	if (kvs_args_is(it, "--jobs"))
 		return kvs_args_u32(it, 1, 1024, &s->jobs) ? 1 : -1;
 	if (kvs_args_is(it, "--no-dedupe")) {
+		if (!kvs_args_no_value(it))
+			return -1;
 		s->dedupe_contiguous = false;
 		return 1;
 	}
@@ -161,12 +169,16 @@ static int sweep_arg(kvs_args *it, opts *o)
 	if (kvs_args_is(it, "--kernel-block-overhead"))
 		return kvs_args_double(it, 0, 1e6, &s->kernel_block_overhead) ? 1 : -1;
 	if (kvs_args_is(it, "--no-kernel-step-time")) {
+		if (!kvs_args_no_value(it))
+			return -1;
 		s->kernel_feeds_step_time = false;
 		return 1;
 	}
 	if (kvs_args_is(it, "--kernel-cost-margin"))
 		return kvs_args_double(it, 0, 100, &s->kernel_cost_margin) ? 1 : -1;
 	if (kvs_args_is(it, "--find-max-rate")) {
+		if (!kvs_args_no_value(it))
+			return -1;
 		s->find_max_rate = true;
 		return 1;
 	}
@@ -458,11 +470,13 @@ static int parse(kvs_args *it, opts *o)
 		if (out_r > 0)
 			continue;
 		if (kvs_args_is(it, "--report")) {
-			if (!(o->report = kvs_args_value(it)))
+			if (!kvs_args_output_path(it, "directory", &o->report))
 				return KVS_EXIT_USAGE;
 			continue;
 		}
 		if (kvs_args_is(it, "--quiet") || kvs_args_is(it, "-q")) {
+			if (!kvs_args_no_value(it))
+				return KVS_EXIT_USAGE;
 			o->quiet = true;
 			continue;
 		}
@@ -605,9 +619,9 @@ int kvs_cmd_sweep(kvs_args *it)
 	int prc = parse(it, &o);
 	if (prc < 0 && o.from_plan)
 		prc = from_plan(&o, &plan);
-	else if (prc < 0 && (o.points || o.out_dir || o.merge_dir)) {
-		fprintf(stderr, "kvsim sweep: --points, --out and --merge need --from-plan "
-			"PLAN.json\n");
+	else if (prc < 0 && (o.points || o.out_dir || o.merge_dir || o.plan_info)) {
+		fprintf(stderr, "kvsim sweep: --points, --out, --merge and --plan-info need "
+			"--from-plan PLAN.json\n");
 		prc = KVS_EXIT_USAGE;
 	}
 	if (prc >= 0) {
@@ -623,6 +637,19 @@ int kvs_cmd_sweep(kvs_args *it)
 	kvs_outfile *jso = NULL, *cso = NULL;
 	const volatile sig_atomic_t *sigflag = NULL;
 	kvs_status st;
+	/* no output may replace an input or another output */
+	const kvs_cli_path paths[] = {
+		{ "the trace", o.trace ? o.trace : kvs_trace_default_path(), true },
+		{ "--from-plan", o.from_plan, true },
+		{ "--kernel-profile", o.profile, true },
+		{ "--plan", o.plan_out, false },
+		{ "--json", o.json, false },
+		{ "--csv", o.csv, false },
+	};
+	if (!kvs_cli_paths_check("sweep", paths, KVS_ARRAY_LEN(paths))) {
+		rc = KVS_EXIT_USAGE;
+		goto out;
+	}
 	if (o.dep.set_block_size) {
 		fprintf(stderr, "kvsim sweep: --block-size: the sweep varies the block size; "
 			"give --block-sizes LIST\n");
@@ -640,12 +667,6 @@ int kvs_cmd_sweep(kvs_args *it)
 	o.sw.slo_tpot_s = o.sim.cfg.slo_tpot_s;
 	if (o.sw.find_max_rate && o.sw.slo_ttft_s == 0 && o.sw.slo_tpot_s == 0) {
 		fprintf(stderr, "kvsim sweep: --find-max-rate needs --slo-ttft and/or --slo-tpot\n");
-		rc = KVS_EXIT_USAGE;
-		goto out;
-	}
-	if (o.json && o.csv && strcmp(o.json, "-") == 0 && strcmp(o.csv, "-") == 0) {
-		fprintf(stderr, "kvsim sweep: --json and --csv cannot both go to stdout; "
-			"give one a file (--csv=FILE)\n");
 		rc = KVS_EXIT_USAGE;
 		goto out;
 	}
@@ -702,6 +723,7 @@ int kvs_cmd_sweep(kvs_args *it)
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 		goto out;
 	}
+	kvs_cli_set_skip_note("sweep", path, &o.to, kvs_request_set_trace_stats(set));
 	bool show = !o.quiet;
 	/* flags that do not fit the trace (block sizes against its hash ids)
 	 * are usage errors; anything failing in the runs is a runtime one */

@@ -5,6 +5,7 @@
  * shaping) into a native trace.
  */
 #include "commands.h"
+#include "cli_sim.h"
 
 #include <stdlib.h>
 
@@ -30,9 +31,10 @@ void kvs_cmd_trace_usage(FILE *f)
 		"                      whose prompt + output exceed N tokens\n"
 		"  --write FILE        write the shaped requests as a native trace (CSV, or\n"
 		"                      JSONL when FILE ends in .jsonl) instead of a summary\n"
+		"                      (so not with --json)\n"
 		"  --json [FILE]       one JSON object\n"
 		"  (--json, --json - : standard output instead of the table; --json FILE.json,\n"
-		"  --json=FILE: the file, the table stays; --csv alike with FILE.csv)\n"
+		"  --json=FILE: the file, the table stays)\n"
 		"  --help              show this help\n"
 		"\n", kvs_trace_default_path());
 	kvs_cli_trace_help(f);
@@ -68,7 +70,7 @@ static json_t *reader_json(const kvs_trace_stats *r)
 			 "balanced", kvs_trace_stats_balanced(r));
 }
 
-static int print_json(const char *path, const kvs_trace_summary *s, const char *dest)
+static int print_json(const char *path, const kvs_trace_summary *s, kvs_outfile *dest)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "path", json_string(path));
@@ -103,10 +105,6 @@ static int print_json(const char *path, const kvs_trace_summary *s, const char *
 	json_object_set_new(o, "reader", reader_json(&s->reader));
 	char *text = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
 	json_decref(o);
-	if (!text) {
-		fprintf(stderr, "kvsim trace: out of memory (JSON)\n");
-		return KVS_EXIT_FAIL;
-	}
 	int rc = kvs_cli_write_text("trace", "--json", dest, text);
 	free(text);
 	return rc;
@@ -188,6 +186,8 @@ static int write_native(kvs_trace *t, const char *out)
 	kvs_trace_format f = ends_with(out, ".jsonl") ? KVS_TRACE_NATIVE_JSONL
 						       : KVS_TRACE_NATIVE_CSV;
 	kvs_trace_writer *w;
+	if (!kvs_cli_output_ok("trace", "--write", out))
+		return KVS_EXIT_FAIL;
 	kvs_status st = kvs_trace_writer_open(out, f, true, &w);
 	if (st != KVS_OK) {
 		kvs_cli_report_error("trace", st);
@@ -248,20 +248,39 @@ int kvs_cmd_trace(kvs_args *it)
 			if (!kvs_args_u32(it, 1, UINT32_MAX, &o.max_model_len))
 				return KVS_EXIT_USAGE;
 		} else if (kvs_args_is(it, "--write") || kvs_args_is(it, "-o")) {
-			if (!(out = kvs_args_value(it)))
+			if (!kvs_args_output_path(it, "file", &out))
 				return KVS_EXIT_USAGE;
 		} else {
 			kvs_args_unknown(it);
 			return KVS_EXIT_USAGE;
 		}
 	}
+	if (out && json) {
+		/* --write converts instead of summarising: --json would be lost */
+		kvs_args_usage_error(it, "--write converts the trace instead of summarising "
+				     "it, so --json would write nothing: give one ('kvsim trace "
+				     "%s --json' then summarises the written trace)", out);
+		return KVS_EXIT_USAGE;
+	}
 	if (!path)
 		path = kvs_trace_default_path();
+	const kvs_cli_path paths[] = {
+		{ "the trace", path, true },
+		{ "--write", out, false },
+		{ "--json", json, false },
+	};
+	if (!kvs_cli_paths_check("trace", paths, KVS_ARRAY_LEN(paths)))
+		return KVS_EXIT_USAGE;
+	/* a --json path that cannot be written fails before the trace is read */
+	kvs_outfile *jo = NULL;
+	if (json && !(jo = kvs_cli_out_open("trace", "--json", json)))
+		return KVS_EXIT_FAIL;
 	kvs_trace *t;
 	kvs_status st = kvs_trace_open(path, &o, &t);
 	if (st != KVS_OK) {
 		/* options the trace cannot take are usage errors, as in replay */
 		kvs_cli_report_error("trace", st);
+		kvs_cli_out_close("trace", "--json", jo, false);
 		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
 	int rc;
@@ -272,18 +291,17 @@ int kvs_cmd_trace(kvs_args *it)
 		st = kvs_trace_summarize(t, &s);
 		if (st != KVS_OK) {
 			kvs_cli_report_error("trace", st);
+			kvs_cli_out_close("trace", "--json", jo, false);
 			rc = KVS_EXIT_FAIL;
 		} else {
 			/* JSON on standard output replaces the table; in a file, both */
 			if (!json || strcmp(json, "-") != 0)
 				print_table(path, &s);
-			rc = json ? print_json(path, &s, json) : KVS_EXIT_OK;
+			rc = jo ? print_json(path, &s, jo) : KVS_EXIT_OK;
 		}
 	}
-	const kvs_trace_stats *rs = kvs_trace_get_stats(t);
-	if (rc == KVS_EXIT_OK && rs->skipped[KVS_SKIP_BAD_LINE] > 0)
-		fprintf(stderr, "kvsim trace: skipped %llu malformed line(s); first: %s\n",
-			(unsigned long long)rs->skipped[KVS_SKIP_BAD_LINE], kvs_trace_first_skip(t));
+	if (rc == KVS_EXIT_OK)
+		kvs_cli_trace_skip_note("trace", kvs_trace_get_stats(t), kvs_trace_first_skip(t));
 	kvs_trace_close(t);
 	return rc;
 }

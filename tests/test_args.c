@@ -8,7 +8,9 @@
 #include "args.c"
 #include "cli_deploy.c"
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_parse_numbers(void **state)
 {
@@ -43,6 +45,38 @@ static void test_parse_numbers(void **state)
 	assert_false(kvs_parse_double("infinity", &d));
 	assert_true(kvs_parse_double("-2.5E-3", &d));
 	assert_true(d == -2.5e-3);
+}
+
+/* vLLM's token counts: decimal suffixes read exactly, binary ones whole */
+static void test_parse_tokens(void **state)
+{
+	(void)state;
+	static const struct { const char *s; uint64_t v; } ok[] = {
+		{ "8192", 8192 }, { "8k", 8000 }, { "8K", 8192 }, { "1.5k", 1500 },
+		{ "1M", 1u << 20 }, { "1m", 1000000 }, { "2g", 2000000000 },
+		{ "4.1m", 4100000 }, { "8.2m", 8200000 }, { "1.001k", 1001 },
+		{ "1.005k", 1005 }, { "0.1k", 100 }, { "1.5000k", 1500 },
+		{ "128.000001m", 128000001 }, { "1.k", 1000 },
+		{ "18446744073709551.615k", UINT64_MAX },
+		{ "18446744073709551615", UINT64_MAX },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(ok); i++) {
+		uint64_t v = 0;
+		assert_true(kvs_parse_tokens(ok[i].s, &v));
+		assert_int_equal(v, ok[i].v);
+	}
+	static const char *const bad[] = {
+		"1.0005k",  /* 1000.5: not a whole number */
+		"4.10000001m", "0.5", "1.5K", "1e3", "", "k", ".5k", "1..5k", "1.5.k",
+		"-1k", "+1k", "1 k", "1kk", "18446744073709551.616k", "18446744073709552k",
+		"18446744073709551616", "17179869184G", "0x10k",
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
+		uint64_t v = 7;
+		if (kvs_parse_tokens(bad[i], &v))
+			fail_msg("'%s' read as %llu", bad[i], (unsigned long long)v);
+		assert_int_equal(v, 7);
+	}
 }
 
 static void test_iterator(void **state)
@@ -102,6 +136,121 @@ static void test_typed_values(void **state)
 	assert_int_equal(u, 80000000000ull);
 	kvs_args_next(&it, &pos);
 	assert_false(kvs_args_bytes(&it, &u));
+}
+
+static void test_given_before(void **state)
+{
+	(void)state;
+	char *argv[] = { "trace", "--time-scale=1", "--title", "x", "--rate", "2",
+			 "--time-scales", "3", "--seed", "1", NULL };
+	kvs_args it;
+	const char *pos;
+	kvs_args_init(&it, "trace", 10, argv, NULL);
+	assert_true(kvs_args_next(&it, &pos));
+	assert_false(kvs_args_given_before(&it, "--time-scale"));  /* itself */
+	assert_true(kvs_args_next(&it, &pos));
+	assert_non_null(kvs_args_value(&it));
+	assert_true(kvs_args_next(&it, &pos));
+	assert_true(kvs_args_is(&it, "--rate"));
+	assert_true(kvs_args_given_before(&it, "--time-scale"));
+	assert_false(kvs_args_given_before(&it, "--rate"));
+	assert_non_null(kvs_args_value(&it));
+	assert_true(kvs_args_next(&it, &pos));
+	assert_non_null(kvs_args_value(&it));
+	assert_true(kvs_args_next(&it, &pos));
+	assert_true(kvs_args_is(&it, "--seed"));
+	assert_true(kvs_args_given_before(&it, "--rate"));
+	assert_true(kvs_args_given_before(&it, "--time-scales"));
+	assert_false(kvs_args_given_before(&it, "--time"));      /* a prefix only */
+	assert_false(kvs_args_given_before(&it, "--seed"));
+}
+
+/* A help text that mentions a flag the command does not take ("--csv
+ * alike") beside the ones it does. */
+static void help_with_mention(FILE *f)
+{
+	fputs("  --json [FILE]   one JSON object\n"
+	      "  (--json FILE.json: the file; --csv alike with FILE.csv)\n"
+	      "  --seed N        seed\n", f);
+}
+
+static void test_suggest_flag(void **state)
+{
+	(void)state;
+	char buf[64];
+	/* never the word typed, even when the help names it */
+	const char *s = kvs_cli_suggest_flag(help_with_mention, "--csv", buf, sizeof buf);
+	assert_true(s == NULL || strcmp(s, "--csv") != 0);
+	s = kvs_cli_suggest_flag(help_with_mention, "--jsno", buf, sizeof buf);
+	assert_non_null(s);
+	assert_string_equal(s, "--json");
+	s = kvs_cli_suggest_flag(help_with_mention, "-seed", buf, sizeof buf);
+	assert_non_null(s);
+	assert_string_equal(s, "--seed");
+	s = kvs_cli_suggest_flag(help_with_mention, "--sed", buf, sizeof buf);
+	assert_non_null(s);
+	assert_string_equal(s, "--seed");
+}
+
+static void test_same_file(void **state)
+{
+	(void)state;
+	const char *tmpdir = getenv("TMPDIR");
+	char d[256], a[300], b[300], c[300];
+	snprintf(d, sizeof d, "%s/kvsim-args-XXXXXX", tmpdir ? tmpdir : "/tmp");
+	assert_non_null(mkdtemp(d));
+	snprintf(a, sizeof a, "%s/a.csv", d);
+	FILE *f = fopen(a, "w");
+	assert_non_null(f);
+	fclose(f);
+	/* an existing file: by device and inode, through links */
+	snprintf(b, sizeof b, "%s/./a.csv", d);
+	assert_true(kvs_cli_same_file(a, b));
+	snprintf(b, sizeof b, "%s/link.csv", d);
+	assert_int_equal(symlink(a, b), 0);
+	assert_true(kvs_cli_same_file(a, b));
+	snprintf(c, sizeof c, "%s/hard.csv", d);
+	assert_int_equal(link(a, c), 0);
+	assert_true(kvs_cli_same_file(c, b));
+	snprintf(b, sizeof b, "%s/b.csv", d);
+	assert_false(kvs_cli_same_file(a, b));
+	/* files still to be written: by resolved directory and name */
+	snprintf(c, sizeof c, "%s/sub", d);
+	assert_int_equal(mkdir(c, 0700), 0);
+	snprintf(a, sizeof a, "%s/x.json", d);
+	snprintf(b, sizeof b, "%s/sub/../x.json", d);
+	assert_true(kvs_cli_same_file(a, b));
+	snprintf(b, sizeof b, "%s//x.json", d);
+	assert_true(kvs_cli_same_file(a, b));
+	snprintf(b, sizeof b, "%s/sub/x.json", d);
+	assert_false(kvs_cli_same_file(a, b));
+	assert_true(kvs_cli_same_file("-", "-"));
+	assert_false(kvs_cli_same_file("-", a));
+
+	/* the check: an output over an input or another output is refused;
+	 * standard input against standard output and devices are not */
+	snprintf(a, sizeof a, "%s/a.csv", d);
+	snprintf(b, sizeof b, "%s/link.csv", d);
+	kvs_cli_path over_input[] = { { "the trace", a, true }, { "--json", NULL, false },
+				      { "--requests", b, false } };
+	assert_false(kvs_cli_paths_check("test", over_input, 3));
+	kvs_cli_path two_inputs[] = { { "the trace", a, true }, { "--table", b, true } };
+	assert_true(kvs_cli_paths_check("test", two_inputs, 2));
+	kvs_cli_path stdio[] = { { "the trace", "-", true }, { "--json", "-", false } };
+	assert_true(kvs_cli_paths_check("test", stdio, 2));
+	kvs_cli_path stdouts[] = { { "--json", "-", false }, { "--csv", "-", false } };
+	assert_false(kvs_cli_paths_check("test", stdouts, 2));
+	kvs_cli_path sinks[] = { { "--json", "/dev/null", false },
+				 { "--csv", "/dev/null", false } };
+	assert_true(kvs_cli_paths_check("test", sinks, 2));
+	snprintf(c, sizeof c, "%s/sub/../x.json", d);
+	snprintf(b, sizeof b, "%s/x.json", d);
+	kvs_cli_path outputs[] = { { "--json", b, false }, { "--csv", c, false } };
+	assert_false(kvs_cli_paths_check("test", outputs, 2));
+
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+	assert_int_equal(system(cmd), 0);
 }
 
 /* Parse argv through the deployment group; returns the last arg result. */
@@ -211,8 +360,12 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_numbers),
+		cmocka_unit_test(test_parse_tokens),
 		cmocka_unit_test(test_iterator),
 		cmocka_unit_test(test_typed_values),
+		cmocka_unit_test(test_given_before),
+		cmocka_unit_test(test_suggest_flag),
+		cmocka_unit_test(test_same_file),
 		cmocka_unit_test(test_deploy_group),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

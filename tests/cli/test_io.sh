@@ -137,6 +137,13 @@ for o in --json --timeseries --requests; do
 	kvs_run replay 1 "$tmp/bad.csv" -q $o /nonexistent-dir/x
 	has "$err" "$o: /nonexistent-dir/x: cannot write: No such file or directory"
 done
+# size and trace too: nothing printed before the failure
+kvs_run size 1 --json /nonexistent-dir/x.json
+has "$err" "--json: /nonexistent-dir/x.json: cannot write: No such file or directory"
+[ -z "$out" ] || fail "size printed its table before a bad --json path failed"
+kvs_run trace 1 "$tmp/t.csv" --json /nonexistent-dir/x.json
+has "$err" "--json: /nonexistent-dir/x.json: cannot write"
+[ -z "$out" ] || fail "trace printed its table before a bad --json path failed"
 kvs_run sweep 1 "$tmp/bad.csv" -q --block-sizes 16 --csv=/nonexistent-dir/x.csv
 has "$err" "--csv: /nonexistent-dir/x.csv: cannot write"
 kvs_run replay 1 "$tmp/bad.csv" -q --json "$tmp/o"
@@ -194,6 +201,94 @@ EOF
 kvs_run trace 0 "$tmp/mib.jsonl" --format native-jsonl
 kvs_run trace 1 "$tmp/mib1.jsonl" --format native-jsonl
 has "$err" "mib1.jsonl:1: line: longer than 1048576 bytes"
+
+# ---- output flags: what --json WORD names ----------------------------------
+# before the trace, a WORD not ending in .json is the trace, never
+# overwritten; after it, or ending in .json, WORD is the file
+mkdir "$tmp/j"
+cp "$tmp/t.csv" "$tmp/j/t.csv"
+sum0=$(cksum <"$tmp/j/t.csv")
+for c in replay compare fleet; do
+	kvs_run "$c" 0 --json "$tmp/j/t.csv" -q --policies paged && {
+		[ "$(cksum <"$tmp/j/t.csv")" = "$sum0" ] || fail "$c --json TRACE.csv overwrote the trace"
+		has "$out" "\"path\": \"$tmp/j/t.csv\"" "$c --json TRACE.csv: JSON of that trace on stdout"
+	}
+	kvs_run "$c" 0 "$tmp/j/t.csv" -q --policies paged --json "$tmp/j/$c-out" &&
+		grep -q '"policies"' "$tmp/j/$c-out" || fail "$c TRACE --json WORD: WORD is the file"
+	kvs_run "$c" 0 -q --policies paged --limit 20 --json "$tmp/j/$c.json" &&
+		grep -q '"policies"' "$tmp/j/$c.json" || fail "$c --json FILE.json: the file"
+done
+
+# ---- output flags: never over an input or another output ------------------
+# usage errors naming both, before anything is written
+kvs_run fleet 2 "$tmp/j/t.csv" -q --json "$tmp/j/t.csv"
+has "$err" "--json $tmp/j/t.csv is also the trace" "fleet --json over the trace"
+for c in replay compare; do
+	kvs_run "$c" 2 "$tmp/j/t.csv" -q --requests "$tmp/j/t.csv"
+	has "$err" "--requests $tmp/j/t.csv is also the trace" "$c --requests over the trace"
+	kvs_run "$c" 2 "$tmp/j/t.csv" -q --json "$tmp/j/same.json" --summary-csv "$tmp/j/./same.json"
+	has "$err" "--json and --summary-csv both name" "$c two outputs, one file"
+	kvs_run "$c" 2 "$tmp/j/t.csv" -q --json - --bench-json -
+	has "$err" "--json and --bench-json both write to standard output" "$c two outputs on stdout"
+done
+ln -s t.csv "$tmp/j/link.csv"
+kvs_run replay 2 "$tmp/j/link.csv" -q --timeseries "$tmp/j/t.csv"
+has "$err" "--timeseries $tmp/j/t.csv is also the trace" "an output over the trace's link target"
+# the bundled sample, read when no trace is given, is an input too
+mkdir -p "$tmp/dd/traces"
+cp "$tmp/t.csv" "$tmp/dd/traces/azure-conv-sample.csv"
+KVSIM_DATADIR="$tmp/dd" kvs_run replay 2 -q --json="$tmp/dd/traces/azure-conv-sample.csv"
+has "$err" "is also the trace" "an output over the bundled sample"
+kvs_run sweep 2 "$tmp/j/t.csv" -q --csv "$tmp/j/t.csv"
+has "$err" "--csv $tmp/j/t.csv is also the trace" "sweep --csv over the trace"
+kvs_run sweep 2 "$tmp/j/t.csv" -q --json="$tmp/j/s.out" --csv="$tmp/j/s.out"
+has "$err" "--json and --csv both name" "sweep --json and --csv, one file"
+kvs_run trace 2 "$tmp/j/t.csv" --write "$tmp/j/t.csv"
+has "$err" "--write $tmp/j/t.csv is also the trace" "trace --write over the trace"
+[ "$(cksum <"$tmp/j/t.csv")" = "$sum0" ] || fail "a refused output changed the trace"
+[ -e "$tmp/j/same.json" ] || [ -e "$tmp/j/s.out" ] && fail "a refused output was written"
+no_tmp "$tmp/j"
+# devices take any number of outputs
+kvs_run replay 0 "$tmp/j/t.csv" -q --json /dev/null --requests /dev/null --summary-csv /dev/null
+
+# ---- a read-only output names the real cause, for the superuser too -----------
+echo keep >"$tmp/j/ro.csv"
+chmod 444 "$tmp/j/ro.csv"
+ro="cannot write: read-only file (mode 0444)"
+kvs_run replay 1 "$tmp/j/t.csv" -q --summary-csv "$tmp/j/ro.csv" && has "$err" "--summary-csv: $tmp/j/ro.csv: $ro"
+kvs_run compare 1 "$tmp/j/t.csv" -q --json "$tmp/j/ro.csv" && has "$err" "--json: $tmp/j/ro.csv: $ro"
+kvs_run sweep 1 "$tmp/j/t.csv" -q --block-sizes 16 --csv "$tmp/j/ro.csv" && has "$err" "--csv: $tmp/j/ro.csv: $ro"
+kvs_run trace 1 "$tmp/j/t.csv" --write "$tmp/j/ro.csv" && has "$err" "--write: $tmp/j/ro.csv: $ro"
+kvs_run trace 1 "$tmp/j/t.csv" --json "$tmp/j/ro.csv" && has "$err" "--json: $tmp/j/ro.csv: $ro"
+kvs_run size 1 --json "$tmp/j/ro.csv" && has "$err" "--json: $tmp/j/ro.csv: $ro"
+kvs_run gen 1 --requests 3 -o "$tmp/j/ro.csv" && has "$err" "-o: $tmp/j/ro.csv: $ro"
+[ "$(cat "$tmp/j/ro.csv")" = keep ] || fail "a read-only output was replaced"
+if [ -r /proc/version ]; then
+	kvs_run replay 1 "$tmp/j/t.csv" -q --summary-csv /proc/version
+	has "$err" "--summary-csv: /proc/version: cannot write: read-only file" "/proc/version"
+fi
+chmod 644 "$tmp/j/ro.csv"
+
+# ---- lines a trace dropped are noted on stderr, -q or not ---------------------
+(cat "$tmp/t.csv"; echo "99,abc,5,0,0,1,0"; echo "99,5,5,0,0,1,0") > "$tmp/skip.csv"
+note="skipped 1 malformed line(s); first: $tmp/skip.csv:43: prompt_tokens"
+for c in replay compare fleet sweep; do
+	kvs_run "$c" 0 "$tmp/skip.csv" --skip-bad-lines -q --json "$tmp/j/skip-$c.json" &&
+		has "$err" "kvsim $c: $note" "$c --skip-bad-lines note"
+	grep -q '"skipped_bad_lines": 1' "$tmp/j/skip-$c.json" || fail "$c JSON counts the skipped line"
+done
+# read twice (fleet's search) and from standard input
+kvs_run fleet 0 "$tmp/skip.csv" --skip-bad-lines -q --find-min-replicas --slo-ttft 10 &&
+	has "$err" "kvsim fleet: $note" "fleet --find-min-replicas note"
+kvs_run compare 0 - --skip-bad-lines -q <"$tmp/skip.csv" &&
+	has "$err" "kvsim compare: skipped 1 malformed line(s)" "compare note from standard input"
+kvs_run trace 0 "$tmp/skip.csv" --skip-bad-lines && has "$err" "kvsim trace: $note" "trace note"
+kvs_run replay 0 "$S/burstgpt-sample.csv" -q &&
+	has "$err" "kvsim replay: skipped 2 BurstGPT failure row(s)" "replay notes BurstGPT failures"
+kvs_run replay 0 "$S/burstgpt-sample.csv" -q --keep-failed && [ -z "$err" ] ||
+	fail "replay --keep-failed -q: nothing on stderr: $err"
+kvs_run replay 0 "$tmp/t.csv" -q --skip-bad-lines && [ -z "$err" ] ||
+	fail "replay --skip-bad-lines -q of a clean trace: nothing on stderr: $err"
 
 [ "$fails" -eq 0 ] || { echo "cli io: $fails failure(s)" >&2; exit 1; }
 echo "cli io: ok"

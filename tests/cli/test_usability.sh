@@ -16,6 +16,16 @@ kvs_run size 2 --modle llama-3-8b && has "$err" "did you mean '--model'?" "flag 
 kvs_run replay 2 --max-num-seq 8 && has "$err" "did you mean '--max-num-seqs'?" "replay flag hint"
 kvs_run sweep 2 --block-sizs 16 && has "$err" "did you mean '--block-sizes'?" "sweep flag hint"
 kvs_run size 2 --zzzzzz && { has "$err" "unknown option '--zzzzzz'" "no hint"; case "$err" in *"did you mean"*) fail "no hint for a far word";; esac; }
+# --csv is sweep's alone: the others neither advertise it nor suggest it
+# for itself
+for c in size trace replay compare fleet; do
+	kvs_run "$c" 2 --csv && {
+		has "$err" "unknown option '--csv'" "$c --csv"
+		case "$err" in *"did you mean '--csv'"*) fail "$c --csv suggests itself: $err";; esac
+	}
+	"$KVSIM" "$c" --help | grep -q -- "--csv\b" && fail "$c --help names --csv, which it does not take"
+done
+"$KVSIM" sweep --help | grep -q -- "--csv \[FILE\]" || fail "sweep --help names --csv"
 kvs_run size 2 --model llama3-8b && has "$err" "did you mean 'llama-3-8b'?" "model hint"
 kvs_run size 2 --gpu h100 && has "$err" "did you mean 'h100-80gb'?" "gpu hint"
 
@@ -47,10 +57,38 @@ kvs_run trace 0 "$tmp/b.csv" --json && {
 	cv=$(printf '%s\n' "$out" | sed -n 's/^  "cv_interarrival": \([0-9.]*\),$/\1/p')
 	awk -v c="$cv" 'BEGIN { exit !(c > 1.8 && c < 2.2) }' || fail "--burstiness 0.25 gives cv 2 (got $cv)"
 }
+# --cv alone is gamma gaps of that cv, as --burstiness; with another
+# arrival process it is a usage error, not ignored
+"$KVSIM" gen --requests 4000 --rate 10 --cv 2 --seed 3 -o "$tmp/cv.csv" 2>/dev/null || fail "gen --cv"
+kvs_run trace 0 "$tmp/cv.csv" --json && {
+	cv=$(printf '%s\n' "$out" | sed -n 's/^  "cv_interarrival": \([0-9.]*\),$/\1/p')
+	awk -v c="$cv" 'BEGIN { exit !(c > 1.8 && c < 2.2) }' || fail "--cv 2 alone gives cv 2 (got $cv)"
+}
+expect 2 "gen: --cv is the coefficient of variation of gamma gaps" gen --requests 10 --cv 2 --arrival poisson
+expect 2 "gen: --cv .* goes with --arrival gamma" gen --requests 10 --arrival constant --cv 0.5
+"$KVSIM" gen --requests 10 --arrival gamma --cv 2 >/dev/null 2>&1 || fail "gen --arrival gamma --cv 2"
 "$KVSIM" gen --requests 10 --burstiness 1 --cv 2 >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "--burstiness with --cv is a usage error"
 "$KVSIM" gen --requests 10 --burstiness 1 --arrival constant >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "--burstiness with --arrival constant is a usage error"
+
+# exclusive flags are refused whatever their values; boolean flags take none
+for c in trace replay compare fleet sweep; do
+	expect 2 "$c: --time-scale and --rate both set the arrival times" "$c" --time-scale 1 --rate 2
+	expect 2 "$c: --time-scale and --rate both set the arrival times" "$c" --rate 2 --time-scale=1
+done
+kvs_run trace 0 --time-scale 1 --json && has "$out" '"requests"' "--time-scale 1 alone"
+expect 2 "sweep: .*--plan-info need --from-plan" sweep --plan-info
+for f in --plan-info --quiet --no-dedupe --no-kernel-step-time --find-max-rate; do
+	expect 2 "sweep: $f takes no value" sweep "$f=yes"
+done
+
+# trace --write converts instead of summarising: with --json, a usage error
+# and neither file written
+expect 2 "trace: --write converts the trace instead of summarising it, so --json would write nothing" \
+	trace --write "$tmp/w.jsonl" --json "$tmp/w.json"
+expect 2 "give one \('kvsim trace $tmp/w.jsonl --json'" trace --json --write "$tmp/w.jsonl"
+[ -e "$tmp/w.jsonl" ] || [ -e "$tmp/w.json" ] && fail "trace --write with --json wrote a file"
 
 # ---- per-request columns, by hand ------------------------------------------------------
 cat >"$tmp/t.csv" <<'CSV'
@@ -347,6 +385,28 @@ extra=()
 # ---- one output grammar: "--json out.json" is that file on every command ----------
 extra=()   # no --limit for size
 cd "$tmp" || exit 1
+# ---- output flags: once each, never empty (usage errors, exit 2) ----------------------
+mkdir refused && cd refused || exit 1
+expect 2 "report: -o: one output directory at most \(already 'a'\)" report x.json -o a -o b
+expect 2 "report: --output: one output directory at most" report x.json -o a --output b
+expect 2 "replay: --json: one output file at most \(already 'a.json'\)" replay --json a.json --json b.json
+expect 2 "replay: --json: one output file at most \(already standard output\)" replay --json --json=b.json
+expect 2 "compare: --requests: one output file at most" compare --requests a.csv --requests b.csv
+expect 2 "fleet: --report: one output directory at most" fleet --report a --report b
+expect 2 "sweep: --csv: one output file at most" sweep --csv=a.csv --csv=b.csv
+expect 2 "sweep: --plan: one output file at most" sweep --plan a --plan b
+expect 2 "size: --json: one output file at most" size --json a.json --json b.json
+expect 2 "trace: -o: one output file at most" trace --write a.csv -o b.csv
+expect 2 "gen: --out: one output file at most \(already 'a.csv'\)" gen -o a.csv --out b.csv
+expect 2 "report: -o: empty directory name" report x.json -o ''
+expect 2 "trace: --write: empty file name" trace --write ''
+expect 2 "replay: --summary-csv: empty file name" replay --summary-csv ''
+expect 2 "replay: --report: empty directory name" replay --report ''
+expect 2 "sweep: --report: empty directory name" sweep --report ''
+expect 2 "gen: --out: empty file name" gen --out ''
+[ -z "$(ls -A)" ] || fail "a refused output flag wrote $(ls -A)"
+cd .. || exit 1
+
 extra=()
 kvs_run size 0 --json out-size.json && { grep -q '"kv_bytes_per_token"' out-size.json || fail "size --json FILE"; has "$out" "kvsim size:" "size table kept with --json FILE"; }
 kvs_run size 0 --json sz && grep -q '"advice"' sz || fail "size --json WORD (no positional): the file"
