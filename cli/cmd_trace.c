@@ -210,7 +210,9 @@ static int write_native(kvs_trace *t, const char *out)
 		kvs_trace_writer_discard(w);
 	if (st != KVS_OK) {
 		kvs_cli_report_error("trace", st);
-		return KVS_EXIT_FAIL;
+		/* an option the trace's data cannot take (found mid-read: a
+		 * block size its hash ids cannot take) is a usage error */
+		return st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
 	print_reader(stderr, kvs_trace_get_stats(t));
 	return KVS_EXIT_OK;
@@ -292,7 +294,7 @@ int kvs_cmd_trace(kvs_args *it)
 		if (st != KVS_OK) {
 			kvs_cli_report_error("trace", st);
 			kvs_cli_out_close("trace", "--json", jo, false);
-			rc = KVS_EXIT_FAIL;
+			rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 		} else {
 			/* JSON on standard output replaces the table; in a file, both */
 			if (!json || strcmp(json, "-") != 0)

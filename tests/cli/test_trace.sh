@@ -64,7 +64,7 @@ set +e
 # file once, and the same usage error whether the file says its block size
 # on a line (native) or by its format (Mooncake)
 for f in native-sample.csv mooncake-sample.jsonl; do
-	err=$("$K" trace "$S/$f" --block-size 24 2>&1); [ $? -ne 0 ] || fail "$f --block-size 24 fails"
+	err=$("$K" trace "$S/$f" --block-size 24 2>&1); [ $? -eq 2 ] || fail "trace $f --block-size 24 exits 2"
 	has "$err" "--block-size 24 neither divides nor is a multiple of the trace's"
 	[ "$(printf '%s' "$err" | grep -o "$f" | wc -l)" -eq 1 ] || fail "$f named once: $err"
 	err=$("$K" replay -q "$S/$f" --block-size 24 2>&1); [ $? -eq 2 ] || fail "replay $f --block-size 24 exits 2"
