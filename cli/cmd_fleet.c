@@ -69,6 +69,11 @@ void kvs_cmd_fleet_usage(FILE *f)
 		"  --json=FILE: the file, the table stays)\n"
 		"  --report DIR                 also render the run as DIR/index.html\n"
 		"  --help                       show this help\n"
+		"  Ctrl-C (SIGINT), SIGTERM     a colocated run stops at the next arrival:\n"
+		"                               the table and --json hold what was done,\n"
+		"                               marked interrupted; exit 130 (143). A search\n"
+		"                               or a disaggregated fleet ends at once and\n"
+		"                               leaves no output\n"
 		"\n");
 	kvs_cli_sim_usage_groups(f, false);
 }
@@ -405,8 +410,6 @@ int kvs_cmd_fleet(kvs_args *it)
 		fprintf(stderr, "kvsim fleet: --rate is for --find-min-replicas\n");
 		return KVS_EXIT_USAGE;
 	}
-	if ((rc = kvs_cli_front_open(&fe, false)) != KVS_CLI_GO_ON)
-		return rc;
 	kvs_fleet_config fc;
 	kvs_fleet_config_defaults(&fc, &fe.dep.d);
 	fc.sim = sim->cfg;
@@ -425,6 +428,15 @@ int kvs_cmd_fleet(kvs_args *it)
 	bool disagg = false;
 	for (size_t p = 0; p < fo.npools; p++)
 		disagg |= pools[p].role != KVS_FLEET_ROLE_BOTH;
+	/* SIGINT/SIGTERM stop one colocated fleet run at its next arrival,
+	 * its outputs written whole and marked interrupted; a search, or a
+	 * disaggregated fleet (KV may be in flight on its links), ends at
+	 * once and leaves no output behind */
+	if ((rc = kvs_cli_front_open(&fe, !fo.find_min && !disagg)) != KVS_CLI_GO_ON)
+		return rc;
+	fc.sim.interrupt = sim->cfg.interrupt;   /* set by the open */
+	for (size_t p = 0; p < fo.npools; p++)
+		pools[p].sim.interrupt = sim->cfg.interrupt;
 	if (fo.link_set && !disagg) {
 		fprintf(stderr, "kvsim fleet: --kv-link needs prefill and decode pools (--pool "
 			"prefill:N:GPU:TP --pool decode:N:GPU:TP)\n");
@@ -461,6 +473,11 @@ int kvs_cmd_fleet(kvs_args *it)
 		kvs_cli_report_error(fe.cmd, st);
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
+	int sig = kvs_cli_front_interrupted(&fe);
+	if (rc == KVS_EXIT_OK && sig)
+		fprintf(stderr, "kvsim fleet: interrupted at %.3f simulated seconds; the "
+			"outputs hold what was done, marked \"interrupted\"\n",
+			kvs_sim_result_stats(kvs_fleet_result_total(res))->sim_time_s);
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
 		kvs_sim_result *tot = (kvs_sim_result *)kvs_fleet_result_total(res);
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(tot),
@@ -473,8 +490,11 @@ int kvs_cmd_fleet(kvs_args *it)
 		if (doc && fo.gpu_hour_price > 0)
 			json_object_set_new(json_object_get(kvs_json_jt(doc), "fleet"), "cost",
 					    fleet_cost_json(res, fo.gpu_hour_price));
+		if (doc && sig)
+			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
 		rc = kvs_cli_front_json(&fe, doc);
 	}
 	kvs_fleet_result_destroy(res);
-	return kvs_cli_front_close(&fe, rc);
+	rc = kvs_cli_front_close(&fe, rc);
+	return rc == KVS_EXIT_OK && sig ? 128 + sig : rc;
 }

@@ -293,6 +293,10 @@ static kvs_status colocated_loop(fleet_run *f, kvs_router *router)
 	double S = cfg->router_refresh_s, next_refresh = 0;
 	double horizon = cfg->sim.horizon_s;
 	for (;;) {
+		/* interrupted: no more routing; each replica, asked to finish,
+		 * stops at once too and counts what it holds as unfinished */
+		if (cfg->sim.interrupt && *cfg->sim.interrupt)
+			return KVS_OK;
 		const ahead_ent *e;
 		if ((st = fleet_src_peek(&f->in, &e)) != KVS_OK)
 			return st;

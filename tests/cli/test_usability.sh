@@ -230,6 +230,30 @@ assert b["interrupted"] is True and b["completed"] == a["completed"]
 PY
 fi
 
+# fleet: the same, the router stopping at its next arrival and each replica
+# at once
+set -m
+"$KVSIM" fleet "$tmp/long.csv" --replicas 2 --no-fast-path --json "$tmp/f.json" \
+	>"$tmp/f.out" 2>"$tmp/f.err" &
+pid=$!
+set +m
+sleep 0.5
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" -eq 130 ] || fail "interrupted fleet exits 130 (got $rc): $(head -c 300 "$tmp/f.err")"
+has "$(cat "$tmp/f.err")" "kvsim fleet: interrupted at" "fleet interruption reported"
+ls -a "$tmp" | grep -q 'kvsim-' && fail "fleet: temporary files left behind"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/f.json" <<'PY' || fail "interrupted fleet output parses and accounts for its requests"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interrupted"] is True
+a = d["policies"]["paged"]["accounting"]
+assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"] and a["unfinished"] > 0
+PY
+fi
+
 # progress when stderr is not a terminal: plain lines (every
 # KVSIM_PROGRESS_INTERVAL seconds) with elapsed time and rate; -q silences
 KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit 200 >/dev/null 2>"$tmp/p.err" || fail "replay with progress"
