@@ -212,16 +212,24 @@ void kvs_cli_set_skip_note(const char *cmd, const char *path, const kvs_trace_op
 
 /* ---- Ctrl-C ---------------------------------------------------------------------- */
 
-/* SIGINT/SIGTERM during a replay, compare or sweep: the run stops at its
- * next event, the outputs are written whole and marked "interrupted", exit
- * 128 + signal.  A second signal ends the process at once (the default
- * action). */
+/* SIGINT/SIGTERM during a replay, compare, fleet or sweep: the run stops
+ * at its next event, the outputs are written whole and marked
+ * "interrupted", exit 128 + signal.  A second signal ends the process at
+ * once, removing the outputs' temporary files first (the outputs' own
+ * handlers are not installed over this one). */
 static volatile sig_atomic_t sim_interrupt;
+
+static void on_second(int sig)
+{
+	kvs_outfile_unlink_all();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
 
 static void on_interrupt(int sig)
 {
 	sim_interrupt = sig;
-	signal(sig, SIG_DFL);
+	signal(sig, on_second);
 }
 
 const volatile sig_atomic_t *kvs_cli_interrupt_install(void)

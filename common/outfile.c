@@ -48,13 +48,18 @@ struct kvs_outfile {
 static _Atomic(char *) live[KVS_OUTFILE_MAX_OPEN];
 static atomic_flag handlers_set = ATOMIC_FLAG_INIT;
 
-static void on_signal(int sig)
+void kvs_outfile_unlink_all(void)
 {
 	for (int i = 0; i < KVS_OUTFILE_MAX_OPEN; i++) {
 		char *p = atomic_load(&live[i]);
 		if (p)
 			unlink(p);
 	}
+}
+
+static void on_signal(int sig)
+{
+	kvs_outfile_unlink_all();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }

@@ -208,6 +208,10 @@ const char *kvs_outfile_path(const kvs_outfile *o);
 bool kvs_outfile_is_stdout(const kvs_outfile *o);
 kvs_status kvs_outfile_commit(kvs_outfile *o);
 void kvs_outfile_discard(kvs_outfile *o);
+/* Remove every temporary file still open (async-signal-safe: for a
+ * program's own signal handler, before the signal ends the process; the
+ * files' own handlers are installed only where the program set none). */
+void kvs_outfile_unlink_all(void);
 /* open, write len bytes of data, commit */
 kvs_status kvs_outfile_write_all(const char *path, const void *data, size_t len);
 

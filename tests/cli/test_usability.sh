@@ -254,6 +254,27 @@ assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"] and a["u
 PY
 fi
 
+# a second signal ends the run at once: no temporary file is left, and a
+# file already at the target stays as it was (unless the run, stopping
+# after the first, wrote its outputs before the second came: then whole)
+echo keep >"$tmp/k.json"
+set -m
+"$KVSIM" replay "$tmp/long.csv" --no-fast-path --json "$tmp/k.json" --requests "$tmp/k.csv" \
+	>/dev/null 2>"$tmp/k.err" &
+pid=$!
+set +m
+sleep 0.5
+kill -INT "$pid"
+sleep 0.01
+kill -INT "$pid" 2>/dev/null
+wait "$pid"
+rc=$?
+ls -a "$tmp" | grep -q 'kvsim-' && fail "second signal: temporary files left behind"
+if [ "$(cat "$tmp/k.json")" != keep ]; then
+	[ "$rc" -eq 130 ] && grep -q '"interrupted": true' "$tmp/k.json" ||
+		fail "second signal: the target changed, and not into a whole output (rc $rc)"
+fi
+
 # progress when stderr is not a terminal: plain lines (every
 # KVSIM_PROGRESS_INTERVAL seconds) with elapsed time and rate; -q silences
 KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit 200 >/dev/null 2>"$tmp/p.err" || fail "replay with progress"
