@@ -292,8 +292,11 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 	if (c->table_path) {
 		kvs_status st = kvs_cost_fit_table(c->table_path, &c->cfg.cost);
 		if (st != KVS_OK) {
+			/* the file's fault (unreadable, malformed, unfittable):
+			 * as a trace's, exit 1 */
 			fprintf(stderr, "kvsim %s: --step-time-table: %s\n", cmd, kvs_last_error());
-			c->fail_exit = st == KVS_ERR_IO ? KVS_EXIT_FAIL : KVS_EXIT_USAGE;
+			c->fail_exit = st == KVS_ERR_IO || st == KVS_ERR_PARSE || st == KVS_ERR_NOMEM
+				       ? KVS_EXIT_FAIL : KVS_EXIT_USAGE;
 			return false;
 		}
 	}

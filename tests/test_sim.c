@@ -1490,6 +1490,57 @@ static void test_step_table_fit(void **state)
 	assert_int_equal(kvs_cost_fit_table(path, &c), KVS_ERR_PARSE);
 	assert_non_null(strstr(kvs_last_error(), "missing column"));
 	remove(path);
+	/* the table read strictly: each failing case names line and column */
+	char longv[128];
+	snprintf(longv, sizeof longv, "0.002%0*dxyz", 70, 0);
+	static const char *const rows3 = "1,100,0.011\n2,200,0.022\n30,50,0.035\n";
+	static const struct { const char *head, *row, *want; } bad[] = {
+		/* a column named twice: not "the last one wins" */
+		{ "num_tokens,context_tokens,step_time_s,step_time_s", "1,100,0.01,9",
+		  ":1: header: column 4 repeats 'step_time_s' (column 3)" },
+		{ "num_tokens,num_tokens,context_tokens,step_time_s", "1,1,100,0.01",
+		  ":1: header: column 2 repeats 'num_tokens' (column 1)" },
+		/* a row shorter than the header, even when the column left out
+		 * is not one the fit reads */
+		{ "num_tokens,context_tokens,step_time_s", "1,100",
+		  ":2: column 3 (step_time_s): missing (2 fields, the header has 3)" },
+		{ "num_tokens,context_tokens,step_time_s,note", "1,100,0.01",
+		  ":2: column 4: missing (3 fields, the header has 4)" },
+		/* decimal numbers only */
+		{ "num_tokens,context_tokens,step_time_s", "0x10,100,0.01",
+		  ":2: column 1 (num_tokens): expected a non-negative number, got '0x10'" },
+		{ "num_tokens,context_tokens,step_time_s", "1,inf,0.01",
+		  ":2: column 2 (context_tokens): expected a non-negative number, got 'inf'" },
+		{ "num_tokens,context_tokens,step_time_s", "1,100,nan",
+		  ":2: column 3 (step_time_s): expected a non-negative number, got 'nan'" },
+		{ "num_tokens,context_tokens,step_time_s", "1,100,",
+		  ":2: column 3 (step_time_s): expected a non-negative number, got ''" },
+		/* a long value is refused, not cut to a number */
+		{ "num_tokens,context_tokens,step_time_s", NULL,
+		  ":2: column 3 (step_time_s): value longer than 63 characters" },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
+		char row[160], t[512];
+		if (bad[i].row)
+			snprintf(row, sizeof row, "%s", bad[i].row);
+		else
+			snprintf(row, sizeof row, "1,100,%s", longv);
+		snprintf(t, sizeof t, "%s\n%s\n%s", bad[i].head, row, rows3);
+		path = kvs_test_write_tmp("strict.csv", t);
+		if (kvs_cost_fit_table(path, &c) != KVS_ERR_PARSE ||
+		    !strstr(kvs_last_error(), bad[i].want))
+			fail_msg("case %zu: %s", i, kvs_last_error());
+		assert_non_null(strstr(kvs_last_error(), "strict.csv:"));
+		remove(path);
+	}
+	/* a UTF-8 byte order mark before the header is skipped */
+	snprintf(text, sizeof text, "\xEF\xBB\xBFnum_tokens,context_tokens,step_time_s\n%s",
+		 rows3);
+	path = kvs_test_write_tmp("bom.csv", text);
+	kvs_cost_config_defaults(&c);
+	assert_int_equal(kvs_cost_fit_table(path, &c), KVS_OK);
+	assert_int_equal(c.fit_rows, 3);
+	remove(path);
 }
 
 /* A small measured profile of Llama-2-7B's shape, tp 1: layer times 0.1,

@@ -171,7 +171,22 @@ run 1 -q --step-time-table "$tmp/none.csv" && has "$err" "none.csv" "missing tab
 printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.0000000,100,5\n2023-11-16 18:00:01.0000000,abc,5\n' >"$tmp/bad.csv"
 run 1 "$tmp/bad.csv" -q && has "$err" "bad.csv:3" "malformed line names file and line"
 printf 'num_tokens,context_tokens,step_time_s\n1,2,0.01\n' >"$tmp/short.csv"
-run 2 -q --step-time-table "$tmp/short.csv" && has "$err" "at least 3" "table too short"
+run 1 -q --step-time-table "$tmp/short.csv" && has "$err" "at least 3" "table too short"
+# the table's content errors exit 1 (as a trace's) and name file, line and column
+printf 'num_tokens,context_tokens,step_time_s,step_time_s\n1,100,0.01,9\n2,200,0.02,9\n30,50,0.035,9\n' >"$tmp/dup.csv"
+run 1 -q --step-time-table "$tmp/dup.csv" &&
+	has "$err" "dup.csv:1: header: column 4 repeats 'step_time_s' (column 3)" "table: a column twice"
+printf 'num_tokens,context_tokens,step_time_s\n1,100,0.011\n2,200\n30,50,0.035\n' >"$tmp/few.csv"
+run 1 -q --step-time-table "$tmp/few.csv" &&
+	has "$err" "few.csv:3: column 3 (step_time_s): missing" "table: a short row"
+printf 'num_tokens,context_tokens,step_time_s\n0x10,100,0.011\n2,200,0.022\n30,50,0.035\n' >"$tmp/hex.csv"
+run 1 -q --step-time-table "$tmp/hex.csv" &&
+	has "$err" "hex.csv:2: column 1 (num_tokens): expected a non-negative number, got '0x10'" "table: hex"
+printf 'num_tokens,context_tokens,step_time_s\n1,100,0.011%0100dxyz\n2,200,0.022\n30,50,0.035\n' 0 >"$tmp/long.csv"
+run 1 -q --step-time-table "$tmp/long.csv" &&
+	has "$err" "long.csv:2: column 3 (step_time_s): value longer than 63 characters" "table: long value"
+printf '\357\273\277num_tokens,context_tokens,step_time_s\n1,100,0.011\n2,200,0.022\n30,50,0.035\n' >"$tmp/bom.csv"
+run 0 -q --step-time-table "$tmp/bom.csv" && has "$out" "step time from table" "table after a byte order mark"
 
 # ---- hostile inputs and outputs: a clear message, never a crash ------------------------
 : >"$tmp/empty.csv"
