@@ -39,27 +39,48 @@ static int parse_policies(kvs_args *it, kvs_cli_sim *c, bool one)
 	return 1;
 }
 
+/* --step-time-linear B[,T[,C[,S]]]: each field given is a number (an empty
+ * one is not taken for a missing one, nor is a long one cut short). */
 static int parse_linear(kvs_args *it, kvs_cli_sim *c)
 {
+	static const char *const field[4] = {
+		"BASE_S", "PER_TOKEN_S", "PER_CONTEXT_TOKEN_S", "PER_SEQ_S"
+	};
 	const char *v = kvs_args_value(it);
 	if (!v)
 		return -1;
 	double x[4] = { 0, 0, 0, 0 };
 	int n = 0;
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", v);
-	char *save = NULL;
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == 4 || !kvs_parse_double(tok, &x[n]) || !(x[n] >= 0) ||
+	for (const char *p = v;; p++) {
+		size_t len = strcspn(p, ",");
+		char buf[64];
+		if (n == 4) {
+			kvs_args_usage_error(it, "%s: more than four fields (expected BASE_S"
+					     "[,PER_TOKEN_S[,PER_CONTEXT_TOKEN_S[,PER_SEQ_S]]]), "
+					     "got '%s'", it->flag, v);
+			return -1;
+		}
+		if (len == 0 || len >= sizeof buf) {
+			kvs_args_usage_error(it, "%s: field %d (%s) is %s", it->flag, n + 1,
+					     field[n], len ? "longer than 63 characters" : "empty");
+			return -1;
+		}
+		memcpy(buf, p, len);
+		buf[len] = '\0';
+		if (!kvs_parse_double(buf, &x[n]) || !(x[n] >= 0) ||
 		    x[n] > KVS_COST_MAX_COEF_S) {
-			kvs_args_usage_error(it, "%s: expected BASE_S[,PER_TOKEN_S[,PER_CONTEXT_"
-					     "TOKEN_S[,PER_SEQ_S]]] (numbers in [0, %g] s), got '%s'",
-					     it->flag, KVS_COST_MAX_COEF_S, v);
+			kvs_args_usage_error(it, "%s: field %d (%s) is '%s'; expected BASE_S"
+					     "[,PER_TOKEN_S[,PER_CONTEXT_TOKEN_S[,PER_SEQ_S]]] "
+					     "(numbers in [0, %g] s)", it->flag, n + 1, field[n],
+					     buf, KVS_COST_MAX_COEF_S);
 			return -1;
 		}
 		n++;
+		p += len;
+		if (!*p)
+			break;
 	}
-	if (n == 0 || x[0] + x[1] + x[3] <= 0) {
+	if (x[0] + x[1] + x[3] <= 0) {
 		kvs_args_usage_error(it, "%s: a step must take some time, got '%s'", it->flag, v);
 		return -1;
 	}

@@ -155,6 +155,19 @@ assert abs(ea - (5 * 0.01 + kv)) < 1e-9, ea
 assert abs(eb - (5 * 0.01 + 2 * kv)) < 1e-9, eb
 PY
 fi
+# --step-time-linear: an empty field is not a missing one, a long one is not cut
+run 2 "$tmp/one.csv" -q --step-time-linear 0.01,,0.001 &&
+	has "$err" "--step-time-linear: field 2 (PER_TOKEN_S) is empty" "linear: empty middle field"
+run 2 "$tmp/one.csv" -q --step-time-linear ,0.01 &&
+	has "$err" "--step-time-linear: field 1 (BASE_S) is empty" "linear: empty first field"
+run 2 "$tmp/one.csv" -q --step-time-linear 0.01, &&
+	has "$err" "--step-time-linear: field 2 (PER_TOKEN_S) is empty" "linear: trailing comma"
+run 2 "$tmp/one.csv" -q --step-time-linear "0.002$(printf '%0300d' 0)xyz" &&
+	has "$err" "--step-time-linear: field 1 (BASE_S) is longer than 63 characters" "linear: long field"
+run 2 "$tmp/one.csv" -q --step-time-linear 0.01,0,0,0,0 &&
+	has "$err" "--step-time-linear: more than four fields" "linear: five fields"
+run 2 "$tmp/one.csv" -q --step-time-linear 0.01,0x1 &&
+	has "$err" "--step-time-linear: field 2 (PER_TOKEN_S) is '0x1'; expected BASE_S" "linear: hex"
 run 2 -q --kv-read-factor 0 && has "$err" "--kv-read-factor" "zero factor"
 run 2 -q --kv-read-factor x && has "$err" "--kv-read-factor" "non-numeric factor"
 
