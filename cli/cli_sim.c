@@ -258,6 +258,43 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 	return 0;
 }
 
+/* The paged pool numbers its blocks below the pool tag of a block's state
+ * word (allocator/paged.c), 2^31 - 1 at most. */
+#define PAGED_POOL_MAX_BLOCKS (KVS_BLOCK_POOL_TAG_ - 1u)
+
+/* A pool of blocks that the paged allocator could not number is refused
+ * before the run, naming the flag that sized it (the allocator's own
+ * message knows no flags).  Sizing errors are left to the run. */
+static bool pool_blocks_ok(const kvs_cli_sim *c, const kvs_deploy *d, const char *cmd)
+{
+	bool pooled = false;
+	for (size_t i = 0; i < c->npolicies; i++)
+		pooled |= kvs_policy_has(c->policies[i], KVS_TRAIT_BLOCK_GRANULAR);
+	kvs_sizing sz;
+	if (!pooled || kvs_size_compute(d, &sz) != KVS_OK)
+		return true;
+	uint64_t budget = c->cfg.kv_budget_bytes ? c->cfg.kv_budget_bytes : sz.kv_budget_bytes;
+	uint64_t kvb = c->cfg.kv_bytes_per_token ? c->cfg.kv_bytes_per_token
+						 : sz.kv_bytes_per_token;
+	uint64_t bs = d->block_size ? d->block_size : 16;
+	if (!kvb || kvb > UINT64_MAX / bs || budget / (bs * kvb) <= PAGED_POOL_MAX_BLOCKS)
+		return true;
+	unsigned long long n = (unsigned long long)(budget / (bs * kvb));
+	if (d->num_gpu_blocks_override)
+		fprintf(stderr, "kvsim %s: --num-gpu-blocks-override %llu: the paged pool "
+			"holds at most %u blocks\n", cmd,
+			(unsigned long long)d->num_gpu_blocks_override, PAGED_POOL_MAX_BLOCKS);
+	else
+		fprintf(stderr, "kvsim %s: %s: a KV pool of %llu blocks of %llu token%s, past "
+			"the paged pool's %u blocks: give less memory or a larger "
+			"--block-size\n", cmd,
+			d->kv_cache_memory_bytes ? "--kv-cache-memory-bytes" :
+			strcmp(d->gpu.mem_source, "--gpu-mem") == 0 ? "--gpu-mem" :
+			"the --gpu preset's memory", n, (unsigned long long)bs,
+			bs == 1 ? "" : "s", PAGED_POOL_MAX_BLOCKS);
+	return false;
+}
+
 bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 			const char *cmd)
 {
@@ -279,6 +316,11 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		c->npolicies = 1;
 	}
 	c->cfg.policy = c->policies[0];
+	/* (a sweep sizes a pool per block size of its own) */
+	if (strcmp(cmd, "sweep") != 0 && !pool_blocks_ok(c, &c->cfg.deploy, cmd)) {
+		c->fail_exit = KVS_EXIT_USAGE;
+		return false;
+	}
 	if (c->table_path && c->step_linear_set) {
 		fprintf(stderr, "kvsim %s: --step-time-table and --step-time-linear both "
 			"set the step time; give one\n", cmd);

@@ -212,6 +212,18 @@ run 1 -q "$tmp/noline.csv" && has "$err" "noline.csv:1" "junk names the line"
 run 2 -q "$tmp/tiny.csv" --max-model-len 4294967296 &&
 	has "$err" "--max-model-len 4294967296 is beyond the simulator's 4294967295 tokens" "max_model_len past 32 bits"
 run 2 -q "$tmp/tiny.csv" --tp 3 && has "$err" "does not divide" "tp 3 on 32 heads"
+# a paged pool past 2^31 - 1 blocks names the flag that sized it, before the run
+run 2 -q "$tmp/tiny.csv" --num-gpu-blocks-override 4000000000 &&
+	has "$err" "--num-gpu-blocks-override 4000000000: the paged pool holds at most 2147483647 blocks" "blocks override past the pool"
+run 2 -q "$tmp/tiny.csv" --num-gpu-blocks-override 2147483648 &&
+	has "$err" "--num-gpu-blocks-override 2147483648" "blocks override one past the pool"
+run 2 -q "$tmp/tiny.csv" --gpu h100-80gb --gpu-mem 18000000TB &&
+	has "$err" "--gpu-mem: a KV pool of " "memory past the pool" &&
+	has "$err" "larger --block-size" "memory past the pool: the remedy"
+run 2 -q "$tmp/tiny.csv" --kv-cache-memory-bytes 1000000TB &&
+	has "$err" "--kv-cache-memory-bytes: a KV pool of " "KV memory past the pool"
+run 0 -q "$tmp/tiny.csv" --policy max --num-gpu-blocks-override 4000000000 --step-time-linear 0.01 &&
+	has "$out" "max: arrived 3" "a contiguous policy has no block pool"
 run 2 -q "$tmp/tiny.csv" --block-size 0 && has "$err" "--block-size" "block size 0"
 run 2 -q "$tmp/tiny.csv" --watermark nan && has "$err" "--watermark: expected a number" "NaN watermark"
 run 2 -q "$tmp/tiny.csv" --slo-ttft inf && has "$err" "--slo-ttft: expected a number" "inf SLO"
