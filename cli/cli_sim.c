@@ -537,7 +537,9 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --goodput KEY:MS ...         goodput as vllm bench serve: ttft:MS, tpot:MS,\n"
 		"                               e2el:MS (milliseconds; same SLOs as above)\n"
 		"  --sample-interval S          time series spacing in simulated seconds\n"
-		"                               (default: 1 s, coarsened to at most 4096 samples)\n"
+		"                               (default: 1 s, coarsened to at most 4096\n"
+		"                               samples; a given S is doubled, with a warning,\n"
+		"                               where it would pass 65536 samples)\n"
 		"  --horizon S                  stop at S simulated seconds; the rest is unfinished\n"
 		"  --seed N                     seed (recorded; also the trace's Poisson re-timing)\n"
 		"  --quiet, -q                  no progress line on stderr\n"
@@ -858,6 +860,30 @@ static int write_bench_json(FILE *f, kvs_sim_result *const *res, size_t nres,
 	return rc;
 }
 
+/* A given --sample-interval that a run coarsened (doubled, to keep its time
+ * series bounded) is said on stderr: the coarsest interval used. */
+static void warn_coarsened(const char *cmd, double given_s, kvs_sim_result *const *res,
+			   size_t nres)
+{
+	double worst = 0, span = 0;
+	size_t kept = 0;
+	for (size_t i = 0; given_s > 0 && i < nres; i++) {
+		size_t n;
+		double iv;
+		(void)kvs_sim_result_samples(res[i], &n, &iv);
+		if (iv > given_s && iv > worst) {
+			worst = iv;
+			kept = n;
+			span = kvs_sim_result_stats(res[i])->sim_time_s;
+		}
+	}
+	if (worst > 0)
+		fprintf(stderr, "kvsim %s: warning: --sample-interval %g s over %.6g simulated "
+			"seconds is more samples than a time series keeps: sampled every "
+			"%g s instead (%zu samples; timeseries.interval_s in the JSON)\n",
+			cmd, given_s, span, worst, kept);
+}
+
 int kvs_cli_sim_command(kvs_args *it, bool several)
 {
 	kvs_cli_front fe;
@@ -924,6 +950,8 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 			"policies; the outputs hold what was done, marked \"interrupted\"\n",
 			cmd, kvs_sim_result_stats(res[nres - 1])->sim_time_s, nres,
 			sim->npolicies);
+	if (rc == KVS_EXIT_OK)
+		warn_coarsened(cmd, sim->cfg.sample_interval_s, res, nres);
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]),
 					 kvs_sim_result_stats(res[0]), fe.path, fe.format);

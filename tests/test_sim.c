@@ -1207,6 +1207,38 @@ static void test_horizon_unfinished(void **state)
 	kvs_request_set_destroy(set);
 }
 
+/* A given sample interval is kept while the series stays within
+ * KVS_SIM_SAMPLES_MAX; past it the interval doubles (as the automatic one
+ * does past 4096), the samples staying on its multiples. */
+static void test_sample_interval_bound(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 4096, 2, 16, 2048);
+	/* one request: a 10 ms prefill step and 199 decode steps, 2 s */
+	kvs_request q[1] = { mkreq(0, 0.0, 10, 200) };
+	kvs_request_set *set = set_of(q, 1);
+	c.sample_interval_s = 1e-3;
+	kvs_sim_result *res = run_set(&c, set, NULL);
+	size_t n;
+	double iv;
+	const kvs_sim_sample *sm = kvs_sim_result_samples(res, &n, &iv);
+	assert_true(iv == 1e-3);
+	assert_true(n == 2000 || n == 2001);
+	kvs_sim_result_destroy(res);
+	/* 1 us would be two million samples */
+	c.sample_interval_s = 1e-6;
+	res = run_set(&c, set, NULL);
+	sm = kvs_sim_result_samples(res, &n, &iv);
+	assert_true(n <= KVS_SIM_SAMPLES_MAX && n > KVS_SIM_SAMPLES_MAX / 2);
+	assert_true(iv == 1e-6 * 32);   /* doubled five times: 62,500 samples */
+	for (size_t i = 0; i < n; i++)
+		assert_close(sm[i].t_s, (double)i * iv, 1e-9);
+	assert_close(kvs_sim_result_stats(res)->sim_time_s, 2.0, 1e-9);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
 /* ---- determinism and JSON ------------------------------------------------------- */
 
 static char *json_of(kvs_sim_config *c, const kvs_request_set *set)
@@ -2280,6 +2312,7 @@ int main(void)
 		cmocka_unit_test(test_parallel_sampling_generated),
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_horizon_unfinished),
+		cmocka_unit_test(test_sample_interval_bound),
 		cmocka_unit_test(test_json_deterministic),
 		cmocka_unit_test(test_sketch_bucket),
 		cmocka_unit_test(test_sketch),

@@ -6,6 +6,7 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 kvs_scaled_limit 150   # sanitizer builds replay the first 150 requests
 run() { kvs_run replay "$@"; } # run EXPECTED_RC ARGS...: $out, $err
+S_NATIVE="${KVS_SOURCE_ROOT:?}/traces/samples/native-sample.csv"
 
 # ---- help lists every option ---------------------------------------------------
 run 0 --help && for f in --policy --max-num-seqs --max-num-batched-tokens \
@@ -107,6 +108,23 @@ e = d["engine"]
 assert e["max_num_seqs"] == 256 and e["block_size"] == 16 and e["kv_budget_bytes"] > 0
 PY
 fi
+
+# ---- a given sample interval is coarsened, with a warning, past 65536 samples ----------
+run 0 -q "$S_NATIVE" --sample-interval 1e-6 --json "$tmp/fine.json" && {
+	has "$err" "warning: --sample-interval 1e-06 s over " "fine interval: the warning"
+	has "$err" "sampled every 6.4e-05 s instead" "fine interval: the interval used"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/fine.json" <<'PY' || fail "fine interval: the JSON's time series"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ts = d["policies"]["paged"]["timeseries"]
+assert d["engine"]["sample_interval_s"] == 1e-06
+assert ts["interval_s"] == 6.4e-05, ts["interval_s"]
+assert 32768 < len(ts["t_s"]) <= 65536, len(ts["t_s"])
+PY
+	fi
+}
+run 0 -q "$S_NATIVE" --sample-interval 0.5 && { [ -z "$err" ] || fail "a coarse interval warns: $err"; }
 
 # ---- options take effect ---------------------------------------------------------------
 run 0 -q --policy max --json "$tmp/max.json" && has "$(cat "$tmp/max.json")" '"max": {' "policy max"
