@@ -540,7 +540,9 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"                               (default: 1 s, coarsened to at most 4096\n"
 		"                               samples; a given S is doubled, with a warning,\n"
 		"                               where it would pass 65536 samples)\n"
-		"  --horizon S                  stop at S simulated seconds; the rest is unfinished\n"
+		"  --horizon S                  stop at S simulated seconds: requests in the\n"
+		"                               system are unfinished; replay and compare count\n"
+		"                               later ones as after the horizon (not simulated)\n"
 		"  --seed N                     seed (recorded; also the trace's Poisson re-timing)\n"
 		"  --quiet, -q                  no progress line on stderr\n"
 		"  --no-fast-path               step one token at a time (slow; for checking)\n"
@@ -767,9 +769,31 @@ static double ratio_of(double a, double b)
 	return b > 0 ? a / b : NAN;
 }
 
+/* The requests of the trace a run did not take, having ended at its
+ * horizon (after: the count of each result; NULL: none known). */
+static void print_after_horizon(FILE *f, const kvs_sim_result *r, const uint64_t *after)
+{
+	const kvs_sim_stats *st = kvs_sim_result_stats(r);
+	if (!after || !*after)
+		return;
+	fprintf(f, "  (the trace's %llu requests = arrived %llu + %llu after the horizon at "
+		"%g s, not simulated)\n", (unsigned long long)(st->arrived + *after),
+		(unsigned long long)st->arrived, (unsigned long long)*after,
+		kvs_sim_result_config(r)->horizon_s);
+}
+
+static void print_results(FILE *f, kvs_sim_result *const *res, size_t n,
+			  const uint64_t *after);
+
+void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
+{
+	print_results(f, res, n, NULL);
+}
+
 /* The figures' column: the metric table's rows that have a label, in
  * table order, under their section titles. */
-void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
+static void print_results(FILE *f, kvs_sim_result *const *res, size_t n,
+			  const uint64_t *after)
 {
 	const int lw = 32, cw = 12;
 	fprintf(f, "%-*s", lw, "");
@@ -823,6 +847,7 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 	fputc('\n', f);
 	for (size_t i = 0; i < n; i++) {
 		kvs_cli_sim_print_accounting(f, kvs_sim_result_stats(res[i]));
+		print_after_horizon(f, res[i], after ? &after[i] : NULL);
 		print_offload(f, res[i]);
 	}
 }
@@ -838,12 +863,59 @@ static int goodput_arg(kvs_args *it, kvs_cli_front *fe, void *ctx)
 typedef struct replay_run {
 	const kvs_sim_config *cfg;
 	kvs_sim_result **out;
+	uint64_t *after_horizon;        /* requests of the trace the run did not take */
 } replay_run;
 
+/* A source that counts the requests it hands out. */
+typedef struct counted_source {
+	const kvs_request_source *in;
+	uint64_t n;
+} counted_source;
+
+static kvs_status counted_next(void *ctx, kvs_request *req)
+{
+	counted_source *c = ctx;
+	kvs_status st = c->in->next(c->in->ctx, req);
+	c->n += st == KVS_OK;
+	return st;
+}
+
+static double counted_progress(void *ctx)
+{
+	const counted_source *c = ctx;
+	return c->in->progress ? c->in->progress(c->in->ctx) : -1.0;
+}
+
+/* One run.  A run that ends at its horizon leaves the rest of the trace
+ * unread, and the request it read past the horizon (or a closed loop's
+ * held one) is no part of it: the rest is read here and all of them are
+ * counted in *after_horizon, so that the trace's requests are arrived +
+ * after_horizon.  Without a horizon the source goes straight to the
+ * engine. */
 static kvs_status replay_one(void *ctx, kvs_request_source *src)
 {
 	replay_run *r = ctx;
-	return kvs_sim_replay(r->cfg, src, r->out);
+	*r->after_horizon = 0;
+	if (!(r->cfg->horizon_s > 0))
+		return kvs_sim_replay(r->cfg, src, r->out);
+	counted_source cs = { src, 0 };
+	kvs_request_source counted = { counted_next, &cs, counted_progress };
+	kvs_status st = kvs_sim_replay(r->cfg, &counted, r->out);
+	if (st != KVS_OK)
+		return st;
+	const kvs_sim_stats *ss = kvs_sim_result_stats(*r->out);
+	if (ss->interrupted)
+		return KVS_OK;   /* stopped early: the rest is not read */
+	kvs_request q;
+	while ((st = counted_next(&cs, &q)) == KVS_OK)
+		;
+	if (st != KVS_END) {
+		kvs_sim_result_destroy(*r->out);
+		*r->out = NULL;
+		return st;
+	}
+	*r->after_horizon = cs.n - ss->arrived;
+	return KVS_OK;
 }
 
 /* --bench-json: one object, or a list of them with several policies */
@@ -915,6 +987,7 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 		return rc;
 	rc = KVS_EXIT_OK;
 	kvs_sim_result *res[KVS_POLICY_CAP] = { 0 };
+	uint64_t after[KVS_POLICY_CAP] = { 0 };
 	size_t nres = 0;
 	kvs_status st = KVS_OK;
 	for (size_t i = 0; i < sim->npolicies && st == KVS_OK && !kvs_cli_front_interrupted(&fe);
@@ -930,7 +1003,7 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 			cfg.on_request = kvs_sim_request_csv_on_request;
 			cfg.on_request_ctx = &rcsv;
 		}
-		replay_run run = { &cfg, &res[nres] };
+		replay_run run = { &cfg, &res[nres], &after[nres] };
 		st = kvs_cli_front_run(&fe, 1.0, replay_one, &run);
 		kvs_cli_sim_progress_end(sim);
 		if (st == KVS_OK)
@@ -955,23 +1028,28 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]),
 					 kvs_sim_result_stats(res[0]), fe.path, fe.format);
-		kvs_cli_sim_print_results(stdout, res, nres);
+		print_results(stdout, res, nres, after);
 		kvs_cli_cost_print(stdout, res, nres);
 	}
 	if (rc == KVS_EXIT_OK && kvs_cli_front_wants_json(&fe)) {
 		kvs_json *doc = kvs_sim_report_json(cmd, res, nres, fe.path, fe.format, &fe.tstats);
 		if (doc && sig)
 			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
-		/* --gpu-hour-price: each policy's cost object */
+		/* --gpu-hour-price: each policy's cost object; with a horizon,
+		 * the requests of the trace after it */
 		json_t *pols = doc ? json_object_get(kvs_json_jt(doc), "policies") : NULL;
 		for (size_t i = 0; pols && i < nres; i++) {
+			const kvs_sim_stats *rs = kvs_sim_result_stats(res[i]);
 			json_t *cost = kvs_cli_cost_json(res[i]);
-			json_t *po = json_object_get(pols,
-				kvs_policy_name(kvs_sim_result_stats(res[i])->policy));
+			json_t *po = json_object_get(pols, kvs_policy_name(rs->policy));
 			if (cost && po)
 				json_object_set_new(po, "cost", cost);
 			else
 				json_decref(cost);
+			json_t *acc = po ? json_object_get(po, "accounting") : NULL;
+			if (acc && sim->cfg.horizon_s > 0 && !rs->interrupted)
+				json_object_set_new(acc, "after_horizon",
+						    json_integer((json_int_t)after[i]));
 		}
 		rc = kvs_cli_front_json(&fe, doc);
 	}

@@ -109,6 +109,42 @@ assert e["max_num_seqs"] == 256 and e["block_size"] == 16 and e["kv_budget_bytes
 PY
 fi
 
+# ---- --horizon: the requests after it are counted, not dropped ---------------------------
+run 0 -q "$S_NATIVE" --horizon 1e-9 --requests "$tmp/hreq.csv" --json "$tmp/h.json" && {
+	has "$out" "paged: arrived 1 = completed 0 + rejected 0 + unfinished 1" "horizon: accounting"
+	has "$out" "(the trace's 4 requests = arrived 1 + 3 after the horizon at 1e-09 s, not simulated)" "horizon: the rest"
+	[ "$(wc -l <"$tmp/hreq.csv")" -eq 2 ] || fail "horizon: requests CSV rows are the arrived ones"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/h.json" <<'PY' || fail "horizon: JSON accounting"
+import json, sys
+d = json.load(open(sys.argv[1]))
+a = d["policies"]["paged"]["accounting"]
+assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"] == 1, a
+assert a["after_horizon"] == 3, a
+assert d["trace"]["yielded"] == a["arrived"] + a["after_horizon"], d["trace"]
+PY
+	fi
+}
+# the trace in memory (compare): every policy accounts for all of it
+kvs_run compare 0 -q "$S_NATIVE" --horizon 1 --json "$tmp/hc.json" --policies paged,max && {
+	has "$out" "paged: arrived 2 = " "horizon compare: paged"
+	has "$out" "(the trace's 4 requests = arrived 2 + 2 after the horizon at 1 s, not simulated)" "horizon compare: the rest"
+	[ "$(grep -c "after the horizon at 1 s" <<<"$out")" -eq 2 ] || fail "horizon compare: a line per policy: $out"
+	[ "$(grep -c '"after_horizon": 2' "$tmp/hc.json")" -eq 2 ] || fail "horizon compare: JSON after_horizon"
+}
+# a closed loop's request held at the horizon is counted with the unread ones
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.0000000,100,50\n2023-11-16 18:00:00.0000000,100,50\n2023-11-16 18:00:00.0000000,100,50\n' >"$tmp/held.csv"
+run 0 -q "$tmp/held.csv" --step-time-linear 0.01 --max-concurrency 1 --horizon 0.2 &&
+	has "$out" "(the trace's 3 requests = arrived 1 + 2 after the horizon at 0.2 s, not simulated)" "horizon: held request"
+# no horizon, no such line or key
+run 0 -q "$S_NATIVE" --json "$tmp/nh.json" && {
+	case "$out" in *"after the horizon"*) fail "no horizon: an after-the-horizon line" ;; esac
+	grep -q after_horizon "$tmp/nh.json" && fail "no horizon: an after_horizon key"
+}
+# the rest of the trace is read: a malformed line past the horizon is an error
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.0000000,100,5\n2023-11-16 18:00:01.0000000,100,5\n2023-11-16 18:00:02.0000000,abc,5\n' >"$tmp/late.csv"
+run 1 -q "$tmp/late.csv" --horizon 0.5 --step-time-linear 0.01 && has "$err" "late.csv:4" "horizon: bad line after it"
+
 # ---- a given sample interval is coarsened, with a warning, past 65536 samples ----------
 run 0 -q "$S_NATIVE" --sample-interval 1e-6 --json "$tmp/fine.json" && {
 	has "$err" "warning: --sample-interval 1e-06 s over " "fine interval: the warning"
