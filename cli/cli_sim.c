@@ -39,27 +39,48 @@ static int parse_policies(kvs_args *it, kvs_cli_sim *c, bool one)
 	return 1;
 }
 
+/* --step-time-linear B[,T[,C[,S]]]: each field given is a number (an empty
+ * one is not taken for a missing one, nor is a long one cut short). */
 static int parse_linear(kvs_args *it, kvs_cli_sim *c)
 {
+	static const char *const field[4] = {
+		"BASE_S", "PER_TOKEN_S", "PER_CONTEXT_TOKEN_S", "PER_SEQ_S"
+	};
 	const char *v = kvs_args_value(it);
 	if (!v)
 		return -1;
 	double x[4] = { 0, 0, 0, 0 };
 	int n = 0;
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", v);
-	char *save = NULL;
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == 4 || !kvs_parse_double(tok, &x[n]) || !(x[n] >= 0) ||
+	for (const char *p = v;; p++) {
+		size_t len = strcspn(p, ",");
+		char buf[64];
+		if (n == 4) {
+			kvs_args_usage_error(it, "%s: more than four fields (expected BASE_S"
+					     "[,PER_TOKEN_S[,PER_CONTEXT_TOKEN_S[,PER_SEQ_S]]]), "
+					     "got '%s'", it->flag, v);
+			return -1;
+		}
+		if (len == 0 || len >= sizeof buf) {
+			kvs_args_usage_error(it, "%s: field %d (%s) is %s", it->flag, n + 1,
+					     field[n], len ? "longer than 63 characters" : "empty");
+			return -1;
+		}
+		memcpy(buf, p, len);
+		buf[len] = '\0';
+		if (!kvs_parse_double(buf, &x[n]) || !(x[n] >= 0) ||
 		    x[n] > KVS_COST_MAX_COEF_S) {
-			kvs_args_usage_error(it, "%s: expected BASE_S[,PER_TOKEN_S[,PER_CONTEXT_"
-					     "TOKEN_S[,PER_SEQ_S]]] (numbers in [0, %g] s), got '%s'",
-					     it->flag, KVS_COST_MAX_COEF_S, v);
+			kvs_args_usage_error(it, "%s: field %d (%s) is '%s'; expected BASE_S"
+					     "[,PER_TOKEN_S[,PER_CONTEXT_TOKEN_S[,PER_SEQ_S]]] "
+					     "(numbers in [0, %g] s)", it->flag, n + 1, field[n],
+					     buf, KVS_COST_MAX_COEF_S);
 			return -1;
 		}
 		n++;
+		p += len;
+		if (!*p)
+			break;
 	}
-	if (n == 0 || x[0] + x[1] + x[3] <= 0) {
+	if (x[0] + x[1] + x[3] <= 0) {
 		kvs_args_usage_error(it, "%s: a step must take some time, got '%s'", it->flag, v);
 		return -1;
 	}
@@ -237,6 +258,43 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 	return 0;
 }
 
+/* The paged pool numbers its blocks below the pool tag of a block's state
+ * word (allocator/paged.c), 2^31 - 1 at most. */
+#define PAGED_POOL_MAX_BLOCKS (KVS_BLOCK_POOL_TAG_ - 1u)
+
+/* A pool of blocks that the paged allocator could not number is refused
+ * before the run, naming the flag that sized it (the allocator's own
+ * message knows no flags).  Sizing errors are left to the run. */
+static bool pool_blocks_ok(const kvs_cli_sim *c, const kvs_deploy *d, const char *cmd)
+{
+	bool pooled = false;
+	for (size_t i = 0; i < c->npolicies; i++)
+		pooled |= kvs_policy_has(c->policies[i], KVS_TRAIT_BLOCK_GRANULAR);
+	kvs_sizing sz;
+	if (!pooled || kvs_size_compute(d, &sz) != KVS_OK)
+		return true;
+	uint64_t budget = c->cfg.kv_budget_bytes ? c->cfg.kv_budget_bytes : sz.kv_budget_bytes;
+	uint64_t kvb = c->cfg.kv_bytes_per_token ? c->cfg.kv_bytes_per_token
+						 : sz.kv_bytes_per_token;
+	uint64_t bs = d->block_size ? d->block_size : 16;
+	if (!kvb || kvb > UINT64_MAX / bs || budget / (bs * kvb) <= PAGED_POOL_MAX_BLOCKS)
+		return true;
+	unsigned long long n = (unsigned long long)(budget / (bs * kvb));
+	if (d->num_gpu_blocks_override)
+		fprintf(stderr, "kvsim %s: --num-gpu-blocks-override %llu: the paged pool "
+			"holds at most %u blocks\n", cmd,
+			(unsigned long long)d->num_gpu_blocks_override, PAGED_POOL_MAX_BLOCKS);
+	else
+		fprintf(stderr, "kvsim %s: %s: a KV pool of %llu blocks of %llu token%s, past "
+			"the paged pool's %u blocks: give less memory or a larger "
+			"--block-size\n", cmd,
+			d->kv_cache_memory_bytes ? "--kv-cache-memory-bytes" :
+			strcmp(d->gpu.mem_source, "--gpu-mem") == 0 ? "--gpu-mem" :
+			"the --gpu preset's memory", n, (unsigned long long)bs,
+			bs == 1 ? "" : "s", PAGED_POOL_MAX_BLOCKS);
+	return false;
+}
+
 bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 			const char *cmd)
 {
@@ -258,6 +316,11 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		c->npolicies = 1;
 	}
 	c->cfg.policy = c->policies[0];
+	/* (a sweep sizes a pool per block size of its own) */
+	if (strcmp(cmd, "sweep") != 0 && !pool_blocks_ok(c, &c->cfg.deploy, cmd)) {
+		c->fail_exit = KVS_EXIT_USAGE;
+		return false;
+	}
 	if (c->table_path && c->step_linear_set) {
 		fprintf(stderr, "kvsim %s: --step-time-table and --step-time-linear both "
 			"set the step time; give one\n", cmd);
@@ -292,8 +355,11 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 	if (c->table_path) {
 		kvs_status st = kvs_cost_fit_table(c->table_path, &c->cfg.cost);
 		if (st != KVS_OK) {
+			/* the file's fault (unreadable, malformed, unfittable):
+			 * as a trace's, exit 1 */
 			fprintf(stderr, "kvsim %s: --step-time-table: %s\n", cmd, kvs_last_error());
-			c->fail_exit = st == KVS_ERR_IO ? KVS_EXIT_FAIL : KVS_EXIT_USAGE;
+			c->fail_exit = st == KVS_ERR_IO || st == KVS_ERR_PARSE || st == KVS_ERR_NOMEM
+				       ? KVS_EXIT_FAIL : KVS_EXIT_USAGE;
 			return false;
 		}
 	}
@@ -471,8 +537,12 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --goodput KEY:MS ...         goodput as vllm bench serve: ttft:MS, tpot:MS,\n"
 		"                               e2el:MS (milliseconds; same SLOs as above)\n"
 		"  --sample-interval S          time series spacing in simulated seconds\n"
-		"                               (default: 1 s, coarsened to at most 4096 samples)\n"
-		"  --horizon S                  stop at S simulated seconds; the rest is unfinished\n"
+		"                               (default: 1 s, coarsened to at most 4096\n"
+		"                               samples; a given S is doubled, with a warning,\n"
+		"                               where it would pass 65536 samples)\n"
+		"  --horizon S                  stop at S simulated seconds: requests in the\n"
+		"                               system are unfinished; replay and compare count\n"
+		"                               later ones as after the horizon (not simulated)\n"
 		"  --seed N                     seed (recorded; also the trace's Poisson re-timing)\n"
 		"  --quiet, -q                  no progress line on stderr\n"
 		"  --no-fast-path               step one token at a time (slow; for checking)\n"
@@ -699,9 +769,31 @@ static double ratio_of(double a, double b)
 	return b > 0 ? a / b : NAN;
 }
 
+/* The requests of the trace a run did not take, having ended at its
+ * horizon (after: the count of each result; NULL: none known). */
+static void print_after_horizon(FILE *f, const kvs_sim_result *r, const uint64_t *after)
+{
+	const kvs_sim_stats *st = kvs_sim_result_stats(r);
+	if (!after || !*after)
+		return;
+	fprintf(f, "  (the trace's %llu requests = arrived %llu + %llu after the horizon at "
+		"%g s, not simulated)\n", (unsigned long long)(st->arrived + *after),
+		(unsigned long long)st->arrived, (unsigned long long)*after,
+		kvs_sim_result_config(r)->horizon_s);
+}
+
+static void print_results(FILE *f, kvs_sim_result *const *res, size_t n,
+			  const uint64_t *after);
+
+void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
+{
+	print_results(f, res, n, NULL);
+}
+
 /* The figures' column: the metric table's rows that have a label, in
  * table order, under their section titles. */
-void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
+static void print_results(FILE *f, kvs_sim_result *const *res, size_t n,
+			  const uint64_t *after)
 {
 	const int lw = 32, cw = 12;
 	fprintf(f, "%-*s", lw, "");
@@ -755,6 +847,7 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
 	fputc('\n', f);
 	for (size_t i = 0; i < n; i++) {
 		kvs_cli_sim_print_accounting(f, kvs_sim_result_stats(res[i]));
+		print_after_horizon(f, res[i], after ? &after[i] : NULL);
 		print_offload(f, res[i]);
 	}
 }
@@ -770,12 +863,59 @@ static int goodput_arg(kvs_args *it, kvs_cli_front *fe, void *ctx)
 typedef struct replay_run {
 	const kvs_sim_config *cfg;
 	kvs_sim_result **out;
+	uint64_t *after_horizon;        /* requests of the trace the run did not take */
 } replay_run;
 
+/* A source that counts the requests it hands out. */
+typedef struct counted_source {
+	const kvs_request_source *in;
+	uint64_t n;
+} counted_source;
+
+static kvs_status counted_next(void *ctx, kvs_request *req)
+{
+	counted_source *c = ctx;
+	kvs_status st = c->in->next(c->in->ctx, req);
+	c->n += st == KVS_OK;
+	return st;
+}
+
+static double counted_progress(void *ctx)
+{
+	const counted_source *c = ctx;
+	return c->in->progress ? c->in->progress(c->in->ctx) : -1.0;
+}
+
+/* One run.  A run that ends at its horizon leaves the rest of the trace
+ * unread, and the request it read past the horizon (or a closed loop's
+ * held one) is no part of it: the rest is read here and all of them are
+ * counted in *after_horizon, so that the trace's requests are arrived +
+ * after_horizon.  Without a horizon the source goes straight to the
+ * engine. */
 static kvs_status replay_one(void *ctx, kvs_request_source *src)
 {
 	replay_run *r = ctx;
-	return kvs_sim_replay(r->cfg, src, r->out);
+	*r->after_horizon = 0;
+	if (!(r->cfg->horizon_s > 0))
+		return kvs_sim_replay(r->cfg, src, r->out);
+	counted_source cs = { src, 0 };
+	kvs_request_source counted = { counted_next, &cs, counted_progress };
+	kvs_status st = kvs_sim_replay(r->cfg, &counted, r->out);
+	if (st != KVS_OK)
+		return st;
+	const kvs_sim_stats *ss = kvs_sim_result_stats(*r->out);
+	if (ss->interrupted)
+		return KVS_OK;   /* stopped early: the rest is not read */
+	kvs_request q;
+	while ((st = counted_next(&cs, &q)) == KVS_OK)
+		;
+	if (st != KVS_END) {
+		kvs_sim_result_destroy(*r->out);
+		*r->out = NULL;
+		return st;
+	}
+	*r->after_horizon = cs.n - ss->arrived;
+	return KVS_OK;
 }
 
 /* --bench-json: one object, or a list of them with several policies */
@@ -790,6 +930,30 @@ static int write_bench_json(FILE *f, kvs_sim_result *const *res, size_t nres,
 	free(bt);
 	json_decref(bj);
 	return rc;
+}
+
+/* A given --sample-interval that a run coarsened (doubled, to keep its time
+ * series bounded) is said on stderr: the coarsest interval used. */
+static void warn_coarsened(const char *cmd, double given_s, kvs_sim_result *const *res,
+			   size_t nres)
+{
+	double worst = 0, span = 0;
+	size_t kept = 0;
+	for (size_t i = 0; given_s > 0 && i < nres; i++) {
+		size_t n;
+		double iv;
+		(void)kvs_sim_result_samples(res[i], &n, &iv);
+		if (iv > given_s && iv > worst) {
+			worst = iv;
+			kept = n;
+			span = kvs_sim_result_stats(res[i])->sim_time_s;
+		}
+	}
+	if (worst > 0)
+		fprintf(stderr, "kvsim %s: warning: --sample-interval %g s over %.6g simulated "
+			"seconds is more samples than a time series keeps: sampled every "
+			"%g s instead (%zu samples; timeseries.interval_s in the JSON)\n",
+			cmd, given_s, span, worst, kept);
 }
 
 int kvs_cli_sim_command(kvs_args *it, bool several)
@@ -823,6 +987,7 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 		return rc;
 	rc = KVS_EXIT_OK;
 	kvs_sim_result *res[KVS_POLICY_CAP] = { 0 };
+	uint64_t after[KVS_POLICY_CAP] = { 0 };
 	size_t nres = 0;
 	kvs_status st = KVS_OK;
 	for (size_t i = 0; i < sim->npolicies && st == KVS_OK && !kvs_cli_front_interrupted(&fe);
@@ -838,7 +1003,7 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 			cfg.on_request = kvs_sim_request_csv_on_request;
 			cfg.on_request_ctx = &rcsv;
 		}
-		replay_run run = { &cfg, &res[nres] };
+		replay_run run = { &cfg, &res[nres], &after[nres] };
 		st = kvs_cli_front_run(&fe, 1.0, replay_one, &run);
 		kvs_cli_sim_progress_end(sim);
 		if (st == KVS_OK)
@@ -858,26 +1023,33 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 			"policies; the outputs hold what was done, marked \"interrupted\"\n",
 			cmd, kvs_sim_result_stats(res[nres - 1])->sim_time_s, nres,
 			sim->npolicies);
+	if (rc == KVS_EXIT_OK)
+		warn_coarsened(cmd, sim->cfg.sample_interval_s, res, nres);
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]),
 					 kvs_sim_result_stats(res[0]), fe.path, fe.format);
-		kvs_cli_sim_print_results(stdout, res, nres);
+		print_results(stdout, res, nres, after);
 		kvs_cli_cost_print(stdout, res, nres);
 	}
 	if (rc == KVS_EXIT_OK && kvs_cli_front_wants_json(&fe)) {
 		kvs_json *doc = kvs_sim_report_json(cmd, res, nres, fe.path, fe.format, &fe.tstats);
 		if (doc && sig)
 			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
-		/* --gpu-hour-price: each policy's cost object */
+		/* --gpu-hour-price: each policy's cost object; with a horizon,
+		 * the requests of the trace after it */
 		json_t *pols = doc ? json_object_get(kvs_json_jt(doc), "policies") : NULL;
 		for (size_t i = 0; pols && i < nres; i++) {
+			const kvs_sim_stats *rs = kvs_sim_result_stats(res[i]);
 			json_t *cost = kvs_cli_cost_json(res[i]);
-			json_t *po = json_object_get(pols,
-				kvs_policy_name(kvs_sim_result_stats(res[i])->policy));
+			json_t *po = json_object_get(pols, kvs_policy_name(rs->policy));
 			if (cost && po)
 				json_object_set_new(po, "cost", cost);
 			else
 				json_decref(cost);
+			json_t *acc = po ? json_object_get(po, "accounting") : NULL;
+			if (acc && sim->cfg.horizon_s > 0 && !rs->interrupted)
+				json_object_set_new(acc, "after_horizon",
+						    json_integer((json_int_t)after[i]));
 		}
 		rc = kvs_cli_front_json(&fe, doc);
 	}

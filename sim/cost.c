@@ -603,17 +603,36 @@ static const char *const col_names[NCOLS] = {
 typedef struct table_parse {
 	const char *path;
 	uint64_t line;
-	int field;
+	int field;              /* fields of the current line so far */
 	bool header;
 	int col_of_field[32];   /* field index -> column id or -1 */
+	int field_of_col[NCOLS];/* column id -> field index or -1 */
 	int nfields;
 	double row[NCOLS];
-	bool have[NCOLS];
 	kvs_status st;
 	/* normal equations over x = (1, tokens, context, seqs) */
 	double xtx[4][4], xty[4], yy, ysum;
 	uint64_t rows;
 } table_parse;
+
+/* The longest value a cell may hold: a number has no need of more, and a
+ * longer one is refused rather than cut. */
+#define TABLE_VALUE_MAX 63
+
+/* s as a number in plain decimal notation (no hex, "inf" or "nan", which
+ * strtod would take) into *out. */
+static bool table_number(const char *s, double *out)
+{
+	if (!*s || s[strspn(s, "0123456789.eE+-")] != '\0')
+		return false;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v))
+		return false;
+	*out = v;
+	return true;
+}
 
 static void table_field(void *s, size_t len, void *data)
 {
@@ -621,11 +640,6 @@ static void table_field(void *s, size_t len, void *data)
 	int f = p->field++;
 	if (p->st != KVS_OK)
 		return;
-	char buf[64];
-	if (len >= sizeof buf)
-		len = sizeof buf - 1;
-	memcpy(buf, s, len);
-	buf[len] = '\0';
 	if (p->header) {
 		if (f >= 32) {
 			p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: too many columns",
@@ -633,9 +647,19 @@ static void table_field(void *s, size_t len, void *data)
 			return;
 		}
 		p->col_of_field[f] = -1;
-		for (int c = 0; c < NCOLS; c++)
-			if (strcmp(buf, col_names[c]) == 0)
-				p->col_of_field[f] = c;
+		for (int c = 0; c < NCOLS; c++) {
+			if (len != strlen(col_names[c]) || memcmp(s, col_names[c], len) != 0)
+				continue;
+			if (p->field_of_col[c] >= 0) {
+				p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: header: column %d "
+						 "repeats '%s' (column %d)", p->path,
+						 (unsigned long long)p->line, f + 1,
+						 col_names[c], p->field_of_col[c] + 1);
+				return;
+			}
+			p->col_of_field[f] = c;
+			p->field_of_col[c] = f;
+		}
 		p->nfields = f + 1;
 		return;
 	}
@@ -647,17 +671,24 @@ static void table_field(void *s, size_t len, void *data)
 	int c = p->col_of_field[f];
 	if (c < 0)
 		return;
-	char *end;
-	errno = 0;
-	double v = strtod(buf, &end);
-	if (end == buf || *end != '\0' || errno == ERANGE || !isfinite(v) || v < 0) {
+	if (len > TABLE_VALUE_MAX) {
+		p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: column %d (%s): value longer than "
+				 "%d characters", p->path, (unsigned long long)p->line, f + 1,
+				 col_names[c], TABLE_VALUE_MAX);
+		return;
+	}
+	char buf[TABLE_VALUE_MAX + 1];
+	if (len)
+		memcpy(buf, s, len);
+	buf[len] = '\0';
+	double v;
+	if (!table_number(buf, &v) || v < 0) {
 		p->st = kvs_fail(KVS_ERR_PARSE,
 				 "%s:%llu: column %d (%s): expected a non-negative number, got '%s'",
 				 p->path, (unsigned long long)p->line, f + 1, col_names[c], buf);
 		return;
 	}
 	p->row[c] = v;
-	p->have[c] = true;
 }
 
 static void table_row(int term, void *data)
@@ -669,10 +700,7 @@ static void table_row(int term, void *data)
 	if (p->header) {
 		p->header = false;
 		for (int c = 0; c < NCOLS; c++) {
-			bool found = false;
-			for (int f = 0; f < p->nfields; f++)
-				found |= p->col_of_field[f] == c;
-			if (!found && c != COL_SEQS) {
+			if (p->field_of_col[c] < 0 && c != COL_SEQS) {
 				p->st = kvs_fail(KVS_ERR_PARSE,
 						 "%s:%llu: header: missing column '%s' (need "
 						 "num_tokens,context_tokens,step_time_s[,num_seqs])",
@@ -682,16 +710,17 @@ static void table_row(int term, void *data)
 		}
 		return;
 	}
-	for (int c = 0; c < NCOLS; c++) {
-		if (!p->have[c] && c != COL_SEQS) {
-			p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: %s: missing value",
-					 p->path, (unsigned long long)p->line, col_names[c]);
-			return;
-		}
+	if (p->field < p->nfields) {
+		int c = p->col_of_field[p->field];
+		p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: column %d%s%s%s: missing (%d fields, "
+				 "the header has %d)", p->path, (unsigned long long)p->line,
+				 p->field + 1, c >= 0 ? " (" : "", c >= 0 ? col_names[c] : "",
+				 c >= 0 ? ")" : "", p->field, p->nfields);
+		return;
 	}
 	if (!(p->row[COL_TIME] > 0)) {
-		p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: step_time_s: must be > 0",
-				 p->path, (unsigned long long)p->line);
+		p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: column %d (step_time_s): must be > 0",
+				 p->path, (unsigned long long)p->line, p->field_of_col[COL_TIME] + 1);
 		return;
 	}
 	double x[4] = { 1.0, p->row[COL_TOKENS], p->row[COL_CONTEXT], p->row[COL_SEQS] };
@@ -775,21 +804,29 @@ kvs_status kvs_cost_fit_table(const char *path, kvs_cost_config *c)
 	p->path = path;
 	p->header = true;
 	p->st = KVS_OK;
-	char line[4096];
-	while (p->st == KVS_OK && fgets(line, sizeof line, f)) {
+	for (int k = 0; k < NCOLS; k++)
+		p->field_of_col[k] = -1;
+	char buf[4096];
+	while (p->st == KVS_OK && fgets(buf, sizeof buf, f)) {
 		p->line++;
+		char *line = buf;
 		size_t n = strlen(line);
-		if (n == sizeof line - 1 && line[n - 1] != '\n') {
+		if (n == sizeof buf - 1 && line[n - 1] != '\n') {
 			p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: line too long", path,
 					 (unsigned long long)p->line);
 			break;
+		}
+		/* a UTF-8 byte order mark (spreadsheet exports) is no part of
+		 * the first column's name */
+		if (p->line == 1 && n >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+			line += 3;
+			n -= 3;
 		}
 		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 			line[--n] = '\0';
 		if (n == 0 || line[0] == '#')
 			continue;
 		p->field = 0;
-		memset(p->have, 0, sizeof p->have);
 		memset(p->row, 0, sizeof p->row);
 		if (csv_parse(&csv, line, n, table_field, table_row, p) != n) {
 			p->st = kvs_fail(KVS_ERR_PARSE, "%s:%llu: %s", path,

@@ -1095,7 +1095,7 @@ static kvs_status add_sample(kvs_sim *s, double t, const double bytes[6])
 {
 	kvs_sim_result *R = s->res;
 	if (R->nsamples == s->capsamples) {
-		if (s->auto_interval && R->nsamples >= 4096) {
+		if (R->nsamples >= (s->auto_interval ? 4096u : KVS_SIM_SAMPLES_MAX)) {
 			/* keep every other sample and double the spacing */
 			size_t n = 0;
 			for (size_t i = 0; i < R->nsamples; i += 2)

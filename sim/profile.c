@@ -150,6 +150,51 @@ static bool good(double x)
 	return isfinite(x) && x >= 0;
 }
 
+/* The current row's cell col as an integer in [lo, hi] (*out, and vals[col]
+ * replaced by it): decimal digits only, so that a fraction, a sign, an
+ * exponent, hex or a value past hi is refused rather than converted. */
+static kvs_status int_cell(const csv_file *c, double *vals, int col, uint64_t lo,
+			   uint64_t hi, uint64_t *out)
+{
+	const char *s = c->cells[col];
+	uint64_t v = 0;
+	bool ok = *s != '\0';
+	for (const char *p = s; ok && *p; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		ok = d <= 9 && v <= (UINT64_MAX - d) / 10;
+		v = v * 10 + d;
+	}
+	if (!ok || v < lo || v > hi) {
+		char range[48] = "";
+		if (hi < UINT64_MAX)
+			snprintf(range, sizeof range, " <= %llu", (unsigned long long)hi);
+		return kvs_fail(KVS_ERR_PARSE, "%s:%lu: column %d ('%s'): expected %s%s, "
+				"got '%s'", c->path, c->lineno, col + 1, c->names[col],
+				lo ? "a positive integer" : "an integer >= 0", range, s);
+	}
+	vals[col] = (double)v;
+	if (out)
+		*out = v;
+	return KVS_OK;
+}
+
+/* A model-shape cell (a positive 32-bit integer) into *shape; every row read
+ * must agree on it (have: an earlier row set *shape). */
+static kvs_status shape_cell(const csv_file *c, double *vals, int col, bool have,
+			     uint32_t *shape)
+{
+	uint64_t v;
+	kvs_status st = int_cell(c, vals, col, 1, UINT32_MAX, &v);
+	if (st != KVS_OK)
+		return st;
+	if (have && v != *shape)
+		return kvs_fail(KVS_ERR_PARSE, "%s:%lu: column %d ('%s'): %llu, but an "
+				"earlier row has %u (one model shape per file)", c->path,
+				c->lineno, col + 1, c->names[col], (unsigned long long)v, *shape);
+	*shape = (uint32_t)v;
+	return KVS_OK;
+}
+
 /* Insert (x, a, b) into sorted points, averaging a repeated x. */
 static void add_point(double *xs, double *as, double *bs, uint32_t *counts,
 		      uint32_t *n, double x, double a, double b)
@@ -202,10 +247,11 @@ static kvs_status load_mlp(const char *path, uint32_t tp, kvs_cost_config *c)
 	uint32_t n = 0;
 	double seen[16];            /* tp values in the file, for the error */
 	size_t nseen = 0;
+	bool shaped = false;
 	while ((st = csv_row(&f, vals)) == KVS_OK) {
+		if ((st = int_cell(&f, vals, ctp, 1, UINT32_MAX, NULL)) != KVS_OK)
+			goto done;
 		double rtp = vals[ctp];
-		if (!good(rtp))
-			{ st = bad_cell(&f, ctp); goto done; }
 		bool was = false;
 		for (size_t i = 0; i < nseen; i++)
 			was |= seen[i] == rtp;
@@ -221,12 +267,13 @@ static kvs_status load_mlp(const char *path, uint32_t tp, kvs_cost_config *c)
 		}
 		if (!good(vals[cemb]))
 			{ st = bad_cell(&f, cemb); goto done; }
-		if (!good(vals[ctok]) || vals[ctok] < 1)
-			{ st = bad_cell(&f, ctok); goto done; }
-		c->profile_n_embd = (uint32_t)vals[cemb_n];
-		c->profile_n_head = (uint32_t)vals[chead];
-		c->profile_n_kv_head = (uint32_t)vals[ckv];
-		c->profile_n_expanded = (uint32_t)vals[cexp];
+		if ((st = int_cell(&f, vals, ctok, 1, UINT32_MAX, NULL)) != KVS_OK ||
+		    (st = shape_cell(&f, vals, cemb_n, shaped, &c->profile_n_embd)) != KVS_OK ||
+		    (st = shape_cell(&f, vals, chead, shaped, &c->profile_n_head)) != KVS_OK ||
+		    (st = shape_cell(&f, vals, ckv, shaped, &c->profile_n_kv_head)) != KVS_OK ||
+		    (st = shape_cell(&f, vals, cexp, shaped, &c->profile_n_expanded)) != KVS_OK)
+			goto done;
+		shaped = true;
 		bool known = false;
 		for (uint32_t i = 0; i < n; i++)
 			known |= c->profile_tokens[i] == vals[ctok];
@@ -271,12 +318,15 @@ static kvs_status load_allreduce(const char *path, uint32_t tp, kvs_cost_config 
 	double vals[MAX_COLS];
 	uint32_t n = 0;
 	while ((st = csv_row(&f, vals)) == KVS_OK) {
+		if ((st = int_cell(&f, vals, cw, 1, UINT32_MAX, NULL)) != KVS_OK)
+			goto done;
 		if (vals[cw] != (double)tp)
 			continue;
 		if (!good(vals[ct]))
 			{ st = bad_cell(&f, ct); goto done; }
-		if (!good(vals[cs]))
-			{ st = bad_cell(&f, cs); goto done; }
+		/* message bytes: exact as doubles up to 2^53 */
+		if ((st = int_cell(&f, vals, cs, 0, UINT64_C(1) << 53, NULL)) != KVS_OK)
+			goto done;
 		bool known = false;
 		for (uint32_t i = 0; i < n; i++)
 			known |= c->allreduce_bytes[i] == vals[cs];
@@ -465,9 +515,10 @@ static kvs_status load_attention(const char *path, uint32_t tp,
 		goto done;
 	}
 	double vals[MAX_COLS];
+	bool shaped = false;
 	while ((st = csv_row(&f, vals)) == KVS_OK) {
-		if (!good(vals[ctp]))
-			{ st = bad_cell(&f, ctp); goto done; }
+		if ((st = int_cell(&f, vals, ctp, 1, UINT32_MAX, NULL)) != KVS_OK)
+			goto done;
 		if (vals[ctp] != (double)tp)
 			continue;
 		const char *ip = f.cells[cpre];
@@ -493,21 +544,15 @@ static kvs_status load_attention(const char *path, uint32_t tp,
 				{ st = bad_cell(&f, cextra[e]); goto done; }
 			t += vals[cextra[e]];
 		}
-		if (!good(vals[cb]) || vals[cb] < 1)
-			{ st = bad_cell(&f, cb); goto done; }
-		if (!good(vals[ckv]))
-			{ st = bad_cell(&f, ckv); goto done; }
-		for (int col = 0; col < 3; col++) {
-			int cc = col == 0 ? cemb : col == 1 ? cq : ckvh;
-			if (!good(vals[cc]) || vals[cc] > UINT32_MAX)
-				{ st = bad_cell(&f, cc); goto done; }
-		}
-		a->n_embd = (uint32_t)vals[cemb];
-		a->n_q_head = (uint32_t)vals[cq];
-		a->n_kv_head = (uint32_t)vals[ckvh];
+		if ((st = int_cell(&f, vals, cb, 1, UINT32_MAX, NULL)) != KVS_OK ||
+		    (st = int_cell(&f, vals, ckv, 0, UINT32_MAX, NULL)) != KVS_OK ||
+		    (st = int_cell(&f, vals, cchunk, is_pre ? 1 : 0, UINT32_MAX, NULL)) != KVS_OK ||
+		    (st = shape_cell(&f, vals, cemb, shaped, &a->n_embd)) != KVS_OK ||
+		    (st = shape_cell(&f, vals, cq, shaped, &a->n_q_head)) != KVS_OK ||
+		    (st = shape_cell(&f, vals, ckvh, shaped, &a->n_kv_head)) != KVS_OK)
+			goto done;
+		shaped = true;
 		if (is_pre) {
-			if (!good(vals[cchunk]) || vals[cchunk] < 1)
-				{ st = bad_cell(&f, cchunk); goto done; }
 			/* a batch of equal chunks: the time of one */
 			st = attn_push(&pre, vals[cchunk], vals[ckv], t * 1e-3 / vals[cb]);
 			a->prefill_rows++;

@@ -146,6 +146,12 @@ void kvs_sim_offload_merge(kvs_offload_stats *acc, const kvs_offload_stats *x);
 bool kvs_sim_offload_stats_on(const kvs_offload_stats *s);
 struct json_t *kvs_sim_offload_jt(const struct kvs_sim_result *r);
 
+/* The most samples a time series keeps at a given sample interval: past
+ * it, as past 4096 at the automatic one, every other sample is dropped and
+ * the interval doubled (a power of two times the arrays' 256, so the
+ * capacity meets it exactly).  About 5 MB of samples and 11 MB of JSON. */
+#define KVS_SIM_SAMPLES_MAX 65536u
+
 struct kvs_sim_result {
 	kvs_sim_config cfg;
 	kvs_sim_stats st;

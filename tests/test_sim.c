@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -1206,6 +1207,38 @@ static void test_horizon_unfinished(void **state)
 	kvs_request_set_destroy(set);
 }
 
+/* A given sample interval is kept while the series stays within
+ * KVS_SIM_SAMPLES_MAX; past it the interval doubles (as the automatic one
+ * does past 4096), the samples staying on its multiples. */
+static void test_sample_interval_bound(void **state)
+{
+	(void)state;
+	kvs_sim_config c;
+	cfg_fixed(&c, KVS_POLICY_PAGED, 4096, 2, 16, 2048);
+	/* one request: a 10 ms prefill step and 199 decode steps, 2 s */
+	kvs_request q[1] = { mkreq(0, 0.0, 10, 200) };
+	kvs_request_set *set = set_of(q, 1);
+	c.sample_interval_s = 1e-3;
+	kvs_sim_result *res = run_set(&c, set, NULL);
+	size_t n;
+	double iv;
+	const kvs_sim_sample *sm = kvs_sim_result_samples(res, &n, &iv);
+	assert_true(iv == 1e-3);
+	assert_true(n == 2000 || n == 2001);
+	kvs_sim_result_destroy(res);
+	/* 1 us would be two million samples */
+	c.sample_interval_s = 1e-6;
+	res = run_set(&c, set, NULL);
+	sm = kvs_sim_result_samples(res, &n, &iv);
+	assert_true(n <= KVS_SIM_SAMPLES_MAX && n > KVS_SIM_SAMPLES_MAX / 2);
+	assert_true(iv == 1e-6 * 32);   /* doubled five times: 62,500 samples */
+	for (size_t i = 0; i < n; i++)
+		assert_close(sm[i].t_s, (double)i * iv, 1e-9);
+	assert_close(kvs_sim_result_stats(res)->sim_time_s, 2.0, 1e-9);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
 /* ---- determinism and JSON ------------------------------------------------------- */
 
 static char *json_of(kvs_sim_config *c, const kvs_request_set *set)
@@ -1489,6 +1522,57 @@ static void test_step_table_fit(void **state)
 	assert_int_equal(kvs_cost_fit_table(path, &c), KVS_ERR_PARSE);
 	assert_non_null(strstr(kvs_last_error(), "missing column"));
 	remove(path);
+	/* the table read strictly: each failing case names line and column */
+	char longv[128];
+	snprintf(longv, sizeof longv, "0.002%0*dxyz", 70, 0);
+	static const char *const rows3 = "1,100,0.011\n2,200,0.022\n30,50,0.035\n";
+	static const struct { const char *head, *row, *want; } bad[] = {
+		/* a column named twice: not "the last one wins" */
+		{ "num_tokens,context_tokens,step_time_s,step_time_s", "1,100,0.01,9",
+		  ":1: header: column 4 repeats 'step_time_s' (column 3)" },
+		{ "num_tokens,num_tokens,context_tokens,step_time_s", "1,1,100,0.01",
+		  ":1: header: column 2 repeats 'num_tokens' (column 1)" },
+		/* a row shorter than the header, even when the column left out
+		 * is not one the fit reads */
+		{ "num_tokens,context_tokens,step_time_s", "1,100",
+		  ":2: column 3 (step_time_s): missing (2 fields, the header has 3)" },
+		{ "num_tokens,context_tokens,step_time_s,note", "1,100,0.01",
+		  ":2: column 4: missing (3 fields, the header has 4)" },
+		/* decimal numbers only */
+		{ "num_tokens,context_tokens,step_time_s", "0x10,100,0.01",
+		  ":2: column 1 (num_tokens): expected a non-negative number, got '0x10'" },
+		{ "num_tokens,context_tokens,step_time_s", "1,inf,0.01",
+		  ":2: column 2 (context_tokens): expected a non-negative number, got 'inf'" },
+		{ "num_tokens,context_tokens,step_time_s", "1,100,nan",
+		  ":2: column 3 (step_time_s): expected a non-negative number, got 'nan'" },
+		{ "num_tokens,context_tokens,step_time_s", "1,100,",
+		  ":2: column 3 (step_time_s): expected a non-negative number, got ''" },
+		/* a long value is refused, not cut to a number */
+		{ "num_tokens,context_tokens,step_time_s", NULL,
+		  ":2: column 3 (step_time_s): value longer than 63 characters" },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
+		char row[160], t[512];
+		if (bad[i].row)
+			snprintf(row, sizeof row, "%s", bad[i].row);
+		else
+			snprintf(row, sizeof row, "1,100,%s", longv);
+		snprintf(t, sizeof t, "%s\n%s\n%s", bad[i].head, row, rows3);
+		path = kvs_test_write_tmp("strict.csv", t);
+		if (kvs_cost_fit_table(path, &c) != KVS_ERR_PARSE ||
+		    !strstr(kvs_last_error(), bad[i].want))
+			fail_msg("case %zu: %s", i, kvs_last_error());
+		assert_non_null(strstr(kvs_last_error(), "strict.csv:"));
+		remove(path);
+	}
+	/* a UTF-8 byte order mark before the header is skipped */
+	snprintf(text, sizeof text, "\xEF\xBB\xBFnum_tokens,context_tokens,step_time_s\n%s",
+		 rows3);
+	path = kvs_test_write_tmp("bom.csv", text);
+	kvs_cost_config_defaults(&c);
+	assert_int_equal(kvs_cost_fit_table(path, &c), KVS_OK);
+	assert_int_equal(c.fit_rows, 3);
+	remove(path);
 }
 
 /* A small measured profile of Llama-2-7B's shape, tp 1: layer times 0.1,
@@ -1761,6 +1845,178 @@ static void test_attention_profile(void **state)
 	snprintf(path, sizeof path, "%s/mlp.csv", dir);
 	remove(path);
 	rmdir(dir);
+}
+
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* mlp.csv of a row per (tokens, tp), with the model-shape cells given:
+ * n_head (column 11), n_kv_head (12), n_embd (13), n_expanded_embd (14),
+ * num_tokens (15), num_tensor_parallel_workers (16). */
+static void put_mlp(const char *path, const char *const rows[][6], size_t n)
+{
+	char text[4096];
+	int off = 0;
+	static const char *const ops[] = { "emb", "input_layernorm", "attn_pre_proj",
+		"attn_rope", "attn_post_proj", "post_attention_layernorm", "mlp_up_proj",
+		"mlp_act", "mlp_down_proj", "add" };
+	for (int i = 0; i < 10; i++)
+		off += snprintf(text + off, sizeof text - (size_t)off, "time_stats.%s.median,", ops[i]);
+	off += snprintf(text + off, sizeof text - (size_t)off, "n_head,n_kv_head,n_embd,"
+			"n_expanded_embd,num_tokens,num_tensor_parallel_workers\n");
+	for (size_t r = 0; r < n; r++) {
+		for (int i = 0; i < 10; i++)
+			off += snprintf(text + off, sizeof text - (size_t)off, "0.01,");
+		off += snprintf(text + off, sizeof text - (size_t)off, "%s,%s,%s,%s,%s,%s\n",
+				rows[r][0], rows[r][1], rows[r][2], rows[r][3], rows[r][4],
+				rows[r][5]);
+	}
+	assert_true((size_t)off < sizeof text);
+	put_file(path, text);
+}
+
+/* The integer columns of the three profile files are integers: a fraction,
+ * a sign, an exponent, hex, text or a value past the column's range is an
+ * error naming the file, line and column, never a conversion; the model
+ * shape is one per file. */
+static void test_profile_integer_cells(void **state)
+{
+	(void)state;
+	char root[] = "/tmp/kvsim-profint-XXXXXX";
+	assert_non_null(mkdtemp(root));
+	char dir[256], path[320], ar[320], net[300];
+	snprintf(dir, sizeof dir, "%s/compute", root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(dir, sizeof dir, "%s/compute/h100", root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof path, "%s/mlp.csv", dir);
+	kvs_cost_config k;
+	kvs_cost_config_defaults(&k);
+	static const char *const good[6] = { "32", "8", "4096", "14336", "1", "1" };
+	/* the second row's cell `col` (0: n_head ... 5: tp) set to bad */
+	static const struct { int col; const char *bad; const char *name; } cases[] = {
+		{ 2, "4294971392", "n_embd" }, { 2, "4096.9", "n_embd" }, { 2, "abc", "n_embd" },
+		{ 2, "-4096", "n_embd" }, { 2, "0x1000", "n_embd" }, { 2, "4e3", "n_embd" },
+		{ 2, "", "n_embd" }, { 2, "0", "n_embd" }, { 2, "+4096", "n_embd" },
+		{ 0, "32.5", "n_head" }, { 1, "-8", "n_kv_head" },
+		{ 3, "1.4336e4", "n_expanded_embd" }, { 4, "8.5", "num_tokens" },
+		{ 4, "0", "num_tokens" }, { 4, "99999999999999999999999", "num_tokens" },
+		{ 5, "1.0", "num_tensor_parallel_workers" }, { 5, "inf", "num_tensor_parallel_workers" },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(cases); i++) {
+		const char *rows[2][6];
+		for (int c = 0; c < 6; c++)
+			rows[0][c] = rows[1][c] = good[c];
+		rows[1][4] = "4096";
+		rows[1][cases[i].col] = cases[i].bad;
+		put_mlp(path, rows, 2);
+		char want[160];
+		snprintf(want, sizeof want, "mlp.csv:3: column %d ('%s'): expected a positive "
+			 "integer", 11 + cases[i].col, cases[i].name);
+		if (kvs_cost_load_profile(dir, 1, &k) != KVS_ERR_PARSE ||
+		    !strstr(kvs_last_error(), want))
+			fail_msg("%s = '%s': %s", cases[i].name, cases[i].bad, kvs_last_error());
+		assert_int_equal(k.profile_points, 0);
+	}
+	/* one model per file */
+	const char *mixed[2][6] = { { "32", "8", "4096", "14336", "1", "1" },
+				    { "32", "8", "5120", "14336", "4096", "1" } };
+	put_mlp(path, mixed, 2);
+	assert_int_equal(kvs_cost_load_profile(dir, 1, &k), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "mlp.csv:3: column 13 ('n_embd'): 5120, "
+			       "but an earlier row has 4096"));
+	/* rows of another tp are read for their tp only */
+	const char *ok[3][6] = { { "32", "8", "4096", "14336", "1", "1" },
+				 { "32", "8", "4096", "14336", "4096", "1" },
+				 { "x", "8", "4096", "14336", "1", "2" } };
+	put_mlp(path, ok, 3);
+	assert_int_equal(kvs_cost_load_profile(dir, 1, &k), KVS_OK);
+	assert_int_equal(k.profile_points, 2);
+	assert_int_equal(k.profile_n_embd, 4096);
+	assert_int_equal(k.profile_n_kv_head, 8);
+	assert_int_equal(k.profile_n_expanded, 14336);
+
+	/* all_reduce.csv beside the compute tree (tp 2): num_workers and size */
+	const char *tp2[2][6] = { { "32", "8", "4096", "14336", "1", "2" },
+				  { "32", "8", "4096", "14336", "4096", "2" } };
+	put_mlp(path, tp2, 2);
+	snprintf(net, sizeof net, "%s/network", root);
+	assert_int_equal(mkdir(net, 0700), 0);
+	snprintf(net, sizeof net, "%s/network/h100_pairwise_nvlink", root);
+	assert_int_equal(mkdir(net, 0700), 0);
+	snprintf(ar, sizeof ar, "%s/all_reduce.csv", net);
+	put_file(ar, ",time_stats.all_reduce.median,num_workers,size,collective\n"
+		     "0,0.01,2,2048,all_reduce\n1,0.02,4,4096,all_reduce\n");
+	assert_int_equal(kvs_cost_load_profile(dir, 2, &k), KVS_OK);
+	assert_int_equal(k.allreduce_points, 1);
+	static const char *const ar_bad[][3] = {
+		{ "2,2048.5", "4", "size" }, { "2,-1", "4", "size" }, { "2,0x800", "4", "size" },
+		{ "2.0,2048", "3", "num_workers" }, { "two,2048", "3", "num_workers" },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(ar_bad); i++) {
+		char text[256], want[96];
+		snprintf(text, sizeof text, ",time_stats.all_reduce.median,num_workers,size\n"
+			 "0,0.01,%s\n", ar_bad[i][0]);
+		put_file(ar, text);
+		snprintf(want, sizeof want, "all_reduce.csv:2: column %s ('%s'): expected",
+			 ar_bad[i][1], ar_bad[i][2]);
+		if (kvs_cost_load_profile(dir, 2, &k) != KVS_ERR_PARSE ||
+		    !strstr(kvs_last_error(), want))
+			fail_msg("all_reduce %s: %s", ar_bad[i][0], kvs_last_error());
+	}
+	remove(ar);
+	rmdir(net);
+	snprintf(net, sizeof net, "%s/network", root);
+	rmdir(net);
+
+	/* attention.csv: batch, KV and chunk sizes, tp and the model's shape */
+	put_mlp(path, ok, 2);
+	snprintf(ar, sizeof ar, "%s/attention.csv", dir);
+	static const char *const at_head =
+		"time_stats.attn_decode.median,time_stats.attn_prefill.median,n_embd,n_q_head,"
+		"n_kv_head,num_tensor_parallel_workers,batch_size,prefill_chunk_size,"
+		"kv_cache_size,is_prefill\n";
+	static const char *const at_bad[][3] = {
+		{ "0.01,,4096,32,8,1,2.5,0,100,False", "7", "batch_size" },
+		{ "0.01,,4096,32,8,1,0,0,100,False", "7", "batch_size" },
+		{ "0.01,,4096,32,8,1,1,0,-100,False", "9", "kv_cache_size" },
+		{ "0.01,,4096,32,8,1,1,0,1e2,False", "9", "kv_cache_size" },
+		{ ",0.05,4096,32,8,1,1,64.5,0,True", "8", "prefill_chunk_size" },
+		{ ",0.05,4096,32,8,1,1,0,0,True", "8", "prefill_chunk_size" },
+		{ "0.01,,4096.5,32,8,1,1,0,100,False", "3", "n_embd" },
+		{ "0.01,,4096,32x,8,1,1,0,100,False", "4", "n_q_head" },
+		{ "0.01,,4096,32,4294967296,1,1,0,100,False", "5", "n_kv_head" },
+		{ "0.01,,4096,32,8,1.5,1,0,100,False", "6", "num_tensor_parallel_workers" },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(at_bad); i++) {
+		char text[512], want[96];
+		snprintf(text, sizeof text, "%s0.01,,4096,32,8,1,1,0,100,False\n%s\n", at_head,
+			 at_bad[i][0]);
+		put_file(ar, text);
+		snprintf(want, sizeof want, "attention.csv:3: column %s ('%s'): expected",
+			 at_bad[i][1], at_bad[i][2]);
+		if (kvs_cost_load_profile(dir, 1, &k) != KVS_ERR_PARSE ||
+		    !strstr(kvs_last_error(), want))
+			fail_msg("attention row '%s': %s", at_bad[i][0], kvs_last_error());
+	}
+	char text[512];
+	snprintf(text, sizeof text, "%s0.01,,4096,32,8,1,1,0,100,False\n"
+		 "0.01,,4096,40,8,1,2,0,100,False\n", at_head);
+	put_file(ar, text);
+	assert_int_equal(kvs_cost_load_profile(dir, 1, &k), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "attention.csv:3: column 4 ('n_q_head'): 40, "
+			       "but an earlier row has 32"));
+	remove(ar);
+	remove(path);
+	rmdir(dir);
+	snprintf(dir, sizeof dir, "%s/compute", root);
+	rmdir(dir);
+	assert_int_equal(rmdir(root), 0);
 }
 
 /* fast path == one-token stepping with the profile model and the per-seq
@@ -2056,6 +2312,7 @@ int main(void)
 		cmocka_unit_test(test_parallel_sampling_generated),
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_horizon_unfinished),
+		cmocka_unit_test(test_sample_interval_bound),
 		cmocka_unit_test(test_json_deterministic),
 		cmocka_unit_test(test_sketch_bucket),
 		cmocka_unit_test(test_sketch),
@@ -2065,6 +2322,7 @@ int main(void)
 		cmocka_unit_test(test_profile_load),
 		cmocka_unit_test(test_fast_path_profile),
 		cmocka_unit_test(test_attention_profile),
+		cmocka_unit_test(test_profile_integer_cells),
 		cmocka_unit_test(test_closed_loop),
 		cmocka_unit_test(test_kv_read_factor),
 		cmocka_unit_test(test_bad_config),

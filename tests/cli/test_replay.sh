@@ -6,6 +6,7 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 kvs_scaled_limit 150   # sanitizer builds replay the first 150 requests
 run() { kvs_run replay "$@"; } # run EXPECTED_RC ARGS...: $out, $err
+S_NATIVE="${KVS_SOURCE_ROOT:?}/traces/samples/native-sample.csv"
 
 # ---- help lists every option ---------------------------------------------------
 run 0 --help && for f in --policy --max-num-seqs --max-num-batched-tokens \
@@ -108,6 +109,59 @@ assert e["max_num_seqs"] == 256 and e["block_size"] == 16 and e["kv_budget_bytes
 PY
 fi
 
+# ---- --horizon: the requests after it are counted, not dropped ---------------------------
+run 0 -q "$S_NATIVE" --horizon 1e-9 --requests "$tmp/hreq.csv" --json "$tmp/h.json" && {
+	has "$out" "paged: arrived 1 = completed 0 + rejected 0 + unfinished 1" "horizon: accounting"
+	has "$out" "(the trace's 4 requests = arrived 1 + 3 after the horizon at 1e-09 s, not simulated)" "horizon: the rest"
+	[ "$(wc -l <"$tmp/hreq.csv")" -eq 2 ] || fail "horizon: requests CSV rows are the arrived ones"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/h.json" <<'PY' || fail "horizon: JSON accounting"
+import json, sys
+d = json.load(open(sys.argv[1]))
+a = d["policies"]["paged"]["accounting"]
+assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"] == 1, a
+assert a["after_horizon"] == 3, a
+assert d["trace"]["yielded"] == a["arrived"] + a["after_horizon"], d["trace"]
+PY
+	fi
+}
+# the trace in memory (compare): every policy accounts for all of it
+kvs_run compare 0 -q "$S_NATIVE" --horizon 1 --json "$tmp/hc.json" --policies paged,max && {
+	has "$out" "paged: arrived 2 = " "horizon compare: paged"
+	has "$out" "(the trace's 4 requests = arrived 2 + 2 after the horizon at 1 s, not simulated)" "horizon compare: the rest"
+	[ "$(grep -c "after the horizon at 1 s" <<<"$out")" -eq 2 ] || fail "horizon compare: a line per policy: $out"
+	[ "$(grep -c '"after_horizon": 2' "$tmp/hc.json")" -eq 2 ] || fail "horizon compare: JSON after_horizon"
+}
+# a closed loop's request held at the horizon is counted with the unread ones
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.0000000,100,50\n2023-11-16 18:00:00.0000000,100,50\n2023-11-16 18:00:00.0000000,100,50\n' >"$tmp/held.csv"
+run 0 -q "$tmp/held.csv" --step-time-linear 0.01 --max-concurrency 1 --horizon 0.2 &&
+	has "$out" "(the trace's 3 requests = arrived 1 + 2 after the horizon at 0.2 s, not simulated)" "horizon: held request"
+# no horizon, no such line or key
+run 0 -q "$S_NATIVE" --json "$tmp/nh.json" && {
+	case "$out" in *"after the horizon"*) fail "no horizon: an after-the-horizon line" ;; esac
+	grep -q after_horizon "$tmp/nh.json" && fail "no horizon: an after_horizon key"
+}
+# the rest of the trace is read: a malformed line past the horizon is an error
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.0000000,100,5\n2023-11-16 18:00:01.0000000,100,5\n2023-11-16 18:00:02.0000000,abc,5\n' >"$tmp/late.csv"
+run 1 -q "$tmp/late.csv" --horizon 0.5 --step-time-linear 0.01 && has "$err" "late.csv:4" "horizon: bad line after it"
+
+# ---- a given sample interval is coarsened, with a warning, past 65536 samples ----------
+run 0 -q "$S_NATIVE" --sample-interval 1e-6 --json "$tmp/fine.json" && {
+	has "$err" "warning: --sample-interval 1e-06 s over " "fine interval: the warning"
+	has "$err" "sampled every 6.4e-05 s instead" "fine interval: the interval used"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/fine.json" <<'PY' || fail "fine interval: the JSON's time series"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ts = d["policies"]["paged"]["timeseries"]
+assert d["engine"]["sample_interval_s"] == 1e-06
+assert ts["interval_s"] == 6.4e-05, ts["interval_s"]
+assert 32768 < len(ts["t_s"]) <= 65536, len(ts["t_s"])
+PY
+	fi
+}
+run 0 -q "$S_NATIVE" --sample-interval 0.5 && { [ -z "$err" ] || fail "a coarse interval warns: $err"; }
+
 # ---- options take effect ---------------------------------------------------------------
 run 0 -q --policy max --json "$tmp/max.json" && has "$(cat "$tmp/max.json")" '"max": {' "policy max"
 run 0 -q --max-num-seqs 4 --max-num-batched-tokens 512 && has "$out" "max_num_seqs 4" "max-num-seqs"
@@ -155,6 +209,19 @@ assert abs(ea - (5 * 0.01 + kv)) < 1e-9, ea
 assert abs(eb - (5 * 0.01 + 2 * kv)) < 1e-9, eb
 PY
 fi
+# --step-time-linear: an empty field is not a missing one, a long one is not cut
+run 2 "$tmp/one.csv" -q --step-time-linear 0.01,,0.001 &&
+	has "$err" "--step-time-linear: field 2 (PER_TOKEN_S) is empty" "linear: empty middle field"
+run 2 "$tmp/one.csv" -q --step-time-linear ,0.01 &&
+	has "$err" "--step-time-linear: field 1 (BASE_S) is empty" "linear: empty first field"
+run 2 "$tmp/one.csv" -q --step-time-linear 0.01, &&
+	has "$err" "--step-time-linear: field 2 (PER_TOKEN_S) is empty" "linear: trailing comma"
+run 2 "$tmp/one.csv" -q --step-time-linear "0.002$(printf '%0300d' 0)xyz" &&
+	has "$err" "--step-time-linear: field 1 (BASE_S) is longer than 63 characters" "linear: long field"
+run 2 "$tmp/one.csv" -q --step-time-linear 0.01,0,0,0,0 &&
+	has "$err" "--step-time-linear: more than four fields" "linear: five fields"
+run 2 "$tmp/one.csv" -q --step-time-linear 0.01,0x1 &&
+	has "$err" "--step-time-linear: field 2 (PER_TOKEN_S) is '0x1'; expected BASE_S" "linear: hex"
 run 2 -q --kv-read-factor 0 && has "$err" "--kv-read-factor" "zero factor"
 run 2 -q --kv-read-factor x && has "$err" "--kv-read-factor" "non-numeric factor"
 
@@ -171,7 +238,22 @@ run 1 -q --step-time-table "$tmp/none.csv" && has "$err" "none.csv" "missing tab
 printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.0000000,100,5\n2023-11-16 18:00:01.0000000,abc,5\n' >"$tmp/bad.csv"
 run 1 "$tmp/bad.csv" -q && has "$err" "bad.csv:3" "malformed line names file and line"
 printf 'num_tokens,context_tokens,step_time_s\n1,2,0.01\n' >"$tmp/short.csv"
-run 2 -q --step-time-table "$tmp/short.csv" && has "$err" "at least 3" "table too short"
+run 1 -q --step-time-table "$tmp/short.csv" && has "$err" "at least 3" "table too short"
+# the table's content errors exit 1 (as a trace's) and name file, line and column
+printf 'num_tokens,context_tokens,step_time_s,step_time_s\n1,100,0.01,9\n2,200,0.02,9\n30,50,0.035,9\n' >"$tmp/dup.csv"
+run 1 -q --step-time-table "$tmp/dup.csv" &&
+	has "$err" "dup.csv:1: header: column 4 repeats 'step_time_s' (column 3)" "table: a column twice"
+printf 'num_tokens,context_tokens,step_time_s\n1,100,0.011\n2,200\n30,50,0.035\n' >"$tmp/few.csv"
+run 1 -q --step-time-table "$tmp/few.csv" &&
+	has "$err" "few.csv:3: column 3 (step_time_s): missing" "table: a short row"
+printf 'num_tokens,context_tokens,step_time_s\n0x10,100,0.011\n2,200,0.022\n30,50,0.035\n' >"$tmp/hex.csv"
+run 1 -q --step-time-table "$tmp/hex.csv" &&
+	has "$err" "hex.csv:2: column 1 (num_tokens): expected a non-negative number, got '0x10'" "table: hex"
+printf 'num_tokens,context_tokens,step_time_s\n1,100,0.011%0100dxyz\n2,200,0.022\n30,50,0.035\n' 0 >"$tmp/long.csv"
+run 1 -q --step-time-table "$tmp/long.csv" &&
+	has "$err" "long.csv:2: column 3 (step_time_s): value longer than 63 characters" "table: long value"
+printf '\357\273\277num_tokens,context_tokens,step_time_s\n1,100,0.011\n2,200,0.022\n30,50,0.035\n' >"$tmp/bom.csv"
+run 0 -q --step-time-table "$tmp/bom.csv" && has "$out" "step time from table" "table after a byte order mark"
 
 # ---- hostile inputs and outputs: a clear message, never a crash ------------------------
 : >"$tmp/empty.csv"
@@ -184,6 +266,18 @@ run 1 -q "$tmp/noline.csv" && has "$err" "noline.csv:1" "junk names the line"
 run 2 -q "$tmp/tiny.csv" --max-model-len 4294967296 &&
 	has "$err" "--max-model-len 4294967296 is beyond the simulator's 4294967295 tokens" "max_model_len past 32 bits"
 run 2 -q "$tmp/tiny.csv" --tp 3 && has "$err" "does not divide" "tp 3 on 32 heads"
+# a paged pool past 2^31 - 1 blocks names the flag that sized it, before the run
+run 2 -q "$tmp/tiny.csv" --num-gpu-blocks-override 4000000000 &&
+	has "$err" "--num-gpu-blocks-override 4000000000: the paged pool holds at most 2147483647 blocks" "blocks override past the pool"
+run 2 -q "$tmp/tiny.csv" --num-gpu-blocks-override 2147483648 &&
+	has "$err" "--num-gpu-blocks-override 2147483648" "blocks override one past the pool"
+run 2 -q "$tmp/tiny.csv" --gpu h100-80gb --gpu-mem 18000000TB &&
+	has "$err" "--gpu-mem: a KV pool of " "memory past the pool" &&
+	has "$err" "larger --block-size" "memory past the pool: the remedy"
+run 2 -q "$tmp/tiny.csv" --kv-cache-memory-bytes 1000000TB &&
+	has "$err" "--kv-cache-memory-bytes: a KV pool of " "KV memory past the pool"
+run 0 -q "$tmp/tiny.csv" --policy max --num-gpu-blocks-override 4000000000 --step-time-linear 0.01 &&
+	has "$out" "max: arrived 3" "a contiguous policy has no block pool"
 run 2 -q "$tmp/tiny.csv" --block-size 0 && has "$err" "--block-size" "block size 0"
 run 2 -q "$tmp/tiny.csv" --watermark nan && has "$err" "--watermark: expected a number" "NaN watermark"
 run 2 -q "$tmp/tiny.csv" --slo-ttft inf && has "$err" "--slo-ttft: expected a number" "inf SLO"
