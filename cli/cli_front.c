@@ -376,6 +376,42 @@ int kvs_cli_front_load(kvs_cli_front *fe, bool several_runs)
 	return KVS_CLI_GO_ON;
 }
 
+/* A source that counts the requests it hands out. */
+typedef struct counted_source {
+	const kvs_request_source *in;
+	uint64_t n;
+} counted_source;
+
+static kvs_status counted_next(void *ctx, kvs_request *req)
+{
+	counted_source *c = ctx;
+	kvs_status st = c->in->next(c->in->ctx, req);
+	c->n += st == KVS_OK;
+	return st;
+}
+
+static double counted_progress(void *ctx)
+{
+	const counted_source *c = ctx;
+	return c->in->progress ? c->in->progress(c->in->ctx) : -1.0;
+}
+
+/* run over src, then the rest of src read and every request counted */
+static kvs_status run_counted(kvs_cli_front *fe, kvs_cli_front_run_fn run, void *ctx,
+			      const kvs_request_source *src)
+{
+	counted_source cs = { src, 0 };
+	kvs_request_source counted = { counted_next, &cs, counted_progress };
+	kvs_status st = run(ctx, &counted);
+	kvs_request q;
+	while (st == KVS_OK && (st = counted_next(&cs, &q)) == KVS_OK)
+		;
+	if (st == KVS_END)
+		st = KVS_OK;
+	fe->trace_requests = cs.n;
+	return st;
+}
+
 kvs_status kvs_cli_front_run(kvs_cli_front *fe, double scale, kvs_cli_front_run_fn run,
 			     void *ctx)
 {
@@ -384,7 +420,7 @@ kvs_status kvs_cli_front_run(kvs_cli_front *fe, double scale, kvs_cli_front_run_
 		kvs_request_cursor cur;
 		kvs_request_cursor_init(&cur, fe->set, scale);
 		src = kvs_request_cursor_source(&cur);
-		return run(ctx, &src);
+		return run_counted(fe, run, ctx, &src);
 	}
 	kvs_trace *t;
 	kvs_status st = kvs_trace_open(fe->path, &fe->topts, &t);
@@ -392,7 +428,7 @@ kvs_status kvs_cli_front_run(kvs_cli_front *fe, double scale, kvs_cli_front_run_
 		return st;
 	kvs_cli_trace_source ts;
 	src = kvs_cli_trace_source_init(&ts, t, fe->path);
-	st = run(ctx, &src);
+	st = run_counted(fe, run, ctx, &src);
 	fe->tstats = *kvs_trace_get_stats(t);
 	fe->format = kvs_trace_get_format(t);
 	if (st == KVS_OK)

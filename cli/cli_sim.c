@@ -769,31 +769,49 @@ static double ratio_of(double a, double b)
 	return b > 0 ? a / b : NAN;
 }
 
+uint64_t kvs_cli_after_end(const kvs_sim_result *r, uint64_t requests)
+{
+	const kvs_sim_stats *st = kvs_sim_result_stats(r);
+	if (!st->interrupted && !(kvs_sim_result_config(r)->horizon_s > 0))
+		return 0;
+	return requests > st->arrived ? requests - st->arrived : 0;
+}
+
+void kvs_cli_after_end_json(kvs_json *doc, const kvs_sim_result *r, uint64_t after)
+{
+	const kvs_sim_stats *st = kvs_sim_result_stats(r);
+	if (!doc || (!st->interrupted && !(kvs_sim_result_config(r)->horizon_s > 0)))
+		return;
+	json_t *pols = json_object_get(kvs_json_jt(doc), "policies");
+	json_t *po = pols ? json_object_get(pols, kvs_policy_name(st->policy)) : NULL;
+	json_t *acc = po ? json_object_get(po, "accounting") : NULL;
+	if (acc)
+		json_object_set_new(acc, st->interrupted ? "after_interrupt" : "after_horizon",
+				    json_integer((json_int_t)after));
+}
+
 /* The requests of the trace a run did not take, having ended at its
- * horizon (after: the count of each result; NULL: none known). */
-static void print_after_horizon(FILE *f, const kvs_sim_result *r, const uint64_t *after)
+ * horizon or been interrupted (after: the count of each result; NULL:
+ * none known). */
+static void print_after_end(FILE *f, const kvs_sim_result *r, const uint64_t *after)
 {
 	const kvs_sim_stats *st = kvs_sim_result_stats(r);
 	if (!after || !*after)
 		return;
-	fprintf(f, "  (the trace's %llu requests = arrived %llu + %llu after the horizon at "
-		"%g s, not simulated)\n", (unsigned long long)(st->arrived + *after),
-		(unsigned long long)st->arrived, (unsigned long long)*after,
-		kvs_sim_result_config(r)->horizon_s);
-}
-
-static void print_results(FILE *f, kvs_sim_result *const *res, size_t n,
-			  const uint64_t *after);
-
-void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n)
-{
-	print_results(f, res, n, NULL);
+	fprintf(f, "  (the trace's %llu requests = arrived %llu + %llu ",
+		(unsigned long long)(st->arrived + *after), (unsigned long long)st->arrived,
+		(unsigned long long)*after);
+	if (st->interrupted)
+		fprintf(f, "after the interruption at %.3f s, not simulated)\n", st->sim_time_s);
+	else
+		fprintf(f, "after the horizon at %g s, not simulated)\n",
+			kvs_sim_result_config(r)->horizon_s);
 }
 
 /* The figures' column: the metric table's rows that have a label, in
  * table order, under their section titles. */
-static void print_results(FILE *f, kvs_sim_result *const *res, size_t n,
-			  const uint64_t *after)
+void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
+			       const uint64_t *after)
 {
 	const int lw = 32, cw = 12;
 	fprintf(f, "%-*s", lw, "");
@@ -847,7 +865,7 @@ static void print_results(FILE *f, kvs_sim_result *const *res, size_t n,
 	fputc('\n', f);
 	for (size_t i = 0; i < n; i++) {
 		kvs_cli_sim_print_accounting(f, kvs_sim_result_stats(res[i]));
-		print_after_horizon(f, res[i], after ? &after[i] : NULL);
+		print_after_end(f, res[i], after ? &after[i] : NULL);
 		print_offload(f, res[i]);
 	}
 }
@@ -863,59 +881,12 @@ static int goodput_arg(kvs_args *it, kvs_cli_front *fe, void *ctx)
 typedef struct replay_run {
 	const kvs_sim_config *cfg;
 	kvs_sim_result **out;
-	uint64_t *after_horizon;        /* requests of the trace the run did not take */
 } replay_run;
 
-/* A source that counts the requests it hands out. */
-typedef struct counted_source {
-	const kvs_request_source *in;
-	uint64_t n;
-} counted_source;
-
-static kvs_status counted_next(void *ctx, kvs_request *req)
-{
-	counted_source *c = ctx;
-	kvs_status st = c->in->next(c->in->ctx, req);
-	c->n += st == KVS_OK;
-	return st;
-}
-
-static double counted_progress(void *ctx)
-{
-	const counted_source *c = ctx;
-	return c->in->progress ? c->in->progress(c->in->ctx) : -1.0;
-}
-
-/* One run.  A run that ends at its horizon leaves the rest of the trace
- * unread, and the request it read past the horizon (or a closed loop's
- * held one) is no part of it: the rest is read here and all of them are
- * counted in *after_horizon, so that the trace's requests are arrived +
- * after_horizon.  Without a horizon the source goes straight to the
- * engine. */
 static kvs_status replay_one(void *ctx, kvs_request_source *src)
 {
 	replay_run *r = ctx;
-	*r->after_horizon = 0;
-	if (!(r->cfg->horizon_s > 0))
-		return kvs_sim_replay(r->cfg, src, r->out);
-	counted_source cs = { src, 0 };
-	kvs_request_source counted = { counted_next, &cs, counted_progress };
-	kvs_status st = kvs_sim_replay(r->cfg, &counted, r->out);
-	if (st != KVS_OK)
-		return st;
-	const kvs_sim_stats *ss = kvs_sim_result_stats(*r->out);
-	if (ss->interrupted)
-		return KVS_OK;   /* stopped early: the rest is not read */
-	kvs_request q;
-	while ((st = counted_next(&cs, &q)) == KVS_OK)
-		;
-	if (st != KVS_END) {
-		kvs_sim_result_destroy(*r->out);
-		*r->out = NULL;
-		return st;
-	}
-	*r->after_horizon = cs.n - ss->arrived;
-	return KVS_OK;
+	return kvs_sim_replay(r->cfg, src, r->out);
 }
 
 /* --bench-json: one object, or a list of them with several policies */
@@ -1003,11 +974,13 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 			cfg.on_request = kvs_sim_request_csv_on_request;
 			cfg.on_request_ctx = &rcsv;
 		}
-		replay_run run = { &cfg, &res[nres], &after[nres] };
+		replay_run run = { &cfg, &res[nres] };
 		st = kvs_cli_front_run(&fe, 1.0, replay_one, &run);
 		kvs_cli_sim_progress_end(sim);
-		if (st == KVS_OK)
+		if (st == KVS_OK) {
+			after[nres] = kvs_cli_after_end(res[nres], fe.trace_requests);
 			nres++;
+		}
 	}
 	if (st != KVS_OK) {
 		kvs_cli_report_error(cmd, st);
@@ -1028,7 +1001,7 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]),
 					 kvs_sim_result_stats(res[0]), fe.path, fe.format);
-		print_results(stdout, res, nres, after);
+		kvs_cli_sim_print_results(stdout, res, nres, after);
 		kvs_cli_cost_print(stdout, res, nres);
 	}
 	if (rc == KVS_EXIT_OK && kvs_cli_front_wants_json(&fe)) {
@@ -1046,10 +1019,7 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 				json_object_set_new(po, "cost", cost);
 			else
 				json_decref(cost);
-			json_t *acc = po ? json_object_get(po, "accounting") : NULL;
-			if (acc && sim->cfg.horizon_s > 0 && !rs->interrupted)
-				json_object_set_new(acc, "after_horizon",
-						    json_integer((json_int_t)after[i]));
+			kvs_cli_after_end_json(doc, res[i], after[i]);
 		}
 		rc = kvs_cli_front_json(&fe, doc);
 	}

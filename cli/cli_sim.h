@@ -84,7 +84,18 @@ kvs_request_source kvs_cli_trace_source_init(kvs_cli_trace_source *ts,
 void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 			      const kvs_sim_stats *st, const char *trace_path,
 			      kvs_trace_format format);
-void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n);
+/* after: NULL, or for each result the trace's requests it did not take,
+ * having ended at its horizon or been interrupted (kvs_cli_after_end). */
+void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
+			       const uint64_t *after);
+/* The requests of a trace of `requests` that a run did not take: 0 unless
+ * it ended at its horizon or was interrupted (then the rest of the trace,
+ * with the request it read past its end). */
+uint64_t kvs_cli_after_end(const kvs_sim_result *r, uint64_t requests);
+/* "after_horizon" or "after_interrupt" (0 .. the count) in the accounting
+ * object of policy's JSON (doc's "policies" object), for a run that ended
+ * either way. */
+void kvs_cli_after_end_json(kvs_json *doc, const kvs_sim_result *r, uint64_t after);
 void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st);
 
 /* ---- around the runs (cli/cli_front.c) --------------------------------------- */
@@ -176,12 +187,15 @@ typedef struct kvs_cli_front {
 	kvs_request_set *set;           /* the trace in memory; NULL: streamed */
 	kvs_trace_stats tstats;         /* the trace as read by the last run */
 	kvs_trace_format format;
+	uint64_t trace_requests;        /* the trace's requests, as read by the last
+	                                 * run and after it (kvs_cli_front_run) */
 } kvs_cli_front;
 
 /* A command's own flags, in the flag groups' convention: 1 taken, 0 not
  * ours, -1 bad (message printed). */
 typedef int (*kvs_cli_front_arg_fn)(kvs_args *it, kvs_cli_front *fe, void *ctx);
-/* One run over the trace's requests. */
+/* One run over the trace's requests; it may end before the trace does (a
+ * horizon, an interrupt). */
 typedef kvs_status (*kvs_cli_front_run_fn)(void *ctx, kvs_request_source *src);
 
 /* The defaults (model llama-3-8b) for the command whose arguments it
@@ -203,8 +217,12 @@ int kvs_cli_front_open(kvs_cli_front *fe, bool interruptible);
 int kvs_cli_front_load(kvs_cli_front *fe, bool several_runs);
 /* run over the trace: the loaded requests at the time scale given, or the
  * file streamed (scale 1), its share read reported for the progress line;
- * tstats and format record the trace.  The status of run (or of opening
- * the trace). */
+ * tstats and format record the trace.  A run that ended before its trace
+ * (a horizon, an interrupt) leaves the rest unread: it is read after the
+ * run, so that trace_requests counts every request of the trace and
+ * tstats covers every line (a file and a trace in memory are both
+ * finite; a second signal ends the process meanwhile).  The status of run
+ * (or of opening or reading the trace). */
 kvs_status kvs_cli_front_run(kvs_cli_front *fe, double scale, kvs_cli_front_run_fn run,
 			     void *ctx);
 /* The signal that interrupted the run, 0 for none. */

@@ -474,6 +474,10 @@ int kvs_cmd_fleet(kvs_args *it)
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
 	int sig = kvs_cli_front_interrupted(&fe);
+	/* the trace's requests the fleet did not take (a horizon, an
+	 * interrupt): counted, as replay counts them */
+	uint64_t after = rc == KVS_EXIT_OK
+			 ? kvs_cli_after_end(kvs_fleet_result_total(res), fe.trace_requests) : 0;
 	if (rc == KVS_EXIT_OK && sig)
 		fprintf(stderr, "kvsim fleet: interrupted at %.3f simulated seconds; the "
 			"outputs hold what was done, marked \"interrupted\"\n",
@@ -482,7 +486,7 @@ int kvs_cmd_fleet(kvs_args *it)
 		kvs_sim_result *tot = (kvs_sim_result *)kvs_fleet_result_total(res);
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(tot),
 					 kvs_sim_result_stats(tot), fe.path, fe.format);
-		kvs_cli_sim_print_results(stdout, &tot, 1);
+		kvs_cli_sim_print_results(stdout, &tot, 1, &after);
 		print_fleet(stdout, res, &fo);
 	}
 	if (rc == KVS_EXIT_OK && kvs_cli_front_wants_json(&fe)) {
@@ -492,6 +496,7 @@ int kvs_cmd_fleet(kvs_args *it)
 					    fleet_cost_json(res, fo.gpu_hour_price));
 		if (doc && sig)
 			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
+		kvs_cli_after_end_json(doc, kvs_fleet_result_total(res), after);
 		rc = kvs_cli_front_json(&fe, doc);
 	}
 	kvs_fleet_result_destroy(res);

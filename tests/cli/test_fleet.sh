@@ -185,4 +185,19 @@ run 2 -q "$mooncake" --block-size 48 --find-min-replicas --slo-ttft 1 &&
 run 1 -q "$tmp/tiny.csv" --json /nonexistent-dir/x.json &&
 	has "$err" "--json: /nonexistent-dir/x.json: cannot write" "unwritable --json"
 
+# ---- a horizon: the trace's requests after it counted, as replay counts them ------------
+run 0 -q --replicas 2 --horizon 1 --json "$tmp/fh.json" && {
+	has "$out" "after the horizon at 1 s, not simulated" "fleet horizon line"
+	kvs_run replay 0 -q --horizon 1 --json "$tmp/rh.json"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/fh.json" "$tmp/rh.json" <<'PY' || fail "fleet horizon accounting"
+import json, sys
+f, r = (json.load(open(p))["policies"]["paged"]["accounting"] for p in sys.argv[1:])
+assert f["after_horizon"] > 0, f
+# the same trace and horizon: the same requests taken, the same rest
+assert f["arrived"] + f["after_horizon"] == r["arrived"] + r["after_horizon"], (f, r)
+PY
+	fi
+}
+
 finish "cli fleet"

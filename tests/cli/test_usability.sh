@@ -222,6 +222,8 @@ d = json.load(open(sys.argv[1]))
 assert d["interrupted"] is True
 a = d["policies"]["paged"]["accounting"]
 assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"] and a["unfinished"] > 0
+# the rest of the trace: read after the run, counted, not simulated
+assert a["arrived"] + a["after_interrupt"] == 20000, a
 rows = list(csv.reader(open(sys.argv[2])))
 assert len(rows) - 1 == a["arrived"] and {len(r) for r in rows} == {len(rows[0])}
 assert sum(r[3] == "unfinished" for r in rows[1:]) == a["unfinished"]
@@ -251,8 +253,10 @@ d = json.load(open(sys.argv[1]))
 assert d["interrupted"] is True
 a = d["policies"]["paged"]["accounting"]
 assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"] and a["unfinished"] > 0
+assert a["arrived"] + a["after_interrupt"] == 20000, a
 PY
 fi
+has "$(cat "$tmp/f.out")" "after the interruption at" "fleet: the requests not simulated counted"
 
 # a second signal ends the run at once: no temporary file is left, and a
 # file already at the target stays as it was (unless the run, stopping
