@@ -241,6 +241,9 @@ const volatile sig_atomic_t *kvs_cli_interrupt_install(void)
 			struct sigaction sa;
 			memset(&sa, 0, sizeof sa);
 			sa.sa_handler = on_interrupt;
+			/* reads of the trace from a pipe go on (the flag stops
+			 * the run at its next event) */
+			sa.sa_flags = SA_RESTART;
 			sigemptyset(&sa.sa_mask);
 			sigaction(sigs[i], &sa, NULL);
 		}

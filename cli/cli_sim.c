@@ -988,8 +988,11 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 	}
 	int sig = kvs_cli_front_interrupted(&fe);
 	if (sig && nres == 0 && rc == KVS_EXIT_OK) {
-		fprintf(stderr, "kvsim %s: interrupted before the first run\n", cmd);
-		rc = KVS_EXIT_FAIL;
+		/* (while the trace was read into memory): nothing to write */
+		fprintf(stderr, "kvsim %s: interrupted before the first run; no output "
+			"written\n", cmd);
+		kvs_cli_front_close(&fe, 128 + sig);
+		return 128 + sig;
 	}
 	if (rc == KVS_EXIT_OK && sig)
 		fprintf(stderr, "kvsim %s: interrupted at %.3f simulated seconds: %zu of %zu "
@@ -1035,6 +1038,9 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 	for (size_t i = 0; i < nres; i++)
 		kvs_sim_result_destroy(res[i]);
 	rc = kvs_cli_front_close(&fe, rc);
+	if (rc == KVS_EXIT_OK && !sig && (sig = kvs_cli_front_interrupted(&fe)))
+		fprintf(stderr, "kvsim %s: interrupted after the runs had finished: the "
+			"outputs are whole\n", cmd);
 	if (rc == KVS_EXIT_OK && sig)
 		rc = 128 + sig;
 	return rc;

@@ -54,7 +54,18 @@ static kvs_status fill(kvs_linebuf *lb)
 		lb->buf = nb;
 		lb->cap = ncap;
 	}
-	size_t got = fread(lb->buf + lb->end, 1, lb->cap - lb->end, lb->f);
+	size_t got;
+	for (;;) {
+		errno = 0;
+		got = fread(lb->buf + lb->end, 1, lb->cap - lb->end, lb->f);
+		/* a signal the program handles (Ctrl-C stopping a run) cut a
+		 * read from a pipe or terminal short: read on */
+		if (got == 0 && ferror(lb->f) && errno == EINTR) {
+			clearerr(lb->f);
+			continue;
+		}
+		break;
+	}
 	lb->end += got;
 	if (got == 0) {
 		if (ferror(lb->f))

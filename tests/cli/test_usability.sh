@@ -258,6 +258,24 @@ PY
 fi
 has "$(cat "$tmp/f.out")" "after the interruption at" "fleet: the requests not simulated counted"
 
+# a signal while the trace is still being read into memory (from a pipe
+# that pauses): the read goes on, no run starts, exit 130, no output
+mkfifo "$tmp/pipe"
+set -m
+"$KVSIM" compare "$tmp/pipe" --json "$tmp/p.json" -q >/dev/null 2>"$tmp/p.err" &
+pid=$!
+set +m
+{ head -n 1000 "$tmp/long.csv"; sleep 1; tail -n +1001 "$tmp/long.csv" | head -n 1000; } >"$tmp/pipe" &
+wpid=$!
+sleep 0.4
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+wait "$wpid"
+[ "$rc" -eq 130 ] || fail "interrupted while loading: exit 130 (got $rc): $(head -c 300 "$tmp/p.err")"
+has "$(cat "$tmp/p.err")" "interrupted before the first run; no output written" "interrupted while loading"
+[ -e "$tmp/p.json" ] && fail "interrupted while loading: an output was written"
+
 # a second signal ends the run at once: no temporary file is left, and a
 # file already at the target stays as it was (unless the run, stopping
 # after the first, wrote its outputs before the second came: then whole)
