@@ -796,16 +796,22 @@ void kvs_cli_after_end_json(kvs_json *doc, const kvs_sim_result *r, uint64_t aft
 static void print_after_end(FILE *f, const kvs_sim_result *r, const uint64_t *after)
 {
 	const kvs_sim_stats *st = kvs_sim_result_stats(r);
-	if (!after || !*after)
-		return;
-	fprintf(f, "  (the trace's %llu requests = arrived %llu + %llu ",
-		(unsigned long long)(st->arrived + *after), (unsigned long long)st->arrived,
-		(unsigned long long)*after);
-	if (st->interrupted)
-		fprintf(f, "after the interruption at %.3f s, not simulated)\n", st->sim_time_s);
-	else
-		fprintf(f, "after the horizon at %g s, not simulated)\n",
+	uint64_t n = after ? *after : 0;
+	if (st->interrupted) {
+		/* the table of an interrupted run says so, whatever the rest */
+		fprintf(f, "  (interrupted at %.3f simulated s: the figures cover what was "
+			"done", st->sim_time_s);
+		if (n)
+			fprintf(f, "; the trace's %llu requests = arrived %llu + %llu after "
+				"the interruption, not simulated", (unsigned long long)(st->arrived + n),
+				(unsigned long long)st->arrived, (unsigned long long)n);
+		fprintf(f, ")\n");
+	} else if (n) {
+		fprintf(f, "  (the trace's %llu requests = arrived %llu + %llu after the horizon "
+			"at %g s, not simulated)\n", (unsigned long long)(st->arrived + n),
+			(unsigned long long)st->arrived, (unsigned long long)n,
 			kvs_sim_result_config(r)->horizon_s);
+	}
 }
 
 /* The figures' column: the metric table's rows that have a label, in

@@ -214,6 +214,7 @@ rc=$?
 [ "$rc" -eq 130 ] || fail "interrupted replay exits 130 (got $rc): $(head -c 300 "$tmp/i.err")"
 has "$(cat "$tmp/i.err")" "interrupted at" "interruption reported"
 has "$(cat "$tmp/i.out")" "paged: arrived " "table printed whole"
+has "$(cat "$tmp/i.out")" "(interrupted at " "the table says it was interrupted"
 ls -a "$tmp" | grep -q 'kvsim-' && fail "temporary files left behind"
 if command -v python3 >/dev/null 2>&1; then
 	python3 - "$tmp/i.json" "$tmp/i.csv" "$tmp/ib.json" <<'PY' || fail "interrupted outputs parse and account for every request"
@@ -256,7 +257,7 @@ assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"] and a["u
 assert a["arrived"] + a["after_interrupt"] == 20000, a
 PY
 fi
-has "$(cat "$tmp/f.out")" "after the interruption at" "fleet: the requests not simulated counted"
+has "$(cat "$tmp/f.out")" "after the interruption, not simulated" "fleet: the requests not simulated counted"
 
 # a signal while the trace is still being read into memory (from a pipe
 # that pauses): the read goes on, no run starts, exit 130, no output
