@@ -441,6 +441,21 @@ static kvs_status paged_init(kvs_alloc *a)
 		return kvs_fail(KVS_ERR_LIMIT, "allocator: %llu blocks exceed "
 				"the pool's limit of %u; raise block_size",
 				(unsigned long long)n, MAX_BLOCKS);
+	/* the per-block arrays below, and the host swap pool's: refused
+	 * when they exceed the machine's memory (the allocations would
+	 * succeed, the kernel overcommitting, and the first writes to them
+	 * would have the process killed) */
+	uint64_t hn0 = c->swap_bytes / bb < NONE ? c->swap_bytes / bb : NONE - 1;
+	uint64_t meta = n * (sizeof(pblock) + 2 * sizeof(uint32_t) +
+			     (c->enable_prefix_caching ? 2 * sizeof(uint32_t) : 0)) +
+			hn0 * sizeof(uint32_t);
+	uint64_t host = kvs_host_memory_bytes();
+	if (host && meta > host)
+		return kvs_fail(KVS_ERR_NOMEM, "allocator: %llu device blocks and %llu host "
+				"swap blocks need %.1f GiB of host memory for their metadata, "
+				"more than this machine's %.1f GiB; raise block_size",
+				(unsigned long long)n, (unsigned long long)hn0,
+				(double)meta / 1073741824.0, (double)host / 1073741824.0);
 	paged *p = kvs_calloc(1, sizeof *p);
 	if (!p)
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 static _Thread_local char last_error[1024];
 /* The current message: last_error, or static text from kvs_fail_static. */
@@ -209,6 +210,12 @@ uint64_t kvs_mem_peak_rss(void)
 	if (getrusage(RUSAGE_SELF, &ru) != 0)
 		return 0;
 	return (uint64_t)ru.ru_maxrss * 1024u; /* Linux reports KiB */
+}
+
+uint64_t kvs_host_memory_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
 }
 
 bool kvs_invalid(const char *expr, const char *file, int line)

@@ -162,6 +162,22 @@ static void test_bad_config(void **state)
 	c.block_size = 1;                /* 2^64 blocks: too many ids */
 	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_LIMIT);
 	assert_null(a);
+	/* ids that fit, metadata that does not fit this machine: 2^31 - 1
+	 * blocks with prefix caching and 2^32 - 2 host blocks need 80 GiB
+	 * (refused here before a byte is written; a machine that holds that
+	 * much is not asked to allocate it) */
+	uint64_t host = kvs_host_memory_bytes();
+	if (host && host < (80ull << 30)) {
+		c = cfg_paged();
+		c.block_size = 1;
+		c.kv_bytes_per_token = 1;
+		c.budget_bytes = (1ull << 31) - 1;
+		c.swap_bytes = UINT64_MAX;
+		c.enable_prefix_caching = true;
+		assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_NOMEM);
+		assert_non_null(strstr(kvs_last_error(), "of host memory for their metadata"));
+		assert_null(a);
+	}
 }
 
 /* ---- paged ---------------------------------------------------------------------- */

@@ -144,6 +144,9 @@ const char *kvs_mem_allocator(void);
 /* Peak resident set size of this process in bytes (0 if unknown). */
 uint64_t kvs_mem_peak_rss(void);
 
+/* Physical memory of this machine in bytes (0 if unknown). */
+uint64_t kvs_host_memory_bytes(void);
+
 /* ---- SHA-256 (FIPS 180-4) ------------------------------------------------
  * Fingerprints of traces, plans and point files (docs/SCALE-OUT.md).  The
  * context lives on the caller's stack; update any number of times, then
