@@ -250,7 +250,9 @@ typedef struct kvs_sim_config {
 	double slo_e2e_s;              /* end-to-end objective; 0 = none */
 	kvs_cost_config cost;
 	double sample_interval_s;      /* time series spacing; 0 = auto (1 s,
-	                                * coarsened to keep <= 4096 samples) */
+	                                * doubled to keep <= 4096 samples); a
+	                                * given one is doubled past 65536 (the
+	                                * result's interval is the one used) */
 	double horizon_s;              /* stop at this simulated time; 0 = run to
 	                                * completion */
 	uint64_t seed;                 /* recorded; the engine itself is deterministic */
