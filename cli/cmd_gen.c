@@ -5,6 +5,7 @@
  * for a given --seed.
  */
 #include "commands.h"
+#include "cli_sim.h"
 
 #include <math.h>
 #include <string.h>
@@ -50,7 +51,9 @@ void kvs_cmd_gen_usage(FILE *f)
 		"                      are shared prompts or multi-turn conversations)\n"
 		"  --format F          csv or jsonl (default: from FILE's extension, else csv)\n"
 		"  -o, --out FILE      output file (default: standard output)\n"
-		"  --help              show this help\n");
+		"  --help              show this help\n"
+		"  Ctrl-C (SIGINT), SIGTERM  stop: standard output ends after the last\n"
+		"                      whole request; a FILE is not written; exit 130 (143)\n");
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -219,6 +222,9 @@ int kvs_cmd_gen(kvs_args *it)
 	}
 	bool hashes = o.hashes > 0 ||
 		      (o.hashes < 0 && ((o.prefix_fraction > 0 && o.prefix_tokens > 0) || o.turns > 1));
+	/* Ctrl-C: stop between two requests (before the output opens, so
+	 * that its own handler leaves the signals to this one) */
+	const volatile sig_atomic_t *intr = kvs_cli_interrupt_install();
 	kvs_trace_writer *w;
 	if (!kvs_cli_output_ok("gen", "-o", out)) {
 		kvs_gen_close(g);
@@ -238,23 +244,37 @@ int kvs_cmd_gen(kvs_args *it)
 	kvs_request r;
 	uint64_t count = 0;
 	double last = 0;
-	while ((st = kvs_gen_next(g, &r)) == KVS_OK) {
+	while (!*intr && (st = kvs_gen_next(g, &r)) == KVS_OK) {
 		if ((st = kvs_trace_writer_put(w, &r)) != KVS_OK)
 			break;
 		count++;
 		last = r.arrival_s;
 	}
-	/* a failed run leaves no file behind (and an existing one untouched) */
-	if (st == KVS_END)
+	bool to_stdout = strcmp(out, "-") == 0;
+	int sig = *intr;
+	/* a failed run leaves no file behind (and an existing one
+	 * untouched), and so does an interrupted one; on standard output an
+	 * interrupted run ends after its last whole request */
+	if (st == KVS_END || (sig && st == KVS_OK && to_stdout))
 		st = kvs_trace_writer_close(w);
 	else
-		kvs_trace_writer_discard(w);
+		kvs_trace_writer_discard(w);   /* st: an error, or OK when interrupted */
 	kvs_gen_close(g);
 	if (st != KVS_OK) {
 		kvs_cli_report_error("gen", st);
 		return KVS_EXIT_FAIL;
 	}
-	if (strcmp(out, "-") != 0)
+	if (sig) {
+		if (to_stdout)
+			fprintf(stderr, "kvsim gen: interrupted after %llu requests; standard "
+				"output holds them, each whole\n", (unsigned long long)count);
+		else
+			fprintf(stderr, "kvsim gen: interrupted after %llu requests: %s not "
+				"written (a file already there is untouched)\n",
+				(unsigned long long)count, out);
+		return 128 + sig;
+	}
+	if (!to_stdout)
 		fprintf(stderr, "kvsim gen: wrote %llu requests over %.3f s to %s\n",
 			(unsigned long long)count, last, out);
 	return KVS_EXIT_OK;
