@@ -196,8 +196,18 @@ kvs_status kvs_outfile_open(const char *path, kvs_outfile **out)
 		o->slot = live_add(o->tmp);
 	pthread_sigmask(SIG_SETMASK, &prev, NULL);
 	if (fd < 0) {
-		kvs_status st = kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path,
-					 strerror(e));
+		/* ENOENT with the directory there: the file system takes no
+		 * new file (/proc, /sys); errno alone would say the directory
+		 * is missing */
+		char dir[PATH_MAX];
+		struct stat dsb;
+		snprintf(dir, sizeof dir, "%.*s", dirlen ? (int)dirlen : 1, dirlen ? path : ".");
+		bool dir_there = e == ENOENT && stat(dir, &dsb) == 0 && S_ISDIR(dsb.st_mode);
+		kvs_status st = dir_there
+			? kvs_fail(KVS_ERR_IO, "%s: cannot write: its directory %s takes no "
+				   "new file (the temporary file beside the target could not "
+				   "be created)", path, dir)
+			: kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path, strerror(e));
 		outfile_free(o);
 		return st;
 	}

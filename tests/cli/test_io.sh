@@ -267,6 +267,12 @@ if [ -r /proc/version ]; then
 	kvs_run replay 1 "$tmp/j/t.csv" -q --summary-csv /proc/version
 	has "$err" "--summary-csv: /proc/version: cannot write: read-only file" "/proc/version"
 fi
+# a writable file where no new file may be created beside it (the
+# superuser's /proc/sys): the directory is named, not "No such file"
+if [ "$(id -u)" = 0 ] && [ -w /proc/sys/kernel/hostname ]; then
+	kvs_run replay 1 "$tmp/j/t.csv" -q --summary-csv /proc/sys/kernel/hostname
+	has "$err" "its directory /proc/sys/kernel/ takes no new file" "/proc/sys"
+fi
 chmod 644 "$tmp/j/ro.csv"
 
 # ---- lines a trace dropped are noted on stderr, -q or not ---------------------
