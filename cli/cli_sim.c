@@ -986,6 +986,10 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 		if (st == KVS_OK) {
 			after[nres] = kvs_cli_after_end(res[nres], fe.trace_requests);
 			nres++;
+		} else {
+			/* a run can end well and the trace's rest fail to read */
+			kvs_sim_result_destroy(res[nres]);
+			res[nres] = NULL;
 		}
 	}
 	if (st != KVS_OK) {

@@ -340,8 +340,11 @@ static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet
 	kvs_fleet_result *r = NULL;
 	*best = NULL;
 	for (;;) {
+		r = NULL;
 		kvs_status st = run_n(fe, base, n, scale, &r);
 		if (st != KVS_OK) {
+			/* (a run can end well and the trace's rest fail to read) */
+			kvs_fleet_result_destroy(r);
 			kvs_cli_report_error(cmd, st);
 			return KVS_EXIT_FAIL;
 		}

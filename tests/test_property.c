@@ -106,6 +106,10 @@ static void case_of(uint64_t seed, uint32_t bs, prop_case *c)
 	 * blocks (a partial block would hold a contiguous policy's tokens but
 	 * no paged block) */
 	c->pool_tokens = (uint32_t)(1200.0 * pow(40.0, unit(&x))) / c->bs * c->bs;
+	/* blocks of 1 and 2 tokens: a pool of a few thousand blocks (the
+	 * validators walk every block at every step) */
+	if (c->bs < BS && c->pool_tokens > 4096u * c->bs)
+		c->pool_tokens = 4096u * c->bs;
 	static const uint32_t seqs[] = { 4, 16, 64, 256 };
 	c->max_num_seqs = seqs[splitmix(&x) % 4];
 	static const uint32_t toks[] = { 256, 512, 2048 };
