@@ -132,6 +132,10 @@ typedef struct sreq {
 	uint32_t len;              /* length as the allocator knows it */
 	uint32_t cached_first;
 	uint32_t preemptions;
+	uint32_t pre;              /* swapped out with the slot of its next
+	                            * token stored (planned in the step that
+	                            * preempted it) but that token not emitted:
+	                            * it is emitted by the step that swaps it in */
 	int32_t priority;          /* the trace's; lower first (priority scheduling) */
 	uint32_t chunk;            /* prefill tokens computed in the current step */
 	uint32_t nhashes;          /* hash ids kept, at the trace's granularity */
@@ -384,6 +388,9 @@ struct kvs_sim {
 	uint32_t nspare;
 	uint64_t releases;         /* device memory given back (finish, preemption) */
 	bool past_due;             /* planning: the due sequences are done */
+	uint64_t due_order;        /* planning the due sequences: the order of
+	                            * the one growing (those before it have
+	                            * planned this step's token); 0 otherwise */
 	bool prompt_step;          /* the step in flight is prompt-only (no
 	                            * chunked prefill): decodes wait, G stays */
 	sreq **due;
@@ -2055,10 +2062,15 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 	kvs_sim_stats *st = &s->res->st;
 	kvs_status rc;
 	if (v->state == RS_DECODE) {
-		/* once the due sequences are planned, every decoding sequence
-		 * has this step's token (stepping one token at a time, all are
-		 * due and stored it in advance) */
-		if ((rc = sync_decode(s, v, s->G + s->past_due)) != KVS_OK)
+		/* the tokens the victim has stored when stepping one token at
+		 * a time (every decoding sequence due at every step, planned
+		 * in admission order): this step's too once the due sequences
+		 * are planned, or when its turn came before the sequence
+		 * growing now (priority scheduling picks such victims; under
+		 * FCFS the victim is the most recent, after it).  Within its
+		 * room: its next event is later. */
+		bool planned = s->past_due || v->order < s->due_order;
+		if ((rc = sync_decode(s, v, s->G + planned)) != KVS_OK)
 			return rc;
 		dh_remove(s, v);
 	} else if (v->state == RS_DUE) {
@@ -2072,6 +2084,18 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 		prefill_remove(s, v);
 	}
 	bool decoding = v->state == RS_DECODE || v->state == RS_DUE;
+	/* A victim synced past this step (S = G + 1) stored this step's token
+	 * in advance, but it does not run this step: as in vLLM, where a
+	 * preempted request is not scheduled, that token is not produced.  It
+	 * is rolled back before anything is counted, in every mode: not
+	 * emitted (else the last token of a sequence due to finish at G + 1
+	 * would be re-prefilled, one past its final length, or a group would
+	 * be swapped out with nothing left to generate), not recomputed.
+	 * The allocator keeps its slot while the victim is swapped out (pre);
+	 * the step that swaps it in emits it. */
+	uint32_t ahead = decoding && v->S > s->G ? (uint32_t)(v->S - s->G) : 0;
+	v->gen -= ahead;
+	v->S -= ahead;
 	run_remove(s, v);
 	s->dirty = true;
 	if (v->n > 1 && s->nrunning == 0) {
@@ -2090,6 +2114,10 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 			return rc;
 		if (ok) {
 			s->releases++;
+			/* a token is left to emit (the one this step planned,
+			 * if any): it comes back, never finishes out there */
+			kvs_require(v->gen < v->out_eff);
+			v->pre = ahead;
 			v->state = RS_SWAPPED;
 			if (!deque_push_back(&s->swapped, v))
 				return kvs_fail(KVS_ERR_NOMEM, "out of memory");
@@ -2097,15 +2125,9 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 		}
 		/* host swap full (or not offered): recompute instead */
 	}
-	st->recomputed_tokens += dropped_tokens(s, v);
+	st->recomputed_tokens += dropped_tokens(s, v) - (uint64_t)ahead * v->nlive;
 	if ((rc = release_family(s, v)) != KVS_OK)
 		return rc;
-	/* a victim synced past this step (S = G + 1) counted this step's
-	 * token in advance, but it does not run this step: the token is not
-	 * emitted (else the last token of a sequence due to finish at G + 1
-	 * would be re-prefilled, one past its final length) */
-	if (decoding && v->S > s->G)
-		v->gen -= (uint32_t)(v->S - s->G);
 	/* a single sequence re-prefills every known token; a family its
 	 * prompt once, then (after the fork) each sample its own tokens */
 	if (v->n > 1)
@@ -2466,10 +2488,12 @@ static kvs_status do_forks(kvs_sim *s, bool *preempted, double *extra)
 	return KVS_OK;
 }
 
-/* Swapped families at the head of the queue whose every token was emitted
- * before they went out (a victim counts the token of the step it is
- * preempted in, stored in advance): they need no more steps and finish
- * now, without coming back. */
+/* A swapped family with nothing left to generate needs no more steps: it
+ * finishes without coming back.  preempt() rolls back the token a victim
+ * planned in its last step, so a family always goes out with a token
+ * left; this keeps the head of the queue (the only one that can come
+ * back) from being swapped in with none, which would put it in the
+ * queue's bucket of this step, already taken, and hold its blocks. */
 static kvs_status finish_swapped_done(kvs_sim *s)
 {
 	sreq *r;
@@ -2478,7 +2502,8 @@ static kvs_status finish_swapped_done(kvs_sim *s)
 		kvs_status st = release_family(s, r);
 		if (st != KVS_OK)
 			return st;
-		finish(s, r);
+		if ((st = finish(s, r)) != KVS_OK)
+			return st;
 	}
 	return KVS_OK;
 }
@@ -2771,7 +2796,10 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b, size_t ndue)
 			return st;
 		bool self;
 		uint32_t n = (uint32_t)(s->G - r->S + 1);
-		if ((st = grow_or_preempt(s, r, n, &self, &b->preempted, &b->extra)) != KVS_OK)
+		s->due_order = r->order;   /* victims before it planned their token */
+		st = grow_or_preempt(s, r, n, &self, &b->preempted, &b->extra);
+		s->due_order = 0;
+		if (st != KVS_OK)
 			return st;
 		if (self)
 			continue;
@@ -2825,6 +2853,10 @@ static kvs_status plan_swap_in(kvs_sim *s, step_plan *b)
 	kvs_status st;
 	const kvs_sim_config *cfg = &s->cfg;
 	while (s->swapped.n && b->budget > 0) {
+		if ((st = finish_swapped_done(s)) != KVS_OK)
+			return st;
+		if (!s->swapped.n)
+			break;
 		sreq *r = deque_front(&s->swapped);
 		if (s->nrunning + r->n > cfg->max_num_seqs || b->budget < r->nlive)
 			break;
@@ -2860,7 +2892,13 @@ static kvs_status plan_swap_in(kvs_sim *s, step_plan *b)
 		run_append(s, r);
 		r->S = s->G;
 		r->state = RS_DUE;
-		if (family_room(s, r) == 0) {
+		if (r->pre) {
+			/* the slot of this step's token came back with it: the
+			 * token its preemption step planned is emitted now */
+			r->gen += r->pre;
+			r->S = s->G + r->pre;
+			r->pre = 0;
+		} else if (family_room(s, r) == 0) {
 			bool self;
 			if ((st = grow_or_preempt(s, r, 1, &self, &b->preempted,
 						  &b->extra)) != KVS_OK)
@@ -2938,10 +2976,12 @@ static kvs_status plan_admit(kvs_sim *s, step_plan *b)
 static kvs_status recompute_swapped_head(kvs_sim *s)
 {
 	sreq *r = deque_pop_front(&s->swapped);
-	s->res->st.recomputed_tokens += dropped_tokens(s, r);
+	/* the slot of a planned token (pre) holds nothing computed */
+	s->res->st.recomputed_tokens += dropped_tokens(s, r) - (uint64_t)r->pre * r->nlive;
 	kvs_status st = release_family(s, r);
 	if (st != KVS_OK)
 		return st;
+	r->pre = 0;
 	r->target = r->n > 1 ? r->prompt : r->prompt + r->gen;
 	r->len = 0;
 	r->state = RS_WAITING;
