@@ -132,10 +132,6 @@ typedef struct sreq {
 	uint32_t len;              /* length as the allocator knows it */
 	uint32_t cached_first;
 	uint32_t preemptions;
-	uint32_t pre;              /* swapped out with the slot of its next
-	                            * token stored (planned in the step that
-	                            * preempted it) but that token not emitted:
-	                            * it is emitted by the step that swaps it in */
 	int32_t priority;          /* the trace's; lower first (priority scheduling) */
 	uint32_t chunk;            /* prefill tokens computed in the current step */
 	uint32_t nhashes;          /* hash ids kept, at the trace's granularity */
@@ -160,6 +156,11 @@ typedef struct sreq {
 	struct sreq *dq_next;      /* in_ring: the next in its bucket */
 	bool lazy;                 /* decode: its block crossings before E (its
 	                            * finish) are taken in bulk (crossing classes) */
+	uint8_t pre;               /* swapped out with the slot of its next
+	                            * token stored (planned in the step that
+	                            * preempted it) but that token not emitted
+	                            * (0 or 1): emitted by the step that swaps
+	                            * it in */
 	uint32_t lz_res;           /* lazy: its crossing steps mod block_size */
 	uint64_t pf_step;          /* lazy: the step of its crossing into the
 	                            * block that holds its final token, when
@@ -2117,7 +2118,8 @@ static kvs_status preempt(kvs_sim *s, sreq *v, bool allow_swap, double *extra_ti
 			/* a token is left to emit (the one this step planned,
 			 * if any): it comes back, never finishes out there */
 			kvs_require(v->gen < v->out_eff);
-			v->pre = ahead;
+			kvs_require(ahead <= 1);   /* S is at most G + 1 */
+			v->pre = (uint8_t)ahead;
 			v->state = RS_SWAPPED;
 			if (!deque_push_back(&s->swapped, v))
 				return kvs_fail(KVS_ERR_NOMEM, "out of memory");
