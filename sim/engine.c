@@ -3647,6 +3647,15 @@ static void finalize(kvs_sim *s)
 {
 	kvs_sim_result *R = s->res;
 	kvs_sim_stats *st = &R->st;
+	/* a run that never stepped (no request, or every one rejected) held
+	 * its first state throughout: that is its peak, from time 0 (else
+	 * the six parts would sum to 0, and a fleet's average with them) */
+	const kvs_sim_mem_pct *pk = &st->memory_peak_pct;
+	if (pk->token_states + pk->reservation + pk->internal_frag + pk->external_frag +
+	    pk->cached_idle + pk->free == 0) {
+		track_peak(s);
+		st->peak_time_s = 0;
+	}
 	/* whatever is still in the system at the horizon */
 	sreq *r;
 	for (r = s->run_head; r; r = r->next) {
@@ -3821,6 +3830,10 @@ kvs_status kvs_sim_feed_kv(kvs_sim *s, const kvs_sim_kv_handoff *h, double t_s)
 	if ((st = make_sreq(s, &q, &r)) != KVS_OK)
 		return st;
 	kvs_require(r);
+	/* the replica that prefilled it counted it (a fleet's sum counts each
+	 * request once) */
+	if (q.num_samples > 1)
+		s->res->st.multi_sample_requests--;
 	r->kv_remote = true;
 	r->kv_origin = h->origin;
 	r->kv_arrival = h->req.arrival_s;

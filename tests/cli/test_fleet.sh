@@ -185,6 +185,28 @@ run 2 -q "$mooncake" --block-size 48 --find-min-replicas --slo-ttft 1 &&
 run 1 -q "$tmp/tiny.csv" --json /nonexistent-dir/x.json &&
 	has "$err" "--json: /nonexistent-dir/x.json: cannot write" "unwritable --json"
 
+# ---- replicas that never step; parallel sampling across prefill and decode -------------
+printf 'arrival_s,prompt_tokens,output_tokens,session_id,turn,num_samples,priority\n0,100,10,0,0,2,0\n0.5,100,10,1,0,2,0\n' >"$tmp/n2.csv"
+run 0 -q "$tmp/n2.csv" --replicas 3 --json "$tmp/idle.json" &&
+	kvs_run replay 0 -q "$tmp/n2.csv" --start 1000 --json "$tmp/empty.json" &&
+	run 0 -q "$tmp/n2.csv" --pool prefill:1:a100-40gb:1 --pool decode:1:a100-40gb:1 \
+		--json "$tmp/pd.json" && {
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$tmp/idle.json" "$tmp/empty.json" "$tmp/pd.json" <<'PY' || fail "idle replicas' peak, or parallel sampling counted twice"
+import json, sys
+idle, empty, pd = (json.load(open(p)) for p in sys.argv[1:])
+# a replica with nothing to run still has a peak (its first state): the
+# fleet's six parts sum to 100, as an empty replay's do
+for d in (idle, empty):
+    pk = d["policies"]["paged"]["memory_peak_pct"]
+    assert abs(sum(pk.values()) - 100) < 1e-6, pk
+# each n = 2 request counted once though two replicas held it
+a = pd["policies"]["paged"]["accounting"]
+assert a["multi_sample_requests"] == 2 == a["arrived"], a
+PY
+	fi
+}
+
 # ---- a horizon: the trace's requests after it counted, as replay counts them ------------
 run 0 -q --replicas 2 --horizon 1 --json "$tmp/fh.json" && {
 	has "$out" "after the horizon at 1 s, not simulated" "fleet horizon line"
