@@ -25,6 +25,33 @@ kvs_scaled_limit() {
 	case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) extra=(--limit "$1") ;; esac
 }
 
+# kvs_bg OUT ERR ARGS...: kvsim ARGS... started in the background, its
+# standard output in OUT and standard error in ERR, its pid in $pid; with
+# job control, so that it keeps SIGINT (a non-interactive shell starts
+# background jobs ignoring it).
+kvs_bg() {
+	local o=$1 e=$2
+	shift 2
+	set -m
+	"$KVSIM" "$@" >"$o" 2>"$e" &
+	pid=$!
+	set +m
+}
+
+# kvs_stop SECONDS SIGNAL...: after SECONDS, each SIGNAL sent to $pid in
+# turn (0.01 s apart); waits for it and keeps its exit status in $rc.
+kvs_stop() {
+	local delay=$1 s
+	shift
+	sleep "$delay"
+	for s in "$@"; do
+		kill -"$s" "$pid" 2>/dev/null
+		sleep 0.01
+	done
+	wait "$pid"
+	rc=$?
+}
+
 # kvs_run CMD WANT ARGS...: runs kvsim CMD ARGS... (and $extra), keeps stdout
 # in $out and stderr in $err; a failure unless it exits WANT.
 kvs_run() {

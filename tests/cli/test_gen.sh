@@ -69,27 +69,15 @@ expect 2 "--turns 2.5 is not a whole number" gen --requests 3 --turns 2.5
 "$K" gen --requests 3 -o /dev/full >/dev/null 2>&1; [ $? -eq 1 ] || fail "full output exits 1"
 # Ctrl-C: standard output ends after the last whole request; a file is not
 # written (one already there untouched); exit 130
-set -m
-"$KVSIM" gen --requests 50000000 --rate 50 >"$tmp/gi.csv" 2>"$tmp/gi.err" &
-pid=$!
-set +m
-sleep 0.5
-kill -INT "$pid"
-wait "$pid"
-rc=$?
+kvs_bg "$tmp/gi.csv" "$tmp/gi.err" gen --requests 50000000 --rate 50
+kvs_stop 0.5 INT
 [ "$rc" -eq 130 ] || fail "interrupted gen exits 130 (got $rc)"
 has "$(cat "$tmp/gi.err")" "interrupted after" "gen interruption reported"
 [ "$(tail -c 1 "$tmp/gi.csv" | od -An -c | tr -d ' ')" = '\n' ] || fail "gen stdout ends mid-line"
 awk -F, 'NR > 2 && NF != 7 { bad = 1 } END { exit bad }' "$tmp/gi.csv" || fail "gen stdout: a cut record"
 echo keep >"$tmp/gk.csv"
-set -m
-"$KVSIM" gen --requests 50000000 --rate 50 -o "$tmp/gk.csv" 2>"$tmp/gk.err" &
-pid=$!
-set +m
-sleep 0.5
-kill -INT "$pid"
-wait "$pid"
-rc=$?
+kvs_bg /dev/null "$tmp/gk.err" gen --requests 50000000 --rate 50 -o "$tmp/gk.csv"
+kvs_stop 0.5 INT
 [ "$rc" -eq 130 ] || fail "interrupted gen -o exits 130 (got $rc)"
 [ "$(cat "$tmp/gk.csv")" = keep ] || fail "interrupted gen -o replaced the file"
 has "$(cat "$tmp/gk.err")" "not written" "gen -o interruption reported"

@@ -198,19 +198,12 @@ kvs_run replay 2 --goodput foo:5 && has "$err" "'foo' is not a metric" "unknown 
 
 # ---- Ctrl-C: outputs written whole, marked "interrupted", exit 130 ---------------------
 # a run of several seconds (20,000 long requests stepped one token at a time),
-# interrupted after half a second; job control so the background job keeps
-# SIGINT (a non-interactive shell starts background jobs ignoring it)
+# interrupted after half a second
 "$KVSIM" gen --requests 20000 --rate 50 --output-len fixed:2000 --prompt-len fixed:100 \
 	--seed 1 -o "$tmp/long.csv" 2>/dev/null || fail "gen long trace"
-set -m
-"$KVSIM" replay "$tmp/long.csv" --no-fast-path --json "$tmp/i.json" --requests "$tmp/i.csv" \
-	--bench-json "$tmp/ib.json" >"$tmp/i.out" 2>"$tmp/i.err" &
-pid=$!
-set +m
-sleep 0.5
-kill -INT "$pid"
-wait "$pid"
-rc=$?
+kvs_bg "$tmp/i.out" "$tmp/i.err" replay "$tmp/long.csv" --no-fast-path --json "$tmp/i.json" \
+	--requests "$tmp/i.csv" --bench-json "$tmp/ib.json"
+kvs_stop 0.5 INT
 [ "$rc" -eq 130 ] || fail "interrupted replay exits 130 (got $rc): $(head -c 300 "$tmp/i.err")"
 has "$(cat "$tmp/i.err")" "interrupted at" "interruption reported"
 has "$(cat "$tmp/i.out")" "paged: arrived " "table printed whole"
@@ -235,15 +228,9 @@ fi
 
 # fleet: the same, the router stopping at its next arrival and each replica
 # at once
-set -m
-"$KVSIM" fleet "$tmp/long.csv" --replicas 2 --no-fast-path --json "$tmp/f.json" \
-	>"$tmp/f.out" 2>"$tmp/f.err" &
-pid=$!
-set +m
-sleep 0.5
-kill -INT "$pid"
-wait "$pid"
-rc=$?
+kvs_bg "$tmp/f.out" "$tmp/f.err" fleet "$tmp/long.csv" --replicas 2 --no-fast-path \
+	--json "$tmp/f.json"
+kvs_stop 0.5 INT
 [ "$rc" -eq 130 ] || fail "interrupted fleet exits 130 (got $rc): $(head -c 300 "$tmp/f.err")"
 has "$(cat "$tmp/f.err")" "kvsim fleet: interrupted at" "fleet interruption reported"
 ls -a "$tmp" | grep -q 'kvsim-' && fail "fleet: temporary files left behind"
@@ -262,16 +249,10 @@ has "$(cat "$tmp/f.out")" "after the interruption, not simulated" "fleet: the re
 # a signal while the trace is still being read into memory (from a pipe
 # that pauses): the read goes on, no run starts, exit 130, no output
 mkfifo "$tmp/pipe"
-set -m
-"$KVSIM" compare "$tmp/pipe" --json "$tmp/p.json" -q >/dev/null 2>"$tmp/p.err" &
-pid=$!
-set +m
+kvs_bg /dev/null "$tmp/p.err" compare "$tmp/pipe" --json "$tmp/p.json" -q
 { head -n 1000 "$tmp/long.csv"; sleep 1; tail -n +1001 "$tmp/long.csv" | head -n 1000; } >"$tmp/pipe" &
 wpid=$!
-sleep 0.4
-kill -INT "$pid"
-wait "$pid"
-rc=$?
+kvs_stop 0.4 INT
 wait "$wpid"
 [ "$rc" -eq 130 ] || fail "interrupted while loading: exit 130 (got $rc): $(head -c 300 "$tmp/p.err")"
 has "$(cat "$tmp/p.err")" "interrupted before the first run; no output written" "interrupted while loading"
@@ -281,17 +262,9 @@ has "$(cat "$tmp/p.err")" "interrupted before the first run; no output written" 
 # file already at the target stays as it was (unless the run, stopping
 # after the first, wrote its outputs before the second came: then whole)
 echo keep >"$tmp/k.json"
-set -m
-"$KVSIM" replay "$tmp/long.csv" --no-fast-path --json "$tmp/k.json" --requests "$tmp/k.csv" \
-	>/dev/null 2>"$tmp/k.err" &
-pid=$!
-set +m
-sleep 0.5
-kill -INT "$pid"
-sleep 0.01
-kill -INT "$pid" 2>/dev/null
-wait "$pid"
-rc=$?
+kvs_bg /dev/null "$tmp/k.err" replay "$tmp/long.csv" --no-fast-path --json "$tmp/k.json" \
+	--requests "$tmp/k.csv"
+kvs_stop 0.5 INT INT
 ls -a "$tmp" | grep -q 'kvsim-' && fail "second signal: temporary files left behind"
 if [ "$(cat "$tmp/k.json")" != keep ]; then
 	[ "$rc" -eq 130 ] && grep -q '"interrupted": true' "$tmp/k.json" ||
@@ -325,18 +298,13 @@ sweep_interrupt() {   # SIGNAL WANT-RC ARGS...
 	local sig=$1 want=$2 i lim=3000
 	shift 2
 	case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) lim=10 ;; esac
-	set -m
-	KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep "$tmp/long.csv" --limit "$lim" --no-fast-path \
-		"$@" >"$tmp/si.out" 2>"$tmp/si.err" &
-	pid=$!
-	set +m
+	KVSIM_PROGRESS_INTERVAL=0 kvs_bg "$tmp/si.out" "$tmp/si.err" sweep "$tmp/long.csv" \
+		--limit "$lim" --no-fast-path "$@"
 	for i in $(seq 1 1200); do
 		grep -q '^kvsim sweep: [1-9][0-9]*/' "$tmp/si.err" && break
 		sleep 0.1
 	done
-	kill -"$sig" "$pid"
-	wait "$pid"
-	rc=$?
+	kvs_stop 0 "$sig"
 	[ "$rc" -eq "$want" ] || fail "sweep interrupted by SIG$sig exits $want (got $rc): $(tail -c 300 "$tmp/si.err")"
 	has "$(cat "$tmp/si.err")" "interrupted: " "sweep interruption reported"
 	[ "$(tail -c 1 "$tmp/si.err")" = "" ] || fail "progress line ended"
