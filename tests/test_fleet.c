@@ -1105,6 +1105,39 @@ static void test_horizon_on_arrival(void **state)
 	kvs_request_set_destroy(set);
 }
 
+/* A disaggregated fleet, fast and one step at a time: a decode
+ * replica's span stops where another replica's event may hand it a
+ * request (an allocation on another decode replica starts a transfer,
+ * whose end lets a blocked prefill replica prefill and hand over). */
+static void test_disagg_fast_path(void **state)
+{
+	(void)state;
+	static const struct {
+		uint32_t np, nd;
+		uint64_t tokens;
+		double bw;
+	} runs[] = {
+		{ 1, 2, 1200, 2e5 }, { 1, 2, 2000, 1e5 }, { 1, 3, 1500, 5e4 }, { 2, 3, 1200, 2e5 },
+	};
+	kvs_request_set *set = mixed_set(300);
+	for (size_t k = 0; k < KVS_ARRAY_LEN(runs); k++) {
+		kvs_sim_config c;
+		cfg_fixed(&c, runs[k].tokens, true);
+		kvs_fleet_result *a = dfleet(&c, runs[k].np, runs[k].nd, "round-robin", 0,
+					     runs[k].bw, 1e-3, set);
+		c.fast_path = false;
+		kvs_fleet_result *b = dfleet(&c, runs[k].np, runs[k].nd, "round-robin", 0,
+					     runs[k].bw, 1e-3, set);
+		uint32_t n = runs[k].np + runs[k].nd;
+		for (uint32_t i = 0; i < n; i++)
+			assert_same_run(kvs_sim_result_stats(kvs_fleet_result_replica(a, i)),
+					kvs_sim_result_stats(kvs_fleet_result_replica(b, i)));
+		kvs_fleet_result_destroy(a);
+		kvs_fleet_result_destroy(b);
+	}
+	kvs_request_set_destroy(set);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1126,6 +1159,7 @@ int main(void)
 		cmocka_unit_test(test_kv_link_parse),
 		cmocka_unit_test(test_stale_prefix),
 		cmocka_unit_test(test_horizon_on_arrival),
+		cmocka_unit_test(test_disagg_fast_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
