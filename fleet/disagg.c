@@ -339,6 +339,34 @@ static kvs_status delivered(fleet_disagg *d, dg_xfer *x, double t)
 
 /* ---- the loop ------------------------------------------------------------------------ */
 
+/* Whether decode replica i may still admit a request handed to it (one
+ * still to arrive there, or waiting): an admission allocates its KV and
+ * starts a transfer. */
+static bool may_admit(fleet_disagg *d, uint32_t i)
+{
+	kvs_sim_load l;
+	kvs_sim_get_load(d->f->sims[i], &l);
+	return l.waiting > 0 || d->f->routed[i] > l.kv_received;
+}
+
+/* Whether a prefill replica is idle with requests waiting (for memory: a
+ * transfer's end, freeing its KV, may let it run); a busy one's next
+ * hand-off is at or after its next event, and an idle one with nothing
+ * waiting starts only at an arrival. */
+static bool prefill_blocked(fleet_disagg *d)
+{
+	for (uint32_t k = 0; k < d->pre.n; k++) {
+		uint32_t i = d->pre.rep[k];
+		if (isfinite(d->f->next_ev[i]))
+			continue;
+		kvs_sim_load l;
+		kvs_sim_get_load(d->f->sims[i], &l);
+		if (l.waiting > 0)
+			return true;
+	}
+	return false;
+}
+
 kvs_status fleet_disagg_loop(fleet_disagg *d, kvs_router *router)
 {
 	(void)router;   /* each side has its own, of the same specification */
@@ -369,13 +397,11 @@ kvs_status fleet_disagg_loop(fleet_disagg *d, kvs_router *router)
 		}
 		if (horizon > 0 && tl > horizon)
 			tl = INFINITY;   /* ends after the run: the request is unfinished */
-		/* the replicas' next two events, and the prefill replicas' next */
-		double t1 = INFINITY, t2 = INFINITY, tp = INFINITY;
+		/* the replicas' next two events */
+		double t1 = INFINITY, t2 = INFINITY;
 		uint32_t i1 = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			double t = f->next_ev[i];
-			if (f->role[i] == KVS_FLEET_ROLE_PREFILL && t < tp)
-				tp = t;
 			if (t < t1) {
 				t2 = t1;
 				t1 = t;
@@ -421,14 +447,28 @@ kvs_status fleet_disagg_loop(fleet_disagg *d, kvs_router *router)
 		}
 		/* replica i1 processes its events before anything else's next;
 		 * a decode replica's spans need only stop where a request or
-		 * its KV may come: a prefill replica's next step end (a
-		 * hand-off), an arrival (which leads to one), a link event */
+		 * its KV may come: an arrival (which leads to a hand-off), a
+		 * link event, a prefill replica's next event (a step end is a
+		 * hand-off), and, while a prefill replica waits for memory, the
+		 * next event of another decode replica that may still admit a
+		 * handed request: its allocation starts a transfer whose
+		 * delivery frees the prefill replica's KV, which may let it
+		 * prefill and hand a request over.  The router's refresh hands
+		 * nothing over: not an input bound. */
 		double bound = min2(min2(ta, tl), min2(t2, next_refresh));
 		if (!(bound > t1))
 			bound = nextafter(t1, INFINITY);
 		double input = bound;
-		if (f->role[i1] == KVS_FLEET_ROLE_DECODE)
-			input = min2(min2(ta, tl), tp);
+		if (f->role[i1] == KVS_FLEET_ROLE_DECODE) {
+			bool blocked = prefill_blocked(d);
+			double tin = INFINITY;
+			for (uint32_t i = 0; i < n; i++)
+				if (i != i1 && f->next_ev[i] < tin &&
+				    (f->role[i] == KVS_FLEET_ROLE_PREFILL ||
+				     (blocked && may_admit(d, i))))
+					tin = f->next_ev[i];
+			input = min2(min2(ta, tl), tin);
+		}
 		if ((st = kvs_sim_advance_bounded(f->sims[i1], bound, input)) != KVS_OK)
 			return st;
 		f->next_ev[i1] = kvs_sim_next_event_s(f->sims[i1]);

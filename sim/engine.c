@@ -3918,7 +3918,10 @@ kvs_status kvs_sim_advance_bounded(kvs_sim *s, double until_s, double input_s)
 			break;
 		if ((st = drain_arrivals(s)) != KVS_OK)
 			break;
-		if (horizon > 0 && s->now >= horizon) {
+		/* the horizon ends the run at a step boundary: an event at or
+		 * after it inside a step (or span), an arrival exactly on it,
+		 * waits for that step's end, whose steps count */
+		if (horizon > 0 && s->now >= horizon && !s->busy) {
 			s->stopped = true;
 			break;
 		}

@@ -1031,6 +1031,113 @@ static void test_stale_prefix(void **state)
 	kvs_request_set_destroy(set);
 }
 
+/* ---- the fast path agrees with one step at a time ----------------------------------- */
+
+static void assert_close(double a, double b, const char *what)
+{
+	if (!(fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b))))
+		fail_msg("%s: fast path %.17g, one step at a time %.17g", what, a, b);
+}
+
+/* The same run (steps, tokens, requests, latencies) both ways. */
+static void assert_same_run(const kvs_sim_stats *a, const kvs_sim_stats *b)
+{
+	assert_int_equal(a->arrived, b->arrived);
+	assert_int_equal(a->completed, b->completed);
+	assert_int_equal(a->rejected, b->rejected);
+	assert_int_equal(a->unfinished, b->unfinished);
+	assert_int_equal(a->steps, b->steps);
+	assert_int_equal(a->preemptions, b->preemptions);
+	assert_int_equal(a->output_tokens, b->output_tokens);
+	assert_int_equal(a->tokens_per_step_max, b->tokens_per_step_max);
+	assert_close(a->tokens_per_step_mean, b->tokens_per_step_mean, "tokens per step");
+	assert_close(a->sim_time_s, b->sim_time_s, "sim time");
+	assert_close(a->ttft_s.mean, b->ttft_s.mean, "mean TTFT");
+	assert_close(a->tpot_s.mean, b->tpot_s.mean, "mean TPOT");
+	assert_close(a->e2e_s.mean, b->e2e_s.mean, "mean e2e");
+}
+
+/* A horizon exactly on an arrival, inside a span of decode steps: the
+ * run stops at the end of the step that holds it, whose steps and
+ * tokens count, the same both ways and as just before the arrival. */
+static void test_horizon_on_arrival(void **state)
+{
+	(void)state;
+	kvs_request q[12];
+	for (uint64_t i = 0; i < 12; i++)
+		q[i] = mkreq(i, 1.0 * (double)i, 200, 150);
+	kvs_request_set *set = set_of(q, 12);
+	kvs_sim_config c;
+	cfg_fixed(&c, 40000, false);
+	c.horizon_s = 5.0;   /* request 5's arrival */
+	kvs_sim_result *a = replay(&c, set);
+	c.fast_path = false;
+	kvs_sim_result *b = replay(&c, set);
+	const kvs_sim_stats *sa = kvs_sim_result_stats(a), *sb = kvs_sim_result_stats(b);
+	assert_same_run(sa, sb);
+	assert_int_equal(sa->arrived, 6);
+	assert_true(sa->sim_time_s > 5.0 && sa->sim_time_s < 5.0 + 0.02);
+	assert_true(sa->spans < sb->spans);   /* spans did run */
+	/* the step that holds 5.0 s is the one a horizon just before ends */
+	c.fast_path = true;
+	c.horizon_s = nextafter(5.0, 0);
+	kvs_sim_result *e = replay(&c, set);
+	const kvs_sim_stats *se = kvs_sim_result_stats(e);
+	assert_int_equal(se->steps, sa->steps);
+	assert_close(se->sim_time_s, sa->sim_time_s, "sim time before the arrival");
+	assert_int_equal(se->arrived, 5);
+	kvs_sim_result_destroy(a);
+	kvs_sim_result_destroy(b);
+	kvs_sim_result_destroy(e);
+	/* a fleet: the replica the arrival goes to, and the others */
+	c.horizon_s = 5.0;
+	kvs_fleet_result *fa = fleet(&c, 3, "round-robin", 0, set, NULL);
+	c.fast_path = false;
+	kvs_fleet_result *fb = fleet(&c, 3, "round-robin", 0, set, NULL);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_same_run(kvs_sim_result_stats(kvs_fleet_result_replica(fa, i)),
+				kvs_sim_result_stats(kvs_fleet_result_replica(fb, i)));
+	const kvs_sim_stats *ta = kvs_sim_result_stats(kvs_fleet_result_total(fa));
+	assert_same_run(ta, kvs_sim_result_stats(kvs_fleet_result_total(fb)));
+	assert_true(ta->sim_time_s > 5.0);
+	kvs_fleet_result_destroy(fa);
+	kvs_fleet_result_destroy(fb);
+	kvs_request_set_destroy(set);
+}
+
+/* A disaggregated fleet, fast and one step at a time: a decode
+ * replica's span stops where another replica's event may hand it a
+ * request (an allocation on another decode replica starts a transfer,
+ * whose end lets a blocked prefill replica prefill and hand over). */
+static void test_disagg_fast_path(void **state)
+{
+	(void)state;
+	static const struct {
+		uint32_t np, nd;
+		uint64_t tokens;
+		double bw;
+	} runs[] = {
+		{ 1, 2, 1200, 2e5 }, { 1, 2, 2000, 1e5 }, { 1, 3, 1500, 5e4 }, { 2, 3, 1200, 2e5 },
+	};
+	kvs_request_set *set = mixed_set(300);
+	for (size_t k = 0; k < KVS_ARRAY_LEN(runs); k++) {
+		kvs_sim_config c;
+		cfg_fixed(&c, runs[k].tokens, true);
+		kvs_fleet_result *a = dfleet(&c, runs[k].np, runs[k].nd, "round-robin", 0,
+					     runs[k].bw, 1e-3, set);
+		c.fast_path = false;
+		kvs_fleet_result *b = dfleet(&c, runs[k].np, runs[k].nd, "round-robin", 0,
+					     runs[k].bw, 1e-3, set);
+		uint32_t n = runs[k].np + runs[k].nd;
+		for (uint32_t i = 0; i < n; i++)
+			assert_same_run(kvs_sim_result_stats(kvs_fleet_result_replica(a, i)),
+					kvs_sim_result_stats(kvs_fleet_result_replica(b, i)));
+		kvs_fleet_result_destroy(a);
+		kvs_fleet_result_destroy(b);
+	}
+	kvs_request_set_destroy(set);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1051,6 +1158,8 @@ int main(void)
 		cmocka_unit_test(test_disagg_deterministic),
 		cmocka_unit_test(test_kv_link_parse),
 		cmocka_unit_test(test_stale_prefix),
+		cmocka_unit_test(test_horizon_on_arrival),
+		cmocka_unit_test(test_disagg_fast_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
