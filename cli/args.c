@@ -3,6 +3,7 @@
  * subcommand.  Errors name the flag and the offending text.
  */
 #include "cli.h"
+#include "common/num.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -346,16 +347,9 @@ bool kvs_parse_u64(const char *s, uint64_t *out)
 
 bool kvs_parse_double(const char *s, double *out)
 {
-	/* decimal notation only: no hex floats, blanks, "inf" or "nan" */
-	if (!s || !*s || s[strspn(s, "0123456789+-.eE")] != '\0')
-		return false;
-	errno = 0;
-	char *end;
-	double v = strtod(s, &end);
-	if (errno == ERANGE || *end != '\0' || !isfinite(v))
-		return false;
-	*out = v;
-	return true;
+	/* the library's rule: decimal notation only (no hex floats, blanks,
+	 * "inf" or "nan"), finite, neither overflowing nor underflowing */
+	return kvs_parse_decimal(s, out);
 }
 
 /* An integer flag value read by `parse` (which accepts what `expected`

@@ -911,8 +911,8 @@ static int write_bench_json(FILE *f, kvs_sim_result *const *res, size_t nres,
 
 /* A given --sample-interval that a run coarsened (doubled, to keep its time
  * series bounded) is said on stderr: the coarsest interval used. */
-static void warn_coarsened(const char *cmd, double given_s, kvs_sim_result *const *res,
-			   size_t nres)
+void kvs_cli_warn_coarsened(const char *cmd, double given_s, kvs_sim_result *const *res,
+			    size_t nres)
 {
 	double worst = 0, span = 0;
 	size_t kept = 0;
@@ -1010,7 +1010,7 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 			cmd, kvs_sim_result_stats(res[nres - 1])->sim_time_s, nres,
 			sim->npolicies);
 	if (rc == KVS_EXIT_OK)
-		warn_coarsened(cmd, sim->cfg.sample_interval_s, res, nres);
+		kvs_cli_warn_coarsened(cmd, sim->cfg.sample_interval_s, res, nres);
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]),
 					 kvs_sim_result_stats(res[0]), fe.path, fe.format);

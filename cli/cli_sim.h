@@ -92,6 +92,10 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
  * it ended at its horizon or was interrupted (then the rest of the trace,
  * with the request it read past its end). */
 uint64_t kvs_cli_after_end(const kvs_sim_result *r, uint64_t requests);
+/* A warning on stderr when a given --sample-interval (given_s > 0) was
+ * coarsened in any of the results (too many samples to keep). */
+void kvs_cli_warn_coarsened(const char *cmd, double given_s, kvs_sim_result *const *res,
+			    size_t nres);
 /* "after_horizon" or "after_interrupt" (0 .. the count) in the accounting
  * object of policy's JSON (doc's "policies" object), for a run that ended
  * either way. */

@@ -485,6 +485,11 @@ int kvs_cmd_fleet(kvs_args *it)
 		fprintf(stderr, "kvsim fleet: interrupted at %.3f simulated seconds; the "
 			"outputs hold what was done, marked \"interrupted\"\n",
 			kvs_sim_result_stats(kvs_fleet_result_total(res))->sim_time_s);
+	if (rc == KVS_EXIT_OK) {
+		/* the replicas coarsen a given interval alike */
+		kvs_sim_result *tot = (kvs_sim_result *)kvs_fleet_result_total(res);
+		kvs_cli_warn_coarsened(fe.cmd, sim->cfg.sample_interval_s, &tot, 1);
+	}
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
 		kvs_sim_result *tot = (kvs_sim_result *)kvs_fleet_result_total(res);
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(tot),

@@ -207,6 +207,10 @@ PY
 	fi
 }
 
+# ---- a given sample interval too fine to keep: coarsened, with replay's warning ---------
+run 0 -q --replicas 2 --sample-interval 1e-6 --json=/dev/null &&
+	has "$err" "kvsim fleet: warning: --sample-interval 1e-06 s over " "fleet: fine interval warned"
+
 # ---- a horizon: the trace's requests after it counted, as replay counts them ------------
 run 0 -q --replicas 2 --horizon 1 --json "$tmp/fh.json" && {
 	has "$out" "after the horizon at 1 s, not simulated" "fleet horizon line"
