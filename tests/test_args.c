@@ -39,6 +39,9 @@ static void test_parse_numbers(void **state)
 	assert_false(kvs_parse_double("inf", &d));
 	assert_false(kvs_parse_double("nan", &d));
 	assert_false(kvs_parse_double("1e999", &d));
+	assert_false(kvs_parse_double("1e-400", &d));   /* underflows to 0 */
+	assert_false(kvs_parse_double("0x10", &d));
+	assert_false(kvs_parse_double(" 1", &d));
 	assert_false(kvs_parse_double("", &d));
 	assert_false(kvs_parse_double("0x10", &d));
 	assert_false(kvs_parse_double(" 5", &d));
