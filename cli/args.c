@@ -598,21 +598,6 @@ char *kvs_cli_json_text(const json_t *doc, size_t flags)
 	return out;
 }
 
-bool kvs_cli_output_ok(const char *cmd, const char *flag, const char *path)
-{
-	/* kvs_outfile refuses a file access() calls read-only; the superuser
-	 * passes access() whatever the mode, and then fails on the temporary
-	 * file beside it with an unrelated reason (for /proc/version, "No such
-	 * file or directory", as /proc takes no new files) */
-	struct stat sb;
-	if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-	    (sb.st_mode & 0222) != 0)
-		return true;
-	fprintf(stderr, "kvsim %s: %s: %s: cannot write: read-only file (mode %04o)\n",
-		cmd, flag, path, (unsigned)(sb.st_mode & 07777));
-	return false;
-}
-
 int kvs_cli_write_text(const char *cmd, const char *flag, kvs_outfile *o,
 		       const char *text)
 {

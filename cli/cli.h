@@ -164,13 +164,6 @@ bool kvs_cli_stderr_is_tty(void);
  * back as the same double (0.9, not 0.90000000000000002); free() it. */
 char *kvs_cli_json_text(const json_t *doc, size_t flags);
 
-/* Can an output replace path?  false, with "kvsim CMD: FLAG: PATH: cannot
- * write: read-only file (mode 0444)" printed, for an existing regular file
- * without any write permission bit, whoever runs kvsim (the superuser
- * included, who would otherwise get the reason the temporary file beside
- * it failed).  Called before kvs_outfile_open, which reports the rest. */
-bool kvs_cli_output_ok(const char *cmd, const char *flag, const char *path);
-
 /* text and a newline to o, opened before the work by kvs_cli_out_open
  * (cli_sim.h) so that a bad path fails first, then committed; o is
  * consumed (discarded when text is NULL or a write fails).  KVS_EXIT_OK,

@@ -24,8 +24,6 @@
 kvs_outfile *kvs_cli_out_open(const char *cmd, const char *flag, const char *path)
 {
 	kvs_outfile *o;
-	if (!kvs_cli_output_ok(cmd, flag, path))
-		return NULL;
 	if (kvs_outfile_open(path, &o) != KVS_OK) {
 		fprintf(stderr, "kvsim %s: %s: %s\n", cmd, flag, kvs_last_error());
 		return NULL;

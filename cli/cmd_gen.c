@@ -226,14 +226,10 @@ int kvs_cmd_gen(kvs_args *it)
 	 * that its own handler leaves the signals to this one) */
 	const volatile sig_atomic_t *intr = kvs_cli_interrupt_install();
 	kvs_trace_writer *w;
-	if (!kvs_cli_output_ok("gen", "-o", out)) {
-		kvs_gen_close(g);
-		return KVS_EXIT_FAIL;
-	}
 	st = kvs_trace_writer_open(out, f, hashes, &w);
 	if (st != KVS_OK) {
 		kvs_gen_close(g);
-		kvs_cli_report_error("gen", st);
+		fprintf(stderr, "kvsim gen: -o: %s\n", kvs_last_error());
 		return KVS_EXIT_FAIL;
 	}
 	char cmdline[1024];

@@ -147,6 +147,15 @@ kvs_status kvs_outfile_open(const char *path, kvs_outfile **out)
 		*out = o;
 		return KVS_OK;
 	}
+	if (exists && (sb.st_mode & 0222) == 0) {
+		/* no write permission bit: read-only for everyone, the
+		 * superuser too, whom access() would let through (and who
+		 * would then fail on the temporary file for another reason,
+		 * or replace the file) */
+		outfile_free(o);
+		return kvs_fail(KVS_ERR_IO, "%s: cannot write: read-only file (mode %04o)",
+				path, (unsigned)(sb.st_mode & 07777));
+	}
 	if (exists && access(path, W_OK) != 0) {
 		/* a read-only target stays read-only: rename would replace it */
 		kvs_status st = kvs_fail(KVS_ERR_IO, "%s: cannot write: %s", path,

@@ -328,6 +328,18 @@ static void test_outfile(void **state)
 	assert_int_equal(kvs_outfile_open(missing, &o), KVS_ERR_IO);
 	assert_non_null(strstr(kvs_last_error(), missing));
 
+	/* a file without any write bit stays as it is, whoever asks (the
+	 * superuser included), and the message says why */
+	char ro[300];
+	snprintf(ro, sizeof ro, "%s/ro.txt", dir);
+	assert_int_equal(kvs_outfile_write_all(ro, "keep\n", 5), KVS_OK);
+	assert_int_equal(chmod(ro, 0444), 0);
+	assert_int_equal(kvs_outfile_open(ro, &o), KVS_ERR_IO);
+	assert_non_null(strstr(kvs_last_error(), "cannot write: read-only file (mode 0444)"));
+	assert_string_equal(slurp(ro), "keep\n");
+	assert_int_equal(chmod(ro, 0644), 0);
+	unlink(ro);
+
 	/* a device is written in place; /dev/full fails at commit */
 	assert_int_equal(kvs_outfile_write_all("/dev/null", "x", 1), KVS_OK);
 	assert_int_equal(kvs_outfile_open("/dev/full", &o), KVS_OK);

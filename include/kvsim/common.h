@@ -200,8 +200,10 @@ bool kvs_invalid(const char *expr, const char *file, int line)
  * removes it, so a failed run never leaves a partial file and never
  * clobbers an existing one.  "-" is standard output (never closed), and an
  * existing non-regular target (/dev/null, a FIFO) is written in place.
- * Opening fails, naming path and the reason, when path cannot be written:
- * open every output before long work so that a bad path fails first.
+ * Opening fails, naming path and the reason, when path cannot be written
+ * (a regular file without any write bit is read-only for every user, the
+ * superuser too): open every output before long work so that a bad path
+ * fails first.
  * Errors name the path; commit and discard free the handle.
  */
 typedef struct kvs_outfile kvs_outfile;
