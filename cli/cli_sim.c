@@ -769,18 +769,22 @@ static double ratio_of(double a, double b)
 	return b > 0 ? a / b : NAN;
 }
 
+/* Could the run have ended before its trace (interrupted, or a horizon)? */
+static bool may_end_early(const kvs_sim_result *r)
+{
+	return kvs_sim_result_stats(r)->interrupted || kvs_sim_result_config(r)->horizon_s > 0;
+}
+
 uint64_t kvs_cli_after_end(const kvs_sim_result *r, uint64_t requests)
 {
-	const kvs_sim_stats *st = kvs_sim_result_stats(r);
-	if (!st->interrupted && !(kvs_sim_result_config(r)->horizon_s > 0))
-		return 0;
-	return requests > st->arrived ? requests - st->arrived : 0;
+	uint64_t arrived = kvs_sim_result_stats(r)->arrived;
+	return may_end_early(r) && requests > arrived ? requests - arrived : 0;
 }
 
 void kvs_cli_after_end_json(kvs_json *doc, const kvs_sim_result *r, uint64_t after)
 {
 	const kvs_sim_stats *st = kvs_sim_result_stats(r);
-	if (!doc || (!st->interrupted && !(kvs_sim_result_config(r)->horizon_s > 0)))
+	if (!doc || !may_end_early(r))
 		return;
 	json_t *pols = json_object_get(kvs_json_jt(doc), "policies");
 	json_t *po = pols ? json_object_get(pols, kvs_policy_name(st->policy)) : NULL;
@@ -1021,13 +1025,13 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 		kvs_json *doc = kvs_sim_report_json(cmd, res, nres, fe.path, fe.format, &fe.tstats);
 		if (doc && sig)
 			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
-		/* --gpu-hour-price: each policy's cost object; with a horizon,
-		 * the requests of the trace after it */
+		/* --gpu-hour-price: each policy's cost object; after a horizon
+		 * or an interrupt, the requests of the trace not taken */
 		json_t *pols = doc ? json_object_get(kvs_json_jt(doc), "policies") : NULL;
 		for (size_t i = 0; pols && i < nres; i++) {
-			const kvs_sim_stats *rs = kvs_sim_result_stats(res[i]);
 			json_t *cost = kvs_cli_cost_json(res[i]);
-			json_t *po = json_object_get(pols, kvs_policy_name(rs->policy));
+			json_t *po = json_object_get(pols,
+				kvs_policy_name(kvs_sim_result_stats(res[i])->policy));
 			if (cost && po)
 				json_object_set_new(po, "cost", cost);
 			else

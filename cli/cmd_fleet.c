@@ -477,21 +477,19 @@ int kvs_cmd_fleet(kvs_args *it)
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
 	int sig = kvs_cli_front_interrupted(&fe);
+	kvs_sim_result *tot = rc == KVS_EXIT_OK
+			      ? (kvs_sim_result *)kvs_fleet_result_total(res) : NULL;
 	/* the trace's requests the fleet did not take (a horizon, an
 	 * interrupt): counted, as replay counts them */
-	uint64_t after = rc == KVS_EXIT_OK
-			 ? kvs_cli_after_end(kvs_fleet_result_total(res), fe.trace_requests) : 0;
-	if (rc == KVS_EXIT_OK && sig)
+	uint64_t after = tot ? kvs_cli_after_end(tot, fe.trace_requests) : 0;
+	if (tot && sig)
 		fprintf(stderr, "kvsim fleet: interrupted at %.3f simulated seconds; the "
 			"outputs hold what was done, marked \"interrupted\"\n",
-			kvs_sim_result_stats(kvs_fleet_result_total(res))->sim_time_s);
-	if (rc == KVS_EXIT_OK) {
-		/* the replicas coarsen a given interval alike */
-		kvs_sim_result *tot = (kvs_sim_result *)kvs_fleet_result_total(res);
+			kvs_sim_result_stats(tot)->sim_time_s);
+	/* the replicas coarsen a given interval alike */
+	if (tot)
 		kvs_cli_warn_coarsened(fe.cmd, sim->cfg.sample_interval_s, &tot, 1);
-	}
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
-		kvs_sim_result *tot = (kvs_sim_result *)kvs_fleet_result_total(res);
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(tot),
 					 kvs_sim_result_stats(tot), fe.path, fe.format);
 		kvs_cli_sim_print_results(stdout, &tot, 1, &after);
@@ -504,7 +502,7 @@ int kvs_cmd_fleet(kvs_args *it)
 					    fleet_cost_json(res, fo.gpu_hour_price));
 		if (doc && sig)
 			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
-		kvs_cli_after_end_json(doc, kvs_fleet_result_total(res), after);
+		kvs_cli_after_end_json(doc, tot, after);
 		rc = kvs_cli_front_json(&fe, doc);
 	}
 	kvs_fleet_result_destroy(res);
