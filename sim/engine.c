@@ -1662,8 +1662,6 @@ static kvs_status make_sreq(kvs_sim *s, const kvs_request *qp, sreq **out)
 	r->output = q.output_tokens;
 	r->out_eff = q.output_tokens ? q.output_tokens : 1;
 	r->target = q.prompt_tokens;
-	if (q.num_samples > 1)
-		s->res->st.multi_sample_requests++;
 	if (q.over_max_len || (uint64_t)q.prompt_tokens + q.output_tokens > s->mml)
 		r->over_len = true;   /* rejected on arrival */
 	st = copy_hashes(s, r, &q);
@@ -1715,6 +1713,9 @@ static kvs_status arrive(kvs_sim *s, sreq *r)
 			st->first_arrival_s = r->arrival;
 		st->last_arrival_s = r->arrival;
 		st->arrived++;
+		/* (a hand-off was counted where it arrived: a fleet's sum
+		 * counts each request once) */
+		st->multi_sample_requests += r->n > 1;
 	}
 	if (r->over_len) {
 		reject(s, r, KVS_SIM_REJECT_MAX_LEN);
@@ -3830,10 +3831,6 @@ kvs_status kvs_sim_feed_kv(kvs_sim *s, const kvs_sim_kv_handoff *h, double t_s)
 	if ((st = make_sreq(s, &q, &r)) != KVS_OK)
 		return st;
 	kvs_require(r);
-	/* the replica that prefilled it counted it (a fleet's sum counts each
-	 * request once) */
-	if (q.num_samples > 1)
-		s->res->st.multi_sample_requests--;
 	r->kv_remote = true;
 	r->kv_origin = h->origin;
 	r->kv_arrival = h->req.arrival_s;
