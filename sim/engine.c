@@ -2491,26 +2491,6 @@ static kvs_status do_forks(kvs_sim *s, bool *preempted, double *extra)
 	return KVS_OK;
 }
 
-/* A swapped family with nothing left to generate needs no more steps: it
- * finishes without coming back.  preempt() rolls back the token a victim
- * planned in its last step, so a family always goes out with a token
- * left; this keeps the head of the queue (the only one that can come
- * back) from being swapped in with none, which would put it in the
- * queue's bucket of this step, already taken, and hold its blocks. */
-static kvs_status finish_swapped_done(kvs_sim *s)
-{
-	sreq *r;
-	while ((r = deque_front(&s->swapped)) && r->gen >= r->out_eff) {
-		deque_pop_front(&s->swapped);
-		kvs_status st = release_family(s, r);
-		if (st != KVS_OK)
-			return st;
-		if ((st = finish(s, r)) != KVS_OK)
-			return st;
-	}
-	return KVS_OK;
-}
-
 /* The step being planned: what it batches and what happened while it was
  * planned. */
 typedef struct step_plan {
@@ -2856,10 +2836,7 @@ static kvs_status plan_swap_in(kvs_sim *s, step_plan *b)
 	kvs_status st;
 	const kvs_sim_config *cfg = &s->cfg;
 	while (s->swapped.n && b->budget > 0) {
-		if ((st = finish_swapped_done(s)) != KVS_OK)
-			return st;
-		if (!s->swapped.n)
-			break;
+		/* every family went out with a token left (preempt) */
 		sreq *r = deque_front(&s->swapped);
 		if (s->nrunning + r->n > cfg->max_num_seqs || b->budget < r->nlive)
 			break;
@@ -3204,8 +3181,6 @@ static kvs_status plan(kvs_sim *s)
 		return st;
 	s->past_due = true;
 	if ((st = plan_prefill(s, &b)) != KVS_OK)
-		return st;
-	if ((st = finish_swapped_done(s)) != KVS_OK)
 		return st;
 	if (!b.preempted && (st = plan_swap_in(s, &b)) != KVS_OK)
 		return st;
