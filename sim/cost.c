@@ -9,6 +9,7 @@
  */
 #include "kvs_config.h"
 #include "sim_internal.h"
+#include "common/num.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -619,21 +620,6 @@ typedef struct table_parse {
  * longer one is refused rather than cut. */
 #define TABLE_VALUE_MAX 63
 
-/* s as a number in plain decimal notation (no hex, "inf" or "nan", which
- * strtod would take) into *out. */
-static bool table_number(const char *s, double *out)
-{
-	if (!*s || s[strspn(s, "0123456789.eE+-")] != '\0')
-		return false;
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v))
-		return false;
-	*out = v;
-	return true;
-}
-
 static void table_field(void *s, size_t len, void *data)
 {
 	table_parse *p = data;
@@ -682,7 +668,7 @@ static void table_field(void *s, size_t len, void *data)
 		memcpy(buf, s, len);
 	buf[len] = '\0';
 	double v;
-	if (!table_number(buf, &v) || v < 0) {
+	if (!kvs_parse_decimal(buf, &v) || v < 0) {
 		p->st = kvs_fail(KVS_ERR_PARSE,
 				 "%s:%llu: column %d (%s): expected a non-negative number, got '%s'",
 				 p->path, (unsigned long long)p->line, f + 1, col_names[c], buf);
