@@ -106,11 +106,8 @@ kvs_status kvs_gen_dist_parse(const char *text, kvs_gen_dist *out)
 	} else {
 		/* a bare number is a fixed length */
 		const char *end;
-		double v;
-		if (kvs_strtod_decimal(text, &v, &end) && *end == '\0' && v >= 1 &&
-		    v <= 4294967295.0 && v == floor(v)) {
-			d.kind = KVS_DIST_FIXED;
-			d.a = v;
+		d.kind = KVS_DIST_FIXED;
+		if (kvs_strtod_decimal(text, &d.a, &end) && *end == '\0' && !dist_check(&d)) {
 			*out = d;
 			return KVS_OK;
 		}
