@@ -266,23 +266,32 @@ static inline void move_rev4(uint32_t *dst, const uint32_t *src)
 	memcpy(dst, &v, sizeof v);
 }
 
-/* copy_reversed for n >= w by move, which reverses w ids */
+/* copy_reversed for n >= w by move, which reverses w ids: whole moves from
+ * the front while more than w ids are left, then the last w ids, which may
+ * overlap the ones before with the same values (no test on n's remainder,
+ * a branch the predictor misses about as often as not) */
 static inline __attribute__((always_inline)) void
 copy_rev_by(uint32_t *restrict dst, const uint32_t *restrict src, uint32_t n, uint32_t w,
 	    void (*move)(uint32_t *, const uint32_t *))
 {
 	const uint32_t *end = src + n;
-	size_t i = 0;
-	for (; i + 2 * w <= n; i += 2 * w) {
+	for (size_t i = 0; i + w < n; i += w)
+		move(dst + i, end - i - w);
+	move(dst + n - w, src);   /* dst[n - w + k] = src[w - 1 - k] */
+}
+
+/* the same, n >= 2w, two moves a turn and the last 2w ids as two moves */
+static inline __attribute__((always_inline)) void
+copy_rev_by2(uint32_t *restrict dst, const uint32_t *restrict src, uint32_t n, uint32_t w,
+	     void (*move)(uint32_t *, const uint32_t *))
+{
+	const uint32_t *end = src + n;
+	for (size_t i = 0; i + 2 * w < n; i += 2 * w) {
 		move(dst + i, end - i - w);
 		move(dst + i + w, end - i - 2 * w);
 	}
-	if (i + w <= n) {
-		move(dst + i, end - i - w);
-		i += w;
-	}
-	if (i < n)   /* the last w: dst[n - w + k] = src[w - 1 - k] */
-		move(dst + n - w, src);
+	move(dst + n - 2 * w, src + w);
+	move(dst + n - w, src);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -311,7 +320,7 @@ __attribute__((target("avx2"))) static inline void move_rev8(uint32_t *dst, cons
 __attribute__((target("avx2"), noinline)) static void
 copy_reversed_avx2(uint32_t *restrict dst, const uint32_t *restrict src, uint32_t n)
 {
-	copy_rev_by(dst, src, n, 8, move_rev8);
+	copy_rev_by2(dst, src, n, 8, move_rev8);
 }
 #endif
 
