@@ -48,9 +48,8 @@ void kvs_cmd_report_usage(FILE *f)
 /* Ctrl-C: the first signal stops the report at its next step (the library
  * then removes what it drew and leaves DIR as it was); a second ends the
  * process at once, removing the staged files from the handler, and so does
- * SIGHUP.  As the
- * simulating commands do (cli/cli_front.c), with the report's own staging
- * directory added to what the second signal removes. */
+ * SIGHUP.  As the simulating commands do (cli/cli_front.c), with the
+ * report's staging directory added to what the second signal removes. */
 static volatile sig_atomic_t report_interrupt;
 
 static void on_second(int sig)
