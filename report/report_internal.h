@@ -233,6 +233,40 @@ bool rp_capacity_bs_independent(const rp_run *run, const char *policy);
 /* report_headline.c: the summary at the top of the page, stating the answer */
 void rp_headline_write(FILE *f, const rp_run *runs, size_t nruns);
 
+/* ---- the output directory (report_outdir.c) -------------------------------
+ * The report is drawn into a staging directory and swapped in whole: see
+ * the comment at the top of report_outdir.c. */
+typedef struct rp_outdir {
+	char *shown;        /* the directory as the caller named it, for messages */
+	char *target;       /* the same, absolute, symbolic links resolved */
+	char *parent;       /* target's parent directory and name in it */
+	char *base;
+	char *staging;      /* where the files are drawn; NULL once swapped in */
+	int lock_fd;        /* staging, flock-ed while it is built; -1 when none */
+	int slot;           /* its entry in the signal handler's table, -1 when none */
+	unsigned mode;      /* the previous directory's permission bits */
+	bool existed;       /* target existed when opened */
+	bool in_place;      /* fallback: staged inside target, files moved one by one */
+} rp_outdir;
+
+/* Check outdir (missing, empty or a previous report), create missing
+ * parents, remove staging directories left by dead runs, create the
+ * staging directory.  KVS_ERR_IO naming outdir and, for a directory that
+ * is not a previous report, the entry that is not a report's.  On failure
+ * nothing is left to discard. */
+kvs_status rp_outdir_open(const char *outdir, rp_outdir *od);
+/* The directory to draw into. */
+const char *rp_outdir_staging(const rp_outdir *od);
+/* Swap the staged report in and remove the previous one; od is released
+ * either way (on failure the staged files are removed and the target is
+ * as it was, except in the file-by-file fallback). */
+kvs_status rp_outdir_commit(rp_outdir *od);
+/* Remove the staged files and release od (safe on a released one). */
+void rp_outdir_discard(rp_outdir *od);
+/* st, its message rewritten to name the target instead of the staging
+ * directory when it names that (errors of the files drawn into it). */
+kvs_status rp_outdir_restate(const rp_outdir *od, kvs_status st);
+
 /* ---- number formatting shared by the page and the figures ----------------- */
 /* Seconds with a unit that suits the magnitude ("850 ms", "1.25 s"). */
 void rp_fmt_seconds(char *buf, size_t size, double s);

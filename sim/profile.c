@@ -12,18 +12,25 @@
  *                      all-reduce time by message size and rank count, found
  *                      from DIR = <root>/compute/<gpu>/<org>/<model>
  *
- * The files are plain CSV with a header and numbers only (no quoting).
- * Only the medians are kept; repeated num_tokens are averaged.  No fitting:
- * kvs_cost_step interpolates between the points.
+ * The files are plain CSV with a header (no quoting).  Only the cells a
+ * row is used for are read, each by the rule of its column: counts are
+ * plain decimal integers (int_cell), times decimal numbers >= 0 read by
+ * common/num.h (time_cell: no hex, inf or nan), and anything else is an
+ * error naming the file, line and column.  The other cells are not read:
+ * the text columns (is_prefill aside, which is read as a flag), the
+ * statistics other than the median, and the other phase's times in
+ * attention.csv, which Vidur leaves empty (a decode row has no prefill
+ * time).  Only the medians are kept; repeated num_tokens are averaged.  No
+ * fitting: kvs_cost_step interpolates between the points.
  */
 #include "kvs_config.h"
 #include "sim_internal.h"
 
 #include "common/array.h"
+#include "common/num.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,8 +113,8 @@ static kvs_status need_col(const csv_file *c, const char *name, int *out)
 	return KVS_OK;
 }
 
-/* Next data row as numbers; KVS_END at the end of the file. */
-static kvs_status csv_row(csv_file *c, double *vals)
+/* Next data row, split into c->cells; KVS_END at the end of the file. */
+static kvs_status csv_row(csv_file *c)
 {
 	char **cells = c->cells;
 	for (;;) {
@@ -124,35 +131,31 @@ static kvs_status csv_row(csv_file *c, double *vals)
 		if (n != c->ncols)
 			return kvs_fail(KVS_ERR_PARSE, "%s:%lu: %d fields, the header has %d",
 					c->path, c->lineno, n, c->ncols);
-		for (int i = 0; i < n; i++) {
-			char *end;
-			if (!*cells[i]) {
-				vals[i] = NAN;  /* an empty cell: only an error where used */
-				continue;
-			}
-			errno = 0;
-			vals[i] = strtod(cells[i], &end);
-			if (*end || errno == ERANGE)
-				vals[i] = NAN;  /* text (the collective's name): not used */
-		}
 		return KVS_OK;
 	}
 }
 
-static kvs_status bad_cell(const csv_file *c, int col)
+/* The current row's cell col as a time (*out, in the file's milliseconds):
+ * a decimal number >= 0 by common/num.h's rule, so that hex ("0x1p-3"),
+ * "inf", "nan", an empty cell or text after the number is refused rather
+ * than read as something else. */
+static kvs_status time_cell(const csv_file *c, int col, double *out)
 {
-	return kvs_fail(KVS_ERR_PARSE, "%s:%lu: column %d ('%s'): expected a number >= 0",
-			c->path, c->lineno, col + 1, c->names[col]);
-}
-
-static bool good(double x)
-{
-	return isfinite(x) && x >= 0;
+	const char *s = c->cells[col];
+	double v;
+	if (!kvs_parse_decimal(s, &v) || v < 0)
+		return kvs_fail(KVS_ERR_PARSE, "%s:%lu: column %d ('%s'): expected a decimal "
+				"number >= 0 (milliseconds), got %s%.64s%s%s", c->path,
+				c->lineno, col + 1, c->names[col], *s ? "'" : "an empty cell",
+				s, strlen(s) > 64 ? "..." : "", *s ? "'" : "");
+	*out = v;
+	return KVS_OK;
 }
 
 /* The current row's cell col as an integer in [lo, hi] (*out, and vals[col]
- * replaced by it): decimal digits only, so that a fraction, a sign, an
- * exponent, hex or a value past hi is refused rather than converted. */
+ * set to it, for the caller's use of the row): decimal digits only, so that
+ * a fraction, a sign, an exponent, hex or a value past hi is refused rather
+ * than converted. */
 static kvs_status int_cell(const csv_file *c, double *vals, int col, uint64_t lo,
 			   uint64_t hi, uint64_t *out)
 {
@@ -248,7 +251,7 @@ static kvs_status load_mlp(const char *path, uint32_t tp, kvs_cost_config *c)
 	double seen[16];            /* tp values in the file, for the error */
 	size_t nseen = 0;
 	bool shaped = false;
-	while ((st = csv_row(&f, vals)) == KVS_OK) {
+	while ((st = csv_row(&f)) == KVS_OK) {
 		if ((st = int_cell(&f, vals, ctp, 1, UINT32_MAX, NULL)) != KVS_OK)
 			goto done;
 		double rtp = vals[ctp];
@@ -259,14 +262,14 @@ static kvs_status load_mlp(const char *path, uint32_t tp, kvs_cost_config *c)
 			seen[nseen++] = rtp;
 		if (rtp != (double)tp)
 			continue;
-		double layer = 0;
+		double layer = 0, op, emb;
 		for (size_t i = 0; i < KVS_ARRAY_LEN(layer_ops); i++) {
-			if (!good(vals[cop[i]]))
-				{ st = bad_cell(&f, cop[i]); goto done; }
-			layer += vals[cop[i]];
+			if ((st = time_cell(&f, cop[i], &op)) != KVS_OK)
+				goto done;
+			layer += op;
 		}
-		if (!good(vals[cemb]))
-			{ st = bad_cell(&f, cemb); goto done; }
+		if ((st = time_cell(&f, cemb, &emb)) != KVS_OK)
+			goto done;
 		if ((st = int_cell(&f, vals, ctok, 1, UINT32_MAX, NULL)) != KVS_OK ||
 		    (st = shape_cell(&f, vals, cemb_n, shaped, &c->profile_n_embd)) != KVS_OK ||
 		    (st = shape_cell(&f, vals, chead, shaped, &c->profile_n_head)) != KVS_OK ||
@@ -283,7 +286,7 @@ static kvs_status load_mlp(const char *path, uint32_t tp, kvs_cost_config *c)
 			goto done;
 		}
 		add_point(c->profile_tokens, c->profile_layer_s, c->profile_emb_s, counts, &n,
-			  vals[ctok], layer * 1e-3, vals[cemb] * 1e-3);
+			  vals[ctok], layer * 1e-3, emb * 1e-3);
 	}
 	if (st != KVS_END)
 		goto done;
@@ -317,13 +320,14 @@ static kvs_status load_allreduce(const char *path, uint32_t tp, kvs_cost_config 
 	uint32_t counts[KVS_PROFILE_MAX_AR];
 	double vals[MAX_COLS];
 	uint32_t n = 0;
-	while ((st = csv_row(&f, vals)) == KVS_OK) {
+	while ((st = csv_row(&f)) == KVS_OK) {
 		if ((st = int_cell(&f, vals, cw, 1, UINT32_MAX, NULL)) != KVS_OK)
 			goto done;
 		if (vals[cw] != (double)tp)
 			continue;
-		if (!good(vals[ct]))
-			{ st = bad_cell(&f, ct); goto done; }
+		double t;
+		if ((st = time_cell(&f, ct, &t)) != KVS_OK)
+			goto done;
 		/* message bytes: exact as doubles up to 2^53 */
 		if ((st = int_cell(&f, vals, cs, 0, UINT64_C(1) << 53, NULL)) != KVS_OK)
 			goto done;
@@ -333,7 +337,7 @@ static kvs_status load_allreduce(const char *path, uint32_t tp, kvs_cost_config 
 		if (!known && n == KVS_PROFILE_MAX_AR)
 			continue; /* enough sizes: the rest are beyond the table */
 		add_point(c->allreduce_bytes, c->allreduce_s, NULL, counts, &n, vals[cs],
-			  vals[ct] * 1e-3, 0);
+			  t * 1e-3, 0);
 	}
 	if (st != KVS_END)
 		goto done;
@@ -504,7 +508,9 @@ static kvs_status load_attention(const char *path, uint32_t tp,
 	    (st = need_col(&f, "time_stats.attn_decode.median", &cdec)) ||
 	    (st = need_col(&f, "time_stats.attn_prefill.median", &cpf)))
 		goto done;
-	/* optional: absent, or an empty cell, counts as 0 */
+	/* optional: absent, or an empty cell, counts as 0 (the reshapes are
+	 * timed in every row of the published files, the KV-cache write is a
+	 * newer column); a cell with text is read as a time */
 	int cextra[3] = {
 		csv_col(&f, "time_stats.attn_input_reshape.median"),
 		csv_col(&f, "time_stats.attn_output_reshape.median"),
@@ -516,7 +522,7 @@ static kvs_status load_attention(const char *path, uint32_t tp,
 	}
 	double vals[MAX_COLS];
 	bool shaped = false;
-	while ((st = csv_row(&f, vals)) == KVS_OK) {
+	while ((st = csv_row(&f)) == KVS_OK) {
 		if ((st = int_cell(&f, vals, ctp, 1, UINT32_MAX, NULL)) != KVS_OK)
 			goto done;
 		if (vals[ctp] != (double)tp)
@@ -533,16 +539,16 @@ static kvs_status load_attention(const char *path, uint32_t tp,
 				      path, f.lineno, cpre + 1, ip);
 			goto done;
 		}
-		int ct = is_pre ? cpf : cdec;
-		if (!good(vals[ct]))
-			{ st = bad_cell(&f, ct); goto done; }
-		double t = vals[ct];
+		/* the phase's own time: the other phase's cell is empty */
+		double t, extra;
+		if ((st = time_cell(&f, is_pre ? cpf : cdec, &t)) != KVS_OK)
+			goto done;
 		for (int e = 0; e < 3; e++) {
-			if (cextra[e] < 0 || isnan(vals[cextra[e]]))
+			if (cextra[e] < 0 || !*f.cells[cextra[e]])
 				continue;
-			if (!good(vals[cextra[e]]))
-				{ st = bad_cell(&f, cextra[e]); goto done; }
-			t += vals[cextra[e]];
+			if ((st = time_cell(&f, cextra[e], &extra)) != KVS_OK)
+				goto done;
+			t += extra;
 		}
 		if ((st = int_cell(&f, vals, cb, 1, UINT32_MAX, NULL)) != KVS_OK ||
 		    (st = int_cell(&f, vals, ckv, 0, UINT32_MAX, NULL)) != KVS_OK ||

@@ -12,12 +12,16 @@
 
 #include "kvsim/report.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -934,6 +938,233 @@ static void test_replicas(void **state)
 		     KVS_ERR_PARSE, "replicas[0]", "expected an object");
 }
 
+/* ---- the output directory, replaced as a whole ------------------------------ */
+
+/* The sorted names in dir, "a b c" (at most size bytes). */
+static void list_dir(const char *dir, char *out, size_t size)
+{
+	struct dirent **names;
+	int n = scandir(dir, &names, NULL, alphasort);
+	assert_true(n >= 0);
+	size_t len = 0;
+	out[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, ".."))
+			len += (size_t)snprintf(out + len, len < size ? size - len : 0, "%s%s",
+						len ? " " : "", names[i]->d_name);
+		free(names[i]);
+	}
+	free(names);
+	assert_true(len < size);
+}
+
+/* The names of dir's staging directories and temporary files (".X.kvsim-"). */
+static size_t count_debris(const char *dir)
+{
+	char all[8192];
+	list_dir(dir, all, sizeof all);
+	size_t n = 0;
+	for (const char *p = all; (p = strstr(p, ".kvsim-")) != NULL; p++)
+		n++;
+	return n;
+}
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char p[4200];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+struct stopper {
+	volatile sig_atomic_t flag;
+	size_t stop_at;        /* the step at which the flag is raised */
+	const char *parent;    /* for unlink_staging: where the staging is */
+	bool unlink_staging;   /* also remove it there, as a second Ctrl-C would */
+	size_t staged_seen;    /* report files seen in the staging directory */
+};
+
+/* Raises the flag at step stop_at, as a signal handler would; with
+ * unlink_staging, also calls kvs_report_unlink_staging and checks that it
+ * removed the staging directory and what was drawn in it. */
+static void stop_progress(void *ctx, size_t done, size_t total, const char *what)
+{
+	(void)total;
+	(void)what;
+	struct stopper *s = ctx;
+	if (done != s->stop_at)
+		return;
+	s->flag = SIGINT;
+	if (!s->unlink_staging)
+		return;
+	DIR *d = opendir(s->parent);
+	assert_non_null(d);
+	struct dirent *e;
+	char staging[4400] = "";
+	while ((e = readdir(d)) != NULL)
+		if (strstr(e->d_name, ".kvsim-"))
+			snprintf(staging, sizeof staging, "%s/%s", s->parent, e->d_name);
+	closedir(d);
+	assert_true(staging[0]);
+	char list[8192];
+	list_dir(staging, list, sizeof list);
+	s->staged_seen = strlen(list) ? 1 : 0;
+	for (const char *p = list; (p = strchr(p, ' ')) != NULL; p++)
+		s->staged_seen++;
+	kvs_report_unlink_staging();
+	struct stat sb;
+	assert_int_equal(stat(staging, &sb), -1);
+}
+
+/* A report replaces its directory whole: stale figures of the previous
+ * report go, an interrupted report leaves the previous one as it was and
+ * nothing beside it, a directory holding anything else is refused. */
+static void test_outdir_whole(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	char out[1024], before[8192], after[8192];
+	snprintf(out, sizeof out, "%s/out", dir);
+	char *cmp = slurp(kvs_test_src("tests/data/compare.json"), NULL);
+	char *min = slurp(kvs_test_src("tests/data/replay-min.json"), NULL);
+	assert_non_null(cmp);
+	assert_non_null(min);
+	const char *tc[] = { cmp }, *tm[] = { min };
+
+	/* a new directory, then a report with no figure over one with five:
+	 * only index.html is left, and nothing beside the directory */
+	assert_int_equal(kvs_report_write(tc, NULL, 1, out, NULL), KVS_OK);
+	assert_true(file_exists(out, "memory.svg", NULL));
+	assert_int_equal(kvs_report_write(tm, NULL, 1, out, NULL), KVS_OK);
+	list_dir(out, after, sizeof after);
+	assert_string_equal(after, "index.html");
+	assert_int_equal(count_debris(dir), 0);
+	char *page = read_html(out);
+
+	/* interrupted before the first figure, after the first, and just
+	 * before the page: KVS_END, the previous report untouched, no
+	 * staging directory left; the progress never reaches "done" */
+	kvs_report_opts o;
+	kvs_report_opts_defaults(&o);
+	o.png_width = 640;
+	o.png_height = 360;
+	static const size_t stops[] = { 0, 1, 2, 6 };   /* 1 input, 5 figures */
+	for (size_t i = 0; i < KVS_ARRAY_LEN(stops); i++) {
+		struct stopper sp = { .stop_at = stops[i] };
+		o.progress = stop_progress;
+		o.progress_ctx = &sp;
+		o.interrupt = &sp.flag;
+		assert_int_equal(kvs_report_write(tc, NULL, 1, out, &o), KVS_END);
+		assert_non_null(strstr(kvs_last_error(), "interrupted"));
+		list_dir(out, after, sizeof after);
+		assert_string_equal(after, "index.html");
+		char *now = read_html(out);
+		assert_string_equal(now, page);
+		free(now);
+		assert_int_equal(count_debris(dir), 0);
+	}
+	/* a second Ctrl-C: kvs_report_unlink_staging removes the staging
+	 * directory with the figures already drawn in it */
+	struct stopper sp = { .stop_at = 3, .parent = dir, .unlink_staging = true };
+	o.progress_ctx = &sp;
+	o.interrupt = &sp.flag;
+	assert_int_equal(kvs_report_write(tc, NULL, 1, out, &o), KVS_END);
+	assert_true(sp.staged_seen >= 4);   /* two figures, SVG and PNG */
+	list_dir(out, after, sizeof after);
+	assert_string_equal(after, "index.html");
+	assert_int_equal(count_debris(dir), 0);
+
+	/* not a previous report: refused before drawing, naming the entry;
+	 * the directory as it was.  kvs_report_dir_check says the same. */
+	struct {
+		const char *make;     /* what is added */
+		const char *needle;   /* in the message */
+	} bad[] = {
+		{ "notes.txt", "it holds 'notes.txt'" },
+		{ "sub/", "it holds 'sub' (a directory)" },
+		{ "index.html", "its index.html was not written by kvsim" },
+		{ "-memory.svg", "it holds 'memory.svg' but no index.html" },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
+		char d[1100];
+		snprintf(d, sizeof d, "%s/bad%zu", dir, i);
+		assert_int_equal(kvs_report_write(tm, NULL, 1, d, NULL), KVS_OK);
+		const char *m = bad[i].make;
+		char p[4400];
+		if (m[strlen(m) - 1] == '/') {
+			snprintf(p, sizeof p, "%s/%.*s", d, (int)strlen(m) - 1, m);
+			assert_int_equal(mkdir(p, 0777), 0);
+		} else if (m[0] == '-') {
+			snprintf(p, sizeof p, "%s/index.html", d);
+			assert_int_equal(unlink(p), 0);
+			put_file(d, m + 1, "<svg/>");
+		} else {
+			put_file(d, m, "not a report\n");
+		}
+		list_dir(d, before, sizeof before);
+		assert_int_equal(kvs_report_dir_check(d), KVS_ERR_IO);
+		assert_non_null(strstr(kvs_last_error(), bad[i].needle));
+		assert_int_equal(kvs_report_write(tc, NULL, 1, d, NULL), KVS_ERR_IO);
+		assert_non_null(strstr(kvs_last_error(), bad[i].needle));
+		assert_non_null(strstr(kvs_last_error(), d));
+		list_dir(d, after, sizeof after);
+		assert_string_equal(before, after);
+	}
+	assert_int_equal(count_debris(dir), 0);
+	assert_int_equal(kvs_report_dir_check(out), KVS_OK);
+
+	/* staging left by a run that died: removed by the next report into
+	 * the same directory, unless a process still holds it (flock) */
+	char stale[1100], held[1100];
+	snprintf(stale, sizeof stale, "%s/.out.kvsim-Ab3dE9", dir);
+	snprintf(held, sizeof held, "%s/.out.kvsim-Zz9Yx8", dir);
+	assert_int_equal(mkdir(stale, 0777), 0);
+	assert_int_equal(mkdir(held, 0777), 0);
+	put_file(stale, "memory.svg", "<svg/>");
+	put_file(stale, ".memory.png.kvsim-q1W2e3", "partial");
+	put_file(held, "memory.svg", "<svg/>");
+	int hfd = open(held, O_RDONLY | O_DIRECTORY);
+	assert_true(hfd >= 0);
+	assert_int_equal(flock(hfd, LOCK_EX), 0);
+	assert_int_equal(kvs_report_write(tm, NULL, 1, out, NULL), KVS_OK);
+	struct stat sb;
+	assert_int_equal(stat(stale, &sb), -1);
+	assert_int_equal(stat(held, &sb), 0);
+	close(hfd);
+	assert_int_equal(kvs_report_write(tm, NULL, 1, out, NULL), KVS_OK);
+	assert_int_equal(stat(held, &sb), -1);
+	assert_int_equal(count_debris(dir), 0);
+
+	/* the directory keeps its mode; an empty one is taken; a symbolic
+	 * link to a report has the report replaced and stays a link */
+	assert_int_equal(chmod(out, 0750), 0);
+	assert_int_equal(kvs_report_write(tc, NULL, 1, out, NULL), KVS_OK);
+	assert_int_equal(stat(out, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0750);
+	char empty[1100], link[1100];
+	snprintf(empty, sizeof empty, "%s/empty", dir);
+	assert_int_equal(mkdir(empty, 0777), 0);
+	assert_int_equal(kvs_report_write(tm, NULL, 1, empty, NULL), KVS_OK);
+	assert_true(file_exists(empty, "index.html", NULL));
+	snprintf(link, sizeof link, "%s/link", dir);
+	assert_int_equal(symlink("out", link), 0);
+	assert_int_equal(kvs_report_write(tm, NULL, 1, link, NULL), KVS_OK);
+	assert_int_equal(lstat(link, &sb), 0);
+	assert_true(S_ISLNK(sb.st_mode));
+	list_dir(out, after, sizeof after);
+	assert_string_equal(after, "index.html");
+	assert_int_equal(count_debris(dir), 0);
+
+	free(page);
+	free(cmp);
+	free(min);
+	rm_rf(dir);
+	free(dir);
+}
+
 int main(void)
 {
 #if !KVS_HAVE_CAIRO
@@ -950,6 +1181,7 @@ int main(void)
 		cmocka_unit_test(test_long_timeseries),
 		cmocka_unit_test(test_interactive_page),
 		cmocka_unit_test(test_replicas),
+		cmocka_unit_test(test_outdir_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
  */
 #include "test_util.h"
 
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2019,6 +2020,196 @@ static void test_profile_integer_cells(void **state)
 	assert_int_equal(rmdir(root), 0);
 }
 
+/* The time cells of the three profile files are decimal numbers >= 0
+ * (common/num.h's rule): hex, inf, nan, a sign, an empty cell or text after
+ * the number is an error naming the file, line and column, never a value;
+ * the forms the published files hold (0.0123, 7, 1.7e-18) are read. */
+static void test_profile_time_cells(void **state)
+{
+	(void)state;
+	char root[] = "/tmp/kvsim-proftime-XXXXXX";
+	assert_non_null(mkdtemp(root));
+	char dir[256], path[320], ar[320], net[300];
+	snprintf(dir, sizeof dir, "%s/compute", root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(dir, sizeof dir, "%s/compute/h100", root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof path, "%s/mlp.csv", dir);
+	kvs_cost_config k;
+	kvs_cost_config_defaults(&k);
+	static const char *const head =
+		"time_stats.emb.median,time_stats.input_layernorm.median,"
+		"time_stats.attn_pre_proj.median,time_stats.attn_rope.median,"
+		"time_stats.attn_post_proj.median,time_stats.post_attention_layernorm.median,"
+		"time_stats.mlp_up_proj.median,time_stats.mlp_act.median,"
+		"time_stats.mlp_down_proj.median,time_stats.add.median,n_head,n_kv_head,n_embd,"
+		"n_expanded_embd,num_tokens,num_tensor_parallel_workers,time_stats.add.std\n";
+	static const char *const bad[] = {
+		"0x1p-7", "0X10", "inf", "+inf", "-inf", "INF", "infinity", "nan", "NaN",
+		"-nan", "-0.01", "", " 0.01", "0.01 ", "0.01ms", "0.01.5", "1e", "1e400",
+		"1e-400", ".", "e5", "--1", "0,01",
+	};
+	/* the second row's attn_rope median (column 4), then its embedding
+	 * (column 1) */
+	for (int col = 0; col < 2; col++) {
+		for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
+			char text[2048], want[160], cell[64];
+			snprintf(cell, sizeof cell, "%s", bad[i]);
+			const char *rope = col == 0 ? cell : "0.01", *emb = col == 1 ? cell : "0.01";
+			snprintf(text, sizeof text, "%s"
+				 "0.01,0.01,0.01,0.01,0.01,0.01,0.01,0.01,0.01,0.01,32,8,4096,14336,1,1,0\n"
+				 "%s,0.01,0.01,%s,0.01,0.01,0.01,0.01,0.01,0.01,32,8,4096,14336,4096,1,0\n",
+				 head, emb, rope);
+			put_file(path, text);
+			/* "0,01" is two cells: the row has a field too many */
+			if (strchr(bad[i], ','))
+				snprintf(want, sizeof want, "mlp.csv:3: 18 fields, the header has 17");
+			else
+				snprintf(want, sizeof want, "mlp.csv:3: column %d ('time_stats.%s.median'): "
+					 "expected a decimal number >= 0 (milliseconds), got %s%s%s",
+					 col == 0 ? 4 : 1, col == 0 ? "attn_rope" : "emb",
+					 *bad[i] ? "'" : "an empty cell", bad[i], *bad[i] ? "'" : "");
+			if (kvs_cost_load_profile(dir, 1, &k) != KVS_ERR_PARSE ||
+			    !strstr(kvs_last_error(), want))
+				fail_msg("cell '%s': %s (want \"%s\")", bad[i], kvs_last_error(), want);
+			assert_int_equal(k.profile_points, 0);
+		}
+	}
+	/* the forms of the published files, and the rest of the decimal rule;
+	 * a cell not used (a std, a row of another tp) is not read */
+	static const struct { const char *cell; double ms; } ok[] = {
+		{ "0.0123", 0.0123 }, { "7", 7 }, { "1.734723475976807e-18", 1.734723475976807e-18 },
+		{ "1E-05", 1e-5 }, { "+0.5", 0.5 }, { "0", 0 }, { "-0", 0 }, { ".25", 0.25 },
+		{ "3.", 3 },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(ok); i++) {
+		char text[2048];
+		snprintf(text, sizeof text, "%s"
+			 "0.01,0.01,0.01,%s,0.01,0.01,0.01,0.01,0.01,0.01,32,8,4096,14336,1,1,nan\n"
+			 "nan,inf,,0x1,x,-1,,,,,32,8,4096,14336,1,2,\n", head, ok[i].cell);
+		put_file(path, text);
+		if (kvs_cost_load_profile(dir, 1, &k) != KVS_OK)
+			fail_msg("cell '%s': %s", ok[i].cell, kvs_last_error());
+		assert_int_equal(k.profile_points, 1);
+		assert_close(k.profile_layer_s[0], (8 * 0.01 + ok[i].ms) * 1e-3, 1e-15);
+	}
+
+	/* all_reduce.csv's median */
+	snprintf(net, sizeof net, "%s/network", root);
+	assert_int_equal(mkdir(net, 0700), 0);
+	snprintf(net, sizeof net, "%s/network/h100_pairwise_nvlink", root);
+	assert_int_equal(mkdir(net, 0700), 0);
+	snprintf(ar, sizeof ar, "%s/all_reduce.csv", net);
+	char text[1024];
+	snprintf(text, sizeof text, "%s"
+		 "0.01,0.01,0.01,0.01,0.01,0.01,0.01,0.01,0.01,0.01,32,8,4096,14336,1,2,0\n", head);
+	put_file(path, text);
+	static const char *const ar_bad[] = { "nan", "inf", "0x1p-6", "0.02s", "", "-0.02" };
+	for (size_t i = 0; i < KVS_ARRAY_LEN(ar_bad); i++) {
+		char want[160];
+		snprintf(text, sizeof text, ",time_stats.all_reduce.median,num_workers,size,collective\n"
+			 "0,%s,2,2048,all_reduce\n", ar_bad[i]);
+		put_file(ar, text);
+		snprintf(want, sizeof want, "all_reduce.csv:2: column 2 "
+			 "('time_stats.all_reduce.median'): expected a decimal number >= 0");
+		if (kvs_cost_load_profile(dir, 2, &k) != KVS_ERR_PARSE ||
+		    !strstr(kvs_last_error(), want))
+			fail_msg("all_reduce median '%s': %s", ar_bad[i], kvs_last_error());
+	}
+	put_file(ar, ",time_stats.all_reduce.median,num_workers,size,collective\n"
+		     "0,1.5e-2,2,2048,all_reduce\n1,nan,4,2048,all_reduce\n");
+	assert_int_equal(kvs_cost_load_profile(dir, 2, &k), KVS_OK);
+	assert_int_equal(k.allreduce_points, 1);
+	assert_close(k.allreduce_s[0], 1.5e-5, 1e-15);
+	remove(ar);
+	rmdir(net);
+	snprintf(net, sizeof net, "%s/network", root);
+	rmdir(net);
+
+	/* attention.csv: the phase's own median is required, the other
+	 * phase's cell is not read (Vidur leaves it empty); an optional
+	 * reshape is 0 when empty, else a time like the others */
+	snprintf(text, sizeof text, "%s"
+		 "0.01,0.01,0.01,0.01,0.01,0.01,0.01,0.01,0.01,0.01,32,8,4096,14336,1,1,0\n", head);
+	put_file(path, text);
+	snprintf(ar, sizeof ar, "%s/attention.csv", dir);
+	static const char *const at_head =
+		"time_stats.attn_decode.median,time_stats.attn_prefill.median,n_embd,n_q_head,"
+		"n_kv_head,num_tensor_parallel_workers,batch_size,prefill_chunk_size,"
+		"kv_cache_size,is_prefill,time_stats.attn_input_reshape.median\n";
+	static const char *const at_good =
+		"0.01,,4096,32,8,1,1,0,100,False,0.001\n,0.05,4096,32,8,1,1,64,0,True,\n";
+	static const char *const at_bad[][3] = {
+		{ ",0.05,4096,32,8,1,1,0,100,False,0.001", "1", "an empty cell" },
+		{ "nan,,4096,32,8,1,1,0,100,False,0.001", "1", "'nan'" },
+		{ "0.01,nan,4096,32,8,1,1,64,0,True,0.001", "2", "'nan'" },
+		{ "0.01,0x1p-4,4096,32,8,1,1,64,0,True,0.001", "2", "'0x1p-4'" },
+		{ "0.01,,4096,32,8,1,1,0,100,False,inf", "11", "'inf'" },
+		{ "0.01,,4096,32,8,1,1,0,100,False,0.001x", "11", "'0.001x'" },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(at_bad); i++) {
+		char want[160];
+		snprintf(text, sizeof text, "%s%s%s\n", at_head, at_good, at_bad[i][0]);
+		put_file(ar, text);
+		snprintf(want, sizeof want, "attention.csv:4: column %s ('", at_bad[i][1]);
+		const char *msg = kvs_last_error();
+		if (kvs_cost_load_profile(dir, 1, &k) != KVS_ERR_PARSE ||
+		    !strstr((msg = kvs_last_error()), want) || !strstr(msg, at_bad[i][2]))
+			fail_msg("attention row '%s': %s", at_bad[i][0], msg);
+	}
+	/* the decode row's other-phase cell holds text (not read): the
+	 * prefill reshape, empty, counts 0 */
+	snprintf(text, sizeof text, "%s%s0.02,n/a,4096,32,8,1,2,0,100,False,\n", at_head, at_good);
+	put_file(ar, text);
+	assert_int_equal(kvs_cost_load_profile(dir, 1, &k), KVS_OK);
+	assert_non_null(k.attn);
+	assert_int_equal(k.attn->decode_rows, 2);
+	assert_int_equal(k.attn->prefill_rows, 1);
+	assert_close(k.attn->pre_s[0], 0.05e-3, 1e-15);
+	remove(ar);
+	remove(path);
+	rmdir(dir);
+	snprintf(dir, sizeof dir, "%s/compute", root);
+	rmdir(dir);
+	assert_int_equal(rmdir(root), 0);
+}
+
+/* The published profiles (../shared/profiles, skipped when absent) load
+ * under the strict rule: every mlp.csv at each tp it holds (every row
+ * read), the pairwise NVLink all-reduce at tp 2 and 4, and the Llama-2-70B
+ * attention at tp 2. */
+static void test_profile_real_files(void **state)
+{
+	(void)state;
+	const char *src = getenv("KVS_SOURCE_ROOT");
+	char pattern[4096];
+	snprintf(pattern, sizeof pattern, "%s/../shared/profiles/vidur/compute/*/*/*/mlp.csv",
+		 src ? src : ".");
+	glob_t g;
+	if (glob(pattern, 0, NULL, &g) != 0) {
+		skip();
+		return;
+	}
+	size_t attn = 0;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(g.gl_pathv[i], '/') - g.gl_pathv[i]),
+			 g.gl_pathv[i]);
+		for (uint32_t tp = 1; tp <= 8; tp *= 2) {
+			kvs_cost_config k;
+			kvs_cost_config_defaults(&k);
+			if (kvs_cost_load_profile(dir, tp, &k) != KVS_OK)
+				fail_msg("%s at tp %u: %s", dir, tp, kvs_last_error());
+			assert_true(k.profile_points > 0);
+			if (tp == 2 || tp == 4)
+				assert_true(k.allreduce_points > 0);
+			attn += k.attn != NULL;
+		}
+	}
+	globfree(&g);
+	assert_true(attn >= 1);
+}
+
 /* fast path == one-token stepping with the profile model and the per-seq
  * and per-token overheads */
 static void test_fast_path_profile(void **state)
@@ -2323,6 +2514,8 @@ int main(void)
 		cmocka_unit_test(test_fast_path_profile),
 		cmocka_unit_test(test_attention_profile),
 		cmocka_unit_test(test_profile_integer_cells),
+		cmocka_unit_test(test_profile_time_cells),
+		cmocka_unit_test(test_profile_real_files),
 		cmocka_unit_test(test_closed_loop),
 		cmocka_unit_test(test_kv_read_factor),
 		cmocka_unit_test(test_bad_config),

@@ -24,6 +24,7 @@
 #ifndef KVSIM_REPORT_H
 #define KVSIM_REPORT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -54,14 +55,26 @@ typedef struct kvs_report_opts {
 	 * true: it also shows each figure as an image (which then must stay
 	 * beside index.html), for print and papers. */
 	bool static_figures;
+	/* NULL (default), or a flag a signal handler sets: polled before each
+	 * step, and once it is non-zero the report stops, leaves outdir as it
+	 * was and returns KVS_END. */
+	const volatile sig_atomic_t *interrupt;
 } kvs_report_opts;
 
 /* Defaults: 1600 x 900, no title, no progress. */
 void kvs_report_opts_defaults(kvs_report_opts *o);
 
 /*
- * Render n run reports given as JSON texts into outdir (created if missing;
- * files of the same names are overwritten).  labels[i] names run i in
+ * Render n run reports given as JSON texts into outdir, which is replaced
+ * as a whole: the report is drawn into a staging directory beside it
+ * (".NAME.kvsim-XXXXXX") and swapped in when complete, so a reader sees the
+ * previous report or the new one, never a mix, and a failed or interrupted
+ * call leaves outdir as it was.  outdir is created (and its parents) when
+ * missing; one that exists must be empty or hold a previous report (an
+ * index.html written by kvsim, SVG and PNG files), else the call fails
+ * before drawing, naming the entry that is not a report's.  A symbolic link
+ * to a directory has the directory replaced and stays a link; the
+ * directory keeps its permission bits.  labels[i] names run i in
  * messages and in the page (e.g. its file name); labels may be NULL, then
  * runs are called "run 1", "run 2", ...  opts may be NULL for defaults.
  *
@@ -69,9 +82,11 @@ void kvs_report_opts_defaults(kvs_report_opts *o);
  * several, run1-memory.svg, run2-memory.svg, ...  Returns KVS_ERR_PARSE for
  * malformed JSON or missing/mistyped keys (message: "LABEL: line L, column
  * C: ..." or "LABEL: policies.paged.accounting.arrived: missing"),
- * KVS_ERR_IO when outdir or a file cannot be written, KVS_ERR_UNSUPPORTED
- * when kvsim was built without cairo, KVS_ERR_INVALID for n == 0 or NULL
- * arguments.  Nothing is written unless every input parses.
+ * KVS_ERR_IO when outdir or a file cannot be written or outdir holds
+ * something else than a report, KVS_ERR_UNSUPPORTED when kvsim was built
+ * without cairo, KVS_ERR_INVALID for n == 0 or NULL arguments, KVS_END
+ * when opts->interrupt stopped it.  Nothing is written unless every input
+ * parses.
  */
 kvs_status kvs_report_write(const char *const *json_texts,
 			    const char *const *labels, size_t n,
@@ -81,6 +96,20 @@ kvs_status kvs_report_write(const char *const *json_texts,
 kvs_status kvs_report_write_files(const char *const *paths, size_t n,
 				  const char *outdir,
 				  const kvs_report_opts *opts);
+
+/* Whether kvs_report_write may replace outdir, without writing anything:
+ * KVS_OK when it is missing, empty or a previous report; KVS_ERR_IO naming
+ * it and the first entry that is not a report's, or when it is not a
+ * directory.  For a program that renders a report after long work, to
+ * fail first.  O(entries in outdir). */
+kvs_status kvs_report_dir_check(const char *outdir);
+
+/* Remove the staging directories of the reports this process is drawing
+ * (async-signal-safe: for a program's own handler of a second Ctrl-C,
+ * beside kvs_outfile_unlink_all, before the signal ends the process).  A
+ * staging directory of a process that died without it is removed by the
+ * next report into the same directory. */
+void kvs_report_unlink_staging(void);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
 # CLI tests of the fidelity options of replay/compare: buddy placement,
 # the closed-loop client, and --step-time-profile (Vidur operator profiles:
 # the two bundled profiles end to end, bad input refused with the file, the
-# line or the mismatch named; skipped without ../shared/profiles).
+# line and column or the mismatch named; skipped without ../shared/profiles).
 set -u
 ROOT="${KVS_SOURCE_ROOT:?}"
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -51,4 +51,13 @@ run 2 --model llama-2-7b --tp 16 --step-time-profile "$P/h100/meta-llama/Llama-2
 run 1 --model llama-2-7b --step-time-profile "$tmp/nowhere" && has "$err" "nowhere/mlp.csv: cannot open" "missing dir"
 run 2 --model llama-2-7b --step-time-profile "$P/h100/meta-llama/Llama-2-7b-hf" --step-time-linear 0.01,0,0 &&
 	has "$err" "give one" "two step-time models"
+# a time cell that is not a plain decimal number (hex, nan) in a copy of a
+# published profile: refused with the file, line and column, exit 1
+mkdir -p "$tmp/badprof"
+for cell in 0x1p-3 nan; do
+	awk -F, -v OFS=, -v cell="$cell" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "time_stats.mlp_act.median") c = i }
+		NR == 5 { $c = cell } { print }' "$P/h100/meta-llama/Llama-2-7b-hf/mlp.csv" >"$tmp/badprof/mlp.csv"
+	run 1 --model llama-2-7b --gpu h100-80gb --step-time-profile "$tmp/badprof" &&
+		has "$err" "badprof/mlp.csv:5: column 39 ('time_stats.mlp_act.median'): expected a decimal number >= 0 (milliseconds), got '$cell'" "bad time cell $cell"
+done
 finish "cli fidelity"

@@ -148,6 +148,167 @@ for f in "$tmp/keys-new/out/"*; do
 done
 grep -q "block tables" "$tmp/keys-old/out/index.html" || fail "metadata column missing"
 
+# ---- the output directory changes as a whole -----------------------------------
+# The previous report is one run with five figures; the new one three runs
+# with fourteen, drawn large so that drawing takes a few seconds (smaller
+# under sanitizers, which are slower anyway).  Whatever happens, the
+# directory is the one or the other, whole (diff -r against a copy of each),
+# and no staging directory (".w.kvsim-XXXXXX") is left beside it.
+big=(--width 3200 --height 1800)
+case "${KVS_TEST_SCALE:-1}" in 1 | 1.0) ;; *) big=(--width 1600 --height 900) ;; esac
+big=(report "$data/compare.json" "$data/sweep.json" "$data/replay-min.json" "${big[@]}" --quiet)
+expect_exit 0 "$KVSIM" report "$data/compare.json" -o "$tmp/w-old"
+expect_exit 0 "$KVSIM" "${big[@]}" -o "$tmp/w-new"
+
+no_debris() {
+	! ls -a "$tmp" | grep -q 'kvsim-' || fail "$1: staging left behind: $(ls -a "$tmp" | grep kvsim-)"
+}
+# is_whole: prints old or new, or fails
+is_whole() {
+	if diff -r "$tmp/w" "$tmp/w-old" >/dev/null 2>&1; then echo old
+	elif diff -r "$tmp/w" "$tmp/w-new" >/dev/null 2>&1; then echo new
+	else fail "$1: the directory is neither report: $(diff -rq "$tmp/w" "$tmp/w-old" | head -5)"
+	fi
+}
+# bg_report: the new report into $tmp/w in the background, with job control
+# so that it keeps SIGINT; its pid in $pid
+bg_report() {
+	set -m
+	"$KVSIM" "${big[@]}" -o "$tmp/w" >"$tmp/bg.out" 2>"$tmp/bg.err" &
+	pid=$!
+	set +m
+}
+# wait_staged: until a figure is drawn in the staging directory (mid-way)
+wait_staged() {
+	local i
+	for i in $(seq 1 1500); do
+		compgen -G "$tmp/.w.kvsim-*/*.png" >/dev/null && return 0
+		sleep 0.02
+	done
+	fail "no figure drawn in a staging directory"
+}
+# stop SIGNAL...: each signal to $pid, 0.01 s apart; its exit status in $rc
+stop() {
+	local s
+	for s in "$@"; do
+		kill -"$s" "$pid" 2>/dev/null || true
+		sleep 0.01
+	done
+	set +e
+	wait "$pid"
+	rc=$?
+	set -e
+}
+
+# the normal path: over the previous report, exactly the new one, and back
+# (the figures the page no longer links are gone)
+cp -a "$tmp/w-old" "$tmp/w"
+expect_exit 0 "$KVSIM" "${big[@]}" -o "$tmp/w"
+[ "$(is_whole "report over a previous one")" = new ] || fail "a report over a previous one is not the new one"
+expect_exit 0 "$KVSIM" report "$data/compare.json" -o "$tmp/w/"
+[ "$(is_whole "report back")" = old ] || fail "stale figures left beside the report"
+no_debris "normal path"
+
+# Ctrl-C once a figure is drawn: exit 130, the previous report as it was
+bg_report
+wait_staged
+stop INT
+[ "$rc" -eq 130 ] || fail "interrupted report exits 130 (got $rc): $(cat "$tmp/bg.err")"
+grep -q "kvsim report: interrupted: .*/w left as it was" "$tmp/bg.err" ||
+	fail "interruption message: $(cat "$tmp/bg.err")"
+[ "$(is_whole "Ctrl-C")" = old ] || fail "Ctrl-C: the previous report changed"
+[ ! -s "$tmp/bg.out" ] || fail "Ctrl-C: 'wrote' printed"
+no_debris "Ctrl-C"
+
+# a second Ctrl-C ends it at once, removing what it had drawn
+bg_report
+wait_staged
+stop INT INT
+[ "$rc" -eq 130 ] || fail "report stopped by a second Ctrl-C exits 130 (got $rc)"
+[ "$(is_whole "second Ctrl-C")" = old ] || fail "second Ctrl-C: the previous report changed"
+no_debris "second Ctrl-C"
+
+# killed: the staging directory stays (nothing can remove it), the previous
+# report is whole, and the next report into the directory removes it
+bg_report
+wait_staged
+stop KILL
+[ "$(is_whole "SIGKILL")" = old ] || fail "SIGKILL: the previous report changed"
+ls -a "$tmp" | grep -q '^\.w\.kvsim-' || fail "SIGKILL: expected the staging directory to stay"
+expect_exit 0 "$KVSIM" report "$data/compare.json" -o "$tmp/w"
+[ "$(is_whole "after SIGKILL")" = old ] || fail "report after SIGKILL"
+no_debris "the next report after SIGKILL"
+
+# Ctrl-C at any moment: the one report or the other, whole
+for d in 0.3 1.5 2.8; do
+	rm -rf "$tmp/w"
+	cp -a "$tmp/w-old" "$tmp/w"
+	bg_report
+	sleep "$d"
+	stop INT
+	case "$rc" in 0 | 130) ;; *) fail "Ctrl-C after $d s: exit $rc: $(cat "$tmp/bg.err")" ;; esac
+	got=$(is_whole "Ctrl-C after $d s")
+	[ "$rc" -eq 0 ] && [ "$got" != new ] && fail "exit 0 without the new report"
+	echo "Ctrl-C after $d s: exit $rc, the $got report"
+	no_debris "Ctrl-C after $d s"
+done
+rm -rf "$tmp/w"
+cp -a "$tmp/w-old" "$tmp/w"
+
+# a directory holding anything else is refused before anything is drawn,
+# naming the entry, and stays as it was
+echo mine >"$tmp/w/notes.txt"
+expect_exit 1 "$KVSIM" report "$data/sweep.json" -o "$tmp/w"
+grep -q "w: not a previous kvsim report: it holds 'notes.txt'" "$tmp/err" ||
+	fail "foreign file message: $(cat "$tmp/err")"
+[ "$(cat "$tmp/w/notes.txt")" = mine ] || fail "foreign file touched"
+rm "$tmp/w/notes.txt"
+[ "$(is_whole "refused")" = old ] || fail "a refused report changed the directory"
+no_debris "refused"
+rm -rf "$tmp/w" "$tmp/w-old" "$tmp/w-new"
+
+# ---- the fallback: a directory that cannot be renamed (its parent is not
+# writable) is staged inside and its files moved in one by one: the result
+# is the same report, stale figures removed, nothing left behind; Ctrl-C
+# leaves the previous report.  As root (who may write anywhere), run as
+# nobody; skipped when that cannot be done.
+as_user=()
+if [ "$(id -u)" -eq 0 ]; then
+	as_user=(none)
+	if command -v setpriv >/dev/null 2>&1 && id nobody >/dev/null 2>&1; then
+		as_user=(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups)
+	fi
+fi
+fb="$tmp/fb"
+mkdir -p "$fb/p"
+cp "$data/compare.json" "$data/sweep.json" "$fb/"
+chmod 755 "$tmp" "$fb" "$fb/p"
+chmod 644 "$fb/compare.json" "$fb/sweep.json"
+[ "$(id -u)" -ne 0 ] || chown nobody "$fb/p" 2>/dev/null || as_user=(none)
+if [ "${as_user[0]:-}" != none ] &&
+	${as_user[@]+"${as_user[@]}"} "$KVSIM" report "$fb/compare.json" -o "$fb/p/out" --quiet >/dev/null 2>&1; then
+	expect_exit 0 "$KVSIM" report "$fb/sweep.json" -o "$fb/ref" --quiet
+	chmod 555 "$fb/p"
+	expect_exit 0 ${as_user[@]+"${as_user[@]}"} "$KVSIM" report "$fb/sweep.json" -o "$fb/p/out" --quiet
+	diff -r "$fb/p/out" "$fb/ref" >/dev/null || fail "fallback: not the new report: $(diff -rq "$fb/p/out" "$fb/ref" | head -5)"
+	set -m
+	${as_user[@]+"${as_user[@]}"} "$KVSIM" report "$fb/compare.json" "$fb/sweep.json" --width 3200 \
+		--height 1800 -o "$fb/p/out" --quiet >/dev/null 2>"$fb/err" &
+	pid=$!
+	set +m
+	for i in $(seq 1 1500); do
+		compgen -G "$fb/p/out/.out.kvsim-*/*.png" >/dev/null && break
+		sleep 0.02
+	done
+	stop INT
+	[ "$rc" -eq 130 ] || fail "fallback: Ctrl-C exits 130 (got $rc): $(cat "$fb/err")"
+	diff -r "$fb/p/out" "$fb/ref" >/dev/null || fail "fallback: Ctrl-C changed the previous report"
+	chmod 755 "$fb/p"
+else
+	echo "cannot run as a user the parent directory refuses: fallback checks skipped"
+fi
+rm -rf "$fb"
+
 # ---- a tiny replay and compare, when the simulator is in this build ------------
 if "$KVSIM" replay --help >/dev/null 2>&1; then
 	"$KVSIM" replay --limit 200 --json "$tmp/replay.json" >/dev/null ||
