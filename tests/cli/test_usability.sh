@@ -193,6 +193,26 @@ kvs_run compare 0 --policies paged,max --bench-json "$tmp/cb.json" --summary-csv
 	[ "$(wc -l <"$tmp/cs.csv")" -eq 3 ] || fail "summary CSV: header and two rows"
 	cut -d, -f1 "$tmp/cs.csv" | tr '\n' ' ' | grep -q "^policy paged max $" || fail "summary CSV policies"
 }
+# --horizon: every request of the trace accounted for in each output, as
+# --json's accounting does: num_prompts + after_horizon = the trace's 40
+"$KVSIM" gen --requests 40 --rate 10 --seed 3 -o "$tmp/h40.csv" 2>/dev/null || fail "gen h40"
+kvs_run compare 0 "$tmp/h40.csv" --policies paged,max --horizon 2 --bench-json "$tmp/hb.json" \
+	--summary-csv "$tmp/hs.csv" --json "$tmp/hj.json" -q && command -v python3 >/dev/null &&
+	python3 - "$tmp/hb.json" "$tmp/hs.csv" "$tmp/hj.json" <<'PY' || fail "--bench-json and --summary-csv after a horizon"
+import csv, json, sys
+b = json.load(open(sys.argv[1]))
+rows = list(csv.DictReader(open(sys.argv[2])))
+pol = json.load(open(sys.argv[3]))["policies"]
+assert open(sys.argv[2]).readline().rstrip("\n").endswith(",unfinished,after_horizon")
+assert len(b) == len(rows) == 2
+for x, r in zip(b, rows):
+    a = pol[x["label"]]["accounting"]
+    assert 0 < x["num_prompts"] < 40 and x["num_prompts"] + x["after_horizon"] == 40, x
+    assert x["after_horizon"] == a["after_horizon"] and "after_interrupt" not in x
+    assert r["policy"] == x["label"] and int(r["num_prompts"]) + int(r["after_horizon"]) == 40
+PY
+kvs_run replay 0 "$tmp/h40.csv" --bench-json "$tmp/nb.json" --summary-csv "$tmp/ns.csv" -q &&
+	grep -q after_ "$tmp/nb.json" "$tmp/ns.csv" && fail "no horizon: an after_ key or column"
 kvs_run replay 2 --goodput ttft500 && has "$err" "expected KEY:MILLISECONDS" "bad --goodput"
 kvs_run replay 2 --goodput foo:5 && has "$err" "'foo' is not a metric" "unknown --goodput metric"
 
@@ -202,7 +222,7 @@ kvs_run replay 2 --goodput foo:5 && has "$err" "'foo' is not a metric" "unknown 
 "$KVSIM" gen --requests 20000 --rate 50 --output-len fixed:2000 --prompt-len fixed:100 \
 	--seed 1 -o "$tmp/long.csv" 2>/dev/null || fail "gen long trace"
 kvs_bg "$tmp/i.out" "$tmp/i.err" replay "$tmp/long.csv" --no-fast-path --json "$tmp/i.json" \
-	--requests "$tmp/i.csv" --bench-json "$tmp/ib.json"
+	--requests "$tmp/i.csv" --bench-json "$tmp/ib.json" --summary-csv "$tmp/is.csv"
 kvs_stop 0.5 INT
 [ "$rc" -eq 130 ] || fail "interrupted replay exits 130 (got $rc): $(head -c 300 "$tmp/i.err")"
 has "$(cat "$tmp/i.err")" "interrupted at" "interruption reported"
@@ -210,7 +230,7 @@ has "$(cat "$tmp/i.out")" "paged: arrived " "table printed whole"
 has "$(cat "$tmp/i.out")" "(interrupted at " "the table says it was interrupted"
 ls -a "$tmp" | grep -q 'kvsim-' && fail "temporary files left behind"
 if command -v python3 >/dev/null 2>&1; then
-	python3 - "$tmp/i.json" "$tmp/i.csv" "$tmp/ib.json" <<'PY' || fail "interrupted outputs parse and account for every request"
+	python3 - "$tmp/i.json" "$tmp/i.csv" "$tmp/ib.json" "$tmp/is.csv" <<'PY' || fail "interrupted outputs parse and account for every request"
 import csv, json, sys
 d = json.load(open(sys.argv[1]))
 assert d["interrupted"] is True
@@ -223,6 +243,10 @@ assert len(rows) - 1 == a["arrived"] and {len(r) for r in rows} == {len(rows[0])
 assert sum(r[3] == "unfinished" for r in rows[1:]) == a["unfinished"]
 b = json.load(open(sys.argv[3]))
 assert b["interrupted"] is True and b["completed"] == a["completed"]
+assert b["num_prompts"] + b["after_interrupt"] == 20000 and "after_horizon" not in b, b
+s = list(csv.DictReader(open(sys.argv[4])))
+assert len(s) == 1 and int(s[0]["num_prompts"]) + int(s[0]["after_interrupt"]) == 20000, s
+assert "after_horizon" not in s[0]
 PY
 fi
 
