@@ -367,6 +367,32 @@ static bool prefill_blocked(fleet_disagg *d)
 	return false;
 }
 
+/* Has every request handed to a decode replica arrived there?  A hand-off
+ * is fed as an arrival at the hand-off instant and counted received
+ * (kv_received) when the decode engine processes it, at its next
+ * advance: until then it is counted sent on the prefill side and nowhere
+ * on the decode side.  O(decode replicas). */
+static bool handoffs_arrived(fleet_disagg *d)
+{
+	for (uint32_t k = 0; k < d->dec.n; k++) {
+		uint32_t i = d->dec.rep[k];
+		kvs_sim_load l;
+		kvs_sim_get_load(d->f->sims[i], &l);
+		if (d->f->routed[i] > l.kv_received)
+			return false;
+	}
+	return true;
+}
+
+/* Is any replica's next event still to come? */
+static bool any_event(const fleet_run *f)
+{
+	for (uint32_t i = 0; i < f->n; i++)
+		if (isfinite(f->next_ev[i]))
+			return true;
+	return false;
+}
+
 kvs_status fleet_disagg_loop(fleet_disagg *d, kvs_router *router)
 {
 	(void)router;   /* each side has its own, of the same specification */
@@ -378,6 +404,25 @@ kvs_status fleet_disagg_loop(fleet_disagg *d, kvs_router *router)
 	for (;;) {
 		if (d->err != KVS_OK)
 			return d->err;
+		/* Interrupted: the replicas stop at once (their flag, raised
+		 * here, is read before each of their events), at a clean
+		 * point, between two of the fleet's events, where
+		 *  - every hand-off has arrived at its decode replica, so that
+		 *    it is counted there (unfinished, waiting for blocks or for
+		 *    its KV), not only as sent on its prefill replica: the
+		 *    totals balance.  Such a hand-off arrives at the instant it
+		 *    was made, so the loop goes on at most to the end of that
+		 *    instant;
+		 *  - some replica has an event to stop at, so that the fleet's
+		 *    result says it was interrupted; when none has, the next
+		 *    arrival or link event gives one one.
+		 * KV on a link stays there: its request is unfinished on its
+		 * decode replica, its KV held by its prefill replica
+		 * (kv_in_flight). */
+		if (fleet_interrupted(f) && handoffs_arrived(d) && any_event(f)) {
+			*f->stop = 1;
+			return KVS_OK;
+		}
 		/* the next arrival (none past the horizon) */
 		const ahead_ent *e;
 		if ((st = fleet_src_peek(&f->in, &e)) != KVS_OK)
@@ -507,6 +552,9 @@ void fleet_disagg_stats(fleet_disagg *d, double sim_time_s, kvs_fleet_stats *st,
 	st->kv_transfer_max_s = dmax;
 	st->kv_link_util_mean = d->pre.n ? usum / d->pre.n : 0;
 	st->kv_link_util_max = umax;
+	st->kv_in_flight = 0;
+	for (uint32_t k = 0; k < d->pre.n; k++)
+		st->kv_in_flight += d->links[k].nact + d->links[k].nwait;
 	st->kv_transfer_p99_s = 0;
 	if (!total)
 		return;

@@ -717,10 +717,13 @@ static void on_rec(void *ctx, const kvs_sim_request_record *r)
 	R->r[R->n++] = *r;
 }
 
-/* A fleet of np prefill and nd decode replicas of c over set. */
-static kvs_fleet_result *dfleet(const kvs_sim_config *c, uint32_t np, uint32_t nd,
-				const char *router, double refresh, double bw, double lat,
-				const kvs_request_set *set)
+/* A fleet of np prefill and nd decode replicas of c over set; on_route
+ * (NULL: none) told every decision. */
+static kvs_fleet_result *dfleet_routed(const kvs_sim_config *c, uint32_t np, uint32_t nd,
+				       const char *router, double refresh, double bw,
+				       double lat, const kvs_request_set *set,
+				       void (*on_route_fn)(void *, const kvs_request *, uint32_t),
+				       void *ctx)
 {
 	kvs_fleet_pool pools[2];
 	memset(pools, 0, sizeof pools);
@@ -743,6 +746,8 @@ static kvs_fleet_result *dfleet(const kvs_sim_config *c, uint32_t np, uint32_t n
 	snprintf(fc.kv_link.name, sizeof fc.kv_link.name, "test");
 	fc.kv_link.bytes_per_s = bw;
 	fc.kv_link.latency_s = lat;
+	fc.on_route = on_route_fn;
+	fc.on_route_ctx = ctx;
 	kvs_request_cursor cur;
 	kvs_request_cursor_init(&cur, set, 1.0);
 	kvs_request_source src = kvs_request_cursor_source(&cur);
@@ -750,6 +755,13 @@ static kvs_fleet_result *dfleet(const kvs_sim_config *c, uint32_t np, uint32_t n
 	if (kvs_fleet_run(&fc, &src, &r) != KVS_OK)
 		fail_msg("disaggregated fleet %s %u+%u: %s", router, np, nd, kvs_last_error());
 	return r;
+}
+
+static kvs_fleet_result *dfleet(const kvs_sim_config *c, uint32_t np, uint32_t nd,
+				const char *router, double refresh, double bw, double lat,
+				const kvs_request_set *set)
+{
+	return dfleet_routed(c, np, nd, router, refresh, bw, lat, set, NULL, NULL);
 }
 
 /* Every request accounted for: per replica, arrived + kv_received =
@@ -1031,6 +1043,67 @@ static void test_stale_prefix(void **state)
 	kvs_request_set_destroy(set);
 }
 
+/* ---- Ctrl-C ------------------------------------------------------------------------- */
+
+/* Raises the flag at the routing decision number `at` (0: before the
+ * first), as a signal could arrive at any instant. */
+typedef struct cut_at {
+	volatile sig_atomic_t flag;
+	uint64_t at, seen;
+} cut_at;
+
+static void cut_route(void *ctx, const kvs_request *q, uint32_t k)
+{
+	cut_at *c = ctx;
+	(void)q;
+	(void)k;
+	if (++c->seen == c->at)
+		c->flag = SIGINT;
+}
+
+/* Interrupted at each routing decision in turn, a prefill replica's or
+ * (during a hand-off) a decode replica's: the run says it was
+ * interrupted, and every request is accounted for, every hand-off
+ * counted on both sides (sent = received), KV stopped on a link counted
+ * unfinished on its decode replica. */
+static void test_disagg_interrupt(void **state)
+{
+	(void)state;
+	size_t n = kvs_test_scaled(120, 60);
+	kvs_request_set *set = mixed_set(n);
+	kvs_sim_config c;
+	cfg_fixed(&c, 1200, true);
+	uint64_t in_flight = 0, cut = 0;
+	for (uint64_t at = 0; at <= 2 * n; at += at < 40 ? 1 : 7) {
+		cut_at C = { .flag = at == 0 ? SIGINT : 0, .at = at };
+		c.interrupt = &C.flag;
+		/* a slow link: KV in flight at most instants */
+		kvs_fleet_result *r = dfleet_routed(&c, 2, 2, "least-requests", 0, 2e4, 1e-3, set,
+						    cut_route, &C);
+		const kvs_sim_stats *t = kvs_sim_result_stats(kvs_fleet_result_total(r));
+		assert_disagg_accounting(r, n, true);
+		assert_true(t->arrived <= n);
+		if (at < 2 * n) {   /* the last decision is the last hand-off */
+			if (!t->interrupted)
+				fail_msg("interrupted at decision %llu: not said",
+					 (unsigned long long)at);
+			cut += t->unfinished > 0;
+		}
+		in_flight += kvs_fleet_result_stats(r)->kv_in_flight;
+		kvs_fleet_result_destroy(r);
+	}
+	assert_true(cut > 0 && in_flight > 0);   /* the cases did arise */
+	/* a colocated fleet interrupted before its first request says so too */
+	cut_at C = { .flag = SIGINT };
+	c.interrupt = &C.flag;
+	kvs_fleet_result *r = fleet(&c, 3, "round-robin", 0, set, NULL);
+	const kvs_sim_stats *t = kvs_sim_result_stats(kvs_fleet_result_total(r));
+	assert_true(t->interrupted);
+	assert_int_equal(t->arrived, t->completed + t->rejected + t->unfinished);
+	kvs_fleet_result_destroy(r);
+	kvs_request_set_destroy(set);
+}
+
 /* ---- the fast path agrees with one step at a time ----------------------------------- */
 
 static void assert_close(double a, double b, const char *what)
@@ -1160,6 +1233,7 @@ int main(void)
 		cmocka_unit_test(test_stale_prefix),
 		cmocka_unit_test(test_horizon_on_arrival),
 		cmocka_unit_test(test_disagg_fast_path),
+		cmocka_unit_test(test_disagg_interrupt),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,12 @@ run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --slo-tpot 0.05 --router l
 	has "$err" "kvsim fleet: $m replicas:" "the fleet one smaller was tried"
 	echo "$err" | grep -q "kvsim fleet: $m replicas: .*misses" || fail "n - 1 replicas miss: $err"
 }
+# --json -: standard output is the JSON alone, the answer's line on stderr
+run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --json - && command -v python3 >/dev/null && {
+	printf '%s' "$out" | python3 -c 'import json, sys; json.load(sys.stdin)' 2>/dev/null ||
+		fail "find-min-replicas --json -: not JSON: $(printf '%s' "$out" | head -c 200)"
+	has "$err" "replicas meet p99 TTFT <= 0.5 s" "find-min-replicas --json -: the answer on stderr"
+}
 
 # ---- prefill/decode disaggregation ---------------------------------------------------------
 # 5 requests of 100 + 5 tokens over 1 prefill + 2 decode replicas: every

@@ -270,6 +270,81 @@ PY
 fi
 has "$(cat "$tmp/f.out")" "after the interruption, not simulated" "fleet: the requests not simulated counted"
 
+# a disaggregated fleet: it stops once every hand-off has reached its decode
+# replica; KV still on a (slow) link counts as unfinished there, its prefill
+# replica having sent it: every total balances
+kvs_bg "$tmp/d.out" "$tmp/d.err" fleet "$tmp/long.csv" --pool prefill:2:h100-80gb:1 \
+	--pool decode:2:h100-80gb:1 --kv-link 1MB/s:0.5 --no-fast-path --json "$tmp/d.json"
+kvs_stop 0.5 INT
+[ "$rc" -eq 130 ] || fail "interrupted disaggregated fleet exits 130 (got $rc): $(head -c 300 "$tmp/d.err")"
+has "$(cat "$tmp/d.err")" "kvsim fleet: interrupted at" "disaggregated fleet interruption reported"
+has "$(cat "$tmp/d.out")" "(interrupted at " "disaggregated fleet: the table says it was interrupted"
+has "$(cat "$tmp/d.out")" "KV in flight when interrupted: " "disaggregated fleet: KV in flight said"
+ls -a "$tmp" | grep -q 'kvsim-' && fail "disaggregated fleet: temporary files left behind"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/d.json" <<'PY' || fail "interrupted disaggregated fleet accounts for every request"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interrupted"] is True
+a = d["policies"]["paged"]["accounting"]
+assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"] and a["unfinished"] > 0, a
+assert a["arrived"] + a.get("after_interrupt", 0) == 20000, a
+rs = d["replicas"]
+for r in rs:
+    assert r["arrived"] + r["kv_received"] == r["completed"] + r["rejected"] + r["unfinished"] + r["kv_sent"], r
+# every hand-off counted on both sides
+assert sum(r["kv_sent"] for r in rs) == sum(r["kv_received"] for r in rs) > 0
+assert d["fleet"]["transfers"]["in_flight"] >= 0
+PY
+fi
+
+# --find-min-replicas: stopped during its second run, the search so far:
+# the counts tried with their verdicts, the fleet that decided the last
+# one, marked interrupted
+lim=8000
+case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) lim=800 ;; esac
+kvs_bg "$tmp/m.out" "$tmp/m.err" fleet "$tmp/long.csv" --limit "$lim" --no-fast-path \
+	--find-min-replicas --slo-ttft 0.05 --json "$tmp/m.json"
+for i in $(seq 1 1200); do
+	grep -q '^kvsim fleet: 1 replicas: ' "$tmp/m.err" && break
+	sleep 0.05
+done
+kvs_stop 0 INT
+[ "$rc" -eq 130 ] || fail "interrupted search exits 130 (got $rc): $(head -c 300 "$tmp/m.err")"
+has "$(cat "$tmp/m.err")" "kvsim fleet: interrupted after " "search interruption reported"
+has "$(cat "$tmp/m.out")" "kvsim fleet: search interrupted (p99 TTFT <= 0.05 s at " "search summary"
+has "$(cat "$tmp/m.out")" "tried 1 (misses)" "search summary: the counts tried"
+has "$(cat "$tmp/m.out")" "paged: arrived " "search: the table printed whole"
+ls -a "$tmp" | grep -q 'kvsim-' && fail "search: temporary files left behind"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/m.json" "$lim" <<'PY' || fail "interrupted search JSON"
+import json, sys
+d = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+assert d["interrupted"] is True
+s = d["fleet"]["search"]
+t = s["tried"]
+assert t[0]["replicas"] == 1 and t[0]["verdict"] == "misses" and t[0]["ttft_p99_s"] > 0.05, t
+assert all(x["verdict"] in ("meets", "misses", "interrupted") for x in t)
+assert all(x["verdict"] != "interrupted" for x in t[:-1])
+assert s["most_missing"] == max(x["replicas"] for x in t if x["verdict"] == "misses")
+assert s["shown_replicas"] == d["fleet"]["replicas"]
+a = d["policies"]["paged"]["accounting"]
+assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"]
+assert a["arrived"] + a.get("after_interrupt", 0) == n, a
+PY
+fi
+
+# a fleet interrupted while its trace is read into memory: no run, no output
+mkfifo "$tmp/fpipe"
+kvs_bg /dev/null "$tmp/fp.err" fleet "$tmp/fpipe" --replicas 2 --json "$tmp/fp.json" -q
+{ head -n 1000 "$tmp/long.csv"; sleep 1; tail -n +1001 "$tmp/long.csv" | head -n 1000; } >"$tmp/fpipe" &
+wpid=$!
+kvs_stop 0.4 INT
+wait "$wpid"
+[ "$rc" -eq 130 ] || fail "fleet interrupted while loading: exit 130 (got $rc): $(head -c 300 "$tmp/fp.err")"
+has "$(cat "$tmp/fp.err")" "interrupted before the first run; no output written" "fleet interrupted while loading"
+[ -e "$tmp/fp.json" ] && fail "fleet interrupted while loading: an output was written"
+
 # a signal while the trace is still being read into memory (from a pipe
 # that pauses): the read goes on, no run starts, exit 130, no output
 mkfifo "$tmp/pipe"
