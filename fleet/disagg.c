@@ -27,8 +27,12 @@
  * (kvs_sim_advance to that time, which also ends any span of decode steps
  * there); on_kv lowers that bound to the earliest time its consequence can
  * come back (a handoff: now; an allocation: now + latency + bytes /
- * bandwidth).  Cost: O(events x (replicas + links)) for the minimum scans,
- * plus O(log transfers) per link event.
+ * bandwidth; a decode replica's refusal that wakes an idle prefill replica
+ * with requests waiting: just after now, on_rejected).  An allocation may
+ * still start a second transfer on the same link within that bound, after
+ * the first one's latency: the link takes that latency end first
+ * (kv_link_start).  Cost: O(events x (replicas + links)) for the minimum
+ * scans, plus O(log transfers) per link event.
  *
  * Ownership: a transfer record (dg_xfer) lives from SENT to the KV's
  * arrival (or the decode side's rejection); its address is the tag the
@@ -300,16 +304,31 @@ static double on_allocated(fleet_disagg *d, const kvs_sim_kv_handoff *h)
 	return kv_link_earliest(l, h->now_s, bytes);
 }
 
+/* The decode replica refused the request (it can never fit there): the
+ * prefill replica frees its KV now.  An idle prefill replica wakes at
+ * once for it, and with requests waiting for that memory it may prefill
+ * one and hand it over a step later, possibly to this decode replica:
+ * an event that the bound of the advance in progress (computed while the
+ * prefill replica had none) does not cover.  So the decode replica stops
+ * just after now (strictly: a bound of exactly now would leave its span
+ * unbounded), and the fleet takes the prefill replica's event first.  A
+ * busy prefill replica frees the KV at its next step boundary, an event
+ * already under that bound; an idle one with nothing waiting starts
+ * nothing before an arrival, also under it. */
 static double on_rejected(fleet_disagg *d, const kvs_sim_kv_handoff *h)
 {
 	fleet_run *f = d->f;
 	dg_xfer *x = (dg_xfer *)(uintptr_t)h->origin;
-	kvs_status st = kvs_sim_kv_release(f->sims[x->src], x->src_h, h->now_s);
+	uint32_t p = x->src;
+	bool was_idle = !isfinite(f->next_ev[p]);
+	kvs_status st = kvs_sim_kv_release(f->sims[p], x->src_h, h->now_s);
 	if (st != KVS_OK && d->err == KVS_OK)
 		d->err = st;
-	f->next_ev[x->src] = kvs_sim_next_event_s(f->sims[x->src]);
+	f->next_ev[p] = kvs_sim_next_event_s(f->sims[p]);
 	xfer_free(d, x);
-	return INFINITY;
+	kvs_sim_load l;
+	kvs_sim_get_load(f->sims[p], &l);
+	return was_idle && l.waiting > 0 ? nextafter(h->now_s, INFINITY) : INFINITY;
 }
 
 double fleet_disagg_on_kv(void *ctx, int what, const kvs_sim_kv_handoff *h)
