@@ -9,6 +9,10 @@
  *    the KV memory split and, with --gpu-hour-price, the cost columns.
  *  - the cost figures of --gpu-hour-price shared by the table and both.
  *
+ * A run that ended before its trace (--horizon, Ctrl-C) counts the rest of
+ * the trace in both under --json's key (after_horizon, after_interrupt), so
+ * that each output accounts for every request read.
+ *
  * The per-request arrays of vLLM's file (ttfts, itls, input_lens, ...) are
  * left out: --requests FILE.csv holds them, one row per request.
  */
@@ -160,7 +164,8 @@ static void bench_date(char *buf, size_t cap)
 	strftime(buf, cap, "%Y%m%d-%H%M%S", &tm);
 }
 
-json_t *kvs_cli_bench_json(const kvs_sim_result *r, const kvs_cli_bench_opts *o)
+json_t *kvs_cli_bench_json(const kvs_sim_result *r, const kvs_cli_bench_opts *o,
+			   uint64_t after)
 {
 	const kvs_sim_config *cfg = kvs_sim_result_config(r);
 	json_t *j = json_object();
@@ -198,6 +203,12 @@ json_t *kvs_cli_bench_json(const kvs_sim_result *r, const kvs_cli_bench_opts *o)
 		json_object_set_new(j, b.f[i].key, field_json(&b.f[i]));
 	if (kvs_sim_result_stats(r)->interrupted)
 		json_object_set_new(j, "interrupted", json_true());
+	/* num_prompts counts the requests the run took: a run that ended
+	 * before its trace counts the rest as --json's accounting does, so
+	 * that num_prompts + this = the trace's requests */
+	const char *ak = kvs_cli_after_end_key(r);
+	if (ak)
+		json_object_set_new(j, ak, json_integer((json_int_t)after));
 	json_t *cost = kvs_cli_cost_json(r);
 	if (cost)
 		json_object_set_new(j, "cost", cost);
@@ -216,7 +227,22 @@ static void csv_num(FILE *f, const bench_field *x)
 		fprintf(f, ",%.17g", x->v);
 }
 
-void kvs_cli_summary_csv(FILE *f, kvs_sim_result *const *res, size_t n, bool goodput)
+/* Which of the after_horizon / after_interrupt columns a summary has:
+ * those of its runs' kvs_cli_after_end_key (none when every run took its
+ * whole trace, so such a file is as it always was). */
+static void after_columns(kvs_sim_result *const *res, size_t n, bool *horizon,
+			  bool *interrupt)
+{
+	*horizon = *interrupt = false;
+	for (size_t k = 0; k < n; k++) {
+		const char *key = kvs_cli_after_end_key(res[k]);
+		*horizon |= key && strcmp(key, "after_horizon") == 0;
+		*interrupt |= key && strcmp(key, "after_interrupt") == 0;
+	}
+}
+
+void kvs_cli_summary_csv(FILE *f, kvs_sim_result *const *res, size_t n, bool goodput,
+			 const uint64_t *after)
 {
 	bench_row b;
 	if (!n)
@@ -224,6 +250,8 @@ void kvs_cli_summary_csv(FILE *f, kvs_sim_result *const *res, size_t n, bool goo
 	bench_fields(&b, res[0], goodput);
 	kvs_cli_cost c0;
 	bool cost = kvs_cli_cost_of(res[0], &c0);
+	bool after_h, after_i;
+	after_columns(res, n, &after_h, &after_i);
 	fputs("policy", f);
 	for (size_t i = 0; i < b.n; i++)
 		fprintf(f, ",%s", b.f[i].key);
@@ -233,6 +261,10 @@ void kvs_cli_summary_csv(FILE *f, kvs_sim_result *const *res, size_t n, bool goo
 	if (cost)
 		fputs(",gpu_hour_price,gpus,dollars,dollars_per_million_output_tokens,"
 		      "dollars_per_conversation_hour,dollars_per_request", f);
+	if (after_h)
+		fputs(",after_horizon", f);
+	if (after_i)
+		fputs(",after_interrupt", f);
 	fputc('\n', f);
 	for (size_t k = 0; k < n; k++) {
 		const kvs_sim_stats *s = kvs_sim_result_stats(res[k]);
@@ -260,6 +292,16 @@ void kvs_cli_summary_csv(FILE *f, kvs_sim_result *const *res, size_t n, bool goo
 			for (int i = 0; i < 6; i++)
 				csv_num(f, &x[i]);
 		}
+		/* each run's count in its own column, 0 in the other: num_prompts
+		 * + after_horizon + after_interrupt = the trace's requests */
+		const char *ak = kvs_cli_after_end_key(res[k]);
+		uint64_t a = after ? after[k] : 0;
+		if (after_h)
+			fprintf(f, ",%llu", ak && strcmp(ak, "after_horizon") == 0
+					    ? (unsigned long long)a : 0ull);
+		if (after_i)
+			fprintf(f, ",%llu", ak && strcmp(ak, "after_interrupt") == 0
+					    ? (unsigned long long)a : 0ull);
 		fputc('\n', f);
 	}
 }

@@ -781,17 +781,25 @@ uint64_t kvs_cli_after_end(const kvs_sim_result *r, uint64_t requests)
 	return may_end_early(r) && requests > arrived ? requests - arrived : 0;
 }
 
+const char *kvs_cli_after_end_key(const kvs_sim_result *r)
+{
+	if (!may_end_early(r))
+		return NULL;
+	/* an interrupt ends the run whatever its horizon */
+	return kvs_sim_result_stats(r)->interrupted ? "after_interrupt" : "after_horizon";
+}
+
 void kvs_cli_after_end_json(kvs_json *doc, const kvs_sim_result *r, uint64_t after)
 {
-	const kvs_sim_stats *st = kvs_sim_result_stats(r);
-	if (!doc || !may_end_early(r))
+	const char *key = r ? kvs_cli_after_end_key(r) : NULL;
+	if (!doc || !key)
 		return;
 	json_t *pols = json_object_get(kvs_json_jt(doc), "policies");
-	json_t *po = pols ? json_object_get(pols, kvs_policy_name(st->policy)) : NULL;
+	json_t *po = pols ? json_object_get(pols,
+		kvs_policy_name(kvs_sim_result_stats(r)->policy)) : NULL;
 	json_t *acc = po ? json_object_get(po, "accounting") : NULL;
 	if (acc)
-		json_object_set_new(acc, st->interrupted ? "after_interrupt" : "after_horizon",
-				    json_integer((json_int_t)after));
+		json_object_set_new(acc, key, json_integer((json_int_t)after));
 }
 
 /* The requests of the trace a run did not take, having ended at its
@@ -899,13 +907,14 @@ static kvs_status replay_one(void *ctx, kvs_request_source *src)
 	return kvs_sim_replay(r->cfg, src, r->out);
 }
 
-/* --bench-json: one object, or a list of them with several policies */
+/* --bench-json: one object, or a list of them with several policies
+ * (after: the trace's requests each run did not take) */
 static int write_bench_json(FILE *f, kvs_sim_result *const *res, size_t nres,
-			    const kvs_cli_bench_opts *bo)
+			    const kvs_cli_bench_opts *bo, const uint64_t *after)
 {
-	json_t *bj = nres == 1 ? kvs_cli_bench_json(res[0], bo) : json_array();
+	json_t *bj = nres == 1 ? kvs_cli_bench_json(res[0], bo, after[0]) : json_array();
 	for (size_t i = 0; nres > 1 && i < nres; i++)
-		json_array_append_new(bj, kvs_cli_bench_json(res[i], bo));
+		json_array_append_new(bj, kvs_cli_bench_json(res[i], bo, after[i]));
 	char *bt = kvs_cli_json_text(bj, JSON_INDENT(2) | JSON_SORT_KEYS);
 	int rc = !bt || fputs(bt, f) < 0 || fputc('\n', f) == EOF ? KVS_EXIT_FAIL : KVS_EXIT_OK;
 	free(bt);
@@ -1043,10 +1052,10 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 	FILE *f;
 	if (rc == KVS_EXIT_OK && (f = kvs_cli_front_stream(&fe, KVS_CLI_OUT_BENCH_JSON))) {
 		kvs_cli_bench_opts bo = { fe.path, fe.topts.rate, goodput };
-		rc = write_bench_json(f, res, nres, &bo);
+		rc = write_bench_json(f, res, nres, &bo, after);
 	}
 	if (rc == KVS_EXIT_OK && (f = kvs_cli_front_stream(&fe, KVS_CLI_OUT_SUMMARY_CSV)))
-		kvs_cli_summary_csv(f, res, nres, goodput);
+		kvs_cli_summary_csv(f, res, nres, goodput, after);
 	if (rc == KVS_EXIT_OK && (f = kvs_cli_front_stream(&fe, KVS_CLI_OUT_TIMESERIES)))
 		(void)kvs_sim_timeseries_csv(res, nres, f);
 	for (size_t i = 0; i < nres; i++)

@@ -100,6 +100,10 @@ void kvs_cli_warn_coarsened(const char *cmd, double given_s, kvs_sim_result *con
  * object of policy's JSON (doc's "policies" object), for a run that ended
  * either way. */
 void kvs_cli_after_end_json(kvs_json *doc, const kvs_sim_result *r, uint64_t after);
+/* The key that counts those requests ("after_interrupt" for a run
+ * interrupted, else "after_horizon" for one with a horizon), NULL for a
+ * run that takes its whole trace: the same key in every output. */
+const char *kvs_cli_after_end_key(const kvs_sim_result *r);
 void kvs_cli_sim_print_accounting(FILE *f, const kvs_sim_stats *st);
 
 /* ---- around the runs (cli/cli_front.c) --------------------------------------- */
@@ -269,10 +273,16 @@ typedef struct kvs_cli_bench_opts {
 	bool goodput;            /* SLOs given: request_goodput and goodput */
 } kvs_cli_bench_opts;
 
-/* One run in `vllm bench serve --save-result`'s schema (docs/REPORT-JSON.md). */
-json_t *kvs_cli_bench_json(const kvs_sim_result *r, const kvs_cli_bench_opts *o);
-/* The flat summary: a header and one row per policy. */
-void kvs_cli_summary_csv(FILE *f, kvs_sim_result *const *res, size_t n, bool goodput);
+/* One run in `vllm bench serve --save-result`'s schema (docs/REPORT-JSON.md);
+ * after: the trace's requests it did not take (kvs_cli_after_end), under
+ * kvs_cli_after_end_key's key when the run may have ended early. */
+json_t *kvs_cli_bench_json(const kvs_sim_result *r, const kvs_cli_bench_opts *o,
+			   uint64_t after);
+/* The flat summary: a header and one row per policy; after[i] as for
+ * kvs_cli_bench_json, in after_horizon / after_interrupt columns at the end
+ * when some run had a horizon / was interrupted. */
+void kvs_cli_summary_csv(FILE *f, kvs_sim_result *const *res, size_t n, bool goodput,
+			 const uint64_t *after);
 /* --goodput KEY:MS [KEY:MS ...] into cfg's SLOs; as the flag groups return. */
 int kvs_cli_goodput_arg(kvs_args *it, kvs_sim_config *cfg, bool *set);
 

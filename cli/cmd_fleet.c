@@ -69,11 +69,12 @@ void kvs_cmd_fleet_usage(FILE *f)
 		"  --json=FILE: the file, the table stays)\n"
 		"  --report DIR                 also render the run as DIR/index.html\n"
 		"  --help                       show this help\n"
-		"  Ctrl-C (SIGINT), SIGTERM     a colocated run stops at the next arrival:\n"
-		"                               the table and --json hold what was done,\n"
-		"                               marked interrupted; exit 130 (143). A search\n"
-		"                               or a disaggregated fleet ends at once and\n"
-		"                               leaves no output\n"
+		"  Ctrl-C (SIGINT), SIGTERM     stop at the next arrival (a disaggregated\n"
+		"                               fleet: once every hand-off has reached its\n"
+		"                               decode replica): the table and --json hold\n"
+		"                               what was done, marked interrupted; exit 130\n"
+		"                               (143). A search stops with the replica\n"
+		"                               counts tried so far and the fewest found\n"
 		"\n");
 	kvs_cli_sim_usage_groups(f, false);
 }
@@ -277,6 +278,10 @@ static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 			(unsigned long long)fs->kv_transfers, fs->kv_bytes / 1e9,
 			fs->kv_transfer_mean_s, fs->kv_transfer_p99_s, fs->kv_transfer_max_s,
 			100.0 * fs->kv_link_util_mean, 100.0 * fs->kv_link_util_max);
+	if (fs->disaggregated && kvs_sim_result_stats(kvs_fleet_result_total(r))->interrupted)
+		fprintf(f, "  KV in flight when interrupted: %llu transfers (their requests "
+			"unfinished on their decode replicas)\n",
+			(unsigned long long)fs->kv_in_flight);
 	fprintf(f, "  balance: requests CV %.4f, KV use CV %.4f\n", fs->requests_cv,
 		fs->kv_used_cv);
 	if (o->gpu_hour_price > 0) {
@@ -330,17 +335,57 @@ static kvs_status run_n(kvs_cli_front *fe, const kvs_fleet_config *base, uint32_
 	return kvs_cli_front_run(fe, scale, fleet_run_one, &r);
 }
 
+/* One run of the search: its replica count and verdict. */
+typedef struct search_try {
+	uint32_t n;
+	int verdict;                /* 1 meets the SLOs, 0 misses, -1 interrupted */
+	double ttft_p99_s, tpot_p99_s;
+} search_try;
+
+/* Doubling from 1 to at most 2^20 replicas (21 runs), then bisection
+ * between two of them (at most 20): the tries of any search fit. */
+#define SEARCH_TRIES 48
+
+/* A search for the fewest replicas, as far as it went. */
+typedef struct search {
+	search_try t[SEARCH_TRIES];
+	size_t ntries;
+	uint32_t lo, hi;            /* most replicas that missed, fewest that met
+	                             * (0: none yet) */
+	kvs_fleet_result *best;     /* hi's fleet */
+	kvs_fleet_result *miss;     /* lo's fleet */
+	kvs_fleet_result *cut;      /* the run the interrupt stopped, if one did */
+	bool interrupted;           /* stopped before its answer */
+} search;
+
+static void search_free(search *S)
+{
+	kvs_fleet_result_destroy(S->best);
+	kvs_fleet_result_destroy(S->miss);
+	kvs_fleet_result_destroy(S->cut);
+	memset(S, 0, sizeof *S);
+}
+
 /* Doubling, then bisection: the fewest replicas meeting the SLOs
- * (assumes more replicas never do worse, as for identical replicas). */
+ * (assumes more replicas never do worse, as for identical replicas).
+ * Ctrl-C ends it before the next run, or in one (whose figures are then
+ * no verdict): S->interrupted, the tries so far in S, KVS_EXIT_OK. */
 static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet_opts *o,
-		    double scale, kvs_fleet_result **best, uint32_t *best_n)
+		    double scale, search *S)
 {
 	const char *cmd = fe->cmd;
-	uint32_t lo = 0, hi = 0, n = 1;
-	kvs_fleet_result *r = NULL;
-	*best = NULL;
+	uint32_t n = 1;
+	memset(S, 0, sizeof *S);
 	for (;;) {
-		r = NULL;
+		/* a signal between two runs: the search stops here (before the
+		 * first, that run starts and stops at once, so that there is
+		 * one to show) */
+		if (S->ntries && kvs_cli_front_interrupted(fe)) {
+			S->interrupted = true;
+			return KVS_EXIT_OK;
+		}
+		kvs_require(S->ntries < SEARCH_TRIES);
+		kvs_fleet_result *r = NULL;
 		kvs_status st = run_n(fe, base, n, scale, &r);
 		if (st != KVS_OK) {
 			/* (a run can end well and the trace's rest fail to read) */
@@ -349,19 +394,29 @@ static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet
 			return KVS_EXIT_FAIL;
 		}
 		const kvs_sim_stats *s = kvs_sim_result_stats(kvs_fleet_result_total(r));
+		search_try *t = &S->t[S->ntries++];
+		*t = (search_try){ n, -1, s->ttft_s.p99, s->tpot_s.p99 };
+		if (s->interrupted) {
+			fprintf(stderr, "kvsim %s: %u replicas: interrupted at %.3f simulated s: "
+				"no verdict\n", cmd, n, s->sim_time_s);
+			S->cut = r;
+			S->interrupted = true;
+			return KVS_EXIT_OK;
+		}
 		bool ok = kvs_sim_stats_meet_slo(s, base->sim.slo_ttft_s, base->sim.slo_tpot_s);
+		t->verdict = ok;
 		fprintf(stderr, "kvsim %s: %u replicas: p99 TTFT %.4f s, p99 TPOT %.4f s: %s\n",
 			cmd, n, s->ttft_s.p99, s->tpot_s.p99, ok ? "meets the SLOs" : "misses");
 		if (ok) {
-			kvs_fleet_result_destroy(*best);
-			*best = r;
-			hi = n;
+			kvs_fleet_result_destroy(S->best);
+			S->best = r;
+			S->hi = n;
 		} else {
-			kvs_fleet_result_destroy(r);
-			lo = n;
+			kvs_fleet_result_destroy(S->miss);
+			S->miss = r;
+			S->lo = n;
 		}
-		r = NULL;
-		if (hi == 0) {
+		if (S->hi == 0) {
 			if (n >= o->max_replicas) {
 				fprintf(stderr, "kvsim %s: no fleet of up to %u replicas meets the "
 					"SLOs at this rate (raise --max-replicas)\n", cmd, o->max_replicas);
@@ -370,12 +425,62 @@ static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet
 			n = n * 2 > o->max_replicas ? o->max_replicas : n * 2;
 			continue;
 		}
-		if (hi - lo <= 1)
-			break;
-		n = lo + (hi - lo) / 2;
+		if (S->hi - S->lo <= 1)
+			return KVS_EXIT_OK;
+		n = S->lo + (S->hi - S->lo) / 2;
 	}
-	*best_n = hi;
-	return KVS_EXIT_OK;
+}
+
+static const char *const verdict_name[] = { "interrupted", "misses", "meets" };
+
+/* An interrupted search on stdout: the counts tried, what was found, and
+ * which fleet the table below shows. */
+static void print_search(FILE *f, const search *S, uint32_t shown, int shown_verdict,
+			 double slo_ttft_s, double slo_tpot_s, double rate)
+{
+	/* the SLOs given, no bound of 0 s for one not given */
+	fputs("kvsim fleet: search interrupted (", f);
+	if (slo_ttft_s > 0)
+		fprintf(f, "p99 TTFT <= %g s%s", slo_ttft_s, slo_tpot_s > 0 ? " and " : "");
+	if (slo_tpot_s > 0)
+		fprintf(f, "p99 TPOT <= %g s", slo_tpot_s);
+	fprintf(f, " at %.6g requests/s); tried", rate);
+	for (size_t i = 0; i < S->ntries; i++)
+		fprintf(f, "%s %u (%s)", i ? "," : "", S->t[i].n, verdict_name[S->t[i].verdict + 1]);
+	fputs("\n", f);
+	if (S->hi)
+		fprintf(f, "  the fewest found to meet them: %u replicas; %u or fewer miss; "
+			"%u to %u not decided\n", S->hi, S->lo, S->lo + 1, S->hi - 1);
+	else if (S->lo)
+		fprintf(f, "  none found to meet them yet: %u or fewer replicas miss\n", S->lo);
+	else
+		fprintf(f, "  no verdict yet\n");
+	fprintf(f, "  below: the fleet of %u replicas (%s)\n", shown,
+		shown_verdict > 0 ? "meets the SLOs" : shown_verdict == 0 ? "misses the SLOs"
+				  : "interrupted: the figures cover what was done");
+}
+
+/* The interrupted search in --json ("search", docs/FLEET.md). */
+static json_t *search_json(const search *S, uint32_t shown, double rate)
+{
+	json_t *o = json_object(), *tries = json_array();
+	for (size_t i = 0; i < S->ntries; i++) {
+		const search_try *t = &S->t[i];
+		json_t *x = json_object();
+		json_object_set_new(x, "replicas", json_integer(t->n));
+		json_object_set_new(x, "verdict", json_string(verdict_name[t->verdict + 1]));
+		json_object_set_new(x, "ttft_p99_s", t->verdict >= 0 && isfinite(t->ttft_p99_s)
+				    ? json_real(t->ttft_p99_s) : json_null());
+		json_object_set_new(x, "tpot_p99_s", t->verdict >= 0 && isfinite(t->tpot_p99_s)
+				    ? json_real(t->tpot_p99_s) : json_null());
+		json_array_append_new(tries, x);
+	}
+	json_object_set_new(o, "tried", tries);
+	json_object_set_new(o, "rate", json_real(rate));
+	json_object_set_new(o, "fewest_meeting", S->hi ? json_integer(S->hi) : json_null());
+	json_object_set_new(o, "most_missing", S->lo ? json_integer(S->lo) : json_null());
+	json_object_set_new(o, "shown_replicas", json_integer(shown));
+	return o;
 }
 
 int kvs_cmd_fleet(kvs_args *it)
@@ -431,11 +536,11 @@ int kvs_cmd_fleet(kvs_args *it)
 	bool disagg = false;
 	for (size_t p = 0; p < fo.npools; p++)
 		disagg |= pools[p].role != KVS_FLEET_ROLE_BOTH;
-	/* SIGINT/SIGTERM stop one colocated fleet run at its next arrival,
-	 * its outputs written whole and marked interrupted; a search, or a
-	 * disaggregated fleet (KV may be in flight on its links), ends at
-	 * once and leaves no output behind */
-	if ((rc = kvs_cli_front_open(&fe, !fo.find_min && !disagg)) != KVS_CLI_GO_ON)
+	/* SIGINT/SIGTERM stop a fleet run at its next arrival (a
+	 * disaggregated one once every hand-off has reached its decode
+	 * replica), and a search before its next run or in one: the outputs
+	 * are written whole with what was done, marked interrupted */
+	if ((rc = kvs_cli_front_open(&fe, true)) != KVS_CLI_GO_ON)
 		return rc;
 	fc.sim.interrupt = sim->cfg.interrupt;   /* set by the open */
 	for (size_t p = 0; p < fo.npools; p++)
@@ -449,9 +554,21 @@ int kvs_cmd_fleet(kvs_args *it)
 	/* the search runs the trace many times */
 	if ((rc = kvs_cli_front_load(&fe, fo.find_min)) != KVS_CLI_GO_ON)
 		return rc;
+	int sig = kvs_cli_front_interrupted(&fe);
+	if (sig) {
+		/* while the trace was read into memory: nothing to write */
+		fprintf(stderr, "kvsim fleet: interrupted before the first run; no output "
+			"written\n");
+		kvs_cli_front_close(&fe, 128 + sig);
+		return 128 + sig;
+	}
 	rc = KVS_EXIT_OK;
 	kvs_fleet_result *res = NULL;
 	kvs_status st = KVS_OK;
+	search S;
+	memset(&S, 0, sizeof S);
+	uint32_t shown = 0;         /* an interrupted search: the fleet shown */
+	double rate = 0;
 	if (fo.find_min) {
 		uint64_t nreq = kvs_request_set_count(fe.set);
 		double first = nreq ? kvs_request_set_get(fe.set, 0)->arrival_s : 0;
@@ -463,12 +580,27 @@ int kvs_cmd_fleet(kvs_args *it)
 			return kvs_cli_front_close(&fe, KVS_EXIT_USAGE);
 		}
 		double scale = fo.rate > 0 ? base_rate / fo.rate : 1.0;
-		uint32_t n = 0;
-		rc = find_min(&fe, &fc, &fo, scale, &res, &n);
-		if (rc == KVS_EXIT_OK)
-			printf("kvsim fleet: %u replicas meet p99 TTFT <= %g s and p99 TPOT <= %g s "
-			       "at %.6g requests/s\n", n, sim->cfg.slo_ttft_s, sim->cfg.slo_tpot_s,
-			       fo.rate > 0 ? fo.rate : base_rate);
+		rate = fo.rate > 0 ? fo.rate : base_rate;
+		rc = find_min(&fe, &fc, &fo, scale, &S);
+		/* the line goes with the table: not into --json - */
+		FILE *line = kvs_cli_front_table(&fe) ? stdout : stderr;
+		if (rc == KVS_EXIT_OK && !S.interrupted) {
+			fprintf(line, "kvsim fleet: %u replicas meet p99 TTFT <= %g s and p99 TPOT "
+				"<= %g s at %.6g requests/s\n", S.hi, sim->cfg.slo_ttft_s,
+				sim->cfg.slo_tpot_s, rate);
+			res = S.best;
+			S.best = NULL;
+		} else if (rc == KVS_EXIT_OK) {
+			/* the search so far: its best fleet, else the last that
+			 * missed, else the run it stopped in */
+			kvs_fleet_result **pick = S.best ? &S.best : S.miss ? &S.miss : &S.cut;
+			int verdict = S.best ? 1 : S.miss ? 0 : -1;
+			res = *pick;
+			*pick = NULL;
+			shown = verdict > 0 ? S.hi : verdict == 0 ? S.lo : S.t[S.ntries - 1].n;
+			print_search(line, &S, shown, verdict, sim->cfg.slo_ttft_s,
+				     sim->cfg.slo_tpot_s, rate);
+		}
 	} else {
 		st = run_n(&fe, &fc, fc.replicas, 1.0, &res);
 	}
@@ -476,20 +608,29 @@ int kvs_cmd_fleet(kvs_args *it)
 		kvs_cli_report_error(fe.cmd, st);
 		rc = st == KVS_ERR_INVALID ? KVS_EXIT_USAGE : KVS_EXIT_FAIL;
 	}
-	int sig = kvs_cli_front_interrupted(&fe);
+	sig = kvs_cli_front_interrupted(&fe);
 	kvs_sim_result *tot = rc == KVS_EXIT_OK
 			      ? (kvs_sim_result *)kvs_fleet_result_total(res) : NULL;
 	/* the trace's requests the fleet did not take (a horizon, an
 	 * interrupt): counted, as replay counts them */
 	uint64_t after = tot ? kvs_cli_after_end(tot, fe.trace_requests) : 0;
-	if (tot && sig)
+	if (tot && sig && S.interrupted)
+		fprintf(stderr, "kvsim fleet: interrupted after %zu run%s of the search; the "
+			"outputs hold the search so far, marked \"interrupted\"\n", S.ntries,
+			S.ntries == 1 ? "" : "s");
+	else if (tot && sig && kvs_sim_result_stats(tot)->interrupted)
 		fprintf(stderr, "kvsim fleet: interrupted at %.3f simulated seconds; the "
 			"outputs hold what was done, marked \"interrupted\"\n",
 			kvs_sim_result_stats(tot)->sim_time_s);
+	else if (tot && sig)
+		fprintf(stderr, "kvsim fleet: interrupted after the %s had finished: the "
+			"outputs are whole\n", fo.find_min ? "search" : "run");
 	/* the replicas coarsen a given interval alike */
 	if (tot)
 		kvs_cli_warn_coarsened(fe.cmd, sim->cfg.sample_interval_s, &tot, 1);
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
+		if (S.interrupted)
+			putchar('\n');
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(tot),
 					 kvs_sim_result_stats(tot), fe.path, fe.format);
 		kvs_cli_sim_print_results(stdout, &tot, 1, &after);
@@ -502,10 +643,14 @@ int kvs_cmd_fleet(kvs_args *it)
 					    fleet_cost_json(res, fo.gpu_hour_price));
 		if (doc && sig)
 			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
+		if (doc && S.interrupted)
+			json_object_set_new(json_object_get(kvs_json_jt(doc), "fleet"), "search",
+					    search_json(&S, shown, rate));
 		kvs_cli_after_end_json(doc, tot, after);
 		rc = kvs_cli_front_json(&fe, doc);
 	}
 	kvs_fleet_result_destroy(res);
+	search_free(&S);
 	rc = kvs_cli_front_close(&fe, rc);
 	return rc == KVS_EXIT_OK && sig ? 128 + sig : rc;
 }

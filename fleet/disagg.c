@@ -27,8 +27,12 @@
  * (kvs_sim_advance to that time, which also ends any span of decode steps
  * there); on_kv lowers that bound to the earliest time its consequence can
  * come back (a handoff: now; an allocation: now + latency + bytes /
- * bandwidth).  Cost: O(events x (replicas + links)) for the minimum scans,
- * plus O(log transfers) per link event.
+ * bandwidth; a decode replica's refusal that wakes an idle prefill replica
+ * with requests waiting: just after now, on_rejected).  An allocation may
+ * still start a second transfer on the same link within that bound, after
+ * the first one's latency: the link takes that latency end first
+ * (kv_link_start).  Cost: O(events x (replicas + links)) for the minimum
+ * scans, plus O(log transfers) per link event.
  *
  * Ownership: a transfer record (dg_xfer) lives from SENT to the KV's
  * arrival (or the decode side's rejection); its address is the tag the
@@ -300,16 +304,31 @@ static double on_allocated(fleet_disagg *d, const kvs_sim_kv_handoff *h)
 	return kv_link_earliest(l, h->now_s, bytes);
 }
 
+/* The decode replica refused the request (it can never fit there): the
+ * prefill replica frees its KV now.  An idle prefill replica wakes at
+ * once for it, and with requests waiting for that memory it may prefill
+ * one and hand it over a step later, possibly to this decode replica:
+ * an event that the bound of the advance in progress (computed while the
+ * prefill replica had none) does not cover.  So the decode replica stops
+ * just after now (strictly: a bound of exactly now would leave its span
+ * unbounded), and the fleet takes the prefill replica's event first.  A
+ * busy prefill replica frees the KV at its next step boundary, an event
+ * already under that bound; an idle one with nothing waiting starts
+ * nothing before an arrival, also under it. */
 static double on_rejected(fleet_disagg *d, const kvs_sim_kv_handoff *h)
 {
 	fleet_run *f = d->f;
 	dg_xfer *x = (dg_xfer *)(uintptr_t)h->origin;
-	kvs_status st = kvs_sim_kv_release(f->sims[x->src], x->src_h, h->now_s);
+	uint32_t p = x->src;
+	bool was_idle = !isfinite(f->next_ev[p]);
+	kvs_status st = kvs_sim_kv_release(f->sims[p], x->src_h, h->now_s);
 	if (st != KVS_OK && d->err == KVS_OK)
 		d->err = st;
-	f->next_ev[x->src] = kvs_sim_next_event_s(f->sims[x->src]);
+	f->next_ev[p] = kvs_sim_next_event_s(f->sims[p]);
 	xfer_free(d, x);
-	return INFINITY;
+	kvs_sim_load l;
+	kvs_sim_get_load(f->sims[p], &l);
+	return was_idle && l.waiting > 0 ? nextafter(h->now_s, INFINITY) : INFINITY;
 }
 
 double fleet_disagg_on_kv(void *ctx, int what, const kvs_sim_kv_handoff *h)
@@ -367,6 +386,32 @@ static bool prefill_blocked(fleet_disagg *d)
 	return false;
 }
 
+/* Has every request handed to a decode replica arrived there?  A hand-off
+ * is fed as an arrival at the hand-off instant and counted received
+ * (kv_received) when the decode engine processes it, at its next
+ * advance: until then it is counted sent on the prefill side and nowhere
+ * on the decode side.  O(decode replicas). */
+static bool handoffs_arrived(fleet_disagg *d)
+{
+	for (uint32_t k = 0; k < d->dec.n; k++) {
+		uint32_t i = d->dec.rep[k];
+		kvs_sim_load l;
+		kvs_sim_get_load(d->f->sims[i], &l);
+		if (d->f->routed[i] > l.kv_received)
+			return false;
+	}
+	return true;
+}
+
+/* Is any replica's next event still to come? */
+static bool any_event(const fleet_run *f)
+{
+	for (uint32_t i = 0; i < f->n; i++)
+		if (isfinite(f->next_ev[i]))
+			return true;
+	return false;
+}
+
 kvs_status fleet_disagg_loop(fleet_disagg *d, kvs_router *router)
 {
 	(void)router;   /* each side has its own, of the same specification */
@@ -378,6 +423,25 @@ kvs_status fleet_disagg_loop(fleet_disagg *d, kvs_router *router)
 	for (;;) {
 		if (d->err != KVS_OK)
 			return d->err;
+		/* Interrupted: the replicas stop at once (their flag, raised
+		 * here, is read before each of their events), at a clean
+		 * point, between two of the fleet's events, where
+		 *  - every hand-off has arrived at its decode replica, so that
+		 *    it is counted there (unfinished, waiting for blocks or for
+		 *    its KV), not only as sent on its prefill replica: the
+		 *    totals balance.  Such a hand-off arrives at the instant it
+		 *    was made, so the loop goes on at most to the end of that
+		 *    instant;
+		 *  - some replica has an event to stop at, so that the fleet's
+		 *    result says it was interrupted; when none has, the next
+		 *    arrival or link event gives one one.
+		 * KV on a link stays there: its request is unfinished on its
+		 * decode replica, its KV held by its prefill replica
+		 * (kv_in_flight). */
+		if (fleet_interrupted(f) && handoffs_arrived(d) && any_event(f)) {
+			*f->stop = 1;
+			return KVS_OK;
+		}
 		/* the next arrival (none past the horizon) */
 		const ahead_ent *e;
 		if ((st = fleet_src_peek(&f->in, &e)) != KVS_OK)
@@ -507,6 +571,9 @@ void fleet_disagg_stats(fleet_disagg *d, double sim_time_s, kvs_fleet_stats *st,
 	st->kv_transfer_max_s = dmax;
 	st->kv_link_util_mean = d->pre.n ? usum / d->pre.n : 0;
 	st->kv_link_util_max = umax;
+	st->kv_in_flight = 0;
+	for (uint32_t k = 0; k < d->pre.n; k++)
+		st->kv_in_flight += d->links[k].nact + d->links[k].nwait;
 	st->kv_transfer_p99_s = 0;
 	if (!total)
 		return;

@@ -43,6 +43,10 @@ struct kvs_fleet_result {
 	kvs_sim_result *total;
 	kvs_fleet_stats st;
 	kvs_fleet_pool *pools;         /* copy of cfg.pools */
+	/* a disaggregated fleet's replicas' interrupt flag (fleet_run.stop):
+	 * here, so that it lives as long as the results whose configurations
+	 * point at it */
+	volatile sig_atomic_t stop;
 };
 
 void kvs_fleet_config_defaults(kvs_fleet_config *c, const kvs_deploy *d)
@@ -292,10 +296,15 @@ static kvs_status colocated_loop(fleet_run *f, kvs_router *router)
 	kvs_status st;
 	double S = cfg->router_refresh_s, next_refresh = 0;
 	double horizon = cfg->sim.horizon_s;
+	bool fed = false;
 	for (;;) {
 		/* interrupted: no more routing; each replica, asked to finish,
-		 * stops at once too and counts what it holds as unfinished */
-		if (cfg->sim.interrupt && *cfg->sim.interrupt)
+		 * stops at once too and counts what it holds as unfinished.
+		 * The replica fed last then has an event to stop at (the
+		 * arrival), or stopped at one: so the fleet's result says it
+		 * was interrupted.  Before the first request nothing would:
+		 * that one is routed first (and stops at its arrival). */
+		if (fleet_interrupted(f) && fed)
 			return KVS_OK;
 		const ahead_ent *e;
 		if ((st = fleet_src_peek(&f->in, &e)) != KVS_OK)
@@ -350,6 +359,7 @@ static kvs_status colocated_loop(fleet_run *f, kvs_router *router)
 		fleet_src_pop(&f->in);
 		f->next_ev[k] = kvs_sim_next_event_s(f->sims[k]);
 		f->routed[k]++;
+		fed = true;
 		if (S > 0)
 			f->outstanding[k]++;   /* the router counts what it sends */
 	}
@@ -482,6 +492,12 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 		}
 		f.next_ev[i] = INFINITY;
 	}
+	/* Ctrl-C: the caller's flag; a disaggregated fleet's replicas read
+	 * the fleet's own instead, which its loop raises at a clean point */
+	f.interrupt = cfg->sim.interrupt;
+	for (size_t p = 0; !f.interrupt && p < cfg->npools; p++)
+		f.interrupt = cfg->pools[p].sim.interrupt;
+	f.stop = &R->stop;
 	f.in = (fleet_src){
 		.src = src,
 		.horizon = cfg->sim.horizon_s,
@@ -505,6 +521,7 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 			f.rcfg[i].kv_prefill_only = f.role[i] == KVS_FLEET_ROLE_PREFILL;
 			f.rcfg[i].on_kv = fleet_disagg_on_kv;
 			f.rcfg[i].on_kv_ctx = fleet_disagg_ctx(dg, i);
+			f.rcfg[i].interrupt = f.interrupt ? f.stop : NULL;
 		}
 		st = kvs_sim_create(&f.rcfg[i], &f.sims[i]);
 		if (st != KVS_OK && cfg->npools)
@@ -709,6 +726,10 @@ static json_t *fleet_jt(const kvs_fleet_result *r, const char *trace_path,
 		json_object_set_new(T, "max_s", jreal(st->kv_transfer_max_s));
 		json_object_set_new(T, "link_util_mean", jreal(st->kv_link_util_mean));
 		json_object_set_new(T, "link_util_max", jreal(st->kv_link_util_max));
+		/* interrupted: the transfers it stopped on a link (their
+		 * requests unfinished on their decode replicas) */
+		if (kvs_sim_result_stats(r->total)->interrupted)
+			json_object_set_new(T, "in_flight", json_integer((json_int_t)st->kv_in_flight));
 		json_object_set_new(fl, "transfers", T);
 	}
 	json_object_set_new(doc, "fleet", fl);

@@ -45,7 +45,20 @@ typedef struct fleet_run {
 	kvs_fleet_role *role;      /* [n] */
 	fleet_src in;
 	kvs_sim_config *rcfg;      /* [n] each replica's engine settings */
+	/* The caller's Ctrl-C flag (cfg->sim.interrupt, else a pool's), read
+	 * by the loop before each step; NULL: not interruptible. */
+	const volatile sig_atomic_t *interrupt;
+	/* Disaggregated: the replicas' own interrupt flag, raised by the loop
+	 * once it has reached a clean point (fleet_disagg_loop); the
+	 * colocated replicas read the caller's flag itself. */
+	volatile sig_atomic_t *stop;
 } fleet_run;
+
+/* Has the caller asked the run to stop? */
+static inline bool fleet_interrupted(const fleet_run *f)
+{
+	return f->interrupt && *f->interrupt;
+}
 
 /* The next request (NULL at the end) and, read ahead, its entry. */
 kvs_status fleet_src_peek(fleet_src *s, const ahead_ent **out);

@@ -6,7 +6,11 @@
  *
  * Between events V grows at bw / n (n transfers in the data phase), so a
  * transfer's end is the instant V reaches its tag; the link's time moves
- * only at its own events and at starts.
+ * only at its own events and at starts.  A start may come after latency
+ * phases have ended whose events the fleet has not taken yet (kv_link_start
+ * moves them to the data phase first, at their own instants), never after
+ * a transfer's end (the fleet stops the replica that starts transfers at
+ * the earliest end of the first one it starts, kv_link_earliest).
  */
 #include "fleet/link.h"
 #include "common/array.h"
@@ -82,9 +86,33 @@ double kv_link_earliest(const kv_link *l, double t, double bytes)
 	return t + l->lat + bytes / l->bw;
 }
 
+/* The waiting transfer at the head enters its data phase (at its
+ * latency's end, which the caller has reached). */
+static kvs_status wait_pop(kv_link *l)
+{
+	advance(l, next_wait(l));
+	link_flow f = l->wait[l->whead];
+	l->whead = (l->whead + 1) % l->capwait;
+	l->nwait--;
+	return activate(l, f);
+}
+
 kvs_status kv_link_start(kv_link *l, double t, double bytes, void *ctx)
 {
 	kvs_require(t >= l->now);
+	/* A decode replica that starts two transfers on this link in one
+	 * advance (its bound is the first one's earliest end, after the
+	 * first one's latency) starts the second after the first entered
+	 * its data phase: that happens now, at its instant, so that the
+	 * first is served alone until the second's own latency ends, as
+	 * when the fleet takes the event in between.  Only latency ends
+	 * are due: an end is at or after the bound of the advance (were
+	 * one due by rounding, the fleet takes it next, as before). */
+	while (l->nwait && next_wait(l) <= t && next_wait(l) < next_end(l)) {
+		kvs_status st = wait_pop(l);
+		if (st != KVS_OK)
+			return st;
+	}
 	advance(l, t);
 	link_flow f = { .tag = 0, .seqno = l->seqno++, .t0 = t, .bytes = bytes, .ctx = ctx };
 	if (l->lat <= 0)
@@ -126,9 +154,5 @@ kvs_status kv_link_pop(kv_link *l, void **done)
 		*done = f.ctx;
 		return KVS_OK;
 	}
-	advance(l, tw);
-	link_flow f = l->wait[l->whead];
-	l->whead = (l->whead + 1) % l->capwait;
-	l->nwait--;
-	return activate(l, f);
+	return wait_pop(l);
 }

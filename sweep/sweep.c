@@ -484,6 +484,7 @@ kvs_status kvs_sweep_work_init(const kvs_sweep_config *cfg, const kvs_request_se
 	kvs_sweep_workload_init(&wl, set);
 	R->mean_context = wl.mean_context;
 	R->hash_block_tokens = wl.hash_block_tokens;
+	R->requests = nreq;
 	double first = kvs_request_set_get(set, 0)->arrival_s;
 	double last = kvs_request_set_get(set, nreq - 1)->arrival_s;
 	R->base_rate = nreq > 1 && last > first

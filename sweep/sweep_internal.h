@@ -38,6 +38,7 @@ struct kvs_sweep_result {
 	bool interrupted;
 	double mean_context;
 	double base_rate;                /* trace's mean rate at cfg.time_scale */
+	uint64_t requests;               /* the set's: what every row's replay reads */
 	uint32_t hash_block_tokens;
 };
 

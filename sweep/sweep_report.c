@@ -595,8 +595,17 @@ static void jset(json_t *o, const char *k, json_t *v)
 	json_object_set_new(o, k, v ? v : json_null());
 }
 
-static json_t *row_json(const kvs_sweep_row *r, const kvs_deploy *d)
+/* The set's requests a row's replay did not take: those after the
+ * horizon (a row's replay is never cut short by an interrupt: an
+ * interrupted one is not a row).  0 without a horizon. */
+static uint64_t after_horizon(const kvs_sweep_result *R, const kvs_sweep_row *r)
 {
+	return R->requests > r->st.arrived ? R->requests - r->st.arrived : 0;
+}
+
+static json_t *row_json(const kvs_sweep_result *R, const kvs_sweep_row *r)
+{
+	const kvs_deploy *d = &R->cfg.base.deploy;
 	const kvs_sim_stats *s = &r->st;
 	json_t *o = json_object();
 	jset(o, "policy", json_string(kvs_policy_name(r->policy)));
@@ -612,6 +621,10 @@ static json_t *row_json(const kvs_sweep_row *r, const kvs_deploy *d)
 	jset(o, "kernel_source", json_string(kvs_kernel_source_name(r->kernel.source)));
 	jset(o, "meets_slo", json_boolean(r->meets_slo));
 	jset(o, "repeated", json_boolean(r->repeated));
+	/* --horizon: arrived + after_horizon = the trace's requests, as in
+	 * replay's accounting */
+	if (R->cfg.base.horizon_s > 0)
+		jset(o, "after_horizon", jint(after_horizon(R, r)));
 	/* --gpu-hour-price: the replay/compare policy object's cost object */
 	json_t *cost = kvs_json_jt(kvs_sim_cost_json(d, s));
 	if (cost)
@@ -692,7 +705,7 @@ static json_t *sweep_jt(const kvs_sweep_result *R, const kvs_request_set *rs)
 	json_t *rows = json_array();
 	for (size_t i = 0; i < R->nrows; i++)
 		if (R->rows[i].done)
-			json_array_append_new(rows, row_json(&R->rows[i], &c->base.deploy));
+			json_array_append_new(rows, row_json(R, &R->rows[i]));
 	jset(doc, "rows", rows);
 	if (R->caps) {
 		json_t *caps = json_array();
@@ -752,6 +765,11 @@ kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 	if (priced)
 		fputs(",gpu_hour_price,gpus,dollars,dollars_per_million_output_tokens,"
 		      "dollars_per_conversation_hour,dollars_per_request", f);
+	/* --horizon: the requests each row took and those after it (the CSV
+	 * has no other request count) */
+	bool horizon = R->cfg.base.horizon_s > 0;
+	if (horizon)
+		fputs(",arrived,after_horizon", f);
 	fputc('\n', f);
 	for (size_t i = 0; i < R->nrows; i++) {
 		const kvs_sweep_row *r = &R->rows[i];
@@ -790,6 +808,9 @@ kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 					fputc(',', f);
 			}
 		}
+		if (horizon)
+			fprintf(f, ",%llu,%llu", (unsigned long long)r->st.arrived,
+				(unsigned long long)after_horizon(R, r));
 		fputc('\n', f);
 	}
 	if (fflush(f) != 0 || ferror(f))

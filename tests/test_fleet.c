@@ -13,6 +13,7 @@
 #include "kvs_config.h"
 #include "kvsim/fleet.h"
 #include "common/json.h"
+#include "fleet/link.h"
 #include "test_util.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
@@ -50,16 +51,17 @@ static kvs_request mkreq(uint64_t i, double t, uint32_t p, uint32_t o)
 	return r;
 }
 
-/* A mixed workload: n requests, some sharing prefixes (hash ids of 16
- * tokens drawn from 4 families), some preempted in a small pool. */
-static kvs_request_set *mixed_set(size_t n)
+/* A mixed workload: n requests, one every gap seconds, some sharing
+ * prefixes (hash ids of 16 tokens drawn from 4 families), some preempted
+ * in a small pool. */
+static kvs_request_set *mixed_set_gap(size_t n, double gap)
 {
 	kvs_request_set *s;
 	assert_int_equal(kvs_request_set_create(&s), KVS_OK);
 	uint64_t h[64];
 	for (size_t i = 0; i < n; i++) {
 		uint32_t p = 20 + (uint32_t)(i * 37 % 300);
-		kvs_request q = mkreq(i, 0.013 * (double)i, p, 1 + (uint32_t)(i * 53 % 120));
+		kvs_request q = mkreq(i, gap * (double)i, p, 1 + (uint32_t)(i * 53 % 120));
 		uint32_t nb = p / 16;
 		uint64_t fam = i % 4;
 		for (uint32_t b = 0; b < nb && b < 64; b++)
@@ -70,6 +72,11 @@ static kvs_request_set *mixed_set(size_t n)
 		assert_int_equal(kvs_request_set_append(s, &q), KVS_OK);
 	}
 	return s;
+}
+
+static kvs_request_set *mixed_set(size_t n)
+{
+	return mixed_set_gap(n, 0.013);
 }
 
 static kvs_request_set *set_of(const kvs_request *q, size_t n)
@@ -717,11 +724,16 @@ static void on_rec(void *ctx, const kvs_sim_request_record *r)
 	R->r[R->n++] = *r;
 }
 
-/* A fleet of np prefill and nd decode replicas of c over set. */
-static kvs_fleet_result *dfleet(const kvs_sim_config *c, uint32_t np, uint32_t nd,
-				const char *router, double refresh, double bw, double lat,
-				const kvs_request_set *set)
+/* A fleet of np prefill replicas of cp and nd decode replicas of cd over
+ * set; on_route (NULL: none) told every decision. */
+static kvs_fleet_result *dfleet_pools(const kvs_sim_config *cp, const kvs_sim_config *cd,
+				      uint32_t np, uint32_t nd, const char *router,
+				      double refresh, double bw, double lat,
+				      const kvs_request_set *set,
+				      void (*on_route_fn)(void *, const kvs_request *, uint32_t),
+				      void *ctx)
 {
+	const kvs_sim_config *c = cp;
 	kvs_fleet_pool pools[2];
 	memset(pools, 0, sizeof pools);
 	snprintf(pools[0].name, sizeof pools[0].name, "prefill");
@@ -730,7 +742,7 @@ static kvs_fleet_result *dfleet(const kvs_sim_config *c, uint32_t np, uint32_t n
 	pools[0].role = KVS_FLEET_ROLE_PREFILL;
 	snprintf(pools[1].name, sizeof pools[1].name, "decode");
 	pools[1].replicas = nd;
-	pools[1].sim = *c;
+	pools[1].sim = *cd;
 	pools[1].role = KVS_FLEET_ROLE_DECODE;
 	kvs_fleet_config fc;
 	kvs_fleet_config_defaults(&fc, NULL);
@@ -743,6 +755,8 @@ static kvs_fleet_result *dfleet(const kvs_sim_config *c, uint32_t np, uint32_t n
 	snprintf(fc.kv_link.name, sizeof fc.kv_link.name, "test");
 	fc.kv_link.bytes_per_s = bw;
 	fc.kv_link.latency_s = lat;
+	fc.on_route = on_route_fn;
+	fc.on_route_ctx = ctx;
 	kvs_request_cursor cur;
 	kvs_request_cursor_init(&cur, set, 1.0);
 	kvs_request_source src = kvs_request_cursor_source(&cur);
@@ -750,6 +764,22 @@ static kvs_fleet_result *dfleet(const kvs_sim_config *c, uint32_t np, uint32_t n
 	if (kvs_fleet_run(&fc, &src, &r) != KVS_OK)
 		fail_msg("disaggregated fleet %s %u+%u: %s", router, np, nd, kvs_last_error());
 	return r;
+}
+
+static kvs_fleet_result *dfleet_routed(const kvs_sim_config *c, uint32_t np, uint32_t nd,
+				       const char *router, double refresh, double bw,
+				       double lat, const kvs_request_set *set,
+				       void (*on_route_fn)(void *, const kvs_request *, uint32_t),
+				       void *ctx)
+{
+	return dfleet_pools(c, c, np, nd, router, refresh, bw, lat, set, on_route_fn, ctx);
+}
+
+static kvs_fleet_result *dfleet(const kvs_sim_config *c, uint32_t np, uint32_t nd,
+				const char *router, double refresh, double bw, double lat,
+				const kvs_request_set *set)
+{
+	return dfleet_routed(c, np, nd, router, refresh, bw, lat, set, NULL, NULL);
 }
 
 /* Every request accounted for: per replica, arrived + kv_received =
@@ -1031,6 +1061,67 @@ static void test_stale_prefix(void **state)
 	kvs_request_set_destroy(set);
 }
 
+/* ---- Ctrl-C ------------------------------------------------------------------------- */
+
+/* Raises the flag at the routing decision number `at` (0: before the
+ * first), as a signal could arrive at any instant. */
+typedef struct cut_at {
+	volatile sig_atomic_t flag;
+	uint64_t at, seen;
+} cut_at;
+
+static void cut_route(void *ctx, const kvs_request *q, uint32_t k)
+{
+	cut_at *c = ctx;
+	(void)q;
+	(void)k;
+	if (++c->seen == c->at)
+		c->flag = SIGINT;
+}
+
+/* Interrupted at each routing decision in turn, a prefill replica's or
+ * (during a hand-off) a decode replica's: the run says it was
+ * interrupted, and every request is accounted for, every hand-off
+ * counted on both sides (sent = received), KV stopped on a link counted
+ * unfinished on its decode replica. */
+static void test_disagg_interrupt(void **state)
+{
+	(void)state;
+	size_t n = kvs_test_scaled(120, 60);
+	kvs_request_set *set = mixed_set(n);
+	kvs_sim_config c;
+	cfg_fixed(&c, 1200, true);
+	uint64_t in_flight = 0, cut = 0;
+	for (uint64_t at = 0; at <= 2 * n; at += at < 40 ? 1 : 7) {
+		cut_at C = { .flag = at == 0 ? SIGINT : 0, .at = at };
+		c.interrupt = &C.flag;
+		/* a slow link: KV in flight at most instants */
+		kvs_fleet_result *r = dfleet_routed(&c, 2, 2, "least-requests", 0, 2e4, 1e-3, set,
+						    cut_route, &C);
+		const kvs_sim_stats *t = kvs_sim_result_stats(kvs_fleet_result_total(r));
+		assert_disagg_accounting(r, n, true);
+		assert_true(t->arrived <= n);
+		if (at < 2 * n) {   /* the last decision is the last hand-off */
+			if (!t->interrupted)
+				fail_msg("interrupted at decision %llu: not said",
+					 (unsigned long long)at);
+			cut += t->unfinished > 0;
+		}
+		in_flight += kvs_fleet_result_stats(r)->kv_in_flight;
+		kvs_fleet_result_destroy(r);
+	}
+	assert_true(cut > 0 && in_flight > 0);   /* the cases did arise */
+	/* a colocated fleet interrupted before its first request says so too */
+	cut_at C = { .flag = SIGINT };
+	c.interrupt = &C.flag;
+	kvs_fleet_result *r = fleet(&c, 3, "round-robin", 0, set, NULL);
+	const kvs_sim_stats *t = kvs_sim_result_stats(kvs_fleet_result_total(r));
+	assert_true(t->interrupted);
+	assert_int_equal(t->arrived, t->completed + t->rejected + t->unfinished);
+	kvs_fleet_result_destroy(r);
+	kvs_request_set_destroy(set);
+}
+
 /* ---- the fast path agrees with one step at a time ----------------------------------- */
 
 static void assert_close(double a, double b, const char *what)
@@ -1136,6 +1227,94 @@ static void test_disagg_fast_path(void **state)
 		kvs_fleet_result_destroy(b);
 	}
 	kvs_request_set_destroy(set);
+	/* a decode replica that allocates twice in one span, on the link of
+	 * one prefill replica, the second time after the first transfer's
+	 * latency: both ways, the first is served alone until the second's
+	 * latency ends (kv_link_start; before, the fast path left the first
+	 * in its latency phase until the second start) */
+	set = mixed_set_gap(300, 0.03);
+	kvs_sim_config c;
+	cfg_fixed(&c, 800, true);
+	kvs_fleet_result *a = dfleet(&c, 2, 2, "round-robin", 0, 1e5, 1e-3, set);
+	c.fast_path = false;
+	kvs_fleet_result *b = dfleet(&c, 2, 2, "round-robin", 0, 1e5, 1e-3, set);
+	for (uint32_t i = 0; i < 4; i++)
+		assert_same_run(kvs_sim_result_stats(kvs_fleet_result_replica(a, i)),
+				kvs_sim_result_stats(kvs_fleet_result_replica(b, i)));
+	assert_disagg_accounting(a, 300, false);
+	kvs_fleet_result_destroy(a);
+	kvs_fleet_result_destroy(b);
+	kvs_request_set_destroy(set);
+}
+
+/* A transfer started while another's latency has ended unseen: the first
+ * enters its data phase at its own instant.  Link of 10^5 B/s and 1 ms,
+ * 1000 bytes each: A starts at 0 (data from 0.001), B at 0.005 (data
+ * from 0.006); A alone serves 500 bytes by 0.006, then both at 5e4 B/s:
+ * A ends at 0.016, B (500 left) alone at 10^5 B/s ends at 0.021. */
+static void test_kv_link_start_after_latency(void **state)
+{
+	(void)state;
+	kv_link l;
+	kv_link_init(&l, 1e5, 1e-3);
+	int a, b;
+	assert_int_equal(kv_link_start(&l, 0.0, 1000, &a), KVS_OK);
+	assert_int_equal(kv_link_start(&l, 0.005, 1000, &b), KVS_OK);
+	double t_end[2] = { -1, -1 };
+	for (int k = 0; k < 4 && isfinite(kv_link_next(&l)); k++) {
+		double t = kv_link_next(&l);
+		void *done;
+		assert_int_equal(kv_link_pop(&l, &done), KVS_OK);
+		if (done)
+			t_end[done == &b] = t;
+	}
+	if (fabs(t_end[0] - 0.016) > 1e-12 || fabs(t_end[1] - 0.021) > 1e-12)
+		fail_msg("ends at %.12g s and %.12g s, want 0.016 and 0.021", t_end[0], t_end[1]);
+	assert_int_equal(l.transfers, 2);
+	assert_true(fabs(l.busy_s - 0.020) < 1e-12);   /* data from 0.001 to 0.021 */
+	kv_link_free(&l);
+}
+
+/* A decode replica that refuses a handed request frees its prefill
+ * replica's KV; that replica, idle with a request waiting for the
+ * memory, prefills it and hands it over while the decode replica is
+ * still decoding a long request.  Prefill pool 8000 tokens, decode pool
+ * 7000: C (16 + 2000 tokens) decodes for 20 s; A (1800 + 6000) fits the
+ * prefill pool but never the decode one; B (6300 + 10) waits on the
+ * prefill replica for A's memory.  Before, the decode replica ran on to
+ * the end of C before the prefill replica's wake-up, and B's hand-off
+ * (0.40 s) came before its clock: the run failed. */
+static void test_disagg_reject_wakes_prefill(void **state)
+{
+	(void)state;
+	kvs_request q[3] = { mkreq(0, 0.0, 16, 2000), mkreq(1, 0.1, 1800, 6000),
+			     mkreq(2, 0.11, 6300, 10) };
+	kvs_request_set *set = set_of(q, 3);
+	kvs_sim_config cp, cd;
+	cfg_fixed(&cp, 8000, false);
+	cp.deploy.max_model_len = 16384;
+	cd = cp;
+	cd.kv_budget_bytes = 7000 * 8;
+	kvs_fleet_result *r[2];
+	for (int k = 0; k < 2; k++) {
+		cp.fast_path = cd.fast_path = k == 0;
+		r[k] = dfleet_pools(&cp, &cd, 1, 1, "round-robin", 0, 1e6, 1e-3, set, NULL, NULL);
+		const kvs_sim_stats *p = kvs_sim_result_stats(kvs_fleet_result_replica(r[k], 0));
+		const kvs_sim_stats *d = kvs_sim_result_stats(kvs_fleet_result_replica(r[k], 1));
+		assert_int_equal(p->rejected, 0);
+		assert_int_equal(d->rejected, 1);
+		assert_int_equal(d->rejected_by[KVS_SIM_REJECT_BUDGET], 1);
+		assert_int_equal(d->completed, 2);
+		/* B's first token long before C's end */
+		assert_true(d->ttft_s.max < 1.0);
+		assert_disagg_accounting(r[k], 3, false);
+	}
+	for (uint32_t i = 0; i < 2; i++)
+		assert_same_run(kvs_sim_result_stats(kvs_fleet_result_replica(r[0], i)),
+				kvs_sim_result_stats(kvs_fleet_result_replica(r[1], i)));
+	kvs_fleet_result_destroy(r[0]);
+	kvs_fleet_result_destroy(r[1]);
+	kvs_request_set_destroy(set);
 }
 
 int main(void)
@@ -1160,6 +1339,9 @@ int main(void)
 		cmocka_unit_test(test_stale_prefix),
 		cmocka_unit_test(test_horizon_on_arrival),
 		cmocka_unit_test(test_disagg_fast_path),
+		cmocka_unit_test(test_disagg_interrupt),
+		cmocka_unit_test(test_kv_link_start_after_latency),
+		cmocka_unit_test(test_disagg_reject_wakes_prefill),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

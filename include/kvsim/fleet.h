@@ -177,9 +177,19 @@ typedef struct kvs_fleet_stats {
 	double kv_bytes;
 	double kv_transfer_mean_s, kv_transfer_p99_s, kv_transfer_max_s;
 	double kv_link_util_mean, kv_link_util_max;
+	/* transfers still on a link when the run ended (a horizon or an
+	 * interrupt): their requests are unfinished on their decode
+	 * replicas, their KV still held on their prefill replicas */
+	uint64_t kv_in_flight;
 } kvs_fleet_stats;
 
-/* Run the fleet over every request of src. */
+/* Run the fleet over every request of src.  With cfg->sim.interrupt (or
+ * a pool's) raised, the run stops early (docs/FLEET.md): a colocated
+ * fleet routes nothing more and its replicas stop at their next event; a
+ * disaggregated one stops its replicas itself at its next clean point
+ * (every hand-off arrived at its decode replica).  The result then holds
+ * what was done, every request accounted for, and its total says
+ * interrupted. */
 kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *src,
 			 kvs_fleet_result **out);
 void kvs_fleet_result_destroy(kvs_fleet_result *r);

@@ -119,6 +119,12 @@ run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --slo-tpot 0.05 --router l
 	has "$err" "kvsim fleet: $m replicas:" "the fleet one smaller was tried"
 	echo "$err" | grep -q "kvsim fleet: $m replicas: .*misses" || fail "n - 1 replicas miss: $err"
 }
+# --json -: standard output is the JSON alone, the answer's line on stderr
+run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --json - && command -v python3 >/dev/null && {
+	printf '%s' "$out" | python3 -c 'import json, sys; json.load(sys.stdin)' 2>/dev/null ||
+		fail "find-min-replicas --json -: not JSON: $(printf '%s' "$out" | head -c 200)"
+	has "$err" "replicas meet p99 TTFT <= 0.5 s" "find-min-replicas --json -: the answer on stderr"
+}
 
 # ---- prefill/decode disaggregation ---------------------------------------------------------
 # 5 requests of 100 + 5 tokens over 1 prefill + 2 decode replicas: every
@@ -153,6 +159,56 @@ run 0 "$tmp/tiny.csv" -q --pool decode:2:h100-80gb:1 --pool prefill:2:h100-80gb:
 	has "$out" "paged: arrived 5 = completed 5 + rejected 0 + unfinished 0" "decode pool first"
 	has "$out" "KV transfers: 5" "decode pool first: transfers"
 }
+# same_runs A.json B.json WHAT: two fleet runs agree (fast path and one
+# token at a time): every figure to 1e-9, events and spans aside
+same_runs() {
+	command -v python3 >/dev/null 2>&1 || return 0
+	python3 - "$1" "$2" <<'PY' || fail "$3: the fast path and --no-fast-path disagree"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+bad = []
+def walk(x, y, p=""):
+    if isinstance(x, dict):
+        for k in x:
+            if k not in ("events", "spans", "fast_path", "wall_s"):
+                walk(x[k], y.get(k), p + "." + k)
+    elif isinstance(x, list):
+        for i, (u, v) in enumerate(zip(x, y)):
+            walk(u, v, "%s[%d]" % (p, i))
+    elif isinstance(x, float) and isinstance(y, float):
+        if abs(x - y) > 1e-9 * max(abs(x), abs(y)):
+            bad.append((p, x, y))
+    elif x != y:
+        bad.append((p, x, y))
+walk(a, b)
+assert not bad, bad[:5]
+PY
+}
+# a decode replica refuses a request it can never fit (l4's pool is far
+# smaller than the a100's) while it decodes a long one; the prefill
+# replica, its memory freed, prefills the request that waited for it and
+# hands it over at 39 s: the decode replica must not have run on past
+# that (before, the run failed: "comes at 39.3 s, before the engine's
+# time 642 s")
+printf 'arrival_s,prompt_tokens,output_tokens\n0,16,9000\n1.0,2000,20000\n1.01,123000,10\n' >"$tmp/rej.csv"
+for fp in "" --no-fast-path; do
+	run 0 -q "$tmp/rej.csv" --model llama-3.1-8b --gpu-memory-utilization 0.8 \
+		--pool prefill:1:a100-40gb:1 --pool decode:1:l4:1 $fp --json "$tmp/rej$fp.json" &&
+		has "$out" "paged: arrived 3 = completed 1 + rejected 2 (exceeds_kv_budget 2)" \
+			"decode-side refusals $fp"
+done
+same_runs "$tmp/rej.json" "$tmp/rej--no-fast-path.json" "decode-side refusals"
+# a decode replica that starts two transfers on one link within a span,
+# the second after the first one's latency (small pools, a slow link with
+# latency): the first transfer is served alone until the second's latency
+# ends, the same both ways (before, the fast path delayed it)
+"$KVSIM" gen --requests 150 --rate 20 --prompt-len uniform:100:800 --output-len uniform:10:200 \
+	--seed 7 -o "$tmp/g150.csv" 2>/dev/null || fail "gen g150"
+for fp in "" --no-fast-path; do
+	run 0 -q "$tmp/g150.csv" --num-gpu-blocks-override 300 --pool prefill:2:h100-80gb:1 \
+		--pool decode:2:h100-80gb:1 --kv-link 1GB/s:5ms $fp --json "$tmp/two$fp.json"
+done
+same_runs "$tmp/two.json" "$tmp/two--no-fast-path.json" "two transfers on one link in a span"
 run 0 --help && for f in --kv-link nvlink ib-400g ib-200g eth-100g pcie5 ROLE; do
 	has "$out" "$f" "help (disaggregation)"
 done

@@ -81,6 +81,31 @@ if run 0 "$SAMPLE" --limit $N2 --block-sizes 16,32 --policies paged --csv --quie
 fi
 run 2 "$SAMPLE" --json --csv || true
 
+# --horizon: each row accounts for every request of the trace (arrived +
+# after_horizon = its 40), in the JSON rows and in two CSV columns at the
+# end; without a horizon neither appears
+"$KVSIM" gen --requests 40 --rate 10 --seed 3 -o "$tmp/h40.csv" 2>/dev/null || fail "gen h40"
+if run 0 "$tmp/h40.csv" --horizon 2 --block-sizes 8,16 --policies paged,max --quiet \
+	--json "$tmp/h.json" --csv "$tmp/h.csv" && command -v python3 >/dev/null; then
+	python3 - "$tmp/h.json" "$tmp/h.csv" <<'PY' || fail "sweep rows after a horizon account for the trace"
+import csv, json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+assert len(rows) == 4
+for r in rows:
+    assert 0 < r["arrived"] < 40 and r["arrived"] + r["after_horizon"] == 40, r
+c = list(csv.reader(open(sys.argv[2])))
+assert c[0][-2:] == ["arrived", "after_horizon"], c[0]
+assert {len(x) for x in c} == {len(c[0])}
+for x, r in zip(c[1:], rows):
+    assert (x[0], int(x[-2]), int(x[-1])) == (r["policy"], r["arrived"], r["after_horizon"])
+PY
+fi
+if run 0 "$tmp/h40.csv" --block-sizes 16 --policies paged --quiet --json "$tmp/nh.json" \
+	--csv "$tmp/nh.csv"; then
+	grep -q after_horizon "$tmp/nh.json" "$tmp/nh.csv" && fail "sweep without a horizon: after_horizon"
+	head -n 1 "$tmp/nh.csv" | grep -q ',arrived' && fail "sweep without a horizon: an arrived column"
+fi
+
 # a row equals a separate replay (without the kernel term, replay's settings)
 if "$KVSIM" help replay >/dev/null 2>&1 && command -v python3 >/dev/null; then
 	"$KVSIM" sweep "$SAMPLE" --limit $N --block-sizes 32 --policies paged \

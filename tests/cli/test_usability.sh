@@ -193,6 +193,26 @@ kvs_run compare 0 --policies paged,max --bench-json "$tmp/cb.json" --summary-csv
 	[ "$(wc -l <"$tmp/cs.csv")" -eq 3 ] || fail "summary CSV: header and two rows"
 	cut -d, -f1 "$tmp/cs.csv" | tr '\n' ' ' | grep -q "^policy paged max $" || fail "summary CSV policies"
 }
+# --horizon: every request of the trace accounted for in each output, as
+# --json's accounting does: num_prompts + after_horizon = the trace's 40
+"$KVSIM" gen --requests 40 --rate 10 --seed 3 -o "$tmp/h40.csv" 2>/dev/null || fail "gen h40"
+kvs_run compare 0 "$tmp/h40.csv" --policies paged,max --horizon 2 --bench-json "$tmp/hb.json" \
+	--summary-csv "$tmp/hs.csv" --json "$tmp/hj.json" -q && command -v python3 >/dev/null &&
+	python3 - "$tmp/hb.json" "$tmp/hs.csv" "$tmp/hj.json" <<'PY' || fail "--bench-json and --summary-csv after a horizon"
+import csv, json, sys
+b = json.load(open(sys.argv[1]))
+rows = list(csv.DictReader(open(sys.argv[2])))
+pol = json.load(open(sys.argv[3]))["policies"]
+assert open(sys.argv[2]).readline().rstrip("\n").endswith(",unfinished,after_horizon")
+assert len(b) == len(rows) == 2
+for x, r in zip(b, rows):
+    a = pol[x["label"]]["accounting"]
+    assert 0 < x["num_prompts"] < 40 and x["num_prompts"] + x["after_horizon"] == 40, x
+    assert x["after_horizon"] == a["after_horizon"] and "after_interrupt" not in x
+    assert r["policy"] == x["label"] and int(r["num_prompts"]) + int(r["after_horizon"]) == 40
+PY
+kvs_run replay 0 "$tmp/h40.csv" --bench-json "$tmp/nb.json" --summary-csv "$tmp/ns.csv" -q &&
+	grep -q after_ "$tmp/nb.json" "$tmp/ns.csv" && fail "no horizon: an after_ key or column"
 kvs_run replay 2 --goodput ttft500 && has "$err" "expected KEY:MILLISECONDS" "bad --goodput"
 kvs_run replay 2 --goodput foo:5 && has "$err" "'foo' is not a metric" "unknown --goodput metric"
 
@@ -202,7 +222,7 @@ kvs_run replay 2 --goodput foo:5 && has "$err" "'foo' is not a metric" "unknown 
 "$KVSIM" gen --requests 20000 --rate 50 --output-len fixed:2000 --prompt-len fixed:100 \
 	--seed 1 -o "$tmp/long.csv" 2>/dev/null || fail "gen long trace"
 kvs_bg "$tmp/i.out" "$tmp/i.err" replay "$tmp/long.csv" --no-fast-path --json "$tmp/i.json" \
-	--requests "$tmp/i.csv" --bench-json "$tmp/ib.json"
+	--requests "$tmp/i.csv" --bench-json "$tmp/ib.json" --summary-csv "$tmp/is.csv"
 kvs_stop 0.5 INT
 [ "$rc" -eq 130 ] || fail "interrupted replay exits 130 (got $rc): $(head -c 300 "$tmp/i.err")"
 has "$(cat "$tmp/i.err")" "interrupted at" "interruption reported"
@@ -210,7 +230,7 @@ has "$(cat "$tmp/i.out")" "paged: arrived " "table printed whole"
 has "$(cat "$tmp/i.out")" "(interrupted at " "the table says it was interrupted"
 ls -a "$tmp" | grep -q 'kvsim-' && fail "temporary files left behind"
 if command -v python3 >/dev/null 2>&1; then
-	python3 - "$tmp/i.json" "$tmp/i.csv" "$tmp/ib.json" <<'PY' || fail "interrupted outputs parse and account for every request"
+	python3 - "$tmp/i.json" "$tmp/i.csv" "$tmp/ib.json" "$tmp/is.csv" <<'PY' || fail "interrupted outputs parse and account for every request"
 import csv, json, sys
 d = json.load(open(sys.argv[1]))
 assert d["interrupted"] is True
@@ -223,6 +243,10 @@ assert len(rows) - 1 == a["arrived"] and {len(r) for r in rows} == {len(rows[0])
 assert sum(r[3] == "unfinished" for r in rows[1:]) == a["unfinished"]
 b = json.load(open(sys.argv[3]))
 assert b["interrupted"] is True and b["completed"] == a["completed"]
+assert b["num_prompts"] + b["after_interrupt"] == 20000 and "after_horizon" not in b, b
+s = list(csv.DictReader(open(sys.argv[4])))
+assert len(s) == 1 and int(s[0]["num_prompts"]) + int(s[0]["after_interrupt"]) == 20000, s
+assert "after_horizon" not in s[0]
 PY
 fi
 
@@ -245,6 +269,81 @@ assert a["arrived"] + a["after_interrupt"] == 20000, a
 PY
 fi
 has "$(cat "$tmp/f.out")" "after the interruption, not simulated" "fleet: the requests not simulated counted"
+
+# a disaggregated fleet: it stops once every hand-off has reached its decode
+# replica; KV still on a (slow) link counts as unfinished there, its prefill
+# replica having sent it: every total balances
+kvs_bg "$tmp/d.out" "$tmp/d.err" fleet "$tmp/long.csv" --pool prefill:2:h100-80gb:1 \
+	--pool decode:2:h100-80gb:1 --kv-link 1MB/s:0.5 --no-fast-path --json "$tmp/d.json"
+kvs_stop 0.5 INT
+[ "$rc" -eq 130 ] || fail "interrupted disaggregated fleet exits 130 (got $rc): $(head -c 300 "$tmp/d.err")"
+has "$(cat "$tmp/d.err")" "kvsim fleet: interrupted at" "disaggregated fleet interruption reported"
+has "$(cat "$tmp/d.out")" "(interrupted at " "disaggregated fleet: the table says it was interrupted"
+has "$(cat "$tmp/d.out")" "KV in flight when interrupted: " "disaggregated fleet: KV in flight said"
+ls -a "$tmp" | grep -q 'kvsim-' && fail "disaggregated fleet: temporary files left behind"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/d.json" <<'PY' || fail "interrupted disaggregated fleet accounts for every request"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interrupted"] is True
+a = d["policies"]["paged"]["accounting"]
+assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"] and a["unfinished"] > 0, a
+assert a["arrived"] + a.get("after_interrupt", 0) == 20000, a
+rs = d["replicas"]
+for r in rs:
+    assert r["arrived"] + r["kv_received"] == r["completed"] + r["rejected"] + r["unfinished"] + r["kv_sent"], r
+# every hand-off counted on both sides
+assert sum(r["kv_sent"] for r in rs) == sum(r["kv_received"] for r in rs) > 0
+assert d["fleet"]["transfers"]["in_flight"] >= 0
+PY
+fi
+
+# --find-min-replicas: stopped during its second run, the search so far:
+# the counts tried with their verdicts, the fleet that decided the last
+# one, marked interrupted
+lim=8000
+case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) lim=800 ;; esac
+kvs_bg "$tmp/m.out" "$tmp/m.err" fleet "$tmp/long.csv" --limit "$lim" --no-fast-path \
+	--find-min-replicas --slo-ttft 0.05 --json "$tmp/m.json"
+for i in $(seq 1 1200); do
+	grep -q '^kvsim fleet: 1 replicas: ' "$tmp/m.err" && break
+	sleep 0.05
+done
+kvs_stop 0 INT
+[ "$rc" -eq 130 ] || fail "interrupted search exits 130 (got $rc): $(head -c 300 "$tmp/m.err")"
+has "$(cat "$tmp/m.err")" "kvsim fleet: interrupted after " "search interruption reported"
+has "$(cat "$tmp/m.out")" "kvsim fleet: search interrupted (p99 TTFT <= 0.05 s at " "search summary"
+has "$(cat "$tmp/m.out")" "tried 1 (misses)" "search summary: the counts tried"
+has "$(cat "$tmp/m.out")" "paged: arrived " "search: the table printed whole"
+ls -a "$tmp" | grep -q 'kvsim-' && fail "search: temporary files left behind"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/m.json" "$lim" <<'PY' || fail "interrupted search JSON"
+import json, sys
+d = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+assert d["interrupted"] is True
+s = d["fleet"]["search"]
+t = s["tried"]
+assert t[0]["replicas"] == 1 and t[0]["verdict"] == "misses" and t[0]["ttft_p99_s"] > 0.05, t
+assert all(x["verdict"] in ("meets", "misses", "interrupted") for x in t)
+assert all(x["verdict"] != "interrupted" for x in t[:-1])
+assert s["most_missing"] == max(x["replicas"] for x in t if x["verdict"] == "misses")
+assert s["shown_replicas"] == d["fleet"]["replicas"]
+a = d["policies"]["paged"]["accounting"]
+assert a["arrived"] == a["completed"] + a["rejected"] + a["unfinished"]
+assert a["arrived"] + a.get("after_interrupt", 0) == n, a
+PY
+fi
+
+# a fleet interrupted while its trace is read into memory: no run, no output
+mkfifo "$tmp/fpipe"
+kvs_bg /dev/null "$tmp/fp.err" fleet "$tmp/fpipe" --replicas 2 --json "$tmp/fp.json" -q
+{ head -n 1000 "$tmp/long.csv"; sleep 1; tail -n +1001 "$tmp/long.csv" | head -n 1000; } >"$tmp/fpipe" &
+wpid=$!
+kvs_stop 0.4 INT
+wait "$wpid"
+[ "$rc" -eq 130 ] || fail "fleet interrupted while loading: exit 130 (got $rc): $(head -c 300 "$tmp/fp.err")"
+has "$(cat "$tmp/fp.err")" "interrupted before the first run; no output written" "fleet interrupted while loading"
+[ -e "$tmp/fp.json" ] && fail "fleet interrupted while loading: an output was written"
 
 # a signal while the trace is still being read into memory (from a pipe
 # that pauses): the read goes on, no run starts, exit 130, no output
