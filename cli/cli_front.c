@@ -7,6 +7,7 @@
  */
 #include "cli_sim.h"
 #include "common/json.h"
+#include "kvsim/report.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -83,7 +84,13 @@ bool kvs_cli_report_dir_ok(const char *cmd, const char *dir)
 					cmd, dir, path, strerror(errno));
 				return false;
 			}
-			return true;
+			/* an existing directory is replaced as a whole: it must
+			 * be empty or a previous report, known before the runs */
+			if (strcmp(path, dir) != 0 ||
+			    kvs_report_dir_check(dir) == KVS_OK)
+				return true;
+			fprintf(stderr, "kvsim %s: --report: %s\n", cmd, kvs_last_error());
+			return false;
 		}
 		if (errno != ENOENT && errno != ENOTDIR) {
 			fprintf(stderr, "kvsim %s: --report: %s: %s: %s\n", cmd, dir, path,
@@ -220,6 +227,7 @@ static volatile sig_atomic_t sim_interrupt;
 static void on_second(int sig)
 {
 	kvs_outfile_unlink_all();
+	kvs_report_unlink_staging();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }

@@ -69,6 +69,17 @@ run 0 -q --limit 200 --policies paged,max,oracle --report "$tmp/rep" --json "$tm
 		fail "report lacks the three accounting lines"
 }
 run 1 -q --limit 200 --report "$tmp/file/sub" && has "$err" "file is not a directory" "report under a file"
+# the report replaces its directory as a whole: one holding other files is
+# refused before the run, and its files stay
+mkdir -p "$tmp/foreign" && printf 'keep\n' >"$tmp/foreign/notes.txt"
+run 1 --limit 200 --report "$tmp/foreign" --json "$tmp/foreign.json" &&
+	has "$err" "not a previous kvsim report: it holds 'notes.txt'" "foreign report dir" && {
+	[ -z "$out" ] || fail "compare ran before refusing the report directory"
+	[ -e "$tmp/foreign.json" ] && fail "a refused report directory left --json's file"
+	[ "$(ls -A "$tmp/foreign")" = notes.txt ] || fail "the refused directory changed"
+}
+# a previous report is replaced
+run 0 -q --limit 200 --policies paged --report "$tmp/rep" && report_ok
 run 0 --help && has "$out" "--report DIR" "help lists --report"
 
 run 2 --policies paged,paged && has "$err" "given twice" "duplicate policy"

@@ -197,6 +197,10 @@ fi
 run 1 "$SAMPLE" --limit $N2 --block-sizes 16 --report "$SAMPLE/sub"
 grep -q 'is not a directory' <<<"$err" || fail "bad report dir not explained: $err"
 [ -n "$out" ] && fail "sweep ran before refusing the report directory"
+mkdir -p "$tmp/foreign" && printf 'keep\n' >"$tmp/foreign/notes.txt"
+run 1 "$SAMPLE" --limit $N2 --block-sizes 16 --report "$tmp/foreign"
+grep -q "not a previous kvsim report" <<<"$err" || fail "foreign report dir not refused: $err"
+grep -q "combinations done" <<<"$err" && fail "sweep ran before refusing a foreign report directory"
 
 # SLOs at the trace's rate: a met/missed column and, without --find-max-rate,
 # the hint to use it; contiguous policies are recommended without a block size
