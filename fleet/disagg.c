@@ -584,6 +584,8 @@ void fleet_disagg_stats(fleet_disagg *d, double sim_time_s, kvs_fleet_stats *st,
 	}
 	size_t o = 0;
 	for (uint32_t k = 0; k < d->pre.n; k++) {
+		if (!d->links[k].transfers)
+			continue;   /* a link that carried nothing has no array */
 		memcpy(all + o, d->links[k].dur, d->links[k].transfers * sizeof *all);
 		o += d->links[k].transfers;
 	}
