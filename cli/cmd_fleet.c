@@ -235,6 +235,80 @@ static uint64_t fleet_gpus(const kvs_fleet_result *r)
 	return g;
 }
 
+/* GPUs of one replica: tp x pp. */
+static uint64_t replica_gpus(const kvs_sim_result *r)
+{
+	const kvs_deploy *d = &kvs_sim_result_config(r)->deploy;
+	return (uint64_t)(d->tp ? d->tp : 1) * (d->pp ? d->pp : 1);
+}
+
+/* "KV pool per GPU ..." of one replica (the replay's line: each GPU of
+ * the replica holds that much KV, its share of every block). */
+static void print_pool_per_gpu(FILE *f, const kvs_sim_result *r)
+{
+	const kvs_sim_stats *st = kvs_sim_result_stats(r);
+	uint32_t bs = kvs_sim_result_config(r)->deploy.block_size;
+	char budget[32], per_tok[32];
+	bs = bs ? bs : 16;
+	kvs_cli_human_bytes(budget, sizeof budget, (double)st->kv_budget_bytes);
+	kvs_cli_human_bytes(per_tok, sizeof per_tok, (double)st->kv_bytes_per_token);
+	fprintf(f, "KV pool per GPU %s = %llu tokens (%llu blocks of %u), %s per token, "
+		"max_model_len %llu\n", budget,
+		(unsigned long long)(st->num_blocks * bs),
+		(unsigned long long)st->num_blocks, bs, per_tok,
+		(unsigned long long)st->max_model_len);
+}
+
+/* The table's header for a fleet: the model, each replica's KV pool per
+ * GPU (one line per pool with --pool), and the fleet's total KV over all
+ * its GPUs; then the replay's engine and trace lines.  (The fleet's total
+ * result sums the replicas' pools, which is no GPU's pool.) */
+static void print_fleet_header(FILE *f, const kvs_fleet_result *r, const char *path,
+			       kvs_trace_format format)
+{
+	const kvs_fleet_config *c = kvs_fleet_result_config(r);
+	const kvs_sim_result *tot = kvs_fleet_result_total(r);
+	const kvs_sim_result *r0 = kvs_fleet_result_replica(r, 0);
+	const kvs_deploy *d = &kvs_sim_result_config(r0)->deploy;
+	uint32_t n = kvs_fleet_result_replicas(r);
+	if (!c->npools) {
+		fprintf(f, "model %s on %s (tp %u), KV cache %s, %u replica%s\n", d->model.name,
+			d->gpu.name, d->tp ? d->tp : 1, kvs_dtype_name(d->kv_dtype), n,
+			n == 1 ? "" : "s");
+		print_pool_per_gpu(f, r0);
+	} else {
+		fprintf(f, "model %s, KV cache %s, %u replica%s in %zu pool%s\n", d->model.name,
+			kvs_dtype_name(d->kv_dtype), n, n == 1 ? "" : "s", c->npools,
+			c->npools == 1 ? "" : "s");
+		uint32_t first = 0;
+		for (size_t p = 0; p < c->npools; p++) {
+			const kvs_fleet_pool *pl = &c->pools[p];
+			fprintf(f, "  pool %s: %u x %s (tp %u): ", pl->name, pl->replicas,
+				pl->sim.deploy.gpu.name, pl->sim.deploy.tp);
+			print_pool_per_gpu(f, kvs_fleet_result_replica(r, first));
+			first += pl->replicas;
+		}
+	}
+	double bytes = 0;
+	uint64_t blocks = 0, tokens = 0, gpus = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const kvs_sim_result *ri = kvs_fleet_result_replica(r, i);
+		const kvs_sim_stats *si = kvs_sim_result_stats(ri);
+		uint32_t bs = kvs_sim_result_config(ri)->deploy.block_size;
+		bytes += (double)si->kv_budget_bytes * (double)replica_gpus(ri);
+		blocks += si->num_blocks;
+		tokens += si->num_blocks * (bs ? bs : 16);
+		gpus += replica_gpus(ri);
+	}
+	char total[32];
+	kvs_cli_human_bytes(total, sizeof total, bytes);
+	fprintf(f, "KV pool of the whole fleet %s on %llu GPU%s = %llu tokens (%llu blocks, "
+		"all replicas)\n", total, (unsigned long long)gpus, gpus == 1 ? "" : "s",
+		(unsigned long long)tokens, (unsigned long long)blocks);
+	kvs_cli_sim_print_header_engine(f, kvs_sim_result_config(tot), kvs_sim_result_stats(tot),
+					path, format);
+}
+
 static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 {
 	const kvs_fleet_stats *fs = kvs_fleet_result_stats(r);
@@ -631,8 +705,7 @@ int kvs_cmd_fleet(kvs_args *it)
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
 		if (S.interrupted)
 			putchar('\n');
-		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(tot),
-					 kvs_sim_result_stats(tot), fe.path, fe.format);
+		print_fleet_header(stdout, res, fe.path, fe.format);
 		kvs_cli_sim_print_results(stdout, &tot, 1, &after);
 		print_fleet(stdout, res, &fo);
 	}

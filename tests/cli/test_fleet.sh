@@ -57,6 +57,16 @@ run 0 "$tmp/tiny.csv" -q --replicas 2 --step-time-linear 0.01 --gpu-hour-price 2
 	has "$out" "requests CV 0.2000" "balance"
 	# 2 replicas x 1 GPU x $2.5
 	has "$out" "2 GPUs, \$5.00 per hour" "cost"
+	# the pool per GPU is one replica's, as replay prints it; the sum of
+	# both is the fleet's, labelled so (before: the sum as "per GPU")
+	kvs_run replay 0 "$tmp/tiny.csv" -q --step-time-linear 0.01
+	pergpu=$(echo "$out" | grep '^KV pool per GPU')
+	[ -n "$pergpu" ] || fail "replay's KV pool per GPU: $out"
+	run 0 "$tmp/tiny.csv" -q --replicas 2 --step-time-linear 0.01
+	[ "$(echo "$out" | grep '^KV pool per GPU')" = "$pergpu" ] ||
+		fail "fleet's KV pool per GPU is not replay's: $out"
+	has "$out" "KV pool of the whole fleet 38.38 GiB on 2 GPUs = 314400 tokens (19650 blocks" \
+		"fleet total KV pool"
 	if command -v python3 >/dev/null 2>&1; then
 		python3 - "$tmp/t.json" <<'PY' || fail "fleet JSON content"
 import json, sys
@@ -66,6 +76,12 @@ assert [r["routed"] for r in d["replicas"]] == [3, 2]
 assert [r["name"] for r in d["replicas"]] == ["0", "1"]
 assert abs(fl["balance"]["requests_cv"] - 0.2) < 1e-12
 assert fl["cost"]["dollars_per_hour"] == 5.0
+# engine: one replica, per GPU; policies.*.kv: the replicas' sum; fleet.kv: both
+kv, e, pk = fl["kv"], d["engine"], d["policies"]["paged"]["kv"]
+assert kv["gpus"] == 2 and kv["budget_bytes_per_gpu"] == e["kv_budget_bytes"], kv
+assert kv["num_gpu_blocks_per_replica"] == e["num_gpu_blocks"], kv
+assert kv["total_bytes"] == 2 * e["kv_budget_bytes"] == pk["budget_bytes"], (kv, pk)
+assert kv["total_blocks"] == pk["num_gpu_blocks"] and kv["total_tokens"] == 16 * kv["total_blocks"]
 for r in d["replicas"]:
     assert r["arrived"] == r["completed"] + r["rejected"] + r["unfinished"]
 p = d["policies"]["paged"]
@@ -81,6 +97,13 @@ run 0 "$tmp/tiny.csv" -q --pool big:2:h100-80gb:2 --pool small:3:a100-40gb:1 \
 	--gpu-hour-price 2 --json "$tmp/p.json" && {
 	has "$out" "fleet: 5 replicas, router round-robin" "pool fleet line"
 	has "$out" "pool big: 2 x h100-80gb, tp 2" "pool line"
+	# the header: a pool per GPU for each pool, the fleet's total over its 7 GPUs
+	has "$out" "model llama-3-8b, KV cache bf16, 5 replicas in 2 pools" "pool header"
+	echo "$out" | grep -qE '^  pool big: 2 x h100-80gb \(tp 2\): KV pool per GPU ' ||
+		fail "pool big's KV pool per GPU: $out"
+	echo "$out" | grep -qE '^  pool small: 3 x a100-40gb \(tp 1\): KV pool per GPU 19.19 GiB ' ||
+		fail "pool small's KV pool per GPU: $out"
+	echo "$out" | grep -qE '^KV pool of the whole fleet .* on 7 GPUs = ' || fail "pools' total: $out"
 	has "$out" "pool small: 3 x a100-40gb, tp 1" "pool line"
 	has "$out" "7 GPUs, \$14.00 per hour" "pool cost"
 	if command -v python3 >/dev/null 2>&1; then
@@ -93,6 +116,11 @@ assert [r["pool"] for r in d["replicas"]] == ["big", "big", "small", "small", "s
 assert [r["name"] for r in d["replicas"]] == ["big-0", "big-1", "small-2", "small-3", "small-4"]
 assert fl["pools"][0]["kv_budget_bytes"] > fl["pools"][1]["kv_budget_bytes"]
 assert fl["cost"]["gpus"] == 7
+kv, pl = fl["kv"], fl["pools"]
+# different pools: no one figure per GPU; the total over every GPU
+assert kv["budget_bytes_per_gpu"] is None and kv["gpus"] == 7, kv
+assert kv["total_bytes"] == 2 * 2 * pl[0]["kv_budget_bytes"] + 3 * pl[1]["kv_budget_bytes"], kv
+assert kv["total_blocks"] == 2 * pl[0]["num_gpu_blocks"] + 3 * pl[1]["num_gpu_blocks"], kv
 PY
 	fi
 }
