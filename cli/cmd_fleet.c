@@ -60,7 +60,11 @@ void kvs_cmd_fleet_usage(FILE *f)
 		"                               meet --slo-ttft / --slo-tpot with the trace's\n"
 		"                               arrivals rescaled to --rate\n"
 		"  --rate R                     requests per second (default: the trace's own)\n"
-		"  --max-replicas N             give up beyond N replicas (1024)\n"
+		"  --max-replicas N             give up beyond N replicas (1024); the search\n"
+		"                               also stops, exit 1, once more replicas no\n"
+		"                               longer help (no request queued and the p99\n"
+		"                               missed no better than at half as many): the\n"
+		"                               SLO is unattainable, its floor printed\n"
 		"\n"
 		"output:\n"
 		"  --json [FILE]                every figure as JSON (the replay document of the\n"
@@ -414,6 +418,8 @@ typedef struct search_try {
 	uint32_t n;
 	int verdict;                /* 1 meets the SLOs, 0 misses, -1 interrupted */
 	double ttft_p99_s, tpot_p99_s;
+	double queue_delay_max_s;   /* 0: no request waited for admission */
+	uint64_t preemptions;
 } search_try;
 
 /* Doubling from 1 to at most 2^20 replicas (21 runs), then bisection
@@ -430,6 +436,10 @@ typedef struct search {
 	kvs_fleet_result *miss;     /* lo's fleet */
 	kvs_fleet_result *cut;      /* the run the interrupt stopped, if one did */
 	bool interrupted;           /* stopped before its answer */
+	/* More replicas no longer help: lo's fleet missed with no request
+	 * queued or preempted, its missed p99s no better than the count
+	 * before it: its p99s are the floor of an unloaded fleet */
+	bool unattainable;
 } search;
 
 static void search_free(search *S)
@@ -440,8 +450,34 @@ static void search_free(search *S)
 	memset(S, 0, sizeof *S);
 }
 
+/* Did more replicas stop helping?  t missed with no request queued for
+ * admission and none preempted (every request ran as soon as it came),
+ * and no p99 it missed improved on the previous count's (prev): adding
+ * replicas only thins batches that no longer hold anyone up, so the
+ * search would double on to --max-replicas for nothing.  ("Improved": by
+ * more than 0.1%, so that float noise is no progress.) */
+static bool no_longer_helps(const search_try *prev, const search_try *t, double slo_ttft_s,
+			    double slo_tpot_s)
+{
+	if (t->verdict != 0 || t->queue_delay_max_s > 0 || t->preemptions)
+		return false;
+	if (!prev || prev->verdict != 0)
+		return false;
+	bool ttft_missed = slo_ttft_s > 0 && !(t->ttft_p99_s <= slo_ttft_s);
+	bool tpot_missed = slo_tpot_s > 0 && !(t->tpot_p99_s <= slo_tpot_s);
+	if (!ttft_missed && !tpot_missed)
+		return false;      /* (nothing completed: not a latency floor) */
+	if (ttft_missed && !(t->ttft_p99_s >= prev->ttft_p99_s * (1 - 1e-3)))
+		return false;
+	if (tpot_missed && !(t->tpot_p99_s >= prev->tpot_p99_s * (1 - 1e-3)))
+		return false;
+	return true;
+}
+
 /* Doubling, then bisection: the fewest replicas meeting the SLOs
  * (assumes more replicas never do worse, as for identical replicas).
+ * The doubling stops early when more replicas no longer help
+ * (no_longer_helps: S->unattainable, KVS_EXIT_OK).
  * Ctrl-C ends it before the next run, or in one (whose figures are then
  * no verdict): S->interrupted, the tries so far in S, KVS_EXIT_OK. */
 static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet_opts *o,
@@ -469,7 +505,8 @@ static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet
 		}
 		const kvs_sim_stats *s = kvs_sim_result_stats(kvs_fleet_result_total(r));
 		search_try *t = &S->t[S->ntries++];
-		*t = (search_try){ n, -1, s->ttft_s.p99, s->tpot_s.p99 };
+		*t = (search_try){ n, -1, s->ttft_s.p99, s->tpot_s.p99, s->queue_delay_s.max,
+				   s->preemptions };
 		if (s->interrupted) {
 			fprintf(stderr, "kvsim %s: %u replicas: interrupted at %.3f simulated s: "
 				"no verdict\n", cmd, n, s->sim_time_s);
@@ -491,6 +528,12 @@ static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet
 			S->lo = n;
 		}
 		if (S->hi == 0) {
+			if (S->ntries >= 2 && no_longer_helps(&S->t[S->ntries - 2], t,
+							     base->sim.slo_ttft_s,
+							     base->sim.slo_tpot_s)) {
+				S->unattainable = true;
+				return KVS_EXIT_OK;
+			}
 			if (n >= o->max_replicas) {
 				fprintf(stderr, "kvsim %s: no fleet of up to %u replicas meets the "
 					"SLOs at this rate (raise --max-replicas)\n", cmd, o->max_replicas);
@@ -534,7 +577,39 @@ static void print_search(FILE *f, const search *S, uint32_t shown, int shown_ver
 				  : "interrupted: the figures cover what was done");
 }
 
-/* The interrupted search in --json ("search", docs/FLEET.md). */
+/* A search that more replicas no longer help: the verdict, the floor of
+ * the p99s missed and what would lower it, the counts tried. */
+static void print_unattainable(FILE *f, const search *S, double slo_ttft_s, double slo_tpot_s,
+			       double rate)
+{
+	const search_try *t = &S->t[S->ntries - 1], *prev = &S->t[S->ntries - 2];
+	bool ttft = slo_ttft_s > 0 && !(t->ttft_p99_s <= slo_ttft_s);
+	bool tpot = slo_tpot_s > 0 && !(t->tpot_p99_s <= slo_tpot_s);
+	fprintf(f, "kvsim fleet: unattainable: no number of replicas meets ");
+	if (ttft)
+		fprintf(f, "p99 TTFT <= %g s%s", slo_ttft_s, tpot ? " and " : "");
+	if (tpot)
+		fprintf(f, "p99 TPOT <= %g s", slo_tpot_s);
+	fprintf(f, " at %.6g requests/s\n", rate);
+	fprintf(f, "  at %u replicas no request queued for admission or was preempted, and "
+		"the p99 missed did not improve on %u replicas'\n", t->n, prev->n);
+	fprintf(f, "  the floor of an unloaded fleet: p99 TTFT %.4f s, p99 TPOT %.4f s\n",
+		t->ttft_p99_s, t->tpot_p99_s);
+	fputs("  what would help: a faster GPU (--gpu), more tensor parallelism (--tp), ", f);
+	if (ttft && tpot)
+		fprintf(f, "or SLOs of at least p99 TTFT %.4g s and p99 TPOT %.4g s\n",
+			t->ttft_p99_s, t->tpot_p99_s);
+	else
+		fprintf(f, "or an SLO of at least %.4g s (--slo-%s)\n",
+			ttft ? t->ttft_p99_s : t->tpot_p99_s, ttft ? "ttft" : "tpot");
+	fputs("  tried", f);
+	for (size_t i = 0; i < S->ntries; i++)
+		fprintf(f, "%s %u (%s)", i ? "," : "", S->t[i].n, verdict_name[S->t[i].verdict + 1]);
+	fprintf(f, "\n  below: the fleet of %u replicas (misses the SLOs)\n", t->n);
+}
+
+/* The search in --json ("search", docs/FLEET.md): every search, finished,
+ * unattainable or interrupted. */
 static json_t *search_json(const search *S, uint32_t shown, double rate)
 {
 	json_t *o = json_object(), *tries = json_array();
@@ -547,7 +622,24 @@ static json_t *search_json(const search *S, uint32_t shown, double rate)
 				    ? json_real(t->ttft_p99_s) : json_null());
 		json_object_set_new(x, "tpot_p99_s", t->verdict >= 0 && isfinite(t->tpot_p99_s)
 				    ? json_real(t->tpot_p99_s) : json_null());
+		json_object_set_new(x, "queue_delay_max_s", t->verdict >= 0 &&
+				    isfinite(t->queue_delay_max_s)
+				    ? json_real(t->queue_delay_max_s) : json_null());
 		json_array_append_new(tries, x);
+	}
+	json_object_set_new(o, "result", json_string(S->interrupted ? "interrupted"
+				: S->unattainable ? "unattainable" : "found"));
+	if (S->unattainable) {
+		const search_try *t = &S->t[S->ntries - 1];
+		json_t *fl = json_object();
+		json_object_set_new(fl, "replicas", json_integer(t->n));
+		json_object_set_new(fl, "ttft_p99_s", isfinite(t->ttft_p99_s)
+				    ? json_real(t->ttft_p99_s) : json_null());
+		json_object_set_new(fl, "tpot_p99_s", isfinite(t->tpot_p99_s)
+				    ? json_real(t->tpot_p99_s) : json_null());
+		json_object_set_new(o, "floor", fl);
+	} else {
+		json_object_set_new(o, "floor", json_null());
 	}
 	json_object_set_new(o, "tried", tries);
 	json_object_set_new(o, "rate", json_real(rate));
@@ -658,12 +750,18 @@ int kvs_cmd_fleet(kvs_args *it)
 		rc = find_min(&fe, &fc, &fo, scale, &S);
 		/* the line goes with the table: not into --json - */
 		FILE *line = kvs_cli_front_table(&fe) ? stdout : stderr;
-		if (rc == KVS_EXIT_OK && !S.interrupted) {
+		if (rc == KVS_EXIT_OK && S.unattainable) {
+			print_unattainable(line, &S, sim->cfg.slo_ttft_s, sim->cfg.slo_tpot_s, rate);
+			res = S.miss;
+			S.miss = NULL;
+			shown = S.lo;
+		} else if (rc == KVS_EXIT_OK && !S.interrupted) {
 			fprintf(line, "kvsim fleet: %u replicas meet p99 TTFT <= %g s and p99 TPOT "
 				"<= %g s at %.6g requests/s\n", S.hi, sim->cfg.slo_ttft_s,
 				sim->cfg.slo_tpot_s, rate);
 			res = S.best;
 			S.best = NULL;
+			shown = S.hi;
 		} else if (rc == KVS_EXIT_OK) {
 			/* the search so far: its best fleet, else the last that
 			 * missed, else the run it stopped in */
@@ -703,7 +801,7 @@ int kvs_cmd_fleet(kvs_args *it)
 	if (tot)
 		kvs_cli_warn_coarsened(fe.cmd, sim->cfg.sample_interval_s, &tot, 1);
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
-		if (S.interrupted)
+		if (S.interrupted || S.unattainable)
 			putchar('\n');
 		print_fleet_header(stdout, res, fe.path, fe.format);
 		kvs_cli_sim_print_results(stdout, &tot, 1, &after);
@@ -716,14 +814,18 @@ int kvs_cmd_fleet(kvs_args *it)
 					    fleet_cost_json(res, fo.gpu_hour_price));
 		if (doc && sig)
 			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
-		if (doc && S.interrupted)
+		if (doc && fo.find_min)
 			json_object_set_new(json_object_get(kvs_json_jt(doc), "fleet"), "search",
 					    search_json(&S, shown, rate));
 		kvs_cli_after_end_json(doc, tot, after);
 		rc = kvs_cli_front_json(&fe, doc);
 	}
 	kvs_fleet_result_destroy(res);
+	bool unattainable = S.unattainable;
 	search_free(&S);
 	rc = kvs_cli_front_close(&fe, rc);
-	return rc == KVS_EXIT_OK && sig ? 128 + sig : rc;
+	if (rc == KVS_EXIT_OK && sig)
+		return 128 + sig;
+	/* the outputs written, but no fleet meets the SLOs */
+	return rc == KVS_EXIT_OK && unattainable ? KVS_EXIT_FAIL : rc;
 }

@@ -154,6 +154,45 @@ run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --json - && command -v pyt
 	has "$err" "replicas meet p99 TTFT <= 0.5 s" "find-min-replicas --json -: the answer on stderr"
 }
 
+# every search writes fleet.search: the counts tried and their verdicts
+run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --json "$tmp/s.json" &&
+	command -v python3 >/dev/null && {
+	python3 - "$tmp/s.json" <<'PY' || fail "a finished search's fleet.search"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["fleet"]["search"]
+assert s["result"] == "found" and s["floor"] is None, s
+assert s["fewest_meeting"] == s["shown_replicas"] == d["fleet"]["replicas"], s
+assert s["most_missing"] == s["fewest_meeting"] - 1, s
+assert [t["verdict"] for t in s["tried"] if t["replicas"] == s["fewest_meeting"]] == ["meets"], s
+PY
+}
+# an SLO no number of replicas meets: the search stops once more replicas
+# no longer help (no request queued, the p99 missed no better than the
+# count before), says so with the floor and what would help, writes its
+# outputs, exits 1 (before: doubling to 1,024, then "raise --max-replicas")
+run 1 -q --model llama-3-70b --gpu h100-80gb --tp 4 --slo-ttft 0.01 --find-min-replicas \
+	--json "$tmp/u.json" && {
+	has "$out" "kvsim fleet: unattainable: no number of replicas meets p99 TTFT <= 0.01 s" \
+		"unattainable verdict"
+	has "$out" "the floor of an unloaded fleet: p99 TTFT " "unattainable floor"
+	has "$out" "a faster GPU (--gpu), more tensor parallelism (--tp)" "what would help"
+	echo "$err" | grep -q "1024 replicas" && fail "unattainable: doubled to 1024: $err"
+	echo "$err" | grep -q "raise --max-replicas" && fail "unattainable: max-replicas advice: $err"
+	command -v python3 >/dev/null && python3 - "$tmp/u.json" <<'PY' || fail "unattainable fleet.search"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["fleet"]["search"]
+assert s["result"] == "unattainable" and s["fewest_meeting"] is None, s
+t = s["tried"]
+assert t[-1]["queue_delay_max_s"] == 0 and t[-1]["replicas"] < 1024, t
+assert s["floor"]["replicas"] == t[-1]["replicas"] == s["shown_replicas"], s
+assert s["floor"]["ttft_p99_s"] == t[-1]["ttft_p99_s"] > 0.01, s
+assert t[-1]["ttft_p99_s"] >= t[-2]["ttft_p99_s"] * (1 - 1e-3), t
+assert d["fleet"]["replicas"] == t[-1]["replicas"]
+PY
+}
+
 # ---- prefill/decode disaggregation ---------------------------------------------------------
 # 5 requests of 100 + 5 tokens over 1 prefill + 2 decode replicas: every
 # request handed out once, received once, its KV moved once
