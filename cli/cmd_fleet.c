@@ -330,26 +330,49 @@ static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 		fprintf(f, "  KV link: %s, %.4g GB/s, latency %.4g s per transfer, one per "
 			"prefill replica\n", c->kv_link.name, c->kv_link.bytes_per_s / 1e9,
 			c->kv_link.latency_s);
-	fprintf(f, "  %7s %9s %9s %9s %9s %10s %10s %11s", "replica", "routed",
-		"completed", "rejected", "unfinished", "KV used %", "prefix hit", "preemptions");
+	/* the replicas by the names of --json (POOL-INDEX with pools) */
+	int w = 7;
+	char name[48];
+	for (uint32_t i = 0; i < fs->replicas; i++) {
+		kvs_fleet_replica_name(r, i, name, sizeof name);
+		if ((int)strlen(name) > w)
+			w = (int)strlen(name);
+	}
+	/* disaggregated: a prefill replica's requests leave it handed off to
+	 * a decode replica, so that each row balances in sight: routed =
+	 * completed + rejected + unfinished + handed off */
+	fprintf(f, "  %*s %9s %9s %9s %9s", w, "replica", "routed", "completed", "rejected",
+		"unfinished");
 	if (fs->disaggregated)
-		fprintf(f, " %9s %9s %9s", "KV sent", "KV recv", "link use");
+		fprintf(f, " %10s", "handed off");
+	fprintf(f, " %10s %10s %11s", "KV used %", "prefix hit", "preemptions");
+	if (fs->disaggregated)
+		fprintf(f, " %9s %9s", "KV recv", "link use");
 	fputc('\n', f);
+	bool balanced = true;
 	for (uint32_t i = 0; i < fs->replicas; i++) {
 		const kvs_fleet_replica_stats *s = kvs_fleet_result_replica_stats(r, i);
-		fprintf(f, "  %7u %9llu %9llu %9llu %9llu %10.2f %9.2f%% %11llu", i,
+		kvs_fleet_replica_name(r, i, name, sizeof name);
+		fprintf(f, "  %*s %9llu %9llu %9llu %9llu", w, name,
 			(unsigned long long)s->routed, (unsigned long long)s->completed,
-			(unsigned long long)s->rejected, (unsigned long long)s->unfinished,
-			s->kv_used_pct, 100.0 * s->prefix_hit_rate_tokens,
-			(unsigned long long)s->preemptions);
+			(unsigned long long)s->rejected, (unsigned long long)s->unfinished);
+		if (fs->disaggregated)
+			fprintf(f, " %10llu", (unsigned long long)s->kv_sent);
+		fprintf(f, " %10.2f %9.2f%% %11llu", s->kv_used_pct,
+			100.0 * s->prefix_hit_rate_tokens, (unsigned long long)s->preemptions);
 		if (fs->disaggregated && c->pools[s->pool].role == KVS_FLEET_ROLE_PREFILL)
-			fprintf(f, " %9llu %9llu %8.2f%%", (unsigned long long)s->kv_sent,
-				(unsigned long long)s->kv_received, 100.0 * s->link_util);
+			fprintf(f, " %9llu %8.2f%%", (unsigned long long)s->kv_received,
+				100.0 * s->link_util);
 		else if (fs->disaggregated)
-			fprintf(f, " %9llu %9llu %9s", (unsigned long long)s->kv_sent,
-				(unsigned long long)s->kv_received, "-");
+			fprintf(f, " %9llu %9s", (unsigned long long)s->kv_received, "-");
 		fputc('\n', f);
+		balanced &= s->routed == s->completed + s->rejected + s->unfinished + s->kv_sent;
 	}
+	if (fs->disaggregated)
+		fprintf(f, "  each row: routed = completed + rejected + unfinished + handed off "
+			"(a decode replica's routed: the hand-offs it received)%s\n",
+			balanced ? "" : "; requests routed but not arrived by the horizon are "
+			"in none of them");
 	if (fs->disaggregated)
 		fprintf(f, "  KV transfers: %llu, %.4g GB moved, time mean %.4g s, p99 %.4g s, "
 			"max %.4g s; link use mean %.2f%%, max %.2f%%\n",

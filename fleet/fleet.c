@@ -623,6 +623,14 @@ const kvs_fleet_config *kvs_fleet_result_config(const kvs_fleet_result *r)
 	return &r->cfg;
 }
 
+void kvs_fleet_replica_name(const kvs_fleet_result *r, uint32_t i, char *buf, size_t n)
+{
+	if (r->cfg.npools && i < r->n)
+		snprintf(buf, n, "%s-%u", r->cfg.pools[r->rs[i].pool].name, i);
+	else
+		snprintf(buf, n, "%u", i);
+}
+
 static json_t *jreal(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
@@ -692,10 +700,7 @@ static json_t *fleet_jt(const kvs_fleet_result *r, const char *trace_path,
 		const kvs_fleet_replica_stats *s = &r->rs[i];
 		json_t *o = json_object();
 		char name[48];
-		if (r->cfg.npools)
-			snprintf(name, sizeof name, "%s-%u", r->cfg.pools[s->pool].name, i);
-		else
-			snprintf(name, sizeof name, "%u", i);
+		kvs_fleet_replica_name(r, i, name, sizeof name);
 		json_object_set_new(o, "name", json_string(name));
 		if (r->cfg.npools)
 			json_object_set_new(o, "pool", json_string(r->cfg.pools[s->pool].name));

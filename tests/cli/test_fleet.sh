@@ -106,6 +106,11 @@ run 0 "$tmp/tiny.csv" -q --pool big:2:h100-80gb:2 --pool small:3:a100-40gb:1 \
 	echo "$out" | grep -qE '^KV pool of the whole fleet .* on 7 GPUs = ' || fail "pools' total: $out"
 	has "$out" "pool small: 3 x a100-40gb, tp 1" "pool line"
 	has "$out" "7 GPUs, \$14.00 per hour" "pool cost"
+	# the table names the replicas as the JSON does (before: 0, 1, ...)
+	for r in big-0 big-1 small-2 small-3 small-4; do
+		echo "$out" | grep -qE "^ +$r +1 +1 +0 +0 " || echo "$out" | grep -qE "^ +$r +0 +0 +0 +0 " ||
+			fail "replica $r in the table: $out"
+	done
 	if command -v python3 >/dev/null 2>&1; then
 		python3 - "$tmp/p.json" <<'PY' || fail "pool JSON content"
 import json, sys
@@ -201,6 +206,16 @@ run 0 "$tmp/tiny.csv" -q --pool prefill:1:h100-80gb:1 --pool dec:2:h100-80gb:1:d
 	has "$out" "KV link: custom, 12.5 GB/s, latency 2e-05 s" "link line"
 	has "$out" "paged: arrived 5 = completed 5 + rejected 0 + unfinished 0" "disaggregated accounting"
 	has "$out" "KV transfers: 5" "transfers line"
+	# each row balances in sight: routed = completed + rejected +
+	# unfinished + handed off (before: a prefill row of 5 routed, 0
+	# completed, 0 rejected, 0 unfinished, the hand-offs only as "KV sent")
+	has "$out" "routed completed  rejected unfinished handed off" "handed-off column"
+	echo "$out" | grep -qE '^  prefill-0 +5 +0 +0 +0 +5 ' || fail "prefill row balance: $out"
+	n2=$(echo "$out" | sed -n 's/^ *dec-1 \+\([0-9]*\) \+\([0-9]*\) \+0 \+0 \+0 .*/\1 \2/p')
+	n3=$(echo "$out" | sed -n 's/^ *dec-2 \+\([0-9]*\) \+\([0-9]*\) \+0 \+0 \+0 .*/\1 \2/p')
+	[ -n "$n2" ] && [ -n "$n3" ] && [ "${n2% *}" = "${n2#* }" ] && [ "${n3% *}" = "${n3#* }" ] ||
+		fail "decode rows: routed = completed, nothing handed off: $out"
+	has "$out" "each row: routed = completed + rejected + unfinished + handed off" "balance line"
 	if command -v python3 >/dev/null 2>&1; then
 		python3 - "$tmp/d.json" <<'PY' || fail "disaggregated JSON"
 import json, sys
