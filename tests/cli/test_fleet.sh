@@ -139,6 +139,15 @@ run 2 -q --pool big:2:a100-40gb:1 --replicas 3 && has "$err" "not with --replica
 run 0 "$tmp/tiny.csv" -q --replicas 2 --report "$tmp/rep" && report_ok && check_report "$tmp/rep" && {
 	has "$(cat "$tmp/rep/index.html")" "<h3>Replicas</h3>" "report replica table"
 	has "$(cat "$tmp/rep/index.html")" "<th>routed</th>" "report replica column"
+	# the answer states the fleet, and the fleet-wide concurrency as such;
+	# the replica columns by the table's headings, shares in percent
+	# (before: no replica count, router or GPUs; raw keys, a fraction)
+	html=$(cat "$tmp/rep/index.html")
+	has "$html" "A fleet of <b>2 replicas</b> on <b>2 GPUs</b>, router round-robin: " "report: the fleet"
+	has "$html" "conversations at once on average across the fleet (" "report: fleet-wide concurrency"
+	has "$html" "<th>routed</th><th>arrived</th><th>completed</th><th>rejected</th><th>unfinished</th><th>KV used %</th><th>prefix hit %</th>" \
+		"report: replica columns"
+	echo "$html" | grep -q "<th>prefix_hit_rate_tokens</th>" && fail "report: raw replica key"
 }
 
 # ---- the fewest replicas for an SLO --------------------------------------------------------
@@ -197,6 +206,17 @@ assert t[-1]["ttft_p99_s"] >= t[-2]["ttft_p99_s"] * (1 - 1e-3), t
 assert d["fleet"]["replicas"] == t[-1]["replicas"]
 PY
 }
+
+"$KVSIM" report --help | grep -q "kvsim fleet --json" || fail "report --help names fleet runs"
+# a search's answer in the report: found, and unattainable with its floor
+"$KVSIM" report "$tmp/s.json" -o "$tmp/rs" --quiet 2>/dev/null || fail "report of a search"
+n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fleet"]["search"]["fewest_meeting"])' "$tmp/s.json" 2>/dev/null)
+[ -z "$n" ] || has "$(cat "$tmp/rs/index.html")" "The fewest replicas that meet p99 TTFT &le; 500 ms at 20 req/s: <b>$n</b>" \
+	"report: the search's answer"
+"$KVSIM" report "$tmp/u.json" -o "$tmp/ru" --quiet 2>/dev/null || fail "report of an unattainable search"
+has "$(cat "$tmp/ru/index.html")" "<b>Unattainable:</b> no number of replicas meets p99 TTFT &le; 10 ms" \
+	"report: unattainable"
+has "$(cat "$tmp/ru/index.html")" "the floor of an unloaded fleet is p99 TTFT " "report: floor"
 
 # ---- prefill/decode disaggregation ---------------------------------------------------------
 # 5 requests of 100 + 5 tokens over 1 prefill + 2 decode replicas: every
