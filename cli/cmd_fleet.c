@@ -371,8 +371,8 @@ static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 	if (fs->disaggregated)
 		fprintf(f, "  each row: routed = completed + rejected + unfinished + handed off "
 			"(a decode replica's routed: the hand-offs it received)%s\n",
-			balanced ? "" : "; requests routed but not arrived by the horizon are "
-			"in none of them");
+			balanced ? "" : "; requests routed but not yet arrived when the run "
+			"ended are in none of them");
 	if (fs->disaggregated)
 		fprintf(f, "  KV transfers: %llu, %.4g GB moved, time mean %.4g s, p99 %.4g s, "
 			"max %.4g s; link use mean %.2f%%, max %.2f%%\n",
