@@ -686,6 +686,18 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 		(unsigned long long)(st->num_blocks * bs),
 		(unsigned long long)st->num_blocks, bs, per_tok,
 		(unsigned long long)st->max_model_len);
+	kvs_cli_sim_print_header_engine(f, cfg, st, trace_path, format);
+}
+
+void kvs_cli_human_bytes(char *buf, size_t n, double b)
+{
+	human_bytes(buf, n, b);
+}
+
+void kvs_cli_sim_print_header_engine(FILE *f, const kvs_sim_config *cfg,
+				     const kvs_sim_stats *st, const char *trace_path,
+				     kvs_trace_format format)
+{
 	fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, %s%spreemption %s, "
 		"prefix caching %s, step time %s\n", cfg->max_num_seqs,
 		cfg->max_num_batched_tokens,

@@ -84,6 +84,13 @@ kvs_request_source kvs_cli_trace_source_init(kvs_cli_trace_source *ts,
 void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 			      const kvs_sim_stats *st, const char *trace_path,
 			      kvs_trace_format format);
+/* The header's engine and trace lines alone (kvsim fleet prints its own
+ * model and KV pool lines: a pool per GPU, and the fleet's total), and
+ * the header's byte sizes ("19.19 GiB"). */
+void kvs_cli_sim_print_header_engine(FILE *f, const kvs_sim_config *cfg,
+				     const kvs_sim_stats *st, const char *trace_path,
+				     kvs_trace_format format);
+void kvs_cli_human_bytes(char *buf, size_t n, double b);
 /* after: NULL, or for each result the trace's requests it did not take,
  * having ended at its horizon or been interrupted (kvs_cli_after_end). */
 void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,

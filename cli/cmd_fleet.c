@@ -60,7 +60,11 @@ void kvs_cmd_fleet_usage(FILE *f)
 		"                               meet --slo-ttft / --slo-tpot with the trace's\n"
 		"                               arrivals rescaled to --rate\n"
 		"  --rate R                     requests per second (default: the trace's own)\n"
-		"  --max-replicas N             give up beyond N replicas (1024)\n"
+		"  --max-replicas N             give up beyond N replicas (1024); the search\n"
+		"                               also stops, exit 1, once more replicas no\n"
+		"                               longer help (no request queued and the p99\n"
+		"                               missed no better than at half as many): the\n"
+		"                               SLO is unattainable, its floor printed\n"
 		"\n"
 		"output:\n"
 		"  --json [FILE]                every figure as JSON (the replay document of the\n"
@@ -235,6 +239,80 @@ static uint64_t fleet_gpus(const kvs_fleet_result *r)
 	return g;
 }
 
+/* GPUs of one replica: tp x pp. */
+static uint64_t replica_gpus(const kvs_sim_result *r)
+{
+	const kvs_deploy *d = &kvs_sim_result_config(r)->deploy;
+	return (uint64_t)(d->tp ? d->tp : 1) * (d->pp ? d->pp : 1);
+}
+
+/* "KV pool per GPU ..." of one replica (the replay's line: each GPU of
+ * the replica holds that much KV, its share of every block). */
+static void print_pool_per_gpu(FILE *f, const kvs_sim_result *r)
+{
+	const kvs_sim_stats *st = kvs_sim_result_stats(r);
+	uint32_t bs = kvs_sim_result_config(r)->deploy.block_size;
+	char budget[32], per_tok[32];
+	bs = bs ? bs : 16;
+	kvs_cli_human_bytes(budget, sizeof budget, (double)st->kv_budget_bytes);
+	kvs_cli_human_bytes(per_tok, sizeof per_tok, (double)st->kv_bytes_per_token);
+	fprintf(f, "KV pool per GPU %s = %llu tokens (%llu blocks of %u), %s per token, "
+		"max_model_len %llu\n", budget,
+		(unsigned long long)(st->num_blocks * bs),
+		(unsigned long long)st->num_blocks, bs, per_tok,
+		(unsigned long long)st->max_model_len);
+}
+
+/* The table's header for a fleet: the model, each replica's KV pool per
+ * GPU (one line per pool with --pool), and the fleet's total KV over all
+ * its GPUs; then the replay's engine and trace lines.  (The fleet's total
+ * result sums the replicas' pools, which is no GPU's pool.) */
+static void print_fleet_header(FILE *f, const kvs_fleet_result *r, const char *path,
+			       kvs_trace_format format)
+{
+	const kvs_fleet_config *c = kvs_fleet_result_config(r);
+	const kvs_sim_result *tot = kvs_fleet_result_total(r);
+	const kvs_sim_result *r0 = kvs_fleet_result_replica(r, 0);
+	const kvs_deploy *d = &kvs_sim_result_config(r0)->deploy;
+	uint32_t n = kvs_fleet_result_replicas(r);
+	if (!c->npools) {
+		fprintf(f, "model %s on %s (tp %u), KV cache %s, %u replica%s\n", d->model.name,
+			d->gpu.name, d->tp ? d->tp : 1, kvs_dtype_name(d->kv_dtype), n,
+			n == 1 ? "" : "s");
+		print_pool_per_gpu(f, r0);
+	} else {
+		fprintf(f, "model %s, KV cache %s, %u replica%s in %zu pool%s\n", d->model.name,
+			kvs_dtype_name(d->kv_dtype), n, n == 1 ? "" : "s", c->npools,
+			c->npools == 1 ? "" : "s");
+		uint32_t first = 0;
+		for (size_t p = 0; p < c->npools; p++) {
+			const kvs_fleet_pool *pl = &c->pools[p];
+			fprintf(f, "  pool %s: %u x %s (tp %u): ", pl->name, pl->replicas,
+				pl->sim.deploy.gpu.name, pl->sim.deploy.tp);
+			print_pool_per_gpu(f, kvs_fleet_result_replica(r, first));
+			first += pl->replicas;
+		}
+	}
+	double bytes = 0;
+	uint64_t blocks = 0, tokens = 0, gpus = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const kvs_sim_result *ri = kvs_fleet_result_replica(r, i);
+		const kvs_sim_stats *si = kvs_sim_result_stats(ri);
+		uint32_t bs = kvs_sim_result_config(ri)->deploy.block_size;
+		bytes += (double)si->kv_budget_bytes * (double)replica_gpus(ri);
+		blocks += si->num_blocks;
+		tokens += si->num_blocks * (bs ? bs : 16);
+		gpus += replica_gpus(ri);
+	}
+	char total[32];
+	kvs_cli_human_bytes(total, sizeof total, bytes);
+	fprintf(f, "KV pool of the whole fleet %s on %llu GPU%s = %llu tokens (%llu blocks, "
+		"all replicas)\n", total, (unsigned long long)gpus, gpus == 1 ? "" : "s",
+		(unsigned long long)tokens, (unsigned long long)blocks);
+	kvs_cli_sim_print_header_engine(f, kvs_sim_result_config(tot), kvs_sim_result_stats(tot),
+					path, format);
+}
+
 static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 {
 	const kvs_fleet_stats *fs = kvs_fleet_result_stats(r);
@@ -252,26 +330,49 @@ static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)
 		fprintf(f, "  KV link: %s, %.4g GB/s, latency %.4g s per transfer, one per "
 			"prefill replica\n", c->kv_link.name, c->kv_link.bytes_per_s / 1e9,
 			c->kv_link.latency_s);
-	fprintf(f, "  %7s %9s %9s %9s %9s %10s %10s %11s", "replica", "routed",
-		"completed", "rejected", "unfinished", "KV used %", "prefix hit", "preemptions");
+	/* the replicas by the names of --json (POOL-INDEX with pools) */
+	int w = 7;
+	char name[48];
+	for (uint32_t i = 0; i < fs->replicas; i++) {
+		kvs_fleet_replica_name(r, i, name, sizeof name);
+		if ((int)strlen(name) > w)
+			w = (int)strlen(name);
+	}
+	/* disaggregated: a prefill replica's requests leave it handed off to
+	 * a decode replica, so that each row balances in sight: routed =
+	 * completed + rejected + unfinished + handed off */
+	fprintf(f, "  %*s %9s %9s %9s %9s", w, "replica", "routed", "completed", "rejected",
+		"unfinished");
 	if (fs->disaggregated)
-		fprintf(f, " %9s %9s %9s", "KV sent", "KV recv", "link use");
+		fprintf(f, " %10s", "handed off");
+	fprintf(f, " %10s %10s %11s", "KV used %", "prefix hit", "preemptions");
+	if (fs->disaggregated)
+		fprintf(f, " %9s %9s", "KV recv", "link use");
 	fputc('\n', f);
+	bool balanced = true;
 	for (uint32_t i = 0; i < fs->replicas; i++) {
 		const kvs_fleet_replica_stats *s = kvs_fleet_result_replica_stats(r, i);
-		fprintf(f, "  %7u %9llu %9llu %9llu %9llu %10.2f %9.2f%% %11llu", i,
+		kvs_fleet_replica_name(r, i, name, sizeof name);
+		fprintf(f, "  %*s %9llu %9llu %9llu %9llu", w, name,
 			(unsigned long long)s->routed, (unsigned long long)s->completed,
-			(unsigned long long)s->rejected, (unsigned long long)s->unfinished,
-			s->kv_used_pct, 100.0 * s->prefix_hit_rate_tokens,
-			(unsigned long long)s->preemptions);
+			(unsigned long long)s->rejected, (unsigned long long)s->unfinished);
+		if (fs->disaggregated)
+			fprintf(f, " %10llu", (unsigned long long)s->kv_sent);
+		fprintf(f, " %10.2f %9.2f%% %11llu", s->kv_used_pct,
+			100.0 * s->prefix_hit_rate_tokens, (unsigned long long)s->preemptions);
 		if (fs->disaggregated && c->pools[s->pool].role == KVS_FLEET_ROLE_PREFILL)
-			fprintf(f, " %9llu %9llu %8.2f%%", (unsigned long long)s->kv_sent,
-				(unsigned long long)s->kv_received, 100.0 * s->link_util);
+			fprintf(f, " %9llu %8.2f%%", (unsigned long long)s->kv_received,
+				100.0 * s->link_util);
 		else if (fs->disaggregated)
-			fprintf(f, " %9llu %9llu %9s", (unsigned long long)s->kv_sent,
-				(unsigned long long)s->kv_received, "-");
+			fprintf(f, " %9llu %9s", (unsigned long long)s->kv_received, "-");
 		fputc('\n', f);
+		balanced &= s->routed == s->completed + s->rejected + s->unfinished + s->kv_sent;
 	}
+	if (fs->disaggregated)
+		fprintf(f, "  each row: routed = completed + rejected + unfinished + handed off "
+			"(a decode replica's routed: the hand-offs it received)%s\n",
+			balanced ? "" : "; requests routed but not yet arrived when the run "
+			"ended are in none of them");
 	if (fs->disaggregated)
 		fprintf(f, "  KV transfers: %llu, %.4g GB moved, time mean %.4g s, p99 %.4g s, "
 			"max %.4g s; link use mean %.2f%%, max %.2f%%\n",
@@ -340,6 +441,8 @@ typedef struct search_try {
 	uint32_t n;
 	int verdict;                /* 1 meets the SLOs, 0 misses, -1 interrupted */
 	double ttft_p99_s, tpot_p99_s;
+	double queue_delay_max_s;   /* 0: no request waited for admission */
+	uint64_t preemptions;
 } search_try;
 
 /* Doubling from 1 to at most 2^20 replicas (21 runs), then bisection
@@ -356,6 +459,10 @@ typedef struct search {
 	kvs_fleet_result *miss;     /* lo's fleet */
 	kvs_fleet_result *cut;      /* the run the interrupt stopped, if one did */
 	bool interrupted;           /* stopped before its answer */
+	/* More replicas no longer help: lo's fleet missed with no request
+	 * queued or preempted, its missed p99s no better than the count
+	 * before it: its p99s are the floor of an unloaded fleet */
+	bool unattainable;
 } search;
 
 static void search_free(search *S)
@@ -366,8 +473,34 @@ static void search_free(search *S)
 	memset(S, 0, sizeof *S);
 }
 
+/* Did more replicas stop helping?  t missed with no request queued for
+ * admission and none preempted (every request ran as soon as it came),
+ * and no p99 it missed improved on the previous count's (prev): adding
+ * replicas only thins batches that no longer hold anyone up, so the
+ * search would double on to --max-replicas for nothing.  ("Improved": by
+ * more than 0.1%, so that float noise is no progress.) */
+static bool no_longer_helps(const search_try *prev, const search_try *t, double slo_ttft_s,
+			    double slo_tpot_s)
+{
+	if (t->verdict != 0 || t->queue_delay_max_s > 0 || t->preemptions)
+		return false;
+	if (!prev || prev->verdict != 0)
+		return false;
+	bool ttft_missed = slo_ttft_s > 0 && !(t->ttft_p99_s <= slo_ttft_s);
+	bool tpot_missed = slo_tpot_s > 0 && !(t->tpot_p99_s <= slo_tpot_s);
+	if (!ttft_missed && !tpot_missed)
+		return false;      /* (nothing completed: not a latency floor) */
+	if (ttft_missed && !(t->ttft_p99_s >= prev->ttft_p99_s * (1 - 1e-3)))
+		return false;
+	if (tpot_missed && !(t->tpot_p99_s >= prev->tpot_p99_s * (1 - 1e-3)))
+		return false;
+	return true;
+}
+
 /* Doubling, then bisection: the fewest replicas meeting the SLOs
  * (assumes more replicas never do worse, as for identical replicas).
+ * The doubling stops early when more replicas no longer help
+ * (no_longer_helps: S->unattainable, KVS_EXIT_OK).
  * Ctrl-C ends it before the next run, or in one (whose figures are then
  * no verdict): S->interrupted, the tries so far in S, KVS_EXIT_OK. */
 static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet_opts *o,
@@ -395,7 +528,8 @@ static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet
 		}
 		const kvs_sim_stats *s = kvs_sim_result_stats(kvs_fleet_result_total(r));
 		search_try *t = &S->t[S->ntries++];
-		*t = (search_try){ n, -1, s->ttft_s.p99, s->tpot_s.p99 };
+		*t = (search_try){ n, -1, s->ttft_s.p99, s->tpot_s.p99, s->queue_delay_s.max,
+				   s->preemptions };
 		if (s->interrupted) {
 			fprintf(stderr, "kvsim %s: %u replicas: interrupted at %.3f simulated s: "
 				"no verdict\n", cmd, n, s->sim_time_s);
@@ -417,6 +551,12 @@ static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet
 			S->lo = n;
 		}
 		if (S->hi == 0) {
+			if (S->ntries >= 2 && no_longer_helps(&S->t[S->ntries - 2], t,
+							     base->sim.slo_ttft_s,
+							     base->sim.slo_tpot_s)) {
+				S->unattainable = true;
+				return KVS_EXIT_OK;
+			}
 			if (n >= o->max_replicas) {
 				fprintf(stderr, "kvsim %s: no fleet of up to %u replicas meets the "
 					"SLOs at this rate (raise --max-replicas)\n", cmd, o->max_replicas);
@@ -460,7 +600,39 @@ static void print_search(FILE *f, const search *S, uint32_t shown, int shown_ver
 				  : "interrupted: the figures cover what was done");
 }
 
-/* The interrupted search in --json ("search", docs/FLEET.md). */
+/* A search that more replicas no longer help: the verdict, the floor of
+ * the p99s missed and what would lower it, the counts tried. */
+static void print_unattainable(FILE *f, const search *S, double slo_ttft_s, double slo_tpot_s,
+			       double rate)
+{
+	const search_try *t = &S->t[S->ntries - 1], *prev = &S->t[S->ntries - 2];
+	bool ttft = slo_ttft_s > 0 && !(t->ttft_p99_s <= slo_ttft_s);
+	bool tpot = slo_tpot_s > 0 && !(t->tpot_p99_s <= slo_tpot_s);
+	fprintf(f, "kvsim fleet: unattainable: no number of replicas meets ");
+	if (ttft)
+		fprintf(f, "p99 TTFT <= %g s%s", slo_ttft_s, tpot ? " and " : "");
+	if (tpot)
+		fprintf(f, "p99 TPOT <= %g s", slo_tpot_s);
+	fprintf(f, " at %.6g requests/s\n", rate);
+	fprintf(f, "  at %u replicas no request queued for admission or was preempted, and "
+		"the p99 missed did not improve on %u replicas'\n", t->n, prev->n);
+	fprintf(f, "  the floor of an unloaded fleet: p99 TTFT %.4f s, p99 TPOT %.4f s\n",
+		t->ttft_p99_s, t->tpot_p99_s);
+	fputs("  what would help: a faster GPU (--gpu), more tensor parallelism (--tp), ", f);
+	if (ttft && tpot)
+		fprintf(f, "or SLOs of at least p99 TTFT %.4g s and p99 TPOT %.4g s\n",
+			t->ttft_p99_s, t->tpot_p99_s);
+	else
+		fprintf(f, "or an SLO of at least %.4g s (--slo-%s)\n",
+			ttft ? t->ttft_p99_s : t->tpot_p99_s, ttft ? "ttft" : "tpot");
+	fputs("  tried", f);
+	for (size_t i = 0; i < S->ntries; i++)
+		fprintf(f, "%s %u (%s)", i ? "," : "", S->t[i].n, verdict_name[S->t[i].verdict + 1]);
+	fprintf(f, "\n  below: the fleet of %u replicas (misses the SLOs)\n", t->n);
+}
+
+/* The search in --json ("search", docs/FLEET.md): every search, finished,
+ * unattainable or interrupted. */
 static json_t *search_json(const search *S, uint32_t shown, double rate)
 {
 	json_t *o = json_object(), *tries = json_array();
@@ -473,7 +645,24 @@ static json_t *search_json(const search *S, uint32_t shown, double rate)
 				    ? json_real(t->ttft_p99_s) : json_null());
 		json_object_set_new(x, "tpot_p99_s", t->verdict >= 0 && isfinite(t->tpot_p99_s)
 				    ? json_real(t->tpot_p99_s) : json_null());
+		json_object_set_new(x, "queue_delay_max_s", t->verdict >= 0 &&
+				    isfinite(t->queue_delay_max_s)
+				    ? json_real(t->queue_delay_max_s) : json_null());
 		json_array_append_new(tries, x);
+	}
+	json_object_set_new(o, "result", json_string(S->interrupted ? "interrupted"
+				: S->unattainable ? "unattainable" : "found"));
+	if (S->unattainable) {
+		const search_try *t = &S->t[S->ntries - 1];
+		json_t *fl = json_object();
+		json_object_set_new(fl, "replicas", json_integer(t->n));
+		json_object_set_new(fl, "ttft_p99_s", isfinite(t->ttft_p99_s)
+				    ? json_real(t->ttft_p99_s) : json_null());
+		json_object_set_new(fl, "tpot_p99_s", isfinite(t->tpot_p99_s)
+				    ? json_real(t->tpot_p99_s) : json_null());
+		json_object_set_new(o, "floor", fl);
+	} else {
+		json_object_set_new(o, "floor", json_null());
 	}
 	json_object_set_new(o, "tried", tries);
 	json_object_set_new(o, "rate", json_real(rate));
@@ -584,12 +773,18 @@ int kvs_cmd_fleet(kvs_args *it)
 		rc = find_min(&fe, &fc, &fo, scale, &S);
 		/* the line goes with the table: not into --json - */
 		FILE *line = kvs_cli_front_table(&fe) ? stdout : stderr;
-		if (rc == KVS_EXIT_OK && !S.interrupted) {
+		if (rc == KVS_EXIT_OK && S.unattainable) {
+			print_unattainable(line, &S, sim->cfg.slo_ttft_s, sim->cfg.slo_tpot_s, rate);
+			res = S.miss;
+			S.miss = NULL;
+			shown = S.lo;
+		} else if (rc == KVS_EXIT_OK && !S.interrupted) {
 			fprintf(line, "kvsim fleet: %u replicas meet p99 TTFT <= %g s and p99 TPOT "
 				"<= %g s at %.6g requests/s\n", S.hi, sim->cfg.slo_ttft_s,
 				sim->cfg.slo_tpot_s, rate);
 			res = S.best;
 			S.best = NULL;
+			shown = S.hi;
 		} else if (rc == KVS_EXIT_OK) {
 			/* the search so far: its best fleet, else the last that
 			 * missed, else the run it stopped in */
@@ -629,10 +824,9 @@ int kvs_cmd_fleet(kvs_args *it)
 	if (tot)
 		kvs_cli_warn_coarsened(fe.cmd, sim->cfg.sample_interval_s, &tot, 1);
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
-		if (S.interrupted)
+		if (S.interrupted || S.unattainable)
 			putchar('\n');
-		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(tot),
-					 kvs_sim_result_stats(tot), fe.path, fe.format);
+		print_fleet_header(stdout, res, fe.path, fe.format);
 		kvs_cli_sim_print_results(stdout, &tot, 1, &after);
 		print_fleet(stdout, res, &fo);
 	}
@@ -643,14 +837,18 @@ int kvs_cmd_fleet(kvs_args *it)
 					    fleet_cost_json(res, fo.gpu_hour_price));
 		if (doc && sig)
 			json_object_set_new(kvs_json_jt(doc), "interrupted", json_true());
-		if (doc && S.interrupted)
+		if (doc && fo.find_min)
 			json_object_set_new(json_object_get(kvs_json_jt(doc), "fleet"), "search",
 					    search_json(&S, shown, rate));
 		kvs_cli_after_end_json(doc, tot, after);
 		rc = kvs_cli_front_json(&fe, doc);
 	}
 	kvs_fleet_result_destroy(res);
+	bool unattainable = S.unattainable;
 	search_free(&S);
 	rc = kvs_cli_front_close(&fe, rc);
-	return rc == KVS_EXIT_OK && sig ? 128 + sig : rc;
+	if (rc == KVS_EXIT_OK && sig)
+		return 128 + sig;
+	/* the outputs written, but no fleet meets the SLOs */
+	return rc == KVS_EXIT_OK && unattainable ? KVS_EXIT_FAIL : rc;
 }

@@ -1,7 +1,7 @@
 /*
  * cmd_report.c - `kvsim report RUN.json [RUN.json ...] -o DIR`: render the
- * JSON of replay / compare / sweep into DIR/index.html with SVG and PNG
- * figures (the library call kvs_report_write_files does the work).
+ * JSON of replay / compare / fleet / sweep into DIR/index.html with SVG and
+ * PNG figures (the library call kvs_report_write_files does the work).
  */
 #include "kvs_config.h"
 #include "commands.h"
@@ -14,15 +14,16 @@ void kvs_cmd_report_usage(FILE *f)
 	fprintf(f,
 		"usage: kvsim report RUN.json [RUN.json ...] -o DIR [OPTIONS]\n"
 		"\n"
-		"Render the JSON written by 'kvsim replay --json', 'kvsim compare --json'\n"
-		"or 'kvsim sweep --json' into DIR/index.html: one self-contained file (data\n"
-		"and chart library inline, opens offline) with a summary that states the\n"
-		"answer, tables and interactive charts (hover for values, drag to zoom time\n"
-		"axes, click a legend entry to hide a policy): KV memory over time, running\n"
-		"and waiting requests, CDFs of queueing delay, TTFT and TPOT; for a sweep,\n"
-		"capacity, fragmentation, latency and throughput against block size.  Each\n"
-		"figure is also written beside it as SVG and PNG.  Several runs go into one\n"
-		"page.\n"
+		"Render the JSON written by 'kvsim replay --json', 'kvsim compare --json',\n"
+		"'kvsim fleet --json' or 'kvsim sweep --json' into DIR/index.html: one\n"
+		"self-contained file (data and chart library inline, opens offline) with a\n"
+		"summary that states the answer, tables and interactive charts (hover for\n"
+		"values, drag to zoom time axes, click a legend entry to hide a policy): KV\n"
+		"memory over time, running and waiting requests, CDFs of queueing delay, TTFT\n"
+		"and TPOT; for a sweep, capacity, fragmentation, latency and throughput\n"
+		"against block size; for a fleet, its replicas, GPUs and router, the\n"
+		"--find-min-replicas answer, and a row and charts per replica.  Each figure is\n"
+		"also written beside it as SVG and PNG.  Several runs go into one page.\n"
 		"\n"
 		"options:\n"
 		"  -o, --output DIR   output directory (created if missing; required)\n"

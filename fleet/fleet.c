@@ -623,9 +623,48 @@ const kvs_fleet_config *kvs_fleet_result_config(const kvs_fleet_result *r)
 	return &r->cfg;
 }
 
+void kvs_fleet_replica_name(const kvs_fleet_result *r, uint32_t i, char *buf, size_t n)
+{
+	if (r->cfg.npools && i < r->n)
+		snprintf(buf, n, "%s-%u", r->cfg.pools[r->rs[i].pool].name, i);
+	else
+		snprintf(buf, n, "%u", i);
+}
+
 static json_t *jreal(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* "fleet.kv": the KV pools per GPU and in all (docs/FLEET.md).  The
+ * policy object's kv.budget_bytes sums each replica's pool of one GPU,
+ * which is the fleet's KV memory only at tp x pp = 1: the total is
+ * spelled out here, over every GPU of every replica. */
+static json_t *fleet_kv_json(const kvs_fleet_result *r)
+{
+	uint64_t bytes = 0, blocks = 0, tokens = 0, gpus = 0;
+	bool same = true;
+	const kvs_sim_stats *s0 = kvs_sim_result_stats(r->rep[0]);
+	for (uint32_t i = 0; i < r->n; i++) {
+		const kvs_sim_stats *s = kvs_sim_result_stats(r->rep[i]);
+		const kvs_deploy *d = &kvs_sim_result_config(r->rep[i])->deploy;
+		uint64_t g = (uint64_t)(d->tp ? d->tp : 1) * (d->pp ? d->pp : 1);
+		bytes += s->kv_budget_bytes * g;
+		blocks += s->num_blocks;
+		tokens += s->num_blocks * (d->block_size ? d->block_size : 16);
+		gpus += g;
+		same &= s->kv_budget_bytes == s0->kv_budget_bytes && s->num_blocks == s0->num_blocks;
+	}
+	json_t *o = json_object();
+	json_object_set_new(o, "gpus", json_integer((json_int_t)gpus));
+	json_object_set_new(o, "budget_bytes_per_gpu", same
+			    ? json_integer((json_int_t)s0->kv_budget_bytes) : json_null());
+	json_object_set_new(o, "num_gpu_blocks_per_replica", same
+			    ? json_integer((json_int_t)s0->num_blocks) : json_null());
+	json_object_set_new(o, "total_bytes", json_integer((json_int_t)bytes));
+	json_object_set_new(o, "total_blocks", json_integer((json_int_t)blocks));
+	json_object_set_new(o, "total_tokens", json_integer((json_int_t)tokens));
+	return o;
 }
 
 static json_t *fleet_jt(const kvs_fleet_result *r, const char *trace_path,
@@ -656,14 +695,12 @@ static json_t *fleet_jt(const kvs_fleet_result *r, const char *trace_path,
 	json_object_set_new(bal, "requests_cv", jreal(r->st.requests_cv));
 	json_object_set_new(bal, "kv_used_cv", jreal(r->st.kv_used_cv));
 	json_object_set_new(fl, "balance", bal);
+	json_object_set_new(fl, "kv", fleet_kv_json(r));
 	for (uint32_t i = 0; i < r->n; i++) {
 		const kvs_fleet_replica_stats *s = &r->rs[i];
 		json_t *o = json_object();
 		char name[48];
-		if (r->cfg.npools)
-			snprintf(name, sizeof name, "%s-%u", r->cfg.pools[s->pool].name, i);
-		else
-			snprintf(name, sizeof name, "%u", i);
+		kvs_fleet_replica_name(r, i, name, sizeof name);
 		json_object_set_new(o, "name", json_string(name));
 		if (r->cfg.npools)
 			json_object_set_new(o, "pool", json_string(r->cfg.pools[s->pool].name));

@@ -51,6 +51,81 @@ static void name(FILE *f, const char *policy)
 	fprintf(f, "</b>");
 }
 
+/* A fleet's answer opens with the fleet: its replicas, router and GPUs,
+ * and its pools. */
+static void fleet_intro(FILE *f, const rp_fleet *F)
+{
+	char n[32], g[32];
+	rp_fmt_count(n, sizeof n, F->replicas);
+	fprintf(f, "A fleet of <b>%s replica%s</b>", isfinite(F->replicas) ? n : "?",
+		F->replicas == 1 ? "" : "s");
+	if (isfinite(F->gpus)) {
+		rp_fmt_count(g, sizeof g, F->gpus);
+		fprintf(f, " on <b>%s GPU%s</b>", g, F->gpus == 1 ? "" : "s");
+	}
+	if (F->pools[0]) {
+		fprintf(f, " (pools ");
+		kvs_report_esc(f, F->pools);
+		fprintf(f, ")");
+	}
+	if (F->router[0]) {
+		fprintf(f, ", router ");
+		kvs_report_esc(f, F->router);
+	}
+	fprintf(f, ": ");
+}
+
+/* The SLOs a search was for: "p99 TTFT <= 0.5 s and p99 TPOT <= 50 ms". */
+static void slos(FILE *f, const rp_fleet *F)
+{
+	char b[32];
+	bool ttft = isfinite(F->slo_ttft_s) && F->slo_ttft_s > 0;
+	if (ttft) {
+		rp_fmt_seconds(b, sizeof b, F->slo_ttft_s);
+		fprintf(f, "p99 TTFT &le; %s", b);
+	}
+	if (isfinite(F->slo_tpot_s) && F->slo_tpot_s > 0) {
+		rp_fmt_seconds(b, sizeof b, F->slo_tpot_s);
+		fprintf(f, "%sp99 TPOT &le; %s", ttft ? " and " : "", b);
+	}
+}
+
+/* --find-min-replicas: its answer, or why there is none. */
+static void fleet_search(FILE *f, const rp_fleet *F)
+{
+	if (!F->search[0])
+		return;
+	char r[32], n[32];
+	rp_fmt_num(r, sizeof r, F->search_rate, 3);
+	if (strcmp(F->search, "found") == 0 && isfinite(F->fewest)) {
+		rp_fmt_count(n, sizeof n, F->fewest);
+		fprintf(f, "<p class=\"answer\">The fewest replicas that meet ");
+		slos(f, F);
+		fprintf(f, " at %s req/s: <b>%s</b> (the fleet shown).</p>\n", r, n);
+	} else if (strcmp(F->search, "unattainable") == 0) {
+		char t[32], p[32];
+		rp_fmt_count(n, sizeof n, F->floor_replicas);
+		rp_fmt_seconds(t, sizeof t, F->floor_ttft_s);
+		rp_fmt_seconds(p, sizeof p, F->floor_tpot_s);
+		fprintf(f, "<p class=\"answer bad\"><b>Unattainable:</b> no number of replicas "
+			   "meets ");
+		slos(f, F);
+		fprintf(f, " at %s req/s. At %s replicas no request queued, and more no longer "
+			   "helped: the floor of an unloaded fleet is p99 TTFT %s, p99 TPOT %s. "
+			   "A faster GPU, more tensor parallelism or a looser SLO would help.</p>\n",
+			r, n, t, p);
+	} else {
+		fprintf(f, "<p>The search for the fewest replicas meeting ");
+		slos(f, F);
+		fprintf(f, " at %s req/s was interrupted", r);
+		if (isfinite(F->fewest)) {
+			rp_fmt_count(n, sizeof n, F->fewest);
+			fprintf(f, "; the fewest found so far: %s", n);
+		}
+		fprintf(f, ".</p>\n");
+	}
+}
+
 static void compare_headline(FILE *f, const rp_run *run)
 {
 	/* the registry's baseline (paged) against max reservation, else the
@@ -73,14 +148,25 @@ static void compare_headline(FILE *f, const rp_run *run)
 		pct(w, sizeof w, waste(p));
 		rp_fmt_seconds(t, sizeof t, p->ttft.p99);
 		fprintf(f, "<p class=\"answer\">");
+		if (run->fleet.on)
+			fleet_intro(f, &run->fleet);
 		name(f, p->name);
 		fprintf(f, " completed %s of %s requests", c, a);
-		if (isfinite(p->concurrency.mean))
+		if (isfinite(p->concurrency.mean) && run->fleet.on && run->fleet.replicas > 1) {
+			/* the fleet's figure sums its replicas' */
+			char per[32];
+			rp_fmt_num(per, sizeof per, p->concurrency.mean / run->fleet.replicas, 3);
+			fprintf(f, ", holding %s conversations at once on average across the "
+				"fleet (%s per replica)", m, per);
+		} else if (isfinite(p->concurrency.mean)) {
 			fprintf(f, ", holding %s conversations at once on average", m);
+		}
 		fprintf(f, "; KV waste (reservation and fragmentation) %s of the budget", w);
 		if (isfinite(p->ttft.p99))
 			fprintf(f, ", p99 TTFT %s", t);
 		fprintf(f, ".</p>\n");
+		if (run->fleet.on)
+			fleet_search(f, &run->fleet);
 		return;
 	}
 	double r = paged->concurrency.mean / other->concurrency.mean;

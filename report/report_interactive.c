@@ -935,9 +935,11 @@ static void rp_replicas_write(FILE *f, const rp_run *run)
 		return;
 	fprintf(f, "<h3>Replicas</h3>\n<div class=\"kvs-scroll\"><table class=\"replicas\">\n"
 		   "<thead><tr><th>replica</th>");
+	/* a kvsim fleet's fields by their table's headings, shares in % */
+	double scale;
 	for (size_t k = 0; k < run->nreplica_fields; k++) {
 		fprintf(f, "<th>");
-		html_esc(f, run->replica_fields[k]);
+		html_esc(f, rp_replica_field_label(run, run->replica_fields[k], &scale));
 		fprintf(f, "</th>");
 	}
 	fprintf(f, "</tr></thead>\n<tbody>\n");
@@ -947,7 +949,9 @@ static void rp_replicas_write(FILE *f, const rp_run *run)
 		fprintf(f, "</td>");
 		for (size_t k = 0; k < run->nreplica_fields; k++) {
 			char b[48];
-			rp_fmt_num(b, sizeof b, run->replica_values[r * run->nreplica_fields + k], 3);
+			(void)rp_replica_field_label(run, run->replica_fields[k], &scale);
+			rp_fmt_num(b, sizeof b,
+				   scale * run->replica_values[r * run->nreplica_fields + k], 3);
 			fprintf(f, "<td>%s</td>", b);
 		}
 		fprintf(f, "</tr>\n");
@@ -959,7 +963,8 @@ static void rp_replicas_write(FILE *f, const rp_run *run)
 	for (size_t k = 0; k < nf; k++) {
 		char id[128], title[128];
 		snprintf(id, sizeof id, "%sreplica-%s", run->prefix, run->replica_fields[k]);
-		snprintf(title, sizeof title, "Per replica: %s", run->replica_fields[k]);
+		const char *label = rp_replica_field_label(run, run->replica_fields[k], &scale);
+		snprintf(title, sizeof title, "Per replica: %s", label);
 		chart c;
 		chart_begin(&c, f, id, "small", title, "one dot per replica", false);
 		fprintf(f, ",\"interaction\":\"point\",\"x\":{\"title\":\"replica\",\"fmt\":\"num\","
@@ -971,16 +976,18 @@ static void rp_replicas_write(FILE *f, const rp_run *run)
 		fprintf(f, "]}");
 		const char *fld = run->replica_fields[k];
 		size_t fl = strlen(fld);
-		const char *fmt = fl > 4 && strcmp(fld + fl - 4, "_pct") == 0 ? "pct" :
+		size_t ll = strlen(label);
+		const char *fmt = (fl > 4 && strcmp(fld + fl - 4, "_pct") == 0) ||
+				  (ll > 1 && label[ll - 1] == '%') ? "pct" :
 				  fl > 2 && strcmp(fld + fl - 2, "_s") == 0 ? "sec" : "num";
-		axis_json(f, "y", fld, NULL, fmt, false, NAN, NAN, ",\"zero\":true");
-		series_begin(&c, fld, &(series_opts){ .color = "#0072b2", .points = true,
-						     .nolines = true });
+		axis_json(f, "y", label, NULL, fmt, false, NAN, NAN, ",\"zero\":true");
+		series_begin(&c, label, &(series_opts){ .color = "#0072b2", .points = true,
+						       .nolines = true });
 		for (size_t r = 0; r < run->nreplicas; r++) {
 			fprintf(f, "%s", r ? "," : "");
 			jstr(f, run->replica_names[r]);
 			fputc(',', f);
-			jnum(f, run->replica_values[r * run->nreplica_fields + k]);
+			jnum(f, scale * run->replica_values[r * run->nreplica_fields + k]);
 			c.npts++;
 		}
 		series_end(&c);

@@ -142,6 +142,21 @@ extern const char *const rp_meta_key[RP_NMETA];
 
 typedef enum rp_kind { RP_KIND_POLICIES, RP_KIND_SWEEP } rp_kind;
 
+/* The "fleet" object of a kvsim fleet run, as far as the answer needs it. */
+typedef struct rp_fleet {
+	bool on;                     /* the run is a fleet's */
+	double replicas;             /* NAN: not given */
+	char router[96];
+	double gpus;                 /* every replica's tp x pp; NAN: unknown */
+	char pools[256];             /* "2 x h100-80gb (tp 1, prefill), ..." or "" */
+	/* --find-min-replicas: result "found", "unattainable", "interrupted"
+	 * ("" without a search), at rate req/s; the fewest replicas meeting
+	 * the SLOs (NAN: none); the unattainable floor and where */
+	char search[16];
+	double search_rate, fewest, floor_replicas, floor_ttft_s, floor_tpot_s;
+	double slo_ttft_s, slo_tpot_s;   /* the engine's SLOs (NAN: none) */
+} rp_fleet;
+
 typedef struct rp_run {
 	char *label;                 /* as given (file name or "run N") */
 	char *command;               /* "replay", "compare", "sweep" */
@@ -169,6 +184,9 @@ typedef struct rp_run {
 	char **replica_names;        /* its "name", its "id", or its index */
 	char **replica_fields;       /* in first-seen order */
 	double *replica_values;      /* [nreplicas][nreplica_fields] */
+	/* kvsim fleet runs (command "fleet"): what the "fleet" object says
+	 * of the fleet as a whole, for the answer (rp_fleet_parse) */
+	rp_fleet fleet;
 } rp_run;
 
 /* Parse one JSON text into *run (zeroed by the caller).  On failure returns
@@ -187,6 +205,11 @@ void rp_interrupted_note(FILE *f, const rp_run *run);
  * objects.  rp_replicas_free releases what it read. */
 struct json_t;
 kvs_status rp_replicas_parse(const struct json_t *arr, const char *label, rp_run *run);
+/* A kvsim fleet's document (root): its "fleet" object into run->fleet;
+ * what is missing stays unknown.  The replicas table's heading and scale
+ * for a field of a fleet's replica rows (the raw key otherwise). */
+void rp_fleet_parse(const struct json_t *root, rp_run *run);
+const char *rp_replica_field_label(const rp_run *run, const char *key, double *scale);
 void rp_replicas_free(rp_run *run);
 
 /* ---- figures -------------------------------------------------------------- */

@@ -756,6 +756,8 @@ kvs_status rp_run_parse(const char *text, size_t len, const char *label,
 		st = parse_meta(&c, root, run);
 	if (st == KVS_OK && json_object_get(root, "replicas"))  /* fleet runs */
 		st = rp_replicas_parse(json_object_get(root, "replicas"), label, run);
+	if (st == KVS_OK && strcmp(run->command, "fleet") == 0)
+		rp_fleet_parse(root, run);
 out:
 	json_decref(root);
 	return st;

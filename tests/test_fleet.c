@@ -619,6 +619,23 @@ static void test_pools(void **state)
 	json_t *jp = json_object_get(json_object_get(d, "fleet"), "pools");
 	assert_int_equal(json_array_size(jp), 2);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(jp, 1), "name")), "big");
+	/* fleet.kv: pools differ, so no one pool per GPU; the total over
+	 * every GPU (one each here) is the policy object's sum */
+	json_t *kv = json_object_get(json_object_get(d, "fleet"), "kv");
+	assert_true(json_is_null(json_object_get(kv, "budget_bytes_per_gpu")));
+	assert_int_equal(json_integer_value(json_object_get(kv, "gpus")), 3);
+	assert_int_equal(json_integer_value(json_object_get(kv, "total_bytes")),
+			 (1000 + 2 * 8000) * 8);
+	assert_int_equal(json_integer_value(json_object_get(kv, "total_blocks")),
+			 kvs_sim_result_stats(kvs_fleet_result_total(r))->num_blocks);
+	/* the replicas' names, in the table as in the JSON */
+	char nm[48];
+	kvs_fleet_replica_name(r, 0, nm, sizeof nm);
+	assert_string_equal(nm, "small-0");
+	kvs_fleet_replica_name(r, 2, nm, sizeof nm);
+	assert_string_equal(nm, "big-2");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+		json_object_get(d, "replicas"), 2), "name")), "big-2");
 	json_decref(d);
 	kvs_fleet_result_destroy(r);
 

@@ -208,6 +208,9 @@ const kvs_fleet_config *kvs_fleet_result_config(const kvs_fleet_result *r);
  * rows and balance (docs/FLEET.md). */
 /* Replicas of the fleet (replicas, or the pools' sum). */
 uint32_t kvs_fleet_result_replicas(const kvs_fleet_result *r);
+/* Replica i's name in every output: its index, or POOL-INDEX with pools
+ * (the index counts over the whole fleet). */
+void kvs_fleet_replica_name(const kvs_fleet_result *r, uint32_t i, char *buf, size_t n);
 
 /* (a new document: release it with kvs_json_free; NULL when out of memory) */
 kvs_json *kvs_fleet_report_json(const kvs_fleet_result *r, const char *trace_path,

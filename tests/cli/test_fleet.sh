@@ -57,6 +57,16 @@ run 0 "$tmp/tiny.csv" -q --replicas 2 --step-time-linear 0.01 --gpu-hour-price 2
 	has "$out" "requests CV 0.2000" "balance"
 	# 2 replicas x 1 GPU x $2.5
 	has "$out" "2 GPUs, \$5.00 per hour" "cost"
+	# the pool per GPU is one replica's, as replay prints it; the sum of
+	# both is the fleet's, labelled so (before: the sum as "per GPU")
+	kvs_run replay 0 "$tmp/tiny.csv" -q --step-time-linear 0.01
+	pergpu=$(echo "$out" | grep '^KV pool per GPU')
+	[ -n "$pergpu" ] || fail "replay's KV pool per GPU: $out"
+	run 0 "$tmp/tiny.csv" -q --replicas 2 --step-time-linear 0.01
+	[ "$(echo "$out" | grep '^KV pool per GPU')" = "$pergpu" ] ||
+		fail "fleet's KV pool per GPU is not replay's: $out"
+	has "$out" "KV pool of the whole fleet 38.38 GiB on 2 GPUs = 314400 tokens (19650 blocks" \
+		"fleet total KV pool"
 	if command -v python3 >/dev/null 2>&1; then
 		python3 - "$tmp/t.json" <<'PY' || fail "fleet JSON content"
 import json, sys
@@ -66,6 +76,12 @@ assert [r["routed"] for r in d["replicas"]] == [3, 2]
 assert [r["name"] for r in d["replicas"]] == ["0", "1"]
 assert abs(fl["balance"]["requests_cv"] - 0.2) < 1e-12
 assert fl["cost"]["dollars_per_hour"] == 5.0
+# engine: one replica, per GPU; policies.*.kv: the replicas' sum; fleet.kv: both
+kv, e, pk = fl["kv"], d["engine"], d["policies"]["paged"]["kv"]
+assert kv["gpus"] == 2 and kv["budget_bytes_per_gpu"] == e["kv_budget_bytes"], kv
+assert kv["num_gpu_blocks_per_replica"] == e["num_gpu_blocks"], kv
+assert kv["total_bytes"] == 2 * e["kv_budget_bytes"] == pk["budget_bytes"], (kv, pk)
+assert kv["total_blocks"] == pk["num_gpu_blocks"] and kv["total_tokens"] == 16 * kv["total_blocks"]
 for r in d["replicas"]:
     assert r["arrived"] == r["completed"] + r["rejected"] + r["unfinished"]
 p = d["policies"]["paged"]
@@ -81,8 +97,20 @@ run 0 "$tmp/tiny.csv" -q --pool big:2:h100-80gb:2 --pool small:3:a100-40gb:1 \
 	--gpu-hour-price 2 --json "$tmp/p.json" && {
 	has "$out" "fleet: 5 replicas, router round-robin" "pool fleet line"
 	has "$out" "pool big: 2 x h100-80gb, tp 2" "pool line"
+	# the header: a pool per GPU for each pool, the fleet's total over its 7 GPUs
+	has "$out" "model llama-3-8b, KV cache bf16, 5 replicas in 2 pools" "pool header"
+	echo "$out" | grep -qE '^  pool big: 2 x h100-80gb \(tp 2\): KV pool per GPU ' ||
+		fail "pool big's KV pool per GPU: $out"
+	echo "$out" | grep -qE '^  pool small: 3 x a100-40gb \(tp 1\): KV pool per GPU 19.19 GiB ' ||
+		fail "pool small's KV pool per GPU: $out"
+	echo "$out" | grep -qE '^KV pool of the whole fleet .* on 7 GPUs = ' || fail "pools' total: $out"
 	has "$out" "pool small: 3 x a100-40gb, tp 1" "pool line"
 	has "$out" "7 GPUs, \$14.00 per hour" "pool cost"
+	# the table names the replicas as the JSON does (before: 0, 1, ...)
+	for r in big-0 big-1 small-2 small-3 small-4; do
+		echo "$out" | grep -qE "^ +$r +1 +1 +0 +0 " || echo "$out" | grep -qE "^ +$r +0 +0 +0 +0 " ||
+			fail "replica $r in the table: $out"
+	done
 	if command -v python3 >/dev/null 2>&1; then
 		python3 - "$tmp/p.json" <<'PY' || fail "pool JSON content"
 import json, sys
@@ -93,6 +121,11 @@ assert [r["pool"] for r in d["replicas"]] == ["big", "big", "small", "small", "s
 assert [r["name"] for r in d["replicas"]] == ["big-0", "big-1", "small-2", "small-3", "small-4"]
 assert fl["pools"][0]["kv_budget_bytes"] > fl["pools"][1]["kv_budget_bytes"]
 assert fl["cost"]["gpus"] == 7
+kv, pl = fl["kv"], fl["pools"]
+# different pools: no one figure per GPU; the total over every GPU
+assert kv["budget_bytes_per_gpu"] is None and kv["gpus"] == 7, kv
+assert kv["total_bytes"] == 2 * 2 * pl[0]["kv_budget_bytes"] + 3 * pl[1]["kv_budget_bytes"], kv
+assert kv["total_blocks"] == 2 * pl[0]["num_gpu_blocks"] + 3 * pl[1]["num_gpu_blocks"], kv
 PY
 	fi
 }
@@ -106,6 +139,15 @@ run 2 -q --pool big:2:a100-40gb:1 --replicas 3 && has "$err" "not with --replica
 run 0 "$tmp/tiny.csv" -q --replicas 2 --report "$tmp/rep" && report_ok && check_report "$tmp/rep" && {
 	has "$(cat "$tmp/rep/index.html")" "<h3>Replicas</h3>" "report replica table"
 	has "$(cat "$tmp/rep/index.html")" "<th>routed</th>" "report replica column"
+	# the answer states the fleet, and the fleet-wide concurrency as such;
+	# the replica columns by the table's headings, shares in percent
+	# (before: no replica count, router or GPUs; raw keys, a fraction)
+	html=$(cat "$tmp/rep/index.html")
+	has "$html" "A fleet of <b>2 replicas</b> on <b>2 GPUs</b>, router round-robin: " "report: the fleet"
+	has "$html" "conversations at once on average across the fleet (" "report: fleet-wide concurrency"
+	has "$html" "<th>routed</th><th>arrived</th><th>completed</th><th>rejected</th><th>unfinished</th><th>KV used %</th><th>prefix hit %</th>" \
+		"report: replica columns"
+	echo "$html" | grep -q "<th>prefix_hit_rate_tokens</th>" && fail "report: raw replica key"
 }
 
 # ---- the fewest replicas for an SLO --------------------------------------------------------
@@ -126,6 +168,56 @@ run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --json - && command -v pyt
 	has "$err" "replicas meet p99 TTFT <= 0.5 s" "find-min-replicas --json -: the answer on stderr"
 }
 
+# every search writes fleet.search: the counts tried and their verdicts
+run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --json "$tmp/s.json" &&
+	command -v python3 >/dev/null && {
+	python3 - "$tmp/s.json" <<'PY' || fail "a finished search's fleet.search"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["fleet"]["search"]
+assert s["result"] == "found" and s["floor"] is None, s
+assert s["fewest_meeting"] == s["shown_replicas"] == d["fleet"]["replicas"], s
+assert s["most_missing"] == s["fewest_meeting"] - 1, s
+assert [t["verdict"] for t in s["tried"] if t["replicas"] == s["fewest_meeting"]] == ["meets"], s
+PY
+}
+# an SLO no number of replicas meets: the search stops once more replicas
+# no longer help (no request queued, the p99 missed no better than the
+# count before), says so with the floor and what would help, writes its
+# outputs, exits 1 (before: doubling to 1,024, then "raise --max-replicas")
+run 1 -q --model llama-3-70b --gpu h100-80gb --tp 4 --slo-ttft 0.01 --find-min-replicas \
+	--json "$tmp/u.json" && {
+	has "$out" "kvsim fleet: unattainable: no number of replicas meets p99 TTFT <= 0.01 s" \
+		"unattainable verdict"
+	has "$out" "the floor of an unloaded fleet: p99 TTFT " "unattainable floor"
+	has "$out" "a faster GPU (--gpu), more tensor parallelism (--tp)" "what would help"
+	echo "$err" | grep -q "1024 replicas" && fail "unattainable: doubled to 1024: $err"
+	echo "$err" | grep -q "raise --max-replicas" && fail "unattainable: max-replicas advice: $err"
+	command -v python3 >/dev/null && python3 - "$tmp/u.json" <<'PY' || fail "unattainable fleet.search"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["fleet"]["search"]
+assert s["result"] == "unattainable" and s["fewest_meeting"] is None, s
+t = s["tried"]
+assert t[-1]["queue_delay_max_s"] == 0 and t[-1]["replicas"] < 1024, t
+assert s["floor"]["replicas"] == t[-1]["replicas"] == s["shown_replicas"], s
+assert s["floor"]["ttft_p99_s"] == t[-1]["ttft_p99_s"] > 0.01, s
+assert t[-1]["ttft_p99_s"] >= t[-2]["ttft_p99_s"] * (1 - 1e-3), t
+assert d["fleet"]["replicas"] == t[-1]["replicas"]
+PY
+}
+
+"$KVSIM" report --help | grep -q "kvsim fleet --json" || fail "report --help names fleet runs"
+# a search's answer in the report: found, and unattainable with its floor
+"$KVSIM" report "$tmp/s.json" -o "$tmp/rs" --quiet 2>/dev/null || fail "report of a search"
+n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fleet"]["search"]["fewest_meeting"])' "$tmp/s.json" 2>/dev/null)
+[ -z "$n" ] || has "$(cat "$tmp/rs/index.html")" "The fewest replicas that meet p99 TTFT &le; 500 ms at 20 req/s: <b>$n</b>" \
+	"report: the search's answer"
+"$KVSIM" report "$tmp/u.json" -o "$tmp/ru" --quiet 2>/dev/null || fail "report of an unattainable search"
+has "$(cat "$tmp/ru/index.html")" "<b>Unattainable:</b> no number of replicas meets p99 TTFT &le; 10 ms" \
+	"report: unattainable"
+has "$(cat "$tmp/ru/index.html")" "the floor of an unloaded fleet is p99 TTFT " "report: floor"
+
 # ---- prefill/decode disaggregation ---------------------------------------------------------
 # 5 requests of 100 + 5 tokens over 1 prefill + 2 decode replicas: every
 # request handed out once, received once, its KV moved once
@@ -134,6 +226,16 @@ run 0 "$tmp/tiny.csv" -q --pool prefill:1:h100-80gb:1 --pool dec:2:h100-80gb:1:d
 	has "$out" "KV link: custom, 12.5 GB/s, latency 2e-05 s" "link line"
 	has "$out" "paged: arrived 5 = completed 5 + rejected 0 + unfinished 0" "disaggregated accounting"
 	has "$out" "KV transfers: 5" "transfers line"
+	# each row balances in sight: routed = completed + rejected +
+	# unfinished + handed off (before: a prefill row of 5 routed, 0
+	# completed, 0 rejected, 0 unfinished, the hand-offs only as "KV sent")
+	has "$out" "routed completed  rejected unfinished handed off" "handed-off column"
+	echo "$out" | grep -qE '^  prefill-0 +5 +0 +0 +0 +5 ' || fail "prefill row balance: $out"
+	n2=$(echo "$out" | sed -n 's/^ *dec-1 \+\([0-9]*\) \+\([0-9]*\) \+0 \+0 \+0 .*/\1 \2/p')
+	n3=$(echo "$out" | sed -n 's/^ *dec-2 \+\([0-9]*\) \+\([0-9]*\) \+0 \+0 \+0 .*/\1 \2/p')
+	[ -n "$n2" ] && [ -n "$n3" ] && [ "${n2% *}" = "${n2#* }" ] && [ "${n3% *}" = "${n3#* }" ] ||
+		fail "decode rows: routed = completed, nothing handed off: $out"
+	has "$out" "each row: routed = completed + rejected + unfinished + handed off" "balance line"
 	if command -v python3 >/dev/null 2>&1; then
 		python3 - "$tmp/d.json" <<'PY' || fail "disaggregated JSON"
 import json, sys
