@@ -185,6 +185,15 @@ typedef struct kvs_deploy {
  * estimated reserve, ...) around the given model and GPU. */
 void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g);
 
+/* The engine's default scheduler limits on GPU g, as its server sets them
+ * when --max-num-seqs / --max-num-batched-tokens are not given: vLLM's
+ * depend on the GPU (256 and 2048, or 1024 and 8192 on GPUs of >= 70 GiB
+ * that are not A100s; docs/SIZING.md).  The one source of these defaults:
+ * size's profile run and the simulated scheduler both use it, so the pool
+ * and the limits agree. */
+void kvs_engine_batch_defaults(kvs_engine e, const kvs_gpu *g, uint32_t *max_num_seqs,
+			       uint32_t *max_num_batched_tokens);
+
 /* The non-KV memory of one rank as an engine accounts it.  Every term is
  * computed; `counted` says which ones the engine subtracts before sizing
  * its KV pool (the rest live in its headroom).  See docs/SIZING.md. */

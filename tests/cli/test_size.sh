@@ -253,4 +253,29 @@ run 2 stray && has "$err" "unexpected argument 'stray'" "positional"
 # the long-context case must not be an error
 run 0 --model llama-3.1-405b && has "$out" "do not" "405b on one GPU: weights do not fit"
 
+# ---- one source of the engine's batch defaults -------------------------------
+# size's profile run and replay's scheduler take vLLM's `vllm serve` limits
+# for the GPU, so the pool replay simulates is the one size prints
+for spec in "a100-80gb:256:2048" "h100-80gb:1024:8192" "a100-40gb:256:2048"; do
+	IFS=: read -r g seqs toks <<<"$spec"
+	run 0 --model llama-3-8b --gpu "$g" --json || continue
+	blocks=$(nget num_gpu_blocks)
+	[ "$(nget profile_seqs)" = "$seqs" ] && [ "$(nget profile_tokens)" = "$toks" ] ||
+		fail "size on $g: profile run $(nget profile_seqs) seqs, $(nget profile_tokens) tokens"
+	kvs_run replay 0 --model llama-3-8b --gpu "$g" --limit 1 || continue
+	has "$out" "($blocks blocks of 16)" "replay's pool on $g is size's"
+	has "$out" "max_num_seqs $seqs, max_num_batched_tokens $toks" "replay's limits on $g"
+done
+# given limits are used by both
+run 0 --model llama-3-8b --gpu h100-80gb --max-num-seqs 256 --max-num-batched-tokens 2048 --json &&
+	blocks=$(nget num_gpu_blocks) &&
+	kvs_run replay 0 --model llama-3-8b --gpu h100-80gb --max-num-seqs 256 \
+		--max-num-batched-tokens 2048 --limit 1 &&
+	has "$out" "($blocks blocks of 16)" "replay's pool with given limits"
+# a fleet pool on another GPU than --gpu takes that GPU's defaults
+run 0 --model llama-3-8b --gpu h100-80gb --json && blocks=$(nget num_gpu_blocks) &&
+	kvs_run fleet 0 --model llama-3-8b --pool big:1:h100-80gb:1 --limit 1 &&
+	has "$out" "($blocks blocks of 16)" "fleet pool's pool on h100-80gb" &&
+	has "$out" "max_num_seqs 1024, max_num_batched_tokens 8192" "fleet pool's limits"
+
 finish "cli size"
