@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void kvs_cli_deploy_init(kvs_cli_deploy *c, const char *default_model,
 			 const char *default_gpu)
@@ -219,6 +220,13 @@ static bool deploy_fail(kvs_cli_deploy *c, const char *cmd, int code, const char
 	return false;
 }
 
+/* vLLM's reading of the variable: "1" or "true", any case */
+static bool allow_long_max_model_len(void)
+{
+	const char *v = getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN");
+	return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0);
+}
+
 static int exit_for(kvs_status st)
 {
 	return st == KVS_ERR_IO || st == KVS_ERR_PARSE || st == KVS_ERR_NOMEM
@@ -312,6 +320,19 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 	if (c->kv_dtype_arg && strcmp(c->kv_dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->kv_dtype_arg, &d->kv_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--kv-cache-dtype: %s", kvs_last_error());
+	}
+	/* vLLM refuses a max_model_len past the model's positions unless
+	 * VLLM_ALLOW_LONG_MAX_MODEL_LEN is set (vllm/config: the derived
+	 * max_model_len check); kvsim sizes it, and says so */
+	if (d->max_model_len && m.max_position_embeddings &&
+	    d->max_model_len > m.max_position_embeddings && !allow_long_max_model_len()) {
+		char a[32], b[32];
+		fprintf(stderr, "kvsim %s: warning: --max-model-len %s is beyond %s's "
+			"max_position_embeddings (%s): the model was not trained for positions "
+			"this far, and vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is "
+			"set (set it to silence this warning)\n", cmd,
+			kvs_fmt_commas(d->max_model_len, a, sizeof a), m.name,
+			kvs_fmt_commas(m.max_position_embeddings, b, sizeof b));
 	}
 	/* an unset --context (4000) stops at the longest sequence */
 	uint64_t limit = d->max_model_len ? d->max_model_len : m.max_position_embeddings;

@@ -250,6 +250,20 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 		       "  context the cache, not the model, decides how many GPUs you need.\n",
 		       ibytes(s->bytes_per_context, b1, sizeof b1), s->cache_to_weights,
 		       ibytes(s->weight_bytes, b2, sizeof b2));
+	if (a->few_conversations) {
+		char text[320];
+		snprintf(text, sizeof text, "Only %s %s of %s tokens %s per replica: one needs "
+			 "%s of KV cache per GPU, %.0f%% of the %s KV budget; at this context "
+			 "the cache decides how many GPUs you need.",
+			 kvs_fmt_commas(s->max_conversations, b3, sizeof b3),
+			 plural(s->max_conversations, "conversation", "conversations"), c1,
+			 plural(s->max_conversations, "fits", "fit"),
+			 ibytes(s->bytes_per_context, b1, sizeof b1),
+			 s->kv_budget_bytes ? 100.0 * (double)s->bytes_per_context /
+					      (double)s->kv_budget_bytes : 0.0,
+			 ibytes(s->kv_budget_bytes, b2, sizeof b2));
+		wrap("  ", "  ", text);
+	}
 	if (a->over_max_model_len)
 		printf("  %s tokens is beyond max_model_len %s: the model was not trained for\n"
 		       "  positions this far (it needs RoPE scaling or a long-context variant).\n",
@@ -288,16 +302,19 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 		       kvs_fmt_commas(s->max_conversations, b2, sizeof b2));
 	else
 		printf("\n");
-	printf("  shorter context:");
+	char text[320];
+	size_t n = 0;
 	for (int i = 0; i < KVS_ADVICE_CONTEXTS; i++) {
 		uint64_t t = a->context_tokens_for_n[i];
-		if (t >= (1ull << 40))
-			printf("%s %u at any length (windowed)", i ? "," : "", a->context_for_n[i]);
-		else
-			printf("%s %u up to %s tokens", i ? "," : "", a->context_for_n[i],
-			       kvs_fmt_commas(t, b1, sizeof b1));
+		n += (size_t)snprintf(text + n, sizeof text - n, "%s%u up to %s tokens%s",
+				      i ? ", " : "", a->context_for_n[i],
+				      kvs_fmt_commas(t, b1, sizeof b1),
+				      t >= s->max_model_len ? " (max_model_len)" : "");
+		if (n >= sizeof text)
+			break;
 	}
-	printf("\n  prefix sharing: if half of each context is one shared, cached prefix,\n"
+	wrap("  shorter context: ", "    ", text);
+	printf("  prefix sharing: if half of each context is one shared, cached prefix,\n"
 	       "    %s %s (now %s)\n",
 	       kvs_fmt_commas(a->prefix_half_conversations, b1, sizeof b1),
 	       plural(a->prefix_half_conversations, "conversation fits", "conversations fit"),
@@ -452,10 +469,15 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	print_shrinks(rows);
 	if (a->needed)
 		print_advice(d, s, a);
-	else
+	else if (d->context_tokens < 128000)
 		printf("\nOne conversation's cache is %.1f%% of the weights and %s conversations fit:\n"
 		       "no long-context trouble (try --context 128000 to see the ways out).\n",
 		       s->cache_to_weights * 100.0, kvs_fmt_commas(s->max_conversations, b1, sizeof b1));
+	else
+		printf("\nOne conversation's cache is %.1f%% of the weights and %s conversations fit:\n"
+		       "no long-context trouble (the ways out are shown when fewer than %d fit).\n",
+		       s->cache_to_weights * 100.0, kvs_fmt_commas(s->max_conversations, b1, sizeof b1),
+		       KVS_ADVICE_FEW_CONVERSATIONS);
 }
 
 /* ---- JSON ----------------------------------------------------------------
@@ -587,6 +609,7 @@ static const jfield advice_fields[] = {
 	JF_SAME(kvs_size_advice, context_fits),
 	JF_SAME(kvs_size_advice, cache_exceeds_weights),
 	JF_SAME(kvs_size_advice, over_max_model_len),
+	JF_SAME(kvs_size_advice, few_conversations),
 	JF_SAME(kvs_size_advice, fp8_conversations),
 	JF_SAME(kvs_size_advice, int4_conversations),
 	JF_SAME(kvs_size_advice, offload_bytes),

@@ -352,8 +352,9 @@ kvs_status kvs_size_shrinks(const kvs_deploy *d,
 			    kvs_shrink_row rows[KVS_SHRINK_COUNT_]);
 
 /* ---- long-context advice --------------------------------------------------
- * When one conversation does not fit, or its cache outgrows the weights, or
- * the context passes max_model_len: the ways out, with numbers. */
+ * When one conversation does not fit, or fewer than
+ * KVS_ADVICE_FEW_CONVERSATIONS do, or its cache outgrows the weights, or the
+ * context passes max_model_len: the ways out, with numbers. */
 typedef struct kvs_parallel_option {
 	uint32_t tp, pp;
 	uint64_t kv_budget_bytes;       /* per rank */
@@ -363,9 +364,11 @@ typedef struct kvs_parallel_option {
 
 #define KVS_ADVICE_PARALLEL_MAX 6
 #define KVS_ADVICE_CONTEXTS 3
+/* fewer whole conversations than this per replica: the ways out are shown */
+#define KVS_ADVICE_FEW_CONVERSATIONS 8
 
 typedef struct kvs_size_advice {
-	bool needed;                    /* any of the four conditions below */
+	bool needed;                    /* any of the conditions below */
 	bool weights_fit;               /* weights + reserve fit in usable memory */
 	bool context_fits;              /* at least one conversation fits */
 	bool cache_exceeds_weights;     /* one conversation's cache > weights */
@@ -381,12 +384,16 @@ typedef struct kvs_size_advice {
 	double offload_s_per_step;      /* PCIe time per decode step to stream them */
 	double offload_full_s_per_step; /* ... to stream one whole conversation */
 	double pcie_bytes_per_s;
-	/* shorter contexts: longest context (tokens) at which n conversations fit */
+	/* shorter contexts: longest context (tokens, at most max_model_len) at
+	 * which n conversations fit */
 	uint32_t context_for_n[KVS_ADVICE_CONTEXTS];   /* n = 1, 8, 32 */
 	uint64_t context_tokens_for_n[KVS_ADVICE_CONTEXTS];
 	/* prefix sharing: conversations when half of each context is one shared,
 	 * cached prefix (stored once) */
 	uint64_t prefix_half_conversations;
+	/* ---- appended ---- */
+	bool few_conversations;         /* weights and one conversation fit, but
+					 * fewer than KVS_ADVICE_FEW_CONVERSATIONS */
 } kvs_size_advice;
 
 kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s,

@@ -278,4 +278,37 @@ run 0 --model llama-3-8b --gpu h100-80gb --json && blocks=$(nget num_gpu_blocks)
 	has "$out" "($blocks blocks of 16)" "fleet pool's pool on h100-80gb" &&
 	has "$out" "max_num_seqs 1024, max_num_batched_tokens 8192" "fleet pool's limits"
 
+# ---- long-context guidance: few conversations, max_model_len -----------------
+# 3 conversations of 128K on 4 H100s: the cache is below the weights, but
+# the ways out are due, and no --context the user gave is suggested
+run 0 --model llama-3-70b --gpu h100-80gb --tp 4 --context 128K --max-model-len 128K --json "$tmp/l70.json" && {
+	has "$out" "Only 3 conversations of 131,072 tokens fit per replica" "few conversations"
+	has "$out" "Ways out" "few conversations: ways out"
+	has "$out" "1 up to 131,072 tokens (max_model_len)" "shorter context capped at max_model_len"
+	case "$out" in *"try --context"*) fail "suggests a --context at 128K" ;; esac
+	grep -q '"few_conversations": true' "$tmp/l70.json" || fail "few_conversations in JSON"
+}
+# many conversations at a long context: no suggestion of --context 128000
+run 0 --model llama-3.1-70b --gpu h200-141gb --tp 8 --context 128000 && {
+	has "$out" "no long-context trouble" "long context, many fit"
+	case "$out" in *"try --context"*) fail "suggests --context 128000 at 128000" ;; esac
+}
+# --max-model-len past the model's positions: warned, as vLLM refuses it
+# unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set
+for cmd in size replay; do
+	lim=(); [ "$cmd" = replay ] && lim=(--limit 1)
+	kvs_run "$cmd" 0 --model llama-3-8b --max-model-len 128K ${lim[@]+"${lim[@]}"} &&
+		has "$err" "--max-model-len 131,072 is beyond llama-3-8b's max_position_embeddings (8,192)" "$cmd: long max_model_len" &&
+		has "$err" "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" "$cmd: how to override"
+	VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 kvs_run "$cmd" 0 --model llama-3-8b --max-model-len 128K \
+		${lim[@]+"${lim[@]}"} && case "$err" in *beyond*) fail "$cmd: warned with the variable set" ;; esac
+done
+run 0 --model llama-3-8b --max-model-len 8K && [ -z "$err" ] || fail "warning at max_model_len 8K"
+# llama-3.1-70b: a preset of its own (131,072 positions)
+run 0 --model llama-3.1-70b --gpu h100-80gb --tp 4 --context 128K --json && {
+	[ "$(nget max_position_embeddings)" = 131072 ] || fail "llama-3.1-70b positions"
+	[ "$(nget num_layers)" = 80 ] || fail "llama-3.1-70b layers"
+	[ -z "$err" ] || fail "llama-3.1-70b at 128K warns: $err"
+}
+
 finish "cli size"
