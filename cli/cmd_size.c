@@ -204,7 +204,7 @@ static void print_formula(const kvs_deploy *d, const kvs_sizing *s)
 		       kvs_fmt_commas(m->sliding_window, a, sizeof a));
 }
 
-static void print_shrinks(const kvs_shrink_row *rows)
+static void print_shrinks(const kvs_shrink_row *rows, unsigned gpus)
 {
 	char kv[24], conv[24], n[24], x[16];
 	int wl = (int)strlen("what changes");
@@ -212,7 +212,11 @@ static void print_shrinks(const kvs_shrink_row *rows)
 		int l = (int)strlen(rows[i].label);
 		wl = l > wl ? l : wl;
 	}
-	printf("\nWhat shrinks it (same GPU, weights and reserve; per GPU)\n");
+	if (gpus > 1)
+		printf("\nWhat shrinks it (same GPUs, weights and reserve; bytes per GPU, "
+		       "conversations per replica)\n");
+	else
+		printf("\nWhat shrinks it (same GPU, weights and reserve; per GPU)\n");
 	printf("  %-*s  %12s  %14s  %13s  %8s\n", wl, "what changes", "KV/token",
 	       "per conv.", "conversations", "vs now");
 	for (int i = 0; i < KVS_SHRINK_COUNT_; i++) {
@@ -390,6 +394,12 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	add(&t, lab, kvs_fmt_commas(s->bytes_per_context, b1, sizeof b1), "%s%s",
 	    ibytes(s->bytes_per_context, b2, sizeof b2),
 	    s->sliding_layers_per_rank ? ", windows honoured" : "");
+	unsigned gpus = d->tp * d->pp;
+	if (gpus > 1)
+		add(&t, "  on the whole replica", kvs_fmt_commas(s->bytes_per_context_replica, b1,
+								  sizeof b1),
+		    "%s, summed over the replica's %u GPUs", ibytes(s->bytes_per_context_replica, b2,
+								    sizeof b2), gpus);
 	add(&t, "device memory", kvs_fmt_commas(g->mem_bytes, b1, sizeof b1), "%s, %s",
 	    ibytes(g->mem_bytes, b2, sizeof b2), c->gpu_mem ? "--gpu-mem" : "driver total");
 	const kvs_mem_terms *mt = &s->mem;
@@ -439,12 +449,16 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	    s->kv_from_override ? ", from the override" : "");
 	add(&t, "num_gpu_blocks", kvs_fmt_commas(s->num_gpu_blocks, b1, sizeof b1), "blocks of %u tokens",
 	    d->block_size);
-	add(&t, "KV capacity", kvs_fmt_commas(s->kv_capacity_tokens, b1, sizeof b1), "tokens");
+	/* a token's KV is spread over the replica's GPUs: token and conversation
+	 * counts are the replica's */
+	const char *per = gpus > 1 ? "per replica, " : "";
+	add(&t, "KV capacity", kvs_fmt_commas(s->kv_capacity_tokens, b1, sizeof b1), "tokens%s",
+	    gpus > 1 ? " per replica" : "");
 	snprintf(b1, sizeof b1, "%.2fx", s->max_concurrency);
-	add(&t, "max_concurrency", b1, "for %s tokens per request, kvsim's figure%s", c1,
+	add(&t, "max_concurrency", b1, "%sfor %s tokens per request, kvsim's figure%s", per, c1,
 	    s->sliding_layers_per_rank ? " (windows honoured)" : "");
 	add(&t, "conversations that fit", kvs_fmt_commas(s->max_conversations, b1, sizeof b1),
-	    "whole conversations in whole blocks (%s blocks each)",
+	    "%swhole conversations in whole blocks (%s blocks each)", per,
 	    kvs_fmt_commas(s->blocks_per_conversation, b2, sizeof b2));
 	snprintf(b1, sizeof b1, "%.3f", s->cache_to_weights);
 	add(&t, "cache / weights", b1, "one conversation's cache over the weights");
@@ -463,10 +477,14 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		add(&t, "per million tokens", s->dollars_per_mtok > 0 ? b1 : "-",
 		    "generated, at full occupancy");
 	}
-	printf("\nMemory per GPU (engine %s)\n", kvs_engine_name(s->mem.engine));
+	if (gpus > 1)
+		printf("\nMemory per GPU (engine %s); tokens and conversations per replica of "
+		       "%u GPUs\n", kvs_engine_name(s->mem.engine), gpus);
+	else
+		printf("\nMemory per GPU (engine %s)\n", kvs_engine_name(s->mem.engine));
 	print_table(&t);
 	print_engine_lines(d, s);
-	print_shrinks(rows);
+	print_shrinks(rows, gpus);
 	if (a->needed)
 		print_advice(d, s, a);
 	else if (d->context_tokens < 128000)
@@ -554,6 +572,7 @@ static const jfield sizing_fields[] = {
 	JF_SAME(kvs_sizing, kv_bytes_per_token_total),
 	JF_SAME(kvs_sizing, bytes_per_block),
 	JF_SAME(kvs_sizing, bytes_per_context),
+	JF_SAME(kvs_sizing, bytes_per_context_replica),
 	JF_SAME(kvs_sizing, weight_bytes),
 	JF_SAME(kvs_sizing, reserve_bytes),
 	JF_SAME(kvs_sizing, reserve_estimated),

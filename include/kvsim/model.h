@@ -272,6 +272,12 @@ typedef struct kvs_sizing {
 					     * ceil(max_model_len / block_size) */
 	bool kv_from_override;              /* num_gpu_blocks_override or
 					     * kv_cache_memory_bytes decided the pool */
+
+	/* ---- appended: the whole replica ------------------------------------ */
+	uint64_t bytes_per_context_replica; /* one conversation at context_tokens,
+					     * summed over the tp x pp GPUs of a
+					     * replica (kv heads replicated when tp
+					     * exceeds them, as on the GPUs) */
 } kvs_sizing;
 
 /* KV bytes one token occupies on one rank, given the model, the cache dtype

@@ -311,4 +311,25 @@ run 0 --model llama-3.1-70b --gpu h100-80gb --tp 4 --context 128K --json && {
 	[ -z "$err" ] || fail "llama-3.1-70b at 128K warns: $err"
 }
 
+# ---- per GPU and per replica ------------------------------------------------
+# at tp 4 the conversations are the replica's, and a conversation's KV is
+# given per GPU and summed over the replica
+run 0 --model llama-3-70b --gpu h100-80gb --tp 4 --context 8K && {
+	has "$out" "tokens and conversations per replica of 4 GPUs" "replica named in the header"
+	has "$out" "640.00 MiB" "per conversation per GPU"
+	has "$out" "2.50 GiB, summed over the replica's 4 GPUs" "per conversation, replica"
+	has "$out" "per replica, whole conversations in whole blocks" "conversations per replica"
+}
+run 0 --model llama-3-70b --gpu h100-80gb --tp 4 --context 8K --json &&
+	[ "$(jget bytes_per_context_replica)" = $((4 * $(jget bytes_per_context))) ] ||
+	fail "bytes_per_context_replica is 4 x bytes_per_context at tp 4"
+run 0 --model llama-3-8b --context 8K --json &&
+	[ "$(jget bytes_per_context_replica)" = "$(jget bytes_per_context)" ] ||
+	fail "bytes_per_context_replica at one GPU"
+# pp: the replica holds every layer once
+run 0 --model llama-3-70b --gpu h100-80gb --pp 3 --context 8K --json &&
+	[ "$(jget bytes_per_context_replica)" = $((8192 * 80 * 2 * 8 * 128 * 2)) ] ||
+	fail "bytes_per_context_replica at pp 3: $(jget bytes_per_context_replica)"
+run 0 && case "$out" in *"per replica, whole"* | *"replica of"*) fail "one GPU: 'per replica' printed" ;; esac
+
 finish "cli size"
