@@ -274,6 +274,25 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 		       c1, kvs_fmt_commas(s->max_model_len, b1, sizeof b1));
 
 	printf("\nWays out\n");
+	/* only the ways that work: with weights that do not fit, no cache
+	 * setting helps; quantised weights and more GPUs come first */
+	if (!a->weights_fit) {
+		const struct { const kvs_parallel_option *o; const char *flag; } w[2] = {
+			{ &a->fp8_weights, "--dtype fp8" }, { &a->int4_weights, "--dtype int4" },
+		};
+		if (a->fp8_weights.tp || a->int4_weights.tp)
+			printf("  quantised weights (the fewest GPUs that then hold a conversation):\n");
+		for (int i = 0; i < 2; i++) {
+			const kvs_parallel_option *o = w[i].o;
+			if (!o->tp)
+				continue;
+			printf("    %-12s tp %-2u pp %-2u (%2u GPU%s): %s %s, KV budget %s per GPU\n",
+			       w[i].flag, o->tp, o->pp, o->tp * o->pp, o->tp * o->pp > 1 ? "s" : "",
+			       kvs_fmt_commas(o->max_conversations, b1, sizeof b1),
+			       plural(o->max_conversations, "conversation", "conversations"),
+			       ibytes(o->kv_budget_bytes, b2, sizeof b2));
+		}
+	}
 	if (a->n_parallel) {
 		printf("  more GPUs (conversations per tp x pp replica):\n");
 		for (size_t i = 0; i < a->n_parallel; i++) {
@@ -287,11 +306,18 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 	} else {
 		printf("  more GPUs: no layout up to 64 GPUs holds one conversation\n");
 	}
-	printf("  quantised cache: FP8 holds %s %s, INT4 %s (now %s)\n",
-	       kvs_fmt_commas(a->fp8_conversations, b1, sizeof b1),
-	       plural(a->fp8_conversations, "conversation", "conversations"),
-	       kvs_fmt_commas(a->int4_conversations, b2, sizeof b2),
-	       kvs_fmt_commas(s->max_conversations, b3, sizeof b3));
+	if (!a->weights_fit) {
+		printf("  (a smaller cache, offloading or a shorter context cannot help while\n"
+		       "  the weights do not fit)\n");
+		goto questions;
+	}
+	if (a->fp8_conversations > s->max_conversations ||
+	    a->int4_conversations > s->max_conversations)
+		printf("  quantised cache: FP8 holds %s %s, INT4 %s (now %s)\n",
+		       kvs_fmt_commas(a->fp8_conversations, b1, sizeof b1),
+		       plural(a->fp8_conversations, "conversation", "conversations"),
+		       kvs_fmt_commas(a->int4_conversations, b2, sizeof b2),
+		       kvs_fmt_commas(s->max_conversations, b3, sizeof b3));
 	if (a->offload_bytes)
 		printf("  offload to host memory: the %s of one conversation beyond the budget\n"
 		       "    must cross PCIe (%.0f GB/s) on every decode step: %.3f s per token\n",
@@ -308,21 +334,24 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 		printf("\n");
 	char text[320];
 	size_t n = 0;
-	for (int i = 0; i < KVS_ADVICE_CONTEXTS; i++) {
+	for (int i = 0; i < KVS_ADVICE_CONTEXTS && n < sizeof text; i++) {
 		uint64_t t = a->context_tokens_for_n[i];
+		if (t == 0)   /* not even one block's worth: no way out */
+			continue;
 		n += (size_t)snprintf(text + n, sizeof text - n, "%s%u up to %s tokens%s",
-				      i ? ", " : "", a->context_for_n[i],
+				      n ? ", " : "", a->context_for_n[i],
 				      kvs_fmt_commas(t, b1, sizeof b1),
 				      t >= s->max_model_len ? " (max_model_len)" : "");
-		if (n >= sizeof text)
-			break;
 	}
-	wrap("  shorter context: ", "    ", text);
-	printf("  prefix sharing: if half of each context is one shared, cached prefix,\n"
-	       "    %s %s (now %s)\n",
-	       kvs_fmt_commas(a->prefix_half_conversations, b1, sizeof b1),
-	       plural(a->prefix_half_conversations, "conversation fits", "conversations fit"),
-	       kvs_fmt_commas(s->max_conversations, b2, sizeof b2));
+	if (n)
+		wrap("  shorter context: ", "    ", text);
+	if (a->prefix_half_conversations > s->max_conversations)
+		printf("  prefix sharing: if half of each context is one shared, cached prefix,\n"
+		       "    %s %s (now %s)\n",
+		       kvs_fmt_commas(a->prefix_half_conversations, b1, sizeof b1),
+		       plural(a->prefix_half_conversations, "conversation fits", "conversations fit"),
+		       kvs_fmt_commas(s->max_conversations, b2, sizeof b2));
+questions:
 	printf("\nAsk the customer first\n");
 	for (const char *const *q = kvs_size_questions(); *q; q++)
 		wrap("  - ", "    ", *q);
@@ -711,6 +740,18 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 		json_array_append_new(par, x);
 	}
 	json_object_set_new(ad, "parallel", par);
+	/* quantised weights: the layout found, null when none */
+	const struct { const char *key; const kvs_parallel_option *o; } wq[2] = {
+		{ "fp8_weights", &a->fp8_weights }, { "int4_weights", &a->int4_weights },
+	};
+	for (int i = 0; i < 2; i++) {
+		json_t *x = json_null();
+		if (wq[i].o->tp) {
+			x = JSON_TABLE(wq[i].o, parallel_fields);
+			json_object_set_new(x, "gpus", json_integer(wq[i].o->tp * wq[i].o->pp));
+		}
+		json_object_set_new(ad, wq[i].key, x);
+	}
 	json_t *ctx = json_array();
 	for (int i = 0; i < KVS_ADVICE_CONTEXTS; i++) {
 		json_t *x = json_object();

@@ -256,6 +256,36 @@ kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s, kvs_size_ad
 		}
 	}
 
+	/* quantised weights, when the weights are what does not fit: the
+	 * fewest GPUs (from the current count) that then hold a conversation */
+	static const kvs_dtype wd[2] = { KVS_DTYPE_FP8, KVS_DTYPE_INT4 };
+	kvs_parallel_option *wo[2] = { &a.fp8_weights, &a.int4_weights };
+	for (int w = 0; w < 2 && !a.weights_fit; w++) {
+		if (kvs_dtype_bits(d->weight_dtype) <= kvs_dtype_bits(wd[w]))
+			continue;
+		for (size_t i = 0; i < KVS_ARRAY_LEN(tps); i++) {
+			for (size_t j = 0; j < KVS_ARRAY_LEN(pps); j++) {
+				uint64_t g = (uint64_t)tps[i] * pps[j];
+				uint64_t best = (uint64_t)wo[w]->tp * wo[w]->pp;
+				if (g < gpus_now || g > 64 || (wo[w]->tp && g > best))
+					continue;
+				kvs_deploy v = *d;
+				v.weight_dtype = wd[w];
+				v.tp = tps[i];
+				v.pp = pps[j];
+				kvs_sizing vs;
+				if (kvs_size_compute(&v, &vs) != KVS_OK || vs.max_conversations == 0)
+					continue;
+				if (wo[w]->tp && g == best &&
+				    vs.max_conversations <= wo[w]->max_conversations)
+					continue;
+				kvs_parallel_option o = { v.tp, v.pp, vs.kv_budget_bytes,
+							  vs.max_conversations, vs.max_concurrency };
+				*wo[w] = o;
+			}
+		}
+	}
+
 	/* a quantised cache */
 	static const kvs_dtype qd[2] = { KVS_DTYPE_FP8, KVS_DTYPE_INT4 };
 	uint64_t *qc[2] = { &a.fp8_conversations, &a.int4_conversations };

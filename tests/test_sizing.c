@@ -926,6 +926,19 @@ static void test_long_context_advice(void **state)
 	assert_int_equal(kvs_size_advise(&d, &s, &a), KVS_OK);
 	assert_false(a.weights_fit);
 	assert_true(a.needed);
+	/* quantised weights: int4 needs fewer GPUs than fp8, fp8 no more than
+	 * bf16's first layout; every layout that holds one is listed */
+	assert_true(a.fp8_weights.tp > 0 && a.int4_weights.tp > 0);
+	assert_true(a.int4_weights.tp * a.int4_weights.pp <= a.fp8_weights.tp * a.fp8_weights.pp);
+	assert_true(a.n_parallel > 0);
+	assert_true(a.fp8_weights.tp * a.fp8_weights.pp <=
+		    a.parallel[0].tp * a.parallel[0].pp);
+	assert_true(a.n_parallel > 6);
+	d.weight_dtype = KVS_DTYPE_INT4;   /* already that narrow: nothing to offer */
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(kvs_size_advise(&d, &s, &a), KVS_OK);
+	assert_int_equal(a.int4_weights.tp, 0);
+	assert_int_equal(a.fp8_weights.tp, 0);
 	/* windowed: Mistral fits any context once the window fits */
 	kvs_model mi = load("mistral-7b");
 	kvs_deploy_defaults(&d, &mi, &g);

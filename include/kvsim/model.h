@@ -368,7 +368,8 @@ typedef struct kvs_parallel_option {
 	double max_concurrency;
 } kvs_parallel_option;
 
-#define KVS_ADVICE_PARALLEL_MAX 6
+/* every tp x pp layout advise tries (tp 1-16 x pp 1-8) */
+#define KVS_ADVICE_PARALLEL_MAX 20
 #define KVS_ADVICE_CONTEXTS 3
 /* fewer whole conversations than this per replica: the ways out are shown */
 #define KVS_ADVICE_FEW_CONVERSATIONS 8
@@ -379,8 +380,8 @@ typedef struct kvs_size_advice {
 	bool context_fits;              /* at least one conversation fits */
 	bool cache_exceeds_weights;     /* one conversation's cache > weights */
 	bool over_max_model_len;
-	/* smallest tp x pp layouts (beyond the current one) that hold at least
-	 * one conversation, fewest GPUs first */
+	/* every tp x pp layout with more GPUs than now that holds at least one
+	 * conversation, fewest GPUs first */
 	size_t n_parallel;
 	kvs_parallel_option parallel[KVS_ADVICE_PARALLEL_MAX];
 	uint64_t fp8_conversations;     /* with an FP8 cache */
@@ -400,6 +401,12 @@ typedef struct kvs_size_advice {
 	/* ---- appended ---- */
 	bool few_conversations;         /* weights and one conversation fit, but
 					 * fewer than KVS_ADVICE_FEW_CONVERSATIONS */
+	/* quantised weights (--dtype fp8, --dtype int4): the layout with the
+	 * fewest GPUs, at least as many as now, that holds a conversation
+	 * with them (tp = 0: none up to 64 GPUs, or the weights are already
+	 * that narrow); filled when the weights do not fit */
+	kvs_parallel_option fp8_weights;
+	kvs_parallel_option int4_weights;
 } kvs_size_advice;
 
 kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s,

@@ -96,7 +96,8 @@ run 0 --context 128000 && {
 	has "$out" "quantised cache" "long context"
 	has "$out" "PCIe" "long context offload"
 	has "$out" "shorter context" "long context"
-	has "$out" "prefix sharing" "long context"
+	# none fits even with half of it shared: prefix sharing is no way out
+	case "$out" in *"prefix sharing"*) fail "prefix sharing offered, 0 conversations" ;; esac
 	has "$out" "Ask the customer" "questions"
 	has "$out" "typical context" "questions"
 }
@@ -285,6 +286,7 @@ run 0 --model llama-3-70b --gpu h100-80gb --tp 4 --context 128K --max-model-len 
 	has "$out" "Only 3 conversations of 131,072 tokens fit per replica" "few conversations"
 	has "$out" "Ways out" "few conversations: ways out"
 	has "$out" "1 up to 131,072 tokens (max_model_len)" "shorter context capped at max_model_len"
+	has "$out" "6 conversations fit (now 3)" "prefix sharing where it helps"
 	case "$out" in *"try --context"*) fail "suggests a --context at 128K" ;; esac
 	grep -q '"few_conversations": true' "$tmp/l70.json" || fail "few_conversations in JSON"
 }
@@ -331,5 +333,27 @@ run 0 --model llama-3-70b --gpu h100-80gb --pp 3 --context 8K --json &&
 	[ "$(jget bytes_per_context_replica)" = $((8192 * 80 * 2 * 8 * 128 * 2)) ] ||
 	fail "bytes_per_context_replica at pp 3: $(jget bytes_per_context_replica)"
 run 0 && case "$out" in *"per replica, whole"* | *"replica of"*) fail "one GPU: 'per replica' printed" ;; esac
+
+# ---- weights that do not fit: only the ways out that work -------------------
+run 0 --model llama-3-70b --gpu l4 --json "$tmp/l4.json" && {
+	has "$out" "quantised weights" "weights do not fit: quantised weights offered"
+	has "$out" "--dtype int4 tp 2  pp 2  ( 4 GPUs): 29 conversations" "int4 weights on 4 L4s"
+	has "$out" "--dtype fp8  tp 4  pp 1  ( 4 GPUs): 5 conversations" "fp8 weights on 4 L4s"
+	for no in "quantised cache" "offload to host" "offload the whole" "shorter context:" \
+		"prefix sharing" "up to 0 tokens"; do
+		case "$out" in *"$no"*) fail "weights do not fit, yet '$no' offered" ;; esac
+	done
+	# quantised weights come before more GPUs
+	q=${out%%quantised weights*}
+	g=${out%%more GPUs*}
+	[ ${#q} -lt ${#g} ] || fail "quantised weights after more GPUs"
+	grep -q '"int4_weights": {' "$tmp/l4.json" || fail "int4_weights in JSON"
+}
+# every layout that holds a conversation is listed (no cut at 6 rows)
+run 0 --model llama-3-70b --gpu h100-80gb --context 128K --max-model-len 128K && {
+	has "$out" "tp 8  pp 2  (16 GPUs)" "tp 8 x pp 2 listed"
+	has "$out" "tp 16 pp 1  (16 GPUs)" "tp 16 listed"
+	has "$out" "tp 16 pp 4  (64 GPUs)" "64 GPUs listed"
+}
 
 finish "cli size"
