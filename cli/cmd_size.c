@@ -257,15 +257,16 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 	if (a->few_conversations) {
 		char text[320];
 		snprintf(text, sizeof text, "Only %s %s of %s tokens %s per replica: one needs "
-			 "%s of KV cache per GPU, %.0f%% of the %s KV budget; at this context "
-			 "the cache decides how many GPUs you need.",
+			 "%s of KV cache per GPU, %.0f%% of the %s KV budget%s",
 			 kvs_fmt_commas(s->max_conversations, b3, sizeof b3),
 			 plural(s->max_conversations, "conversation", "conversations"), c1,
 			 plural(s->max_conversations, "fits", "fit"),
 			 ibytes(s->bytes_per_context, b1, sizeof b1),
 			 s->kv_budget_bytes ? 100.0 * (double)s->bytes_per_context /
 					      (double)s->kv_budget_bytes : 0.0,
-			 ibytes(s->kv_budget_bytes, b2, sizeof b2));
+			 ibytes(s->kv_budget_bytes, b2, sizeof b2),
+			 a->cache_exceeds_weights ? "." : "; at this context the cache "
+			 "decides how many GPUs you need.");
 		wrap("  ", "  ", text);
 	}
 	if (a->over_max_model_len)
