@@ -356,4 +356,13 @@ run 0 --model llama-3-70b --gpu h100-80gb --context 128K --max-model-len 128K &&
 	has "$out" "tp 16 pp 4  (64 GPUs)" "64 GPUs listed"
 }
 
+# ---- the examples of README.md and docs/SIZING.md ----------------------------
+run 0 --model llama-2-7b --gpu a100-80gb --context 4000 && {
+	has "$out" "524,288" "README tour: bytes per token"
+	printf '%s\n' "$out" | grep -Eq "conversations that fit +29 " || fail "README tour: 29 conversations"
+	grep -q "27 conversations" "$ROOT/README.md" && fail "README still says 27 conversations"
+}
+grep -q "# llama-2-7b, a100-80gb, 4,000 tokens" "$ROOT/docs/SIZING.md" &&
+	fail "docs/SIZING.md: bare kvsim size is a100-40gb"
+
 finish "cli size"
