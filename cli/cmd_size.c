@@ -410,6 +410,11 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		       d->weight_dtype == KVS_DTYPE_FP8 ? "FP8" : "INT8",
 		       kvs_gpu_matmul_rate(g, d->weight_dtype) / 1e12);
 
+	if (d->pp > 1)
+		printf("  pp     %u stages run one after another (one batch in flight): the\n"
+		       "         decode rate below is a lower bound (vLLM keeps several\n"
+		       "         micro-batches in flight)\n", d->pp);
+
 	printf("\nKV bytes per token, per GPU\n");
 	print_formula(d, s);
 

@@ -365,4 +365,13 @@ run 0 --model llama-2-7b --gpu a100-80gb --context 4000 && {
 grep -q "# llama-2-7b, a100-80gb, 4,000 tokens" "$ROOT/docs/SIZING.md" &&
 	fail "docs/SIZING.md: bare kvsim size is a100-40gb"
 
+# ---- pipeline parallelism: the one-batch-in-flight assumption is stated ------
+run 0 --model llama-3-70b --gpu h100-80gb --pp 2 &&
+	has "$out" "2 stages run one after another (one batch in flight)" "pp assumption in the header"
+run 0 --model llama-3-70b --gpu h100-80gb --tp 2 &&
+	case "$out" in *"one batch in flight"*) fail "pp note at pp 1" ;; esac
+for cmd in size replay; do
+	kvs_run "$cmd" 0 --help && has "$out" "with one batch in flight" "$cmd --help: pp assumption"
+done
+
 finish "cli size"
