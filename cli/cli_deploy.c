@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void kvs_cli_deploy_init(kvs_cli_deploy *c, const char *default_model,
 			 const char *default_gpu)
@@ -219,6 +220,13 @@ static bool deploy_fail(kvs_cli_deploy *c, const char *cmd, int code, const char
 	return false;
 }
 
+/* vLLM's reading of the variable: "1" or "true", any case */
+static bool allow_long_max_model_len(void)
+{
+	const char *v = getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN");
+	return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0);
+}
+
 static int exit_for(kvs_status st)
 {
 	return st == KVS_ERR_IO || st == KVS_ERR_PARSE || st == KVS_ERR_NOMEM
@@ -313,6 +321,19 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 		if (kvs_dtype_parse(c->kv_dtype_arg, &d->kv_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--kv-cache-dtype: %s", kvs_last_error());
 	}
+	/* vLLM refuses a max_model_len past the model's positions unless
+	 * VLLM_ALLOW_LONG_MAX_MODEL_LEN is set (vllm/config: the derived
+	 * max_model_len check); kvsim sizes it, and says so */
+	if (d->max_model_len && m.max_position_embeddings &&
+	    d->max_model_len > m.max_position_embeddings && !allow_long_max_model_len()) {
+		char a[32], b[32];
+		fprintf(stderr, "kvsim %s: warning: --max-model-len %s is beyond %s's "
+			"max_position_embeddings (%s): the model was not trained for positions "
+			"this far, and vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is "
+			"set (set it to silence this warning)\n", cmd,
+			kvs_fmt_commas(d->max_model_len, a, sizeof a), m.name,
+			kvs_fmt_commas(m.max_position_embeddings, b, sizeof b));
+	}
 	/* an unset --context (4000) stops at the longest sequence */
 	uint64_t limit = d->max_model_len ? d->max_model_len : m.max_position_embeddings;
 	if (!c->set_context && limit && limit < d->context_tokens)
@@ -338,7 +359,12 @@ void kvs_cli_deploy_help(FILE *f)
 		"  --gpu-mem SIZE               device memory with a unit: 80GB (10^9), 79.2GiB (2^30)\n"
 		"  --gpu-memory-utilization F   share of device memory to use, (0, 1] (default 0.9)\n"
 		"  --tp, -tp, --tensor-parallel-size N    tensor-parallel GPUs (default 1)\n"
-		"  --pp, -pp, --pipeline-parallel-size N  pipeline stages (default 1)\n"
+		"  --pp, -pp, --pipeline-parallel-size N  pipeline stages (default 1); modelled\n"
+		"                               with one batch in flight: the stages of a step\n"
+		"                               run one after another, so its time is the sum\n"
+		"                               over stages (vLLM keeps several micro-batches in\n"
+		"                               flight: step times and decode rates at pp > 1\n"
+		"                               are pessimistic)\n"
 		"  --dtype T                    weights: auto, fp32, fp16, bf16, fp8, int8, int4\n"
 		"                               (default auto: the config's torch_dtype or quantization)\n"
 		"  --kv-cache-dtype T           cache: auto, fp16, bf16, fp8, int8, int4 (default auto)\n"

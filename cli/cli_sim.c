@@ -100,8 +100,10 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		return parse_policies(it, c, true);
 	if (kvs_args_is(it, "--policies"))
 		return parse_policies(it, c, false);
-	if (kvs_args_is(it, "--max-num-seqs"))
+	if (kvs_args_is(it, "--max-num-seqs")) {
+		c->seqs_set = true;
 		return kvs_args_u32(it, 1, 1u << 20, &g->max_num_seqs) ? 1 : -1;
+	}
 	if (kvs_args_is(it, "--max-num-batched-tokens")) {
 		c->batched_tokens_set = true;
 		return kvs_args_u32(it, 1, 1u << 30, &g->max_num_batched_tokens) ? 1 : -1;
@@ -299,6 +301,14 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 			const char *cmd)
 {
 	c->cfg.deploy = *d;
+	/* the limits not given are the engine's defaults for this GPU, the
+	 * ones size's profile run assumes: the pool and the scheduler agree */
+	uint32_t dseqs, dtokens;
+	kvs_engine_batch_defaults(d->engine, &d->gpu, &dseqs, &dtokens);
+	if (!c->seqs_set)
+		c->cfg.max_num_seqs = dseqs;
+	if (!c->batched_tokens_set)
+		c->cfg.max_num_batched_tokens = dtokens;
 	if (c->cfg.chunked_prefill_off && !c->batched_tokens_set) {
 		/* vLLM V0's default without chunked prefill: a whole prompt
 		 * of max_model_len fits one step, and at least 2048 tokens */
@@ -478,9 +488,12 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"engine (vLLM names where vLLM has one):\n");
 	print_policy_flag(f, several);
 	fprintf(f,
-		"  --max-num-seqs N             running sequences at most (default 256)\n"
+		"  --max-num-seqs N             running sequences at most (default as vLLM's\n"
+		"                               server: 1024 on GPUs of >= 70 GiB that are\n"
+		"                               not A100s, else 256; see docs/SIZING.md)\n"
 		"  --max-num-batched-tokens N   tokens per step; prompts are chunked to fit\n"
-		"                               (default 8192; at least --max-num-seqs)\n"
+		"                               (default 8192 on those GPUs, else 2048; at\n"
+		"                               least --max-num-seqs)\n"
 		"  --no-enable-chunked-prefill  vLLM V0's scheduler: waiting prompts run whole\n"
 		"                               in steps of their own while decodes wait;\n"
 		"                               --max-num-batched-tokens then defaults to\n"

@@ -38,6 +38,7 @@ typedef struct kvs_cli_sim {
 	bool seed_set;
 	bool step_linear_set;
 	bool batched_tokens_set;        /* --max-num-batched-tokens given */
+	bool seqs_set;                  /* --max-num-seqs given */
 	int fail_exit;                  /* exit code when finish fails */
 	/* progress line state */
 	double progress_last;

@@ -159,8 +159,9 @@ static int fleet_arg(kvs_args *it, kvs_cli_front *fe, void *ctx)
  * tensor parallelism and role (by default the name's, when it is prefill
  * or decode); the deployment is sized now so that an impossible pool fails
  * before any run. */
-static bool parse_pool(const char *spec, const kvs_sim_config *base, kvs_fleet_pool *p)
+static bool parse_pool(const char *spec, const kvs_cli_sim *sim, kvs_fleet_pool *p)
 {
+	const kvs_sim_config *base = &sim->cfg;
 	char buf[256];
 	char *f[6] = { 0 };
 	int nf = 0;
@@ -220,6 +221,20 @@ static bool parse_pool(const char *spec, const kvs_sim_config *base, kvs_fleet_p
 		return false;
 	}
 	p->sim.deploy.tp = (uint32_t)tp;
+	/* the scheduler limits not given are this GPU's defaults, the batch
+	 * its pool is profiled for (as size sizes it) */
+	uint32_t dseqs, dtokens;
+	kvs_engine_batch_defaults(p->sim.deploy.engine, &p->sim.deploy.gpu, &dseqs, &dtokens);
+	if (!sim->seqs_set)
+		p->sim.max_num_seqs = p->sim.deploy.max_num_seqs = dseqs;
+	if (!sim->batched_tokens_set && !p->sim.chunked_prefill_off)
+		p->sim.max_num_batched_tokens = p->sim.deploy.max_num_batched_tokens = dtokens;
+	if (p->sim.max_num_batched_tokens < p->sim.max_num_seqs) {
+		fprintf(stderr, "kvsim fleet: --pool '%s': max_num_batched_tokens (%u) must be at "
+			"least --max-num-seqs (%u); give --max-num-batched-tokens\n", spec,
+			p->sim.max_num_batched_tokens, p->sim.max_num_seqs);
+		return false;
+	}
 	kvs_sizing sz;
 	if (kvs_size_compute(&p->sim.deploy, &sz) != KVS_OK) {
 		fprintf(stderr, "kvsim fleet: --pool '%s': %s\n", spec, kvs_last_error());
@@ -718,7 +733,7 @@ int kvs_cmd_fleet(kvs_args *it)
 		fc.kv_link = fo.link;
 	kvs_fleet_pool pools[KVS_ARRAY_LEN(fo.pool_specs)];
 	for (size_t p = 0; p < fo.npools; p++)
-		if (!parse_pool(fo.pool_specs[p], &sim->cfg, &pools[p]))
+		if (!parse_pool(fo.pool_specs[p], sim, &pools[p]))
 			return kvs_cli_front_close(&fe, KVS_EXIT_USAGE);
 	fc.pools = pools;
 	fc.npools = fo.npools;

@@ -204,7 +204,7 @@ static void print_formula(const kvs_deploy *d, const kvs_sizing *s)
 		       kvs_fmt_commas(m->sliding_window, a, sizeof a));
 }
 
-static void print_shrinks(const kvs_shrink_row *rows)
+static void print_shrinks(const kvs_shrink_row *rows, unsigned gpus)
 {
 	char kv[24], conv[24], n[24], x[16];
 	int wl = (int)strlen("what changes");
@@ -212,7 +212,11 @@ static void print_shrinks(const kvs_shrink_row *rows)
 		int l = (int)strlen(rows[i].label);
 		wl = l > wl ? l : wl;
 	}
-	printf("\nWhat shrinks it (same GPU, weights and reserve; per GPU)\n");
+	if (gpus > 1)
+		printf("\nWhat shrinks it (same GPUs, weights and reserve; bytes per GPU, "
+		       "conversations per replica)\n");
+	else
+		printf("\nWhat shrinks it (same GPU, weights and reserve; per GPU)\n");
 	printf("  %-*s  %12s  %14s  %13s  %8s\n", wl, "what changes", "KV/token",
 	       "per conv.", "conversations", "vs now");
 	for (int i = 0; i < KVS_SHRINK_COUNT_; i++) {
@@ -250,12 +254,46 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 		       "  context the cache, not the model, decides how many GPUs you need.\n",
 		       ibytes(s->bytes_per_context, b1, sizeof b1), s->cache_to_weights,
 		       ibytes(s->weight_bytes, b2, sizeof b2));
+	if (a->few_conversations) {
+		char text[320];
+		snprintf(text, sizeof text, "Only %s %s of %s tokens %s per replica: one needs "
+			 "%s of KV cache per GPU, %.0f%% of the %s KV budget%s",
+			 kvs_fmt_commas(s->max_conversations, b3, sizeof b3),
+			 plural(s->max_conversations, "conversation", "conversations"), c1,
+			 plural(s->max_conversations, "fits", "fit"),
+			 ibytes(s->bytes_per_context, b1, sizeof b1),
+			 s->kv_budget_bytes ? 100.0 * (double)s->bytes_per_context /
+					      (double)s->kv_budget_bytes : 0.0,
+			 ibytes(s->kv_budget_bytes, b2, sizeof b2),
+			 a->cache_exceeds_weights ? "." : "; at this context the cache "
+			 "decides how many GPUs you need.");
+		wrap("  ", "  ", text);
+	}
 	if (a->over_max_model_len)
 		printf("  %s tokens is beyond max_model_len %s: the model was not trained for\n"
 		       "  positions this far (it needs RoPE scaling or a long-context variant).\n",
 		       c1, kvs_fmt_commas(s->max_model_len, b1, sizeof b1));
 
 	printf("\nWays out\n");
+	/* only the ways that work: with weights that do not fit, no cache
+	 * setting helps; quantised weights and more GPUs come first */
+	if (!a->weights_fit) {
+		const struct { const kvs_parallel_option *o; const char *flag; } w[2] = {
+			{ &a->fp8_weights, "--dtype fp8" }, { &a->int4_weights, "--dtype int4" },
+		};
+		if (a->fp8_weights.tp || a->int4_weights.tp)
+			printf("  quantised weights (the fewest GPUs that then hold a conversation):\n");
+		for (int i = 0; i < 2; i++) {
+			const kvs_parallel_option *o = w[i].o;
+			if (!o->tp)
+				continue;
+			printf("    %-12s tp %-2u pp %-2u (%2u GPU%s): %s %s, KV budget %s per GPU\n",
+			       w[i].flag, o->tp, o->pp, o->tp * o->pp, o->tp * o->pp > 1 ? "s" : "",
+			       kvs_fmt_commas(o->max_conversations, b1, sizeof b1),
+			       plural(o->max_conversations, "conversation", "conversations"),
+			       ibytes(o->kv_budget_bytes, b2, sizeof b2));
+		}
+	}
 	if (a->n_parallel) {
 		printf("  more GPUs (conversations per tp x pp replica):\n");
 		for (size_t i = 0; i < a->n_parallel; i++) {
@@ -269,11 +307,18 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 	} else {
 		printf("  more GPUs: no layout up to 64 GPUs holds one conversation\n");
 	}
-	printf("  quantised cache: FP8 holds %s %s, INT4 %s (now %s)\n",
-	       kvs_fmt_commas(a->fp8_conversations, b1, sizeof b1),
-	       plural(a->fp8_conversations, "conversation", "conversations"),
-	       kvs_fmt_commas(a->int4_conversations, b2, sizeof b2),
-	       kvs_fmt_commas(s->max_conversations, b3, sizeof b3));
+	if (!a->weights_fit) {
+		printf("  (a smaller cache, offloading or a shorter context cannot help while\n"
+		       "  the weights do not fit)\n");
+		goto questions;
+	}
+	if (a->fp8_conversations > s->max_conversations ||
+	    a->int4_conversations > s->max_conversations)
+		printf("  quantised cache: FP8 holds %s %s, INT4 %s (now %s)\n",
+		       kvs_fmt_commas(a->fp8_conversations, b1, sizeof b1),
+		       plural(a->fp8_conversations, "conversation", "conversations"),
+		       kvs_fmt_commas(a->int4_conversations, b2, sizeof b2),
+		       kvs_fmt_commas(s->max_conversations, b3, sizeof b3));
 	if (a->offload_bytes)
 		printf("  offload to host memory: the %s of one conversation beyond the budget\n"
 		       "    must cross PCIe (%.0f GB/s) on every decode step: %.3f s per token\n",
@@ -288,20 +333,26 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 		       kvs_fmt_commas(s->max_conversations, b2, sizeof b2));
 	else
 		printf("\n");
-	printf("  shorter context:");
-	for (int i = 0; i < KVS_ADVICE_CONTEXTS; i++) {
+	char text[320];
+	size_t n = 0;
+	for (int i = 0; i < KVS_ADVICE_CONTEXTS && n < sizeof text; i++) {
 		uint64_t t = a->context_tokens_for_n[i];
-		if (t >= (1ull << 40))
-			printf("%s %u at any length (windowed)", i ? "," : "", a->context_for_n[i]);
-		else
-			printf("%s %u up to %s tokens", i ? "," : "", a->context_for_n[i],
-			       kvs_fmt_commas(t, b1, sizeof b1));
+		if (t == 0)   /* not even one block's worth: no way out */
+			continue;
+		n += (size_t)snprintf(text + n, sizeof text - n, "%s%u up to %s tokens%s",
+				      n ? ", " : "", a->context_for_n[i],
+				      kvs_fmt_commas(t, b1, sizeof b1),
+				      t >= s->max_model_len ? " (max_model_len)" : "");
 	}
-	printf("\n  prefix sharing: if half of each context is one shared, cached prefix,\n"
-	       "    %s %s (now %s)\n",
-	       kvs_fmt_commas(a->prefix_half_conversations, b1, sizeof b1),
-	       plural(a->prefix_half_conversations, "conversation fits", "conversations fit"),
-	       kvs_fmt_commas(s->max_conversations, b2, sizeof b2));
+	if (n)
+		wrap("  shorter context: ", "    ", text);
+	if (a->prefix_half_conversations > s->max_conversations)
+		printf("  prefix sharing: if half of each context is one shared, cached prefix,\n"
+		       "    %s %s (now %s)\n",
+		       kvs_fmt_commas(a->prefix_half_conversations, b1, sizeof b1),
+		       plural(a->prefix_half_conversations, "conversation fits", "conversations fit"),
+		       kvs_fmt_commas(s->max_conversations, b2, sizeof b2));
+questions:
 	printf("\nAsk the customer first\n");
 	for (const char *const *q = kvs_size_questions(); *q; q++)
 		wrap("  - ", "    ", *q);
@@ -359,6 +410,11 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		       d->weight_dtype == KVS_DTYPE_FP8 ? "FP8" : "INT8",
 		       kvs_gpu_matmul_rate(g, d->weight_dtype) / 1e12);
 
+	if (d->pp > 1)
+		printf("  pp     %u stages run one after another (one batch in flight): the\n"
+		       "         decode rate below is a lower bound (vLLM keeps several\n"
+		       "         micro-batches in flight)\n", d->pp);
+
 	printf("\nKV bytes per token, per GPU\n");
 	print_formula(d, s);
 
@@ -373,6 +429,12 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	add(&t, lab, kvs_fmt_commas(s->bytes_per_context, b1, sizeof b1), "%s%s",
 	    ibytes(s->bytes_per_context, b2, sizeof b2),
 	    s->sliding_layers_per_rank ? ", windows honoured" : "");
+	unsigned gpus = d->tp * d->pp;
+	if (gpus > 1)
+		add(&t, "  on the whole replica", kvs_fmt_commas(s->bytes_per_context_replica, b1,
+								  sizeof b1),
+		    "%s, summed over the replica's %u GPUs", ibytes(s->bytes_per_context_replica, b2,
+								    sizeof b2), gpus);
 	add(&t, "device memory", kvs_fmt_commas(g->mem_bytes, b1, sizeof b1), "%s, %s",
 	    ibytes(g->mem_bytes, b2, sizeof b2), c->gpu_mem ? "--gpu-mem" : "driver total");
 	const kvs_mem_terms *mt = &s->mem;
@@ -422,12 +484,16 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	    s->kv_from_override ? ", from the override" : "");
 	add(&t, "num_gpu_blocks", kvs_fmt_commas(s->num_gpu_blocks, b1, sizeof b1), "blocks of %u tokens",
 	    d->block_size);
-	add(&t, "KV capacity", kvs_fmt_commas(s->kv_capacity_tokens, b1, sizeof b1), "tokens");
+	/* a token's KV is spread over the replica's GPUs: token and conversation
+	 * counts are the replica's */
+	const char *per = gpus > 1 ? "per replica, " : "";
+	add(&t, "KV capacity", kvs_fmt_commas(s->kv_capacity_tokens, b1, sizeof b1), "tokens%s",
+	    gpus > 1 ? " per replica" : "");
 	snprintf(b1, sizeof b1, "%.2fx", s->max_concurrency);
-	add(&t, "max_concurrency", b1, "for %s tokens per request, kvsim's figure%s", c1,
+	add(&t, "max_concurrency", b1, "%sfor %s tokens per request, kvsim's figure%s", per, c1,
 	    s->sliding_layers_per_rank ? " (windows honoured)" : "");
 	add(&t, "conversations that fit", kvs_fmt_commas(s->max_conversations, b1, sizeof b1),
-	    "whole conversations in whole blocks (%s blocks each)",
+	    "%swhole conversations in whole blocks (%s blocks each)", per,
 	    kvs_fmt_commas(s->blocks_per_conversation, b2, sizeof b2));
 	snprintf(b1, sizeof b1, "%.3f", s->cache_to_weights);
 	add(&t, "cache / weights", b1, "one conversation's cache over the weights");
@@ -446,16 +512,25 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		add(&t, "per million tokens", s->dollars_per_mtok > 0 ? b1 : "-",
 		    "generated, at full occupancy");
 	}
-	printf("\nMemory per GPU (engine %s)\n", kvs_engine_name(s->mem.engine));
+	if (gpus > 1)
+		printf("\nMemory per GPU (engine %s); tokens and conversations per replica of "
+		       "%u GPUs\n", kvs_engine_name(s->mem.engine), gpus);
+	else
+		printf("\nMemory per GPU (engine %s)\n", kvs_engine_name(s->mem.engine));
 	print_table(&t);
 	print_engine_lines(d, s);
-	print_shrinks(rows);
+	print_shrinks(rows, gpus);
 	if (a->needed)
 		print_advice(d, s, a);
-	else
+	else if (d->context_tokens < 128000)
 		printf("\nOne conversation's cache is %.1f%% of the weights and %s conversations fit:\n"
 		       "no long-context trouble (try --context 128000 to see the ways out).\n",
 		       s->cache_to_weights * 100.0, kvs_fmt_commas(s->max_conversations, b1, sizeof b1));
+	else
+		printf("\nOne conversation's cache is %.1f%% of the weights and %s conversations fit:\n"
+		       "no long-context trouble (the ways out are shown when fewer than %d fit).\n",
+		       s->cache_to_weights * 100.0, kvs_fmt_commas(s->max_conversations, b1, sizeof b1),
+		       KVS_ADVICE_FEW_CONVERSATIONS);
 }
 
 /* ---- JSON ----------------------------------------------------------------
@@ -532,6 +607,7 @@ static const jfield sizing_fields[] = {
 	JF_SAME(kvs_sizing, kv_bytes_per_token_total),
 	JF_SAME(kvs_sizing, bytes_per_block),
 	JF_SAME(kvs_sizing, bytes_per_context),
+	JF_SAME(kvs_sizing, bytes_per_context_replica),
 	JF_SAME(kvs_sizing, weight_bytes),
 	JF_SAME(kvs_sizing, reserve_bytes),
 	JF_SAME(kvs_sizing, reserve_estimated),
@@ -587,6 +663,7 @@ static const jfield advice_fields[] = {
 	JF_SAME(kvs_size_advice, context_fits),
 	JF_SAME(kvs_size_advice, cache_exceeds_weights),
 	JF_SAME(kvs_size_advice, over_max_model_len),
+	JF_SAME(kvs_size_advice, few_conversations),
 	JF_SAME(kvs_size_advice, fp8_conversations),
 	JF_SAME(kvs_size_advice, int4_conversations),
 	JF_SAME(kvs_size_advice, offload_bytes),
@@ -669,6 +746,18 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 		json_array_append_new(par, x);
 	}
 	json_object_set_new(ad, "parallel", par);
+	/* quantised weights: the layout found, null when none */
+	const struct { const char *key; const kvs_parallel_option *o; } wq[2] = {
+		{ "fp8_weights", &a->fp8_weights }, { "int4_weights", &a->int4_weights },
+	};
+	for (int i = 0; i < 2; i++) {
+		json_t *x = json_null();
+		if (wq[i].o->tp) {
+			x = JSON_TABLE(wq[i].o, parallel_fields);
+			json_object_set_new(x, "gpus", json_integer(wq[i].o->tp * wq[i].o->pp));
+		}
+		json_object_set_new(ad, wq[i].key, x);
+	}
 	json_t *ctx = json_array();
 	for (int i = 0; i < KVS_ADVICE_CONTEXTS; i++) {
 		json_t *x = json_object();

@@ -186,7 +186,9 @@ row "same" "same" "vLLM mean batch" 30.42 "$m_paged" "same"
 
 cat <<EOF
 
-The same trace with kvsim's defaults (no tuned parameter):
+The same trace with kvsim's defaults (no tuned parameter; the scheduler
+limits are vLLM's \`vllm serve\` defaults on the A100-40GB: 256 sequences,
+2048 tokens per step):
 
 | placement | step time and pool | Orca (Max) | Orca (Pow2) | Orca (Oracle) | vLLM |
 |---|---|---:|---:|---:|---:|
@@ -279,10 +281,14 @@ if [ -d "$P" ]; then
 		for spec in "llama-2-7b:h100-80gb:1:h100/meta-llama/Llama-2-7b-hf" \
 			"llama-2-70b:a100-80gb:2:a100/meta-llama/Llama-2-70b-hf"; do
 			IFS=: read -r m g tp dir <<<"$spec"
-			base="replay b$n.csv --model $m --gpu $g --tp $tp"
-			roof=$("$K" replay "$tmp/b$n.csv" --model "$m" --gpu "$g" --tp "$tp" 2>/dev/null |
+			# one token budget on both GPUs, so that every batch's
+			# prompts are in before its decode steps are timed
+			base="replay b$n.csv --model $m --gpu $g --tp $tp --max-num-batched-tokens 8192"
+			roof=$("$K" replay "$tmp/b$n.csv" --model "$m" --gpu "$g" --tp "$tp" \
+				--max-num-batched-tokens 8192 2>/dev/null |
 				awk '/TPOT p50/ { print $4 }')
 			prof=$("$K" replay "$tmp/b$n.csv" --model "$m" --gpu "$g" --tp "$tp" \
+				--max-num-batched-tokens 8192 \
 				--step-time-profile "$P/$dir" 2>/dev/null | awk '/TPOT p50/ { print $4 }')
 			row "Vidur profile $dir (measured, Agrawal et al. 2024)" \
 				"$m, $g, tp $tp, batch $n, context 512-768" \
@@ -306,7 +312,9 @@ if [ -d "$P" ]; then
 	cat <<'EOF'
 
 Published end-to-end measurements (check-only, kvsim defaults: roofline,
-2 ms fixed overhead; closed-loop client as the benchmark ran it).  The
+2 ms fixed overhead, and `vllm serve`'s scheduler limits on the A100-40GB,
+256 sequences and 2048 tokens per step, as the benchmark's server ran with;
+closed-loop client as the benchmark ran it).  The
 post gives its figures in words ("about 75 tokens/sec" at one request,
 "a 6.6x gain" at 8), so the published column is approximate.
 
@@ -389,6 +397,12 @@ for spec in "llama-2-7b:a100-40gb::(default)" "llama-2-7b:a100-80gb::" \
 		"$m" "$g" "${extra:+ $extra}" "$note" "$before" "$v"
 done
 cat <<'EOF'
+
+The scheduler limits of replay, compare, sweep and fleet are now the
+ones `kvsim size` profiles with, vLLM's `vllm serve` defaults for the GPU
+(docs/SIZING.md): on the a100-40gb 256 sequences and 2048 tokens per step
+(before: 8192 tokens on every GPU), hence the larger pool and the smaller
+mean batch above.
 
 Other defaults that changed: the default GPU of `kvsim size` is now
 a100-40gb, as for replay, compare and sweep (one default for every

@@ -212,8 +212,13 @@ kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s, kvs_size_ad
 	a.context_fits = s->max_conversations >= 1;
 	a.cache_exceeds_weights = s->bytes_per_context > s->weight_bytes;
 	a.over_max_model_len = s->context_over_max_model_len;
+	/* what matters to a long-context deployment is how many conversations
+	 * fit: a large model's cache can stay below its weights while only a
+	 * handful fit (llama-3-70b at 128K on 4 H100s: 3) */
+	a.few_conversations = a.weights_fit && a.context_fits &&
+			      s->max_conversations < KVS_ADVICE_FEW_CONVERSATIONS;
 	a.needed = !a.weights_fit || !a.context_fits || a.cache_exceeds_weights ||
-		   a.over_max_model_len;
+		   a.over_max_model_len || a.few_conversations;
 
 	/* more GPUs: tp x pp layouts with more GPUs than now, fewest first */
 	static const uint32_t tps[] = { 1, 2, 4, 8, 16 };
@@ -251,6 +256,36 @@ kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s, kvs_size_ad
 		}
 	}
 
+	/* quantised weights, when the weights are what does not fit: the
+	 * fewest GPUs (from the current count) that then hold a conversation */
+	static const kvs_dtype wd[2] = { KVS_DTYPE_FP8, KVS_DTYPE_INT4 };
+	kvs_parallel_option *wo[2] = { &a.fp8_weights, &a.int4_weights };
+	for (int w = 0; w < 2 && !a.weights_fit; w++) {
+		if (kvs_dtype_bits(d->weight_dtype) <= kvs_dtype_bits(wd[w]))
+			continue;
+		for (size_t i = 0; i < KVS_ARRAY_LEN(tps); i++) {
+			for (size_t j = 0; j < KVS_ARRAY_LEN(pps); j++) {
+				uint64_t g = (uint64_t)tps[i] * pps[j];
+				uint64_t best = (uint64_t)wo[w]->tp * wo[w]->pp;
+				if (g < gpus_now || g > 64 || (wo[w]->tp && g > best))
+					continue;
+				kvs_deploy v = *d;
+				v.weight_dtype = wd[w];
+				v.tp = tps[i];
+				v.pp = pps[j];
+				kvs_sizing vs;
+				if (kvs_size_compute(&v, &vs) != KVS_OK || vs.max_conversations == 0)
+					continue;
+				if (wo[w]->tp && g == best &&
+				    vs.max_conversations <= wo[w]->max_conversations)
+					continue;
+				kvs_parallel_option o = { v.tp, v.pp, vs.kv_budget_bytes,
+							  vs.max_conversations, vs.max_concurrency };
+				*wo[w] = o;
+			}
+		}
+	}
+
 	/* a quantised cache */
 	static const kvs_dtype qd[2] = { KVS_DTYPE_FP8, KVS_DTYPE_INT4 };
 	uint64_t *qc[2] = { &a.fp8_conversations, &a.int4_conversations };
@@ -282,11 +317,12 @@ kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s, kvs_size_ad
 	if (st != KVS_OK)
 		return st;
 	uint64_t pool_lb = s->num_gpu_blocks * l.layers_rank; /* checked in compute */
+	/* no longer than the engine admits: max_model_len caps every context */
 	static const uint32_t ns[KVS_ADVICE_CONTEXTS] = { 1, 8, 32 };
 	for (int i = 0; i < KVS_ADVICE_CONTEXTS; i++) {
 		a.context_for_n[i] = ns[i];
 		a.context_tokens_for_n[i] = longest_context(&l, d->block_size, pool_lb, ns[i],
-							    1ull << 40);
+							    s->max_model_len);
 	}
 	uint64_t conv_lb = kvs_sizing_layer_blocks(&l, d->block_size, d->context_tokens);
 	uint64_t shared_lb = (uint64_t)l.full_rank * ((d->context_tokens / 2) / d->block_size);

@@ -59,12 +59,30 @@ static unsigned act_bytes(const kvs_model *m)
 	return m->dtype == KVS_DTYPE_FP32 ? 2 : (kvs_dtype_bits(m->dtype) + 7) / 8;
 }
 
-/* vLLM's `vllm serve` batch defaults: GPUs with at least 70 GiB that are
- * not A100s get 8192 tokens and 1024 sequences, the rest 2048 and 256
- * (vllm/engine/arg_utils.py, the usage-context defaults). */
+/* vLLM's `vllm serve` batch defaults: GPUs with at least 70 GiB of device
+ * memory whose name does not contain "a100" get max_num_batched_tokens
+ * 8192 and max_num_seqs 1024, every other GPU 2048 and 256 (vLLM V1,
+ * vllm/engine/arg_utils.py, EngineArgs._set_default_args_v1: the
+ * UsageContext.OPENAI_API_SERVER entries of default_max_num_batched_tokens
+ * and default_max_num_seqs, keyed by get_device_total_memory() and
+ * get_device_name()).  TensorRT-LLM's trtllm-serve: max_num_tokens 8192,
+ * max_batch_size 2048.  SGLang is given vLLM's, as before. */
 static bool large_gpu(const kvs_gpu *g)
 {
 	return g->mem_bytes >= (70ull << 30) && !strcasestr(g->name, "a100");
+}
+
+void kvs_engine_batch_defaults(kvs_engine e, const kvs_gpu *g, uint32_t *max_num_seqs,
+			       uint32_t *max_num_batched_tokens)
+{
+	if (e == KVS_ENGINE_TRTLLM) {
+		*max_num_batched_tokens = 8192;   /* max_num_tokens */
+		*max_num_seqs = 2048;             /* max_batch_size */
+		return;
+	}
+	bool large = large_gpu(g);
+	*max_num_batched_tokens = large ? 8192 : 2048;
+	*max_num_seqs = large ? 1024 : 256;
 }
 
 /* SGLang's mem_fraction_static by tensor parallelism (ServerArgs). */
@@ -130,14 +148,7 @@ void kvs_mem_terms_compute(const kvs_deploy *d, kvs_mem_terms *out)
 	t.engine = (unsigned)d->engine < KVS_ENGINE_COUNT_ ? d->engine : KVS_ENGINE_VLLM;
 
 	/* the profile run's batch */
-	bool large = large_gpu(&d->gpu);
-	if (t.engine == KVS_ENGINE_TRTLLM) {
-		t.profile_tokens = 8192;   /* max_num_tokens */
-		t.profile_seqs = 2048;     /* max_batch_size */
-	} else {
-		t.profile_tokens = large ? 8192 : 2048;
-		t.profile_seqs = large ? 1024 : 256;
-	}
+	kvs_engine_batch_defaults(t.engine, &d->gpu, &t.profile_seqs, &t.profile_tokens);
 	if (d->max_num_batched_tokens)
 		t.profile_tokens = d->max_num_batched_tokens;
 	if (d->max_num_seqs)

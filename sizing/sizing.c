@@ -294,6 +294,14 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 		return ovf("bytes per block");
 	if ((st = bytes_for_tokens(&l, d->context_tokens, &s.bytes_per_context)))
 		return st;
+	/* the replica: every layer (pp 1) on each of the tp ranks */
+	kvs_kv_layout all;
+	if ((st = kvs_sizing_layout(&d->model, d->kv_dtype, d->kv_quant_group, d->tp, 1,
+				    &all)) ||
+	    (st = bytes_for_tokens(&all, d->context_tokens, &s.bytes_per_context_replica)))
+		return st;
+	if (kvs_mul_overflow(s.bytes_per_context_replica, d->tp, &s.bytes_per_context_replica))
+		return ovf("KV bytes of the sequence on the replica");
 	s.max_model_len = d->max_model_len ? d->max_model_len
 		: d->model.max_position_embeddings ? d->model.max_position_embeddings
 		: d->context_tokens;

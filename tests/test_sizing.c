@@ -111,6 +111,9 @@ static const struct ref refs[] = {
 	{ "llama-3-8b", 32, 32, 8, 128, 4096, 8192, 8030261248ull, 131072 },
 	{ "llama-3.1-8b", 32, 32, 8, 128, 4096, 131072, 8030261248ull, 131072 },
 	{ "llama-3-70b", 80, 64, 8, 128, 8192, 8192, 70553706496ull, 327680 },
+	/* not in the reference table: Llama-3-70B's shapes with Llama-3.1's
+	 * 131,072 positions (llama3 RoPE scaling), meta-llama/Llama-3.1-70B */
+	{ "llama-3.1-70b", 80, 64, 8, 128, 8192, 131072, 70553706496ull, 327680 },
 	{ "llama-3.1-405b", 126, 128, 8, 128, 16384, 131072, 405853388800ull, 516096 },
 	{ "mistral-7b", 32, 32, 8, 128, 4096, 32768, 7241732096ull, 131072 },
 	{ "mixtral-8x7b", 32, 32, 8, 128, 4096, 32768, 46702792704ull, 131072 },
@@ -900,11 +903,20 @@ static void test_long_context_advice(void **state)
 	/* 62.5 GiB of cache, ~58.2 GiB of pool: ~4.3 GiB at 32 GB/s */
 	assert_true(a.offload_s_per_step > 0.12 && a.offload_s_per_step < 0.17);
 	assert_true(a.offload_full_s_per_step > 2.0 && a.offload_full_s_per_step < 2.2);
-	/* shorter context: full attention, so n conversations get capacity / n */
+	/* shorter context: full attention, so n conversations get capacity / n,
+	 * at most max_model_len (4,096 for Llama-2) */
 	assert_int_equal(a.context_for_n[0], 1);
+	assert_int_equal(s.max_model_len, 4096);
+	assert_int_equal(a.context_tokens_for_n[0], 4096);
+	assert_int_equal(a.context_tokens_for_n[1], 4096);
+	assert_int_equal(a.context_tokens_for_n[2], s.num_gpu_blocks / 32 * 16);
+	assert_false(a.few_conversations);   /* none fits: context_fits says it */
+	d.max_model_len = 1ull << 20;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(kvs_size_advise(&d, &s, &a), KVS_OK);
 	assert_int_equal(a.context_tokens_for_n[0], s.kv_capacity_tokens);
 	assert_int_equal(a.context_tokens_for_n[1], s.num_gpu_blocks / 8 * 16);
-	assert_int_equal(a.context_tokens_for_n[2], s.num_gpu_blocks / 32 * 16);
+	d.max_model_len = 0;
 	assert_non_null(kvs_size_questions()[0]);
 
 	/* weights that do not fit */
@@ -914,12 +926,38 @@ static void test_long_context_advice(void **state)
 	assert_int_equal(kvs_size_advise(&d, &s, &a), KVS_OK);
 	assert_false(a.weights_fit);
 	assert_true(a.needed);
+	/* quantised weights: int4 needs fewer GPUs than fp8, fp8 no more than
+	 * bf16's first layout; every layout that holds one is listed */
+	assert_true(a.fp8_weights.tp > 0 && a.int4_weights.tp > 0);
+	assert_true(a.int4_weights.tp * a.int4_weights.pp <= a.fp8_weights.tp * a.fp8_weights.pp);
+	assert_true(a.n_parallel > 0);
+	assert_true(a.fp8_weights.tp * a.fp8_weights.pp <=
+		    a.parallel[0].tp * a.parallel[0].pp);
+	assert_true(a.n_parallel > 6);
+	d.weight_dtype = KVS_DTYPE_INT4;   /* already that narrow: nothing to offer */
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(kvs_size_advise(&d, &s, &a), KVS_OK);
+	assert_int_equal(a.int4_weights.tp, 0);
+	assert_int_equal(a.fp8_weights.tp, 0);
 	/* windowed: Mistral fits any context once the window fits */
 	kvs_model mi = load("mistral-7b");
 	kvs_deploy_defaults(&d, &mi, &g);
 	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
 	assert_int_equal(kvs_size_advise(&d, &s, &a), KVS_OK);
-	assert_int_equal(a.context_tokens_for_n[0], 1ull << 40);
+	assert_int_equal(a.context_tokens_for_n[0], s.max_model_len);
+
+	/* few conversations: the cache stays below the weights, yet only 3 fit */
+	kvs_model l70 = load("llama-3-70b");
+	kvs_gpu h100 = gpu("h100-80gb");
+	kvs_deploy_defaults(&d, &l70, &h100);
+	d.tp = 4;
+	d.context_tokens = d.max_model_len = 131072;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(kvs_size_advise(&d, &s, &a), KVS_OK);
+	assert_true(s.max_conversations < KVS_ADVICE_FEW_CONVERSATIONS);
+	assert_false(a.cache_exceeds_weights);
+	assert_true(a.few_conversations);
+	assert_true(a.needed);
 }
 
 /* The invariants of docs/SIZING.md over every preset and a grid of
@@ -974,7 +1012,7 @@ static void test_invariants(void **state)
 		}
 	}
 	/* all but Qwen2.5-7B at tp 8 */
-	assert_int_equal(checked, (16 * 3 - 1) * 5 * 11 * 3);
+	assert_int_equal(checked, (17 * 3 - 1) * 5 * 11 * 3);
 }
 
 /* A bad unit inside a GPU preset: the message keeps the unit error (the

@@ -185,6 +185,15 @@ typedef struct kvs_deploy {
  * estimated reserve, ...) around the given model and GPU. */
 void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g);
 
+/* The engine's default scheduler limits on GPU g, as its server sets them
+ * when --max-num-seqs / --max-num-batched-tokens are not given: vLLM's
+ * depend on the GPU (256 and 2048, or 1024 and 8192 on GPUs of >= 70 GiB
+ * that are not A100s; docs/SIZING.md).  The one source of these defaults:
+ * size's profile run and the simulated scheduler both use it, so the pool
+ * and the limits agree. */
+void kvs_engine_batch_defaults(kvs_engine e, const kvs_gpu *g, uint32_t *max_num_seqs,
+			       uint32_t *max_num_batched_tokens);
+
 /* The non-KV memory of one rank as an engine accounts it.  Every term is
  * computed; `counted` says which ones the engine subtracts before sizing
  * its KV pool (the rest live in its headroom).  See docs/SIZING.md. */
@@ -263,6 +272,12 @@ typedef struct kvs_sizing {
 					     * ceil(max_model_len / block_size) */
 	bool kv_from_override;              /* num_gpu_blocks_override or
 					     * kv_cache_memory_bytes decided the pool */
+
+	/* ---- appended: the whole replica ------------------------------------ */
+	uint64_t bytes_per_context_replica; /* one conversation at context_tokens,
+					     * summed over the tp x pp GPUs of a
+					     * replica (kv heads replicated when tp
+					     * exceeds them, as on the GPUs) */
 } kvs_sizing;
 
 /* KV bytes one token occupies on one rank, given the model, the cache dtype
@@ -343,8 +358,9 @@ kvs_status kvs_size_shrinks(const kvs_deploy *d,
 			    kvs_shrink_row rows[KVS_SHRINK_COUNT_]);
 
 /* ---- long-context advice --------------------------------------------------
- * When one conversation does not fit, or its cache outgrows the weights, or
- * the context passes max_model_len: the ways out, with numbers. */
+ * When one conversation does not fit, or fewer than
+ * KVS_ADVICE_FEW_CONVERSATIONS do, or its cache outgrows the weights, or the
+ * context passes max_model_len: the ways out, with numbers. */
 typedef struct kvs_parallel_option {
 	uint32_t tp, pp;
 	uint64_t kv_budget_bytes;       /* per rank */
@@ -352,17 +368,20 @@ typedef struct kvs_parallel_option {
 	double max_concurrency;
 } kvs_parallel_option;
 
-#define KVS_ADVICE_PARALLEL_MAX 6
+/* every tp x pp layout advise tries (tp 1-16 x pp 1-8) */
+#define KVS_ADVICE_PARALLEL_MAX 20
 #define KVS_ADVICE_CONTEXTS 3
+/* fewer whole conversations than this per replica: the ways out are shown */
+#define KVS_ADVICE_FEW_CONVERSATIONS 8
 
 typedef struct kvs_size_advice {
-	bool needed;                    /* any of the four conditions below */
+	bool needed;                    /* any of the conditions below */
 	bool weights_fit;               /* weights + reserve fit in usable memory */
 	bool context_fits;              /* at least one conversation fits */
 	bool cache_exceeds_weights;     /* one conversation's cache > weights */
 	bool over_max_model_len;
-	/* smallest tp x pp layouts (beyond the current one) that hold at least
-	 * one conversation, fewest GPUs first */
+	/* every tp x pp layout with more GPUs than now that holds at least one
+	 * conversation, fewest GPUs first */
 	size_t n_parallel;
 	kvs_parallel_option parallel[KVS_ADVICE_PARALLEL_MAX];
 	uint64_t fp8_conversations;     /* with an FP8 cache */
@@ -372,12 +391,22 @@ typedef struct kvs_size_advice {
 	double offload_s_per_step;      /* PCIe time per decode step to stream them */
 	double offload_full_s_per_step; /* ... to stream one whole conversation */
 	double pcie_bytes_per_s;
-	/* shorter contexts: longest context (tokens) at which n conversations fit */
+	/* shorter contexts: longest context (tokens, at most max_model_len) at
+	 * which n conversations fit */
 	uint32_t context_for_n[KVS_ADVICE_CONTEXTS];   /* n = 1, 8, 32 */
 	uint64_t context_tokens_for_n[KVS_ADVICE_CONTEXTS];
 	/* prefix sharing: conversations when half of each context is one shared,
 	 * cached prefix (stored once) */
 	uint64_t prefix_half_conversations;
+	/* ---- appended ---- */
+	bool few_conversations;         /* weights and one conversation fit, but
+					 * fewer than KVS_ADVICE_FEW_CONVERSATIONS */
+	/* quantised weights (--dtype fp8, --dtype int4): the layout with the
+	 * fewest GPUs, at least as many as now, that holds a conversation
+	 * with them (tp = 0: none up to 64 GPUs, or the weights are already
+	 * that narrow); filled when the weights do not fit */
+	kvs_parallel_option fp8_weights;
+	kvs_parallel_option int4_weights;
 } kvs_size_advice;
 
 kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s,

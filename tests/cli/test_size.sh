@@ -96,7 +96,8 @@ run 0 --context 128000 && {
 	has "$out" "quantised cache" "long context"
 	has "$out" "PCIe" "long context offload"
 	has "$out" "shorter context" "long context"
-	has "$out" "prefix sharing" "long context"
+	# none fits even with half of it shared: prefix sharing is no way out
+	case "$out" in *"prefix sharing"*) fail "prefix sharing offered, 0 conversations" ;; esac
 	has "$out" "Ask the customer" "questions"
 	has "$out" "typical context" "questions"
 }
@@ -252,5 +253,125 @@ run 2 stray && has "$err" "unexpected argument 'stray'" "positional"
 
 # the long-context case must not be an error
 run 0 --model llama-3.1-405b && has "$out" "do not" "405b on one GPU: weights do not fit"
+
+# ---- one source of the engine's batch defaults -------------------------------
+# size's profile run and replay's scheduler take vLLM's `vllm serve` limits
+# for the GPU, so the pool replay simulates is the one size prints
+for spec in "a100-80gb:256:2048" "h100-80gb:1024:8192" "a100-40gb:256:2048"; do
+	IFS=: read -r g seqs toks <<<"$spec"
+	run 0 --model llama-3-8b --gpu "$g" --json || continue
+	blocks=$(nget num_gpu_blocks)
+	[ "$(nget profile_seqs)" = "$seqs" ] && [ "$(nget profile_tokens)" = "$toks" ] ||
+		fail "size on $g: profile run $(nget profile_seqs) seqs, $(nget profile_tokens) tokens"
+	kvs_run replay 0 --model llama-3-8b --gpu "$g" --limit 1 || continue
+	has "$out" "($blocks blocks of 16)" "replay's pool on $g is size's"
+	has "$out" "max_num_seqs $seqs, max_num_batched_tokens $toks" "replay's limits on $g"
+done
+# given limits are used by both
+run 0 --model llama-3-8b --gpu h100-80gb --max-num-seqs 256 --max-num-batched-tokens 2048 --json &&
+	blocks=$(nget num_gpu_blocks) &&
+	kvs_run replay 0 --model llama-3-8b --gpu h100-80gb --max-num-seqs 256 \
+		--max-num-batched-tokens 2048 --limit 1 &&
+	has "$out" "($blocks blocks of 16)" "replay's pool with given limits"
+# a fleet pool on another GPU than --gpu takes that GPU's defaults
+run 0 --model llama-3-8b --gpu h100-80gb --json && blocks=$(nget num_gpu_blocks) &&
+	kvs_run fleet 0 --model llama-3-8b --pool big:1:h100-80gb:1 --limit 1 &&
+	has "$out" "($blocks blocks of 16)" "fleet pool's pool on h100-80gb" &&
+	has "$out" "max_num_seqs 1024, max_num_batched_tokens 8192" "fleet pool's limits"
+
+# ---- long-context guidance: few conversations, max_model_len -----------------
+# 3 conversations of 128K on 4 H100s: the cache is below the weights, but
+# the ways out are due, and no --context the user gave is suggested
+run 0 --model llama-3-70b --gpu h100-80gb --tp 4 --context 128K --max-model-len 128K --json "$tmp/l70.json" && {
+	has "$out" "Only 3 conversations of 131,072 tokens fit per replica" "few conversations"
+	has "$out" "Ways out" "few conversations: ways out"
+	has "$out" "1 up to 131,072 tokens (max_model_len)" "shorter context capped at max_model_len"
+	has "$out" "6 conversations fit (now 3)" "prefix sharing where it helps"
+	case "$out" in *"try --context"*) fail "suggests a --context at 128K" ;; esac
+	grep -q '"few_conversations": true' "$tmp/l70.json" || fail "few_conversations in JSON"
+}
+# many conversations at a long context: no suggestion of --context 128000
+run 0 --model llama-3.1-70b --gpu h200-141gb --tp 8 --context 128000 && {
+	has "$out" "no long-context trouble" "long context, many fit"
+	case "$out" in *"try --context"*) fail "suggests --context 128000 at 128000" ;; esac
+}
+# --max-model-len past the model's positions: warned, as vLLM refuses it
+# unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set
+for cmd in size replay; do
+	lim=(); [ "$cmd" = replay ] && lim=(--limit 1)
+	kvs_run "$cmd" 0 --model llama-3-8b --max-model-len 128K ${lim[@]+"${lim[@]}"} &&
+		has "$err" "--max-model-len 131,072 is beyond llama-3-8b's max_position_embeddings (8,192)" "$cmd: long max_model_len" &&
+		has "$err" "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" "$cmd: how to override"
+	VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 kvs_run "$cmd" 0 --model llama-3-8b --max-model-len 128K \
+		${lim[@]+"${lim[@]}"} && case "$err" in *beyond*) fail "$cmd: warned with the variable set" ;; esac
+done
+run 0 --model llama-3-8b --max-model-len 8K && [ -z "$err" ] || fail "warning at max_model_len 8K"
+# llama-3.1-70b: a preset of its own (131,072 positions)
+run 0 --model llama-3.1-70b --gpu h100-80gb --tp 4 --context 128K --json && {
+	[ "$(nget max_position_embeddings)" = 131072 ] || fail "llama-3.1-70b positions"
+	[ "$(nget num_layers)" = 80 ] || fail "llama-3.1-70b layers"
+	[ -z "$err" ] || fail "llama-3.1-70b at 128K warns: $err"
+}
+
+# ---- per GPU and per replica ------------------------------------------------
+# at tp 4 the conversations are the replica's, and a conversation's KV is
+# given per GPU and summed over the replica
+run 0 --model llama-3-70b --gpu h100-80gb --tp 4 --context 8K && {
+	has "$out" "tokens and conversations per replica of 4 GPUs" "replica named in the header"
+	has "$out" "640.00 MiB" "per conversation per GPU"
+	has "$out" "2.50 GiB, summed over the replica's 4 GPUs" "per conversation, replica"
+	has "$out" "per replica, whole conversations in whole blocks" "conversations per replica"
+}
+run 0 --model llama-3-70b --gpu h100-80gb --tp 4 --context 8K --json &&
+	[ "$(jget bytes_per_context_replica)" = $((4 * $(jget bytes_per_context))) ] ||
+	fail "bytes_per_context_replica is 4 x bytes_per_context at tp 4"
+run 0 --model llama-3-8b --context 8K --json &&
+	[ "$(jget bytes_per_context_replica)" = "$(jget bytes_per_context)" ] ||
+	fail "bytes_per_context_replica at one GPU"
+# pp: the replica holds every layer once
+run 0 --model llama-3-70b --gpu h100-80gb --pp 3 --context 8K --json &&
+	[ "$(jget bytes_per_context_replica)" = $((8192 * 80 * 2 * 8 * 128 * 2)) ] ||
+	fail "bytes_per_context_replica at pp 3: $(jget bytes_per_context_replica)"
+run 0 && case "$out" in *"per replica, whole"* | *"replica of"*) fail "one GPU: 'per replica' printed" ;; esac
+
+# ---- weights that do not fit: only the ways out that work -------------------
+run 0 --model llama-3-70b --gpu l4 --json "$tmp/l4.json" && {
+	has "$out" "quantised weights" "weights do not fit: quantised weights offered"
+	has "$out" "--dtype int4 tp 2  pp 2  ( 4 GPUs): 29 conversations" "int4 weights on 4 L4s"
+	has "$out" "--dtype fp8  tp 4  pp 1  ( 4 GPUs): 5 conversations" "fp8 weights on 4 L4s"
+	for no in "quantised cache" "offload to host" "offload the whole" "shorter context:" \
+		"prefix sharing" "up to 0 tokens"; do
+		case "$out" in *"$no"*) fail "weights do not fit, yet '$no' offered" ;; esac
+	done
+	# quantised weights come before more GPUs
+	q=${out%%quantised weights*}
+	g=${out%%more GPUs*}
+	[ ${#q} -lt ${#g} ] || fail "quantised weights after more GPUs"
+	grep -q '"int4_weights": {' "$tmp/l4.json" || fail "int4_weights in JSON"
+}
+# every layout that holds a conversation is listed (no cut at 6 rows)
+run 0 --model llama-3-70b --gpu h100-80gb --context 128K --max-model-len 128K && {
+	has "$out" "tp 8  pp 2  (16 GPUs)" "tp 8 x pp 2 listed"
+	has "$out" "tp 16 pp 1  (16 GPUs)" "tp 16 listed"
+	has "$out" "tp 16 pp 4  (64 GPUs)" "64 GPUs listed"
+}
+
+# ---- the examples of README.md and docs/SIZING.md ----------------------------
+run 0 --model llama-2-7b --gpu a100-80gb --context 4000 && {
+	has "$out" "524,288" "README tour: bytes per token"
+	printf '%s\n' "$out" | grep -Eq "conversations that fit +29 " || fail "README tour: 29 conversations"
+	grep -q "27 conversations" "$ROOT/README.md" && fail "README still says 27 conversations"
+}
+grep -q "# llama-2-7b, a100-80gb, 4,000 tokens" "$ROOT/docs/SIZING.md" &&
+	fail "docs/SIZING.md: bare kvsim size is a100-40gb"
+
+# ---- pipeline parallelism: the one-batch-in-flight assumption is stated ------
+run 0 --model llama-3-70b --gpu h100-80gb --pp 2 &&
+	has "$out" "2 stages run one after another (one batch in flight)" "pp assumption in the header"
+run 0 --model llama-3-70b --gpu h100-80gb --tp 2 &&
+	case "$out" in *"one batch in flight"*) fail "pp note at pp 1" ;; esac
+for cmd in size replay; do
+	kvs_run "$cmd" 0 --help && has "$out" "with one batch in flight" "$cmd --help: pp assumption"
+done
 
 finish "cli size"
