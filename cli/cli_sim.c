@@ -699,7 +699,7 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 		(unsigned long long)(st->num_blocks * bs),
 		(unsigned long long)st->num_blocks, bs, per_tok,
 		(unsigned long long)st->max_model_len);
-	kvs_cli_sim_print_header_engine(f, cfg, st, trace_path, format);
+	kvs_cli_sim_print_header_engine(f, cfg, st, trace_path, format, false);
 }
 
 void kvs_cli_human_bytes(char *buf, size_t n, double b)
@@ -709,11 +709,14 @@ void kvs_cli_human_bytes(char *buf, size_t n, double b)
 
 void kvs_cli_sim_print_header_engine(FILE *f, const kvs_sim_config *cfg,
 				     const kvs_sim_stats *st, const char *trace_path,
-				     kvs_trace_format format)
+				     kvs_trace_format format, bool limits_per_pool)
 {
-	fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, %s%spreemption %s, "
-		"prefix caching %s, step time %s\n", cfg->max_num_seqs,
-		cfg->max_num_batched_tokens,
+	if (limits_per_pool)
+		fputs("engine max_num_seqs and max_num_batched_tokens per pool (above), ", f);
+	else
+		fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, ",
+			cfg->max_num_seqs, cfg->max_num_batched_tokens);
+	fprintf(f, "%s%spreemption %s, prefix caching %s, step time %s\n",
 		cfg->chunked_prefill_off ? "no chunked prefill, " : "",
 		cfg->scheduling_policy == KVS_SCHED_PRIORITY ? "priority scheduling, " : "",
 		kvs_preempt_mode_name(cfg->preemption_mode),

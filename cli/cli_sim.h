@@ -90,7 +90,7 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
  * the header's byte sizes ("19.19 GiB"). */
 void kvs_cli_sim_print_header_engine(FILE *f, const kvs_sim_config *cfg,
 				     const kvs_sim_stats *st, const char *trace_path,
-				     kvs_trace_format format);
+				     kvs_trace_format format, bool limits_per_pool);
 void kvs_cli_human_bytes(char *buf, size_t n, double b);
 /* after: NULL, or for each result the trace's requests it did not take,
  * having ended at its horizon or been interrupted (kvs_cli_after_end). */

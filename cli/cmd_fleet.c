@@ -263,7 +263,7 @@ static uint64_t replica_gpus(const kvs_sim_result *r)
 
 /* "KV pool per GPU ..." of one replica (the replay's line: each GPU of
  * the replica holds that much KV, its share of every block). */
-static void print_pool_per_gpu(FILE *f, const kvs_sim_result *r)
+static void print_pool_per_gpu(FILE *f, const kvs_sim_result *r, const kvs_sim_config *limits)
 {
 	const kvs_sim_stats *st = kvs_sim_result_stats(r);
 	uint32_t bs = kvs_sim_result_config(r)->deploy.block_size;
@@ -272,10 +272,14 @@ static void print_pool_per_gpu(FILE *f, const kvs_sim_result *r)
 	kvs_cli_human_bytes(budget, sizeof budget, (double)st->kv_budget_bytes);
 	kvs_cli_human_bytes(per_tok, sizeof per_tok, (double)st->kv_bytes_per_token);
 	fprintf(f, "KV pool per GPU %s = %llu tokens (%llu blocks of %u), %s per token, "
-		"max_model_len %llu\n", budget,
+		"max_model_len %llu", budget,
 		(unsigned long long)(st->num_blocks * bs),
 		(unsigned long long)st->num_blocks, bs, per_tok,
 		(unsigned long long)st->max_model_len);
+	if (limits)
+		fprintf(f, ", max_num_seqs %u, max_num_batched_tokens %u",
+			limits->max_num_seqs, limits->max_num_batched_tokens);
+	fputc('\n', f);
 }
 
 /* The table's header for a fleet: the model, each replica's KV pool per
@@ -290,11 +294,18 @@ static void print_fleet_header(FILE *f, const kvs_fleet_result *r, const char *p
 	const kvs_sim_result *r0 = kvs_fleet_result_replica(r, 0);
 	const kvs_deploy *d = &kvs_sim_result_config(r0)->deploy;
 	uint32_t n = kvs_fleet_result_replicas(r);
+	/* pools on different GPUs take their own GPU's scheduler defaults:
+	 * then each pool's line gives its limits, and the engine line none */
+	bool limits_differ = false;
+	for (size_t p = 1; p < c->npools; p++)
+		limits_differ |= c->pools[p].sim.max_num_seqs != c->pools[0].sim.max_num_seqs ||
+				 c->pools[p].sim.max_num_batched_tokens !=
+					 c->pools[0].sim.max_num_batched_tokens;
 	if (!c->npools) {
 		fprintf(f, "model %s on %s (tp %u), KV cache %s, %u replica%s\n", d->model.name,
 			d->gpu.name, d->tp ? d->tp : 1, kvs_dtype_name(d->kv_dtype), n,
 			n == 1 ? "" : "s");
-		print_pool_per_gpu(f, r0);
+		print_pool_per_gpu(f, r0, NULL);
 	} else {
 		fprintf(f, "model %s, KV cache %s, %u replica%s in %zu pool%s\n", d->model.name,
 			kvs_dtype_name(d->kv_dtype), n, n == 1 ? "" : "s", c->npools,
@@ -304,7 +315,8 @@ static void print_fleet_header(FILE *f, const kvs_fleet_result *r, const char *p
 			const kvs_fleet_pool *pl = &c->pools[p];
 			fprintf(f, "  pool %s: %u x %s (tp %u): ", pl->name, pl->replicas,
 				pl->sim.deploy.gpu.name, pl->sim.deploy.tp);
-			print_pool_per_gpu(f, kvs_fleet_result_replica(r, first));
+			print_pool_per_gpu(f, kvs_fleet_result_replica(r, first),
+					   limits_differ ? &pl->sim : NULL);
 			first += pl->replicas;
 		}
 	}
@@ -325,7 +337,7 @@ static void print_fleet_header(FILE *f, const kvs_fleet_result *r, const char *p
 		"all replicas)\n", total, (unsigned long long)gpus, gpus == 1 ? "" : "s",
 		(unsigned long long)tokens, (unsigned long long)blocks);
 	kvs_cli_sim_print_header_engine(f, kvs_sim_result_config(tot), kvs_sim_result_stats(tot),
-					path, format);
+					path, format, limits_differ);
 }
 
 static void print_fleet(FILE *f, const kvs_fleet_result *r, const fleet_opts *o)

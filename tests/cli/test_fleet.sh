@@ -65,7 +65,7 @@ run 0 "$tmp/tiny.csv" -q --replicas 2 --step-time-linear 0.01 --gpu-hour-price 2
 	run 0 "$tmp/tiny.csv" -q --replicas 2 --step-time-linear 0.01
 	[ "$(echo "$out" | grep '^KV pool per GPU')" = "$pergpu" ] ||
 		fail "fleet's KV pool per GPU is not replay's: $out"
-	has "$out" "KV pool of the whole fleet 38.38 GiB on 2 GPUs = 314400 tokens (19650 blocks" \
+	has "$out" "KV pool of the whole fleet 39.55 GiB on 2 GPUs = 324000 tokens (20250 blocks" \
 		"fleet total KV pool"
 	if command -v python3 >/dev/null 2>&1; then
 		python3 - "$tmp/t.json" <<'PY' || fail "fleet JSON content"
@@ -101,7 +101,7 @@ run 0 "$tmp/tiny.csv" -q --pool big:2:h100-80gb:2 --pool small:3:a100-40gb:1 \
 	has "$out" "model llama-3-8b, KV cache bf16, 5 replicas in 2 pools" "pool header"
 	echo "$out" | grep -qE '^  pool big: 2 x h100-80gb \(tp 2\): KV pool per GPU ' ||
 		fail "pool big's KV pool per GPU: $out"
-	echo "$out" | grep -qE '^  pool small: 3 x a100-40gb \(tp 1\): KV pool per GPU 19.19 GiB ' ||
+	echo "$out" | grep -qE '^  pool small: 3 x a100-40gb \(tp 1\): KV pool per GPU 19.78 GiB ' ||
 		fail "pool small's KV pool per GPU: $out"
 	echo "$out" | grep -qE '^KV pool of the whole fleet .* on 7 GPUs = ' || fail "pools' total: $out"
 	has "$out" "pool small: 3 x a100-40gb, tp 1" "pool line"
