@@ -104,6 +104,12 @@ run 0 "$tmp/tiny.csv" -q --pool big:2:h100-80gb:2 --pool small:3:a100-40gb:1 \
 	echo "$out" | grep -qE '^  pool small: 3 x a100-40gb \(tp 1\): KV pool per GPU 19.78 GiB ' ||
 		fail "pool small's KV pool per GPU: $out"
 	echo "$out" | grep -qE '^KV pool of the whole fleet .* on 7 GPUs = ' || fail "pools' total: $out"
+	# each pool takes its GPU's scheduler defaults (vLLM's serve rule)
+	echo "$out" | grep -qE '^  pool small: .*max_num_seqs 256, max_num_batched_tokens 2048$' ||
+		fail "pool small's limits: $out"
+	echo "$out" | grep -qE '^  pool big: .*max_num_seqs 1024, max_num_batched_tokens 8192$' ||
+		fail "pool big's limits: $out"
+	has "$out" "engine max_num_seqs and max_num_batched_tokens per pool (above)" "engine line per pool"
 	has "$out" "pool small: 3 x a100-40gb, tp 1" "pool line"
 	has "$out" "7 GPUs, \$14.00 per hour" "pool cost"
 	# the table names the replicas as the JSON does (before: 0, 1, ...)
