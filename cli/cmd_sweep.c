@@ -684,8 +684,12 @@ int kvs_cmd_sweep(kvs_args *it)
 		goto out;
 	}
 	/* keep the trace's hash ids at their own granularity: each block size of
-	 * the sweep re-splits (or merges) them itself */
+	 * the sweep re-splits (or merges) them itself.  The id of a prompt's
+	 * partial last block comes too: its full sub-blocks are shared at a
+	 * finer block size, as replay's reader (re-splitting to that size) shares
+	 * them */
 	o.to.block_size = 0;
+	o.to.hash_partial_block = true;
 	o.sw.base = o.sim.cfg;
 	o.quiet |= o.sim.quiet;
 	if (o.profile) {

@@ -130,7 +130,9 @@ kvs_status kvs_sweep_parse_policies(const char *text, kvs_sweep_config *c);
  * g tokens (Mooncake: 512) re-split to block sizes that divide g or merge
  * to multiples of g; any other block size is KVS_ERR_INVALID naming the
  * block size, the granularity and the trace.  Only checked when prefix
- * caching is on (otherwise the ids are not used). */
+ * caching is on (otherwise the ids are not used).  Load set with
+ * kvs_trace_opts block_size 0 and hash_partial_block, so that the rows'
+ * prefix hits equal a replay's at each block size. */
 kvs_status kvs_sweep_check(const kvs_sweep_config *c, const kvs_request_set *set);
 
 /* The workload's decode contexts, summarised once per set for the kernel

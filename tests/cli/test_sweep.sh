@@ -146,6 +146,45 @@ assert s["preemptions"] == p["preemptions"]
 plain = json.load(open(sys.argv[3]))["policies"]["paged"]
 assert p["tpot_s"]["p50"] > plain["tpot_s"]["p50"]
 PY
+	# Mooncake hash ids (one per 512 tokens): the full sub-blocks inside a
+	# prompt's partial last 512-token block are shared at a finer block
+	# size as replay shares them, directly and through --plan/--from-plan
+	mc="$tmp/mcpart.jsonl"
+	{
+		echo '{"timestamp":0,"input_length":600,"output_length":4,"hash_ids":[7,8]}'
+		echo '{"timestamp":4000,"input_length":600,"output_length":4,"hash_ids":[7,8]}'
+		echo '{"timestamp":8000,"input_length":1100,"output_length":3,"hash_ids":[7,8,9]}'
+		echo '{"timestamp":12000,"input_length":1100,"output_length":3,"hash_ids":[7,8,9]}'
+		echo '{"timestamp":16000,"input_length":300,"output_length":2,"hash_ids":[5]}'
+		echo '{"timestamp":20000,"input_length":300,"output_length":2,"hash_ids":[5]}'
+	} >"$mc"
+	"$KVSIM" sweep "$mc" --enable-prefix-caching --policies paged --block-sizes 4,16,64,256,512,1024 \
+		--no-kernel-step-time --quiet --json >"$tmp/mcs.json" || fail "sweep of partial Mooncake blocks"
+	"$KVSIM" sweep "$mc" --enable-prefix-caching --policies paged --block-sizes 4,16,64,256,512,1024 \
+		--no-kernel-step-time --quiet --plan "$tmp/mcplan.json" || fail "plan of partial Mooncake blocks"
+	"$KVSIM" sweep --from-plan "$tmp/mcplan.json" --points 0-5 --out "$tmp/mcpts" --quiet ||
+		fail "points of partial Mooncake blocks"
+	"$KVSIM" sweep --from-plan "$tmp/mcplan.json" --merge "$tmp/mcpts" --quiet \
+		--json "$tmp/mcm.json" >/dev/null || fail "merge of partial Mooncake blocks"
+	for b in 4 16 64 256 512 1024; do
+		"$KVSIM" replay "$mc" --enable-prefix-caching --policy paged --block-size $b --quiet \
+			--json "$tmp/mcr$b.json" >/dev/null || fail "replay of partial Mooncake blocks at $b"
+	done
+	python3 - "$tmp" <<'PY' || fail "sweep's prefix hits on partial Mooncake blocks differ from replay's"
+import json, sys
+t = sys.argv[1]
+for src in ("mcs", "mcm"):
+    rows = json.load(open(f"{t}/{src}.json"))["rows"]
+    assert len(rows) == 6, len(rows)
+    for r in rows:
+        b = r["block_size"]
+        p = json.load(open(f"{t}/mcr{b}.json"))["policies"]["paged"]
+        assert r["prefix_hit_tokens"] == p["prefix_hit_tokens"], (src, b, r["prefix_hit_tokens"], p["prefix_hit_tokens"])
+hits = {r["block_size"]: r["prefix_hit_tokens"] for r in json.load(open(f"{t}/mcs.json"))["rows"]}
+# block 16: 592 for the second 600-token prompt and for the first 1100-token
+# one (the 600-token prompt's blocks), 1088 for the second, 288 for a 300
+assert hits[16] == 592 + 592 + 1088 + 288, hits
+PY
 else
 	echo "kvsim replay not built: sweep-vs-replay CLI check skipped (covered by test_sweep)"
 fi
