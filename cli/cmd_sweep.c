@@ -209,6 +209,23 @@ static double since(const struct timespec *t0)
 	return (double)(ts.tv_sec - t0->tv_sec) + (ts.tv_nsec - t0->tv_nsec) * 1e-9;
 }
 
+/* What an interrupted sweep holds: "2 of 5 simulated combinations done"
+ * or, when capacity searches were cut short, "2 of 5 simulated
+ * combinations replayed at the trace's rate, 0 of them with their capacity
+ * search finished" (the counts of the rows and of the capacity table). */
+static void interrupted_text(const kvs_sweep_result *R, char *buf, size_t n)
+{
+	size_t done = 0, total = 0;
+	kvs_sweep_result_interrupted(R, &done, &total);
+	size_t replayed = kvs_sweep_result_points_replayed(R);
+	if (replayed > done)
+		snprintf(buf, n, "%zu of %zu simulated combinations replayed at the trace's "
+			 "rate, %zu of them with their capacity search finished", replayed,
+			 total, done);
+	else
+		snprintf(buf, n, "%zu of %zu simulated combinations done", done, total);
+}
+
 static void progress_line(sweep_progress *p, bool final)
 {
 	const kvs_sweep_progress *q = &p->pr;
@@ -767,9 +784,12 @@ int kvs_cmd_sweep(kvs_args *it)
 	}
 	size_t pdone = 0, ptotal = 0;
 	bool interrupted = kvs_sweep_result_interrupted(R, &pdone, &ptotal);
+	char what[320] = "";
 	if (interrupted)
-		fprintf(stderr, "kvsim sweep: interrupted: %zu of %zu combinations done; the "
-			"outputs hold those, marked \"interrupted\"\n", pdone, ptotal);
+		interrupted_text(R, what, sizeof what);
+	if (interrupted)
+		fprintf(stderr, "kvsim sweep: interrupted: %s; the outputs hold those, marked "
+			"\"interrupted\"\n", what);
 	if (o.json || o.report) {
 		kvs_json *doc = kvs_sweep_result_json(R, set);
 		if (!doc) {
@@ -796,8 +816,8 @@ int kvs_cmd_sweep(kvs_args *it)
 		       o.dep.d.model.name, o.dep.d.gpu.name, o.dep.d.tp ? o.dep.d.tp : 1,
 		       (unsigned long long)kvs_sweep_result_simulations(R));
 		if (interrupted)
-			printf("interrupted: %zu of %zu simulated combinations done; the rows "
-			       "and recommendations below cover those\n", pdone, ptotal);
+			printf("interrupted: %s; the rows and recommendations below cover "
+			       "those\n", what);
 		putchar('\n');
 		print_table(R, stdout);
 	}

@@ -343,6 +343,9 @@ static void rec_throughput(rctx *x, kvs_sweep_recommendation *rec)
 		double tol = x->c->rate_tolerance > 0 ? x->c->rate_tolerance : 0;
 		pick p = choose(x, key_rate, tol / (1.0 + tol) * (1.0 + 1e-6) + 1e-9);
 		double top = p.top != SIZE_MAX ? x->caps[p.top].max_rate : 0;
+		/* the highest rate is named by the pick when it reaches it */
+		if (p.best != SIZE_MAX && fabs(x->caps[p.best].max_rate - top) <= 1e-9 * top)
+			p.top = p.best;
 		char tnm[64] = "";
 		if (p.best != SIZE_MAX) {
 			const kvs_sweep_capacity *k = &x->caps[p.best];
@@ -634,44 +637,92 @@ kvs_status kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_r
 	return KVS_OK;
 }
 
-/* A row that can be recommended: replayed and, when searched, its
- * capacity found (all of them unless the sweep was interrupted). */
+/* A row the throughput objective can weigh: replayed and, when searched,
+ * its capacity found (all of them unless the sweep was interrupted).  The
+ * other objectives read only the row. */
 static bool row_complete(const kvs_sweep_result *R, size_t i)
 {
 	return R->rows[i].done && (!R->caps || R->caps[i].simulations > 0);
 }
 
-kvs_status kvs_sweep_recommend(kvs_sweep_result *R)
+/* The rows (and capacities) of R replayed (searched_only: and searched),
+ * copied into *rows / *caps; *n of them. */
+static kvs_status gather(const kvs_sweep_result *R, bool searched_only,
+			 kvs_sweep_row **rows, kvs_sweep_capacity **caps, size_t *n)
 {
-	size_t n = 0;
+	size_t k = 0;
 	for (size_t i = 0; i < R->nrows; i++)
-		n += row_complete(R, i);
-	if (n == R->nrows)
-		return kvs_sweep_recommend_rows(&R->cfg, R->rows, R->caps, R->nrows, R->rec);
-	/* interrupted: recommend among the combinations that finished */
-	kvs_sweep_row *rows = kvs_calloc(n ? n : 1, sizeof *rows);
-	kvs_sweep_capacity *caps = R->caps ? kvs_calloc(n ? n : 1, sizeof *caps) : NULL;
-	if (!rows || (R->caps && !caps)) {
-		kvs_free(rows);
-		kvs_free(caps);
+		k += searched_only ? row_complete(R, i) : R->rows[i].done;
+	*rows = kvs_calloc(k ? k : 1, sizeof **rows);
+	*caps = R->caps ? kvs_calloc(k ? k : 1, sizeof **caps) : NULL;
+	if (!*rows || (R->caps && !*caps)) {
+		kvs_free(*rows);
+		kvs_free(*caps);
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory choosing a recommendation");
 	}
-	for (size_t i = 0, k = 0; i < R->nrows; i++) {
-		if (!row_complete(R, i))
+	k = 0;
+	for (size_t i = 0; i < R->nrows; i++) {
+		if (!(searched_only ? row_complete(R, i) : R->rows[i].done))
 			continue;
-		rows[k] = R->rows[i];
-		if (caps)
-			caps[k] = R->caps[i];
+		(*rows)[k] = R->rows[i];
+		if (*caps)
+			(*caps)[k] = R->caps[i];
 		k++;
 	}
-	kvs_status st = kvs_sweep_recommend_rows(&R->cfg, rows, caps, n, R->rec);
-	if (st == KVS_OK && n == 0)
-		for (int o = 0; o < KVS_OBJ_COUNT_; o++)
-			snprintf(R->rec[o].reason, sizeof R->rec[o].reason, "The sweep was "
-				 "interrupted before any combination finished.");
+	*n = k;
+	return KVS_OK;
+}
+
+kvs_status kvs_sweep_recommend(kvs_sweep_result *R)
+{
+	size_t n = 0, nrep = 0;
+	for (size_t i = 0; i < R->nrows; i++) {
+		n += row_complete(R, i);
+		nrep += R->rows[i].done;
+	}
+	if (n == R->nrows)
+		return kvs_sweep_recommend_rows(&R->cfg, R->rows, R->caps, R->nrows, R->rec);
+	/* interrupted: least waste and prefix hits among the rows replayed,
+	 * throughput among those whose capacity search (when searched) also
+	 * finished; each sentence says what it covers */
+	kvs_sweep_row *rows;
+	kvs_sweep_capacity *caps;
+	kvs_sweep_recommendation part[KVS_OBJ_COUNT_];
+	kvs_status st = gather(R, false, &rows, &caps, &nrep);
+	if (st != KVS_OK)
+		return st;
+	st = kvs_sweep_recommend_rows(&R->cfg, rows, caps, nrep, R->rec);
 	kvs_free(rows);
 	kvs_free(caps);
-	return st;
+	if (st == KVS_OK && R->caps && n < nrep) {
+		if ((st = gather(R, true, &rows, &caps, &n)) != KVS_OK)
+			return st;
+		st = kvs_sweep_recommend_rows(&R->cfg, rows, caps, n, part);
+		kvs_free(rows);
+		kvs_free(caps);
+		if (st == KVS_OK)
+			R->rec[KVS_OBJ_THROUGHPUT] = part[KVS_OBJ_THROUGHPUT];
+	}
+	if (st != KVS_OK)
+		return st;
+	for (int o = 0; o < KVS_OBJ_COUNT_; o++) {
+		kvs_sweep_recommendation *r = &R->rec[o];
+		bool searched = o == KVS_OBJ_THROUGHPUT && R->caps;
+		size_t have = searched ? R->points_done : R->points_replayed;
+		if (have == 0) {
+			snprintf(r->reason, sizeof r->reason, "The sweep was interrupted before "
+				 "any combination %s.", searched ? "finished its capacity search"
+				 : "finished");
+			r->found = false;
+			continue;
+		}
+		size_t len = strlen(r->reason);
+		snprintf(r->reason + len, sizeof r->reason - len, " (Interrupted: this covers "
+			 "only the %zu of %zu simulated combinations %s.)", have,
+			 R->points_total, searched ? "whose capacity search finished"
+			 : "replayed");
+	}
+	return KVS_OK;
 }
 
 /* ---- JSON ---------------------------------------------------------------------- */
@@ -830,6 +881,7 @@ static json_t *sweep_jt(const kvs_sweep_result *R, const kvs_request_set *rs)
 		/* docs/REPORT-JSON.md: what an interrupted sweep did */
 		jset(doc, "interrupted", json_true());
 		jset(doc, "points_done", jint(R->points_done));
+		jset(doc, "points_replayed", jint(R->points_replayed));
 		jset(doc, "points_total", jint(R->points_total));
 	}
 	return doc;

@@ -324,6 +324,18 @@ static void stop_after_first(void *ctx, const kvs_sweep_progress *p)
 	assert_true(p->points_done <= p->points_total);
 }
 
+/* raised when the second capacity probe of the first combination ends:
+ * its row's replay and two probes finished, its search did not */
+static uint64_t seen_sims;
+
+static void stop_in_search(void *ctx, const kvs_sweep_progress *p)
+{
+	(void)ctx;
+	if (p->simulations == 3)
+		stop_flag = SIGINT;
+	seen_sims = p->simulations;
+}
+
 static void test_interrupted(void **state)
 {
 	(void)state;
@@ -384,6 +396,44 @@ static void test_interrupted(void **state)
 	assert_int_equal(done, 0);
 	assert_int_equal(kvs_sweep_result_simulations(R), 0);
 	assert_false(kvs_sweep_result_recommendation(R, KVS_OBJ_WASTE)->found);
+	kvs_sweep_result_destroy(R);
+
+	/* interrupted inside a capacity search: the row stands and the
+	 * recommendations its row allows are made (marked as covering it
+	 * alone), the throughput one is not; the counts agree with what
+	 * ran: 3 simulations, as the progress saw, 1 combination replayed, 0
+	 * searched */
+	c.find_max_rate = true;
+	c.slo_ttft_s = 1000;
+	c.slo_tpot_s = 10;
+	stop_flag = 0;
+	seen_sims = 0;
+	assert_int_equal(kvs_sweep_run_ex(&c, set, stop_in_search, NULL, &R), KVS_OK);
+	assert_true(kvs_sweep_result_interrupted(R, &done, &total));
+	assert_int_equal(done, 0);
+	assert_int_equal(kvs_sweep_result_points_replayed(R), 1);
+	assert_int_equal(kvs_sweep_result_simulations(R), 3);
+	assert_int_equal(seen_sims, 3);
+	assert_true(kvs_sweep_result_row(R, 0)->done);
+	const kvs_sweep_recommendation *rw = kvs_sweep_result_recommendation(R, KVS_OBJ_WASTE);
+	assert_true(rw->found);
+	assert_int_equal(rw->block_size, 16);
+	assert_non_null(strstr(rw->reason, "(Interrupted: this covers only the 1 of "));
+	const kvs_sweep_recommendation *rt =
+		kvs_sweep_result_recommendation(R, KVS_OBJ_THROUGHPUT);
+	assert_false(rt->found);
+	assert_non_null(strstr(rt->reason, "before any combination finished its capacity search"));
+	doc = kvs_sweep_result_json(R, set);
+	text = kvs_json_text(doc);
+	kvs_json_free(doc);
+	j = json_loads(text, 0, NULL);
+	free(text);
+	assert_int_equal(json_integer_value(json_object_get(j, "simulations")), 3);
+	assert_int_equal(json_integer_value(json_object_get(j, "points_done")), 0);
+	assert_int_equal(json_integer_value(json_object_get(j, "points_replayed")), 1);
+	assert_int_equal(json_array_size(json_object_get(j, "rows")), 1);
+	assert_int_equal(json_array_size(json_object_get(j, "capacity")), 0);
+	json_decref(j);
 	kvs_sweep_result_destroy(R);
 	json_decref(fdoc);
 	free(full);

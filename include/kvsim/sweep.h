@@ -268,6 +268,10 @@ uint64_t kvs_sweep_result_simulations(const kvs_sweep_result *r);
  * combinations finished and in all, when the pointers are not NULL. */
 bool kvs_sweep_result_interrupted(const kvs_sweep_result *r, size_t *points_done,
 				  size_t *points_total);
+/* Simulated combinations whose row's replay finished: points_done, plus,
+ * in a sweep interrupted during capacity searches, those whose search was
+ * cut short (their rows stand, their capacities do not). */
+size_t kvs_sweep_result_points_replayed(const kvs_sweep_result *r);
 
 /* The recommendation per objective from a sweep's rows (and capacity
  * entries, NULL without a search), as kvs_sweep_run makes them; c gives the
