@@ -303,6 +303,32 @@ run 2 "$SAMPLE" --block-sizes 8,x
 grep -q "'x'" <<<"$err" || fail "bad block size not named: $err"
 run 2 "$SAMPLE" --policies paged,lru
 run 2 "$SAMPLE" --block-size 16
+# the throughput/latency curve of docs/SWEEP.md: one sweep per --rate, the
+# CSVs joined with the rate in front; the offered rate is what is served
+# below the knee
+first=1
+for r in 1 2 4; do
+	"$KVSIM" sweep "$SAMPLE" --limit $N2 --rate $r --policies paged --block-sizes 16 --quiet --csv - |
+		awk -F, -v r=$r -v h=$first 'NR == 1 { if (h) print "rate," $0; next } { print r "," $0 }'
+	first=0
+done >"$tmp/curve.csv"
+if command -v python3 >/dev/null; then
+	python3 - "$tmp/curve.csv" <<'PY' || fail "rate curve recipe of docs/SWEEP.md"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["rate"] for r in rows] == ["1", "2", "4"], rows
+# short runs (sanitizers: 50 requests) end in a drain: only the lowest
+# rate is compared with its offer, the others must rise with it
+assert 0.7 < float(rows[0]["requests_per_s"]) < 1.2, rows[0]
+for a, b in zip(rows, rows[1:]):
+    assert float(b["requests_per_s"]) > float(a["requests_per_s"]), (a, b)
+for r in rows:
+    for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "output_tokens_per_s"):
+        assert float(r[k]) > 0, (k, r)
+assert float(rows[2]["output_tokens_per_s"]) > float(rows[0]["output_tokens_per_s"])
+PY
+fi
+
 run 2 "$SAMPLE" --frobnicate
 run 2 "$MOON" --block-sizes 16,48 --enable-prefix-caching
 grep -q 'block size 48' <<<"$err" && grep -q '512' <<<"$err" ||
