@@ -970,3 +970,82 @@ kvs_json *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set
 {
 	return kvs_json_of(sweep_jt(R, rs));
 }
+
+/* ---- request-rate curve (--rates) ------------------------------------------------ */
+
+kvs_json *kvs_sweep_curve_json(kvs_sweep_result *const *R, const double *rates, size_t n,
+			       const kvs_request_set *set)
+{
+	if (n == 0)
+		return NULL;
+	/* the first sweep's document stands for the configuration (the
+	 * sweeps differ only in the arrivals' scale); its rows, capacity and
+	 * recommendations make way for the curve */
+	kvs_json *d = kvs_sweep_result_json(R[0], set);
+	if (!d)
+		return NULL;
+	json_t *doc = kvs_json_jt(d);
+	static const char *const drop[] = { "rows", "capacity", "base_rate", "recommendations",
+					    "simulations", "interrupted", "points_done",
+					    "points_replayed", "points_total" };
+	for (size_t k = 0; k < KVS_ARRAY_LEN(drop); k++)
+		json_object_del(doc, drop[k]);
+	json_t *rs = json_array(), *curve = json_array();
+	uint64_t sims = 0;
+	bool cut = false;
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(rs, jreal(rates[i]));
+		sims += R[i]->simulations;
+		cut |= R[i]->interrupted;
+		for (size_t j = 0; j < R[i]->nrows; j++) {
+			if (!R[i]->rows[j].done)
+				continue;
+			json_t *o = row_json(R[i], &R[i]->rows[j]);
+			if (o)
+				jset(o, "rate", jreal(rates[i]));
+			json_array_append_new(curve, o);
+		}
+	}
+	jset(doc, "rates", rs);
+	jset(doc, "base_rate", jreal(R[0]->base_rate));
+	jset(doc, "curve", curve);
+	jset(doc, "simulations", jint(sims));
+	if (cut)
+		jset(doc, "interrupted", json_true());
+	return d;
+}
+
+kvs_status kvs_sweep_curve_csv(kvs_sweep_result *const *R, const double *rates, size_t n,
+			       FILE *f)
+{
+	for (size_t i = 0; i < n; i++) {
+		/* each sweep's CSV, its lines prefixed with the rate (the header
+		 * with "rate", once) */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&buf, &len);
+		if (!m)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (CSV)");
+		kvs_status st = kvs_sweep_result_csv(R[i], m);
+		if (fclose(m) != 0 && st == KVS_OK)
+			st = kvs_fail(KVS_ERR_NOMEM, "out of memory (CSV)");
+		if (st != KVS_OK) {
+			free(buf);
+			return st;
+		}
+		char *line = buf, *nl;
+		bool head = true;
+		while (line < buf + len && (nl = memchr(line, '\n', (size_t)(buf + len - line)))) {
+			if (!head)
+				fprintf(f, "%.9g,", rates[i]);
+			else if (i == 0)
+				fputs("rate,", f);
+			if (!head || i == 0)
+				fwrite(line, 1, (size_t)(nl - line) + 1, f);
+			head = false;
+			line = nl + 1;
+		}
+		free(buf);
+	}
+	return ferror(f) ? kvs_fail(KVS_ERR_IO, "write error") : KVS_OK;
+}

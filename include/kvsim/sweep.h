@@ -301,6 +301,19 @@ kvs_json *kvs_sweep_result_json(const kvs_sweep_result *r, const kvs_request_set
  * searched). */
 kvs_status kvs_sweep_result_csv(const kvs_sweep_result *r, FILE *f);
 
+/* The request-rate curve (`kvsim sweep --rates`): R[i] the sweep of the
+ * same configuration with its arrivals scaled to rates[i] requests/s.
+ * JSON: the first sweep's document with "rates", "curve" (every replayed
+ * row of every sweep with its "rate") and the total "simulations" in place
+ * of rows, capacity and recommendations ("interrupted" when one was);
+ * NULL on allocation failure.  CSV: a "rate" column before each sweep's
+ * columns, one header. */
+#define KVS_SWEEP_MAX_RATES 64    /* --rates: rates at most */
+kvs_json *kvs_sweep_curve_json(kvs_sweep_result *const *R, const double *rates, size_t n,
+			       const kvs_request_set *set);
+kvs_status kvs_sweep_curve_csv(kvs_sweep_result *const *R, const double *rates, size_t n,
+			       FILE *f);
+
 
 /* ---- scale-out: plan, points, merge (docs/SCALE-OUT.md) ----------------------
  * A sweep split into points (its simulated combinations) that other

@@ -28,7 +28,7 @@ run() {
 }
 
 run 0 --help && for flag in --block-sizes --policies --jobs --kernel-profile --kernel-cost-margin \
-	--find-max-rate --slo-ttft --slo-tpot --rate-tolerance --json --csv \
+	--find-max-rate --slo-ttft --slo-tpot --rate-tolerance --rates --json --csv \
 	--enable-prefix-caching --model --gpu --limit --report --kv-read-factor; do
 	grep -q -- "$flag" <<<"$out" || fail "--help does not list $flag"
 done
@@ -328,6 +328,42 @@ for r in rows:
 assert float(rows[2]["output_tokens_per_s"]) > float(rows[0]["output_tokens_per_s"])
 PY
 fi
+
+# --rates: the same curve in one command: the rows equal the --rate loop's
+# (arrivals scaled by the cursor instead of re-timed by the reader: equal
+# to rounding), one table line per rate and combination, a "curve" in the
+# JSON; and the flags it cannot be combined with
+if run 0 "$SAMPLE" --limit $N2 --rates 1,2,4 --policies paged --block-sizes 16 \
+	--csv "$tmp/rates.csv" --json "$tmp/rates.json"; then
+	[ "$(grep -cE '^ +[124] paged +16 ' <<<"$out")" -eq 3 ] || fail "--rates table: $out"
+	has "$out" "at 3 rates" "--rates table header"
+	if command -v python3 >/dev/null; then
+		python3 - "$tmp/curve.csv" "$tmp/rates.csv" "$tmp/rates.json" <<'PY' || fail "--rates rows differ from the --rate loop's"
+import csv, json, sys
+loop = list(csv.DictReader(open(sys.argv[1])))
+rates = list(csv.DictReader(open(sys.argv[2])))
+assert len(rates) == 3 and list(rates[0])[:3] == ["rate", "policy", "block_size"], rates[0]
+close = lambda a, b: abs(a - b) <= 1e-4 * max(abs(a), abs(b), 1e-9)
+for a, b in zip(loop, rates):
+    assert a["rate"] == b["rate"], (a["rate"], b["rate"])
+    for k in ("requests_per_s", "output_tokens_per_s", "ttft_p50_s", "ttft_p99_s",
+              "tpot_p50_s", "tpot_p99_s"):
+        assert close(float(a[k]), float(b[k])), (k, a[k], b[k])
+d = json.load(open(sys.argv[3]))
+assert d["rates"] == [1.0, 2.0, 4.0], d["rates"]
+assert [r["rate"] for r in d["curve"]] == [1.0, 2.0, 4.0]
+assert d["simulations"] == 3 and "rows" not in d and "interrupted" not in d
+PY
+	fi
+fi
+run 2 "$SAMPLE" --rates 1,x
+has "$err" "'x' is not a request rate" "--rates with a bad rate"
+run 2 "$SAMPLE" --rates 1,,2
+run 2 "$SAMPLE" --rates 0
+run 2 "$SAMPLE" --rates 2 --find-max-rate --slo-ttft 2
+has "$err" "--rates cannot be combined with --find-max-rate" "--rates with --find-max-rate"
+run 2 "$SAMPLE" --rates 2 --rate 3
+run 2 "$SAMPLE" --rates 2 --plan "$tmp/rp.json"
 
 run 2 "$SAMPLE" --frobnicate
 run 2 "$MOON" --block-sizes 16,48 --enable-prefix-caching
