@@ -691,10 +691,13 @@ kvs_status kvs_sweep_recommend(kvs_sweep_result *R)
 	kvs_status st = gather(R, false, &rows, &caps, &nrep);
 	if (st != KVS_OK)
 		return st;
-	st = kvs_sweep_recommend_rows(&R->cfg, rows, caps, nrep, R->rec);
+	/* rows whose search was cut have no capacity: their ties are broken
+	 * at the trace's rate (and throughput is chosen below) */
+	bool cut = R->caps && n < nrep;
+	st = kvs_sweep_recommend_rows(&R->cfg, rows, cut ? NULL : caps, nrep, R->rec);
 	kvs_free(rows);
 	kvs_free(caps);
-	if (st == KVS_OK && R->caps && n < nrep) {
+	if (st == KVS_OK && cut) {
 		if ((st = gather(R, true, &rows, &caps, &n)) != KVS_OK)
 			return st;
 		st = kvs_sweep_recommend_rows(&R->cfg, rows, caps, n, part);
