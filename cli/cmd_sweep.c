@@ -50,6 +50,12 @@ void kvs_cmd_sweep_usage(FILE *f)
 		"                               (trace arrivals scaled) meeting the SLOs\n"
 		"  --rate-tolerance X           relative step of the rate grid (0.02)\n"
 		"  --rate-search-range F        search between trace rate / F and x F (1e4)\n"
+		"\n"
+		"request-rate curve:\n"
+		"  --rates LIST                 comma-separated request rates (req/s): the\n"
+		"                               sweep once per rate (trace arrivals scaled,\n"
+		"                               burstiness kept), one row per rate and\n"
+		"                               combination: throughput, p50/p99 TTFT/TPOT\n"
 		"\n");
 	kvs_cli_sim_help(f, true);
 	fputc('\n', f);
@@ -98,6 +104,8 @@ typedef struct opts {
 	const char *report;         /* --report DIR */
 	const char *profile;
 	bool quiet;
+	double rates[KVS_SWEEP_MAX_RATES];  /* --rates */
+	size_t nrates;
 	/* scale-out */
 	const char *plan_out;       /* --plan FILE */
 	const char *from_plan;      /* --from-plan FILE */
@@ -182,6 +190,36 @@ static int sweep_arg(kvs_args *it, opts *o)
 		s->find_max_rate = true;
 		return 1;
 	}
+	if (kvs_args_is(it, "--rates")) {
+		const char *v = kvs_args_value(it);
+		if (!v)
+			return -1;
+		o->nrates = 0;
+		const char *p = v;
+		for (;;) {
+			char buf[64];
+			size_t k = strcspn(p, ",");
+			double x = 0;
+			if (k == 0 || k >= sizeof buf || o->nrates == KVS_SWEEP_MAX_RATES) {
+				kvs_args_usage_error(it, "--rates %s: expected up to %d request "
+						     "rates > 0 (requests/s), comma-separated", v,
+						     KVS_SWEEP_MAX_RATES);
+				return -1;
+			}
+			memcpy(buf, p, k);
+			buf[k] = '\0';
+			if (!kvs_parse_double(buf, &x) || !(x > 0) || !isfinite(x)) {
+				kvs_args_usage_error(it, "--rates: '%s' is not a request rate "
+						     "> 0 (requests/s)", buf);
+				return -1;
+			}
+			o->rates[o->nrates++] = x;
+			if (!p[k])
+				break;
+			p += k + 1;
+		}
+		return 1;
+	}
 	if (kvs_args_is(it, "--rate-tolerance"))
 		return kvs_args_double(it, 1e-4, 1, &s->rate_tolerance) ? 1 : -1;
 	if (kvs_args_is(it, "--rate-search-range"))
@@ -207,6 +245,23 @@ static double since(const struct timespec *t0)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)(ts.tv_sec - t0->tv_sec) + (ts.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* What an interrupted sweep holds: "2 of 5 simulated combinations done"
+ * or, when capacity searches were cut short, "2 of 5 simulated
+ * combinations replayed at the trace's rate, 0 of them with their capacity
+ * search finished" (the counts of the rows and of the capacity table). */
+static void interrupted_text(const kvs_sweep_result *R, char *buf, size_t n)
+{
+	size_t done = 0, total = 0;
+	kvs_sweep_result_interrupted(R, &done, &total);
+	size_t replayed = kvs_sweep_result_points_replayed(R);
+	if (replayed > done)
+		snprintf(buf, n, "%zu of %zu simulated combinations replayed at the trace's "
+			 "rate, %zu of them with their capacity search finished", replayed,
+			 total, done);
+	else
+		snprintf(buf, n, "%zu of %zu simulated combinations done", done, total);
 }
 
 static void progress_line(sweep_progress *p, bool final)
@@ -380,6 +435,111 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 static kvs_status csv_fn(const void *arg, FILE *f)
 {
 	return kvs_sweep_result_csv(arg, f);
+}
+
+/* --rates: the sweep once per offered rate, its arrivals scaled from the
+ * trace's mean rate ((n - 1) / span, as the capacity search scales them:
+ * burstiness kept), one row per rate and combination.  The sweeps share
+ * the trace read once; an interrupt stops at the rate running, whose
+ * finished rows are kept.  Returns the exit code; *lost: interrupted. */
+static int rates_mode(const opts *o, const kvs_request_set *set, const char *path,
+		      const volatile sig_atomic_t *sigflag, kvs_outfile *jso,
+		      kvs_outfile *cso, bool *lost)
+{
+	uint64_t n = kvs_request_set_count(set);
+	double first = n ? kvs_request_set_get(set, 0)->arrival_s : 0;
+	double last = n ? kvs_request_set_get(set, n - 1)->arrival_s : 0;
+	if (!(n > 1 && last > first)) {
+		fprintf(stderr, "kvsim sweep: --rates: %s has no arrival rate to scale (it needs "
+			"two distinct arrival times)\n", path);
+		return KVS_EXIT_USAGE;
+	}
+	double base = (double)(n - 1) / (last - first);
+	kvs_sweep_result *res[KVS_SWEEP_MAX_RATES] = { NULL };
+	size_t nres = 0;
+	uint64_t sims = 0;
+	int rc = KVS_EXIT_OK;
+	for (size_t i = 0; i < o->nrates; i++) {
+		kvs_sweep_config c = o->sw;
+		c.time_scale = base / o->rates[i];
+		c.base.interrupt = sigflag;
+		kvs_status st = kvs_sweep_run(&c, set, &res[nres]);
+		if (st != KVS_OK) {
+			kvs_cli_report_error("sweep", st);
+			rc = KVS_EXIT_FAIL;
+			goto out;
+		}
+		sims += kvs_sweep_result_simulations(res[nres]);
+		if (kvs_sweep_result_interrupted(res[nres++], NULL, NULL)) {
+			*lost = true;
+			break;
+		}
+		if (!o->quiet)
+			fprintf(stderr, "kvsim sweep: rate %zu/%zu done (%.4g requests/s), %llu "
+				"simulations\n", i + 1, o->nrates, o->rates[i],
+				(unsigned long long)sims);
+	}
+	if (*lost)
+		fprintf(stderr, "kvsim sweep: interrupted at rate %zu of %zu (%.4g requests/s); "
+			"the outputs hold the rows finished, marked \"interrupted\"\n", nres,
+			o->nrates, o->rates[nres - 1]);
+	if (o->json) {
+		kvs_json *doc = kvs_sweep_curve_json(res, o->rates, nres, set);
+		if (!doc) {
+			fprintf(stderr, "kvsim sweep: out of memory (JSON)\n");
+			rc = KVS_EXIT_FAIL;
+			goto out;
+		}
+		rc = kvs_cli_json_output("sweep", doc, jso, NULL, NULL, o->quiet);
+		kvs_json_free(doc);
+		if (rc != KVS_EXIT_OK)
+			goto out;
+	}
+	if (cso) {
+		kvs_status st = kvs_sweep_curve_csv(res, o->rates, nres, kvs_outfile_stream(cso));
+		if (st != KVS_OK) {
+			fprintf(stderr, "kvsim sweep: --csv: %s: %s\n", o->csv, kvs_last_error());
+			rc = KVS_EXIT_FAIL;
+			goto out;
+		}
+	}
+	if ((!o->json || strcmp(o->json, "-") != 0) && (!o->csv || strcmp(o->csv, "-") != 0)) {
+		const kvs_sweep_config *c = kvs_sweep_result_config(res[0]);
+		bool slo = c->slo_ttft_s > 0 || c->slo_tpot_s > 0;
+		char slo_s[96];
+		slo_text(c, slo_s, sizeof slo_s);
+		printf("kvsim sweep: %s, %llu requests at %zu rates (the trace's: %.4g requests/s); "
+		       "%s on %s (tp %u); %llu simulations\n", path, (unsigned long long)n,
+		       o->nrates, base, o->dep.d.model.name, o->dep.d.gpu.name,
+		       o->dep.d.tp ? o->dep.d.tp : 1, (unsigned long long)sims);
+		if (*lost)
+			printf("interrupted at rate %zu of %zu: the rows below are those finished\n",
+			       nres, o->nrates);
+		printf("\n%9s %-10s %5s %8s %9s %8s %8s %8s %8s %6s%s\n", "rate", "policy",
+		       "block", "req/s", "tok/s", "TTFT", "TTFT", "TPOT", "TPOT", "preem",
+		       slo ? "  SLO" : "");
+		printf("%9s %-10s %5s %8s %9s %8s %8s %8s %8s %6s\n", "offered", "", "", "", "",
+		       "p50 s", "p99 s", "p50 ms", "p99 ms", "");
+		for (size_t i = 0; i < nres; i++)
+			for (size_t j = 0; j < kvs_sweep_result_rows(res[i]); j++) {
+				const kvs_sweep_row *r = kvs_sweep_result_row(res[i], j);
+				const kvs_sim_stats *st = &r->st;
+				if (!r->done)
+					continue;
+				printf("%9.4g %-10s %5u %8.3f %9.1f %8.3f %8.3f %8.2f %8.2f %6llu%s\n",
+				       o->rates[i], kvs_policy_name(r->policy), r->block_size,
+				       st->requests_per_s, st->output_tokens_per_s, st->ttft_s.p50,
+				       st->ttft_s.p99, 1e3 * st->tpot_s.p50, 1e3 * st->tpot_s.p99,
+				       (unsigned long long)st->preemptions,
+				       !slo ? "" : r->meets_slo ? "  met" : "  missed");
+			}
+		printf("\nrate: offered (the trace's arrivals scaled to it); req/s, tok/s: served.%s%s\n",
+		       slo ? "  SLO: " : "", slo ? slo_s : "");
+	}
+out:
+	for (size_t i = 0; i < nres; i++)
+		kvs_sweep_result_destroy(res[i]);
+	return rc;
 }
 
 /* --plan, --from-plan --points/--out, --from-plan --merge: -1 with *R the
@@ -636,6 +796,7 @@ int kvs_cmd_sweep(kvs_args *it)
 	const char *path = NULL;
 	kvs_outfile *jso = NULL, *cso = NULL;
 	const volatile sig_atomic_t *sigflag = NULL;
+	bool rates_cut = false;     /* --rates interrupted */
 	kvs_status st;
 	/* no output may replace an input or another output */
 	const kvs_cli_path paths[] = {
@@ -662,6 +823,18 @@ int kvs_cmd_sweep(kvs_args *it)
 		rc = KVS_EXIT_USAGE;
 		goto out;
 	}
+	if (o.nrates) {
+		/* the curve is its own output: one rate axis, no search */
+		const char *clash = o.sw.find_max_rate ? "--find-max-rate"
+				    : o.to.rate > 0 ? "--rate" : o.report ? "--report"
+				    : o.plan_out ? "--plan" : o.from_plan ? "--from-plan" : NULL;
+		if (clash) {
+			fprintf(stderr, "kvsim sweep: --rates cannot be combined with %s\n",
+				clash);
+			rc = KVS_EXIT_USAGE;
+			goto out;
+		}
+	}
 	/* the SLOs are the engine group's; the sweep bounds p99 latencies by them */
 	o.sw.slo_ttft_s = o.sim.cfg.slo_ttft_s;
 	o.sw.slo_tpot_s = o.sim.cfg.slo_tpot_s;
@@ -684,8 +857,12 @@ int kvs_cmd_sweep(kvs_args *it)
 		goto out;
 	}
 	/* keep the trace's hash ids at their own granularity: each block size of
-	 * the sweep re-splits (or merges) them itself */
+	 * the sweep re-splits (or merges) them itself.  The id of a prompt's
+	 * partial last block comes too: its full sub-blocks are shared at a
+	 * finer block size, as replay's reader (re-splitting to that size) shares
+	 * them */
 	o.to.block_size = 0;
+	o.to.hash_partial_block = true;
 	o.sw.base = o.sim.cfg;
 	o.quiet |= o.sim.quiet;
 	if (o.profile) {
@@ -732,6 +909,10 @@ int kvs_cmd_sweep(kvs_args *it)
 		rc = KVS_EXIT_USAGE;
 		goto out;
 	}
+	if (o.nrates) {
+		rc = rates_mode(&o, set, path, sigflag, jso, cso, &rates_cut);
+		goto out;
+	}
 	if (o.plan_out || o.from_plan) {
 		int prc2 = plan_mode(&o, &plan, set, path, &R);
 		if (prc2 >= 0) {
@@ -763,9 +944,12 @@ int kvs_cmd_sweep(kvs_args *it)
 	}
 	size_t pdone = 0, ptotal = 0;
 	bool interrupted = kvs_sweep_result_interrupted(R, &pdone, &ptotal);
+	char what[320] = "";
 	if (interrupted)
-		fprintf(stderr, "kvsim sweep: interrupted: %zu of %zu combinations done; the "
-			"outputs hold those, marked \"interrupted\"\n", pdone, ptotal);
+		interrupted_text(R, what, sizeof what);
+	if (interrupted)
+		fprintf(stderr, "kvsim sweep: interrupted: %s; the outputs hold those, marked "
+			"\"interrupted\"\n", what);
 	if (o.json || o.report) {
 		kvs_json *doc = kvs_sweep_result_json(R, set);
 		if (!doc) {
@@ -792,8 +976,8 @@ int kvs_cmd_sweep(kvs_args *it)
 		       o.dep.d.model.name, o.dep.d.gpu.name, o.dep.d.tp ? o.dep.d.tp : 1,
 		       (unsigned long long)kvs_sweep_result_simulations(R));
 		if (interrupted)
-			printf("interrupted: %zu of %zu simulated combinations done; the rows "
-			       "and recommendations below cover those\n", pdone, ptotal);
+			printf("interrupted: %s; the rows and recommendations below cover "
+			       "those\n", what);
 		putchar('\n');
 		print_table(R, stdout);
 	}
@@ -804,7 +988,7 @@ out:;
 	ok = kvs_cli_out_close("sweep", "--csv", cso, ok) && ok;
 	if (!ok && rc == KVS_EXIT_OK)
 		rc = KVS_EXIT_FAIL;
-	bool lost = R && kvs_sweep_result_interrupted(R, NULL, NULL);
+	bool lost = (R && kvs_sweep_result_interrupted(R, NULL, NULL)) || rates_cut;
 	kvs_sweep_result_destroy(R);
 	kvs_request_set_destroy(set);
 	kvs_kernel_profile_destroy(prof);

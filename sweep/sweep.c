@@ -306,8 +306,10 @@ static kvs_status capacity_search(const kvs_sweep_work *w, const kvs_sweep_point
 	memset(&best, 0, sizeof best);
 #define PROBE(k, ok) do { \
 		s = replay(&pt->sc, w->set, c->time_scale * pow(step, -(double)(k)), tk, &st); \
-		if (s != KVS_OK) \
+		if (s != KVS_OK) { \
+			cap->simulations = sims;  /* the probes that finished */ \
 			return s; \
+		} \
 		sims++; \
 		(ok) = slo_holds(c, &st); \
 	} while (0)
@@ -414,7 +416,9 @@ kvs_status kvs_sweep_point_run(const kvs_sweep_work *w, size_t p,
 		if (st != KVS_OK && !raised(&pt->sc))
 			return st;
 		if (st != KVS_OK) {
-			/* interrupted: the row stands, the search does not */
+			/* interrupted: the row stands, the search does not; the
+			 * probes that finished still count as simulations run */
+			r.simulations += r.cap.simulations;
 			memset(&r.cap, 0, sizeof r.cap);
 			r.cap.policy = pt->policy;
 			r.cap.block_size = pt->block_size;
@@ -434,6 +438,7 @@ void kvs_sweep_point_store(kvs_sweep_work *w, size_t p, const kvs_sweep_point_re
 	if (w->res->caps)
 		w->res->caps[i] = r->cap;
 	w->res->simulations += r->simulations;
+	w->res->points_replayed++;
 	if (!w->res->caps || r->cap.simulations > 0)
 		w->res->points_done++;
 	else
@@ -777,6 +782,11 @@ double kvs_sweep_result_base_rate(const kvs_sweep_result *r)
 uint64_t kvs_sweep_result_simulations(const kvs_sweep_result *r)
 {
 	return r->simulations;
+}
+
+size_t kvs_sweep_result_points_replayed(const kvs_sweep_result *r)
+{
+	return r->points_replayed;
 }
 
 bool kvs_sweep_result_interrupted(const kvs_sweep_result *r, size_t *points_done,

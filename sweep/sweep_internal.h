@@ -34,7 +34,11 @@ struct kvs_sweep_result {
 	size_t ncaps;
 	kvs_sweep_recommendation rec[KVS_OBJ_COUNT_];
 	uint64_t simulations;
-	size_t points_done, points_total;   /* simulated combinations */
+	size_t points_done, points_total;   /* simulated combinations (done:
+	                                     * with find_max_rate, its search too) */
+	size_t points_replayed;          /* of those, with the row's replay done
+	                                  * (all done ones; more when a search
+	                                  * was interrupted) */
 	bool interrupted;
 	double mean_context;
 	double base_rate;                /* trace's mean rate at cfg.time_scale */

@@ -4,12 +4,15 @@
  *
  * Recommendations name only deployable policies: oracle reserves each
  * request's true final length, which no server knows in advance, so it is
- * a bound to compare against, quoted in the sentence, never a pick.  A
- * policy that does not depend on the block size (all but paged) counts
- * once, named without a block size.  Every choice breaks ties the same
- * way: lower p99 TTFT, then lower KV waste, then smaller block-table
- * metadata, then the earlier row, so recommendations are as deterministic
- * as the rows.
+ * a bound to compare against, quoted in the sentence (as a bound only
+ * when no other policy beats it there), never a pick.  A policy that does
+ * not depend on the block size (all but paged) counts once, named without
+ * a block size.  Every choice breaks ties the same way: the policy engines
+ * deploy (the registry's baseline, paged) first, then lower p99 TTFT
+ * (within TTFT_TIE of the lowest tied counts as equal: one p99 is noisy),
+ * then lower KV waste, then smaller block-table metadata, then the earlier
+ * row, so recommendations are as deterministic as the rows.  Capacities
+ * within one grid step of each other tie: the search cannot order them.
  */
 #include "kvs_config.h"
 #include "sweep_internal.h"
@@ -35,13 +38,24 @@ static bool by_block(kvs_policy p)
 	return kvs_policy_has(p, KVS_TRAIT_BLOCK_GRANULAR);
 }
 
+/* the policy serving engines deploy (paged, the registry's baseline):
+ * first among ties, since the others are either not what engines run or
+ * know each request's output length in advance (pow2 rounds it up) */
+static bool engine_policy(kvs_policy p)
+{
+	return kvs_policy_has(p, KVS_TRAIT_BASELINE);
+}
+
 static double nan_hi(double v)
 {
 	return isnan(v) ? INFINITY : v;
 }
 
+/* p99 TTFTs within this of the lowest among tied rows count as equal */
+#define TTFT_TIE 0.05
+
 /* the deciding criterion of a tie, for the sentence */
-enum { TIE_TTFT, TIE_WASTE, TIE_META, TIE_ORDER };
+enum { TIE_ENGINE, TIE_TTFT, TIE_WASTE, TIE_META, TIE_ORDER };
 
 typedef struct rctx {
 	const kvs_sweep_config *c;
@@ -53,6 +67,8 @@ typedef struct rctx {
 	double min_rel;         /* cheapest paged kernel; INFINITY without paged */
 	size_t cheapest;        /* its row (SIZE_MAX without paged) */
 	bool *cand;             /* scratch, n entries */
+	double ttft_band;       /* tied p99 TTFTs up to this count as equal
+	                         * (set by choose) */
 } rctx;
 
 /* The row stands for its combination: every paged row, and the first row
@@ -93,10 +109,20 @@ static double tie_ttft(const rctx *x, size_t i)
 }
 
 /* < 0 when row a goes before row b under the tie rule; *why: the criterion
- * that decided */
+ * that decided.  TTFTs within the band compare equal, so the order stays
+ * a strict weak one (the band is fixed for one choice). */
 static int tie_cmp(const rctx *x, size_t a, size_t b, int *why)
 {
+	bool ea = engine_policy(x->rows[a].policy), eb = engine_policy(x->rows[b].policy);
+	if (ea != eb) {
+		*why = TIE_ENGINE;
+		return ea ? -1 : 1;
+	}
 	double ta = tie_ttft(x, a), tb = tie_ttft(x, b);
+	if (ta <= x->ttft_band)
+		ta = 0;
+	if (tb <= x->ttft_band)
+		tb = 0;
 	if (ta != tb) {
 		*why = TIE_TTFT;
 		return ta < tb ? -1 : 1;
@@ -118,32 +144,53 @@ static int tie_cmp(const rctx *x, size_t a, size_t b, int *why)
 
 typedef struct pick {
 	size_t best;            /* SIZE_MAX: no candidate */
+	size_t top;             /* a candidate with the highest key */
 	size_t ntied;           /* candidates tied on the objective's figure */
+	size_t nengine;         /* of those, rows of the engines' policy */
 	int why;                /* what set best apart from the runner-up */
 } pick;
 
+static bool tied_key(double k, double top, double rel_eq)
+{
+	return k == top || fabs(k - top) <= rel_eq * fabs(top);
+}
+
 /* Among the candidates x->cand, those with the highest key (equal within
  * rel_eq, relative) tie; the tie rule orders them. */
-static pick choose(const rctx *x, double (*key)(const rctx *, size_t), double rel_eq)
+static pick choose(rctx *x, double (*key)(const rctx *, size_t), double rel_eq)
 {
-	pick p = { SIZE_MAX, 0, TIE_ORDER };
+	pick p = { SIZE_MAX, SIZE_MAX, 0, 0, TIE_ORDER };
 	double top = -INFINITY;
 	bool any = false;
 	for (size_t i = 0; i < x->n; i++)
 		if (x->cand[i] && (!any || key(x, i) > top)) {
 			top = key(x, i);
+			p.top = i;
 			any = true;
 		}
 	if (!any)
 		return p;
+	/* the TTFT band: the lowest p99 TTFT among the tied rows of the
+	 * policy that goes first (the engines', when any is tied) */
+	bool engine = false;
+	for (size_t i = 0; i < x->n; i++)
+		if (x->cand[i] && tied_key(key(x, i), top, rel_eq))
+			engine |= engine_policy(x->rows[i].policy);
+	double lo = INFINITY;
+	for (size_t i = 0; i < x->n; i++)
+		if (x->cand[i] && tied_key(key(x, i), top, rel_eq) &&
+		    (!engine || engine_policy(x->rows[i].policy)) && tie_ttft(x, i) < lo)
+			lo = tie_ttft(x, i);
+	x->ttft_band = isfinite(lo) ? lo * (1.0 + TTFT_TIE) : -INFINITY;
 	size_t second = SIZE_MAX;
 	for (size_t i = 0; i < x->n; i++) {
 		if (!x->cand[i])
 			continue;
 		double k = key(x, i);
-		if (!(k == top || fabs(k - top) <= rel_eq * fabs(top)))
+		if (!tied_key(k, top, rel_eq))
 			continue;
 		p.ntied++;
+		p.nengine += engine_policy(x->rows[i].policy);
 		int why;
 		if (p.best == SIZE_MAX || tie_cmp(x, i, p.best, &why) < 0) {
 			second = p.best;
@@ -194,26 +241,40 @@ static void cat(char *buf, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* "; 6 reach that grid rate and it has the lowest p99 TTFT there, 1.5 s" */
+/* "; 6 come within one grid step of the highest rate and it has the lowest
+ * p99 TTFT among them, 1.5 s (the next more than 5% higher)";
+ * when rows of other policies tie too, ", 5 of them paged (the policy
+ * engines deploy, which goes first)" before the criterion among those */
 static void tie_text(const rctx *x, const pick *p, const char *tied, char *buf, size_t n)
 {
 	if (p->ntied < 2)
 		return;
 	const kvs_sweep_row *r = &x->rows[p->best];
 	double ttft = tie_ttft(x, p->best);
+	const char *eng = kvs_policy_name(r->policy);
 	cat(buf, n, "; %zu %s", p->ntied, tied);
+	bool engine = engine_policy(r->policy) && p->nengine < p->ntied;
+	if (engine && p->nengine > 1)
+		cat(buf, n, ", %zu of them %s (the policy engines deploy, which goes first)",
+		    p->nengine, eng);
+	const char *among = engine ? "among those" : "among them";
 	switch (p->why) {
+	case TIE_ENGINE:
+		cat(buf, n, ", and %s, the policy engines deploy, goes first", eng);
+		break;
 	case TIE_TTFT:
-		cat(buf, n, " and it has the lowest p99 TTFT among them, %.4g s", ttft);
+		cat(buf, n, " and it has the lowest p99 TTFT %s, %.4g s (the next more than "
+		    "%g%% higher)", among, ttft, 100.0 * TTFT_TIE);
 		break;
 	case TIE_WASTE:
-		cat(buf, n, ", it shares the lowest p99 TTFT among them, %.4g s, and wastes "
-		    "the least KV of those, %.3g%%", ttft, kvs_sweep_row_waste_pct(r));
+		cat(buf, n, ", its p99 TTFT, %.4g s, is within %g%% of the lowest %s and it "
+		    "wastes the least KV of those, %.3g%%", ttft, 100.0 * TTFT_TIE, among,
+		    kvs_sweep_row_waste_pct(r));
 		break;
 	case TIE_META:
-		cat(buf, n, ", it shares the lowest p99 TTFT (%.4g s) and KV waste among them "
-		    "and has the smallest block tables of those, %llu bytes", ttft,
-		    (unsigned long long)r->st.metadata_bytes_max);
+		cat(buf, n, ", it shares the lowest p99 TTFT (within %g%%, %.4g s) and KV waste "
+		    "%s and has the smallest block tables of those, %llu bytes",
+		    100.0 * TTFT_TIE, ttft, among, (unsigned long long)r->st.metadata_bytes_max);
 		break;
 	default:
 		cat(buf, n, ", tying on p99 TTFT, KV waste and block tables, and it "
@@ -277,39 +338,67 @@ static void rec_throughput(rctx *x, kvs_sweep_recommendation *rec)
 		size_t ncomb = 0;
 		for (size_t i = 0; i < x->n; i++)
 			ncomb += deployable(x->rows[i].policy) && distinct(x, i);
-		/* rates on the grid are r0 (1 + tol)^k: equal k, equal rate */
-		pick p = choose(x, key_rate, 1e-9);
+		/* rates on the grid are r0 (1 + tol)^k: the search resolves a
+		 * rate to one step, so rates one step apart (k and k - 1) tie */
+		double tol = x->c->rate_tolerance > 0 ? x->c->rate_tolerance : 0;
+		pick p = choose(x, key_rate, tol / (1.0 + tol) * (1.0 + 1e-6) + 1e-9);
+		double top = p.top != SIZE_MAX ? x->caps[p.top].max_rate : 0;
+		/* the highest rate is named by the pick when it reaches it */
+		if (p.best != SIZE_MAX && fabs(x->caps[p.best].max_rate - top) <= 1e-9 * top)
+			p.top = p.best;
+		char tnm[64] = "";
 		if (p.best != SIZE_MAX) {
 			const kvs_sweep_capacity *k = &x->caps[p.best];
 			set_rec(rec, &x->rows[p.best]);
 			name_of(&x->rows[p.best], nm, sizeof nm);
+			bool at_top = fabs(k->max_rate - top) <= 1e-9 * top;
 			snprintf(buf, bn, "%s sustains %.3g requests/s (%.3g conversations per "
-				 "GPU) with %s, the highest rate of the %zu deployable "
-				 "combinations%s", nm, k->max_rate, k->conversations_per_gpu,
-				 x->slo, ncomb,
-				 k->outcome == KVS_CAPACITY_UNBOUNDED ? " (the search limit)" : "");
-			tie_text(x, &p, "reach that grid rate", buf, bn);
+				 "GPU) with %s, ", nm, k->max_rate, k->conversations_per_gpu, x->slo);
+			if (at_top) {
+				cat(buf, bn, "the highest rate of the %zu deployable combinations",
+				    ncomb);
+			} else {
+				name_of(&x->rows[p.top], tnm, sizeof tnm);
+				cat(buf, bn, "within the search's resolution (one %g%% grid "
+				    "step) of the highest rate of the %zu deployable "
+				    "combinations, %s's %.3g", 100.0 * tol, ncomb, tnm, top);
+			}
+			if (k->outcome == KVS_CAPACITY_UNBOUNDED)
+				cat(buf, bn, " (the search limit)");
+			tie_text(x, &p, "come within one grid step of the highest rate",
+				 buf, bn);
 		} else {
 			snprintf(buf, bn, "No deployable combination meets %s at any rate "
 				 "searched: relax the SLOs or use a faster deployment", x->slo);
 		}
 		if (orow != SIZE_MAX) {
 			const kvs_sweep_capacity *o = &x->caps[orow];
-			if (o->outcome == KVS_CAPACITY_UNATTAINABLE)
+			const char *on = kvs_policy_name(o->policy);
+			if (o->outcome == KVS_CAPACITY_UNATTAINABLE) {
 				cat(buf, bn, "; %s, the unattainable bound, meets them at no "
-				    "rate searched either", kvs_policy_name(o->policy));
-			else if (p.best != SIZE_MAX &&
-				 fabs(o->max_rate - x->caps[p.best].max_rate) <=
-				 1e-9 * o->max_rate)
+				    "rate searched either", on);
+			} else if (p.best == SIZE_MAX) {
+				cat(buf, bn, "; %s, the unattainable bound, reaches %.3g "
+				    "requests/s", on, o->max_rate);
+			} else if (o->max_rate < top * (1.0 - 1e-9)) {
+				/* a deployable policy beats it: not a bound here */
+				if (!*tnm)
+					name_of(&x->rows[p.top], tnm, sizeof tnm);
+				cat(buf, bn, "; %s, which reserves each request's true length, "
+				    "reaches %.3g requests/s, less than %s's %.3g: %s", on,
+				    o->max_rate, tnm, top,
+				    o->max_rate >= top / (1.0 + tol) * (1.0 - 1e-6)
+				    ? "within the search's resolution, which cannot order them"
+				    : "reservation waste is not what limits the rate here");
+			} else if (fabs(o->max_rate - x->caps[p.best].max_rate) <=
+				   1e-9 * o->max_rate) {
 				cat(buf, bn, "; %s, the unattainable bound, reaches the same "
-				    "grid rate", kvs_policy_name(o->policy));
-			else if (p.best != SIZE_MAX)
+				    "grid rate", on);
+			} else {
 				cat(buf, bn, "; %s, the unattainable bound, reaches %.3g "
-				    "requests/s (%+.3g%%)", kvs_policy_name(o->policy), o->max_rate,
+				    "requests/s (%+.3g%%)", on, o->max_rate,
 				    100.0 * (o->max_rate / x->caps[p.best].max_rate - 1.0));
-			else
-				cat(buf, bn, "; %s, the unattainable bound, reaches %.3g "
-				    "requests/s", kvs_policy_name(o->policy), o->max_rate);
+			}
 		}
 		cat(buf, bn, ".");
 		return;
@@ -346,10 +435,12 @@ static void rec_throughput(rctx *x, kvs_sweep_recommendation *rec)
 			 "throughput", buf, bn);
 	}
 	if (orow != SIZE_MAX)
-		cat(buf, bn, "; %s, the unattainable bound, delivers %.4g tokens/s with "
-		    "p99 TTFT %.3g s", kvs_policy_name(x->rows[orow].policy),
-		    x->rows[orow].st.output_tokens_per_s,
-		    x->rows[orow].st.ttft_s.p99);
+		/* a bound only where no deployable row delivers more */
+		cat(buf, bn, "; %s, %s, delivers %.4g tokens/s with p99 TTFT %.3g s",
+		    kvs_policy_name(x->rows[orow].policy),
+		    x->rows[orow].st.output_tokens_per_s >= top
+		    ? "the unattainable bound" : "which reserves each request's true length",
+		    x->rows[orow].st.output_tokens_per_s, x->rows[orow].st.ttft_s.p99);
 	cat(buf, bn, ".");
 }
 
@@ -442,10 +533,18 @@ static void rec_waste(rctx *x, kvs_sweep_recommendation *rec)
 	margin_text(x, p.best, less_waste, waste_what, buf, bn);
 	tie_text(x, &p, "tie on waste", buf, bn);
 	size_t orow = oracle_row(x);
-	if (orow != SIZE_MAX)
-		cat(buf, bn, "; %s, the unattainable bound for contiguous reservation, "
-		    "wastes %.3g%%", kvs_policy_name(x->rows[orow].policy),
-		    kvs_sweep_row_waste_pct(&x->rows[orow]));
+	if (orow != SIZE_MAX) {
+		/* a bound only where no contiguous policy swept wastes less */
+		double ow = kvs_sweep_row_waste_pct(&x->rows[orow]);
+		bool bound = true;
+		for (size_t i = 0; i < x->n; i++)
+			if (deployable(x->rows[i].policy) && !by_block(x->rows[i].policy) &&
+			    kvs_sweep_row_waste_pct(&x->rows[i]) < ow)
+				bound = false;
+		cat(buf, bn, "; %s, %s, wastes %.3g%%", kvs_policy_name(x->rows[orow].policy),
+		    bound ? "the unattainable bound for contiguous reservation"
+			  : "which reserves each request's true length", ow);
+	}
 	cat(buf, bn, ".");
 }
 
@@ -538,44 +637,95 @@ kvs_status kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_r
 	return KVS_OK;
 }
 
-/* A row that can be recommended: replayed and, when searched, its
- * capacity found (all of them unless the sweep was interrupted). */
+/* A row the throughput objective can weigh: replayed and, when searched,
+ * its capacity found (all of them unless the sweep was interrupted).  The
+ * other objectives read only the row. */
 static bool row_complete(const kvs_sweep_result *R, size_t i)
 {
 	return R->rows[i].done && (!R->caps || R->caps[i].simulations > 0);
 }
 
-kvs_status kvs_sweep_recommend(kvs_sweep_result *R)
+/* The rows (and capacities) of R replayed (searched_only: and searched),
+ * copied into *rows / *caps; *n of them. */
+static kvs_status gather(const kvs_sweep_result *R, bool searched_only,
+			 kvs_sweep_row **rows, kvs_sweep_capacity **caps, size_t *n)
 {
-	size_t n = 0;
+	size_t k = 0;
 	for (size_t i = 0; i < R->nrows; i++)
-		n += row_complete(R, i);
-	if (n == R->nrows)
-		return kvs_sweep_recommend_rows(&R->cfg, R->rows, R->caps, R->nrows, R->rec);
-	/* interrupted: recommend among the combinations that finished */
-	kvs_sweep_row *rows = kvs_calloc(n ? n : 1, sizeof *rows);
-	kvs_sweep_capacity *caps = R->caps ? kvs_calloc(n ? n : 1, sizeof *caps) : NULL;
-	if (!rows || (R->caps && !caps)) {
-		kvs_free(rows);
-		kvs_free(caps);
+		k += searched_only ? row_complete(R, i) : R->rows[i].done;
+	*rows = kvs_calloc(k ? k : 1, sizeof **rows);
+	*caps = R->caps ? kvs_calloc(k ? k : 1, sizeof **caps) : NULL;
+	if (!*rows || (R->caps && !*caps)) {
+		kvs_free(*rows);
+		kvs_free(*caps);
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory choosing a recommendation");
 	}
-	for (size_t i = 0, k = 0; i < R->nrows; i++) {
-		if (!row_complete(R, i))
+	k = 0;
+	for (size_t i = 0; i < R->nrows; i++) {
+		if (!(searched_only ? row_complete(R, i) : R->rows[i].done))
 			continue;
-		rows[k] = R->rows[i];
-		if (caps)
-			caps[k] = R->caps[i];
+		(*rows)[k] = R->rows[i];
+		if (*caps)
+			(*caps)[k] = R->caps[i];
 		k++;
 	}
-	kvs_status st = kvs_sweep_recommend_rows(&R->cfg, rows, caps, n, R->rec);
-	if (st == KVS_OK && n == 0)
-		for (int o = 0; o < KVS_OBJ_COUNT_; o++)
-			snprintf(R->rec[o].reason, sizeof R->rec[o].reason, "The sweep was "
-				 "interrupted before any combination finished.");
+	*n = k;
+	return KVS_OK;
+}
+
+kvs_status kvs_sweep_recommend(kvs_sweep_result *R)
+{
+	size_t n = 0, nrep = 0;
+	for (size_t i = 0; i < R->nrows; i++) {
+		n += row_complete(R, i);
+		nrep += R->rows[i].done;
+	}
+	if (n == R->nrows)
+		return kvs_sweep_recommend_rows(&R->cfg, R->rows, R->caps, R->nrows, R->rec);
+	/* interrupted: least waste and prefix hits among the rows replayed,
+	 * throughput among those whose capacity search (when searched) also
+	 * finished; each sentence says what it covers */
+	kvs_sweep_row *rows;
+	kvs_sweep_capacity *caps;
+	kvs_sweep_recommendation part[KVS_OBJ_COUNT_];
+	kvs_status st = gather(R, false, &rows, &caps, &nrep);
+	if (st != KVS_OK)
+		return st;
+	/* rows whose search was cut have no capacity: their ties are broken
+	 * at the trace's rate (and throughput is chosen below) */
+	bool cut = R->caps && n < nrep;
+	st = kvs_sweep_recommend_rows(&R->cfg, rows, cut ? NULL : caps, nrep, R->rec);
 	kvs_free(rows);
 	kvs_free(caps);
-	return st;
+	if (st == KVS_OK && cut) {
+		if ((st = gather(R, true, &rows, &caps, &n)) != KVS_OK)
+			return st;
+		st = kvs_sweep_recommend_rows(&R->cfg, rows, caps, n, part);
+		kvs_free(rows);
+		kvs_free(caps);
+		if (st == KVS_OK)
+			R->rec[KVS_OBJ_THROUGHPUT] = part[KVS_OBJ_THROUGHPUT];
+	}
+	if (st != KVS_OK)
+		return st;
+	for (int o = 0; o < KVS_OBJ_COUNT_; o++) {
+		kvs_sweep_recommendation *r = &R->rec[o];
+		bool searched = o == KVS_OBJ_THROUGHPUT && R->caps;
+		size_t have = searched ? R->points_done : R->points_replayed;
+		if (have == 0) {
+			snprintf(r->reason, sizeof r->reason, "The sweep was interrupted before "
+				 "any combination %s.", searched ? "finished its capacity search"
+				 : "finished");
+			r->found = false;
+			continue;
+		}
+		size_t len = strlen(r->reason);
+		snprintf(r->reason + len, sizeof r->reason - len, " (Interrupted: this covers "
+			 "only the %zu of %zu simulated combinations %s.)", have,
+			 R->points_total, searched ? "whose capacity search finished"
+			 : "replayed");
+	}
+	return KVS_OK;
 }
 
 /* ---- JSON ---------------------------------------------------------------------- */
@@ -734,6 +884,7 @@ static json_t *sweep_jt(const kvs_sweep_result *R, const kvs_request_set *rs)
 		/* docs/REPORT-JSON.md: what an interrupted sweep did */
 		jset(doc, "interrupted", json_true());
 		jset(doc, "points_done", jint(R->points_done));
+		jset(doc, "points_replayed", jint(R->points_replayed));
 		jset(doc, "points_total", jint(R->points_total));
 	}
 	return doc;
@@ -821,4 +972,83 @@ kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 kvs_json *kvs_sweep_result_json(const kvs_sweep_result *R, const kvs_request_set *rs)
 {
 	return kvs_json_of(sweep_jt(R, rs));
+}
+
+/* ---- request-rate curve (--rates) ------------------------------------------------ */
+
+kvs_json *kvs_sweep_curve_json(kvs_sweep_result *const *R, const double *rates, size_t n,
+			       const kvs_request_set *set)
+{
+	if (n == 0)
+		return NULL;
+	/* the first sweep's document stands for the configuration (the
+	 * sweeps differ only in the arrivals' scale); its rows, capacity and
+	 * recommendations make way for the curve */
+	kvs_json *d = kvs_sweep_result_json(R[0], set);
+	if (!d)
+		return NULL;
+	json_t *doc = kvs_json_jt(d);
+	static const char *const drop[] = { "rows", "capacity", "base_rate", "recommendations",
+					    "simulations", "interrupted", "points_done",
+					    "points_replayed", "points_total" };
+	for (size_t k = 0; k < KVS_ARRAY_LEN(drop); k++)
+		json_object_del(doc, drop[k]);
+	json_t *rs = json_array(), *curve = json_array();
+	uint64_t sims = 0;
+	bool cut = false;
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(rs, jreal(rates[i]));
+		sims += R[i]->simulations;
+		cut |= R[i]->interrupted;
+		for (size_t j = 0; j < R[i]->nrows; j++) {
+			if (!R[i]->rows[j].done)
+				continue;
+			json_t *o = row_json(R[i], &R[i]->rows[j]);
+			if (o)
+				jset(o, "rate", jreal(rates[i]));
+			json_array_append_new(curve, o);
+		}
+	}
+	jset(doc, "rates", rs);
+	jset(doc, "base_rate", jreal(R[0]->base_rate));
+	jset(doc, "curve", curve);
+	jset(doc, "simulations", jint(sims));
+	if (cut)
+		jset(doc, "interrupted", json_true());
+	return d;
+}
+
+kvs_status kvs_sweep_curve_csv(kvs_sweep_result *const *R, const double *rates, size_t n,
+			       FILE *f)
+{
+	for (size_t i = 0; i < n; i++) {
+		/* each sweep's CSV, its lines prefixed with the rate (the header
+		 * with "rate", once) */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&buf, &len);
+		if (!m)
+			return kvs_fail(KVS_ERR_NOMEM, "out of memory (CSV)");
+		kvs_status st = kvs_sweep_result_csv(R[i], m);
+		if (fclose(m) != 0 && st == KVS_OK)
+			st = kvs_fail(KVS_ERR_NOMEM, "out of memory (CSV)");
+		if (st != KVS_OK) {
+			free(buf);
+			return st;
+		}
+		char *line = buf, *nl;
+		bool head = true;
+		while (line < buf + len && (nl = memchr(line, '\n', (size_t)(buf + len - line)))) {
+			if (!head)
+				fprintf(f, "%.9g,", rates[i]);
+			else if (i == 0)
+				fputs("rate,", f);
+			if (!head || i == 0)
+				fwrite(line, 1, (size_t)(nl - line) + 1, f);
+			head = false;
+			line = nl + 1;
+		}
+		free(buf);
+	}
+	return ferror(f) ? kvs_fail(KVS_ERR_IO, "write error") : KVS_OK;
 }

@@ -324,6 +324,18 @@ static void stop_after_first(void *ctx, const kvs_sweep_progress *p)
 	assert_true(p->points_done <= p->points_total);
 }
 
+/* raised when the second capacity probe of the first combination ends:
+ * its row's replay and two probes finished, its search did not */
+static uint64_t seen_sims;
+
+static void stop_in_search(void *ctx, const kvs_sweep_progress *p)
+{
+	(void)ctx;
+	if (p->simulations == 3)
+		stop_flag = SIGINT;
+	seen_sims = p->simulations;
+}
+
 static void test_interrupted(void **state)
 {
 	(void)state;
@@ -384,6 +396,44 @@ static void test_interrupted(void **state)
 	assert_int_equal(done, 0);
 	assert_int_equal(kvs_sweep_result_simulations(R), 0);
 	assert_false(kvs_sweep_result_recommendation(R, KVS_OBJ_WASTE)->found);
+	kvs_sweep_result_destroy(R);
+
+	/* interrupted inside a capacity search: the row stands and the
+	 * recommendations its row allows are made (marked as covering it
+	 * alone), the throughput one is not; the counts agree with what
+	 * ran: 3 simulations, as the progress saw, 1 combination replayed, 0
+	 * searched */
+	c.find_max_rate = true;
+	c.slo_ttft_s = 1000;
+	c.slo_tpot_s = 10;
+	stop_flag = 0;
+	seen_sims = 0;
+	assert_int_equal(kvs_sweep_run_ex(&c, set, stop_in_search, NULL, &R), KVS_OK);
+	assert_true(kvs_sweep_result_interrupted(R, &done, &total));
+	assert_int_equal(done, 0);
+	assert_int_equal(kvs_sweep_result_points_replayed(R), 1);
+	assert_int_equal(kvs_sweep_result_simulations(R), 3);
+	assert_int_equal(seen_sims, 3);
+	assert_true(kvs_sweep_result_row(R, 0)->done);
+	const kvs_sweep_recommendation *rw = kvs_sweep_result_recommendation(R, KVS_OBJ_WASTE);
+	assert_true(rw->found);
+	assert_int_equal(rw->block_size, 16);
+	assert_non_null(strstr(rw->reason, "(Interrupted: this covers only the 1 of "));
+	const kvs_sweep_recommendation *rt =
+		kvs_sweep_result_recommendation(R, KVS_OBJ_THROUGHPUT);
+	assert_false(rt->found);
+	assert_non_null(strstr(rt->reason, "before any combination finished its capacity search"));
+	doc = kvs_sweep_result_json(R, set);
+	text = kvs_json_text(doc);
+	kvs_json_free(doc);
+	j = json_loads(text, 0, NULL);
+	free(text);
+	assert_int_equal(json_integer_value(json_object_get(j, "simulations")), 3);
+	assert_int_equal(json_integer_value(json_object_get(j, "points_done")), 0);
+	assert_int_equal(json_integer_value(json_object_get(j, "points_replayed")), 1);
+	assert_int_equal(json_array_size(json_object_get(j, "rows")), 1);
+	assert_int_equal(json_array_size(json_object_get(j, "capacity")), 0);
+	json_decref(j);
 	kvs_sweep_result_destroy(R);
 	json_decref(fdoc);
 	free(full);
@@ -585,7 +635,7 @@ static void test_recommend_rules(void **state)
 	assert_int_equal(t->block_size, 16);                  /* lower p99 TTFT */
 	assert_string_equal(t->objective_name, "throughput_within_slo");
 	assert_non_null(strstr(t->reason, "paged at block size 16 sustains 4.5 requests/s"));
-	assert_non_null(strstr(t->reason, "2 reach that grid rate"));
+	assert_non_null(strstr(t->reason, "2 come within one grid step of the highest rate"));
 	assert_non_null(strstr(t->reason, "lowest p99 TTFT among them, 1.4 s"));
 	assert_non_null(strstr(t->reason, "oracle, the unattainable bound, reaches 4.8"));
 	assert_non_null(strstr(t->reason, "of the 4 deployable combinations"));
@@ -610,6 +660,43 @@ static void test_recommend_rules(void **state)
 	rows[2].st.metadata_bytes_max = 100;
 	caps[2].ttft_p99_s = 1.6;
 
+	/* pow2 one grid step above paged: within the search's resolution, a
+	 * tie, and paged (what engines deploy) goes first; oracle, below pow2,
+	 * is not called a bound */
+	for (int i = 6; i < 9; i++)
+		caps[i].max_rate = 4.5 * 1.02;
+	for (int i = 3; i < 6; i++)
+		caps[i].max_rate = 4.5;
+	kvs_sweep_recommend_rows(&c, rows, caps, 9, rec);
+	t = &rec[KVS_OBJ_THROUGHPUT];
+	assert_int_equal(t->policy, KVS_POLICY_PAGED);
+	assert_int_equal(t->block_size, 16);
+	assert_non_null(strstr(t->reason, "within the search's resolution (one 2% grid step) "
+			       "of the highest rate of the 4 deployable combinations, pow2's 4.59"));
+	assert_non_null(strstr(t->reason, "3 come within one grid step of the highest rate, "
+			       "2 of them paged (the policy engines deploy, which goes first)"));
+	assert_non_null(strstr(t->reason, "oracle, which reserves each request's true length, "
+			       "reaches 4.5 requests/s, less than pow2's 4.59: within the "
+			       "search's resolution"));
+	assert_null(strstr(t->reason, "bound"));
+	/* oracle two steps below the top: not a bound either, and said why */
+	for (int i = 3; i < 6; i++)
+		caps[i].max_rate = 4.4;
+	kvs_sweep_recommend_rows(&c, rows, caps, 9, rec);
+	assert_non_null(strstr(rec[KVS_OBJ_THROUGHPUT].reason,
+			       "reservation waste is not what limits the rate here"));
+	assert_null(strstr(rec[KVS_OBJ_THROUGHPUT].reason, "bound"));
+	/* p99 TTFTs within 5% tie: lower waste decides (16 over 64 at 1.39 s) */
+	for (int i = 6; i < 9; i++)
+		caps[i].max_rate = 4.4;
+	for (int i = 3; i < 6; i++)
+		caps[i].max_rate = 4.8;
+	caps[2].ttft_p99_s = 1.39;
+	kvs_sweep_recommend_rows(&c, rows, caps, 9, rec);
+	assert_int_equal(rec[KVS_OBJ_THROUGHPUT].block_size, 16);
+	assert_non_null(strstr(rec[KVS_OBJ_THROUGHPUT].reason, "is within 5% of the lowest"));
+	caps[2].ttft_p99_s = 1.6;
+
 	/* a contiguous policy wins: named without a block size, JSON null */
 	for (int i = 6; i < 9; i++)
 		caps[i].max_rate = 4.6;
@@ -620,7 +707,7 @@ static void test_recommend_rules(void **state)
 	assert_int_equal(t->block_size, 1);                   /* its first row */
 	assert_true(strncmp(t->reason, "pow2 sustains 4.6 requests/s", 28) == 0);
 	assert_null(strstr(t->reason, "block size"));
-	assert_null(strstr(t->reason, "reach that grid rate"));  /* counted once */
+	assert_null(strstr(t->reason, "come within one grid step"));  /* counted once */
 	assert_non_null(strstr(t->reason, "(+4.35%)"));          /* oracle 4.8 / 4.6 */
 	for (int i = 6; i < 9; i++)
 		caps[i].max_rate = 4.4;
@@ -652,12 +739,36 @@ static void test_recommend_rules(void **state)
 	assert_true(strncmp(rec[KVS_OBJ_WASTE].reason, "pow2 leaves", 11) == 0);
 
 	/* without a capacity search: deployable rows within 1% of the best
-	 * tokens/s (oracle's 1010 is not the reference), lowest p99 TTFT */
+	 * tokens/s (oracle's 1010 is not the reference); paged goes first
+	 * (pow2's lower p99 TTFT does not count against it), its two rows tie
+	 * on p99 TTFT and waste (50%), smaller block tables decide (64) */
 	kvs_sweep_recommend_rows(&c, rows, NULL, 9, rec);
 	t = &rec[KVS_OBJ_THROUGHPUT];
-	assert_int_equal(t->policy, KVS_POLICY_POW2);         /* p99 TTFT 0.9 < 1.0 */
+	assert_int_equal(t->policy, KVS_POLICY_PAGED);
+	assert_int_equal(t->block_size, 64);
 	assert_non_null(strstr(t->reason, "3 deployable combinations come within 1%"));
+	assert_non_null(strstr(t->reason, "2 of them paged"));
 	assert_non_null(strstr(t->reason, "oracle, the unattainable bound, delivers 1010"));
+	/* p99 TTFT 0.99 (16) against 1.0 (64): within 5%, a tie, and the
+	 * lower waste decides (64, 0.2%); 0.9: more than 5%, TTFT decides (16) */
+	rows[1].st.memory_pct.internal_frag = 0.30;
+	rows[1].st.ttft_s.p99 = 0.99;
+	rows[2].st.memory_pct.internal_frag = 0.20;
+	kvs_sweep_recommend_rows(&c, rows, NULL, 9, rec);
+	assert_int_equal(rec[KVS_OBJ_THROUGHPUT].block_size, 64);
+	assert_non_null(strstr(rec[KVS_OBJ_THROUGHPUT].reason, "wastes the least KV"));
+	rows[1].st.ttft_s.p99 = 0.9;
+	kvs_sweep_recommend_rows(&c, rows, NULL, 9, rec);
+	assert_int_equal(rec[KVS_OBJ_THROUGHPUT].block_size, 16);
+	assert_non_null(strstr(rec[KVS_OBJ_THROUGHPUT].reason, "lowest p99 TTFT among those"));
+	/* oracle below the pick's tokens/s: not called a bound */
+	rows[1].st.output_tokens_per_s = 1020;
+	kvs_sweep_recommend_rows(&c, rows, NULL, 9, rec);
+	assert_int_equal(rec[KVS_OBJ_THROUGHPUT].block_size, 16);
+	assert_null(strstr(rec[KVS_OBJ_THROUGHPUT].reason, "bound"));
+	rows[1].st.output_tokens_per_s = 1000;
+	rows[1].st.ttft_s.p99 = 1.0;
+	rows[1].st.memory_pct.internal_frag = rows[2].st.memory_pct.internal_frag = 50;
 	for (int i = 0; i < 9; i++)
 		rows[i].meets_slo = false;
 	kvs_sweep_recommend_rows(&c, rows, NULL, 9, rec);

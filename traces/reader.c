@@ -1148,7 +1148,14 @@ static kvs_status yield_hashes(kvs_trace *t, const slot *s, uint32_t prompt,
 	}
 	uint32_t nout;
 	kvs_status st;
-	if (bs == src || src % bs == 0) {
+	if (bs == src && !t->o.block_size && t->o.hash_partial_block) {
+		/* as in the file, the partial last block's id included: the
+		 * consumer re-splits them and keeps its own full blocks */
+		uint64_t cover = kvs_div_ceil((uint64_t)prompt, src);
+		nout = s->nids < cover ? s->nids : (uint32_t)cover;
+		memcpy(t->out_ids, s->ids, (size_t)nout * sizeof *t->out_ids);
+		st = KVS_OK;
+	} else if (bs == src || src % bs == 0) {
 		st = kvs_trace_split_hashes(s->ids, s->nids, src, prompt, bs, t->out_ids, &nout);
 	} else if (bs % src == 0) {
 		st = kvs_trace_merge_hashes(s->ids, s->nids, src, prompt, bs, t->out_ids, &nout);

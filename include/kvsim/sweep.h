@@ -130,7 +130,9 @@ kvs_status kvs_sweep_parse_policies(const char *text, kvs_sweep_config *c);
  * g tokens (Mooncake: 512) re-split to block sizes that divide g or merge
  * to multiples of g; any other block size is KVS_ERR_INVALID naming the
  * block size, the granularity and the trace.  Only checked when prefix
- * caching is on (otherwise the ids are not used). */
+ * caching is on (otherwise the ids are not used).  Load set with
+ * kvs_trace_opts block_size 0 and hash_partial_block, so that the rows'
+ * prefix hits equal a replay's at each block size. */
 kvs_status kvs_sweep_check(const kvs_sweep_config *c, const kvs_request_set *set);
 
 /* The workload's decode contexts, summarised once per set for the kernel
@@ -266,6 +268,10 @@ uint64_t kvs_sweep_result_simulations(const kvs_sweep_result *r);
  * combinations finished and in all, when the pointers are not NULL. */
 bool kvs_sweep_result_interrupted(const kvs_sweep_result *r, size_t *points_done,
 				  size_t *points_total);
+/* Simulated combinations whose row's replay finished: points_done, plus,
+ * in a sweep interrupted during capacity searches, those whose search was
+ * cut short (their rows stand, their capacities do not). */
+size_t kvs_sweep_result_points_replayed(const kvs_sweep_result *r);
 
 /* The recommendation per objective from a sweep's rows (and capacity
  * entries, NULL without a search), as kvs_sweep_run makes them; c gives the
@@ -294,6 +300,19 @@ kvs_json *kvs_sweep_result_json(const kvs_sweep_result *r, const kvs_request_set
 /* One header line and one line per row (capacity columns filled when
  * searched). */
 kvs_status kvs_sweep_result_csv(const kvs_sweep_result *r, FILE *f);
+
+/* The request-rate curve (`kvsim sweep --rates`): R[i] the sweep of the
+ * same configuration with its arrivals scaled to rates[i] requests/s.
+ * JSON: the first sweep's document with "rates", "curve" (every replayed
+ * row of every sweep with its "rate") and the total "simulations" in place
+ * of rows, capacity and recommendations ("interrupted" when one was);
+ * NULL on allocation failure.  CSV: a "rate" column before each sweep's
+ * columns, one header. */
+#define KVS_SWEEP_MAX_RATES 64    /* --rates: rates at most */
+kvs_json *kvs_sweep_curve_json(kvs_sweep_result *const *R, const double *rates, size_t n,
+			       const kvs_request_set *set);
+kvs_status kvs_sweep_curve_csv(kvs_sweep_result *const *R, const double *rates, size_t n,
+			       FILE *f);
 
 
 /* ---- scale-out: plan, points, merge (docs/SCALE-OUT.md) ----------------------

@@ -103,6 +103,13 @@ typedef struct kvs_trace_opts {
 	uint32_t sort_window;       /* reorder unsorted arrivals within this many
 	                             * requests; 0 = unsorted input is an error */
 	uint32_t block_size;        /* re-split hash ids to this block size; 0 = as in file */
+	/* With block_size 0: also yield the id of the prompt's partial last
+	 * source block (a 600-token Mooncake prompt keeps both its ids), so
+	 * that a consumer re-splitting to a finer block size itself (sweep)
+	 * reuses the full sub-blocks inside it as a reader re-splitting to
+	 * that size does.  hash_ids then cover the prompt's full and partial
+	 * source blocks. */
+	bool hash_partial_block;
 } kvs_trace_opts;
 
 void kvs_trace_opts_defaults(kvs_trace_opts *o);

@@ -28,7 +28,7 @@ run() {
 }
 
 run 0 --help && for flag in --block-sizes --policies --jobs --kernel-profile --kernel-cost-margin \
-	--find-max-rate --slo-ttft --slo-tpot --rate-tolerance --json --csv \
+	--find-max-rate --slo-ttft --slo-tpot --rate-tolerance --rates --json --csv \
 	--enable-prefix-caching --model --gpu --limit --report --kv-read-factor; do
 	grep -q -- "$flag" <<<"$out" || fail "--help does not list $flag"
 done
@@ -145,6 +145,45 @@ assert s["preemptions"] == p["preemptions"]
 # and the kernel cost made the steps slower than the plain replay at block 32
 plain = json.load(open(sys.argv[3]))["policies"]["paged"]
 assert p["tpot_s"]["p50"] > plain["tpot_s"]["p50"]
+PY
+	# Mooncake hash ids (one per 512 tokens): the full sub-blocks inside a
+	# prompt's partial last 512-token block are shared at a finer block
+	# size as replay shares them, directly and through --plan/--from-plan
+	mc="$tmp/mcpart.jsonl"
+	{
+		echo '{"timestamp":0,"input_length":600,"output_length":4,"hash_ids":[7,8]}'
+		echo '{"timestamp":4000,"input_length":600,"output_length":4,"hash_ids":[7,8]}'
+		echo '{"timestamp":8000,"input_length":1100,"output_length":3,"hash_ids":[7,8,9]}'
+		echo '{"timestamp":12000,"input_length":1100,"output_length":3,"hash_ids":[7,8,9]}'
+		echo '{"timestamp":16000,"input_length":300,"output_length":2,"hash_ids":[5]}'
+		echo '{"timestamp":20000,"input_length":300,"output_length":2,"hash_ids":[5]}'
+	} >"$mc"
+	"$KVSIM" sweep "$mc" --enable-prefix-caching --policies paged --block-sizes 4,16,64,256,512,1024 \
+		--no-kernel-step-time --quiet --json >"$tmp/mcs.json" || fail "sweep of partial Mooncake blocks"
+	"$KVSIM" sweep "$mc" --enable-prefix-caching --policies paged --block-sizes 4,16,64,256,512,1024 \
+		--no-kernel-step-time --quiet --plan "$tmp/mcplan.json" || fail "plan of partial Mooncake blocks"
+	"$KVSIM" sweep --from-plan "$tmp/mcplan.json" --points 0-5 --out "$tmp/mcpts" --quiet ||
+		fail "points of partial Mooncake blocks"
+	"$KVSIM" sweep --from-plan "$tmp/mcplan.json" --merge "$tmp/mcpts" --quiet \
+		--json "$tmp/mcm.json" >/dev/null || fail "merge of partial Mooncake blocks"
+	for b in 4 16 64 256 512 1024; do
+		"$KVSIM" replay "$mc" --enable-prefix-caching --policy paged --block-size $b --quiet \
+			--json "$tmp/mcr$b.json" >/dev/null || fail "replay of partial Mooncake blocks at $b"
+	done
+	python3 - "$tmp" <<'PY' || fail "sweep's prefix hits on partial Mooncake blocks differ from replay's"
+import json, sys
+t = sys.argv[1]
+for src in ("mcs", "mcm"):
+    rows = json.load(open(f"{t}/{src}.json"))["rows"]
+    assert len(rows) == 6, len(rows)
+    for r in rows:
+        b = r["block_size"]
+        p = json.load(open(f"{t}/mcr{b}.json"))["policies"]["paged"]
+        assert r["prefix_hit_tokens"] == p["prefix_hit_tokens"], (src, b, r["prefix_hit_tokens"], p["prefix_hit_tokens"])
+hits = {r["block_size"]: r["prefix_hit_tokens"] for r in json.load(open(f"{t}/mcs.json"))["rows"]}
+# block 16: 592 for the second 600-token prompt and for the first 1100-token
+# one (the 600-token prompt's blocks), 1088 for the second, 288 for a 300
+assert hits[16] == 592 + 592 + 1088 + 288, hits
 PY
 else
 	echo "kvsim replay not built: sweep-vs-replay CLI check skipped (covered by test_sweep)"
@@ -264,6 +303,68 @@ run 2 "$SAMPLE" --block-sizes 8,x
 grep -q "'x'" <<<"$err" || fail "bad block size not named: $err"
 run 2 "$SAMPLE" --policies paged,lru
 run 2 "$SAMPLE" --block-size 16
+# the throughput/latency curve of docs/SWEEP.md: one sweep per --rate, the
+# CSVs joined with the rate in front; the offered rate is what is served
+# below the knee
+first=1
+for r in 1 2 4; do
+	"$KVSIM" sweep "$SAMPLE" --limit $N2 --rate $r --policies paged --block-sizes 16 --quiet --csv - |
+		awk -F, -v r=$r -v h=$first 'NR == 1 { if (h) print "rate," $0; next } { print r "," $0 }'
+	first=0
+done >"$tmp/curve.csv"
+if command -v python3 >/dev/null; then
+	python3 - "$tmp/curve.csv" <<'PY' || fail "rate curve recipe of docs/SWEEP.md"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["rate"] for r in rows] == ["1", "2", "4"], rows
+# short runs (sanitizers: 50 requests) end in a drain: only the lowest
+# rate is compared with its offer, the others must rise with it
+assert 0.7 < float(rows[0]["requests_per_s"]) < 1.2, rows[0]
+for a, b in zip(rows, rows[1:]):
+    assert float(b["requests_per_s"]) > float(a["requests_per_s"]), (a, b)
+for r in rows:
+    for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "output_tokens_per_s"):
+        assert float(r[k]) > 0, (k, r)
+assert float(rows[2]["output_tokens_per_s"]) > float(rows[0]["output_tokens_per_s"])
+PY
+fi
+
+# --rates: the same curve in one command: the rows equal the --rate loop's
+# (arrivals scaled by the cursor instead of re-timed by the reader: equal
+# to rounding), one table line per rate and combination, a "curve" in the
+# JSON; and the flags it cannot be combined with
+if run 0 "$SAMPLE" --limit $N2 --rates 1,2,4 --policies paged --block-sizes 16 \
+	--csv "$tmp/rates.csv" --json "$tmp/rates.json"; then
+	[ "$(grep -cE '^ +[124] paged +16 ' <<<"$out")" -eq 3 ] || fail "--rates table: $out"
+	has "$out" "at 3 rates" "--rates table header"
+	if command -v python3 >/dev/null; then
+		python3 - "$tmp/curve.csv" "$tmp/rates.csv" "$tmp/rates.json" <<'PY' || fail "--rates rows differ from the --rate loop's"
+import csv, json, sys
+loop = list(csv.DictReader(open(sys.argv[1])))
+rates = list(csv.DictReader(open(sys.argv[2])))
+assert len(rates) == 3 and list(rates[0])[:3] == ["rate", "policy", "block_size"], rates[0]
+close = lambda a, b: abs(a - b) <= 1e-4 * max(abs(a), abs(b), 1e-9)
+for a, b in zip(loop, rates):
+    assert a["rate"] == b["rate"], (a["rate"], b["rate"])
+    for k in ("requests_per_s", "output_tokens_per_s", "ttft_p50_s", "ttft_p99_s",
+              "tpot_p50_s", "tpot_p99_s"):
+        assert close(float(a[k]), float(b[k])), (k, a[k], b[k])
+d = json.load(open(sys.argv[3]))
+assert d["rates"] == [1.0, 2.0, 4.0], d["rates"]
+assert [r["rate"] for r in d["curve"]] == [1.0, 2.0, 4.0]
+assert d["simulations"] == 3 and "rows" not in d and "interrupted" not in d
+PY
+	fi
+fi
+run 2 "$SAMPLE" --rates 1,x
+has "$err" "'x' is not a request rate" "--rates with a bad rate"
+run 2 "$SAMPLE" --rates 1,,2
+run 2 "$SAMPLE" --rates 0
+run 2 "$SAMPLE" --rates 2 --find-max-rate --slo-ttft 2
+has "$err" "--rates cannot be combined with --find-max-rate" "--rates with --find-max-rate"
+run 2 "$SAMPLE" --rates 2 --rate 3
+run 2 "$SAMPLE" --rates 2 --plan "$tmp/rp.json"
+
 run 2 "$SAMPLE" --frobnicate
 run 2 "$MOON" --block-sizes 16,48 --enable-prefix-caching
 grep -q 'block size 48' <<<"$err" && grep -q '512' <<<"$err" ||
