@@ -826,6 +826,25 @@ static void print_after_end(FILE *f, const kvs_sim_result *r, const uint64_t *af
 	}
 }
 
+static bool has_slo(const kvs_sim_config *cfg)
+{
+	return cfg->slo_ttft_s > 0 || cfg->slo_tpot_s > 0 || cfg->slo_e2e_s > 0;
+}
+
+static bool is_goodput(kvs_metric_id id)
+{
+	return id == KVS_M_GOODPUT_RPS || id == KVS_M_GOODPUT_FRACTION;
+}
+
+/* A goodput share in percent, one decimal: a share under 1 never reads
+ * 100.0 (99.95% and up are cut to 99.9, not rounded up). */
+static void fraction_cell(char *cell, size_t n, double x)
+{
+	snprintf(cell, n, "%.1f", x * 100);
+	if (x < 1 && strcmp(cell, "100.0") == 0)
+		snprintf(cell, n, "99.9");
+}
+
 /* The figures' column: the metric table's rows that have a label, in
  * table order, under their section titles. */
 void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
@@ -843,12 +862,23 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
 		if (!m->label)
 			continue;
 		fprintf(f, "%-*s", lw, m->label);
+		bool no_slo = false;
 		for (size_t i = 0; i < n; i++) {
 			char cell[32];
-			snprintf(cell, sizeof cell, m->fmt,
-				 kvs_metric_value(m->id, kvs_sim_result_stats(res[i])) * m->scale);
+			double v = kvs_metric_value(m->id, kvs_sim_result_stats(res[i]));
+			if (is_goodput(m->id) && !has_slo(kvs_sim_result_config(res[i]))) {
+				/* every request meets no objective: not a 100% */
+				snprintf(cell, sizeof cell, "n/a");
+				no_slo = true;
+			} else if (m->id == KVS_M_GOODPUT_FRACTION) {
+				fraction_cell(cell, sizeof cell, v);
+			} else {
+				snprintf(cell, sizeof cell, m->fmt, v * m->scale);
+			}
 			fprintf(f, "%*s", cw, cell);
 		}
+		if (no_slo)
+			fputs("  (no SLO)", f);
 		fputc('\n', f);
 	}
 	/* ratios baseline / each */

@@ -229,6 +229,9 @@ static json_t *result_jt(const kvs_sim_result *r)
 			v = json_null();        /* no sample: no latency */
 		else if ((m->flags & KVS_MF_SET_ONLY) && !(kvs_metric_value(m->id, st) >= 0))
 			v = json_null();        /* not recorded */
+		else if ((m->id == KVS_M_GOODPUT_RPS || m->id == KVS_M_GOODPUT_FRACTION) &&
+			 !(r->cfg.slo_ttft_s > 0 || r->cfg.slo_tpot_s > 0 || r->cfg.slo_e2e_s > 0))
+			v = json_null();        /* no SLO: nothing to meet */
 		else
 			v = metric_jt(m, st);
 		set(group_of(o, m->group), m->field, v);

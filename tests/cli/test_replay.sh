@@ -325,4 +325,21 @@ for mode in "recompute 30" "swap 26"; do
 		fail "priority, $mode: fast path ${figs[0]:-} vs one token at a time ${figs[1]:-}"
 done
 
+# ---- goodput: none without an SLO, never 100.0 with a miss ---------------------------
+# 2000 requests a second apart (no queueing); the 1000th alone has a long
+# prompt, so with --slo-ttft 0.03 one of 2000 misses: 99.95%, printed 99.9.
+awk 'BEGIN { print "TIMESTAMP,ContextTokens,GeneratedTokens"
+	for (i = 0; i < 2000; i++)
+		printf "2023-11-16 %02d:%02d:%02d.0000000,%d,2\n", 10 + int(i / 3600),
+			int(i / 60) % 60, i % 60, i == 999 ? 5000 : 100 }' >"$tmp/gp.csv"
+run 0 "$tmp/gp.csv" -q --step-time-linear 0.01,0.00001 --json "$tmp/gp.json" && {
+	has "$out" "goodput (% of arrived)                 n/a  (no SLO)" "goodput without an SLO"
+	has "$out" "goodput requests/s                     n/a  (no SLO)" "goodput rate without an SLO"
+	has "$(cat "$tmp/gp.json")" '"fraction": null' "JSON goodput fraction without an SLO"
+}
+run 0 "$tmp/gp.csv" -q --step-time-linear 0.01,0.00001 --slo-ttft 0.03 --json "$tmp/gp.json" && {
+	has "$out" "goodput (% of arrived)                99.9" "goodput with one miss in 2000"
+	has "$(cat "$tmp/gp.json")" '"fraction": 0.9995' "JSON goodput fraction with one miss"
+}
+
 finish "cli replay"
