@@ -154,8 +154,13 @@ assert math.isclose(float(rows[0]["p99_ttft_ms"]), b["p99_ttft_ms"], rel_tol=1e-
 assert math.isclose(float(rows[0]["dollars_per_request"]), c["dollars_per_request"], rel_tol=1e-15)
 b2 = json.load(open(sys.argv[4]))
 assert "request_goodput" not in b2 and "goodput" not in b2 and "cost" not in b2
+# the client's --max-concurrency, as vllm bench serve: null in an open loop
+assert b["max_concurrency"] is None and b2["max_concurrency"] is None, b["max_concurrency"]
 PY
 fi
+kvs_scaled_limit 200
+kvs_run replay 0 --max-concurrency 8 --bench-json "$tmp/b3.json" -q &&
+	has "$(cat "$tmp/b3.json")" '"max_concurrency": 8,' "--bench-json max_concurrency is --max-concurrency"
 # cost in sweep rows (table, JSON, CSV) and on the report page of a sweep and a compare
 kvs_scaled_limit 100
 kvs_run sweep 0 --limit 100 --policies paged,max --block-sizes 16,32 --gpu-hour-price 2.5 -tp 2 \
