@@ -409,6 +409,13 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 	else
 		c->cfg.seed = o->seed;
 	o->block_size = d->block_size ? d->block_size : 16;
+	if (strcmp(cmd, "replay") == 0 || strcmp(cmd, "compare") == 0) {
+		/* the trace's hash ids serve the prefix cache alone: without it
+		 * they stay as in the file, unused, and a block size they could
+		 * not be re-split to is no error (as in sweep) */
+		if (!c->cfg.enable_prefix_caching)
+			o->block_size = 0;
+	}
 	uint64_t mml = d->max_model_len ? d->max_model_len : d->model.max_position_embeddings;
 	if (mml > UINT32_MAX) {
 		/* the simulator counts a sequence's tokens in 32 bits */

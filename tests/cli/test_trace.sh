@@ -67,8 +67,15 @@ for f in native-sample.csv mooncake-sample.jsonl; do
 	err=$("$K" trace "$S/$f" --block-size 24 2>&1); [ $? -eq 2 ] || fail "trace $f --block-size 24 exits 2"
 	has "$err" "--block-size 24 neither divides nor is a multiple of the trace's"
 	[ "$(printf '%s' "$err" | grep -o "$f" | wc -l)" -eq 1 ] || fail "$f named once: $err"
-	err=$("$K" replay -q "$S/$f" --block-size 24 2>&1); [ $? -eq 2 ] || fail "replay $f --block-size 24 exits 2"
+	# replay reads the hash ids for its prefix cache only: without the
+	# cache any block size runs, as in sweep
+	err=$("$K" replay -q "$S/$f" --block-size 24 --enable-prefix-caching 2>&1)
+	[ $? -eq 2 ] || fail "replay $f --block-size 24 --enable-prefix-caching exits 2"
 	has "$err" "--block-size 24 neither divides"
+	err=$("$K" replay -q "$S/$f" --block-size 24 2>&1) ||
+		fail "replay $f --block-size 24 without prefix caching exits 0: $err"
+	"$K" compare -q "$S/$f" --block-size 24 >/dev/null 2>&1 ||
+		fail "compare $f --block-size 24 without prefix caching exits 0"
 done
 # truncating to 1 token would leave no output token
 err=$("$K" trace "$S/native-sample.csv" --max-model-len 1 --overlong truncate --write "$tmp/t1.csv" 2>&1)
