@@ -1065,6 +1065,12 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]),
 					 kvs_sim_result_stats(res[0]), fe.path, fe.format);
 		kvs_cli_sim_print_results(stdout, res, nres, after);
+		if (fe.tstats.truncated)
+			printf("  (%llu request%s cut to max_model_len %llu by --overlong "
+			       "truncate)\n",
+			       (unsigned long long)fe.tstats.truncated,
+			       fe.tstats.truncated == 1 ? "" : "s",
+			       (unsigned long long)kvs_sim_result_stats(res[0])->max_model_len);
 		kvs_cli_cost_print(stdout, res, nres);
 	}
 	if (rc == KVS_EXIT_OK && kvs_cli_front_wants_json(&fe)) {

@@ -342,4 +342,11 @@ run 0 "$tmp/gp.csv" -q --step-time-linear 0.01,0.00001 --slo-ttft 0.03 --json "$
 	has "$(cat "$tmp/gp.json")" '"fraction": 0.9995' "JSON goodput fraction with one miss"
 }
 
+# ---- --overlong truncate is said: stderr and the table -------------------------------
+run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --max-model-len 1000 --overlong truncate && {
+	has "$out" "(1 request cut to max_model_len 1000 by --overlong truncate)" "truncated line in the table"
+	has "$err" "--overlong truncate cut 1 request(s)" "truncated note on stderr"
+	has "$out" "completed 3 + rejected 0" "the truncated request completes"
+}
+
 finish "cli replay"
