@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -295,6 +296,31 @@ static bool pool_blocks_ok(const kvs_cli_sim *c, const kvs_deploy *d, const char
 	return false;
 }
 
+/* A Vidur profile names its GPU by its place, <root>/compute/<gpu>/<org>/
+ * <model> (its files do not): one measured on another GPU than --gpu's is
+ * said, with the all-reduce file that comes from the same <gpu> at tp > 1.
+ * The GPU is taken to match when the preset's name starts with the
+ * directory's ("a100" for a100-40gb and a100-80gb). */
+static void warn_profile_gpu(const char *cmd, const char *dir, const kvs_deploy *d)
+{
+	const char *g = strstr(dir, "/compute/");
+	if (g)
+		g += strlen("/compute/");
+	else if (strncmp(dir, "compute/", 8) == 0)
+		g = dir + 8;
+	else
+		return;
+	size_t n = strcspn(g, "/");
+	const char *name = d->gpu.name;
+	if (n == 0 || (strncasecmp(name, g, n) == 0 &&
+		       (name[n] == '\0' || name[n] == '-' || name[n] == '_')))
+		return;
+	fprintf(stderr, "kvsim %s: warning: --step-time-profile was measured on %.*s "
+		"(its directory compute/%.*s/), not on --gpu %s: the step times%s are "
+		"%.*s's\n", cmd, (int)n, g, (int)n, g, name,
+		d->tp > 1 ? " and the all-reduce times" : "", (int)n, g);
+}
+
 bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 			const char *cmd)
 {
@@ -351,6 +377,7 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		}
 		if (!c->quiet)
 			fprintf(stderr, "kvsim %s: step time: %s\n", cmd, c->cfg.cost.profile_desc);
+		warn_profile_gpu(cmd, c->profile_dir, d);
 	}
 	if (c->table_path) {
 		kvs_status st = kvs_cost_fit_table(c->table_path, &c->cfg.cost);
