@@ -704,9 +704,11 @@ static void human_bytes(char *buf, size_t n, double b)
 	snprintf(buf, n, u ? "%.2f %s" : "%.0f %s", b, unit[u]);
 }
 
-void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
-			      const kvs_sim_stats *st, const char *trace_path,
-			      kvs_trace_format format)
+/* The header; inactive: why --enable-prefix-caching had no effect (NULL:
+ * it had, or was off). */
+static void print_header(FILE *f, const kvs_sim_config *cfg, const kvs_sim_stats *st,
+			 const char *trace_path, kvs_trace_format format,
+			 const char *inactive)
 {
 	const kvs_deploy *d = &cfg->deploy;
 	char budget[32], per_tok[32];
@@ -721,12 +723,13 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 		(unsigned long long)st->num_blocks, bs, per_tok,
 		(unsigned long long)st->max_model_len);
 	fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, %s%spreemption %s, "
-		"prefix caching %s, step time %s\n", cfg->max_num_seqs,
+		"prefix caching %s%s%s%s, step time %s\n", cfg->max_num_seqs,
 		cfg->max_num_batched_tokens,
 		cfg->chunked_prefill_off ? "no chunked prefill, " : "",
 		cfg->scheduling_policy == KVS_SCHED_PRIORITY ? "priority scheduling, " : "",
 		kvs_preempt_mode_name(cfg->preemption_mode),
-		cfg->enable_prefix_caching ? "on" : "off",
+		cfg->enable_prefix_caching ? "on" : "off", inactive ? " (inactive: " : "",
+		inactive ? inactive : "", inactive ? ")" : "",
 		cfg->cost.table_path[0] ? "from table" :
 		cfg->cost.profile_points ? "profile + roofline" :
 		cfg->cost.kind == KVS_COST_LINEAR ? "linear" : "roofline");
@@ -737,6 +740,13 @@ void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
 	if (span > 0)
 		fprintf(f, " (%.2f req/s)", (double)(st->arrived - 1) / span);
 	fputs("\n\n", f);
+}
+
+void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
+			      const kvs_sim_stats *st, const char *trace_path,
+			      kvs_trace_format format)
+{
+	print_header(f, cfg, st, trace_path, format, NULL);
 }
 
 /* The KV offload tiers' lines (nothing without tiers). */
@@ -1010,6 +1020,26 @@ void kvs_cli_warn_coarsened(const char *cmd, double given_s, kvs_sim_result *con
 			cmd, given_s, span, worst, kept);
 }
 
+/* Why --enable-prefix-caching has no effect on a replay or compare, or
+ * NULL: no policy of the run keeps a prefix cache (buf names the one of a
+ * replay), or the trace has no hash ids (tstats: NULL before it is read). */
+static const char *caching_inactive(const kvs_cli_sim *sim, const kvs_trace_stats *tstats,
+				    char *buf, size_t n)
+{
+	if (!sim->cfg.enable_prefix_caching)
+		return NULL;
+	for (size_t i = 0; i < sim->npolicies; i++)
+		if (kvs_policy_has(sim->policies[i], KVS_TRAIT_PREFIX_HASHES))
+			return tstats && tstats->requests && !tstats->hashed
+			       ? "the trace has no prefix hash ids" : NULL;
+	if (sim->npolicies == 1)
+		snprintf(buf, n, "policy %s keeps no prefix cache",
+			 kvs_policy_name(sim->policies[0]));
+	else
+		snprintf(buf, n, "none of these policies keeps a prefix cache");
+	return buf;
+}
+
 int kvs_cli_sim_command(kvs_args *it, bool several)
 {
 	kvs_cli_front fe;
@@ -1034,6 +1064,11 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 	    (rc = kvs_cli_front_open(&fe, true)) != KVS_CLI_GO_ON)
 		return rc;
 	goodput |= sim->cfg.slo_ttft_s > 0 || sim->cfg.slo_tpot_s > 0 || sim->cfg.slo_e2e_s > 0;
+	char why_buf[96];
+	const char *why = caching_inactive(sim, NULL, why_buf, sizeof why_buf);
+	if (why)
+		fprintf(stderr, "kvsim %s: warning: --enable-prefix-caching has no effect: "
+			"%s\n", cmd, why);
 	kvs_sim_request_csv rcsv = { kvs_cli_front_stream(&fe, KVS_CLI_OUT_REQUESTS), NULL };
 	if (rcsv.f)
 		kvs_sim_request_csv_header(rcsv.f);
@@ -1088,9 +1123,13 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 			sim->npolicies);
 	if (rc == KVS_EXIT_OK)
 		kvs_cli_warn_coarsened(cmd, sim->cfg.sample_interval_s, res, nres);
+	if (rc == KVS_EXIT_OK && !why &&
+	    (why = caching_inactive(sim, &fe.tstats, why_buf, sizeof why_buf)))
+		fprintf(stderr, "kvsim %s: warning: --enable-prefix-caching had no effect: "
+			"%s\n", cmd, why);
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
-		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]),
-					 kvs_sim_result_stats(res[0]), fe.path, fe.format);
+		print_header(stdout, kvs_sim_result_config(res[0]), kvs_sim_result_stats(res[0]),
+			     fe.path, fe.format, why);
 		kvs_cli_sim_print_results(stdout, res, nres, after);
 		if (fe.tstats.truncated)
 			printf("  (%llu request%s cut to max_model_len %llu by --overlong "

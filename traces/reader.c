@@ -1165,6 +1165,7 @@ static kvs_status yield_hashes(kvs_trace *t, const slot *s, uint32_t prompt,
 	req->hash_ids = nout ? t->out_ids : NULL;
 	req->num_hash_ids = nout;
 	req->hash_block_tokens = bs;
+	t->st.hashed++;
 	return KVS_OK;
 }
 

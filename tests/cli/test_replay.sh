@@ -349,4 +349,18 @@ run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --max-model-len 1000 --overlong
 	has "$out" "completed 3 + rejected 0" "the truncated request completes"
 }
 
+# ---- --enable-prefix-caching that can have no effect is said ---------------------------
+run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --enable-prefix-caching && {
+	has "$out" "prefix caching on (inactive: the trace has no prefix hash ids)," "no hash ids: header"
+	has "$err" "warning: --enable-prefix-caching had no effect: the trace has no prefix hash ids" "no hash ids: stderr"
+}
+run 0 "$S_NATIVE" -q --enable-prefix-caching --policy max && {
+	has "$out" "prefix caching on (inactive: policy max keeps no prefix cache)," "policy max: header"
+	has "$err" "warning: --enable-prefix-caching has no effect: policy max keeps no prefix cache" "policy max: stderr"
+}
+run 0 "$S_NATIVE" -q --enable-prefix-caching && {
+	has "$out" "prefix caching on, step time" "paged with hash ids: active"
+	[ -z "$err" ] || fail "paged with hash ids: stderr $err"
+}
+
 finish "cli replay"
