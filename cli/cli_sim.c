@@ -202,10 +202,14 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		}
 		return 1;
 	}
-	if (kvs_args_is(it, "--slo-ttft"))
+	if (kvs_args_is(it, "--slo-ttft")) {
+		c->slo_flags |= KVS_CLI_SLO_TTFT;
 		return kvs_args_double(it, 1e-9, 1e9, &g->slo_ttft_s) ? 1 : -1;
-	if (kvs_args_is(it, "--slo-tpot"))
+	}
+	if (kvs_args_is(it, "--slo-tpot")) {
+		c->slo_flags |= KVS_CLI_SLO_TPOT;
 		return kvs_args_double(it, 1e-9, 1e9, &g->slo_tpot_s) ? 1 : -1;
+	}
 	if (kvs_args_is(it, "--flops-efficiency"))
 		return kvs_args_double(it, 1e-3, 1, &g->cost.flops_efficiency) ? 1 : -1;
 	if (kvs_args_is(it, "--bandwidth-efficiency"))
@@ -569,7 +573,8 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --slo-ttft S                 goodput: time-to-first-token objective in seconds\n"
 		"  --slo-tpot S                 goodput: time-per-output-token objective in seconds\n"
 		"  --goodput KEY:MS ...         goodput as vllm bench serve: ttft:MS, tpot:MS,\n"
-		"                               e2el:MS (milliseconds; same SLOs as above)\n"
+		"                               e2el:MS (milliseconds; the SLOs above: one\n"
+		"                               objective by both flags is refused)\n"
 		"  --sample-interval S          time series spacing in simulated seconds\n"
 		"                               (default: 1 s, coarsened to at most 4096\n"
 		"                               samples; a given S is doubled, with a warning,\n"
@@ -967,7 +972,40 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
 /* --goodput (replay and compare only) */
 static int goodput_arg(kvs_args *it, kvs_cli_front *fe, void *ctx)
 {
-	return kvs_cli_goodput_arg(it, &fe->sim.cfg, ctx);
+	/* which objectives this --goodput sets: each unset one is marked
+	 * negative for the call, and put back when the call left it so */
+	kvs_sim_config *g = &fe->sim.cfg;
+	double *slo[3] = { &g->slo_ttft_s, &g->slo_tpot_s, &g->slo_e2e_s };
+	double was[3];
+	for (int k = 0; k < 3; k++) {
+		was[k] = *slo[k];
+		*slo[k] = -1;
+	}
+	int r = kvs_cli_goodput_arg(it, g, ctx);
+	for (int k = 0; k < 3; k++) {
+		if (*slo[k] >= 0)
+			fe->sim.goodput_flags |= 1u << k;
+		else
+			*slo[k] = was[k];
+	}
+	return r;
+}
+
+/* An objective given by both --slo-* and --goodput: which one was meant
+ * is not for the order of the flags to decide. */
+static bool slo_flags_ok(const kvs_cli_sim *sim, const char *cmd)
+{
+	static const char *const name[2][2] = {
+		{ "--slo-ttft", "ttft" }, { "--slo-tpot", "tpot" },
+	};
+	for (int k = 0; k < 2; k++)
+		if (sim->slo_flags & sim->goodput_flags & (1u << k)) {
+			fprintf(stderr, "kvsim %s: %s and --goodput %s:MS both set the %s "
+				"objective; give one\n", cmd, name[k][0], name[k][1],
+				k ? "TPOT" : "TTFT");
+			return false;
+		}
+	return true;
 }
 
 typedef struct replay_run {
@@ -1055,6 +1093,8 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 		for (size_t p = 0; p < sim->npolicies; p++)
 			sim->policies[p] = (kvs_policy)p;
 	}
+	if (!slo_flags_ok(sim, cmd))
+		return KVS_EXIT_USAGE;
 	if (!several && sim->npolicies > 1) {
 		fprintf(stderr, "kvsim replay: one policy per replay; use 'kvsim compare "
 			"--policies ...' for several\n");
