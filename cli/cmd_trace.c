@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <jansson.h>
+#include <math.h>
 #include <string.h>
 
 void kvs_cmd_trace_usage(FILE *f)
@@ -79,8 +80,10 @@ static int print_json(const char *path, const kvs_trace_summary *s, kvs_outfile 
 	json_object_set_new(o, "first_arrival_s", json_real(s->first_s));
 	json_object_set_new(o, "last_arrival_s", json_real(s->last_s));
 	json_object_set_new(o, "span_s", json_real(s->span_s));
-	json_object_set_new(o, "mean_rate", json_real(s->mean_rate));
-	json_object_set_new(o, "cv_interarrival", json_real(s->cv_interarrival));
+	json_object_set_new(o, "mean_rate", isfinite(s->mean_rate) ? json_real(s->mean_rate)
+								    : json_null());
+	json_object_set_new(o, "cv_interarrival", isfinite(s->cv_interarrival)
+						  ? json_real(s->cv_interarrival) : json_null());
 	json_object_set_new(o, "prompt_tokens", len_json(&s->prompt, s->prompt_tokens_total));
 	json_object_set_new(o, "output_tokens", len_json(&s->output, s->output_tokens_total));
 	json_object_set_new(o, "has_hashes", json_boolean(s->has_hashes));
@@ -136,10 +139,20 @@ static void print_table(const char *path, const kvs_trace_summary *s)
 	printf("%-16s %s (%s)\n", "trace", path, kvs_trace_format_name(s->format));
 	printf("%-16s %llu\n", "requests", (unsigned long long)s->requests);
 	printf("%-16s %.3f s (%.3f .. %.3f)\n", "span", s->span_s, s->first_s, s->last_s);
-	printf("%-16s %.4f req/s\n", "mean rate", s->mean_rate);
-	printf("%-16s %.3f (coefficient of variation of inter-arrival times: 1 = Poisson,\n"
+	/* undefined (every arrival at one instant, or too few): n/a, not 0 */
+	char rate[32], cv[32];
+	if (isfinite(s->mean_rate))
+		snprintf(rate, sizeof rate, "%.4f req/s", s->mean_rate);
+	else
+		snprintf(rate, sizeof rate, "n/a");
+	if (isfinite(s->cv_interarrival))
+		snprintf(cv, sizeof cv, "%.3f", s->cv_interarrival);
+	else
+		snprintf(cv, sizeof cv, "n/a");
+	printf("%-16s %s\n", "mean rate", rate);
+	printf("%-16s %s (coefficient of variation of inter-arrival times: 1 = Poisson,\n"
 	       "%-16s > 1 burstier; vllm bench serve --burstiness, a gamma shape, is 1/cv^2)\n",
-	       "cv", s->cv_interarrival, "");
+	       "cv", cv, "");
 	printf("\n%-16s %10s %8s %8s %8s %8s %8s %14s\n", "tokens", "mean", "min", "p50",
 	       "p90", "p99", "max", "total");
 	const kvs_len_stats *ls[2] = { &s->prompt, &s->output };

@@ -201,8 +201,10 @@ typedef struct kvs_trace_summary {
 	uint64_t requests;
 	double first_s, last_s;     /* first and last arrival, seconds */
 	double span_s;              /* last - first */
-	double mean_rate;           /* (requests - 1) / span_s, req/s; 0 if undefined */
-	double cv_interarrival;     /* sd / mean of inter-arrival gaps; 0 if < 2 gaps */
+	double mean_rate;           /* (requests - 1) / span_s, req/s; NAN when
+	                             * undefined (under 2 requests, or span 0) */
+	double cv_interarrival;     /* sd / mean of inter-arrival gaps; NAN when
+	                             * undefined (under 2 gaps, or mean gap 0) */
 	kvs_len_stats prompt;       /* tokens */
 	kvs_len_stats output;       /* tokens */
 	uint64_t prompt_tokens_total, output_tokens_total;

@@ -48,6 +48,14 @@ j=$("$K" trace "$S/azure-conv-sample.csv" --json --max-model-len 2000)
 has "$j" '"over_max_len": 144'
 j=$("$K" trace "$S/azure-conv-sample.csv" --json --max-model-len 2000 --overlong truncate)
 has "$j" '"truncated": 144'
+# every arrival at one instant: no rate and no cv (n/a, null), not 0
+printf 'arrival_s,prompt_tokens,output_tokens\n0,10,5\n0,20,5\n0,30,5\n' >"$tmp/instant.csv"
+t=$("$K" trace "$tmp/instant.csv")
+printf '%s\n' "$t" | grep -Eq '^mean rate +n/a$' || fail "one instant: mean rate not n/a: $t"
+printf '%s\n' "$t" | grep -Eq '^cv +n/a \(' || fail "one instant: cv not n/a: $t"
+j=$("$K" trace "$tmp/instant.csv" --json)
+has "$j" '"mean_rate": null' "one instant: JSON mean_rate"
+has "$j" '"cv_interarrival": null' "one instant: JSON cv"
 # standard input
 j=$("$K" trace - --json < "$S/native-sample.csv")
 has "$j" '"sessions": 2'
