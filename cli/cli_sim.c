@@ -720,8 +720,11 @@ static void print_header(FILE *f, const kvs_sim_config *cfg, const kvs_sim_stats
 	human_bytes(budget, sizeof budget, (double)st->kv_budget_bytes);
 	human_bytes(per_tok, sizeof per_tok, (double)st->kv_bytes_per_token);
 	uint32_t bs = d->block_size ? d->block_size : 16;
-	fprintf(f, "model %s on %s (tp %u), KV cache %s\n", d->model.name, d->gpu.name,
-		d->tp ? d->tp : 1, kvs_dtype_name(d->kv_dtype));
+	char par[48] = "";
+	if (d->pp > 1)   /* the pool below is per GPU of tp x pp */
+		snprintf(par, sizeof par, ", pp %u", d->pp);
+	fprintf(f, "model %s on %s (tp %u%s), KV cache %s\n", d->model.name, d->gpu.name,
+		d->tp ? d->tp : 1, par, kvs_dtype_name(d->kv_dtype));
 	fprintf(f, "KV pool per GPU %s = %llu tokens (%llu blocks of %u), %s per token, "
 		"max_model_len %llu\n", budget,
 		(unsigned long long)(st->num_blocks * bs),

@@ -363,4 +363,10 @@ run 0 "$S_NATIVE" -q --enable-prefix-caching && {
 	[ -z "$err" ] || fail "paged with hash ids: stderr $err"
 }
 
+# ---- the header names pp > 1 -------------------------------------------------------------
+run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --tp 2 --pp 2 &&
+	has "$out" "model llama-3-8b on a100-40gb (tp 2, pp 2), KV cache bf16" "header with pp"
+run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --pp 4 &&
+	has "$out" "on a100-40gb (tp 1, pp 4)," "header with pp alone"
+
 finish "cli replay"
