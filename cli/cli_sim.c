@@ -1180,6 +1180,14 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 			       (unsigned long long)fe.tstats.truncated,
 			       fe.tstats.truncated == 1 ? "" : "s",
 			       (unsigned long long)kvs_sim_result_stats(res[0])->max_model_len);
+		if (fe.tstats.kept_failed)
+			/* the engine runs them as requests: their prefill is the
+			 * load --keep-failed keeps, their figures are not a user's */
+			printf("  (%llu BurstGPT failure row%s kept by --keep-failed: no output "
+			       "in the trace, run as a prompt\n   and one token; within "
+			       "completed, TTFT, end-to-end and goodput above)\n",
+			       (unsigned long long)fe.tstats.kept_failed,
+			       fe.tstats.kept_failed == 1 ? "" : "s");
 		kvs_cli_cost_print(stdout, res, nres);
 	}
 	if (rc == KVS_EXIT_OK && kvs_cli_front_wants_json(&fe)) {

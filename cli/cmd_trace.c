@@ -55,7 +55,7 @@ static json_t *reader_json(const kvs_trace_stats *r)
 	for (int i = 0; i < KVS_SKIP_COUNT_; i++)
 		json_object_set_new(skipped, kvs_trace_skip_reason_name((kvs_skip_reason)i),
 				    json_integer((json_int_t)r->skipped[i]));
-	return json_pack("{s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
 			 "lines_read", (json_int_t)r->lines_read,
 			 "header_lines", (json_int_t)r->header_lines,
 			 "blank_lines", (json_int_t)r->blank_lines,
@@ -69,6 +69,10 @@ static json_t *reader_json(const kvs_trace_stats *r)
 			 "bytes_read", (json_int_t)r->bytes_read,
 			 "failed_lines", (json_int_t)r->failed_lines,
 			 "balanced", kvs_trace_stats_balanced(r));
+	/* only when some were kept, so other documents stay as they were */
+	if (o && r->kept_failed)
+		json_object_set_new(o, "kept_failed", json_integer((json_int_t)r->kept_failed));
+	return o;
 }
 
 static int print_json(const char *path, const kvs_trace_summary *s, kvs_outfile *dest)
@@ -132,6 +136,10 @@ static void print_reader(FILE *f, const kvs_trace_stats *r)
 		fprintf(f, "%-16s %llu over max_model_len, %llu truncated, %llu reordered\n", "",
 			(unsigned long long)r->over_max_len, (unsigned long long)r->truncated,
 			(unsigned long long)r->reordered);
+	if (r->kept_failed)
+		fprintf(f, "%-16s %llu of the requests are BurstGPT failure rows kept by "
+			"--keep-failed (0 output tokens)\n", "",
+			(unsigned long long)r->kept_failed);
 }
 
 static void print_table(const char *path, const kvs_trace_summary *s)

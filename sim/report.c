@@ -168,6 +168,9 @@ static json_t *trace_jt(const char *path, kvs_trace_format format,
 		set(o, "filtered_limit", jint(ts->filtered_limit));
 		set(o, "over_max_len", jint(ts->over_max_len));
 		set(o, "truncated", jint(ts->truncated));
+		/* only when some were kept, so other documents stay as they were */
+		if (ts->kept_failed)
+			set(o, "kept_failed", jint(ts->kept_failed));
 		set(o, "reordered", jint(ts->reordered));
 		set(o, "bytes_read", jint(ts->bytes_read));
 	}

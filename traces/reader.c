@@ -1495,6 +1495,8 @@ kvs_status kvs_trace_next(kvs_trace *t, kvs_request *out)
 		req->line = s->line;
 		req->prompt_tokens = prompt;
 		req->output_tokens = output;
+		if (output == 0)   /* only a BurstGPT failure row passes validate so */
+			t->st.kept_failed++;
 		req->num_samples = s->samples;
 		req->priority = s->priority;
 		req->session_id = s->session;

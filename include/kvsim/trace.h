@@ -125,6 +125,8 @@ typedef struct kvs_trace_stats {
 	uint64_t truncated;
 	uint64_t reordered;         /* arrivals fixed by the sort window */
 	uint64_t hashed;            /* yielded with prefix hash ids in the file */
+	uint64_t kept_failed;       /* BurstGPT failure rows yielded (0 output
+	                             * tokens; skip_failed false) */
 	uint64_t bytes_read;
 	uint64_t failed_lines;      /* after an error: the line that stopped the
 	                             * reader plus any read ahead of it in the

@@ -35,6 +35,8 @@ has "$j" '"failed": 2'
 has "$j" '"requests": 5'
 j=$("$K" trace "$S/burstgpt-sample.csv" --json --keep-failed)
 has "$j" '"requests": 7'
+has "$j" '"kept_failed": 2'
+has "$("$K" trace "$S/burstgpt-sample.csv" --keep-failed)" "2 of the requests are BurstGPT failure rows kept by --keep-failed" "trace table: kept failures"
 
 # shaping
 j=$("$K" trace "$S/azure-conv-sample.csv" --json --limit 10)
