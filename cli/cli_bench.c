@@ -182,7 +182,10 @@ json_t *kvs_cli_bench_json(const kvs_sim_result *r, const kvs_cli_bench_opts *o,
 	else
 		json_object_set_new(j, "request_rate", json_string("trace"));
 	json_object_set_new(j, "burstiness", json_null());
-	json_object_set_new(j, "max_concurrency", json_integer(cfg->max_num_seqs));
+	/* vllm bench serve's client cap on requests in flight (null in an open
+	 * loop), not the engine's max_num_seqs */
+	json_object_set_new(j, "max_concurrency", cfg->max_concurrency
+			    ? json_integer(cfg->max_concurrency) : json_null());
 	json_object_set_new(j, "percentile_metrics", json_string("ttft,tpot,itl,e2el"));
 	json_object_set_new(j, "metric_percentiles", json_string("50,90,95,99"));
 	if (o->goodput) {

@@ -196,6 +196,11 @@ void kvs_cli_trace_skip_note(const char *cmd, const kvs_trace_stats *st, const c
 	if (failed)
 		fprintf(stderr, "kvsim %s: skipped %llu BurstGPT failure row(s) (0 response "
 			"tokens; --keep-failed keeps them)\n", cmd, (unsigned long long)failed);
+	/* requests kept but made shorter: as silent as a skip otherwise */
+	if (st->truncated)
+		fprintf(stderr, "kvsim %s: --overlong truncate cut %llu request(s) longer "
+			"than max_model_len to fit (the head of the prompt kept)\n", cmd,
+			(unsigned long long)st->truncated);
 }
 
 void kvs_cli_set_skip_note(const char *cmd, const char *path, const kvs_trace_opts *o,

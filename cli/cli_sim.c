@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -203,10 +204,14 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 		}
 		return 1;
 	}
-	if (kvs_args_is(it, "--slo-ttft"))
+	if (kvs_args_is(it, "--slo-ttft")) {
+		c->slo_flags |= KVS_CLI_SLO_TTFT;
 		return kvs_args_double(it, 1e-9, 1e9, &g->slo_ttft_s) ? 1 : -1;
-	if (kvs_args_is(it, "--slo-tpot"))
+	}
+	if (kvs_args_is(it, "--slo-tpot")) {
+		c->slo_flags |= KVS_CLI_SLO_TPOT;
 		return kvs_args_double(it, 1e-9, 1e9, &g->slo_tpot_s) ? 1 : -1;
+	}
 	if (kvs_args_is(it, "--flops-efficiency"))
 		return kvs_args_double(it, 1e-3, 1, &g->cost.flops_efficiency) ? 1 : -1;
 	if (kvs_args_is(it, "--bandwidth-efficiency"))
@@ -297,6 +302,31 @@ static bool pool_blocks_ok(const kvs_cli_sim *c, const kvs_deploy *d, const char
 	return false;
 }
 
+/* A Vidur profile names its GPU by its place, <root>/compute/<gpu>/<org>/
+ * <model> (its files do not): one measured on another GPU than --gpu's is
+ * said, with the all-reduce file that comes from the same <gpu> at tp > 1.
+ * The GPU is taken to match when the preset's name starts with the
+ * directory's ("a100" for a100-40gb and a100-80gb). */
+static void warn_profile_gpu(const char *cmd, const char *dir, const kvs_deploy *d)
+{
+	const char *g = strstr(dir, "/compute/");
+	if (g)
+		g += strlen("/compute/");
+	else if (strncmp(dir, "compute/", 8) == 0)
+		g = dir + 8;
+	else
+		return;
+	size_t n = strcspn(g, "/");
+	const char *name = d->gpu.name;
+	if (n == 0 || (strncasecmp(name, g, n) == 0 &&
+		       (name[n] == '\0' || name[n] == '-' || name[n] == '_')))
+		return;
+	fprintf(stderr, "kvsim %s: warning: --step-time-profile was measured on %.*s "
+		"(its directory compute/%.*s/), not on --gpu %s: the step times%s are "
+		"%.*s's\n", cmd, (int)n, g, (int)n, g, name,
+		d->tp > 1 ? " and the all-reduce times" : "", (int)n, g);
+}
+
 bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 			const char *cmd)
 {
@@ -361,6 +391,7 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		}
 		if (!c->quiet)
 			fprintf(stderr, "kvsim %s: step time: %s\n", cmd, c->cfg.cost.profile_desc);
+		warn_profile_gpu(cmd, c->profile_dir, d);
 	}
 	if (c->table_path) {
 		kvs_status st = kvs_cost_fit_table(c->table_path, &c->cfg.cost);
@@ -419,6 +450,13 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 	else
 		c->cfg.seed = o->seed;
 	o->block_size = d->block_size ? d->block_size : 16;
+	if (strcmp(cmd, "replay") == 0 || strcmp(cmd, "compare") == 0) {
+		/* the trace's hash ids serve the prefix cache alone: without it
+		 * they stay as in the file, unused, and a block size they could
+		 * not be re-split to is no error (as in sweep) */
+		if (!c->cfg.enable_prefix_caching)
+			o->block_size = 0;
+	}
 	uint64_t mml = d->max_model_len ? d->max_model_len : d->model.max_position_embeddings;
 	if (mml > UINT32_MAX) {
 		/* the simulator counts a sequence's tokens in 32 bits */
@@ -548,7 +586,8 @@ void kvs_cli_sim_help(FILE *f, bool several)
 		"  --slo-ttft S                 goodput: time-to-first-token objective in seconds\n"
 		"  --slo-tpot S                 goodput: time-per-output-token objective in seconds\n"
 		"  --goodput KEY:MS ...         goodput as vllm bench serve: ttft:MS, tpot:MS,\n"
-		"                               e2el:MS (milliseconds; same SLOs as above)\n"
+		"                               e2el:MS (milliseconds; the SLOs above: one\n"
+		"                               objective by both flags is refused)\n"
 		"  --sample-interval S          time series spacing in simulated seconds\n"
 		"                               (default: 1 s, coarsened to at most 4096\n"
 		"                               samples; a given S is doubled, with a warning,\n"
@@ -683,23 +722,32 @@ static void human_bytes(char *buf, size_t n, double b)
 	snprintf(buf, n, u ? "%.2f %s" : "%.0f %s", b, unit[u]);
 }
 
-void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
-			      const kvs_sim_stats *st, const char *trace_path,
-			      kvs_trace_format format)
+static void print_engine_trace(FILE *f, const kvs_sim_config *cfg, const kvs_sim_stats *st,
+			       const char *trace_path, kvs_trace_format format,
+			       bool limits_per_pool, const char *inactive);
+
+/* The header; inactive: why --enable-prefix-caching had no effect (NULL:
+ * it had, or was off). */
+static void print_header(FILE *f, const kvs_sim_config *cfg, const kvs_sim_stats *st,
+			 const char *trace_path, kvs_trace_format format,
+			 const char *inactive)
 {
 	const kvs_deploy *d = &cfg->deploy;
 	char budget[32], per_tok[32];
 	human_bytes(budget, sizeof budget, (double)st->kv_budget_bytes);
 	human_bytes(per_tok, sizeof per_tok, (double)st->kv_bytes_per_token);
 	uint32_t bs = d->block_size ? d->block_size : 16;
-	fprintf(f, "model %s on %s (tp %u), KV cache %s\n", d->model.name, d->gpu.name,
-		d->tp ? d->tp : 1, kvs_dtype_name(d->kv_dtype));
+	char par[48] = "";
+	if (d->pp > 1)   /* the pool below is per GPU of tp x pp */
+		snprintf(par, sizeof par, ", pp %u", d->pp);
+	fprintf(f, "model %s on %s (tp %u%s), KV cache %s\n", d->model.name, d->gpu.name,
+		d->tp ? d->tp : 1, par, kvs_dtype_name(d->kv_dtype));
 	fprintf(f, "KV pool per GPU %s = %llu tokens (%llu blocks of %u), %s per token, "
 		"max_model_len %llu\n", budget,
 		(unsigned long long)(st->num_blocks * bs),
 		(unsigned long long)st->num_blocks, bs, per_tok,
 		(unsigned long long)st->max_model_len);
-	kvs_cli_sim_print_header_engine(f, cfg, st, trace_path, format, false);
+	print_engine_trace(f, cfg, st, trace_path, format, false, inactive);
 }
 
 void kvs_cli_human_bytes(char *buf, size_t n, double b)
@@ -711,16 +759,26 @@ void kvs_cli_sim_print_header_engine(FILE *f, const kvs_sim_config *cfg,
 				     const kvs_sim_stats *st, const char *trace_path,
 				     kvs_trace_format format, bool limits_per_pool)
 {
+	print_engine_trace(f, cfg, st, trace_path, format, limits_per_pool, NULL);
+}
+
+/* The header's engine and trace lines; limits_per_pool: a fleet's pools
+ * gave their limits on their own lines; inactive: as print_header's. */
+static void print_engine_trace(FILE *f, const kvs_sim_config *cfg, const kvs_sim_stats *st,
+			       const char *trace_path, kvs_trace_format format,
+			       bool limits_per_pool, const char *inactive)
+{
 	if (limits_per_pool)
 		fputs("engine max_num_seqs and max_num_batched_tokens per pool (above), ", f);
 	else
 		fprintf(f, "engine max_num_seqs %u, max_num_batched_tokens %u, ",
 			cfg->max_num_seqs, cfg->max_num_batched_tokens);
-	fprintf(f, "%s%spreemption %s, prefix caching %s, step time %s\n",
+	fprintf(f, "%s%spreemption %s, prefix caching %s%s%s%s, step time %s\n",
 		cfg->chunked_prefill_off ? "no chunked prefill, " : "",
 		cfg->scheduling_policy == KVS_SCHED_PRIORITY ? "priority scheduling, " : "",
 		kvs_preempt_mode_name(cfg->preemption_mode),
-		cfg->enable_prefix_caching ? "on" : "off",
+		cfg->enable_prefix_caching ? "on" : "off", inactive ? " (inactive: " : "",
+		inactive ? inactive : "", inactive ? ")" : "",
 		cfg->cost.table_path[0] ? "from table" :
 		cfg->cost.profile_points ? "profile + roofline" :
 		cfg->cost.kind == KVS_COST_LINEAR ? "linear" : "roofline");
@@ -731,6 +789,13 @@ void kvs_cli_sim_print_header_engine(FILE *f, const kvs_sim_config *cfg,
 	if (span > 0)
 		fprintf(f, " (%.2f req/s)", (double)(st->arrived - 1) / span);
 	fputs("\n\n", f);
+}
+
+void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
+			      const kvs_sim_stats *st, const char *trace_path,
+			      kvs_trace_format format)
+{
+	print_header(f, cfg, st, trace_path, format, NULL);
 }
 
 /* The KV offload tiers' lines (nothing without tiers). */
@@ -854,6 +919,25 @@ static void print_after_end(FILE *f, const kvs_sim_result *r, const uint64_t *af
 	}
 }
 
+static bool has_slo(const kvs_sim_config *cfg)
+{
+	return cfg->slo_ttft_s > 0 || cfg->slo_tpot_s > 0 || cfg->slo_e2e_s > 0;
+}
+
+static bool is_goodput(kvs_metric_id id)
+{
+	return id == KVS_M_GOODPUT_RPS || id == KVS_M_GOODPUT_FRACTION;
+}
+
+/* A goodput share in percent, one decimal: a share under 1 never reads
+ * 100.0 (99.95% and up are cut to 99.9, not rounded up). */
+static void fraction_cell(char *cell, size_t n, double x)
+{
+	snprintf(cell, n, "%.1f", x * 100);
+	if (x < 1 && strcmp(cell, "100.0") == 0)
+		snprintf(cell, n, "99.9");
+}
+
 /* The figures' column: the metric table's rows that have a label, in
  * table order, under their section titles. */
 void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
@@ -871,12 +955,23 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
 		if (!m->label)
 			continue;
 		fprintf(f, "%-*s", lw, m->label);
+		bool no_slo = false;
 		for (size_t i = 0; i < n; i++) {
 			char cell[32];
-			snprintf(cell, sizeof cell, m->fmt,
-				 kvs_metric_value(m->id, kvs_sim_result_stats(res[i])) * m->scale);
+			double v = kvs_metric_value(m->id, kvs_sim_result_stats(res[i]));
+			if (is_goodput(m->id) && !has_slo(kvs_sim_result_config(res[i]))) {
+				/* every request meets no objective: not a 100% */
+				snprintf(cell, sizeof cell, "n/a");
+				no_slo = true;
+			} else if (m->id == KVS_M_GOODPUT_FRACTION) {
+				fraction_cell(cell, sizeof cell, v);
+			} else {
+				snprintf(cell, sizeof cell, m->fmt, v * m->scale);
+			}
 			fprintf(f, "%*s", cw, cell);
 		}
+		if (no_slo)
+			fputs("  (no SLO)", f);
 		fputc('\n', f);
 	}
 	/* ratios baseline / each */
@@ -921,7 +1016,40 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
 /* --goodput (replay and compare only) */
 static int goodput_arg(kvs_args *it, kvs_cli_front *fe, void *ctx)
 {
-	return kvs_cli_goodput_arg(it, &fe->sim.cfg, ctx);
+	/* which objectives this --goodput sets: each unset one is marked
+	 * negative for the call, and put back when the call left it so */
+	kvs_sim_config *g = &fe->sim.cfg;
+	double *slo[3] = { &g->slo_ttft_s, &g->slo_tpot_s, &g->slo_e2e_s };
+	double was[3];
+	for (int k = 0; k < 3; k++) {
+		was[k] = *slo[k];
+		*slo[k] = -1;
+	}
+	int r = kvs_cli_goodput_arg(it, g, ctx);
+	for (int k = 0; k < 3; k++) {
+		if (*slo[k] >= 0)
+			fe->sim.goodput_flags |= 1u << k;
+		else
+			*slo[k] = was[k];
+	}
+	return r;
+}
+
+/* An objective given by both --slo-* and --goodput: which one was meant
+ * is not for the order of the flags to decide. */
+static bool slo_flags_ok(const kvs_cli_sim *sim, const char *cmd)
+{
+	static const char *const name[2][2] = {
+		{ "--slo-ttft", "ttft" }, { "--slo-tpot", "tpot" },
+	};
+	for (int k = 0; k < 2; k++)
+		if (sim->slo_flags & sim->goodput_flags & (1u << k)) {
+			fprintf(stderr, "kvsim %s: %s and --goodput %s:MS both set the %s "
+				"objective; give one\n", cmd, name[k][0], name[k][1],
+				k ? "TPOT" : "TTFT");
+			return false;
+		}
+	return true;
 }
 
 typedef struct replay_run {
@@ -974,6 +1102,26 @@ void kvs_cli_warn_coarsened(const char *cmd, double given_s, kvs_sim_result *con
 			cmd, given_s, span, worst, kept);
 }
 
+/* Why --enable-prefix-caching has no effect on a replay or compare, or
+ * NULL: no policy of the run keeps a prefix cache (buf names the one of a
+ * replay), or the trace has no hash ids (tstats: NULL before it is read). */
+static const char *caching_inactive(const kvs_cli_sim *sim, const kvs_trace_stats *tstats,
+				    char *buf, size_t n)
+{
+	if (!sim->cfg.enable_prefix_caching)
+		return NULL;
+	for (size_t i = 0; i < sim->npolicies; i++)
+		if (kvs_policy_has(sim->policies[i], KVS_TRAIT_PREFIX_HASHES))
+			return tstats && tstats->requests && !tstats->hashed
+			       ? "the trace has no prefix hash ids" : NULL;
+	if (sim->npolicies == 1)
+		snprintf(buf, n, "policy %s keeps no prefix cache",
+			 kvs_policy_name(sim->policies[0]));
+	else
+		snprintf(buf, n, "none of these policies keeps a prefix cache");
+	return buf;
+}
+
 int kvs_cli_sim_command(kvs_args *it, bool several)
 {
 	kvs_cli_front fe;
@@ -989,6 +1137,8 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 		for (size_t p = 0; p < sim->npolicies; p++)
 			sim->policies[p] = (kvs_policy)p;
 	}
+	if (!slo_flags_ok(sim, cmd))
+		return KVS_EXIT_USAGE;
 	if (!several && sim->npolicies > 1) {
 		fprintf(stderr, "kvsim replay: one policy per replay; use 'kvsim compare "
 			"--policies ...' for several\n");
@@ -998,6 +1148,11 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 	    (rc = kvs_cli_front_open(&fe, true)) != KVS_CLI_GO_ON)
 		return rc;
 	goodput |= sim->cfg.slo_ttft_s > 0 || sim->cfg.slo_tpot_s > 0 || sim->cfg.slo_e2e_s > 0;
+	char why_buf[96];
+	const char *why = caching_inactive(sim, NULL, why_buf, sizeof why_buf);
+	if (why)
+		fprintf(stderr, "kvsim %s: warning: --enable-prefix-caching has no effect: "
+			"%s\n", cmd, why);
 	kvs_sim_request_csv rcsv = { kvs_cli_front_stream(&fe, KVS_CLI_OUT_REQUESTS), NULL };
 	if (rcsv.f)
 		kvs_sim_request_csv_header(rcsv.f);
@@ -1052,10 +1207,28 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 			sim->npolicies);
 	if (rc == KVS_EXIT_OK)
 		kvs_cli_warn_coarsened(cmd, sim->cfg.sample_interval_s, res, nres);
+	if (rc == KVS_EXIT_OK && !why &&
+	    (why = caching_inactive(sim, &fe.tstats, why_buf, sizeof why_buf)))
+		fprintf(stderr, "kvsim %s: warning: --enable-prefix-caching had no effect: "
+			"%s\n", cmd, why);
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
-		kvs_cli_sim_print_header(stdout, kvs_sim_result_config(res[0]),
-					 kvs_sim_result_stats(res[0]), fe.path, fe.format);
+		print_header(stdout, kvs_sim_result_config(res[0]), kvs_sim_result_stats(res[0]),
+			     fe.path, fe.format, why);
 		kvs_cli_sim_print_results(stdout, res, nres, after);
+		if (fe.tstats.truncated)
+			printf("  (%llu request%s cut to max_model_len %llu by --overlong "
+			       "truncate)\n",
+			       (unsigned long long)fe.tstats.truncated,
+			       fe.tstats.truncated == 1 ? "" : "s",
+			       (unsigned long long)kvs_sim_result_stats(res[0])->max_model_len);
+		if (fe.tstats.kept_failed)
+			/* the engine runs them as requests: their prefill is the
+			 * load --keep-failed keeps, their figures are not a user's */
+			printf("  (%llu BurstGPT failure row%s kept by --keep-failed: no output "
+			       "in the trace, run as a prompt\n   and one token; within "
+			       "completed, TTFT, end-to-end and goodput above)\n",
+			       (unsigned long long)fe.tstats.kept_failed,
+			       fe.tstats.kept_failed == 1 ? "" : "s");
 		kvs_cli_cost_print(stdout, res, nres);
 	}
 	if (rc == KVS_EXIT_OK && kvs_cli_front_wants_json(&fe)) {

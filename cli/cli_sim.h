@@ -39,6 +39,8 @@ typedef struct kvs_cli_sim {
 	bool step_linear_set;
 	bool batched_tokens_set;        /* --max-num-batched-tokens given */
 	bool seqs_set;                  /* --max-num-seqs given */
+	unsigned slo_flags;             /* KVS_CLI_SLO_* set by --slo-ttft/--slo-tpot */
+	unsigned goodput_flags;         /* KVS_CLI_SLO_* set by --goodput */
 	int fail_exit;                  /* exit code when finish fails */
 	/* progress line state */
 	double progress_last;
@@ -47,6 +49,9 @@ typedef struct kvs_cli_sim {
 	const char *progress_label;
 	bool progress_shown;
 } kvs_cli_sim;
+
+/* the objectives, as bits of slo_flags / goodput_flags */
+enum { KVS_CLI_SLO_TTFT = 1u << 0, KVS_CLI_SLO_TPOT = 1u << 1, KVS_CLI_SLO_E2E = 1u << 2 };
 
 void kvs_cli_sim_init(kvs_cli_sim *c);
 /* 1: the current flag was ours and consumed; 0: not ours; -1: ours, bad

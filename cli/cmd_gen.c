@@ -51,6 +51,8 @@ void kvs_cmd_gen_usage(FILE *f)
 		"                      are shared prompts or multi-turn conversations)\n"
 		"  --format F          csv or jsonl (default: from FILE's extension, else csv)\n"
 		"  -o, --out FILE      output file (default: standard output)\n"
+		"  -q, --quiet         no 'wrote N requests' line on stderr (errors and\n"
+		"                      the interruption note are still said)\n"
 		"  --help              show this help\n"
 		"  Ctrl-C (SIGINT), SIGTERM  stop: standard output ends after the last\n"
 		"                      whole request; a FILE is not written; exit 130 (143)\n");
@@ -82,6 +84,7 @@ int kvs_cmd_gen(kvs_args *it)
 	bool set_requests = false;
 	bool set_arrival = false, set_cv = false;
 	double burstiness = 0;     /* vLLM's gamma shape; 0 = not given */
+	bool quiet = false;        /* --quiet: no "wrote" line */
 	const char *pos;
 	while (kvs_args_next(it, &pos)) {
 		if (!it->flag) {
@@ -172,6 +175,9 @@ int kvs_cmd_gen(kvs_args *it)
 			}
 		} else if (kvs_args_is(it, "-o") || kvs_args_is(it, "--out")) {
 			ok = kvs_args_output_path(it, "file", &out);
+		} else if (kvs_args_is(it, "--quiet") || kvs_args_is(it, "-q")) {
+			ok = kvs_args_no_value(it);
+			quiet = true;
 		} else {
 			kvs_args_unknown(it);
 			ok = false;
@@ -270,7 +276,7 @@ int kvs_cmd_gen(kvs_args *it)
 				(unsigned long long)count, out);
 		return 128 + sig;
 	}
-	if (!to_stdout)
+	if (!to_stdout && !quiet)
 		fprintf(stderr, "kvsim gen: wrote %llu requests over %.3f s to %s\n",
 			(unsigned long long)count, last, out);
 	return KVS_EXIT_OK;

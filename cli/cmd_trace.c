@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <jansson.h>
+#include <math.h>
 #include <string.h>
 
 void kvs_cmd_trace_usage(FILE *f)
@@ -54,7 +55,7 @@ static json_t *reader_json(const kvs_trace_stats *r)
 	for (int i = 0; i < KVS_SKIP_COUNT_; i++)
 		json_object_set_new(skipped, kvs_trace_skip_reason_name((kvs_skip_reason)i),
 				    json_integer((json_int_t)r->skipped[i]));
-	return json_pack("{s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
 			 "lines_read", (json_int_t)r->lines_read,
 			 "header_lines", (json_int_t)r->header_lines,
 			 "blank_lines", (json_int_t)r->blank_lines,
@@ -68,6 +69,10 @@ static json_t *reader_json(const kvs_trace_stats *r)
 			 "bytes_read", (json_int_t)r->bytes_read,
 			 "failed_lines", (json_int_t)r->failed_lines,
 			 "balanced", kvs_trace_stats_balanced(r));
+	/* only when some were kept, so other documents stay as they were */
+	if (o && r->kept_failed)
+		json_object_set_new(o, "kept_failed", json_integer((json_int_t)r->kept_failed));
+	return o;
 }
 
 static int print_json(const char *path, const kvs_trace_summary *s, kvs_outfile *dest)
@@ -79,8 +84,10 @@ static int print_json(const char *path, const kvs_trace_summary *s, kvs_outfile 
 	json_object_set_new(o, "first_arrival_s", json_real(s->first_s));
 	json_object_set_new(o, "last_arrival_s", json_real(s->last_s));
 	json_object_set_new(o, "span_s", json_real(s->span_s));
-	json_object_set_new(o, "mean_rate", json_real(s->mean_rate));
-	json_object_set_new(o, "cv_interarrival", json_real(s->cv_interarrival));
+	json_object_set_new(o, "mean_rate", isfinite(s->mean_rate) ? json_real(s->mean_rate)
+								    : json_null());
+	json_object_set_new(o, "cv_interarrival", isfinite(s->cv_interarrival)
+						  ? json_real(s->cv_interarrival) : json_null());
 	json_object_set_new(o, "prompt_tokens", len_json(&s->prompt, s->prompt_tokens_total));
 	json_object_set_new(o, "output_tokens", len_json(&s->output, s->output_tokens_total));
 	json_object_set_new(o, "has_hashes", json_boolean(s->has_hashes));
@@ -129,6 +136,10 @@ static void print_reader(FILE *f, const kvs_trace_stats *r)
 		fprintf(f, "%-16s %llu over max_model_len, %llu truncated, %llu reordered\n", "",
 			(unsigned long long)r->over_max_len, (unsigned long long)r->truncated,
 			(unsigned long long)r->reordered);
+	if (r->kept_failed)
+		fprintf(f, "%-16s %llu of the requests are BurstGPT failure rows kept by "
+			"--keep-failed (0 output tokens)\n", "",
+			(unsigned long long)r->kept_failed);
 }
 
 static void print_table(const char *path, const kvs_trace_summary *s)
@@ -136,10 +147,20 @@ static void print_table(const char *path, const kvs_trace_summary *s)
 	printf("%-16s %s (%s)\n", "trace", path, kvs_trace_format_name(s->format));
 	printf("%-16s %llu\n", "requests", (unsigned long long)s->requests);
 	printf("%-16s %.3f s (%.3f .. %.3f)\n", "span", s->span_s, s->first_s, s->last_s);
-	printf("%-16s %.4f req/s\n", "mean rate", s->mean_rate);
-	printf("%-16s %.3f (coefficient of variation of inter-arrival times: 1 = Poisson,\n"
+	/* undefined (every arrival at one instant, or too few): n/a, not 0 */
+	char rate[32], cv[32];
+	if (isfinite(s->mean_rate))
+		snprintf(rate, sizeof rate, "%.4f req/s", s->mean_rate);
+	else
+		snprintf(rate, sizeof rate, "n/a");
+	if (isfinite(s->cv_interarrival))
+		snprintf(cv, sizeof cv, "%.3f", s->cv_interarrival);
+	else
+		snprintf(cv, sizeof cv, "n/a");
+	printf("%-16s %s\n", "mean rate", rate);
+	printf("%-16s %s (coefficient of variation of inter-arrival times: 1 = Poisson,\n"
 	       "%-16s > 1 burstier; vllm bench serve --burstiness, a gamma shape, is 1/cv^2)\n",
-	       "cv", s->cv_interarrival, "");
+	       "cv", cv, "");
 	printf("\n%-16s %10s %8s %8s %8s %8s %8s %14s\n", "tokens", "mean", "min", "p50",
 	       "p90", "p99", "max", "total");
 	const kvs_len_stats *ls[2] = { &s->prompt, &s->output };

@@ -168,6 +168,9 @@ static json_t *trace_jt(const char *path, kvs_trace_format format,
 		set(o, "filtered_limit", jint(ts->filtered_limit));
 		set(o, "over_max_len", jint(ts->over_max_len));
 		set(o, "truncated", jint(ts->truncated));
+		/* only when some were kept, so other documents stay as they were */
+		if (ts->kept_failed)
+			set(o, "kept_failed", jint(ts->kept_failed));
 		set(o, "reordered", jint(ts->reordered));
 		set(o, "bytes_read", jint(ts->bytes_read));
 	}
@@ -229,6 +232,9 @@ static json_t *result_jt(const kvs_sim_result *r)
 			v = json_null();        /* no sample: no latency */
 		else if ((m->flags & KVS_MF_SET_ONLY) && !(kvs_metric_value(m->id, st) >= 0))
 			v = json_null();        /* not recorded */
+		else if ((m->id == KVS_M_GOODPUT_RPS || m->id == KVS_M_GOODPUT_FRACTION) &&
+			 !(r->cfg.slo_ttft_s > 0 || r->cfg.slo_tpot_s > 0 || r->cfg.slo_e2e_s > 0))
+			v = json_null();        /* no SLO: nothing to meet */
 		else
 			v = metric_jt(m, st);
 		set(group_of(o, m->group), m->field, v);

@@ -1172,6 +1172,7 @@ static kvs_status yield_hashes(kvs_trace *t, const slot *s, uint32_t prompt,
 	req->hash_ids = nout ? t->out_ids : NULL;
 	req->num_hash_ids = nout;
 	req->hash_block_tokens = bs;
+	t->st.hashed++;
 	return KVS_OK;
 }
 
@@ -1501,6 +1502,8 @@ kvs_status kvs_trace_next(kvs_trace *t, kvs_request *out)
 		req->line = s->line;
 		req->prompt_tokens = prompt;
 		req->output_tokens = output;
+		if (output == 0)   /* only a BurstGPT failure row passes validate so */
+			t->st.kept_failed++;
 		req->num_samples = s->samples;
 		req->priority = s->priority;
 		req->session_id = s->session;

@@ -308,8 +308,11 @@ kvs_status kvs_trace_summarize(kvs_trace *t, kvs_trace_summary *out)
 		st = KVS_OK;
 		s.format = kvs_trace_get_format(t);
 		s.span_s = s.requests ? s.last_s - s.first_s : 0;
-		s.mean_rate = s.requests > 1 && s.span_s > 0 ? (double)(s.requests - 1) / s.span_s : 0;
-		s.cv_interarrival = gaps > 1 && gap_mean > 0 ? sqrt(gap_m2 / (double)gaps) / gap_mean : 0;
+		/* requests all at one instant have no rate and no cv: not a 0 */
+		s.mean_rate = s.requests > 1 && s.span_s > 0 ? (double)(s.requests - 1) / s.span_s
+							     : NAN;
+		s.cv_interarrival = gaps > 1 && gap_mean > 0 ? sqrt(gap_m2 / (double)gaps) / gap_mean
+							     : NAN;
 		lenhist_finish(&hp[0], &s.prompt);
 		lenhist_finish(&hp[1], &s.output);
 		/* every covered prompt's full blocks, with or without ids (the

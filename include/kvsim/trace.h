@@ -131,6 +131,9 @@ typedef struct kvs_trace_stats {
 	uint64_t over_max_len;      /* yielded flagged over_max_len */
 	uint64_t truncated;
 	uint64_t reordered;         /* arrivals fixed by the sort window */
+	uint64_t hashed;            /* yielded with prefix hash ids in the file */
+	uint64_t kept_failed;       /* BurstGPT failure rows yielded (0 output
+	                             * tokens; skip_failed false) */
 	uint64_t bytes_read;
 	uint64_t failed_lines;      /* after an error: the line that stopped the
 	                             * reader plus any read ahead of it in the
@@ -207,8 +210,10 @@ typedef struct kvs_trace_summary {
 	uint64_t requests;
 	double first_s, last_s;     /* first and last arrival, seconds */
 	double span_s;              /* last - first */
-	double mean_rate;           /* (requests - 1) / span_s, req/s; 0 if undefined */
-	double cv_interarrival;     /* sd / mean of inter-arrival gaps; 0 if < 2 gaps */
+	double mean_rate;           /* (requests - 1) / span_s, req/s; NAN when
+	                             * undefined (under 2 requests, or span 0) */
+	double cv_interarrival;     /* sd / mean of inter-arrival gaps; NAN when
+	                             * undefined (under 2 gaps, or mean gap 0) */
 	kvs_len_stats prompt;       /* tokens */
 	kvs_len_stats output;       /* tokens */
 	uint64_t prompt_tokens_total, output_tokens_total;

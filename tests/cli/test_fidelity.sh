@@ -44,6 +44,15 @@ run 0 --model llama-2-70b --gpu a100-80gb --tp 2 --step-time-profile "$P/a100/me
 		"measured attention read"
 	has "$out" "completed" "70B tp 2 ran end to end"
 }
+# a profile of another GPU than --gpu's (by its compute/GPU/ directory) is said
+for g in h100-80gb a100-80gb; do
+	run 0 --model llama-3-8b --gpu $g --tp 2 --limit 20 -q \
+		--step-time-profile "$P/a100/meta-llama/Meta-Llama-3-8B" || continue
+	case $g in
+	h100*) has "$err" "warning: --step-time-profile was measured on a100 (its directory compute/a100/), not on --gpu h100-80gb: the step times and the all-reduce times are a100's" "profile of another GPU" ;;
+	*) case "$err" in *warning*) fail "a100 profile on a100-80gb warned: $err" ;; esac ;;
+	esac
+done
 run 2 --model llama-3-8b --step-time-profile "$P/h100/meta-llama/Llama-2-7b-hf" &&
 	has "$err" "the step-time profile is for n_embd 4096, 32 heads, 32 kv heads" "shape mismatch"
 run 2 --model llama-2-7b --tp 16 --step-time-profile "$P/h100/meta-llama/Llama-2-7b-hf" &&

@@ -83,5 +83,14 @@ kvs_stop 0.5 INT
 has "$(cat "$tmp/gk.err")" "not written" "gen -o interruption reported"
 ls -a "$tmp" | grep -q 'kvsim-' && fail "gen: temporary files left behind"
 
+# -q / --quiet as every other command: no "wrote" line, the same file
+"$KVSIM" gen --requests 5 -o "$tmp/q0.csv" 2>"$tmp/q0.err" || fail "gen -o"
+has "$(cat "$tmp/q0.err")" "kvsim gen: wrote 5 requests" "gen says what it wrote"
+for q in -q --quiet; do
+	"$KVSIM" gen --requests 5 $q -o "$tmp/q1.csv" 2>"$tmp/q1.err" || fail "gen $q exits 0: $(cat "$tmp/q1.err")"
+	[ ! -s "$tmp/q1.err" ] || fail "gen $q wrote to stderr: $(cat "$tmp/q1.err")"
+	[ "$(tail -n +2 "$tmp/q1.csv")" = "$(tail -n +2 "$tmp/q0.csv")" ] || fail "gen $q: another trace"
+done
+
 set -e
 finish "cli gen"

@@ -291,8 +291,15 @@ kvs_run compare 0 - --skip-bad-lines -q <"$tmp/skip.csv" &&
 kvs_run trace 0 "$tmp/skip.csv" --skip-bad-lines && has "$err" "kvsim trace: $note" "trace note"
 kvs_run replay 0 "$S/burstgpt-sample.csv" -q &&
 	has "$err" "kvsim replay: skipped 2 BurstGPT failure row(s)" "replay notes BurstGPT failures"
-kvs_run replay 0 "$S/burstgpt-sample.csv" -q --keep-failed && [ -z "$err" ] ||
-	fail "replay --keep-failed -q: nothing on stderr: $err"
+kvs_run replay 0 "$S/burstgpt-sample.csv" -q --keep-failed --json "$tmp/j/kf.json" && {
+	[ -z "$err" ] || fail "replay --keep-failed -q: nothing on stderr: $err"
+	# the kept failure rows are counted and said where they are counted
+	has "$out" "(2 BurstGPT failure rows kept by --keep-failed: no output in the trace" "kept failures in the table"
+	has "$out" "within completed, TTFT, end-to-end and goodput above)" "kept failures: where"
+	grep -q '"kept_failed": 2' "$tmp/j/kf.json" || fail "replay JSON counts the kept failure rows"
+}
+kvs_run replay 0 "$S/burstgpt-sample.csv" -q --json "$tmp/j/nokf.json" &&
+	! grep -q kept_failed "$tmp/j/nokf.json" || fail "replay JSON without --keep-failed: no kept_failed"
 kvs_run replay 0 "$tmp/t.csv" -q --skip-bad-lines && [ -z "$err" ] ||
 	fail "replay --skip-bad-lines -q of a clean trace: nothing on stderr: $err"
 

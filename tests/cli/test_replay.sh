@@ -325,4 +325,48 @@ for mode in "recompute 30" "swap 26"; do
 		fail "priority, $mode: fast path ${figs[0]:-} vs one token at a time ${figs[1]:-}"
 done
 
+# ---- goodput: none without an SLO, never 100.0 with a miss ---------------------------
+# 2000 requests a second apart (no queueing); the 1000th alone has a long
+# prompt, so with --slo-ttft 0.03 one of 2000 misses: 99.95%, printed 99.9.
+awk 'BEGIN { print "TIMESTAMP,ContextTokens,GeneratedTokens"
+	for (i = 0; i < 2000; i++)
+		printf "2023-11-16 %02d:%02d:%02d.0000000,%d,2\n", 10 + int(i / 3600),
+			int(i / 60) % 60, i % 60, i == 999 ? 5000 : 100 }' >"$tmp/gp.csv"
+run 0 "$tmp/gp.csv" -q --step-time-linear 0.01,0.00001 --json "$tmp/gp.json" && {
+	has "$out" "goodput (% of arrived)                 n/a  (no SLO)" "goodput without an SLO"
+	has "$out" "goodput requests/s                     n/a  (no SLO)" "goodput rate without an SLO"
+	has "$(cat "$tmp/gp.json")" '"fraction": null' "JSON goodput fraction without an SLO"
+}
+run 0 "$tmp/gp.csv" -q --step-time-linear 0.01,0.00001 --slo-ttft 0.03 --json "$tmp/gp.json" && {
+	has "$out" "goodput (% of arrived)                99.9" "goodput with one miss in 2000"
+	has "$(cat "$tmp/gp.json")" '"fraction": 0.9995' "JSON goodput fraction with one miss"
+}
+
+# ---- --overlong truncate is said: stderr and the table -------------------------------
+run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --max-model-len 1000 --overlong truncate && {
+	has "$out" "(1 request cut to max_model_len 1000 by --overlong truncate)" "truncated line in the table"
+	has "$err" "--overlong truncate cut 1 request(s)" "truncated note on stderr"
+	has "$out" "completed 3 + rejected 0" "the truncated request completes"
+}
+
+# ---- --enable-prefix-caching that can have no effect is said ---------------------------
+run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --enable-prefix-caching && {
+	has "$out" "prefix caching on (inactive: the trace has no prefix hash ids)," "no hash ids: header"
+	has "$err" "warning: --enable-prefix-caching had no effect: the trace has no prefix hash ids" "no hash ids: stderr"
+}
+run 0 "$S_NATIVE" -q --enable-prefix-caching --policy max && {
+	has "$out" "prefix caching on (inactive: policy max keeps no prefix cache)," "policy max: header"
+	has "$err" "warning: --enable-prefix-caching has no effect: policy max keeps no prefix cache" "policy max: stderr"
+}
+run 0 "$S_NATIVE" -q --enable-prefix-caching && {
+	has "$out" "prefix caching on, step time" "paged with hash ids: active"
+	[ -z "$err" ] || fail "paged with hash ids: stderr $err"
+}
+
+# ---- the header names pp > 1 -------------------------------------------------------------
+run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --tp 2 --pp 2 &&
+	has "$out" "model llama-3-8b on a100-40gb (tp 2, pp 2), KV cache bf16" "header with pp"
+run 0 "$tmp/tiny.csv" -q --step-time-linear 0.01 --pp 4 &&
+	has "$out" "on a100-40gb (tp 1, pp 4)," "header with pp alone"
+
 finish "cli replay"

@@ -35,6 +35,8 @@ has "$j" '"failed": 2'
 has "$j" '"requests": 5'
 j=$("$K" trace "$S/burstgpt-sample.csv" --json --keep-failed)
 has "$j" '"requests": 7'
+has "$j" '"kept_failed": 2'
+has "$("$K" trace "$S/burstgpt-sample.csv" --keep-failed)" "2 of the requests are BurstGPT failure rows kept by --keep-failed" "trace table: kept failures"
 
 # shaping
 j=$("$K" trace "$S/azure-conv-sample.csv" --json --limit 10)
@@ -48,6 +50,14 @@ j=$("$K" trace "$S/azure-conv-sample.csv" --json --max-model-len 2000)
 has "$j" '"over_max_len": 144'
 j=$("$K" trace "$S/azure-conv-sample.csv" --json --max-model-len 2000 --overlong truncate)
 has "$j" '"truncated": 144'
+# every arrival at one instant: no rate and no cv (n/a, null), not 0
+printf 'arrival_s,prompt_tokens,output_tokens\n0,10,5\n0,20,5\n0,30,5\n' >"$tmp/instant.csv"
+t=$("$K" trace "$tmp/instant.csv")
+printf '%s\n' "$t" | grep -Eq '^mean rate +n/a$' || fail "one instant: mean rate not n/a: $t"
+printf '%s\n' "$t" | grep -Eq '^cv +n/a \(' || fail "one instant: cv not n/a: $t"
+j=$("$K" trace "$tmp/instant.csv" --json)
+has "$j" '"mean_rate": null' "one instant: JSON mean_rate"
+has "$j" '"cv_interarrival": null' "one instant: JSON cv"
 # standard input
 j=$("$K" trace - --json < "$S/native-sample.csv")
 has "$j" '"sessions": 2'
@@ -67,8 +77,15 @@ for f in native-sample.csv mooncake-sample.jsonl; do
 	err=$("$K" trace "$S/$f" --block-size 24 2>&1); [ $? -eq 2 ] || fail "trace $f --block-size 24 exits 2"
 	has "$err" "--block-size 24 neither divides nor is a multiple of the trace's"
 	[ "$(printf '%s' "$err" | grep -o "$f" | wc -l)" -eq 1 ] || fail "$f named once: $err"
-	err=$("$K" replay -q "$S/$f" --block-size 24 2>&1); [ $? -eq 2 ] || fail "replay $f --block-size 24 exits 2"
+	# replay reads the hash ids for its prefix cache only: without the
+	# cache any block size runs, as in sweep
+	err=$("$K" replay -q "$S/$f" --block-size 24 --enable-prefix-caching 2>&1)
+	[ $? -eq 2 ] || fail "replay $f --block-size 24 --enable-prefix-caching exits 2"
 	has "$err" "--block-size 24 neither divides"
+	err=$("$K" replay -q "$S/$f" --block-size 24 2>&1) ||
+		fail "replay $f --block-size 24 without prefix caching exits 0: $err"
+	"$K" compare -q "$S/$f" --block-size 24 >/dev/null 2>&1 ||
+		fail "compare $f --block-size 24 without prefix caching exits 0"
 done
 # truncating to 1 token would leave no output token
 err=$("$K" trace "$S/native-sample.csv" --max-model-len 1 --overlong truncate --write "$tmp/t1.csv" 2>&1)

@@ -154,8 +154,13 @@ assert math.isclose(float(rows[0]["p99_ttft_ms"]), b["p99_ttft_ms"], rel_tol=1e-
 assert math.isclose(float(rows[0]["dollars_per_request"]), c["dollars_per_request"], rel_tol=1e-15)
 b2 = json.load(open(sys.argv[4]))
 assert "request_goodput" not in b2 and "goodput" not in b2 and "cost" not in b2
+# the client's --max-concurrency, as vllm bench serve: null in an open loop
+assert b["max_concurrency"] is None and b2["max_concurrency"] is None, b["max_concurrency"]
 PY
 fi
+kvs_scaled_limit 200
+kvs_run replay 0 --max-concurrency 8 --bench-json "$tmp/b3.json" -q &&
+	has "$(cat "$tmp/b3.json")" '"max_concurrency": 8,' "--bench-json max_concurrency is --max-concurrency"
 # cost in sweep rows (table, JSON, CSV) and on the report page of a sweep and a compare
 kvs_scaled_limit 100
 kvs_run sweep 0 --limit 100 --policies paged,max --block-sizes 16,32 --gpu-hour-price 2.5 -tp 2 \
@@ -215,6 +220,14 @@ kvs_run replay 0 "$tmp/h40.csv" --bench-json "$tmp/nb.json" --summary-csv "$tmp/
 	grep -q after_ "$tmp/nb.json" "$tmp/ns.csv" && fail "no horizon: an after_ key or column"
 kvs_run replay 2 --goodput ttft500 && has "$err" "expected KEY:MILLISECONDS" "bad --goodput"
 kvs_run replay 2 --goodput foo:5 && has "$err" "'foo' is not a metric" "unknown --goodput metric"
+# one objective from two flags is refused, whatever their order
+kvs_run replay 2 --goodput ttft:500 --slo-ttft 1 &&
+	has "$err" "--slo-ttft and --goodput ttft:MS both set the TTFT objective; give one" "TTFT from two flags"
+kvs_run compare 2 --slo-tpot 0.05 --goodput ttft:500 tpot:50 &&
+	has "$err" "--slo-tpot and --goodput tpot:MS both set the TPOT objective; give one" "TPOT from two flags"
+kvs_scaled_limit 50
+kvs_run replay 0 --slo-tpot 0.05 --goodput ttft:500 -q --json "$tmp/slo2.json" &&
+	has "$(cat "$tmp/slo2.json")" '"slo_tpot_s": 0.05' "--slo-tpot with --goodput ttft: both kept"
 
 # ---- Ctrl-C: outputs written whole, marked "interrupted", exit 130 ---------------------
 # a run of several seconds (20,000 long requests stepped one token at a time),
