@@ -262,6 +262,15 @@ const volatile sig_atomic_t *kvs_cli_interrupt_install(void)
 	return &sim_interrupt;
 }
 
+void kvs_cli_hangup_install(void)
+{
+	/* the user is gone, nobody to wait for: ended at once, as a second
+	 * Ctrl-C ends it (a handler or an ignore set by the caller stays) */
+	struct sigaction old;
+	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+		signal(SIGHUP, on_second);
+}
+
 /* ---- the front end of replay, compare and fleet ----------------------------------- */
 
 /* The flag of each output file, in the order they open and commit. */

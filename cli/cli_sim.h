@@ -156,6 +156,9 @@ bool kvs_cli_report_dir_ok(const char *cmd, const char *dir);
  * The run checks the flag, writes its outputs whole, marked "interrupted",
  * and exits 128 + the signal. */
 const volatile sig_atomic_t *kvs_cli_interrupt_install(void);
+/* SIGHUP ends the process at once, removing temporary files and a report's
+ * staging directory (as a second Ctrl-C does). */
+void kvs_cli_hangup_install(void);
 
 /* The front end of replay, compare and fleet: one flag loop (TRACE,
  * --help, --json, --report, the output files the command takes, the

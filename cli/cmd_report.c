@@ -5,6 +5,7 @@
  */
 #include "kvs_config.h"
 #include "commands.h"
+#include "cli_sim.h"
 
 #include <signal.h>
 #include <string.h>
@@ -44,48 +45,6 @@ void kvs_cmd_report_usage(FILE *f)
 		"(SIGINT) or SIGTERM stops the report and leaves DIR as it was; a second\n"
 		"one ends it at once, removing what it had drawn.  Exit status: 0 written,\n"
 		"1 bad input or write failure, 2 usage error, 130 (143) interrupted.\n");
-}
-
-/* Ctrl-C: the first signal stops the report at its next step (the library
- * then removes what it drew and leaves DIR as it was); a second ends the
- * process at once, removing the staged files from the handler, and so does
- * SIGHUP.  As the simulating commands do (cli/cli_front.c), with the
- * report's staging directory added to what the second signal removes. */
-static volatile sig_atomic_t report_interrupt;
-
-static void on_second(int sig)
-{
-	kvs_outfile_unlink_all();
-	kvs_report_unlink_staging();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static void on_interrupt(int sig)
-{
-	report_interrupt = sig;
-	signal(sig, on_second);
-}
-
-static void interrupt_install(void)
-{
-	static const int sigs[] = { SIGINT, SIGTERM };
-	for (size_t i = 0; i < KVS_ARRAY_LEN(sigs); i++) {
-		struct sigaction old;
-		/* leave a handler or an ignore set by the caller alone */
-		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
-			struct sigaction sa;
-			memset(&sa, 0, sizeof sa);
-			sa.sa_handler = on_interrupt;
-			sa.sa_flags = SA_RESTART;
-			sigemptyset(&sa.sa_mask);
-			sigaction(sigs[i], &sa, NULL);
-		}
-	}
-	/* a hangup: the user is gone, nobody to wait for; ended at once */
-	struct sigaction old;
-	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
-		signal(SIGHUP, on_second);
 }
 
 struct progress_state {
@@ -151,15 +110,19 @@ int kvs_cmd_report(kvs_args *it)
 		o.progress = show_progress;
 		o.progress_ctx = &ps;
 	}
-	/* before any output opens, so that its own handler leaves the
-	 * signals to this one */
-	interrupt_install();
-	o.interrupt = &report_interrupt;
+	/* Ctrl-C: the first signal stops the report at its next step (the
+	 * library then removes what it drew and leaves DIR as it was); a
+	 * second ends the process at once, removing the staged files from
+	 * the handler, and so does SIGHUP.  Installed before any output
+	 * opens, so that its own handler leaves the signals to these. */
+	const volatile sig_atomic_t *report_interrupt = kvs_cli_interrupt_install();
+	kvs_cli_hangup_install();
+	o.interrupt = report_interrupt;
 	kvs_status st = kvs_report_write_files(inputs, n, outdir, &o);
 	kvs_free(inputs);
 	if (ps.shown)
 		fputc('\n', stderr);
-	int sig = report_interrupt;
+	int sig = *report_interrupt;
 	if (st == KVS_END && sig) {
 		fprintf(stderr, "kvsim report: interrupted: %s left as it was\n", outdir);
 		return 128 + sig;
