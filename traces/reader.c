@@ -1201,6 +1201,12 @@ static kvs_status check_opts(const kvs_trace_opts *o)
 	if ((unsigned)o->overlong > KVS_OVERLONG_TRUNCATE ||
 	    (unsigned)o->rate_mode > KVS_RATE_POISSON)
 		return kvs_fail(KVS_ERR_INVALID, "unknown overlong or rate mode");
+	/* Poisson re-timing draws gaps at the rate: without one it would do
+	 * nothing, which a user who asked for it should hear */
+	if (o->rate_mode == KVS_RATE_POISSON && !(o->rate > 0))
+		return kvs_fail(KVS_ERR_INVALID, "--rate-mode poisson re-times arrivals to "
+				"--rate R: give --rate (--time-scale keeps the trace's own "
+				"gaps)");
 	/* a truncated request keeps one prompt and one output token */
 	if (o->overlong == KVS_OVERLONG_TRUNCATE && o->max_model_len == 1)
 		return kvs_fail(KVS_ERR_INVALID, "max model len 1 cannot hold a prompt token "

@@ -67,6 +67,10 @@ set +e
 "$K" trace --bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown flag exits 2"
 "$K" trace --limit 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--limit 0 exits 2"
 "$K" trace --rate 5 --time-scale 2 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--rate with --time-scale exits 2"
+# Poisson re-timing without a rate would do nothing: refused, naming --rate
+e=$("$K" trace "$S/azure-conv-sample.csv" --time-scale 0.25 --rate-mode poisson 2>&1 >/dev/null)
+[ $? -eq 2 ] || fail "--rate-mode poisson without --rate exits 2"
+has "$e" "--rate-mode poisson re-times arrivals to --rate R: give --rate" "--rate-mode poisson without --rate explained"
 "$K" trace --format csvx >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --format exits 2"
 "$K" trace a.csv b.csv >/dev/null 2>&1; [ $? -eq 2 ] || fail "two files exit 2"
 "$K" trace "$S/azure-conv-sample.csv" --start 5 --end 1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "window end before start exits 2"
