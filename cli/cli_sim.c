@@ -1002,6 +1002,21 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
 			}
 			fputc('\n', f);
 		}
+		/* An open loop offers every policy the same load: all serve
+		 * it while memory lasts, so throughput ties and the memory
+		 * gap shows as queueing and concurrency, not as tokens/s. */
+		bool open_loop = true, tied = true;
+		for (size_t i = 0; i < n; i++) {
+			const kvs_sim_stats *o = kvs_sim_result_stats(res[i]);
+			double x = ratio_of(kvs_metric_value(KVS_M_OUTPUT_TOKENS_PER_S, paged),
+					    kvs_metric_value(KVS_M_OUTPUT_TOKENS_PER_S, o));
+			open_loop &= kvs_sim_result_config(res[i])->max_concurrency == 0;
+			tied &= isfinite(x) && fabs(x - 1) <= 0.02;
+		}
+		if (open_loop && tied)
+			fputs("  (open loop: each policy served the offered load, so throughput "
+			      "ties; capacity\n   shows with --max-concurrency N or kvsim sweep "
+			      "--find-max-rate)\n", f);
 	}
 	fputc('\n', f);
 	for (size_t i = 0; i < n; i++) {

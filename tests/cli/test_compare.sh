@@ -81,6 +81,11 @@ run 1 --limit 200 --report "$tmp/foreign" --json "$tmp/foreign.json" &&
 # a previous report is replaced
 run 0 -q --limit 200 --policies paged --report "$tmp/rep" && report_ok
 run 0 --help && has "$out" "--report DIR" "help lists --report"
+# open loop: throughput ties and the table says where capacity shows
+run 0 --limit 200 --policies paged,pow2,oracle &&
+	has "$out" "(open loop: each policy served the offered load, so throughput ties" "open-loop hint"
+run 0 --limit 200 --policies paged,pow2,oracle --max-concurrency 8 &&
+	! grep -q "open loop: each policy" <<<"$out" || fail "open-loop hint in a closed loop"
 
 run 2 --policies paged,paged && has "$err" "given twice" "duplicate policy"
 run 2 --policies paged,lru && has "$err" "unknown policy 'lru'" "bad policy"
