@@ -490,6 +490,7 @@ typedef struct search {
 	 * queued or preempted, its missed p99s no better than the count
 	 * before it: its p99s are the floor of an unloaded fleet */
 	bool unattainable;
+	bool limit_reached;   /* --max-replicas tried, missing, still helping */
 } search;
 
 static void search_free(search *S)
@@ -527,7 +528,8 @@ static bool no_longer_helps(const search_try *prev, const search_try *t, double 
 /* Doubling, then bisection: the fewest replicas meeting the SLOs
  * (assumes more replicas never do worse, as for identical replicas).
  * The doubling stops early when more replicas no longer help
- * (no_longer_helps: S->unattainable, KVS_EXIT_OK).
+ * (no_longer_helps: S->unattainable, KVS_EXIT_OK), and at --max-replicas
+ * (S->limit_reached, KVS_EXIT_OK).
  * Ctrl-C ends it before the next run, or in one (whose figures are then
  * no verdict): S->interrupted, the tries so far in S, KVS_EXIT_OK. */
 static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet_opts *o,
@@ -585,9 +587,8 @@ static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet
 				return KVS_EXIT_OK;
 			}
 			if (n >= o->max_replicas) {
-				fprintf(stderr, "kvsim %s: no fleet of up to %u replicas meets the "
-					"SLOs at this rate (raise --max-replicas)\n", cmd, o->max_replicas);
-				return KVS_EXIT_FAIL;
+				S->limit_reached = true;
+				return KVS_EXIT_OK;
 			}
 			n = n * 2 > o->max_replicas ? o->max_replicas : n * 2;
 			continue;
@@ -678,7 +679,8 @@ static json_t *search_json(const search *S, uint32_t shown, double rate)
 		json_array_append_new(tries, x);
 	}
 	json_object_set_new(o, "result", json_string(S->interrupted ? "interrupted"
-				: S->unattainable ? "unattainable" : "found"));
+				: S->unattainable ? "unattainable"
+				: S->limit_reached ? "max_replicas_reached" : "found"));
 	if (S->unattainable) {
 		const search_try *t = &S->t[S->ntries - 1];
 		json_t *fl = json_object();
@@ -805,6 +807,17 @@ int kvs_cmd_fleet(kvs_args *it)
 			res = S.miss;
 			S.miss = NULL;
 			shown = S.lo;
+		} else if (rc == KVS_EXIT_OK && S.limit_reached) {
+			fprintf(line, "kvsim fleet: no fleet of up to %u replicas meets the SLOs at "
+				"%.6g requests/s, and more replicas still helped (raise "
+				"--max-replicas)\n  tried", fo.max_replicas, rate);
+			for (size_t i = 0; i < S.ntries; i++)
+				fprintf(line, "%s %u (%s)", i ? "," : "", S.t[i].n,
+					verdict_name[S.t[i].verdict + 1]);
+			fprintf(line, "\n  below: the fleet of %u replicas (misses the SLOs)\n", S.lo);
+			res = S.miss;
+			S.miss = NULL;
+			shown = S.lo;
 		} else if (rc == KVS_EXIT_OK && !S.interrupted) {
 			fprintf(line, "kvsim fleet: %u replicas meet p99 TTFT <= %g s and p99 TPOT "
 				"<= %g s at %.6g requests/s\n", S.hi, sim->cfg.slo_ttft_s,
@@ -851,7 +864,7 @@ int kvs_cmd_fleet(kvs_args *it)
 	if (tot)
 		kvs_cli_warn_coarsened(fe.cmd, sim->cfg.sample_interval_s, &tot, 1);
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
-		if (S.interrupted || S.unattainable)
+		if (S.interrupted || S.unattainable || S.limit_reached)
 			putchar('\n');
 		print_fleet_header(stdout, res, fe.path, fe.format);
 		kvs_cli_sim_print_results(stdout, &tot, 1, &after);
@@ -871,7 +884,7 @@ int kvs_cmd_fleet(kvs_args *it)
 		rc = kvs_cli_front_json(&fe, doc);
 	}
 	kvs_fleet_result_destroy(res);
-	bool unattainable = S.unattainable;
+	bool unattainable = S.unattainable || S.limit_reached;
 	search_free(&S);
 	rc = kvs_cli_front_close(&fe, rc);
 	if (rc == KVS_EXIT_OK && sig)

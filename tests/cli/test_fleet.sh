@@ -213,6 +213,21 @@ assert d["fleet"]["replicas"] == t[-1]["replicas"]
 PY
 }
 
+# --max-replicas reached while more replicas still help: the largest fleet
+# tried is written, with the counts tried, exit 1 (before: no output)
+run 1 -q --find-min-replicas --slo-ttft 0.5 --max-replicas 2 --rate 40 --json "$tmp/mr.json" && {
+	has "$out" "kvsim fleet: no fleet of up to 2 replicas meets the SLOs at 40 requests/s, and more replicas still helped (raise --max-replicas)" \
+		"max-replicas verdict"
+	has "$out" "tried 1 (misses), 2 (misses)" "max-replicas: counts tried"
+	command -v python3 >/dev/null && python3 - "$tmp/mr.json" <<'PY' || fail "max-replicas fleet.search"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["fleet"]["search"]
+assert s["result"] == "max_replicas_reached" and s["most_missing"] == 2, s
+assert [t["replicas"] for t in s["tried"]] == [1, 2] and d["fleet"]["replicas"] == 2, s
+PY
+}
+
 "$KVSIM" report --help | grep -q "kvsim fleet --json" || fail "report --help names fleet runs"
 # a search's answer in the report: found, and unattainable with its floor
 "$KVSIM" report "$tmp/s.json" -o "$tmp/rs" --quiet 2>/dev/null || fail "report of a search"
