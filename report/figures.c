@@ -20,7 +20,7 @@
 
 enum {
 	FIG_MEMORY, FIG_REQUESTS, FIG_CDF, FIG_SWEEP_FRAG, FIG_SWEEP_TPUT,
-	FIG_SWEEP_LAT, FIG_CAPACITY,
+	FIG_SWEEP_LAT, FIG_CAPACITY, FIG_CURVE,
 };
 
 /* at most this many points per drawn curve */
@@ -899,6 +899,111 @@ static void fig_capacity(pl_fig *f, const rp_run *run)
 	}
 }
 
+/* ---- request-rate curve (sweep --rates) ---------------------------------- */
+
+double rp_curve_block(const rp_run *run, const char *policy)
+{
+	/* 16 tokens, the engines' default; else the policy's nearest on a log
+	 * scale (the smaller of two as near) */
+	double best = NAN;
+	for (size_t i = 0; i < run->nrows; i++) {
+		const rp_row *r = &run->rows[i];
+		if (strcmp(r->policy, policy) != 0)
+			continue;
+		double d = fabs(log2(r->block_size / 16)), db = fabs(log2(best / 16));
+		if (isnan(best) || d < db || (d == db && r->block_size < best))
+			best = r->block_size;
+	}
+	return best;
+}
+
+/* One panel: served output tokens/s (x) against a p99 latency (y), a line
+ * per policy at its rp_curve_block, each point labelled by its offered
+ * rate; latencies span decades once a policy saturates: log10 then. */
+static void curve_panel(pl_fig *f, pl_panel *pn, const rp_run *run, int field,
+			const char *title, const char *ytitle)
+{
+	const char *names[32] = { NULL };
+	size_t nn = sweep_policies(run, false, names, 32);
+	double xlo = INFINITY, xhi = 0, ylo = INFINITY, yhi = 0;
+	for (size_t i = 0; i < run->nrows; i++) {
+		const rp_row *r = &run->rows[i];
+		double x = r->f[RP_ROW_OTPS], v = r->f[field];
+		if (!isfinite(x) || !(v > 0) || r->block_size != rp_curve_block(run, r->policy))
+			continue;
+		xlo = fmin(xlo, x);
+		xhi = fmax(xhi, x);
+		ylo = fmin(ylo, v);
+		yhi = fmax(yhi, v);
+	}
+	if (!(xhi > 0)) {
+		pn->xa.scale = pn->ya.scale = PL_LINEAR;
+		pl_axis_fit(&pn->xa, 0, 1, 5);
+		pl_axis_fit(&pn->ya, 0, 1, 5);
+		snprintf(pn->xa.title, sizeof pn->xa.title, "output tokens / s (served)");
+		snprintf(pn->ya.title, sizeof pn->ya.title, "%s (s)", ytitle);
+		pl_axes(f, pn, title, INK, true, true);
+		pl_note(f, pn, "no data");
+		return;
+	}
+	const char *unit = "";
+	double mul = latency_unit(yhi, &unit);
+	bool logy = yhi > 10 * ylo;
+	pn->xa.scale = PL_LINEAR;
+	pn->ya.scale = logy ? PL_LOG10 : PL_LINEAR;
+	pl_axis_fit(&pn->xa, 0, xhi * 1.08, 6);
+	if (logy)
+		pl_axis_fit(&pn->ya, ylo * mul, yhi * mul, 8);
+	else
+		pl_axis_fit(&pn->ya, 0, yhi * mul * 1.08, 5);
+	snprintf(pn->xa.title, sizeof pn->xa.title, "output tokens / s (served)");
+	snprintf(pn->ya.title, sizeof pn->ya.title, "%s (%s%s)", ytitle, unit,
+		 logy ? ", log10" : "");
+	pl_axes(f, pn, title, INK, true, true);
+	pl_clip(f, pn);
+	for (size_t k = 0; k < nn; k++) {
+		double bs = rp_curve_block(run, names[k]);
+		xy pts[256];
+		size_t np = 0;
+		for (size_t i = 0; i < run->nrows && np < 256; i++) {
+			const rp_row *r = &run->rows[i];
+			if (strcmp(r->policy, names[k]) != 0 || r->block_size != bs ||
+			    !isfinite(r->f[RP_ROW_OTPS]) || !(r->f[field] > 0))
+				continue;
+			/* x holds the rate for the order, y the row */
+			pts[np++] = (xy){ r->rate, (double)i };
+		}
+		qsort(pts, np, sizeof *pts, xy_cmp);
+		double x[256], y[256];
+		for (size_t j = 0; j < np; j++) {
+			const rp_row *r = &run->rows[(size_t)pts[j].y];
+			x[j] = r->f[RP_ROW_OTPS];
+			y[j] = r->f[field] * mul;
+		}
+		rp_rgb c = rp_policy_color(names[k]);
+		pl_line(f, pn, x, y, np, c, 2.0, false, true);
+		for (size_t j = 0; j < np; j++) {
+			char b[32];
+			rp_fmt_num(b, sizeof b, pts[j].x, 3);
+			pl_text(f, pl_mapx(pn, x[j]) + 7 * f->s, pl_mapy(pn, y[j]) - 7 * f->s, 14,
+				PL_LEFT, false, c, 0, b);
+		}
+	}
+	pl_unclip(f);
+}
+
+static void fig_curve(pl_fig *f, const rp_run *run)
+{
+	double y;
+	pl_panel pn[2];
+	sweep_header(f, run, "Throughput against latency by offered rate",
+		     "one line per policy at block size 16 (or its nearest); points labelled "
+		     "by offered requests / s", &y);
+	pl_grid(f, 10 * f->s, y, f->w - 10 * f->s, f->h, 1, 2, pn, 2);
+	curve_panel(f, &pn[0], run, RP_ROW_TTFT_P99, "Time to first token", "p99 TTFT");
+	curve_panel(f, &pn[1], run, RP_ROW_TPOT_P99, "Time per output token", "p99 TPOT");
+}
+
 /* ---- plan and render ------------------------------------------------------ */
 
 static void draw_figure(const rp_fig *fig, cairo_t *cr, double w, double h)
@@ -910,6 +1015,7 @@ static void draw_figure(const rp_fig *fig, cairo_t *cr, double w, double h)
 	case FIG_REQUESTS: fig_requests(&f, fig->run); break;
 	case FIG_CDF: fig_cdf(&f, fig->run, fig->which); break;
 	case FIG_CAPACITY: fig_capacity(&f, fig->run); break;
+	case FIG_CURVE: fig_curve(&f, fig->run); break;
 	default: fig_sweep(&f, fig->run, fig->kind); break;
 	}
 }
@@ -955,6 +1061,9 @@ kvs_status rp_figures_plan(const rp_run *run, rp_fig **figs, size_t *n)
 				st = add(figs, n, run, FIG_CDF, k, cdf_name[k], rp_cdf_title[k]);
 		return st;
 	}
+	if (run->kind == RP_KIND_CURVE)
+		return add(figs, n, run, FIG_CURVE, 0, "rate-curve",
+			   "Throughput against p99 latency by offered rate");
 	bool frag = false, tput = false, lat = false;
 	for (size_t i = 0; i < run->nrows; i++) {
 		const double *v = run->rows[i].f;

@@ -291,13 +291,86 @@ static void sweep_headline(FILE *f, const rp_run *run)
 			run->nrows);
 }
 
+/* sweep --rates: per policy (at its rp_curve_block), the highest offered
+ * rate within the SLOs when the run had SLOs (meets_slo), else the knee:
+ * the last rate, going up from the lowest, whose served req/s stays within
+ * 2 % of the offered rate (past it the queue grows without bound). */
+static void curve_headline(FILE *f, const rp_run *run)
+{
+	const char *names[32];
+	size_t nn = 0;
+	bool slo = false;
+	for (size_t i = 0; i < run->nrows; i++) {
+		bool seen = false;
+		slo |= run->rows[i].meets_slo >= 0;
+		for (size_t k = 0; k < nn && !seen; k++)
+			seen = strcmp(names[k], run->rows[i].policy) == 0;
+		if (!seen && nn < 32)
+			names[nn++] = run->rows[i].policy;
+	}
+	fprintf(f, "<p class=\"answer\">%s</p>\n<ul class=\"reco\">\n",
+		slo ? "The highest offered rate each policy sustains within the SLOs:"
+		    : "Where each policy stops keeping up (the knee: the last offered rate "
+		      "whose served requests/s stay within 2 % of it):");
+	for (size_t k = 0; k < nn; k++) {
+		double bs = rp_curve_block(run, names[k]);
+		double best = NAN, lowest = INFINITY, prev = 0;
+		bool stop = false;
+		/* ascending rates: rows are in rate order, but do not rely on it */
+		for (;;) {
+			const rp_row *next = NULL;
+			for (size_t i = 0; i < run->nrows; i++) {
+				const rp_row *r = &run->rows[i];
+				if (strcmp(r->policy, names[k]) == 0 && r->block_size == bs &&
+				    r->rate > prev && (!next || r->rate < next->rate))
+					next = r;
+			}
+			if (!next)
+				break;
+			prev = next->rate;
+			if (!slo && !isfinite(next->f[RP_ROW_RPS]))
+				continue;     /* nothing to compare the rate with */
+			lowest = fmin(lowest, next->rate);
+			bool ok = slo ? next->meets_slo == 1
+				      : next->f[RP_ROW_RPS] >= 0.98 * next->rate;
+			if (slo && ok)
+				best = next->rate;
+			else if (!slo && !stop && ok)
+				best = next->rate;
+			else if (!slo)
+				stop = true;
+		}
+		char a[32], b[32];
+		fprintf(f, "<li>");
+		name(f, names[k]);
+		fprintf(f, " (block size %g): ", bs);
+		rp_fmt_num(b, sizeof b, lowest, 3);
+		if (isinf(lowest)) {
+			fprintf(f, "no served requests/s in its rows");
+		} else if (isfinite(best)) {
+			rp_fmt_num(a, sizeof a, best, 3);
+			fprintf(f, "<b>%s req/s</b>", a);
+			if (!slo && best == prev)
+				fprintf(f, " (the highest rate tried: no knee within it)");
+		} else if (slo) {
+			fprintf(f, "none: it misses them at every rate tried, the lowest %s req/s", b);
+		} else {
+			fprintf(f, "none: it falls behind already at %s req/s, the lowest rate tried", b);
+		}
+		fprintf(f, "</li>\n");
+	}
+	fprintf(f, "</ul>\n");
+}
+
 void rp_interrupted_note(FILE *f, const rp_run *run)
 {
 	if (!run->interrupted)
 		return;
 	fprintf(f, "<p class=\"bad interrupted\">Interrupted: this run was stopped "
 		   "before it finished. ");
-	if (run->kind == RP_KIND_SWEEP) {
+	if (run->kind == RP_KIND_CURVE) {
+		fprintf(f, "the curve covers only the rates finished.</p>\n");
+	} else if (run->kind == RP_KIND_SWEEP) {
 		if (run->points_total)
 			fprintf(f, "%llu of %llu simulated combinations were done; ",
 				(unsigned long long)run->points_done,
@@ -323,6 +396,8 @@ void rp_headline_write(FILE *f, const rp_run *runs, size_t nruns)
 		rp_interrupted_note(f, run);
 		if (run->kind == RP_KIND_POLICIES)
 			compare_headline(f, run);
+		else if (run->kind == RP_KIND_CURVE)
+			curve_headline(f, run);
 		else
 			sweep_headline(f, run);
 	}

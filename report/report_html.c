@@ -465,6 +465,65 @@ static void sweep_tables(FILE *f, const rp_run *run)
 		capacity_table(f, run);
 }
 
+/* sweep --rates: a row per offered rate, policy and block size.  A row
+ * repeated from another block size (contiguous reservation: "repeated")
+ * is left out and its first shown with "any" block size, as the sweep
+ * table shows such a policy once. */
+static void curve_table(FILE *f, const rp_run *run)
+{
+	static const struct {
+		int field;
+		const char *head;
+		cellfmt fmt;
+	} col[] = {
+		{ RP_ROW_RPS, "req/s (served)", F_NUM },
+		{ RP_ROW_OTPS, "out tok/s", F_NUM },
+		{ RP_ROW_TTFT_P50, "TTFT p50", F_SEC },
+		{ RP_ROW_TTFT_P99, "TTFT p99", F_SEC },
+		{ RP_ROW_TPOT_P50, "TPOT p50", F_SEC },
+		{ RP_ROW_TPOT_P99, "TPOT p99", F_SEC },
+		{ RP_ROW_QUEUE_P99, "queue p99", F_SEC },
+		{ RP_ROW_PREEMPTIONS, "preemptions", F_COUNT },
+	};
+	bool slo = false;
+	for (size_t i = 0; i < run->nrows; i++)
+		slo |= run->rows[i].meets_slo >= 0;
+	fprintf(f, "<h3>Request-rate curve</h3>\n<table class=\"scroll\">\n<thead><tr>"
+		   "<th>offered req/s</th><th>policy</th><th>block size</th>");
+	for (size_t c = 0; c < KVS_ARRAY_LEN(col); c++) {
+		fprintf(f, "<th>");
+		kvs_report_esc(f, col[c].head);
+		fprintf(f, "</th>");
+	}
+	fprintf(f, "%s</tr></thead>\n<tbody>\n", slo ? "<th>SLOs</th>" : "");
+	for (size_t i = 0; i < run->nrows; i++) {
+		const rp_row *r = &run->rows[i];
+		if (r->repeated)
+			continue;
+		bool any = false;
+		for (size_t j = 0; j < run->nrows && !any; j++)
+			any = run->rows[j].repeated && run->rows[j].rate == r->rate &&
+			      strcmp(run->rows[j].policy, r->policy) == 0;
+		fprintf(f, "<tr>");
+		cell(f, r->rate, F_NUM);
+		fprintf(f, "<td>");
+		swatch(f, rp_policy_color(r->policy));
+		kvs_report_esc(f, r->policy);
+		fprintf(f, "</td>");
+		if (any)
+			fprintf(f, "<td class=\"any\" title=\"the same at every block size swept\">any</td>");
+		else
+			fprintf(f, "<td>%g</td>", r->block_size);
+		for (size_t c = 0; c < KVS_ARRAY_LEN(col); c++)
+			cell(f, r->f[col[c].field], col[c].fmt);
+		if (slo)
+			fprintf(f, "<td>%s</td>", r->meets_slo == 1 ? "met" :
+				r->meets_slo == 0 ? "missed" : "-");
+		fprintf(f, "</tr>\n");
+	}
+	fprintf(f, "</tbody>\n</table>\n");
+}
+
 /* ---- page ----------------------------------------------------------------- */
 
 static void settings(FILE *f, const rp_run *run)
@@ -525,6 +584,11 @@ static void overview(FILE *f, const rp_run *runs, size_t nruns)
 			kvs_report_esc(f, run->label);
 			fprintf(f, "</a></td><td class=\"l\" colspan=\"10\">sweep: %zu rows, %zu capacity results</td></tr>\n",
 				run->nrows, run->ncap);
+		} else if (run->kind == RP_KIND_CURVE) {
+			fprintf(f, "<tr><td><a href=\"#run%zu\">", r + 1);
+			kvs_report_esc(f, run->label);
+			fprintf(f, "</a></td><td class=\"l\" colspan=\"10\">request-rate curve: %zu rows</td></tr>\n",
+				run->nrows);
 		}
 	}
 	fprintf(f, "</tbody>\n</table>\n");
@@ -578,6 +642,8 @@ kvs_status rp_html_write(const char *path, const char *title,
 			accounting(f, run);
 			memory_bars(f, run);
 			policy_table(f, run);
+		} else if (run->kind == RP_KIND_CURVE) {
+			curve_table(f, run);
 		} else {
 			sweep_tables(f, run);
 		}

@@ -996,6 +996,80 @@ static void rp_replicas_write(FILE *f, const rp_run *run)
 	fprintf(f, "</div>\n");
 }
 
+/* ---- request-rate curve (sweep --rates) -------------------------------------- */
+
+static int dbl_asc(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* served output tokens/s (x) against a p99 latency (y), a line per policy
+ * at rp_curve_block, each point's note its offered rate */
+static void curve_chart(FILE *f, const rp_run *run, int field, const char *title,
+			const char *ytitle, const char *fig, bool st, unsigned w, unsigned h)
+{
+	const char *pol[32];
+	size_t np = 0;
+	bool logy = false;
+	double ylo = INFINITY, yhi = 0;
+	for (size_t i = 0; i < run->nrows; i++) {
+		const rp_row *r = &run->rows[i];
+		bool seen = false;
+		for (size_t k = 0; k < np && !seen; k++)
+			seen = strcmp(pol[k], r->policy) == 0;
+		if (!seen && np < 32)
+			pol[np++] = r->policy;
+		if (r->f[field] > 0 && r->block_size == rp_curve_block(run, r->policy)) {
+			ylo = fmin(ylo, r->f[field]);
+			yhi = fmax(yhi, r->f[field]);
+		}
+	}
+	logy = yhi > 10 * ylo;
+	char id[96];
+	snprintf(id, sizeof id, "%srate-curve-%s", run->prefix,
+		 field == RP_ROW_TTFT_P99 ? "ttft" : "tpot");
+	chart c;
+	chart_begin(&c, f, id, NULL, title,
+		    "one line per policy at block size 16 (or its nearest); hover a point "
+		    "for its offered rate", true);
+	fprintf(f, ",\"interaction\":\"point\"");
+	axis_json(f, "x", "output tokens / s (served)", NULL, "num", false, 0, NAN, NULL);
+	axis_json(f, "y", ytitle, NULL, "sec", logy, NAN, NAN, NULL);
+	for (size_t k = 0; k < np; k++) {
+		double bs = rp_curve_block(run, pol[k]), rates[256];
+		size_t nr = 0;
+		for (size_t i = 0; i < run->nrows && nr < 256; i++)
+			if (strcmp(run->rows[i].policy, pol[k]) == 0 && run->rows[i].block_size == bs)
+				rates[nr++] = run->rows[i].rate;
+		qsort(rates, nr, sizeof *rates, dbl_asc);
+		char name[96];
+		snprintf(name, sizeof name, "%s/%g", pol[k], bs);
+		char hx[8];
+		hexcolor(hx, rp_policy_color(pol[k]));
+		series_begin(&c, name, &(series_opts){ .color = hx, .points = true });
+		const rp_row *row[256];
+		for (size_t j = 0; j < nr; j++) {
+			row[j] = NULL;
+			for (size_t i = 0; i < run->nrows && !row[j]; i++)
+				if (strcmp(run->rows[i].policy, pol[k]) == 0 &&
+				    run->rows[i].block_size == bs && run->rows[i].rate == rates[j])
+					row[j] = &run->rows[i];
+			pt(&c, row[j]->f[RP_ROW_OTPS], row[j]->f[field]);
+		}
+		series_notes_begin(&c);
+		for (size_t j = 0; j < nr; j++) {
+			char nb[64], a[32];
+			rp_fmt_num(a, sizeof a, rates[j], 3);
+			snprintf(nb, sizeof nb, "offered %s req/s", a);
+			note(&c, nb);
+		}
+		series_end(&c);
+	}
+	chart_end(&c, "Each point is one offered rate; further right serves more, lower "
+		      "answers faster.", fig, st, w, h);
+}
+
 /* ---- entry points ------------------------------------------------------------ */
 
 void rp_charts_write(FILE *f, const rp_run *run, const rp_fig *figs, size_t nfigs,
@@ -1038,6 +1112,14 @@ void rp_charts_write(FILE *f, const rp_run *run, const rp_fig *figs, size_t nfig
 		else if (!cdf)
 			fprintf(f, "<p class=\"muted\">No cdf in this report: no distribution "
 				   "plots.</p>\n");
+	} else if (run->kind == RP_KIND_CURVE) {
+		fprintf(f, "<div class=\"kvs-grid two\">\n");
+		curve_chart(f, run, RP_ROW_TTFT_P99, "p99 TTFT against served throughput",
+			    "p99 TTFT", static_fig(run, figs, nfigs, "rate-curve", fb, sizeof fb),
+			    st, w, h);
+		curve_chart(f, run, RP_ROW_TPOT_P99, "p99 TPOT against served throughput",
+			    "p99 TPOT", NULL, false, w, h);
+		fprintf(f, "</div>\n");
 	} else {
 		sweep_ctx s;
 		sweep_ctx_init(&s, run);

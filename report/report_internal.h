@@ -116,6 +116,12 @@ typedef struct rp_row {
 	double block_size;           /* tokens per block, >= 1 */
 	double f[RP_NROWF];          /* NAN when absent */
 	double cost[RP_NCOST];       /* dollars; NAN when absent */
+	/* a --rates curve's row: its offered rate (NAN in a plain sweep),
+	 * meets_slo 1/0 (-1 when absent), repeated: a copy of the row at
+	 * another block size (contiguous reservation) */
+	double rate;
+	int meets_slo;
+	bool repeated;
 } rp_row;
 
 typedef struct rp_capacity {
@@ -140,7 +146,9 @@ typedef struct rp_kv {
 enum { RP_META_MODEL, RP_META_GPU, RP_META_ENGINE, RP_META_TRACE, RP_NMETA };
 extern const char *const rp_meta_key[RP_NMETA];
 
-typedef enum rp_kind { RP_KIND_POLICIES, RP_KIND_SWEEP } rp_kind;
+/* RP_KIND_CURVE: a `kvsim sweep --rates` document, its "curve" rows in
+ * rows[] with their rate (throughput against latency per offered rate) */
+typedef enum rp_kind { RP_KIND_POLICIES, RP_KIND_SWEEP, RP_KIND_CURVE } rp_kind;
 
 /* The "fleet" object of a kvsim fleet run, as far as the answer needs it. */
 typedef struct rp_fleet {
@@ -224,6 +232,9 @@ typedef struct rp_fig {
 /* The figures a run has data for, appended to *figs (grown with
  * kvs_reallocarray). */
 kvs_status rp_figures_plan(const rp_run *run, rp_fig **figs, size_t *nfigs);
+/* The block size a --rates curve draws policy at: 16 (the engines'
+ * default) when it has rows there, else its nearest on a log scale. */
+double rp_curve_block(const rp_run *run, const char *policy);
 /* Draw fig into dir/NAME.svg and dir/NAME.png at w x h units. */
 kvs_status rp_figure_render(const rp_fig *fig, const char *dir, unsigned w,
 			    unsigned h);

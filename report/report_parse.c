@@ -595,15 +595,17 @@ const char *rp_row_field_key(int field)
 
 /* ---- sweep ---------------------------------------------------------------- */
 
-static kvs_status parse_sweep(const pctx *c, const json_t *root, rp_run *run)
+/* rows (a sweep) or curve (a --rates sweep, each row with its "rate") */
+static kvs_status parse_rows(const pctx *c, const json_t *root, rp_run *run, bool curve)
 {
 	json_t *a;
-	kvs_status st = get_arr(c, root, "", "rows", true, &a);
+	const char *key = curve ? "curve" : "rows";
+	kvs_status st = get_arr(c, root, "", key, true, &a);
 	if (st != KVS_OK)
 		return st;
 	size_t n = json_array_size(a);
 	if (n == 0)
-		return kvs_fail(KVS_ERR_PARSE, "%s: rows: the sweep has no rows%s", c->label,
+		return kvs_fail(KVS_ERR_PARSE, "%s: %s: the sweep has no rows%s", c->label, key,
 				run->interrupted ? " (it was interrupted before any "
 				"combination finished: nothing to report)" : "");
 	if (!(run->rows = kvs_calloc(n, sizeof *run->rows)))
@@ -612,14 +614,31 @@ static kvs_status parse_sweep(const pctx *c, const json_t *root, rp_run *run)
 		json_t *o = json_array_get(a, i);
 		rp_row *r = &run->rows[i];
 		char path[PATH_MAX_];
-		snprintf(path, sizeof path, "rows[%zu]", i);
+		snprintf(path, sizeof path, "%s[%zu]", key, i);
 		run->nrows = i + 1;
+		r->rate = NAN;
+		r->meets_slo = -1;
 		if (!json_is_object(o))
 			return kvs_fail(KVS_ERR_PARSE, "%s: %s: expected an object, got %s",
 					c->label, path, type_name(o));
 		if ((st = get_str(c, o, path, "policy", true, &r->policy)) ||
 		    (st = get_num(c, o, path, "block_size", true, &r->block_size)))
 			return st;
+		if (curve) {
+			if ((st = get_num(c, o, path, "rate", true, &r->rate)))
+				return st;
+			if (!(r->rate > 0))
+				return kvs_fail(KVS_ERR_PARSE, "%s: %s.rate: must be > 0, got %g",
+						c->label, path, r->rate);
+			json_t *b = json_object_get(o, "meets_slo");
+			if (b && !json_is_boolean(b))
+				return bad(c, path, "meets_slo", "true or false", b);
+			r->meets_slo = b ? json_is_true(b) : -1;
+			b = json_object_get(o, "repeated");
+			if (b && !json_is_boolean(b))
+				return bad(c, path, "repeated", "true or false", b);
+			r->repeated = json_is_true(b);
+		}
 		if (!(r->block_size >= 1))
 			return kvs_fail(KVS_ERR_PARSE, "%s: %s.block_size: must be >= 1, got %g",
 					c->label, path, r->block_size);
@@ -637,6 +656,26 @@ static kvs_status parse_sweep(const pctx *c, const json_t *root, rp_run *run)
 		if ((st = parse_cost(c, o, path, r->cost)) != KVS_OK)
 			return st;
 	}
+	if (curve) {
+		/* meets_slo is true on every row of a run without SLOs: it says
+		 * something only when engine.slo_ttft_s or slo_tpot_s was set */
+		const json_t *e = json_object_get(root, "engine");
+		const json_t *t = json_object_get(e, "slo_ttft_s"), *p = json_object_get(e, "slo_tpot_s");
+		bool slo = (json_is_number(t) && json_number_value(t) > 0) ||
+			   (json_is_number(p) && json_number_value(p) > 0);
+		for (size_t i = 0; i < n && !slo; i++)
+			run->rows[i].meets_slo = -1;
+	}
+	return KVS_OK;
+}
+
+static kvs_status parse_sweep(const pctx *c, const json_t *root, rp_run *run)
+{
+	json_t *a;
+	size_t n;
+	kvs_status st = parse_rows(c, root, run, false);
+	if (st != KVS_OK)
+		return st;
 
 	if ((st = get_arr(c, root, "", "capacity", false, &a)) != KVS_OK)
 		return st;
@@ -739,7 +778,12 @@ kvs_status rp_run_parse(const char *text, size_t len, const char *label,
 			goto out;
 		}
 	}
-	if (strcmp(run->command, "sweep") == 0) {
+	if (strcmp(run->command, "sweep") == 0 && !json_object_get(root, "rows") &&
+	    json_object_get(root, "curve")) {
+		/* sweep --rates: a curve over offered rates, no recommendations */
+		run->kind = RP_KIND_CURVE;
+		st = parse_rows(&c, root, run, true);
+	} else if (strcmp(run->command, "sweep") == 0) {
 		run->kind = RP_KIND_SWEEP;
 		st = parse_sweep(&c, root, run);
 	} else if (strcmp(run->command, "replay") == 0 ||

@@ -327,6 +327,33 @@ else
 	echo "kvsim replay not in this build: report from a replay skipped"
 fi
 
+# ---- a request-rate curve (kvsim sweep --rates) --------------------------------
+# the throughput/latency figure and the table of rows; a contiguous policy
+# (max) shown once per rate ("any" block size), paged at each block size;
+# with an SLO the answer names the highest rate within it
+if "$KVSIM" sweep --help >/dev/null 2>&1; then
+	"$KVSIM" sweep --limit 100 --rates 1,3 --policies paged,max --block-sizes 8,16 \
+		--slo-ttft 2 --json "$tmp/curve.json" >/dev/null 2>&1 ||
+		fail "kvsim sweep --rates --json failed"
+	expect_exit 0 "$KVSIM" report "$tmp/curve.json" -o "$tmp/curve"
+	n=$(check_dir "$tmp/curve")
+	echo "rate-curve report: $n figures"
+	c="$tmp/curve/index.html"
+	[ -s "$tmp/curve/rate-curve.svg" ] && [ -s "$tmp/curve/rate-curve.png" ] ||
+		fail "rate-curve report: no rate-curve figure"
+	grep -q 'id="rate-curve-ttft"' "$c" || fail "rate-curve report: no interactive chart"
+	grep -q '<h3>Request-rate curve</h3>' "$c" || fail "rate-curve report: no table"
+	# 2 rates x (paged at 8 and 16, max once)
+	rows=$(sed -n '/<h3>Request-rate curve/,/<\/table>/p' "$c" | grep -c '^<tr>')
+	[ "$rows" -eq 6 ] || fail "rate-curve table: $rows rows, want 6"
+	[ "$(sed -n '/<h3>Request-rate curve/,/<\/table>/p' "$c" | grep -c '>any</td>')" -eq 2 ] ||
+		fail "rate-curve table: max not shown once per rate"
+	grep -q 'The highest offered rate each policy sustains within the SLOs' "$c" ||
+		fail "rate-curve report states no answer"
+else
+	echo "kvsim sweep not in this build: report from a rate curve skipped"
+fi
+
 # ---- the page of the bundled compare run weighs under 2 MB ---------------------
 # (all five policies on the bundled sample; sanitizer builds, KVS_TEST_SCALE
 # below 1, replay its first 150 requests)
