@@ -520,14 +520,22 @@ static int rates_mode(const opts *o, const kvs_request_set *set, const char *pat
 		       slo ? "  SLO" : "");
 		printf("%9s %-10s %5s %8s %9s %8s %8s %8s %8s %6s\n", "offered", "", "", "", "",
 		       "p50 s", "p99 s", "p50 ms", "p99 ms", "");
+		/* a contiguous policy is simulated once per rate and its row
+		 * repeated per block size: shown once, block "any" */
+		bool once = c->dedupe_contiguous && c->nblock_sizes > 1;
 		for (size_t i = 0; i < nres; i++)
 			for (size_t j = 0; j < kvs_sweep_result_rows(res[i]); j++) {
 				const kvs_sweep_row *r = kvs_sweep_result_row(res[i], j);
 				const kvs_sim_stats *st = &r->st;
-				if (!r->done)
+				if (!r->done || (once && r->repeated))
 					continue;
-				printf("%9.4g %-10s %5u %8.3f %9.1f %8.3f %8.3f %8.2f %8.2f %6llu%s\n",
-				       o->rates[i], kvs_policy_name(r->policy), r->block_size,
+				char bs[16];
+				if (once && !kvs_policy_has(r->policy, KVS_TRAIT_BLOCK_GRANULAR))
+					snprintf(bs, sizeof bs, "any");
+				else
+					snprintf(bs, sizeof bs, "%u", r->block_size);
+				printf("%9.4g %-10s %5s %8.3f %9.1f %8.3f %8.3f %8.2f %8.2f %6llu%s\n",
+				       o->rates[i], kvs_policy_name(r->policy), bs,
 				       st->requests_per_s, st->output_tokens_per_s, st->ttft_s.p50,
 				       st->ttft_s.p99, 1e3 * st->tpot_s.p50, 1e3 * st->tpot_s.p99,
 				       (unsigned long long)st->preemptions,
@@ -535,6 +543,15 @@ static int rates_mode(const opts *o, const kvs_request_set *set, const char *pat
 			}
 		printf("\nrate: offered (the trace's arrivals scaled to it); req/s, tok/s: served.%s%s\n",
 		       slo ? "  SLO: " : "", slo ? slo_s : "");
+		if (once) {
+			fputs("block any: a contiguous policy (", stdout);
+			for (size_t p = 0, k = 0; p < kvs_policy_count(); p++)
+				if (!kvs_policy_has((kvs_policy)p, KVS_TRAIT_BLOCK_GRANULAR))
+					printf("%s%s", k++ ? ", " : "", kvs_policy_name((kvs_policy)p));
+			fputs(") reserves the same\nmemory at every block size: simulated once "
+			      "per rate and shown once (the JSON\nand CSV repeat its row per block "
+			      "size).\n", stdout);
+		}
 	}
 out:
 	for (size_t i = 0; i < nres; i++)

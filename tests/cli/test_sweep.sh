@@ -356,6 +356,17 @@ assert d["simulations"] == 3 and "rows" not in d and "interrupted" not in d
 PY
 	fi
 fi
+# --rates over several block sizes: a contiguous policy (max), simulated
+# once per rate, is one table line per rate ("any" block size) as its rows
+# are identical; paged has a line per block size; the CSV keeps every row
+if run 0 "$SAMPLE" --limit $N2 --rates 1,2 --policies paged,max --block-sizes 8,16 \
+	--csv "$tmp/rates-bs.csv"; then
+	[ "$(grep -cE '^ +[12] max +any ' <<<"$out")" -eq 2 ] || fail "--rates: max not once per rate: $out"
+	[ "$(grep -cE '^ +[12] max +(8|16) ' <<<"$out")" -eq 0 ] || fail "--rates: max repeated: $out"
+	[ "$(grep -cE '^ +[12] paged +(8|16) ' <<<"$out")" -eq 4 ] || fail "--rates: paged rows: $out"
+	has "$out" "block any: a contiguous policy (max" "--rates note on the collapsed rows"
+	[ "$(grep -c ',max,' "$tmp/rates-bs.csv")" -eq 4 ] || fail "--rates CSV lost repeated rows"
+fi
 run 2 "$SAMPLE" --rates 1,x
 has "$err" "'x' is not a request rate" "--rates with a bad rate"
 run 2 "$SAMPLE" --rates 1,,2
