@@ -897,6 +897,88 @@ static void test_interactive_page(void **state)
 	free(dir);
 }
 
+/* sweep --rates: a "curve" instead of "rows" is a request-rate curve: the
+ * rate-curve figure, its two charts (a point note per offered rate), the
+ * table with a repeated contiguous row left out ("any" once per rate), and
+ * the answer: within the SLOs when the engine has one, else the knee */
+#define CURVE_ROW(rate, pol, bs, rps, otps, ttft, meets, rep) \
+	"{\"rate\":" #rate ",\"policy\":\"" pol "\",\"block_size\":" #bs \
+	",\"requests_per_s\":" #rps ",\"output_tokens_per_s\":" #otps \
+	",\"ttft_p99_s\":" #ttft ",\"tpot_p99_s\":0.05,\"meets_slo\":" #meets \
+	",\"repeated\":" #rep "}"
+#define CURVE_ROWS \
+	"\"curve\":[" \
+	CURVE_ROW(1, "paged", 8, 0.995, 260, 0.5, true, false) "," \
+	CURVE_ROW(1, "paged", 16, 0.995, 261, 0.5, true, false) "," \
+	CURVE_ROW(1, "max", 8, 0.995, 262, 0.9, true, false) "," \
+	CURVE_ROW(1, "max", 16, 0.995, 262, 0.9, true, true) "," \
+	CURVE_ROW(2, "paged", 8, 1.99, 520, 0.9, true, false) "," \
+	CURVE_ROW(2, "paged", 16, 1.99, 521, 0.9, true, false) "," \
+	CURVE_ROW(2, "max", 8, 1.50, 400, 50, false, false) "," \
+	CURVE_ROW(2, "max", 16, 1.50, 400, 50, false, true) "," \
+	CURVE_ROW(4, "paged", 8, 3.50, 900, 30, false, false) "," \
+	CURVE_ROW(4, "paged", 16, 3.50, 901, 30, false, false) "," \
+	CURVE_ROW(4, "max", 8, 1.50, 400, 90, false, false) "," \
+	CURVE_ROW(4, "max", 16, 1.50, 400, 90, false, true) "]"
+
+static void test_rate_curve(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	static const char SLO[] = "{\"command\":\"sweep\",\"rates\":[1,2,4],\"base_rate\":1,"
+				  "\"engine\":{\"slo_ttft_s\":2,\"slo_tpot_s\":null}," CURVE_ROWS "}";
+	const char *t[] = { SLO };
+	assert_int_equal(kvs_report_write(t, NULL, 1, dir, NULL), KVS_OK);
+	check_figure(dir, "rate-curve");
+	char *html = read_html(dir);
+	assert_non_null(strstr(html, "<h3>Request-rate curve</h3>"));
+	/* 3 rates x (paged at 8 and 16, max once) */
+	const char *tb = strstr(html, "<h3>Request-rate curve</h3>");
+	const char *te = strstr(tb, "</table>");
+	size_t rows = 0, any = 0;
+	for (const char *q = tb; (q = strstr(q, "<tr><td>")) && q < te; q++)
+		rows++;
+	for (const char *q = tb; (q = strstr(q, ">any</td>")) && q < te; q++)
+		any++;
+	assert_int_equal(rows, 9);
+	assert_int_equal(any, 3);
+	assert_non_null(strstr(html, "sustains within the SLOs"));
+	assert_non_null(strstr(html, "<b>paged</b> (block size 16): <b>2 req/s</b>"));
+	assert_non_null(strstr(html, "<b>max</b> (block size 16): <b>1 req/s</b>"));
+	char *sp = spec_of(html, "rate-curve-ttft");
+	assert_non_null(sp);
+	assert_non_null(strstr(sp, "\"name\":\"paged/16\""));
+	assert_non_null(strstr(sp, "\"offered 4 req/s\""));
+	free(sp);
+	assert_non_null(sp = spec_of(html, "rate-curve-tpot"));
+	free(sp);
+	free(html);
+	rm_rf(dir);
+
+	/* no SLO: meets_slo says nothing; the knee is the last rate served
+	 * within 2 % (paged 1.99 of 2 yes, 3.5 of 4 no; max already not at 2) */
+	static const char KNEE[] = "{\"command\":\"sweep\",\"engine\":{\"slo_ttft_s\":null},"
+				   CURVE_ROWS "}";
+	t[0] = KNEE;
+	assert_int_equal(kvs_report_write(t, NULL, 1, dir, NULL), KVS_OK);
+	html = read_html(dir);
+	assert_non_null(strstr(html, "the knee"));
+	assert_non_null(strstr(html, "<b>paged</b> (block size 16): <b>2 req/s</b>"));
+	assert_non_null(strstr(html, "<b>max</b> (block size 16): <b>1 req/s</b>"));
+	assert_null(strstr(html, "<th>SLOs</th>"));
+	free(html);
+	rm_rf(dir);
+	free(dir);
+
+	expect_error("{\"command\":\"sweep\",\"curve\":[{\"policy\":\"paged\",\"block_size\":16}]}",
+		     KVS_ERR_PARSE, "curve[0].rate", "missing required key");
+	expect_error("{\"command\":\"sweep\",\"curve\":[{\"policy\":\"paged\",\"block_size\":16,"
+		     "\"rate\":0}]}", KVS_ERR_PARSE, "curve[0].rate", "> 0");
+	expect_error("{\"command\":\"sweep\",\"curve\":[{\"policy\":\"paged\",\"block_size\":16,"
+		     "\"rate\":1,\"repeated\":1}]}", KVS_ERR_PARSE, "curve[0].repeated", NULL);
+	expect_error("{\"command\":\"sweep\",\"curve\":[]}", KVS_ERR_PARSE, "curve", "no rows");
+}
+
 /* fleet runs: a `replicas` array gives one row per replica and a dot chart
  * per numeric field; a malformed one is an error naming it */
 static void test_replicas(void **state)
@@ -1181,6 +1263,7 @@ int main(void)
 		cmocka_unit_test(test_long_timeseries),
 		cmocka_unit_test(test_interactive_page),
 		cmocka_unit_test(test_replicas),
+		cmocka_unit_test(test_rate_curve),
 		cmocka_unit_test(test_outdir_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
