@@ -294,7 +294,10 @@ static void sweep_headline(FILE *f, const rp_run *run)
 /* sweep --rates: per policy (at its rp_curve_block), the highest offered
  * rate within the SLOs when the run had SLOs (meets_slo), else the knee:
  * the last rate, going up from the lowest, whose served req/s stays within
- * 2 % of the offered rate (past it the queue grows without bound). */
+ * 5 % of the offered rate (past it the queue grows without bound).  Served
+ * req/s counts the drain after the last arrival too, so a rate kept up
+ * with reads a few percent low: 2 % called a bundled run's 4 req/s, served
+ * at 3.91 with p99 TTFT 1.2 s, past its knee. */
 static void curve_headline(FILE *f, const rp_run *run)
 {
 	const char *names[32];
@@ -311,7 +314,7 @@ static void curve_headline(FILE *f, const rp_run *run)
 	fprintf(f, "<p class=\"answer\">%s</p>\n<ul class=\"reco\">\n",
 		slo ? "The highest offered rate each policy sustains within the SLOs:"
 		    : "Where each policy stops keeping up (the knee: the last offered rate "
-		      "whose served requests/s stay within 2 % of it):");
+		      "whose served requests/s stay within 5 % of it):");
 	for (size_t k = 0; k < nn; k++) {
 		double bs = rp_curve_block(run, names[k]);
 		double best = NAN, lowest = INFINITY, prev = 0;
@@ -332,7 +335,7 @@ static void curve_headline(FILE *f, const rp_run *run)
 				continue;     /* nothing to compare the rate with */
 			lowest = fmin(lowest, next->rate);
 			bool ok = slo ? next->meets_slo == 1
-				      : next->f[RP_ROW_RPS] >= 0.98 * next->rate;
+				      : next->f[RP_ROW_RPS] >= 0.95 * next->rate;
 			if (slo && ok)
 				best = next->rate;
 			else if (!slo && !stop && ok)
