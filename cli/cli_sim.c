@@ -919,16 +919,6 @@ static void print_after_end(FILE *f, const kvs_sim_result *r, const uint64_t *af
 	}
 }
 
-static bool has_slo(const kvs_sim_config *cfg)
-{
-	return cfg->slo_ttft_s > 0 || cfg->slo_tpot_s > 0 || cfg->slo_e2e_s > 0;
-}
-
-static bool is_goodput(kvs_metric_id id)
-{
-	return id == KVS_M_GOODPUT_RPS || id == KVS_M_GOODPUT_FRACTION;
-}
-
 /* A goodput share in percent, one decimal: a share under 1 never reads
  * 100.0 (99.95% and up are cut to 99.9, not rounded up). */
 static void fraction_cell(char *cell, size_t n, double x)
@@ -959,7 +949,8 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
 		for (size_t i = 0; i < n; i++) {
 			char cell[32];
 			double v = kvs_metric_value(m->id, kvs_sim_result_stats(res[i]));
-			if (is_goodput(m->id) && !has_slo(kvs_sim_result_config(res[i]))) {
+			if ((m->flags & KVS_MF_SLO) &&
+			    !kvs_sim_config_has_slo(kvs_sim_result_config(res[i]))) {
 				/* every request meets no objective: not a 100% */
 				snprintf(cell, sizeof cell, "n/a");
 				no_slo = true;
@@ -1162,7 +1153,7 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 	if ((rc = kvs_cli_front_finish(&fe)) != KVS_CLI_GO_ON ||
 	    (rc = kvs_cli_front_open(&fe, true)) != KVS_CLI_GO_ON)
 		return rc;
-	goodput |= sim->cfg.slo_ttft_s > 0 || sim->cfg.slo_tpot_s > 0 || sim->cfg.slo_e2e_s > 0;
+	goodput |= kvs_sim_config_has_slo(&sim->cfg);
 	char why_buf[96];
 	const char *why = caching_inactive(sim, NULL, why_buf, sizeof why_buf);
 	if (why)

@@ -172,10 +172,10 @@ static double peak_waste(const kvs_sim_stats *s)
 	NULL, NULL, KVS_MS_NONE
 #define R_PROMPT_TOKENS NULL, NULL, P | I, NULL, NULL, NULL, 1, ST(prompt_tokens), NULL, 0, \
 	NULL, NULL, KVS_MS_NONE
-#define R_GOODPUT_RPS NULL, NULL, P | S, NULL, "  goodput requests/s", "%.3f", 1, \
+#define R_GOODPUT_RPS NULL, NULL, P | S | KVS_MF_SLO, NULL, "  goodput requests/s", "%.3f", 1, \
 	ST(goodput_requests_per_s), NULL, 0, \
 	NULL, "goodput requests / s", KVS_MS_NUM
-#define R_GOODPUT_FRACTION NULL, NULL, P, NULL, "  goodput (% of arrived)", "%.1f", 100, \
+#define R_GOODPUT_FRACTION NULL, NULL, P | KVS_MF_SLO, NULL, "  goodput (% of arrived)", "%.1f", 100, \
 	ST(goodput_fraction), NULL, 0, \
 	NULL, "goodput share of requests", KVS_MS_FRAC
 #define R_PREEMPTIONS NULL, NULL, P | S | I, "preemption and prefix cache", "  preemptions", \

@@ -232,8 +232,7 @@ static json_t *result_jt(const kvs_sim_result *r)
 			v = json_null();        /* no sample: no latency */
 		else if ((m->flags & KVS_MF_SET_ONLY) && !(kvs_metric_value(m->id, st) >= 0))
 			v = json_null();        /* not recorded */
-		else if ((m->id == KVS_M_GOODPUT_RPS || m->id == KVS_M_GOODPUT_FRACTION) &&
-			 !(r->cfg.slo_ttft_s > 0 || r->cfg.slo_tpot_s > 0 || r->cfg.slo_e2e_s > 0))
+		else if ((m->flags & KVS_MF_SLO) && !kvs_sim_config_has_slo(&r->cfg))
 			v = json_null();        /* no SLO: nothing to meet */
 		else
 			v = metric_jt(m, st);
@@ -510,6 +509,11 @@ void kvs_sim_request_csv_on_request(void *ctx, const kvs_sim_request_record *r)
 {
 	const kvs_sim_request_csv *c = ctx;
 	kvs_sim_request_csv_row(c->f, c->policy, r);
+}
+
+bool kvs_sim_config_has_slo(const kvs_sim_config *cfg)
+{
+	return cfg->slo_ttft_s > 0 || cfg->slo_tpot_s > 0 || cfg->slo_e2e_s > 0;
 }
 
 bool kvs_sim_stats_meet_slo(const kvs_sim_stats *st, double slo_ttft_s, double slo_tpot_s)

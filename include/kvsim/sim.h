@@ -636,6 +636,10 @@ kvs_json *kvs_sim_cost_json(const kvs_deploy *d, const kvs_sim_stats *st);
  * The one test of sweep's capacity search and fleet's sizing. */
 bool kvs_sim_stats_meet_slo(const kvs_sim_stats *st, double slo_ttft_s, double slo_tpot_s);
 
+/* Whether the run has a latency objective (TTFT, TPOT or end-to-end) for
+ * its goodput to be measured against. */
+bool kvs_sim_config_has_slo(const kvs_sim_config *cfg);
+
 /* The whole replay/compare document: command "replay" or "compare" (with
  * ratios baseline / each when the registry's baseline policy, paged, is
  * among the results). */
@@ -758,6 +762,9 @@ enum {
 	KVS_MF_DIST = 1u << 3,     /* a latency distribution figure: null in a
 				    * policy object when the distribution is empty */
 	KVS_MF_SET_ONLY = 1u << 4, /* null unless >= 0 (recorded on request) */
+	KVS_MF_SLO = 1u << 5,      /* measured against the SLOs: null in a policy
+				    * object, n/a in the table, when the run has
+				    * none (kvs_sim_config_has_slo) */
 };
 
 typedef enum kvs_metric_style {   /* how the report page shows a figure */
