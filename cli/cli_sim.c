@@ -733,21 +733,31 @@ static void print_header(FILE *f, const kvs_sim_config *cfg, const kvs_sim_stats
 			 const char *inactive)
 {
 	const kvs_deploy *d = &cfg->deploy;
-	char budget[32], per_tok[32];
-	human_bytes(budget, sizeof budget, (double)st->kv_budget_bytes);
-	human_bytes(per_tok, sizeof per_tok, (double)st->kv_bytes_per_token);
-	uint32_t bs = d->block_size ? d->block_size : 16;
 	char par[48] = "";
 	if (d->pp > 1)   /* the pool below is per GPU of tp x pp */
 		snprintf(par, sizeof par, ", pp %u", d->pp);
 	fprintf(f, "model %s on %s (tp %u%s), KV cache %s\n", d->model.name, d->gpu.name,
 		d->tp ? d->tp : 1, par, kvs_dtype_name(d->kv_dtype));
+	kvs_cli_sim_print_pool(f, cfg, st, NULL);
+	print_engine_trace(f, cfg, st, trace_path, format, false, inactive);
+}
+
+void kvs_cli_sim_print_pool(FILE *f, const kvs_sim_config *cfg, const kvs_sim_stats *st,
+			    const kvs_sim_config *limits)
+{
+	char budget[32], per_tok[32];
+	human_bytes(budget, sizeof budget, (double)st->kv_budget_bytes);
+	human_bytes(per_tok, sizeof per_tok, (double)st->kv_bytes_per_token);
+	uint32_t bs = cfg->deploy.block_size ? cfg->deploy.block_size : 16;
 	fprintf(f, "KV pool per GPU %s = %llu tokens (%llu blocks of %u), %s per token, "
-		"max_model_len %llu\n", budget,
+		"max_model_len %llu", budget,
 		(unsigned long long)(st->num_blocks * bs),
 		(unsigned long long)st->num_blocks, bs, per_tok,
 		(unsigned long long)st->max_model_len);
-	print_engine_trace(f, cfg, st, trace_path, format, false, inactive);
+	if (limits)
+		fprintf(f, ", max_num_seqs %u, max_num_batched_tokens %u",
+			limits->max_num_seqs, limits->max_num_batched_tokens);
+	fputc('\n', f);
 }
 
 void kvs_cli_human_bytes(char *buf, size_t n, double b)
@@ -789,13 +799,6 @@ static void print_engine_trace(FILE *f, const kvs_sim_config *cfg, const kvs_sim
 	if (span > 0)
 		fprintf(f, " (%.2f req/s)", (double)(st->arrived - 1) / span);
 	fputs("\n\n", f);
-}
-
-void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
-			      const kvs_sim_stats *st, const char *trace_path,
-			      kvs_trace_format format)
-{
-	print_header(f, cfg, st, trace_path, format, NULL);
 }
 
 /* The KV offload tiers' lines (nothing without tiers). */

@@ -87,9 +87,10 @@ kvs_request_source kvs_cli_trace_source_init(kvs_cli_trace_source *ts,
 /* Printing.  The header names model, GPU, pool and trace; a result prints
  * as a column of figures; several results side by side with the ratios
  * paged / each.  Every report ends with the accounting lines. */
-void kvs_cli_sim_print_header(FILE *f, const kvs_sim_config *cfg,
-			      const kvs_sim_stats *st, const char *trace_path,
-			      kvs_trace_format format);
+/* The header's "KV pool per GPU" line of one replica's pool (with limits:
+ * its max_num_seqs and max_num_batched_tokens after it). */
+void kvs_cli_sim_print_pool(FILE *f, const kvs_sim_config *cfg, const kvs_sim_stats *st,
+			    const kvs_sim_config *limits);
 /* The header's engine and trace lines alone (kvsim fleet prints its own
  * model and KV pool lines: a pool per GPU, and the fleet's total), and
  * the header's byte sizes ("19.19 GiB"). */

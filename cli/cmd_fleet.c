@@ -261,27 +261,6 @@ static uint64_t replica_gpus(const kvs_sim_result *r)
 	return (uint64_t)(d->tp ? d->tp : 1) * (d->pp ? d->pp : 1);
 }
 
-/* "KV pool per GPU ..." of one replica (the replay's line: each GPU of
- * the replica holds that much KV, its share of every block). */
-static void print_pool_per_gpu(FILE *f, const kvs_sim_result *r, const kvs_sim_config *limits)
-{
-	const kvs_sim_stats *st = kvs_sim_result_stats(r);
-	uint32_t bs = kvs_sim_result_config(r)->deploy.block_size;
-	char budget[32], per_tok[32];
-	bs = bs ? bs : 16;
-	kvs_cli_human_bytes(budget, sizeof budget, (double)st->kv_budget_bytes);
-	kvs_cli_human_bytes(per_tok, sizeof per_tok, (double)st->kv_bytes_per_token);
-	fprintf(f, "KV pool per GPU %s = %llu tokens (%llu blocks of %u), %s per token, "
-		"max_model_len %llu", budget,
-		(unsigned long long)(st->num_blocks * bs),
-		(unsigned long long)st->num_blocks, bs, per_tok,
-		(unsigned long long)st->max_model_len);
-	if (limits)
-		fprintf(f, ", max_num_seqs %u, max_num_batched_tokens %u",
-			limits->max_num_seqs, limits->max_num_batched_tokens);
-	fputc('\n', f);
-}
-
 /* The table's header for a fleet: the model, each replica's KV pool per
  * GPU (one line per pool with --pool), and the fleet's total KV over all
  * its GPUs; then the replay's engine and trace lines.  (The fleet's total
@@ -305,7 +284,8 @@ static void print_fleet_header(FILE *f, const kvs_fleet_result *r, const char *p
 		fprintf(f, "model %s on %s (tp %u), KV cache %s, %u replica%s\n", d->model.name,
 			d->gpu.name, d->tp ? d->tp : 1, kvs_dtype_name(d->kv_dtype), n,
 			n == 1 ? "" : "s");
-		print_pool_per_gpu(f, r0, NULL);
+		kvs_cli_sim_print_pool(f, kvs_sim_result_config(r0), kvs_sim_result_stats(r0),
+				       NULL);
 	} else {
 		fprintf(f, "model %s, KV cache %s, %u replica%s in %zu pool%s\n", d->model.name,
 			kvs_dtype_name(d->kv_dtype), n, n == 1 ? "" : "s", c->npools,
@@ -315,8 +295,9 @@ static void print_fleet_header(FILE *f, const kvs_fleet_result *r, const char *p
 			const kvs_fleet_pool *pl = &c->pools[p];
 			fprintf(f, "  pool %s: %u x %s (tp %u): ", pl->name, pl->replicas,
 				pl->sim.deploy.gpu.name, pl->sim.deploy.tp);
-			print_pool_per_gpu(f, kvs_fleet_result_replica(r, first),
-					   limits_differ ? &pl->sim : NULL);
+			const kvs_sim_result *rp = kvs_fleet_result_replica(r, first);
+			kvs_cli_sim_print_pool(f, kvs_sim_result_config(rp), kvs_sim_result_stats(rp),
+					       limits_differ ? &pl->sim : NULL);
 			first += pl->replicas;
 		}
 	}
