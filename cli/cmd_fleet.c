@@ -582,6 +582,13 @@ static int find_min(kvs_cli_front *fe, const kvs_fleet_config *base, const fleet
 
 static const char *const verdict_name[] = { "interrupted", "misses", "meets" };
 
+/* " 1 (misses), 2 (meets), ...": the counts tried with their verdicts */
+static void print_tried(FILE *f, const search *S)
+{
+	for (size_t i = 0; i < S->ntries; i++)
+		fprintf(f, "%s %u (%s)", i ? "," : "", S->t[i].n, verdict_name[S->t[i].verdict + 1]);
+}
+
 /* An interrupted search on stdout: the counts tried, what was found, and
  * which fleet the table below shows. */
 static void print_search(FILE *f, const search *S, uint32_t shown, int shown_verdict,
@@ -594,8 +601,7 @@ static void print_search(FILE *f, const search *S, uint32_t shown, int shown_ver
 	if (slo_tpot_s > 0)
 		fprintf(f, "p99 TPOT <= %g s", slo_tpot_s);
 	fprintf(f, " at %.6g requests/s); tried", rate);
-	for (size_t i = 0; i < S->ntries; i++)
-		fprintf(f, "%s %u (%s)", i ? "," : "", S->t[i].n, verdict_name[S->t[i].verdict + 1]);
+	print_tried(f, S);
 	fputs("\n", f);
 	if (S->hi)
 		fprintf(f, "  the fewest found to meet them: %u replicas; %u or fewer miss; "
@@ -635,8 +641,7 @@ static void print_unattainable(FILE *f, const search *S, double slo_ttft_s, doub
 		fprintf(f, "or an SLO of at least %.4g s (--slo-%s)\n",
 			ttft ? t->ttft_p99_s : t->tpot_p99_s, ttft ? "ttft" : "tpot");
 	fputs("  tried", f);
-	for (size_t i = 0; i < S->ntries; i++)
-		fprintf(f, "%s %u (%s)", i ? "," : "", S->t[i].n, verdict_name[S->t[i].verdict + 1]);
+	print_tried(f, S);
 	fprintf(f, "\n  below: the fleet of %u replicas (misses the SLOs)\n", t->n);
 }
 
@@ -792,9 +797,7 @@ int kvs_cmd_fleet(kvs_args *it)
 			fprintf(line, "kvsim fleet: no fleet of up to %u replicas meets the SLOs at "
 				"%.6g requests/s, and more replicas still helped (raise "
 				"--max-replicas)\n  tried", fo.max_replicas, rate);
-			for (size_t i = 0; i < S.ntries; i++)
-				fprintf(line, "%s %u (%s)", i ? "," : "", S.t[i].n,
-					verdict_name[S.t[i].verdict + 1]);
+			print_tried(line, &S);
 			fprintf(line, "\n  below: the fleet of %u replicas (misses the SLOs)\n", S.lo);
 			res = S.miss;
 			S.miss = NULL;
