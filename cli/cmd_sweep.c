@@ -959,14 +959,13 @@ int kvs_cmd_sweep(kvs_args *it)
 		rc = KVS_EXIT_FAIL;
 		goto out;
 	}
-	size_t pdone = 0, ptotal = 0;
-	bool interrupted = kvs_sweep_result_interrupted(R, &pdone, &ptotal);
+	bool interrupted = kvs_sweep_result_interrupted(R, NULL, NULL);
 	char what[320] = "";
-	if (interrupted)
+	if (interrupted) {
 		interrupted_text(R, what, sizeof what);
-	if (interrupted)
 		fprintf(stderr, "kvsim sweep: interrupted: %s; the outputs hold those, marked "
 			"\"interrupted\"\n", what);
+	}
 	if (o.json || o.report) {
 		kvs_json *doc = kvs_sweep_result_json(R, set);
 		if (!doc) {

@@ -351,7 +351,7 @@ static void rec_throughput(rctx *x, kvs_sweep_recommendation *rec)
 			const kvs_sweep_capacity *k = &x->caps[p.best];
 			set_rec(rec, &x->rows[p.best]);
 			name_of(&x->rows[p.best], nm, sizeof nm);
-			bool at_top = fabs(k->max_rate - top) <= 1e-9 * top;
+			bool at_top = p.top == p.best;   /* (named so just above) */
 			snprintf(buf, bn, "%s sustains %.3g requests/s (%.3g conversations per "
 				 "GPU) with %s, ", nm, k->max_rate, k->conversations_per_gpu, x->slo);
 			if (at_top) {
