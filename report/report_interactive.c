@@ -998,12 +998,6 @@ static void rp_replicas_write(FILE *f, const rp_run *run)
 
 /* ---- request-rate curve (sweep --rates) -------------------------------------- */
 
-static int dbl_asc(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* served output tokens/s (x) against a p99 latency (y), a line per policy
  * at rp_curve_block, each point's note its offered rate */
 static void curve_chart(FILE *f, const rp_run *run, int field, const char *title,
@@ -1042,7 +1036,7 @@ static void curve_chart(FILE *f, const rp_run *run, int field, const char *title
 		for (size_t i = 0; i < run->nrows && nr < 256; i++)
 			if (strcmp(run->rows[i].policy, pol[k]) == 0 && run->rows[i].block_size == bs)
 				rates[nr++] = run->rows[i].rate;
-		qsort(rates, nr, sizeof *rates, dbl_asc);
+		qsort(rates, nr, sizeof *rates, cmp_double);
 		char name[96];
 		snprintf(name, sizeof name, "%s/%g", pol[k], bs);
 		char hx[8];

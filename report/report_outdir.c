@@ -119,6 +119,26 @@ static bool is_staging_of(const char *name, const char *base)
 
 /* ---- removal --------------------------------------------------------------- */
 
+static char *path_join(const char *dir, const char *name);
+static void remove_report_dir(const char *dir, int depth);
+
+/* The staging directory dir/name removed as remove_report_dir does, unless
+ * a process holds it (a report in progress, of this process or another);
+ * false when out of memory. */
+static bool remove_unheld(const char *dir, const char *name, int depth)
+{
+	char *p = path_join(dir, name);
+	if (!p)
+		return false;
+	int sfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd >= 0 && flock(sfd, LOCK_EX | LOCK_NB) == 0)
+		remove_report_dir(p, depth);
+	if (sfd >= 0)
+		close(sfd);
+	kvs_free(p);
+	return true;
+}
+
 /*
  * Remove the report files in dir, then dir itself when that left it empty.
  * A staging directory found inside (the fallback's, from a run that died)
@@ -141,16 +161,7 @@ static void remove_report_dir(const char *dir, int depth)
 			if (!S_ISDIR(sb.st_mode)) {
 				unlinkat(fd, e->d_name, 0);
 			} else if (is_debris(e->d_name) && depth == 0) {
-				char *sub = kvs_malloc(strlen(dir) + strlen(e->d_name) + 2);
-				if (!sub)
-					continue;
-				sprintf(sub, "%s/%s", dir, e->d_name);
-				int sfd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (sfd >= 0 && flock(sfd, LOCK_EX | LOCK_NB) == 0)
-					remove_report_dir(sub, depth + 1);
-				if (sfd >= 0)
-					close(sfd);
-				kvs_free(sub);
+				remove_unheld(dir, e->d_name, depth + 1);
 			}
 		}
 		closedir(d);
@@ -173,17 +184,8 @@ static void remove_stale(const char *dir, const char *base)
 		if (!is_staging_of(e->d_name, base) ||
 		    fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(sb.st_mode))
 			continue;
-		char *p = kvs_malloc(strlen(dir) + strlen(e->d_name) + 2);
-		if (!p)
+		if (!remove_unheld(dir, e->d_name, 0))
 			break;
-		sprintf(p, "%s/%s", dir, e->d_name);
-		int sfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		/* held: a report in progress, of this process or another */
-		if (sfd >= 0 && flock(sfd, LOCK_EX | LOCK_NB) == 0)
-			remove_report_dir(p, 0);
-		if (sfd >= 0)
-			close(sfd);
-		kvs_free(p);
 	}
 	closedir(d);
 }
