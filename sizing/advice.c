@@ -203,6 +203,23 @@ static uint64_t longest_context(const kvs_kv_layout *l, uint32_t bs, uint64_t po
 	return lo;
 }
 
+/* d at tp x pp with weights of weight_dtype, as a ways-out row: false
+ * when it cannot be sized or holds no conversation */
+static bool layout_option(const kvs_deploy *d, kvs_dtype weight_dtype, uint32_t tp,
+			  uint32_t pp, kvs_parallel_option *o)
+{
+	kvs_deploy v = *d;
+	v.weight_dtype = weight_dtype;
+	v.tp = tp;
+	v.pp = pp;
+	kvs_sizing vs;
+	if (kvs_size_compute(&v, &vs) != KVS_OK || vs.max_conversations == 0)
+		return false;
+	*o = (kvs_parallel_option){ v.tp, v.pp, vs.kv_budget_bytes, vs.max_conversations,
+				    vs.max_concurrency };
+	return true;
+}
+
 kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s, kvs_size_advice *out)
 {
 	kvs_size_advice a;
@@ -223,36 +240,30 @@ kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s, kvs_size_ad
 	/* more GPUs: tp x pp layouts with more GPUs than now, fewest first */
 	static const uint32_t tps[] = { 1, 2, 4, 8, 16 };
 	static const uint32_t pps[] = { 1, 2, 4, 8 };
+	_Static_assert(KVS_ADVICE_PARALLEL_MAX >= KVS_ARRAY_LEN(tps) * KVS_ARRAY_LEN(pps),
+		       "a.parallel holds every layout");
 	uint64_t gpus_now = (uint64_t)d->tp * d->pp;
 	for (size_t i = 0; i < KVS_ARRAY_LEN(tps); i++) {
 		for (size_t j = 0; j < KVS_ARRAY_LEN(pps); j++) {
 			uint64_t g = (uint64_t)tps[i] * pps[j];
 			if (g <= gpus_now || g > 64)
 				continue;
-			kvs_deploy v = *d;
-			v.tp = tps[i];
-			v.pp = pps[j];
-			kvs_sizing vs;
-			if (kvs_size_compute(&v, &vs) != KVS_OK || vs.max_conversations == 0)
+			kvs_parallel_option o;
+			if (!layout_option(d, d->weight_dtype, tps[i], pps[j], &o))
 				continue;
-			kvs_parallel_option o = { v.tp, v.pp, vs.kv_budget_bytes,
-						  vs.max_conversations, vs.max_concurrency };
-			/* insert sorted by GPUs, then more conversations first */
+			/* insert sorted by GPUs, then more conversations first
+			 * (every layout has room: the assertion above) */
 			size_t k = a.n_parallel;
 			while (k > 0) {
 				const kvs_parallel_option *p = &a.parallel[k - 1];
 				uint64_t pg = (uint64_t)p->tp * p->pp;
 				if (pg < g || (pg == g && p->max_conversations >= o.max_conversations))
 					break;
-				if (k < KVS_ADVICE_PARALLEL_MAX)
-					a.parallel[k] = *p;
+				a.parallel[k] = *p;
 				k--;
 			}
-			if (k < KVS_ADVICE_PARALLEL_MAX) {
-				a.parallel[k] = o;
-				if (a.n_parallel < KVS_ADVICE_PARALLEL_MAX)
-					a.n_parallel++;
-			}
+			a.parallel[k] = o;
+			a.n_parallel++;
 		}
 	}
 
@@ -269,18 +280,12 @@ kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s, kvs_size_ad
 				uint64_t best = (uint64_t)wo[w]->tp * wo[w]->pp;
 				if (g < gpus_now || g > 64 || (wo[w]->tp && g > best))
 					continue;
-				kvs_deploy v = *d;
-				v.weight_dtype = wd[w];
-				v.tp = tps[i];
-				v.pp = pps[j];
-				kvs_sizing vs;
-				if (kvs_size_compute(&v, &vs) != KVS_OK || vs.max_conversations == 0)
+				kvs_parallel_option o;
+				if (!layout_option(d, wd[w], tps[i], pps[j], &o))
 					continue;
 				if (wo[w]->tp && g == best &&
-				    vs.max_conversations <= wo[w]->max_conversations)
+				    o.max_conversations <= wo[w]->max_conversations)
 					continue;
-				kvs_parallel_option o = { v.tp, v.pp, vs.kv_budget_bytes,
-							  vs.max_conversations, vs.max_concurrency };
 				*wo[w] = o;
 			}
 		}
