@@ -338,6 +338,15 @@ static void print_cost(const kvs_sweep_result *R, FILE *f)
 	}
 }
 
+/* "max, pow2, oracle, vattention": the registered policies that do not
+ * depend on the block size */
+static void put_contiguous_names(FILE *f)
+{
+	for (size_t p = 0, k = 0; p < kvs_policy_count(); p++)
+		if (!kvs_policy_has((kvs_policy)p, KVS_TRAIT_BLOCK_GRANULAR))
+			fprintf(f, "%s%s", k++ ? ", " : "", kvs_policy_name((kvs_policy)p));
+}
+
 static void print_table(const kvs_sweep_result *R, FILE *f)
 {
 	size_t n = kvs_sweep_result_rows(R);
@@ -375,11 +384,8 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 		}
 	}
 	if (c->dedupe_contiguous && c->nblock_sizes > 1) {
-		/* the registered policies that do not depend on the block size */
 		fputs("\nContiguous policies (", f);
-		for (size_t p = 0, k = 0; p < kvs_policy_count(); p++)
-			if (!kvs_policy_has((kvs_policy)p, KVS_TRAIT_BLOCK_GRANULAR))
-				fprintf(f, "%s%s", k++ ? ", " : "", kvs_policy_name((kvs_policy)p));
+		put_contiguous_names(f);
 		fputs(") reserve the same memory at every block size\nand read KV with the "
 		      "contiguous kernel: each is simulated once and its row repeated per "
 		      "block size.\n", f);
@@ -545,9 +551,7 @@ static int rates_mode(const opts *o, const kvs_request_set *set, const char *pat
 		       slo ? "  SLO: " : "", slo ? slo_s : "");
 		if (once) {
 			fputs("block any: a contiguous policy (", stdout);
-			for (size_t p = 0, k = 0; p < kvs_policy_count(); p++)
-				if (!kvs_policy_has((kvs_policy)p, KVS_TRAIT_BLOCK_GRANULAR))
-					printf("%s%s", k++ ? ", " : "", kvs_policy_name((kvs_policy)p));
+			put_contiguous_names(stdout);
 			fputs(") reserves the same\nmemory at every block size: simulated once "
 			      "per rate and shown once (the JSON\nand CSV repeat its row per block "
 			      "size).\n", stdout);
