@@ -262,6 +262,14 @@ const volatile sig_atomic_t *kvs_cli_interrupt_install(void)
 	return &sim_interrupt;
 }
 
+int kvs_cli_front_unrun(kvs_cli_front *fe, int sig)
+{
+	fprintf(stderr, "kvsim %s: interrupted before the first run; no output written\n",
+		fe->cmd);
+	kvs_cli_front_close(fe, 128 + sig);
+	return 128 + sig;
+}
+
 void kvs_cli_hangup_install(void)
 {
 	/* the user is gone, nobody to wait for: ended at once, as a second

@@ -1203,11 +1203,8 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 	}
 	int sig = kvs_cli_front_interrupted(&fe);
 	if (sig && nres == 0 && rc == KVS_EXIT_OK) {
-		/* (while the trace was read into memory): nothing to write */
-		fprintf(stderr, "kvsim %s: interrupted before the first run; no output "
-			"written\n", cmd);
-		kvs_cli_front_close(&fe, 128 + sig);
-		return 128 + sig;
+		/* (while the trace was read into memory) */
+		return kvs_cli_front_unrun(&fe, sig);
 	}
 	if (rc == KVS_EXIT_OK && sig)
 		fprintf(stderr, "kvsim %s: interrupted at %.3f simulated seconds: %zu of %zu "

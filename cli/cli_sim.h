@@ -265,6 +265,10 @@ int kvs_cli_front_json(kvs_cli_front *fe, kvs_json *doc);
  * cannot be), else discarded; the trace in memory freed.  Returns rc or
  * KVS_EXIT_FAIL. */
 int kvs_cli_front_close(kvs_cli_front *fe, int rc);
+/* A signal (sig) came before the first run, while the trace was read:
+ * nothing to write; says so, closes fe (its outputs removed) and returns
+ * the exit status, 128 + sig. */
+int kvs_cli_front_unrun(kvs_cli_front *fe, int sig);
 
 /* The whole of `kvsim replay` (several = false) and `kvsim compare`
  * (several = true) over the command's arguments: flags, runs, table,

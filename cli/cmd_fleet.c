@@ -760,11 +760,8 @@ int kvs_cmd_fleet(kvs_args *it)
 		return rc;
 	int sig = kvs_cli_front_interrupted(&fe);
 	if (sig) {
-		/* while the trace was read into memory: nothing to write */
-		fprintf(stderr, "kvsim fleet: interrupted before the first run; no output "
-			"written\n");
-		kvs_cli_front_close(&fe, 128 + sig);
-		return 128 + sig;
+		/* while the trace was read into memory */
+		return kvs_cli_front_unrun(&fe, sig);
 	}
 	rc = KVS_EXIT_OK;
 	kvs_fleet_result *res = NULL;
