@@ -771,10 +771,7 @@ int kvs_cmd_fleet(kvs_args *it)
 	uint32_t shown = 0;         /* an interrupted search: the fleet shown */
 	double rate = 0;
 	if (fo.find_min) {
-		uint64_t nreq = kvs_request_set_count(fe.set);
-		double first = nreq ? kvs_request_set_get(fe.set, 0)->arrival_s : 0;
-		double last = nreq ? kvs_request_set_get(fe.set, nreq - 1)->arrival_s : 0;
-		double base_rate = nreq > 1 && last > first ? (double)(nreq - 1) / (last - first) : 0;
+		double base_rate = kvs_request_set_mean_rate(fe.set);
 		if (!(base_rate > 0)) {
 			fprintf(stderr, "kvsim fleet: --find-min-replicas needs a trace with at "
 				"least two distinct arrival times (its rate is scaled)\n");

@@ -452,15 +452,12 @@ static int rates_mode(const opts *o, const kvs_request_set *set, const char *pat
 		      const volatile sig_atomic_t *sigflag, kvs_outfile *jso,
 		      kvs_outfile *cso, bool *lost)
 {
-	uint64_t n = kvs_request_set_count(set);
-	double first = n ? kvs_request_set_get(set, 0)->arrival_s : 0;
-	double last = n ? kvs_request_set_get(set, n - 1)->arrival_s : 0;
-	if (!(n > 1 && last > first)) {
+	double base = kvs_request_set_mean_rate(set);
+	if (!(base > 0)) {
 		fprintf(stderr, "kvsim sweep: --rates: %s has no arrival rate to scale (it needs "
 			"two distinct arrival times)\n", path);
 		return KVS_EXIT_USAGE;
 	}
-	double base = (double)(n - 1) / (last - first);
 	kvs_sweep_result *res[KVS_SWEEP_MAX_RATES] = { NULL };
 	size_t nres = 0;
 	uint64_t sims = 0;
@@ -515,8 +512,8 @@ static int rates_mode(const opts *o, const kvs_request_set *set, const char *pat
 		char slo_s[96];
 		slo_text(c, slo_s, sizeof slo_s);
 		printf("kvsim sweep: %s, %llu requests at %zu rates (the trace's: %.4g requests/s); "
-		       "%s on %s (tp %u); %llu simulations\n", path, (unsigned long long)n,
-		       o->nrates, base, o->dep.d.model.name, o->dep.d.gpu.name,
+		       "%s on %s (tp %u); %llu simulations\n", path,
+		       (unsigned long long)kvs_request_set_count(set), o->nrates, base, o->dep.d.model.name, o->dep.d.gpu.name,
 		       o->dep.d.tp ? o->dep.d.tp : 1, (unsigned long long)sims);
 		if (*lost)
 			printf("interrupted at rate %zu of %zu: the rows below are those finished\n",

@@ -130,6 +130,14 @@ uint64_t kvs_request_set_count(const kvs_request_set *s)
 	return s->n;
 }
 
+double kvs_request_set_mean_rate(const kvs_request_set *s)
+{
+	uint64_t n = s->n;
+	double first = n ? kvs_request_set_get(s, 0)->arrival_s : 0;
+	double last = n ? kvs_request_set_get(s, n - 1)->arrival_s : 0;
+	return n > 1 && last > first ? (double)(n - 1) / (last - first) : 0;
+}
+
 static void resolve_req(const kvs_request_set *s, uint64_t i, kvs_request *out)
 {
 	*out = s->reqs[i];

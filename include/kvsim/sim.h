@@ -70,6 +70,9 @@ kvs_status kvs_request_set_create(kvs_request_set **out);
 kvs_status kvs_request_set_append(kvs_request_set *s, const kvs_request *req);
 void kvs_request_set_destroy(kvs_request_set *s);
 uint64_t kvs_request_set_count(const kvs_request_set *s);
+/* The mean arrival rate, (n - 1) / (last arrival - first), in requests/s;
+ * 0 without two distinct arrival times. */
+double kvs_request_set_mean_rate(const kvs_request_set *s);
 const kvs_request *kvs_request_set_get(const kvs_request_set *s, uint64_t i);
 /* Reader statistics and format of the loaded file (zeroed / AUTO when the
  * set was built otherwise). */
