@@ -410,7 +410,7 @@ static inline void ref_dec(paged *p, uint32_t id, uint32_t fill)
 /* Hash the blocks of s that became full while len went from old to s->len. */
 static void register_full(paged *p, kvs_seq_rec *s, uint32_t old)
 {
-	uint32_t lo = old / p->bs, hi = s->len / p->bs;
+	uint32_t lo = (uint32_t)paged_block_of(p, old), hi = (uint32_t)paged_block_of(p, s->len);
 	if (hi > s->nhashes)
 		hi = s->nhashes;
 	for (uint32_t i = lo; i < hi; i++) {
@@ -470,6 +470,8 @@ static kvs_status paged_init(kvs_alloc *a)
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
 	p->pool.nblocks_ = (uint32_t)n;
 	p->bs = c->block_size;
+	p->bs_pow2 = (p->bs & (p->bs - 1)) == 0;
+	p->bs_shift = (uint8_t)__builtin_ctz(p->bs);
 	p->block_bytes = bb;
 	p->leftover = c->budget_bytes - n * bb;
 	p->watermark = (uint32_t)(c->watermark * (double)n);
@@ -581,8 +583,8 @@ static kvs_admit_verdict paged_can_admit(const kvs_alloc *a,
 {
 	const paged *p = P(a);
 	uint64_t final_len = (uint64_t)d->prompt_tokens + d->output_tokens;
-	uint64_t nprompt = kvs_div_ceil(d->prompt_tokens, p->bs);
-	if (kvs_div_ceil(final_len, p->bs) > p->pool.nblocks_ ||
+	uint64_t nprompt = paged_blocks_for(p, d->prompt_tokens);
+	if (paged_blocks_for(p, final_len) > p->pool.nblocks_ ||
 	    nprompt + p->watermark > p->pool.nblocks_) {
 		*why = KVS_REASON_EXCEEDS_BUDGET;
 		return KVS_ADMIT_NEVER;
@@ -608,10 +610,10 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 			      const kvs_seq_desc *d, uint32_t *cached)
 {
 	paged *p = P(a);
-	uint32_t nprompt = (uint32_t)kvs_div_ceil(d->prompt_tokens, p->bs);
+	uint32_t nprompt = (uint32_t)paged_blocks_for(p, d->prompt_tokens);
 	uint32_t nh = 0;
 	if (p->caching && d->block_hashes) {
-		nh = d->prompt_tokens / p->bs;
+		nh = (uint32_t)paged_block_of(p, d->prompt_tokens);
 		if (nh > d->num_block_hashes)
 			nh = d->num_block_hashes;
 	}
@@ -702,8 +704,7 @@ grow_slow(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n,
 		for (uint32_t i = len / bs; i <= last; i++)
 			ncow += ref_of(p, s->table[i]) > 1;
 	}
-	/* 32-bit division: one div instruction for quotient and remainder */
-	uint32_t want = newlen / bs + (newlen % bs != 0);
+	uint32_t want = (uint32_t)paged_blocks_for(p, newlen);
 	uint32_t fresh = want > s->nblocks ? want - s->nblocks : 0;
 	if ((uint64_t)ncow + fresh > (uint64_t)p->pool.nfree_ + p->nidle)
 		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: not enough free blocks to grow the sequence");
@@ -916,7 +917,7 @@ static kvs_status paged_swap_out(kvs_alloc *a, kvs_seq_rec *s,
 				 const kvs_block_copy **copies, size_t *ncopies)
 {
 	paged *p = P(a);
-	uint32_t k = (uint32_t)kvs_div_ceil(s->len, p->bs);
+	uint32_t k = (uint32_t)paged_blocks_for(p, s->len);
 	if (k > p->host_nfree)
 		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: swap_out: not enough free host blocks");
 	kvs_status st = kvs_alloc_reserve_copies(a, k);
@@ -1429,7 +1430,7 @@ static inline kvs_status grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	 * anything else is the give and the grow themselves */
 	if (!s || s->state != KVS_SEQ_RESIDENT || p->shared_tails ||
 	    (uint64_t)s->len + n > a->cfg.max_model_len ||
-	    kvs_div_ceil((uint64_t)s->len + n, bs) != (uint64_t)s->nblocks + m ||
+	    paged_blocks_for(p, (uint64_t)s->len + n) != (uint64_t)s->nblocks + m ||
 	    s->nblocks + m > s->table_cap) {
 		/* unchecked, the ids may not be marked taken
 		 * (kvs_alloc_blocks_take_owed): the lazy give without the test */

@@ -32,6 +32,8 @@ typedef struct paged {
 	uint32_t watermark;          /* blocks */
 	bool caching;
 	bool lazy;                   /* no prefix caching, no pool pointer handed out */
+	uint8_t bs_shift;            /* log2(bs) when bs_pow2 (padding too) */
+	bool bs_pow2;                /* bs a power of two: paged_blocks_for shifts */
 
 	uint32_t lru_head, lru_tail, nidle;
 
@@ -45,6 +47,22 @@ typedef struct paged {
 	uint32_t *host_free;         /* host swap pool: free-id stack */
 	uint32_t host_nblocks, host_nfree;
 } paged;
+
+/* The block that holds token tok (tok / bs), and the blocks that hold
+ * tokens tokens (ceil(tokens / bs)): a shift and a mask at a power-of-two
+ * block size (a 64-bit division costs tens of cycles, and admission takes
+ * several per request). */
+static inline uint64_t paged_block_of(const paged *p, uint64_t tok)
+{
+	return KVS_LIKELY(p->bs_pow2) ? tok >> p->bs_shift : tok / p->bs;
+}
+
+static inline uint64_t paged_blocks_for(const paged *p, uint64_t tokens)
+{
+	if (KVS_LIKELY(p->bs_pow2))
+		return (tokens >> p->bs_shift) + ((tokens & (p->bs - 1)) != 0);
+	return kvs_div_ceil(tokens, p->bs);
+}
 
 /* The paged policy's grow (every case), called directly by kvs_alloc_grow
  * when the fast path below declines. */

@@ -188,6 +188,7 @@ typedef struct deque {
 	size_t cap, head, n;
 } deque;
 
+/* cap is 0 or a power of two (64, doubled): an index wraps with a mask */
 static bool deque_grow(deque *d)
 {
 	size_t cap = d->cap ? d->cap * 2 : 64;
@@ -195,7 +196,7 @@ static bool deque_grow(deque *d)
 	if (!v)
 		return false;
 	for (size_t i = 0; i < d->n; i++)
-		v[i] = d->v[(d->head + i) % d->cap];
+		v[i] = d->v[(d->head + i) & (d->cap - 1)];
 	kvs_free(d->v);
 	d->v = v;
 	d->cap = cap;
@@ -207,7 +208,7 @@ static bool deque_push_back(deque *d, sreq *r)
 {
 	if (d->n == d->cap && !deque_grow(d))
 		return false;
-	d->v[(d->head + d->n++) % d->cap] = r;
+	d->v[(d->head + d->n++) & (d->cap - 1)] = r;
 	return true;
 }
 
@@ -215,7 +216,7 @@ static bool deque_push_front(deque *d, sreq *r)
 {
 	if (d->n == d->cap && !deque_grow(d))
 		return false;
-	d->head = (d->head + d->cap - 1) % d->cap;
+	d->head = (d->head + d->cap - 1) & (d->cap - 1);
 	d->v[d->head] = r;
 	d->n++;
 	return true;
@@ -233,14 +234,14 @@ static bool deque_insert_sorted(deque *d, sreq *r,
 	size_t lo = 0, hi = d->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (after(d->v[(d->head + mid) % d->cap], r))
+		if (after(d->v[(d->head + mid) & (d->cap - 1)], r))
 			hi = mid;
 		else
 			lo = mid + 1;
 	}
 	for (size_t i = d->n; i > lo; i--)
-		d->v[(d->head + i) % d->cap] = d->v[(d->head + i - 1) % d->cap];
-	d->v[(d->head + lo) % d->cap] = r;
+		d->v[(d->head + i) & (d->cap - 1)] = d->v[(d->head + i - 1) & (d->cap - 1)];
+	d->v[(d->head + lo) & (d->cap - 1)] = r;
 	d->n++;
 	return true;
 }
@@ -255,7 +256,7 @@ static sreq *deque_pop_front(deque *d)
 	if (!d->n)
 		return NULL;
 	sreq *r = d->v[d->head];
-	d->head = (d->head + 1) % d->cap;
+	d->head = (d->head + 1) & (d->cap - 1);
 	d->n--;
 	return r;
 }
@@ -298,6 +299,8 @@ struct kvs_sim {
 	kvs_cost cost;
 	uint64_t budget, kvb;      /* bytes; per token bytes (per rank) */
 	uint32_t block_size, mml;
+	uint32_t bs_shift;         /* log2(block_size) when bs_pow2 */
+	bool bs_pow2;              /* block_size a power of two (bs_div) */
 	bool ran;
 
 	/* events */
@@ -669,6 +672,26 @@ static void pf_drop(kvs_sim *s, sreq *r);
 static void tg_drop(kvs_sim *s, sreq *r);
 static uint64_t lz_table_step(const kvs_sim *s, const sreq *r);
 
+/* x / block_size, x % block_size and the quotient rounded up: a shift
+ * and a mask at a power-of-two block size (every size vLLM offers), the
+ * steps' and lengths' divisions otherwise (a 64-bit division costs tens
+ * of cycles, and the span and crossing paths take several per step). */
+static inline uint64_t bs_div(const kvs_sim *s, uint64_t x)
+{
+	return KVS_LIKELY(s->bs_pow2) ? x >> s->bs_shift : x / s->block_size;
+}
+
+static inline uint32_t bs_mod(const kvs_sim *s, uint64_t x)
+{
+	return (uint32_t)(KVS_LIKELY(s->bs_pow2) ? x & (s->block_size - 1)
+						 : x % s->block_size);
+}
+
+static inline uint64_t bs_ceil(const kvs_sim *s, uint64_t x)
+{
+	return bs_div(s, x) + (bs_mod(s, x) != 0);
+}
+
 static void lz_unregister(kvs_sim *s, sreq *r)
 {
 	uint32_t res = r->lz_res;
@@ -691,7 +714,7 @@ static uint64_t lz_next(const kvs_sim *s, uint64_t from)
 	if (!s->nlazy)
 		return UINT64_MAX;
 	uint32_t bs = s->block_size;
-	uint32_t r0 = (uint32_t)(from % bs);
+	uint32_t r0 = bs_mod(s, from);
 	/* classes r0 .. bs - 1, then 0 .. r0 - 1 */
 	uint32_t w = r0 >> 6;
 	uint64_t m = s->lz_bits[w] & (~0ull << (r0 & 63));
@@ -1797,7 +1820,7 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 		/* lazy crossings of steps S .. to_step - 1: their blocks were
 		 * taken when they fell due; they go back to the top of the
 		 * free stack, from which the grow takes them again */
-		uint64_t m = kvs_div_ceil(r->len + n - r->cap, s->block_size);
+		uint64_t m = bs_ceil(s, r->len + n - r->cap);
 		/* the last of them, at step S + cap + (m - 1) bs - len, is
 		 * one already taken */
 		kvs_require(r->nlive == 1 && m <= s->nowed &&
@@ -1851,7 +1874,7 @@ static bool lz_table_grows(const kvs_sim *s, const sreq *r)
 	uint64_t t = r->len + (s->lz_done - r->S);
 	if (t <= r->cap)
 		return false;
-	uint64_t nb = r->cap / s->block_size, need = kvs_div_ceil(t, s->block_size);
+	uint64_t nb = bs_div(s, r->cap), need = bs_ceil(s, t);
 	/* the smallest 4 x 2^k >= nb: 4, else the power of two at or above nb */
 	uint64_t c = nb <= 4 ? 4 : 2ull << (63 - __builtin_clzll(nb - 1));
 	return need > c;
@@ -1863,7 +1886,7 @@ static bool lz_table_grows(const kvs_sim *s, const sreq *r)
  * synced, and the room only grows, so it never falls. */
 static uint64_t lz_table_step(const kvs_sim *s, const sreq *r)
 {
-	uint64_t nb = r->cap / s->block_size;
+	uint64_t nb = bs_div(s, r->cap);
 	uint64_t c = (nb <= 4 ? 4 : 2ull << (63 - __builtin_clzll(nb - 1))) * s->block_size;
 	return r->S + (c > r->cap ? c : r->cap) - r->len;
 }
@@ -1968,8 +1991,8 @@ static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 		uint32_t bs = s->block_size;
 		uint64_t c0 = r->S + room, ef = r->S + rem;
 		uint64_t F = final_len(r);
-		uint64_t L = (ef - c0 + bs - 1) / bs;
-		uint64_t Lf = F > r->cap ? (F - r->cap) / bs : 0;
+		uint64_t L = bs_ceil(s, ef - c0);
+		uint64_t Lf = F > r->cap ? bs_div(s, F - r->cap) : 0;
 		kvs_require(L >= Lf && L <= Lf + 1);
 		if (L > Lf) {
 			uint64_t q = F - r->cap - Lf * bs;   /* tokens below F */
@@ -1988,7 +2011,7 @@ static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 			r->pf_def = (uint32_t)(bs - q);
 		}
 		r->E = ef;
-		lz_register(s, r, (uint32_t)(c0 % bs));
+		lz_register(s, r, bs_mod(s, c0));
 		kvs_status st = tg_add(s, r);
 		if (st != KVS_OK)
 			return st;
@@ -2528,7 +2551,7 @@ static void add_chunk(const kvs_cost *cost, sreq *r, uint32_t c, step_plan *b)
 static uint32_t chunk_of(const sreq *r, uint64_t budget)
 {
 	uint32_t left = r->target > r->len ? r->target - r->len : 0;
-	uint64_t per = budget / r->nlive;
+	uint64_t per = r->nlive == 1 ? budget : budget / r->nlive;
 	return left < per ? left : (uint32_t)per;
 }
 
@@ -2733,7 +2756,7 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b, size_t ndue)
 {
 	kvs_status st;
 	if (s->lazy_ok && s->lz_done <= s->G) {
-		uint32_t c = s->nlazy ? s->lz_cnt[s->G % s->block_size] : 0;
+		uint32_t c = s->nlazy ? s->lz_cnt[bs_mod(s, s->G)] : 0;
 		uint64_t need = c;
 		for (size_t i = 0; i < ndue; i++)
 			if (s->due[i])
@@ -2995,7 +3018,7 @@ static uint64_t span_steps(const kvs_sim *s, const kvs_lin2 *L, double ctx_dec,
  * time. */
 static void span_crossings(const kvs_sim *s, const kvs_lin2 *L, uint64_t k, span_cross *x)
 {
-	uint32_t bs = s->block_size, cls = (uint32_t)(s->G % bs);
+	uint32_t bs = s->block_size, cls = bs_mod(s, s->G);
 	int64_t per_block = (int64_t)bs * (int64_t)s->kvb;
 	int64_t per_step = (int64_t)(s->ndec * s->kvb);
 	int64_t taken = 0, frag = 0;
@@ -3095,7 +3118,7 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
 		 * load. */
 		uint64_t per_block = (uint64_t)s->block_size * s->kvb;
 		bool through = c < e && !s->dirty &&
-			       s->raw.free >= per_block * s->lz_cnt[c % s->block_size];
+			       s->raw.free >= per_block * s->lz_cnt[bs_mod(s, c)];
 		uint64_t end = through || e < c ? e : c;
 		if (through && end - s->G > PF_W)
 			end = s->G + PF_W;   /* within the ring of final crossings */
@@ -3453,6 +3476,8 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		return st;
 	}
 	s->block_size = cfg->deploy.block_size ? cfg->deploy.block_size : 16;
+	s->bs_pow2 = (s->block_size & (s->block_size - 1)) == 0;
+	s->bs_shift = (uint32_t)__builtin_ctz(s->block_size);
 	kvs_alloc_config ac;
 	kvs_alloc_config_defaults(&ac);
 	ac.policy = cfg->policy;
