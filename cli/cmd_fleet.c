@@ -246,19 +246,9 @@ static bool parse_pool(const char *spec, const kvs_cli_sim *sim, kvs_fleet_pool 
 /* GPUs of the whole fleet: tp x pp of every replica. */
 static uint64_t fleet_gpus(const kvs_fleet_result *r)
 {
-	uint64_t g = 0;
-	for (uint32_t i = 0; i < kvs_fleet_result_replicas(r); i++) {
-		const kvs_deploy *d = &kvs_sim_result_config(kvs_fleet_result_replica(r, i))->deploy;
-		g += (uint64_t)d->tp * (d->pp ? d->pp : 1);
-	}
-	return g;
-}
-
-/* GPUs of one replica: tp x pp. */
-static uint64_t replica_gpus(const kvs_sim_result *r)
-{
-	const kvs_deploy *d = &kvs_sim_result_config(r)->deploy;
-	return (uint64_t)(d->tp ? d->tp : 1) * (d->pp ? d->pp : 1);
+	kvs_fleet_kv kv;
+	kvs_fleet_result_kv(r, &kv);
+	return kv.gpus;
 }
 
 /* The table's header for a fleet: the model, each replica's KV pool per
@@ -301,22 +291,13 @@ static void print_fleet_header(FILE *f, const kvs_fleet_result *r, const char *p
 			first += pl->replicas;
 		}
 	}
-	double bytes = 0;
-	uint64_t blocks = 0, tokens = 0, gpus = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		const kvs_sim_result *ri = kvs_fleet_result_replica(r, i);
-		const kvs_sim_stats *si = kvs_sim_result_stats(ri);
-		uint32_t bs = kvs_sim_result_config(ri)->deploy.block_size;
-		bytes += (double)si->kv_budget_bytes * (double)replica_gpus(ri);
-		blocks += si->num_blocks;
-		tokens += si->num_blocks * (bs ? bs : 16);
-		gpus += replica_gpus(ri);
-	}
+	kvs_fleet_kv kv;
+	kvs_fleet_result_kv(r, &kv);
 	char total[32];
-	kvs_cli_human_bytes(total, sizeof total, bytes);
+	kvs_cli_human_bytes(total, sizeof total, (double)kv.total_bytes);
 	fprintf(f, "KV pool of the whole fleet %s on %llu GPU%s = %llu tokens (%llu blocks, "
-		"all replicas)\n", total, (unsigned long long)gpus, gpus == 1 ? "" : "s",
-		(unsigned long long)tokens, (unsigned long long)blocks);
+		"all replicas)\n", total, (unsigned long long)kv.gpus, kv.gpus == 1 ? "" : "s",
+		(unsigned long long)kv.total_tokens, (unsigned long long)kv.total_blocks);
 	kvs_cli_sim_print_header_engine(f, kvs_sim_result_config(tot), kvs_sim_result_stats(tot),
 					path, format, limits_differ);
 }

@@ -640,30 +640,42 @@ static json_t *jreal(double v)
  * policy object's kv.budget_bytes sums each replica's pool of one GPU,
  * which is the fleet's KV memory only at tp x pp = 1: the total is
  * spelled out here, over every GPU of every replica. */
-static json_t *fleet_kv_json(const kvs_fleet_result *r)
+void kvs_fleet_result_kv(const kvs_fleet_result *r, kvs_fleet_kv *out)
 {
-	uint64_t bytes = 0, blocks = 0, tokens = 0, gpus = 0;
-	bool same = true;
+	memset(out, 0, sizeof *out);
+	out->uniform = true;
 	const kvs_sim_stats *s0 = kvs_sim_result_stats(r->rep[0]);
 	for (uint32_t i = 0; i < r->n; i++) {
 		const kvs_sim_stats *s = kvs_sim_result_stats(r->rep[i]);
 		const kvs_deploy *d = &kvs_sim_result_config(r->rep[i])->deploy;
-		uint64_t g = (uint64_t)(d->tp ? d->tp : 1) * (d->pp ? d->pp : 1);
-		bytes += s->kv_budget_bytes * g;
-		blocks += s->num_blocks;
-		tokens += s->num_blocks * (d->block_size ? d->block_size : 16);
-		gpus += g;
-		same &= s->kv_budget_bytes == s0->kv_budget_bytes && s->num_blocks == s0->num_blocks;
+		uint64_t g = kvs_deploy_gpus(d);
+		out->total_bytes += s->kv_budget_bytes * g;
+		out->total_blocks += s->num_blocks;
+		out->total_tokens += s->num_blocks * (d->block_size ? d->block_size : 16);
+		out->gpus += g;
+		out->uniform &= s->kv_budget_bytes == s0->kv_budget_bytes &&
+				s->num_blocks == s0->num_blocks;
 	}
+	if (out->uniform) {
+		out->budget_bytes_per_gpu = s0->kv_budget_bytes;
+		out->num_gpu_blocks_per_replica = s0->num_blocks;
+	}
+}
+
+static json_t *fleet_kv_json(const kvs_fleet_result *r)
+{
+	kvs_fleet_kv kv;
+	kvs_fleet_result_kv(r, &kv);
 	json_t *o = json_object();
-	json_object_set_new(o, "gpus", json_integer((json_int_t)gpus));
-	json_object_set_new(o, "budget_bytes_per_gpu", same
-			    ? json_integer((json_int_t)s0->kv_budget_bytes) : json_null());
-	json_object_set_new(o, "num_gpu_blocks_per_replica", same
-			    ? json_integer((json_int_t)s0->num_blocks) : json_null());
-	json_object_set_new(o, "total_bytes", json_integer((json_int_t)bytes));
-	json_object_set_new(o, "total_blocks", json_integer((json_int_t)blocks));
-	json_object_set_new(o, "total_tokens", json_integer((json_int_t)tokens));
+	json_object_set_new(o, "gpus", json_integer((json_int_t)kv.gpus));
+	json_object_set_new(o, "budget_bytes_per_gpu", kv.uniform
+			    ? json_integer((json_int_t)kv.budget_bytes_per_gpu) : json_null());
+	json_object_set_new(o, "num_gpu_blocks_per_replica", kv.uniform
+			    ? json_integer((json_int_t)kv.num_gpu_blocks_per_replica)
+			    : json_null());
+	json_object_set_new(o, "total_bytes", json_integer((json_int_t)kv.total_bytes));
+	json_object_set_new(o, "total_blocks", json_integer((json_int_t)kv.total_blocks));
+	json_object_set_new(o, "total_tokens", json_integer((json_int_t)kv.total_tokens));
 	return o;
 }
 

@@ -202,6 +202,11 @@ kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
 	return KVS_OK;
 }
 
+uint64_t kvs_deploy_gpus(const kvs_deploy *d)
+{
+	return (uint64_t)(d->tp ? d->tp : 1) * (d->pp ? d->pp : 1);
+}
+
 void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g)
 {
 	memset(d, 0, sizeof *d);

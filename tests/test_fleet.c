@@ -628,6 +628,15 @@ static void test_pools(void **state)
 			 (1000 + 2 * 8000) * 8);
 	assert_int_equal(json_integer_value(json_object_get(kv, "total_blocks")),
 			 kvs_sim_result_stats(kvs_fleet_result_total(r))->num_blocks);
+	/* the same sums through the library call the table reads */
+	kvs_fleet_kv fk;
+	kvs_fleet_result_kv(r, &fk);
+	assert_false(fk.uniform);
+	assert_int_equal(fk.gpus, 3);
+	assert_int_equal(fk.total_bytes, (1000 + 2 * 8000) * 8);
+	assert_int_equal(fk.total_blocks, 1000 / 16 + 2 * (8000 / 16));
+	assert_int_equal(fk.total_tokens, 16 * fk.total_blocks);
+	assert_int_equal(fk.budget_bytes_per_gpu, 0);
 	/* the replicas' names, in the table as in the JSON */
 	char nm[48];
 	kvs_fleet_replica_name(r, 0, nm, sizeof nm);
@@ -651,6 +660,20 @@ static void test_pools(void **state)
 	free(y);
 	kvs_fleet_result_destroy(r);
 	kvs_fleet_result_destroy(same);
+
+	/* tp 2: each replica's pool is one GPU's, the fleet's total is over
+	 * both GPUs of each replica (tp x pp x replicas GPUs) */
+	kvs_sim_config tp2 = pools[1].sim;
+	tp2.deploy.tp = 2;
+	kvs_fleet_result *t2 = fleet(&tp2, 3, "round-robin", 0, set, NULL);
+	kvs_fleet_result_kv(t2, &fk);
+	assert_true(fk.uniform);
+	assert_int_equal(fk.gpus, 6);
+	assert_int_equal(fk.budget_bytes_per_gpu, 8000 * 8);
+	assert_int_equal(fk.num_gpu_blocks_per_replica, 8000 / 16);
+	assert_int_equal(fk.total_bytes, 6 * 8000 * 8);
+	assert_int_equal(fk.total_blocks, 3 * (8000 / 16));
+	kvs_fleet_result_destroy(t2);
 
 	/* a pool of no replicas, or of another block size, is refused */
 	pools[1].replicas = 0;

@@ -203,6 +203,21 @@ const kvs_fleet_replica_stats *kvs_fleet_result_replica_stats(const kvs_fleet_re
 const kvs_fleet_stats *kvs_fleet_result_stats(const kvs_fleet_result *r);
 const kvs_fleet_config *kvs_fleet_result_config(const kvs_fleet_result *r);
 
+/* The KV pools of the whole fleet, over every GPU of every replica (the
+ * total result's kv_budget_bytes sums one GPU's pool per replica, which is
+ * the fleet's only at tp x pp = 1).  The one place these sums are made:
+ * the table, "fleet.kv" and the cost all read them. */
+typedef struct kvs_fleet_kv {
+	uint64_t gpus;                 /* tp x pp, summed over the replicas */
+	uint64_t total_bytes;          /* each replica's per-GPU pool x its GPUs */
+	uint64_t total_blocks;         /* blocks of every replica's pool */
+	uint64_t total_tokens;         /* those blocks x their block sizes */
+	bool uniform;                  /* every replica's pool alike: then */
+	uint64_t budget_bytes_per_gpu; /* one GPU's pool */
+	uint64_t num_gpu_blocks_per_replica;
+} kvs_fleet_kv;
+void kvs_fleet_result_kv(const kvs_fleet_result *r, kvs_fleet_kv *out);
+
 /* The replay document (kvs_sim_report_json) of the whole fleet, command
  * "fleet", plus a "fleet" object: replicas, router, refresh, per-replica
  * rows and balance (docs/FLEET.md). */

@@ -184,6 +184,8 @@ typedef struct kvs_deploy {
 /* Fill d with defaults (tp = pp = 1, utilization 0.9, fp16, block 16,
  * estimated reserve, ...) around the given model and GPU. */
 void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g);
+/* GPUs of one replica: tp x pp (0 in either counts as 1). */
+uint64_t kvs_deploy_gpus(const kvs_deploy *d);
 
 /* The engine's default scheduler limits on GPU g, as its server sets them
  * when --max-num-seqs / --max-num-batched-tokens are not given: vLLM's
