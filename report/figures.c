@@ -917,6 +917,24 @@ double rp_curve_block(const rp_run *run, const char *policy)
 	return best;
 }
 
+size_t rp_curve_rows(const rp_run *run, const char *policy, const rp_row **out,
+		     size_t cap)
+{
+	double bs = rp_curve_block(run, policy);
+	size_t n = 0;
+	for (size_t i = 0; i < run->nrows && n < cap; i++) {
+		const rp_row *r = &run->rows[i];
+		if (strcmp(r->policy, policy) != 0 || r->block_size != bs || !(r->rate > 0))
+			continue;
+		/* insertion: a curve has at most KVS_SWEEP_MAX_RATES rows */
+		size_t j = n++;
+		for (; j > 0 && out[j - 1]->rate > r->rate; j--)
+			out[j] = out[j - 1];
+		out[j] = r;
+	}
+	return n;
+}
+
 /* One panel: served output tokens/s (x) against a p99 latency (y), a line
  * per policy at its rp_curve_block, each point labelled by its offered
  * rate; latencies span decades once a policy saturates: log10 then. */
@@ -962,29 +980,22 @@ static void curve_panel(pl_fig *f, pl_panel *pn, const rp_run *run, int field,
 	pl_axes(f, pn, title, INK, true, true);
 	pl_clip(f, pn);
 	for (size_t k = 0; k < nn; k++) {
-		double bs = rp_curve_block(run, names[k]);
-		xy pts[256];
-		size_t np = 0;
-		for (size_t i = 0; i < run->nrows && np < 256; i++) {
-			const rp_row *r = &run->rows[i];
-			if (strcmp(r->policy, names[k]) != 0 || r->block_size != bs ||
-			    !isfinite(r->f[RP_ROW_OTPS]) || !(r->f[field] > 0))
+		const rp_row *rows[256];
+		size_t nr = rp_curve_rows(run, names[k], rows, 256), np = 0;
+		double x[256], y[256], rate[256];
+		for (size_t j = 0; j < nr; j++) {
+			const rp_row *r = rows[j];
+			if (!isfinite(r->f[RP_ROW_OTPS]) || !(r->f[field] > 0))
 				continue;
-			/* x holds the rate for the order, y the row */
-			pts[np++] = (xy){ r->rate, (double)i };
-		}
-		qsort(pts, np, sizeof *pts, xy_cmp);
-		double x[256], y[256];
-		for (size_t j = 0; j < np; j++) {
-			const rp_row *r = &run->rows[(size_t)pts[j].y];
-			x[j] = r->f[RP_ROW_OTPS];
-			y[j] = r->f[field] * mul;
+			x[np] = r->f[RP_ROW_OTPS];
+			y[np] = r->f[field] * mul;
+			rate[np++] = r->rate;
 		}
 		rp_rgb c = rp_policy_color(names[k]);
 		pl_line(f, pn, x, y, np, c, 2.0, false, true);
 		for (size_t j = 0; j < np; j++) {
 			char b[32];
-			rp_fmt_num(b, sizeof b, pts[j].x, 3);
+			rp_fmt_num(b, sizeof b, rate[j], 3);
 			pl_text(f, pl_mapx(pn, x[j]) + 7 * f->s, pl_mapy(pn, y[j]) - 7 * f->s, 14,
 				PL_LEFT, false, c, 0, b);
 		}

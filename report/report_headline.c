@@ -319,17 +319,14 @@ static void curve_headline(FILE *f, const rp_run *run)
 		double bs = rp_curve_block(run, names[k]);
 		double best = NAN, lowest = INFINITY, prev = 0;
 		bool stop = false;
-		/* ascending rates: rows are in rate order, but do not rely on it */
-		for (;;) {
-			const rp_row *next = NULL;
-			for (size_t i = 0; i < run->nrows; i++) {
-				const rp_row *r = &run->rows[i];
-				if (strcmp(r->policy, names[k]) == 0 && r->block_size == bs &&
-				    r->rate > prev && (!next || r->rate < next->rate))
-					next = r;
-			}
-			if (!next)
-				break;
+		/* ascending rates (rows are in rate order, but do not rely on
+		 * it); a rate given twice counts once, its first row */
+		const rp_row *rows[256];
+		size_t nr = rp_curve_rows(run, names[k], rows, 256);
+		for (size_t j = 0; j < nr; j++) {
+			const rp_row *next = rows[j];
+			if (next->rate == prev)
+				continue;
 			prev = next->rate;
 			if (!slo && !isfinite(next->f[RP_ROW_RPS]))
 				continue;     /* nothing to compare the rate with */

@@ -1031,30 +1031,20 @@ static void curve_chart(FILE *f, const rp_run *run, int field, const char *title
 	axis_json(f, "x", "output tokens / s (served)", NULL, "num", false, 0, NAN, NULL);
 	axis_json(f, "y", ytitle, NULL, "sec", logy, NAN, NAN, NULL);
 	for (size_t k = 0; k < np; k++) {
-		double bs = rp_curve_block(run, pol[k]), rates[256];
-		size_t nr = 0;
-		for (size_t i = 0; i < run->nrows && nr < 256; i++)
-			if (strcmp(run->rows[i].policy, pol[k]) == 0 && run->rows[i].block_size == bs)
-				rates[nr++] = run->rows[i].rate;
-		qsort(rates, nr, sizeof *rates, cmp_double);
+		double bs = rp_curve_block(run, pol[k]);
+		const rp_row *row[256];
+		size_t nr = rp_curve_rows(run, pol[k], row, 256);
 		char name[96];
 		snprintf(name, sizeof name, "%s/%g", pol[k], bs);
 		char hx[8];
 		hexcolor(hx, rp_policy_color(pol[k]));
 		series_begin(&c, name, &(series_opts){ .color = hx, .points = true });
-		const rp_row *row[256];
-		for (size_t j = 0; j < nr; j++) {
-			row[j] = NULL;
-			for (size_t i = 0; i < run->nrows && !row[j]; i++)
-				if (strcmp(run->rows[i].policy, pol[k]) == 0 &&
-				    run->rows[i].block_size == bs && run->rows[i].rate == rates[j])
-					row[j] = &run->rows[i];
+		for (size_t j = 0; j < nr; j++)
 			pt(&c, row[j]->f[RP_ROW_OTPS], row[j]->f[field]);
-		}
 		series_notes_begin(&c);
 		for (size_t j = 0; j < nr; j++) {
 			char nb[64], a[32];
-			rp_fmt_num(a, sizeof a, rates[j], 3);
+			rp_fmt_num(a, sizeof a, row[j]->rate, 3);
 			snprintf(nb, sizeof nb, "offered %s req/s", a);
 			note(&c, nb);
 		}

@@ -235,6 +235,12 @@ kvs_status rp_figures_plan(const rp_run *run, rp_fig **figs, size_t *nfigs);
 /* The block size a --rates curve draws policy at: 16 (the engines'
  * default) when it has rows there, else its nearest on a log scale. */
 double rp_curve_block(const rp_run *run, const char *policy);
+/* The rows a --rates curve draws for policy: those at its rp_curve_block
+ * with an offered rate above 0, in ascending rate order (rows of one rate
+ * in row order), at most cap of them into out; returns how many.  The
+ * figure, the chart and the headline all take their points from here. */
+size_t rp_curve_rows(const rp_run *run, const char *policy, const rp_row **out,
+		     size_t cap);
 /* Draw fig into dir/NAME.svg and dir/NAME.png at w x h units. */
 kvs_status rp_figure_render(const rp_fig *fig, const char *dir, unsigned w,
 			    unsigned h);

@@ -968,6 +968,29 @@ static void test_rate_curve(void **state)
 	assert_null(strstr(html, "<th>SLOs</th>"));
 	free(html);
 	rm_rf(dir);
+
+	/* rows in no rate order: the curve's points, the chart's notes and
+	 * the knee still go by ascending rate (paged: 1.99 of 2 kept, 3.5 of
+	 * 4 not, whatever comes first in the file) */
+	static const char SHUF[] = "{\"command\":\"sweep\",\"engine\":{\"slo_ttft_s\":null},"
+		"\"curve\":["
+		CURVE_ROW(4, "paged", 16, 3.50, 901, 30, false, false) ","
+		CURVE_ROW(1, "paged", 16, 0.995, 261, 0.5, true, false) ","
+		CURVE_ROW(2, "paged", 16, 1.99, 521, 0.9, true, false) "]}";
+	t[0] = SHUF;
+	assert_int_equal(kvs_report_write(t, NULL, 1, dir, NULL), KVS_OK);
+	html = read_html(dir);
+	assert_non_null(strstr(html, "<b>paged</b> (block size 16): <b>2 req/s</b>"));
+	if (KVS_REPORT_HAVE_CHARTJS) {
+		assert_non_null(sp = spec_of(html, "rate-curve-ttft"));
+		const char *n1 = strstr(sp, "\"offered 1 req/s\""),
+			   *n2 = strstr(sp, "\"offered 2 req/s\""),
+			   *n4 = strstr(sp, "\"offered 4 req/s\"");
+		assert_true(n1 && n2 && n4 && n1 < n2 && n2 < n4);
+		free(sp);
+	}
+	free(html);
+	rm_rf(dir);
 	free(dir);
 
 	expect_error("{\"command\":\"sweep\",\"curve\":[{\"policy\":\"paged\",\"block_size\":16}]}",
