@@ -94,20 +94,23 @@ static void put(bench_row *b, const char *key, double v, bool is_int)
 }
 
 /* vLLM's keys: the latency blocks as --percentile-metrics ttft,tpot,itl,e2el
- * and --metric-percentiles 50,90,95,99 would print them */
+ * and --metric-percentiles 50,90,95,99 would print them; a metric with no
+ * sample is `empty` (vllm bench serve writes 0 there; the summary CSV an
+ * empty cell, as the replay JSON's null) */
 static void latency(bench_row *b, const kvs_sim_result *r, kvs_sim_metric m,
-		    const char *const keys[7])
+		    const char *const keys[7], double empty)
 {
 	bool any = kvs_sim_result_count(r, m) > 0;
-	put(b, keys[0], any ? kvs_sim_result_mean(r, m) * 1e3 : 0, false);
-	put(b, keys[1], any ? kvs_sim_result_quantile(r, m, 0.5) * 1e3 : 0, false);
-	put(b, keys[2], any ? kvs_sim_result_std(r, m) * 1e3 : 0, false);
+	put(b, keys[0], any ? kvs_sim_result_mean(r, m) * 1e3 : empty, false);
+	put(b, keys[1], any ? kvs_sim_result_quantile(r, m, 0.5) * 1e3 : empty, false);
+	put(b, keys[2], any ? kvs_sim_result_std(r, m) * 1e3 : empty, false);
 	static const double q[4] = { 0.50, 0.90, 0.95, 0.99 };
 	for (int i = 0; i < 4; i++)
-		put(b, keys[3 + i], any ? kvs_sim_result_quantile(r, m, q[i]) * 1e3 : 0, false);
+		put(b, keys[3 + i], any ? kvs_sim_result_quantile(r, m, q[i]) * 1e3 : empty,
+		    false);
 }
 
-static void bench_fields(bench_row *b, const kvs_sim_result *r, bool goodput)
+static void bench_fields(bench_row *b, const kvs_sim_result *r, bool goodput, double empty)
 {
 	const kvs_sim_stats *s = kvs_sim_result_stats(r);
 	double dur = s->sim_time_s;
@@ -133,10 +136,10 @@ static void bench_fields(bench_row *b, const kvs_sim_result *r, bool goodput)
 		"p50_itl_ms", "p90_itl_ms", "p95_itl_ms", "p99_itl_ms" };
 	static const char *const e2el[7] = { "mean_e2el_ms", "median_e2el_ms", "std_e2el_ms",
 		"p50_e2el_ms", "p90_e2el_ms", "p95_e2el_ms", "p99_e2el_ms" };
-	latency(b, r, KVS_METRIC_TTFT, ttft);
-	latency(b, r, KVS_METRIC_TPOT, tpot);
-	latency(b, r, KVS_METRIC_ITL, itl);
-	latency(b, r, KVS_METRIC_E2E, e2el);
+	latency(b, r, KVS_METRIC_TTFT, ttft, empty);
+	latency(b, r, KVS_METRIC_TPOT, tpot, empty);
+	latency(b, r, KVS_METRIC_ITL, itl, empty);
+	latency(b, r, KVS_METRIC_E2E, e2el, empty);
 }
 
 static json_t *field_json(const bench_field *f)
@@ -201,7 +204,7 @@ json_t *kvs_cli_bench_json(const kvs_sim_result *r, const kvs_cli_bench_opts *o,
 	if (o->trace)
 		json_object_set_new(j, "dataset_path", json_string(o->trace));
 	bench_row b;
-	bench_fields(&b, r, o->goodput);
+	bench_fields(&b, r, o->goodput, 0);
 	for (size_t i = 0; i < b.n; i++)
 		json_object_set_new(j, b.f[i].key, field_json(&b.f[i]));
 	if (kvs_sim_result_stats(r)->interrupted)
@@ -250,7 +253,7 @@ void kvs_cli_summary_csv(FILE *f, kvs_sim_result *const *res, size_t n, bool goo
 	bench_row b;
 	if (!n)
 		return;
-	bench_fields(&b, res[0], goodput);
+	bench_fields(&b, res[0], goodput, NAN);
 	kvs_cli_cost c0;
 	bool cost = kvs_cli_cost_of(res[0], &c0);
 	bool after_h, after_i;
@@ -271,7 +274,7 @@ void kvs_cli_summary_csv(FILE *f, kvs_sim_result *const *res, size_t n, bool goo
 	fputc('\n', f);
 	for (size_t k = 0; k < n; k++) {
 		const kvs_sim_stats *s = kvs_sim_result_stats(res[k]);
-		bench_fields(&b, res[k], goodput);
+		bench_fields(&b, res[k], goodput, NAN);
 		fputs(kvs_policy_name(s->policy), f);
 		for (size_t i = 0; i < b.n; i++)
 			csv_num(f, &b.f[i]);

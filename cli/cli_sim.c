@@ -957,6 +957,9 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
 				/* every request meets no objective: not a 100% */
 				snprintf(cell, sizeof cell, "n/a");
 				no_slo = true;
+			} else if (kvs_metric_is_empty(m, kvs_sim_result_stats(res[i]))) {
+				/* no request got that far: no latency, not 0 */
+				snprintf(cell, sizeof cell, "n/a");
 			} else if (m->id == KVS_M_GOODPUT_FRACTION) {
 				fraction_cell(cell, sizeof cell, v);
 			} else {

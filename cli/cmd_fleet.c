@@ -575,13 +575,9 @@ static void print_tried(FILE *f, const search *S)
 static void print_search(FILE *f, const search *S, uint32_t shown, int shown_verdict,
 			 double slo_ttft_s, double slo_tpot_s, double rate)
 {
-	/* the SLOs given, no bound of 0 s for one not given */
-	fputs("kvsim fleet: search interrupted (", f);
-	if (slo_ttft_s > 0)
-		fprintf(f, "p99 TTFT <= %g s%s", slo_ttft_s, slo_tpot_s > 0 ? " and " : "");
-	if (slo_tpot_s > 0)
-		fprintf(f, "p99 TPOT <= %g s", slo_tpot_s);
-	fprintf(f, " at %.6g requests/s); tried", rate);
+	char slo[96];
+	fprintf(f, "kvsim fleet: search interrupted (%s at %.6g requests/s); tried",
+		kvs_slo_phrase(slo, sizeof slo, slo_ttft_s, slo_tpot_s), rate);
 	print_tried(f, S);
 	fputs("\n", f);
 	if (S->hi)
@@ -604,12 +600,10 @@ static void print_unattainable(FILE *f, const search *S, double slo_ttft_s, doub
 	const search_try *t = &S->t[S->ntries - 1], *prev = &S->t[S->ntries - 2];
 	bool ttft = slo_ttft_s > 0 && !(t->ttft_p99_s <= slo_ttft_s);
 	bool tpot = slo_tpot_s > 0 && !(t->tpot_p99_s <= slo_tpot_s);
-	fprintf(f, "kvsim fleet: unattainable: no number of replicas meets ");
-	if (ttft)
-		fprintf(f, "p99 TTFT <= %g s%s", slo_ttft_s, tpot ? " and " : "");
-	if (tpot)
-		fprintf(f, "p99 TPOT <= %g s", slo_tpot_s);
-	fprintf(f, " at %.6g requests/s\n", rate);
+	char slo[96];
+	fprintf(f, "kvsim fleet: unattainable: no number of replicas meets %s at %.6g "
+		"requests/s\n", kvs_slo_phrase(slo, sizeof slo, ttft ? slo_ttft_s : 0,
+					  tpot ? slo_tpot_s : 0), rate);
 	fprintf(f, "  at %u replicas no request queued for admission or was preempted, and "
 		"the p99 missed did not improve on %u replicas'\n", t->n, prev->n);
 	fprintf(f, "  the floor of an unloaded fleet: p99 TTFT %.4f s, p99 TPOT %.4f s\n",
@@ -778,9 +772,10 @@ int kvs_cmd_fleet(kvs_args *it)
 			S.miss = NULL;
 			shown = S.lo;
 		} else if (rc == KVS_EXIT_OK && !S.interrupted) {
-			fprintf(line, "kvsim fleet: %u replicas meet p99 TTFT <= %g s and p99 TPOT "
-				"<= %g s at %.6g requests/s\n", S.hi, sim->cfg.slo_ttft_s,
-				sim->cfg.slo_tpot_s, rate);
+			char slo[96];
+			fprintf(line, "kvsim fleet: %u replicas meet %s at %.6g requests/s\n",
+				S.hi, kvs_slo_phrase(slo, sizeof slo, sim->cfg.slo_ttft_s,
+						     sim->cfg.slo_tpot_s), rate);
 			res = S.best;
 			S.best = NULL;
 			shown = S.hi;

@@ -298,15 +298,21 @@ static void progress(void *ctx, const kvs_sweep_progress *q)
 	progress_line(p, false);
 }
 
+/* A latency cell of a table: v with prec decimals, or n/a when no request
+ * reached it (its distribution is empty: 0 would read as instant). */
+static const char *lat_cell(char buf[16], const kvs_sim_dist *d, double v, int prec)
+{
+	if (d->count)
+		snprintf(buf, 16, "%.*f", prec, v);
+	else
+		snprintf(buf, 16, "n/a");
+	return buf;
+}
+
 /* "p99 TTFT <= 2 s and p99 TPOT <= 0.1 s", "" without SLOs */
 static void slo_text(const kvs_sweep_config *c, char *slo, size_t n)
 {
-	slo[0] = '\0';
-	if (c->slo_ttft_s > 0)
-		snprintf(slo, n, "p99 TTFT <= %g s", c->slo_ttft_s);
-	if (c->slo_tpot_s > 0)
-		snprintf(slo + strlen(slo), n - strlen(slo), "%sp99 TPOT <= %g s",
-			 c->slo_ttft_s > 0 ? " and " : "", c->slo_tpot_s);
+	kvs_slo_phrase(slo, n, c->slo_ttft_s, c->slo_tpot_s);
 }
 
 /* --gpu-hour-price: per row, as the replay/compare cost rows */
@@ -368,13 +374,18 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 		const kvs_sim_stats *s = &r->st;
 		if (!r->done)
 			continue;     /* interrupted before it ran */
-		fprintf(f, "%-10s %5u %7.2f %7.2f %10llu %6.1f %7.1f %7.1f %8.3f %8.3f %8.3f "
-			"%8.2f %8.2f %7.2f %8.1f %6llu %6.3f %9.2f%s\n",
+		char lat[5][16];
+		fprintf(f, "%-10s %5u %7.2f %7.2f %10llu %6.1f %7.1f %7.1f %8s %8s %8s "
+			"%8s %8s %7.2f %8.1f %6llu %6.3f %9.2f%s\n",
 			kvs_policy_name(r->policy), r->block_size, s->memory_pct.internal_frag,
 			kvs_sweep_row_waste_pct(r), (unsigned long long)s->metadata_bytes_max,
 			100.0 * s->prefix_hit_rate_tokens, s->concurrency_mean,
-			s->concurrency_p99, s->queue_delay_s.p99, s->ttft_s.p50, s->ttft_s.p99,
-			1e3 * s->tpot_s.p50, 1e3 * s->tpot_s.p99, s->requests_per_s,
+			s->concurrency_p99, lat_cell(lat[0], &s->queue_delay_s, s->queue_delay_s.p99, 3),
+			lat_cell(lat[1], &s->ttft_s, s->ttft_s.p50, 3),
+			lat_cell(lat[2], &s->ttft_s, s->ttft_s.p99, 3),
+			lat_cell(lat[3], &s->tpot_s, 1e3 * s->tpot_s.p50, 2),
+			lat_cell(lat[4], &s->tpot_s, 1e3 * s->tpot_s.p99, 2),
+			s->requests_per_s,
 			s->output_tokens_per_s, (unsigned long long)s->preemptions,
 			r->kernel.rel, r->kernel.cost_us,
 			!slo ? "" : r->meets_slo ? "  met" : "  missed");
@@ -537,10 +548,14 @@ static int rates_mode(const opts *o, const kvs_request_set *set, const char *pat
 					snprintf(bs, sizeof bs, "any");
 				else
 					snprintf(bs, sizeof bs, "%u", r->block_size);
-				printf("%9.4g %-10s %5s %8.3f %9.1f %8.3f %8.3f %8.2f %8.2f %6llu%s\n",
+				char lat[4][16];
+				printf("%9.4g %-10s %5s %8.3f %9.1f %8s %8s %8s %8s %6llu%s\n",
 				       o->rates[i], kvs_policy_name(r->policy), bs,
-				       st->requests_per_s, st->output_tokens_per_s, st->ttft_s.p50,
-				       st->ttft_s.p99, 1e3 * st->tpot_s.p50, 1e3 * st->tpot_s.p99,
+				       st->requests_per_s, st->output_tokens_per_s,
+				       lat_cell(lat[0], &st->ttft_s, st->ttft_s.p50, 3),
+				       lat_cell(lat[1], &st->ttft_s, st->ttft_s.p99, 3),
+				       lat_cell(lat[2], &st->tpot_s, 1e3 * st->tpot_s.p50, 2),
+				       lat_cell(lat[3], &st->tpot_s, 1e3 * st->tpot_s.p99, 2),
 				       (unsigned long long)st->preemptions,
 				       !slo ? "" : r->meets_slo ? "  met" : "  missed");
 			}

@@ -241,6 +241,12 @@ const kvs_metric_info *kvs_metric_find(const char *key)
 	return NULL;
 }
 
+bool kvs_metric_is_empty(const kvs_metric_info *m, const kvs_sim_stats *st)
+{
+	return m && (m->flags & KVS_MF_DIST) && !(m->flags & KVS_MF_INT) &&
+	       ((const kvs_sim_dist *)((const char *)st + m->dist_offset))->count == 0;
+}
+
 double kvs_metric_value(kvs_metric_id id, const kvs_sim_stats *st)
 {
 	const kvs_metric_info *m = kvs_metric_get(id);

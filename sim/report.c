@@ -227,8 +227,7 @@ static json_t *result_jt(const kvs_sim_result *r)
 		if (!(m->flags & KVS_MF_POLICY))
 			continue;
 		json_t *v;
-		if ((m->flags & KVS_MF_DIST) && !(m->flags & KVS_MF_INT) &&
-		    ((const kvs_sim_dist *)((const char *)st + m->dist_offset))->count == 0)
+		if (kvs_metric_is_empty(m, st))
 			v = json_null();        /* no sample: no latency */
 		else if ((m->flags & KVS_MF_SET_ONLY) && !(kvs_metric_value(m->id, st) >= 0))
 			v = json_null();        /* not recorded */
@@ -502,6 +501,8 @@ kvs_json *kvs_sim_cost_json(const kvs_deploy *d, const kvs_sim_stats *st)
 
 kvs_json *kvs_sim_metric_json(const kvs_metric_info *m, const kvs_sim_stats *st)
 {
+	if (kvs_metric_is_empty(m, st))
+		return kvs_json_of(json_null());   /* no sample: no latency */
 	return kvs_json_of(metric_jt(m, st));
 }
 
@@ -514,6 +515,19 @@ void kvs_sim_request_csv_on_request(void *ctx, const kvs_sim_request_record *r)
 bool kvs_sim_config_has_slo(const kvs_sim_config *cfg)
 {
 	return cfg->slo_ttft_s > 0 || cfg->slo_tpot_s > 0 || cfg->slo_e2e_s > 0;
+}
+
+char *kvs_slo_phrase(char *buf, size_t n, double slo_ttft_s, double slo_tpot_s)
+{
+	bool ttft = slo_ttft_s > 0, tpot = slo_tpot_s > 0;
+	if (ttft && tpot)
+		snprintf(buf, n, "p99 TTFT <= %g s and p99 TPOT <= %g s", slo_ttft_s, slo_tpot_s);
+	else if (ttft || tpot)
+		snprintf(buf, n, "p99 %s <= %g s", ttft ? "TTFT" : "TPOT",
+			 ttft ? slo_ttft_s : slo_tpot_s);
+	else if (n)
+		buf[0] = '\0';
+	return buf;
 }
 
 bool kvs_sim_stats_meet_slo(const kvs_sim_stats *st, double slo_ttft_s, double slo_tpot_s)

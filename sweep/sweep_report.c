@@ -419,9 +419,15 @@ static void rec_throughput(rctx *x, kvs_sweep_recommendation *rec)
 	}
 	pick p = choose(x, key_flat, 0);
 	if (p.best == SIZE_MAX) {
-		snprintf(buf, bn, "No deployable combination meets %s at the trace's rate: "
-			 "--find-max-rate finds the highest rate each sustains, or relax the "
-			 "SLOs", x->slo);
+		if (x->c->slo_ttft_s > 0 || x->c->slo_tpot_s > 0)
+			snprintf(buf, bn, "No deployable combination meets %s at the trace's "
+				 "rate: --find-max-rate finds the highest rate each sustains, "
+				 "or relax the SLOs", x->slo);
+		else
+			snprintf(buf, bn, "No deployable combination completes a request at "
+				 "the trace's rate: each rejected or left unfinished every "
+				 "request (see the rows' accounting; a larger pool or "
+				 "max_model_len admits them)");
 	} else {
 		const kvs_sweep_row *r = &x->rows[p.best];
 		set_rec(rec, r);
@@ -609,14 +615,7 @@ kvs_status kvs_sweep_recommend_rows(const kvs_sweep_config *c, const kvs_sweep_r
 	rctx x = { .c = c, .rows = rows, .caps = caps, .n = n,
 		   .margin = c->kernel_cost_margin >= 0 ? c->kernel_cost_margin : 0,
 		   .min_rel = INFINITY, .cheapest = SIZE_MAX };
-	if (c->slo_ttft_s > 0 && c->slo_tpot_s > 0)
-		snprintf(x.slo, sizeof x.slo, "p99 TTFT <= %g s and TPOT <= %g s",
-			 c->slo_ttft_s, c->slo_tpot_s);
-	else if (c->slo_ttft_s > 0)
-		snprintf(x.slo, sizeof x.slo, "p99 TTFT <= %g s", c->slo_ttft_s);
-	else if (c->slo_tpot_s > 0)
-		snprintf(x.slo, sizeof x.slo, "p99 TPOT <= %g s", c->slo_tpot_s);
-	else
+	if (!*kvs_slo_phrase(x.slo, sizeof x.slo, c->slo_ttft_s, c->slo_tpot_s))
 		snprintf(x.slo, sizeof x.slo, "no SLO given");
 	for (size_t i = 0; i < n; i++)
 		if (by_block(rows[i].policy) && rows[i].kernel.rel < x.min_rel) {
@@ -930,7 +929,9 @@ kvs_status kvs_sweep_result_csv(const kvs_sweep_result *R, FILE *f)
 		for (size_t k = 0; k < KVS_ARRAY_LEN(cols); k++) {
 			const kvs_metric_info *m = kvs_metric_get(cols[k]);
 			double v = kvs_metric_value(m->id, &r->st);
-			if (m->flags & KVS_MF_INT)
+			if (kvs_metric_is_empty(m, &r->st))
+				fputc(',', f);   /* no sample: an empty cell */
+			else if (m->flags & KVS_MF_INT)
 				fprintf(f, ",%llu", (unsigned long long)v);
 			else
 				fprintf(f, ",%.6g", v);

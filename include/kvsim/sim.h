@@ -638,6 +638,10 @@ kvs_json *kvs_sim_cost_json(const kvs_deploy *d, const kvs_sim_stats *st);
  * <= slo_ttft_s and p99 TPOT <= slo_tpot_s (a target <= 0 is not checked).
  * The one test of sweep's capacity search and fleet's sizing. */
 bool kvs_sim_stats_meet_slo(const kvs_sim_stats *st, double slo_ttft_s, double slo_tpot_s);
+/* The SLOs given, as every output words them: "p99 TTFT <= 2 s and p99
+ * TPOT <= 0.1 s", "p99 TPOT <= 0.1 s"; an objective <= 0 is not given and
+ * not named (never "<= 0 s"); "" when neither is.  Returns buf. */
+char *kvs_slo_phrase(char *buf, size_t n, double slo_ttft_s, double slo_tpot_s);
 
 /* Whether the run has a latency objective (TTFT, TPOT or end-to-end) for
  * its goodput to be measured against. */
@@ -817,6 +821,10 @@ const kvs_metric_info *kvs_metric_get(kvs_metric_id id);
 const kvs_metric_info *kvs_metric_find(const char *key);
 /* The figure's value in st (integers converted; derived figures computed). */
 double kvs_metric_value(kvs_metric_id id, const kvs_sim_stats *st);
+/* A latency figure (KVS_MF_DIST) whose distribution has no sample (no
+ * request completed, or none got a first token): null in JSON, n/a in the
+ * table, an empty CSV cell; its value, 0, means nothing. */
+bool kvs_metric_is_empty(const kvs_metric_info *m, const kvs_sim_stats *st);
 
 #ifdef __cplusplus
 }

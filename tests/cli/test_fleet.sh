@@ -173,6 +173,10 @@ run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --json - && command -v pyt
 		fail "find-min-replicas --json -: not JSON: $(printf '%s' "$out" | head -c 200)"
 	has "$err" "replicas meet p99 TTFT <= 0.5 s" "find-min-replicas --json -: the answer on stderr"
 }
+# one SLO given: the answer names that one, no bound of 0 s on the other
+echo "$err" | grep -q "replicas meet p99 TTFT <= 0.5 s at 20 requests/s" ||
+	fail "find-min-replicas, TTFT only: $err"
+echo "$err" | grep -q "TPOT <= 0 s" && fail "find-min-replicas: a TPOT bound not given: $err"
 
 # every search writes fleet.search: the counts tried and their verdicts
 run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --json "$tmp/s.json" &&

@@ -586,4 +586,19 @@ dups=$("$KVSIM" sweep --help | grep -E '^[a-zA-Z].*:$' | sort | uniq -d)
 [ ! -e out.json ] || fail "stray out.json"
 cd - >/dev/null || exit 1
 
+
+# ---- no request completed: latencies n/a, not 0 ------------------------------------
+printf 'arrival_s,prompt_tokens,output_tokens\n0,100,5\n1,100,5\n' > "$tmp/none.csv"
+kvs_run replay 0 "$tmp/none.csv" -q --num-gpu-blocks-override 1 --summary-csv "$tmp/none-s.csv" && {
+	echo "$out" | grep -qE '^  TTFT p99 \(s\) +n/a$' || fail "no completion: TTFT p99 n/a: $out"
+	echo "$out" | grep -qE '^  queue delay p50 \(s\) +n/a$' || fail "no completion: queue delay n/a"
+	echo "$out" | grep -qE '(TTFT|TPOT|end-to-end).* 0\.000' && fail "no completion: a 0 latency: $out"
+	# the summary CSV's latency cells are empty (vllm bench serve's 0 stays in --bench-json)
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "p99_ttft_ms") c = i }
+		NR == 2 { exit !(c && $c == "") }' "$tmp/none-s.csv" || fail "summary CSV: empty p99_ttft_ms"
+}
+kvs_run sweep 0 "$tmp/none.csv" -q --policies paged --block-sizes 16 --num-gpu-blocks-override 1 && {
+	echo "$out" | grep -qE '^paged +16 .* n/a +n/a +n/a +n/a +n/a ' || fail "sweep: latency n/a: $out"
+	has "$out" "No deployable combination completes a request" "sweep: none completes, no SLO"
+}
 finish "cli usability"
