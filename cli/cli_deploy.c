@@ -316,6 +316,13 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 	if (c->dtype_arg && strcmp(c->dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->dtype_arg, &d->weight_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--dtype: %s", kvs_last_error());
+	} else if (m.quant_unread[0]) {
+		/* a quantised checkpoint whose width is not read: sized as if
+		 * unquantised, which overstates the weights; said, not hidden */
+		fprintf(stderr, "kvsim %s: warning: %s: quantization_config (%s) is not a "
+			"storage kvsim reads: the weights count at %s, unquantised (give --dtype "
+			"fp8, int8 or int4 for their stored width)\n", cmd, m.name, m.quant_unread,
+			kvs_dtype_name(d->weight_dtype));
 	}
 	if (c->kv_dtype_arg && strcmp(c->kv_dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->kv_dtype_arg, &d->kv_dtype) != KVS_OK)
@@ -333,6 +340,17 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 			"set (set it to silence this warning)\n", cmd,
 			kvs_fmt_commas(d->max_model_len, a, sizeof a), m.name,
 			kvs_fmt_commas(m.max_position_embeddings, b, sizeof b));
+	}
+	/* both given and at odds: the engine would refuse every such
+	 * conversation; sized as asked, and said so here, not only in the
+	 * long-context section */
+	if (c->set_context && d->max_model_len && d->context_tokens > d->max_model_len) {
+		char a[32], b[32];
+		fprintf(stderr, "kvsim %s: warning: --context %s is beyond --max-model-len %s: "
+			"the engine refuses a conversation that long; sized at %s tokens as "
+			"asked (raise --max-model-len to serve it)\n", cmd,
+			kvs_fmt_commas(d->context_tokens, a, sizeof a),
+			kvs_fmt_commas(d->max_model_len, b, sizeof b), a);
 	}
 	/* an unset --context (4000) stops at the longest sequence */
 	uint64_t limit = d->max_model_len ? d->max_model_len : m.max_position_embeddings;
@@ -372,8 +390,9 @@ void kvs_cli_deploy_help(FILE *f)
 		"                               caches: adds an fp16 scale (+ fp16 zero for int4)\n"
 		"                               per group (default: one per-tensor scale, 0 bytes)\n"
 		"  --block-size N               tokens per KV block (default 16)\n"
-		"  --context N                  tokens per conversation (default 4000, at most\n"
-		"                               max_model_len); N as vLLM reads it: 8k = 8000,\n"
+		"  --context N                  tokens per conversation (default 4000, cut to\n"
+		"                               max_model_len; a longer one given is sized and\n"
+		"                               flagged); N as vLLM reads it: 8k = 8000,\n"
 		"                               8K = 8192, 1m = 10^6, 1M = 2^20, 25.6k = 25600\n"
 		"  --max-model-len N            longest sequence (default: max_position_embeddings)\n"
 		"  --reserve SIZE|auto|0        working space per GPU for activations, CUDA\n"

@@ -241,13 +241,31 @@ static kvs_status parse_quant(const cfg *c, kvs_model *m)
 		return kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config': expected an object",
 				c->path);
 	const char *method = json_string_value(json_object_get(q, "quant_method"));
-	json_t *bits = json_object_get(q, "bits");
-	if (method && strcmp(method, "fp8") == 0)
+	/* GPTQ and AWQ write bits (older AWQ exports w_bit) */
+	const char *bkey = json_object_get(q, "bits") ? "bits" : "w_bit";
+	json_t *bits = json_object_get(q, bkey);
+	if (bits && !(json_is_integer(bits) && json_integer_value(bits) >= 1 &&
+		      json_integer_value(bits) <= 32))
+		return kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.%s': expected "
+				"an integer from 1 to 32", c->path, bkey);
+	json_int_t nb = bits ? json_integer_value(bits) : 0;
+	bool bnb4 = json_is_true(json_object_get(q, "load_in_4bit"));
+	bool bnb8 = json_is_true(json_object_get(q, "load_in_8bit"));
+	if (method && (strcmp(method, "fp8") == 0 || strcmp(method, "fbgemm_fp8") == 0))
 		m->weight_dtype = KVS_DTYPE_FP8;
-	else if (json_is_integer(bits) && json_integer_value(bits) == 8)
+	else if (nb == 8 || (method && strcmp(method, "bitsandbytes") == 0 && bnb8))
 		m->weight_dtype = KVS_DTYPE_INT8;
-	else if (json_is_integer(bits) && json_integer_value(bits) == 4)
+	else if (nb == 4 || (method && strcmp(method, "mxfp4") == 0) ||
+		 (method && strcmp(method, "bitsandbytes") == 0 && bnb4))
 		m->weight_dtype = KVS_DTYPE_INT4;
+	else if (nb == 16 || nb == 32)
+		;   /* unquantised storage: the model's dtype */
+	else if (nb)
+		snprintf(m->quant_unread, sizeof m->quant_unread, "quant_method '%.24s', "
+			 "%s %d", method ? method : "?", bkey, (int)nb);
+	else
+		snprintf(m->quant_unread, sizeof m->quant_unread, "quant_method '%.40s'",
+			 method ? method : "?");
 	/* GPTQ/AWQ write "lm_head": true when the output layer is quantised
 	 * too; otherwise it (and the embeddings) stay at 16 bits */
 	json_t *lm = json_object_get(q, "lm_head");

@@ -762,6 +762,34 @@ static void test_config_variants(void **state)
 	kvs_deploy_defaults(&d, &m, NULL);
 	assert_int_equal(d.weight_dtype, KVS_DTYPE_INT4);
 	assert_int_equal(d.kv_dtype, KVS_DTYPE_FP16);
+	assert_string_equal(m.quant_unread, "");
+	/* the other ways checkpoints say their width */
+	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
+			       "\"bitsandbytes\", \"load_in_4bit\": true}}", &m), KVS_OK);
+	assert_int_equal(m.weight_dtype, KVS_DTYPE_INT4);
+	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
+			       "\"bitsandbytes\", \"load_in_8bit\": true}}", &m), KVS_OK);
+	assert_int_equal(m.weight_dtype, KVS_DTYPE_INT8);
+	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
+			       "\"awq\", \"w_bit\": 4}}", &m), KVS_OK);
+	assert_int_equal(m.weight_dtype, KVS_DTYPE_INT4);
+	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
+			       "\"mxfp4\"}}", &m), KVS_OK);
+	assert_int_equal(m.weight_dtype, KVS_DTYPE_INT4);
+	assert_string_equal(m.quant_unread, "");
+	/* a width kvsim does not read: weights at the model's dtype, and
+	 * said (the CLI warns) */
+	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
+			       "\"gptq\", \"bits\": 3}}", &m), KVS_OK);
+	assert_int_equal(m.weight_dtype, KVS_DTYPE_FP32);
+	assert_string_equal(m.quant_unread, "quant_method 'gptq', bits 3");
+	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
+			       "\"compressed-tensors\"}}", &m), KVS_OK);
+	assert_string_equal(m.quant_unread, "quant_method 'compressed-tensors'");
+	/* a width that is no width */
+	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
+			       "\"gptq\", \"bits\": 0}}", &m), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "quantization_config.bits"));
 	/* MLA without q_lora_rank (DeepSeek-V2-Lite shape) */
 	assert_int_equal(parse("{" BASE ", \"kv_lora_rank\": 128, \"qk_rope_head_dim\": 32,"
 			       " \"qk_nope_head_dim\": 64, \"v_head_dim\": 64}", &m), KVS_OK);

@@ -91,6 +91,11 @@ typedef struct kvs_model {
 					  * (embeddings stay 16-bit regardless) */
 	bool logit_softcap;              /* final_logit_softcapping (Gemma-2): two
 					  * more [seqs, vocab] temporaries */
+	/* ---- appended ---- */
+	char quant_unread[64];           /* a quantization_config whose storage
+					  * width kvsim does not read ("quant_method
+					  * 'x', bits 3"): weights then count at the
+					  * model's dtype; "" when none or read */
 } kvs_model;
 
 typedef struct kvs_gpu {

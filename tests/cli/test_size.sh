@@ -218,6 +218,9 @@ if [ -w /dev/full ]; then
 	[ $? -eq 1 ] || fail "size --json to a full stdout exits 1"
 fi
 run 2 --context 0 && has "$err" "--context: must be at least 1" "zero"
+run 0 --context 8000 --max-model-len 4096 &&
+	has "$err" "warning: --context 8,000 is beyond --max-model-len 4,096" "context past the given max_model_len"
+run 0 --context 4096 --max-model-len 4096 && case "$err" in *"beyond --max-model-len"*) fail "context at max_model_len warned";; esac
 run 2 --context -5 && has "$err" "--context: must be positive" "negative"
 run 2 --context abc && has "$err" "expected a positive integer, got 'abc'" "non-numeric"
 run 2 --context 4x && has "$err" "expected a positive integer" "suffix"
