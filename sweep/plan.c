@@ -218,7 +218,7 @@ static kvs_status fields_from(const json_t *o, void *base, const field *t, size_
 		bool ok = v != NULL;
 		switch (t[i].type) {
 		case F_U64:
-			if ((ok = ok && json_is_integer(v))) {
+			if ((ok = ok && json_is_integer(v) && json_integer_value(v) >= 0)) {
 				uint64_t x = (uint64_t)json_integer_value(v);
 				memcpy(p, &x, 8);
 			}
@@ -231,7 +231,11 @@ static kvs_status fields_from(const json_t *o, void *base, const field *t, size_
 		}
 		case F_I32:
 		case F_U32:
-			if ((ok = ok && json_is_integer(v))) {
+			if ((ok = ok && json_is_integer(v) &&
+				  (t[i].type == F_I32 ? json_integer_value(v) >= INT32_MIN &&
+							json_integer_value(v) <= INT32_MAX
+						      : json_integer_value(v) >= 0 &&
+							json_integer_value(v) <= UINT32_MAX))) {
 				uint32_t x = (uint32_t)json_integer_value(v);
 				memcpy(p, &x, 4);
 			}
@@ -245,7 +249,9 @@ static kvs_status fields_from(const json_t *o, void *base, const field *t, size_
 		}
 		if (!ok)
 			return kvs_fail(KVS_ERR_PARSE, "%s: %s.%s: %s", file, what, t[i].name,
-					v ? "wrong type" : "missing");
+					!v ? "missing" : t[i].type == F_U64 || t[i].type == F_U32
+					? "expected a non-negative integer in range"
+					: "wrong type");
 	}
 	return KVS_OK;
 }
@@ -280,6 +286,20 @@ static kvs_status stats_from(const json_t *o, kvs_sim_stats *st, const char *fil
 					"integer", file, i);
 		st->rejected_by[i] = (uint64_t)json_integer_value(v);
 	}
+	/* a point's figures are a run's: its accounting balances, as the run
+	 * that wrote it checked (a file edited or damaged since does not) */
+	uint64_t by = 0;
+	for (int i = 0; i < KVS_SIM_REJECT_COUNT_; i++)
+		by += st->rejected_by[i];
+	if (st->arrived != st->completed + st->rejected + st->unfinished)
+		return kvs_fail(KVS_ERR_PARSE, "%s: stats: arrived %llu is not completed %llu + "
+				"rejected %llu + unfinished %llu (not a run's figures)", file,
+				(unsigned long long)st->arrived, (unsigned long long)st->completed,
+				(unsigned long long)st->rejected, (unsigned long long)st->unfinished);
+	if (by != st->rejected)
+		return kvs_fail(KVS_ERR_PARSE, "%s: stats.rejected_by: the reasons sum to %llu, "
+				"rejected is %llu", file, (unsigned long long)by,
+				(unsigned long long)st->rejected);
 	return KVS_OK;
 }
 

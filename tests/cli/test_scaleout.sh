@@ -132,6 +132,16 @@ kvs_run sweep 1 --from-plan plan.json --merge pts
 has "$err" "pts/point-000000.json: from another plan" "another plan's point file refused"
 kvs_run sweep 1 --from-plan plan.json --points 0 --out pts
 has "$err" "pts/point-000000.json: from another plan" "no skip over another plan's file"
+# a point whose figures are not a run's: accounting that does not add up,
+# a negative count
+mkdir -p bad && "$KVSIM" sweep --from-plan other.json --points 0 --out bad -q || fail "bad point"
+sed -i '0,/"arrived": \([0-9]*\)/s//"arrived": 1\10/' bad/point-000000.json
+kvs_run sweep 1 --from-plan other.json --merge bad
+has "$err" "bad/point-000000.json: stats: arrived" "a point whose accounting does not balance refused"
+"$KVSIM" sweep --from-plan other.json --points 0 --out bad2 -q || fail "bad2 point"
+sed -i '0,/"completed": [0-9]*/s//"completed": -4/' bad2/point-000000.json
+kvs_run sweep 1 --from-plan other.json --merge bad2
+has "$err" "bad2/point-000000.json: stats.completed: expected a non-negative integer" "a negative count refused"
 printf 'x' >>"$trace"
 kvs_run sweep 1 --from-plan plan.json --merge pts3
 has "$err" "not the plan's trace" "a changed trace refused"
