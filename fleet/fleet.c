@@ -400,6 +400,38 @@ static kvs_status check_roles(const kvs_fleet_config *cfg, bool *disagg)
 	return KVS_OK;
 }
 
+/* Every replica holds its pool's bookkeeping from its start, whatever the
+ * trace: the fleet's, one probe replica per configuration times its
+ * replicas, must fit the machine, or the run crawls once the kernel has
+ * overcommitted and is then killed.  Checked before anything per replica
+ * is allocated. */
+static kvs_status host_check(const kvs_fleet_config *cfg, uint32_t n)
+{
+	uint64_t host = kvs_host_memory_bytes();
+	if (!host)
+		return KVS_OK;
+	double need = (double)n * (sizeof(kvs_sim_config) + sizeof(kvs_fleet_replica_stats));
+	double per_max = 0;
+	size_t np = cfg->npools ? cfg->npools : 1;
+	for (size_t p = 0; p < np; p++) {
+		const kvs_sim_config *c = cfg->npools ? &cfg->pools[p].sim : &cfg->sim;
+		uint32_t reps = cfg->npools ? cfg->pools[p].replicas : n;
+		kvs_sim *probe = NULL;
+		if (kvs_sim_create(c, &probe) != KVS_OK)
+			return KVS_OK;   /* the run itself reports why */
+		double per = (double)kvs_sim_host_bytes(probe);
+		kvs_sim_destroy(probe);
+		need += per * reps;
+		per_max = per > per_max ? per : per_max;
+	}
+	if (need <= (double)host)
+		return KVS_OK;
+	return kvs_fail(KVS_ERR_NOMEM, "%u replicas need about %.1f GiB of host memory for "
+			"their KV pools' bookkeeping (up to %.0f KiB each), more than this "
+			"machine's %.1f GiB: fewer replicas, or a larger block size", n,
+			need / 1073741824.0, per_max / 1024.0, (double)host / 1073741824.0);
+}
+
 kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *src,
 			 kvs_fleet_result **out)
 {
@@ -441,6 +473,10 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 					  cfg->seed, &router);
 	if (st != KVS_OK)
 		return st;
+	if ((st = host_check(cfg, n)) != KVS_OK) {
+		kvs_router_destroy(router);
+		return st;
+	}
 	fleet_run f = { .cfg = cfg, .n = n };
 	fleet_disagg *dg = NULL;
 	kvs_fleet_result *R = kvs_calloc(1, sizeof *R);

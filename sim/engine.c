@@ -3981,6 +3981,18 @@ double kvs_sim_now_s(const kvs_sim *s)
 	return s->now;
 }
 
+uint64_t kvs_sim_host_bytes(const kvs_sim *s)
+{
+	kvs_alloc_stats a;
+	kvs_alloc_get_stats(s->alloc, &a);
+	/* the engine: itself, its result, the decode ring, the ring of final
+	 * crossings and the concurrency histogram (the requests come later) */
+	return a.block_metadata_bytes + sizeof *s + sizeof *s->res +
+	       (uint64_t)DQ_W * sizeof *s->ring +
+	       (s->pf_ring ? (uint64_t)PF_W * sizeof *s->pf_ring : 0) +
+	       ((uint64_t)s->cfg.max_num_seqs + 1) * sizeof *s->conc_time;
+}
+
 void kvs_sim_get_load(kvs_sim *s, kvs_sim_load *out)
 {
 	const kvs_sim_stats *st = &s->res->st;

@@ -535,6 +535,11 @@ typedef struct kvs_sim_load {
 } kvs_sim_load;
 
 void kvs_sim_get_load(kvs_sim *s, kvs_sim_load *out);
+/* Host memory the simulator holds from its creation on, whatever the
+ * trace: its allocator's per-block bookkeeping (block array, free stack,
+ * prefix index, host swap pool) and the engine's own state.  A fleet
+ * multiplies it by its replicas. */
+uint64_t kvs_sim_host_bytes(const kvs_sim *s);
 /* Leading blocks of req's prompt (hash ids re-split to the engine's block
  * size) present in the engine's prefix cache now; *nblocks (may be NULL)
  * gets the full blocks the prompt has hash ids for.  0 without prefix

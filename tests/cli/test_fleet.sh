@@ -353,6 +353,14 @@ run 2 -q --pool prefill:1:h100-80gb:1 --pool x:1:h100-80gb:1 &&
 run 2 -q --router nope && has "$err" "router 'nope': unknown" "unknown router"
 run 2 -q --router score:prefix=x && has "$err" "prefix='x'" "bad weight"
 run 2 -q --replicas 0 && has "$err" "--replicas" "zero replicas"
+# more replicas than the machine's memory holds: refused up front, at once
+# (each holds its pool's bookkeeping, about 380 KiB here, whatever the trace)
+mem_kb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo 2>/dev/null)
+if [ -n "$mem_kb" ] && [ "$mem_kb" -lt 350000000 ]; then
+	run 1 -q --replicas 1048576 && has "$err" "1048576 replicas need about" "a fleet past the host's memory"
+else
+	echo "note: more than 350 GB of memory: the fleet-past-memory check is skipped"
+fi
 run 2 -q --router-refresh -1 && has "$err" "--router-refresh" "negative refresh"
 run 2 -q --find-min-replicas && has "$err" "--find-min-replicas needs --slo-ttft" "search without SLO"
 run 2 -q --rate 3 && has "$err" "--rate is for --find-min-replicas" "rate alone"
