@@ -135,17 +135,21 @@ static kvs_status csv_row(csv_file *c)
 	}
 }
 
+/* An operator time past an hour (in the file's milliseconds) is no
+ * measurement: the step-time model's own bound (--step-time-linear) */
+#define PROFILE_MAX_MS 3.6e6
+
 /* The current row's cell col as a time (*out, in the file's milliseconds):
- * a decimal number >= 0 by common/num.h's rule, so that hex ("0x1p-3"),
- * "inf", "nan", an empty cell or text after the number is refused rather
- * than read as something else. */
+ * a decimal number from 0 to an hour by common/num.h's rule, so that hex
+ * ("0x1p-3"), "inf", "nan", an empty cell, text after the number or an
+ * absurd time is refused rather than read as something else. */
 static kvs_status time_cell(const csv_file *c, int col, double *out)
 {
 	const char *s = c->cells[col];
 	double v;
-	if (!kvs_parse_decimal(s, &v) || v < 0)
+	if (!kvs_parse_decimal(s, &v) || v < 0 || v > PROFILE_MAX_MS)
 		return kvs_fail(KVS_ERR_PARSE, "%s:%lu: column %d ('%s'): expected a decimal "
-				"number >= 0 (milliseconds), got %s%.64s%s%s", c->path,
+				"number from 0 to 3600000 (milliseconds), got %s%.64s%s%s", c->path,
 				c->lineno, col + 1, c->names[col], *s ? "'" : "an empty cell",
 				s, strlen(s) > 64 ? "..." : "", *s ? "'" : "");
 	*out = v;
