@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "cli_sim.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -298,6 +299,28 @@ static void progress(void *ctx, const kvs_sweep_progress *q)
 	progress_line(p, false);
 }
 
+/* A kernel profile names its device as the driver does ("NVIDIA H200",
+ * "NVIDIA A100-SXM4-80GB"); one measured on another GPU than --gpu's
+ * (whose preset name's first word, "h200" of h200-141gb, the device name
+ * does not hold, case and punctuation aside) is said. */
+static void warn_kernel_gpu(const char *path, const char *dev, const kvs_gpu *g)
+{
+	char want[32], have[128];
+	size_t nw = 0, nh = 0;
+	for (const char *p = g->name; *p && *p != '-' && *p != '_' && nw + 1 < sizeof want; p++)
+		want[nw++] = (char)tolower((unsigned char)*p);
+	want[nw] = '\0';
+	for (const char *p = dev ? dev : ""; *p && nh + 1 < sizeof have; p++)
+		if (isalnum((unsigned char)*p))
+			have[nh++] = (char)tolower((unsigned char)*p);
+	have[nh] = '\0';
+	if (!nw || !nh || strstr(have, want))
+		return;   /* no name to compare (a profile without "gpu"), or the same */
+	fprintf(stderr, "kvsim sweep: warning: --kernel-profile %s was measured on %s, not on "
+		"--gpu %s: the paged/contiguous kernel ratios are that device's\n", path, dev,
+		g->name);
+}
+
 /* A latency cell of a table: v with prec decimals, or n/a when no request
  * reached it (its distribution is empty: 0 would read as instant). */
 static const char *lat_cell(char buf[16], const kvs_sim_dist *d, double v, int prec)
@@ -401,8 +424,16 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 		      "contiguous kernel: each is simulated once and its row repeated per "
 		      "block size.\n", f);
 	}
+	/* a block size the profile lacks is the analytic model with the
+	 * profile's fitted overhead: said, not called measured */
+	bool fitted = false;
+	for (size_t i = 0; i < n; i++)
+		fitted |= kvs_sweep_result_row(R, i)->kernel.source == KVS_KERNEL_PROFILE_FIT;
 	fprintf(f, "kernel x: paged / contiguous decode-attention time at this block size "
-		"(%s)%s.\n", c->kernel_profile ? "measured profile" : "analytic model",
+		"(%s)%s.\n", !c->kernel_profile ? "analytic model"
+		: fitted ? "measured profile; block sizes it lacks: the analytic model with "
+			   "its fitted per-block overhead"
+		: "measured profile",
 		c->kernel_feeds_step_time ? ", folded into the step time" : ", not in the step time");
 	if (slo) {
 		fprintf(f, "SLO at trace rate: %s, replayed at the trace's own arrival rate\n"
@@ -905,6 +936,7 @@ int kvs_cmd_sweep(kvs_args *it)
 			goto out;
 		}
 		o.sw.kernel_profile = prof;
+		warn_kernel_gpu(o.profile, kvs_kernel_profile_gpu(prof), &o.sim.cfg.deploy.gpu);
 	}
 
 	/* SIGINT/SIGTERM while the combinations run: the replays stop, the

@@ -389,6 +389,20 @@ grep -q 'entries\[0\]' <<<"$err" || fail "profile error does not name the entry:
 run 1 "$tmp/none.csv"
 run 1 "$SAMPLE" --kernel-profile "$tmp"
 grep -q 'is a directory' <<<"$err" || fail "directory as kernel profile unclear: $err"
+# a profile from another device than --gpu's is said; a block size it lacks
+# is not called measured
+echo '{"gpu": "NVIDIA H200", "entries": [{"block_size": 16, "context": 1024, "batch": 8,
+  "paged_us": 11, "contiguous_us": 10}]}' >"$tmp/kp.json"
+run 0 "$SAMPLE" --limit 30 --policies paged --block-sizes 16,32 --kernel-profile "$tmp/kp.json" && {
+	grep -q "warning: --kernel-profile .*kp.json was measured on NVIDIA H200, not on --gpu a100-40gb" <<<"$err" ||
+		fail "kernel profile of another GPU not said: $err"
+	grep -q "measured profile; block sizes it lacks: the analytic model" <<<"$out" ||
+		fail "a fitted block size called measured: $out"
+}
+run 0 "$SAMPLE" --limit 30 --gpu h200-141gb --policies paged --block-sizes 16 --kernel-profile "$tmp/kp.json" && {
+	grep -q "kernel-profile" <<<"$err" && fail "the profile's own GPU warned about: $err"
+	grep -q "(measured profile), " <<<"$out" || fail "measured block size: $out"
+}
 # the output grammar of every command: "--json FILE.json" and "--csv -" take
 # the word as their file (never a second trace), a bare flag is stdout
 run 0 "$SAMPLE" --limit 30 --block-sizes 16 --policies paged --quiet --json "$tmp/x.json"
