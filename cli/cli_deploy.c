@@ -328,6 +328,11 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 		if (kvs_dtype_parse(c->kv_dtype_arg, &d->kv_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--kv-cache-dtype: %s", kvs_last_error());
 	}
+	if (d->kv_quant_group && d->kv_dtype != KVS_DTYPE_FP8 && d->kv_dtype != KVS_DTYPE_INT8 &&
+	    d->kv_dtype != KVS_DTYPE_INT4)
+		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--kv-quant-group applies to fp8, int8 "
+				   "and int4 caches; this cache is %s (give --kv-cache-dtype)",
+				   kvs_dtype_name(d->kv_dtype));
 	/* vLLM refuses a max_model_len past the model's positions unless
 	 * VLLM_ALLOW_LONG_MAX_MODEL_LEN is set (vllm/config: the derived
 	 * max_model_len check); kvsim sizes it, and says so */

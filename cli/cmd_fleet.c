@@ -89,6 +89,7 @@ typedef struct fleet_opts {
 	double refresh_s;
 	double gpu_hour_price;
 	bool find_min;
+	bool max_replicas_set;   /* --max-replicas given (a search's bound) */
 	double rate;
 	uint32_t max_replicas;
 	bool replicas_set;
@@ -107,8 +108,10 @@ static int fleet_arg(kvs_args *it, kvs_cli_front *fe, void *ctx)
 		o->replicas_set = true;
 		return kvs_args_u32(it, 1, 1u << 20, &o->replicas) ? 1 : -1;
 	}
-	if (kvs_args_is(it, "--max-replicas"))
+	if (kvs_args_is(it, "--max-replicas")) {
+		o->max_replicas_set = true;
 		return kvs_args_u32(it, 1, 1u << 20, &o->max_replicas) ? 1 : -1;
+	}
 	if (kvs_args_is(it, "--router-refresh"))
 		return kvs_args_double(it, 0, 1e9, &o->refresh_s) ? 1 : -1;
 	if (kvs_args_is(it, "--gpu-hour-price"))
@@ -693,8 +696,9 @@ int kvs_cmd_fleet(kvs_args *it)
 			fo.find_min ? "--find-min-replicas" : "--replicas");
 		return KVS_EXIT_USAGE;
 	}
-	if (fo.rate > 0 && !fo.find_min) {
-		fprintf(stderr, "kvsim fleet: --rate is for --find-min-replicas\n");
+	if ((fo.rate > 0 || fo.max_replicas_set) && !fo.find_min) {
+		fprintf(stderr, "kvsim fleet: %s is for --find-min-replicas\n",
+			fo.rate > 0 ? "--rate" : "--max-replicas");
 		return KVS_EXIT_USAGE;
 	}
 	kvs_fleet_config fc;

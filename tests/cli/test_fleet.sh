@@ -364,6 +364,7 @@ fi
 run 2 -q --router-refresh -1 && has "$err" "--router-refresh" "negative refresh"
 run 2 -q --find-min-replicas && has "$err" "--find-min-replicas needs --slo-ttft" "search without SLO"
 run 2 -q --rate 3 && has "$err" "--rate is for --find-min-replicas" "rate alone"
+run 2 -q --max-replicas 5 && has "$err" "--max-replicas is for --find-min-replicas" "max-replicas alone"
 run 2 -q --policies paged,max && has "$err" "one policy per fleet" "several policies"
 run 1 -q "$tmp/nothere.csv" && has "$err" "nothere.csv" "missing trace"
 # a block size the trace's hash blocks cannot take is a usage error, whether
