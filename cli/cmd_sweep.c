@@ -214,6 +214,11 @@ static int sweep_arg(kvs_args *it, opts *o)
 						     "> 0 (requests/s)", buf);
 				return -1;
 			}
+			for (size_t j = 0; j < o->nrates; j++)
+				if (o->rates[j] == x) {
+					kvs_args_usage_error(it, "--rates: %s given twice", buf);
+					return -1;
+				}
 			o->rates[o->nrates++] = x;
 			if (!p[k])
 				break;

@@ -447,6 +447,13 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 			if (cfg->pools[p].replicas == 0)
 				return kvs_fail(KVS_ERR_INVALID, "pool %s: replicas must be >= 1",
 						cfg->pools[p].name);
+			/* a replica is named POOL-INDEX in every output */
+			for (size_t q = 0; q < p; q++)
+				if (strcmp(cfg->pools[q].name, cfg->pools[p].name) == 0)
+					return kvs_fail(KVS_ERR_INVALID, "pool %s: named twice (pools "
+							"%zu and %zu): its replicas' names would "
+							"not say which", cfg->pools[p].name,
+							q + 1, p + 1);
 			if (cfg->pools[p].sim.deploy.block_size != cfg->pools[0].sim.deploy.block_size)
 				return kvs_fail(KVS_ERR_INVALID, "pool %s: block size %u differs from "
 						"pool %s's %u: one block size per fleet",

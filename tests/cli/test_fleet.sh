@@ -140,6 +140,7 @@ run 2 -q --pool big:0:h100-80gb:1 && has "$err" "replicas '0'" "pool of none"
 run 2 -q --pool big:2:nope:1 && has "$err" "unknown GPU 'nope'" "pool GPU"
 run 2 -q --pool big:2:a100-40gb:3 && has "$err" "tp 3 does not divide" "pool tp"
 run 2 -q --pool big:2:a100-40gb:1 --replicas 3 && has "$err" "not with --replicas" "pool and replicas"
+run 2 -q --pool a:1:h100-80gb:1 --pool a:2:a100-40gb:1 && has "$err" "pool a: named twice (pools 1 and 2)" "a pool name given twice"
 
 # ---- the report renders a fleet ------------------------------------------------------------
 run 0 "$tmp/tiny.csv" -q --replicas 2 --report "$tmp/rep" && report_ok && check_report "$tmp/rep" && {

@@ -371,6 +371,7 @@ run 2 "$SAMPLE" --rates 1,x
 has "$err" "'x' is not a request rate" "--rates with a bad rate"
 run 2 "$SAMPLE" --rates 1,,2
 run 2 "$SAMPLE" --rates 0
+run 2 "$SAMPLE" --rates 1,2,1.0 && has "$err" "--rates: 1.0 given twice" "a rate given twice"
 run 2 "$SAMPLE" --rates 2 --find-max-rate --slo-ttft 2
 has "$err" "--rates cannot be combined with --find-max-rate" "--rates with --find-max-rate"
 run 2 "$SAMPLE" --rates 2 --rate 3
