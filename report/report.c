@@ -180,14 +180,17 @@ kvs_status kvs_report_write(const char *const *json_texts,
 
 static kvs_status read_file(const char *path, char **out)
 {
-	FILE *f = fopen(path, "rb");
+	/* "-": standard input, as every command reads it */
+	bool in = strcmp(path, "-") == 0;
+	FILE *f = in ? stdin : fopen(path, "rb");
 	if (!f)
 		return kvs_fail(KVS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
 	size_t cap = 1 << 16, len = 0;
 	char *buf = kvs_malloc(cap);
 	for (;;) {
 		if (!buf) {
-			fclose(f);
+			if (!in)
+				fclose(f);
 			return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", path);
 		}
 		len += fread(buf + len, 1, cap - 1 - len, f);
@@ -200,7 +203,8 @@ static kvs_status read_file(const char *path, char **out)
 		cap *= 2;
 	}
 	int err = ferror(f) ? errno : 0;
-	fclose(f);
+	if (!in)
+		fclose(f);
 	if (err) {
 		kvs_free(buf);
 		return kvs_fail(KVS_ERR_IO, "%s: cannot read: %s", path,
@@ -225,8 +229,13 @@ kvs_status kvs_report_write_files(const char *const *paths, size_t n,
 	if (!texts)
 		return kvs_fail(KVS_ERR_NOMEM, "report: out of memory");
 	kvs_status st = KVS_OK;
-	for (size_t i = 0; i < n && st == KVS_OK; i++)
-		st = read_file(paths[i], &texts[i]);
+	for (size_t i = 0; i < n && st == KVS_OK; i++) {
+		for (size_t j = 0; st == KVS_OK && j < i; j++)
+			if (strcmp(paths[i], "-") == 0 && strcmp(paths[j], "-") == 0)
+				st = kvs_fail(KVS_ERR_INVALID, "-: standard input given twice");
+		if (st == KVS_OK)
+			st = read_file(paths[i], &texts[i]);
+	}
 	if (st == KVS_OK)
 		st = kvs_report_write((const char *const *)texts, paths, n, outdir, opts);
 	for (size_t i = 0; i < n; i++)

@@ -100,6 +100,12 @@ expect_exit 2 "$KVSIM" report "$data/compare.json" -o
 # ---- bad input: exit 1, message names the file and the key or position ------
 expect_exit 1 "$KVSIM" report "$tmp/nope.json" -o "$tmp/x"
 grep -q "nope.json: cannot open" "$tmp/err" || fail "missing file message: $(cat "$tmp/err")"
+# '-' is standard input, once
+"$KVSIM" report - -o "$tmp/stdin" <"$data/compare.json" >/dev/null 2>"$tmp/err" ||
+	fail "report - from standard input: $(cat "$tmp/err")"
+[ -s "$tmp/stdin/index.html" ] || fail "report -: no page"
+expect_exit 1 "$KVSIM" report - - -o "$tmp/x2"
+grep -q "standard input given twice" "$tmp/err" || fail "two '-' unclear: $(cat "$tmp/err")"
 mkdir -p "$tmp/adir"
 expect_exit 1 "$KVSIM" report "$tmp/adir" -o "$tmp/x"
 grep -q "adir: cannot read: is a directory" "$tmp/err" || fail "directory input unclear: $(cat "$tmp/err")"
