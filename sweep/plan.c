@@ -914,6 +914,13 @@ kvs_status kvs_sweep_plan_merge(kvs_sweep_plan *p, const char *dir, kvs_sweep_re
 {
 	if (!p->bound)
 		return kvs_fail(KVS_ERR_STATE, "%s: plan not bound to a trace", p->path);
+	struct stat sb;
+	if (stat(dir, &sb) != 0)
+		return kvs_fail(KVS_ERR_IO, "%s: cannot open the points' directory: %s", dir,
+				strerror(errno));
+	if (!S_ISDIR(sb.st_mode))
+		return kvs_fail(KVS_ERR_IO, "%s: not a directory (the points' directory "
+				"that --out wrote)", dir);
 	bool *miss = kvs_calloc(p->npoints ? p->npoints : 1, sizeof *miss);
 	if (!miss)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory");

@@ -132,6 +132,8 @@ kvs_run sweep 1 --from-plan plan.json --merge pts
 has "$err" "pts/point-000000.json: from another plan" "another plan's point file refused"
 kvs_run sweep 1 --from-plan plan.json --points 0 --out pts
 has "$err" "pts/point-000000.json: from another plan" "no skip over another plan's file"
+kvs_run sweep 1 --from-plan other.json --merge "$PWD/no-such-dir"
+has "$err" "no-such-dir: cannot open the points' directory" "a missing points directory named"
 # a point whose figures are not a run's: accounting that does not add up,
 # a negative count
 mkdir -p bad && "$KVSIM" sweep --from-plan other.json --points 0 --out bad -q || fail "bad point"
