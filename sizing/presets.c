@@ -329,9 +329,10 @@ kvs_status kvs_gpu_load(const char *name_or_path, kvs_gpu *out)
 	/* the name: the file's "name", else its base name without .json */
 	char name[KVS_NAME_MAX];
 	json_t *n = json_object_get(root, "name");
-	if (n && !json_is_string(n)) {
+	if (n && (!json_is_string(n) || !*json_string_value(n))) {
 		json_decref(root);
-		return kvs_fail(KVS_ERR_PARSE, "%s: field 'name' must be a string", name_or_path);
+		return kvs_fail(KVS_ERR_PARSE, "%s: field 'name' must be a non-empty string "
+				"(or left out: the file's base name)", name_or_path);
 	}
 	if (n) {
 		snprintf(name, sizeof name, "%s", json_string_value(n));

@@ -142,6 +142,8 @@ run 0 --gpu "$tmp/mygpu.json" --model llama-3-8b --dtype fp8 && {
 }
 printf '{ "memory": "22GiB", "hbm_gb_per_s": 600 }\n' >"$tmp/badgpu.json"
 run 1 --gpu "$tmp/badgpu.json" && has "$err" "badgpu.json: gpu 'badgpu': missing field 'fp16_dense_tflops'" "custom gpu: missing field"
+printf '{ "name": "", "memory": "22GiB", "hbm_gb_per_s": 600, "fp16_dense_tflops": 100 }\n' >"$tmp/noname.json"
+run 1 --gpu "$tmp/noname.json" && has "$err" "noname.json: field 'name' must be a non-empty string" "custom gpu: empty name"
 printf '{ "memory": "22", "hbm_gb_per_s": 600 }\n' >"$tmp/badmem.json"
 run 1 --gpu "$tmp/badmem.json" && has "$err" "field 'memory'" "custom gpu: bad memory"
 # a misspelt field is refused, with the nearest name; rates below 0.001 of
