@@ -1092,6 +1092,17 @@ static int write_bench_json(FILE *f, kvs_sim_result *const *res, size_t nres,
 
 /* A given --sample-interval that a run coarsened (doubled, to keep its time
  * series bounded) is said on stderr: the coarsest interval used. */
+void kvs_cli_warn_empty_trace(const char *cmd, const char *path, const kvs_trace_stats *ts)
+{
+	if (ts->requests)
+		return;
+	fprintf(stderr, "kvsim %s: warning: %s holds no request (%llu line%s read%s): the "
+		"figures are empty\n", cmd, path ? path : "the trace",
+		(unsigned long long)ts->lines_read, ts->lines_read == 1 ? "" : "s",
+		ts->skipped[KVS_SKIP_BAD_LINE] || ts->skipped[KVS_SKIP_FAILED] || ts->filtered_limit ||
+		ts->filtered_window ? ", the rest skipped or filtered" : "");
+}
+
 void kvs_cli_warn_coarsened(const char *cmd, double given_s, kvs_sim_result *const *res,
 			    size_t nres)
 {
@@ -1214,8 +1225,10 @@ int kvs_cli_sim_command(kvs_args *it, bool several)
 			"policies; the outputs hold what was done, marked \"interrupted\"\n",
 			cmd, kvs_sim_result_stats(res[nres - 1])->sim_time_s, nres,
 			sim->npolicies);
-	if (rc == KVS_EXIT_OK)
+	if (rc == KVS_EXIT_OK) {
+		kvs_cli_warn_empty_trace(cmd, fe.path, &fe.tstats);
 		kvs_cli_warn_coarsened(cmd, sim->cfg.sample_interval_s, res, nres);
+	}
 	if (rc == KVS_EXIT_OK && !why &&
 	    (why = caching_inactive(sim, &fe.tstats, why_buf, sizeof why_buf)))
 		fprintf(stderr, "kvsim %s: warning: --enable-prefix-caching had no effect: "

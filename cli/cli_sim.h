@@ -108,6 +108,9 @@ void kvs_cli_sim_print_results(FILE *f, kvs_sim_result *const *res, size_t n,
 uint64_t kvs_cli_after_end(const kvs_sim_result *r, uint64_t requests);
 /* A warning on stderr when a given --sample-interval (given_s > 0) was
  * coarsened in any of the results (too many samples to keep). */
+/* A trace that yielded no request: said on stderr, so that the empty
+ * figures are not taken for a run's (sweep refuses one outright). */
+void kvs_cli_warn_empty_trace(const char *cmd, const char *path, const kvs_trace_stats *ts);
 void kvs_cli_warn_coarsened(const char *cmd, double given_s, kvs_sim_result *const *res,
 			    size_t nres);
 /* "after_horizon" or "after_interrupt" (0 .. the count) in the accounting

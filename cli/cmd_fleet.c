@@ -819,8 +819,10 @@ int kvs_cmd_fleet(kvs_args *it)
 		fprintf(stderr, "kvsim fleet: interrupted after the %s had finished: the "
 			"outputs are whole\n", fo.find_min ? "search" : "run");
 	/* the replicas coarsen a given interval alike */
-	if (tot)
+	if (tot) {
+		kvs_cli_warn_empty_trace(fe.cmd, fe.path, &fe.tstats);
 		kvs_cli_warn_coarsened(fe.cmd, sim->cfg.sample_interval_s, &tot, 1);
+	}
 	if (rc == KVS_EXIT_OK && kvs_cli_front_table(&fe)) {
 		if (S.interrupted || S.unattainable || S.limit_reached)
 			putchar('\n');

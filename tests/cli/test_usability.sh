@@ -597,6 +597,11 @@ kvs_run replay 0 "$tmp/none.csv" -q --num-gpu-blocks-override 1 --summary-csv "$
 	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "p99_ttft_ms") c = i }
 		NR == 2 { exit !(c && $c == "") }' "$tmp/none-s.csv" || fail "summary CSV: empty p99_ttft_ms"
 }
+# a trace of no request: said (sweep refuses one)
+printf 'arrival_s,prompt_tokens,output_tokens\n' > "$tmp/empty.csv"
+for c in replay fleet; do
+	kvs_run "$c" 0 "$tmp/empty.csv" -q && has "$err" "empty.csv holds no request (1 line read): the figures are empty" "$c: empty trace said"
+done
 kvs_run sweep 0 "$tmp/none.csv" -q --policies paged --block-sizes 16 --num-gpu-blocks-override 1 && {
 	echo "$out" | grep -qE '^paged +16 .* n/a +n/a +n/a +n/a +n/a ' || fail "sweep: latency n/a: $out"
 	has "$out" "No deployable combination completes a request" "sweep: none completes, no SLO"
