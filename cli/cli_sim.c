@@ -183,12 +183,14 @@ int kvs_cli_sim_arg(kvs_args *it, kvs_cli_sim *c)
 			return -1;
 		g->best_fit = true;
 		g->buddy = false;
+		c->placement_flag = "--best-fit";
 		return 1;
 	}
 	if (kvs_args_is(it, "--placement")) {
 		const char *v = kvs_args_value(it);
 		if (!v)
 			return -1;
+		c->placement_flag = "--placement";
 		if (strcmp(v, "first-fit") == 0) {
 			g->best_fit = g->buddy = false;
 		} else if (strcmp(v, "best-fit") == 0) {
@@ -356,6 +358,23 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		c->npolicies = 1;
 	}
 	c->cfg.policy = c->policies[0];
+	/* a placement for policies of which none places regions: said */
+	bool places = false;
+	for (size_t i = 0; i < c->npolicies; i++)
+		places |= kvs_policy_has(c->policies[i], KVS_TRAIT_PLACEMENT);
+	if (c->placement_flag && !places) {
+		fprintf(stderr, "kvsim %s: warning: %s applies to the policies that place a "
+			"contiguous region per sequence (", cmd, c->placement_flag);
+		const char *sep = "";
+		for (size_t i = 0; i < kvs_policy_count(); i++)
+			if (kvs_policy_has((kvs_policy)i, KVS_TRAIT_PLACEMENT)) {
+				fprintf(stderr, "%s%s", sep, kvs_policy_name((kvs_policy)i));
+				sep = ", ";
+			}
+		fprintf(stderr, "); %s ignore%s it\n", c->npolicies == 1
+			? kvs_policy_name(c->policies[0]) : "the policies run",
+			c->npolicies == 1 ? "s" : "");
+	}
 	/* (a sweep sizes a pool per block size of its own) */
 	if (strcmp(cmd, "sweep") != 0 && !pool_blocks_ok(c, &c->cfg.deploy, cmd)) {
 		c->fail_exit = KVS_EXIT_USAGE;

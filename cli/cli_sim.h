@@ -36,6 +36,7 @@ typedef struct kvs_cli_sim {
 	const char *profile_dir;        /* --step-time-profile */
 	bool quiet;                     /* --quiet: no progress line */
 	bool seed_set;
+	const char *placement_flag;     /* "--best-fit" / "--placement" given, or NULL */
 	bool step_linear_set;
 	bool batched_tokens_set;        /* --max-num-batched-tokens given */
 	bool seqs_set;                  /* --max-num-seqs given */

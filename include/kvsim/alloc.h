@@ -96,6 +96,9 @@ enum {
 	KVS_TRAIT_BOUND = 1u << 3,
 	/* the reference the compare ratios are taken against */
 	KVS_TRAIT_BASELINE = 1u << 4,
+	/* one contiguous region per sequence in a shared arena, placed by
+	 * first fit, best fit or buddy (--placement, --best-fit) */
+	KVS_TRAIT_PLACEMENT = 1u << 5,
 };
 
 /* Which decode-attention kernel reads a policy's KV. */

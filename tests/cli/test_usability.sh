@@ -597,6 +597,9 @@ kvs_run replay 0 "$tmp/none.csv" -q --num-gpu-blocks-override 1 --summary-csv "$
 	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "p99_ttft_ms") c = i }
 		NR == 2 { exit !(c && $c == "") }' "$tmp/none-s.csv" || fail "summary CSV: empty p99_ttft_ms"
 }
+# a placement for policies that place nothing: said; for one that does, not
+kvs_run replay 0 -q --placement buddy && has "$err" "--placement applies to the policies that place a contiguous region per sequence (max, pow2, oracle); paged ignores it" "placement for paged"
+kvs_run replay 0 -q --placement buddy --policy max && case "$err" in *"applies to the policies"*) fail "placement for max warned: $err";; esac
 # a trace of no request: said (sweep refuses one)
 printf 'arrival_s,prompt_tokens,output_tokens\n' > "$tmp/empty.csv"
 for c in replay fleet; do
