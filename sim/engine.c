@@ -3686,6 +3686,14 @@ static void finalize(kvs_sim *s)
 			    KVS_SIM_UNFINISHED, KVS_SIM_REJECT_COUNT_, -1.0);
 	}
 	st->sim_time_s = s->now;
+	{
+		int64_t p[6];
+		double e[6];
+		parts_now(s, p);
+		for (int i = 0; i < 6; i++)
+			e[i] = (double)p[i];
+		pct_of(s, e, &R->end_pct);
+	}
 	double T = s->time_total;
 	if (T > 0) {
 		double b[6];

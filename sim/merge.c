@@ -6,8 +6,8 @@
  * latency distributions are merged bucket by bucket (the sketches share
  * their buckets, so the merged quantiles are those of all the values
  * together); time-weighted figures are weighted by what they are shares
- * of: memory parts by pool bytes x
- * simulated time, concurrency and waiting summed over replicas (each
+ * of: memory parts by pool bytes over the fleet's time (a replica that
+ * ended earlier holds its last state until then), concurrency and waiting summed over replicas (each
  * replica's mean over its own time, carried to the fleet's time).  The time
  * series is summed at the coarsest sample interval of the replicas; a
  * replica that ended earlier keeps its last memory state and runs nothing.
@@ -187,7 +187,13 @@ kvs_status kvs_sim_result_merge(const kvs_sim_result *const *rs, size_t n,
 		double B = (double)r->kv_budget_bytes;
 		double w = B * r->sim_time_s;
 		add_pct(&st->memory_pct, &r->memory_pct, w);
-		wmem += w;
+		/* a replica that ended before the fleet holds its last state
+		 * (its pool free but for cached and unfinished blocks) until
+		 * the fleet's end: the fleet's memory is over the fleet's time,
+		 * as its concurrency is */
+		if (T > r->sim_time_s)
+			add_pct(&st->memory_pct, &R->end_pct, B * (T - r->sim_time_s));
+		wmem += B * (r->sim_time_s > T ? r->sim_time_s : T);
 		add_pct(&st->memory_peak_pct, &r->memory_peak_pct, B);
 		wpeak += B;
 		double held = r->memory_peak_pct.token_states + r->memory_peak_pct.reservation +

@@ -160,6 +160,9 @@ struct kvs_sim_result {
 	kvs_sim_sample *samples;
 	size_t nsamples;
 	double sample_interval_s;
+	/* the memory parts when the run ended: a fleet carries a replica that
+	 * ended before the others in this state to the fleet's end (merge.c) */
+	kvs_sim_mem_pct end_pct;
 };
 
 #endif
