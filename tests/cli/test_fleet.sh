@@ -157,6 +157,17 @@ run 0 "$tmp/tiny.csv" -q --replicas 2 --report "$tmp/rep" && report_ok && check_
 	echo "$html" | grep -q "<th>prefix_hit_rate_tokens</th>" && fail "report: raw replica key"
 }
 
+# ---- time-weighted memory over the fleet's time -----------------------------------------
+# replica 0 holds 100 .. 199 tokens (149.5 on average) for 100 steps of
+# 10 ms; replica 1 holds 100 tokens for one step and then nothing: over the
+# fleet's 1.00 s and its 2 x 1,600 tokens, (149.5 x 1.0 + 100 x 0.01) /
+# 3,200 = 4.70% token states (not 9.31%, replica 1 counted over its own
+# 10 ms only)
+printf 'arrival_s,prompt_tokens,output_tokens\n0,100,100\n0,100,1\n' >"$tmp/idle.csv"
+run 0 "$tmp/idle.csv" -q --replicas 2 --router round-robin --model llama-3-8b --gpu h100-80gb \
+	--step-time-linear 0.01 --block-size 16 --num-gpu-blocks-override 100 &&
+	echo "$out" | grep -qE '^  token states +4\.70$' || fail "fleet memory over the fleet's time: $out"
+
 # ---- the fewest replicas for an SLO --------------------------------------------------------
 run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --slo-tpot 0.05 --router least-requests && {
 	echo "$out" | grep -qE '^kvsim fleet: [0-9]+ replicas meet p99 TTFT <= 0.5 s and p99 TPOT <= 0.05 s at 20 requests/s' ||
