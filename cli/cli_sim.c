@@ -358,6 +358,22 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		c->npolicies = 1;
 	}
 	c->cfg.policy = c->policies[0];
+	/* the engine holds every token's KV on every layer: a model with
+	 * sliding-window layers is sized by `size` with its windows, so the two
+	 * differ; said once, not silently */
+	const kvs_model *mw = &c->cfg.deploy.model;
+	uint64_t wmml = c->cfg.deploy.max_model_len ? c->cfg.deploy.max_model_len
+						   : mw->max_position_embeddings;
+	if (mw->sliding_window && mw->num_sliding_layers && wmml > mw->sliding_window) {
+		char w[32];
+		kvs_fmt_commas(mw->sliding_window, w, sizeof w);
+		fprintf(stderr, "kvsim %s: warning: %s has a %s-token sliding window on %u of its "
+			"%u layers; the simulator keeps every token's KV on every layer (vLLM "
+			"frees the blocks that leave a window), so its memory figures are an "
+			"upper bound past the window, and `kvsim size` (which honours the "
+			"windows) can fit a conversation that a replay rejects\n", cmd, mw->name,
+			w, mw->num_sliding_layers, mw->num_layers);
+	}
 	/* a placement for policies of which none places regions: said */
 	bool places = false;
 	for (size_t i = 0; i < c->npolicies; i++)
