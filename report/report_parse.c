@@ -147,6 +147,21 @@ static kvs_status get_num(const pctx *c, const json_t *parent, const char *path,
 	return KVS_OK;
 }
 
+/* A figure kvsim writes (a share, a time, a rate, a size, a cost, a
+ * ratio): a number >= 0 when present, NAN when absent or null.  A negative
+ * one is no run's, and is refused rather than drawn. */
+static kvs_status get_fig(const pctx *c, const json_t *parent, const char *path,
+			  const char *key, bool required, double *out)
+{
+	kvs_status st = get_num(c, parent, path, key, required, out);
+	if (st != KVS_OK || isnan(*out) || *out >= 0)
+		return st;
+	char p[PATH_MAX_];
+	join(p, path, key);
+	return kvs_fail(KVS_ERR_PARSE, "%s: %s: %g is negative (every figure of a run is >= 0)",
+			c->label, p, *out);
+}
+
 /* A required non-negative integer count (an integral real is accepted). */
 static kvs_status get_count(const pctx *c, const json_t *parent, const char *path,
 			    const char *key, uint64_t *out)
@@ -389,7 +404,7 @@ static kvs_status parse_cost(const pctx *c, const json_t *o, const char *path,
 		return st;
 	join(sub, path, "cost");
 	for (int k = 0; k < RP_NCOST; k++)
-		if ((st = get_num(c, co, sub, rp_cost_key[k], false, &cost[k])) != KVS_OK)
+		if ((st = get_fig(c, co, sub, rp_cost_key[k], false, &cost[k])) != KVS_OK)
 			return st;
 	return KVS_OK;
 }
@@ -437,10 +452,10 @@ static kvs_status parse_policy(const pctx *c, const char *name, const json_t *po
 			m[id] = (double)n;
 			continue;
 		}
-		if ((st = get_num(c, o, sub, mi->field, req, &m[id])) != KVS_OK)
+		if ((st = get_fig(c, o, sub, mi->field, req, &m[id])) != KVS_OK)
 			return st;
 		if (isnan(m[id]) && mi->old_field &&
-		    (st = get_num(c, o, sub, mi->old_field, false, &m[id])) != KVS_OK)
+		    (st = get_fig(c, o, sub, mi->old_field, false, &m[id])) != KVS_OK)
 			return st;
 	}
 	memcpy(p->m, m, sizeof m);
@@ -574,10 +589,10 @@ static kvs_status parse_policies(const pctx *c, const json_t *root, rp_run *run)
 		if (!r)
 			continue;
 		join(sub, "ratios", p->name);
-		if ((st = get_num(c, r, sub, "concurrency", false, &p->ratio_concurrency)) ||
-		    (st = get_num(c, r, sub, "throughput", false, &p->ratio_throughput)) ||
-		    (st = get_num(c, r, sub, "waste", false, &p->ratio_waste)) ||
-		    (st = get_num(c, r, sub, "p99_queue_delay", false, &p->ratio_p99_queue)))
+		if ((st = get_fig(c, r, sub, "concurrency", false, &p->ratio_concurrency)) ||
+		    (st = get_fig(c, r, sub, "throughput", false, &p->ratio_throughput)) ||
+		    (st = get_fig(c, r, sub, "waste", false, &p->ratio_waste)) ||
+		    (st = get_fig(c, r, sub, "p99_queue_delay", false, &p->ratio_p99_queue)))
 			return st;
 		p->has_ratios = true;
 	}
@@ -645,12 +660,12 @@ static kvs_status parse_rows(const pctx *c, const json_t *root, rp_run *run, boo
 		for (int f = 0; f < RP_NROWF; f++) {
 			const kvs_metric_info *mi = rp_row_metric[f] >= 0
 				? kvs_metric_get((kvs_metric_id)rp_row_metric[f]) : NULL;
-			if ((st = get_num(c, o, path, mi ? mi->key : rp_row_own_key[f], false,
+			if ((st = get_fig(c, o, path, mi ? mi->key : rp_row_own_key[f], false,
 					  &r->f[f])))
 				return st;
 			/* a sweep saved before the key was renamed */
 			if (isnan(r->f[f]) && mi && mi->old_key &&
-			    (st = get_num(c, o, path, mi->old_key, false, &r->f[f])))
+			    (st = get_fig(c, o, path, mi->old_key, false, &r->f[f])))
 				return st;
 		}
 		if ((st = parse_cost(c, o, path, r->cost)) != KVS_OK)

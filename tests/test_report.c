@@ -489,6 +489,10 @@ static void test_bad_input(void **state)
 	char *s = with_extra(",\"ttft_s\":{\"p99\":\"fast\"}");
 	expect_error(s, KVS_ERR_PARSE, "policies.paged.ttft_s.p99", "expected a number");
 	free(s);
+	/* a figure no run writes: negative */
+	s = with_extra(",\"concurrency\":{\"mean\":-0.5}");
+	expect_error(s, KVS_ERR_PARSE, "policies.paged.concurrency.mean", "-0.5 is negative");
+	free(s);
 	s = with_extra(",\"timeseries\":{\"t_s\":[0,1,2],\"token_states_pct\":[1,2,3],"
 		       "\"reservation_pct\":[0,0,0],\"internal_fragmentation_pct\":[0,0,0],"
 		       "\"external_fragmentation_pct\":[0,0,0],\"cached_idle_pct\":[0,0,0],"
