@@ -328,8 +328,10 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 		if (kvs_dtype_parse(c->kv_dtype_arg, &d->kv_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--kv-cache-dtype: %s", kvs_last_error());
 	}
-	if (d->kv_quant_group && d->kv_dtype != KVS_DTYPE_FP8 && d->kv_dtype != KVS_DTYPE_INT8 &&
-	    d->kv_dtype != KVS_DTYPE_INT4)
+	/* (size's what-if rows use the group for their FP8 and INT4 caches
+	 * whatever the cache is; a replay's cache is the one given) */
+	if (strcmp(cmd, "size") != 0 && d->kv_quant_group && d->kv_dtype != KVS_DTYPE_FP8 &&
+	    d->kv_dtype != KVS_DTYPE_INT8 && d->kv_dtype != KVS_DTYPE_INT4)
 		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--kv-quant-group applies to fp8, int8 "
 				   "and int4 caches; this cache is %s (give --kv-cache-dtype)",
 				   kvs_dtype_name(d->kv_dtype));

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -244,11 +245,14 @@ static kvs_status parse_quant(const cfg *c, kvs_model *m)
 	/* GPTQ and AWQ write bits (older AWQ exports w_bit) */
 	const char *bkey = json_object_get(q, "bits") ? "bits" : "w_bit";
 	json_t *bits = json_object_get(q, bkey);
-	if (bits && !(json_is_integer(bits) && json_integer_value(bits) >= 1 &&
-		      json_integer_value(bits) <= 32))
+	if (bits && !(json_is_number(bits) && json_number_value(bits) >= 1 &&
+		      json_number_value(bits) <= 32))
 		return kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.%s': expected "
-				"an integer from 1 to 32", c->path, bkey);
-	json_int_t nb = bits ? json_integer_value(bits) : 0;
+				"a number from 1 to 32", c->path, bkey);
+	/* a fractional width (EXL2's 4.65 bits on average) is no storage kvsim
+	 * reads: unread, as an unknown method is */
+	double bv = bits ? json_number_value(bits) : 0;
+	json_int_t nb = bv == floor(bv) ? (json_int_t)bv : -1;
 	bool bnb4 = json_is_true(json_object_get(q, "load_in_4bit"));
 	bool bnb8 = json_is_true(json_object_get(q, "load_in_8bit"));
 	if (method && (strcmp(method, "fp8") == 0 || strcmp(method, "fbgemm_fp8") == 0))
@@ -262,7 +266,7 @@ static kvs_status parse_quant(const cfg *c, kvs_model *m)
 		;   /* unquantised storage: the model's dtype */
 	else if (nb)
 		snprintf(m->quant_unread, sizeof m->quant_unread, "quant_method '%.24s', "
-			 "%s %d", method ? method : "?", bkey, (int)nb);
+			 "%s %g", method ? method : "?", bkey, bv);
 	else
 		snprintf(m->quant_unread, sizeof m->quant_unread, "quant_method '%.40s'",
 			 method ? method : "?");

@@ -281,22 +281,28 @@ static kvs_status stats_from(const json_t *o, kvs_sim_stats *st, const char *fil
 				"%d integers", file, KVS_SIM_REJECT_COUNT_);
 	for (int i = 0; i < KVS_SIM_REJECT_COUNT_; i++) {
 		const json_t *v = json_array_get(a, (size_t)i);
-		if (!json_is_integer(v))
-			return kvs_fail(KVS_ERR_PARSE, "%s: stats.rejected_by[%d]: expected an "
-					"integer", file, i);
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			return kvs_fail(KVS_ERR_PARSE, "%s: stats.rejected_by[%d]: expected a "
+					"non-negative integer", file, i);
 		st->rejected_by[i] = (uint64_t)json_integer_value(v);
 	}
 	/* a point's figures are a run's: its accounting balances, as the run
 	 * that wrote it checked (a file edited or damaged since does not) */
 	uint64_t by = 0;
-	for (int i = 0; i < KVS_SIM_REJECT_COUNT_; i++)
+	bool wrap = false;
+	for (int i = 0; i < KVS_SIM_REJECT_COUNT_; i++) {
+		wrap |= st->rejected_by[i] > UINT64_MAX - by;
 		by += st->rejected_by[i];
-	if (st->arrived != st->completed + st->rejected + st->unfinished)
+	}
+	/* each part at most arrived, so the sum below cannot wrap */
+	if (st->completed > st->arrived || st->rejected > st->arrived ||
+	    st->unfinished > st->arrived ||
+	    st->arrived != st->completed + st->rejected + st->unfinished)
 		return kvs_fail(KVS_ERR_PARSE, "%s: stats: arrived %llu is not completed %llu + "
 				"rejected %llu + unfinished %llu (not a run's figures)", file,
 				(unsigned long long)st->arrived, (unsigned long long)st->completed,
 				(unsigned long long)st->rejected, (unsigned long long)st->unfinished);
-	if (by != st->rejected)
+	if (wrap || by != st->rejected)
 		return kvs_fail(KVS_ERR_PARSE, "%s: stats.rejected_by: the reasons sum to %llu, "
 				"rejected is %llu", file, (unsigned long long)by,
 				(unsigned long long)st->rejected);

@@ -786,6 +786,11 @@ static void test_config_variants(void **state)
 	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
 			       "\"compressed-tensors\"}}", &m), KVS_OK);
 	assert_string_equal(m.quant_unread, "quant_method 'compressed-tensors'");
+	/* EXL2's fractional width: not read, said */
+	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
+			       "\"exl2\", \"bits\": 4.65}}", &m), KVS_OK);
+	assert_int_equal(m.weight_dtype, KVS_DTYPE_FP32);
+	assert_string_equal(m.quant_unread, "quant_method 'exl2', bits 4.65");
 	/* a width that is no width */
 	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
 			       "\"gptq\", \"bits\": 0}}", &m), KVS_ERR_PARSE);

@@ -144,6 +144,11 @@ has "$err" "bad/point-000000.json: stats: arrived" "a point whose accounting doe
 sed -i '0,/"completed": [0-9]*/s//"completed": -4/' bad2/point-000000.json
 kvs_run sweep 1 --from-plan other.json --merge bad2
 has "$err" "bad2/point-000000.json: stats.completed: expected a non-negative integer" "a negative count refused"
+"$KVSIM" sweep --from-plan other.json --points 0 --out bad3 -q || fail "bad3 point"
+awk 'f == 1 { sub(/[0-9]+/, "-1"); f = 2 } /"rejected_by": \[/ && !f { f = 1 } { print }' \
+	bad3/point-000000.json >bad3/p && mv bad3/p bad3/point-000000.json
+kvs_run sweep 1 --from-plan other.json --merge bad3
+has "$err" "bad3/point-000000.json: stats.rejected_by[0]: expected a non-negative integer" "a negative reason count refused"
 printf 'x' >>"$trace"
 kvs_run sweep 1 --from-plan plan.json --merge pts3
 has "$err" "not the plan's trace" "a changed trace refused"

@@ -81,7 +81,11 @@ run 0 --model llama-3-8b --kv-cache-dtype fp8 --json && {
 	[ "$(jget kv_bytes_per_token)" = 65536 ] || fail "llama-3-8b fp8: $(jget kv_bytes_per_token)"
 }
 run 0 --model llama-3-8b --kv-cache-dtype int4 --kv-quant-group 32 && has "$out" "quantisation scales" "int4 scales shown"
-run 2 --model llama-3-8b --kv-quant-group 32 && has "$err" "--kv-quant-group applies to fp8, int8 and int4 caches; this cache is bf16" "a scale group on an unquantised cache"
+# size's what-if rows use the group for their FP8 and INT4 caches whatever
+# the cache; a replay's cache is the one given
+run 0 --model llama-3-8b --kv-quant-group 32 && has "$out" "FP8 cache (scales per 32 elements)" "what-if rows with a group"
+kvs_run replay 2 -q --model llama-3-8b --kv-quant-group 32 &&
+	has "$err" "--kv-quant-group applies to fp8, int8 and int4 caches; this cache is bf16" "a scale group on an unquantised cache"
 run 0 --model "$ROOT/sizing/presets/models/qwen2.5-7b.json" --json && {
 	[ "$(jget kv_bytes_per_token)" = 57344 ] || fail "config path: $(jget kv_bytes_per_token)"
 }
