@@ -63,6 +63,18 @@ static void show_progress(void *ctx, size_t done, size_t total, const char *what
 	ps->shown = done != total;
 }
 
+/* A finding the page flags but draws: on stderr too, past the progress
+ * line when one is shown. */
+static void show_warning(void *ctx, const char *msg)
+{
+	struct progress_state *ps = ctx;
+	if (ps->shown) {
+		fputc('\n', stderr);
+		ps->shown = false;
+	}
+	fprintf(stderr, "kvsim report: warning: %s\n", msg);
+}
+
 int kvs_cmd_report(kvs_args *it)
 {
 	const char *pos;
@@ -120,6 +132,8 @@ int kvs_cmd_report(kvs_args *it)
 	const volatile sig_atomic_t *report_interrupt = kvs_cli_interrupt_install();
 	kvs_cli_hangup_install();
 	o.interrupt = report_interrupt;
+	o.warn = show_warning;
+	o.warn_ctx = &ps;
 	kvs_status st = kvs_report_write_files(inputs, n, outdir, &o);
 	kvs_free(inputs);
 	if (ps.shown)

@@ -114,6 +114,20 @@ kvs_status kvs_report_write(const char *const *json_texts,
 		if ((st = interrupted(&o, outdir)) != KVS_OK)
 			break;
 		st = rp_run_parse(json_texts[i], strlen(json_texts[i]), label, &runs[i]);
+		for (size_t k = 0; st == KVS_OK && o.warn && k < runs[i].npol; k++) {
+			const rp_policy *p = &runs[i].pol[k];
+			uint64_t sum;
+			if (!kvs_add_overflow(p->completed, p->rejected, &sum) &&
+			    !kvs_add_overflow(sum, p->unfinished, &sum) && sum == p->arrived)
+				continue;
+			char msg[256];
+			snprintf(msg, sizeof msg, "%s: policies.%.40s.accounting: arrived %llu is "
+				 "not completed %llu + rejected %llu + unfinished %llu (drawn, "
+				 "flagged on the page)", label, p->name,
+				 (unsigned long long)p->arrived, (unsigned long long)p->completed,
+				 (unsigned long long)p->rejected, (unsigned long long)p->unfinished);
+			o.warn(o.warn_ctx, msg);
+		}
 		if (n > 1)
 			snprintf(runs[i].prefix, sizeof runs[i].prefix, "run%zu-", i + 1);
 	}

@@ -571,6 +571,11 @@ static void test_bad_args_and_files(void **state)
 }
 
 /* A report that does not balance is flagged in the page, not hidden. */
+static void note_warning(void *ctx, const char *msg)
+{
+	snprintf(ctx, 512, "%s", msg);
+}
+
 static void test_accounting_mismatch(void **state)
 {
 	(void)state;
@@ -581,7 +586,15 @@ static void test_accounting_mismatch(void **state)
 		"\"memory_pct\":{\"token_states\":50,\"reservation\":0,\"internal_fragmentation\":0,"
 		"\"external_fragmentation\":0,\"cached_idle\":0,\"free\":40}}}}"
 	};
-	assert_int_equal(kvs_report_write(t, NULL, 1, dir, NULL), KVS_OK);
+	kvs_report_opts o;
+	kvs_report_opts_defaults(&o);
+	char said[512] = "";
+	o.warn = note_warning;
+	o.warn_ctx = said;
+	assert_int_equal(kvs_report_write(t, NULL, 1, dir, &o), KVS_OK);
+	/* said to the caller too, not only drawn */
+	assert_non_null(strstr(said, "run 1: policies.paged.accounting: arrived 10 is not "
+				    "completed 5 + rejected 1 + unfinished 1"));
 	char *html = read_html(dir);
 	assert_non_null(strstr(html, "does not balance"));
 	/* the six parts sum to 90, flagged too */

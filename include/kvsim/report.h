@@ -59,6 +59,11 @@ typedef struct kvs_report_opts {
 	 * step, and once it is non-zero the report stops, leaves outdir as it
 	 * was and returns KVS_END. */
 	const volatile sig_atomic_t *interrupt;
+	/* NULL (default), or called once per finding in an input that the
+	 * page flags but draws (an accounting that does not balance), with a
+	 * message naming the input and the policy; the library never prints */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
 } kvs_report_opts;
 
 /* Defaults: 1600 x 900, no title, no progress. */
