@@ -244,6 +244,7 @@ int kvs_cmd_trace(kvs_args *it)
 	const char *path = NULL, *out = NULL;
 	const char *json = NULL;
 	const char *pos;
+	bool seed_given = false;
 	while (kvs_args_next(it, &pos)) {
 		if (!it->flag) {
 			if (!kvs_args_one_positional(it, pos, &path, "trace"))
@@ -252,6 +253,7 @@ int kvs_cmd_trace(kvs_args *it)
 		}
 		if (kvs_args_help(it))
 			return KVS_EXIT_OK;
+		seed_given |= kvs_args_is(it, "--seed");
 		int r = kvs_cli_trace_arg(it, &o);
 		if (r < 0)
 			return KVS_EXIT_USAGE;
@@ -283,6 +285,10 @@ int kvs_cmd_trace(kvs_args *it)
 				     "%s --json' then summarises the written trace)", out);
 		return KVS_EXIT_USAGE;
 	}
+	/* the seed draws the Poisson re-timing's gaps, and nothing else */
+	if (seed_given && o.rate_mode != KVS_RATE_POISSON)
+		fprintf(stderr, "kvsim trace: warning: --seed has no effect without --rate-mode "
+			"poisson (it seeds the Poisson re-timing)\n");
 	if (!path)
 		path = kvs_trace_default_path();
 	const kvs_cli_path paths[] = {

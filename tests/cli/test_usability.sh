@@ -600,6 +600,9 @@ kvs_run replay 0 "$tmp/none.csv" -q --num-gpu-blocks-override 1 --summary-csv "$
 # sliding windows are sized by size, not honoured by the simulator: said
 kvs_run replay 0 -q --model mistral-7b --limit 5 && has "$err" "mistral-7b has a 4,096-token sliding window on 32 of its 32 layers; the simulator keeps every token's KV" "sliding window said"
 kvs_run replay 0 -q --model mistral-7b --limit 5 --max-model-len 4096 && case "$err" in *"sliding window"*) fail "window warned within it: $err";; esac
+# trace --seed seeds the Poisson re-timing only: said when there is none
+kvs_run trace 0 --seed 5 && has "$err" "--seed has no effect without --rate-mode poisson" "trace --seed alone"
+kvs_run trace 0 --seed 5 --rate 3 --rate-mode poisson && case "$err" in *"no effect"*) fail "trace --seed with poisson warned: $err";; esac
 # a placement for policies that place nothing: said; for one that does, not
 kvs_run replay 0 -q --placement buddy && has "$err" "--placement applies to the policies that place a contiguous region per sequence (max, pow2, oracle); paged ignores it" "placement for paged"
 kvs_run replay 0 -q --placement buddy --policy max && case "$err" in *"applies to the policies"*) fail "placement for max warned: $err";; esac
