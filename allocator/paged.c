@@ -470,8 +470,9 @@ static kvs_status paged_init(kvs_alloc *a)
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");
 	p->pool.nblocks_ = (uint32_t)n;
 	p->bs = c->block_size;
-	p->bs_pow2 = (p->bs & (p->bs - 1)) == 0;
-	p->bs_shift = (uint8_t)__builtin_ctz(p->bs);
+	unsigned shift;
+	p->bs_pow2 = kvs_pow2_shift(p->bs, &shift);
+	p->bs_shift = (uint8_t)shift;
 	p->block_bytes = bb;
 	p->leftover = c->budget_bytes - n * bb;
 	p->watermark = (uint32_t)(c->watermark * (double)n);

@@ -54,14 +54,12 @@ typedef struct paged {
  * several per request). */
 static inline uint64_t paged_block_of(const paged *p, uint64_t tok)
 {
-	return KVS_LIKELY(p->bs_pow2) ? tok >> p->bs_shift : tok / p->bs;
+	return kvs_div_p2(tok, p->bs, p->bs_shift, p->bs_pow2);
 }
 
 static inline uint64_t paged_blocks_for(const paged *p, uint64_t tokens)
 {
-	if (KVS_LIKELY(p->bs_pow2))
-		return (tokens >> p->bs_shift) + ((tokens & (p->bs - 1)) != 0);
-	return kvs_div_ceil(tokens, p->bs);
+	return kvs_div_ceil_p2(tokens, p->bs, p->bs_shift, p->bs_pow2);
 }
 
 /* The paged policy's grow (every case), called directly by kvs_alloc_grow

@@ -116,9 +116,8 @@ kvs_status kvs_report_write(const char *const *json_texts,
 		st = rp_run_parse(json_texts[i], strlen(json_texts[i]), label, &runs[i]);
 		for (size_t k = 0; st == KVS_OK && o.warn && k < runs[i].npol; k++) {
 			const rp_policy *p = &runs[i].pol[k];
-			uint64_t sum;
-			if (!kvs_add_overflow(p->completed, p->rejected, &sum) &&
-			    !kvs_add_overflow(sum, p->unfinished, &sum) && sum == p->arrived)
+			if (kvs_accounting_balances(p->arrived, p->completed, p->rejected,
+						    p->unfinished))
 				continue;
 			char msg[256];
 			snprintf(msg, sizeof msg, "%s: policies.%.40s.accounting: arrived %llu is "

@@ -159,11 +159,8 @@ static void accounting(FILE *f, const rp_run *run)
 		rp_fmt_count(c, sizeof c, (double)p->completed);
 		rp_fmt_count(r, sizeof r, (double)p->rejected);
 		rp_fmt_count(u, sizeof u, (double)p->unfinished);
-		/* sums in 64 bits with overflow checks: a wrap would fake a balance */
-		uint64_t sum;
-		bool ovf = kvs_add_overflow(p->completed, p->rejected, &sum) ||
-			   kvs_add_overflow(sum, p->unfinished, &sum);
-		bool ok = !ovf && sum == p->arrived;
+		bool ok = kvs_accounting_balances(p->arrived, p->completed, p->rejected,
+						  p->unfinished);
 		fprintf(f, "<p class=\"acct\">");
 		swatch(f, rp_policy_color(p->name));
 		fprintf(f, "<b>");

@@ -299,7 +299,7 @@ struct kvs_sim {
 	kvs_cost cost;
 	uint64_t budget, kvb;      /* bytes; per token bytes (per rank) */
 	uint32_t block_size, mml;
-	uint32_t bs_shift;         /* log2(block_size) when bs_pow2 */
+	unsigned bs_shift;         /* log2(block_size) when bs_pow2 */
 	bool bs_pow2;              /* block_size a power of two (bs_div) */
 	bool ran;
 
@@ -678,18 +678,17 @@ static uint64_t lz_table_step(const kvs_sim *s, const sreq *r);
  * of cycles, and the span and crossing paths take several per step). */
 static inline uint64_t bs_div(const kvs_sim *s, uint64_t x)
 {
-	return KVS_LIKELY(s->bs_pow2) ? x >> s->bs_shift : x / s->block_size;
+	return kvs_div_p2(x, s->block_size, s->bs_shift, s->bs_pow2);
 }
 
 static inline uint32_t bs_mod(const kvs_sim *s, uint64_t x)
 {
-	return (uint32_t)(KVS_LIKELY(s->bs_pow2) ? x & (s->block_size - 1)
-						 : x % s->block_size);
+	return (uint32_t)kvs_mod_p2(x, s->block_size, s->bs_pow2);
 }
 
 static inline uint64_t bs_ceil(const kvs_sim *s, uint64_t x)
 {
-	return bs_div(s, x) + (bs_mod(s, x) != 0);
+	return kvs_div_ceil_p2(x, s->block_size, s->bs_shift, s->bs_pow2);
 }
 
 static void lz_unregister(kvs_sim *s, sreq *r)
@@ -3476,8 +3475,7 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		return st;
 	}
 	s->block_size = cfg->deploy.block_size ? cfg->deploy.block_size : 16;
-	s->bs_pow2 = (s->block_size & (s->block_size - 1)) == 0;
-	s->bs_shift = (uint32_t)__builtin_ctz(s->block_size);
+	s->bs_pow2 = kvs_pow2_shift(s->block_size, &s->bs_shift);
 	kvs_alloc_config ac;
 	kvs_alloc_config_defaults(&ac);
 	ac.policy = cfg->policy;

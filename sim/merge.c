@@ -7,8 +7,9 @@
  * their buckets, so the merged quantiles are those of all the values
  * together); time-weighted figures are weighted by what they are shares
  * of: memory parts by pool bytes over the fleet's time (a replica that
- * ended earlier holds its last state until then), concurrency and waiting summed over replicas (each
- * replica's mean over its own time, carried to the fleet's time).  The time
+ * ended earlier holds its last state until then), concurrency and
+ * waiting summed over replicas (each replica's mean over its own time,
+ * carried to the fleet's time).  The time
  * series is summed at the coarsest sample interval of the replicas; a
  * replica that ended earlier keeps its last memory state and runs nothing.
  * Percentiles and maxima of concurrency and waiting come from that series

@@ -294,10 +294,7 @@ static kvs_status stats_from(const json_t *o, kvs_sim_stats *st, const char *fil
 		wrap |= st->rejected_by[i] > UINT64_MAX - by;
 		by += st->rejected_by[i];
 	}
-	/* each part at most arrived, so the sum below cannot wrap */
-	if (st->completed > st->arrived || st->rejected > st->arrived ||
-	    st->unfinished > st->arrived ||
-	    st->arrived != st->completed + st->rejected + st->unfinished)
+	if (!kvs_accounting_balances(st->arrived, st->completed, st->rejected, st->unfinished))
 		return kvs_fail(KVS_ERR_PARSE, "%s: stats: arrived %llu is not completed %llu + "
 				"rejected %llu + unfinished %llu (not a run's figures)", file,
 				(unsigned long long)st->arrived, (unsigned long long)st->completed,

@@ -112,6 +112,36 @@ static inline uint64_t kvs_div_ceil(uint64_t a, uint64_t b)
 {
 	return a / b + (a % b != 0);
 }
+/* Division by a divisor d fixed for a run (a block size): a shift and a
+ * mask when d is a power of two (*shift its log2, set by kvs_pow2_shift),
+ * the division otherwise.  A 64-bit division costs tens of cycles on some
+ * cores, and the engine's hot paths take several per step. */
+static inline bool kvs_pow2_shift(uint64_t d, unsigned *shift)
+{
+	*shift = d ? (unsigned)__builtin_ctzll(d) : 0;
+	return d && (d & (d - 1)) == 0;
+}
+static inline uint64_t kvs_div_p2(uint64_t x, uint64_t d, unsigned shift, bool pow2)
+{
+	return __builtin_expect(pow2, 1) ? x >> shift : x / d;
+}
+static inline uint64_t kvs_mod_p2(uint64_t x, uint64_t d, bool pow2)
+{
+	return __builtin_expect(pow2, 1) ? x & (d - 1) : x % d;
+}
+static inline uint64_t kvs_div_ceil_p2(uint64_t x, uint64_t d, unsigned shift, bool pow2)
+{
+	return kvs_div_p2(x, d, shift, pow2) + (kvs_mod_p2(x, d, pow2) != 0);
+}
+/* The accounting identity arrived = completed + rejected + unfinished, in
+ * checked arithmetic (a wrapped sum would fake a balance). */
+static inline bool kvs_accounting_balances(uint64_t arrived, uint64_t completed,
+					   uint64_t rejected, uint64_t unfinished)
+{
+	uint64_t sum;
+	return !kvs_add_overflow(completed, rejected, &sum) &&
+	       !kvs_add_overflow(sum, unfinished, &sum) && sum == arrived;
+}
 
 /* ---- host memory ----------------------------------------------------------
  * All host memory of the library goes through these, so that jemalloc (the
