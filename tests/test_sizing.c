@@ -763,34 +763,33 @@ static void test_config_variants(void **state)
 	assert_int_equal(d.weight_dtype, KVS_DTYPE_INT4);
 	assert_int_equal(d.kv_dtype, KVS_DTYPE_FP16);
 	assert_string_equal(m.quant_unread, "");
-	/* the other ways checkpoints say their width */
-	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
-			       "\"bitsandbytes\", \"load_in_4bit\": true}}", &m), KVS_OK);
-	assert_int_equal(m.weight_dtype, KVS_DTYPE_INT4);
-	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
-			       "\"bitsandbytes\", \"load_in_8bit\": true}}", &m), KVS_OK);
-	assert_int_equal(m.weight_dtype, KVS_DTYPE_INT8);
-	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
-			       "\"awq\", \"w_bit\": 4}}", &m), KVS_OK);
-	assert_int_equal(m.weight_dtype, KVS_DTYPE_INT4);
-	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
-			       "\"mxfp4\"}}", &m), KVS_OK);
-	assert_int_equal(m.weight_dtype, KVS_DTYPE_INT4);
-	assert_string_equal(m.quant_unread, "");
-	/* a width kvsim does not read: weights at the model's dtype, and
-	 * said (the CLI warns) */
-	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
-			       "\"gptq\", \"bits\": 3}}", &m), KVS_OK);
-	assert_int_equal(m.weight_dtype, KVS_DTYPE_FP32);
-	assert_string_equal(m.quant_unread, "quant_method 'gptq', bits 3");
-	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
-			       "\"compressed-tensors\"}}", &m), KVS_OK);
-	assert_string_equal(m.quant_unread, "quant_method 'compressed-tensors'");
-	/* EXL2's fractional width: not read, said */
-	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
-			       "\"exl2\", \"bits\": 4.65}}", &m), KVS_OK);
-	assert_int_equal(m.weight_dtype, KVS_DTYPE_FP32);
-	assert_string_equal(m.quant_unread, "quant_method 'exl2', bits 4.65");
+	/* the other ways checkpoints say their width, and the widths kvsim
+	 * does not read: weights at the model's dtype (FP32: "same as
+	 * dtype"), and said (the CLI warns) */
+	static const struct {
+		const char *quant;      /* the quantization_config's members */
+		kvs_dtype dtype;
+		const char *unread;
+	} qc[] = {
+		{ "\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": true", KVS_DTYPE_INT4, "" },
+		{ "\"quant_method\": \"bitsandbytes\", \"load_in_8bit\": true", KVS_DTYPE_INT8, "" },
+		{ "\"quant_method\": \"awq\", \"w_bit\": 4", KVS_DTYPE_INT4, "" },
+		{ "\"quant_method\": \"mxfp4\"", KVS_DTYPE_INT4, "" },
+		{ "\"quant_method\": \"gptq\", \"bits\": 3", KVS_DTYPE_FP32,
+		  "quant_method 'gptq', bits 3" },
+		{ "\"quant_method\": \"compressed-tensors\"", KVS_DTYPE_FP32,
+		  "quant_method 'compressed-tensors'" },
+		/* EXL2's fractional width */
+		{ "\"quant_method\": \"exl2\", \"bits\": 4.65", KVS_DTYPE_FP32,
+		  "quant_method 'exl2', bits 4.65" },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(qc); i++) {
+		char text[512];
+		snprintf(text, sizeof text, "{" BASE ", \"quantization_config\": {%s}}", qc[i].quant);
+		assert_int_equal(parse(text, &m), KVS_OK);
+		assert_int_equal(m.weight_dtype, qc[i].dtype);
+		assert_string_equal(m.quant_unread, qc[i].unread);
+	}
 	/* a width that is no width */
 	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": "
 			       "\"gptq\", \"bits\": 0}}", &m), KVS_ERR_PARSE);
