@@ -337,12 +337,6 @@ static const char *lat_cell(char buf[16], const kvs_sim_dist *d, double v, int p
 	return buf;
 }
 
-/* "p99 TTFT <= 2 s and p99 TPOT <= 0.1 s", "" without SLOs */
-static void slo_text(const kvs_sweep_config *c, char *slo, size_t n)
-{
-	kvs_slo_phrase(slo, n, c->slo_ttft_s, c->slo_tpot_s);
-}
-
 /* --gpu-hour-price: per row, as the replay/compare cost rows */
 static void print_cost(const kvs_sweep_result *R, FILE *f)
 {
@@ -387,7 +381,7 @@ static void print_table(const kvs_sweep_result *R, FILE *f)
 	const kvs_sweep_config *c = kvs_sweep_result_config(R);
 	bool slo = c->slo_ttft_s > 0 || c->slo_tpot_s > 0;
 	char slo_s[96];
-	slo_text(c, slo_s, sizeof slo_s);
+	kvs_slo_phrase(slo_s, sizeof slo_s, c->slo_ttft_s, c->slo_tpot_s);
 	fprintf(f, "%-10s %5s %7s %7s %10s %6s %7s %7s %8s %8s %8s %8s %8s %7s %8s %6s %6s %9s%s\n",
 		"policy", "block", "intfrag", "waste", "metadata", "prefix", "conc",
 		"conc", "queue", "TTFT", "TTFT", "TPOT", "TPOT", "req/s", "tok/s",
@@ -557,7 +551,7 @@ static int rates_mode(const opts *o, const kvs_request_set *set, const char *pat
 		const kvs_sweep_config *c = kvs_sweep_result_config(res[0]);
 		bool slo = c->slo_ttft_s > 0 || c->slo_tpot_s > 0;
 		char slo_s[96];
-		slo_text(c, slo_s, sizeof slo_s);
+		kvs_slo_phrase(slo_s, sizeof slo_s, c->slo_ttft_s, c->slo_tpot_s);
 		printf("kvsim sweep: %s, %llu requests at %zu rates (the trace's: %.4g requests/s); "
 		       "%s on %s (tp %u); %llu simulations\n", path,
 		       (unsigned long long)kvs_request_set_count(set), o->nrates, base, o->dep.d.model.name, o->dep.d.gpu.name,
