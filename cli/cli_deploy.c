@@ -324,6 +324,12 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 			"fp8, int8 or int4 for their stored width)\n", cmd, m.name, m.quant_unread,
 			kvs_dtype_name(d->weight_dtype));
 	}
+	if (m.wide_unread[0] && kvs_dtype_bits(d->weight_dtype) < 16)
+		/* a module kept at 16 bits that is no part kvsim counts apart
+		 * (an MLP, one projection): counted narrow, said */
+		fprintf(stderr, "kvsim %s: warning: %s: quantization_config keeps %s at 16 "
+			"bits, which kvsim does not count apart: counted at %s\n", cmd, m.name,
+			m.wide_unread, kvs_dtype_name(d->weight_dtype));
 	if (c->kv_dtype_arg && strcmp(c->kv_dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->kv_dtype_arg, &d->kv_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--kv-cache-dtype: %s", kvs_last_error());

@@ -61,6 +61,33 @@ static const char *scaled(uint64_t v, double base, const char *const u[6],
 }
 
 /* binary units for cache sizes (KiB, MiB, GiB, TiB) */
+/* ", embeddings/lm_head, attention at 16 bits": what a quantised
+ * checkpoint keeps wide (kvs_model_wide_params), a part kept in some
+ * layers only with their count. */
+static void wide_parts(const kvs_model *m, char *buf, size_t cap)
+{
+	const struct {
+		uint32_t n;
+		const char *what;
+	} parts[] = {
+		{ m->wide_attn_layers, "attention" },
+		{ m->wide_router_layers, "routers" },
+		{ m->wide_shared_layers, "shared experts" },
+	};
+	size_t len = (size_t)snprintf(buf, cap, ", embeddings%s",
+				      m->tie_word_embeddings || m->quant_lm_head ? "" : "/lm_head");
+	for (size_t i = 0; i < KVS_ARRAY_LEN(parts) && len < cap; i++) {
+		if (!parts[i].n)
+			continue;
+		len += (size_t)(parts[i].n < m->num_layers
+				? snprintf(buf + len, cap - len, ", %s (%u layers)", parts[i].what,
+					   parts[i].n)
+				: snprintf(buf + len, cap - len, ", %s", parts[i].what));
+	}
+	if (len < cap)
+		snprintf(buf + len, cap - len, " at 16 bits");
+}
+
 static const char *ibytes(uint64_t v, char *buf, size_t cap)
 {
 	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
@@ -446,10 +473,12 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	add(&t, lab, kvs_fmt_commas(s->usable_bytes, b1, sizeof b1), "%s",
 	    ibytes(s->usable_bytes, b2, sizeof b2));
 	snprintf(lab, sizeof lab, "- weights (%s)", kvs_dtype_name(d->weight_dtype));
+	char wide[160] = "";
+	if (kvs_dtype_bits(d->weight_dtype) < 16)
+		wide_parts(&d->model, wide, sizeof wide);
 	add(&t, lab, kvs_fmt_commas(s->weight_bytes, b1, sizeof b1), "%s%s%s",
 	    ibytes(s->weight_bytes, b2, sizeof b2),
-	    d->tp * d->pp > 1 ? ", this GPU's share" : "",
-	    kvs_dtype_bits(d->weight_dtype) < 16 ? ", embeddings/lm_head at 16 bits" : "");
+	    d->tp * d->pp > 1 ? ", this GPU's share" : "", wide);
 	char b3[32];
 	if (s->reserve_estimated) {
 		const char *cnt = "subtracted";

@@ -87,6 +87,32 @@ row "same log" "same" "KV cache memory (GiB)" 56.18 "$v" "kvsim size $c"
 v=$(printf '%s\n' "$j" | jgetn mem_bytes)
 v=$(awk -v b="$v" 'BEGIN { printf "%.2f", b / 2^30 }')
 row "same log" "H100 80GB HBM3" "total_gpu_memory (GiB)" 79.19 "$v" "kvsim size --gpu h100-80gb"
+for n in 120b 20b; do
+	c="--model tests/data/gpt-oss-$n.config.json --gpu h100-80gb"
+	j=$(size_json $c)
+	p=$(printf '%s\n' "$j" | jgetn num_params)
+	a=$(printf '%s\n' "$j" | jgetn num_active_params)
+	w=$(printf '%s\n' "$j" | jget weight_bytes)
+	if [ $n = 120b ]; then
+		row "OpenAI, gpt-oss-120b & gpt-oss-20b model card (2025), Table 1" \
+			"gpt-oss-120b: the shape fields of its config.json (36 layers, 128 experts of 2880, 64 heads, 8 kv heads, head_dim 64, vocabulary 201,088, untied); MXFP4 experts, modules_to_not_convert attention, routers, embeddings, head" \
+			"total parameters (B)" 116.8 "$(awk -v p="$p" 'BEGIN { printf "%.2f", p / 1e9 }')" "kvsim size $c"
+	else
+		row "same" "gpt-oss-20b: the same with 24 layers and 32 experts" \
+			"total parameters (B)" 20.9 "$(awk -v p="$p" 'BEGIN { printf "%.2f", p / 1e9 }')" "kvsim size $c"
+	fi
+	row "same" "same" "checkpoint size (GiB)" "$([ $n = 120b ] && echo 60.8 || echo 12.8)" \
+		"$(awk -v w="$w" 'BEGIN { printf "%.2f", w / 2^30 }')" "kvsim size $c"
+	# the card counts active parameters without the input embeddings
+	row "same" "same" "active parameters less the input embeddings (B)" \
+		"$([ $n = 120b ] && echo 5.1 || echo 3.6)" \
+		"$(awk -v a="$a" 'BEGIN { printf "%.2f", (a - 201088 * 2880) / 1e9 }')" "kvsim size $c"
+	[ $n = 120b ] && g120=$w
+done
+row "vLLM 0.14.1 start-up log on one H100 (vllm-project/vllm issue #33155), Triton MXFP4 MoE backend" \
+	"gpt-oss-120b, as above" "model loading memory (GiB)" 64.38 \
+	"$(awk -v w="$g120" 'BEGIN { printf "%.2f", w / 2^30 }')" \
+	"kvsim size --model tests/data/gpt-oss-120b.config.json --gpu h100-80gb"
 
 cat <<'EOF'
 
@@ -96,6 +122,17 @@ soft-cap temporaries).  The Llama-2-7b row comes from an older engine (V0,
 whose profile run differs, LoRA enabled): its activation peak (2.38 GiB) is
 above kvsim's V1 model (0.88 GiB with the sampler), so kvsim gives the
 pool about 2% more blocks.
+
+The gpt-oss rows check the parameter count from the config's shapes and
+the weight widths of a quantised checkpoint: experts at 4.25 bits, the
+modules its `quantization_config.modules_to_not_convert` lists at 16 bits
+(docs/SIZING.md). Counting those modules narrow too gave 59.37 GiB for
+gpt-oss-120b (-2.4%): 1.32 GiB less weight, a KV budget 16% too large
+on one H100 (9.36 GiB against 8.04 GiB at vLLM's defaults). vLLM's own
+figure for the loaded model is 3.7 GiB above the checkpoint: what its
+MXFP4 MoE kernels hold beyond the stored weights, which kvsim does not
+model; on that GPU, at vLLM's defaults, kvsim's KV budget is that much
+too large.
 
 ## PagedAttention paper (Kwon et al., SOSP 2023), Fig. 13a setting
 

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -231,6 +232,139 @@ static kvs_status parse_sliding(const cfg *c, const char *model_type, kvs_model 
 	return KVS_OK;
 }
 
+/* ---- modules a quantised checkpoint keeps at 16 bits ------------------------
+ * An entry of modules_to_not_convert (transformers' AWQ, MXFP4, FP8, and
+ * bitsandbytes), llm_int8_skip_modules (bitsandbytes) or ignore
+ * (compressed-tensors, "re:" for a regular expression) names a module by
+ * its path: "lm_head", "model.layers.*.self_attn", "model.layers.3.mlp.gate",
+ * "re:.*self_attn.*".  Its words (runs of letters, digits and '_') say
+ * which part: the first word that names one, and the layer: the first
+ * number before it (none: every layer).  A word after the part other than
+ * weight or bias names a piece of it (self_attn.q_proj): not read. */
+enum { WIDE_UNREAD = -1, WIDE_EMBED = 0, WIDE_LM_HEAD, WIDE_ATTN, WIDE_ROUTER, WIDE_SHARED };
+
+static int wide_word(const char *w, size_t n)
+{
+	static const struct {
+		const char *word;
+		int part;
+	} words[] = {
+		{ "lm_head", WIDE_LM_HEAD }, { "embed_tokens", WIDE_EMBED },
+		{ "embed_in", WIDE_EMBED }, { "wte", WIDE_EMBED }, { "wpe", WIDE_EMBED },
+		{ "word_embeddings", WIDE_EMBED }, { "embed_positions", WIDE_EMBED },
+		{ "self_attn", WIDE_ATTN }, { "attn", WIDE_ATTN }, { "attention", WIDE_ATTN },
+		{ "self_attention", WIDE_ATTN }, { "router", WIDE_ROUTER }, { "gate", WIDE_ROUTER },
+		{ "shared_expert", WIDE_SHARED }, { "shared_experts", WIDE_SHARED },
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(words); i++)
+		if (strlen(words[i].word) == n && memcmp(words[i].word, w, n) == 0)
+			return words[i].part;
+	return WIDE_UNREAD;
+}
+
+static bool word_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch >= '0' && ch <= '9') || ch == '_';
+}
+
+/* The part an entry names (WIDE_*), and its layer (UINT32_MAX: every). */
+static int wide_part(const char *s, uint32_t *layer)
+{
+	int part = WIDE_UNREAD;
+	*layer = UINT32_MAX;
+	if (strncmp(s, "re:", 3) == 0)
+		s += 3;
+	for (const char *p = s; *p;) {
+		if (!word_char(*p)) {
+			p++;
+			continue;
+		}
+		const char *w = p;
+		while (word_char(*p))
+			p++;
+		size_t n = (size_t)(p - w);
+		if (part != WIDE_UNREAD) {   /* a word after the part */
+			if ((n == 6 && memcmp(w, "weight", 6) == 0) ||
+			    (n == 4 && memcmp(w, "bias", 4) == 0))
+				continue;
+			return WIDE_UNREAD;
+		}
+		if (strspn(w, "0123456789") == n) {
+			if (*layer == UINT32_MAX && n <= 9)
+				*layer = (uint32_t)strtoul(w, NULL, 10);
+			continue;
+		}
+		part = wide_word(w, n);
+	}
+	return part;
+}
+
+/* The modules quantization_config q keeps unquantised (kvs_model.wide_*). */
+static kvs_status parse_wide(const cfg *c, json_t *q, kvs_model *m)
+{
+	static const char *const lists[] = { "modules_to_not_convert",
+					     "llm_int8_skip_modules", "ignore" };
+	uint32_t *count[] = { [WIDE_ATTN] = &m->wide_attn_layers,
+			      [WIDE_ROUTER] = &m->wide_router_layers,
+			      [WIDE_SHARED] = &m->wide_shared_layers };
+	uint8_t *marks = NULL;   /* [3][num_layers]: a layer named once */
+	uint32_t unread = 0;
+	kvs_status st = KVS_OK;
+	for (size_t li = 0; li < KVS_ARRAY_LEN(lists) && st == KVS_OK; li++) {
+		json_t *a = json_object_get(q, lists[li]);
+		if (!a || json_is_null(a))
+			continue;
+		if (!json_is_array(a)) {
+			st = kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.%s': "
+				      "expected a list of module names", c->path, lists[li]);
+			break;
+		}
+		for (size_t i = 0; i < json_array_size(a); i++) {
+			const char *s = json_string_value(json_array_get(a, i));
+			if (!s) {
+				st = kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.%s"
+					      "[%zu]': expected a module name (a string)",
+					      c->path, lists[li], i);
+				break;
+			}
+			uint32_t layer;
+			int part = wide_part(s, &layer);
+			if (part == WIDE_LM_HEAD)
+				m->quant_lm_head = false;
+			if (part < WIDE_ATTN) {
+				if (part == WIDE_UNREAD && unread++ == 0)
+					snprintf(m->wide_unread, sizeof m->wide_unread,
+						 "'%.40s'", s);
+				continue;
+			}
+			uint32_t *n = count[part];
+			if (layer == UINT32_MAX) {
+				*n = m->num_layers;
+				continue;
+			}
+			if (layer >= m->num_layers)
+				continue;   /* no such layer: nothing to keep */
+			if (!marks && !(marks = calloc(3, m->num_layers))) {
+				st = kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->path);
+				break;
+			}
+			uint8_t *mk = &marks[(size_t)(part - WIDE_ATTN) * m->num_layers + layer];
+			if (!*mk && *n < m->num_layers) {
+				*mk = 1;
+				++*n;
+			}
+		}
+	}
+	free(marks);
+	if (unread > 1) {
+		size_t len = strlen(m->wide_unread);
+		snprintf(m->wide_unread + len, sizeof m->wide_unread - len,
+			 " and %u more", unread - 1);
+	}
+	return st;
+}
+
 /* Weight storage from quantization_config, if any. */
 static kvs_status parse_quant(const cfg *c, kvs_model *m)
 {
@@ -277,7 +411,7 @@ static kvs_status parse_quant(const cfg *c, kvs_model *m)
 		return kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.lm_head': "
 				"expected true or false", c->path);
 	m->quant_lm_head = lm && json_is_true(lm);
-	return KVS_OK;
+	return parse_wide(c, q, m);
 }
 
 /* The attention shape: layers, heads, hidden, kv heads, MLA, head_dim. */
@@ -642,8 +776,11 @@ static uint64_t mlp_params(const kvs_model *m, acc *a, uint64_t inter)
 	return r.v;
 }
 
-static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active)
+static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active,
+		     kvs_param_parts *parts)
 {
+	if (parts)
+		*parts = (kvs_param_parts){ 0, 0, 0 };
 	acc t = { 0, false };
 	uint64_t h = m->hidden_size, heads = m->num_heads, hd = m->head_dim;
 	uint64_t kv = m->num_kv_heads ? m->num_kv_heads : heads;
@@ -687,6 +824,8 @@ static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active)
 	}
 	if (m->qk_norm)
 		add(&l, 2 * hd);
+	if (parts)
+		parts->attn = l.ovf ? UINT64_MAX : l.v;
 	addmul(&l, m->norms_per_layer ? m->norms_per_layer : 2, norm);
 	uint64_t attn = l.v;
 	t.ovf |= l.ovf;
@@ -701,8 +840,13 @@ static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active)
 	acc a = t;
 	if (moe_layers) {
 		acc c = { attn, false };     /* attention, shared experts, router */
-		add(&c, mlp_params(m, &c, m->shared_expert_intermediate_size));
+		uint64_t shared = mlp_params(m, &c, m->shared_expert_intermediate_size);
+		add(&c, shared);
 		addmul(&c, h, m->num_experts);
+		if (parts) {
+			parts->shared = shared;
+			parts->router = mul(&c, h, m->num_experts);
+		}
 		uint64_t expert = mlp_params(m, &c, m->moe_intermediate_size);
 		acc all = c, act = c;
 		addmul(&all, m->num_experts, expert);
@@ -719,13 +863,38 @@ static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active)
 uint64_t kvs_model_estimate_params(const kvs_model *m)
 {
 	uint64_t t, a;
-	estimate(m, &t, &a);
+	estimate(m, &t, &a, NULL);
 	return t;
 }
 
 uint64_t kvs_model_estimate_active_params(const kvs_model *m)
 {
 	uint64_t t, a;
-	estimate(m, &t, &a);
+	estimate(m, &t, &a, NULL);
 	return a;
+}
+
+void kvs_model_param_parts(const kvs_model *m, kvs_param_parts *out)
+{
+	uint64_t t, a;
+	estimate(m, &t, &a, out);
+}
+
+uint64_t kvs_model_wide_params(const kvs_model *m)
+{
+	kvs_param_parts pp;
+	kvs_model_param_parts(m, &pp);
+	acc w = { 0, false };
+	uint64_t emb = mul(&w, m->vocab_size, m->hidden_size);
+	add(&w, m->tie_word_embeddings || m->quant_lm_head ? emb : 2 * emb);
+	/* routers and shared experts are in the MoE layers only */
+	uint64_t moe = m->num_experts && m->first_dense_layers < m->num_layers
+		       ? m->num_layers - m->first_dense_layers : 0;
+	addmul(&w, m->wide_attn_layers < m->num_layers ? m->wide_attn_layers : m->num_layers,
+	       pp.attn);
+	addmul(&w, m->wide_router_layers < moe ? m->wide_router_layers : moe, pp.router);
+	addmul(&w, m->wide_shared_layers < moe ? m->wide_shared_layers : moe, pp.shared);
+	/* a parameter count below these (a config's own num_parameters) has
+	 * them all at the narrow width, as one without them */
+	return w.ovf || w.v >= m->num_params ? 0 : w.v;
 }

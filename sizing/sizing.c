@@ -178,15 +178,11 @@ kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
 		return kvs_fail(KVS_ERR_INVALID, "unknown weight data type %d", (int)weight_dtype);
 	if (tp == 0 || pp == 0)
 		return kvs_fail(KVS_ERR_INVALID, "tp and pp must be at least 1");
-	/* quantised checkpoints keep the embeddings, and the LM head unless
-	 * quantization_config says lm_head, at 16 bits (vLLM's
-	 * VocabParallelEmbedding and ParallelLMHead stay unquantised) */
-	uint64_t wide = 0;
-	if (bits < 16) {
-		uint64_t emb = (uint64_t)m->vocab_size * m->hidden_size; /* < 2^64 */
-		uint64_t n16 = m->tie_word_embeddings || m->quant_lm_head ? emb : 2 * emb;
-		wide = n16 < m->num_params ? n16 : 0;
-	}
+	/* quantised checkpoints keep the embeddings, the LM head unless
+	 * quantization_config says lm_head (vLLM's VocabParallelEmbedding and
+	 * ParallelLMHead stay unquantised), and the parts its
+	 * modules_to_not_convert names, at 16 bits */
+	uint64_t wide = bits < 16 ? kvs_model_wide_params(m) : 0;
 	uint64_t narrow = m->num_params - wide;
 	uint64_t pbits, bytes, ranks;
 	if (kvs_mul_overflow(narrow, bits, &pbits))

@@ -693,6 +693,89 @@ static void test_config_text(void **state)
 	assert_non_null(strstr(kvs_last_error(), "o.json: field 'max_position_embeddings'"));
 }
 
+/* Modules a quantised checkpoint keeps at 16 bits (modules_to_not_convert
+ * and its kin), on a 4-layer Mixtral-shaped MoE whose figures are derived
+ * by hand: hidden 512, 8 heads of 64 (no GQA), 4 experts of 1024, vocab
+ * 1000, untied.
+ *   attention per layer  q, k, v, o = 4 x 512 x 512          = 1,048,576
+ *   router per layer     512 x 4                             =     2,048
+ *   experts per layer    4 x 3 x 512 x 1024                  = 6,291,456
+ *   norms per layer      2 x 512                             =     1,024
+ *   embeddings + head    2 x 1000 x 512 = 1,024,000, final norm 512
+ *   total  1,024,512 + 4 x 7,343,104                         = 30,396,928 */
+#define MOE4 "\"model_type\": \"mixtral\", \"num_hidden_layers\": 4, " \
+	     "\"num_attention_heads\": 8, \"hidden_size\": 512, \"intermediate_size\": 1024, " \
+	     "\"vocab_size\": 1000, \"num_local_experts\": 4, \"num_experts_per_tok\": 2"
+
+static void test_quant_wide_modules(void **state)
+{
+	(void)state;
+	kvs_model m;
+	kvs_param_parts pp;
+	uint64_t w;
+	/* gpt-oss's list: attention and routers of every layer, the
+	 * embeddings and the head */
+	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"mxfp4\", "
+			       "\"modules_to_not_convert\": [\"model.layers.*.self_attn\", "
+			       "\"model.layers.*.block_sparse_moe.gate\", \"model.embed_tokens\", "
+			       "\"lm_head\"]}}", &m), KVS_OK);
+	assert_int_equal(m.num_params, 30396928);
+	kvs_model_param_parts(&m, &pp);
+	assert_int_equal(pp.attn, 1048576);
+	assert_int_equal(pp.router, 2048);
+	assert_int_equal(pp.shared, 0);
+	assert_int_equal(m.wide_attn_layers, 4);
+	assert_int_equal(m.wide_router_layers, 4);
+	assert_int_equal(m.wide_shared_layers, 0);
+	assert_string_equal(m.wide_unread, "");
+	/* wide: 1,024,000 + 4 x 1,048,576 + 4 x 2,048 = 5,226,496; narrow
+	 * 25,170,432 at 4 bits (12,585,216 B) with 196,644 groups of 128 x
+	 * 4 B (786,576 B); wide x 2 B = 10,452,992 B */
+	assert_int_equal(kvs_model_wide_params(&m), 5226496);
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_INT4, 1, 1, &w), KVS_OK);
+	assert_int_equal(w, 12585216 + 786576 + 10452992);
+	/* unquantised weights: the list changes nothing */
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_FP16, 1, 1, &w), KVS_OK);
+	assert_int_equal(w, 2 * 30396928);
+
+	/* layers named one by one: each once, a layer past the model's none,
+	 * a regular expression's layer read from its words */
+	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"awq\", "
+			       "\"bits\": 4, \"modules_to_not_convert\": [\"model.layers.1.self_attn\", "
+			       "\"model.layers.1.self_attn\", \"model.layers.9.self_attn\", "
+			       "\"re:.*layers[.]2[.]self_attn.*\"]}}", &m), KVS_OK);
+	assert_int_equal(m.wide_attn_layers, 2);
+	assert_int_equal(m.wide_router_layers, 0);
+	assert_int_equal(kvs_model_wide_params(&m), 1024000 + 2 * 1048576);
+
+	/* what names no part kvsim counts apart (an MLP, one projection) is
+	 * counted narrow and said; bitsandbytes' own list; lm_head listed
+	 * keeps the head wide though GPTQ's flag quantises it */
+	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": "
+			       "\"bitsandbytes\", \"load_in_4bit\": true, \"llm_int8_skip_modules\": "
+			       "[\"model.layers.0.mlp\", \"model.layers.*.self_attn.q_proj\", "
+			       "\"shared_expert\"]}}", &m), KVS_OK);
+	assert_int_equal(m.wide_attn_layers, 0);
+	assert_int_equal(m.wide_shared_layers, 4);
+	assert_string_equal(m.wide_unread, "'model.layers.0.mlp' and 1 more");
+	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"gptq\", "
+			       "\"bits\": 4, \"lm_head\": true, \"modules_to_not_convert\": "
+			       "[\"lm_head\"]}}", &m), KVS_OK);
+	assert_false(m.quant_lm_head);
+	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"gptq\", "
+			       "\"bits\": 4, \"lm_head\": true}}", &m), KVS_OK);
+	assert_true(m.quant_lm_head);
+	assert_int_equal(kvs_model_wide_params(&m), 512000);
+
+	/* a list that is no list, a name that is no string */
+	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"mxfp4\", "
+			       "\"modules_to_not_convert\": \"lm_head\"}}", &m), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "quantization_config.modules_to_not_convert"));
+	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"mxfp4\", "
+			       "\"ignore\": [\"lm_head\", 3]}}", &m), KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "quantization_config.ignore[1]"));
+}
+
 static void test_config_variants(void **state)
 {
 	(void)state;
@@ -1126,6 +1209,7 @@ int main(void)
 		cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_config_text),
 		cmocka_unit_test(test_config_variants),
+		cmocka_unit_test(test_quant_wide_modules),
 		cmocka_unit_test(test_parse_bytes),
 		cmocka_unit_test(test_shrinks),
 		cmocka_unit_test(test_long_context_advice),

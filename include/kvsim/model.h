@@ -96,6 +96,19 @@ typedef struct kvs_model {
 					  * width kvsim does not read ("quant_method
 					  * 'x', bits 3"): weights then count at the
 					  * model's dtype; "" when none or read */
+	/* ---- appended ---- */
+	/* Parts a quantised checkpoint keeps at 16 bits, from
+	 * quantization_config's modules_to_not_convert, llm_int8_skip_modules
+	 * or ignore, in layers: an entry for every layer ("model.layers.*.
+	 * self_attn", "re:.*self_attn.*", "self_attn") counts num_layers, one
+	 * naming layer i counts that layer once.  lm_head there clears
+	 * quant_lm_head; the embeddings stay at 16 bits regardless. */
+	uint32_t wide_attn_layers;       /* attention projections (q, k, v, o) */
+	uint32_t wide_router_layers;     /* MoE routers (gate, router) */
+	uint32_t wide_shared_layers;     /* MoE shared experts */
+	char wide_unread[64];            /* first such entry that names no
+					  * part kvsim counts apart (an MLP, a
+					  * norm), counted quantised; "" none */
 } kvs_model;
 
 typedef struct kvs_gpu {
@@ -308,6 +321,22 @@ uint64_t kvs_model_estimate_params(const kvs_model *m);
 /* Parameters touched per token: shared parts plus num_experts_per_tok
  * routed experts (== the total for dense models). */
 uint64_t kvs_model_estimate_active_params(const kvs_model *m);
+/* One layer's parameters in the parts a quantised checkpoint may keep at
+ * 16 bits (kvs_model.wide_*_layers): the attention projections with their
+ * biases and q/k norms, an MoE layer's router, its shared experts (0 for
+ * a dense model). */
+typedef struct kvs_param_parts {
+	uint64_t attn;
+	uint64_t router;
+	uint64_t shared;
+} kvs_param_parts;
+void kvs_model_param_parts(const kvs_model *m, kvs_param_parts *out);
+/* Of the num_params, how many a quantised checkpoint keeps at 16 bits:
+ * the embeddings, the LM head unless quant_lm_head, and the wide parts
+ * (kvs_model.wide_*; routers and shared experts in the MoE layers only);
+ * 0 when that is not below num_params (a config's own count too small
+ * to hold them). */
+uint64_t kvs_model_wide_params(const kvs_model *m);
 
 /* Everything `kvsim size` prints, per rank: validates the deployment
  * (tp must divide the kv heads or be a multiple of them, pp <= layers,

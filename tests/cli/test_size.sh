@@ -366,6 +366,26 @@ run 0 --model llama-3-70b --gpu h100-80gb --context 128K --max-model-len 128K &&
 	has "$out" "tp 16 pp 4  (64 GPUs)" "64 GPUs listed"
 }
 
+# ---- modules a quantised checkpoint keeps at 16 bits -------------------------
+# tests/data/gpt-oss-120b.config.json: the shape fields of gpt-oss-120b's
+# config.json (NVIDIA Megatron-Bridge's model page gives the same; 116.8B
+# parameters in OpenAI's model card), MXFP4 experts, attention and routers
+# kept at bf16 by modules_to_not_convert.  Everything but the embeddings
+# at 4.25 bits is 63,745,386,572 B; attention (2880 x 4096 x 2 + 2880 x 512 x 2 =
+# 26,542,080 a layer) and routers (2880 x 128 = 368,640) over 36 layers,
+# 968,785,920 parameters, at 2 B instead of 0.53125 B add 1,422,904,320 B.
+run 0 --model "$ROOT/tests/data/gpt-oss-120b.config.json" --gpu h100-80gb && {
+	has "$out" "116,789,048,640 parameters" "gpt-oss-120b parameters"
+	has "$out" "65,168,290,892  60.69 GiB, embeddings/lm_head, attention, routers at 16 bits" \
+		"modules_to_not_convert kept wide"
+	[ -z "$err" ] || fail "gpt-oss config warned: $err"
+}
+sed 's|"lm_head"|"lm_head", "model.layers.0.mlp"|' "$ROOT/tests/data/gpt-oss-120b.config.json" \
+	>"$tmp/goss-mlp.json"
+run 0 --model "$tmp/goss-mlp.json" --gpu h100-80gb &&
+	has "$err" "quantization_config keeps 'model.layers.0.mlp' at 16 bits, which kvsim does not count apart: counted at int4" \
+		"an MLP kept wide is said"
+
 # ---- the examples of README.md and docs/SIZING.md ----------------------------
 run 0 --model llama-2-7b --gpu a100-80gb --context 4000 && {
 	has "$out" "524,288" "README tour: bytes per token"
