@@ -52,6 +52,14 @@ static json_t *model_jt(const kvs_model *m)
 	set(o, "num_experts_per_tok", jint(m->num_experts_per_tok));
 	set(o, "kv_lora_rank", jint(m->kv_lora_rank));
 	set(o, "qk_rope_head_dim", jint(m->qk_rope_head_dim));
+	if (m->wide_attn_layers || m->wide_router_layers || m->wide_shared_layers) {
+		/* what a quantised checkpoint keeps at 16 bits, in layers */
+		json_t *w = json_object();
+		set(w, "attention_layers", jint(m->wide_attn_layers));
+		set(w, "router_layers", jint(m->wide_router_layers));
+		set(w, "shared_expert_layers", jint(m->wide_shared_layers));
+		set(o, "kept_16bit", w);
+	}
 	return o;
 }
 

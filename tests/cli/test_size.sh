@@ -380,6 +380,14 @@ run 0 --model "$ROOT/tests/data/gpt-oss-120b.config.json" --gpu h100-80gb && {
 		"modules_to_not_convert kept wide"
 	[ -z "$err" ] || fail "gpt-oss config warned: $err"
 }
+run 0 --model "$ROOT/tests/data/gpt-oss-120b.config.json" --gpu h100-80gb --json && {
+	has "$out" '"attention_layers": 36' "kept_16bit in JSON"
+	has "$out" '"router_layers": 36' "kept_16bit in JSON"
+	has "$out" '"weight_bytes": 65168290892' "weight bytes in JSON"
+}
+run 0 --model llama-3-8b --json && case "$out" in
+	*kept_16bit*) fail "kept_16bit without a quantised checkpoint" ;;
+esac
 sed 's|"lm_head"|"lm_head", "model.layers.0.mlp"|' "$ROOT/tests/data/gpt-oss-120b.config.json" \
 	>"$tmp/goss-mlp.json"
 run 0 --model "$tmp/goss-mlp.json" --gpu h100-80gb &&
