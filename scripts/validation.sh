@@ -88,14 +88,14 @@ v=$(printf '%s\n' "$j" | jgetn mem_bytes)
 v=$(awk -v b="$v" 'BEGIN { printf "%.2f", b / 2^30 }')
 row "same log" "H100 80GB HBM3" "total_gpu_memory (GiB)" 79.19 "$v" "kvsim size --gpu h100-80gb"
 for n in 120b 20b; do
-	c="--model tests/data/gpt-oss-$n.config.json --gpu h100-80gb"
+	c="--model gpt-oss-$n --gpu h100-80gb"
 	j=$(size_json $c)
 	p=$(printf '%s\n' "$j" | jgetn num_params)
 	a=$(printf '%s\n' "$j" | jgetn num_active_params)
 	w=$(printf '%s\n' "$j" | jget weight_bytes)
 	if [ $n = 120b ]; then
 		row "OpenAI, gpt-oss-120b & gpt-oss-20b model card (2025), Table 1" \
-			"gpt-oss-120b: the shape fields of its config.json (36 layers, 128 experts of 2880, 64 heads, 8 kv heads, head_dim 64, vocabulary 201,088, untied); MXFP4 experts, modules_to_not_convert attention, routers, embeddings, head" \
+			"gpt-oss-120b preset: the shape fields of its config.json (36 layers, 128 experts of 2880, 64 heads, 8 kv heads, head_dim 64, vocabulary 201,088, untied); MXFP4 experts, modules_to_not_convert attention, routers, embeddings, head" \
 			"total parameters (B)" 116.8 "$(awk -v p="$p" 'BEGIN { printf "%.2f", p / 1e9 }')" "kvsim size $c"
 	else
 		row "same" "gpt-oss-20b: the same with 24 layers and 32 experts" \
@@ -112,7 +112,7 @@ done
 row "vLLM 0.14.1 start-up log on one H100 (vllm-project/vllm issue #33155), Triton MXFP4 MoE backend" \
 	"gpt-oss-120b, as above" "model loading memory (GiB)" 64.38 \
 	"$(awk -v w="$g120" 'BEGIN { printf "%.2f", w / 2^30 }')" \
-	"kvsim size --model tests/data/gpt-oss-120b.config.json --gpu h100-80gb"
+	"kvsim size --model gpt-oss-120b --gpu h100-80gb"
 
 cat <<'EOF'
 

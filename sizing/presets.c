@@ -28,6 +28,7 @@ static const char *const model_names[] = {
 	"opt-13b", "opt-66b",
 	"gemma-2-9b", "gemma-2-27b",
 	"deepseek-v3",
+	"gpt-oss-20b", "gpt-oss-120b",
 	NULL,
 };
 

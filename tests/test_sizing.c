@@ -124,6 +124,17 @@ static const struct ref refs[] = {
 	{ "gemma-2-9b", 42, 16, 8, 256, 3584, 8192, 9241705984ull, 344064 },
 	{ "gemma-2-27b", 46, 32, 16, 128, 4608, 8192, 27227128320ull, 376832 },
 	{ "deepseek-v3", 61, 128, 128, 192, 7168, 163840, 0, 70272 },
+	/* not in the reference table: the shape fields of OpenAI's configs
+	 * (NVIDIA Megatron-Bridge's model page gives the same).  Parameters
+	 * by hand, 120b: embeddings and head 2 x 201088 x 2880 =
+	 * 1,158,266,880, final norm 2,880, a layer's attention 2 x 2880 x
+	 * 4096 + 2 x 2880 x 512 = 26,542,080, its norms 5,760, router 2880 x
+	 * 128 = 368,640, experts 128 x 3 x 2880 x 2880 = 3,185,049,600: 36
+	 * layers of 3,211,966,080 and the rest, 116,789,048,640 (the model
+	 * card's 116.8B); 20b: 24 layers with 32 experts, 20,907,927,360
+	 * (20.9B). */
+	{ "gpt-oss-20b", 24, 64, 8, 64, 2880, 131072, 20907927360ull, 49152 },
+	{ "gpt-oss-120b", 36, 64, 8, 64, 2880, 131072, 116789048640ull, 73728 },
 };
 
 static void test_presets_match_reference(void **state)
@@ -1126,8 +1137,8 @@ static void test_invariants(void **state)
 			checked++;
 		}
 	}
-	/* all but Qwen2.5-7B at tp 8 */
-	assert_int_equal(checked, (17 * 3 - 1) * 5 * 11 * 3);
+	/* 19 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
+	assert_int_equal(checked, (19 * 3 - 1) * 5 * 11 * 3);
 }
 
 /* A bad unit inside a GPU preset: the message keeps the unit error (the

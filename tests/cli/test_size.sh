@@ -367,20 +367,19 @@ run 0 --model llama-3-70b --gpu h100-80gb --context 128K --max-model-len 128K &&
 }
 
 # ---- modules a quantised checkpoint keeps at 16 bits -------------------------
-# tests/data/gpt-oss-120b.config.json: the shape fields of gpt-oss-120b's
-# config.json (NVIDIA Megatron-Bridge's model page gives the same; 116.8B
-# parameters in OpenAI's model card), MXFP4 experts, attention and routers
-# kept at bf16 by modules_to_not_convert.  Everything but the embeddings
-# at 4.25 bits is 63,745,386,572 B; attention (2880 x 4096 x 2 + 2880 x 512 x 2 =
+# The gpt-oss-120b preset (the shape fields of its published config.json):
+# MXFP4 experts, attention and routers kept at bf16 by
+# modules_to_not_convert.  Everything but the embeddings at 4.25 bits is
+# 63,745,386,572 B; attention (2880 x 4096 x 2 + 2880 x 512 x 2 =
 # 26,542,080 a layer) and routers (2880 x 128 = 368,640) over 36 layers,
 # 968,785,920 parameters, at 2 B instead of 0.53125 B add 1,422,904,320 B.
-run 0 --model "$ROOT/tests/data/gpt-oss-120b.config.json" --gpu h100-80gb && {
+run 0 --model gpt-oss-120b --gpu h100-80gb && {
 	has "$out" "116,789,048,640 parameters" "gpt-oss-120b parameters"
 	has "$out" "65,168,290,892  60.69 GiB, embeddings/lm_head, attention, routers at 16 bits" \
 		"modules_to_not_convert kept wide"
 	[ -z "$err" ] || fail "gpt-oss config warned: $err"
 }
-run 0 --model "$ROOT/tests/data/gpt-oss-120b.config.json" --gpu h100-80gb --json && {
+run 0 --model gpt-oss-120b --gpu h100-80gb --json && {
 	has "$out" '"attention_layers": 36' "kept_16bit in JSON"
 	has "$out" '"router_layers": 36' "kept_16bit in JSON"
 	has "$out" '"weight_bytes": 65168290892' "weight bytes in JSON"
@@ -388,7 +387,7 @@ run 0 --model "$ROOT/tests/data/gpt-oss-120b.config.json" --gpu h100-80gb --json
 run 0 --model llama-3-8b --json && case "$out" in
 	*kept_16bit*) fail "kept_16bit without a quantised checkpoint" ;;
 esac
-sed 's|"lm_head"|"lm_head", "model.layers.0.mlp"|' "$ROOT/tests/data/gpt-oss-120b.config.json" \
+sed 's|"lm_head"|"lm_head", "model.layers.0.mlp"|' "$ROOT/sizing/presets/models/gpt-oss-120b.json" \
 	>"$tmp/goss-mlp.json"
 run 0 --model "$tmp/goss-mlp.json" --gpu h100-80gb &&
 	has "$err" "quantization_config keeps 'model.layers.0.mlp' at 16 bits, which kvsim does not count apart: counted at int4" \
