@@ -116,16 +116,25 @@ kvs_status kvs_report_write(const char *const *json_texts,
 		st = rp_run_parse(json_texts[i], strlen(json_texts[i]), label, &runs[i]);
 		for (size_t k = 0; st == KVS_OK && o.warn && k < runs[i].npol; k++) {
 			const rp_policy *p = &runs[i].pol[k];
-			if (kvs_accounting_balances(p->arrived, p->completed, p->rejected,
-						    p->unfinished))
-				continue;
 			char msg[256];
-			snprintf(msg, sizeof msg, "%s: policies.%.40s.accounting: arrived %llu is "
-				 "not completed %llu + rejected %llu + unfinished %llu (drawn, "
-				 "flagged on the page)", label, p->name,
-				 (unsigned long long)p->arrived, (unsigned long long)p->completed,
-				 (unsigned long long)p->rejected, (unsigned long long)p->unfinished);
-			o.warn(o.warn_ctx, msg);
+			double sum;
+			if (!kvs_accounting_balances(p->arrived, p->completed, p->rejected,
+						     p->unfinished)) {
+				snprintf(msg, sizeof msg, "%s: policies.%.40s.accounting: arrived "
+					 "%llu is not completed %llu + rejected %llu + unfinished "
+					 "%llu (drawn, flagged on the page)", label, p->name,
+					 (unsigned long long)p->arrived,
+					 (unsigned long long)p->completed,
+					 (unsigned long long)p->rejected,
+					 (unsigned long long)p->unfinished);
+				o.warn(o.warn_ctx, msg);
+			}
+			if (!rp_parts_whole(p, &sum)) {
+				snprintf(msg, sizeof msg, "%s: policies.%.40s.memory_pct: the six "
+					 "parts sum to %.2f %%, not 100 (drawn, flagged on the page)",
+					 label, p->name, sum);
+				o.warn(o.warn_ctx, msg);
+			}
 		}
 		if (n > 1)
 			snprintf(runs[i].prefix, sizeof runs[i].prefix, "run%zu-", i + 1);

@@ -203,13 +203,12 @@ static void memory_bars(FILE *f, const rp_run *run)
 		for (int k = 0; k < RP_NPARTS; k++) {
 			char hx[8];
 			double v = fmax(p->mem[k], 0);
-			sum += p->mem[k];
 			rp_rgb_hex(rp_part_color(k), hx);
 			fprintf(f, "<span style=\"width:%.3f%%;background:%s\" title=\"%s %.1f%%\"></span>",
 				fmin(v, 100), hx, rp_part_label[k], p->mem[k]);
 		}
 		/* the six parts partition the budget: flag a report where they do not */
-		bool ok = fabs(sum - 100) <= 0.05;
+		bool ok = rp_parts_whole(p, &sum);
 		fprintf(f, "</div></td><td%s>%.1f %%</td></tr>\n",
 			ok ? "" : " class=\"bad\" title=\"the six parts should sum to 100 %\"", sum);
 	}

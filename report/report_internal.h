@@ -11,6 +11,7 @@
 #ifndef KVSIM_REPORT_INTERNAL_H
 #define KVSIM_REPORT_INTERNAL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -99,6 +100,18 @@ typedef struct rp_policy {
 	rp_cdf cdf;                  /* n == 0 when absent */
 	double cost[RP_NCOST];       /* dollars; NAN when absent */
 } rp_policy;
+
+/* The six memory parts share the KV pool: true when their sum (in *sum)
+ * is 100 % to the file's rounding.  The page flags, and kvs_report_write
+ * says, a policy where it is not. */
+static inline bool rp_parts_whole(const rp_policy *p, double *sum)
+{
+	double t = 0;
+	for (int k = 0; k < RP_NPARTS; k++)
+		t += p->mem[k];
+	*sum = t;
+	return fabs(t - 100) <= 0.05;
+}
 
 /* ---- a sweep run ---------------------------------------------------------- */
 enum {

@@ -148,18 +148,39 @@ static kvs_status get_num(const pctx *c, const json_t *parent, const char *path,
 }
 
 /* A figure kvsim writes (a share, a time, a rate, a size, a cost, a
- * ratio): a number >= 0 when present, NAN when absent or null.  A negative
- * one is no run's, and is refused rather than drawn. */
-static kvs_status get_fig(const pctx *c, const json_t *parent, const char *path,
-			  const char *key, bool required, double *out)
+ * ratio): a number in [0, max] when present, NAN when absent or null.  A
+ * negative one, or a percentage or share past the whole, is no run's, and
+ * is refused rather than drawn. */
+static kvs_status get_fig_max(const pctx *c, const json_t *parent, const char *path,
+			      const char *key, bool required, double max, double *out)
 {
 	kvs_status st = get_num(c, parent, path, key, required, out);
-	if (st != KVS_OK || isnan(*out) || *out >= 0)
+	if (st != KVS_OK || isnan(*out) || (*out >= 0 && *out <= max))
 		return st;
 	char p[PATH_MAX_];
 	join(p, path, key);
-	return kvs_fail(KVS_ERR_PARSE, "%s: %s: %g is negative (every figure of a run is >= 0)",
-			c->label, p, *out);
+	if (*out < 0)
+		return kvs_fail(KVS_ERR_PARSE, "%s: %s: %g is negative (every figure of a "
+				"run is >= 0)", c->label, p, *out);
+	return kvs_fail(KVS_ERR_PARSE, "%s: %s: %g is above %g (a %s of the whole)",
+			c->label, p, *out, max, max > 1 ? "percentage" : "share");
+}
+
+static kvs_status get_fig(const pctx *c, const json_t *parent, const char *path,
+			  const char *key, bool required, double *out)
+{
+	return get_fig_max(c, parent, path, key, required, INFINITY, out);
+}
+
+/* The largest value a metric of the table can take: 100 for a percentage,
+ * 1 for a share (each with room for the last digit of a rounded sum). */
+static double metric_max(const kvs_metric_info *mi)
+{
+	if (mi && strcmp(mi->unit, "%") == 0)
+		return 100.0 + 1e-6;
+	if (mi && strcmp(mi->unit, "share") == 0)
+		return 1.0 + 1e-9;
+	return INFINITY;
 }
 
 /* A required non-negative integer count (an integral real is accepted). */
@@ -452,10 +473,11 @@ static kvs_status parse_policy(const pctx *c, const char *name, const json_t *po
 			m[id] = (double)n;
 			continue;
 		}
-		if ((st = get_fig(c, o, sub, mi->field, req, &m[id])) != KVS_OK)
+		if ((st = get_fig_max(c, o, sub, mi->field, req, metric_max(mi), &m[id])) != KVS_OK)
 			return st;
 		if (isnan(m[id]) && mi->old_field &&
-		    (st = get_fig(c, o, sub, mi->old_field, false, &m[id])) != KVS_OK)
+		    (st = get_fig_max(c, o, sub, mi->old_field, false, metric_max(mi),
+				      &m[id])) != KVS_OK)
 			return st;
 	}
 	memcpy(p->m, m, sizeof m);
@@ -660,12 +682,13 @@ static kvs_status parse_rows(const pctx *c, const json_t *root, rp_run *run, boo
 		for (int f = 0; f < RP_NROWF; f++) {
 			const kvs_metric_info *mi = rp_row_metric[f] >= 0
 				? kvs_metric_get((kvs_metric_id)rp_row_metric[f]) : NULL;
-			if ((st = get_fig(c, o, path, mi ? mi->key : rp_row_own_key[f], false,
-					  &r->f[f])))
+			if ((st = get_fig_max(c, o, path, mi ? mi->key : rp_row_own_key[f], false,
+					      metric_max(mi), &r->f[f])))
 				return st;
 			/* a sweep saved before the key was renamed */
 			if (isnan(r->f[f]) && mi && mi->old_key &&
-			    (st = get_fig(c, o, path, mi->old_key, false, &r->f[f])))
+			    (st = get_fig_max(c, o, path, mi->old_key, false, metric_max(mi),
+					      &r->f[f])))
 				return st;
 		}
 		if ((st = parse_cost(c, o, path, r->cost)) != KVS_OK)

@@ -493,6 +493,14 @@ static void test_bad_input(void **state)
 	s = with_extra(",\"concurrency\":{\"mean\":-0.5}");
 	expect_error(s, KVS_ERR_PARSE, "policies.paged.concurrency.mean", "-0.5 is negative");
 	free(s);
+	/* a percentage or share past the whole, parts that do not share the
+	 * pool */
+	s = with_extra(",\"prefix_hit_rate\":{\"tokens\":1.5}");
+	expect_error(s, KVS_ERR_PARSE, "policies.paged.prefix_hit_rate.tokens", "1.5 is above 1");
+	free(s);
+	s = with_extra(",\"memory_peak_pct\":{\"free\":100.5}");
+	expect_error(s, KVS_ERR_PARSE, "policies.paged.memory_peak_pct.free", "100.5 is above 100");
+	free(s);
 	s = with_extra(",\"timeseries\":{\"t_s\":[0,1,2],\"token_states_pct\":[1,2,3],"
 		       "\"reservation_pct\":[0,0,0],\"internal_fragmentation_pct\":[0,0,0],"
 		       "\"external_fragmentation_pct\":[0,0,0],\"cached_idle_pct\":[0,0,0],"
@@ -573,7 +581,8 @@ static void test_bad_args_and_files(void **state)
 /* A report that does not balance is flagged in the page, not hidden. */
 static void note_warning(void *ctx, const char *msg)
 {
-	snprintf(ctx, 512, "%s", msg);
+	size_t len = strlen(ctx);   /* each warning on a line of its own */
+	snprintf(ctx + len, 1024 - len, "%s\n", msg);
 }
 
 static void test_accounting_mismatch(void **state)
@@ -588,7 +597,7 @@ static void test_accounting_mismatch(void **state)
 	};
 	kvs_report_opts o;
 	kvs_report_opts_defaults(&o);
-	char said[512] = "";
+	char said[1024] = "";
 	o.warn = note_warning;
 	o.warn_ctx = said;
 	assert_int_equal(kvs_report_write(t, NULL, 1, dir, &o), KVS_OK);
@@ -597,8 +606,9 @@ static void test_accounting_mismatch(void **state)
 				    "completed 5 + rejected 1 + unfinished 1"));
 	char *html = read_html(dir);
 	assert_non_null(strstr(html, "does not balance"));
-	/* the six parts sum to 90, flagged too */
+	/* the six parts sum to 90, flagged and said too */
 	assert_non_null(strstr(html, "should sum to 100"));
+	assert_non_null(strstr(said, "policies.paged.memory_pct: the six parts sum to 90.00 %"));
 	free(html);
 	rm_rf(dir);
 	free(dir);

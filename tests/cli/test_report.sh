@@ -117,6 +117,11 @@ expect_exit 1 "$KVSIM" report "$data/sweep.json" "$tmp/key.json" -o "$tmp/x"
 grep -q "key.json: policies.max.accounting.arrived: missing required key" "$tmp/err" ||
 	fail "missing key message: $(cat "$tmp/err")"
 [ ! -e "$tmp/x" ] || fail "a bad input must leave no output"
+# a percentage past the whole is no run's
+sed '0,/"waste_pct": [0-9.e+-]*/s//"waste_pct": 150/' "$data/sweep.json" >"$tmp/pct.json"
+expect_exit 1 "$KVSIM" report "$tmp/pct.json" -o "$tmp/x"
+grep -q "pct.json: rows\[0\].waste_pct: 150 is above 100 (a percentage of the whole)" "$tmp/err" ||
+	fail "percentage over 100 message: $(cat "$tmp/err")"
 
 # ---- fixtures ------------------------------------------------------------------
 expect_exit 0 "$KVSIM" report "$data/compare.json" -o "$tmp/one"
