@@ -125,6 +125,12 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 	} else if (kvs_args_is(it, "--pp") || kvs_args_is(it, "--pipeline-parallel-size") ||
 		   kvs_args_is(it, "-pp")) {
 		ok = arg_u32(it, 1, 1024, &d->pp);
+	} else if (kvs_args_is(it, "--dp") || kvs_args_is(it, "--data-parallel-size") ||
+		   kvs_args_is(it, "-dp")) {
+		ok = arg_u32(it, 1, 1024, &d->dp);
+	} else if (kvs_args_is(it, "--enable-expert-parallel")) {
+		d->expert_parallel = true;
+		ok = true;
 	} else if (kvs_args_is(it, "--dtype")) {
 		ok = (c->dtype_arg = kvs_args_value(it)) != NULL;
 	} else if (kvs_args_is(it, "--kv-cache-dtype")) {
@@ -251,6 +257,22 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 				"and FLOP/s of the default GPU %s are borrowed for step times "
 				"(give --gpu NAME or --gpu FILE.json)\n", cmd, g.name);
 	}
+
+	/* data parallelism: each rank an engine of its own, with its own
+	 * requests; a replay simulates one engine */
+	if (c->d.dp > 1 && strcmp(cmd, "size") != 0)
+		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--data-parallel-size %u: %s simulates "
+				   "one engine, one data-parallel rank (give it its share of "
+				   "the load, or run 'kvsim fleet --replicas %u' for ranks "
+				   "behind a balancer); 'kvsim size' sizes all %u", c->d.dp, cmd,
+				   c->d.dp, c->d.dp);
+	if (c->d.expert_parallel && !m.num_experts)
+		fprintf(stderr, "kvsim %s: warning: --enable-expert-parallel: %s has no "
+			"experts, it changes nothing\n", cmd, m.name);
+	else if (c->d.expert_parallel && c->d.dp <= 1)
+		fprintf(stderr, "kvsim %s: warning: --enable-expert-parallel without "
+			"--data-parallel-size > 1: the experts spread over the tp GPUs, as "
+			"tensor parallelism shards them, and each GPU's memory is the same\n", cmd);
 
 	/* architecture overrides */
 	bool reshaped = false;
@@ -396,6 +418,11 @@ void kvs_cli_deploy_help(FILE *f)
 		"                               over stages (vLLM keeps several micro-batches in\n"
 		"                               flight: step times and decode rates at pp > 1\n"
 		"                               are pessimistic)\n"
+		"  --dp, -dp, --data-parallel-size N      data-parallel ranks of tp x pp GPUs,\n"
+		"                               each with its own KV pool and requests (size\n"
+		"                               only; default 1)\n"
+		"  --enable-expert-parallel     MoE: the routed experts spread over all dp x tp\n"
+		"                               GPUs of a stage instead of each rank's tp\n"
 		"  --dtype T                    weights: auto, fp32, fp16, bf16, fp8, int8, int4\n"
 		"                               (default auto: the config's torch_dtype or quantization)\n"
 		"  --kv-cache-dtype T           cache: auto, fp16, bf16, fp8, int8, int4 (default auto)\n"

@@ -339,6 +339,14 @@ static void print_advice(const kvs_deploy *d, const kvs_sizing *s, const kvs_siz
 		       "  the weights do not fit)\n");
 		goto questions;
 	}
+	if (a->data_parallel_total > s->max_conversations)
+		printf("  data-parallel attention: --tp 1 --dp %u --enable-expert-parallel holds\n"
+		       "    %s conversations on the same %u GPUs (%s per rank; now %s)\n",
+		       a->data_parallel_ranks,
+		       kvs_fmt_commas(a->data_parallel_total, b1, sizeof b1),
+		       a->data_parallel_ranks * d->pp,
+		       kvs_fmt_commas(a->data_parallel.max_conversations, b2, sizeof b2),
+		       kvs_fmt_commas(s->max_conversations, b3, sizeof b3));
 	if (a->fp8_conversations > s->max_conversations ||
 	    a->int4_conversations > s->max_conversations)
 		printf("  quantised cache: FP8 holds %s %s, INT4 %s (now %s)\n",
@@ -415,8 +423,12 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	const kvs_model *m = &d->model;
 	const kvs_gpu *g = &d->gpu;
 	char b1[64], b2[64], c1[32], shape[256];
-	printf("kvsim size: %s on %s, tp %u x pp %u (%u GPU%s), %s tokens per conversation\n\n",
-	       m->name, g->name, d->tp, d->pp, d->tp * d->pp, d->tp * d->pp > 1 ? "s" : "",
+	char dps[32] = "";
+	if (s->dp > 1)
+		snprintf(dps, sizeof dps, " x dp %u", s->dp);
+	uint64_t all = kvs_deploy_gpus(d);
+	printf("kvsim size: %s on %s, tp %u x pp %u%s (%llu GPU%s), %s tokens per conversation\n\n",
+	       m->name, g->name, d->tp, d->pp, dps, (unsigned long long)all, all > 1 ? "s" : "",
 	       kvs_fmt_commas(d->context_tokens, c1, sizeof c1));
 	printf("  model  %s\n", model_shape(m, shape, sizeof shape));
 	printf("  gpu    %s (%s), %.0f GB/s, %.0f TFLOP/s dense fp16",
@@ -437,6 +449,11 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		       d->weight_dtype == KVS_DTYPE_FP8 ? "FP8" : "INT8",
 		       kvs_gpu_matmul_rate(g, d->weight_dtype) / 1e12);
 
+	if (s->dp > 1)
+		printf("  dp     %u data-parallel ranks of %u GPU%s, each with its own KV pool and\n"
+		       "         requests%s\n", s->dp, d->tp * d->pp, d->tp * d->pp > 1 ? "s" : "",
+		       d->expert_parallel && m->num_experts
+		       ? "; the routed experts spread over all of them (expert parallel)" : "");
 	if (d->pp > 1)
 		printf("  pp     %u stages run one after another (one batch in flight): the\n"
 		       "         decode rate below is a lower bound (vLLM keeps several\n"
@@ -473,9 +490,14 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	add(&t, lab, kvs_fmt_commas(s->usable_bytes, b1, sizeof b1), "%s",
 	    ibytes(s->usable_bytes, b2, sizeof b2));
 	snprintf(lab, sizeof lab, "- weights (%s)", kvs_dtype_name(d->weight_dtype));
-	char wide[160] = "";
+	char wide[200] = "";
 	if (kvs_dtype_bits(d->weight_dtype) < 16)
 		wide_parts(&d->model, wide, sizeof wide);
+	if (s->dp > 1 && d->expert_parallel && d->model.num_experts) {
+		size_t len = strlen(wide);
+		snprintf(wide + len, sizeof wide - len, ", routed experts 1/%u (expert parallel)",
+			 s->dp);
+	}
 	add(&t, lab, kvs_fmt_commas(s->weight_bytes, b1, sizeof b1), "%s%s%s",
 	    ibytes(s->weight_bytes, b2, sizeof b2),
 	    d->tp * d->pp > 1 ? ", this GPU's share" : "", wide);
@@ -522,15 +544,24 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	add(&t, "max_concurrency", b1, "%sfor %s tokens per request, kvsim's figure%s", per, c1,
 	    s->sliding_layers_per_rank ? " (windows honoured)" : "");
 	add(&t, "conversations that fit", kvs_fmt_commas(s->max_conversations, b1, sizeof b1),
-	    "%swhole conversations in whole blocks (%s blocks each)", per,
+	    "%swhole conversations in whole blocks (%s blocks each)",
+	    s->dp > 1 ? "per data-parallel rank, " : per,
 	    kvs_fmt_commas(s->blocks_per_conversation, b2, sizeof b2));
+	if (s->dp > 1)
+		add(&t, "  on all ranks", kvs_fmt_commas(s->max_conversations_total, b1, sizeof b1),
+		    "conversations on the %u ranks (%llu GPUs)", s->dp,
+		    (unsigned long long)kvs_deploy_gpus(d));
 	snprintf(b1, sizeof b1, "%.3f", s->cache_to_weights);
 	add(&t, "cache / weights", b1, "one conversation's cache over the weights");
 	if (s->decode_tokens_per_s > 0) {
 		snprintf(b1, sizeof b1, "%.0f", s->decode_tokens_per_s);
 		add(&t, "decode at full occupancy", b1,
-		    "tokens/s per replica, %.1f ms per step (roofline at peak bandwidth)",
-		    s->decode_step_s * 1e3);
+		    "tokens/s per %s, %.1f ms per step (roofline at peak bandwidth)",
+		    s->dp > 1 ? "rank" : "replica", s->decode_step_s * 1e3);
+		if (s->dp > 1) {
+			snprintf(b1, sizeof b1, "%.0f", s->decode_tokens_per_s_total);
+			add(&t, "  on all ranks", b1, "tokens/s (no expert all-to-all modelled)");
+		}
 	}
 	if (d->gpu_hour_price > 0) {
 		snprintf(b1, sizeof b1, "$%.4f", s->dollars_per_conv_hour);
@@ -613,6 +644,8 @@ static json_t *json_table_new(const void *base, const jfield *f, size_t n)
 static const jfield deploy_fields[] = {
 	JF_SAME(kvs_deploy, tp),
 	JF_SAME(kvs_deploy, pp),
+	JF_SAME(kvs_deploy, dp),
+	JF_SAME(kvs_deploy, expert_parallel),
 	JF_SAME(kvs_deploy, gpu_memory_utilization),
 	JF_SAME(kvs_deploy, kv_quant_group),
 	JF_SAME(kvs_deploy, block_size),
@@ -651,6 +684,8 @@ static const jfield sizing_fields[] = {
 	JF_SAME(kvs_sizing, cache_to_weights),
 	JF_SAME(kvs_sizing, decode_step_s),
 	JF_SAME(kvs_sizing, decode_tokens_per_s),
+	JF_SAME(kvs_sizing, max_conversations_total),
+	JF_SAME(kvs_sizing, decode_tokens_per_s_total),
 };
 
 static const jfield cost_fields[] = {   /* with a GPU-hour price */
@@ -787,6 +822,16 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 		}
 		json_object_set_new(ad, wq[i].key, x);
 	}
+	json_t *dpx = json_null();
+	if (a->data_parallel_ranks) {
+		dpx = JSON_TABLE(&a->data_parallel, parallel_fields);
+		json_object_set_new(dpx, "dp", json_integer(a->data_parallel_ranks));
+		json_object_set_new(dpx, "gpus", json_integer(a->data_parallel_ranks *
+							      a->data_parallel.pp));
+		json_object_set_new(dpx, "max_conversations_total",
+				    j_u64(a->data_parallel_total));
+	}
+	json_object_set_new(ad, "data_parallel", dpx);
 	json_t *ctx = json_array();
 	for (int i = 0; i < KVS_ADVICE_CONTEXTS; i++) {
 		json_t *x = json_object();

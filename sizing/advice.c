@@ -267,6 +267,23 @@ kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s, kvs_size_ad
 		}
 	}
 
+	/* data-parallel ranks with the experts spread over them, on the same
+	 * GPUs */
+	if (d->model.num_experts && d->tp > 1 && d->dp <= 1) {
+		kvs_deploy v = *d;
+		kvs_sizing vs;
+		v.tp = 1;
+		v.dp = d->tp;
+		v.expert_parallel = true;
+		if (kvs_size_compute(&v, &vs) == KVS_OK && vs.max_conversations) {
+			a.data_parallel = (kvs_parallel_option){ v.tp, v.pp, vs.kv_budget_bytes,
+								 vs.max_conversations,
+								 vs.max_concurrency };
+			a.data_parallel_ranks = v.dp;
+			a.data_parallel_total = vs.max_conversations_total;
+		}
+	}
+
 	/* quantised weights, when the weights are what does not fit: the
 	 * fewest GPUs (from the current count) that then hold a conversation */
 	static const kvs_dtype wd[2] = { KVS_DTYPE_FP8, KVS_DTYPE_INT4 };

@@ -780,7 +780,7 @@ static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active,
 		     kvs_param_parts *parts)
 {
 	if (parts)
-		*parts = (kvs_param_parts){ 0, 0, 0 };
+		*parts = (kvs_param_parts){ 0, 0, 0, 0 };
 	acc t = { 0, false };
 	uint64_t h = m->hidden_size, heads = m->num_heads, hd = m->head_dim;
 	uint64_t kv = m->num_kv_heads ? m->num_kv_heads : heads;
@@ -855,6 +855,8 @@ static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active,
 		a.ovf |= act.ovf;
 		addmul(&t, moe_layers, all.v);
 		addmul(&a, moe_layers, act.v);
+		if (parts)
+			parts->experts = mul(&t, moe_layers, mul(&t, m->num_experts, expert));
 	}
 	*total = t.ovf ? UINT64_MAX : t.v;
 	*active = (a.ovf || t.ovf) ? UINT64_MAX : (moe_layers ? a.v : t.v);

@@ -170,8 +170,29 @@ uint64_t kvs_sizing_layer_blocks(const kvs_kv_layout *l, uint32_t bs, uint64_t n
 	return r;
 }
 
-kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
-			    uint32_t tp, uint32_t pp, uint64_t *out)
+/* Bytes of n parameters stored at the weight width (INT4: with its group
+ * scales), plus wide ones at 16 bits. */
+static kvs_status stored_bytes(uint64_t narrow, uint64_t wide, kvs_dtype weight_dtype,
+			       uint64_t *out)
+{
+	uint64_t pbits, bytes;
+	if (kvs_mul_overflow(narrow, kvs_dtype_bits(weight_dtype), &pbits))
+		return ovf("weight bytes");
+	bytes = kvs_div_ceil(pbits, 8);
+	if (weight_dtype == KVS_DTYPE_INT4 &&
+	    kvs_add_overflow(bytes, kvs_div_ceil(narrow, 128) * 4, &bytes))
+		return ovf("weight bytes");
+	if (kvs_add_overflow(bytes, wide * 2, &bytes))
+		return ovf("weight bytes");
+	*out = bytes;
+	return KVS_OK;
+}
+
+/* The weights of one GPU: the whole model's stored bytes over tp x pp;
+ * with expert parallelism over dp > 1 ranks, the routed experts' bytes
+ * over tp x pp x dp and the rest's over tp x pp. */
+static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, uint32_t tp,
+				   uint32_t pp, uint32_t ep_dp, uint64_t *out)
 {
 	unsigned bits = kvs_dtype_bits(weight_dtype);
 	if (!bits)
@@ -184,23 +205,35 @@ kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
 	 * modules_to_not_convert names, at 16 bits */
 	uint64_t wide = bits < 16 ? kvs_model_wide_params(m) : 0;
 	uint64_t narrow = m->num_params - wide;
-	uint64_t pbits, bytes, ranks;
-	if (kvs_mul_overflow(narrow, bits, &pbits))
-		return ovf("weight bytes");
-	bytes = kvs_div_ceil(pbits, 8);
-	if (weight_dtype == KVS_DTYPE_INT4 &&
-	    kvs_add_overflow(bytes, kvs_div_ceil(narrow, 128) * 4, &bytes))
-		return ovf("weight bytes");
-	if (kvs_add_overflow(bytes, wide * 2, &bytes))
-		return ovf("weight bytes");
-	ranks = (uint64_t)tp * pp;
-	*out = kvs_div_ceil(bytes, ranks);
+	uint64_t ranks = (uint64_t)tp * pp, bytes;
+	kvs_status st;
+	kvs_param_parts pp_;
+	if (ep_dp > 1 && m->num_experts)
+		kvs_model_param_parts(m, &pp_);
+	if (ep_dp <= 1 || !m->num_experts || pp_.experts == 0 || pp_.experts > narrow) {
+		if ((st = stored_bytes(narrow, wide, weight_dtype, &bytes)))
+			return st;
+		*out = kvs_div_ceil(bytes, ranks);
+		return KVS_OK;
+	}
+	/* the routed experts (never among the wide parts) apart */
+	uint64_t eb;
+	if ((st = stored_bytes(narrow - pp_.experts, wide, weight_dtype, &bytes)) ||
+	    (st = stored_bytes(pp_.experts, 0, weight_dtype, &eb)))
+		return st;
+	*out = kvs_div_ceil(bytes, ranks) + kvs_div_ceil(eb, ranks * ep_dp);
 	return KVS_OK;
+}
+
+kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
+			    uint32_t tp, uint32_t pp, uint64_t *out)
+{
+	return gpu_weight_bytes(m, weight_dtype, tp, pp, 1, out);
 }
 
 uint64_t kvs_deploy_gpus(const kvs_deploy *d)
 {
-	return (uint64_t)(d->tp ? d->tp : 1) * (d->pp ? d->pp : 1);
+	return (uint64_t)(d->tp ? d->tp : 1) * (d->pp ? d->pp : 1) * (d->dp ? d->dp : 1);
 }
 
 void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g)
@@ -212,6 +245,7 @@ void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g)
 		d->gpu = *g;
 	d->tp = 1;
 	d->pp = 1;
+	d->dp = 1;
 	d->gpu_memory_utilization = 0.9;
 	kvs_dtype act = d->model.dtype == KVS_DTYPE_FP32 ? KVS_DTYPE_BF16 : d->model.dtype;
 	if (kvs_dtype_bits(act) < 16)
@@ -308,7 +342,11 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 		: d->context_tokens;
 	s.context_over_max_model_len = d->context_tokens > s.max_model_len;
 
-	if ((st = kvs_weight_bytes(&d->model, d->weight_dtype, d->tp, d->pp, &s.weight_bytes)))
+	if (d->dp > 1024)
+		return kvs_fail(KVS_ERR_INVALID, "data-parallel size must be at most 1024, got %u",
+				d->dp);
+	if ((st = gpu_weight_bytes(&d->model, d->weight_dtype, d->tp, d->pp,
+				   d->expert_parallel ? d->dp : 1, &s.weight_bytes)))
 		return st;
 	kvs_mem_terms_compute(d, &s.mem);
 	if (!(s.mem.fraction > 0.0 && s.mem.fraction <= 1.0))
@@ -370,6 +408,9 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 		s.decode_step_s = decode_step(d, &s, s.max_conversations);
 		s.decode_tokens_per_s = (double)s.max_conversations / s.decode_step_s;
 	}
+	s.dp = d->dp > 1 ? d->dp : 1;
+	s.max_conversations_total = s.max_conversations * s.dp;
+	s.decode_tokens_per_s_total = s.decode_tokens_per_s * s.dp;
 	if (d->gpu_hour_price > 0 && s.max_conversations) {
 		double per_hour = d->gpu_hour_price * d->tp * d->pp;
 		s.dollars_per_conv_hour = per_hour / (double)s.max_conversations;

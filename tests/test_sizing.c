@@ -787,6 +787,59 @@ static void test_quant_wide_modules(void **state)
 	assert_non_null(strstr(kvs_last_error(), "quantization_config.ignore[1]"));
 }
 
+/* Data-parallel ranks with expert parallelism, on MOE4 in fp16: the routed
+ * experts, 4 layers x 4 x 1,572,864 = 25,165,824 parameters (50,331,648
+ * B), spread over the ranks; the other 5,231,104 (10,462,208 B) on every
+ * rank.  Each rank holds its own conversations. */
+static void test_data_expert_parallel(void **state)
+{
+	(void)state;
+	kvs_model m;
+	kvs_param_parts pp;
+	assert_int_equal(parse("{" MOE4 ", \"torch_dtype\": \"float16\"}", &m), KVS_OK);
+	kvs_model_param_parts(&m, &pp);
+	assert_int_equal(pp.experts, 25165824);
+	kvs_gpu g = gpu("h100-80gb");
+	kvs_deploy d;
+	kvs_sizing one, two, ep;
+	kvs_deploy_defaults(&d, &m, &g);
+	assert_int_equal(d.dp, 1);
+	assert_int_equal(kvs_size_compute(&d, &one), KVS_OK);
+	assert_int_equal(one.weight_bytes, 2 * 30396928);
+	assert_int_equal(one.dp, 1);
+	assert_int_equal(one.max_conversations_total, one.max_conversations);
+	/* two ranks, each with every expert: the GPU is the same, twice */
+	d.dp = 2;
+	assert_int_equal(kvs_size_compute(&d, &two), KVS_OK);
+	assert_int_equal(two.weight_bytes, one.weight_bytes);
+	assert_int_equal(two.max_conversations, one.max_conversations);
+	assert_int_equal(two.max_conversations_total, 2 * one.max_conversations);
+	assert_int_equal(kvs_deploy_gpus(&d), 2);
+	/* expert parallel: half the experts on each GPU, the pool grows by
+	 * what they freed */
+	d.expert_parallel = true;
+	assert_int_equal(kvs_size_compute(&d, &ep), KVS_OK);
+	assert_int_equal(ep.weight_bytes, 10462208 + 50331648 / 2);
+	assert_int_equal(ep.kv_budget_bytes, one.kv_budget_bytes + 50331648 / 2);
+	assert_true(ep.max_conversations >= one.max_conversations);
+	assert_int_equal(ep.max_conversations_total, 2 * ep.max_conversations);
+	/* with tp 2 as well: the rest over 2, the experts over 4 */
+	d.tp = 2;
+	assert_int_equal(kvs_size_compute(&d, &ep), KVS_OK);
+	assert_int_equal(ep.weight_bytes, 10462208 / 2 + 50331648 / 4);
+	assert_int_equal(kvs_deploy_gpus(&d), 4);
+	/* a dense model: expert parallelism changes nothing */
+	kvs_model dense = load("llama-3-8b");
+	kvs_deploy_defaults(&d, &dense, &g);
+	assert_int_equal(kvs_size_compute(&d, &one), KVS_OK);
+	d.dp = 4;
+	d.expert_parallel = true;
+	assert_int_equal(kvs_size_compute(&d, &ep), KVS_OK);
+	assert_int_equal(ep.weight_bytes, one.weight_bytes);
+	d.dp = 1025;
+	assert_int_equal(kvs_size_compute(&d, &ep), KVS_ERR_INVALID);
+}
+
 static void test_config_variants(void **state)
 {
 	(void)state;
@@ -1221,6 +1274,7 @@ int main(void)
 		cmocka_unit_test(test_config_text),
 		cmocka_unit_test(test_config_variants),
 		cmocka_unit_test(test_quant_wide_modules),
+		cmocka_unit_test(test_data_expert_parallel),
 		cmocka_unit_test(test_parse_bytes),
 		cmocka_unit_test(test_shrinks),
 		cmocka_unit_test(test_long_context_advice),

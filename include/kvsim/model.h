@@ -197,12 +197,23 @@ typedef struct kvs_deploy {
 	double free_gpu_memory_fraction;/* trtllm; 0 = 0.9 */
 	uint64_t num_gpu_blocks_override; /* vLLM's override; 0 = none */
 	uint64_t kv_cache_memory_bytes; /* vLLM's kv_cache_memory_bytes; 0 = none */
+	/* ---- appended: data and expert parallelism ---- */
+	uint32_t dp;                    /* data-parallel ranks (0 or 1: one): each
+					 * tp x pp GPUs with its own KV pool and
+					 * its own requests (vLLM
+					 * --data-parallel-size) */
+	bool expert_parallel;           /* MoE: the routed experts spread over
+					 * the dp x tp GPUs of a stage (vLLM
+					 * --enable-expert-parallel), the rest
+					 * tensor-sharded within each DP rank;
+					 * without it every DP rank holds all
+					 * experts */
 } kvs_deploy;
 
 /* Fill d with defaults (tp = pp = 1, utilization 0.9, fp16, block 16,
  * estimated reserve, ...) around the given model and GPU. */
 void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g);
-/* GPUs of one replica: tp x pp (0 in either counts as 1). */
+/* GPUs of one deployment: tp x pp x dp (0 in any counts as 1). */
 uint64_t kvs_deploy_gpus(const kvs_deploy *d);
 
 /* The engine's default scheduler limits on GPU g, as its server sets them
@@ -298,6 +309,12 @@ typedef struct kvs_sizing {
 					     * summed over the tp x pp GPUs of a
 					     * replica (kv heads replicated when tp
 					     * exceeds them, as on the GPUs) */
+
+	/* ---- appended: the data-parallel ranks ------------------------------ */
+	uint32_t dp;                        /* ranks (1 without data parallelism) */
+	uint64_t max_conversations_total;   /* max_conversations x dp: each rank
+					     * holds its own requests' KV */
+	double decode_tokens_per_s_total;   /* decode_tokens_per_s x dp */
 } kvs_sizing;
 
 /* KV bytes one token occupies on one rank, given the model, the cache dtype
@@ -329,6 +346,7 @@ typedef struct kvs_param_parts {
 	uint64_t attn;
 	uint64_t router;
 	uint64_t shared;
+	uint64_t experts;   /* every routed expert of every MoE layer (not per layer) */
 } kvs_param_parts;
 void kvs_model_param_parts(const kvs_model *m, kvs_param_parts *out);
 /* Of the num_params, how many a quantised checkpoint keeps at 16 bits:
@@ -443,6 +461,17 @@ typedef struct kvs_size_advice {
 	 * that narrow); filled when the weights do not fit */
 	kvs_parallel_option fp8_weights;
 	kvs_parallel_option int4_weights;
+	/* ---- appended ---- */
+	/* an MoE model on tp > 1 GPUs without data parallelism: the same GPUs
+	 * as tp 1 x dp (tp) ranks with the experts spread over them (vLLM
+	 * --data-parallel-size --enable-expert-parallel), where each rank
+	 * holds its own conversations (an MLA latent, which tp keeps whole on
+	 * every GPU, is then held once); data_parallel.max_conversations per
+	 * rank, data_parallel_total on all of them (0: not applicable, or no
+	 * conversation fits) */
+	kvs_parallel_option data_parallel;
+	uint32_t data_parallel_ranks;
+	uint64_t data_parallel_total;
 } kvs_size_advice;
 
 kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s,

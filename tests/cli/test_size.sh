@@ -393,6 +393,38 @@ run 0 --model "$tmp/goss-mlp.json" --gpu h100-80gb &&
 	has "$err" "quantization_config keeps 'model.layers.0.mlp' at 16 bits, which kvsim does not count apart: counted at int4" \
 		"an MLP kept wide is said"
 
+# ---- data-parallel ranks and expert parallelism -------------------------------
+# DeepSeek-V3 on eight H200s: tp 8 keeps the MLA latent whole on every GPU,
+# so the eight hold the conversations of one; eight data-parallel ranks
+# with the experts spread over them hold eight times a GPU's.
+run 0 --model deepseek-v3 --gpu h200-141gb --tp 8 --context 32k --json && tp8=$(jget max_conversations)
+run 0 --model deepseek-v3 --gpu h200-141gb --dp 8 --enable-expert-parallel --context 32k --json && {
+	per=$(jget max_conversations)
+	[ "$(jget max_conversations_total)" = $((per * 8)) ] || fail "dp 8: total is not 8 x $per"
+	[ "$(nget dp)" = 8 ] || fail "dp in JSON"
+	[ "$per" -gt 0 ] && [ $((per * 8)) -gt $((tp8 * 4)) ] ||
+		fail "dp 8 with expert parallelism: $per per rank against $tp8 at tp 8"
+}
+run 0 --model deepseek-v3 --gpu h200-141gb --dp 8 --enable-expert-parallel --context 32k && {
+	has "$out" "tp 1 x pp 1 x dp 8 (8 GPUs)" "dp in the header"
+	has "$out" "routed experts 1/8 (expert parallel)" "experts spread"
+	has "$out" "conversations on the 8 ranks (8 GPUs)" "conversations over the ranks"
+}
+# ... and offered as a way out when few fit at tp 8 (24 against 5 at 128K)
+run 0 --model deepseek-v3 --gpu h200-141gb --tp 8 --context 128k && {
+	has "$out" "data-parallel attention: --tp 1 --dp 8 --enable-expert-parallel holds" "dp offered"
+	has "$out" "24 conversations on the same 8 GPUs (3 per rank; now 5)" "dp figures"
+}
+run 0 --model llama-3-70b --gpu h100-80gb --tp 4 --context 128k &&
+	case "$out" in *"data-parallel attention"*) fail "dp offered for a dense model" ;; esac
+run 0 --model llama-3-8b --dp 2 --enable-expert-parallel &&
+	has "$err" "--enable-expert-parallel: llama-3-8b has no experts, it changes nothing" "EP on a dense model"
+run 0 --model mixtral-8x7b --enable-expert-parallel &&
+	has "$err" "without --data-parallel-size > 1" "EP without dp"
+kvs_run replay 2 -q --model llama-3-8b --dp 2 &&
+	has "$err" "--data-parallel-size 2: replay simulates one engine, one data-parallel rank" "dp refused by replay"
+run 2 --dp 0 && has "$err" "--dp" "dp 0 refused"
+
 # ---- the examples of README.md and docs/SIZING.md ----------------------------
 run 0 --model llama-2-7b --gpu a100-80gb --context 4000 && {
 	has "$out" "524,288" "README tour: bytes per token"
