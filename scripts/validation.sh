@@ -109,6 +109,15 @@ for n in 120b 20b; do
 		"$(awk -v a="$a" 'BEGIN { printf "%.2f", (a - 201088 * 2880) / 1e9 }')" "kvsim size $c"
 	[ $n = 120b ] && g120=$w
 done
+c="--model qwen3-235b-a22b --dtype fp8 --gpu h100-80gb --tp 4 --engine sglang --mem-fraction-static 0.93"
+v=$(size_json $c | jget kv_capacity_tokens)
+row "SGLang start-up log in vllm-project/vllm issue #21348 (#tokens: 367404, K size: 8.23 GB, V size: 8.23 GB)" \
+	"Qwen3-235B-A22B-FP8 (block-wise FP8), 4x H100-80GB, tp 4, mem_fraction_static 0.93" \
+	"KV cache tokens" 367404 "$v" "kvsim size $c"
+c="--model qwen3-235b-a22b --dtype fp8 --gpu h100-80gb --tp 4"
+v=$(size_json $c | jget kv_capacity_tokens)
+row "vLLM start-up log, same issue (GPU KV cache size: 178,880 tokens; LMCacheConnectorV1 on)" \
+	"same, vllm serve defaults, tp 4" "KV cache tokens" 178880 "$v" "kvsim size $c"
 row "vLLM 0.14.1 start-up log on one H100 (vllm-project/vllm issue #33155), Triton MXFP4 MoE backend" \
 	"gpt-oss-120b, as above" "model loading memory (GiB)" 64.38 \
 	"$(awk -v w="$g120" 'BEGIN { printf "%.2f", w / 2^30 }')" \
@@ -133,6 +142,14 @@ figure for the loaded model is 3.7 GiB above the checkpoint: what its
 MXFP4 MoE kernels hold beyond the stored weights, which kvsim does not
 model; on that GPU, at vLLM's defaults, kvsim's KV budget is that much
 too large.
+
+The Qwen3-235B rows come from one report that ran both engines on the same
+four H100s. SGLang's pool is 4.7% smaller than kvsim's; the log gives no
+breakdown of the rest. vLLM's is far smaller than kvsim's (8.11 GiB of KV
+memory against kvsim's 13.93 GiB): that run had the LMCache connector
+(`--kv-transfer-config LMCacheConnectorV1`), whose buffers kvsim does not
+model, and the report names a change to vLLM's memory profiling (PR
+#19312) as the cause; the difference is not explained further here.
 
 ## PagedAttention paper (Kwon et al., SOSP 2023), Fig. 13a setting
 

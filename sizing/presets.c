@@ -29,6 +29,7 @@ static const char *const model_names[] = {
 	"gemma-2-9b", "gemma-2-27b",
 	"deepseek-v3",
 	"gpt-oss-20b", "gpt-oss-120b",
+	"qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b",
 	NULL,
 };
 

@@ -135,6 +135,18 @@ static const struct ref refs[] = {
 	 * (20.9B). */
 	{ "gpt-oss-20b", 24, 64, 8, 64, 2880, 131072, 20907927360ull, 49152 },
 	{ "gpt-oss-120b", 36, 64, 8, 64, 2880, 131072, 116789048640ull, 73728 },
+	/* not in the reference table: the fields of Qwen's configs.  Their
+	 * counts match the model cards' total (8.2B, 32.8B, 30.5B, 235B) and
+	 * non-embedding (6.95B, 31.2B, 29.9B, 234B) parameters; by hand for
+	 * qwen3-8b: embeddings and head 2 x 151936 x 4096 = 1,244,659,712,
+	 * a layer's attention 2 x 4096 x 4096 + 2 x 4096 x 1024 =
+	 * 41,943,040, q/k norms 256, norms 8,192, MLP 3 x 4096 x 12288 =
+	 * 150,994,944: 36 x 192,946,432 + 1,244,659,712 + 4,096 =
+	 * 8,190,735,360. */
+	{ "qwen3-8b", 36, 32, 8, 128, 4096, 40960, 8190735360ull, 147456 },
+	{ "qwen3-32b", 64, 64, 8, 128, 5120, 40960, 32762123264ull, 262144 },
+	{ "qwen3-30b-a3b", 48, 32, 4, 128, 2048, 40960, 30532122624ull, 98304 },
+	{ "qwen3-235b-a22b", 94, 64, 4, 128, 4096, 40960, 235093634560ull, 192512 },
 };
 
 static void test_presets_match_reference(void **state)
@@ -1190,8 +1202,8 @@ static void test_invariants(void **state)
 			checked++;
 		}
 	}
-	/* 19 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
-	assert_int_equal(checked, (19 * 3 - 1) * 5 * 11 * 3);
+	/* 23 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
+	assert_int_equal(checked, (23 * 3 - 1) * 5 * 11 * 3);
 }
 
 /* A bad unit inside a GPU preset: the message keeps the unit error (the
