@@ -178,7 +178,10 @@ void kvs_mem_terms_compute(const kvs_deploy *d, kvs_mem_terms *out)
 	capture_sizes(t.profile_seqs, &t.cudagraph_sizes, &t.cudagraph_max_size, &sum);
 	t.cudagraph_bytes = clamp_u64(sum * m->hidden_size * ab * KVS_CUDAGRAPH_BYTES_FACTOR);
 
-	t.comm_bytes = tp * pp > 1 ? KVS_MEM_COMM_BYTES : 0;
+	/* communicators: of the tp x pp group, or of the expert-parallel
+	 * group that spans the data-parallel ranks of an MoE model */
+	bool ep = d->dp > 1 && d->expert_parallel && m->num_experts;
+	t.comm_bytes = tp * pp > 1 || ep ? KVS_MEM_COMM_BYTES : 0;
 	t.non_torch_bytes = KVS_MEM_RUNTIME_BYTES + t.comm_bytes;
 	t.cuda_context_bytes = KVS_MEM_CONTEXT_BYTES;
 

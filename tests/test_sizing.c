@@ -827,13 +827,14 @@ static void test_data_expert_parallel(void **state)
 	assert_int_equal(two.max_conversations, one.max_conversations);
 	assert_int_equal(two.max_conversations_total, 2 * one.max_conversations);
 	assert_int_equal(kvs_deploy_gpus(&d), 2);
-	/* expert parallel: half the experts on each GPU, the pool grows by
-	 * what they freed */
+	/* expert parallel: half the experts on each GPU; the pool grows by
+	 * what they freed, less the expert-parallel group's communicators */
 	d.expert_parallel = true;
 	assert_int_equal(kvs_size_compute(&d, &ep), KVS_OK);
 	assert_int_equal(ep.weight_bytes, 10462208 + 50331648 / 2);
-	assert_int_equal(ep.kv_budget_bytes, one.kv_budget_bytes + 50331648 / 2);
-	assert_true(ep.max_conversations >= one.max_conversations);
+	assert_int_equal(ep.mem.comm_bytes, KVS_MEM_COMM_BYTES);
+	assert_int_equal(ep.kv_budget_bytes,
+			 one.kv_budget_bytes + 50331648 / 2 - KVS_MEM_COMM_BYTES);
 	assert_int_equal(ep.max_conversations_total, 2 * ep.max_conversations);
 	/* with tp 2 as well: the rest over 2, the experts over 4 */
 	d.tp = 2;
