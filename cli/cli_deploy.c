@@ -129,8 +129,8 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 		   kvs_args_is(it, "-dp")) {
 		ok = arg_u32(it, 1, 1024, &d->dp);
 	} else if (kvs_args_is(it, "--enable-expert-parallel")) {
-		d->expert_parallel = true;
-		ok = true;
+		ok = kvs_args_no_value(it);
+		d->expert_parallel = ok;
 	} else if (kvs_args_is(it, "--dtype")) {
 		ok = (c->dtype_arg = kvs_args_value(it)) != NULL;
 	} else if (kvs_args_is(it, "--kv-cache-dtype")) {
@@ -260,6 +260,11 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 
 	/* data parallelism: each rank an engine of its own, with its own
 	 * requests; a replay simulates one engine */
+	if (c->d.dp > 1 && strcmp(cmd, "fleet") == 0)
+		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--data-parallel-size %u: a fleet's "
+				   "replicas are its data-parallel ranks, each with its whole "
+				   "model (give --replicas %u); 'kvsim size' sizes them with "
+				   "expert parallelism", c->d.dp, c->d.dp);
 	if (c->d.dp > 1 && strcmp(cmd, "size") != 0)
 		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--data-parallel-size %u: %s simulates "
 				   "one engine, one data-parallel rank (give it its share of "

@@ -495,8 +495,9 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		wide_parts(&d->model, wide, sizeof wide);
 	if (s->dp > 1 && d->expert_parallel && d->model.num_experts) {
 		size_t len = strlen(wide);
-		snprintf(wide + len, sizeof wide - len, ", routed experts 1/%u (expert parallel)",
-			 s->dp);
+		uint32_t ep = d->tp * s->dp, e = d->model.num_experts;
+		snprintf(wide + len, sizeof wide - len, ", %u of the %u routed experts of a "
+			 "layer (expert parallel)", (e + ep - 1) / ep, e);
 	}
 	add(&t, lab, kvs_fmt_commas(s->weight_bytes, b1, sizeof b1), "%s%s%s",
 	    ibytes(s->weight_bytes, b2, sizeof b2),

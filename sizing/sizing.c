@@ -189,8 +189,10 @@ static kvs_status stored_bytes(uint64_t narrow, uint64_t wide, kvs_dtype weight_
 }
 
 /* The weights of one GPU: the whole model's stored bytes over tp x pp;
- * with expert parallelism over dp > 1 ranks, the routed experts' bytes
- * over tp x pp x dp and the rest's over tp x pp. */
+ * with expert parallelism over dp > 1 ranks, the rest's over tp x pp and
+ * whole routed experts, ceil(experts / (tp x dp)) of each MoE layer of a
+ * stage (the first GPUs hold the remainder, as vLLM's expert map places
+ * them). */
 static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, uint32_t tp,
 				   uint32_t pp, uint32_t ep_dp, uint64_t *out)
 {
@@ -221,7 +223,11 @@ static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, u
 	if ((st = stored_bytes(narrow - pp_.experts, wide, weight_dtype, &bytes)) ||
 	    (st = stored_bytes(pp_.experts, 0, weight_dtype, &eb)))
 		return st;
-	*out = kvs_div_ceil(bytes, ranks) + kvs_div_ceil(eb, ranks * ep_dp);
+	uint64_t e = m->num_experts, ep = (uint64_t)tp * ep_dp;
+	uint64_t held = (e + ep - 1) / ep, x;
+	if (kvs_mul_overflow(eb, held, &x))
+		return ovf("weight bytes");
+	*out = kvs_div_ceil(bytes, ranks) + kvs_div_ceil(x, e * pp);
 	return KVS_OK;
 }
 
@@ -345,6 +351,12 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 	if (d->dp > 1024)
 		return kvs_fail(KVS_ERR_INVALID, "data-parallel size must be at most 1024, got %u",
 				d->dp);
+	if (d->dp > 1 && d->expert_parallel && d->model.num_experts &&
+	    (uint64_t)d->tp * d->dp > d->model.num_experts)
+		return kvs_fail(KVS_ERR_INVALID, "expert parallelism over tp %u x dp %u = %llu "
+				"GPUs: the model has %u experts per layer, fewer than one "
+				"per GPU", d->tp, d->dp, (unsigned long long)d->tp * d->dp,
+				d->model.num_experts);
 	if ((st = gpu_weight_bytes(&d->model, d->weight_dtype, d->tp, d->pp,
 				   d->expert_parallel ? d->dp : 1, &s.weight_bytes)))
 		return st;

@@ -407,7 +407,7 @@ run 0 --model deepseek-v3 --gpu h200-141gb --dp 8 --enable-expert-parallel --con
 }
 run 0 --model deepseek-v3 --gpu h200-141gb --dp 8 --enable-expert-parallel --context 32k && {
 	has "$out" "tp 1 x pp 1 x dp 8 (8 GPUs)" "dp in the header"
-	has "$out" "routed experts 1/8 (expert parallel)" "experts spread"
+	has "$out" "32 of the 256 routed experts of a layer (expert parallel)" "experts spread"
 	has "$out" "conversations on the 8 ranks (8 GPUs)" "conversations over the ranks"
 }
 # ... and offered as a way out when few fit at tp 8 (24 against 5 at 128K)
@@ -421,6 +421,16 @@ run 0 --model llama-3-8b --dp 2 --enable-expert-parallel &&
 	has "$err" "--enable-expert-parallel: llama-3-8b has no experts, it changes nothing" "EP on a dense model"
 run 0 --model mixtral-8x7b --enable-expert-parallel &&
 	has "$err" "without --data-parallel-size > 1" "EP without dp"
+# whole experts: Mixtral's 8 over 3 GPUs put 3 on the first; 16 GPUs are
+# more than its experts
+run 0 --model mixtral-8x7b --gpu h100-80gb --dp 3 --enable-expert-parallel --json &&
+	[ "$(jget weight_bytes)" = 37034139648 ] || fail "dp 3: 3 of 8 experts a GPU: $(jget weight_bytes)"
+run 2 --model mixtral-8x7b --dp 16 --enable-expert-parallel &&
+	has "$err" "the model has 8 experts per layer, fewer than one per GPU" "more GPUs than experts"
+run 2 --model mixtral-8x7b --dp 2 --enable-expert-parallel=0 &&
+	has "$err" "--enable-expert-parallel takes no value" "EP flag with a value"
+kvs_run fleet 2 -q --model llama-3-8b --dp 2 &&
+	has "$err" "a fleet's replicas are its data-parallel ranks" "dp refused by fleet"
 kvs_run replay 2 -q --model llama-3-8b --dp 2 &&
 	has "$err" "--data-parallel-size 2: replay simulates one engine, one data-parallel rank" "dp refused by replay"
 run 2 --dp 0 && has "$err" "--dp" "dp 0 refused"
