@@ -353,10 +353,15 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 	}
 	if (m.wide_unread[0] && kvs_dtype_bits(d->weight_dtype) < 16)
 		/* a module kept at 16 bits that is no part kvsim counts apart
-		 * (an MLP, one projection): counted narrow, said */
-		fprintf(stderr, "kvsim %s: warning: %s: quantization_config keeps %s at 16 "
-			"bits, which kvsim does not count apart: counted at %s\n", cmd, m.name,
-			m.wide_unread, kvs_dtype_name(d->weight_dtype));
+		 * (an MLP, one projection, a layer or part the model lacks):
+		 * counted narrow, said */
+		fprintf(stderr, "kvsim %s: warning: %s: quantization_config lists modules kept "
+			"at 16 bits that kvsim does not count apart (counted at %s): %s\n", cmd,
+			m.name, kvs_dtype_name(d->weight_dtype), m.wide_unread);
+	if (m.wide_lm_head_conflict && kvs_dtype_bits(d->weight_dtype) < 16)
+		fprintf(stderr, "kvsim %s: warning: %s: quantization_config says \"lm_head\": true "
+			"and lists lm_head among the modules kept at 16 bits: counted at 16 "
+			"bits\n", cmd, m.name);
 	if (c->kv_dtype_arg && strcmp(c->kv_dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->kv_dtype_arg, &d->kv_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--kv-cache-dtype: %s", kvs_last_error());

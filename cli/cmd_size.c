@@ -66,22 +66,26 @@ static const char *scaled(uint64_t v, double base, const char *const u[6],
  * layers only with their count. */
 static void wide_parts(const kvs_model *m, char *buf, size_t cap)
 {
+	uint32_t na, nr, ns;
+	kvs_model_wide_layers(m, &na, &nr, &ns);
 	const struct {
 		uint32_t n;
 		const char *what;
 	} parts[] = {
-		{ m->wide_attn_layers, "attention" },
-		{ m->wide_router_layers, "routers" },
-		{ m->wide_shared_layers, "shared experts" },
+		{ na, "attention" },
+		{ nr, "routers" },
+		{ ns, "shared experts" },
 	};
 	size_t len = (size_t)snprintf(buf, cap, ", embeddings%s",
 				      m->tie_word_embeddings || m->quant_lm_head ? "" : "/lm_head");
 	for (size_t i = 0; i < KVS_ARRAY_LEN(parts) && len < cap; i++) {
 		if (!parts[i].n)
 			continue;
-		len += (size_t)(parts[i].n < m->num_layers
-				? snprintf(buf + len, cap - len, ", %s (%u layers)", parts[i].what,
-					   parts[i].n)
+		uint32_t all = i == 0 || !m->num_experts ? m->num_layers
+			       : m->num_layers - m->first_dense_layers;
+		len += (size_t)(parts[i].n < all
+				? snprintf(buf + len, cap - len, ", %s (%u layer%s)", parts[i].what,
+					   parts[i].n, parts[i].n == 1 ? "" : "s")
 				: snprintf(buf + len, cap - len, ", %s", parts[i].what));
 	}
 	if (len < cap)

@@ -116,11 +116,11 @@ kvs_status kvs_report_write(const char *const *json_texts,
 		st = rp_run_parse(json_texts[i], strlen(json_texts[i]), label, &runs[i]);
 		for (size_t k = 0; st == KVS_OK && o.warn && k < runs[i].npol; k++) {
 			const rp_policy *p = &runs[i].pol[k];
-			char msg[256];
+			char msg[1024];
 			double sum;
 			if (!kvs_accounting_balances(p->arrived, p->completed, p->rejected,
 						     p->unfinished)) {
-				snprintf(msg, sizeof msg, "%s: policies.%.40s.accounting: arrived "
+				snprintf(msg, sizeof msg, "%s: policies.%.400s.accounting: arrived "
 					 "%llu is not completed %llu + rejected %llu + unfinished "
 					 "%llu (drawn, flagged on the page)", label, p->name,
 					 (unsigned long long)p->arrived,
@@ -130,7 +130,7 @@ kvs_status kvs_report_write(const char *const *json_texts,
 				o.warn(o.warn_ctx, msg);
 			}
 			if (!rp_parts_whole(p, &sum)) {
-				snprintf(msg, sizeof msg, "%s: policies.%.40s.memory_pct: the six "
+				snprintf(msg, sizeof msg, "%s: policies.%.400s.memory_pct: the six "
 					 "parts sum to %.2f %%, not 100 (drawn, flagged on the page)",
 					 label, p->name, sum);
 				o.warn(o.warn_ctx, msg);

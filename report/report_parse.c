@@ -162,8 +162,11 @@ static kvs_status get_fig_max(const pctx *c, const json_t *parent, const char *p
 	if (*out < 0)
 		return kvs_fail(KVS_ERR_PARSE, "%s: %s: %g is negative (every figure of a "
 				"run is >= 0)", c->label, p, *out);
-	return kvs_fail(KVS_ERR_PARSE, "%s: %s: %g is above %g (a %s of the whole)",
-			c->label, p, *out, max, max > 1 ? "percentage" : "share");
+	/* the bounds are 100 (a percentage) and 1 (a share), each with room
+	 * for rounding: named by the whole */
+	bool pct = max > 2;
+	return kvs_fail(KVS_ERR_PARSE, "%s: %s: %.10g is above %d (a %s of the whole)",
+			c->label, p, *out, pct ? 100 : 1, pct ? "percentage" : "share");
 }
 
 static kvs_status get_fig(const pctx *c, const json_t *parent, const char *path,
@@ -366,11 +369,26 @@ static kvs_status parse_series(const pctx *c, const json_t *o, const char *path,
 		snprintf(key, sizeof key, "%s_pct", rp_part_key[p]);
 		if ((st = get_nums(c, o, path, key, true, n, &ts->part[p], NULL)) != KVS_OK)
 			return st;
+		/* each sample's share of the pool */
+		for (size_t i = 0; i < n; i++)
+			if (!(ts->part[p][i] >= 0 && ts->part[p][i] <= 100.0 + 1e-6))
+				return kvs_fail(KVS_ERR_PARSE, "%s: %s.%s[%zu]: %.10g is not a "
+						"percentage of the pool (0 to 100)", c->label,
+						path, key, i, ts->part[p][i]);
 	}
 	size_t nr = 0, nw = 0;
 	if ((st = get_nums(c, o, path, "running", false, n, &ts->running, &nr)) ||
 	    (st = get_nums(c, o, path, "waiting", false, n, &ts->waiting, &nw)))
 		return st;
+	const struct { const double *v; size_t n; const char *key; } counts[] = {
+		{ ts->running, nr, "running" }, { ts->waiting, nw, "waiting" },
+	};
+	for (size_t k = 0; k < KVS_ARRAY_LEN(counts); k++)
+		for (size_t i = 0; i < counts[k].n; i++)
+			if (!(counts[k].v[i] >= 0))
+				return kvs_fail(KVS_ERR_PARSE, "%s: %s.%s[%zu]: %.10g is negative "
+						"(a count of requests)", c->label, path,
+						counts[k].key, i, counts[k].v[i]);
 	if (n == 0) {
 		const char *bad = nr ? "running" : nw ? "waiting" : NULL;
 		for (int p = 0; p < RP_NPARTS && !bad; p++)

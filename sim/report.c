@@ -52,12 +52,15 @@ static json_t *model_jt(const kvs_model *m)
 	set(o, "num_experts_per_tok", jint(m->num_experts_per_tok));
 	set(o, "kv_lora_rank", jint(m->kv_lora_rank));
 	set(o, "qk_rope_head_dim", jint(m->qk_rope_head_dim));
-	if (m->wide_attn_layers || m->wide_router_layers || m->wide_shared_layers) {
+	uint32_t na, nr, ns;
+	kvs_model_wide_layers(m, &na, &nr, &ns);
+	unsigned wbits = kvs_dtype_bits(m->weight_dtype);
+	if ((na || nr || ns) && wbits < 16) {
 		/* what a quantised checkpoint keeps at 16 bits, in layers */
 		json_t *w = json_object();
-		set(w, "attention_layers", jint(m->wide_attn_layers));
-		set(w, "router_layers", jint(m->wide_router_layers));
-		set(w, "shared_expert_layers", jint(m->wide_shared_layers));
+		set(w, "attention_layers", jint(na));
+		set(w, "router_layers", jint(nr));
+		set(w, "shared_expert_layers", jint(ns));
 		set(o, "kept_16bit", w);
 	}
 	return o;

@@ -268,13 +268,22 @@ static bool word_char(char ch)
 	       (ch >= '0' && ch <= '9') || ch == '_';
 }
 
-/* The part an entry names (WIDE_*), and its layer (UINT32_MAX: every). */
+/* The part an entry names (WIDE_*), and its layer (UINT32_MAX: every).
+ * Read as naming nothing kvsim counts apart (WIDE_UNREAD): an empty name,
+ * a layer number past 9 digits or after a '-', and a regular expression
+ * that picks layers by a character class, an alternation or a repeat
+ * ("re:model.layers.[0-9]+.self_attn", "(1|2)", "\\d"): which layers it
+ * means is not read. */
 static int wide_part(const char *s, uint32_t *layer)
 {
 	int part = WIDE_UNREAD;
 	*layer = UINT32_MAX;
-	if (strncmp(s, "re:", 3) == 0)
+	if (strncmp(s, "re:", 3) == 0) {
 		s += 3;
+		if (strpbrk(s, "(|{+?") || strstr(s, "\\d") || strstr(s, "[0-9") ||
+		    strstr(s, "[1-9"))
+			return WIDE_UNREAD;
+	}
 	for (const char *p = s; *p;) {
 		if (!word_char(*p)) {
 			p++;
@@ -291,13 +300,38 @@ static int wide_part(const char *s, uint32_t *layer)
 			return WIDE_UNREAD;
 		}
 		if (strspn(w, "0123456789") == n) {
-			if (*layer == UINT32_MAX && n <= 9)
-				*layer = (uint32_t)strtoul(w, NULL, 10);
+			if (*layer != UINT32_MAX)
+				continue;   /* the first number is the layer */
+			if (n > 9 || (w > s && w[-1] == '-'))
+				return WIDE_UNREAD;
+			*layer = (uint32_t)strtoul(w, NULL, 10);
 			continue;
 		}
 		part = wide_word(w, n);
 	}
 	return part;
+}
+
+/* An entry counted narrow: the first is named, the rest counted. */
+static void wide_unread(kvs_model *m, uint32_t *unread, const char *what)
+{
+	if ((*unread)++ == 0)
+		snprintf(m->wide_unread, sizeof m->wide_unread, "%s", what);
+}
+
+/* Kept routers or shared experts of a model that has none: said with the
+ * entries read as nothing (kvs_model_wide_layers counts them 0). */
+static void wide_missing(kvs_model *m)
+{
+	kvs_param_parts pp;
+	kvs_model_param_parts(m, &pp);
+	const char *what = m->wide_router_layers && !m->num_experts ? "routers"
+			 : m->wide_shared_layers && !pp.shared ? "shared experts" : NULL;
+	if (!what)
+		return;
+	size_t len = strlen(m->wide_unread);
+	snprintf(m->wide_unread + len, sizeof m->wide_unread - len, "%s%s (the model has none)",
+		 len ? "; " : "", what);
 }
 
 /* The modules quantization_config q keeps unquantised (kvs_model.wide_*). */
@@ -310,6 +344,7 @@ static kvs_status parse_wide(const cfg *c, json_t *q, kvs_model *m)
 			      [WIDE_SHARED] = &m->wide_shared_layers };
 	uint8_t *marks = NULL;   /* [3][num_layers]: a layer named once */
 	uint32_t unread = 0;
+	bool lm_head_quantised = m->quant_lm_head;
 	kvs_status st = KVS_OK;
 	for (size_t li = 0; li < KVS_ARRAY_LEN(lists) && st == KVS_OK; li++) {
 		json_t *a = json_object_get(q, lists[li]);
@@ -328,29 +363,33 @@ static kvs_status parse_wide(const cfg *c, json_t *q, kvs_model *m)
 					      c->path, lists[li], i);
 				break;
 			}
+			char what[64];
+			snprintf(what, sizeof what, *s ? "'%.40s'" : "an empty name", s);
 			uint32_t layer;
 			int part = wide_part(s, &layer);
-			if (part == WIDE_LM_HEAD)
+			if (part == WIDE_LM_HEAD) {
 				m->quant_lm_head = false;
-			if (part < WIDE_ATTN) {
-				if (part == WIDE_UNREAD && unread++ == 0)
-					snprintf(m->wide_unread, sizeof m->wide_unread,
-						 "'%.40s'", s);
-				continue;
+				m->wide_lm_head_conflict |= lm_head_quantised;
 			}
+			if (part == WIDE_UNREAD)
+				wide_unread(m, &unread, what);
+			if (part < WIDE_ATTN)
+				continue;
 			uint32_t *n = count[part];
 			if (layer == UINT32_MAX) {
-				*n = m->num_layers;
+				*n = KVS_WIDE_ALL;
 				continue;
 			}
-			if (layer >= m->num_layers)
-				continue;   /* no such layer: nothing to keep */
+			if (layer >= m->num_layers) {   /* no such layer */
+				wide_unread(m, &unread, what);
+				continue;
+			}
 			if (!marks && !(marks = calloc(3, m->num_layers))) {
 				st = kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->path);
 				break;
 			}
 			uint8_t *mk = &marks[(size_t)(part - WIDE_ATTN) * m->num_layers + layer];
-			if (!*mk && *n < m->num_layers) {
+			if (!*mk && *n != KVS_WIDE_ALL) {
 				*mk = 1;
 				++*n;
 			}
@@ -733,6 +772,7 @@ kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t l
 		goto done;
 	if (m.num_active_params > m.num_params)
 		m.num_active_params = m.num_params;
+	wide_missing(&m);
 	*out = m;
 done:
 	json_decref(root);
@@ -882,20 +922,30 @@ void kvs_model_param_parts(const kvs_model *m, kvs_param_parts *out)
 	estimate(m, &t, &a, out);
 }
 
+void kvs_model_wide_layers(const kvs_model *m, uint32_t *attn, uint32_t *router,
+			   uint32_t *shared)
+{
+	kvs_param_parts pp;
+	kvs_model_param_parts(m, &pp);
+	uint32_t moe = m->num_experts && m->first_dense_layers < m->num_layers
+		       ? m->num_layers - m->first_dense_layers : 0;
+	*attn = m->wide_attn_layers < m->num_layers ? m->wide_attn_layers : m->num_layers;
+	*router = m->wide_router_layers < moe ? m->wide_router_layers : moe;
+	*shared = !pp.shared ? 0 : m->wide_shared_layers < moe ? m->wide_shared_layers : moe;
+}
+
 uint64_t kvs_model_wide_params(const kvs_model *m)
 {
 	kvs_param_parts pp;
 	kvs_model_param_parts(m, &pp);
+	uint32_t na, nr, ns;
+	kvs_model_wide_layers(m, &na, &nr, &ns);
 	acc w = { 0, false };
 	uint64_t emb = mul(&w, m->vocab_size, m->hidden_size);
 	add(&w, m->tie_word_embeddings || m->quant_lm_head ? emb : 2 * emb);
-	/* routers and shared experts are in the MoE layers only */
-	uint64_t moe = m->num_experts && m->first_dense_layers < m->num_layers
-		       ? m->num_layers - m->first_dense_layers : 0;
-	addmul(&w, m->wide_attn_layers < m->num_layers ? m->wide_attn_layers : m->num_layers,
-	       pp.attn);
-	addmul(&w, m->wide_router_layers < moe ? m->wide_router_layers : moe, pp.router);
-	addmul(&w, m->wide_shared_layers < moe ? m->wide_shared_layers : moe, pp.shared);
+	addmul(&w, na, pp.attn);
+	addmul(&w, nr, pp.router);
+	addmul(&w, ns, pp.shared);
 	/* a parameter count below these (a config's own num_parameters) has
 	 * them all at the narrow width, as one without them */
 	return w.ovf || w.v >= m->num_params ? 0 : w.v;

@@ -496,10 +496,26 @@ static void test_bad_input(void **state)
 	/* a percentage or share past the whole, parts that do not share the
 	 * pool */
 	s = with_extra(",\"prefix_hit_rate\":{\"tokens\":1.5}");
-	expect_error(s, KVS_ERR_PARSE, "policies.paged.prefix_hit_rate.tokens", "1.5 is above 1");
+	expect_error(s, KVS_ERR_PARSE, "policies.paged.prefix_hit_rate.tokens",
+		     "1.5 is above 1 (a share of the whole)");
 	free(s);
-	s = with_extra(",\"memory_peak_pct\":{\"free\":100.5}");
-	expect_error(s, KVS_ERR_PARSE, "policies.paged.memory_peak_pct.free", "100.5 is above 100");
+	s = with_extra(",\"memory_peak_pct\":{\"free\":100.00001}");
+	expect_error(s, KVS_ERR_PARSE, "policies.paged.memory_peak_pct.free",
+		     "100.00001 is above 100 (a percentage of the whole)");
+	free(s);
+	/* a sample's share of the pool, and its counts */
+	s = with_extra(",\"timeseries\":{\"t_s\":[0,1],\"token_states_pct\":[1,150],"
+		       "\"reservation_pct\":[0,0],\"internal_fragmentation_pct\":[0,0],"
+		       "\"external_fragmentation_pct\":[0,0],\"cached_idle_pct\":[0,0],"
+		       "\"free_pct\":[99,0]}");
+	expect_error(s, KVS_ERR_PARSE, "policies.paged.timeseries.token_states_pct[1]",
+		     "150 is not a percentage of the pool");
+	free(s);
+	s = with_extra(",\"timeseries\":{\"t_s\":[0,1],\"token_states_pct\":[1,2],"
+		       "\"reservation_pct\":[0,0],\"internal_fragmentation_pct\":[0,0],"
+		       "\"external_fragmentation_pct\":[0,0],\"cached_idle_pct\":[0,0],"
+		       "\"free_pct\":[99,98],\"waiting\":[0,-3]}");
+	expect_error(s, KVS_ERR_PARSE, "policies.paged.timeseries.waiting[1]", "-3 is negative");
 	free(s);
 	s = with_extra(",\"timeseries\":{\"t_s\":[0,1,2],\"token_states_pct\":[1,2,3],"
 		       "\"reservation_pct\":[0,0,0],\"internal_fragmentation_pct\":[0,0,0],"

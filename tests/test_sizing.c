@@ -736,6 +736,7 @@ static void test_quant_wide_modules(void **state)
 	kvs_model m;
 	kvs_param_parts pp;
 	uint64_t w;
+	uint32_t na, nr, ns;
 	/* gpt-oss's list: attention and routers of every layer, the
 	 * embeddings and the head */
 	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"mxfp4\", "
@@ -747,10 +748,20 @@ static void test_quant_wide_modules(void **state)
 	assert_int_equal(pp.attn, 1048576);
 	assert_int_equal(pp.router, 2048);
 	assert_int_equal(pp.shared, 0);
-	assert_int_equal(m.wide_attn_layers, 4);
-	assert_int_equal(m.wide_router_layers, 4);
-	assert_int_equal(m.wide_shared_layers, 0);
+	assert_int_equal(m.wide_attn_layers, KVS_WIDE_ALL);
+	assert_int_equal(m.wide_router_layers, KVS_WIDE_ALL);
+	kvs_model_wide_layers(&m, &na, &nr, &ns);
+	assert_int_equal(na, 4);
+	assert_int_equal(nr, 4);
+	assert_int_equal(ns, 0);
 	assert_string_equal(m.wide_unread, "");
+	assert_false(m.wide_lm_head_conflict);
+	/* every layer is every layer of the model as reshaped */
+	m.num_layers = 2;
+	kvs_model_wide_layers(&m, &na, &nr, &ns);
+	assert_int_equal(na, 2);
+	assert_int_equal(nr, 2);
+	m.num_layers = 4;
 	/* wide: 1,024,000 + 4 x 1,048,576 + 4 x 2,048 = 5,226,496; narrow
 	 * 25,170,432 at 4 bits (12,585,216 B) with 196,644 groups of 128 x
 	 * 4 B (786,576 B); wide x 2 B = 10,452,992 B */
@@ -761,15 +772,31 @@ static void test_quant_wide_modules(void **state)
 	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_FP16, 1, 1, &w), KVS_OK);
 	assert_int_equal(w, 2 * 30396928);
 
-	/* layers named one by one: each once, a layer past the model's none,
-	 * a regular expression's layer read from its words */
+	/* layers named one by one: each once, a regular expression's literal
+	 * layer read from its words; a layer past the model's, a number of 10
+	 * digits, one after a '-', and a pattern over some layers are read
+	 * as nothing, and said */
 	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"awq\", "
 			       "\"bits\": 4, \"modules_to_not_convert\": [\"model.layers.1.self_attn\", "
 			       "\"model.layers.1.self_attn\", \"model.layers.9.self_attn\", "
-			       "\"re:.*layers[.]2[.]self_attn.*\"]}}", &m), KVS_OK);
+			       "\"re:.*layers[.]2[.]self_attn.*\", \"model.layers.4294967296.self_attn\", "
+			       "\"model.layers.-1.self_attn\", \"re:model[.]layers[.][0-9]+[.]self_attn\", "
+			       "\"re:.*layers.(1|3).self_attn\", \"re:.*layers.\\\\d.self_attn\", "
+			       "\"\"]}}", &m), KVS_OK);
 	assert_int_equal(m.wide_attn_layers, 2);
 	assert_int_equal(m.wide_router_layers, 0);
 	assert_int_equal(kvs_model_wide_params(&m), 1024000 + 2 * 1048576);
+	assert_string_equal(m.wide_unread, "'model.layers.9.self_attn' and 6 more");
+	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"awq\", "
+			       "\"bits\": 4, \"modules_to_not_convert\": [\"\"]}}", &m), KVS_OK);
+	assert_string_equal(m.wide_unread, "an empty name");
+	/* a router or shared experts the model lacks: none counted, said */
+	assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": \"awq\", "
+			       "\"bits\": 4, \"modules_to_not_convert\": [\"model.layers.*.mlp.gate\"]}}",
+			       &m), KVS_OK);
+	kvs_model_wide_layers(&m, &na, &nr, &ns);
+	assert_int_equal(nr, 0);
+	assert_string_equal(m.wide_unread, "routers (the model has none)");
 
 	/* what names no part kvsim counts apart (an MLP, one projection) is
 	 * counted narrow and said; bitsandbytes' own list; lm_head listed
@@ -779,12 +806,17 @@ static void test_quant_wide_modules(void **state)
 			       "[\"model.layers.0.mlp\", \"model.layers.*.self_attn.q_proj\", "
 			       "\"shared_expert\"]}}", &m), KVS_OK);
 	assert_int_equal(m.wide_attn_layers, 0);
-	assert_int_equal(m.wide_shared_layers, 4);
-	assert_string_equal(m.wide_unread, "'model.layers.0.mlp' and 1 more");
+	assert_int_equal(m.wide_shared_layers, KVS_WIDE_ALL);
+	/* (Mixtral has no shared experts: none are counted, and it is said) */
+	kvs_model_wide_layers(&m, &na, &nr, &ns);
+	assert_int_equal(ns, 0);
+	assert_string_equal(m.wide_unread, "'model.layers.0.mlp' and 1 more; shared experts "
+			    "(the model has none)");
 	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"gptq\", "
 			       "\"bits\": 4, \"lm_head\": true, \"modules_to_not_convert\": "
 			       "[\"lm_head\"]}}", &m), KVS_OK);
 	assert_false(m.quant_lm_head);
+	assert_true(m.wide_lm_head_conflict);
 	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"gptq\", "
 			       "\"bits\": 4, \"lm_head\": true}}", &m), KVS_OK);
 	assert_true(m.quant_lm_head);

@@ -100,16 +100,24 @@ typedef struct kvs_model {
 	/* Parts a quantised checkpoint keeps at 16 bits, from
 	 * quantization_config's modules_to_not_convert, llm_int8_skip_modules
 	 * or ignore, in layers: an entry for every layer ("model.layers.*.
-	 * self_attn", "re:.*self_attn.*", "self_attn") counts num_layers, one
+	 * self_attn", "re:.*self_attn.*", "self_attn") is KVS_WIDE_ALL, one
 	 * naming layer i counts that layer once.  lm_head there clears
-	 * quant_lm_head; the embeddings stay at 16 bits regardless. */
+	 * quant_lm_head; the embeddings stay at 16 bits regardless.  Read
+	 * them through kvs_model_wide_layers, which bounds them by the model's
+	 * layers. */
 	uint32_t wide_attn_layers;       /* attention projections (q, k, v, o) */
 	uint32_t wide_router_layers;     /* MoE routers (gate, router) */
 	uint32_t wide_shared_layers;     /* MoE shared experts */
-	char wide_unread[64];            /* first such entry that names no
-					  * part kvsim counts apart (an MLP, a
-					  * norm), counted quantised; "" none */
+	char wide_unread[128];           /* entries that name no part kvsim
+					  * counts apart (an MLP, one projection,
+					  * a layer the model lacks, a pattern
+					  * over some layers), counted quantised:
+					  * the first and how many more; "" none */
+	bool wide_lm_head_conflict;      /* "lm_head": true, and lm_head listed
+					  * as kept at 16 bits (the list wins) */
 } kvs_model;
+
+#define KVS_WIDE_ALL UINT32_MAX      /* kvs_model.wide_*_layers: every layer */
 
 typedef struct kvs_gpu {
 	char name[KVS_NAME_MAX];
@@ -349,6 +357,12 @@ typedef struct kvs_param_parts {
 	uint64_t experts;   /* every routed expert of every MoE layer (not per layer) */
 } kvs_param_parts;
 void kvs_model_param_parts(const kvs_model *m, kvs_param_parts *out);
+/* The layers whose attention, router and shared experts a quantised
+ * checkpoint keeps at 16 bits, bounded by the model: attention by its
+ * layers, routers and shared experts by its MoE layers (0 for a model
+ * without them). */
+void kvs_model_wide_layers(const kvs_model *m, uint32_t *attn, uint32_t *router,
+			   uint32_t *shared);
 /* Of the num_params, how many a quantised checkpoint keeps at 16 bits:
  * the embeddings, the LM head unless quant_lm_head, and the wide parts
  * (kvs_model.wide_*; routers and shared experts in the MoE layers only);

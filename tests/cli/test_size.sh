@@ -390,8 +390,13 @@ esac
 sed 's|"lm_head"|"lm_head", "model.layers.0.mlp"|' "$ROOT/sizing/presets/models/gpt-oss-120b.json" \
 	>"$tmp/goss-mlp.json"
 run 0 --model "$tmp/goss-mlp.json" --gpu h100-80gb &&
-	has "$err" "quantization_config keeps 'model.layers.0.mlp' at 16 bits, which kvsim does not count apart: counted at int4" \
+	has "$err" "quantization_config lists modules kept at 16 bits that kvsim does not count apart (counted at int4): 'model.layers.0.mlp'" \
 		"an MLP kept wide is said"
+sed 's|"quant_method": "mxfp4"|"quant_method": "mxfp4", "lm_head": true|' \
+	"$ROOT/sizing/presets/models/gpt-oss-120b.json" >"$tmp/goss-lmhead.json"
+run 0 --model "$tmp/goss-lmhead.json" --gpu h100-80gb &&
+	has "$err" "says \"lm_head\": true and lists lm_head among the modules kept at 16 bits" \
+		"lm_head both quantised and kept"
 
 # ---- data-parallel ranks and expert parallelism -------------------------------
 # DeepSeek-V3 on eight H200s: tp 8 keeps the MLA latent whole on every GPU,
