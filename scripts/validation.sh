@@ -118,6 +118,14 @@ c="--model qwen3-235b-a22b --dtype fp8 --gpu h100-80gb --tp 4"
 v=$(size_json $c | jget kv_capacity_tokens)
 row "vLLM start-up log, same issue (GPU KV cache size: 178,880 tokens; LMCacheConnectorV1 on)" \
 	"same, vllm serve defaults, tp 4" "KV cache tokens" 178880 "$v" "kvsim size $c"
+c="--model llama-2-7b --gpu a100-80gb --dtype int8 --engine trtllm --max-num-seqs 1 --max-num-batched-tokens 4096"
+j=$(size_json $c)
+row "TensorRT-LLM 0.8 log in NVIDIA/TensorRT-LLM issue #1400 (Allocate 69524783104 bytes for k/v cache; Using 132608 tokens)" \
+	"a Llama-2-7B-shaped model (524,288 KV bytes a token, the log's ratio), SmoothQuant INT8, 1x A100-80GB, max_batch_size 1, max_num_tokens 4096, free fraction 0.9" \
+	"KV cache tokens" 132608 "$(printf '%s\n' "$j" | jget kv_capacity_tokens)" "kvsim size $c"
+row "same log (GPU 6683 MiB after the engine's load)" "same" "weights (MiB)" 6683 \
+	"$(awk -v w="$(printf '%s\n' "$j" | jget weight_bytes)" 'BEGIN { printf "%.0f", w / 2^20 }')" \
+	"kvsim size $c"
 row "vLLM 0.14.1 start-up log on one H100 (vllm-project/vllm issue #33155), Triton MXFP4 MoE backend" \
 	"gpt-oss-120b, as above" "model loading memory (GiB)" 64.38 \
 	"$(awk -v w="$g120" 'BEGIN { printf "%.2f", w / 2^30 }')" \
@@ -142,6 +150,12 @@ figure for the loaded model is 3.7 GiB above the checkpoint: what its
 MXFP4 MoE kernels hold beyond the stored weights, which kvsim does not
 model; on that GPU, at vLLM's defaults, kvsim's KV budget is that much
 too large.
+
+The TensorRT-LLM rows check the `trtllm` engine's accounting (a fraction
+of what is free once the engine is loaded): its log names no model, but
+its pool, 69,524,783,104 bytes for 132,608 tokens, is 524,288 bytes a
+token, Llama-2-7B's shape, and its engine weighs what kvsim gives
+Llama-2-7B in INT8 with 16-bit embeddings.
 
 The Qwen3-235B rows come from one report that ran both engines on the same
 four H100s. SGLang's pool is 4.7% smaller than kvsim's; the log gives no
