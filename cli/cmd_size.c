@@ -493,7 +493,10 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 			 mt->engine == KVS_ENGINE_SGLANG ? " mem_fraction_static" : "");
 	add(&t, lab, kvs_fmt_commas(s->usable_bytes, b1, sizeof b1), "%s",
 	    ibytes(s->usable_bytes, b2, sizeof b2));
-	snprintf(lab, sizeof lab, "- weights (%s)", kvs_dtype_name(d->weight_dtype));
+	/* the checkpoint's own method beside the width it is counted at */
+	bool method = d->model.quant_method[0] && d->weight_dtype == d->model.weight_dtype;
+	snprintf(lab, sizeof lab, "- weights (%s%s%.20s)", kvs_dtype_name(d->weight_dtype),
+		 method ? ", " : "", method ? d->model.quant_method : "");
 	char wide[200] = "";
 	if (kvs_dtype_bits(d->weight_dtype) < 16)
 		wide_parts(&d->model, wide, sizeof wide);

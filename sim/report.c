@@ -52,6 +52,8 @@ static json_t *model_jt(const kvs_model *m)
 	set(o, "num_experts_per_tok", jint(m->num_experts_per_tok));
 	set(o, "kv_lora_rank", jint(m->kv_lora_rank));
 	set(o, "qk_rope_head_dim", jint(m->qk_rope_head_dim));
+	if (m->quant_method[0])
+		set(o, "quant_method", json_string(m->quant_method));
 	uint32_t na, nr, ns;
 	kvs_model_wide_layers(m, &na, &nr, &ns);
 	unsigned wbits = kvs_dtype_bits(m->weight_dtype);

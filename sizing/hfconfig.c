@@ -415,6 +415,8 @@ static kvs_status parse_quant(const cfg *c, kvs_model *m)
 		return kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config': expected an object",
 				c->path);
 	const char *method = json_string_value(json_object_get(q, "quant_method"));
+	if (method)
+		snprintf(m->quant_method, sizeof m->quant_method, "%s", method);
 	/* GPTQ and AWQ write bits (older AWQ exports w_bit) */
 	const char *bkey = json_object_get(q, "bits") ? "bits" : "w_bit";
 	json_t *bits = json_object_get(q, bkey);

@@ -115,6 +115,8 @@ typedef struct kvs_model {
 					  * the first and how many more; "" none */
 	bool wide_lm_head_conflict;      /* "lm_head": true, and lm_head listed
 					  * as kept at 16 bits (the list wins) */
+	char quant_method[24];           /* quantization_config.quant_method as
+					  * written ("mxfp4", "awq", ...); "" none */
 } kvs_model;
 
 #define KVS_WIDE_ALL UINT32_MAX      /* kvs_model.wide_*_layers: every layer */
