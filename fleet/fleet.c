@@ -691,7 +691,7 @@ void kvs_fleet_result_kv(const kvs_fleet_result *r, kvs_fleet_kv *out)
 	for (uint32_t i = 0; i < r->n; i++) {
 		const kvs_sim_stats *s = kvs_sim_result_stats(r->rep[i]);
 		const kvs_deploy *d = &kvs_sim_result_config(r->rep[i])->deploy;
-		uint64_t g = kvs_deploy_gpus(d);
+		uint64_t g = kvs_deploy_rank_gpus(d);
 		out->total_bytes += s->kv_budget_bytes * g;
 		out->total_blocks += s->num_blocks;
 		out->total_tokens += s->num_blocks * (d->block_size ? d->block_size : 16);

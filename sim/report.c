@@ -482,7 +482,7 @@ bool kvs_sim_cost_of(const kvs_deploy *d, const kvs_sim_stats *s, kvs_sim_cost *
 	double price = d->gpu_hour_price;
 	if (!(price > 0))
 		return false;
-	out->gpus = kvs_deploy_gpus(d);
+	out->gpus = kvs_deploy_rank_gpus(d);
 	out->dollars_per_hour = price * out->gpus;
 	out->dollars = out->dollars_per_hour * s->sim_time_s / 3600.0;
 	out->per_million_output_tokens = s->output_tokens

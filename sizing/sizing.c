@@ -237,6 +237,11 @@ kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
 	return gpu_weight_bytes(m, weight_dtype, tp, pp, 1, out);
 }
 
+uint64_t kvs_deploy_rank_gpus(const kvs_deploy *d)
+{
+	return (uint64_t)(d->tp ? d->tp : 1) * (d->pp ? d->pp : 1);
+}
+
 uint64_t kvs_deploy_gpus(const kvs_deploy *d)
 {
 	return (uint64_t)(d->tp ? d->tp : 1) * (d->pp ? d->pp : 1) * (d->dp ? d->dp : 1);

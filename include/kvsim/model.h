@@ -225,6 +225,9 @@ typedef struct kvs_deploy {
 void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g);
 /* GPUs of one deployment: tp x pp x dp (0 in any counts as 1). */
 uint64_t kvs_deploy_gpus(const kvs_deploy *d);
+/* GPUs of one engine, one data-parallel rank: tp x pp (what a replay
+ * simulates and a fleet's replica is). */
+uint64_t kvs_deploy_rank_gpus(const kvs_deploy *d);
 
 /* The engine's default scheduler limits on GPU g, as its server sets them
  * when --max-num-seqs / --max-num-batched-tokens are not given: vLLM's
