@@ -294,6 +294,21 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 			m.first_dense_layers = c->layers;
 		m.num_layers = c->layers;
 		reshaped = true;
+		/* modules kept at 16 bits layer by layer name the config's
+		 * layers, which --layers replaced: no longer counted apart */
+		uint32_t *wl[] = { &m.wide_attn_layers, &m.wide_router_layers,
+				   &m.wide_shared_layers };
+		bool dropped = false;
+		for (size_t i = 0; i < KVS_ARRAY_LEN(wl); i++)
+			if (*wl[i] && *wl[i] != KVS_WIDE_ALL) {
+				*wl[i] = 0;
+				dropped = true;
+			}
+		if (dropped)
+			fprintf(stderr, "kvsim %s: warning: --layers %u: the modules %s's "
+				"quantization_config keeps at 16 bits in named layers are counted at "
+				"the quantised width (the layers it names are the config's)\n", cmd,
+				c->layers, m.name);
 	}
 	if (c->kv_heads) {
 		if (c->kv_heads > m.num_heads || m.num_heads % c->kv_heads)

@@ -494,7 +494,8 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	add(&t, lab, kvs_fmt_commas(s->usable_bytes, b1, sizeof b1), "%s",
 	    ibytes(s->usable_bytes, b2, sizeof b2));
 	/* the checkpoint's own method beside the width it is counted at */
-	bool method = d->model.quant_method[0] && d->weight_dtype == d->model.weight_dtype;
+	bool method = d->model.quant_method[0] && d->weight_dtype == d->model.weight_dtype &&
+		      strcmp(d->model.quant_method, kvs_dtype_name(d->weight_dtype)) != 0;
 	snprintf(lab, sizeof lab, "- weights (%s%s%.20s)", kvs_dtype_name(d->weight_dtype),
 		 method ? ", " : "", method ? d->model.quant_method : "");
 	char wide[200] = "";
@@ -508,7 +509,8 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	}
 	add(&t, lab, kvs_fmt_commas(s->weight_bytes, b1, sizeof b1), "%s%s%s",
 	    ibytes(s->weight_bytes, b2, sizeof b2),
-	    d->tp * d->pp > 1 ? ", this GPU's share" : "", wide);
+	    d->tp * d->pp > 1 || (s->dp > 1 && d->expert_parallel && d->model.num_experts)
+	    ? ", this GPU's share" : "", wide);
 	char b3[32];
 	if (s->reserve_estimated) {
 		const char *cnt = "subtracted";

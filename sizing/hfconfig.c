@@ -268,21 +268,38 @@ static bool word_char(char ch)
 	       (ch >= '0' && ch <= '9') || ch == '_';
 }
 
+/* In a regular expression, the text at p is a literal dot ("\\." or
+ * "[.]"); *len is its length. */
+static bool re_dot(const char *p, size_t *len)
+{
+	if (p[0] == '\\' && p[1] == '.')
+		*len = 2;
+	else if (p[0] == '[' && p[1] == '.' && p[2] == ']')
+		*len = 3;
+	else
+		return false;
+	return true;
+}
+
 /* The part an entry names (WIDE_*), and its layer (UINT32_MAX: every).
  * Read as naming nothing kvsim counts apart (WIDE_UNREAD): an empty name,
  * a layer number past 9 digits or after a '-', and a regular expression
- * that picks layers by a character class, an alternation or a repeat
- * ("re:model.layers.[0-9]+.self_attn", "(1|2)", "\\d"): which layers it
- * means is not read. */
+ * that may pick some layers: one with a character class other than "[.]",
+ * an alternation, a group or a repeat other than ".*", or a number not set
+ * between literal dots ("re:model.layers.[0-9]+.self_attn", "(1|2)",
+ * "\\d", "layers\\.1.*" all pick layers the words do not say). */
 static int wide_part(const char *s, uint32_t *layer)
 {
 	int part = WIDE_UNREAD;
 	*layer = UINT32_MAX;
-	if (strncmp(s, "re:", 3) == 0) {
+	bool re = strncmp(s, "re:", 3) == 0;
+	if (re) {
 		s += 3;
-		if (strpbrk(s, "(|{+?") || strstr(s, "\\d") || strstr(s, "[0-9") ||
-		    strstr(s, "[1-9"))
+		if (strpbrk(s, "(|{+?") || strstr(s, "\\d"))
 			return WIDE_UNREAD;
+		for (const char *b = strchr(s, '['); b; b = strchr(b + 1, '['))
+			if (strncmp(b, "[.]", 3) != 0)
+				return WIDE_UNREAD;
 	}
 	for (const char *p = s; *p;) {
 		if (!word_char(*p)) {
@@ -303,6 +320,13 @@ static int wide_part(const char *s, uint32_t *layer)
 			if (*layer != UINT32_MAX)
 				continue;   /* the first number is the layer */
 			if (n > 9 || (w > s && w[-1] == '-'))
+				return WIDE_UNREAD;
+			size_t dl;
+			/* a regular expression's layer: between literal dots */
+			if (re && !((w - s >= 2 && re_dot(w - 2, &dl) && dl == 2) ||
+				    (w - s >= 3 && re_dot(w - 3, &dl) && dl == 3)))
+				return WIDE_UNREAD;
+			if (re && !re_dot(p, &dl))
 				return WIDE_UNREAD;
 			*layer = (uint32_t)strtoul(w, NULL, 10);
 			continue;
@@ -325,7 +349,8 @@ static void wide_missing(kvs_model *m)
 {
 	kvs_param_parts pp;
 	kvs_model_param_parts(m, &pp);
-	const char *what = m->wide_router_layers && !m->num_experts ? "routers"
+	bool moe = m->num_experts && m->first_dense_layers < m->num_layers;
+	const char *what = m->wide_router_layers && !moe ? "routers"
 			 : m->wide_shared_layers && !pp.shared ? "shared experts" : NULL;
 	if (!what)
 		return;
@@ -342,7 +367,10 @@ static kvs_status parse_wide(const cfg *c, json_t *q, kvs_model *m)
 	uint32_t *count[] = { [WIDE_ATTN] = &m->wide_attn_layers,
 			      [WIDE_ROUTER] = &m->wide_router_layers,
 			      [WIDE_SHARED] = &m->wide_shared_layers };
-	uint8_t *marks = NULL;   /* [3][num_layers]: a layer named once */
+	/* the (part, layer) pairs named one by one, each counted once: at
+	 * most one per entry, whatever the model's layer count */
+	uint64_t *named = NULL;
+	size_t nnamed = 0, cap = 0;
 	uint32_t unread = 0;
 	bool lm_head_quantised = m->quant_lm_head;
 	kvs_status st = KVS_OK;
@@ -384,18 +412,27 @@ static kvs_status parse_wide(const cfg *c, json_t *q, kvs_model *m)
 				wide_unread(m, &unread, what);
 				continue;
 			}
-			if (!marks && !(marks = calloc(3, m->num_layers))) {
-				st = kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->path);
-				break;
+			uint64_t key = (uint64_t)part << 32 | layer;
+			bool seen = false;
+			for (size_t k = 0; k < nnamed && !seen; k++)
+				seen = named[k] == key;
+			if (seen || *n == KVS_WIDE_ALL)
+				continue;
+			if (nnamed == cap) {
+				size_t nc = cap ? 2 * cap : 16;
+				uint64_t *t = realloc(named, nc * sizeof *t);
+				if (!t) {
+					st = kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->path);
+					break;
+				}
+				named = t;
+				cap = nc;
 			}
-			uint8_t *mk = &marks[(size_t)(part - WIDE_ATTN) * m->num_layers + layer];
-			if (!*mk && *n != KVS_WIDE_ALL) {
-				*mk = 1;
-				++*n;
-			}
+			named[nnamed++] = key;
+			++*n;
 		}
 	}
-	free(marks);
+	free(named);
 	if (unread > 1) {
 		size_t len = strlen(m->wide_unread);
 		snprintf(m->wide_unread + len, sizeof m->wide_unread - len,

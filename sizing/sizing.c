@@ -209,10 +209,20 @@ static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, u
 	uint64_t narrow = m->num_params - wide;
 	uint64_t ranks = (uint64_t)tp * pp, bytes;
 	kvs_status st;
-	kvs_param_parts pp_;
-	if (ep_dp > 1 && m->num_experts)
+	uint64_t experts = 0;
+	if (ep_dp > 1 && m->num_experts) {
+		/* the routed experts' share of the shape estimate, applied to
+		 * the parameter count in use (a config's own count, --params) */
+		kvs_param_parts pp_;
 		kvs_model_param_parts(m, &pp_);
-	if (ep_dp <= 1 || !m->num_experts || pp_.experts == 0 || pp_.experts > narrow) {
+		uint64_t est = kvs_model_estimate_params(m);
+		experts = est == m->num_params || est == 0 || est == UINT64_MAX
+			  ? pp_.experts
+			  : (uint64_t)((double)pp_.experts / (double)est * (double)m->num_params);
+		if (experts > narrow)
+			experts = narrow;
+	}
+	if (experts == 0) {
 		if ((st = stored_bytes(narrow, wide, weight_dtype, &bytes)))
 			return st;
 		*out = kvs_div_ceil(bytes, ranks);
@@ -220,8 +230,8 @@ static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, u
 	}
 	/* the routed experts (never among the wide parts) apart */
 	uint64_t eb;
-	if ((st = stored_bytes(narrow - pp_.experts, wide, weight_dtype, &bytes)) ||
-	    (st = stored_bytes(pp_.experts, 0, weight_dtype, &eb)))
+	if ((st = stored_bytes(narrow - experts, wide, weight_dtype, &bytes)) ||
+	    (st = stored_bytes(experts, 0, weight_dtype, &eb)))
 		return st;
 	uint64_t e = m->num_experts, ep = (uint64_t)tp * ep_dp;
 	uint64_t held = (e + ep - 1) / ep, x;
@@ -426,7 +436,8 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 		s.decode_tokens_per_s = (double)s.max_conversations / s.decode_step_s;
 	}
 	s.dp = d->dp > 1 ? d->dp : 1;
-	s.max_conversations_total = s.max_conversations * s.dp;
+	if (kvs_mul_overflow(s.max_conversations, s.dp, &s.max_conversations_total))
+		return ovf("conversations over the data-parallel ranks");
 	s.decode_tokens_per_s_total = s.decode_tokens_per_s * s.dp;
 	if (d->gpu_hour_price > 0 && s.max_conversations) {
 		double per_hour = d->gpu_hour_price * d->tp * d->pp;

@@ -787,6 +787,16 @@ static void test_quant_wide_modules(void **state)
 	assert_int_equal(m.wide_router_layers, 0);
 	assert_int_equal(kvs_model_wide_params(&m), 1024000 + 2 * 1048576);
 	assert_string_equal(m.wide_unread, "'model.layers.9.self_attn' and 6 more");
+	/* patterns that pick layers their words do not say: a class other
+	 * than [.], a number before an unescaped dot or a repeat */
+	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"awq\", "
+			       "\"bits\": 4, \"modules_to_not_convert\": ["
+			       "\"re:model\\\\.layers\\\\.[12]\\\\.self_attn\", "
+			       "\"re:model\\\\.layers\\\\.[^0]\\\\.self_attn\", "
+			       "\"re:.*layers\\\\.1.*self_attn\", \"re:model.layers.1..self_attn\", "
+			       "\"re:model\\\\.layers\\\\.3\\\\.self_attn\"]}}", &m), KVS_OK);
+	assert_int_equal(m.wide_attn_layers, 1);   /* layer 3, literally */
+	assert_string_equal(m.wide_unread, "'re:model\\.layers\\.[12]\\.self_attn' and 3 more");
 	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"awq\", "
 			       "\"bits\": 4, \"modules_to_not_convert\": [\"\"]}}", &m), KVS_OK);
 	assert_string_equal(m.wide_unread, "an empty name");

@@ -389,6 +389,17 @@ run 0 --model llama-3-8b --json && case "$out" in
 esac
 sed 's|"lm_head"|"lm_head", "model.layers.0.mlp"|' "$ROOT/sizing/presets/models/gpt-oss-120b.json" \
 	>"$tmp/goss-mlp.json"
+sed 's|"model.layers.\*.self_attn"|"model.layers.3.self_attn"|' \
+	"$ROOT/sizing/presets/models/gpt-oss-120b.json" >"$tmp/goss-l3.json"
+run 0 --model "$tmp/goss-l3.json" --gpu h100-80gb &&
+	has "$out" "attention (1 layer)" "one layer's attention kept"
+run 0 --model "$tmp/goss-l3.json" --gpu h100-80gb --layers 4 && {
+	has "$err" "--layers 4: the modules" "per-layer entries dropped by --layers"
+	case "$out" in *"attention (1 layer)"*) fail "per-layer entry kept after --layers" ;; esac
+}
+# expert parallelism follows a parameter count below the shape estimate
+run 0 --model deepseek-v3 --params 640000000000 --gpu h200-141gb --dp 8 --enable-expert-parallel --json &&
+	[ "$(jget weight_bytes)" -lt 200000000000 ] || fail "--params below the estimate drops expert parallelism: $(jget weight_bytes)"
 run 0 --model "$tmp/goss-mlp.json" --gpu h100-80gb &&
 	has "$err" "quantization_config lists modules kept at 16 bits that kvsim does not count apart (counted at int4): 'model.layers.0.mlp'" \
 		"an MLP kept wide is said"
