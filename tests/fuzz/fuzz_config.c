@@ -1,8 +1,9 @@
 /*
  * fuzz_config.c - libFuzzer harness for the Hugging Face config.json parser
  * (kvs_model_from_json_text), built by run.sh.  The first input byte picks
- * the deployment (tp, KV dtype, block size) that sizes a parsed model, so
- * the arithmetic of the sizing runs on every shape the parser accepts.
+ * the deployment (tp, KV dtype, block size, context, four data-parallel
+ * ranks with expert parallelism, INT4 weights) that sizes a parsed model,
+ * so the arithmetic of the sizing runs on every shape the parser accepts.
  * Checks: no crash, no sanitizer report, every refusal carries a message,
  * and an accepted model has the fields sizing relies on.
  */
@@ -31,6 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	kvs_require(m.num_layers >= 1 && m.num_heads >= 1 && m.num_kv_heads >= 1);
 	kvs_require(m.head_dim >= 1 || m.kv_lora_rank >= 1);
+	/* the parts kept at 16 bits are parts of the model */
+	kvs_require(kvs_model_wide_params(&m) <= m.num_params);
 	kvs_gpu g;
 	memset(&g, 0, sizeof g);
 	snprintf(g.name, sizeof g.name, "fuzz-gpu");
@@ -45,12 +48,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	d.kv_dtype = (ctl & 8) ? KVS_DTYPE_FP8 : d.kv_dtype;
 	d.block_size = (ctl & 16) ? 1 : 16;
 	d.context_tokens = (ctl & 32) ? 1000000 : 4000;
+	if (ctl & 64) {
+		d.dp = 4;
+		d.expert_parallel = true;
+	}
+	if (ctl & 128)
+		d.weight_dtype = KVS_DTYPE_INT4;
 	kvs_sizing sz;
 	kvs_clear_error();
 	st = kvs_size_compute(&d, &sz);
-	if (st != KVS_OK)
+	if (st != KVS_OK) {
 		kvs_require(kvs_last_error()[0] != '\0');
-	else
-		kvs_require(sz.kv_budget_bytes <= sz.usable_bytes);
+		return 0;
+	}
+	kvs_require(sz.kv_budget_bytes <= sz.usable_bytes);
+	kvs_require(sz.max_conversations_total == sz.max_conversations * sz.dp);
+	if (ctl & 64) {
+		/* spreading the experts never adds weight to a GPU */
+		kvs_deploy one = d;
+		one.expert_parallel = false;
+		kvs_sizing s1;
+		if (kvs_size_compute(&one, &s1) == KVS_OK)
+			kvs_require(sz.weight_bytes <= s1.weight_bytes);
+	}
 	return 0;
 }
