@@ -365,14 +365,44 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 	uint64_t wmml = c->cfg.deploy.max_model_len ? c->cfg.deploy.max_model_len
 						   : mw->max_position_embeddings;
 	if (mw->sliding_window && mw->num_sliding_layers && wmml > mw->sliding_window) {
-		char w[32];
+		char w[32], at[160] = "";
 		kvs_fmt_commas(mw->sliding_window, w, sizeof w);
+		/* by how much: one sequence's KV on a rank, every token kept
+		 * against the windows honoured, at 4,000 tokens and at
+		 * max_model_len */
+		const kvs_deploy *dw = &c->cfg.deploy;
+		kvs_model full = *mw;
+		full.sliding_window = 0;
+		full.num_sliding_layers = 0;
+		uint64_t lens[2] = { 4000 < wmml ? 4000 : wmml, wmml };
+		size_t len = 0;
+		for (int i = 0; i < 2 && len < sizeof at; i++) {
+			uint64_t kept, win;
+			char n[32];
+			if (i == 1 && lens[1] == lens[0])
+				break;
+			if (kvs_kv_bytes_for_tokens(&full, dw->kv_dtype, dw->kv_quant_group,
+						    dw->tp ? dw->tp : 1, dw->pp ? dw->pp : 1,
+						    lens[i], &kept) != KVS_OK ||
+			    kvs_kv_bytes_for_tokens(mw, dw->kv_dtype, dw->kv_quant_group,
+						    dw->tp ? dw->tp : 1, dw->pp ? dw->pp : 1,
+						    lens[i], &win) != KVS_OK || !win)
+				break;
+			len += (size_t)snprintf(at + len, sizeof at - len,
+						i ? ", one of %s tokens %.2fx"
+						  : " (in the simulator a sequence of %s tokens "
+						    "holds %.2fx the KV vLLM keeps",
+						kvs_fmt_commas(lens[i], n, sizeof n),
+						(double)kept / (double)win);
+		}
+		if (at[0] && len < sizeof at)
+			snprintf(at + len, sizeof at - len, ")");
 		fprintf(stderr, "kvsim %s: warning: %s has a %s-token sliding window on %u of its "
 			"%u layers; the simulator keeps every token's KV on every layer (vLLM "
 			"frees the blocks that leave a window), so its memory figures are an "
-			"upper bound past the window, and `kvsim size` (which honours the "
+			"upper bound past the window%s, and `kvsim size` (which honours the "
 			"windows) can fit a conversation that a replay rejects\n", cmd, mw->name,
-			w, mw->num_sliding_layers, mw->num_layers);
+			w, mw->num_sliding_layers, mw->num_layers, at);
 	}
 	/* a placement for policies of which none places regions: said */
 	bool places = false;

@@ -599,6 +599,11 @@ kvs_run replay 0 "$tmp/none.csv" -q --num-gpu-blocks-override 1 --summary-csv "$
 }
 # sliding windows are sized by size, not honoured by the simulator: said
 kvs_run replay 0 -q --model mistral-7b --limit 5 && has "$err" "mistral-7b has a 4,096-token sliding window on 32 of its 32 layers; the simulator keeps every token's KV" "sliding window said"
+# ... and by how much: gpt-oss-120b keeps 36 x 4,000 token-layers against
+# 18 x 4,000 + 18 x 128 = 74,304 (1.94x); at 131,072, 2 x 131,072 /
+# (131,072 + 128) = 2.00x
+kvs_run replay 0 -q --model gpt-oss-120b --gpu h100-80gb --limit 5 &&
+	has "$err" "(in the simulator a sequence of 4,000 tokens holds 1.94x the KV vLLM keeps, one of 131,072 tokens 2.00x)" "window overstatement quantified"
 kvs_run replay 0 -q --model mistral-7b --limit 5 --max-model-len 4096 && case "$err" in *"sliding window"*) fail "window warned within it: $err";; esac
 # trace --seed seeds the Poisson re-timing only: said when there is none
 kvs_run trace 0 --seed 5 && has "$err" "--seed has no effect without --rate-mode poisson" "trace --seed alone"
