@@ -163,22 +163,57 @@ static bool type_is(const char *model_type, const char *const *list)
 	return false;
 }
 
+/* Llama 4's chunked attention with no sliding window given: its layers
+ * that use RoPE attend within aligned chunks of attention_chunk_size
+ * tokens, so each holds at most a chunk, as a window of that size holds
+ * at most the window (the peak over a sequence's life; between chunk
+ * starts it holds less).  The RoPE layers: no_rope_layers (1 = RoPE), else
+ * all but every no_rope_layer_interval-th (4).  *n: 0 when none. */
+static kvs_status parse_chunked(const cfg *c, const kvs_model *m, uint32_t *n)
+{
+	kvs_status st;
+	*n = 0;
+	json_t *nr = cfg_get(c, "no_rope_layers");
+	if (nr) {
+		if (!json_is_array(nr) || json_array_size(nr) != m->num_layers)
+			return kvs_fail(KVS_ERR_PARSE, "%s: field 'no_rope_layers': expected an "
+					"array of %u 0s and 1s (one per layer)", c->path,
+					m->num_layers);
+		for (size_t i = 0; i < json_array_size(nr); i++) {
+			json_t *v = json_array_get(nr, i);
+			if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+			    json_integer_value(v) > 1)
+				return kvs_fail(KVS_ERR_PARSE, "%s: field 'no_rope_layers'[%zu]: "
+						"expected 0 or 1", c->path, i);
+			*n += json_integer_value(v) == 1;
+		}
+		return KVS_OK;
+	}
+	uint32_t interval = 4;
+	if ((st = cfg_u32(c, KEYS("no_rope_layer_interval"), false, NULL, 1, &interval, NULL)))
+		return st;
+	*n = m->num_layers - m->num_layers / interval;
+	return KVS_OK;
+}
+
 /* Sliding-window layers: layer_types, sliding_window_pattern, the Gemma-2
- * alternation, Qwen2's max_window_layers, else all layers. */
+ * alternation, Qwen2's max_window_layers, Llama 4's chunked attention,
+ * else all layers. */
 static kvs_status parse_sliding(const cfg *c, const char *model_type, kvs_model *m)
 {
 	kvs_status st;
 	bool use_found = false, use = true;
 	if ((st = cfg_bool(c, "use_sliding_window", &use, &use_found)))
 		return st;
-	uint32_t window = 0;
+	uint32_t window = 0, chunk = 0;
 	bool wfound = false;
 	if ((st = cfg_u32(c, KEYS("sliding_window", "sliding_window_size"), false,
-			  NULL, 0, &window, &wfound)))
+			  NULL, 0, &window, &wfound)) ||
+	    (st = cfg_u32(c, KEYS("attention_chunk_size"), false, NULL, 0, &chunk, NULL)))
 		return st;
 
 	json_t *types = cfg_get(c, "layer_types");
-	uint32_t n_sliding_types = 0;
+	uint32_t n_sliding_types = 0, n_chunked_types = 0;
 	if (types) {
 		if (!json_is_array(types) || json_array_size(types) != m->num_layers)
 			return kvs_fail(KVS_ERR_PARSE,
@@ -190,19 +225,38 @@ static kvs_status parse_sliding(const cfg *c, const char *model_type, kvs_model 
 				return kvs_fail(KVS_ERR_PARSE,
 						"%s: field 'layer_types'[%zu]: expected a string",
 						c->path, i);
-			if (strcmp(t, "sliding_attention") == 0 ||
-			    strcmp(t, "chunked_attention") == 0)
+			if (strcmp(t, "sliding_attention") == 0)
 				n_sliding_types++;
+			else if (strcmp(t, "chunked_attention") == 0)
+				n_chunked_types++;
 			else if (strcmp(t, "full_attention") != 0)
 				return kvs_fail(KVS_ERR_PARSE,
 						"%s: field 'layer_types'[%zu]: unknown layer type '%s' "
 						"(expected full_attention or sliding_attention)",
 						c->path, i, t);
 		}
+		/* chunked layers hold at most a chunk: a window of it when
+		 * no sliding window is given */
+		if (n_chunked_types && !window && chunk)
+			window = chunk;
+		if (n_chunked_types && n_sliding_types && chunk && window != chunk)
+			return kvs_fail(KVS_ERR_PARSE,
+					"%s: field 'layer_types': both sliding_attention (window "
+					"%u) and chunked_attention (chunk %u) layers, which kvsim "
+					"does not size together", c->path, window, chunk);
+		n_sliding_types += n_chunked_types;
 		if (n_sliding_types && !window)
 			return kvs_fail(KVS_ERR_PARSE,
 					"%s: missing field 'sliding_window' (layer_types lists "
-					"%u sliding_attention layers)", c->path, n_sliding_types);
+					"%u sliding_attention or chunked_attention layers)", c->path,
+					n_sliding_types);
+	} else if (chunk && !window) {
+		uint32_t n = 0;
+		if ((st = parse_chunked(c, m, &n)))
+			return st;
+		m->sliding_window = n ? chunk : 0;
+		m->num_sliding_layers = n;
+		return KVS_OK;
 	}
 	m->sliding_window = 0;
 	m->num_sliding_layers = 0;

@@ -945,6 +945,42 @@ static void test_config_variants(void **state)
 			       " \"sliding_window\": 1024, \"sliding_window_pattern\": 6}", &m),
 			 KVS_OK);
 	assert_int_equal(m.num_sliding_layers, 62 - 10);
+	/* Llama 4's chunked attention: the RoPE layers hold at most a chunk,
+	 * all but every 4th by default, or as no_rope_layers says (1 = RoPE),
+	 * or as layer_types says; 8 layers of 8 kv heads x 64 at fp16 = 2,048
+	 * B a layer a token: at 4,096 tokens 2 x 4,096 + 6 x 1,024 = 14,336
+	 * layer-tokens, 29,360,128 B */
+	assert_int_equal(parse("{\"num_hidden_layers\": 8, \"num_attention_heads\": 8, "
+			       "\"hidden_size\": 512, \"intermediate_size\": 1024, \"vocab_size\": 1000, "
+			       "\"model_type\": \"llama4_text\", \"attention_chunk_size\": 1024}", &m),
+			 KVS_OK);
+	assert_int_equal(m.sliding_window, 1024);
+	assert_int_equal(m.num_sliding_layers, 6);
+	uint64_t cb;
+	assert_int_equal(kvs_kv_bytes_for_tokens(&m, KVS_DTYPE_FP16, 0, 1, 1, 4096, &cb), KVS_OK);
+	assert_int_equal(cb, 29360128);
+	assert_int_equal(parse("{\"num_hidden_layers\": 8, \"num_attention_heads\": 8, "
+			       "\"hidden_size\": 512, \"intermediate_size\": 1024, \"vocab_size\": 1000, "
+			       "\"attention_chunk_size\": 1024, \"no_rope_layers\": "
+			       "[1, 0, 1, 0, 1, 0, 1, 1]}", &m), KVS_OK);
+	assert_int_equal(m.num_sliding_layers, 5);
+	assert_int_equal(parse("{\"num_hidden_layers\": 4, \"num_attention_heads\": 8, "
+			       "\"hidden_size\": 512, \"intermediate_size\": 1024, \"vocab_size\": 1000, "
+			       "\"attention_chunk_size\": 2048, \"layer_types\": [\"chunked_attention\", "
+			       "\"chunked_attention\", \"chunked_attention\", \"full_attention\"]}", &m),
+			 KVS_OK);
+	assert_int_equal(m.sliding_window, 2048);
+	assert_int_equal(m.num_sliding_layers, 3);
+	assert_int_equal(parse("{\"num_hidden_layers\": 4, \"num_attention_heads\": 8, "
+			       "\"hidden_size\": 512, \"intermediate_size\": 1024, \"vocab_size\": 1000, "
+			       "\"attention_chunk_size\": 2048, \"no_rope_layers\": [1, 2, 1, 0]}", &m),
+			 KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "'no_rope_layers'[1]: expected 0 or 1"));
+	assert_int_equal(parse("{\"num_hidden_layers\": 4, \"num_attention_heads\": 8, "
+			       "\"hidden_size\": 512, \"intermediate_size\": 1024, \"vocab_size\": 1000, "
+			       "\"attention_chunk_size\": 2048, \"no_rope_layers\": [1, 0]}", &m),
+			 KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "expected an array of 4"));
 	/* Qwen2 with use_sliding_window true: layers >= max_window_layers */
 	assert_int_equal(parse("{" BASE ", \"model_type\": \"qwen2\", \"sliding_window\": 256,"
 			       " \"use_sliding_window\": true, \"max_window_layers\": 1}", &m),
