@@ -403,7 +403,7 @@ static void wide_missing(kvs_model *m)
 {
 	kvs_param_parts pp;
 	kvs_model_param_parts(m, &pp);
-	bool moe = m->num_experts && m->first_dense_layers < m->num_layers;
+	bool moe = kvs_model_moe_layers(m) > 0;
 	const char *what = m->wide_router_layers && !moe ? "routers"
 			 : m->wide_shared_layers && !pp.shared ? "shared experts" : NULL;
 	if (!what)
@@ -689,7 +689,7 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 }
 
 /* Mixture of experts. */
-static kvs_status parse_moe(const cfg *c, kvs_model *m)
+static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
 {
 	kvs_status st;
 	if ((st = cfg_u32(c, KEYS("num_local_experts", "n_routed_experts", "num_experts"),
@@ -712,6 +712,17 @@ static kvs_status parse_moe(const cfg *c, kvs_model *m)
 		}
 		if (m->first_dense_layers > m->num_layers)
 			m->first_dense_layers = m->num_layers;
+		/* Llama 4: MoE every step-th layer, one shared expert as wide
+		 * as a routed one, dense layers of intermediate_size_mlp */
+		if ((st = cfg_u32(c, KEYS("interleave_moe_layer_step"), false, NULL, 1,
+				  &m->moe_layer_step, NULL)) ||
+		    (st = cfg_u32(c, KEYS("intermediate_size_mlp"), false, NULL, 1,
+				  &m->dense_intermediate_size, NULL)))
+			return st;
+		if (m->moe_layer_step > 1 && m->first_dense_layers)
+			return kvs_fail(KVS_ERR_PARSE, "%s: fields 'interleave_moe_layer_step' and "
+					"'first_k_dense_replace' together: kvsim reads one layout of "
+					"dense layers", c->path);
 		if ((st = cfg_u32(c, KEYS("moe_intermediate_size"), false, NULL, 1,
 				  &m->moe_intermediate_size, NULL)))
 			return st;
@@ -728,6 +739,9 @@ static kvs_status parse_moe(const cfg *c, kvs_model *m)
 			}
 			shared_inter = (uint32_t)tot;
 		}
+		if (!n_shared && !shared_inter && type_is(model_type, KEYS("llama4", "llama4_text")))
+			(void)cfg_u32(c, KEYS("intermediate_size"), false, NULL, 0, &shared_inter,
+				      NULL);
 		m->shared_expert_intermediate_size = shared_inter;
 	} else {
 		m->num_experts = 0;
@@ -860,7 +874,7 @@ kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t l
 	/* the config's sections, in order: each names the file and field it
 	 * refuses */
 	if ((st = parse_shape(&c, &m)) || (st = parse_dtype(&c, &m)) ||
-	    (st = parse_arch(&c, model_type, &m)) || (st = parse_moe(&c, &m)) ||
+	    (st = parse_arch(&c, model_type, &m)) || (st = parse_moe(&c, model_type, &m)) ||
 	    (st = parse_params(&c, &m)))
 		goto done;
 	if (m.num_active_params > m.num_params)
@@ -964,10 +978,11 @@ static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active,
 	t.ovf |= l.ovf;
 
 	uint64_t layers = m->num_layers;
-	uint64_t dense_layers = m->num_experts ? m->first_dense_layers : layers;
-	uint64_t moe_layers = layers - dense_layers;
+	uint64_t moe_layers = kvs_model_moe_layers(m);
+	uint64_t dense_layers = layers - moe_layers;
 	acc d = { attn, false };
-	add(&d, mlp_params(m, &d, m->intermediate_size));
+	add(&d, mlp_params(m, &d, m->dense_intermediate_size ? m->dense_intermediate_size
+							    : m->intermediate_size));
 	t.ovf |= d.ovf;
 	addmul(&t, dense_layers, d.v);
 	acc a = t;
@@ -1020,8 +1035,7 @@ void kvs_model_wide_layers(const kvs_model *m, uint32_t *attn, uint32_t *router,
 {
 	kvs_param_parts pp;
 	kvs_model_param_parts(m, &pp);
-	uint32_t moe = m->num_experts && m->first_dense_layers < m->num_layers
-		       ? m->num_layers - m->first_dense_layers : 0;
+	uint32_t moe = kvs_model_moe_layers(m);
 	*attn = m->wide_attn_layers < m->num_layers ? m->wide_attn_layers : m->num_layers;
 	*router = m->wide_router_layers < moe ? m->wide_router_layers : moe;
 	*shared = !pp.shared ? 0 : m->wide_shared_layers < moe ? m->wide_shared_layers : moe;
@@ -1042,4 +1056,13 @@ uint64_t kvs_model_wide_params(const kvs_model *m)
 	/* a parameter count below these (a config's own num_parameters) has
 	 * them all at the narrow width, as one without them */
 	return w.ovf || w.v >= m->num_params ? 0 : w.v;
+}
+
+uint32_t kvs_model_moe_layers(const kvs_model *m)
+{
+	if (!m->num_experts)
+		return 0;
+	if (m->moe_layer_step > 1)
+		return m->num_layers / m->moe_layer_step;
+	return m->first_dense_layers < m->num_layers ? m->num_layers - m->first_dense_layers : 0;
 }

@@ -112,11 +112,12 @@ static double activation_per_token(const kvs_model *m, uint64_t tp)
 		       m->kv_lora_rank + m->qk_rope_head_dim;
 	else
 		attn = (double)(2 * heads_rank + 2 * kv_rank) * m->head_dim;
-	uint64_t inter = m->intermediate_size;
+	uint64_t inter = m->dense_intermediate_size ? m->dense_intermediate_size
+						    : m->intermediate_size;
 	if (m->num_experts && m->moe_intermediate_size) {
 		uint64_t moe = (uint64_t)m->moe_intermediate_size * m->num_experts_per_tok +
 			       m->shared_expert_intermediate_size;
-		if (moe > inter || m->first_dense_layers == 0)
+		if (moe > inter || kvs_model_moe_layers(m) == m->num_layers)
 			inter = moe;
 	}
 	double mlp = (m->mlp_plain ? 2.0 : 3.0) * (double)kvs_div_ceil(inter, tp);

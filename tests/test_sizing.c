@@ -981,6 +981,28 @@ static void test_config_variants(void **state)
 			       "\"attention_chunk_size\": 2048, \"no_rope_layers\": [1, 0]}", &m),
 			 KVS_ERR_PARSE);
 	assert_non_null(strstr(kvs_last_error(), "expected an array of 4"));
+	/* Llama 4's layout: MoE every 2nd layer with one shared expert as wide
+	 * as a routed one, dense layers of intermediate_size_mlp.  Hidden 64,
+	 * 4 heads of 16, 2 kv heads: attention 3 x 64 x 64 + ... = 12,288 a
+	 * layer, norms 128; dense MLP 3 x 64 x 96 = 18,432; router 256, four
+	 * experts of 3 x 64 x 32 = 6,144 and the shared one.  2 dense layers
+	 * of 30,848, 2 MoE layers of 43,392, embeddings and head 12,800,
+	 * final norm 64: 161,344; active, one routed expert: 124,480 */
+	assert_int_equal(parse("{\"model_type\": \"llama4\", \"text_config\": {"
+			       "\"model_type\": \"llama4_text\", \"num_hidden_layers\": 4, "
+			       "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, "
+			       "\"hidden_size\": 64, \"intermediate_size\": 32, \"intermediate_size_mlp\": 96, "
+			       "\"num_local_experts\": 4, \"num_experts_per_tok\": 1, "
+			       "\"interleave_moe_layer_step\": 2, \"vocab_size\": 100, "
+			       "\"tie_word_embeddings\": false}}", &m), KVS_OK);
+	assert_int_equal(kvs_model_moe_layers(&m), 2);
+	assert_int_equal(m.shared_expert_intermediate_size, 32);
+	assert_int_equal(m.num_params, 161344);
+	assert_int_equal(m.num_active_params, 124480);
+	assert_int_equal(parse("{" BASE ", \"num_local_experts\": 4, \"num_experts_per_tok\": 1, "
+			       "\"interleave_moe_layer_step\": 2, \"first_k_dense_replace\": 1}", &m),
+			 KVS_ERR_PARSE);
+	assert_non_null(strstr(kvs_last_error(), "interleave_moe_layer_step"));
 	/* Qwen2 with use_sliding_window true: layers >= max_window_layers */
 	assert_int_equal(parse("{" BASE ", \"model_type\": \"qwen2\", \"sliding_window\": 256,"
 			       " \"use_sliding_window\": true, \"max_window_layers\": 1}", &m),

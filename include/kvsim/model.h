@@ -117,6 +117,13 @@ typedef struct kvs_model {
 					  * as kept at 16 bits (the list wins) */
 	char quant_method[24];           /* quantization_config.quant_method as
 					  * written ("mxfp4", "awq", ...); "" none */
+	uint32_t moe_layer_step;         /* MoE: every step-th layer is MoE, the
+					  * rest dense (Llama 4's
+					  * interleave_moe_layer_step); 0 or 1:
+					  * all but first_dense_layers */
+	uint32_t dense_intermediate_size;/* a dense layer's MLP width when it
+					  * differs from intermediate_size (Llama
+					  * 4's intermediate_size_mlp); 0: the same */
 } kvs_model;
 
 #define KVS_WIDE_ALL UINT32_MAX      /* kvs_model.wide_*_layers: every layer */
@@ -362,6 +369,9 @@ typedef struct kvs_param_parts {
 	uint64_t experts;   /* every routed expert of every MoE layer (not per layer) */
 } kvs_param_parts;
 void kvs_model_param_parts(const kvs_model *m, kvs_param_parts *out);
+/* An MoE model's MoE layers: every moe_layer_step-th, else all but the
+ * first_dense_layers; 0 for a dense model. */
+uint32_t kvs_model_moe_layers(const kvs_model *m);
 /* The layers whose attention, router and shared experts a quantised
  * checkpoint keeps at 16 bits, bounded by the model: attention by its
  * layers, routers and shared experts by its MoE layers (0 for a model
