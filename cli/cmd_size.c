@@ -60,7 +60,6 @@ static const char *scaled(uint64_t v, double base, const char *const u[6],
 	return buf;
 }
 
-/* binary units for cache sizes (KiB, MiB, GiB, TiB) */
 /* ", embeddings/lm_head, attention at 16 bits": what a quantised
  * checkpoint keeps wide (kvs_model_wide_params), a part kept in some
  * layers only with their count. */
@@ -92,6 +91,7 @@ static void wide_parts(const kvs_model *m, char *buf, size_t cap)
 		snprintf(buf + len, cap - len, " at 16 bits");
 }
 
+/* binary units for cache sizes (KiB, MiB, GiB, TiB) */
 static const char *ibytes(uint64_t v, char *buf, size_t cap)
 {
 	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
@@ -456,7 +456,7 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	if (s->dp > 1)
 		printf("  dp     %u data-parallel ranks of %u GPU%s, each with its own KV pool and\n"
 		       "         requests%s\n", s->dp, d->tp * d->pp, d->tp * d->pp > 1 ? "s" : "",
-		       d->expert_parallel && m->num_experts
+		       s->experts_per_gpu
 		       ? "; the routed experts spread over all of them (expert parallel)" : "");
 	if (d->pp > 1)
 		printf("  pp     %u stages run one after another (one batch in flight): the\n"
@@ -501,16 +501,14 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	char wide[200] = "";
 	if (kvs_dtype_bits(d->weight_dtype) < 16)
 		wide_parts(&d->model, wide, sizeof wide);
-	if (s->dp > 1 && d->expert_parallel && d->model.num_experts) {
+	if (s->experts_per_gpu) {
 		size_t len = strlen(wide);
-		uint32_t ep = d->tp * s->dp, e = d->model.num_experts;
 		snprintf(wide + len, sizeof wide - len, ", %u of the %u routed experts of a "
-			 "layer (expert parallel)", (e + ep - 1) / ep, e);
+			 "layer (expert parallel)", s->experts_per_gpu, d->model.num_experts);
 	}
 	add(&t, lab, kvs_fmt_commas(s->weight_bytes, b1, sizeof b1), "%s%s%s",
 	    ibytes(s->weight_bytes, b2, sizeof b2),
-	    d->tp * d->pp > 1 || (s->dp > 1 && d->expert_parallel && d->model.num_experts)
-	    ? ", this GPU's share" : "", wide);
+	    d->tp * d->pp > 1 || s->experts_per_gpu ? ", this GPU's share" : "", wide);
 	char b3[32];
 	if (s->reserve_estimated) {
 		const char *cnt = "subtracted";

@@ -369,9 +369,11 @@ static kvs_status parse_series(const pctx *c, const json_t *o, const char *path,
 		snprintf(key, sizeof key, "%s_pct", rp_part_key[p]);
 		if ((st = get_nums(c, o, path, key, true, n, &ts->part[p], NULL)) != KVS_OK)
 			return st;
-		/* each sample's share of the pool */
+		/* each sample's share of the pool, bounded as the part's
+		 * figure is */
+		double max = metric_max(kvs_metric_get((kvs_metric_id)(KVS_M_TOKEN_STATES_PCT + p)));
 		for (size_t i = 0; i < n; i++)
-			if (!(ts->part[p][i] >= 0 && ts->part[p][i] <= 100.0 + 1e-6))
+			if (!(ts->part[p][i] >= 0 && ts->part[p][i] <= max))
 				return kvs_fail(KVS_ERR_PARSE, "%s: %s.%s[%zu]: %.10g is not a "
 						"percentage of the pool (0 to 100)", c->label,
 						path, key, i, ts->part[p][i]);

@@ -401,11 +401,10 @@ static void wide_unread(kvs_model *m, uint32_t *unread, const char *what)
  * entries read as nothing (kvs_model_wide_layers counts them 0). */
 static void wide_missing(kvs_model *m)
 {
-	kvs_param_parts pp;
-	kvs_model_param_parts(m, &pp);
 	bool moe = kvs_model_moe_layers(m) > 0;
 	const char *what = m->wide_router_layers && !moe ? "routers"
-			 : m->wide_shared_layers && !pp.shared ? "shared experts" : NULL;
+			 : m->wide_shared_layers && !m->shared_expert_intermediate_size
+			 ? "shared experts" : NULL;
 	if (!what)
 		return;
 	size_t len = strlen(m->wide_unread);
@@ -927,7 +926,7 @@ static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active,
 		     kvs_param_parts *parts)
 {
 	if (parts)
-		*parts = (kvs_param_parts){ 0, 0, 0, 0 };
+		*parts = (kvs_param_parts){ 0, 0, 0, 0, 0 };
 	acc t = { 0, false };
 	uint64_t h = m->hidden_size, heads = m->num_heads, hd = m->head_dim;
 	uint64_t kv = m->num_kv_heads ? m->num_kv_heads : heads;
@@ -1008,6 +1007,8 @@ static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active,
 	}
 	*total = t.ovf ? UINT64_MAX : t.v;
 	*active = (a.ovf || t.ovf) ? UINT64_MAX : (moe_layers ? a.v : t.v);
+	if (parts)
+		parts->total = *total;
 }
 
 uint64_t kvs_model_estimate_params(const kvs_model *m)
@@ -1033,12 +1034,12 @@ void kvs_model_param_parts(const kvs_model *m, kvs_param_parts *out)
 void kvs_model_wide_layers(const kvs_model *m, uint32_t *attn, uint32_t *router,
 			   uint32_t *shared)
 {
-	kvs_param_parts pp;
-	kvs_model_param_parts(m, &pp);
 	uint32_t moe = kvs_model_moe_layers(m);
 	*attn = m->wide_attn_layers < m->num_layers ? m->wide_attn_layers : m->num_layers;
 	*router = m->wide_router_layers < moe ? m->wide_router_layers : moe;
-	*shared = !pp.shared ? 0 : m->wide_shared_layers < moe ? m->wide_shared_layers : moe;
+	/* shared experts of width 0 are none (mlp_params counts 0 for them) */
+	*shared = !m->shared_expert_intermediate_size ? 0
+		  : m->wide_shared_layers < moe ? m->wide_shared_layers : moe;
 }
 
 uint64_t kvs_model_wide_params(const kvs_model *m)

@@ -181,8 +181,7 @@ void kvs_mem_terms_compute(const kvs_deploy *d, kvs_mem_terms *out)
 
 	/* communicators: of the tp x pp group, or of the expert-parallel
 	 * group that spans the data-parallel ranks of an MoE model */
-	bool ep = d->dp > 1 && d->expert_parallel && m->num_experts;
-	t.comm_bytes = tp * pp > 1 || ep ? KVS_MEM_COMM_BYTES : 0;
+	t.comm_bytes = tp * pp > 1 || kvs_deploy_expert_parallel(d) ? KVS_MEM_COMM_BYTES : 0;
 	t.non_torch_bytes = KVS_MEM_RUNTIME_BYTES + t.comm_bytes;
 	t.cuda_context_bytes = KVS_MEM_CONTEXT_BYTES;
 

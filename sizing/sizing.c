@@ -189,12 +189,12 @@ static kvs_status stored_bytes(uint64_t narrow, uint64_t wide, kvs_dtype weight_
 }
 
 /* The weights of one GPU: the whole model's stored bytes over tp x pp;
- * with expert parallelism over dp > 1 ranks, the rest's over tp x pp and
- * whole routed experts, ceil(experts / (tp x dp)) of each MoE layer of a
- * stage (the first GPUs hold the remainder, as vLLM's expert map places
+ * with expert parallelism (held > 0), the rest's over tp x pp and `held`
+ * whole routed experts of each MoE layer of a stage, ceil(experts / (tp x
+ * dp)) (the first GPUs hold the remainder, as vLLM's expert map places
  * them). */
 static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, uint32_t tp,
-				   uint32_t pp, uint32_t ep_dp, uint64_t *out)
+				   uint32_t pp, uint32_t held, uint64_t *out)
 {
 	unsigned bits = kvs_dtype_bits(weight_dtype);
 	if (!bits)
@@ -210,12 +210,12 @@ static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, u
 	uint64_t ranks = (uint64_t)tp * pp, bytes;
 	kvs_status st;
 	uint64_t experts = 0;
-	if (ep_dp > 1 && m->num_experts) {
+	if (held && m->num_experts) {
 		/* the routed experts' share of the shape estimate, applied to
 		 * the parameter count in use (a config's own count, --params) */
 		kvs_param_parts pp_;
 		kvs_model_param_parts(m, &pp_);
-		uint64_t est = kvs_model_estimate_params(m);
+		uint64_t est = pp_.total;
 		experts = est == m->num_params || est == 0 || est == UINT64_MAX
 			  ? pp_.experts
 			  : (uint64_t)((double)pp_.experts / (double)est * (double)m->num_params);
@@ -233,8 +233,7 @@ static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, u
 	if ((st = stored_bytes(narrow - experts, wide, weight_dtype, &bytes)) ||
 	    (st = stored_bytes(experts, 0, weight_dtype, &eb)))
 		return st;
-	uint64_t e = m->num_experts, ep = (uint64_t)tp * ep_dp;
-	uint64_t held = (e + ep - 1) / ep, x;
+	uint64_t e = m->num_experts, x;
 	if (kvs_mul_overflow(eb, held, &x))
 		return ovf("weight bytes");
 	*out = kvs_div_ceil(bytes, ranks) + kvs_div_ceil(x, e * pp);
@@ -244,7 +243,12 @@ static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, u
 kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
 			    uint32_t tp, uint32_t pp, uint64_t *out)
 {
-	return gpu_weight_bytes(m, weight_dtype, tp, pp, 1, out);
+	return gpu_weight_bytes(m, weight_dtype, tp, pp, 0, out);
+}
+
+bool kvs_deploy_expert_parallel(const kvs_deploy *d)
+{
+	return d->dp > 1 && d->expert_parallel && d->model.num_experts;
 }
 
 uint64_t kvs_deploy_rank_gpus(const kvs_deploy *d)
@@ -366,14 +370,17 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 	if (d->dp > 1024)
 		return kvs_fail(KVS_ERR_INVALID, "data-parallel size must be at most 1024, got %u",
 				d->dp);
-	if (d->dp > 1 && d->expert_parallel && d->model.num_experts &&
-	    (uint64_t)d->tp * d->dp > d->model.num_experts)
-		return kvs_fail(KVS_ERR_INVALID, "expert parallelism over tp %u x dp %u = %llu "
-				"GPUs: the model has %u experts per layer, fewer than one "
-				"per GPU", d->tp, d->dp, (unsigned long long)d->tp * d->dp,
-				d->model.num_experts);
-	if ((st = gpu_weight_bytes(&d->model, d->weight_dtype, d->tp, d->pp,
-				   d->expert_parallel ? d->dp : 1, &s.weight_bytes)))
+	if (kvs_deploy_expert_parallel(d)) {
+		uint64_t ep = (uint64_t)d->tp * d->dp, e = d->model.num_experts;
+		if (ep > e)
+			return kvs_fail(KVS_ERR_INVALID, "expert parallelism over tp %u x dp %u = "
+					"%llu GPUs: the model has %u experts per layer, fewer than "
+					"one per GPU", d->tp, d->dp, (unsigned long long)ep,
+					d->model.num_experts);
+		s.experts_per_gpu = (uint32_t)((e + ep - 1) / ep);
+	}
+	if ((st = gpu_weight_bytes(&d->model, d->weight_dtype, d->tp, d->pp, s.experts_per_gpu,
+				   &s.weight_bytes)))
 		return st;
 	kvs_mem_terms_compute(d, &s.mem);
 	if (!(s.mem.fraction > 0.0 && s.mem.fraction <= 1.0))
@@ -440,7 +447,7 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 		return ovf("conversations over the data-parallel ranks");
 	s.decode_tokens_per_s_total = s.decode_tokens_per_s * s.dp;
 	if (d->gpu_hour_price > 0 && s.max_conversations) {
-		double per_hour = d->gpu_hour_price * d->tp * d->pp;
+		double per_hour = d->gpu_hour_price * (double)kvs_deploy_rank_gpus(d);
 		s.dollars_per_conv_hour = per_hour / (double)s.max_conversations;
 		if (s.decode_tokens_per_s > 0)
 			s.dollars_per_mtok = per_hour / 3600.0 / s.decode_tokens_per_s * 1e6;

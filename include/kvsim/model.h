@@ -235,6 +235,10 @@ uint64_t kvs_deploy_gpus(const kvs_deploy *d);
 /* GPUs of one engine, one data-parallel rank: tp x pp (what a replay
  * simulates and a fleet's replica is). */
 uint64_t kvs_deploy_rank_gpus(const kvs_deploy *d);
+/* Expert parallelism in effect: an MoE model, --enable-expert-parallel
+ * and more than one data-parallel rank (the experts then spread over the
+ * dp x tp GPUs of a stage). */
+bool kvs_deploy_expert_parallel(const kvs_deploy *d);
 
 /* The engine's default scheduler limits on GPU g, as its server sets them
  * when --max-num-seqs / --max-num-batched-tokens are not given: vLLM's
@@ -335,6 +339,10 @@ typedef struct kvs_sizing {
 	uint64_t max_conversations_total;   /* max_conversations x dp: each rank
 					     * holds its own requests' KV */
 	double decode_tokens_per_s_total;   /* decode_tokens_per_s x dp */
+	uint32_t experts_per_gpu;           /* with expert parallelism, the routed
+					     * experts of a layer one GPU holds at
+					     * most, ceil(experts / (tp x dp)); 0
+					     * without */
 } kvs_sizing;
 
 /* KV bytes one token occupies on one rank, given the model, the cache dtype
@@ -367,6 +375,7 @@ typedef struct kvs_param_parts {
 	uint64_t router;
 	uint64_t shared;
 	uint64_t experts;   /* every routed expert of every MoE layer (not per layer) */
+	uint64_t total;     /* the whole estimate (kvs_model_estimate_params) */
 } kvs_param_parts;
 void kvs_model_param_parts(const kvs_model *m, kvs_param_parts *out);
 /* An MoE model's MoE layers: every moe_layer_step-th, else all but the
