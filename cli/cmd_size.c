@@ -80,8 +80,9 @@ static void wide_parts(const kvs_model *m, char *buf, size_t cap)
 	for (size_t i = 0; i < KVS_ARRAY_LEN(parts) && len < cap; i++) {
 		if (!parts[i].n)
 			continue;
-		uint32_t all = i == 0 || !m->num_experts ? m->num_layers
-			       : m->num_layers - m->first_dense_layers;
+		/* attention in every layer, routers and shared experts in
+		 * the MoE layers */
+		uint32_t all = i == 0 ? m->num_layers : kvs_model_moe_layers(m);
 		len += (size_t)(parts[i].n < all
 				? snprintf(buf + len, cap - len, ", %s (%u layer%s)", parts[i].what,
 					   parts[i].n, parts[i].n == 1 ? "" : "s")

@@ -397,6 +397,20 @@ run 0 --model "$tmp/goss-l3.json" --gpu h100-80gb --layers 4 && {
 	has "$err" "--layers 4: the modules" "per-layer entries dropped by --layers"
 	case "$out" in *"attention (1 layer)"*) fail "per-layer entry kept after --layers" ;; esac
 }
+# routers of every MoE layer of an interleaved layout (Llama 4, MoE every
+# 2nd of 4 layers) are all of them, not a count of layers
+cat >"$tmp/l4.json" <<'EOF2'
+{ "model_type": "llama4_text", "num_hidden_layers": 4, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "head_dim": 16, "hidden_size": 64, "intermediate_size": 32,
+  "intermediate_size_mlp": 96, "num_local_experts": 4, "num_experts_per_tok": 1,
+  "interleave_moe_layer_step": 2, "vocab_size": 100,
+  "quantization_config": { "quant_method": "awq", "bits": 4,
+    "modules_to_not_convert": ["model.layers.*.feed_forward.router"] } }
+EOF2
+run 0 --model "$tmp/l4.json" --gpu h100-80gb && {
+	has "$out" ", routers at 16 bits" "interleaved routers, all of them"
+	case "$out" in *"routers (2 layers)"*) fail "interleaved routers counted as some layers" ;; esac
+}
 # expert parallelism follows a parameter count below the shape estimate
 run 0 --model deepseek-v3 --params 640000000000 --gpu h200-141gb --dp 8 --enable-expert-parallel --json &&
 	[ "$(jget weight_bytes)" -lt 200000000000 ] || fail "--params below the estimate drops expert parallelism: $(jget weight_bytes)"
