@@ -415,10 +415,43 @@ static void print_engine_lines(const kvs_deploy *d, const kvs_sizing *s)
 	       kvs_fmt_commas(s->vllm_kv_tokens, b1, sizeof b1));
 	printf("  Maximum concurrency for %s tokens per request: %.2fx\n",
 	       kvs_fmt_commas(s->max_model_len, b2, sizeof b2), s->vllm_max_concurrency);
-	if (s->sliding_layers_per_rank)
-		printf("  (vLLM divides by max_model_len; with the sliding windows honoured,\n"
-		       "  kvsim's max_concurrency above is the count that really fits)\n");
-	(void)d;
+	char text[640], n1[32], n2[32], n3[32];
+	uint32_t groups = s->vllm_full_groups + s->vllm_window_groups;
+	if (s->vllm_window_groups) {
+		uint64_t full = s->vllm_full_groups *
+				kvs_div_ceil(s->max_model_len, d->block_size);
+		snprintf(text, sizeof text,
+			 "(%u KV cache group%s of %u layers share %s blocks of %u tokens x %u "
+			 "layers; one request of max_model_len may hold %s of them: %s for "
+			 "the full layers, %s for the %s layers at %u batched tokens a step. "
+			 "kvsim's max_concurrency above is for --context.)",
+			 groups, plural(groups, "", "s"), s->vllm_group_layers,
+			 kvs_fmt_commas(s->vllm_num_blocks, b1, sizeof b1), d->block_size,
+			 s->vllm_group_layers,
+			 kvs_fmt_commas(s->vllm_blocks_per_request, n1, sizeof n1),
+			 kvs_fmt_commas(full, n2, sizeof n2),
+			 kvs_fmt_commas(s->vllm_blocks_per_request - full, n3, sizeof n3),
+			 d->model.window_chunked ? "chunked" : "windowed",
+			 s->mem.profile_tokens);
+		wrap("  ", "  ", text);
+	}
+	if (s->vllm_request_bytes > s->kv_budget_bytes && !d->num_gpu_blocks_override) {
+		double gib = (double)(1ull << 30);
+		if (s->vllm_fit_max_model_len)
+			snprintf(n1, sizeof n1, "%s tokens",
+				 kvs_fmt_commas(s->vllm_fit_max_model_len, b1, sizeof b1));
+		snprintf(text, sizeof text,
+			 "vLLM would not start: one request of max_model_len %s tokens needs "
+			 "%.2f GiB of KV cache, more than the %.2f GiB available. %s%s%s",
+			 kvs_fmt_commas(s->max_model_len, b2, sizeof b2),
+			 (double)s->vllm_request_bytes / gib, (double)s->kv_budget_bytes / gib,
+			 s->vllm_fit_max_model_len ? "The longest max_model_len that fits is "
+						   : "Not even one token fits.",
+			 s->vllm_fit_max_model_len ? n1 : "",
+			 s->vllm_fit_max_model_len ? ": set --max-model-len to at most that, or raise "
+						     "--gpu-memory-utilization." : "");
+		wrap("  ", "  ", text);
+	}
 }
 
 static void print_text(const kvs_deploy *d, const kvs_sizing *s,
@@ -706,6 +739,13 @@ static const jfield vllm_log_fields[] = {
 	JF(kvs_sizing, "gpu_kv_cache_tokens", vllm_kv_tokens),
 	JF(kvs_sizing, "max_concurrency", vllm_max_concurrency),
 	JF_SAME(kvs_sizing, max_model_len),
+	JF(kvs_sizing, "num_blocks", vllm_num_blocks),
+	JF(kvs_sizing, "group_layers", vllm_group_layers),
+	JF(kvs_sizing, "full_groups", vllm_full_groups),
+	JF(kvs_sizing, "window_groups", vllm_window_groups),
+	JF(kvs_sizing, "blocks_per_request", vllm_blocks_per_request),
+	JF(kvs_sizing, "request_bytes", vllm_request_bytes),
+	JF(kvs_sizing, "fit_max_model_len", vllm_fit_max_model_len),
 };
 
 static const jfield mem_fields[] = {
@@ -796,6 +836,9 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_t *vl = JSON_TABLE(s, vllm_log_fields);
 	json_object_set_new(vl, "available_kv_cache_gib",
 			    json_real((double)s->kv_budget_bytes / (double)(1ull << 30)));
+	json_object_set_new(vl, "starts",
+			    json_boolean(d->num_gpu_blocks_override ||
+					 s->vllm_request_bytes <= s->kv_budget_bytes));
 	json_object_set_new(o, "vllm_log", vl);
 
 	json_t *sh = json_array();

@@ -165,6 +165,58 @@ memory against kvsim's 13.93 GiB): that run had the LMCache connector
 model, and the report names a change to vLLM's memory profiling (PR
 #19312) as the cause; the difference is not explained further here.
 
+EOF
+cat <<'EOF'
+
+## vLLM's start-up lines for hybrid models, from its logged KV memory
+
+vLLM puts full-attention and windowed layers in KV cache groups that
+share one pool of blocks (docs/SIZING.md).  These rows give kvsim the
+KV memory each log reports (`--kv-cache-memory-bytes`, logged to 0.01
+GiB, hence a few blocks' difference at most) and check the two lines
+vLLM derives from it: its blocks over its groups, and its concurrency at
+max_model_len, the windowed groups bounded by the window and one step's
+batched tokens.  The memory model itself is checked by the rows above.
+`gemma-3-27b-it.json` is Gemma-3-27B-it's `config.json` with the text
+model's defaults written out (62 layers, hidden 5376, 32 heads, 16 kv
+heads of 128, window 1024 on five layers in six, vocabulary 262,208,
+131,072 positions).  Before kvsim modelled the groups it gave blocks of
+all 62 layers for the first row: 232,240 tokens and 56.70x (+12.9% and
++13.3%).
+
+EOF
+head_row
+cat >"$tmp/gemma-3-27b-it.json" <<'EOF2'
+{ "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+  "torch_dtype": "bfloat16",
+  "text_config": { "model_type": "gemma3_text", "head_dim": 128, "hidden_size": 5376,
+    "intermediate_size": 21504, "num_attention_heads": 32, "num_hidden_layers": 62,
+    "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
+    "rope_scaling": { "factor": 8.0, "rope_type": "linear" }, "sliding_window": 1024,
+    "sliding_window_pattern": 6, "max_position_embeddings": 131072,
+    "vocab_size": 262208 } }
+EOF2
+c="--gpu mi300x --max-model-len 4096 --kv-cache-memory-bytes 109.86GiB"
+j=$(size_json --model "$tmp/gemma-3-27b-it.json" $c)
+row "vLLM 0.11.0 start-up log of an example server on ROCm (Available KV cache memory: 109.86 GiB; 8 padding layers)" \
+	"Gemma-3-27B-it (10 global + 52 windowed layers), bf16, max_model_len 4096, 8192 batched tokens" \
+	"hybrid GPU KV tokens line" 205696 "$(printf '%s\n' "$j" | jgetn gpu_kv_cache_tokens)" \
+	"kvsim size --model gemma-3-27b-it.json $c"
+row "same" "same" "hybrid max concurrency line (x)" 50.05 \
+	"$(fmt "$(printf '%s\n' "$j" | sed -n '/"vllm_log"/,/}/p' | jgetn max_concurrency)" 2)" "same"
+c="--gpu h100-80gb --max-model-len 131072 --kv-cache-memory-bytes 35.31GiB"
+j=$(size_json --model "$tmp/gemma-3-27b-it.json" $c)
+row "vLLM start-up log on Vertex AI, pytorch-vllm-serve container of 2026-01-27 (Available KV cache memory: 35.31 GiB)" \
+	"MedGemma-27B-it (Gemma-3-27B's text shapes), bf16, max_model_len 131072 (the GPU does not enter this line)" \
+	"hybrid GPU KV tokens line" 66112 "$(printf '%s\n' "$j" | jgetn gpu_kv_cache_tokens)" \
+	"kvsim size --model gemma-3-27b-it.json $c"
+c="--model gpt-oss-120b --gpu h100-80gb --kv-cache-memory-bytes 5.38GiB"
+row "vLLM start-up log in alvarobartt/hf-mem issue #60 (Available KV cache memory: 5.38 GiB)" \
+	"gpt-oss-120b (18 full + 18 windowed layers), bf16 cache" \
+	"hybrid GPU KV tokens line" 78384 "$(size_json $c | jgetn gpu_kv_cache_tokens)" "kvsim size $c"
+
+cat <<'EOF'
+
 ## PagedAttention paper (Kwon et al., SOSP 2023), Fig. 13a setting
 
 OPT-13B on one A100-40GB, ShareGPT-like lengths (lognormal, sigma 1,

@@ -214,6 +214,7 @@ static kvs_status parse_sliding(const cfg *c, const char *model_type, kvs_model 
 
 	json_t *types = cfg_get(c, "layer_types");
 	uint32_t n_sliding_types = 0, n_chunked_types = 0;
+	bool chunked = false;
 	if (types) {
 		if (!json_is_array(types) || json_array_size(types) != m->num_layers)
 			return kvs_fail(KVS_ERR_PARSE,
@@ -244,6 +245,7 @@ static kvs_status parse_sliding(const cfg *c, const char *model_type, kvs_model 
 					"%s: field 'layer_types': both sliding_attention (window "
 					"%u) and chunked_attention (chunk %u) layers, which kvsim "
 					"does not size together", c->path, window, chunk);
+		chunked = n_chunked_types && !n_sliding_types;
 		n_sliding_types += n_chunked_types;
 		if (n_sliding_types && !window)
 			return kvs_fail(KVS_ERR_PARSE,
@@ -256,13 +258,16 @@ static kvs_status parse_sliding(const cfg *c, const char *model_type, kvs_model 
 			return st;
 		m->sliding_window = n ? chunk : 0;
 		m->num_sliding_layers = n;
+		m->window_chunked = n > 0;
 		return KVS_OK;
 	}
 	m->sliding_window = 0;
+	m->window_chunked = false;
 	m->num_sliding_layers = 0;
 	if (!window || (use_found && !use))
 		return KVS_OK;
 	m->sliding_window = window;
+	m->window_chunked = chunked;
 	uint32_t pattern = 0;
 	bool pfound = false;
 	if ((st = cfg_u32(c, KEYS("sliding_window_pattern"), false, NULL, 1, &pattern, &pfound)))
@@ -281,8 +286,10 @@ static kvs_status parse_sliding(const cfg *c, const char *model_type, kvs_model 
 		m->num_sliding_layers = mwl < m->num_layers ? m->num_layers - mwl : 0;
 	else
 		m->num_sliding_layers = m->num_layers;
-	if (!m->num_sliding_layers)
+	if (!m->num_sliding_layers) {
 		m->sliding_window = 0;
+		m->window_chunked = false;
+	}
 	return KVS_OK;
 }
 

@@ -316,6 +316,82 @@ static double decode_step(const kvs_deploy *d, const kvs_sizing *s, uint64_t con
 	return t * d->pp;
 }
 
+/* vLLM's KV cache groups on one rank (its grouping for pages of one size,
+ * vLLM 0.10-0.19): each attention kind's layers split into groups of the
+ * smaller kind's count, or of the larger kind's when that is under 1.25x
+ * the smaller (fewer padding layers); a model of one kind is one group. */
+static void vllm_groups(const kvs_kv_layout *l, kvs_sizing *s)
+{
+	uint32_t f = l->full_rank, w = l->sliding_rank;
+	uint32_t lo = f < w ? f : w, hi = f < w ? w : f;
+	uint32_t g = lo ? lo : hi;
+	if (lo && (uint64_t)hi * 4 < (uint64_t)lo * 5)
+		g = hi;
+	s->vllm_group_layers = g;
+	s->vllm_full_groups = f ? (uint32_t)kvs_div_ceil(f, g) : 0;
+	s->vllm_window_groups = w ? (uint32_t)kvs_div_ceil(w, g) : 0;
+}
+
+/* Pages one windowed layer may hold for a request of mml tokens, as
+ * vLLM's start-up accounting bounds it: within a step the layer holds the
+ * window's last window - 1 tokens (a chunk's, for chunked attention) and
+ * the step's up to `step` new ones, never more than mml; a sliding window
+ * may start inside a block, one block more. */
+static uint64_t vllm_window_pages(const kvs_kv_layout *l, bool chunked, uint64_t mml,
+				  uint32_t bs, uint64_t step)
+{
+	uint64_t n = (chunked ? l->window : l->window - 1) + step;
+	if (n > mml)
+		n = mml;
+	return kvs_div_ceil(n, bs) + (chunked ? 0 : 1);
+}
+
+/* Bytes vLLM's start-up check asks for one request of mml tokens: every
+ * layer's largest holding (full layers mml tokens in whole blocks). */
+static uint64_t vllm_request_bytes(const kvs_kv_layout *l, bool chunked, uint64_t mml,
+				   uint32_t bs, uint64_t step)
+{
+	uint64_t pages = l->full_rank * kvs_div_ceil(mml, bs);
+	if (l->sliding_rank)
+		pages += l->sliding_rank * vllm_window_pages(l, chunked, mml, bs, step);
+	double b = (double)pages * (double)bs * (double)l->layer_bytes;
+	return b >= 0x1p64 ? UINT64_MAX : pages * bs * l->layer_bytes;
+}
+
+/* The lines vLLM logs for this pool, and whether it would start: it
+ * refuses when one max_model_len request needs more than the pool, and
+ * names the longest max_model_len that fits (a binary search, as its
+ * estimate does). */
+static void vllm_lines(const kvs_deploy *d, const kvs_kv_layout *l, kvs_sizing *s)
+{
+	bool chunked = d->model.window_chunked;
+	uint32_t bs = d->block_size;
+	uint64_t step = s->mem.profile_tokens;
+	uint64_t full = kvs_div_ceil(s->max_model_len, bs);
+	uint64_t win = l->sliding_rank ? vllm_window_pages(l, chunked, s->max_model_len, bs, step)
+				       : 0;
+	s->vllm_blocks_per_request = s->vllm_full_groups * full + s->vllm_window_groups * win;
+	uint32_t groups = s->vllm_full_groups + s->vllm_window_groups;
+	s->vllm_kv_tokens = s->vllm_num_blocks / (groups ? groups : 1) * bs;
+	s->vllm_max_concurrency = s->vllm_blocks_per_request
+		? (double)s->vllm_num_blocks / (double)s->vllm_blocks_per_request : 0.0;
+	s->vllm_request_bytes = vllm_request_bytes(l, chunked, s->max_model_len, bs, step);
+	s->vllm_fit_max_model_len = 0;
+	if (d->num_gpu_blocks_override || s->vllm_request_bytes <= s->kv_budget_bytes)
+		return;
+	uint64_t lo = 1, hi = s->max_model_len;
+	if (vllm_request_bytes(l, chunked, lo, bs, step) > s->kv_budget_bytes)
+		return;
+	while (lo < hi) {   /* the largest n whose request fits, lo <= n < hi + 1 */
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+		if (vllm_request_bytes(l, chunked, mid, bs, step) <= s->kv_budget_bytes)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	s->vllm_fit_max_model_len = lo;
+}
+
 kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 {
 	kvs_sizing s;
@@ -410,18 +486,25 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 		s.kv_budget_bytes = d->kv_cache_memory_bytes;
 		s.kv_from_override = true;
 	}
-	s.num_gpu_blocks = s.kv_budget_bytes / s.bytes_per_block;
+	/* vLLM's block: one layer's page in each of a group's layers (every
+	 * layer of the rank for a model of one attention kind) */
+	vllm_groups(&l, &s);
+	uint64_t vllm_block_bytes;
+	if (kvs_mul_overflow(l.layer_bytes * d->block_size, s.vllm_group_layers,
+			     &vllm_block_bytes))
+		return ovf("bytes per block");
+	s.vllm_num_blocks = s.kv_budget_bytes / vllm_block_bytes;
 	if (d->num_gpu_blocks_override) {
-		s.num_gpu_blocks = d->num_gpu_blocks_override;
-		if (kvs_mul_overflow(s.num_gpu_blocks, s.bytes_per_block, &s.kv_budget_bytes))
+		/* vLLM's own blocks */
+		s.vllm_num_blocks = d->num_gpu_blocks_override;
+		if (kvs_mul_overflow(s.vllm_num_blocks, vllm_block_bytes, &s.kv_budget_bytes))
 			return ovf("num_gpu_blocks_override x bytes per block");
 		s.kv_from_override = true;
 	}
+	s.num_gpu_blocks = s.kv_budget_bytes / s.bytes_per_block;
 	if (kvs_mul_overflow(s.num_gpu_blocks, d->block_size, &s.kv_capacity_tokens))
 		return ovf("KV capacity in tokens");
-	s.vllm_kv_tokens = s.kv_capacity_tokens;
-	s.vllm_max_concurrency = (double)s.num_gpu_blocks /
-				 (double)kvs_div_ceil(s.max_model_len, d->block_size);
+	vllm_lines(d, &l, &s);
 
 	/* whole conversations: layer-blocks of the pool over layer-blocks of one */
 	uint64_t conv_lb = kvs_sizing_layer_blocks(&l, d->block_size, d->context_tokens);

@@ -280,6 +280,112 @@ static void test_sliding_windows(void **state)
 	assert_int_equal(s.sliding_layers_per_rank, 10);
 }
 
+/* vLLM's KV cache groups and the lines it logs for a hybrid pool, derived
+ * by hand from its grouping and each kind's largest per-request holding. */
+static void test_vllm_hybrid_lines(void **state)
+{
+	(void)state;
+	kvs_gpu h = gpu("h100-80gb");
+	kvs_deploy d;
+	kvs_sizing s;
+
+	/* Gemma-2-9B: 21 global + 21 windowed layers (4096), 8 KiB per layer
+	 * per token, max_model_len 8192, 8192 batched tokens (an H100):
+	 * 2 groups of 21; a block is 16 tokens x 21 layers = 2,752,512 B; a
+	 * request holds 512 global blocks and min(4095 + 8192, 8192) / 16 + 1
+	 * = 513 windowed ones */
+	kvs_model g = load("gemma-2-9b");
+	kvs_deploy_defaults(&d, &g, &h);
+	d.max_model_len = 8192;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.mem.profile_tokens, 8192);
+	assert_int_equal(s.vllm_group_layers, 21);
+	assert_int_equal(s.vllm_full_groups, 1);
+	assert_int_equal(s.vllm_window_groups, 1);
+	assert_int_equal(s.vllm_num_blocks, s.kv_budget_bytes / 2752512);
+	assert_int_equal(s.vllm_blocks_per_request, 512 + 513);
+	assert_int_equal(s.vllm_kv_tokens, s.vllm_num_blocks / 2 * 16);
+	assert_true(s.vllm_max_concurrency == (double)s.vllm_num_blocks / 1025.0);
+	assert_int_equal(s.vllm_request_bytes, (21ull * 512 + 21ull * 513) * 16 * 8192);
+	assert_int_equal(s.vllm_fit_max_model_len, 0);
+	/* a step of 2048 tokens: the window's blocks fall to (4095 + 2048) / 16
+	 * rounded up, + 1 = 385 */
+	d.max_num_batched_tokens = 2048;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.vllm_blocks_per_request, 512 + 385);
+
+	/* gpt-oss-120b: 18 + 18 layers, window 128, 2 KiB per layer per
+	 * token; at 131,072 tokens a request holds 8192 full blocks and
+	 * (127 + 8192) / 16 rounded up, + 1 = 521 windowed */
+	kvs_model o = load("gpt-oss-120b");
+	kvs_deploy_defaults(&d, &o, &h);
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.vllm_group_layers, 18);
+	assert_int_equal(s.vllm_blocks_per_request, 8192 + 521);
+	assert_int_equal(s.vllm_num_blocks, s.kv_budget_bytes / (16 * 2048 * 18));
+	/* the request needs (18 x 8192 + 18 x 521) pages of 32 KiB */
+	assert_int_equal(s.vllm_request_bytes, 18ull * 8713 * 16 * 2048);
+
+	/* Gemma-3-27B: 62 layers, every 6th global: 10 global, 52 windowed;
+	 * 52 >= 1.25 x 10, so groups of 10: 1 global group, 6 windowed (the
+	 * last padded) */
+	kvs_model m = g;
+	m.num_layers = 62;
+	m.num_sliding_layers = 52;
+	kvs_deploy_defaults(&d, &m, &h);
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.vllm_group_layers, 10);
+	assert_int_equal(s.vllm_full_groups, 1);
+	assert_int_equal(s.vllm_window_groups, 6);
+	assert_int_equal(s.vllm_kv_tokens, s.vllm_num_blocks / 7 * 16);
+	/* 8 global and 9 windowed: 9 < 1.25 x 8, one group of 9 each */
+	m.num_layers = 17;
+	m.num_sliding_layers = 9;
+	kvs_deploy_defaults(&d, &m, &h);
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.vllm_group_layers, 9);
+	assert_int_equal(s.vllm_full_groups, 1);
+	assert_int_equal(s.vllm_window_groups, 1);
+
+	/* chunked attention (Llama 4): a chunk of 8192 plus the step's 8192
+	 * tokens, no extra block: (8192 + 8192) / 16 = 1024 */
+	m = g;
+	m.num_layers = 48;
+	m.num_sliding_layers = 36;
+	m.sliding_window = 8192;
+	m.window_chunked = true;
+	kvs_deploy_defaults(&d, &m, &h);
+	d.max_model_len = 131072;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.vllm_group_layers, 12);
+	assert_int_equal(s.vllm_window_groups, 3);
+	assert_int_equal(s.vllm_blocks_per_request, 8192 + 3 * 1024);
+
+	/* one attention kind: one group of every layer, vLLM's line is
+	 * blocks x 16 and its concurrency over ceil(max_model_len / 16) */
+	kvs_model l = load("llama-3.1-70b");
+	kvs_deploy_defaults(&d, &l, &h);
+	d.tp = 2;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.vllm_group_layers, 80);
+	assert_int_equal(s.vllm_num_blocks, s.num_gpu_blocks);
+	assert_int_equal(s.vllm_kv_tokens, s.num_gpu_blocks * 16);
+	assert_int_equal(s.vllm_blocks_per_request, 131072 / 16);
+	/* 131,072 tokens need 8192 blocks of 2.5 MiB (80 layers x 16 tokens
+	 * x 2 KiB: K and V of 4 kv heads of 128 at 2 bytes): more than the
+	 * pool, so vLLM refuses; the longest length that fits is the pool's
+	 * whole blocks */
+	assert_int_equal(s.vllm_request_bytes, 8192ull * 80 * 16 * 2048);
+	assert_true(s.vllm_request_bytes > s.kv_budget_bytes);
+	assert_int_equal(s.vllm_fit_max_model_len, s.num_gpu_blocks * 16);
+	/* a fixed block count is vLLM's own: no start-up check */
+	d.num_gpu_blocks_override = 100;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.vllm_num_blocks, 100);
+	assert_int_equal(s.num_gpu_blocks, 100);
+	assert_int_equal(s.vllm_fit_max_model_len, 0);
+}
+
 static void test_quantised_cache(void **state)
 {
 	(void)state;
@@ -1377,6 +1483,7 @@ int main(void)
 		cmocka_unit_test(test_moe_and_mla_params),
 		cmocka_unit_test(test_tp_pp),
 		cmocka_unit_test(test_sliding_windows),
+		cmocka_unit_test(test_vllm_hybrid_lines),
 		cmocka_unit_test(test_quantised_cache),
 		cmocka_unit_test(test_weights_and_reserve),
 		cmocka_unit_test(test_size_validation),

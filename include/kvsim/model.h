@@ -124,6 +124,10 @@ typedef struct kvs_model {
 	uint32_t dense_intermediate_size;/* a dense layer's MLP width when it
 					  * differs from intermediate_size (Llama
 					  * 4's intermediate_size_mlp); 0: the same */
+	bool window_chunked;             /* the windowed layers attend within
+					  * aligned chunks of sliding_window
+					  * tokens (Llama 4's attention_chunk_size)
+					  * rather than over a sliding window */
 } kvs_model;
 
 #define KVS_WIDE_ALL UINT32_MAX      /* kvs_model.wide_*_layers: every layer */
@@ -321,10 +325,11 @@ typedef struct kvs_sizing {
 
 	/* ---- appended: the memory that is not KV, term by term, per rank ---- */
 	kvs_mem_terms mem;
-	uint64_t vllm_kv_tokens;            /* "GPU KV cache size: N tokens" */
+	uint64_t vllm_kv_tokens;            /* "GPU KV cache size: N tokens":
+					     * vllm_num_blocks / groups x block_size */
 	double vllm_max_concurrency;        /* "Maximum concurrency for max_model_len
-					     * tokens per request": num_gpu_blocks /
-					     * ceil(max_model_len / block_size) */
+					     * tokens per request": vllm_num_blocks /
+					     * vllm_blocks_per_request */
 	bool kv_from_override;              /* num_gpu_blocks_override or
 					     * kv_cache_memory_bytes decided the pool */
 
@@ -343,6 +348,26 @@ typedef struct kvs_sizing {
 					     * experts of a layer one GPU holds at
 					     * most, ceil(experts / (tp x dp)); 0
 					     * without */
+
+	/* ---- appended: vLLM's KV cache groups and its start-up lines ------- */
+	/* vLLM puts the layers of one attention kind in groups of
+	 * vllm_group_layers (padding the last group of a kind); every group
+	 * draws blocks of one layer's page from one pool, so a block is
+	 * block_size tokens x vllm_group_layers layers.  A model of one kind
+	 * has one group of every layer of the rank (num_gpu_blocks above). */
+	uint32_t vllm_group_layers;
+	uint32_t vllm_full_groups;          /* groups of full-attention layers */
+	uint32_t vllm_window_groups;        /* groups of windowed layers */
+	uint64_t vllm_num_blocks;           /* vLLM's blocks in the pool */
+	uint64_t vllm_blocks_per_request;   /* blocks one max_model_len request
+					     * may hold over the groups (windowed
+					     * ones: window - 1 +
+					     * max_num_batched_tokens, + 1 block) */
+	uint64_t vllm_request_bytes;        /* KV memory vLLM's start-up check
+					     * asks for one max_model_len request */
+	uint64_t vllm_fit_max_model_len;    /* when that exceeds the pool: the
+					     * longest max_model_len it estimates
+					     * would fit (0 when none); else 0 */
 } kvs_sizing;
 
 /* KV bytes one token occupies on one rank, given the model, the cache dtype

@@ -126,10 +126,28 @@ run 0 --model llama-3.1-8b --gpu h100-80gb --max-model-len 8192 --gpu-memory-uti
 	has "$out" '"sampler_bytes": 1050673152' "json sampler: 1024 x 128256 x 8"
 	has "$out" '"mem_source":' "json mem_source"
 }
-# gemma-2: vLLM's concurrency divides by max_model_len; kvsim's honours windows
+# gemma-2: vLLM's groups (21 + 21 layers) and its concurrency at
+# max_model_len, windowed layers bounded by 4095 + 8192 tokens (513 blocks)
 run 0 --model gemma-2-9b --gpu h100-80gb --max-model-len 8192 && {
 	has "$out" "kvsim's figure (windows honoured)" "window-aware concurrency labelled"
-	has "$out" "vLLM divides by max_model_len" "vLLM definition explained"
+	has "$out" "2 KV cache groups of 21 layers" "vLLM's groups named"
+	has "$out" "may hold 1,025 of them: 512 for" "vLLM's blocks per request"
+}
+run 0 --model gemma-2-9b --gpu h100-80gb --max-model-len 8192 --json && {
+	has "$out" '"blocks_per_request": 1025' "json vllm_log blocks per request"
+	has "$out" '"window_groups": 1' "json vllm_log window groups"
+	has "$out" '"starts": true' "json vllm_log starts"
+}
+# vLLM refuses to start when one max_model_len request does not fit: 70B
+# at tp 2 holds 18,160 tokens (1,135 blocks) on an H100 at 128K
+run 0 --model llama-3.1-70b --gpu h100-80gb --tp 2 && {
+	has "$out" "vLLM would not start: one request of max_model_len 131,072 tokens" \
+		"refusal said"
+	has "$out" "max_model_len that fits is 18,160 tokens" "fitting length named"
+}
+run 0 --model llama-3.1-70b --gpu h100-80gb --tp 2 --json && {
+	has "$out" '"starts": false' "json refusal"
+	has "$out" '"fit_max_model_len": 18160' "json fitting length"
 }
 cat >"$tmp/mygpu.json" <<'EOF2'
 { "memory": "22.5GiB", "memory_source": "cudaMemGetInfo on our card",

@@ -57,4 +57,6 @@ rows() {
 rows "GPU KV cache size" 3 2 "vLLM 0.19 capacity"
 # the PagedAttention paper's four mean batch sizes (Fig. 13a) within 15%
 rows " mean batch " 15 4 "Fig. 13a mean batch"
+# vLLM's start-up lines for hybrid models from its logged KV memory within 0.5%
+rows "hybrid " 0.5 4 "vLLM hybrid line"
 finish "cli validation"
