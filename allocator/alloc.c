@@ -134,6 +134,13 @@ static kvs_status check_config(const kvs_alloc_config *c)
 	if (c->max_model_len == 0)
 		return kvs_fail(KVS_ERR_INVALID,
 				"allocator: max_model_len must be positive");
+	if ((c->window_tokens == 0) != (c->window_num == 0) ||
+	    (c->window_num != 0 && c->window_den == 0) || c->window_num > 1024 ||
+	    c->window_den > 1024)
+		return kvs_fail(KVS_ERR_INVALID,
+				"allocator: windowed layers need window_tokens, window_num "
+				"and window_den together (got %u, %u, %u; at most 1024 groups)",
+				c->window_tokens, c->window_num, c->window_den);
 	if (!(c->watermark >= 0.0 && c->watermark < 1.0))
 		return kvs_fail(KVS_ERR_INVALID,
 				"allocator: watermark %g is outside [0, 1)",
@@ -363,6 +370,7 @@ void kvs_alloc_destroy(kvs_alloc *a)
 		kvs_free(a->recs[i].hashes);
 	}
 	kvs_free(a->recs);
+	kvs_free(a->wstash);
 	kvs_free(a->map);
 	kvs_free(a->copies);
 	kvs_free(a->vs);

@@ -54,6 +54,9 @@ typedef struct kvs_seq_rec {
 	uint32_t pad;         /* of which buddy rounding beyond the policy's region */
 	/* vattention: physical pages mapped per K/V tensor */
 	uint32_t pages;
+	/* windowed layers (kvs_alloc_config.window_*): units held for them
+	 * from admission to release (paged: blocks, in kvs_alloc.wstash) */
+	uint32_t wunits;
 } kvs_seq_rec;
 
 typedef struct kvs_alloc_methods {
@@ -129,6 +132,11 @@ struct kvs_alloc {
 	/* running totals over resident sequences, tokens */
 	uint64_t tok_sum;             /* sum of len */
 	uint64_t res_sum;             /* sum of res */
+	uint64_t win_sum;             /* sum of wunits (the policy's unit) */
+	/* paged with windowed layers: the blocks the sequences hold for them,
+	 * interchangeable, so kept in one stack rather than per sequence
+	 * (win_sum of them; room for every block of the pool) */
+	kvs_block_id *wstash;
 
 	/* copy list handed to the caller */
 	kvs_block_copy *copies;
@@ -188,6 +196,17 @@ static inline uint32_t kvs_seq_reserved(uint64_t cap, uint32_t len,
 {
 	uint32_t top = cap < final_len ? (uint32_t)cap : final_len;
 	return top > len ? top - len : 0;
+}
+
+/* Units of the windowed layers for `units` units of one windowed layer
+ * group's holding: window_num / window_den of them, rounded up (0 when
+ * the model has no windowed layers). */
+static inline uint32_t kvs_window_units(const kvs_alloc_config *c, uint64_t units)
+{
+	if (!c->window_num)
+		return 0;
+	uint64_t u = (units * c->window_num + c->window_den - 1) / c->window_den;
+	return u > UINT32_MAX ? UINT32_MAX : (uint32_t)u;
 }
 
 /* Update the running reservation of s after its len or capacity (tokens)

@@ -60,18 +60,42 @@ static uint32_t region_tokens(const kvs_alloc *a, uint32_t prompt,
 	return a->m->region(a->cfg.max_model_len, prompt, output);
 }
 
-/* The region actually held: the policy's size, rounded up to a power of
- * two of tokens under buddy placement (the rounding is internal
- * fragmentation). */
-static uint32_t held_tokens(const kvs_alloc *a, uint32_t prompt, uint32_t output)
+/* r tokens rounded up to a power of two under buddy placement. */
+static uint32_t round_held(const kvs_alloc *a, uint32_t r)
 {
-	uint32_t r = region_tokens(a, prompt, output);
 	if (!a->cfg.buddy)
 		return r;
 	uint64_t p2 = 1;
 	while (p2 < r)
 		p2 <<= 1;
 	return p2 > UINT32_MAX ? UINT32_MAX : (uint32_t)p2;
+}
+
+/* Tokens (of kv_bytes_per_token) the windowed layers of a sequence
+ * whose full layers reserve `region` tokens hold: the same rule capped
+ * at the window, window_num / window_den of it (kvs_alloc_config). */
+static uint32_t window_tokens(const kvs_alloc *a, uint32_t region)
+{
+	uint32_t w = a->cfg.window_tokens;
+	return kvs_window_units(&a->cfg, region < w ? region : w);
+}
+
+/* Tokens the full layers of s may store: its region less the buddy
+ * rounding and the windowed layers' part. */
+static inline uint32_t cap_of(const kvs_seq_rec *s)
+{
+	return s->region - s->pad - s->wunits;
+}
+
+/* The region held for a sequence of prompt + output tokens: the
+ * policy's size and the windowed layers' part, rounded up to a power of
+ * two of tokens under buddy placement (the rounding is internal
+ * fragmentation). */
+static uint32_t held_tokens(const kvs_alloc *a, uint32_t prompt, uint32_t output)
+{
+	uint32_t r = region_tokens(a, prompt, output);
+	uint64_t t = (uint64_t)r + window_tokens(a, r);
+	return round_held(a, t > UINT32_MAX ? UINT32_MAX : (uint32_t)t);
 }
 
 /* Smallest region the policy can ever reserve (external fragmentation
@@ -288,12 +312,15 @@ static void unplace(kvs_alloc *a, kvs_seq_rec *s)
 static kvs_status contig_admit(kvs_alloc *a, kvs_seq_rec *s,
 			       const kvs_seq_desc *d, uint32_t *cached)
 {
-	kvs_status st = place(a, s, region_tokens(a, d->prompt_tokens, d->output_tokens),
-			      held_tokens(a, d->prompt_tokens, d->output_tokens));
+	uint32_t r = region_tokens(a, d->prompt_tokens, d->output_tokens);
+	uint32_t w = window_tokens(a, r);
+	kvs_status st = place(a, s, r + w, held_tokens(a, d->prompt_tokens, d->output_tokens));
 	if (st != KVS_OK)
 		return st;
+	s->wunits = w;
+	a->win_sum += w;
 	s->len = 0;
-	kvs_seq_set_res(a, s, s->region - s->pad);
+	kvs_seq_set_res(a, s, cap_of(s));
 	*cached = 0;
 	return KVS_OK;
 }
@@ -301,7 +328,7 @@ static kvs_status contig_admit(kvs_alloc *a, kvs_seq_rec *s,
 static kvs_status contig_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
 			      const kvs_block_copy **copies, size_t *ncopies)
 {
-	uint32_t cap = s->region - s->pad;
+	uint32_t cap = cap_of(s);
 	if (KVS_UNLIKELY((uint64_t)s->len + n > cap))
 		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: the sequence outgrows its reservation");
 	s->len += n;
@@ -317,7 +344,7 @@ static kvs_status contig_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
 static uint32_t contig_room(const kvs_alloc *a, const kvs_seq_rec *s)
 {
 	(void)a;
-	return s->region - s->pad - s->len;
+	return cap_of(s) - s->len;
 }
 
 static void contig_release(kvs_alloc *a, kvs_seq_rec *s)
@@ -325,6 +352,8 @@ static void contig_release(kvs_alloc *a, kvs_seq_rec *s)
 	a->tok_sum -= s->len;
 	a->res_sum -= s->res;
 	s->res = 0;
+	a->win_sum -= s->wunits;
+	s->wunits = 0;
 	unplace(a, s);
 }
 
@@ -334,13 +363,16 @@ static kvs_status contig_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 {
 	uint32_t par_len = par->len;
 	uint32_t out = c->final_len - par_len;
-	kvs_status st = place(a, c, region_tokens(a, par_len, out),
-			      held_tokens(a, par_len, out));
+	uint32_t r = region_tokens(a, par_len, out);
+	uint32_t w = window_tokens(a, r);
+	kvs_status st = place(a, c, r + w, held_tokens(a, par_len, out));
 	if (st != KVS_OK)
 		return st;
+	c->wunits = w;
+	a->win_sum += w;
 	c->len = par_len;
 	a->tok_sum += par_len;
-	kvs_seq_set_res(a, c, c->region - c->pad);
+	kvs_seq_set_res(a, c, cap_of(c));
 	a->stats.copy_bytes += (uint64_t)par_len * a->cfg.kv_bytes_per_token;
 	return KVS_OK;
 }
@@ -351,7 +383,7 @@ static void contig_account(const kvs_alloc *a, const kvs_seq_desc *next,
 	const contig *c = C(a);
 	uint64_t B = a->cfg.kv_bytes_per_token;
 	uint32_t ref = next ? held_tokens(a, next->prompt_tokens, next->output_tokens)
-			    : min_region(a);
+			    : min_region(a) + window_tokens(a, min_region(a));
 	uint64_t need = region_bytes(a, ref);
 	uint64_t ext = 0;
 	/* free bytes no region of `need` can use: whole holes too small, and
@@ -363,9 +395,10 @@ static void contig_account(const kvs_alloc *a, const kvs_seq_desc *next,
 	/* buddy rounding is memory the allocator's block sizes waste, not the
 	 * request's over-reservation: external, as the PagedAttention paper's
 	 * Fig. 2 counts it */
-	out->token_states = a->tok_sum * B;
+	out->token_states = (a->tok_sum + a->win_sum) * B;
 	out->reservation = a->res_sum * B;
-	out->internal_frag = (c->held_tokens - c->pad_tokens - a->tok_sum - a->res_sum) * B;
+	out->internal_frag = (c->held_tokens - c->pad_tokens - a->tok_sum - a->win_sum -
+			      a->res_sum) * B;
 	out->external_frag = ext + c->pad_tokens * B;
 	out->cached_idle = 0;
 	out->free = c->free_bytes - ext;
@@ -397,7 +430,7 @@ static bool contig_is_valid(const kvs_alloc *a)
 	extent *all = kvs_alloc_vscratch(a, (n ? n : 1) * sizeof *all);
 	KVS_VALID(all != NULL);
 	uint32_t k = 0;
-	uint64_t held = 0, pads = 0;
+	uint64_t held = 0, pads = 0, wsum = 0;
 	for (uint32_t i = 0; i < c->nfx; i++)
 		all[k++] = c->fx[i];
 	for (uint32_t r = 0; r < a->nrecs; r++) {
@@ -408,8 +441,11 @@ static bool contig_is_valid(const kvs_alloc *a)
 		KVS_VALID(s->region > 0);
 		KVS_VALID(s->pad < s->region);
 		KVS_VALID(s->pad == 0 || a->cfg.buddy);     /* rounding only with buddy */
-		KVS_VALID(s->len <= s->region - s->pad);
-		KVS_VALID(s->res == kvs_seq_reserved(s->region - s->pad, s->len, s->final_len));
+		KVS_VALID(s->wunits < s->region - s->pad);
+		KVS_VALID(s->wunits == 0 || a->cfg.window_num);
+		KVS_VALID(s->len <= cap_of(s));
+		KVS_VALID(s->res == kvs_seq_reserved(cap_of(s), s->len, s->final_len));
+		wsum += s->wunits;
 		KVS_VALID(k < n);                           /* nseqs counts it */
 		all[k++] = (extent){ s->off, region_bytes(a, s->region) };
 		held += s->region;
@@ -418,6 +454,7 @@ static bool contig_is_valid(const kvs_alloc *a)
 	KVS_VALID(k == n);
 	KVS_VALID(held == c->held_tokens);
 	KVS_VALID(pads == c->pad_tokens);
+	KVS_VALID(wsum == a->win_sum);
 	qsort(all, n, sizeof *all, cmp_extent);
 	uint64_t at = 0;
 	for (uint32_t i = 0; i < n; i++) {

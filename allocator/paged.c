@@ -516,6 +516,11 @@ static kvs_status paged_init(kvs_alloc *a)
 	}
 	if (KVS_DEBUG >= 2 && !kvs_alloc_vscratch(a, vscratch_bytes(p)))
 		goto nomem;
+	if (c->window_num) {
+		a->wstash = kvs_reallocarray(NULL, (size_t)n, sizeof *a->wstash);
+		if (!a->wstash)
+			goto nomem;
+	}
 	if (kvs_offload_configured(&c->offload)) {
 		kvs_status st = kvs_offload_create(&c->offload, bb, &a->off);
 		if (st != KVS_OK) {
@@ -534,6 +539,42 @@ nomem:
 static void paged_fini(kvs_alloc *a)
 {
 	paged_free(P(a));
+}
+
+/* ---- windowed layers --------------------------------------------------------------
+ * The blocks a sequence holds for its windowed layers (kvs_alloc_config.
+ * window_*): per windowed layer group, the blocks a window straddles, at
+ * most ceil((window - 1) / bs) + 1, or those of an aligned chunk, never
+ * more than the blocks of the final length; window_num / window_den of
+ * them per full-layer block.  Taken at admission (and by a forked child),
+ * given back at release and swap-out, taken again at swap-in.  They hold
+ * ref 1 and no hash, and count as full blocks of token states.
+ */
+
+static uint32_t window_blocks(const kvs_alloc *a, const paged *p, uint32_t final_len)
+{
+	const kvs_alloc_config *c = &a->cfg;
+	if (!c->window_num)
+		return 0;
+	uint64_t w = c->window_tokens, bs = p->bs;
+	uint64_t cap = c->window_chunked && w % bs == 0 ? w / bs : (w - 1 + bs - 1) / bs + 1;
+	uint64_t held = paged_blocks_for(p, final_len);
+	return kvs_window_units(c, held < cap ? held : cap);
+}
+
+/* n fresh blocks onto the window stash; the caller made sure they exist */
+static void window_take(kvs_alloc *a, paged *p, kvs_seq_rec *s, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		a->wstash[a->win_sum++] = take(a, p);
+	s->wunits = n;
+}
+
+static void window_give(kvs_alloc *a, paged *p, kvs_seq_rec *s)
+{
+	for (uint32_t i = 0; i < s->wunits; i++)
+		push_free(p, a->wstash[--a->win_sum]);
+	s->wunits = 0;
 }
 
 /* ---- admission ---------------------------------------------------------------- */
@@ -584,8 +625,10 @@ static kvs_admit_verdict paged_can_admit(const kvs_alloc *a,
 {
 	const paged *p = P(a);
 	uint64_t final_len = (uint64_t)d->prompt_tokens + d->output_tokens;
-	uint64_t nprompt = paged_blocks_for(p, d->prompt_tokens);
-	if (paged_blocks_for(p, final_len) > p->pool.nblocks_ ||
+	uint64_t win = window_blocks(a, p, (uint32_t)(final_len < UINT32_MAX ? final_len
+										: UINT32_MAX));
+	uint64_t nprompt = paged_blocks_for(p, d->prompt_tokens) + win;
+	if (paged_blocks_for(p, final_len) + win > p->pool.nblocks_ ||
 	    nprompt + p->watermark > p->pool.nblocks_) {
 		*why = KVS_REASON_EXCEEDS_BUDGET;
 		return KVS_ADMIT_NEVER;
@@ -668,6 +711,8 @@ static kvs_status paged_admit(kvs_alloc *a, kvs_seq_rec *s,
 			s->table[i] = take(a, p);
 	}
 	s->nblocks = nprompt;
+	if (KVS_UNLIKELY(a->cfg.window_num))
+		window_take(a, p, s, window_blocks(a, p, s->final_len));
 	if (nh)
 		memcpy(s->hashes, d->block_hashes, (size_t)nh * sizeof(uint64_t));
 	s->nhashes = nh;
@@ -873,6 +918,8 @@ static void paged_release(kvs_alloc *a, kvs_seq_rec *s)
 	paged *p = P(a);
 	if (s->state == KVS_SEQ_RESIDENT) {
 		drop_device_blocks(a, p, s);
+		if (KVS_UNLIKELY(s->wunits))
+			window_give(a, p, s);
 	} else {
 		for (uint32_t i = s->nblocks; i-- > 0;)
 			p->host_free[p->host_nfree++] = s->table[i];
@@ -893,6 +940,11 @@ static kvs_status paged_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 			return kvs_fail(KVS_ERR_LIMIT, "allocator: fork: block %u "
 					"is shared by %u sequences already",
 					par->table[i], MAX_REF);
+	uint32_t win = window_blocks(a, p, c->final_len);
+	if (win > (uint64_t)p->pool.nfree_ + p->nidle)
+		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: fork: no free blocks "
+				       "for the child's windowed layers");
+	window_take(a, p, c, win);
 	for (uint32_t i = 0; i < par->nblocks; i++) {
 		ref_inc(p, par->table[i], fill_of(p->bs, i, par->len));
 		c->table[i] = par->table[i];
@@ -928,6 +980,8 @@ static kvs_status paged_swap_out(kvs_alloc *a, kvs_seq_rec *s,
 		a->copies[i] = (kvs_block_copy){ s->table[i],
 						 p->host_free[--p->host_nfree] };
 	drop_device_blocks(a, p, s);
+	if (KVS_UNLIKELY(s->wunits))
+		window_give(a, p, s);
 	for (uint32_t i = 0; i < k; i++)
 		s->table[i] = a->copies[i].dst;
 	s->nblocks = k;
@@ -945,7 +999,8 @@ static bool paged_can_swap_in(const kvs_alloc *a, const kvs_seq_rec *s)
 {
 	const paged *p = P(a);
 	uint64_t avail = (uint64_t)p->pool.nfree_ + p->nidle;
-	return s->nblocks <= avail && avail - s->nblocks >= p->watermark;
+	uint64_t need = (uint64_t)s->nblocks + window_blocks(a, p, s->final_len);
+	return need <= avail && avail - need >= p->watermark;
 }
 
 static kvs_status paged_swap_in(kvs_alloc *a, kvs_seq_rec *s,
@@ -965,6 +1020,8 @@ static kvs_status paged_swap_in(kvs_alloc *a, kvs_seq_rec *s,
 		s->table[i] = d;
 	}
 	s->state = KVS_SEQ_RESIDENT;
+	if (KVS_UNLIKELY(a->cfg.window_num))
+		window_take(a, p, s, window_blocks(a, p, s->final_len));
 	a->tok_sum += s->len;
 	kvs_seq_set_res(a, s, (uint64_t)k * p->bs);
 	if (p->caching)
@@ -1032,7 +1089,7 @@ static void paged_account(const kvs_alloc *a, const kvs_seq_desc *next,
 	const paged *p = P(a);
 	uint64_t B = a->cfg.kv_bytes_per_token;
 	uint64_t owned = (uint64_t)p->pool.nblocks_ - p->pool.nfree_ - p->nidle;
-	uint64_t tok = a->tok_sum - p->dup_tok;
+	uint64_t tok = a->tok_sum - p->dup_tok + a->win_sum * p->bs;
 	uint64_t res = a->res_sum;
 	if (p->shared_tails)
 		res -= shared_res_excess(a);
@@ -1141,6 +1198,24 @@ static bool paged_is_valid(const kvs_alloc *a)
 				  s->hashes[i] == bhash(&p->b[id]));
 		}
 	}
+	/* the window stash: blocks held by no table, ref 1, full, one per
+	 * unit a resident sequence holds */
+	uint64_t wunits = 0;
+	for (uint32_t r = 0; r < a->nrecs; r++)
+		if (a->recs[r].state == KVS_SEQ_RESIDENT)
+			wunits += a->recs[r].wunits;
+		else
+			KVS_VALID(a->recs[r].wunits == 0);
+	KVS_VALID(wunits == a->win_sum);
+	KVS_VALID(a->win_sum == 0 || a->cfg.window_num);
+	for (uint64_t k = 0; k < a->win_sum; k++) {
+		uint32_t id = a->wstash[k];
+		KVS_VALID(id < n);
+		KVS_VALID(mark[id] == V_NONE && refs[id] == 0);
+		KVS_VALID(p->pool.state_[id] == 1);
+		refs[id] = 1;
+		fill[id] = bs;
+	}
 	uint64_t tok = 0, res = 0, owned = 0;
 	uint32_t tails = 0;
 	for (uint32_t id = 0; id < n; id++) {
@@ -1216,7 +1291,8 @@ static uint64_t paged_free_units(const kvs_alloc *a)
 static uint64_t paged_metadata_bytes(const kvs_alloc *a)
 {
 	const paged *p = P(a);
-	return (uint64_t)p->pool.nblocks_ * (sizeof(pblock) + 2 * sizeof(uint32_t)) +
+	return (uint64_t)p->pool.nblocks_ * (sizeof(pblock) + 2 * sizeof(uint32_t) +
+					     (a->wstash ? sizeof(uint32_t) : 0)) +
 	       p->ht_cap * sizeof(uint32_t) +
 	       (uint64_t)p->host_nblocks * sizeof(uint32_t) + sizeof *p;
 }

@@ -98,13 +98,24 @@ static inline uint64_t groups_for(const vatt *v, uint64_t tokens)
 	return kvs_div_ceil(tokens, v->tpp);
 }
 
+/* Page groups (of the full layers' tensors) the windowed layers of a
+ * sequence of final length n map: those of min(n, window) tokens per
+ * windowed tensor, window_num / window_den of them (kvs_alloc_config). */
+static uint32_t window_groups(const kvs_alloc *a, uint64_t n)
+{
+	uint64_t w = a->cfg.window_tokens;
+	return kvs_window_units(&a->cfg, groups_for(V(a), n < w ? n : w));
+}
+
 static kvs_admit_verdict vatt_can_admit(const kvs_alloc *a,
 					const kvs_seq_desc *d,
 					kvs_admit_reason *why)
 {
 	const vatt *v = V(a);
-	uint64_t need = groups_for(v, d->prompt_tokens);
-	if (groups_for(v, (uint64_t)d->prompt_tokens + d->output_tokens) > v->groups ||
+	uint64_t final_len = (uint64_t)d->prompt_tokens + d->output_tokens;
+	uint64_t win = window_groups(a, final_len);
+	uint64_t need = groups_for(v, d->prompt_tokens) + win;
+	if (groups_for(v, final_len) + win > v->groups ||
 	    need + v->watermark > v->groups) {
 		*why = KVS_REASON_EXCEEDS_BUDGET;
 		return KVS_ADMIT_NEVER;
@@ -126,7 +137,9 @@ static kvs_status vatt_admit(kvs_alloc *a, kvs_seq_rec *s,
 {
 	vatt *v = V(a);
 	uint64_t need = groups_for(v, d->prompt_tokens);
-	v->free_groups -= need;
+	s->wunits = window_groups(a, s->final_len);
+	a->win_sum += s->wunits;
+	v->free_groups -= need + s->wunits;
 	s->pages = (uint32_t)need;
 	s->len = 0;
 	kvs_seq_set_res(a, s, (uint64_t)s->pages * v->tpp);
@@ -165,7 +178,9 @@ static uint32_t vatt_room(const kvs_alloc *a, const kvs_seq_rec *s)
 
 static void vatt_release(kvs_alloc *a, kvs_seq_rec *s)
 {
-	V(a)->free_groups += s->pages;
+	V(a)->free_groups += s->pages + s->wunits;
+	a->win_sum -= s->wunits;
+	s->wunits = 0;
 	s->pages = 0;
 	a->tok_sum -= s->len;
 	a->res_sum -= s->res;
@@ -176,9 +191,12 @@ static kvs_status vatt_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 {
 	vatt *v = V(a);
 	uint64_t need = groups_for(v, par->len);
-	if (need > v->free_groups)
+	uint32_t win = window_groups(a, c->final_len);
+	if (need + win > v->free_groups)
 		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: fork: not enough free pages for the child");
-	v->free_groups -= need;
+	v->free_groups -= need + win;
+	c->wunits = win;
+	a->win_sum += win;
 	c->pages = (uint32_t)need;
 	c->len = par->len;
 	a->tok_sum += c->len;
@@ -193,9 +211,10 @@ static void vatt_account(const kvs_alloc *a, const kvs_seq_desc *next,
 	const vatt *v = V(a);
 	uint64_t B = a->cfg.kv_bytes_per_token;
 	uint64_t mapped = (v->groups - v->free_groups) * v->group_bytes;
-	out->token_states = a->tok_sum * B;
+	uint64_t win = a->win_sum * v->group_bytes;
+	out->token_states = a->tok_sum * B + win;
 	out->reservation = a->res_sum * B;
-	out->internal_frag = mapped - (a->tok_sum + a->res_sum) * B + v->leftover;
+	out->internal_frag = mapped - (a->tok_sum + a->res_sum) * B - win + v->leftover;
 	out->external_frag = 0;
 	out->cached_idle = 0;
 	out->free = v->free_groups * v->group_bytes;
@@ -205,7 +224,7 @@ static void vatt_account(const kvs_alloc *a, const kvs_seq_desc *next,
 static bool vatt_is_valid(const kvs_alloc *a)
 {
 	const vatt *v = V(a);
-	uint64_t mapped = 0;
+	uint64_t mapped = 0, wsum = 0;
 	for (uint32_t r = 0; r < a->nrecs; r++) {
 		const kvs_seq_rec *s = &a->recs[r];
 		if (s->state == KVS_SEQ_UNUSED)
@@ -218,8 +237,11 @@ static bool vatt_is_valid(const kvs_alloc *a)
 		KVS_VALID(!(s->pages > 1 && groups_for(v, s->len) < s->pages &&
 			    (uint64_t)(s->pages - 1) * v->tpp >= s->final_len));
 		mapped += s->pages;
+		KVS_VALID(s->wunits == window_groups(a, s->final_len));
+		wsum += s->wunits;
 	}
-	KVS_VALID(mapped + v->free_groups == v->groups);
+	KVS_VALID(wsum == a->win_sum);
+	KVS_VALID(mapped + wsum + v->free_groups == v->groups);
 	/* bytes held cover what is stored and reserved */
 	KVS_VALID(mapped * v->group_bytes >=
 		  (a->tok_sum + a->res_sum) * a->cfg.kv_bytes_per_token);

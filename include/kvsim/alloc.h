@@ -204,6 +204,20 @@ typedef struct kvs_alloc_config {
 				       * size), as the PagedAttention paper's Orca
 				       * baselines; overrides best_fit */
 	kvs_offload_config offload;   /* paged with prefix caching; zero = none */
+	/* Windowed layers (sliding-window or chunked attention) beside the
+	 * full-attention ones that kv_bytes_per_token counts, as vLLM's
+	 * hybrid allocator keeps them: each sequence also holds, from
+	 * admission to release, what its windowed layers hold at most over
+	 * its life, in the policy's unit, window_num / window_den of that
+	 * unit per unit of the full layers (the windowed layer groups over
+	 * the full ones): paged, the blocks a window of window_tokens
+	 * straddles (window_chunked: an aligned chunk), at most the blocks of
+	 * its final length; contiguous, min(region, window_tokens) tokens;
+	 * vattention, the page groups of min(final length, window_tokens)
+	 * tokens.  They count as token states.  0 = no windowed layers. */
+	uint32_t window_tokens;
+	uint32_t window_num, window_den;
+	bool window_chunked;
 } kvs_alloc_config;
 
 /* Defaults: paged, block 16, watermark 0.01, no prefix caching, no swap,
