@@ -789,6 +789,14 @@ bool kvs_alloc_can_swap_in(const kvs_alloc *a, kvs_seq_id seq)
 	return a->m->can_swap_in(a, s);
 }
 
+uint64_t kvs_alloc_swap_in_blocks(const kvs_alloc *a, kvs_seq_id seq)
+{
+	const kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	if (!s || s->state != KVS_SEQ_SWAPPED || a->m != &kvs_paged_methods)
+		return 0;
+	return kvs_paged_swap_in_blocks(a, s);
+}
+
 /* ---- accounting, stats, validation ------------------------------------------ */
 
 void *kvs_alloc_vscratch(const kvs_alloc *a, size_t bytes)

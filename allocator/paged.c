@@ -995,11 +995,16 @@ static kvs_status paged_swap_out(kvs_alloc *a, kvs_seq_rec *s,
 	return KVS_OK;
 }
 
+uint64_t kvs_paged_swap_in_blocks(const kvs_alloc *a, const kvs_seq_rec *s)
+{
+	return (uint64_t)s->nblocks + window_blocks(a, P(a), s->final_len);
+}
+
 static bool paged_can_swap_in(const kvs_alloc *a, const kvs_seq_rec *s)
 {
 	const paged *p = P(a);
 	uint64_t avail = (uint64_t)p->pool.nfree_ + p->nidle;
-	uint64_t need = (uint64_t)s->nblocks + window_blocks(a, p, s->final_len);
+	uint64_t need = kvs_paged_swap_in_blocks(a, s);
 	return need <= avail && avail - need >= p->watermark;
 }
 

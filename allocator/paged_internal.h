@@ -64,6 +64,10 @@ static inline uint64_t paged_blocks_for(const paged *p, uint64_t tokens)
 
 /* The paged policy's grow (every case), called directly by kvs_alloc_grow
  * when the fast path below declines. */
+/* Device blocks swapping swapped-out s in takes. */
+__attribute__((visibility("hidden")))
+uint64_t kvs_paged_swap_in_blocks(const kvs_alloc *a, const kvs_seq_rec *s);
+
 __attribute__((visibility("hidden")))
 kvs_status kvs_paged_grow(kvs_alloc *a, kvs_seq_rec *s, uint32_t n,
 			  const kvs_block_copy **copies, size_t *ncopies);

@@ -284,7 +284,7 @@ static bool pool_blocks_ok(const kvs_cli_sim *c, const kvs_deploy *d, const char
 		return true;
 	uint64_t budget = c->cfg.kv_budget_bytes ? c->cfg.kv_budget_bytes : sz.kv_budget_bytes;
 	uint64_t kvb = c->cfg.kv_bytes_per_token ? c->cfg.kv_bytes_per_token
-						 : sz.kv_bytes_per_token;
+						 : kvs_sizing_pool_bytes_per_token(&sz);
 	uint64_t bs = d->block_size ? d->block_size : 16;
 	if (!kvb || kvb > UINT64_MAX / bs || budget / (bs * kvb) <= PAGED_POOL_MAX_BLOCKS)
 		return true;
@@ -358,13 +358,15 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		c->npolicies = 1;
 	}
 	c->cfg.policy = c->policies[0];
-	/* the engine holds every token's KV on every layer: a model with
-	 * sliding-window layers is sized by `size` with its windows, so the two
-	 * differ; said once, not silently */
+	/* the engine holds windowed layers as vLLM's hybrid allocator does
+	 * when the model also has full-attention layers; when every layer is
+	 * windowed, or the bytes per token are given, it holds every token's
+	 * KV on every layer, which `size` does not: said once, not silently */
 	const kvs_model *mw = &c->cfg.deploy.model;
 	uint64_t wmml = c->cfg.deploy.max_model_len ? c->cfg.deploy.max_model_len
 						   : mw->max_position_embeddings;
-	if (mw->sliding_window && mw->num_sliding_layers && wmml > mw->sliding_window) {
+	if (mw->sliding_window && mw->num_sliding_layers && wmml > mw->sliding_window &&
+	    (mw->num_sliding_layers >= mw->num_layers || c->cfg.kv_bytes_per_token)) {
 		char w[32], at[160] = "";
 		kvs_fmt_commas(mw->sliding_window, w, sizeof w);
 		/* by how much: one sequence's KV on a rank, every token kept
@@ -398,11 +400,13 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		if (at[0] && len < sizeof at)
 			snprintf(at + len, sizeof at - len, ")");
 		fprintf(stderr, "kvsim %s: warning: %s has a %s-token sliding window on %u of its "
-			"%u layers; the simulator keeps every token's KV on every layer (vLLM "
-			"frees the blocks that leave a window), so its memory figures are an "
-			"upper bound past the window%s, and `kvsim size` (which honours the "
+			"%u layers; %s, the simulator keeps every token's KV on every layer "
+			"(vLLM frees the blocks that leave a window), so its memory figures are "
+			"an upper bound past the window%s, and `kvsim size` (which honours the "
 			"windows) can fit a conversation that a replay rejects\n", cmd, mw->name,
-			w, mw->num_sliding_layers, mw->num_layers, at);
+			w, mw->num_sliding_layers, mw->num_layers,
+			c->cfg.kv_bytes_per_token ? "with the bytes per token given"
+						  : "with every layer windowed", at);
 	}
 	/* a placement for policies of which none places regions: said */
 	bool places = false;
@@ -823,6 +827,13 @@ void kvs_cli_sim_print_pool(FILE *f, const kvs_sim_config *cfg, const kvs_sim_st
 		fprintf(f, ", max_num_seqs %u, max_num_batched_tokens %u",
 			limits->max_num_seqs, limits->max_num_batched_tokens);
 	fputc('\n', f);
+	if (st->window_groups)
+		fprintf(f, "  windowed layers as vLLM's hybrid allocator holds them: %u "
+			"group%s of %u layers with a %u-token %s beside %u full-attention "
+			"group%s, held from admission to release\n", st->window_groups,
+			st->window_groups == 1 ? "" : "s", st->group_layers, st->window_tokens,
+			cfg->deploy.model.window_chunked ? "chunk" : "window", st->full_groups,
+			st->full_groups == 1 ? "" : "s");
 }
 
 void kvs_cli_human_bytes(char *buf, size_t n, double b)

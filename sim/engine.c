@@ -2868,8 +2868,9 @@ static kvs_status plan_swap_in(kvs_sim *s, step_plan *b)
 		if (!kvs_alloc_can_swap_in(s->alloc, r->seq))
 			break;
 		if (r->nlive > 1) {
-			uint64_t need = (uint64_t)r->nlive *
-					kvs_div_ceil(r->len, s->block_size);
+			uint64_t need = 0;
+			for (uint32_t i = 0; i < r->nlive; i++)
+				need += kvs_alloc_swap_in_blocks(s->alloc, member(r, i));
 			uint64_t avail = kvs_alloc_free_blocks(s->alloc);
 			uint64_t wm = (uint64_t)(cfg->watermark *
 						 (double)kvs_alloc_num_blocks(s->alloc));
@@ -3495,6 +3496,22 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		return st;
 	}
 	uint32_t layers = sz.layers_per_rank ? sz.layers_per_rank : cfg->deploy.model.num_layers;
+	/* windowed layers beside full ones, as vLLM's hybrid allocator keeps
+	 * them (kvs_sizing.vllm_*): the pool's unit is the full-attention
+	 * groups' block and each sequence holds its windowed groups' blocks
+	 * beside it (kvs_alloc_config.window_*).  Not when the bytes per
+	 * token were given, nor when every layer is windowed. */
+	bool windows = !cfg->kv_bytes_per_token && sz.vllm_window_groups &&
+		       sz.vllm_full_groups && sz.layers_per_rank;
+	if (windows) {
+		layers = sz.vllm_full_groups * sz.vllm_group_layers;
+		s->kvb = kvs_sizing_pool_bytes_per_token(&sz);
+		ac.kv_bytes_per_token = s->kvb;
+		ac.window_tokens = cfg->deploy.model.sliding_window;
+		ac.window_num = sz.vllm_window_groups;
+		ac.window_den = sz.vllm_full_groups;
+		ac.window_chunked = cfg->deploy.model.window_chunked;
+	}
 	if (layers)
 		ac.num_kv_tensors = 2 * layers;
 	if ((st = kvs_alloc_create(&ac, &s->alloc)) != KVS_OK) {
@@ -3537,6 +3554,12 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	r->kv_bytes_per_token = s->kvb;
 	r->max_model_len = s->mml;
 	r->num_blocks = s->budget / ((uint64_t)s->block_size * s->kvb);
+	if (windows) {
+		r->window_tokens = ac.window_tokens;
+		r->window_groups = sz.vllm_window_groups;
+		r->full_groups = sz.vllm_full_groups;
+		r->group_layers = sz.vllm_group_layers;
+	}
 	r->wall_s = -1;
 	s->auto_interval = cfg->sample_interval_s == 0;
 	s->res->sample_interval_s = s->auto_interval ? 1.0 : cfg->sample_interval_s;

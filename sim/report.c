@@ -128,6 +128,15 @@ static json_t *engine_jt(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
 		set(o, "kv_budget_bytes", jint(sized->kv_budget_bytes));
 		set(o, "kv_bytes_per_token", jint(sized->kv_bytes_per_token));
 		set(o, "num_gpu_blocks", jint(sized->num_blocks));
+		if (sized->window_groups) {
+			json_t *w = json_object();
+			set(w, "window_tokens", jint(sized->window_tokens));
+			set(w, "chunked", json_boolean(cfg->deploy.model.window_chunked));
+			set(w, "window_groups", jint(sized->window_groups));
+			set(w, "full_groups", jint(sized->full_groups));
+			set(w, "group_layers", jint(sized->group_layers));
+			set(o, "kv_windows", w);
+		}
 	}
 	const kvs_cost_config *c = &cfg->cost;
 	json_t *m = json_object();

@@ -392,6 +392,16 @@ static void vllm_lines(const kvs_deploy *d, const kvs_kv_layout *l, kvs_sizing *
 	s->vllm_fit_max_model_len = lo;
 }
 
+uint64_t kvs_sizing_pool_bytes_per_token(const kvs_sizing *s)
+{
+	if (!s->layers_per_rank)
+		return 0;
+	if (!s->vllm_window_groups || !s->vllm_full_groups)
+		return s->kv_bytes_per_token;
+	return s->kv_bytes_per_token / s->layers_per_rank * s->vllm_group_layers *
+	       s->vllm_full_groups;
+}
+
 kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 {
 	kvs_sizing s;

@@ -100,6 +100,8 @@ static const field stats_fields[] = {
 	S(F_U64, steps), S(F_U64, events), S(F_U64, spans),
 	S(F_F64, wall_s),
 	S(F_BOOL, interrupted),
+	S(F_U32, window_tokens), S(F_U32, window_groups), S(F_U32, full_groups),
+	S(F_U32, group_layers),
 };
 #undef S
 #undef PCT

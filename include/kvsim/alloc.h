@@ -342,6 +342,10 @@ kvs_status kvs_alloc_swap_in(kvs_alloc *a, kvs_seq_id seq,
 			     const kvs_block_copy **copies, size_t *ncopies);
 bool kvs_alloc_can_swap_in(const kvs_alloc *a, kvs_seq_id seq);
 
+/* Device blocks swapping seq in takes (its blocks and its windowed layers'
+ * ones); 0 unless seq is swapped out (paged). */
+uint64_t kvs_alloc_swap_in_blocks(const kvs_alloc *a, kvs_seq_id seq);
+
 /* Split the budget into the six parts now.  `next` (may be NULL) is the
  * request at the head of the waiting queue: free memory in holes too small
  * for it counts as external fragmentation. */

@@ -377,6 +377,13 @@ kvs_status kvs_kv_bytes_per_token(const kvs_model *m, kvs_dtype kv_dtype,
 				  uint32_t kv_quant_group, uint32_t tp,
 				  uint32_t pp, uint64_t *out);
 
+/* Bytes per token of the simulator's pool unit on one rank: with both
+ * full-attention and windowed layers (vLLM's hybrid groups, vllm_*), the
+ * full-attention groups' (padding layers included), the windowed groups
+ * riding beside each sequence; otherwise kv_bytes_per_token.  0 when s
+ * has no layers. */
+uint64_t kvs_sizing_pool_bytes_per_token(const kvs_sizing *s);
+
 /* KV bytes of one sequence of n tokens on one rank, honouring sliding
  * windows (window layers hold at most `sliding_window` tokens). */
 kvs_status kvs_kv_bytes_for_tokens(const kvs_model *m, kvs_dtype kv_dtype,

@@ -423,6 +423,13 @@ typedef struct kvs_sim_stats {
 	uint64_t steps, events, spans;
 	double wall_s;                    /* < 0 unless record_wall_time */
 	bool interrupted;                 /* ended early by cfg.interrupt */
+	/* windowed layers held as vLLM's hybrid allocator holds them: 0
+	 * when the model has none, or all its layers are windowed, or the
+	 * bytes per token were given (every layer then counts in full).
+	 * kv_bytes_per_token and num_blocks are then the full-attention
+	 * groups' (vLLM's blocks when there is one such group) */
+	uint32_t window_tokens;           /* the window (chunk) */
+	uint32_t window_groups, full_groups, group_layers;
 } kvs_sim_stats;
 
 typedef struct kvs_sim_result kvs_sim_result;
