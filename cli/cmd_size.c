@@ -60,6 +60,43 @@ static const char *scaled(uint64_t v, double base, const char *const u[6],
 	return buf;
 }
 
+/* ", name" when kept in all `all` layers it can be, else ", name (n
+ * layers)"; 0 for none.  Returns the length written. */
+static size_t wide_one(char *buf, size_t cap, const char *name, uint32_t n, uint32_t all)
+{
+	if (!n)
+		return 0;
+	int r = n < all ? snprintf(buf, cap, ", %s (%u layer%s)", name, n, n == 1 ? "" : "s")
+			: snprintf(buf, cap, ", %s", name);
+	return r < 0 ? 0 : (size_t)r;
+}
+
+/* The projections kept one by one (kvs_model_wide_projs): ", q/k/v/o_proj"
+ * when the four are kept in as many layers, ", MLP (2 layers)" for gate,
+ * up and down of the same dense layers, else each by name.  Returns the
+ * length written. */
+static size_t wide_projs(const kvs_model *m, char *buf, size_t cap)
+{
+	uint32_t n[KVS_PROJ_COUNT_], na, nr, ns;
+	kvs_model_wide_projs(m, n);
+	kvs_model_wide_layers(m, &na, &nr, &ns);
+	uint32_t attn_all = m->num_layers - na, dense = kvs_model_dense_layers(m);
+	size_t len = 0;
+	if (n[KVS_PROJ_Q] == n[KVS_PROJ_K] && n[KVS_PROJ_K] == n[KVS_PROJ_V] &&
+	    n[KVS_PROJ_V] == n[KVS_PROJ_O])
+		len += wide_one(buf, cap, "q/k/v/o_proj", n[KVS_PROJ_Q], attn_all);
+	else
+		for (kvs_proj p = KVS_PROJ_Q; p <= KVS_PROJ_O && len < cap; p++)
+			len += wide_one(buf + len, cap - len, kvs_proj_name(p), n[p], attn_all);
+	if (len >= cap)
+		return len;
+	if (n[KVS_PROJ_GATE] == n[KVS_PROJ_UP] && n[KVS_PROJ_UP] == n[KVS_PROJ_DOWN])
+		return len + wide_one(buf + len, cap - len, "MLP", n[KVS_PROJ_GATE], dense);
+	for (kvs_proj p = KVS_PROJ_GATE; p < KVS_PROJ_COUNT_ && len < cap; p++)
+		len += wide_one(buf + len, cap - len, kvs_proj_name(p), n[p], dense);
+	return len;
+}
+
 /* ", embeddings/lm_head, attention at 16 bits": what a quantised
  * checkpoint keeps wide (kvs_model_wide_params), a part kept in some
  * layers only with their count. */
@@ -88,6 +125,8 @@ static void wide_parts(const kvs_model *m, char *buf, size_t cap)
 					   parts[i].n, parts[i].n == 1 ? "" : "s")
 				: snprintf(buf + len, cap - len, ", %s", parts[i].what));
 	}
+	if (len < cap)
+		len += wide_projs(m, buf + len, cap - len);
 	if (len < cap)
 		snprintf(buf + len, cap - len, " at 16 bits");
 }
@@ -499,7 +538,7 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		      strcmp(d->model.quant_method, kvs_dtype_name(d->weight_dtype)) != 0;
 	snprintf(lab, sizeof lab, "- weights (%s%s%.20s)", kvs_dtype_name(d->weight_dtype),
 		 method ? ", " : "", method ? d->model.quant_method : "");
-	char wide[200] = "";
+	char wide[256] = "";
 	if (kvs_dtype_bits(d->weight_dtype) < 16)
 		wide_parts(&d->model, wide, sizeof wide);
 	if (s->experts_per_gpu) {
