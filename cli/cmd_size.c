@@ -71,29 +71,53 @@ static size_t wide_one(char *buf, size_t cap, const char *name, uint32_t n, uint
 	return r < 0 ? 0 : (size_t)r;
 }
 
-/* The projections kept one by one (kvs_model_wide_projs): ", q/k/v/o_proj"
- * when the four are kept in as many layers, ", MLP (2 layers)" for gate,
- * up and down of the same dense layers, else each by name.  Returns the
+/* The projections p0..p1 of one family kept one by one: those kept in
+ * as many layers together, ", gate/up_proj (1 layer), down_proj (2
+ * layers)"; `whole` when all are kept in as many ("MLP").  Returns the
  * length written. */
+static size_t wide_family(char *buf, size_t cap, const uint32_t *n, kvs_proj p0, kvs_proj p1,
+			  const char *whole, uint32_t all)
+{
+	size_t len = 0;
+	bool same = true;
+	for (kvs_proj p = p0; p <= p1; p++)
+		same &= n[p] == n[p0];
+	if (same)
+		return wide_one(buf, cap, whole, n[p0], all);
+	for (kvs_proj p = p0; p <= p1 && len < cap; p++) {
+		bool first = true;
+		for (kvs_proj e = p0; e < p; e++)
+			first &= n[e] != n[p];
+		if (!n[p] || !first)
+			continue;
+		/* the short names of those kept in as many layers */
+		char names[48] = "";
+		size_t nl = 0;
+		for (kvs_proj e = p; e <= p1 && nl < sizeof names; e++)
+			if (n[e] == n[p])
+				nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%.*s",
+						       nl ? "/" : "", (int)strlen(kvs_proj_name(e)) - 5,
+						       kvs_proj_name(e));
+		if (nl < sizeof names)
+			snprintf(names + nl, sizeof names - nl, "_proj");
+		len += wide_one(buf + len, cap - len, names, n[p], all);
+	}
+	return len;
+}
+
+/* The projections kept one by one (kvs_model_wide_projs): q, k, v, o in
+ * the layers whose attention is not kept whole, gate, up, down in the
+ * dense layers.  Returns the length written. */
 static size_t wide_projs(const kvs_model *m, char *buf, size_t cap)
 {
 	uint32_t n[KVS_PROJ_COUNT_], na, nr, ns;
 	kvs_model_wide_projs(m, n);
 	kvs_model_wide_layers(m, &na, &nr, &ns);
-	uint32_t attn_all = m->num_layers - na, dense = kvs_model_dense_layers(m);
-	size_t len = 0;
-	if (n[KVS_PROJ_Q] == n[KVS_PROJ_K] && n[KVS_PROJ_K] == n[KVS_PROJ_V] &&
-	    n[KVS_PROJ_V] == n[KVS_PROJ_O])
-		len += wide_one(buf, cap, "q/k/v/o_proj", n[KVS_PROJ_Q], attn_all);
-	else
-		for (kvs_proj p = KVS_PROJ_Q; p <= KVS_PROJ_O && len < cap; p++)
-			len += wide_one(buf + len, cap - len, kvs_proj_name(p), n[p], attn_all);
-	if (len >= cap)
-		return len;
-	if (n[KVS_PROJ_GATE] == n[KVS_PROJ_UP] && n[KVS_PROJ_UP] == n[KVS_PROJ_DOWN])
-		return len + wide_one(buf + len, cap - len, "MLP", n[KVS_PROJ_GATE], dense);
-	for (kvs_proj p = KVS_PROJ_GATE; p < KVS_PROJ_COUNT_ && len < cap; p++)
-		len += wide_one(buf + len, cap - len, kvs_proj_name(p), n[p], dense);
+	size_t len = wide_family(buf, cap, n, KVS_PROJ_Q, KVS_PROJ_O, "q/k/v/o_proj",
+				 m->num_layers - na);
+	if (len < cap)
+		len += wide_family(buf + len, cap - len, n, KVS_PROJ_GATE, KVS_PROJ_DOWN, "MLP",
+				   kvs_model_dense_layers(m));
 	return len;
 }
 
@@ -178,7 +202,7 @@ static void wrap(const char *first, const char *indent, const char *text)
 typedef struct row {
 	char label[64];
 	char value[40];
-	char note[120];
+	char note[256];
 } row;
 
 typedef struct table {

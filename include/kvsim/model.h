@@ -128,10 +128,12 @@ typedef struct kvs_model {
 	uint32_t wide_router_layers;     /* MoE routers (gate, router) */
 	uint32_t wide_shared_layers;     /* MoE shared experts */
 	char wide_unread[128];           /* entries that name no part kvsim
-					  * counts apart (an MLP, one projection,
-					  * a layer the model lacks, a pattern
-					  * over some layers), counted quantised:
-					  * the first and how many more; "" none */
+					  * counts apart (an MoE layer's MLP, a
+					  * projection of the experts or of MLA
+					  * attention, a layer the model lacks, a
+					  * pattern over some layers), counted
+					  * quantised: the first and how many
+					  * more; "" none */
 	bool wide_lm_head_conflict;      /* "lm_head": true, and lm_head listed
 					  * as kept at 16 bits (the list wins) */
 	char quant_method[24];           /* quantization_config.quant_method as
