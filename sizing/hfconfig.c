@@ -420,15 +420,33 @@ static bool wide_layer(const char *s, const char *w, size_t n, bool re, uint32_t
 	return true;
 }
 
+/* A word that names a vision or audio tower ("vision_model", "visual",
+ * "audio_tower", "multi_modal_projector"): its layers are not the
+ * language model's. */
+static bool tower_word(const char *w, size_t n)
+{
+	static const char *const marks[] = { "vision", "visual", "audio", "image",
+					     "multi_modal", "mm_projector" };
+	char word[64];
+	snprintf(word, sizeof word, "%.*s", (int)(n < 63 ? n : 63), w);
+	for (size_t i = 0; i < KVS_ARRAY_LEN(marks); i++)
+		if (strstr(word, marks[i]))
+			return true;
+	return false;
+}
+
 /* The part an entry names (WIDE_*; for WIDE_LAYER its KEEP_* bits), and
  * its layer (UINT32_MAX: every).  Read as naming nothing kvsim counts
  * apart (WIDE_UNREAD): an empty name, a layer number wide_layer refuses,
  * a regular expression that re_plain refuses
  * ("re:model.layers.[0-9]+.self_attn", "(1|2)", "\\d", "layers\\.1.*" all
- * pick layers the words do not say), a piece kvsim does not count. */
+ * pick layers the words do not say), a piece kvsim does not count, a
+ * projection or MLP of a vision or audio tower (whole attention there
+ * reads as the language model's, as it always has). */
 static int wide_part(const char *s, uint32_t *layer, unsigned *bits)
 {
 	int part = WIDE_UNREAD;
+	bool tower = false;
 	*layer = UINT32_MAX;
 	*bits = 0;
 	bool re = strncmp(s, "re:", 3) == 0;
@@ -461,8 +479,11 @@ static int wide_part(const char *s, uint32_t *layer, unsigned *bits)
 				return WIDE_UNREAD;
 			continue;
 		}
+		tower |= tower_word(w, n);
 		part = wide_word(w, n, bits);
 	}
+	if (tower && (*bits & (KEEP_QKVO | KEEP_MLP)))
+		return WIDE_UNREAD;
 	return part;
 }
 

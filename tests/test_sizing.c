@@ -944,6 +944,13 @@ static void test_quant_wide_projections(void **state)
 			 KVS_OK);
 	assert_int_equal(kvs_model_wide_params(&m), 12800);
 	assert_string_equal(m.wide_unread, "'re:.*layers[.][0-9]+[.]mlp[.]down_proj'");
+	/* a vision tower's projections and MLPs are not the language
+	 * model's: read as nothing */
+	assert_int_equal(parse(FP8_KEEP("\"visual.blocks.0.mlp.down_proj\", "
+					"\"vision_model.layers.1.self_attn.q_proj\", "
+					"\"model.vision_tower.layers.2.mlp\""), &m), KVS_OK);
+	assert_int_equal(kvs_model_wide_params(&m), 12800);
+	assert_string_equal(m.wide_unread, "'visual.blocks.0.mlp.down_proj' and 2 more");
 	/* malformed names are read as nothing, never refused */
 	assert_int_equal(parse(FP8_KEEP("\"mlp..down_proj\", \"model.layers.0.mlp.down_proj.x\", "
 					"\"re:[\", \".\", \"model.layers.99999999999.mlp\""), &m),
