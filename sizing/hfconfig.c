@@ -531,6 +531,10 @@ static unsigned wide_have(const kvs_model *m, unsigned bits, uint32_t layer, boo
 	*partly = false;
 	if (layer != UINT32_MAX && layer >= m->num_layers)
 		return 0;
+	/* routers and shared experts are bounded later by the MoE layers
+	 * (wide_missing says when there are none) */
+	if (bits == KEEP_ROUTER || bits == KEEP_SHARED)
+		return bits;
 	if ((bits & KEEP_QKVO) && m->kv_lora_rank)
 		return 0;
 	if (m->mlp_plain && (bits & KEEP_MLP) != KEEP_MLP &&
@@ -591,11 +595,18 @@ static void wide_count(kvs_model *m, unsigned all, kept_layer *k, size_t n)
 			m->wide_proj_layers[p] = 0;
 }
 
-/* One entry s, list[i] of quantization_config: an every-layer part into
- * *all, a named layer's onto *k (n of cap). */
-static kvs_status wide_entry(const cfg *c, const char *s, kvs_model *m, bool lm_head_quantised,
-			     uint32_t *unread, unsigned *all, kept_layer **k, size_t *n,
-			     size_t *cap)
+/* The lists read so far: every-layer parts, named layers' (n of cap),
+ * entries read as nothing. */
+typedef struct wide_acc {
+	unsigned all;
+	kept_layer *k;
+	size_t n, cap;
+	uint32_t unread;
+	bool lm_head_quantised;   /* quantization_config's "lm_head": true */
+} wide_acc;
+
+/* One entry s of quantization_config's lists into a. */
+static kvs_status wide_entry(const cfg *c, const char *s, kvs_model *m, wide_acc *a)
 {
 	char what[80];
 	snprintf(what, sizeof what, *s ? "'%.40s'" : "an empty name", s);
@@ -605,35 +616,28 @@ static kvs_status wide_entry(const cfg *c, const char *s, kvs_model *m, bool lm_
 	int part = wide_part(s, &layer, &bits);
 	if (part == WIDE_LM_HEAD) {
 		m->quant_lm_head = false;
-		m->wide_lm_head_conflict |= lm_head_quantised;
+		m->wide_lm_head_conflict |= a->lm_head_quantised;
 	}
 	if (part == WIDE_UNREAD)
-		wide_unread(m, unread, what);
+		wide_unread(m, &a->unread, what);
 	if (part != WIDE_LAYER)
 		return KVS_OK;
-	/* routers and shared experts are bounded later by the MoE layers
-	 * (wide_missing says when there are none) */
-	bool moe_part = bits == KEEP_ROUTER || bits == KEEP_SHARED;
-	if (!moe_part && !(bits = wide_have(m, bits, layer, &partly))) {
-		wide_unread(m, unread, what);
+	if (!(bits = wide_have(m, bits, layer, &partly))) {
+		wide_unread(m, &a->unread, what);
 		return KVS_OK;
 	}
-	if (moe_part && layer != UINT32_MAX && layer >= m->num_layers) {
-		wide_unread(m, unread, what);
-		return KVS_OK;
-	}
-	if (!moe_part && partly) {
+	if (partly) {
 		size_t len = strlen(what);
 		snprintf(what + len, sizeof what - len, " in MoE layers");
-		wide_unread(m, unread, what);
+		wide_unread(m, &a->unread, what);
 	}
 	if (layer == UINT32_MAX) {
-		*all |= bits;
+		a->all |= bits;
 		return KVS_OK;
 	}
-	if (!KVS_ARRAY_RESERVE(*k, *cap, *n + 1, 16))
+	if (!KVS_ARRAY_RESERVE(a->k, a->cap, a->n + 1, 16))
 		return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->path);
-	(*k)[(*n)++] = (kept_layer){ layer, bits };
+	a->k[a->n++] = (kept_layer){ layer, bits };
 	return KVS_OK;
 }
 
@@ -646,39 +650,34 @@ static kvs_status parse_wide(const cfg *c, kvs_model *m)
 	json_t *q = cfg_get(c, "quantization_config");
 	if (!json_is_object(q))
 		return KVS_OK;
-	kept_layer *k = NULL;
-	size_t n = 0, cap = 0;
-	uint32_t unread = 0;
-	unsigned all = 0;
-	bool lm_head_quantised = m->quant_lm_head;
+	wide_acc a = { .lm_head_quantised = m->quant_lm_head };
 	kvs_status st = KVS_OK;
 	for (size_t li = 0; li < KVS_ARRAY_LEN(lists) && st == KVS_OK; li++) {
-		json_t *a = json_object_get(q, lists[li]);
-		if (!a || json_is_null(a))
+		json_t *list = json_object_get(q, lists[li]);
+		if (!list || json_is_null(list))
 			continue;
-		if (!json_is_array(a)) {
+		if (!json_is_array(list)) {
 			st = kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.%s': "
 				      "expected a list of module names", c->path, lists[li]);
 			break;
 		}
-		for (size_t i = 0; i < json_array_size(a) && st == KVS_OK; i++) {
-			const char *s = json_string_value(json_array_get(a, i));
+		for (size_t i = 0; i < json_array_size(list) && st == KVS_OK; i++) {
+			const char *s = json_string_value(json_array_get(list, i));
 			if (!s)
 				st = kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.%s"
 					      "[%zu]': expected a module name (a string)",
 					      c->path, lists[li], i);
 			else
-				st = wide_entry(c, s, m, lm_head_quantised, &unread, &all,
-						&k, &n, &cap);
+				st = wide_entry(c, s, m, &a);
 		}
 	}
 	if (st == KVS_OK)
-		wide_count(m, all, k, n);
-	kvs_free(k);
-	if (unread > 1) {
+		wide_count(m, a.all, a.k, a.n);
+	kvs_free(a.k);
+	if (a.unread > 1) {
 		size_t len = strlen(m->wide_unread);
 		snprintf(m->wide_unread + len, sizeof m->wide_unread - len,
-			 " and %u more", unread - 1);
+			 " and %u more", a.unread - 1);
 	}
 	return st;
 }
