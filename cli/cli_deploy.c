@@ -304,6 +304,11 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 				*wl[i] = 0;
 				dropped = true;
 			}
+		for (size_t i = 0; i < KVS_PROJ_COUNT_; i++)
+			if (m.wide_proj_layers[i] && m.wide_proj_layers[i] != KVS_WIDE_ALL) {
+				m.wide_proj_layers[i] = 0;
+				dropped = true;
+			}
 		if (dropped)
 			fprintf(stderr, "kvsim %s: warning: --layers %u: the modules %s's "
 				"quantization_config keeps at 16 bits in named layers are counted at "
@@ -368,7 +373,7 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 	}
 	if (m.wide_unread[0] && kvs_dtype_bits(d->weight_dtype) < 16)
 		/* a module kept at 16 bits that is no part kvsim counts apart
-		 * (an MLP, one projection, a layer or part the model lacks):
+		 * (an MoE layer's MLP, a layer or part the model lacks):
 		 * counted narrow, said */
 		fprintf(stderr, "kvsim %s: warning: %s: quantization_config lists modules kept "
 			"at 16 bits that kvsim does not count apart (counted at %s): %s\n", cmd,

@@ -60,6 +60,67 @@ static const char *scaled(uint64_t v, double base, const char *const u[6],
 	return buf;
 }
 
+/* ", name" when kept in all `all` layers it can be, else ", name (n
+ * layers)"; 0 for none.  Returns the length written. */
+static size_t wide_one(char *buf, size_t cap, const char *name, uint32_t n, uint32_t all)
+{
+	if (!n)
+		return 0;
+	int r = n < all ? snprintf(buf, cap, ", %s (%u layer%s)", name, n, n == 1 ? "" : "s")
+			: snprintf(buf, cap, ", %s", name);
+	return r < 0 ? 0 : (size_t)r;
+}
+
+/* The projections p0..p1 of one family kept one by one: those kept in
+ * as many layers together, ", gate/up_proj (1 layer), down_proj (2
+ * layers)"; `whole` when all are kept in as many ("MLP").  Returns the
+ * length written. */
+static size_t wide_family(char *buf, size_t cap, const uint32_t *n, kvs_proj p0, kvs_proj p1,
+			  const char *whole, uint32_t all)
+{
+	size_t len = 0;
+	bool same = true;
+	for (kvs_proj p = p0; p <= p1; p++)
+		same &= n[p] == n[p0];
+	if (same)
+		return wide_one(buf, cap, whole, n[p0], all);
+	for (kvs_proj p = p0; p <= p1 && len < cap; p++) {
+		bool first = true;
+		for (kvs_proj e = p0; e < p; e++)
+			first &= n[e] != n[p];
+		if (!n[p] || !first)
+			continue;
+		/* the short names of those kept in as many layers */
+		char names[48] = "";
+		size_t nl = 0;
+		for (kvs_proj e = p; e <= p1 && nl < sizeof names; e++)
+			if (n[e] == n[p])
+				nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%.*s",
+						       nl ? "/" : "", (int)strlen(kvs_proj_name(e)) - 5,
+						       kvs_proj_name(e));
+		if (nl < sizeof names)
+			snprintf(names + nl, sizeof names - nl, "_proj");
+		len += wide_one(buf + len, cap - len, names, n[p], all);
+	}
+	return len;
+}
+
+/* The projections kept one by one (kvs_model_wide_projs): q, k, v, o in
+ * the layers whose attention is not kept whole, gate, up, down in the
+ * dense layers.  Returns the length written. */
+static size_t wide_projs(const kvs_model *m, char *buf, size_t cap)
+{
+	uint32_t n[KVS_PROJ_COUNT_], na, nr, ns;
+	kvs_model_wide_projs(m, n);
+	kvs_model_wide_layers(m, &na, &nr, &ns);
+	size_t len = wide_family(buf, cap, n, KVS_PROJ_Q, KVS_PROJ_O, "q/k/v/o_proj",
+				 m->num_layers - na);
+	if (len < cap)
+		len += wide_family(buf + len, cap - len, n, KVS_PROJ_GATE, KVS_PROJ_DOWN, "MLP",
+				   kvs_model_dense_layers(m));
+	return len;
+}
+
 /* ", embeddings/lm_head, attention at 16 bits": what a quantised
  * checkpoint keeps wide (kvs_model_wide_params), a part kept in some
  * layers only with their count. */
@@ -88,6 +149,8 @@ static void wide_parts(const kvs_model *m, char *buf, size_t cap)
 					   parts[i].n, parts[i].n == 1 ? "" : "s")
 				: snprintf(buf + len, cap - len, ", %s", parts[i].what));
 	}
+	if (len < cap)
+		len += wide_projs(m, buf + len, cap - len);
 	if (len < cap)
 		snprintf(buf + len, cap - len, " at 16 bits");
 }
@@ -139,7 +202,7 @@ static void wrap(const char *first, const char *indent, const char *text)
 typedef struct row {
 	char label[64];
 	char value[40];
-	char note[120];
+	char note[256];
 } row;
 
 typedef struct table {
@@ -532,7 +595,7 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		      strcmp(d->model.quant_method, kvs_dtype_name(d->weight_dtype)) != 0;
 	snprintf(lab, sizeof lab, "- weights (%s%s%.20s)", kvs_dtype_name(d->weight_dtype),
 		 method ? ", " : "", method ? d->model.quant_method : "");
-	char wide[200] = "";
+	char wide[256] = "";
 	if (kvs_dtype_bits(d->weight_dtype) < 16)
 		wide_parts(&d->model, wide, sizeof wide);
 	if (s->experts_per_gpu) {

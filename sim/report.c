@@ -54,17 +54,26 @@ static json_t *model_jt(const kvs_model *m)
 	set(o, "qk_rope_head_dim", jint(m->qk_rope_head_dim));
 	if (m->quant_method[0])
 		set(o, "quant_method", json_string(m->quant_method));
-	uint32_t na, nr, ns;
+	uint32_t na, nr, ns, np[KVS_PROJ_COUNT_];
 	kvs_model_wide_layers(m, &na, &nr, &ns);
+	kvs_model_wide_projs(m, np);
+	/* projections kept one by one: only those kept, only when any is */
+	json_t *pj = json_object();
+	for (kvs_proj p = 0; p < KVS_PROJ_COUNT_; p++)
+		if (np[p])
+			set(pj, kvs_proj_name(p), jint(np[p]));
 	unsigned wbits = kvs_dtype_bits(m->weight_dtype);
-	if ((na || nr || ns) && wbits < 16) {
+	if ((na || nr || ns || json_object_size(pj)) && wbits < 16) {
 		/* what a quantised checkpoint keeps at 16 bits, in layers */
 		json_t *w = json_object();
 		set(w, "attention_layers", jint(na));
 		set(w, "router_layers", jint(nr));
 		set(w, "shared_expert_layers", jint(ns));
+		if (json_object_size(pj))
+			set(w, "projection_layers", json_incref(pj));
 		set(o, "kept_16bit", w);
 	}
+	json_decref(pj);
 	return o;
 }
 

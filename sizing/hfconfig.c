@@ -298,29 +298,83 @@ static kvs_status parse_sliding(const cfg *c, const char *model_type, kvs_model 
  * bitsandbytes), llm_int8_skip_modules (bitsandbytes) or ignore
  * (compressed-tensors, "re:" for a regular expression) names a module by
  * its path: "lm_head", "model.layers.*.self_attn", "model.layers.3.mlp.gate",
- * "re:.*self_attn.*".  Its words (runs of letters, digits and '_') say
- * which part: the first word that names one, and the layer: the first
- * number before it (none: every layer).  A word after the part other than
- * weight or bias names a piece of it (self_attn.q_proj): not read. */
-enum { WIDE_UNREAD = -1, WIDE_EMBED = 0, WIDE_LM_HEAD, WIDE_ATTN, WIDE_ROUTER, WIDE_SHARED };
+ * "model.layers.0.mlp.down_proj", "re:.*self_attn.*".  Its words (runs of
+ * letters, digits and '_') say which part: the first word that names one,
+ * and the layer: the first number before it (none: every layer).  A word
+ * after the part may name a piece of it kvsim counts (self_attn.q_proj,
+ * mlp.down_proj, mlp.gate); any other than weight or bias names a piece
+ * it does not (mlp.experts, shared_expert.gate_proj): not read. */
+enum { WIDE_UNREAD = -1, WIDE_EMBED = 0, WIDE_LM_HEAD, WIDE_LAYER };
 
-static int wide_word(const char *w, size_t n)
+/* The parts of a layer an entry names, as bits. */
+#define KEEP_ATTN 0x1u
+#define KEEP_ROUTER 0x2u
+#define KEEP_SHARED 0x4u
+#define KEEP_PROJ(p) (0x8u << (p))
+#define KEEP_QKVO (KEEP_PROJ(KVS_PROJ_Q) | KEEP_PROJ(KVS_PROJ_K) | \
+		   KEEP_PROJ(KVS_PROJ_V) | KEEP_PROJ(KVS_PROJ_O))
+#define KEEP_MLP (KEEP_PROJ(KVS_PROJ_GATE) | KEEP_PROJ(KVS_PROJ_UP) | \
+		  KEEP_PROJ(KVS_PROJ_DOWN))
+
+static const char *const proj_names[KVS_PROJ_COUNT_] = {
+#define PROJ(id, name) [id] = name,
+	KVS_PROJ_LIST(PROJ)
+#undef PROJ
+};
+
+const char *kvs_proj_name(kvs_proj p)
+{
+	return (unsigned)p < KVS_PROJ_COUNT_ ? proj_names[p] : "unknown";
+}
+
+/* The part word w names (WIDE_*), and for WIDE_LAYER its KEEP_* bits. */
+static int wide_word(const char *w, size_t n, unsigned *bits)
 {
 	static const struct {
 		const char *word;
 		int part;
+		unsigned bits;
 	} words[] = {
-		{ "lm_head", WIDE_LM_HEAD }, { "embed_tokens", WIDE_EMBED },
-		{ "embed_in", WIDE_EMBED }, { "wte", WIDE_EMBED }, { "wpe", WIDE_EMBED },
-		{ "word_embeddings", WIDE_EMBED }, { "embed_positions", WIDE_EMBED },
-		{ "self_attn", WIDE_ATTN }, { "attn", WIDE_ATTN }, { "attention", WIDE_ATTN },
-		{ "self_attention", WIDE_ATTN }, { "router", WIDE_ROUTER }, { "gate", WIDE_ROUTER },
-		{ "shared_expert", WIDE_SHARED }, { "shared_experts", WIDE_SHARED },
+		{ "lm_head", WIDE_LM_HEAD, 0 }, { "embed_tokens", WIDE_EMBED, 0 },
+		{ "embed_in", WIDE_EMBED, 0 }, { "wte", WIDE_EMBED, 0 }, { "wpe", WIDE_EMBED, 0 },
+		{ "word_embeddings", WIDE_EMBED, 0 }, { "embed_positions", WIDE_EMBED, 0 },
+		{ "self_attn", WIDE_LAYER, KEEP_ATTN }, { "attn", WIDE_LAYER, KEEP_ATTN },
+		{ "attention", WIDE_LAYER, KEEP_ATTN }, { "self_attention", WIDE_LAYER, KEEP_ATTN },
+		{ "router", WIDE_LAYER, KEEP_ROUTER }, { "gate", WIDE_LAYER, KEEP_ROUTER },
+		{ "shared_expert", WIDE_LAYER, KEEP_SHARED },
+		{ "shared_experts", WIDE_LAYER, KEEP_SHARED },
+		/* a dense layer's MLP (Llama 4 calls it feed_forward) */
+		{ "mlp", WIDE_LAYER, KEEP_MLP }, { "feed_forward", WIDE_LAYER, KEEP_MLP },
+		{ "q_proj", WIDE_LAYER, KEEP_PROJ(KVS_PROJ_Q) },
+		{ "k_proj", WIDE_LAYER, KEEP_PROJ(KVS_PROJ_K) },
+		{ "v_proj", WIDE_LAYER, KEEP_PROJ(KVS_PROJ_V) },
+		{ "o_proj", WIDE_LAYER, KEEP_PROJ(KVS_PROJ_O) },
+		{ "qkv_proj", WIDE_LAYER, KEEP_QKVO & ~KEEP_PROJ(KVS_PROJ_O) },
+		{ "gate_proj", WIDE_LAYER, KEEP_PROJ(KVS_PROJ_GATE) },
+		{ "up_proj", WIDE_LAYER, KEEP_PROJ(KVS_PROJ_UP) },
+		{ "down_proj", WIDE_LAYER, KEEP_PROJ(KVS_PROJ_DOWN) },
+		{ "gate_up_proj", WIDE_LAYER, KEEP_PROJ(KVS_PROJ_GATE) | KEEP_PROJ(KVS_PROJ_UP) },
 	};
 	for (size_t i = 0; i < KVS_ARRAY_LEN(words); i++)
-		if (strlen(words[i].word) == n && memcmp(words[i].word, w, n) == 0)
+		if (strlen(words[i].word) == n && memcmp(words[i].word, w, n) == 0) {
+			*bits = words[i].bits;
 			return words[i].part;
+		}
 	return WIDE_UNREAD;
+}
+
+/* A word after the part: the piece of it that `word` names (its bits),
+ * or 0 when it names none kvsim counts.  Attention narrows to its
+ * projections; an MLP to its projections, its router or its shared
+ * experts (Qwen-MoE's mlp.gate, mlp.shared_expert). */
+static unsigned wide_piece(unsigned part, unsigned word)
+{
+	if (part == KEEP_ATTN && word && (word & ~KEEP_QKVO) == 0)
+		return word;
+	if (part == KEEP_MLP && word != KEEP_MLP &&
+	    ((word && (word & ~KEEP_MLP) == 0) || word == KEEP_ROUTER || word == KEEP_SHARED))
+		return word;
+	return 0;
 }
 
 static bool word_char(char ch)
@@ -342,26 +396,69 @@ static bool re_dot(const char *p, size_t *len)
 	return true;
 }
 
-/* The part an entry names (WIDE_*), and its layer (UINT32_MAX: every).
- * Read as naming nothing kvsim counts apart (WIDE_UNREAD): an empty name,
- * a layer number past 9 digits or after a '-', and a regular expression
- * that may pick some layers: one with a character class other than "[.]",
- * an alternation, a group or a repeat other than ".*", or a number not set
- * between literal dots ("re:model.layers.[0-9]+.self_attn", "(1|2)",
- * "\\d", "layers\\.1.*" all pick layers the words do not say). */
-static int wide_part(const char *s, uint32_t *layer)
+/* A regular expression kvsim reads by its words: none that may pick some
+ * layers (a class other than "[.]", an alternation, a group, a repeat
+ * other than ".*", "\\d"). */
+static bool re_plain(const char *s)
+{
+	if (strpbrk(s, "(|{+?") || strstr(s, "\\d"))
+		return false;
+	for (const char *b = strchr(s, '['); b; b = strchr(b + 1, '['))
+		if (strncmp(b, "[.]", 3) != 0)
+			return false;
+	return true;
+}
+
+/* The layer number w (n digits) of entry s: false when it may name other
+ * layers than it says (past 9 digits, after a '-', in a regular
+ * expression not between literal dots). */
+static bool wide_layer(const char *s, const char *w, size_t n, bool re, uint32_t *layer)
+{
+	size_t dl;
+	if (n > 9 || (w > s && w[-1] == '-'))
+		return false;
+	/* a regular expression's layer: between literal dots */
+	if (re && !((w - s >= 2 && re_dot(w - 2, &dl) && dl == 2) ||
+		    (w - s >= 3 && re_dot(w - 3, &dl) && dl == 3)))
+		return false;
+	if (re && !re_dot(w + n, &dl))
+		return false;
+	*layer = (uint32_t)strtoul(w, NULL, 10);
+	return true;
+}
+
+/* A word that names a vision or audio tower ("vision_model", "visual",
+ * "audio_tower", "multi_modal_projector"): its layers are not the
+ * language model's. */
+static bool tower_word(const char *w, size_t n)
+{
+	static const char *const marks[] = { "vision", "visual", "audio", "image",
+					     "multi_modal", "mm_projector" };
+	char word[64];
+	snprintf(word, sizeof word, "%.*s", (int)(n < 63 ? n : 63), w);
+	for (size_t i = 0; i < KVS_ARRAY_LEN(marks); i++)
+		if (strstr(word, marks[i]))
+			return true;
+	return false;
+}
+
+/* The part an entry names (WIDE_*; for WIDE_LAYER its KEEP_* bits), and
+ * its layer (UINT32_MAX: every).  Read as naming nothing kvsim counts
+ * apart (WIDE_UNREAD): an empty name, a layer number wide_layer refuses,
+ * a regular expression that re_plain refuses
+ * ("re:model.layers.[0-9]+.self_attn", "(1|2)", "\\d", "layers\\.1.*" all
+ * pick layers the words do not say), a piece kvsim does not count, a
+ * projection or MLP of a vision or audio tower (whole attention there
+ * reads as the language model's, as it always has). */
+static int wide_part(const char *s, uint32_t *layer, unsigned *bits)
 {
 	int part = WIDE_UNREAD;
+	bool tower = false;
 	*layer = UINT32_MAX;
+	*bits = 0;
 	bool re = strncmp(s, "re:", 3) == 0;
-	if (re) {
-		s += 3;
-		if (strpbrk(s, "(|{+?") || strstr(s, "\\d"))
-			return WIDE_UNREAD;
-		for (const char *b = strchr(s, '['); b; b = strchr(b + 1, '['))
-			if (strncmp(b, "[.]", 3) != 0)
-				return WIDE_UNREAD;
-	}
+	if (re && !re_plain(s += 3))
+		return WIDE_UNREAD;
 	for (const char *p = s; *p;) {
 		if (!word_char(*p)) {
 			p++;
@@ -371,29 +468,29 @@ static int wide_part(const char *s, uint32_t *layer)
 		while (word_char(*p))
 			p++;
 		size_t n = (size_t)(p - w);
+		unsigned wb = 0;
 		if (part != WIDE_UNREAD) {   /* a word after the part */
 			if ((n == 6 && memcmp(w, "weight", 6) == 0) ||
 			    (n == 4 && memcmp(w, "bias", 4) == 0))
 				continue;
-			return WIDE_UNREAD;
+			if (part != WIDE_LAYER || wide_word(w, n, &wb) != WIDE_LAYER ||
+			    !(wb = wide_piece(*bits, wb)))
+				return WIDE_UNREAD;
+			*bits = wb;
+			continue;
 		}
 		if (strspn(w, "0123456789") == n) {
 			if (*layer != UINT32_MAX)
 				continue;   /* the first number is the layer */
-			if (n > 9 || (w > s && w[-1] == '-'))
+			if (!wide_layer(s, w, n, re, layer))
 				return WIDE_UNREAD;
-			size_t dl;
-			/* a regular expression's layer: between literal dots */
-			if (re && !((w - s >= 2 && re_dot(w - 2, &dl) && dl == 2) ||
-				    (w - s >= 3 && re_dot(w - 3, &dl) && dl == 3)))
-				return WIDE_UNREAD;
-			if (re && !re_dot(p, &dl))
-				return WIDE_UNREAD;
-			*layer = (uint32_t)strtoul(w, NULL, 10);
 			continue;
 		}
-		part = wide_word(w, n);
+		tower |= tower_word(w, n);
+		part = wide_word(w, n, bits);
 	}
+	if (tower && (*bits & (KEEP_QKVO | KEEP_MLP)))
+		return WIDE_UNREAD;
 	return part;
 }
 
@@ -419,84 +516,175 @@ static void wide_missing(kvs_model *m)
 		 len ? "; " : "", what);
 }
 
-/* The modules quantization_config q keeps unquantised (kvs_model.wide_*). */
-static kvs_status parse_wide(const cfg *c, json_t *q, kvs_model *m)
+/* Whether layer i holds experts (kvs_model_moe_layers: Llama 4's every
+ * step-th layer, counted from 1, or all after the leading dense ones). */
+static bool layer_is_moe(const kvs_model *m, uint32_t i)
+{
+	if (!m->num_experts)
+		return false;
+	if (m->moe_layer_step > 1)
+		return (i + 1) % m->moe_layer_step == 0;
+	return i >= m->first_dense_layers;
+}
+
+/* Of the parts `bits` of layer `layer` (UINT32_MAX: every), those the
+ * model has: none in a layer past its own, no projections of MLA
+ * attention (q_a_proj, kv_b_proj, ... instead), no gate in a plain MLP,
+ * no dense MLP in an MoE layer (its "mlp" holds the experts).  *partly:
+ * an every-layer MLP entry of a model with MoE layers, counted in its
+ * dense layers only. */
+static unsigned wide_have(const kvs_model *m, unsigned bits, uint32_t layer, bool *partly)
+{
+	*partly = false;
+	if (layer != UINT32_MAX && layer >= m->num_layers)
+		return 0;
+	/* routers and shared experts are bounded later by the MoE layers
+	 * (wide_missing says when there are none) */
+	if (bits == KEEP_ROUTER || bits == KEEP_SHARED)
+		return bits;
+	if ((bits & KEEP_QKVO) && m->kv_lora_rank)
+		return 0;
+	if (m->mlp_plain && (bits & KEEP_MLP) != KEEP_MLP &&
+	    (bits & KEEP_PROJ(KVS_PROJ_GATE)))
+		return 0;
+	if (!(bits & KEEP_MLP))
+		return bits;
+	if (layer != UINT32_MAX)
+		return layer_is_moe(m, layer) ? 0 : bits;
+	if (!kvs_model_dense_layers(m))
+		return 0;
+	*partly = kvs_model_moe_layers(m) > 0;
+	return bits;
+}
+
+/* One layer's kept parts (KEEP_*), named by number. */
+typedef struct kept_layer {
+	uint32_t layer;
+	unsigned bits;
+} kept_layer;
+
+static int kept_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const kept_layer *)a)->layer, y = ((const kept_layer *)b)->layer;
+	return (x > y) - (x < y);
+}
+
+/* The kept parts into the model's counts: every-layer ones (`all`) as
+ * KVS_WIDE_ALL, the named ones (k, n of them) once a layer, a
+ * projection of a layer whose whole attention is kept counted in it. */
+static void wide_count(kvs_model *m, unsigned all, kept_layer *k, size_t n)
+{
+	uint32_t *count[] = { &m->wide_attn_layers, &m->wide_router_layers,
+			      &m->wide_shared_layers };
+	uint32_t c[3 + KVS_PROJ_COUNT_] = { 0 };
+	if (n)
+		qsort(k, n, sizeof *k, kept_cmp);
+	for (size_t i = 0; i < n;) {
+		unsigned b = 0;
+		size_t j = i;
+		for (; j < n && k[j].layer == k[i].layer; j++)
+			b |= k[j].bits;
+		if (b & KEEP_ATTN)
+			b &= ~KEEP_QKVO;
+		for (unsigned bit = 0; bit < KVS_ARRAY_LEN(c); bit++)
+			c[bit] += (b >> bit) & 1;
+		i = j;
+	}
+	for (unsigned bit = 0; bit < KVS_ARRAY_LEN(c); bit++) {
+		uint32_t v = (all >> bit) & 1 ? KVS_WIDE_ALL : c[bit];
+		if (bit < 3)
+			*count[bit] = v;
+		else
+			m->wide_proj_layers[bit - 3] = v;
+	}
+	if (all & KEEP_ATTN)   /* none apart: counted as attention */
+		for (kvs_proj p = KVS_PROJ_Q; p <= KVS_PROJ_O; p++)
+			m->wide_proj_layers[p] = 0;
+}
+
+/* The lists read so far: every-layer parts, named layers' (n of cap),
+ * entries read as nothing. */
+typedef struct wide_acc {
+	unsigned all;
+	kept_layer *k;
+	size_t n, cap;
+	uint32_t unread;
+	bool lm_head_quantised;   /* quantization_config's "lm_head": true */
+} wide_acc;
+
+/* One entry s of quantization_config's lists into a. */
+static kvs_status wide_entry(const cfg *c, const char *s, kvs_model *m, wide_acc *a)
+{
+	char what[80];
+	snprintf(what, sizeof what, *s ? "'%.40s'" : "an empty name", s);
+	uint32_t layer;
+	unsigned bits;
+	bool partly;
+	int part = wide_part(s, &layer, &bits);
+	if (part == WIDE_LM_HEAD) {
+		m->quant_lm_head = false;
+		m->wide_lm_head_conflict |= a->lm_head_quantised;
+	}
+	if (part == WIDE_UNREAD)
+		wide_unread(m, &a->unread, what);
+	if (part != WIDE_LAYER)
+		return KVS_OK;
+	if (!(bits = wide_have(m, bits, layer, &partly))) {
+		wide_unread(m, &a->unread, what);
+		return KVS_OK;
+	}
+	if (partly) {
+		size_t len = strlen(what);
+		snprintf(what + len, sizeof what - len, " in MoE layers");
+		wide_unread(m, &a->unread, what);
+	}
+	if (layer == UINT32_MAX) {
+		a->all |= bits;
+		return KVS_OK;
+	}
+	if (!KVS_ARRAY_RESERVE(a->k, a->cap, a->n + 1, 16))
+		return kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->path);
+	a->k[a->n++] = (kept_layer){ layer, bits };
+	return KVS_OK;
+}
+
+/* The modules quantization_config q keeps unquantised (kvs_model.wide_*):
+ * read once the model's shape is, to know its layers. */
+static kvs_status parse_wide(const cfg *c, kvs_model *m)
 {
 	static const char *const lists[] = { "modules_to_not_convert",
 					     "llm_int8_skip_modules", "ignore" };
-	uint32_t *count[] = { [WIDE_ATTN] = &m->wide_attn_layers,
-			      [WIDE_ROUTER] = &m->wide_router_layers,
-			      [WIDE_SHARED] = &m->wide_shared_layers };
-	/* the (part, layer) pairs named one by one, each counted once: at
-	 * most one per entry, whatever the model's layer count */
-	uint64_t *named = NULL;
-	size_t nnamed = 0, cap = 0;
-	uint32_t unread = 0;
-	bool lm_head_quantised = m->quant_lm_head;
+	json_t *q = cfg_get(c, "quantization_config");
+	if (!json_is_object(q))
+		return KVS_OK;
+	wide_acc a = { .lm_head_quantised = m->quant_lm_head };
 	kvs_status st = KVS_OK;
 	for (size_t li = 0; li < KVS_ARRAY_LEN(lists) && st == KVS_OK; li++) {
-		json_t *a = json_object_get(q, lists[li]);
-		if (!a || json_is_null(a))
+		json_t *list = json_object_get(q, lists[li]);
+		if (!list || json_is_null(list))
 			continue;
-		if (!json_is_array(a)) {
+		if (!json_is_array(list)) {
 			st = kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.%s': "
 				      "expected a list of module names", c->path, lists[li]);
 			break;
 		}
-		for (size_t i = 0; i < json_array_size(a); i++) {
-			const char *s = json_string_value(json_array_get(a, i));
-			if (!s) {
+		for (size_t i = 0; i < json_array_size(list) && st == KVS_OK; i++) {
+			const char *s = json_string_value(json_array_get(list, i));
+			if (!s)
 				st = kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.%s"
 					      "[%zu]': expected a module name (a string)",
 					      c->path, lists[li], i);
-				break;
-			}
-			char what[64];
-			snprintf(what, sizeof what, *s ? "'%.40s'" : "an empty name", s);
-			uint32_t layer;
-			int part = wide_part(s, &layer);
-			if (part == WIDE_LM_HEAD) {
-				m->quant_lm_head = false;
-				m->wide_lm_head_conflict |= lm_head_quantised;
-			}
-			if (part == WIDE_UNREAD)
-				wide_unread(m, &unread, what);
-			if (part < WIDE_ATTN)
-				continue;
-			uint32_t *n = count[part];
-			if (layer == UINT32_MAX) {
-				*n = KVS_WIDE_ALL;
-				continue;
-			}
-			if (layer >= m->num_layers) {   /* no such layer */
-				wide_unread(m, &unread, what);
-				continue;
-			}
-			uint64_t key = (uint64_t)part << 32 | layer;
-			bool seen = false;
-			for (size_t k = 0; k < nnamed && !seen; k++)
-				seen = named[k] == key;
-			if (seen || *n == KVS_WIDE_ALL)
-				continue;
-			if (nnamed == cap) {
-				size_t nc = cap ? 2 * cap : 16;
-				uint64_t *t = realloc(named, nc * sizeof *t);
-				if (!t) {
-					st = kvs_fail(KVS_ERR_NOMEM, "%s: out of memory", c->path);
-					break;
-				}
-				named = t;
-				cap = nc;
-			}
-			named[nnamed++] = key;
-			++*n;
+			else
+				st = wide_entry(c, s, m, &a);
 		}
 	}
-	free(named);
-	if (unread > 1) {
+	if (st == KVS_OK)
+		wide_count(m, a.all, a.k, a.n);
+	kvs_free(a.k);
+	if (a.unread > 1) {
 		size_t len = strlen(m->wide_unread);
 		snprintf(m->wide_unread + len, sizeof m->wide_unread - len,
-			 " and %u more", unread - 1);
+			 " and %u more", a.unread - 1);
 	}
 	return st;
 }
@@ -549,7 +737,7 @@ static kvs_status parse_quant(const cfg *c, kvs_model *m)
 		return kvs_fail(KVS_ERR_PARSE, "%s: field 'quantization_config.lm_head': "
 				"expected true or false", c->path);
 	m->quant_lm_head = lm && json_is_true(lm);
-	return parse_wide(c, q, m);
+	return KVS_OK;
 }
 
 /* The attention shape: layers, heads, hidden, kv heads, MLA, head_dim. */
@@ -881,7 +1069,7 @@ kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t l
 	 * refuses */
 	if ((st = parse_shape(&c, &m)) || (st = parse_dtype(&c, &m)) ||
 	    (st = parse_arch(&c, model_type, &m)) || (st = parse_moe(&c, model_type, &m)) ||
-	    (st = parse_params(&c, &m)))
+	    (st = parse_params(&c, &m)) || (st = parse_wide(&c, &m)))
 		goto done;
 	if (m.num_active_params > m.num_params)
 		m.num_active_params = m.num_params;
@@ -1061,6 +1249,10 @@ uint64_t kvs_model_wide_params(const kvs_model *m)
 	addmul(&w, na, pp.attn);
 	addmul(&w, nr, pp.router);
 	addmul(&w, ns, pp.shared);
+	uint32_t np[KVS_PROJ_COUNT_];
+	kvs_model_wide_projs(m, np);
+	for (kvs_proj p = 0; p < KVS_PROJ_COUNT_; p++)
+		addmul(&w, np[p], kvs_model_proj_params(m, p));
 	/* a parameter count below these (a config's own num_parameters) has
 	 * them all at the narrow width, as one without them */
 	return w.ovf || w.v >= m->num_params ? 0 : w.v;
@@ -1073,4 +1265,60 @@ uint32_t kvs_model_moe_layers(const kvs_model *m)
 	if (m->moe_layer_step > 1)
 		return m->num_layers / m->moe_layer_step;
 	return m->first_dense_layers < m->num_layers ? m->num_layers - m->first_dense_layers : 0;
+}
+
+uint32_t kvs_model_dense_layers(const kvs_model *m)
+{
+	return m->num_layers - kvs_model_moe_layers(m);
+}
+
+void kvs_model_wide_projs(const kvs_model *m, uint32_t out[KVS_PROJ_COUNT_])
+{
+	uint32_t na, nr, ns;
+	kvs_model_wide_layers(m, &na, &nr, &ns);
+	uint32_t dense = kvs_model_dense_layers(m);
+	for (kvs_proj p = 0; p < KVS_PROJ_COUNT_; p++) {
+		/* q, k, v, o in the layers whose attention is not kept whole:
+		 * every layer's are the rest, named ones exclude them already */
+		uint32_t n = m->wide_proj_layers[p];
+		uint32_t max = p <= KVS_PROJ_O ? m->num_layers - na : dense;
+		out[p] = n < max ? n : max;
+	}
+}
+
+uint64_t kvs_model_proj_params(const kvs_model *m, kvs_proj p)
+{
+	acc a = { 0, false };
+	uint64_t h = m->hidden_size, q = (uint64_t)m->num_heads * m->head_dim;
+	uint64_t kv = (uint64_t)(m->num_kv_heads ? m->num_kv_heads : m->num_heads) * m->head_dim;
+	uint64_t inter = m->dense_intermediate_size ? m->dense_intermediate_size
+						     : m->intermediate_size;
+	if (p <= KVS_PROJ_O && m->kv_lora_rank)
+		return 0;   /* MLA's projections have other shapes */
+	switch (p) {
+	case KVS_PROJ_Q:
+	case KVS_PROJ_O:
+		addmul(&a, h, q);
+		add(&a, p == KVS_PROJ_Q ? (m->qkv_bias ? q : 0) : (m->o_bias ? h : 0));
+		break;
+	case KVS_PROJ_K:
+	case KVS_PROJ_V:
+		addmul(&a, h, kv);
+		add(&a, m->qkv_bias ? kv : 0);
+		break;
+	case KVS_PROJ_GATE:
+	case KVS_PROJ_UP:
+		if (p == KVS_PROJ_GATE && m->mlp_plain)
+			return 0;
+		addmul(&a, h, inter);
+		add(&a, m->mlp_bias ? inter : 0);
+		break;
+	case KVS_PROJ_DOWN:
+		addmul(&a, inter, h);
+		add(&a, m->mlp_bias ? h : 0);
+		break;
+	default:
+		return 0;
+	}
+	return a.ovf ? UINT64_MAX : a.v;
 }

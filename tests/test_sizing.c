@@ -914,9 +914,10 @@ static void test_quant_wide_modules(void **state)
 	assert_int_equal(nr, 0);
 	assert_string_equal(m.wide_unread, "routers (the model has none)");
 
-	/* what names no part kvsim counts apart (an MLP, one projection) is
-	 * counted narrow and said; bitsandbytes' own list; lm_head listed
-	 * keeps the head wide though GPTQ's flag quantises it */
+	/* what names no part kvsim counts apart (an MoE layer's MLP: its
+	 * experts) is counted narrow and said; one projection of every
+	 * layer's attention is counted; bitsandbytes' own list; lm_head
+	 * listed keeps the head wide though GPTQ's flag quantises it */
 	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": "
 			       "\"bitsandbytes\", \"load_in_4bit\": true, \"llm_int8_skip_modules\": "
 			       "[\"model.layers.0.mlp\", \"model.layers.*.self_attn.q_proj\", "
@@ -926,7 +927,8 @@ static void test_quant_wide_modules(void **state)
 	/* (Mixtral has no shared experts: none are counted, and it is said) */
 	kvs_model_wide_layers(&m, &na, &nr, &ns);
 	assert_int_equal(ns, 0);
-	assert_string_equal(m.wide_unread, "'model.layers.0.mlp' and 1 more; shared experts "
+	assert_int_equal(m.wide_proj_layers[KVS_PROJ_Q], KVS_WIDE_ALL);
+	assert_string_equal(m.wide_unread, "'model.layers.0.mlp'; shared experts "
 			    "(the model has none)");
 	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"gptq\", "
 			       "\"bits\": 4, \"lm_head\": true, \"modules_to_not_convert\": "
@@ -945,6 +947,213 @@ static void test_quant_wide_modules(void **state)
 	assert_int_equal(parse("{" MOE4 ", \"quantization_config\": {\"quant_method\": \"mxfp4\", "
 			       "\"ignore\": [\"lm_head\", 3]}}", &m), KVS_ERR_PARSE);
 	assert_non_null(strstr(kvs_last_error(), "quantization_config.ignore[1]"));
+}
+
+/* Projections and dense MLPs kept at 16 bits one by one, on a 4-layer
+ * Llama-shaped dense model whose figures are derived by hand: hidden 64,
+ * 4 heads of 16, 2 kv heads, intermediate 128, vocab 100, untied, FP8.
+ *   q, o       64 x 64                                  =  4,096 each
+ *   k, v       64 x 2 x 16                              =  2,048 each
+ *   gate, up   64 x 128                                 =  8,192 each
+ *   down       128 x 64                                 =  8,192
+ *   a layer    12,288 + 24,576 + norms 128              = 36,992
+ *   total      4 x 36,992 + embeddings and head 12,800 + 64 = 160,832
+ * At FP8 every parameter kept at 16 bits costs one byte more. */
+#define DENSE4 "\"model_type\": \"llama\", \"num_hidden_layers\": 4, " \
+	       "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"hidden_size\": 64, " \
+	       "\"intermediate_size\": 128, \"vocab_size\": 100"
+#define FP8_KEEP(list) "{" DENSE4 ", \"quantization_config\": {\"quant_method\": " \
+		       "\"fbgemm_fp8\", \"modules_to_not_convert\": [" list "]}}"
+
+static uint64_t fp8_bytes(const kvs_model *m)
+{
+	uint64_t w = 0;
+	assert_int_equal(kvs_weight_bytes(m, KVS_DTYPE_FP8, 1, 1, &w), KVS_OK);
+	return w;
+}
+
+static void test_quant_wide_projections(void **state)
+{
+	(void)state;
+	kvs_model m;
+	uint32_t np[KVS_PROJ_COUNT_];
+	/* the embeddings and head alone: 148,032 B + 2 x 12,800 B */
+	assert_int_equal(parse(FP8_KEEP("\"lm_head\""), &m), KVS_OK);
+	assert_int_equal(m.num_params, 160832);
+	assert_int_equal(kvs_model_wide_params(&m), 12800);
+	assert_int_equal(fp8_bytes(&m), 173632);
+	assert_int_equal(kvs_model_proj_params(&m, KVS_PROJ_Q), 4096);
+	assert_int_equal(kvs_model_proj_params(&m, KVS_PROJ_K), 2048);
+	assert_int_equal(kvs_model_proj_params(&m, KVS_PROJ_O), 4096);
+	assert_int_equal(kvs_model_proj_params(&m, KVS_PROJ_DOWN), 8192);
+
+	/* one down projection: 64 x 128 = 8,192 more at 16 bits, 8,192 B */
+	assert_int_equal(parse(FP8_KEEP("\"model.layers.0.mlp.down_proj\""), &m), KVS_OK);
+	kvs_model_wide_projs(&m, np);
+	assert_int_equal(np[KVS_PROJ_DOWN], 1);
+	assert_int_equal(np[KVS_PROJ_GATE], 0);
+	assert_int_equal(kvs_model_wide_params(&m), 12800 + 8192);
+	assert_int_equal(fp8_bytes(&m), 173632 + 8192);
+	assert_string_equal(m.wide_unread, "");
+
+	/* listed twice, with its weight, and within the whole MLP of the
+	 * same layer: layer 0's MLP once, 24,576 */
+	assert_int_equal(parse(FP8_KEEP("\"model.layers.0.mlp.down_proj\", "
+					"\"model.layers.0.mlp.down_proj.weight\", "
+					"\"model.layers.0.mlp\""), &m), KVS_OK);
+	kvs_model_wide_projs(&m, np);
+	assert_int_equal(np[KVS_PROJ_GATE], 1);
+	assert_int_equal(np[KVS_PROJ_UP], 1);
+	assert_int_equal(np[KVS_PROJ_DOWN], 1);
+	assert_int_equal(kvs_model_wide_params(&m), 12800 + 24576);
+	assert_int_equal(fp8_bytes(&m), 173632 + 24576);
+
+	/* a projection of a layer whose attention is kept whole is counted
+	 * in it; one of another layer apart; one past the 4 layers, one
+	 * the layer's part lacks (self_attn.gate_proj, mlp.q_proj), one of
+	 * the experts are read as nothing and said */
+	assert_int_equal(parse(FP8_KEEP("\"model.layers.1.self_attn.q_proj\", "
+					"\"model.layers.1.self_attn\", "
+					"\"model.layers.2.self_attn.k_proj\", "
+					"\"model.layers.4.mlp.down_proj\", "
+					"\"model.layers.3.self_attn.gate_proj\", "
+					"\"model.layers.3.mlp.q_proj\", "
+					"\"model.layers.3.mlp.experts.0.down_proj\""), &m), KVS_OK);
+	assert_int_equal(m.wide_attn_layers, 1);
+	kvs_model_wide_projs(&m, np);
+	assert_int_equal(np[KVS_PROJ_Q], 0);
+	assert_int_equal(np[KVS_PROJ_K], 1);
+	assert_int_equal(np[KVS_PROJ_DOWN], 0);
+	assert_int_equal(kvs_model_wide_params(&m), 12800 + 12288 + 2048);
+	assert_string_equal(m.wide_unread, "'model.layers.4.mlp.down_proj' and 3 more");
+
+	/* every layer's q beside layer 0's whole attention: q in the other
+	 * 3 layers; every layer's attention leaves no projection apart */
+	assert_int_equal(parse(FP8_KEEP("\"re:.*self_attn[.]q_proj\", \"model.layers.0.self_attn\""),
+			       &m), KVS_OK);
+	assert_int_equal(m.wide_proj_layers[KVS_PROJ_Q], KVS_WIDE_ALL);
+	kvs_model_wide_projs(&m, np);
+	assert_int_equal(np[KVS_PROJ_Q], 3);
+	assert_int_equal(kvs_model_wide_params(&m), 12800 + 12288 + 3 * 4096);
+	assert_int_equal(parse(FP8_KEEP("\"model.layers.*.self_attn\", "
+					"\"model.layers.2.self_attn.o_proj\", \"q_proj\""), &m), KVS_OK);
+	kvs_model_wide_projs(&m, np);
+	assert_int_equal(np[KVS_PROJ_Q], 0);
+	assert_int_equal(np[KVS_PROJ_O], 0);
+	assert_int_equal(kvs_model_wide_params(&m), 12800 + 4 * 12288);
+	/* fused names: qkv_proj is q, k, v; gate_up_proj gate and up */
+	assert_int_equal(parse(FP8_KEEP("\"model.layers.3.self_attn.qkv_proj\", "
+					"\"model.layers.3.mlp.gate_up_proj\""), &m), KVS_OK);
+	assert_int_equal(kvs_model_wide_params(&m), 12800 + 8192 + 16384);
+	/* a regular expression over some layers keeps today's rule: nothing */
+	assert_int_equal(parse(FP8_KEEP("\"re:.*layers[.][0-9]+[.]mlp[.]down_proj\""), &m),
+			 KVS_OK);
+	assert_int_equal(kvs_model_wide_params(&m), 12800);
+	assert_string_equal(m.wide_unread, "'re:.*layers[.][0-9]+[.]mlp[.]down_proj'");
+	/* a vision tower's projections and MLPs are not the language
+	 * model's: read as nothing */
+	assert_int_equal(parse(FP8_KEEP("\"visual.blocks.0.mlp.down_proj\", "
+					"\"vision_model.layers.1.self_attn.q_proj\", "
+					"\"model.vision_tower.layers.2.mlp\""), &m), KVS_OK);
+	assert_int_equal(kvs_model_wide_params(&m), 12800);
+	assert_string_equal(m.wide_unread, "'visual.blocks.0.mlp.down_proj' and 2 more");
+	/* malformed names are read as nothing, never refused */
+	assert_int_equal(parse(FP8_KEEP("\"mlp..down_proj\", \"model.layers.0.mlp.down_proj.x\", "
+					"\"re:[\", \".\", \"model.layers.99999999999.mlp\""), &m),
+			 KVS_OK);
+	assert_int_equal(kvs_model_wide_params(&m), 12800 + 4 * 8192);  /* every down */
+	assert_string_equal(m.wide_unread, "'model.layers.0.mlp.down_proj.x' and 3 more");
+
+	/* an MoE model with one leading dense layer (hidden 64, MLP 128,
+	 * experts of 32): layer 0's MLP counts; an MoE layer's "mlp" is its
+	 * experts, read as nothing; its router still reads; an every-layer
+	 * projection counts in the dense layer and says the rest */
+	assert_int_equal(parse("{" DENSE4 ", \"num_local_experts\": 4, \"num_experts_per_tok\": 2, "
+			       "\"moe_intermediate_size\": 32, \"first_k_dense_replace\": 1, "
+			       "\"quantization_config\": {\"quant_method\": \"fp8\", "
+			       "\"modules_to_not_convert\": [\"model.layers.0.mlp\", \"model.layers.1.mlp\", "
+			       "\"model.layers.1.mlp.gate\", \"model.layers.*.mlp.down_proj\"]}}", &m),
+			 KVS_OK);
+	assert_int_equal(m.wide_router_layers, 1);
+	kvs_model_wide_projs(&m, np);
+	assert_int_equal(np[KVS_PROJ_GATE], 1);
+	assert_int_equal(np[KVS_PROJ_DOWN], 1);
+	assert_int_equal(kvs_model_wide_params(&m), 12800 + 24576 + 64 * 4);
+	assert_string_equal(m.wide_unread, "'model.layers.1.mlp' and 1 more");
+	/* Llama 4's layout: MoE every 2nd layer (1 and 3), dense layers of
+	 * intermediate_size_mlp 96 (3 x 64 x 96 = 18,432) */
+	assert_int_equal(parse("{\"model_type\": \"llama4_text\", \"num_hidden_layers\": 4, "
+			       "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, "
+			       "\"hidden_size\": 64, \"intermediate_size\": 32, \"intermediate_size_mlp\": 96, "
+			       "\"num_local_experts\": 4, \"num_experts_per_tok\": 1, "
+			       "\"interleave_moe_layer_step\": 2, \"vocab_size\": 100, "
+			       "\"tie_word_embeddings\": false, \"quantization_config\": {"
+			       "\"quant_method\": \"fp8\", \"modules_to_not_convert\": ["
+			       "\"model.layers.2.feed_forward\", \"model.layers.3.feed_forward\"]}}", &m),
+			 KVS_OK);
+	assert_int_equal(kvs_model_wide_params(&m), 12800 + 18432);
+	assert_string_equal(m.wide_unread, "'model.layers.3.feed_forward'");
+	/* MLA attention has other projections: q_proj is read as nothing */
+	assert_int_equal(parse("{" DENSE4 ", \"kv_lora_rank\": 32, \"qk_rope_head_dim\": 8, "
+			       "\"qk_nope_head_dim\": 16, \"v_head_dim\": 16, \"quantization_config\": {"
+			       "\"quant_method\": \"fp8\", \"modules_to_not_convert\": ["
+			       "\"model.layers.0.self_attn.q_proj\"]}}", &m), KVS_OK);
+	assert_int_equal(kvs_model_wide_params(&m), 12800);
+	assert_string_equal(m.wide_unread, "'model.layers.0.self_attn.q_proj'");
+}
+
+/* Meta's Llama-3.1-405B-Instruct-FP8 (fbgemm_fp8) keeps the q, k, v and o
+ * projections of all 126 layers, the MLP of layers 0 and 125 and lm_head
+ * at 16 bits.  Hidden 16384, 128 heads of 128, 8 kv heads, MLP 53248,
+ * vocab 128256:
+ *   embeddings and head  2 x 128256 x 16384                =  4,202,692,608
+ *   q + o  2 x 16384^2 = 536,870,912; k + v 2 x 16384 x 1024 = 33,554,432
+ *   attention over 126 layers  126 x 570,425,344           = 71,873,593,344
+ *   MLP of 2 layers  2 x 3 x 16384 x 53248                 =  5,234,491,392
+ *   kept at 16 bits                                         = 81,310,777,344
+ * of 405,853,388,800: narrow 324,542,611,456 B + wide 162,621,554,688 B =
+ * 487,164,166,144 B, 60,895,520,768 B a GPU at tp 8. */
+static void test_quant_wide_405b_fp8(void **state)
+{
+	(void)state;
+	char *text = malloc(64 * 1024);
+	assert_non_null(text);
+	size_t len = (size_t)snprintf(text, 1024, "{\"model_type\": \"llama\", "
+		"\"num_hidden_layers\": 126, \"num_attention_heads\": 128, "
+		"\"num_key_value_heads\": 8, \"head_dim\": 128, \"hidden_size\": 16384, "
+		"\"intermediate_size\": 53248, \"vocab_size\": 128256, "
+		"\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
+		"\"quant_method\": \"fbgemm_fp8\", \"activation_scale_ub\": 1200.0, "
+		"\"modules_to_not_convert\": [\"lm_head\"");
+	static const char *const attn[] = { "k_proj", "o_proj", "q_proj", "v_proj" };
+	static const char *const mlp[] = { "down_proj", "gate_proj", "up_proj" };
+	for (int l = 0; l < 126; l++)
+		for (size_t i = 0; i < 4; i++)
+			len += (size_t)snprintf(text + len, 64 * 1024 - len,
+						", \"model.layers.%d.self_attn.%s\"", l, attn[i]);
+	for (size_t i = 0; i < 3; i++)
+		len += (size_t)snprintf(text + len, 64 * 1024 - len, ", \"model.layers.0.mlp.%s\", "
+					"\"model.layers.125.mlp.%s\"", mlp[i], mlp[i]);
+	snprintf(text + len, 64 * 1024 - len, "]}}");
+	kvs_model m;
+	assert_int_equal(parse(text, &m), KVS_OK);
+	free(text);
+	assert_int_equal(m.num_params, 405853388800ull);
+	assert_int_equal(m.weight_dtype, KVS_DTYPE_FP8);
+	assert_int_equal(m.wide_attn_layers, 0);
+	uint32_t np[KVS_PROJ_COUNT_];
+	kvs_model_wide_projs(&m, np);
+	for (kvs_proj p = KVS_PROJ_Q; p <= KVS_PROJ_O; p++)
+		assert_int_equal(np[p], 126);
+	for (kvs_proj p = KVS_PROJ_GATE; p < KVS_PROJ_COUNT_; p++)
+		assert_int_equal(np[p], 2);
+	assert_string_equal(m.wide_unread, "");
+	assert_int_equal(kvs_model_wide_params(&m), 81310777344ull);
+	uint64_t w;
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_FP8, 1, 1, &w), KVS_OK);
+	assert_int_equal(w, 487164166144ull);
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_FP8, 8, 1, &w), KVS_OK);
+	assert_int_equal(w, 60895520768ull);
 }
 
 /* Data-parallel ranks with expert parallelism, on MOE4 in fp16: the routed
@@ -1494,6 +1703,8 @@ int main(void)
 		cmocka_unit_test(test_config_text),
 		cmocka_unit_test(test_config_variants),
 		cmocka_unit_test(test_quant_wide_modules),
+		cmocka_unit_test(test_quant_wide_projections),
+		cmocka_unit_test(test_quant_wide_405b_fp8),
 		cmocka_unit_test(test_data_expert_parallel),
 		cmocka_unit_test(test_parse_bytes),
 		cmocka_unit_test(test_shrinks),

@@ -38,6 +38,25 @@ unsigned kvs_dtype_bits(kvs_dtype dt);
 
 #define KVS_NAME_MAX 64
 
+/* The projections of a layer a quantised checkpoint may keep at 16 bits
+ * one by one (kvs_model.wide_proj_layers): enumerator, module name. */
+#define KVS_PROJ_LIST(X) \
+	X(KVS_PROJ_Q, "q_proj") \
+	X(KVS_PROJ_K, "k_proj") \
+	X(KVS_PROJ_V, "v_proj") \
+	X(KVS_PROJ_O, "o_proj") \
+	X(KVS_PROJ_GATE, "gate_proj") \
+	X(KVS_PROJ_UP, "up_proj") \
+	X(KVS_PROJ_DOWN, "down_proj")
+
+typedef enum kvs_proj {
+	KVS_PROJ_LIST(KVS_ENUMERATOR)
+	KVS_PROJ_COUNT_
+} kvs_proj;
+
+/* "q_proj", ..., "down_proj"; "unknown" out of range. */
+const char *kvs_proj_name(kvs_proj p);
+
 typedef struct kvs_model {
 	char name[KVS_NAME_MAX];
 	uint32_t num_layers;             /* num_hidden_layers */
@@ -109,10 +128,12 @@ typedef struct kvs_model {
 	uint32_t wide_router_layers;     /* MoE routers (gate, router) */
 	uint32_t wide_shared_layers;     /* MoE shared experts */
 	char wide_unread[128];           /* entries that name no part kvsim
-					  * counts apart (an MLP, one projection,
-					  * a layer the model lacks, a pattern
-					  * over some layers), counted quantised:
-					  * the first and how many more; "" none */
+					  * counts apart (an MoE layer's MLP, a
+					  * projection of the experts or of MLA
+					  * attention, a layer the model lacks, a
+					  * pattern over some layers), counted
+					  * quantised: the first and how many
+					  * more; "" none */
 	bool wide_lm_head_conflict;      /* "lm_head": true, and lm_head listed
 					  * as kept at 16 bits (the list wins) */
 	char quant_method[24];           /* quantization_config.quant_method as
@@ -128,6 +149,17 @@ typedef struct kvs_model {
 					  * aligned chunks of sliding_window
 					  * tokens (Llama 4's attention_chunk_size)
 					  * rather than over a sliding window */
+	/* ---- appended ---- */
+	/* Projections kept at 16 bits one by one, from the same lists:
+	 * "model.layers.0.mlp.down_proj", "model.layers.3.self_attn.q_proj",
+	 * a dense layer's "mlp" (its gate, up and down projections), in
+	 * layers as wide_*_layers are.  Only the layers whose attention is
+	 * not kept whole count here (a projection of a layer whose attention
+	 * is listed too is counted once, as attention); gate, up and down in
+	 * the dense layers only (an MoE layer's "mlp" is its experts, which
+	 * kvsim counts narrow, and says).  Read them through
+	 * kvs_model_wide_projs. */
+	uint32_t wide_proj_layers[KVS_PROJ_COUNT_];
 } kvs_model;
 
 #define KVS_WIDE_ALL UINT32_MAX      /* kvs_model.wide_*_layers: every layer */
@@ -421,10 +453,24 @@ void kvs_model_wide_layers(const kvs_model *m, uint32_t *attn, uint32_t *router,
 			   uint32_t *shared);
 /* Of the num_params, how many a quantised checkpoint keeps at 16 bits:
  * the embeddings, the LM head unless quant_lm_head, and the wide parts
- * (kvs_model.wide_*; routers and shared experts in the MoE layers only);
+ * (kvs_model.wide_*; routers and shared experts in the MoE layers only,
+ * the projections of kvs_model_wide_projs);
  * 0 when that is not below num_params (a config's own count too small
  * to hold them). */
 uint64_t kvs_model_wide_params(const kvs_model *m);
+/* The layers in which each projection is kept at 16 bits apart from
+ * whole attention (kvs_model.wide_proj_layers), bounded by the model:
+ * q, k, v, o by the layers whose attention is not kept whole, gate, up,
+ * down by the dense layers. */
+void kvs_model_wide_projs(const kvs_model *m, uint32_t out[KVS_PROJ_COUNT_]);
+/* One layer's parameters in projection p, with its bias: q heads x
+ * head_dim x hidden, k and v kv_heads x head_dim x hidden, o as q, gate
+ * and up hidden x a dense layer's intermediate size, down the same; 0
+ * for a projection the model lacks (MLA's q, k, v, o; a plain MLP's
+ * gate). */
+uint64_t kvs_model_proj_params(const kvs_model *m, kvs_proj p);
+/* The layers without experts: num_layers - kvs_model_moe_layers. */
+uint32_t kvs_model_dense_layers(const kvs_model *m);
 
 /* Everything `kvsim size` prints, per rank: validates the deployment
  * (tp must divide the kv heads or be a multiple of them, pp <= layers,

@@ -429,6 +429,52 @@ run 0 --model "$tmp/l4.json" --gpu h100-80gb && {
 	has "$out" ", routers at 16 bits" "interleaved routers, all of them"
 	case "$out" in *"routers (2 layers)"*) fail "interleaved routers counted as some layers" ;; esac
 }
+# projections and dense MLPs kept one by one (hidden 64, 4 heads of 16, 2
+# kv heads, MLP 128, vocab 100: 160,832 parameters).  Kept at 16 bits:
+# the embeddings and head 12,800, q of layer 1 (64 x 64 = 4,096), gate
+# and up of layer 3 (2 x 64 x 128 = 16,384), down of layers 0 and 3
+# (2 x 128 x 64 = 16,384): 49,664, one byte more each at FP8 = 210,496 B.
+# Layer 5 is past the model's 4: said, counted narrow.
+cat >"$tmp/proj.json" <<'EOF2'
+{ "model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "hidden_size": 64, "intermediate_size": 128, "vocab_size": 100,
+  "quantization_config": { "quant_method": "fbgemm_fp8",
+    "modules_to_not_convert": ["lm_head", "model.layers.0.mlp.down_proj", "model.layers.3.mlp",
+      "model.layers.1.self_attn.q_proj", "model.layers.5.mlp.down_proj"] } }
+EOF2
+run 0 --model "$tmp/proj.json" --gpu h100-80gb && {
+	has "$out" "210,496  205.56 KiB, embeddings/lm_head, q_proj (1 layer), gate/up_proj (1 layer), down_proj (2 layers) at 16 bits" \
+		"projections kept one by one"
+	has "$err" "does not count apart (counted at fp8): 'model.layers.5.mlp.down_proj'" \
+		"a projection past the layers is said"
+}
+run 0 --model "$tmp/proj.json" --gpu h100-80gb --json && {
+	has "$out" '"weight_bytes": 210496' "projections' weight bytes in JSON"
+	has "$out" '"projection_layers": {' "projection_layers in JSON"
+	has "$out" '"down_proj": 2' "projection_layers in JSON"
+	has "$out" '"q_proj": 1' "projection_layers in JSON"
+}
+run 0 --model "$tmp/proj.json" --gpu h100-80gb --layers 2 && {
+	has "$err" "--layers 2: the modules" "named projections dropped by --layers"
+	has "$out" "embeddings/lm_head at 16 bits" "named projections dropped by --layers"
+}
+# Meta's Llama-3.1-405B-Instruct-FP8 list: the q, k, v, o projections of
+# all 126 layers, the MLP of layers 0 and 125, lm_head (tests/test_sizing.c
+# derives 487,164,166,144 B; 60,895,520,768 B a GPU at tp 8)
+mods='"lm_head"'
+for l in $(seq 0 125); do
+	for p in k_proj o_proj q_proj v_proj; do mods="$mods, \"model.layers.$l.self_attn.$p\""; done
+done
+for p in down_proj gate_proj up_proj; do
+	mods="$mods, \"model.layers.0.mlp.$p\", \"model.layers.125.mlp.$p\""
+done
+sed "s|\"vocab_size\": 128256|\"vocab_size\": 128256, \"quantization_config\": {\"quant_method\": \"fbgemm_fp8\", \"modules_to_not_convert\": [$mods]}|" \
+	"$ROOT/sizing/presets/models/llama-3.1-405b.json" >"$tmp/405-fp8.json"
+run 0 --model "$tmp/405-fp8.json" --gpu h100-80gb --tp 8 && {
+	has "$out" "60,895,520,768  56.71 GiB, this GPU's share, embeddings/lm_head, q/k/v/o_proj, MLP (2 layers) at 16 bits" \
+		"405B FP8 keeps its attention and two MLPs"
+	[ -z "$err" ] || fail "405B FP8 config warned: $err"
+}
 # expert parallelism follows a parameter count below the shape estimate
 run 0 --model deepseek-v3 --params 640000000000 --gpu h200-141gb --dp 8 --enable-expert-parallel --json &&
 	[ "$(jget weight_bytes)" -lt 200000000000 ] || fail "--params below the estimate drops expert parallelism: $(jget weight_bytes)"
