@@ -126,6 +126,21 @@ row "TensorRT-LLM 0.8 log in NVIDIA/TensorRT-LLM issue #1400 (Allocate 695247831
 row "same log (GPU 6683 MiB after the engine's load)" "same" "weights (MiB)" 6683 \
 	"$(awk -v w="$(printf '%s\n' "$j" | jget weight_bytes)" 'BEGIN { printf "%.0f", w / 2^20 }')" \
 	"kvsim size $c"
+mods='"lm_head"'
+for l in $(seq 0 125); do
+	for p in k_proj o_proj q_proj v_proj; do mods="$mods, \"model.layers.$l.self_attn.$p\""; done
+done
+for p in down_proj gate_proj up_proj; do
+	mods="$mods, \"model.layers.0.mlp.$p\", \"model.layers.125.mlp.$p\""
+done
+sed "s|\"vocab_size\": 128256|\"vocab_size\": 128256, \"quantization_config\": {\"quant_method\": \"fbgemm_fp8\", \"modules_to_not_convert\": [$mods]}|" \
+	sizing/presets/models/llama-3.1-405b.json >"$tmp/405-fp8.json"
+c="--gpu h100-80gb --tp 8"
+row "vLLM start-up log in vllm-project/vllm issue #6746 (Loading model weights took 57.7520 GB, in GiB, on each of 8 workers)" \
+	"Llama-3.1-405B-Instruct-FP8 (fbgemm FP8; attention and the first and last layers' MLPs at 16 bits), 8x H100-80GB, tp 8" \
+	"weights per GPU (GiB)" 57.75 \
+	"$(awk -v w="$(size_json --model "$tmp/405-fp8.json" $c | jget weight_bytes)" 'BEGIN { printf "%.2f", w / 2^30 }')" \
+	"kvsim size --model 405-fp8.json $c"
 row "vLLM 0.14.1 start-up log on one H100 (vllm-project/vllm issue #33155), Triton MXFP4 MoE backend" \
 	"gpt-oss-120b, as above" "model loading memory (GiB)" 64.38 \
 	"$(awk -v w="$g120" 'BEGIN { printf "%.2f", w / 2^30 }')" \
@@ -150,6 +165,13 @@ figure for the loaded model is 3.7 GiB above the checkpoint: what its
 MXFP4 MoE kernels hold beyond the stored weights, which kvsim does not
 model; on that GPU, at vLLM's defaults, kvsim's KV budget is that much
 too large.
+
+The Llama-3.1-405B-FP8 row checks modules a checkpoint keeps at 16 bits
+one projection at a time: `405-fp8.json` is the preset's config with a
+`quantization_config` listing `lm_head`, the q, k, v and o projections of
+all 126 layers and the gate, up and down projections of layers 0 and 125,
+as Meta's FP8 checkpoint does. Counting only the embeddings and the head
+at 16 bits gave 47.74 GiB (-17.3%).
 
 The TensorRT-LLM rows check the `trtllm` engine's accounting (a fraction
 of what is free once the engine is loaded): its log names no model, but
