@@ -1598,6 +1598,111 @@ static void synthetic_profile(kvs_cost_config *k)
 	k->step_overhead_per_token_s = 1e-6;
 }
 
+/* A model with full and windowed layers is held as vLLM's hybrid
+ * allocator holds it.  gpt-oss-120b: 18 full + 18 windowed layers (128
+ * tokens), 2 KiB a layer a token: two groups of 18, blocks of 16 tokens x
+ * 18 layers = 589,824 B.  A request of 1,024 prompt tokens and one output
+ * token stores 1,024 tokens: 64 blocks of the full group, and the window's
+ * ceil(127 / 16) + 1 = 9 of the windowed one: 73.  A pool of 300 blocks
+ * runs 4 at once (292); holding every layer in full (blocks of 1,179,648 B,
+ * 150 of them, 64 a request) it would run 2. */
+static void test_hybrid_windows(void **state)
+{
+	(void)state;
+	kvs_model m;
+	kvs_gpu g;
+	if (kvs_model_load("gpt-oss-120b", &m) != KVS_OK ||
+	    kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
+		fail_msg("presets: %s", kvs_last_error());
+	kvs_deploy d;
+	kvs_deploy_defaults(&d, &m, &g);
+	d.max_model_len = 4096;
+	kvs_sim_config c;
+	kvs_sim_config_defaults(&c, &d);
+	c.kv_budget_bytes = 300ull * 589824;
+	c.watermark = 0;
+	c.cost.kind = KVS_COST_LINEAR;
+	c.cost.linear_base_s = 0.01;
+	c.max_num_batched_tokens = 8192;
+	kvs_request q[8];
+	for (int i = 0; i < 8; i++)
+		q[i] = mkreq((uint64_t)i, 0.0, 1024, 1);
+	kvs_request_set *set = set_of(q, 8);
+	for (int fast = 0; fast < 2; fast++) {
+		c.fast_path = fast;
+		kvs_sim_result *res = run_set(&c, set, NULL);
+		const kvs_sim_stats *st = kvs_sim_result_stats(res);
+		assert_int_equal(st->kv_bytes_per_token, 18 * 2048);
+		assert_int_equal(st->num_blocks, 300);
+		assert_int_equal(st->window_tokens, 128);
+		assert_int_equal(st->window_groups, 1);
+		assert_int_equal(st->full_groups, 1);
+		assert_int_equal(st->group_layers, 18);
+		assert_int_equal(st->completed, 8);
+		assert_int_equal(st->concurrency_max, 4);
+		/* at the peak, 4 x 73 of the 300 blocks hold token states (the
+		 * window's blocks whole, the full group's 1,024 tokens) */
+		assert_close(st->memory_peak_pct.token_states, 100.0 * 292 / 300, 1e-9);
+		kvs_sim_result_destroy(res);
+	}
+	kvs_request_set_destroy(set);
+
+	/* varied lengths, parallel samples, preemptions, swap and prefix
+	 * caching: the fast path gives what stepping one token at a time
+	 * gives, the validator running after every operation */
+	size_t n = (size_t)(300 * test_scale());
+	kvs_request *v = calloc(n, sizeof *v);
+	assert_non_null(v);
+	uint64_t x = 12345;
+	double t = 0;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		/* arrivals off the 10 ms step grid: a tie between an arrival
+		 * and a step's end may fall either way in floating point */
+		t += (double)((x >> 45) % 1000) / 25000.0 + 1e-7;
+		v[i] = mkreq(i, t, 16 + (uint32_t)(x >> 33) % 2000,
+			     1 + (uint32_t)(x >> 17) % 300);
+		v[i].num_samples = i % 7 == 0 ? 3 : 1;
+	}
+	set = set_of(v, n);
+	free(v);
+	c.kv_budget_bytes = 400ull * 589824;
+	for (int mode = 0; mode < 3; mode++) {
+		c.enable_prefix_caching = mode == 1;
+		c.preemption_mode = mode == 2 ? KVS_PREEMPT_SWAP : KVS_PREEMPT_RECOMPUTE;
+		kvs_sim_stats one[2];
+		for (int fast = 0; fast < 2; fast++) {
+			c.fast_path = fast;
+			c.validate = fast;   /* engine and allocator validators every step */
+			kvs_sim_result *r = run_set(&c, set, NULL);
+			one[fast] = *kvs_sim_result_stats(r);
+			kvs_sim_result_destroy(r);
+		}
+		assert_int_equal(one[0].completed, one[1].completed);
+		assert_int_equal(one[0].preemptions, one[1].preemptions);
+		assert_int_equal(one[0].concurrency_max, one[1].concurrency_max);
+		assert_close(one[0].concurrency_mean, one[1].concurrency_mean, 1e-9);
+		assert_close(one[0].memory_pct.token_states, one[1].memory_pct.token_states, 1e-9);
+		assert_close(one[0].e2e_s.mean, one[1].e2e_s.mean, 1e-9);
+		assert_true(one[0].preemptions > 0 || mode == 1);
+	}
+
+	/* the bytes per token given: every layer in full, 2 at once */
+	c.validate = false;
+	kvs_request_set_destroy(set);
+	set = set_of(q, 8);
+	c.enable_prefix_caching = false;
+	c.preemption_mode = KVS_PREEMPT_RECOMPUTE;
+	c.kv_bytes_per_token = 36 * 2048;
+	c.kv_budget_bytes = 150ull * 1179648;
+	kvs_sim_result *res = run_set(&c, set, NULL);
+	const kvs_sim_stats *st = kvs_sim_result_stats(res);
+	assert_int_equal(st->window_groups, 0);
+	assert_int_equal(st->concurrency_max, 2);
+	kvs_sim_result_destroy(res);
+	kvs_request_set_destroy(set);
+}
+
 /* The profile model by hand: the profile's layers and embedding at T
  * (interpolated), the roofline's attention or KV traffic, the overheads. */
 static void test_profile_step_time(void **state)
@@ -2518,6 +2623,7 @@ int main(void)
 		cmocka_unit_test(test_profile_real_files),
 		cmocka_unit_test(test_closed_loop),
 		cmocka_unit_test(test_kv_read_factor),
+		cmocka_unit_test(test_hybrid_windows),
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_cursor_time_scale),
 	};
