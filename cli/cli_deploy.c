@@ -131,6 +131,9 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 	} else if (kvs_args_is(it, "--enable-expert-parallel")) {
 		ok = kvs_args_no_value(it);
 		d->expert_parallel = ok;
+	} else if (kvs_args_is(it, "--disable-hybrid-kv-cache-manager")) {
+		ok = kvs_args_no_value(it);
+		d->hybrid_kv_off = ok;
 	} else if (kvs_args_is(it, "--dtype")) {
 		ok = (c->dtype_arg = kvs_args_value(it)) != NULL;
 	} else if (kvs_args_is(it, "--kv-cache-dtype")) {
@@ -453,6 +456,10 @@ void kvs_cli_deploy_help(FILE *f)
 		"                               only; default 1)\n"
 		"  --enable-expert-parallel     MoE: the routed experts spread over all dp x tp\n"
 		"                               GPUs of a stage instead of each rank's tp\n"
+		"  --disable-hybrid-kv-cache-manager  hold sliding-window and chunked layers'\n"
+		"                               KV in full, as full-attention layers (vLLM's\n"
+		"                               flag; by default their blocks past the window\n"
+		"                               are freed)\n"
 		"  --dtype T                    weights: auto, fp32, fp16, bf16, fp8, int8, int4\n"
 		"                               (default auto: the config's torch_dtype or quantization)\n"
 		"  --kv-cache-dtype T           cache: auto, fp16, bf16, fp8, int8, int4 (default auto)\n"

@@ -297,6 +297,11 @@ static void print_formula(const kvs_deploy *d, const kvs_sizing *s)
 		printf("  sliding window: %u of these %u layers keep only the last %s tokens\n",
 		       s->sliding_layers_per_rank, s->layers_per_rank,
 		       kvs_fmt_commas(m->sliding_window, a, sizeof a));
+	else if (d->hybrid_kv_off && m->sliding_window && m->num_sliding_layers)
+		printf("  sliding window: %u of %u layers attend to the last %s tokens, their\n"
+		       "  KV held in full (--disable-hybrid-kv-cache-manager)\n",
+		       m->num_sliding_layers, m->num_layers,
+		       kvs_fmt_commas(m->sliding_window, a, sizeof a));
 }
 
 static void print_shrinks(const kvs_shrink_row *rows, unsigned gpus)
@@ -751,6 +756,7 @@ static const jfield deploy_fields[] = {
 	JF_SAME(kvs_deploy, pp),
 	JF_SAME(kvs_deploy, dp),
 	JF_SAME(kvs_deploy, expert_parallel),
+	JF(kvs_deploy, "disable_hybrid_kv_cache_manager", hybrid_kv_off),
 	JF_SAME(kvs_deploy, gpu_memory_utilization),
 	JF_SAME(kvs_deploy, kv_quant_group),
 	JF_SAME(kvs_deploy, block_size),

@@ -120,6 +120,8 @@ static json_t *engine_jt(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
 	/* written only when off, so documents of the default stay as they were */
 	if (cfg->chunked_prefill_off)
 		set(o, "enable_chunked_prefill", json_false());
+	if (d->hybrid_kv_off)
+		set(o, "disable_hybrid_kv_cache_manager", json_true());
 	set(o, "swap_space_bytes", jint(cfg->swap_bytes));
 	set(o, "watermark", jreal(cfg->watermark));
 	set(o, "page_bytes", jint(cfg->page_bytes));

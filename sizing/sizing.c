@@ -422,8 +422,16 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 	if (!(d->gpu_hour_price >= 0.0) || !isfinite(d->gpu_hour_price))
 		return kvs_fail(KVS_ERR_INVALID, "GPU-hour price must be zero or positive");
 
+	/* vLLM's --disable-hybrid-kv-cache-manager holds windowed layers in
+	 * full */
+	kvs_model held = d->model;
+	if (d->hybrid_kv_off) {
+		held.sliding_window = 0;
+		held.num_sliding_layers = 0;
+		held.window_chunked = false;
+	}
 	kvs_kv_layout l;
-	if ((st = kvs_sizing_layout(&d->model, d->kv_dtype, d->kv_quant_group, d->tp,
+	if ((st = kvs_sizing_layout(&held, d->kv_dtype, d->kv_quant_group, d->tp,
 				    d->pp, &l)))
 		return st;
 	s.kv_factor = l.factor;
@@ -442,7 +450,7 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 		return st;
 	/* the replica: every layer (pp 1) on each of the tp ranks */
 	kvs_kv_layout all;
-	if ((st = kvs_sizing_layout(&d->model, d->kv_dtype, d->kv_quant_group, d->tp, 1,
+	if ((st = kvs_sizing_layout(&held, d->kv_dtype, d->kv_quant_group, d->tp, 1,
 				    &all)) ||
 	    (st = bytes_for_tokens(&all, d->context_tokens, &s.bytes_per_context_replica)))
 		return st;

@@ -325,6 +325,19 @@ static void test_vllm_hybrid_lines(void **state)
 	assert_int_equal(s.vllm_num_blocks, s.kv_budget_bytes / (16 * 2048 * 18));
 	/* the request needs (18 x 8192 + 18 x 521) pages of 32 KiB */
 	assert_int_equal(s.vllm_request_bytes, 18ull * 8713 * 16 * 2048);
+	uint64_t windowed_context = s.bytes_per_context;
+	/* --disable-hybrid-kv-cache-manager: every layer in full, one group
+	 * of 36; 4,000 tokens are 36 x 4,000 x 2 KiB */
+	d.hybrid_kv_off = true;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.vllm_group_layers, 36);
+	assert_int_equal(s.vllm_window_groups, 0);
+	assert_int_equal(s.sliding_layers_per_rank, 0);
+	assert_int_equal(s.vllm_blocks_per_request, 8192);
+	assert_int_equal(s.bytes_per_context, 36ull * 4000 * 2048);
+	assert_int_equal(windowed_context, (18ull * 4000 + 18ull * 128) * 2048);
+	assert_int_equal(kvs_sizing_pool_bytes_per_token(&s), 36 * 2048);
+	d.hybrid_kv_off = false;
 
 	/* Gemma-3-27B: 62 layers, every 6th global: 10 global, 52 windowed;
 	 * 52 >= 1.25 x 10, so groups of 10: 1 global group, 6 windowed (the

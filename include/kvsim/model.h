@@ -261,6 +261,9 @@ typedef struct kvs_deploy {
 					 * tensor-sharded within each DP rank;
 					 * without it every DP rank holds all
 					 * experts */
+	bool hybrid_kv_off;             /* vLLM --disable-hybrid-kv-cache-manager:
+					 * windowed layers held in full, as
+					 * full-attention ones, in one group */
 } kvs_deploy;
 
 /* Fill d with defaults (tp = pp = 1, utilization 0.9, fp16, block 16,

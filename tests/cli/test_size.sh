@@ -138,6 +138,13 @@ run 0 --model gemma-2-9b --gpu h100-80gb --max-model-len 8192 --json && {
 	has "$out" '"window_groups": 1' "json vllm_log window groups"
 	has "$out" '"starts": true' "json vllm_log starts"
 }
+# --disable-hybrid-kv-cache-manager: gpt-oss's windowed layers held in full
+run 0 --model gpt-oss-120b --gpu h100-80gb --disable-hybrid-kv-cache-manager && {
+	has "$out" "KV held in full (--disable-hybrid-kv-cache-manager)" "hybrid manager off said"
+	has "$out" "Maximum concurrency for 131,072 tokens per request: 0.89x" "one group at max_model_len"
+}
+run 0 --model gpt-oss-120b --gpu h100-80gb --disable-hybrid-kv-cache-manager --json &&
+	has "$out" '"disable_hybrid_kv_cache_manager": true' "json hybrid manager off"
 # vLLM refuses to start when one max_model_len request does not fit: 70B
 # at tp 2 holds 18,160 tokens (1,135 blocks) on an H100 at 128K
 run 0 --model llama-3.1-70b --gpu h100-80gb --tp 2 && {

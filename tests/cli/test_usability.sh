@@ -610,6 +610,13 @@ kvs_run replay 0 --model gpt-oss-120b --gpu h100-80gb --limit 5 && {
 	has "$out" "1 group of 18 layers with a 128-token window beside 1 full-attention group" "hybrid layout said"
 	has "$out" "(14633 blocks of 16), 36.00 KiB per token" "pool in the full group's blocks"
 }
+# vLLM's --disable-hybrid-kv-cache-manager: every layer held in full, as
+# vLLM then holds them, with nothing to warn about
+kvs_run replay 0 --model gpt-oss-120b --gpu h100-80gb --limit 5 --disable-hybrid-kv-cache-manager && {
+	case "$err" in *"sliding window"*) fail "hybrid manager off: a window warning: $err" ;; esac
+	has "$out" "(7316 blocks of 16), 72.00 KiB per token" "hybrid manager off: every layer in the pool"
+	case "$out" in *"windowed layers as vLLM"*) fail "hybrid manager off: windows said held" ;; esac
+}
 kvs_run replay 0 -q --model mistral-7b --limit 5 --max-model-len 4096 && case "$err" in *"sliding window"*) fail "window warned within it: $err";; esac
 # trace --seed seeds the Poisson re-timing only: said when there is none
 kvs_run trace 0 --seed 5 && has "$err" "--seed has no effect without --rate-mode poisson" "trace --seed alone"
