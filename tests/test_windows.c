@@ -273,6 +273,131 @@ static void test_window_config_errors(void **state)
 	assert_null(a);
 }
 
+/* Random admissions, growth, releases, forks and swaps on a windowed pool
+ * of every policy: the validator after every operation (the units the
+ * sequences hold sum to the running total, paged's stash blocks each held
+ * once), the parts summing to the budget, and an empty pool at the end. */
+static uint64_t rng = 7;
+static uint32_t rnd_below(uint32_t n)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)((rng >> 33) % n);
+}
+
+static void random_ops(kvs_alloc_config c, unsigned long ops)
+{
+	kvs_alloc *a = fx_make(&c);
+	enum { MAXL = 32 };
+	kvs_seq_id live[MAXL];
+	uint32_t nlive = 0;
+	kvs_seq_id next = 1;
+	for (unsigned long k = 0; k < ops; k++) {
+		uint32_t op = rnd_below(10);
+		if (op < 3 && nlive < MAXL) {
+			kvs_seq_desc d = fx_desc(next, 1 + rnd_below(c.max_model_len / 2),
+						 rnd_below(c.max_model_len / 2));
+			uint32_t cached;
+			kvs_status st = kvs_alloc_admit(a, &d, &cached);
+			/* LIMIT: never fits the pool */
+			if (st != KVS_OK && st != KVS_ERR_NOSPACE && st != KVS_ERR_LIMIT)
+				fail_msg("admit %u + %u: %d %s", d.prompt_tokens, d.output_tokens,
+					 (int)st, kvs_last_error());
+			if (st == KVS_OK)
+				live[nlive++] = next;
+			next++;
+		} else if (op < 6 && nlive) {
+			kvs_seq_id id = live[rnd_below(nlive)];
+			if (!kvs_alloc_is_swapped(a, id)) {
+				kvs_status st = kvs_alloc_grow(a, id, 1 + rnd_below(6), NULL, NULL);
+				assert_true(st == KVS_OK || st == KVS_ERR_NOSPACE ||
+					    st == KVS_ERR_LIMIT);
+			}
+		} else if (op < 8 && nlive) {
+			uint32_t i = rnd_below(nlive);
+			assert_int_equal(kvs_alloc_release(a, live[i]), KVS_OK);
+			live[i] = live[--nlive];
+		} else if (op == 8 && nlive && nlive < MAXL) {
+			kvs_seq_id par = live[rnd_below(nlive)];
+			if (!kvs_alloc_is_swapped(a, par) &&
+			    kvs_alloc_len(a, par) + 8 <= c.max_model_len) {
+				kvs_status st = kvs_alloc_fork(a, par, next, 8);
+				assert_true(st == KVS_OK || st == KVS_ERR_NOSPACE);
+				if (st == KVS_OK)
+					live[nlive++] = next;
+				next++;
+			}
+		} else if (op == 9 && nlive && c.swap_bytes) {
+			kvs_seq_id id = live[rnd_below(nlive)];
+			kvs_status st = kvs_alloc_is_swapped(a, id)
+				? (kvs_alloc_can_swap_in(a, id)
+				   ? kvs_alloc_swap_in(a, id, NULL, NULL) : KVS_OK)
+				: kvs_alloc_swap_out(a, id, NULL, NULL);
+			assert_true(st == KVS_OK || st == KVS_ERR_NOSPACE);
+		}
+		assert_true(kvs_alloc_is_valid(a));
+		kvs_mem_parts m;
+		kvs_alloc_account(a, NULL, &m);
+		assert_int_equal(m.token_states + m.reservation + m.internal_frag +
+				 m.external_frag + m.cached_idle + m.free, c.budget_bytes);
+	}
+	kvs_alloc_stats stt;
+	kvs_alloc_get_stats(a, &stt);
+	print_message("%s: %llu sequences, %u live at the end, %llu swapped out\n",
+		      kvs_policy_name(c.policy), (unsigned long long)next - 1, nlive,
+		      (unsigned long long)stt.swap_out_blocks);
+	while (nlive)
+		assert_int_equal(kvs_alloc_release(a, live[--nlive]), KVS_OK);
+	kvs_mem_parts m;
+	kvs_alloc_account(a, NULL, &m);
+	assert_int_equal(m.token_states + m.reservation, 0);
+	kvs_alloc_destroy(a);
+}
+
+static void test_random_windows(void **state)
+{
+	(void)state;
+	unsigned long ops = kvs_test_scaled(20000, 500);
+	kvs_alloc_config c = cfg_paged();
+	random_ops(c, ops);
+	c.enable_prefix_caching = true;
+	c.swap_bytes = 0;
+	random_ops(c, ops);
+	c = cfg_paged();
+	c.window_chunked = true;
+	c.window_tokens = 8;
+	c.window_num = 1;
+	c.window_den = 2;
+	random_ops(c, ops);
+	static const kvs_policy contig[] = { KVS_POLICY_MAX, KVS_POLICY_POW2,
+					     KVS_POLICY_ORACLE };
+	for (size_t i = 0; i < 3; i++) {
+		kvs_alloc_config k;
+		kvs_alloc_config_defaults(&k);
+		k.policy = contig[i];
+		k.budget_bytes = 400u * B;
+		k.kv_bytes_per_token = B;
+		k.max_model_len = 60;
+		k.window_tokens = 6;
+		k.window_num = 2;
+		k.window_den = 1;
+		random_ops(k, ops);
+		k.buddy = true;
+		random_ops(k, ops);
+	}
+	kvs_alloc_config v;
+	kvs_alloc_config_defaults(&v);
+	v.policy = KVS_POLICY_VATTENTION;
+	v.kv_bytes_per_token = 1024;
+	v.num_kv_tensors = 2;
+	v.page_bytes = 64u << 10;
+	v.budget_bytes = 40u * (128u << 10);
+	v.max_model_len = 2048;
+	v.window_tokens = 200;
+	v.window_num = 3;
+	v.window_den = 2;
+	random_ops(v, ops);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_contiguous_windows),
 		cmocka_unit_test(test_vattention_windows),
 		cmocka_unit_test(test_window_config_errors),
+		cmocka_unit_test(test_random_windows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
