@@ -126,15 +126,7 @@ row "TensorRT-LLM 0.8 log in NVIDIA/TensorRT-LLM issue #1400 (Allocate 695247831
 row "same log (GPU 6683 MiB after the engine's load)" "same" "weights (MiB)" 6683 \
 	"$(awk -v w="$(printf '%s\n' "$j" | jget weight_bytes)" 'BEGIN { printf "%.0f", w / 2^20 }')" \
 	"kvsim size $c"
-mods='"lm_head"'
-for l in $(seq 0 125); do
-	for p in k_proj o_proj q_proj v_proj; do mods="$mods, \"model.layers.$l.self_attn.$p\""; done
-done
-for p in down_proj gate_proj up_proj; do
-	mods="$mods, \"model.layers.0.mlp.$p\", \"model.layers.125.mlp.$p\""
-done
-sed "s|\"vocab_size\": 128256|\"vocab_size\": 128256, \"quantization_config\": {\"quant_method\": \"fbgemm_fp8\", \"modules_to_not_convert\": [$mods]}|" \
-	sizing/presets/models/llama-3.1-405b.json >"$tmp/405-fp8.json"
+bash scripts/llama-405b-fp8-config.sh >"$tmp/405-fp8.json"
 c="--gpu h100-80gb --tp 8"
 row "vLLM start-up log in vllm-project/vllm issue #6746 (Loading model weights took 57.7520 GB, in GiB, on each of 8 workers)" \
 	"Llama-3.1-405B-Instruct-FP8 (fbgemm FP8; attention and the first and last layers' MLPs at 16 bits), 8x H100-80GB, tp 8" \

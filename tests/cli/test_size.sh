@@ -465,18 +465,11 @@ run 0 --model "$tmp/proj.json" --gpu h100-80gb --layers 2 && {
 	has "$err" "--layers 2: the modules" "named projections dropped by --layers"
 	has "$out" "embeddings/lm_head at 16 bits" "named projections dropped by --layers"
 }
-# Meta's Llama-3.1-405B-Instruct-FP8 list: the q, k, v, o projections of
-# all 126 layers, the MLP of layers 0 and 125, lm_head (tests/test_sizing.c
+# Meta's Llama-3.1-405B-Instruct-FP8 list (scripts/llama-405b-fp8-config.sh):
+# the q, k, v, o projections of all 126 layers, the MLP of layers 0 and
+# 125, lm_head (tests/test_sizing.c
 # derives 487,164,166,144 B; 60,895,520,768 B a GPU at tp 8)
-mods='"lm_head"'
-for l in $(seq 0 125); do
-	for p in k_proj o_proj q_proj v_proj; do mods="$mods, \"model.layers.$l.self_attn.$p\""; done
-done
-for p in down_proj gate_proj up_proj; do
-	mods="$mods, \"model.layers.0.mlp.$p\", \"model.layers.125.mlp.$p\""
-done
-sed "s|\"vocab_size\": 128256|\"vocab_size\": 128256, \"quantization_config\": {\"quant_method\": \"fbgemm_fp8\", \"modules_to_not_convert\": [$mods]}|" \
-	"$ROOT/sizing/presets/models/llama-3.1-405b.json" >"$tmp/405-fp8.json"
+bash "$ROOT/scripts/llama-405b-fp8-config.sh" >"$tmp/405-fp8.json"
 run 0 --model "$tmp/405-fp8.json" --gpu h100-80gb --tp 8 && {
 	has "$out" "60,895,520,768  56.71 GiB, this GPU's share, embeddings/lm_head, q/k/v/o_proj, MLP (2 layers) at 16 bits" \
 		"405B FP8 keeps its attention and two MLPs"
