@@ -1648,8 +1648,8 @@ static void test_invariants(void **state)
 			checked++;
 		}
 	}
-	/* 23 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
-	assert_int_equal(checked, (23 * 3 - 1) * 5 * 11 * 3);
+	/* 26 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
+	assert_int_equal(checked, (26 * 3 - 1) * 5 * 11 * 3);
 }
 
 /* A bad unit inside a GPU preset: the message keeps the unit error (the
