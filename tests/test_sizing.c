@@ -1002,6 +1002,125 @@ static uint64_t fp8_bytes(const kvs_model *m)
 	return w;
 }
 
+/* A tiny SigLIP tower under Gemma 3's top level, by hand: hidden 8, MLP
+ * 16, 2 layers, 8 x 8 images in 4 x 4 patches (4 patches), 3 channels:
+ *   patch convolution 3 x 4 x 4 x 8 + 8 = 392, positions 4 x 8 = 32
+ *   a layer: two LayerNorms 2 x 16, q, k, v, o 4 x (64 + 8) = 288,
+ *            fc1 8 x 16 + 16 = 144, fc2 16 x 8 + 8 = 136: 600
+ *   final LayerNorm 16: tower 392 + 32 + 2 x 600 + 16 = 1,640
+ *   SigLIP's pooling head (vision_use_head absent: true): probe 8,
+ *            packed q/k/v 3 x 64 + 24, out 64 + 8, LayerNorm 16, MLP 280: 592
+ *   Gemma 3's projector into hidden 64: RMSNorm 8 + 8 x 64 = 520
+ * The text model is DENSE4 (160,832). */
+#define SIGLIP(extra) "\"vision_config\": {\"model_type\": \"siglip_vision_model\", " \
+		      "\"hidden_size\": 8, \"intermediate_size\": 16, \"num_hidden_layers\": 2, " \
+		      "\"image_size\": 8, \"patch_size\": 4" extra "}"
+#define GEMMA3_TINY(extra, more) "{\"model_type\": \"gemma3\", \"torch_dtype\": \"bfloat16\", " \
+				 "\"text_config\": {" DENSE4 "}, " SIGLIP(extra) more "}"
+
+static void test_vision_tower(void **state)
+{
+	(void)state;
+	kvs_model m;
+	uint64_t w = 0;
+	assert_int_equal(parse(GEMMA3_TINY(", \"vision_use_head\": false", ""), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1640 + 520);
+	assert_int_equal(m.num_params, 160832 + 2160);
+	assert_int_equal(kvs_model_estimate_params(&m), 162992);
+	/* the tower runs once per image: not in the per-token count */
+	assert_int_equal(m.num_active_params, 160832);
+	assert_string_equal(m.vision_unread, "");
+	/* bf16: 2 bytes each; tp 2 x pp 2: the text model over 4 GPUs, the
+	 * tower on the first stage over 2 (321,664 / 4 + 4,320 / 2) */
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_BF16, 1, 1, &w), KVS_OK);
+	assert_int_equal(w, 325984);
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_BF16, 2, 2, &w), KVS_OK);
+	assert_int_equal(w, 80416 + 2160);
+	kvs_gpu g;
+	memset(&g, 0, sizeof g);
+	g.mem_bytes = 1ull << 30;
+	kvs_deploy d;
+	kvs_sizing s;
+	kvs_deploy_defaults(&d, &m, &g);
+	d.tp = d.pp = 2;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.weight_bytes, 82576);
+	assert_int_equal(s.vision_weight_bytes, 2160);
+	/* FP8 (--dtype fp8): the tower narrow with the text model, whose
+	 * embeddings and head stay at 16 bits (160,832 + 12,800) */
+	assert_int_equal(fp8_bytes(&m), 173632 + 2160);
+	/* the pooling head counts unless vision_use_head is false */
+	assert_int_equal(parse(GEMMA3_TINY("", ""), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1640 + 592 + 520);
+	/* a checkpoint that keeps the tower at 16 bits says so */
+	assert_int_equal(parse(GEMMA3_TINY(", \"vision_use_head\": false",
+					   ", \"quantization_config\": {\"quant_method\": "
+					   "\"fbgemm_fp8\", \"modules_to_not_convert\": [\"lm_head\", "
+					   "\"re:.*vision_tower.*\", \"multi_modal_projector\"]}"), &m),
+			 KVS_OK);
+	assert_true(m.vision_wide);
+	assert_string_equal(m.wide_unread, "");
+	assert_int_equal(m.weight_dtype, KVS_DTYPE_FP8);
+	assert_int_equal(fp8_bytes(&m), 173632 + 4320);
+	/* the config's own count holds the tower */
+	assert_int_equal(parse("{\"model_type\": \"gemma3\", \"kvsim_num_parameters\": 1000000, "
+			       "\"text_config\": {" DENSE4 "}, "
+			       SIGLIP(", \"vision_use_head\": false") "}", &m), KVS_OK);
+	assert_int_equal(m.num_params, 1000000);
+	assert_int_equal(m.vision_params, 2160);
+	assert_int_equal(m.num_active_params, 1000000 - 2160);
+	/* fewer layers (--layers): the estimate keeps the tower */
+	assert_int_equal(parse(GEMMA3_TINY(", \"vision_use_head\": false", ""), &m), KVS_OK);
+	m.num_layers = 2;
+	assert_int_equal(kvs_model_estimate_params(&m), 160832 - 2 * 36992 + 2160);
+
+	/* towers and projectors kvsim does not count: named, left out */
+	assert_int_equal(parse("{\"model_type\": \"mllama\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"mllama_vision_model\", "
+			       "\"hidden_size\": 1280}}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 0);
+	assert_int_equal(m.num_params, 160832);
+	assert_string_equal(m.vision_unread, "vision tower of model_type 'mllama_vision_model'");
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {}}", &m), KVS_OK);
+	assert_string_equal(m.vision_unread, "vision tower of model_type '(none given)'");
+	assert_int_equal(parse("{\"model_type\": \"gemma3n\", \"text_config\": {" DENSE4 "}, "
+			       "\"audio_config\": {\"model_type\": \"gemma3n_audio\"}}", &m), KVS_OK);
+	assert_string_equal(m.vision_unread, "audio tower of model_type 'gemma3n_audio'");
+	/* PaliGemma: the SigLIP tower counted, its projector not */
+	assert_int_equal(parse("{\"model_type\": \"paligemma\", \"text_config\": {" DENSE4 "}, "
+			       SIGLIP(", \"vision_use_head\": false") "}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1640);
+	assert_string_equal(m.vision_unread, "projector of model_type 'paligemma'");
+
+	/* bad fields name the file and the field */
+	expect_error(GEMMA3_TINY(", \"vision_use_head\": 1", ""), KVS_ERR_PARSE,
+		     "field 'vision_config.vision_use_head': expected true or false");
+	expect_error("{\"model_type\": \"gemma3\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"model_type\": \"siglip_vision_model\", "
+		     "\"hidden_size\": \"big\"}}", KVS_ERR_PARSE,
+		     "field 'vision_config.hidden_size': expected an integer");
+	expect_error("{\"model_type\": \"gemma3\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"model_type\": \"siglip_vision_model\", "
+		     "\"num_hidden_layers\": -1}}", KVS_ERR_PARSE,
+		     "field 'vision_config.num_hidden_layers': -1 is out of range");
+	expect_error("{\"model_type\": \"gemma3\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"model_type\": \"siglip_vision_model\", "
+		     "\"patch_size\": 300}}", KVS_ERR_PARSE,
+		     "field 'vision_config.patch_size': 300 is larger than image_size 224");
+	expect_error("{" DENSE4 ", \"vision_config\": [1]}", KVS_ERR_PARSE,
+		     "field 'vision_config': expected an object");
+	expect_error("{" DENSE4 ", \"audio_config\": 3}", KVS_ERR_PARSE,
+		     "field 'audio_config': expected an object");
+	expect_error("{" DENSE4 ", \"vision_config\": {\"model_type\": 7}}", KVS_ERR_PARSE,
+		     "field 'vision_config.model_type': expected a string");
+	/* shapes too large to count: refused, not wrapped */
+	expect_error("{\"model_type\": \"gemma3\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"model_type\": \"siglip_vision_model\", "
+		     "\"hidden_size\": 1048576, \"patch_size\": 1048576, \"image_size\": 1048576, "
+		     "\"num_channels\": 1024}}", KVS_ERR_OVERFLOW, "vision tower");
+}
+
 static void test_quant_wide_projections(void **state)
 {
 	(void)state;
@@ -1734,6 +1853,7 @@ int main(void)
 		cmocka_unit_test(test_config_variants),
 		cmocka_unit_test(test_quant_wide_modules),
 		cmocka_unit_test(test_quant_wide_projections),
+		cmocka_unit_test(test_vision_tower),
 		cmocka_unit_test(test_quant_wide_405b_fp8),
 		cmocka_unit_test(test_data_expert_parallel),
 		cmocka_unit_test(test_parse_bytes),
