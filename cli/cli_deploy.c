@@ -381,6 +381,22 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 		fprintf(stderr, "kvsim %s: warning: %s: quantization_config lists modules kept "
 			"at 16 bits that kvsim does not count apart (counted at %s): %s\n", cmd,
 			m.name, kvs_dtype_name(d->weight_dtype), m.wide_unread);
+	if (m.vision_unread[0] && !m.params_from_config)
+		/* an encoder kvsim has no shapes for: left out, said */
+		fprintf(stderr, "kvsim %s: warning: %s: %s not counted: the weights leave it "
+			"out (--params gives the checkpoint's total)\n", cmd, m.name,
+			m.vision_unread);
+	if (m.vision_params && !m.vision_wide && m.quant_method[0] &&
+	    (!c->dtype_arg || strcmp(c->dtype_arg, "auto") == 0) &&
+	    kvs_dtype_bits(d->weight_dtype) < 16) {
+		/* quantised checkpoints often keep the tower at 16 bits; this
+		 * one's quantization_config does not say so: in doubt, said */
+		char p[32];
+		fprintf(stderr, "kvsim %s: warning: %s: the vision tower (%s parameters) counts "
+			"at %s: quantization_config does not list it among the modules kept at 16 "
+			"bits\n", cmd, m.name, kvs_fmt_commas(m.vision_params, p, sizeof p),
+			kvs_dtype_name(d->weight_dtype));
+	}
 	if (m.wide_lm_head_conflict && kvs_dtype_bits(d->weight_dtype) < 16)
 		fprintf(stderr, "kvsim %s: warning: %s: quantization_config says \"lm_head\": true "
 			"and lists lm_head among the modules kept at 16 bits: counted at 16 "

@@ -251,6 +251,11 @@ static const char *model_shape(const kvs_model *m, char *buf, size_t cap)
 	size_t n = strlen(buf);
 	snprintf(buf + n, cap - n, ", %s parameters%s", kvs_fmt_commas(m->num_params, p, sizeof p),
 		 m->params_from_config ? "" : " (from the config's shapes)");
+	if (m->vision_params) {
+		n = strlen(buf);
+		snprintf(buf + n, cap - n, ", of which vision tower %.2fB",
+			 (double)m->vision_params / 1e9);
+	}
 	if (m->num_experts) {
 		n = strlen(buf);
 		snprintf(buf + n, cap - n, " (%s active: %u of %u experts per token)",
@@ -600,7 +605,7 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		      strcmp(d->model.quant_method, kvs_dtype_name(d->weight_dtype)) != 0;
 	snprintf(lab, sizeof lab, "- weights (%s%s%.20s)", kvs_dtype_name(d->weight_dtype),
 		 method ? ", " : "", method ? d->model.quant_method : "");
-	char wide[256] = "";
+	char wide[256] = "", b3[32];
 	if (kvs_dtype_bits(d->weight_dtype) < 16)
 		wide_parts(&d->model, wide, sizeof wide);
 	if (s->experts_per_gpu) {
@@ -608,10 +613,17 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		snprintf(wide + len, sizeof wide - len, ", %u of the %u routed experts of a "
 			 "layer (expert parallel)", s->experts_per_gpu, d->model.num_experts);
 	}
+	if (s->vision_weight_bytes) {
+		/* the tower: first stage only, split over tp; 16 bits when kept */
+		size_t len = strlen(wide);
+		bool kept = d->model.vision_wide && kvs_dtype_bits(d->weight_dtype) < 16;
+		snprintf(wide + len, sizeof wide - len, ", vision tower %s%s%s",
+			 ibytes(s->vision_weight_bytes, b3, sizeof b3), kept ? " at 16 bits" : "",
+			 d->pp > 1 ? " (first stage)" : "");
+	}
 	add(&t, lab, kvs_fmt_commas(s->weight_bytes, b1, sizeof b1), "%s%s%s",
 	    ibytes(s->weight_bytes, b2, sizeof b2),
 	    d->tp * d->pp > 1 || s->experts_per_gpu ? ", this GPU's share" : "", wide);
-	char b3[32];
 	if (s->reserve_estimated) {
 		const char *cnt = "subtracted";
 		const char *no = "not subtracted (in the headroom)";
@@ -884,6 +896,10 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(o, "kv_formula", f);
 
 	json_fields(o, s, sizing_fields, KVS_ARRAY_LEN(sizing_fields));
+	/* only with a vision tower, so other documents stay as they were */
+	if (s->vision_weight_bytes)
+		json_object_set_new(o, "vision_weight_bytes", json_integer((json_int_t)
+					    s->vision_weight_bytes));
 	if (d->gpu_hour_price > 0)
 		json_fields(o, s, cost_fields, KVS_ARRAY_LEN(cost_fields));
 

@@ -137,6 +137,22 @@ row "vLLM 0.14.1 start-up log on one H100 (vllm-project/vllm issue #33155), Trit
 	"gpt-oss-120b, as above" "model loading memory (GiB)" 64.38 \
 	"$(awk -v w="$g120" 'BEGIN { printf "%.2f", w / 2^30 }')" \
 	"kvsim size --model gpt-oss-120b --gpu h100-80gb"
+for n in 4b 12b 27b; do
+	c="--model gemma-3-$n --gpu h100-80gb"
+	case $n in 4b) pub=4300079472 ;; 12b) pub=12187325040 ;; 27b) pub=27432406640 ;; esac
+	if [ $n = 4b ]; then
+		src="Hugging Face Hub, google/gemma-3-4b-it, -12b-it, -27b-it: the checkpoints' safetensors parameter count (the Gemma 3 report, arXiv:2503.19786, Table 1: a 417M vision encoder in each)"
+	else
+		src="same"
+	fi
+	row "$src" "gemma-3-$n preset: the -it config.json (text model and SigLIP vision tower, 27 layers of 1152, 896-pixel images in 14-pixel patches)" \
+		"total parameters" "$pub" "$(size_json $c | jgetn num_params)" "kvsim size $c"
+done
+c="--model gemma-3-27b --gpu mi300x --max-model-len 4096"
+row "vLLM 0.11.0rc2 start-up log of an example server on ROCm (Model loading took 51.7891 GiB)" \
+	"Gemma-3-27B-it, bf16, tp 1" "model loading memory (GiB)" 51.79 \
+	"$(awk -v w="$(size_json $c | jget weight_bytes)" 'BEGIN { printf "%.2f", w / 2^30 }')" \
+	"kvsim size $c"
 
 cat <<'EOF'
 
@@ -165,6 +181,17 @@ all 126 layers and the gate, up and down projections of layers 0 and 125,
 as Meta's FP8 checkpoint does. Counting only the embeddings and the head
 at 16 bits gave 47.74 GiB (-17.3%).
 
+The Gemma 3 rows check the vision tower (docs/SIZING.md): the counts
+are the checkpoints' to the parameter, text model, SigLIP tower and
+projector; without the tower kvsim gave 3.88B, 11.77B and 27.01B
+(-9.8%, -3.5%, -1.5%). The loading row compares vLLM's figure for the
+loaded model with kvsim's weights, the stored weights alone (the
+SigLIP tower and projector, 0.79 GiB, included); kvsim's RoPE cache,
+32 MiB here, is reported apart. Without the tower kvsim's weights were
+50.31 GiB (-2.9%); the 0.69 GiB still missing is not examined here (the
+RoPE caches vLLM builds, one of them stretched by the linear scaling
+factor of 8, may be part of it).
+
 The TensorRT-LLM rows check the `trtllm` engine's accounting (a fraction
 of what is free once the engine is loaded): its log names no model, but
 its pool, 69,524,783,104 bytes for 132,608 tokens, is 524,288 bytes a
@@ -191,7 +218,7 @@ GiB, hence a few blocks' difference at most) and check the two lines
 vLLM derives from it: its blocks over its groups, and its concurrency at
 max_model_len, the windowed groups bounded by the window and one step's
 batched tokens.  The memory model itself is checked by the rows above.
-`gemma-3-27b-it.json` is Gemma-3-27B-it's `config.json` with the text
+The gemma-3-27b preset is Gemma-3-27B-it's `config.json` with the text
 model's defaults written out (62 layers, hidden 5376, 32 heads, 16 kv
 heads of 128, window 1024 on five layers in six, vocabulary 262,208,
 131,072 positions).  Before kvsim modelled the groups it gave blocks of
@@ -200,30 +227,20 @@ all 62 layers for the first row: 232,240 tokens and 56.70x (+12.9% and
 
 EOF
 head_row
-cat >"$tmp/gemma-3-27b-it.json" <<'EOF2'
-{ "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
-  "torch_dtype": "bfloat16",
-  "text_config": { "model_type": "gemma3_text", "head_dim": 128, "hidden_size": 5376,
-    "intermediate_size": 21504, "num_attention_heads": 32, "num_hidden_layers": 62,
-    "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
-    "rope_scaling": { "factor": 8.0, "rope_type": "linear" }, "sliding_window": 1024,
-    "sliding_window_pattern": 6, "max_position_embeddings": 131072,
-    "vocab_size": 262208 } }
-EOF2
 c="--gpu mi300x --max-model-len 4096 --kv-cache-memory-bytes 109.86GiB"
-j=$(size_json --model "$tmp/gemma-3-27b-it.json" $c)
+j=$(size_json --model gemma-3-27b $c)
 row "vLLM 0.11.0 start-up log of an example server on ROCm (Available KV cache memory: 109.86 GiB; 8 padding layers)" \
 	"Gemma-3-27B-it (10 global + 52 windowed layers), bf16, max_model_len 4096, 8192 batched tokens" \
 	"hybrid GPU KV tokens line" 205696 "$(printf '%s\n' "$j" | jgetn gpu_kv_cache_tokens)" \
-	"kvsim size --model gemma-3-27b-it.json $c"
+	"kvsim size --model gemma-3-27b $c"
 row "same" "same" "hybrid max concurrency line (x)" 50.05 \
 	"$(fmt "$(printf '%s\n' "$j" | sed -n '/"vllm_log"/,/}/p' | jgetn max_concurrency)" 2)" "same"
 c="--gpu h100-80gb --max-model-len 131072 --kv-cache-memory-bytes 35.31GiB"
-j=$(size_json --model "$tmp/gemma-3-27b-it.json" $c)
+j=$(size_json --model gemma-3-27b $c)
 row "vLLM start-up log on Vertex AI, pytorch-vllm-serve container of 2026-01-27 (Available KV cache memory: 35.31 GiB)" \
 	"MedGemma-27B-it (Gemma-3-27B's text shapes), bf16, max_model_len 131072 (the GPU does not enter this line)" \
 	"hybrid GPU KV tokens line" 66112 "$(printf '%s\n' "$j" | jgetn gpu_kv_cache_tokens)" \
-	"kvsim size --model gemma-3-27b-it.json $c"
+	"kvsim size --model gemma-3-27b $c"
 c="--model gpt-oss-120b --gpu h100-80gb --kv-cache-memory-bytes 5.38GiB"
 row "vLLM start-up log in alvarobartt/hf-mem issue #60 (Available KV cache memory: 5.38 GiB)" \
 	"gpt-oss-120b (18 full + 18 windowed layers), bf16 cache" \

@@ -45,6 +45,12 @@ static json_t *model_jt(const kvs_model *m)
 	set(o, "num_active_params", jint(m->num_active_params ? m->num_active_params
 							       : m->num_params));
 	set(o, "params_from_config", json_boolean(m->params_from_config));
+	/* only with a vision tower, so other documents stay as they were */
+	if (m->vision_params) {
+		set(o, "vision_params", jint(m->vision_params));
+		if (m->vision_wide && kvs_dtype_bits(m->weight_dtype) < 16)
+			set(o, "vision_kept_16bit", json_true());
+	}
 	set(o, "dtype", json_string(kvs_dtype_name(m->dtype)));
 	set(o, "sliding_window", jint(m->sliding_window));
 	set(o, "num_sliding_layers", jint(m->num_sliding_layers));

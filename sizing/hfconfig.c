@@ -23,7 +23,10 @@ typedef struct cfg {
 	const char *path;
 	json_t *root;
 	json_t *text;           /* "text_config" or NULL */
+	const char *prefix;     /* "vision_config." in a section's messages; NULL none */
 } cfg;
+
+#define PFX(c) ((c)->prefix ? (c)->prefix : "")
 
 static json_t *cfg_get(const cfg *c, const char *key)
 {
@@ -67,8 +70,8 @@ static kvs_status cfg_uint(const cfg *c, const char *const *keys, bool required,
 		*found = v != NULL;
 	if (!v) {
 		if (required)
-			return kvs_fail(KVS_ERR_PARSE, "%s: missing field '%s'%s%s%s",
-					c->path, keys[0], why ? " (" : "",
+			return kvs_fail(KVS_ERR_PARSE, "%s: missing field '%s%s'%s%s%s",
+					c->path, PFX(c), keys[0], why ? " (" : "",
 					why ? why : "", why ? ")" : "");
 		return KVS_OK;
 	}
@@ -86,16 +89,16 @@ static kvs_status cfg_uint(const cfg *c, const char *const *keys, bool required,
 		}
 		show(v, text, sizeof text);
 		return kvs_fail(KVS_ERR_PARSE,
-				"%s: field '%s': expected an integer in [%llu, %llu], got %s",
-				c->path, key, (unsigned long long)min,
+				"%s: field '%s%s': expected an integer in [%llu, %llu], got %s",
+				c->path, PFX(c), key, (unsigned long long)min,
 				(unsigned long long)max, text);
 	}
 	json_int_t x = json_integer_value(v);
 	if (x < 0 || (uint64_t)x < min || (uint64_t)x > max) {
 		show(v, text, sizeof text);
 		return kvs_fail(KVS_ERR_PARSE,
-				"%s: field '%s': %s is out of range [%llu, %llu]",
-				c->path, key, text, (unsigned long long)min,
+				"%s: field '%s%s': %s is out of range [%llu, %llu]",
+				c->path, PFX(c), key, text, (unsigned long long)min,
 				(unsigned long long)max);
 	}
 	*out = (uint64_t)x;
@@ -144,8 +147,8 @@ static kvs_status cfg_bool(const cfg *c, const char *key, bool *out, bool *found
 	if (!json_is_boolean(v)) {
 		char text[64];
 		show(v, text, sizeof text);
-		return kvs_fail(KVS_ERR_PARSE, "%s: field '%s': expected true or false, got %s",
-				c->path, key, text);
+		return kvs_fail(KVS_ERR_PARSE, "%s: field '%s%s': expected true or false, got %s",
+				c->path, PFX(c), key, text);
 	}
 	*out = json_is_true(v);
 	return KVS_OK;
@@ -450,15 +453,27 @@ static bool tower_word(const char *w, size_t n)
  * pick layers the words do not say), a piece kvsim does not count, a
  * projection or MLP of a vision or audio tower (whole attention there
  * reads as the language model's, as it always has). */
-static int wide_part(const char *s, uint32_t *layer, unsigned *bits)
+static int wide_part(const char *s, uint32_t *layer, unsigned *bits, bool *in_tower)
 {
 	int part = WIDE_UNREAD;
 	bool tower = false;
+	*in_tower = false;
 	*layer = UINT32_MAX;
 	*bits = 0;
 	bool re = strncmp(s, "re:", 3) == 0;
 	if (re && !re_plain(s += 3))
 		return WIDE_UNREAD;
+	/* any word naming a tower, wherever it stands */
+	for (const char *p = s; *p;) {
+		const char *w = p;
+		while (word_char(*p))
+			p++;
+		*in_tower |= p > w && tower_word(w, (size_t)(p - w));
+		if (!*p)
+			break;
+		if (p == w)
+			p++;
+	}
 	for (const char *p = s; *p;) {
 		if (!word_char(*p)) {
 			p++;
@@ -619,8 +634,14 @@ static kvs_status wide_entry(const cfg *c, const char *s, kvs_model *m, wide_acc
 	snprintf(what, sizeof what, *s ? "'%.40s'" : "an empty name", s);
 	uint32_t layer;
 	unsigned bits;
-	bool partly;
-	int part = wide_part(s, &layer, &bits);
+	bool partly, tower;
+	int part = wide_part(s, &layer, &bits, &tower);
+	/* a part of a tower kvsim counts: the whole tower kept at 16 bits
+	 * (checkpoints keep it whole: "vision_tower", "re:.*vision_tower.*") */
+	if (tower && m->vision_params) {
+		m->vision_wide = true;
+		return KVS_OK;
+	}
 	if (part == WIDE_LM_HEAD) {
 		m->quant_lm_head = false;
 		m->wide_lm_head_conflict |= a->lm_head_quantised;
@@ -944,6 +965,146 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
 	return KVS_OK;
 }
 
+/* ---- vision and audio towers ------------------------------------------------
+ * A multimodal checkpoint holds an encoder beside its language model
+ * ("vision_config", "audio_config") and a projector from the encoder's
+ * width to the text model's.  Counted from their shapes: a SigLIP tower
+ * (model_type siglip_vision_model: Gemma 3, PaliGemma) and Gemma 3's
+ * projector; any other tower or projector is left out of the weights and
+ * named in vision_unread (the CLI warns), never dropped silently. */
+
+/* A tower kvsim does not count, or a projector: said, the first one. */
+static void vision_unread(kvs_model *m, const char *what, const char *type)
+{
+	if (!m->vision_unread[0])
+		snprintf(m->vision_unread, sizeof m->vision_unread, "%s of model_type '%.40s'",
+			 what, type);
+}
+
+/* ---- parameter estimate ---------------------------------------------------
+ * Saturating arithmetic: any overflow makes the result UINT64_MAX. */
+typedef struct acc {
+	uint64_t v;
+	bool ovf;
+} acc;
+
+static void add(acc *a, uint64_t x)
+{
+	a->ovf |= kvs_add_overflow(a->v, x, &a->v);
+}
+
+static uint64_t mul(acc *a, uint64_t x, uint64_t y)
+{
+	uint64_t r;
+	a->ovf |= kvs_mul_overflow(x, y, &r);
+	return r;
+}
+
+static void addmul(acc *a, uint64_t x, uint64_t y)
+{
+	add(a, mul(a, x, y));
+}
+
+
+/* A SigLIP vision tower (transformers' SiglipVisionModel), its config's
+ * fields read under `sub` with SiglipVisionConfig's defaults, the ones a
+ * config.json leaves out: a patch convolution with bias, learned
+ * positions, one per patch ((image_size / patch_size)^2), layers of
+ * LayerNorm (weight and bias) before attention and MLP, q, k, v, o
+ * projections of hidden x hidden with biases, an fc1/fc2 MLP with biases;
+ * a final LayerNorm; and, unless vision_use_head is false, the
+ * attention-pooling head (a probe, an attention with packed q/k/v, a
+ * LayerNorm and an MLP).  *hidden: the tower's width, for the projector. */
+static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+{
+	kvs_status st;
+	uint32_t h = 768, in = 3072, layers = 12, image = 224, patch = 16, ch = 3;
+	bool head = true;
+	if ((st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &h, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("intermediate_size"), false, NULL, 1, 1u << 20, &in,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_hidden_layers"), false, NULL, 0, 1u << 16, &layers,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("image_size"), false, NULL, 1, 1u << 20, &image, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("patch_size"), false, NULL, 1, 1u << 20, &patch, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_channels"), false, NULL, 1, 1024, &ch, NULL)) ||
+	    (st = cfg_bool(sub, "vision_use_head", &head, NULL)))
+		return st;
+	if (patch > image)
+		return kvs_fail(KVS_ERR_PARSE, "%s: field '%spatch_size': %u is larger than "
+				"image_size %u", sub->path, PFX(sub), patch, image);
+	uint64_t side = image / patch, H = h, I = in;
+	acc t = { 0, false };
+	addmul(&t, (uint64_t)ch * patch * patch + 1, H);   /* patch conv and its bias */
+	addmul(&t, side * side, H);                        /* positions */
+	uint64_t layer = 4 * (H * H + H) + 2 * H * I + I + H + 4 * H;
+	addmul(&t, layers, layer);
+	add(&t, 2 * H);                                    /* post LayerNorm */
+	if (head)   /* probe, q/k/v and out projections, LayerNorm, MLP */
+		add(&t, H + 4 * (H * H + H) + 2 * H + 2 * H * I + I + H);
+	if (t.ovf)
+		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
+				"not fit in 64 bits", sub->path);
+	*out = t.v;
+	*hidden = h;
+	return KVS_OK;
+}
+
+/* The projector from a tower of width vh into the text model: Gemma 3's
+ * (Gemma3MultiModalProjector: an RMSNorm over the tower's width and a
+ * vh x hidden matrix without bias; its average pooling has no weights).
+ * false: a projector kvsim does not count. */
+static bool projector_params(const char *top_type, uint64_t vh, const kvs_model *m,
+			     uint64_t *out)
+{
+	if (!type_is(top_type, KEYS("gemma3")))
+		return false;
+	*out = vh * m->hidden_size + vh;
+	return true;
+}
+
+/* The towers of a multimodal config into m->vision_params (and
+ * m->vision_unread), read once the text model's shape is. */
+static kvs_status parse_vision(const cfg *c, kvs_model *m)
+{
+	static const struct {
+		const char *key, *what;
+	} towers[] = { { "vision_config", "vision tower" }, { "audio_config", "audio tower" } };
+	const char *top_type = json_string_value(json_object_get(c->root, "model_type"));
+	for (size_t i = 0; i < KVS_ARRAY_LEN(towers); i++) {
+		json_t *v = json_object_get(c->root, towers[i].key);
+		if (!v || json_is_null(v))
+			continue;
+		if (!json_is_object(v))
+			return kvs_fail(KVS_ERR_PARSE, "%s: field '%s': expected an object",
+					c->path, towers[i].key);
+		char prefix[32];
+		snprintf(prefix, sizeof prefix, "%s.", towers[i].key);
+		cfg sub = { .path = c->path, .root = v, .text = NULL, .prefix = prefix };
+		json_t *jt = json_object_get(v, "model_type");
+		if (jt && !json_is_null(jt) && !json_is_string(jt))
+			return kvs_fail(KVS_ERR_PARSE, "%s: field '%smodel_type': expected a "
+					"string", c->path, prefix);
+		const char *type = json_string_value(jt);
+		if (i != 0 || !type_is(type, KEYS("siglip_vision_model"))) {
+			vision_unread(m, towers[i].what, type ? type : "(none given)");
+			continue;
+		}
+		uint64_t tower = 0, proj = 0;
+		uint32_t vh = 0;
+		kvs_status st = siglip_params(&sub, &tower, &vh);
+		if (st)
+			return st;
+		if (!projector_params(top_type, vh, m, &proj))
+			vision_unread(m, "projector", top_type ? top_type : "(none given)");
+		if (tower > UINT64_MAX - proj)
+			return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter "
+					"count does not fit in 64 bits", c->path);
+		m->vision_params = tower + proj;
+	}
+	return KVS_OK;
+}
+
 /* Parameter count: published (kvsim_num_parameters), or estimated from
  * the shapes. */
 static kvs_status parse_params(const cfg *c, kvs_model *m)
@@ -970,8 +1131,11 @@ static kvs_status parse_params(const cfg *c, kvs_model *m)
 	if (m->num_experts && !m->moe_intermediate_size)
 		m->moe_intermediate_size = m->intermediate_size;
 	if (pfound) {
+		/* the config's own count holds the tower: its share, at most all */
 		m->num_params = params;
-		m->num_active_params = afound ? active : params;
+		if (m->vision_params > params)
+			m->vision_params = params;
+		m->num_active_params = afound ? active : params - m->vision_params;
 		m->params_from_config = true;
 	} else {
 		m->num_params = kvs_model_estimate_params(m);
@@ -1069,7 +1233,8 @@ kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t l
 	 * refuses */
 	if ((st = parse_shape(&c, &m)) || (st = parse_dtype(&c, &m)) ||
 	    (st = parse_arch(&c, model_type, &m)) || (st = parse_moe(&c, model_type, &m)) ||
-	    (st = parse_params(&c, &m)) || (st = parse_wide(&c, &m)))
+	    (st = parse_vision(&c, &m)) || (st = parse_params(&c, &m)) ||
+	    (st = parse_wide(&c, &m)))
 		goto done;
 	if (m.num_active_params > m.num_params)
 		m.num_active_params = m.num_params;
@@ -1080,30 +1245,7 @@ done:
 	return st;
 }
 
-/* ---- parameter estimate ---------------------------------------------------
- * Saturating arithmetic: any overflow makes the result UINT64_MAX. */
-typedef struct acc {
-	uint64_t v;
-	bool ovf;
-} acc;
-
-static void add(acc *a, uint64_t x)
-{
-	a->ovf |= kvs_add_overflow(a->v, x, &a->v);
-}
-
-static uint64_t mul(acc *a, uint64_t x, uint64_t y)
-{
-	uint64_t r;
-	a->ovf |= kvs_mul_overflow(x, y, &r);
-	return r;
-}
-
-static void addmul(acc *a, uint64_t x, uint64_t y)
-{
-	add(a, mul(a, x, y));
-}
-
+/* ---- parameter estimate (the helpers are above) ------------------------ */
 static uint64_t mlp_params(const kvs_model *m, acc *a, uint64_t inter)
 {
 	uint64_t h = m->hidden_size;
@@ -1200,8 +1342,11 @@ static void estimate(const kvs_model *m, uint64_t *total, uint64_t *active,
 		if (parts)
 			parts->experts = mul(&t, moe_layers, mul(&t, m->num_experts, expert));
 	}
+	/* the vision tower: in the total, never touched per token */
+	uint64_t text = t.v;
+	add(&t, m->vision_params);
 	*total = t.ovf ? UINT64_MAX : t.v;
-	*active = (a.ovf || t.ovf) ? UINT64_MAX : (moe_layers ? a.v : t.v);
+	*active = (a.ovf || t.ovf) ? UINT64_MAX : (moe_layers ? a.v : text);
 	if (parts)
 		parts->total = *total;
 }
@@ -1254,8 +1399,10 @@ uint64_t kvs_model_wide_params(const kvs_model *m)
 	for (kvs_proj p = 0; p < KVS_PROJ_COUNT_; p++)
 		addmul(&w, np[p], kvs_model_proj_params(m, p));
 	/* a parameter count below these (a config's own num_parameters) has
-	 * them all at the narrow width, as one without them */
-	return w.ovf || w.v >= m->num_params ? 0 : w.v;
+	 * them all at the narrow width, as one without them; the vision
+	 * tower is apart (vision_wide) */
+	uint64_t text = m->num_params > m->vision_params ? m->num_params - m->vision_params : 0;
+	return w.ovf || w.v >= text ? 0 : w.v;
 }
 
 uint32_t kvs_model_moe_layers(const kvs_model *m)

@@ -26,7 +26,7 @@ static const char *const model_names[] = {
 	"mistral-7b", "mixtral-8x7b",
 	"qwen2.5-7b", "qwen2.5-72b",
 	"opt-13b", "opt-66b",
-	"gemma-2-9b", "gemma-2-27b",
+	"gemma-2-9b", "gemma-2-27b", "gemma-3-4b", "gemma-3-12b", "gemma-3-27b",
 	"deepseek-v3",
 	"gpt-oss-20b", "gpt-oss-120b",
 	"qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b",

@@ -188,13 +188,33 @@ static kvs_status stored_bytes(uint64_t narrow, uint64_t wide, kvs_dtype weight_
 	return KVS_OK;
 }
 
-/* The weights of one GPU: the whole model's stored bytes over tp x pp;
- * with expert parallelism (held > 0), the rest's over tp x pp and `held`
- * whole routed experts of each MoE layer of a stage, ceil(experts / (tp x
- * dp)) (the first GPUs hold the remainder, as vLLM's expert map places
- * them). */
+/* The vision tower's bytes on one GPU of the first stage: stored at the
+ * weight width, or at 16 bits when the checkpoint keeps it so, split over
+ * tp.  vLLM builds its encoders (SigLIP's q/k/v, o, fc1, fc2) of the same
+ * column- and row-parallel layers as the language model, so tp shards
+ * them; the tower runs before the first layer, on the first pipeline
+ * stage only (the projector, the patch convolution and the norms, under
+ * 2% of Gemma 3's tower, are replicated there: counted sharded). */
+static kvs_status vision_bytes(const kvs_model *m, uint64_t vis, kvs_dtype weight_dtype,
+			       uint32_t tp, uint64_t *out)
+{
+	bool wide = m->vision_wide && kvs_dtype_bits(weight_dtype) < 16;
+	uint64_t b;
+	kvs_status st = stored_bytes(wide ? 0 : vis, wide ? vis : 0, weight_dtype, &b);
+	if (st)
+		return st;
+	*out = kvs_div_ceil(b, tp);
+	return KVS_OK;
+}
+
+/* The weights of one GPU: the language model's stored bytes over tp x pp,
+ * and on the first stage the vision tower's over tp; with expert
+ * parallelism (held > 0), the rest's over tp x pp and `held` whole routed
+ * experts of each MoE layer of a stage, ceil(experts / (tp x dp)) (the
+ * first GPUs hold the remainder, as vLLM's expert map places them). */
 static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, uint32_t tp,
-				   uint32_t pp, uint32_t held, uint64_t *out)
+				   uint32_t pp, uint32_t held, uint64_t *out,
+				   uint64_t *vision_out)
 {
 	unsigned bits = kvs_dtype_bits(weight_dtype);
 	if (!bits)
@@ -205,10 +225,15 @@ static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, u
 	 * quantization_config says lm_head (vLLM's VocabParallelEmbedding and
 	 * ParallelLMHead stay unquantised), and the parts its
 	 * modules_to_not_convert names, at 16 bits */
+	uint64_t vis = m->vision_params < m->num_params ? m->vision_params : m->num_params;
 	uint64_t wide = bits < 16 ? kvs_model_wide_params(m) : 0;
-	uint64_t narrow = m->num_params - wide;
-	uint64_t ranks = (uint64_t)tp * pp, bytes;
+	uint64_t narrow = m->num_params - vis - wide;
+	uint64_t ranks = (uint64_t)tp * pp, bytes, vb;
 	kvs_status st;
+	if ((st = vision_bytes(m, vis, weight_dtype, tp, &vb)))
+		return st;
+	if (vision_out)
+		*vision_out = vb;
 	uint64_t experts = 0;
 	if (held && m->num_experts) {
 		/* the routed experts' share of the shape estimate, applied to
@@ -225,7 +250,8 @@ static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, u
 	if (experts == 0) {
 		if ((st = stored_bytes(narrow, wide, weight_dtype, &bytes)))
 			return st;
-		*out = kvs_div_ceil(bytes, ranks);
+		if (kvs_add_overflow(kvs_div_ceil(bytes, ranks), vb, out))
+			return ovf("weight bytes");
 		return KVS_OK;
 	}
 	/* the routed experts (never among the wide parts) apart */
@@ -234,16 +260,16 @@ static kvs_status gpu_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype, u
 	    (st = stored_bytes(experts, 0, weight_dtype, &eb)))
 		return st;
 	uint64_t e = m->num_experts, x;
-	if (kvs_mul_overflow(eb, held, &x))
+	if (kvs_mul_overflow(eb, held, &x) ||
+	    kvs_add_overflow(kvs_div_ceil(bytes, ranks) + kvs_div_ceil(x, e * pp), vb, out))
 		return ovf("weight bytes");
-	*out = kvs_div_ceil(bytes, ranks) + kvs_div_ceil(x, e * pp);
 	return KVS_OK;
 }
 
 kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
 			    uint32_t tp, uint32_t pp, uint64_t *out)
 {
-	return gpu_weight_bytes(m, weight_dtype, tp, pp, 0, out);
+	return gpu_weight_bytes(m, weight_dtype, tp, pp, 0, out, NULL);
 }
 
 bool kvs_deploy_expert_parallel(const kvs_deploy *d)
@@ -474,7 +500,7 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 		s.experts_per_gpu = (uint32_t)((e + ep - 1) / ep);
 	}
 	if ((st = gpu_weight_bytes(&d->model, d->weight_dtype, d->tp, d->pp, s.experts_per_gpu,
-				   &s.weight_bytes)))
+				   &s.weight_bytes, &s.vision_weight_bytes)))
 		return st;
 	kvs_mem_terms_compute(d, &s.mem);
 	if (!(s.mem.fraction > 0.0 && s.mem.fraction <= 1.0))

@@ -123,6 +123,23 @@ static const struct ref refs[] = {
 	{ "opt-66b", 64, 72, 72, 128, 9216, 2048, 65719701504ull, 2359296 },
 	{ "gemma-2-9b", 42, 16, 8, 256, 3584, 8192, 9241705984ull, 344064 },
 	{ "gemma-2-27b", 46, 32, 16, 128, 4608, 8192, 27227128320ull, 376832 },
+	/* not in the reference table: the -it checkpoints' config.json with
+	 * Gemma3TextConfig's defaults written out; the totals are the
+	 * checkpoints' (Hugging Face's safetensors count: 4,300,079,472,
+	 * 12,187,325,040, 27,432,406,640), the language model's and the
+	 * SigLIP tower's.  By hand for gemma-3-27b: embeddings (tied) 262208
+	 * x 5376 = 1,409,630,208; a layer's attention 2 x 5376 x 4096 + 2 x
+	 * 5376 x 2048 = 66,060,288, q/k norms 256, four norms 21,504, MLP 3 x
+	 * 5376 x 21504 = 346,816,512: 62 x 412,898,560 + 1,409,630,208 +
+	 * 5,376 = 27,009,346,304; the tower (hidden 1152, MLP 4304, 27
+	 * layers, 64 x 64 patches of 14): patch convolution 3 x 14 x 14 x
+	 * 1152 + 1152 = 678,528, positions 4096 x 1152 = 4,718,592, a layer
+	 * 4 x (1152^2 + 1152) + 2 x 1152 x 4304 + 4304 + 1152 + 4 x 1152 =
+	 * 15,239,504, the final LayerNorm 2,304: 416,866,032; the projector
+	 * 1152 x 5376 + 1152 = 6,194,304.  Total 27,432,406,640. */
+	{ "gemma-3-4b", 34, 8, 4, 256, 2560, 131072, 4300079472ull, 139264 },
+	{ "gemma-3-12b", 48, 16, 8, 256, 3840, 131072, 12187325040ull, 393216 },
+	{ "gemma-3-27b", 62, 32, 16, 128, 5376, 131072, 27432406640ull, 507904 },
 	{ "deepseek-v3", 61, 128, 128, 192, 7168, 163840, 0, 70272 },
 	/* not in the reference table: the shape fields of OpenAI's configs
 	 * (NVIDIA Megatron-Bridge's model page gives the same).  Parameters
@@ -177,7 +194,7 @@ static void test_presets_match_reference(void **state)
 				 (unsigned long long)m.num_params,
 				 (unsigned long long)r->params);
 		if (!m.num_experts)
-			assert_int_equal(m.num_active_params, m.num_params);
+			assert_int_equal(m.num_active_params, m.num_params - m.vision_params);
 	}
 }
 
@@ -985,6 +1002,125 @@ static uint64_t fp8_bytes(const kvs_model *m)
 	return w;
 }
 
+/* A tiny SigLIP tower under Gemma 3's top level, by hand: hidden 8, MLP
+ * 16, 2 layers, 8 x 8 images in 4 x 4 patches (4 patches), 3 channels:
+ *   patch convolution 3 x 4 x 4 x 8 + 8 = 392, positions 4 x 8 = 32
+ *   a layer: two LayerNorms 2 x 16, q, k, v, o 4 x (64 + 8) = 288,
+ *            fc1 8 x 16 + 16 = 144, fc2 16 x 8 + 8 = 136: 600
+ *   final LayerNorm 16: tower 392 + 32 + 2 x 600 + 16 = 1,640
+ *   SigLIP's pooling head (vision_use_head absent: true): probe 8,
+ *            packed q/k/v 3 x 64 + 24, out 64 + 8, LayerNorm 16, MLP 280: 592
+ *   Gemma 3's projector into hidden 64: RMSNorm 8 + 8 x 64 = 520
+ * The text model is DENSE4 (160,832). */
+#define SIGLIP(extra) "\"vision_config\": {\"model_type\": \"siglip_vision_model\", " \
+		      "\"hidden_size\": 8, \"intermediate_size\": 16, \"num_hidden_layers\": 2, " \
+		      "\"image_size\": 8, \"patch_size\": 4" extra "}"
+#define GEMMA3_TINY(extra, more) "{\"model_type\": \"gemma3\", \"torch_dtype\": \"bfloat16\", " \
+				 "\"text_config\": {" DENSE4 "}, " SIGLIP(extra) more "}"
+
+static void test_vision_tower(void **state)
+{
+	(void)state;
+	kvs_model m;
+	uint64_t w = 0;
+	assert_int_equal(parse(GEMMA3_TINY(", \"vision_use_head\": false", ""), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1640 + 520);
+	assert_int_equal(m.num_params, 160832 + 2160);
+	assert_int_equal(kvs_model_estimate_params(&m), 162992);
+	/* the tower runs once per image: not in the per-token count */
+	assert_int_equal(m.num_active_params, 160832);
+	assert_string_equal(m.vision_unread, "");
+	/* bf16: 2 bytes each; tp 2 x pp 2: the text model over 4 GPUs, the
+	 * tower on the first stage over 2 (321,664 / 4 + 4,320 / 2) */
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_BF16, 1, 1, &w), KVS_OK);
+	assert_int_equal(w, 325984);
+	assert_int_equal(kvs_weight_bytes(&m, KVS_DTYPE_BF16, 2, 2, &w), KVS_OK);
+	assert_int_equal(w, 80416 + 2160);
+	kvs_gpu g;
+	memset(&g, 0, sizeof g);
+	g.mem_bytes = 1ull << 30;
+	kvs_deploy d;
+	kvs_sizing s;
+	kvs_deploy_defaults(&d, &m, &g);
+	d.tp = d.pp = 2;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.weight_bytes, 82576);
+	assert_int_equal(s.vision_weight_bytes, 2160);
+	/* FP8 (--dtype fp8): the tower narrow with the text model, whose
+	 * embeddings and head stay at 16 bits (160,832 + 12,800) */
+	assert_int_equal(fp8_bytes(&m), 173632 + 2160);
+	/* the pooling head counts unless vision_use_head is false */
+	assert_int_equal(parse(GEMMA3_TINY("", ""), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1640 + 592 + 520);
+	/* a checkpoint that keeps the tower at 16 bits says so */
+	assert_int_equal(parse(GEMMA3_TINY(", \"vision_use_head\": false",
+					   ", \"quantization_config\": {\"quant_method\": "
+					   "\"fbgemm_fp8\", \"modules_to_not_convert\": [\"lm_head\", "
+					   "\"re:.*vision_tower.*\", \"multi_modal_projector\"]}"), &m),
+			 KVS_OK);
+	assert_true(m.vision_wide);
+	assert_string_equal(m.wide_unread, "");
+	assert_int_equal(m.weight_dtype, KVS_DTYPE_FP8);
+	assert_int_equal(fp8_bytes(&m), 173632 + 4320);
+	/* the config's own count holds the tower */
+	assert_int_equal(parse("{\"model_type\": \"gemma3\", \"kvsim_num_parameters\": 1000000, "
+			       "\"text_config\": {" DENSE4 "}, "
+			       SIGLIP(", \"vision_use_head\": false") "}", &m), KVS_OK);
+	assert_int_equal(m.num_params, 1000000);
+	assert_int_equal(m.vision_params, 2160);
+	assert_int_equal(m.num_active_params, 1000000 - 2160);
+	/* fewer layers (--layers): the estimate keeps the tower */
+	assert_int_equal(parse(GEMMA3_TINY(", \"vision_use_head\": false", ""), &m), KVS_OK);
+	m.num_layers = 2;
+	assert_int_equal(kvs_model_estimate_params(&m), 160832 - 2 * 36992 + 2160);
+
+	/* towers and projectors kvsim does not count: named, left out */
+	assert_int_equal(parse("{\"model_type\": \"mllama\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"mllama_vision_model\", "
+			       "\"hidden_size\": 1280}}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 0);
+	assert_int_equal(m.num_params, 160832);
+	assert_string_equal(m.vision_unread, "vision tower of model_type 'mllama_vision_model'");
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {}}", &m), KVS_OK);
+	assert_string_equal(m.vision_unread, "vision tower of model_type '(none given)'");
+	assert_int_equal(parse("{\"model_type\": \"gemma3n\", \"text_config\": {" DENSE4 "}, "
+			       "\"audio_config\": {\"model_type\": \"gemma3n_audio\"}}", &m), KVS_OK);
+	assert_string_equal(m.vision_unread, "audio tower of model_type 'gemma3n_audio'");
+	/* PaliGemma: the SigLIP tower counted, its projector not */
+	assert_int_equal(parse("{\"model_type\": \"paligemma\", \"text_config\": {" DENSE4 "}, "
+			       SIGLIP(", \"vision_use_head\": false") "}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1640);
+	assert_string_equal(m.vision_unread, "projector of model_type 'paligemma'");
+
+	/* bad fields name the file and the field */
+	expect_error(GEMMA3_TINY(", \"vision_use_head\": 1", ""), KVS_ERR_PARSE,
+		     "field 'vision_config.vision_use_head': expected true or false");
+	expect_error("{\"model_type\": \"gemma3\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"model_type\": \"siglip_vision_model\", "
+		     "\"hidden_size\": \"big\"}}", KVS_ERR_PARSE,
+		     "field 'vision_config.hidden_size': expected an integer");
+	expect_error("{\"model_type\": \"gemma3\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"model_type\": \"siglip_vision_model\", "
+		     "\"num_hidden_layers\": -1}}", KVS_ERR_PARSE,
+		     "field 'vision_config.num_hidden_layers': -1 is out of range");
+	expect_error("{\"model_type\": \"gemma3\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"model_type\": \"siglip_vision_model\", "
+		     "\"patch_size\": 300}}", KVS_ERR_PARSE,
+		     "field 'vision_config.patch_size': 300 is larger than image_size 224");
+	expect_error("{" DENSE4 ", \"vision_config\": [1]}", KVS_ERR_PARSE,
+		     "field 'vision_config': expected an object");
+	expect_error("{" DENSE4 ", \"audio_config\": 3}", KVS_ERR_PARSE,
+		     "field 'audio_config': expected an object");
+	expect_error("{" DENSE4 ", \"vision_config\": {\"model_type\": 7}}", KVS_ERR_PARSE,
+		     "field 'vision_config.model_type': expected a string");
+	/* shapes too large to count: refused, not wrapped */
+	expect_error("{\"model_type\": \"gemma3\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"model_type\": \"siglip_vision_model\", "
+		     "\"hidden_size\": 1048576, \"patch_size\": 1048576, \"image_size\": 1048576, "
+		     "\"num_channels\": 1024}}", KVS_ERR_OVERFLOW, "vision tower");
+}
+
 static void test_quant_wide_projections(void **state)
 {
 	(void)state;
@@ -1631,8 +1767,8 @@ static void test_invariants(void **state)
 			checked++;
 		}
 	}
-	/* 23 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
-	assert_int_equal(checked, (23 * 3 - 1) * 5 * 11 * 3);
+	/* 26 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
+	assert_int_equal(checked, (26 * 3 - 1) * 5 * 11 * 3);
 }
 
 /* A bad unit inside a GPU preset: the message keeps the unit error (the
@@ -1717,6 +1853,7 @@ int main(void)
 		cmocka_unit_test(test_config_variants),
 		cmocka_unit_test(test_quant_wide_modules),
 		cmocka_unit_test(test_quant_wide_projections),
+		cmocka_unit_test(test_vision_tower),
 		cmocka_unit_test(test_quant_wide_405b_fp8),
 		cmocka_unit_test(test_data_expert_parallel),
 		cmocka_unit_test(test_parse_bytes),

@@ -68,7 +68,8 @@ typedef struct kvs_model {
 	uint32_t vocab_size;
 	uint32_t max_position_embeddings; /* tokens */
 	uint64_t num_params;             /* total parameters */
-	uint64_t num_active_params;      /* per token (MoE); == num_params if dense */
+	uint64_t num_active_params;      /* per token (MoE); == num_params if dense,
+					  * less vision_params */
 	bool tie_word_embeddings;
 	kvs_dtype dtype;                 /* torch_dtype of the weights */
 	/* Sliding-window attention: `sliding_window` tokens (0 = none) applied
@@ -160,6 +161,17 @@ typedef struct kvs_model {
 	 * kvsim counts narrow, and says).  Read them through
 	 * kvs_model_wide_projs. */
 	uint32_t wide_proj_layers[KVS_PROJ_COUNT_];
+	/* ---- appended: a multimodal checkpoint's encoders ---- */
+	uint64_t vision_params;          /* the vision tower and its projector
+					  * into the text model (vision_config),
+					  * part of num_params and not of
+					  * num_active_params (they run once per
+					  * image, not per token); 0: none counted */
+	bool vision_wide;                /* quantization_config keeps the tower
+					  * at 16 bits (an entry naming it) */
+	char vision_unread[96];          /* a tower or projector kvsim does not
+					  * count, left out of the weights ("vision
+					  * tower of model_type 'x'"); "" none */
 } kvs_model;
 
 #define KVS_WIDE_ALL UINT32_MAX      /* kvs_model.wide_*_layers: every layer */
@@ -403,6 +415,10 @@ typedef struct kvs_sizing {
 	uint64_t vllm_fit_max_model_len;    /* when that exceeds the pool: the
 					     * longest max_model_len it estimates
 					     * would fit (0 when none); else 0 */
+
+	/* ---- appended: a multimodal checkpoint's encoders ------------------ */
+	uint64_t vision_weight_bytes;       /* of weight_bytes, the vision tower's
+					     * (first stage; 0 on the others) */
 } kvs_sizing;
 
 /* KV bytes one token occupies on one rank, given the model, the cache dtype
@@ -427,11 +443,13 @@ kvs_status kvs_kv_bytes_for_tokens(const kvs_model *m, kvs_dtype kv_dtype,
 				   uint64_t *out);
 
 /* Parameter count from the architecture fields (embeddings, attention,
- * MLP or experts, norms, LM head unless tied); UINT64_MAX if it overflows.
- * Exact for the Llama, Mistral, Mixtral, Qwen2, Gemma-2 and OPT families. */
+ * MLP or experts, norms, LM head unless tied), plus vision_params;
+ * UINT64_MAX if it overflows.  Exact for the Llama, Mistral, Mixtral,
+ * Qwen2, Gemma-2, Gemma-3 and OPT families. */
 uint64_t kvs_model_estimate_params(const kvs_model *m);
 /* Parameters touched per token: shared parts plus num_experts_per_tok
- * routed experts (== the total for dense models). */
+ * routed experts (the language model's total for dense models; never the
+ * vision tower). */
 uint64_t kvs_model_estimate_active_params(const kvs_model *m);
 /* One layer's parameters in the parts a quantised checkpoint may keep at
  * 16 bits (kvs_model.wide_*_layers): the attention projections with their
@@ -454,7 +472,8 @@ uint32_t kvs_model_moe_layers(const kvs_model *m);
  * without them). */
 void kvs_model_wide_layers(const kvs_model *m, uint32_t *attn, uint32_t *router,
 			   uint32_t *shared);
-/* Of the num_params, how many a quantised checkpoint keeps at 16 bits:
+/* Of the language model's parameters (num_params less vision_params),
+ * how many a quantised checkpoint keeps at 16 bits:
  * the embeddings, the LM head unless quant_lm_head, and the wide parts
  * (kvs_model.wide_*; routers and shared experts in the MoE layers only,
  * the projections of kvs_model_wide_projs);
@@ -495,7 +514,8 @@ uint64_t kvs_reserve_estimate(const kvs_deploy *d);
 
 /* Weight bytes on one rank: num_params x bytes per weight / (tp x pp),
  * rounded up, plus group scales for INT4 (fp16 scale and zero per 128
- * weights).  KVS_ERR_OVERFLOW when it does not fit 64 bits. */
+ * weights); a vision tower (vision_params) on the first stage only,
+ * split over tp.  KVS_ERR_OVERFLOW when it does not fit 64 bits. */
 kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
 			    uint32_t tp, uint32_t pp, uint64_t *out);
 

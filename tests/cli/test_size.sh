@@ -538,6 +538,44 @@ run 0 --model llama-2-7b --gpu a100-80gb --context 4000 && {
 grep -q "# llama-2-7b, a100-80gb, 4,000 tokens" "$ROOT/docs/SIZING.md" &&
 	fail "docs/SIZING.md: bare kvsim size is a100-40gb"
 
+# ---- a multimodal checkpoint: the vision tower in the weights ---------------
+# Gemma-3-27B-it: 27,432,406,640 parameters (the checkpoint's count), of
+# which the SigLIP tower and projector 423,060,336; bf16: 2 bytes each
+run 0 --model gemma-3-27b --gpu h100-80gb && {
+	has "$out" "27,432,406,640 parameters (from the config's shapes), of which vision tower 0.42B" "model line"
+	has "$out" "54,864,813,280" "weights"
+	has "$out" "vision tower 806.92 MiB" "the tower's share of the weights"
+	[ -z "$err" ] || fail "gemma-3-27b warned: $err"
+}
+run 0 --model gemma-3-27b --gpu h100-80gb --json && {
+	[ "$(nget vision_params)" = 423060336 ] || fail "vision_params $(nget vision_params)"
+	[ "$(jget vision_weight_bytes)" = 846120672 ] || fail "vision_weight_bytes $(jget vision_weight_bytes)"
+}
+# the tower on the first stage only, split over tp: 423,060,336 x 2 / 2
+run 0 --model gemma-3-27b --gpu h100-80gb --tp 2 --pp 2 --json &&
+	[ "$(jget vision_weight_bytes)" = 423060336 ] || fail "tp 2 x pp 2: vision_weight_bytes"
+run 0 --model llama-3-8b --json && case "$out" in *vision*) fail "vision keys without a tower" ;; esac
+# a tower kvsim has no shapes for: named, not silently dropped
+sed 's/"siglip_vision_model"/"mllama_vision_model"/' \
+	"$ROOT/sizing/presets/models/gemma-3-4b.json" >"$tmp/mm.json"
+run 0 --model "$tmp/mm.json" --gpu h100-80gb && {
+	has "$err" "warning: google/gemma-3-4b-it: vision tower of model_type 'mllama_vision_model' not counted" "unknown tower warned"
+	has "$out" "3,880,263,168 parameters (from the config's shapes)" "the text model only"
+	case "$out" in *"vision tower"*) fail "an uncounted tower reported" ;; esac
+}
+run 0 --model "$tmp/mm.json" --gpu h100-80gb --params 4.3e9 && [ -z "$err" ] || fail "--params: still warned"
+# a quantised checkpoint that does not say where its tower stands: said
+sed 's/"mm_tokens_per_image": 256,/"mm_tokens_per_image": 256, "quantization_config": {"quant_method": "fp8"},/' \
+	"$ROOT/sizing/presets/models/gemma-3-4b.json" >"$tmp/q.json"
+run 0 --model "$tmp/q.json" --gpu h100-80gb &&
+	has "$err" "the vision tower (419,816,304 parameters) counts at fp8" "quantised tower in doubt"
+sed 's/"mm_tokens_per_image": 256,/"mm_tokens_per_image": 256, "quantization_config": {"quant_method": "fp8", "ignore": ["lm_head", "re:vision_tower.*", "re:multi_modal_projector.*"]},/' \
+	"$ROOT/sizing/presets/models/gemma-3-4b.json" >"$tmp/q.json"
+run 0 --model "$tmp/q.json" --gpu h100-80gb && {
+	[ -z "$err" ] || fail "tower kept at 16 bits still warned: $err"
+	has "$out" "at 16 bits" "tower at 16 bits in the weights line"
+}
+
 # ---- pipeline parallelism: the one-batch-in-flight assumption is stated ------
 run 0 --model llama-3-70b --gpu h100-80gb --pp 2 &&
 	has "$out" "2 stages run one after another (one batch in flight)" "pp assumption in the header"

@@ -34,6 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	kvs_require(m.head_dim >= 1 || m.kv_lora_rank >= 1);
 	/* the parts kept at 16 bits are parts of the model */
 	kvs_require(kvs_model_wide_params(&m) <= m.num_params);
+	/* the vision tower too, and apart from them */
+	kvs_require(m.vision_params <= m.num_params - kvs_model_wide_params(&m));
+	kvs_require(m.num_active_params <= m.num_params);
 	kvs_gpu g;
 	memset(&g, 0, sizeof g);
 	snprintf(g.name, sizeof g.name, "fuzz-gpu");
