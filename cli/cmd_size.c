@@ -483,7 +483,7 @@ static void print_engine_lines(const kvs_deploy *d, const kvs_sizing *s)
 	}
 	printf("\nAs vLLM logs it (per GPU)\n");
 	printf("  Available KV cache memory: %.2f GiB\n",
-	       (double)s->kv_budget_bytes / (double)(1ull << 30));
+	       (double)s->vllm_check_bytes / (double)(1ull << 30));
 	printf("  GPU KV cache size: %s tokens\n",
 	       kvs_fmt_commas(s->vllm_kv_tokens, b1, sizeof b1));
 	printf("  Maximum concurrency for %s tokens per request: %.2fx\n",
@@ -508,7 +508,7 @@ static void print_engine_lines(const kvs_deploy *d, const kvs_sizing *s)
 			 s->mem.profile_tokens);
 		wrap("  ", "  ", text);
 	}
-	if (s->vllm_request_bytes > s->kv_budget_bytes && !d->num_gpu_blocks_override) {
+	if (!s->vllm_starts) {
 		double gib = (double)(1ull << 30);
 		if (s->vllm_fit_max_model_len)
 			snprintf(n1, sizeof n1, "%s tokens",
@@ -517,7 +517,7 @@ static void print_engine_lines(const kvs_deploy *d, const kvs_sizing *s)
 			 "vLLM would not start: one request of max_model_len %s tokens needs "
 			 "%.2f GiB of KV cache, more than the %.2f GiB available. %s%s%s",
 			 kvs_fmt_commas(s->max_model_len, b2, sizeof b2),
-			 (double)s->vllm_request_bytes / gib, (double)s->kv_budget_bytes / gib,
+			 (double)s->vllm_request_bytes / gib, (double)s->vllm_check_bytes / gib,
 			 s->vllm_fit_max_model_len ? "The longest max_model_len that fits is "
 						   : "Not even one token fits.",
 			 s->vllm_fit_max_model_len ? n1 : "",
@@ -920,10 +920,8 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 
 	json_t *vl = JSON_TABLE(s, vllm_log_fields);
 	json_object_set_new(vl, "available_kv_cache_gib",
-			    json_real((double)s->kv_budget_bytes / (double)(1ull << 30)));
-	json_object_set_new(vl, "starts",
-			    json_boolean(d->num_gpu_blocks_override ||
-					 s->vllm_request_bytes <= s->kv_budget_bytes));
+			    json_real((double)s->vllm_check_bytes / (double)(1ull << 30)));
+	json_object_set_new(vl, "starts", json_boolean(s->vllm_starts));
 	json_object_set_new(o, "vllm_log", vl);
 
 	json_t *sh = json_array();

@@ -403,14 +403,18 @@ static void vllm_lines(const kvs_deploy *d, const kvs_kv_layout *l, kvs_sizing *
 		? (double)s->vllm_num_blocks / (double)s->vllm_blocks_per_request : 0.0;
 	s->vllm_request_bytes = vllm_request_bytes(l, chunked, s->max_model_len, bs, step);
 	s->vllm_fit_max_model_len = 0;
-	if (d->num_gpu_blocks_override || s->vllm_request_bytes <= s->kv_budget_bytes)
+	/* vLLM checks the memory it found (get_kv_cache_config's first step);
+	 * a block-count override replaces the blocks after it */
+	uint64_t avail = s->vllm_check_bytes;
+	s->vllm_starts = s->vllm_request_bytes <= avail;
+	if (s->vllm_starts)
 		return;
 	uint64_t lo = 1, hi = s->max_model_len;
-	if (vllm_request_bytes(l, chunked, lo, bs, step) > s->kv_budget_bytes)
+	if (vllm_request_bytes(l, chunked, lo, bs, step) > avail)
 		return;
 	while (lo < hi) {   /* the largest n whose request fits, lo <= n < hi + 1 */
 		uint64_t mid = lo + (hi - lo + 1) / 2;
-		if (vllm_request_bytes(l, chunked, mid, bs, step) <= s->kv_budget_bytes)
+		if (vllm_request_bytes(l, chunked, mid, bs, step) <= avail)
 			lo = mid;
 		else
 			hi = mid - 1;
@@ -538,6 +542,7 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 			     &vllm_block_bytes))
 		return ovf("bytes per block");
 	s.vllm_num_blocks = s.kv_budget_bytes / vllm_block_bytes;
+	s.vllm_check_bytes = s.kv_budget_bytes;
 	if (d->num_gpu_blocks_override) {
 		/* vLLM's own blocks */
 		s.vllm_num_blocks = d->num_gpu_blocks_override;

@@ -419,6 +419,15 @@ typedef struct kvs_sizing {
 	/* ---- appended: a multimodal checkpoint's encoders ------------------ */
 	uint64_t vision_weight_bytes;       /* of weight_bytes, the vision tower's
 					     * (first stage; 0 on the others) */
+
+	/* ---- appended: vLLM's start-up check ------------------------------- */
+	uint64_t vllm_check_bytes;          /* the KV memory vLLM logs as available
+					     * and checks one request against: the
+					     * profiled budget or
+					     * --kv-cache-memory-bytes, before
+					     * --num-gpu-blocks-override replaces
+					     * the block count */
+	bool vllm_starts;                   /* vllm_request_bytes fits in it */
 } kvs_sizing;
 
 /* KV bytes one token occupies on one rank, given the model, the cache dtype

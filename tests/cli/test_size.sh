@@ -156,6 +156,18 @@ run 0 --model llama-3.1-70b --gpu h100-80gb --tp 2 --json && {
 	has "$out" '"starts": false' "json refusal"
 	has "$out" '"fit_max_model_len": 18160' "json fitting length"
 }
+# the check reads the memory vLLM found, before a block-count override:
+# a large override does not lift the refusal, and a small one does not
+# cause one (18,160 tokens is 1,135 blocks of the profiled 2.77 GiB)
+run 0 --model llama-3.1-70b --gpu h100-80gb --tp 2 --num-gpu-blocks-override 100000 --json && {
+	has "$out" '"starts": false' "override does not lift the refusal"
+	has "$out" '"fit_max_model_len": 18160' "fitting length from the profiled memory"
+	has "$out" '"num_blocks": 100000' "override's blocks"
+}
+run 0 --model llama-3.1-70b --gpu h100-80gb --tp 2 --max-model-len 16384 --num-gpu-blocks-override 10 && {
+	case "$out" in *"vLLM would not start"*) fail "a small override refused" ;; esac
+	has "$out" "GPU KV cache size: 160 tokens" "override's tokens"
+}
 cat >"$tmp/mygpu.json" <<'EOF2'
 { "memory": "22.5GiB", "memory_source": "cudaMemGetInfo on our card",
   "hbm_gb_per_s": 600, "fp16_dense_tflops": 150, "fp8_dense_tflops": 300,
