@@ -134,6 +134,9 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 	} else if (kvs_args_is(it, "--disable-hybrid-kv-cache-manager")) {
 		ok = kvs_args_no_value(it);
 		d->hybrid_kv_off = ok;
+	} else if (kvs_args_is(it, "--allow-chunked-local-attn-with-hybrid-kv-cache")) {
+		ok = kvs_args_no_value(it);
+		d->chunked_hybrid_on = ok;
 	} else if (kvs_args_is(it, "--dtype")) {
 		ok = (c->dtype_arg = kvs_args_value(it)) != NULL;
 	} else if (kvs_args_is(it, "--kv-cache-dtype")) {
@@ -358,11 +361,13 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 			    d->mem_fraction_static > 0 ? "--mem-fraction-static"
 						       : "--free-gpu-memory-fraction",
 			    d->mem_fraction_static > 0 ? "sglang" : "trtllm");
-	if ((d->num_gpu_blocks_override || d->kv_cache_memory_bytes) &&
-	    d->engine != KVS_ENGINE_VLLM)
+	if ((d->num_gpu_blocks_override || d->kv_cache_memory_bytes || d->hybrid_kv_off ||
+	     d->chunked_hybrid_on) && d->engine != KVS_ENGINE_VLLM)
 		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "%s is a vLLM option (--engine vllm)",
 			    d->num_gpu_blocks_override ? "--num-gpu-blocks-override"
-						       : "--kv-cache-memory-bytes");
+			    : d->kv_cache_memory_bytes ? "--kv-cache-memory-bytes"
+			    : d->hybrid_kv_off ? "--disable-hybrid-kv-cache-manager"
+					       : "--allow-chunked-local-attn-with-hybrid-kv-cache");
 	if (c->dtype_arg && strcmp(c->dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->dtype_arg, &d->weight_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--dtype: %s", kvs_last_error());
@@ -475,7 +480,11 @@ void kvs_cli_deploy_help(FILE *f)
 		"  --disable-hybrid-kv-cache-manager  hold sliding-window and chunked layers'\n"
 		"                               KV in full, as full-attention layers (vLLM's\n"
 		"                               flag; by default their blocks past the window\n"
-		"                               are freed)\n"
+		"                               are freed; vLLM only)\n"
+		"  --allow-chunked-local-attn-with-hybrid-kv-cache  keep chunked attention\n"
+		"                               (Llama 4) in the hybrid manager, as vLLM's\n"
+		"                               VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1\n"
+		"                               does (by default vLLM holds it in full)\n"
 		"  --dtype T                    weights: auto, fp32, fp16, bf16, fp8, int8, int4\n"
 		"                               (default auto: the config's torch_dtype or quantization)\n"
 		"  --kv-cache-dtype T           cache: auto, fp16, bf16, fp8, int8, int4 (default auto)\n"

@@ -366,7 +366,7 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 	uint64_t wmml = c->cfg.deploy.max_model_len ? c->cfg.deploy.max_model_len
 						   : mw->max_position_embeddings;
 	if (mw->sliding_window && mw->num_sliding_layers && wmml > mw->sliding_window &&
-	    !c->cfg.deploy.hybrid_kv_off &&
+	    !kvs_deploy_windows_in_full(&c->cfg.deploy) &&
 	    (mw->num_sliding_layers >= mw->num_layers || c->cfg.kv_bytes_per_token)) {
 		char w[32], at[160] = "";
 		kvs_fmt_commas(mw->sliding_window, w, sizeof w);

@@ -298,14 +298,26 @@ static void print_formula(const kvs_deploy *d, const kvs_sizing *s)
 	if (d->pp > 1)
 		printf("  pp %u: %u of %u layers on the largest stage\n", d->pp,
 		       s->layers_per_rank, m->num_layers);
-	if (s->sliding_layers_per_rank)
+	if (s->sliding_layers_per_rank && m->window_chunked)
+		printf("  chunked attention: %u of these %u layers keep only their chunk of %s "
+		       "tokens\n", s->sliding_layers_per_rank, s->layers_per_rank,
+		       kvs_fmt_commas(m->sliding_window, a, sizeof a));
+	else if (s->sliding_layers_per_rank)
 		printf("  sliding window: %u of these %u layers keep only the last %s tokens\n",
 		       s->sliding_layers_per_rank, s->layers_per_rank,
 		       kvs_fmt_commas(m->sliding_window, a, sizeof a));
-	else if (d->hybrid_kv_off && m->sliding_window && m->num_sliding_layers)
-		printf("  sliding window: %u of %u layers attend to the last %s tokens, their\n"
-		       "  KV held in full (--disable-hybrid-kv-cache-manager)\n",
+	else if (kvs_deploy_windows_in_full(d) && !d->hybrid_kv_off)
+		printf("  chunked attention: %u of %u layers attend within chunks of %s tokens,\n"
+		       "  their KV held in full: vLLM turns its hybrid manager off for chunked\n"
+		       "  attention (--allow-chunked-local-attn-with-hybrid-kv-cache keeps it)\n",
 		       m->num_sliding_layers, m->num_layers,
+		       kvs_fmt_commas(m->sliding_window, a, sizeof a));
+	else if (kvs_deploy_windows_in_full(d))
+		printf("  %s: %u of %u layers attend %s %s tokens, their\n"
+		       "  KV held in full (--disable-hybrid-kv-cache-manager)\n",
+		       m->window_chunked ? "chunked attention" : "sliding window",
+		       m->num_sliding_layers, m->num_layers,
+		       m->window_chunked ? "within chunks of" : "to the last",
 		       kvs_fmt_commas(m->sliding_window, a, sizeof a));
 }
 
@@ -769,6 +781,7 @@ static const jfield deploy_fields[] = {
 	JF_SAME(kvs_deploy, dp),
 	JF_SAME(kvs_deploy, expert_parallel),
 	JF(kvs_deploy, "disable_hybrid_kv_cache_manager", hybrid_kv_off),
+	JF(kvs_deploy, "allow_chunked_local_attn_with_hybrid_kv_cache", chunked_hybrid_on),
 	JF_SAME(kvs_deploy, gpu_memory_utilization),
 	JF_SAME(kvs_deploy, kv_quant_group),
 	JF_SAME(kvs_deploy, block_size),
@@ -888,6 +901,7 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(e, "kv_cache_dtype", json_string(kvs_dtype_name(d->kv_dtype)));
 	json_object_set_new(e, "max_model_len", j_u64(s->max_model_len));
 	json_object_set_new(e, "engine", json_string(kvs_engine_name(d->engine)));
+	json_object_set_new(e, "windows_in_full", json_boolean(kvs_deploy_windows_in_full(d)));
 	json_object_set_new(o, "deploy", e);
 
 	json_t *f = JSON_TABLE(s, formula_fields);

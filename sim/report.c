@@ -128,6 +128,12 @@ static json_t *engine_jt(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
 		set(o, "enable_chunked_prefill", json_false());
 	if (d->hybrid_kv_off)
 		set(o, "disable_hybrid_kv_cache_manager", json_true());
+	if (d->chunked_hybrid_on)
+		set(o, "allow_chunked_local_attn_with_hybrid_kv_cache", json_true());
+	/* written only when the windowed layers are held in full, so
+	 * documents of models without windows stay as they were */
+	if (kvs_deploy_windows_in_full(d))
+		set(o, "windows_in_full", json_true());
 	set(o, "swap_space_bytes", jint(cfg->swap_bytes));
 	set(o, "watermark", jreal(cfg->watermark));
 	set(o, "page_bytes", jint(cfg->page_bytes));

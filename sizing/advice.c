@@ -172,7 +172,10 @@ kvs_status kvs_size_shrinks(const kvs_deploy *d, kvs_shrink_row rows[KVS_SHRINK_
 			 "no paging: reserve %s (%s tokens) per conversation",
 			 len == s0.max_model_len ? "max_model_len" : "the context", ml);
 		uint64_t bytes;
-		st = kvs_kv_bytes_for_tokens(m, d->kv_dtype, d->kv_quant_group, d->tp, d->pp,
+		kvs_model held = *m;   /* as the engine holds its windowed layers */
+		if (kvs_deploy_windows_in_full(d))
+			held.sliding_window = held.num_sliding_layers = 0;
+		st = kvs_kv_bytes_for_tokens(&held, d->kv_dtype, d->kv_quant_group, d->tp, d->pp,
 					     len, &bytes);
 		if (st != KVS_OK)
 			return st;

@@ -272,6 +272,15 @@ kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
 	return gpu_weight_bytes(m, weight_dtype, tp, pp, 0, out, NULL);
 }
 
+bool kvs_deploy_windows_in_full(const kvs_deploy *d)
+{
+	const kvs_model *m = &d->model;
+	if (!m->sliding_window || !m->num_sliding_layers || m->num_sliding_layers >= m->num_layers)
+		return false;
+	return d->hybrid_kv_off ||
+	       (m->window_chunked && d->engine == KVS_ENGINE_VLLM && !d->chunked_hybrid_on);
+}
+
 bool kvs_deploy_expert_parallel(const kvs_deploy *d)
 {
 	return d->dp > 1 && d->expert_parallel && d->model.num_experts;
@@ -452,10 +461,10 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 	if (!(d->gpu_hour_price >= 0.0) || !isfinite(d->gpu_hour_price))
 		return kvs_fail(KVS_ERR_INVALID, "GPU-hour price must be zero or positive");
 
-	/* vLLM's --disable-hybrid-kv-cache-manager holds windowed layers in
-	 * full */
+	/* windowed layers held in full (--disable-hybrid-kv-cache-manager,
+	 * or vLLM's default for chunked attention) */
 	kvs_model held = d->model;
-	if (d->hybrid_kv_off) {
+	if (kvs_deploy_windows_in_full(d)) {
 		held.sliding_window = 0;
 		held.num_sliding_layers = 0;
 		held.window_chunked = false;

@@ -386,10 +386,39 @@ static void test_vllm_hybrid_lines(void **state)
 	m.window_chunked = true;
 	kvs_deploy_defaults(&d, &m, &h);
 	d.max_model_len = 131072;
+	d.chunked_hybrid_on = true;
+	assert_false(kvs_deploy_windows_in_full(&d));
 	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
 	assert_int_equal(s.vllm_group_layers, 12);
 	assert_int_equal(s.vllm_window_groups, 3);
 	assert_int_equal(s.vllm_blocks_per_request, 8192 + 3 * 1024);
+	/* vLLM's default for chunked attention: the hybrid manager off, one
+	 * group of all 48 layers, 131072 / 16 blocks a request */
+	d.chunked_hybrid_on = false;
+	assert_true(kvs_deploy_windows_in_full(&d));
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.vllm_group_layers, 48);
+	assert_int_equal(s.vllm_window_groups, 0);
+	assert_int_equal(s.sliding_layers_per_rank, 0);
+	assert_int_equal(s.vllm_blocks_per_request, 8192);
+	/* other engines keep the chunks */
+	d.engine = KVS_ENGINE_SGLANG;
+	assert_false(kvs_deploy_windows_in_full(&d));
+	d.engine = KVS_ENGINE_VLLM;
+	/* a sliding window is kept by default, held in full with the flag */
+	m.window_chunked = false;
+	kvs_deploy_defaults(&d, &m, &h);
+	assert_false(kvs_deploy_windows_in_full(&d));
+	d.hybrid_kv_off = true;
+	assert_true(kvs_deploy_windows_in_full(&d));
+	/* every layer windowed (Mistral-7B v0.1): one kind of layer, the
+	 * flag changes nothing and the window stays */
+	m.num_sliding_layers = m.num_layers;
+	kvs_deploy_defaults(&d, &m, &h);
+	d.hybrid_kv_off = true;
+	assert_false(kvs_deploy_windows_in_full(&d));
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_int_equal(s.sliding_layers_per_rank, 48);
 
 	/* one attention kind: one group of every layer, vLLM's line is
 	 * blocks x 16 and its concurrency over ceil(max_model_len / 16) */
@@ -408,12 +437,30 @@ static void test_vllm_hybrid_lines(void **state)
 	assert_int_equal(s.vllm_request_bytes, 8192ull * 80 * 16 * 2048);
 	assert_true(s.vllm_request_bytes > s.kv_budget_bytes);
 	assert_int_equal(s.vllm_fit_max_model_len, s.num_gpu_blocks * 16);
-	/* a fixed block count is vLLM's own: no start-up check */
+	assert_false(s.vllm_starts);
+	uint64_t profiled = s.kv_budget_bytes, fit = s.vllm_fit_max_model_len;
+	assert_int_equal(s.vllm_check_bytes, profiled);
+	/* a fixed block count replaces the blocks after vLLM's check, which
+	 * reads the profiled memory: 100 blocks do not make it refuse less,
+	 * nor 100,000 pass */
 	d.num_gpu_blocks_override = 100;
 	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
 	assert_int_equal(s.vllm_num_blocks, 100);
 	assert_int_equal(s.num_gpu_blocks, 100);
+	assert_int_equal(s.vllm_check_bytes, profiled);
+	assert_false(s.vllm_starts);
+	assert_int_equal(s.vllm_fit_max_model_len, fit);
+	d.num_gpu_blocks_override = 100000;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_false(s.vllm_starts);
+	d.max_model_len = fit;
+	d.num_gpu_blocks_override = 10;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_true(s.vllm_starts);
 	assert_int_equal(s.vllm_fit_max_model_len, 0);
+	d.max_model_len = fit + 1;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_false(s.vllm_starts);
 }
 
 static void test_quantised_cache(void **state)

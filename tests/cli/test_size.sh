@@ -138,6 +138,33 @@ run 0 --model gemma-2-9b --gpu h100-80gb --max-model-len 8192 --json && {
 	has "$out" '"window_groups": 1' "json vllm_log window groups"
 	has "$out" '"starts": true' "json vllm_log starts"
 }
+# Llama 4's chunked attention: vLLM turns its hybrid manager off for it
+# unless told (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1): 4 of 8
+# layers chunked at 1,024 tokens; held in full, one group of 8 layers and
+# 4096 / 16 = 256 blocks a request; kept, groups of 4: 256 + (1024 + 2048) / 16
+cat >"$tmp/llama4.json" <<'EOF2'
+{ "model_type": "llama4_text", "num_hidden_layers": 8, "num_attention_heads": 8,
+  "num_key_value_heads": 2, "head_dim": 64, "hidden_size": 512, "intermediate_size": 1024,
+  "vocab_size": 1000, "attention_chunk_size": 1024, "max_position_embeddings": 4096,
+  "layer_types": ["chunked_attention", "full_attention", "chunked_attention", "full_attention",
+                  "chunked_attention", "full_attention", "chunked_attention", "full_attention"] }
+EOF2
+run 0 --model "$tmp/llama4.json" --gpu a100-40gb --json && {
+	has "$out" '"windows_in_full": true' "chunked attention held in full by default"
+	has "$out" '"group_layers": 8' "one group of every layer"
+	has "$out" '"blocks_per_request": 256' "full blocks only"
+}
+run 0 --model "$tmp/llama4.json" --gpu a100-40gb &&
+	has "$out" "vLLM turns its hybrid manager off for chunked" "default said"
+run 0 --model "$tmp/llama4.json" --gpu a100-40gb --allow-chunked-local-attn-with-hybrid-kv-cache --json && {
+	has "$out" '"windows_in_full": false' "opt-in keeps the chunks"
+	has "$out" '"group_layers": 4' "groups of 4"
+	has "$out" '"blocks_per_request": 448' "full 256 + chunked (1024 + 2048) / 16"
+}
+run 0 --model "$tmp/llama4.json" --gpu a100-40gb --engine sglang --json &&
+	has "$out" '"windows_in_full": false' "other engines keep the chunks"
+run 2 --model gpt-oss-120b --gpu h100-80gb --engine sglang --disable-hybrid-kv-cache-manager &&
+	has "$err" "--disable-hybrid-kv-cache-manager is a vLLM option" "flag gated on vLLM"
 # --disable-hybrid-kv-cache-manager: gpt-oss's windowed layers held in full
 run 0 --model gpt-oss-120b --gpu h100-80gb --disable-hybrid-kv-cache-manager && {
 	has "$out" "KV held in full (--disable-hybrid-kv-cache-manager)" "hybrid manager off said"
