@@ -456,7 +456,8 @@ static kvs_status paged_init(kvs_alloc *a)
 	 * would have the process killed) */
 	uint64_t hn0 = c->swap_bytes / bb < NONE ? c->swap_bytes / bb : NONE - 1;
 	uint64_t meta = n * (sizeof(pblock) + 2 * sizeof(uint32_t) +
-			     (c->enable_prefix_caching ? 2 * sizeof(uint32_t) : 0)) +
+			     (c->enable_prefix_caching ? 2 * sizeof(uint32_t) : 0) +
+			     (c->window_num ? sizeof(uint32_t) : 0)) +   /* the stash */
 			hn0 * sizeof(uint32_t);
 	uint64_t host = kvs_host_memory_bytes();
 	if (host && meta > host)
@@ -1207,10 +1208,13 @@ static bool paged_is_valid(const kvs_alloc *a)
 	 * unit a resident sequence holds */
 	uint64_t wunits = 0;
 	for (uint32_t r = 0; r < a->nrecs; r++)
-		if (a->recs[r].state == KVS_SEQ_RESIDENT)
+		if (a->recs[r].state == KVS_SEQ_RESIDENT) {
+			/* the rule's count for its final length */
+			KVS_VALID(a->recs[r].wunits == window_blocks(a, p, a->recs[r].final_len));
 			wunits += a->recs[r].wunits;
-		else
+		} else {
 			KVS_VALID(a->recs[r].wunits == 0);
+		}
 	KVS_VALID(wunits == a->win_sum);
 	KVS_VALID(a->win_sum == 0 || a->cfg.window_num);
 	for (uint64_t k = 0; k < a->win_sum; k++) {

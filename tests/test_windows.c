@@ -271,6 +271,23 @@ static void test_window_config_errors(void **state)
 	c.window_num = 2000;
 	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_INVALID);
 	assert_null(a);
+	/* a contiguous region of max_model_len tokens plus its windowed
+	 * part must be a 32-bit token count: 2^32 - 1000 tokens and 3 x 1000
+	 * windowed ones would wrap; 2^32 - 3001 fit exactly */
+	kvs_alloc_config_defaults(&c);
+	c.policy = KVS_POLICY_MAX;
+	c.budget_bytes = 1u << 20;
+	c.kv_bytes_per_token = 1;
+	c.max_model_len = UINT32_MAX - 999;
+	c.window_tokens = 1000;
+	c.window_num = 3;
+	c.window_den = 1;
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_ERR_LIMIT);
+	assert_non_null(strstr(kvs_last_error(), "windowed layers' 3000"));
+	assert_null(a);
+	c.max_model_len = UINT32_MAX - 3000;
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_OK);
+	kvs_alloc_destroy(a);
 }
 
 /* Random admissions, growth, releases, forks and swaps on a windowed pool
