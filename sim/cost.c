@@ -320,8 +320,20 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 	c->kv_bytes_per_token = (double)sz->kv_bytes_per_token * pp;
 	c->linear_flops_per_token = 2.0 * active / tp;
 	double heads = (double)(m->num_heads ? m->num_heads : m->num_kv_heads);
-	c->attn_flops_per_pair = 4.0 * heads / tp * m->head_dim * m->num_layers *
+	/* windowed layers attend over their window whether the engine holds
+	 * their KV in full or not (the kernel masks the rest): their share of
+	 * the KV bytes and of the attention is charged apart */
+	uint32_t wl = m->sliding_window && m->num_sliding_layers <= m->num_layers
+		      ? m->num_sliding_layers : 0;
+	c->attn_flops_per_pair = 4.0 * heads / tp * m->head_dim * (m->num_layers - wl) *
 				 (mm_rate / g->fp16_flops);
+	if (wl) {
+		c->attn_win_flops_per_pair = 4.0 * heads / tp * m->head_dim * wl *
+					     (mm_rate / g->fp16_flops);
+		c->kv_win_bytes_per_token = c->kv_bytes_per_token * wl / m->num_layers;
+		c->kv_bytes_per_token -= c->kv_win_bytes_per_token;
+		c->win_layers = wl;
+	}
 	if (tp > 1) {
 		double link = g->interconnect_bytes_per_s > 0 ? g->interconnect_bytes_per_s
 							      : g->pcie_bytes_per_s;
@@ -529,7 +541,7 @@ uint64_t kvs_cost_span_steps(const kvs_cost *c, uint64_t n, double ctx0, uint64_
 
 double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 		     double ctx, double pairs, uint64_t ndec, double ctx_dec,
-		     double prefill_attn_s)
+		     double wctx_dec, double prefill_attn_s)
 {
 	const kvs_cost_config *k = &c->cfg;
 	if (k->kind == KVS_COST_LINEAR)
@@ -541,7 +553,12 @@ double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 		/* measured attention: decode (the KV-read factor scales it) and
 		 * the prefill chunks' own times; the KV write is not profiled */
 		double dec = 0;
-		if (ndec)
+		if (ndec && c->win_layers > 0)
+			dec = (c->layers - c->win_layers) * k->kv_read_factor *
+			      attn_decode_at(k->attn, (double)ndec, ctx_dec / (double)ndec) +
+			      c->win_layers * k->kv_read_factor *
+			      attn_decode_at(k->attn, (double)ndec, wctx_dec / (double)ndec);
+		else if (ndec)
 			dec = c->layers * k->kv_read_factor *
 			      attn_decode_at(k->attn, (double)ndec, ctx_dec / (double)ndec);
 		return dec + prefill_attn_s + profile_linear(c, T) + comm_time(c, T) +
@@ -549,19 +566,28 @@ double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 	}
 	/* measured profile: the linear layers are in profile_linear, the
 	 * roofline keeps attention and the KV read and write */
-	double comp = ((prof ? 0 : c->linear_flops_per_token * (double)T) +
-		       c->attn_flops_per_pair * pairs) / c->flop_rate;
+	double flops = (prof ? 0 : c->linear_flops_per_token * (double)T) +
+		       c->attn_flops_per_pair * pairs;
 	/* KV read (scaled by the attention kernel's relative cost) and KV
 	 * written for the new tokens */
-	double mem = ((prof ? 0 : c->weight_bytes) +
-		      c->kv_bytes_per_token * (k->kv_read_factor * ctx + (double)T)) /
-		     c->byte_rate;
+	double bytes = (prof ? 0 : c->weight_bytes) +
+		       c->kv_bytes_per_token * (k->kv_read_factor * ctx + (double)T);
+	if (c->kv_win_bytes_per_token > 0) {
+		/* the windowed layers: the decodes over their windows, the
+		 * prefill chunks over their whole context */
+		double wdelta = wctx_dec - ctx_dec;
+		flops += c->attn_win_flops_per_pair * (pairs + wdelta);
+		bytes += c->kv_win_bytes_per_token *
+			 (k->kv_read_factor * (ctx + wdelta) + (double)T);
+	}
+	double comp = flops / c->flop_rate;
+	double mem = bytes / c->byte_rate;
 	return (comp > mem ? comp : mem) + (prof ? profile_linear(c, T) : 0) +
 	       comm_time(c, T) + overhead(k, T, nseq);
 }
 
 void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
-			   kvs_lin2 *out)
+			   double wctx, kvs_lin2 *out)
 {
 	const kvs_cost_config *k = &c->cfg;
 	double dn = (double)n;
@@ -582,15 +608,29 @@ void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
 		double v0 = 0, sl = 0;
 		if (n)
 			attn_decode_line(c, n, ctx0 / dn, &v0, &sl);
+		if (n && c->win_layers > 0) {
+			/* the windowed layers' read is constant over the span */
+			double lf = c->layers - c->win_layers;
+			out->a1 = out->a2 = lf * f * v0 +
+					    c->win_layers * f *
+					    attn_decode_at(c->cfg.attn, dn, wctx / dn);
+			out->b1 = out->b2 = lf * f * sl;
+			return;
+		}
 		out->a1 = out->a2 = c->layers * f * v0;
 		out->b1 = out->b2 = c->layers * f * sl;
 		return;
 	}
-	out->a1 = ((prof ? 0 : c->linear_flops_per_token * dn) +
-		   c->attn_flops_per_pair * ctx0) / c->flop_rate;
+	double flops = (prof ? 0 : c->linear_flops_per_token * dn) +
+		       c->attn_flops_per_pair * ctx0;
+	double bytes = (prof ? 0 : c->weight_bytes) + c->kv_bytes_per_token * (f * ctx0 + dn);
+	if (c->kv_win_bytes_per_token > 0) {
+		flops += c->attn_win_flops_per_pair * wctx;
+		bytes += c->kv_win_bytes_per_token * (f * wctx + dn);
+	}
+	out->a1 = flops / c->flop_rate;
 	out->b1 = c->attn_flops_per_pair * dn / c->flop_rate;
-	out->a2 = ((prof ? 0 : c->weight_bytes) + c->kv_bytes_per_token * (f * ctx0 + dn)) /
-		  c->byte_rate;
+	out->a2 = bytes / c->byte_rate;
 	out->b2 = f * c->kv_bytes_per_token * dn / c->byte_rate;
 }
 

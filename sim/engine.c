@@ -413,6 +413,9 @@ struct kvs_sim {
 	/* lazy decode aggregates */
 	uint64_t sumS;             /* sum of nlive x S over the heap */
 	uint64_t dec_len_sum;      /* sum of nlive x allocator-known length over the heap */
+	uint64_t dec_win_sum;      /* sum of nlive x win_ctx over the heap */
+	uint32_t win_tokens;       /* the windowed layers' window, when the step
+	                            * time charges them apart (else 0) */
 	/* memory parts: last kvs_alloc_account, and tokens written since */
 	kvs_mem_parts raw;
 	uint64_t synced;           /* tokens grown within room since raw */
@@ -633,6 +636,16 @@ static unsigned ring_next(const kvs_sim *s, unsigned b)
 #define RING_FOR_EACH(s, b) \
 	for (unsigned b = ring_has(s, 0) ? 0 : ring_next(s, 0); b < DQ_W; b = ring_next(s, b))
 
+/* The context a decode of r reads on the windowed layers, as the step
+ * time charges it: its window, or its final length when shorter (an upper
+ * bound while it is shorter than that), the same from its first decode to
+ * its finish so that the sum over the decode queue is kept as it is. */
+static inline uint64_t win_ctx(const kvs_sim *s, const sreq *r)
+{
+	uint64_t fin = (uint64_t)r->prompt + r->out_eff;
+	return fin < s->win_tokens ? fin : s->win_tokens;
+}
+
 static kvs_status dh_push(kvs_sim *s, sreq *r)
 {
 	if (r->E >= s->G && r->E - s->G < DQ_W) {
@@ -654,6 +667,7 @@ accounted:
 	s->ndec += r->nlive;
 	s->sumS += (uint64_t)r->nlive * r->S;
 	s->dec_len_sum += (uint64_t)r->nlive * r->len;
+	s->dec_win_sum += (uint64_t)r->nlive * win_ctx(s, r);
 	return KVS_OK;
 }
 
@@ -789,6 +803,7 @@ static inline void dh_unaccount(kvs_sim *s, sreq *r)
 	s->ndec -= r->nlive;
 	s->sumS -= (uint64_t)r->nlive * r->S;
 	s->dec_len_sum -= (uint64_t)r->nlive * r->len;
+	s->dec_win_sum -= (uint64_t)r->nlive * win_ctx(s, r);
 	if (r->lazy)
 		lz_unregister(s, r);
 }
@@ -1250,7 +1265,7 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step);
 /* Sums over the decode queue's entries (heap and ring) that the engine
  * keeps as aggregates, or that other structures must match. */
 typedef struct queue_tally {
-	uint64_t ndec, sumS, lens;                /* decoding sequences */
+	uint64_t ndec, sumS, lens, wins;          /* decoding sequences */
 	uint64_t nlazy, owed, ntg;                /* crossing classes */
 	uint64_t pending_far, pending_ring, frag; /* final partial crossings */
 } queue_tally;
@@ -1261,6 +1276,7 @@ static bool queued_is_valid(const kvs_sim *s, const sreq *r, queue_tally *t)
 	t->ndec += r->nlive;
 	t->sumS += (uint64_t)r->nlive * r->S;
 	t->lens += (uint64_t)r->nlive * r->len;
+	t->wins += (uint64_t)r->nlive * win_ctx(s, r);
 	KVS_VALID(r->lazy || !r->pf_def);
 	KVS_VALID(r->lazy || !r->tg_in);
 	if (!r->lazy)
@@ -1352,6 +1368,7 @@ static bool engine_is_valid(const kvs_sim *s)
 	KVS_VALID(t.ndec == s->ndec);
 	KVS_VALID(t.sumS == s->sumS);
 	KVS_VALID(t.lens == s->dec_len_sum);
+	KVS_VALID(t.wins == s->dec_win_sum);
 	uint64_t seqs = 0;
 	const sreq *prev = NULL;
 	for (const sreq *r = s->run_head; r; r = r->next) {
@@ -3093,8 +3110,9 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
 	/* a prompt-only step's decodes wait: none is in its batch */
 	uint64_t ndec = s->prompt_step ? 0 : s->ndec;
 	double ctx_dec = ndec ? (double)(s->dec_len_sum + lag_tokens(s)) : 0;
+	double wctx_dec = ndec ? (double)s->dec_win_sum : 0;
 	kvs_lin2 L;
-	kvs_cost_decode_lines(&s->cost, ndec, ctx_dec, &L);
+	kvs_cost_decode_lines(&s->cost, ndec, ctx_dec, wctx_dec, &L);
 	uint64_t k = 1;
 	double dur, S1 = 0;
 	span_cross x = { 0 };
@@ -3103,7 +3121,7 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
 	if (single) {
 		dur = kvs_cost_step(&s->cost, T, ndec + b->chunk_seqs,
 				    ctx_dec + b->chunk_ctx, ctx_dec + b->chunk_pairs,
-				    ndec, ctx_dec, b->chunk_attn_s) +
+				    ndec, ctx_dec, wctx_dec, b->chunk_attn_s) +
 		      b->extra;
 		L.a1 = L.a2 = dur;
 		L.b1 = L.b2 = L.c = 0;
@@ -3422,7 +3440,7 @@ kvs_status kvs_sim_step_time(const kvs_sim_config *cfg,
 		pre_attn = np * kvs_cost_prefill_attn(&c, chunk, before > 0 ? before : 0);
 	}
 	*out_s = kvs_cost_step(&c, T, n, (double)shape->context_tokens, shape->attn_pairs,
-			       nd, (double)cd, pre_attn);
+			       nd, (double)cd, (double)cd, pre_attn);
 	return KVS_OK;
 }
 
@@ -3475,6 +3493,8 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		kvs_free(s);
 		return st;
 	}
+	if (s->cost.kv_win_bytes_per_token > 0 || s->cost.win_layers > 0)
+		s->win_tokens = cfg->deploy.model.sliding_window;
 	s->block_size = cfg->deploy.block_size ? cfg->deploy.block_size : 16;
 	s->bs_pow2 = kvs_pow2_shift(s->block_size, &s->bs_shift);
 	kvs_alloc_config ac;

@@ -78,18 +78,28 @@ typedef struct kvs_cost {
 	/* measured profile (cfg.profile_points > 0) */
 	double layers;                 /* layers over all stages */
 	double allreduce_bytes_per_token; /* hidden x 2 bytes */
+	/* windowed layers (sliding window, chunked attention): a decode reads
+	 * their KV over its windowed context only (wctx below); the
+	 * full-attention figures above are then the other layers'.  All 0
+	 * for a model without windows, and under the linear model. */
+	double kv_win_bytes_per_token; /* per rank */
+	double attn_win_flops_per_pair;
+	double win_layers;             /* of layers (measured attention) */
 } kvs_cost;
 
 kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 			 const kvs_deploy *d, const kvs_sizing *sz);
 /* One step: T tokens, nseq sequences, ctx tokens of KV read, attention over
  * pairs (query, key) pairs.  Of these, ndec sequences decode one token each
- * over ctx_dec tokens of context (pairs include ctx_dec), and prefill_attn_s
- * is the measured attention time of the step's prefill chunks (the sum of
- * kvs_cost_prefill_attn; 0 without a measured attention profile). */
+ * over ctx_dec tokens of context (pairs include ctx_dec), wctx_dec of which
+ * the windowed layers read (their windows; ctx_dec when the caller does
+ * not know them), and prefill_attn_s is the measured attention time of the
+ * step's prefill chunks (the sum of kvs_cost_prefill_attn; 0 without a
+ * measured attention profile).  Prefill chunks read the windowed layers
+ * over their whole context (an upper bound). */
 double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 		     double ctx, double pairs, uint64_t ndec, double ctx_dec,
-		     double prefill_attn_s);
+		     double wctx_dec, double prefill_attn_s);
 /* Measured attention time (all layers, s) of one prefill chunk of chunk
  * tokens after kv tokens already cached; 0 without an attention profile. */
 double kvs_cost_prefill_attn(const kvs_cost *c, double chunk, double kv);
@@ -98,9 +108,10 @@ double kvs_cost_prefill_attn(const kvs_cost *c, double chunk, double kv);
  * (each step adds one token to every request's KV); kmax without one. */
 uint64_t kvs_cost_span_steps(const kvs_cost *c, uint64_t n, double ctx0, uint64_t kmax);
 /* The lines of a decode span: n sequences each decoding one token, with
- * ctx0 context tokens read in the first step (n more each step). */
+ * ctx0 context tokens read in the first step (n more each step) by the
+ * full-attention layers and wctx by the windowed ones throughout. */
 void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
-			   kvs_lin2 *out);
+			   double wctx, kvs_lin2 *out);
 
 /* ---- quantile sketch -------------------------------------------------------
  * Log-bucketed histogram (the DDSketch idea): bucket i holds values in

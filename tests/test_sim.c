@@ -2415,10 +2415,10 @@ static void test_roofline(void **state)
 	kvs_cost cost;
 	assert_int_equal(kvs_cost_init(&cost, &c.cost, &d, &sz), KVS_OK);
 	kvs_lin2 L;
-	kvs_cost_decode_lines(&cost, 64, 64 * 1000.0, &L);
+	kvs_cost_decode_lines(&cost, 64, 64 * 1000.0, 0, &L);
 	for (uint64_t j = 0; j < 2000; j += 97) {
 		double ctx = 64 * (1000.0 + j);
-		double x = kvs_cost_step(&cost, 64, 64, ctx, ctx, 64, ctx, 0);
+		double x = kvs_cost_step(&cost, 64, 64, ctx, ctx, 64, ctx, ctx, 0);
 		double y = kvs_lin2_prefix(&L, j + 1) - kvs_lin2_prefix(&L, j);
 		assert_close(x, y, 1e-9);
 	}
@@ -2470,18 +2470,19 @@ static void test_kv_read_factor(void **state)
 		cc.kv_read_factor = f;
 		kvs_cost c;
 		assert_int_equal(kvs_cost_init(&c, &cc, &d, &sz), KVS_OK);
-		t[f] = kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, 0);
+		t[f] = kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, 4000.0, 0);
 		assert_close(t[f], 0.002 + 2.0008e-3 + f * 0.8e-3, 1e-12);
 		/* the decode-span lines carry the factor too: step j of a span
 		 * from context 4000 reads 4000 + 4 j, at f x 0.8 ms per 4000 */
 		kvs_lin2 L;
-		kvs_cost_decode_lines(&c, 4, 4000.0, &L);
+		kvs_cost_decode_lines(&c, 4, 4000.0, 0, &L);
 		for (uint64_t j = 0; j < 50; j += 7) {
 			double want = 0.002 + (1e9 + 1e5 * (f * (4000.0 + 4.0 * j) + 4)) / 5e11;
 			double got = kvs_lin2_prefix(&L, j + 1) - kvs_lin2_prefix(&L, j);
 			assert_close(got, want, 1e-9);
 			assert_close(got, kvs_cost_step(&c, 4, 4, 4000.0 + 4.0 * j,
 							4000.0 + 4.0 * j, 4,
+							4000.0 + 4.0 * j,
 							4000.0 + 4.0 * j, 0), 1e-9);
 		}
 	}
@@ -2502,11 +2503,41 @@ static void test_kv_read_factor(void **state)
 	lc.kv_read_factor = 2.0;
 	kvs_cost c;
 	assert_int_equal(kvs_cost_init(&c, &lc, &d, &sz), KVS_OK);
-	assert_close(kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, 0),
+	assert_close(kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, 4000.0, 0),
 		     0.01 + 4e-5 + 2.0 * 4e-4 + 4e-4, 1e-12);
 	kvs_lin2 L;
-	kvs_cost_decode_lines(&c, 4, 4000.0, &L);
+	kvs_cost_decode_lines(&c, 4, 4000.0, 0, &L);
 	assert_close(L.b1, 2.0 * 1e-7 * 4, 1e-12);
+
+	/* windowed layers: 3 of the 4 layers keep a window of 128 tokens;
+	 * their 75,000 of the 100,000 KV bytes per token are read over 4 x
+	 * 128 tokens, the other 25,000 over the 4,000 of context:
+	 *   memory = (1e9 + 25e3 (4000 + 4) + 75e3 (512 + 4)) / 5e11
+	 *          = 2.0 ms + 0.2002 ms + 0.0774 ms
+	 * and a span's windowed read stays at 512 tokens while the full
+	 * layers' grows by 4 a step */
+	kvs_cost_config wc;
+	kvs_cost_config_defaults(&wc);
+	wc.flops_efficiency = 0.5;
+	wc.bandwidth_efficiency = 0.5;
+	kvs_deploy wd = d;
+	wd.model.sliding_window = 128;
+	wd.model.num_sliding_layers = 3;
+	kvs_cost w;
+	assert_int_equal(kvs_cost_init(&w, &wc, &wd, &sz), KVS_OK);
+	assert_close(kvs_cost_step(&w, 4, 4, 4000.0, 4000.0, 4, 4000.0, 512.0, 0),
+		     0.002 + (1e9 + 25e3 * 4004.0 + 75e3 * 516.0) / 5e11, 1e-12);
+	/* the windowed context equal to the whole one: the old charge */
+	assert_close(kvs_cost_step(&w, 4, 4, 4000.0, 4000.0, 4, 4000.0, 4000.0, 0),
+		     t[1], 1e-12);
+	kvs_cost_decode_lines(&w, 4, 4000.0, 512.0, &L);
+	for (uint64_t j = 0; j < 50; j += 7) {
+		double want = 0.002 + (1e9 + 25e3 * (4000.0 + 4.0 * j + 4) + 75e3 * 516.0) / 5e11;
+		double got = kvs_lin2_prefix(&L, j + 1) - kvs_lin2_prefix(&L, j);
+		assert_close(got, want, 1e-9);
+		assert_close(got, kvs_cost_step(&w, 4, 4, 4000.0 + 4.0 * j, 4000.0 + 4.0 * j,
+						4, 4000.0 + 4.0 * j, 512.0, 0), 1e-9);
+	}
 
 	/* a config built without defaults (factor 0) or a bad factor is refused */
 	lc.kv_read_factor = 0;
