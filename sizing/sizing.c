@@ -343,6 +343,14 @@ static double decode_step(const kvs_deploy *d, const kvs_sizing *s, uint64_t con
 	double flops = 2.0 * (double)m->num_active_params / ranks * c +
 		       4.0 * (double)d->context_tokens * heads_rank * att_dim *
 			       s->layers_per_rank * c;
+	if (m->sliding_window && m->num_sliding_layers && m->num_sliding_layers <= m->num_layers &&
+	    m->sliding_window < d->context_tokens) {
+		/* windowed layers attend over their window only (held in full
+		 * or not), as the simulator's step time charges them */
+		double wl = (double)s->layers_per_rank * m->num_sliding_layers / m->num_layers;
+		flops -= 4.0 * (double)(d->context_tokens - m->sliding_window) * heads_rank *
+			 att_dim * wl * c;
+	}
 	double t = fmax(bytes / d->gpu.hbm_bytes_per_s,
 			flops / kvs_gpu_matmul_rate(&d->gpu, d->weight_dtype));
 	if (d->tp > 1 && d->gpu.interconnect_bytes_per_s > 0)
