@@ -789,6 +789,11 @@ bool kvs_alloc_can_swap_in(const kvs_alloc *a, kvs_seq_id seq)
 	return a->m->can_swap_in(a, s);
 }
 
+uint64_t kvs_alloc_window_bytes(const kvs_alloc *a, uint32_t len)
+{
+	return kvs_window_copy_bytes(&a->cfg, len);
+}
+
 uint64_t kvs_alloc_swap_in_blocks(const kvs_alloc *a, kvs_seq_id seq)
 {
 	const kvs_seq_rec *s = kvs_alloc_find(a, seq);

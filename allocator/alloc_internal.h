@@ -209,6 +209,18 @@ static inline uint32_t kvs_window_units(const kvs_alloc_config *c, uint64_t unit
 	return u > UINT32_MAX ? UINT32_MAX : (uint32_t)u;
 }
 
+/* Bytes of windowed-layer KV a sequence of len tokens holds and a copy of
+ * it moves (a forked child gets its parent's last window on each windowed
+ * group): kvs_window_units of min(len, window) tokens of
+ * kv_bytes_per_token.  0 without windows. */
+static inline uint64_t kvs_window_copy_bytes(const kvs_alloc_config *c, uint32_t len)
+{
+	if (!c->window_num)
+		return 0;
+	uint32_t w = len < c->window_tokens ? len : c->window_tokens;
+	return (uint64_t)kvs_window_units(c, w) * c->kv_bytes_per_token;
+}
+
 /* Update the running reservation of s after its len or capacity (tokens)
  * changed. */
 static inline void kvs_seq_set_res(kvs_alloc *a, kvs_seq_rec *s, uint64_t cap)

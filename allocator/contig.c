@@ -387,7 +387,8 @@ static kvs_status contig_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 	c->len = par_len;
 	a->tok_sum += par_len;
 	kvs_seq_set_res(a, c, cap_of(c));
-	a->stats.copy_bytes += (uint64_t)par_len * a->cfg.kv_bytes_per_token;
+	a->stats.copy_bytes += (uint64_t)par_len * a->cfg.kv_bytes_per_token +
+			       kvs_window_copy_bytes(&a->cfg, par_len);
 	return KVS_OK;
 }
 

@@ -957,6 +957,8 @@ static kvs_status paged_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 	c->len = par->len;
 	a->tok_sum += c->len;
 	kvs_seq_set_res(a, c, (uint64_t)c->nblocks * p->bs);
+	/* the full layers' blocks are shared; the windowed ones are copied */
+	a->stats.copy_bytes += kvs_window_copy_bytes(&a->cfg, par->len);
 	return KVS_OK;
 }
 
@@ -988,7 +990,9 @@ static kvs_status paged_swap_out(kvs_alloc *a, kvs_seq_rec *s,
 	s->nblocks = k;
 	s->state = KVS_SEQ_SWAPPED;
 	a->stats.swap_out_blocks += k;
-	a->stats.swap_out_bytes += k * p->block_bytes;
+	/* the windowed layers' last window goes out with the blocks (their
+	 * blocks are given back and taken again at swap-in) */
+	a->stats.swap_out_bytes += k * p->block_bytes + kvs_window_copy_bytes(&a->cfg, s->len);
 	if (copies)
 		*copies = k ? a->copies : NULL;
 	if (ncopies)
@@ -1033,7 +1037,7 @@ static kvs_status paged_swap_in(kvs_alloc *a, kvs_seq_rec *s,
 	if (p->caching)
 		register_full(p, s, 0);
 	a->stats.swap_in_blocks += k;
-	a->stats.swap_in_bytes += k * p->block_bytes;
+	a->stats.swap_in_bytes += k * p->block_bytes + kvs_window_copy_bytes(&a->cfg, s->len);
 	if (copies)
 		*copies = k ? a->copies : NULL;
 	if (ncopies)

@@ -201,7 +201,8 @@ static kvs_status vatt_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
 	c->len = par->len;
 	a->tok_sum += c->len;
 	kvs_seq_set_res(a, c, (uint64_t)c->pages * v->tpp);
-	a->stats.copy_bytes += (uint64_t)par->len * a->cfg.kv_bytes_per_token;
+	a->stats.copy_bytes += (uint64_t)par->len * a->cfg.kv_bytes_per_token +
+			       kvs_window_copy_bytes(&a->cfg, par->len);
 	return KVS_OK;
 }
 

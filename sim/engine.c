@@ -2070,7 +2070,8 @@ static kvs_status swap_out_family(kvs_sim *s, sreq *v, bool *ok, double *extra_t
 		}
 		if (rc != KVS_OK)
 			return rc;
-		uint64_t bytes = (uint64_t)kvs_alloc_len(s->alloc, member(v, i)) * s->kvb;
+		uint32_t len = kvs_alloc_len(s->alloc, member(v, i));
+		uint64_t bytes = (uint64_t)len * s->kvb + kvs_alloc_window_bytes(s->alloc, len);
 		st->swap_out_bytes += bytes;
 		*extra_time += (double)bytes / s->cfg.deploy.gpu.pcie_bytes_per_s;
 	}
@@ -2903,7 +2904,8 @@ static kvs_status plan_swap_in(kvs_sim *s, step_plan *b)
 						(unsigned long long)r->index, i);
 		}
 		deque_pop_front(&s->swapped);
-		uint64_t bytes = (uint64_t)r->len * s->kvb * r->nlive;
+		uint64_t bytes = ((uint64_t)r->len * s->kvb +
+				  kvs_alloc_window_bytes(s->alloc, r->len)) * r->nlive;
 		s->res->st.swap_in_bytes += bytes;
 		b->extra += (double)bytes / cfg->deploy.gpu.pcie_bytes_per_s;
 		b->swapped_any = true;

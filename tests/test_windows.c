@@ -81,16 +81,28 @@ static void test_paged_windows(void **state)
 	assert_int_equal(kvs_alloc_fork(a, 3, 4, 8), KVS_OK);
 	assert_true(kvs_alloc_is_valid(a));
 	assert_int_equal(kvs_alloc_free_blocks(a), 24);
+	/* the parent's 4 tokens on the windowed groups (twice the full
+	 * ones) are copied: 8 token states */
+	kvs_alloc_stats stt;
+	kvs_alloc_get_stats(a, &stt);
+	assert_int_equal(stt.copy_bytes, 8 * B);
+	assert_int_equal(kvs_alloc_window_bytes(a, 4), 8 * B);
+	assert_int_equal(kvs_alloc_window_bytes(a, 100), 12 * B);   /* the window's 6 */
 
-	/* swap-out gives them back, swap-in takes them again */
+	/* swap-out gives them back, swap-in takes them again; the windowed
+	 * KV moves with the block */
 	assert_int_equal(kvs_alloc_release(a, 4), KVS_OK);
 	assert_int_equal(kvs_alloc_swap_out(a, 3, NULL, NULL), KVS_OK);
 	assert_true(kvs_alloc_is_valid(a));
 	assert_int_equal(kvs_alloc_free_blocks(a), 37);
+	kvs_alloc_get_stats(a, &stt);
+	assert_int_equal(stt.swap_out_bytes, blk + 8 * B);
 	assert_int_equal(kvs_alloc_swap_in_blocks(a, 3), 1 + 6);
 	assert_true(kvs_alloc_can_swap_in(a, 3));
 	assert_int_equal(kvs_alloc_swap_in(a, 3, NULL, NULL), KVS_OK);
 	assert_true(kvs_alloc_is_valid(a));
+	kvs_alloc_get_stats(a, &stt);
+	assert_int_equal(stt.swap_in_bytes, blk + 8 * B);
 	assert_int_equal(kvs_alloc_free_blocks(a), 30);
 	assert_int_equal(kvs_alloc_swap_in_blocks(a, 3), 0);   /* resident */
 
@@ -179,9 +191,13 @@ static void test_contiguous_windows(void **state)
 	fx_admit_ok(a, 2, 2, 1);
 	fx_expect_parts(a, NULL, c.budget_bytes, (22 + 6) * B, 3 * B, 0, 0, 0, 69 * B);
 	/* a child of 1 (final 10 + 2 = 12): its own 12 + 12 = 24 tokens, the
-	 * parent's 10 copied in */
+	 * parent's 10 copied in, and its windowed groups' 2 x 6 */
+	kvs_alloc_stats st0, st1;
+	kvs_alloc_get_stats(a, &st0);
 	assert_int_equal(kvs_alloc_fork(a, 1, 3, 2), KVS_OK);
 	assert_true(kvs_alloc_is_valid(a));
+	kvs_alloc_get_stats(a, &st1);
+	assert_int_equal(st1.copy_bytes - st0.copy_bytes, (10 + 12) * B);
 	fx_expect_parts(a, NULL, c.budget_bytes, (22 + 6 + 22) * B, (3 + 2) * B, 0, 0, 0,
 			45 * B);
 	assert_int_equal(kvs_alloc_release(a, 1), KVS_OK);

@@ -345,6 +345,10 @@ bool kvs_alloc_can_swap_in(const kvs_alloc *a, kvs_seq_id seq);
 /* Device blocks swapping seq in takes (its blocks and its windowed layers'
  * ones); 0 unless seq is swapped out (paged). */
 uint64_t kvs_alloc_swap_in_blocks(const kvs_alloc *a, kvs_seq_id seq);
+/* Bytes of windowed-layer KV a sequence of len tokens holds (the windowed
+ * groups' share of min(len, window_tokens) tokens): what a swap or a fork
+ * moves beside its full-attention KV.  0 without windows.  O(1). */
+uint64_t kvs_alloc_window_bytes(const kvs_alloc *a, uint32_t len);
 
 /* Split the budget into the six parts now.  `next` (may be NULL) is the
  * request at the head of the waiting queue: free memory in holes too small
