@@ -599,7 +599,9 @@ kvs_status kvs_sim_replay(const kvs_sim_config *cfg,
 			  const kvs_request_source *src, kvs_sim_result **out);
 
 /* Step time of one step of the given shape under cfg's cost model, for the
- * deployment in cfg (sizing done as in kvs_sim_create). */
+ * deployment in cfg (sizing done as in kvs_sim_create).  The shape says no
+ * windows: a model's windowed layers are charged over the whole decode
+ * context here, where a replay charges them over their windows. */
 kvs_status kvs_sim_step_time(const kvs_sim_config *cfg,
 			     const kvs_step_shape *shape, double *out_s);
 
