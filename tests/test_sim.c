@@ -1647,6 +1647,31 @@ static void test_hybrid_windows(void **state)
 	}
 	kvs_request_set_destroy(set);
 
+	/* a lone request of 2,000 + 2 tokens on the roofline: its one decode
+	 * step reads 2,001 tokens on the 18 full layers and the 128-token
+	 * window on the 18 windowed ones, as kvs_cost_step charges it with
+	 * that windowed context, and less than the whole context would */
+	{
+		kvs_sim_config rc = c;
+		rc.cost.kind = KVS_COST_ROOFLINE;
+		rc.kv_budget_bytes = 0;
+		kvs_request one = mkreq(0, 0.0, 2000, 2);
+		kvs_request_set *s1 = set_of(&one, 1);
+		kvs_sim_result *r = run_set(&rc, s1, NULL);
+		const kvs_sim_stats *st1 = kvs_sim_result_stats(r);
+		double decode = st1->e2e_s.max - st1->ttft_s.max;
+		kvs_sizing sz;
+		assert_int_equal(kvs_size_compute(&d, &sz), KVS_OK);
+		kvs_cost cost;
+		assert_int_equal(kvs_cost_init(&cost, &rc.cost, &d, &sz), KVS_OK);
+		double want = kvs_cost_step(&cost, 1, 1, 2001, 2001, 1, 2001, 128, 0);
+		double whole = kvs_cost_step(&cost, 1, 1, 2001, 2001, 1, 2001, 2001, 0);
+		assert_close(decode, want, 1e-9);
+		assert_true(want < whole);
+		kvs_sim_result_destroy(r);
+		kvs_request_set_destroy(s1);
+	}
+
 	/* varied lengths, parallel samples, preemptions, swap and prefix
 	 * caching: the fast path gives what stepping one token at a time
 	 * gives, the validator running after every operation */
@@ -1685,6 +1710,26 @@ static void test_hybrid_windows(void **state)
 		assert_close(one[0].memory_pct.token_states, one[1].memory_pct.token_states, 1e-9);
 		assert_close(one[0].e2e_s.mean, one[1].e2e_s.mean, 1e-9);
 		assert_true(one[0].preemptions > 0 || mode == 1);
+	}
+	/* the roofline, whose step time reads the windowed layers over their
+	 * windows (the decode queue's windowed-context sum): the fast path
+	 * gives what stepping gives, the aggregate checked every step */
+	{
+		kvs_sim_config rc = c;
+		rc.cost.kind = KVS_COST_ROOFLINE;
+		rc.preemption_mode = KVS_PREEMPT_RECOMPUTE;
+		rc.enable_prefix_caching = false;
+		kvs_sim_stats one[2];
+		for (int fast = 0; fast < 2; fast++) {
+			rc.fast_path = fast;
+			rc.validate = fast;
+			kvs_sim_result *r = run_set(&rc, set, NULL);
+			one[fast] = *kvs_sim_result_stats(r);
+			kvs_sim_result_destroy(r);
+		}
+		assert_int_equal(one[0].completed, one[1].completed);
+		assert_close(one[0].e2e_s.mean, one[1].e2e_s.mean, 1e-9);
+		assert_close(one[0].tpot_s.mean, one[1].tpot_s.mean, 1e-9);
 	}
 
 	/* the bytes per token given: every layer in full, 2 at once */
