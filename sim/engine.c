@@ -2291,6 +2291,10 @@ static kvs_status fork_family(kvs_sim *s, sreq *r, bool *self_preempted,
 	if (s->fork_copies && s->cost.byte_rate > 0)   /* read and write */
 		*extra_time += 2.0 * (double)(r->n - 1) * r->len * (double)s->kvb /
 			       s->cost.byte_rate;
+	/* every policy copies the windowed layers' last window to a child */
+	uint64_t wb = kvs_alloc_window_bytes(s->alloc, r->len);
+	if (wb && s->cost.byte_rate > 0)
+		*extra_time += 2.0 * (double)(r->n - 1) * (double)wb / s->cost.byte_rate;
 	return KVS_OK;
 }
 

@@ -172,9 +172,7 @@ kvs_status kvs_size_shrinks(const kvs_deploy *d, kvs_shrink_row rows[KVS_SHRINK_
 			 "no paging: reserve %s (%s tokens) per conversation",
 			 len == s0.max_model_len ? "max_model_len" : "the context", ml);
 		uint64_t bytes;
-		kvs_model held = *m;   /* as the engine holds its windowed layers */
-		if (kvs_deploy_windows_in_full(d))
-			held.sliding_window = held.num_sliding_layers = 0;
+		kvs_model held = kvs_deploy_held_model(d);   /* as the engine holds it */
 		st = kvs_kv_bytes_for_tokens(&held, d->kv_dtype, d->kv_quant_group, d->tp, d->pp,
 					     len, &bytes);
 		if (st != KVS_OK)
@@ -337,7 +335,8 @@ kvs_status kvs_size_advise(const kvs_deploy *d, const kvs_sizing *s, kvs_size_ad
 
 	/* shorter contexts, and prefix sharing */
 	kvs_kv_layout l;
-	kvs_status st = kvs_sizing_layout(&d->model, d->kv_dtype, d->kv_quant_group,
+	kvs_model held = kvs_deploy_held_model(d);
+	kvs_status st = kvs_sizing_layout(&held, d->kv_dtype, d->kv_quant_group,
 					  d->tp, d->pp, &l);
 	if (st != KVS_OK)
 		return st;

@@ -275,10 +275,21 @@ kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
 bool kvs_deploy_windows_in_full(const kvs_deploy *d)
 {
 	const kvs_model *m = &d->model;
-	if (!m->sliding_window || !m->num_sliding_layers || m->num_sliding_layers >= m->num_layers)
+	if (!m->sliding_window || !m->num_sliding_layers || m->num_sliding_layers >= m->num_layers ||
+	    d->engine != KVS_ENGINE_VLLM)
 		return false;
-	return d->hybrid_kv_off ||
-	       (m->window_chunked && d->engine == KVS_ENGINE_VLLM && !d->chunked_hybrid_on);
+	return d->hybrid_kv_off || (m->window_chunked && !d->chunked_hybrid_on);
+}
+
+kvs_model kvs_deploy_held_model(const kvs_deploy *d)
+{
+	kvs_model held = d->model;
+	if (kvs_deploy_windows_in_full(d)) {
+		held.sliding_window = 0;
+		held.num_sliding_layers = 0;
+		held.window_chunked = false;
+	}
+	return held;
 }
 
 bool kvs_deploy_expert_parallel(const kvs_deploy *d)
@@ -336,7 +347,15 @@ static double decode_step(const kvs_deploy *d, const kvs_sizing *s, uint64_t con
 	double active_w = w * ((double)m->num_active_params /
 			       (double)(m->num_params ? m->num_params : 1));
 	double wread = active_w * c < w ? active_w * c : w;
-	double bytes = wread + c * (double)s->bytes_per_context;
+	/* the cache read: the windowed layers' windows even where the engine
+	 * holds their KV in full (the kernel reads the window) */
+	double read = (double)s->bytes_per_context;
+	uint64_t wb = 0;
+	if (kvs_deploy_windows_in_full(d) &&
+	    kvs_kv_bytes_for_tokens(m, d->kv_dtype, d->kv_quant_group, d->tp, d->pp,
+				    d->context_tokens, &wb) == KVS_OK)
+		read = (double)wb;
+	double bytes = wread + c * read;
 	double heads_rank = (double)(m->num_heads ? m->num_heads : 1) / d->tp;
 	double att_dim = m->kv_lora_rank ? (double)m->kv_lora_rank + m->qk_rope_head_dim
 					 : (double)m->head_dim;
@@ -471,12 +490,7 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 
 	/* windowed layers held in full (--disable-hybrid-kv-cache-manager,
 	 * or vLLM's default for chunked attention) */
-	kvs_model held = d->model;
-	if (kvs_deploy_windows_in_full(d)) {
-		held.sliding_window = 0;
-		held.num_sliding_layers = 0;
-		held.window_chunked = false;
-	}
+	kvs_model held = kvs_deploy_held_model(d);
 	kvs_kv_layout l;
 	if ((st = kvs_sizing_layout(&held, d->kv_dtype, d->kv_quant_group, d->tp,
 				    d->pp, &l)))

@@ -30,6 +30,11 @@ kvs_status kvs_sizing_layout(const kvs_model *m, kvs_dtype kv_dtype,
 			     uint32_t kv_quant_group, uint32_t tp, uint32_t pp,
 			     kvs_kv_layout *out);
 
+/* d's model as the engine holds its KV: without windows when
+ * kvs_deploy_windows_in_full(d) (the memory figures read this one; the
+ * attention still reads over the windows). */
+kvs_model kvs_deploy_held_model(const kvs_deploy *d);
+
 /* Layer-blocks (one layer x block_size tokens) one sequence of n tokens
  * holds on one rank: full layers ceil(n / bs) each, windowed layers at most
  * the blocks a window can straddle. */

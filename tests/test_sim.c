@@ -1714,10 +1714,10 @@ static void test_hybrid_windows(void **state)
 	/* the roofline, whose step time reads the windowed layers over their
 	 * windows (the decode queue's windowed-context sum): the fast path
 	 * gives what stepping gives, the aggregate checked every step */
-	{
+	for (int mode = 0; mode < 2; mode++) {
 		kvs_sim_config rc = c;
 		rc.cost.kind = KVS_COST_ROOFLINE;
-		rc.preemption_mode = KVS_PREEMPT_RECOMPUTE;
+		rc.preemption_mode = mode ? KVS_PREEMPT_SWAP : KVS_PREEMPT_RECOMPUTE;
 		rc.enable_prefix_caching = false;
 		kvs_sim_stats one[2];
 		for (int fast = 0; fast < 2; fast++) {
@@ -1728,6 +1728,10 @@ static void test_hybrid_windows(void **state)
 			kvs_sim_result_destroy(r);
 		}
 		assert_int_equal(one[0].completed, one[1].completed);
+		assert_int_equal(one[0].preemptions, one[1].preemptions);
+		assert_true(one[0].preemptions > 0);
+		assert_true(one[0].forked_sequences > 0);
+		assert_true(mode == 0 || one[0].swapped_bytes > 0);
 		assert_close(one[0].e2e_s.mean, one[1].e2e_s.mean, 1e-9);
 		assert_close(one[0].tpot_s.mean, one[1].tpot_s.mean, 1e-9);
 	}

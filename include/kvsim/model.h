@@ -287,11 +287,12 @@ typedef struct kvs_deploy {
  * estimated reserve, ...) around the given model and GPU. */
 void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g);
 /* Does the engine hold d's windowed layers in full, as full-attention
- * layers in one group?  For a model with both kinds of layer: under vLLM's
- * --disable-hybrid-kv-cache-manager (hybrid_kv_off), and for chunked
- * attention (Llama 4) under --engine vllm unless chunked_hybrid_on (vLLM
- * turns the hybrid manager off for it by default).  A model whose every
- * layer is windowed has one kind of layer and keeps its window. */
+ * layers in one group?  For a model with both kinds of layer under
+ * --engine vllm (both flags are vLLM's; other engines keep the windows):
+ * under --disable-hybrid-kv-cache-manager (hybrid_kv_off), and for
+ * chunked attention (Llama 4) unless chunked_hybrid_on (vLLM turns the
+ * hybrid manager off for it by default).  A model whose every layer is
+ * windowed has one kind of layer and keeps its window. */
 bool kvs_deploy_windows_in_full(const kvs_deploy *d);
 /* GPUs of one deployment: tp x pp x dp (0 in any counts as 1). */
 uint64_t kvs_deploy_gpus(const kvs_deploy *d);

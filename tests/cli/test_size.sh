@@ -163,6 +163,18 @@ run 0 --model "$tmp/llama4.json" --gpu a100-40gb --allow-chunked-local-attn-with
 }
 run 0 --model "$tmp/llama4.json" --gpu a100-40gb --engine sglang --json &&
 	has "$out" '"windows_in_full": false' "other engines keep the chunks"
+# the advice reads the layers as held: in full, 32 contexts of 286,704
+# tokens fill the 9,174,592-token pool (the chunks honoured would claim
+# 572,368 each)
+sed 's/"max_position_embeddings": 4096/"max_position_embeddings": 1048576/' "$tmp/llama4.json" \
+	>"$tmp/llama4-long.json"
+run 0 --model "$tmp/llama4-long.json" --gpu a100-40gb --context 1000000 --json && {
+	has "$out" '"kv_capacity_tokens": 9174592' "pool of the layers held in full"
+	printf '%s' "$out" | python3 -c 'import json, sys
+a = json.load(sys.stdin)["advice"]["shorter_context"]
+assert [r["max_context_tokens"] for r in a if r["conversations"] == 32] == [286704], a' ||
+		fail "advice over the held layers"
+}
 run 2 --model gpt-oss-120b --gpu h100-80gb --engine sglang --disable-hybrid-kv-cache-manager &&
 	has "$err" "--disable-hybrid-kv-cache-manager is a vLLM option" "flag gated on vLLM"
 # --disable-hybrid-kv-cache-manager: gpt-oss's windowed layers held in full
