@@ -333,6 +333,7 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 		c->kv_win_bytes_per_token = c->kv_bytes_per_token * wl / m->num_layers;
 		c->kv_bytes_per_token -= c->kv_win_bytes_per_token;
 		c->win_layers = wl;
+		c->window = m->sliding_window;
 	}
 	if (tp > 1) {
 		double link = g->interconnect_bytes_per_s > 0 ? g->interconnect_bytes_per_s
@@ -491,7 +492,35 @@ static double attn_prefill_at(const struct kvs_attn_table *a, double chunk, doub
 double kvs_cost_prefill_attn(const kvs_cost *c, double chunk, double kv)
 {
 	const struct kvs_attn_table *a = c->cfg.attn;
-	return a ? c->layers * attn_prefill_at(a, chunk, kv) : 0;
+	if (!a)
+		return 0;
+	if (c->win_layers > 0) {
+		/* the windowed layers see at most the window before the chunk */
+		double wkv = kv < (double)c->window ? kv : (double)c->window;
+		return (c->layers - c->win_layers) * attn_prefill_at(a, chunk, kv) +
+		       c->win_layers * attn_prefill_at(a, chunk, wkv);
+	}
+	return c->layers * attn_prefill_at(a, chunk, kv);
+}
+
+void kvs_cost_chunk_window(const kvs_cost *c, double n, double kv, double *ctx,
+			   double *pairs)
+{
+	double W = (double)c->window;
+	/* query j (1-based position kv + j) attends min(kv + j, W) keys:
+	 * summed over j = 1..n in the window's three cases */
+	double a = kv + 1, b = kv + n;
+	double p;
+	if (b <= W)
+		p = (a + b) * n / 2.0;
+	else if (a >= W)
+		p = W * n;
+	else
+		p = (a + W) * (W - a + 1) / 2.0 + W * (b - W);
+	*pairs = p;
+	/* the keys touched: the window before the first query, and the chunk */
+	double touched = W + n - 1;
+	*ctx = kv + n < touched ? kv + n : touched;
 }
 
 /* Decode attention of n requests at per-request KV length kv0, and its
@@ -541,7 +570,7 @@ uint64_t kvs_cost_span_steps(const kvs_cost *c, uint64_t n, double ctx0, uint64_
 
 double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 		     double ctx, double pairs, uint64_t ndec, double ctx_dec,
-		     double wctx_dec, double prefill_attn_s)
+		     const kvs_win_read *w, double prefill_attn_s)
 {
 	const kvs_cost_config *k = &c->cfg;
 	if (k->kind == KVS_COST_LINEAR)
@@ -557,7 +586,7 @@ double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 			dec = (c->layers - c->win_layers) * k->kv_read_factor *
 			      attn_decode_at(k->attn, (double)ndec, ctx_dec / (double)ndec) +
 			      c->win_layers * k->kv_read_factor *
-			      attn_decode_at(k->attn, (double)ndec, wctx_dec / (double)ndec);
+			      attn_decode_at(k->attn, (double)ndec, w->dec / (double)ndec);
 		else if (ndec)
 			dec = c->layers * k->kv_read_factor *
 			      attn_decode_at(k->attn, (double)ndec, ctx_dec / (double)ndec);
@@ -573,12 +602,9 @@ double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 	double bytes = (prof ? 0 : c->weight_bytes) +
 		       c->kv_bytes_per_token * (k->kv_read_factor * ctx + (double)T);
 	if (c->kv_win_bytes_per_token > 0) {
-		/* the windowed layers: the decodes over their windows, the
-		 * prefill chunks over their whole context */
-		double wdelta = wctx_dec - ctx_dec;
-		flops += c->attn_win_flops_per_pair * (pairs + wdelta);
-		bytes += c->kv_win_bytes_per_token *
-			 (k->kv_read_factor * (ctx + wdelta) + (double)T);
+		/* the windowed layers, over their windows */
+		flops += c->attn_win_flops_per_pair * w->pairs;
+		bytes += c->kv_win_bytes_per_token * (k->kv_read_factor * w->ctx + (double)T);
 	}
 	double comp = flops / c->flop_rate;
 	double mem = bytes / c->byte_rate;

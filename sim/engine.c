@@ -2544,6 +2544,8 @@ typedef struct step_plan {
 	double chunk_ctx;          /* context tokens those chunks read */
 	double chunk_pairs;        /* their attention (query, key) pairs */
 	double chunk_attn_s;       /* their measured attention time (0 without) */
+	double chunk_wctx;         /* the windowed layers' context and pairs */
+	double chunk_wpairs;       /* of those chunks (0 without windows) */
 	double extra;              /* PCIe time of swaps, copy time of forks */
 	bool preempted;            /* a preemption happened: no admissions */
 	bool swapped_any;          /* a request came back from swap */
@@ -2559,6 +2561,12 @@ static void add_chunk(const kvs_cost *cost, sreq *r, uint32_t c, step_plan *b)
 		b->chunk_attn_s += m * kvs_cost_prefill_attn(cost, work, r->len);
 	b->chunk_pairs += m * ((double)work * r->len + (double)work * (work + 1) / 2.0);
 	b->chunk_ctx += m * ((double)r->len + work);
+	if (cost->window) {
+		double wc, wp;
+		kvs_cost_chunk_window(cost, work, r->len, &wc, &wp);
+		b->chunk_wctx += m * wc;
+		b->chunk_wpairs += m * wp;
+	}
 	r->len += c;
 	r->chunk = work;
 	r->in_step = true;
@@ -3125,9 +3133,11 @@ static kvs_status start_step(kvs_sim *s, const step_plan *b, uint64_t T,
 	bool single = b->chunk_seqs > 0 || b->preempted || b->swapped_any ||
 		      b->extra > 0 || !cfg->fast_path;
 	if (single) {
+		kvs_win_read w = { wctx_dec, wctx_dec + b->chunk_wctx,
+				   wctx_dec + b->chunk_wpairs };
 		dur = kvs_cost_step(&s->cost, T, ndec + b->chunk_seqs,
 				    ctx_dec + b->chunk_ctx, ctx_dec + b->chunk_pairs,
-				    ndec, ctx_dec, wctx_dec, b->chunk_attn_s) +
+				    ndec, ctx_dec, &w, b->chunk_attn_s) +
 		      b->extra;
 		L.a1 = L.a2 = dur;
 		L.b1 = L.b2 = L.c = 0;
@@ -3445,8 +3455,9 @@ kvs_status kvs_sim_step_time(const kvs_sim_config *cfg,
 		double before = ((double)(shape->context_tokens - cd) - (double)(T - nd)) / np;
 		pre_attn = np * kvs_cost_prefill_attn(&c, chunk, before > 0 ? before : 0);
 	}
+	kvs_win_read w = { (double)cd, (double)shape->context_tokens, shape->attn_pairs };
 	*out_s = kvs_cost_step(&c, T, n, (double)shape->context_tokens, shape->attn_pairs,
-			       nd, (double)cd, (double)cd, pre_attn);
+			       nd, (double)cd, &w, pre_attn);
 	return KVS_OK;
 }
 

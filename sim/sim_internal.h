@@ -85,23 +85,36 @@ typedef struct kvs_cost {
 	double kv_win_bytes_per_token; /* per rank */
 	double attn_win_flops_per_pair;
 	double win_layers;             /* of layers (measured attention) */
+	uint32_t window;               /* their window (tokens); 0 without */
 } kvs_cost;
 
 kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 			 const kvs_deploy *d, const kvs_sizing *sz);
+/* What the windowed layers of a step read (kvs_cost.window): the
+ * decodes' context (dec), and the whole step's context and attention
+ * pairs, prefill chunks included (kvs_cost_chunk_window).  A caller that
+ * does not know the windows passes the full-attention figures. */
+typedef struct kvs_win_read {
+	double dec, ctx, pairs;
+} kvs_win_read;
+
 /* One step: T tokens, nseq sequences, ctx tokens of KV read, attention over
  * pairs (query, key) pairs.  Of these, ndec sequences decode one token each
- * over ctx_dec tokens of context (pairs include ctx_dec), wctx_dec of which
- * the windowed layers read (their windows; ctx_dec when the caller does
- * not know them), and prefill_attn_s is the measured attention time of the
- * step's prefill chunks (the sum of kvs_cost_prefill_attn; 0 without a
- * measured attention profile).  Prefill chunks read the windowed layers
- * over their whole context (an upper bound). */
+ * over ctx_dec tokens of context (pairs include ctx_dec); w is what the
+ * windowed layers read instead; prefill_attn_s is the measured attention
+ * time of the step's prefill chunks (the sum of kvs_cost_prefill_attn; 0
+ * without a measured attention profile). */
 double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 		     double ctx, double pairs, uint64_t ndec, double ctx_dec,
-		     double wctx_dec, double prefill_attn_s);
+		     const kvs_win_read *w, double prefill_attn_s);
+/* The context tokens and attention pairs the windowed layers read for a
+ * prefill chunk of n tokens after kv stored ones: each query attends to
+ * the last c->window tokens up to itself. */
+void kvs_cost_chunk_window(const kvs_cost *c, double n, double kv, double *ctx,
+			   double *pairs);
 /* Measured attention time (all layers, s) of one prefill chunk of chunk
- * tokens after kv tokens already cached; 0 without an attention profile. */
+ * tokens after kv tokens already cached, the windowed layers' over their
+ * window; 0 without an attention profile. */
 double kvs_cost_prefill_attn(const kvs_cost *c, double chunk, double kv);
 /* Steps, at most kmax, that a decode span of n sequences starting at ctx0
  * context tokens can take on one segment of the measured attention grid

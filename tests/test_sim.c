@@ -22,6 +22,10 @@
 /* ---- helpers --------------------------------------------------------------- */
 
 /* KVS_TEST_SCALE (sanitizer builds set 0.1) scales the randomised cases. */
+/* What the windowed layers read in a decode-only step whose decodes read
+ * x tokens on them (kvs_win_read: decodes, whole step, pairs). */
+#define DEC_WIN(x) (&(kvs_win_read){ (x), (x), (x) })
+
 static double test_scale(void)
 {
 	const char *s = getenv("KVS_TEST_SCALE");
@@ -1664,10 +1668,21 @@ static void test_hybrid_windows(void **state)
 		assert_int_equal(kvs_size_compute(&d, &sz), KVS_OK);
 		kvs_cost cost;
 		assert_int_equal(kvs_cost_init(&cost, &rc.cost, &d, &sz), KVS_OK);
-		double want = kvs_cost_step(&cost, 1, 1, 2001, 2001, 1, 2001, 128, 0);
-		double whole = kvs_cost_step(&cost, 1, 1, 2001, 2001, 1, 2001, 2001, 0);
+		double want = kvs_cost_step(&cost, 1, 1, 2001, 2001, 1, 2001, DEC_WIN(128), 0);
+		double whole = kvs_cost_step(&cost, 1, 1, 2001, 2001, 1, 2001, DEC_WIN(2001), 0);
 		assert_close(decode, want, 1e-9);
 		assert_true(want < whole);
+		/* its prefill: 2,000 x 2,001 / 2 pairs on the full layers; on the
+		 * windowed ones 1 + ... + 128 and then 128 a query, 8,256 +
+		 * 128 x 1,872 = 247,872, over all 2,000 keys */
+		double wc, wp;
+		kvs_cost_chunk_window(&cost, 2000, 0, &wc, &wp);
+		assert_close(wc, 2000, 1e-12);
+		assert_close(wp, 247872, 1e-12);
+		kvs_win_read pw = { 0, 2000, 247872 };
+		assert_close(st1->ttft_s.max,
+			     kvs_cost_step(&cost, 2000, 1, 2000, 2000.0 * 2001 / 2, 0, 0, &pw, 0),
+			     1e-9);
 		kvs_sim_result_destroy(r);
 		kvs_request_set_destroy(s1);
 	}
@@ -2467,7 +2482,7 @@ static void test_roofline(void **state)
 	kvs_cost_decode_lines(&cost, 64, 64 * 1000.0, 0, &L);
 	for (uint64_t j = 0; j < 2000; j += 97) {
 		double ctx = 64 * (1000.0 + j);
-		double x = kvs_cost_step(&cost, 64, 64, ctx, ctx, 64, ctx, ctx, 0);
+		double x = kvs_cost_step(&cost, 64, 64, ctx, ctx, 64, ctx, DEC_WIN(ctx), 0);
 		double y = kvs_lin2_prefix(&L, j + 1) - kvs_lin2_prefix(&L, j);
 		assert_close(x, y, 1e-9);
 	}
@@ -2519,7 +2534,7 @@ static void test_kv_read_factor(void **state)
 		cc.kv_read_factor = f;
 		kvs_cost c;
 		assert_int_equal(kvs_cost_init(&c, &cc, &d, &sz), KVS_OK);
-		t[f] = kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, 4000.0, 0);
+		t[f] = kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, DEC_WIN(4000.0), 0);
 		assert_close(t[f], 0.002 + 2.0008e-3 + f * 0.8e-3, 1e-12);
 		/* the decode-span lines carry the factor too: step j of a span
 		 * from context 4000 reads 4000 + 4 j, at f x 0.8 ms per 4000 */
@@ -2532,7 +2547,7 @@ static void test_kv_read_factor(void **state)
 			assert_close(got, kvs_cost_step(&c, 4, 4, 4000.0 + 4.0 * j,
 							4000.0 + 4.0 * j, 4,
 							4000.0 + 4.0 * j,
-							4000.0 + 4.0 * j, 0), 1e-9);
+							DEC_WIN(4000.0 + 4.0 * j), 0), 1e-9);
 		}
 	}
 	/* with the weight read and the overhead removed, what is left at f = 1
@@ -2552,7 +2567,7 @@ static void test_kv_read_factor(void **state)
 	lc.kv_read_factor = 2.0;
 	kvs_cost c;
 	assert_int_equal(kvs_cost_init(&c, &lc, &d, &sz), KVS_OK);
-	assert_close(kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, 4000.0, 0),
+	assert_close(kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, DEC_WIN(4000.0), 0),
 		     0.01 + 4e-5 + 2.0 * 4e-4 + 4e-4, 1e-12);
 	kvs_lin2 L;
 	kvs_cost_decode_lines(&c, 4, 4000.0, 0, &L);
@@ -2574,10 +2589,22 @@ static void test_kv_read_factor(void **state)
 	wd.model.num_sliding_layers = 3;
 	kvs_cost w;
 	assert_int_equal(kvs_cost_init(&w, &wc, &wd, &sz), KVS_OK);
-	assert_close(kvs_cost_step(&w, 4, 4, 4000.0, 4000.0, 4, 4000.0, 512.0, 0),
+	assert_close(kvs_cost_step(&w, 4, 4, 4000.0, 4000.0, 4, 4000.0, DEC_WIN(512.0), 0),
 		     0.002 + (1e9 + 25e3 * 4004.0 + 75e3 * 516.0) / 5e11, 1e-12);
+	/* a prefill chunk's windowed reads, hand-summed: each of its queries
+	 * attends to the last 128 tokens up to itself */
+	double cw, cp;
+	kvs_cost_chunk_window(&w, 100, 0, &cw, &cp);     /* inside the window */
+	assert_close(cp, 101.0 * 100 / 2, 1e-12);
+	assert_close(cw, 100, 1e-12);
+	kvs_cost_chunk_window(&w, 100, 500, &cw, &cp);   /* past it */
+	assert_close(cp, 128.0 * 100, 1e-12);
+	assert_close(cw, 128 + 100 - 1, 1e-12);
+	kvs_cost_chunk_window(&w, 100, 50, &cw, &cp);    /* across it: 51..128, then 128 */
+	assert_close(cp, (51.0 + 128) * 78 / 2 + 128.0 * 22, 1e-12);
+	assert_close(cw, 150, 1e-12);
 	/* the windowed context equal to the whole one: the old charge */
-	assert_close(kvs_cost_step(&w, 4, 4, 4000.0, 4000.0, 4, 4000.0, 4000.0, 0),
+	assert_close(kvs_cost_step(&w, 4, 4, 4000.0, 4000.0, 4, 4000.0, DEC_WIN(4000.0), 0),
 		     t[1], 1e-12);
 	kvs_cost_decode_lines(&w, 4, 4000.0, 512.0, &L);
 	for (uint64_t j = 0; j < 50; j += 7) {
@@ -2585,7 +2612,7 @@ static void test_kv_read_factor(void **state)
 		double got = kvs_lin2_prefix(&L, j + 1) - kvs_lin2_prefix(&L, j);
 		assert_close(got, want, 1e-9);
 		assert_close(got, kvs_cost_step(&w, 4, 4, 4000.0 + 4.0 * j, 4000.0 + 4.0 * j,
-						4, 4000.0 + 4.0 * j, 512.0, 0), 1e-9);
+						4, 4000.0 + 4.0 * j, DEC_WIN(512.0), 0), 1e-9);
 	}
 
 	/* a config built without defaults (factor 0) or a bad factor is refused */
