@@ -552,10 +552,10 @@ static void paged_fini(kvs_alloc *a)
  * ref 1 and no hash, and count as full blocks of token states.
  */
 
-static uint32_t window_blocks(const kvs_alloc *a, const paged *p, uint32_t final_len)
+static inline uint32_t window_blocks(const kvs_alloc *a, const paged *p, uint32_t final_len)
 {
 	const kvs_alloc_config *c = &a->cfg;
-	if (!c->window_num)
+	if (KVS_LIKELY(!c->window_num))
 		return 0;
 	uint64_t w = c->window_tokens, bs = p->bs;
 	uint64_t cap = c->window_chunked && w % bs == 0 ? w / bs : (w - 1 + bs - 1) / bs + 1;
