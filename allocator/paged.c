@@ -969,14 +969,25 @@ static kvs_status paged_fork(kvs_alloc *a, kvs_seq_rec *par, kvs_seq_rec *c)
  * forked family swapped out one by one comes back unshared.
  */
 
+/* Host blocks a swapped-out sequence of len tokens holds for its windowed
+ * layers' last window (after its k full-attention blocks in its table). */
+static inline uint32_t host_window_blocks(const kvs_alloc *a, const paged *p, uint32_t len)
+{
+	uint64_t b = kvs_window_copy_bytes(&a->cfg, len);
+	return (uint32_t)((b + p->block_bytes - 1) / p->block_bytes);
+}
+
 static kvs_status paged_swap_out(kvs_alloc *a, kvs_seq_rec *s,
 				 const kvs_block_copy **copies, size_t *ncopies)
 {
 	paged *p = P(a);
 	uint32_t k = (uint32_t)paged_blocks_for(p, s->len);
-	if (k > p->host_nfree)
+	uint32_t hw = host_window_blocks(a, p, s->len);
+	if ((uint64_t)k + hw > p->host_nfree)
 		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: swap_out: not enough free host blocks");
 	kvs_status st = kvs_alloc_reserve_copies(a, k);
+	if (st == KVS_OK && hw)
+		st = kvs_alloc_grow_u32(a, &s->table, &s->table_cap, k + hw);
 	if (st != KVS_OK)
 		return st;
 	for (uint32_t i = 0; i < k; i++)
@@ -987,7 +998,9 @@ static kvs_status paged_swap_out(kvs_alloc *a, kvs_seq_rec *s,
 		window_give(a, p, s);
 	for (uint32_t i = 0; i < k; i++)
 		s->table[i] = a->copies[i].dst;
-	s->nblocks = k;
+	for (uint32_t i = 0; i < hw; i++)   /* room for the windowed KV */
+		s->table[k + i] = p->host_free[--p->host_nfree];
+	s->nblocks = k + hw;
 	s->state = KVS_SEQ_SWAPPED;
 	a->stats.swap_out_blocks += k;
 	/* the windowed layers' last window goes out with the blocks (their
@@ -1002,7 +1015,9 @@ static kvs_status paged_swap_out(kvs_alloc *a, kvs_seq_rec *s,
 
 uint64_t kvs_paged_swap_in_blocks(const kvs_alloc *a, const kvs_seq_rec *s)
 {
-	return (uint64_t)s->nblocks + window_blocks(a, P(a), s->final_len);
+	const paged *p = P(a);
+	return (uint64_t)s->nblocks - host_window_blocks(a, p, s->len) +
+	       window_blocks(a, p, s->final_len);
 }
 
 static bool paged_can_swap_in(const kvs_alloc *a, const kvs_seq_rec *s)
@@ -1019,7 +1034,8 @@ static kvs_status paged_swap_in(kvs_alloc *a, kvs_seq_rec *s,
 	paged *p = P(a);
 	if (!paged_can_swap_in(a, s))
 		return kvs_fail_static(KVS_ERR_NOSPACE, "allocator: swap_in: the sequence's blocks do not fit above the watermark");
-	uint32_t k = s->nblocks;
+	uint32_t hw = host_window_blocks(a, p, s->len);
+	uint32_t k = s->nblocks - hw;
 	kvs_status st = kvs_alloc_reserve_copies(a, k);
 	if (st != KVS_OK)
 		return st;
@@ -1029,6 +1045,9 @@ static kvs_status paged_swap_in(kvs_alloc *a, kvs_seq_rec *s,
 		p->host_free[p->host_nfree++] = s->table[i];
 		s->table[i] = d;
 	}
+	for (uint32_t i = 0; i < hw; i++)
+		p->host_free[p->host_nfree++] = s->table[k + i];
+	s->nblocks = k;
 	s->state = KVS_SEQ_RESIDENT;
 	if (KVS_UNLIKELY(a->cfg.window_num))
 		window_take(a, p, s, window_blocks(a, p, s->final_len));
@@ -1175,7 +1194,9 @@ static bool paged_is_valid(const kvs_alloc *a)
 		if (s->state == KVS_SEQ_UNUSED)
 			continue;
 		if (s->state == KVS_SEQ_SWAPPED) {
-			KVS_VALID(s->nblocks == kvs_div_ceil(s->len, bs));
+			/* its blocks, then room for its windowed KV */
+			KVS_VALID(s->nblocks == kvs_div_ceil(s->len, bs) +
+						host_window_blocks(a, p, s->len));
 			for (uint32_t i = 0; i < s->nblocks; i++) {
 				uint32_t h = s->table[i];
 				KVS_VALID(h < p->host_nblocks);
