@@ -138,20 +138,18 @@ static void test_paged_window_exhaustion(void **state)
 	/* the host pool holds the windowed KV too: a sequence of 4 tokens
 	 * swaps out 1 block and 2 x 4 = 8 windowed token states, 2 host
 	 * blocks of 4: 3 host blocks, not in a pool of 2 */
-	c.swap_bytes = 2u * BS * B;
-	a = fx_make(&c);
-	fx_admit_ok(a, 1, 4, 4);
-	grow_ok(a, 1, 4);
-	assert_int_equal(kvs_alloc_swap_out(a, 1, NULL, NULL), KVS_ERR_NOSPACE);
-	assert_true(kvs_alloc_is_valid(a));
-	assert_false(kvs_alloc_is_swapped(a, 1));
-	kvs_alloc_destroy(a);
-	c.swap_bytes = 3u * BS * B;
-	a = fx_make(&c);
-	fx_admit_ok(a, 1, 4, 4);
-	grow_ok(a, 1, 4);
-	assert_int_equal(kvs_alloc_swap_out(a, 1, NULL, NULL), KVS_OK);
-	assert_true(kvs_alloc_is_valid(a));
+	for (uint32_t host = 2; host <= 3; host++) {
+		c.swap_bytes = host * BS * B;
+		a = fx_make(&c);
+		fx_admit_ok(a, 1, 4, 4);
+		grow_ok(a, 1, 4);
+		assert_int_equal(kvs_alloc_swap_out(a, 1, NULL, NULL),
+				 host == 3 ? KVS_OK : KVS_ERR_NOSPACE);
+		assert_true(kvs_alloc_is_valid(a));
+		assert_int_equal(kvs_alloc_is_swapped(a, 1), host == 3);
+		if (host == 2)
+			kvs_alloc_destroy(a);
+	}
 	/* back in: its block and its 2 x 2 window blocks; the host room is
 	 * free again, so a second round trip fits */
 	assert_int_equal(kvs_alloc_swap_in_blocks(a, 1), 1 + 4);
