@@ -667,7 +667,8 @@ accounted:
 	s->ndec += r->nlive;
 	s->sumS += (uint64_t)r->nlive * r->S;
 	s->dec_len_sum += (uint64_t)r->nlive * r->len;
-	s->dec_win_sum += (uint64_t)r->nlive * win_ctx(s, r);
+	if (KVS_UNLIKELY(s->win_tokens))
+		s->dec_win_sum += (uint64_t)r->nlive * win_ctx(s, r);
 	return KVS_OK;
 }
 
@@ -803,7 +804,8 @@ static inline void dh_unaccount(kvs_sim *s, sreq *r)
 	s->ndec -= r->nlive;
 	s->sumS -= (uint64_t)r->nlive * r->S;
 	s->dec_len_sum -= (uint64_t)r->nlive * r->len;
-	s->dec_win_sum -= (uint64_t)r->nlive * win_ctx(s, r);
+	if (KVS_UNLIKELY(s->win_tokens))
+		s->dec_win_sum -= (uint64_t)r->nlive * win_ctx(s, r);
 	if (r->lazy)
 		lz_unregister(s, r);
 }
