@@ -148,6 +148,15 @@ for n in 4b 12b 27b; do
 	row "$src" "gemma-3-$n preset: the -it config.json (text model and SigLIP vision tower, 27 layers of 1152, 896-pixel images in 14-pixel patches)" \
 		"total parameters" "$pub" "$(size_json $c | jgetn num_params)" "kvsim size $c"
 done
+c="--model llama-4-scout --gpu h100-80gb --tp 4"
+j=$(size_json $c)
+row "Meta, Llama 4 model card (2025): Llama 4 Scout, 17B active and 109B total parameters" \
+	"llama-4-scout preset: the text_config of Llama-4-Scout-17B-16E-Instruct (48 layers, 16 experts of 8192 and a shared one, top-1, 40 heads, 8 kv heads, vocabulary 202,048); its vision encoder is not counted" \
+	"total parameters (B)" 109 "$(awk -v p="$(printf '%s\n' "$j" | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
+	"kvsim size $c"
+row "same" "same" "active parameters (B)" 17 \
+	"$(awk -v a="$(printf '%s\n' "$j" | jgetn num_active_params)" 'BEGIN { printf "%.2f", a / 1e9 }')" \
+	"kvsim size $c"
 c="--model gemma-3-27b --gpu mi300x --max-model-len 4096"
 row "vLLM 0.11.0rc2 start-up log of an example server on ROCm (Model loading took 51.7891 GiB)" \
 	"Gemma-3-27B-it, bf16, tp 1" "model loading memory (GiB)" 51.79 \

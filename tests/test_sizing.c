@@ -164,6 +164,14 @@ static const struct ref refs[] = {
 	{ "qwen3-32b", 64, 64, 8, 128, 5120, 40960, 32762123264ull, 262144 },
 	{ "qwen3-30b-a3b", 48, 32, 4, 128, 2048, 40960, 30532122624ull, 98304 },
 	{ "qwen3-235b-a22b", 94, 64, 4, 128, 4096, 40960, 235093634560ull, 192512 },
+	/* the text model of Llama-4-Scout-17B-16E (Meta's card: 109B with its
+	 * vision encoder, 17B active), by hand: a layer's attention 5120 x
+	 * (5120 + 2 x 1024) + 5120^2 = 62,914,560 and two norms 10,240; 16
+	 * routed experts and a shared one of 3 x 5120 x 8192 = 125,829,120
+	 * and a router of 5120 x 16: 2,202,101,760 a layer, x 48 =
+	 * 105,700,884,480, + untied embeddings and head 2 x 202,048 x 5120 +
+	 * the final norm = 107,769,861,120 */
+	{ "llama-4-scout", 48, 40, 8, 128, 5120, 10485760, 107769861120ull, 196608 },
 };
 
 static void test_presets_match_reference(void **state)
@@ -206,6 +214,13 @@ static void test_moe_and_mla_params(void **state)
 	assert_int_equal(mx.num_experts_per_tok, 2);
 	/* "about 12.9B active": hand count, 2 of 8 experts per layer */
 	assert_int_equal(mx.num_active_params, 12879925248ull);
+	/* Llama 4 Scout, "17B active": a layer's attention, norms, router,
+	 * shared expert and one routed one, 314,664,960, x 48, + embeddings,
+	 * head and final norm */
+	kvs_model sc = load("llama-4-scout");
+	assert_int_equal(sc.num_active_params, 48ull * 314664960 + 2ull * 202048 * 5120 + 5120);
+	assert_int_equal(sc.num_sliding_layers, 36);
+	assert_true(sc.window_chunked);
 
 	kvs_model ds = load("deepseek-v3");
 	assert_int_equal(ds.kv_lora_rank, 512);
@@ -1814,8 +1829,8 @@ static void test_invariants(void **state)
 			checked++;
 		}
 	}
-	/* 26 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
-	assert_int_equal(checked, (26 * 3 - 1) * 5 * 11 * 3);
+	/* 27 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
+	assert_int_equal(checked, (27 * 3 - 1) * 5 * 11 * 3);
 }
 
 /* A bad unit inside a GPU preset: the message keeps the unit error (the
