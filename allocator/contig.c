@@ -131,20 +131,14 @@ static uint32_t region_oracle(uint32_t mml, uint32_t prompt, uint32_t output)
 
 static kvs_status contig_init(kvs_alloc *a)
 {
-	/* a region is at most max_model_len tokens and its windowed part
-	 * window_num / window_den of the window's: their sum must be a
-	 * token count (r + w below is 32-bit) */
-	const kvs_alloc_config *cfg = &a->cfg;
-	uint64_t mml = cfg->max_model_len;
-	uint64_t wmax = cfg->window_num
-		? ((mml < cfg->window_tokens ? mml : cfg->window_tokens) * cfg->window_num +
-		   cfg->window_den - 1) / cfg->window_den
-		: 0;
-	if (mml + wmax > UINT32_MAX)
+	/* a region is at most max_model_len tokens, with its windowed part:
+	 * their sum must be a token count (r + w below is 32-bit; the part
+	 * saturates at UINT32_MAX, which fails here too) */
+	uint32_t mml = a->cfg.max_model_len, wmax = window_tokens(a, mml);
+	if ((uint64_t)mml + wmax > UINT32_MAX)
 		return kvs_fail(KVS_ERR_LIMIT,
 				"allocator: a region of max_model_len %u tokens and its windowed "
-				"layers' %llu would pass %u tokens",
-				cfg->max_model_len, (unsigned long long)wmax, UINT32_MAX);
+				"layers' %u would pass %u tokens", mml, wmax, UINT32_MAX);
 	contig *c = kvs_calloc(1, sizeof *c);
 	if (!c)
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: out of host memory");

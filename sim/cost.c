@@ -323,8 +323,7 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 	/* windowed layers attend over their window whether the engine holds
 	 * their KV in full or not (the kernel masks the rest): their share of
 	 * the KV bytes and of the attention is charged apart */
-	uint32_t wl = m->sliding_window && m->num_sliding_layers <= m->num_layers
-		      ? m->num_sliding_layers : 0;
+	uint32_t wl = kvs_model_window_layers(m);
 	c->attn_flops_per_pair = 4.0 * heads / tp * m->head_dim * (m->num_layers - wl) *
 				 (mm_rate / g->fp16_flops);
 	if (wl) {

@@ -413,9 +413,9 @@ struct kvs_sim {
 	/* lazy decode aggregates */
 	uint64_t sumS;             /* sum of nlive x S over the heap */
 	uint64_t dec_len_sum;      /* sum of nlive x allocator-known length over the heap */
-	uint64_t dec_win_sum;      /* sum of nlive x win_ctx over the heap */
-	uint32_t win_tokens;       /* the windowed layers' window, when the step
-	                            * time charges them apart (else 0) */
+	uint64_t dec_win_sum;      /* sum of nlive x win_ctx over the heap (kept
+	                            * when the step time reads windows:
+	                            * cost.window) */
 	/* memory parts: last kvs_alloc_account, and tokens written since */
 	kvs_mem_parts raw;
 	uint64_t synced;           /* tokens grown within room since raw */
@@ -643,7 +643,7 @@ static unsigned ring_next(const kvs_sim *s, unsigned b)
 static inline uint64_t win_ctx(const kvs_sim *s, const sreq *r)
 {
 	uint64_t fin = (uint64_t)r->prompt + r->out_eff;
-	return fin < s->win_tokens ? fin : s->win_tokens;
+	return fin < s->cost.window ? fin : s->cost.window;
 }
 
 static kvs_status dh_push(kvs_sim *s, sreq *r)
@@ -667,7 +667,7 @@ accounted:
 	s->ndec += r->nlive;
 	s->sumS += (uint64_t)r->nlive * r->S;
 	s->dec_len_sum += (uint64_t)r->nlive * r->len;
-	if (KVS_UNLIKELY(s->win_tokens))
+	if (KVS_UNLIKELY(s->cost.window))
 		s->dec_win_sum += (uint64_t)r->nlive * win_ctx(s, r);
 	return KVS_OK;
 }
@@ -804,7 +804,7 @@ static inline void dh_unaccount(kvs_sim *s, sreq *r)
 	s->ndec -= r->nlive;
 	s->sumS -= (uint64_t)r->nlive * r->S;
 	s->dec_len_sum -= (uint64_t)r->nlive * r->len;
-	if (KVS_UNLIKELY(s->win_tokens))
+	if (KVS_UNLIKELY(s->cost.window))
 		s->dec_win_sum -= (uint64_t)r->nlive * win_ctx(s, r);
 	if (r->lazy)
 		lz_unregister(s, r);
@@ -3512,8 +3512,6 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		kvs_free(s);
 		return st;
 	}
-	if (s->cost.kv_win_bytes_per_token > 0 || s->cost.win_layers > 0)
-		s->win_tokens = cfg->deploy.model.sliding_window;
 	s->block_size = cfg->deploy.block_size ? cfg->deploy.block_size : 16;
 	s->bs_pow2 = kvs_pow2_shift(s->block_size, &s->bs_shift);
 	kvs_alloc_config ac;

@@ -1405,6 +1405,12 @@ uint64_t kvs_model_wide_params(const kvs_model *m)
 	return w.ovf || w.v >= text ? 0 : w.v;
 }
 
+uint32_t kvs_model_window_layers(const kvs_model *m)
+{
+	return m->sliding_window && m->num_sliding_layers <= m->num_layers
+		? m->num_sliding_layers : 0;
+}
+
 uint32_t kvs_model_moe_layers(const kvs_model *m)
 {
 	if (!m->num_experts)

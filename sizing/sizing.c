@@ -275,8 +275,8 @@ kvs_status kvs_weight_bytes(const kvs_model *m, kvs_dtype weight_dtype,
 bool kvs_deploy_windows_in_full(const kvs_deploy *d)
 {
 	const kvs_model *m = &d->model;
-	if (!m->sliding_window || !m->num_sliding_layers || m->num_sliding_layers >= m->num_layers ||
-	    d->engine != KVS_ENGINE_VLLM)
+	uint32_t wl = kvs_model_window_layers(m);
+	if (!wl || wl >= m->num_layers || d->engine != KVS_ENGINE_VLLM)
 		return false;
 	return d->hybrid_kv_off || (m->window_chunked && !d->chunked_hybrid_on);
 }
@@ -362,11 +362,11 @@ static double decode_step(const kvs_deploy *d, const kvs_sizing *s, uint64_t con
 	double flops = 2.0 * (double)m->num_active_params / ranks * c +
 		       4.0 * (double)d->context_tokens * heads_rank * att_dim *
 			       s->layers_per_rank * c;
-	if (m->sliding_window && m->num_sliding_layers && m->num_sliding_layers <= m->num_layers &&
-	    m->sliding_window < d->context_tokens) {
+	uint32_t nwl = kvs_model_window_layers(m);
+	if (nwl && m->sliding_window < d->context_tokens) {
 		/* windowed layers attend over their window only (held in full
 		 * or not), as the simulator's step time charges them */
-		double wl = (double)s->layers_per_rank * m->num_sliding_layers / m->num_layers;
+		double wl = (double)s->layers_per_rank * nwl / m->num_layers;
 		flops -= 4.0 * (double)(d->context_tokens - m->sliding_window) * heads_rank *
 			 att_dim * wl * c;
 	}

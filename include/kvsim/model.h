@@ -488,6 +488,9 @@ void kvs_model_param_parts(const kvs_model *m, kvs_param_parts *out);
 /* An MoE model's MoE layers: every moe_layer_step-th, else all but the
  * first_dense_layers; 0 for a dense model. */
 uint32_t kvs_model_moe_layers(const kvs_model *m);
+/* The layers that attend through a window (sliding window or chunked
+ * attention; every layer for an all-windowed model); 0 without one. */
+uint32_t kvs_model_window_layers(const kvs_model *m);
 /* The layers whose attention, router and shared experts a quantised
  * checkpoint keeps at 16 bits, bounded by the model: attention by its
  * layers, routers and shared experts by its MoE layers (0 for a model
