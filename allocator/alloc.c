@@ -690,15 +690,20 @@ uint32_t kvs_alloc_num_seqs(const kvs_alloc *a)
 	return a->nseqs;
 }
 
+void kvs_alloc_forget(kvs_alloc *a, kvs_seq_rec *s)
+{
+	map_del(a, s->id);
+	rec_put(a, (uint32_t)(s - a->recs));
+	a->nseqs--;
+}
+
 kvs_status kvs_alloc_release(kvs_alloc *a, kvs_seq_id seq)
 {
 	kvs_seq_rec *s = kvs_alloc_find(a, seq);
 	if (!s)
 		return unknown_seq("release", seq);
 	a->m->release(a, s);
-	map_del(a, seq);
-	rec_put(a, (uint32_t)(s - a->recs));
-	a->nseqs--;
+	kvs_alloc_forget(a, s);
 	if (KVS_DEBUG >= 2)
 		kvs_require(kvs_alloc_is_valid(a));
 	return KVS_OK;

@@ -161,6 +161,10 @@ extern const kvs_alloc_methods kvs_pow2_methods;
 extern const kvs_alloc_methods kvs_oracle_methods;
 extern const kvs_alloc_methods kvs_vatt_methods;
 
+/* The end of a release, after the policy's release method: s leaves the
+ * map and goes back to the free records. */
+void kvs_alloc_forget(kvs_alloc *a, kvs_seq_rec *s);
+
 /* Record lookup through the map (and the hint updated). */
 kvs_seq_rec *kvs_alloc_find_slow(const kvs_alloc *a, kvs_seq_id seq);
 

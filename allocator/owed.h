@@ -17,6 +17,13 @@
 kvs_status kvs_alloc_grow_owed(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 			       uint32_t m, const kvs_block_id *ids, bool pin);
 
+/* kvs_alloc_grow_owed followed by kvs_alloc_release of seq, in one call
+ * (a sequence that finishes with owed blocks): the pool, the account and
+ * the record's buffers end as the two calls leave them, without the ids
+ * passing through the table. */
+kvs_status kvs_alloc_release_owed(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
+				  uint32_t m, const kvs_block_id *ids, bool pin);
+
 /* kvs_alloc_blocks_take for blocks that will go to kvs_alloc_grow_owed:
  * unless pin (a caller that runs the validator) or debug_checks >= 2,
  * each taken id holds state word 1 (a table's) instead of being marked

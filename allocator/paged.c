@@ -1588,6 +1588,48 @@ kvs_status kvs_alloc_grow_owed(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	return grow_taken(a, seq, n, m, ids, KVS_DEBUG >= 2, owed_unmarked(a, pin));
 }
 
+kvs_status kvs_alloc_release_owed(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
+				  uint32_t m, const kvs_block_id *ids, bool pin)
+{
+	kvs_seq_rec *s = a->m == &kvs_paged_methods ? kvs_alloc_find(a, seq) : NULL;
+	paged *p = P(a);
+	/* the case it is for: grow_taken's fast one, from a lazy pool (no
+	 * prefix caching), nothing shared, no windowed blocks; anything else
+	 * is the two calls */
+	if (!s || !p->lazy || s->state != KVS_SEQ_RESIDENT || p->shared_tails ||
+	    p->dup_tok || s->wunits || (uint64_t)s->len + n > a->cfg.max_model_len ||
+	    paged_blocks_for(p, (uint64_t)s->len + n) != (uint64_t)s->nblocks + m ||
+	    s->nblocks + m > s->table_cap) {
+		kvs_status st = kvs_alloc_grow_owed(a, seq, n, m, ids, pin);
+		return st == KVS_OK ? kvs_alloc_release(a, seq) : st;
+	}
+	if (!owed_unmarked(a, pin)) {
+		kvs_status rc = to_state1(&p->pool, m, ids, false, KVS_DEBUG >= 2);
+		if (rc != KVS_OK)
+			return rc;
+	}
+	/* The grow would append the ids reversed (the last given popped
+	 * first) and the lazy release push the table last entry first: the
+	 * ids in their order, then the table reversed.  The account nets the
+	 * grow's n tokens out; the table buffer keeps its capacity, which
+	 * had room. */
+	uint32_t *fs = p->pool.free_ids_;
+	uint32_t top = p->pool.nfree_;
+	if (p->stale_lo > top)
+		p->stale_lo = top;
+	memcpy(fs + top, ids, (size_t)m * sizeof *ids);
+	copy_reversed(fs + top + m, s->table, s->nblocks);
+	p->pool.nfree_ = top + m + s->nblocks;
+	a->tok_sum -= s->len;
+	a->res_sum -= s->res;
+	s->res = 0;
+	s->nblocks = 0;
+	kvs_alloc_forget(a, s);
+	if (KVS_DEBUG >= 2)
+		kvs_require(kvs_alloc_is_valid(a));
+	return KVS_OK;
+}
+
 uint32_t kvs_alloc_prefix_lookup(const kvs_alloc *a, const uint64_t *hashes,
 				 uint32_t n)
 {

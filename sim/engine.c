@@ -1827,8 +1827,10 @@ static kvs_status drain_arrivals(kvs_sim *s)
 /* ---- scheduling ------------------------------------------------------------- */
 
 /* Bring a decoding request's allocator length up to the start of step
- * to_step (within its room, so no allocation), every live member. */
-static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
+ * to_step (within its room, so no allocation), every live member.  With
+ * release (a request that finishes at to_step), owed blocks go back with
+ * its table in one call and its member is released. */
+static inline kvs_status sync_to(kvs_sim *s, sreq *r, uint64_t to_step, bool release)
 {
 	if (to_step <= r->S)
 		return KVS_OK;
@@ -1844,10 +1846,22 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 		kvs_require(r->nlive == 1 && m <= s->nowed &&
 			    r->S + r->cap + (m - 1) * s->block_size - r->len < s->lz_done);
 		s->nowed -= m;
-		/* given back and grown into in one call */
-		kvs_status st = kvs_alloc_grow_owed(s->alloc, member(r, 0), (uint32_t)n,
-						     (uint32_t)m, s->owed + s->nowed,
-						     s->cfg.validate);
+		/* given back and grown into in one call; or, released, the
+		 * blocks go back with the table's, in the order the grow and
+		 * the release would leave (release_family then has nothing
+		 * left to release) */
+		kvs_status st;
+		if (release) {
+			kvs_require(r->nreg == 1);
+			st = kvs_alloc_release_owed(s->alloc, member(r, 0), (uint32_t)n,
+						    (uint32_t)m, s->owed + s->nowed,
+						    s->cfg.validate);
+			r->nreg = 0;
+		} else {
+			st = kvs_alloc_grow_owed(s->alloc, member(r, 0), (uint32_t)n,
+						 (uint32_t)m, s->owed + s->nowed,
+						 s->cfg.validate);
+		}
 		if (st != KVS_OK)
 			return kvs_fail_wrap(st == KVS_ERR_NOSPACE ? KVS_ERR_STATE : st,
 					"allocator refused %llu tokens and their %llu "
@@ -1882,6 +1896,11 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 	r->gen += (uint32_t)n;
 	s->synced += tokens;
 	return KVS_OK;
+}
+
+static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
+{
+	return sync_to(s, r, to_step, false);
 }
 
 /* Would syncing r to lz_done enlarge its block table's capacity?  Tables
@@ -1956,17 +1975,21 @@ static void tg_drop(kvs_sim *s, sreq *r)
 static kvs_status lz_sync_all(kvs_sim *s)
 {
 	kvs_status st;
-	size_t nd = 0, k = 0;
-	for (size_t i = 0; i < s->ntg; i++) {
-		pf_ent e = s->tg[i];
-		if (e.step < s->lz_done) {
-			s->tg_due[nd++] = e;
-		} else {
-			e.r->tg_idx = (uint32_t)k;
-			s->tg[k++] = e;
+	/* taken out by moving the last entry into each hole: the list's
+	 * order is no one's (the due entries are sorted below), and only a
+	 * moved entry's sequence is written, not every one kept */
+	size_t nd = 0, n = s->ntg;
+	for (size_t i = 0; i < n;) {
+		if (s->tg[i].step >= s->lz_done) {
+			i++;
+			continue;
 		}
+		s->tg_due[nd++] = s->tg[i];
+		s->tg[i] = s->tg[--n];
+		if (i < n)
+			s->tg[i].r->tg_idx = (uint32_t)i;
 	}
-	s->ntg = k;
+	s->ntg = n;
 	pf_ent *d = s->tg_due;
 	for (size_t i = 1; i < nd; i++) {   /* a few: insertion */
 		pf_ent e = d[i];
@@ -2721,10 +2744,11 @@ static kvs_status due_take(kvs_sim *s, size_t *out_ndue)
 	for (size_t i = 0; i < ndue; i++) {
 		sreq *r = s->due[i];
 		if (r->gen + (s->G - r->S) == r->out_eff) {
-			/* lazy blocks first: the table a release drops is
-			 * the one it would hold */
+			/* lazy blocks first, given back with the table in
+			 * one call: the table a release drops is the one it
+			 * would hold */
 			if (r->len + (s->G - r->S) > r->cap &&
-			    (st = sync_decode(s, r, s->G)) != KVS_OK)
+			    (st = sync_to(s, r, s->G, true)) != KVS_OK)
 				return st;
 			if ((st = release_family(s, r)) != KVS_OK)
 				return st;

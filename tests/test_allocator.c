@@ -864,6 +864,84 @@ static void test_paged_owed(void **state)
 	kvs_alloc_destroy(b);
 }
 
+/* kvs_alloc_release_owed leaves what kvs_alloc_grow_owed then
+ * kvs_alloc_release leave, checked on a twin allocator: the free count,
+ * the memory parts (table buffers' capacity among them), the validator,
+ * and at the end the order in which the free stack gives every block
+ * back.  Fast cases (the table has room, unpinned and pinned, a partial
+ * last block) and fallbacks (a table past its capacity, 32 entries from
+ * the first record's 20 blocks; more tokens than the blocks hold, which
+ * the grow's own takes make up). */
+static void test_paged_release_owed(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	c.budget_bytes = 100u * BS * B;
+	c.max_model_len = 1024;
+	kvs_alloc *a = fx_make(&c), *b = fx_make(&c);
+	kvs_alloc *both[2] = { a, b };
+	for (int k = 0; k < 2; k++) {
+		fx_admit_ok(both[k], 90, 20 * BS, 0);
+		fx_admit_ok(both[k], 91, 3 * BS, 0);   /* stays: other tables */
+		assert_int_equal(kvs_alloc_release(both[k], 90), KVS_OK);   /* a stale top */
+	}
+	static const struct {
+		uint32_t prompt, n, m;
+		bool pin;
+	} cases[] = {
+		{ 2 * BS, 2 * BS, 2, false },      /* fast: the table has room */
+		{ 3 * BS, 3 * BS, 3, false },      /* fast: a recycled record's table */
+		{ 30 * BS, 3 * BS, 3, false },     /* fallback: past its 32 entries */
+		{ BS + 1, 2 * BS - 1, 1, false },  /* fast: the partial block filled */
+		{ BS, BS, 1, true },               /* fast, pinned */
+		{ 2 * BS, 2 * BS + 1, 2, false },  /* fallback: a third block */
+		{ 1, BS - 1 + 2 * BS, 2, true },   /* fast, pinned */
+	};
+	for (size_t r = 0; r < KVS_ARRAY_LEN(cases); r++) {
+		kvs_seq_id seq = 10 + r;
+		uint32_t m = cases[r].m;
+		bool pin = cases[r].pin;
+		kvs_block_id ia[4], ib[4];
+		for (int k = 0; k < 2; k++) {
+			fx_admit_ok(both[k], seq, cases[r].prompt, 60 * BS);
+			grow_ok(both[k], seq, cases[r].prompt);   /* its prefill */
+		}
+		assert_int_equal(kvs_alloc_blocks_take_owed(a, m, ia, pin), KVS_OK);
+		assert_int_equal(kvs_alloc_blocks_take_owed(b, m, ib, pin), KVS_OK);
+		assert_int_equal(kvs_alloc_release_owed(a, seq, cases[r].n, m, ia, pin), KVS_OK);
+		assert_int_equal(kvs_alloc_grow_owed(b, seq, cases[r].n, m, ib, pin), KVS_OK);
+		assert_int_equal(kvs_alloc_release(b, seq), KVS_OK);
+		assert_int_equal(kvs_alloc_free_blocks(a), kvs_alloc_free_blocks(b));
+		kvs_mem_parts pa, pb;
+		kvs_alloc_account(a, NULL, &pa);
+		kvs_alloc_account(b, NULL, &pb);
+		assert_memory_equal(&pa, &pb, sizeof pa);
+		assert_true(kvs_alloc_is_valid(a));
+		const kvs_block_id *t;
+		uint32_t nt;
+		assert_int_equal(kvs_alloc_block_table(a, seq, &t, &nt), KVS_ERR_STATE);
+	}
+	/* every free block, in the order the stacks give them */
+	uint64_t nf = kvs_alloc_free_blocks(a);
+	kvs_block_id *fa = test_malloc(nf * sizeof *fa), *fb = test_malloc(nf * sizeof *fb);
+	assert_int_equal(kvs_alloc_blocks_take(a, (uint32_t)nf, fa), KVS_OK);
+	assert_int_equal(kvs_alloc_blocks_take(b, (uint32_t)nf, fb), KVS_OK);
+	assert_memory_equal(fa, fb, nf * sizeof *fa);
+	test_free(fa);
+	test_free(fb);
+	/* not a paged allocator: refused, as the grow is */
+	kvs_alloc_config cm = c;
+	cm.policy = KVS_POLICY_MAX;
+	cm.max_model_len = 8 * BS;
+	kvs_alloc *x = fx_make(&cm);
+	fx_admit_ok(x, 1, BS, BS);
+	kvs_block_id none[1] = { 0 };
+	assert_int_equal(kvs_alloc_release_owed(x, 1, BS, 1, none, false), KVS_ERR_UNSUPPORTED);
+	kvs_alloc_destroy(x);
+	kvs_alloc_destroy(a);
+	kvs_alloc_destroy(b);
+}
+
 /* kvs_alloc_grow_taken leaves what kvs_alloc_blocks_give then
  * kvs_alloc_grow leave (checked on a twin allocator), refuses a block not
  * taken with no change, and falls back to the two calls when the grow does
@@ -1079,6 +1157,7 @@ int main(void)
 		cmocka_unit_test(test_paged_stack_order),
 		cmocka_unit_test(test_paged_grow_taken),
 		cmocka_unit_test(test_paged_owed),
+		cmocka_unit_test(test_paged_release_owed),
 		cmocka_unit_test(test_paged_metadata),
 		cmocka_unit_test(test_validator_names_invariant),
 	};
