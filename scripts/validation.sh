@@ -151,7 +151,7 @@ done
 c="--model llama-4-scout --gpu h100-80gb --tp 4"
 j=$(size_json $c)
 row "Meta, Llama 4 model card (2025): Llama 4 Scout, 17B active and 109B total parameters" \
-	"llama-4-scout preset: the text_config of Llama-4-Scout-17B-16E-Instruct (48 layers, 16 experts of 8192 and a shared one, top-1, 40 heads, 8 kv heads, vocabulary 202,048); its vision encoder is not counted" \
+	"llama-4-scout preset: the config of Llama-4-Scout-17B-16E-Instruct, text model (48 layers, 16 experts of 8192 and a shared one, top-1, 40 heads, 8 kv heads, vocabulary 202,048) and vision encoder (34 layers of 1408, 336-pixel images in 14-pixel patches, pixel-shuffle adapter and projector: 0.87B)" \
 	"total parameters (B)" 109 "$(awk -v p="$(printf '%s\n' "$j" | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
 	"kvsim size $c"
 row "same" "same" "active parameters (B)" 17 \

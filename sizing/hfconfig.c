@@ -969,9 +969,10 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
  * A multimodal checkpoint holds an encoder beside its language model
  * ("vision_config", "audio_config") and a projector from the encoder's
  * width to the text model's.  Counted from their shapes: a SigLIP tower
- * (model_type siglip_vision_model: Gemma 3, PaliGemma) and Gemma 3's
- * projector; any other tower or projector is left out of the weights and
- * named in vision_unread (the CLI warns), never dropped silently. */
+ * (model_type siglip_vision_model: Gemma 3, PaliGemma) with Gemma 3's
+ * projector, and Llama 4's tower (llama4_vision_model) with its own; any
+ * other tower or projector is left out of the weights and named in
+ * vision_unread (the CLI warns), never dropped silently. */
 
 /* A tower kvsim does not count, or a projector: said, the first one. */
 static void vision_unread(kvs_model *m, const char *what, const char *type)
@@ -1050,17 +1051,75 @@ static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 	return KVS_OK;
 }
 
-/* The projector from a tower of width vh into the text model: Gemma 3's
- * (Gemma3MultiModalProjector: an RMSNorm over the tower's width and a
- * vh x hidden matrix without bias; its average pooling has no weights).
- * false: a projector kvsim does not count. */
-static bool projector_params(const char *top_type, uint64_t vh, const kvs_model *m,
-			     uint64_t *out)
+/* Llama 4's vision tower (transformers' Llama4VisionModel), its config's
+ * fields read under `sub` with Llama4VisionConfig's defaults: a patch
+ * projection of (channels x patch^2) x hidden without bias (an unfold
+ * and a linear layer), a class embedding, learned positions for every
+ * patch and the class token, LayerNorms (weight and bias) before and
+ * after the encoder; layers of two LayerNorms, q, k, v, o projections of
+ * hidden x hidden with biases and an fc1/fc2 MLP with biases; then the
+ * pixel-shuffle adapter, an MLP without biases of intermediate_size x
+ * projector_input_dim and projector_output_dim^2 (the shapes the model
+ * builds).  *out_dim: vision_output_dim, the projector's input. */
+static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *out_dim)
 {
-	if (!type_is(top_type, KEYS("gemma3")))
-		return false;
-	*out = vh * m->hidden_size + vh;
-	return true;
+	kvs_status st;
+	uint32_t h = 768, in = 5632, layers = 34, image = 448, patch = 14, ch = 3;
+	uint32_t pin = 4096, pout = 4096, vout = 7680;
+	if ((st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &h, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("intermediate_size"), false, NULL, 1, 1u << 20, &in,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_hidden_layers"), false, NULL, 0, 1u << 16, &layers,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("image_size"), false, NULL, 1, 1u << 20, &image, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("patch_size"), false, NULL, 1, 1u << 20, &patch, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_channels"), false, NULL, 1, 1024, &ch, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("projector_input_dim"), false, NULL, 1, 1u << 20, &pin,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("projector_output_dim"), false, NULL, 1, 1u << 20, &pout,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("vision_output_dim"), false, NULL, 1, 1u << 20, &vout,
+			     NULL)))
+		return st;
+	if (patch > image)
+		return kvs_fail(KVS_ERR_PARSE, "%s: field '%spatch_size': %u is larger than "
+				"image_size %u", sub->path, PFX(sub), patch, image);
+	uint64_t side = image / patch, H = h, I = in;
+	acc t = { 0, false };
+	addmul(&t, (uint64_t)ch * patch * patch, H);       /* patch projection */
+	add(&t, H);                                        /* class embedding */
+	addmul(&t, side * side + 1, H);                    /* positions */
+	add(&t, 4 * H);                                    /* pre and post LayerNorms */
+	uint64_t layer = 4 * (H * H + H) + 2 * H * I + I + H + 4 * H;
+	addmul(&t, layers, layer);
+	addmul(&t, I, pin);                                /* adapter fc1 */
+	addmul(&t, pout, pout);                            /* adapter fc2 */
+	if (t.ovf)
+		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
+				"not fit in 64 bits", sub->path);
+	*out = t.v;
+	*out_dim = vout;
+	return KVS_OK;
+}
+
+/* The projector from a tower whose output is vh wide into the text model:
+ * Gemma 3's after a SigLIP tower (Gemma3MultiModalProjector: an RMSNorm
+ * over the tower's width and a vh x hidden matrix without bias; its
+ * average pooling has no weights), Llama 4's after its own tower
+ * (Llama4MultiModalProjector: vision_output_dim x hidden without bias).
+ * false: a pairing kvsim does not count. */
+static bool projector_params(const char *top_type, const char *tower_type, uint64_t vh,
+			     const kvs_model *m, uint64_t *out)
+{
+	if (type_is(top_type, KEYS("gemma3")) && type_is(tower_type, KEYS("siglip_vision_model"))) {
+		*out = vh * m->hidden_size + vh;
+		return true;
+	}
+	if (type_is(top_type, KEYS("llama4")) && type_is(tower_type, KEYS("llama4_vision_model"))) {
+		*out = vh * m->hidden_size;
+		return true;
+	}
+	return false;
 }
 
 /* The towers of a multimodal config into m->vision_params (and
@@ -1086,16 +1145,18 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 			return kvs_fail(KVS_ERR_PARSE, "%s: field '%smodel_type': expected a "
 					"string", c->path, prefix);
 		const char *type = json_string_value(jt);
-		if (i != 0 || !type_is(type, KEYS("siglip_vision_model"))) {
+		bool siglip = type_is(type, KEYS("siglip_vision_model"));
+		if (i != 0 || !(siglip || type_is(type, KEYS("llama4_vision_model")))) {
 			vision_unread(m, towers[i].what, type ? type : "(none given)");
 			continue;
 		}
 		uint64_t tower = 0, proj = 0;
 		uint32_t vh = 0;
-		kvs_status st = siglip_params(&sub, &tower, &vh);
+		kvs_status st = siglip ? siglip_params(&sub, &tower, &vh)
+				       : llama4_vision_params(&sub, &tower, &vh);
 		if (st)
 			return st;
-		if (!projector_params(top_type, vh, m, &proj))
+		if (!projector_params(top_type, type, vh, m, &proj))
 			vision_unread(m, "projector", top_type ? top_type : "(none given)");
 		if (tower > UINT64_MAX - proj)
 			return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter "

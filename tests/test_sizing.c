@@ -164,14 +164,22 @@ static const struct ref refs[] = {
 	{ "qwen3-32b", 64, 64, 8, 128, 5120, 40960, 32762123264ull, 262144 },
 	{ "qwen3-30b-a3b", 48, 32, 4, 128, 2048, 40960, 30532122624ull, 98304 },
 	{ "qwen3-235b-a22b", 94, 64, 4, 128, 4096, 40960, 235093634560ull, 192512 },
-	/* the text model of Llama-4-Scout-17B-16E (Meta's card: 109B with its
-	 * vision encoder, 17B active), by hand: a layer's attention 5120 x
-	 * (5120 + 2 x 1024) + 5120^2 = 62,914,560 and two norms 10,240; 16
-	 * routed experts and a shared one of 3 x 5120 x 8192 = 125,829,120
-	 * and a router of 5120 x 16: 2,202,101,760 a layer, x 48 =
-	 * 105,700,884,480, + untied embeddings and head 2 x 202,048 x 5120 +
-	 * the final norm = 107,769,861,120 */
-	{ "llama-4-scout", 48, 40, 8, 128, 5120, 10485760, 107769861120ull, 196608 },
+	/* Llama-4-Scout-17B-16E (Meta's card: 109B, 17B active), by hand.
+	 * The text model: a layer's attention 5120 x (5120 + 2 x 1024) +
+	 * 5120^2 = 62,914,560 and two norms 10,240; 16 routed experts and a
+	 * shared one of 3 x 5120 x 8192 = 125,829,120 and a router of 5120 x
+	 * 16: 2,202,101,760 a layer, x 48 = 105,700,884,480, + untied
+	 * embeddings and head 2 x 202,048 x 5120 + the final norm =
+	 * 107,769,861,120.  The vision tower (hidden 1408, MLP 5632, 34
+	 * layers, 336-pixel images in 14-pixel patches: 576 patches):
+	 * patches 3 x 14^2 x 1408 = 827,904, class embedding 1,408,
+	 * positions 577 x 1408 = 812,416, two LayerNorms 5,632; a layer
+	 * q, k, v, o 4 x (1408^2 + 1408) = 7,935,488, fc1 1408 x 5632 + 5632
+	 * = 7,935,488, fc2 5632 x 1408 + 1408 = 7,931,264, two LayerNorms
+	 * 5,632: 23,807,872, x 34 = 809,467,648; the adapter 5632 x 4096 +
+	 * 4096^2 = 39,845,888: 850,960,896; the projector 4096 x 5120 =
+	 * 20,971,520.  In all 108,641,793,536. */
+	{ "llama-4-scout", 48, 40, 8, 128, 5120, 10485760, 108641793536ull, 196608 },
 };
 
 static void test_presets_match_reference(void **state)
@@ -1149,6 +1157,46 @@ static void test_vision_tower(void **state)
 	assert_int_equal(parse("{\"model_type\": \"gemma3n\", \"text_config\": {" DENSE4 "}, "
 			       "\"audio_config\": {\"model_type\": \"gemma3n_audio\"}}", &m), KVS_OK);
 	assert_string_equal(m.vision_unread, "audio tower of model_type 'gemma3n_audio'");
+	/* Llama 4's tower and projector, by hand: hidden 8, MLP 16, 2 layers,
+	 * 8 x 8 images in 4 x 4 patches, 3 channels, adapter 16 x 12 and
+	 * 6 x 6, vision_output_dim 10:
+	 *   patches 3 x 4 x 4 x 8 = 384 (no bias), class embedding 8,
+	 *   positions (4 + 1) x 8 = 40, pre and post LayerNorms 32,
+	 *   layers 2 x 600 (as SigLIP's above), adapter 192 + 36:
+	 *   tower 1,892; projector 10 x 64 = 640 (no bias) */
+	assert_int_equal(parse("{\"model_type\": \"llama4\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"llama4_vision_model\", "
+			       "\"hidden_size\": 8, \"intermediate_size\": 16, "
+			       "\"num_hidden_layers\": 2, \"image_size\": 8, \"patch_size\": 4, "
+			       "\"projector_input_dim\": 12, \"projector_output_dim\": 6, "
+			       "\"vision_output_dim\": 10}}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1892 + 640);
+	assert_int_equal(m.num_params, 160832 + 2532);
+	assert_int_equal(m.num_active_params, 160832);
+	assert_string_equal(m.vision_unread, "");
+	/* Llama4VisionConfig's defaults: hidden 768, MLP 5632, 34 layers,
+	 * 448-pixel images in 14-pixel patches (1,024), adapter 5632 x 4096
+	 * and 4096^2, vision_output_dim 7680: patches 451,584, class 768,
+	 * positions 787,200, LayerNorms 3,072, layers 34 x 11,022,592,
+	 * adapter 39,845,888 = 415,856,640; projector 7680 x 64 */
+	assert_int_equal(parse("{\"model_type\": \"llama4\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"llama4_vision_model\"}}",
+			       &m), KVS_OK);
+	assert_int_equal(m.vision_params, 415856640ull + 491520);
+	/* a tower under another model's top level: its projector is not
+	 * counted, and said */
+	assert_int_equal(parse("{\"model_type\": \"gemma3\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"llama4_vision_model\", "
+			       "\"hidden_size\": 8, \"intermediate_size\": 16, "
+			       "\"num_hidden_layers\": 2, \"image_size\": 8, \"patch_size\": 4, "
+			       "\"projector_input_dim\": 12, \"projector_output_dim\": 6}}", &m),
+			 KVS_OK);
+	assert_int_equal(m.vision_params, 1892);
+	assert_string_equal(m.vision_unread, "projector of model_type 'gemma3'");
+	expect_error("{\"model_type\": \"llama4\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"model_type\": \"llama4_vision_model\", "
+		     "\"vision_output_dim\": 0}}", KVS_ERR_PARSE,
+		     "field 'vision_config.vision_output_dim': 0 is out of range");
 	/* PaliGemma: the SigLIP tower counted, its projector not */
 	assert_int_equal(parse("{\"model_type\": \"paligemma\", \"text_config\": {" DENSE4 "}, "
 			       SIGLIP(", \"vision_use_head\": false") "}", &m), KVS_OK);
