@@ -1007,6 +1007,43 @@ static void addmul(acc *a, uint64_t x, uint64_t y)
 }
 
 
+/* The shape a ViT-style tower's config gives: width, MLP width, layers,
+ * image and patch sides, channels. */
+typedef struct vit_shape {
+	uint32_t h, in, layers, image, patch, ch;
+} vit_shape;
+
+/* The fields of *v read under `sub` over the defaults *v holds; a patch
+ * larger than the image is an error naming the field. */
+static kvs_status vit_read(const cfg *sub, vit_shape *v)
+{
+	kvs_status st;
+	if ((st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &v->h, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("intermediate_size"), false, NULL, 1, 1u << 20, &v->in,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_hidden_layers"), false, NULL, 0, 1u << 16,
+			     &v->layers, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("image_size"), false, NULL, 1, 1u << 20, &v->image,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("patch_size"), false, NULL, 1, 1u << 20, &v->patch,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_channels"), false, NULL, 1, 1024, &v->ch, NULL)))
+		return st;
+	if (v->patch > v->image)
+		return kvs_fail(KVS_ERR_PARSE, "%s: field '%spatch_size': %u is larger than "
+				"image_size %u", sub->path, PFX(sub), v->patch, v->image);
+	return KVS_OK;
+}
+
+/* An encoder layer of such a tower: two LayerNorms (weight and bias), q,
+ * k, v, o projections of hidden x hidden with biases, an fc1/fc2 MLP with
+ * biases (hidden and MLP width at most 2^20: no overflow). */
+static uint64_t vit_layer(const vit_shape *v)
+{
+	uint64_t H = v->h, I = v->in;
+	return 4 * (H * H + H) + 2 * H * I + I + H + 4 * H;
+}
+
 /* A SigLIP vision tower (transformers' SiglipVisionModel), its config's
  * fields read under `sub` with SiglipVisionConfig's defaults, the ones a
  * config.json leaves out: a patch convolution with bias, learned
@@ -1019,27 +1056,15 @@ static void addmul(acc *a, uint64_t x, uint64_t y)
 static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 {
 	kvs_status st;
-	uint32_t h = 768, in = 3072, layers = 12, image = 224, patch = 16, ch = 3;
+	vit_shape v = { 768, 3072, 12, 224, 16, 3 };
 	bool head = true;
-	if ((st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &h, NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("intermediate_size"), false, NULL, 1, 1u << 20, &in,
-			     NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("num_hidden_layers"), false, NULL, 0, 1u << 16, &layers,
-			     NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("image_size"), false, NULL, 1, 1u << 20, &image, NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("patch_size"), false, NULL, 1, 1u << 20, &patch, NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("num_channels"), false, NULL, 1, 1024, &ch, NULL)) ||
-	    (st = cfg_bool(sub, "vision_use_head", &head, NULL)))
+	if ((st = vit_read(sub, &v)) || (st = cfg_bool(sub, "vision_use_head", &head, NULL)))
 		return st;
-	if (patch > image)
-		return kvs_fail(KVS_ERR_PARSE, "%s: field '%spatch_size': %u is larger than "
-				"image_size %u", sub->path, PFX(sub), patch, image);
-	uint64_t side = image / patch, H = h, I = in;
+	uint64_t side = v.image / v.patch, H = v.h, I = v.in;
 	acc t = { 0, false };
-	addmul(&t, (uint64_t)ch * patch * patch + 1, H);   /* patch conv and its bias */
-	addmul(&t, side * side, H);                        /* positions */
-	uint64_t layer = 4 * (H * H + H) + 2 * H * I + I + H + 4 * H;
-	addmul(&t, layers, layer);
+	addmul(&t, (uint64_t)v.ch * v.patch * v.patch + 1, H);   /* patch conv and its bias */
+	addmul(&t, side * side, H);                              /* positions */
+	addmul(&t, v.layers, vit_layer(&v));
 	add(&t, 2 * H);                                    /* post LayerNorm */
 	if (head)   /* probe, q/k/v and out projections, LayerNorm, MLP */
 		add(&t, H + 4 * (H * H + H) + 2 * H + 2 * H * I + I + H);
@@ -1047,7 +1072,7 @@ static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
 				"not fit in 64 bits", sub->path);
 	*out = t.v;
-	*hidden = h;
+	*hidden = v.h;
 	return KVS_OK;
 }
 
@@ -1064,16 +1089,9 @@ static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *out_dim)
 {
 	kvs_status st;
-	uint32_t h = 768, in = 5632, layers = 34, image = 448, patch = 14, ch = 3;
+	vit_shape v = { 768, 5632, 34, 448, 14, 3 };
 	uint32_t pin = 4096, pout = 4096, vout = 7680;
-	if ((st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &h, NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("intermediate_size"), false, NULL, 1, 1u << 20, &in,
-			     NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("num_hidden_layers"), false, NULL, 0, 1u << 16, &layers,
-			     NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("image_size"), false, NULL, 1, 1u << 20, &image, NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("patch_size"), false, NULL, 1, 1u << 20, &patch, NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("num_channels"), false, NULL, 1, 1024, &ch, NULL)) ||
+	if ((st = vit_read(sub, &v)) ||
 	    (st = cfg_u32_in(sub, KEYS("projector_input_dim"), false, NULL, 1, 1u << 20, &pin,
 			     NULL)) ||
 	    (st = cfg_u32_in(sub, KEYS("projector_output_dim"), false, NULL, 1, 1u << 20, &pout,
@@ -1081,19 +1099,15 @@ static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *
 	    (st = cfg_u32_in(sub, KEYS("vision_output_dim"), false, NULL, 1, 1u << 20, &vout,
 			     NULL)))
 		return st;
-	if (patch > image)
-		return kvs_fail(KVS_ERR_PARSE, "%s: field '%spatch_size': %u is larger than "
-				"image_size %u", sub->path, PFX(sub), patch, image);
-	uint64_t side = image / patch, H = h, I = in;
+	uint64_t side = v.image / v.patch, H = v.h, I = v.in;
 	acc t = { 0, false };
-	addmul(&t, (uint64_t)ch * patch * patch, H);       /* patch projection */
-	add(&t, H);                                        /* class embedding */
-	addmul(&t, side * side + 1, H);                    /* positions */
-	add(&t, 4 * H);                                    /* pre and post LayerNorms */
-	uint64_t layer = 4 * (H * H + H) + 2 * H * I + I + H + 4 * H;
-	addmul(&t, layers, layer);
-	addmul(&t, I, pin);                                /* adapter fc1 */
-	addmul(&t, pout, pout);                            /* adapter fc2 */
+	addmul(&t, (uint64_t)v.ch * v.patch * v.patch, H);   /* patch projection */
+	add(&t, H);                                          /* class embedding */
+	addmul(&t, side * side + 1, H);                      /* positions */
+	add(&t, 4 * H);                                      /* pre and post LayerNorms */
+	addmul(&t, v.layers, vit_layer(&v));
+	addmul(&t, I, pin);                                  /* adapter fc1 */
+	addmul(&t, pout, pout);                              /* adapter fc2 */
 	if (t.ovf)
 		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
 				"not fit in 64 bits", sub->path);

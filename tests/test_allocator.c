@@ -785,6 +785,30 @@ static void test_paged_stack_order(void **state)
 	}
 }
 
+/* The owed-block tests' pool: 100 blocks, max_model_len 1024. */
+static kvs_alloc_config cfg_owed(void)
+{
+	kvs_alloc_config c = cfg_paged();
+	c.budget_bytes = 100u * BS * B;
+	c.max_model_len = 1024;
+	return c;
+}
+
+/* Twin allocators of config c whose free stacks' top a lazy release left
+ * (20 blocks admitted and released: the first record's table of 32
+ * entries recycled), with sequence keep admitted (prompt, output) in
+ * both. */
+static void owed_twins(const kvs_alloc_config *c, kvs_alloc *both[2], kvs_seq_id keep,
+		       uint32_t prompt, uint32_t output)
+{
+	for (int k = 0; k < 2; k++) {
+		both[k] = fx_make(c);
+		fx_admit_ok(both[k], 99, 20 * BS, 0);
+		fx_admit_ok(both[k], keep, prompt, output);
+		assert_int_equal(kvs_alloc_release(both[k], 99), KVS_OK);   /* a stale top */
+	}
+}
+
 /* The engine's calls (allocator/owed.h), checked on a twin allocator
  * that makes the public ones.  kvs_alloc_blocks_take_owed without pinning
  * (a lazily released top keeps its state words) and kvs_alloc_grow_owed
@@ -795,16 +819,10 @@ static void test_paged_stack_order(void **state)
 static void test_paged_owed(void **state)
 {
 	(void)state;
-	kvs_alloc_config c = cfg_paged();
-	c.budget_bytes = 100u * BS * B;
-	c.max_model_len = 1024;
-	kvs_alloc *a = fx_make(&c), *b = fx_make(&c);
-	kvs_alloc *both[2] = { a, b };
-	for (int k = 0; k < 2; k++) {
-		fx_admit_ok(both[k], 9, 20 * BS, 0);
-		fx_admit_ok(both[k], 1, 2 * BS, 60 * BS);
-		assert_int_equal(kvs_alloc_release(both[k], 9), KVS_OK);   /* a stale top */
-	}
+	kvs_alloc_config c = cfg_owed();
+	kvs_alloc *both[2];
+	owed_twins(&c, both, 1, 2 * BS, 60 * BS);
+	kvs_alloc *a = both[0], *b = both[1];
 	/* blocks 1 .. m at a time: 2 (fast, room in a table of 4), 3 (past
 	 * the table's 4 entries: the fallback), then 1, 5, 7, and 4 (fast:
 	 * the last 2 of the 20 stale blocks and 2 with exact state words,
@@ -875,16 +893,10 @@ static void test_paged_owed(void **state)
 static void test_paged_release_owed(void **state)
 {
 	(void)state;
-	kvs_alloc_config c = cfg_paged();
-	c.budget_bytes = 100u * BS * B;
-	c.max_model_len = 1024;
-	kvs_alloc *a = fx_make(&c), *b = fx_make(&c);
-	kvs_alloc *both[2] = { a, b };
-	for (int k = 0; k < 2; k++) {
-		fx_admit_ok(both[k], 90, 20 * BS, 0);
-		fx_admit_ok(both[k], 91, 3 * BS, 0);   /* stays: other tables */
-		assert_int_equal(kvs_alloc_release(both[k], 90), KVS_OK);   /* a stale top */
-	}
+	kvs_alloc_config c = cfg_owed();
+	kvs_alloc *both[2];
+	owed_twins(&c, both, 91, 3 * BS, 0);   /* 91 stays: other tables */
+	kvs_alloc *a = both[0], *b = both[1];
 	static const struct {
 		uint32_t prompt, n, m;
 		bool pin;
