@@ -1856,7 +1856,8 @@ static inline kvs_status sync_to(kvs_sim *s, sreq *r, uint64_t to_step, bool rel
 			st = kvs_alloc_release_owed(s->alloc, member(r, 0), (uint32_t)n,
 						    (uint32_t)m, s->owed + s->nowed,
 						    s->cfg.validate);
-			r->nreg = 0;
+			if (st == KVS_OK)
+				r->nreg = 0;
 		} else {
 			st = kvs_alloc_grow_owed(s->alloc, member(r, 0), (uint32_t)n,
 						 (uint32_t)m, s->owed + s->nowed,
