@@ -157,6 +157,15 @@ row "Meta, Llama 4 model card (2025): Llama 4 Scout, 17B active and 109B total p
 row "same" "same" "active parameters (B)" 17 \
 	"$(awk -v a="$(printf '%s\n' "$j" | jgetn num_active_params)" 'BEGIN { printf "%.2f", a / 1e9 }')" \
 	"kvsim size $c"
+c="--model llama-4-maverick --gpu h200-141gb --tp 8"
+j=$(size_json $c)
+row "Meta, Llama 4 model card (2025): Llama 4 Maverick, 17B active and 400B total parameters" \
+	"llama-4-maverick preset: the config of Llama-4-Maverick-17B-128E-Instruct, text model (48 layers, every second of 128 experts of 8192 and a shared one, top-1, the others dense of 16384; 40 heads, 8 kv heads) and Scout's vision encoder (0.87B)" \
+	"total parameters (B)" 400 "$(awk -v p="$(printf '%s\n' "$j" | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
+	"kvsim size $c"
+row "same" "same" "active parameters (B)" 17 \
+	"$(awk -v a="$(printf '%s\n' "$j" | jgetn num_active_params)" 'BEGIN { printf "%.2f", a / 1e9 }')" \
+	"kvsim size $c"
 c="--model gemma-3-27b --gpu mi300x --max-model-len 4096"
 row "vLLM 0.11.0rc2 start-up log of an example server on ROCm (Model loading took 51.7891 GiB)" \
 	"Gemma-3-27B-it, bf16, tp 1" "model loading memory (GiB)" 51.79 \

@@ -180,6 +180,16 @@ static const struct ref refs[] = {
 	 * 4096^2 = 39,845,888: 850,960,896; the projector 4096 x 5120 =
 	 * 20,971,520.  In all 108,641,793,536. */
 	{ "llama-4-scout", 48, 40, 8, 128, 5120, 10485760, 108641793536ull, 196608 },
+	/* Llama-4-Maverick-17B-128E (Meta's card: 400B, 17B active), by
+	 * hand: the same attention and norms as Scout's (62,924,800 a
+	 * layer); 24 MoE layers (every second) of 128 routed experts and a
+	 * shared one of 125,829,120 each and a router of 5120 x 128:
+	 * 16,232,611,840; 24 dense layers of 3 x 5120 x 16384 =
+	 * 251,658,240: 24 x 16,295,536,640 + 24 x 314,583,040 =
+	 * 398,642,872,320, + embeddings, head and final norm
+	 * 2,068,976,640 = 400,711,848,960; + Scout's vision tower and
+	 * projector 871,932,416 = 401,583,781,376 */
+	{ "llama-4-maverick", 48, 40, 8, 128, 5120, 1048576, 401583781376ull, 196608 },
 };
 
 static void test_presets_match_reference(void **state)
@@ -229,6 +239,14 @@ static void test_moe_and_mla_params(void **state)
 	assert_int_equal(sc.num_active_params, 48ull * 314664960 + 2ull * 202048 * 5120 + 5120);
 	assert_int_equal(sc.num_sliding_layers, 36);
 	assert_true(sc.window_chunked);
+	/* Maverick, "17B active": 24 MoE layers of attention, norms, router,
+	 * shared expert and one routed one (315,238,400) and 24 dense ones
+	 * (314,583,040), + embeddings, head and final norm */
+	kvs_model mv = load("llama-4-maverick");
+	assert_int_equal(mv.num_experts, 128);
+	assert_int_equal(mv.num_active_params,
+			 24ull * 315238400 + 24ull * 314583040 + 2ull * 202048 * 5120 + 5120);
+	assert_int_equal(mv.num_sliding_layers, 36);
 
 	kvs_model ds = load("deepseek-v3");
 	assert_int_equal(ds.kv_lora_rank, 512);
@@ -1877,8 +1895,8 @@ static void test_invariants(void **state)
 			checked++;
 		}
 	}
-	/* 27 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
-	assert_int_equal(checked, (27 * 3 - 1) * 5 * 11 * 3);
+	/* 28 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
+	assert_int_equal(checked, (28 * 3 - 1) * 5 * 11 * 3);
 }
 
 /* A bad unit inside a GPU preset: the message keeps the unit error (the
