@@ -148,24 +148,24 @@ for n in 4b 12b 27b; do
 	row "$src" "gemma-3-$n preset: the -it config.json (text model and SigLIP vision tower, 27 layers of 1152, 896-pixel images in 14-pixel patches)" \
 		"total parameters" "$pub" "$(size_json $c | jgetn num_params)" "kvsim size $c"
 done
-c="--model llama-4-scout --gpu h100-80gb --tp 4"
-j=$(size_json $c)
-row "Meta, Llama 4 model card (2025): Llama 4 Scout, 17B active and 109B total parameters" \
-	"llama-4-scout preset: the config of Llama-4-Scout-17B-16E-Instruct, text model (48 layers, 16 experts of 8192 and a shared one, top-1, 40 heads, 8 kv heads, vocabulary 202,048) and vision encoder (34 layers of 1408, 336-pixel images in 14-pixel patches, pixel-shuffle adapter and projector: 0.87B)" \
-	"total parameters (B)" 109 "$(awk -v p="$(printf '%s\n' "$j" | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
-	"kvsim size $c"
-row "same" "same" "active parameters (B)" 17 \
-	"$(awk -v a="$(printf '%s\n' "$j" | jgetn num_active_params)" 'BEGIN { printf "%.2f", a / 1e9 }')" \
-	"kvsim size $c"
-c="--model llama-4-maverick --gpu h200-141gb --tp 8"
-j=$(size_json $c)
-row "Meta, Llama 4 model card (2025): Llama 4 Maverick, 17B active and 400B total parameters" \
-	"llama-4-maverick preset: the config of Llama-4-Maverick-17B-128E-Instruct, text model (48 layers, every second of 128 experts of 8192 and a shared one, top-1, the others dense of 16384; 40 heads, 8 kv heads) and Scout's vision encoder (0.87B)" \
-	"total parameters (B)" 400 "$(awk -v p="$(printf '%s\n' "$j" | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
-	"kvsim size $c"
-row "same" "same" "active parameters (B)" 17 \
-	"$(awk -v a="$(printf '%s\n' "$j" | jgetn num_active_params)" 'BEGIN { printf "%.2f", a / 1e9 }')" \
-	"kvsim size $c"
+# card_rows NAME TOTAL_B CONFIG ARGS...: a Llama 4 card's total and active
+# parameter counts (billions) against size's
+card_rows() {
+	local name=$1 total=$2 conf=$3 j
+	shift 3
+	j=$(size_json "$@")
+	row "Meta, Llama 4 model card (2025): Llama 4 $name, 17B active and ${total}B total parameters" \
+		"$conf" "total parameters (B)" "$total" \
+		"$(awk -v p="$(printf '%s\n' "$j" | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
+		"kvsim size $*"
+	row "same" "same" "active parameters (B)" 17 \
+		"$(awk -v a="$(printf '%s\n' "$j" | jgetn num_active_params)" 'BEGIN { printf "%.2f", a / 1e9 }')" \
+		"kvsim size $*"
+}
+card_rows Scout 109 "llama-4-scout preset: the config of Llama-4-Scout-17B-16E-Instruct, text model (48 layers, 16 experts of 8192 and a shared one, top-1, 40 heads, 8 kv heads, vocabulary 202,048) and vision encoder (34 layers of 1408, 336-pixel images in 14-pixel patches, pixel-shuffle adapter and projector: 0.87B)" \
+	--model llama-4-scout --gpu h100-80gb --tp 4
+card_rows Maverick 400 "llama-4-maverick preset: the config of Llama-4-Maverick-17B-128E-Instruct, text model (48 layers, every second of 128 experts of 8192 and a shared one, top-1, the others dense of 16384; 40 heads, 8 kv heads) and Scout's vision encoder (0.87B)" \
+	--model llama-4-maverick --gpu h200-141gb --tp 8
 c="--model gemma-3-27b --gpu mi300x --max-model-len 4096"
 row "vLLM 0.11.0rc2 start-up log of an example server on ROCm (Model loading took 51.7891 GiB)" \
 	"Gemma-3-27B-it, bf16, tp 1" "model loading memory (GiB)" 51.79 \
