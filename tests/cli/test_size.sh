@@ -606,6 +606,16 @@ run 0 --model gemma-3-27b --gpu h100-80gb --json && {
 run 0 --model gemma-3-27b --gpu h100-80gb --tp 2 --pp 2 --json &&
 	[ "$(jget vision_weight_bytes)" = 423060336 ] || fail "tp 2 x pp 2: vision_weight_bytes"
 run 0 --model llama-3-8b --json && case "$out" in *vision*) fail "vision keys without a tower" ;; esac
+# Llama 4: its own tower and projector (871,932,416, test_sizing's hand
+# count), on the model line and in the weights (bf16, tp 8: / 8)
+run 0 --model llama-4-maverick --gpu h200-141gb --tp 8 && {
+	has "$out" "401,583,781,376 parameters (from the config's shapes), of which vision tower 0.87B" "Maverick's model line"
+	[ -z "$err" ] || fail "llama-4-maverick warned: $err"
+}
+run 0 --model llama-4-scout --gpu h100-80gb --tp 8 --json && {
+	[ "$(nget vision_params)" = 871932416 ] || fail "Scout's vision_params $(nget vision_params)"
+	[ "$(jget vision_weight_bytes)" = 217983104 ] || fail "Scout's vision_weight_bytes $(jget vision_weight_bytes)"
+}
 # a tower kvsim has no shapes for: named, not silently dropped
 sed 's/"siglip_vision_model"/"mllama_vision_model"/' \
 	"$ROOT/sizing/presets/models/gemma-3-4b.json" >"$tmp/mm.json"
