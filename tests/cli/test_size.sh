@@ -612,6 +612,12 @@ run 0 --model llama-4-maverick --gpu h200-141gb --tp 8 && {
 	has "$out" "401,583,781,376 parameters (from the config's shapes), of which vision tower 0.87B" "Maverick's model line"
 	[ -z "$err" ] || fail "llama-4-maverick warned: $err"
 }
+# vLLM's Llama 4 launch post (vLLM 0.8.3) serves Scout bf16 at tp 8 with
+# --max-model-len 1,000,000 on H100 and 3,600,000 on H200: both start
+for gm in h100-80gb:1000000 h200-141gb:3600000; do
+	run 0 --model llama-4-scout --gpu "${gm%%:*}" --tp 8 --max-model-len "${gm#*:}" &&
+		case "$out" in *"would not start"*) fail "Scout on ${gm%%:*} x 8 at ${gm#*:}: refused" ;; esac
+done
 run 0 --model llama-4-scout --gpu h100-80gb --tp 8 --json && {
 	[ "$(nget vision_params)" = 871932416 ] || fail "Scout's vision_params $(nget vision_params)"
 	[ "$(jget vision_weight_bytes)" = 217983104 ] || fail "Scout's vision_weight_bytes $(jget vision_weight_bytes)"
