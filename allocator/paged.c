@@ -1526,6 +1526,18 @@ kvs_status kvs_alloc_blocks_give(kvs_alloc *a, uint32_t n,
 /* kvs_alloc_grow_taken; check: test that each id is pinned (once);
  * marked: each id holds state 1 already (kvs_alloc_blocks_take_owed's
  * fast case), nothing to write */
+/* The case grow_taken hands ids straight to a table: s resident, nothing
+ * shared (no copy-on-write), exactly m new blocks for its n tokens, a
+ * table with room for them. */
+static inline bool taken_fits(const kvs_alloc *a, const paged *p, const kvs_seq_rec *s,
+			      uint32_t n, uint32_t m)
+{
+	return s && s->state == KVS_SEQ_RESIDENT && !p->shared_tails &&
+	       (uint64_t)s->len + n <= a->cfg.max_model_len &&
+	       paged_blocks_for(p, (uint64_t)s->len + n) == (uint64_t)s->nblocks + m &&
+	       s->nblocks + m <= s->table_cap;
+}
+
 static inline kvs_status grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 				    uint32_t m, const kvs_block_id *ids, bool check,
 				    bool marked)
@@ -1536,13 +1548,9 @@ static inline kvs_status grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	paged *p = P(a);
 	kvs_seq_rec *s = kvs_alloc_find(a, seq);
 	uint32_t bs = p->bs;
-	/* the case the blocks are for: resident, nothing shared (no
-	 * copy-on-write), exactly m new blocks, a table with room for them;
-	 * anything else is the give and the grow themselves */
-	if (!s || s->state != KVS_SEQ_RESIDENT || p->shared_tails ||
-	    (uint64_t)s->len + n > a->cfg.max_model_len ||
-	    paged_blocks_for(p, (uint64_t)s->len + n) != (uint64_t)s->nblocks + m ||
-	    s->nblocks + m > s->table_cap) {
+	/* anything but the case the blocks are for is the give and the grow
+	 * themselves */
+	if (!taken_fits(a, p, s, n, m)) {
 		/* unchecked, the ids may not be marked taken
 		 * (kvs_alloc_blocks_take_owed): the lazy give without the test */
 		kvs_status st = !check && p->lazy ? give_lazy(p, m, ids, false)
@@ -1594,12 +1602,9 @@ kvs_status kvs_alloc_release_owed(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	kvs_seq_rec *s = a->m == &kvs_paged_methods ? kvs_alloc_find(a, seq) : NULL;
 	paged *p = P(a);
 	/* the case it is for: grow_taken's fast one, from a lazy pool (no
-	 * prefix caching), nothing shared, no windowed blocks; anything else
-	 * is the two calls */
-	if (!s || !p->lazy || s->state != KVS_SEQ_RESIDENT || p->shared_tails ||
-	    p->dup_tok || s->wunits || (uint64_t)s->len + n > a->cfg.max_model_len ||
-	    paged_blocks_for(p, (uint64_t)s->len + n) != (uint64_t)s->nblocks + m ||
-	    s->nblocks + m > s->table_cap) {
+	 * prefix caching), no block in two tables, no windowed blocks;
+	 * anything else is the two calls */
+	if (!taken_fits(a, p, s, n, m) || !p->lazy || p->dup_tok || s->wunits) {
 		kvs_status st = kvs_alloc_grow_owed(a, seq, n, m, ids, pin);
 		return st == KVS_OK ? kvs_alloc_release(a, seq) : st;
 	}
@@ -1610,19 +1615,15 @@ kvs_status kvs_alloc_release_owed(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
 	}
 	/* The grow would append the ids reversed (the last given popped
 	 * first) and the lazy release push the table last entry first: the
-	 * ids in their order, then the table reversed.  The account nets the
-	 * grow's n tokens out; the table buffer keeps its capacity, which
-	 * had room. */
-	uint32_t *fs = p->pool.free_ids_;
+	 * ids go on the stack in their order, state 1 kept, then the
+	 * release's own drop pushes the table.  The account never saw the grow's n
+	 * tokens; the table buffer keeps its capacity, which had room. */
 	uint32_t top = p->pool.nfree_;
 	if (p->stale_lo > top)
 		p->stale_lo = top;
-	memcpy(fs + top, ids, (size_t)m * sizeof *ids);
-	copy_reversed(fs + top + m, s->table, s->nblocks);
-	p->pool.nfree_ = top + m + s->nblocks;
-	a->tok_sum -= s->len;
-	a->res_sum -= s->res;
-	s->res = 0;
+	memcpy(p->pool.free_ids_ + top, ids, (size_t)m * sizeof *ids);
+	p->pool.nfree_ = top + m;
+	drop_device_blocks(a, p, s);   /* paged_release's, no windowed blocks */
 	s->nblocks = 0;
 	kvs_alloc_forget(a, s);
 	if (KVS_DEBUG >= 2)
