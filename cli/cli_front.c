@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- output files ------------------------------------------------------------- */
@@ -226,8 +227,15 @@ void kvs_cli_set_skip_note(const char *cmd, const char *path, const kvs_trace_op
  * at its next event, the outputs are written whole and marked
  * "interrupted", exit 128 + signal.  A second signal ends the process at
  * once, removing the outputs' temporary files first (the outputs' own
- * handlers are not installed over this one). */
+ * handlers are not installed over this one), unless it comes within
+ * REPEAT_NS of the first: that is the same stop delivered twice, as
+ * coreutils' timeout sends it to the process and then to its process
+ * group (a kill of the group from a job scheduler does the same), and
+ * taking it for a second would lose the outputs the first is writing. */
+#define REPEAT_NS 250000000ll   /* a quarter second */
+
 static volatile sig_atomic_t sim_interrupt;
+static struct timespec first_at;   /* written before on_repeat is installed */
 
 static void on_second(int sig)
 {
@@ -237,10 +245,23 @@ static void on_second(int sig)
 	raise(sig);
 }
 
+/* clock_gettime is async-signal-safe (POSIX.1-2008) */
+static void on_repeat(int sig)
+{
+	struct timespec now;
+	if (clock_gettime(CLOCK_MONOTONIC, &now) == 0 &&
+	    (now.tv_sec - first_at.tv_sec) * 1000000000ll + (now.tv_nsec - first_at.tv_nsec) <
+		    REPEAT_NS)
+		return;
+	on_second(sig);
+}
+
 static void on_interrupt(int sig)
 {
 	sim_interrupt = sig;
-	signal(sig, on_second);
+	if (clock_gettime(CLOCK_MONOTONIC, &first_at) != 0)
+		first_at.tv_sec = first_at.tv_nsec = 0;
+	signal(sig, on_repeat);
 }
 
 const volatile sig_atomic_t *kvs_cli_interrupt_install(void)

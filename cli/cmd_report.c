@@ -45,8 +45,9 @@ void kvs_cmd_report_usage(FILE *f)
 		"\n"
 		"A progress line is shown on stderr when it is a terminal.  Ctrl-C\n"
 		"(SIGINT) or SIGTERM stops the report and leaves DIR as it was; a second\n"
-		"one ends it at once, removing what it had drawn.  Exit status: 0 written,\n"
-		"1 bad input or write failure, 2 usage error, 130 (143) interrupted.\n");
+		"one, a quarter second or more later, ends it at once, removing what it\n"
+		"had drawn.  Exit status: 0 written, 1 bad input or write failure, 2\n"
+		"usage error, 130 (143) interrupted.\n");
 }
 
 struct progress_state {
@@ -126,7 +127,7 @@ int kvs_cmd_report(kvs_args *it)
 	}
 	/* Ctrl-C: the first signal stops the report at its next step (the
 	 * library then removes what it drew and leaves DIR as it was); a
-	 * second ends the process at once, removing the staged files from
+	 * second (not the first delivered twice) ends the process at once, removing the staged files from
 	 * the handler, and so does SIGHUP.  Installed before any output
 	 * opens, so that its own handler leaves the signals to these. */
 	const volatile sig_atomic_t *report_interrupt = kvs_cli_interrupt_install();

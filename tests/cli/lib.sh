@@ -39,14 +39,15 @@ kvs_bg() {
 }
 
 # kvs_stop SECONDS SIGNAL...: after SECONDS, each SIGNAL sent to $pid in
-# turn (0.01 s apart); waits for it and keeps its exit status in $rc.
+# turn ($stop_gap seconds apart, 0.01 unless set); waits for it and keeps
+# its exit status in $rc.
 kvs_stop() {
 	local delay=$1 s
 	shift
 	sleep "$delay"
 	for s in "$@"; do
 		kill -"$s" "$pid" 2>/dev/null
-		sleep 0.01
+		sleep "${stop_gap:-0.01}"
 	done
 	wait "$pid"
 	rc=$?

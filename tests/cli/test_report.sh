@@ -203,7 +203,7 @@ stop() {
 	local s
 	for s in "$@"; do
 		kill -"$s" "$pid" 2>/dev/null || true
-		sleep 0.01
+		sleep "${stop_gap:-0.01}"
 	done
 	set +e
 	wait "$pid"
@@ -231,10 +231,12 @@ grep -q "kvsim report: interrupted: .*/w left as it was" "$tmp/bg.err" ||
 [ ! -s "$tmp/bg.out" ] || fail "Ctrl-C: 'wrote' printed"
 no_debris "Ctrl-C"
 
-# a second Ctrl-C ends it at once, removing what it had drawn
+# a second Ctrl-C (a quarter second or more after the first: closer, it
+# is the same stop delivered twice) ends it at once, removing what it had
+# drawn
 bg_report
 wait_staged
-stop INT INT
+stop_gap=0.3 stop INT INT
 [ "$rc" -eq 130 ] || fail "report stopped by a second Ctrl-C exits 130 (got $rc)"
 [ "$(is_whole "second Ctrl-C")" = old ] || fail "second Ctrl-C: the previous report changed"
 no_debris "second Ctrl-C"

@@ -374,18 +374,27 @@ wait "$wpid"
 has "$(cat "$tmp/p.err")" "interrupted before the first run; no output written" "interrupted while loading"
 [ -e "$tmp/p.json" ] && fail "interrupted while loading: an output was written"
 
-# a second signal ends the run at once: no temporary file is left, and a
-# file already at the target stays as it was (unless the run, stopping
-# after the first, wrote its outputs before the second came: then whole)
+# a second signal (a quarter second or more after the first) ends the run
+# at once: no temporary file is left, and a file already at the target
+# stays as it was (unless the run, stopping after the first, wrote its
+# outputs before the second came: then whole)
 echo keep >"$tmp/k.json"
 kvs_bg /dev/null "$tmp/k.err" replay "$tmp/long.csv" --no-fast-path --json "$tmp/k.json" \
 	--requests "$tmp/k.csv"
-kvs_stop 0.5 INT INT
+stop_gap=0.3 kvs_stop 0.5 INT INT
 ls -a "$tmp" | grep -q 'kvsim-' && fail "second signal: temporary files left behind"
 if [ "$(cat "$tmp/k.json")" != keep ]; then
 	[ "$rc" -eq 130 ] && grep -q '"interrupted": true' "$tmp/k.json" ||
 		fail "second signal: the target changed, and not into a whole output (rc $rc)"
 fi
+# the same signal twice at once (coreutils' timeout sends it to the
+# process and to its group) is one stop: the outputs are written whole
+kvs_bg /dev/null "$tmp/k2.err" replay "$tmp/long.csv" --no-fast-path --json "$tmp/k2.json" \
+	--requests "$tmp/k2.csv"
+stop_gap=0 kvs_stop 0.5 TERM TERM
+[ "$rc" -eq 143 ] || fail "a doubled SIGTERM: exit 143 (got $rc): $(head -c 300 "$tmp/k2.err")"
+grep -q '"interrupted": true' "$tmp/k2.json" || fail "a doubled SIGTERM: --json written, marked interrupted"
+has "$(tail -c 3 "$tmp/k2.json")" "}"
 
 # progress when stderr is not a terminal: plain lines (every
 # KVSIM_PROGRESS_INTERVAL seconds) with elapsed time and rate; -q silences
