@@ -333,6 +333,7 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 		c->kv_bytes_per_token -= c->kv_win_bytes_per_token;
 		c->win_layers = wl;
 		c->window = m->sliding_window;
+		c->window_chunked = m->window_chunked;
 	}
 	if (tp > 1) {
 		double link = g->interconnect_bytes_per_s > 0 ? g->interconnect_bytes_per_s
@@ -494,18 +495,38 @@ double kvs_cost_prefill_attn(const kvs_cost *c, double chunk, double kv)
 	if (!a)
 		return 0;
 	if (c->win_layers > 0) {
-		/* the windowed layers see at most the window before the chunk */
-		double wkv = kv < (double)c->window ? kv : (double)c->window;
+		/* the windowed layers see at most the window before the chunk
+		 * (chunked: the part of the chunk it starts in) */
+		double W = (double)c->window;
+		double wkv = c->window_chunked ? kv - W * floor(kv / W)
+					       : kv < W ? kv : W;
 		return (c->layers - c->win_layers) * attn_prefill_at(a, chunk, kv) +
 		       c->win_layers * attn_prefill_at(a, chunk, wkv);
 	}
 	return c->layers * attn_prefill_at(a, chunk, kv);
 }
 
+/* Keys read by the queries at positions 0 .. x - 1 under chunked attention
+ * of chunks of C: (q mod C) + 1 each, whole chunks then the part one. */
+static uint64_t chunk_keys_below(uint64_t x, uint64_t C)
+{
+	uint64_t full = x / C, r = x % C;
+	return full * (C * (C + 1) / 2) + r * (r + 1) / 2;
+}
+
 void kvs_cost_chunk_window(const kvs_cost *c, double n, double kv, double *ctx,
 			   double *pairs)
 {
 	double W = (double)c->window;
+	if (c->window_chunked) {
+		/* query j (0-based position kv + j) attends ((kv + j) mod W) + 1
+		 * keys; the keys touched run from the start of the chunk the
+		 * first query is in to the last query */
+		uint64_t a = (uint64_t)kv, b = a + (uint64_t)n, C = c->window;
+		*pairs = (double)(chunk_keys_below(b, C) - chunk_keys_below(a, C));
+		*ctx = (double)(a % C) + n;
+		return;
+	}
 	/* query j (1-based position kv + j) attends min(kv + j, W) keys:
 	 * summed over j = 1..n in the window's three cases */
 	double a = kv + 1, b = kv + n;
@@ -520,6 +541,18 @@ void kvs_cost_chunk_window(const kvs_cost *c, double n, double kv, double *ctx,
 	/* the keys touched: the window before the first query, and the chunk */
 	double touched = W + n - 1;
 	*ctx = kv + n < touched ? kv + n : touched;
+}
+
+uint64_t kvs_cost_decode_window(const kvs_cost *c, uint64_t prompt, uint64_t fin)
+{
+	uint64_t C = c->window;
+	if (!c->window_chunked)
+		return fin < C ? fin : C;
+	if (fin <= prompt + 1)
+		return prompt ? (prompt - 1) % C + 1 : 1;
+	uint64_t n = fin - 1 - prompt;   /* queries at prompt .. fin - 2 */
+	uint64_t keys = chunk_keys_below(fin - 1, C) - chunk_keys_below(prompt, C);
+	return (keys + n / 2) / n;
 }
 
 /* Decode attention of n requests at per-request KV length kv0, and its

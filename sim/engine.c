@@ -637,13 +637,13 @@ static unsigned ring_next(const kvs_sim *s, unsigned b)
 	for (unsigned b = ring_has(s, 0) ? 0 : ring_next(s, 0); b < DQ_W; b = ring_next(s, b))
 
 /* The context a decode of r reads on the windowed layers, as the step
- * time charges it: its window, or its final length when shorter (an upper
- * bound while it is shorter than that), the same from its first decode to
- * its finish so that the sum over the decode queue is kept as it is. */
+ * time charges it (kvs_cost_decode_window: its window, or its final length
+ * when shorter; under chunked attention the mean of its decode steps'),
+ * the same from its first decode to its finish so that the sum over the
+ * decode queue is kept as it is. */
 static inline uint64_t win_ctx(const kvs_sim *s, const sreq *r)
 {
-	uint64_t fin = (uint64_t)r->prompt + r->out_eff;
-	return fin < s->cost.window ? fin : s->cost.window;
+	return kvs_cost_decode_window(&s->cost, r->prompt, (uint64_t)r->prompt + r->out_eff);
 }
 
 static kvs_status dh_push(kvs_sim *s, sreq *r)

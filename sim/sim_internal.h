@@ -86,6 +86,9 @@ typedef struct kvs_cost {
 	double attn_win_flops_per_pair;
 	double win_layers;             /* of layers (measured attention) */
 	uint32_t window;               /* their window (tokens); 0 without */
+	bool window_chunked;           /* Llama 4's chunked attention: a query
+	                                * attends within its aligned chunk of
+	                                * `window` tokens */
 } kvs_cost;
 
 kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
@@ -109,9 +112,19 @@ double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 		     const kvs_win_read *w, double prefill_attn_s);
 /* The context tokens and attention pairs the windowed layers read for a
  * prefill chunk of n tokens after kv stored ones: each query attends to
- * the last c->window tokens up to itself. */
+ * the last c->window tokens up to itself, or (window_chunked) to those of
+ * its aligned chunk of c->window tokens up to itself. */
 void kvs_cost_chunk_window(const kvs_cost *c, double n, double kv, double *ctx,
 			   double *pairs);
+/* The windowed context a decode of a request of prompt tokens and fin
+ * in all (prompt + output) is charged at every decode step, constant from
+ * its first decode to its finish: min(fin, window) under a sliding window
+ * (the most it reads, an upper bound before it fills the window); under
+ * chunked attention the mean, rounded to the nearest token, of what its
+ * decode steps read, (q mod window) + 1 keys for the query at position
+ * q = prompt .. fin - 2 (fin == prompt + 1, no decode step: what the
+ * prompt's last query read).  c->window > 0. */
+uint64_t kvs_cost_decode_window(const kvs_cost *c, uint64_t prompt, uint64_t fin);
 /* Measured attention time (all layers, s) of one prefill chunk of chunk
  * tokens after kv tokens already cached, the windowed layers' over their
  * window; 0 without an attention profile. */

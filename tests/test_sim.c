@@ -1602,6 +1602,106 @@ static void synthetic_profile(kvs_cost_config *k)
 	k->step_overhead_per_token_s = 1e-6;
 }
 
+/* Chunked attention (Llama 4): a query at position q attends to the keys of
+ * its aligned chunk up to itself, (q mod C) + 1 of them, not the last C.
+ * gpt-oss-120b's 18 windowed layers of 128 tokens, made chunked, against
+ * the same layers as a sliding window; every figure summed by hand. */
+static void test_chunked_attention(void **state)
+{
+	(void)state;
+	kvs_model m;
+	kvs_gpu g;
+	if (kvs_model_load("gpt-oss-120b", &m) != KVS_OK ||
+	    kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
+		fail_msg("presets: %s", kvs_last_error());
+	kvs_deploy sd, cd;
+	kvs_deploy_defaults(&sd, &m, &g);
+	sd.max_model_len = 4096;
+	cd = sd;
+	cd.model.window_chunked = true;
+	kvs_sizing sz;
+	assert_int_equal(kvs_size_compute(&sd, &sz), KVS_OK);
+	kvs_cost_config cc;
+	kvs_cost_config_defaults(&cc);
+	kvs_cost sl, ch;
+	assert_int_equal(kvs_cost_init(&sl, &cc, &sd, &sz), KVS_OK);
+	assert_int_equal(kvs_cost_init(&ch, &cc, &cd, &sz), KVS_OK);
+	assert_int_equal(ch.window, 128);
+	assert_true(ch.window_chunked && !sl.window_chunked);
+
+	/* prefill chunks: 300 from 0 is two whole chunks (1 + ... + 128
+	 * each) and 44 queries of the third (1 + ... + 44), over 300 keys */
+	double wc, wp;
+	kvs_cost_chunk_window(&ch, 300, 0, &wc, &wp);
+	assert_close(wp, 2 * 8256.0 + 990, 1e-12);
+	assert_close(wc, 300, 1e-12);
+	/* 100 from 500: positions 500..511 read 117..128 keys, 512..599
+	 * read 1..88; the keys touched run from 384, the chunk's start */
+	kvs_cost_chunk_window(&ch, 100, 500, &wc, &wp);
+	assert_close(wp, (117.0 + 128) * 12 / 2 + 88.0 * 89 / 2, 1e-12);
+	assert_close(wc, 116 + 100, 1e-12);
+	/* within one chunk: 130..139 read 3..12 */
+	kvs_cost_chunk_window(&ch, 10, 130, &wc, &wp);
+	assert_close(wp, 75, 1e-12);
+	assert_close(wc, 12, 1e-12);
+	/* the sliding window of the same size reads more past it */
+	kvs_cost_chunk_window(&sl, 100, 500, &wc, &wp);
+	assert_close(wp, 128.0 * 100, 1e-12);
+	assert_close(wc, 227, 1e-12);
+
+	/* a decode's constant: 300 + 100 decodes at positions 300..398,
+	 * reading 45..128 (84 steps) then 1..15 keys: 7,386 / 99 = 74.6 */
+	assert_int_equal(kvs_cost_decode_window(&ch, 300, 400), 75);
+	assert_int_equal(kvs_cost_decode_window(&sl, 300, 400), 128);
+	assert_int_equal(kvs_cost_decode_window(&ch, 100, 110), 105);   /* 101..109 */
+	assert_int_equal(kvs_cost_decode_window(&ch, 256, 258), 1);     /* 256: a chunk's first */
+	assert_int_equal(kvs_cost_decode_window(&ch, 128, 129), 128);   /* no decode step */
+	assert_int_equal(kvs_cost_decode_window(&sl, 60, 70), 70);
+
+	/* a measured prefill attention of 1 us per cached key (one chunk
+	 * size): a chunk after 500 keys is read at 500 on the 18 full layers
+	 * and at 500 mod 128 = 116 on the chunked ones (128 sliding) */
+	double pre_kv[] = { 0, 1000 }, pre_s[] = { 0, 1e-3 }, csz[] = { 100 };
+	uint32_t pre_off[] = { 0, 2 };
+	struct kvs_attn_table at = { .nchunk = 1, .chunk = csz, .pre_off = pre_off,
+				     .pre_kv = pre_kv, .pre_s = pre_s };
+	assert_close(ch.win_layers, 18, 1e-12);
+	assert_close(ch.layers, 36, 1e-12);
+	ch.cfg.attn = sl.cfg.attn = &at;
+	assert_close(kvs_cost_prefill_attn(&ch, 100, 500), 18 * 500e-6 + 18 * 116e-6, 1e-9);
+	assert_close(kvs_cost_prefill_attn(&sl, 100, 500), 18 * 500e-6 + 18 * 128e-6, 1e-9);
+	assert_close(kvs_cost_prefill_attn(&ch, 100, 100), 36 * 100e-6, 1e-9);
+	ch.cfg.attn = sl.cfg.attn = NULL;
+
+	/* through the engine, stepping and the fast path: a lone request of
+	 * 300 + 100 tokens; its prefill as above, its 99 decode steps read
+	 * 301..399 tokens on the full layers and 75 on the chunked ones */
+	kvs_win_read pw = { 0, 300, 17502 };
+	double ttft = kvs_cost_step(&ch, 300, 1, 300, 300.0 * 301 / 2, 0, 0, &pw, 0);
+	double dec = 0, dec_sl = 0;
+	for (int i = 1; i < 100; i++) {
+		double ctx = 300 + i;
+		dec += kvs_cost_step(&ch, 1, 1, ctx, ctx, 1, ctx, DEC_WIN(75), 0);
+		dec_sl += kvs_cost_step(&sl, 1, 1, ctx, ctx, 1, ctx, DEC_WIN(128), 0);
+	}
+	assert_true(dec < dec_sl);
+	for (int fast = 0; fast < 2; fast++) {
+		kvs_sim_config c;
+		kvs_sim_config_defaults(&c, &cd);
+		c.fast_path = fast;
+		c.validate = fast;
+		kvs_request one = mkreq(0, 0.0, 300, 100);
+		kvs_request_set *set = set_of(&one, 1);
+		kvs_sim_result *r = run_set(&c, set, NULL);
+		const kvs_sim_stats *st = kvs_sim_result_stats(r);
+		assert_int_equal(st->completed, 1);
+		assert_close(st->ttft_s.max, ttft, 1e-9);
+		assert_close(st->e2e_s.max - st->ttft_s.max, dec, 1e-9);
+		kvs_sim_result_destroy(r);
+		kvs_request_set_destroy(set);
+	}
+}
+
 /* A model with full and windowed layers is held as vLLM's hybrid
  * allocator holds it.  gpt-oss-120b: 18 full + 18 windowed layers (128
  * tokens), 2 KiB a layer a token: two groups of 18, blocks of 16 tokens x
@@ -2731,6 +2831,7 @@ int main(void)
 		cmocka_unit_test(test_closed_loop),
 		cmocka_unit_test(test_kv_read_factor),
 		cmocka_unit_test(test_hybrid_windows),
+		cmocka_unit_test(test_chunked_attention),
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_cursor_time_scale),
 	};
