@@ -166,6 +166,23 @@ card_rows Scout 109 "llama-4-scout preset: the config of Llama-4-Scout-17B-16E-I
 	--model llama-4-scout --gpu h100-80gb --tp 4
 card_rows Maverick 400 "llama-4-maverick preset: the config of Llama-4-Maverick-17B-128E-Instruct, text model (48 layers, every second of 128 experts of 8192 and a shared one, top-1, the others dense of 16384; 40 heads, 8 kv heads) and Scout's vision encoder (0.87B)" \
 	--model llama-4-maverick --gpu h200-141gb --tp 8
+bash scripts/qwen2-vl-2b-config.sh >"$tmp/qwen2-vl-2b.json"
+for n in 7b 2b; do
+	if [ $n = 7b ]; then
+		c="--model qwen2-vl-7b --gpu h100-80gb"
+		src="Hugging Face Hub, Qwen/Qwen2-VL-7B-Instruct and -2B-Instruct: the safetensors parameter count (8.29B and 2.21B; the same on their bf16 copies, e.g. mlx-community/Qwen2-VL-7B-Instruct-bf16)"
+		conf="qwen2-vl-7b preset: Qwen2-7B's text model and the vision tower (32 blocks of 1280, MLP 5120, patches of 2 frames x 14 x 14, 2 x 2 patch merger into 3584: 0.68B)"
+		pub=8.29
+	else
+		c="--model $tmp/qwen2-vl-2b.json --gpu h100-80gb"
+		src="same"
+		conf="Qwen2-VL-2B-Instruct (scripts/qwen2-vl-2b-config.sh): Qwen2-1.5B's text model, tied embeddings, the same tower merging into 1536"
+		pub=2.21
+	fi
+	row "$src" "$conf" "total parameters (B)" "$pub" \
+		"$(awk -v p="$(size_json $c | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
+		"kvsim size ${c/$tmp\//}"
+done
 c="--model gemma-3-27b --gpu mi300x --max-model-len 4096"
 row "vLLM 0.11.0rc2 start-up log of an example server on ROCm (Model loading took 51.7891 GiB)" \
 	"Gemma-3-27B-it, bf16, tp 1" "model loading memory (GiB)" 51.79 \

@@ -864,7 +864,8 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 	bool opt = type_is(model_type, KEYS("opt"));
 	m->tie_word_embeddings = !type_is(model_type,
 		KEYS("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
-		     "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3"));
+		     "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3", "qwen2_vl",
+		     "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"));
 	if (opt) {
 		bool bias = true;
 		if ((st = cfg_bool(c, "enable_bias", &bias, NULL)))
@@ -878,7 +879,8 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 					c->path, m->max_position_embeddings);
 		m->learned_positions = m->max_position_embeddings + 2; /* OPT's offset */
 	}
-	if (type_is(model_type, KEYS("qwen2", "qwen2_moe")))
+	if (type_is(model_type, KEYS("qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text",
+				     "qwen2_5_vl", "qwen2_5_vl_text")))
 		m->qkv_bias = true;
 	if (type_is(model_type, KEYS("gemma2", "gemma3", "gemma3_text")))
 		m->norms_per_layer = 4;
@@ -970,8 +972,9 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
  * ("vision_config", "audio_config") and a projector from the encoder's
  * width to the text model's.  Counted from their shapes: a SigLIP tower
  * (model_type siglip_vision_model: Gemma 3, PaliGemma) with Gemma 3's
- * projector, and Llama 4's tower (llama4_vision_model) with its own; any
- * other tower or projector is left out of the weights and named in
+ * projector, Llama 4's tower (llama4_vision_model) with its own, and
+ * Qwen2-VL's and Qwen2.5-VL's towers (qwen2_vl, qwen2_5_vl) with their
+ * patch mergers; any other tower or projector is left out of the weights and named in
  * vision_unread (the CLI warns), never dropped silently. */
 
 /* A tower kvsim does not count, or a projector: said, the first one. */
@@ -1116,6 +1119,113 @@ static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *
 	return KVS_OK;
 }
 
+/* The fields of a Qwen2-VL / Qwen2.5-VL tower common to both: layers
+ * ("depth"), channels, patch side and frames per patch, the merge side. */
+typedef struct qvl_shape {
+	uint32_t depth, ch, patch, tps, merge;
+} qvl_shape;
+
+static kvs_status qvl_read(const cfg *sub, qvl_shape *q)
+{
+	kvs_status st;
+	if ((st = cfg_u32_in(sub, KEYS("depth"), false, NULL, 0, 1u << 16, &q->depth, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("in_chans", "in_channels"), false, NULL, 1, 1024, &q->ch,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("patch_size"), false, NULL, 1, 1u << 10, &q->patch,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("temporal_patch_size"), false, NULL, 1, 1u << 10, &q->tps,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("spatial_merge_size"), false, NULL, 1, 1u << 6, &q->merge,
+			     NULL)))
+		return st;
+	return KVS_OK;
+}
+
+/* The patch merger both end with (transformers' PatchMerger,
+ * Qwen2_5_VLPatchMerger): a norm over the tower's width w (norm weights
+ * given), then an MLP with biases from the merge^2 patches' features,
+ * w merge^2 wide, to itself and to the text model's width `out`. */
+static void qvl_merger(acc *t, uint64_t norm, uint64_t w, uint32_t merge, uint64_t out)
+{
+	uint64_t M = w * merge * merge;
+	add(t, norm);
+	addmul(t, M, M + 1);
+	addmul(t, M, out);
+	add(t, out);
+}
+
+/* Qwen2-VL's vision tower with its merger (transformers'
+ * Qwen2VisionTransformerPretrainedModel), fields under `sub` with
+ * Qwen2VLVisionConfig's defaults: a patch convolution over
+ * temporal_patch_size frames without bias, embed_dim wide; blocks of two
+ * LayerNorms (weight and bias), a packed q/k/v and an output projection
+ * with biases, an fc1/fc2 MLP of embed_dim x mlp_ratio with biases (a
+ * ViT layer); the merger with a LayerNorm, into hidden_size (the text
+ * model's width; the tower's own is embed_dim). */
+static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out)
+{
+	kvs_status st;
+	qvl_shape q = { 32, 3, 14, 2, 2 };
+	uint32_t E = 1280, D = 3584;
+	double ratio = 4;
+	if ((st = qvl_read(sub, &q)) ||
+	    (st = cfg_u32_in(sub, KEYS("embed_dim"), false, NULL, 1, 1u << 20, &E, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &D, NULL)))
+		return st;
+	json_t *r = cfg_get(sub, "mlp_ratio");
+	if (r) {
+		ratio = json_is_number(r) ? json_number_value(r) : -1;
+		if (!(ratio > 0 && ratio <= 64))
+			return kvs_fail(KVS_ERR_PARSE, "%s: field '%smlp_ratio': expected a "
+					"number in (0, 64]", sub->path, PFX(sub));
+	}
+	/* transformers truncates the MLP width to an integer */
+	vit_shape v = { .h = E, .in = (uint32_t)((double)E * ratio) };
+	if (v.in == 0)
+		return kvs_fail(KVS_ERR_PARSE, "%s: field '%smlp_ratio': embed_dim x "
+				"mlp_ratio is below 1", sub->path, PFX(sub));
+	acc t = { 0, false };
+	addmul(&t, (uint64_t)q.ch * q.tps * q.patch * q.patch, E);   /* patch conv */
+	addmul(&t, q.depth, vit_layer(&v));
+	qvl_merger(&t, 2 * (uint64_t)E, E, q.merge, D);
+	if (t.ovf)
+		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
+				"not fit in 64 bits", sub->path);
+	*out = t.v;
+	return KVS_OK;
+}
+
+/* Qwen2.5-VL's vision tower with its merger (transformers'
+ * Qwen2_5_VisionTransformerPretrainedModel), fields under `sub` with
+ * Qwen2_5_VLVisionConfig's defaults: the patch convolution as Qwen2-VL's,
+ * hidden_size wide; blocks of two RMSNorms (weight only), a packed q/k/v
+ * and an output projection with biases, a gated MLP (gate, up and down of
+ * intermediate_size) with biases; the merger with an RMSNorm, into
+ * out_hidden_size.  Its windowed attention has no weights of its own. */
+static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out)
+{
+	kvs_status st;
+	qvl_shape q = { 32, 3, 14, 2, 2 };
+	uint32_t H = 3584, I = 3420, D = 3584;
+	if ((st = qvl_read(sub, &q)) ||
+	    (st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &H, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("intermediate_size"), false, NULL, 1, 1u << 20, &I,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("out_hidden_size"), false, NULL, 1, 1u << 20, &D, NULL)))
+		return st;
+	uint64_t h = H, i = I;
+	acc t = { 0, false };
+	addmul(&t, (uint64_t)q.ch * q.tps * q.patch * q.patch, h);   /* patch conv */
+	/* norms, q/k/v and output, gate and up, down (widths < 2^21) */
+	addmul(&t, q.depth, 2 * h + 4 * (h * h + h) + 2 * (h * i + i) + i * h + h);
+	qvl_merger(&t, h, h, q.merge, D);
+	if (t.ovf)
+		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
+				"not fit in 64 bits", sub->path);
+	*out = t.v;
+	return KVS_OK;
+}
+
 /* The projector from a tower whose output is vh wide into the text model:
  * Gemma 3's after a SigLIP tower (Gemma3MultiModalProjector: an RMSNorm
  * over the tower's width and a vh x hidden matrix without bias; its
@@ -1159,18 +1269,27 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 			return kvs_fail(KVS_ERR_PARSE, "%s: field '%smodel_type': expected a "
 					"string", c->path, prefix);
 		const char *type = json_string_value(jt);
+		/* Qwen2-VL's and Qwen2.5-VL's towers: their configs name the
+		 * model at the top level (the tower's own model_type, when
+		 * written, is the same); the merger is the tower's */
+		if (i == 0 && !type && type_is(top_type, KEYS("qwen2_vl", "qwen2_5_vl")))
+			type = top_type;
 		bool siglip = type_is(type, KEYS("siglip_vision_model"));
-		if (i != 0 || !(siglip || type_is(type, KEYS("llama4_vision_model")))) {
+		bool qwen2 = type_is(type, KEYS("qwen2_vl")), qwen25 = type_is(type, KEYS("qwen2_5_vl"));
+		if (i != 0 || !(siglip || qwen2 || qwen25 ||
+				type_is(type, KEYS("llama4_vision_model")))) {
 			vision_unread(m, towers[i].what, type ? type : "(none given)");
 			continue;
 		}
 		uint64_t tower = 0, proj = 0;
 		uint32_t vh = 0;
 		kvs_status st = siglip ? siglip_params(&sub, &tower, &vh)
+			      : qwen2  ? qwen2vl_vision_params(&sub, &tower)
+			      : qwen25 ? qwen25vl_vision_params(&sub, &tower)
 				       : llama4_vision_params(&sub, &tower, &vh);
 		if (st)
 			return st;
-		if (!projector_params(top_type, type, vh, m, &proj))
+		if (!(qwen2 || qwen25) && !projector_params(top_type, type, vh, m, &proj))
 			vision_unread(m, "projector", top_type ? top_type : "(none given)");
 		if (tower > UINT64_MAX - proj)
 			return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter "

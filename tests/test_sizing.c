@@ -119,6 +119,23 @@ static const struct ref refs[] = {
 	{ "mixtral-8x7b", 32, 32, 8, 128, 4096, 32768, 46702792704ull, 131072 },
 	{ "qwen2.5-7b", 28, 28, 4, 128, 3584, 131072, 7615616512ull, 57344 },
 	{ "qwen2.5-72b", 80, 64, 8, 128, 8192, 131072, 72706203648ull, 327680 },
+	/* not in the reference table: Qwen2-VL-7B-Instruct (Hugging Face
+	 * lists 8.29B parameters), by hand: Qwen2-7B's text model, the
+	 * qwen2.5-7b preset's shapes (7,615,616,512), and its vision tower
+	 * (embed_dim 1280, MLP 4 x 1280, 32 blocks): patches 3 x 2 x 14^2 x
+	 * 1280 = 1,505,280; a block's LayerNorms 5,120, packed q/k/v 3 x
+	 * 1280^2 + 3,840 = 4,919,040, output 1,639,680, fc1 1280 x 5120 +
+	 * 5120 = 6,558,720, fc2 6,554,880: 19,677,440, x 32 = 629,678,080;
+	 * the merger's LayerNorm 2,560, 5120^2 + 5120 = 26,219,520 and 5120
+	 * x 3584 + 3584 = 18,353,664: 44,575,744.  In all 8,291,375,616. */
+	{ "qwen2-vl-7b", 28, 28, 4, 128, 3584, 32768, 8291375616ull, 57344 },
+	/* Qwen2.5-VL-7B-Instruct: the same text model and a tower of 32
+	 * blocks of 1280 with gated MLPs of 3420 and RMSNorms: a block's
+	 * norms 2,560, q/k/v and output 6,558,720, gate and up 2 x (1280 x
+	 * 3420 + 3420) = 8,762,040, down 3420 x 1280 + 1280 = 4,378,880:
+	 * 19,702,200, x 32 = 630,470,400; patches 1,505,280; the merger's
+	 * RMSNorm 1,280 and its MLP 44,573,184.  In all 8,292,166,656. */
+	{ "qwen2.5-vl-7b", 28, 28, 4, 128, 3584, 128000, 8292166656ull, 57344 },
 	{ "opt-13b", 40, 40, 40, 128, 5120, 2048, 12853473280ull, 819200 },
 	{ "opt-66b", 64, 72, 72, 128, 9216, 2048, 65719701504ull, 2359296 },
 	{ "gemma-2-9b", 42, 16, 8, 256, 3584, 8192, 9241705984ull, 344064 },
@@ -1221,6 +1238,67 @@ static void test_vision_tower(void **state)
 	assert_int_equal(m.vision_params, 1640);
 	assert_string_equal(m.vision_unread, "projector of model_type 'paligemma'");
 
+	/* Qwen2-VL's tower with its patch merger, by hand: embed_dim 8,
+	 * mlp_ratio 2 (MLP 16), 2 blocks, 3 channels, 2 x 2 patches of one
+	 * frame, merge 2 x 2, into hidden_size 6:
+	 *   patches 3 x 1 x 2 x 2 x 8 = 96 (no bias)
+	 *   a block as a ViT layer above: 600
+	 *   merger: LayerNorm 16, 32 x 32 + 32 = 1,056, 32 x 6 + 6 = 198
+	 *   in all 96 + 1,200 + 1,270 = 2,566 */
+#define QWEN2VL_TOWER(ratio) "\"vision_config\": {\"depth\": 2, \"embed_dim\": 8, " \
+			     "\"mlp_ratio\": " ratio ", \"in_chans\": 3, \"patch_size\": 2, " \
+			     "\"temporal_patch_size\": 1, \"spatial_merge_size\": 2, " \
+			     "\"hidden_size\": 6}"
+	assert_int_equal(parse("{\"model_type\": \"qwen2_vl\", \"text_config\": {" DENSE4 "}, "
+			       QWEN2VL_TOWER("2") "}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 2566);
+	assert_int_equal(m.num_params, 160832 + 2566);
+	assert_int_equal(m.num_active_params, 160832);
+	assert_string_equal(m.vision_unread, "");
+	/* a ratio of 2.5: an MLP of 20 (truncated as transformers does),
+	 * a block 4 x 72 + 2 x 8 x 20 + 20 + 8 + 32 = 668 */
+	assert_int_equal(parse("{\"model_type\": \"qwen2_vl\", \"text_config\": {" DENSE4 "}, "
+			       QWEN2VL_TOWER("2.5") "}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 96 + 2 * 668 + 1270);
+	/* Qwen2VLVisionConfig's defaults are Qwen2-VL-7B's tower */
+	assert_int_equal(parse("{\"model_type\": \"qwen2_vl\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"qwen2_vl\"}}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 675759104ull);
+	/* Qwen2.5-VL's, by hand: hidden 8, gated MLP 12, the rest as above:
+	 *   a block: two RMSNorms 16, q/k/v and output 288, gate and up
+	 *   2 x (96 + 12) = 216, down 96 + 8 = 104: 624
+	 *   merger: RMSNorm 8, 1,056, 198: 1,262
+	 *   in all 96 + 1,248 + 1,262 = 2,606 */
+	assert_int_equal(parse("{\"model_type\": \"qwen2_5_vl\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"qwen2_5_vl\", \"depth\": 2, "
+			       "\"hidden_size\": 8, \"intermediate_size\": 12, \"in_channels\": 3, "
+			       "\"patch_size\": 2, \"temporal_patch_size\": 1, "
+			       "\"spatial_merge_size\": 2, \"out_hidden_size\": 6}}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 2606);
+	assert_string_equal(m.vision_unread, "");
+	/* the family's text model at the top level: q, k and v biases
+	 * (64 + 2 x 32 a layer) and untied embeddings */
+	assert_int_equal(parse("{\"model_type\": \"qwen2_5_vl\", \"num_hidden_layers\": 4, "
+			       "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+			       "\"hidden_size\": 64, \"intermediate_size\": 128, "
+			       "\"vocab_size\": 100, \"vision_config\": {\"depth\": 0, "
+			       "\"hidden_size\": 8, \"intermediate_size\": 12, "
+			       "\"patch_size\": 2, \"temporal_patch_size\": 1, "
+			       "\"out_hidden_size\": 64}}", &m), KVS_OK);
+	assert_true(m.qkv_bias && !m.tie_word_embeddings);
+	assert_int_equal(m.vision_params, 96 + 8 + 32 * 33 + 32 * 64 + 64);
+	assert_int_equal(m.num_params, 160832 + 4 * 128 + m.vision_params);
+	expect_error("{\"model_type\": \"qwen2_vl\", \"text_config\": {" DENSE4 "}, "
+		     QWEN2VL_TOWER("\"x\"") "}", KVS_ERR_PARSE,
+		     "field 'vision_config.mlp_ratio': expected a number");
+	expect_error("{\"model_type\": \"qwen2_vl\", \"text_config\": {" DENSE4 "}, "
+		     QWEN2VL_TOWER("0.01") "}", KVS_ERR_PARSE,
+		     "field 'vision_config.mlp_ratio': embed_dim x mlp_ratio is below 1");
+	expect_error("{\"model_type\": \"qwen2_5_vl\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"spatial_merge_size\": 0}}", KVS_ERR_PARSE,
+		     "field 'vision_config.spatial_merge_size': 0 is out of range");
+#undef QWEN2VL_TOWER
+
 	/* bad fields name the file and the field */
 	expect_error(GEMMA3_TINY(", \"vision_use_head\": 1", ""), KVS_ERR_PARSE,
 		     "field 'vision_config.vision_use_head': expected true or false");
@@ -1895,8 +1973,9 @@ static void test_invariants(void **state)
 			checked++;
 		}
 	}
-	/* 28 presets at 3 parallel layouts, all but Qwen2.5-7B at tp 8 */
-	assert_int_equal(checked, (28 * 3 - 1) * 5 * 11 * 3);
+	/* 30 presets at 3 parallel layouts, all but the three of Qwen2-7B's
+	 * shape (qwen2.5-7b, qwen2-vl-7b, qwen2.5-vl-7b) at tp 8 */
+	assert_int_equal(checked, (30 * 3 - 3) * 5 * 11 * 3);
 }
 
 /* A bad unit inside a GPU preset: the message keeps the unit error (the

@@ -622,6 +622,32 @@ run 0 --model llama-4-scout --gpu h100-80gb --tp 8 --json && {
 	[ "$(nget vision_params)" = 871932416 ] || fail "Scout's vision_params $(nget vision_params)"
 	[ "$(jget vision_weight_bytes)" = 217983104 ] || fail "Scout's vision_weight_bytes $(jget vision_weight_bytes)"
 }
+# Qwen2-VL and Qwen2.5-VL: their towers with their patch mergers
+# (675,759,104 and 676,550,144, test_sizing's hand counts), on the model
+# line and in the weights; Hugging Face counts Qwen2-VL-7B-Instruct at 8.29B
+run 0 --model qwen2-vl-7b --gpu h100-80gb && {
+	has "$out" "8,291,375,616 parameters (from the config's shapes), of which vision tower 0.68B" "Qwen2-VL's model line"
+	[ -z "$err" ] || fail "qwen2-vl-7b warned: $err"
+}
+run 0 --model qwen2.5-vl-7b --gpu h100-80gb --json && {
+	[ "$(nget vision_params)" = 676550144 ] || fail "Qwen2.5-VL's vision_params $(nget vision_params)"
+	[ "$(jget vision_weight_bytes)" = 1353100288 ] || fail "Qwen2.5-VL's vision_weight_bytes $(jget vision_weight_bytes)"
+	[ "$(jget weight_bytes)" = 16584333312 ] || fail "Qwen2.5-VL's weight_bytes $(jget weight_bytes)"
+}
+# its AWQ checkpoint keeps "visual" at 16 bits: said by the list, no warning
+sed 's/"use_sliding_window": false,/"use_sliding_window": false, "quantization_config": {"bits": 4, "group_size": 128, "modules_to_not_convert": ["visual"], "quant_method": "awq", "zero_point": true},/' \
+	"$ROOT/sizing/presets/models/qwen2.5-vl-7b.json" >"$tmp/awq.json"
+run 0 --model "$tmp/awq.json" --gpu h100-80gb --json && {
+	[ -z "$err" ] || fail "AWQ with visual kept: warned: $err"
+	[ "$(jget vision_weight_bytes)" = 1353100288 ] || fail "AWQ: vision_weight_bytes $(jget vision_weight_bytes)"
+}
+sed 's/"use_sliding_window": false,/"use_sliding_window": false, "quantization_config": {"bits": 4, "group_size": 128, "quant_method": "awq", "zero_point": true},/' \
+	"$ROOT/sizing/presets/models/qwen2.5-vl-7b.json" >"$tmp/awq.json"
+run 0 --model "$tmp/awq.json" --gpu h100-80gb &&
+	has "$err" "the vision tower (676,550,144 parameters) counts at int4" "AWQ tower in doubt"
+# Qwen2-VL-2B (2.21B on Hugging Face): tied embeddings
+run 0 --model "$(bash "$ROOT/scripts/qwen2-vl-2b-config.sh" >"$tmp/q2b.json"; echo "$tmp/q2b.json")" --gpu h100-80gb &&
+	has "$out" "2,208,985,600 parameters" "Qwen2-VL-2B's count"
 # a tower kvsim has no shapes for: named, not silently dropped
 sed 's/"siglip_vision_model"/"mllama_vision_model"/' \
 	"$ROOT/sizing/presets/models/gemma-3-4b.json" >"$tmp/mm.json"
