@@ -183,6 +183,16 @@ for n in 7b 2b; do
 		"$(awk -v p="$(size_json $c | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
 		"kvsim size ${c/$tmp\//}"
 done
+c="--model llava-1.5-7b --gpu h100-80gb"
+row "Hugging Face Hub, LLaVA-1.5-7B checkpoints (llava-hf/llava-1.5-7b-hf's shape, e.g. SurendraKumarDhaka/llava): the safetensors parameter count, 7.06B" \
+	"llava-1.5-7b preset: Vicuna-7B (Llama-2-7B's shapes, 32,064 tokens), CLIP ViT-L/14 at 336 pixels (0.30B) and LLaVA's two-layer projector (0.02B)" \
+	"total parameters (B)" 7.06 \
+	"$(awk -v p="$(size_json $c | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" "kvsim size $c"
+c="--model pixtral-12b --gpu h100-80gb"
+row "Hugging Face Hub, mistral-community/pixtral-12b: its six bf16 safetensors shards, 4.99 + 4.96 + 4.91 + 4.91 + 4.26 + 1.34 GB" \
+	"pixtral-12b preset: Mistral-NeMo-12B's text model, Pixtral's tower (24 layers of 1024, gated MLP 4096, 16-pixel patches: 0.40B) and LLaVA's projector" \
+	"checkpoint size (GB)" 25.37 \
+	"$(awk -v w="$(size_json $c | jget weight_bytes)" 'BEGIN { printf "%.2f", w / 1e9 }')" "kvsim size $c"
 c="--model gemma-3-27b --gpu mi300x --max-model-len 4096"
 row "vLLM 0.11.0rc2 start-up log of an example server on ROCm (Model loading took 51.7891 GiB)" \
 	"Gemma-3-27B-it, bf16, tp 1" "model loading memory (GiB)" 51.79 \

@@ -972,7 +972,9 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
  * ("vision_config", "audio_config") and a projector from the encoder's
  * width to the text model's.  Counted from their shapes: a SigLIP tower
  * (model_type siglip_vision_model: Gemma 3, PaliGemma) with Gemma 3's
- * projector, Llama 4's tower (llama4_vision_model) with its own, and
+ * projector, Llama 4's tower (llama4_vision_model) with its own, CLIP's
+ * and Pixtral's towers (clip_vision_model, pixtral) and LLaVA's projector
+ * after any tower, and
  * Qwen2-VL's and Qwen2.5-VL's towers (qwen2_vl, qwen2_5_vl) with their
  * patch mergers; any other tower or projector is left out of the weights and named in
  * vision_unread (the CLI warns), never dropped silently. */
@@ -1079,16 +1081,72 @@ static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 	return KVS_OK;
 }
 
+/* A CLIP-style encoder on the shape *v: a patch projection of (channels x
+ * patch^2) x hidden without bias, a class embedding, learned positions for
+ * every patch and the class token, LayerNorms (weight and bias) before
+ * and after the encoder, and v->layers ViT layers. */
+static void clip_encoder(acc *t, const vit_shape *v)
+{
+	uint64_t side = v->image / v->patch, H = v->h;
+	addmul(t, (uint64_t)v->ch * v->patch * v->patch, H);   /* patch projection */
+	add(t, H);                                             /* class embedding */
+	addmul(t, side * side + 1, H);                         /* positions */
+	add(t, 4 * H);                                         /* pre and post LayerNorms */
+	addmul(t, v->layers, vit_layer(v));
+}
+
+/* A CLIP vision tower (transformers' CLIPVisionModel: LLaVA's), its
+ * config's fields read under `sub` with CLIPVisionConfig's defaults: the
+ * encoder above (its pre-LayerNorm "pre_layrnorm", the post-LayerNorm
+ * kept in the checkpoint even where a model reads an earlier layer's
+ * features).  *hidden: the tower's width, for the projector. */
+static kvs_status clip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+{
+	kvs_status st;
+	vit_shape v = { 768, 3072, 12, 224, 32, 3 };
+	if ((st = vit_read(sub, &v)))
+		return st;
+	acc t = { 0, false };
+	clip_encoder(&t, &v);
+	if (t.ovf)
+		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
+				"not fit in 64 bits", sub->path);
+	*out = t.v;
+	*hidden = v.h;
+	return KVS_OK;
+}
+
+/* Pixtral's vision tower (transformers' PixtralVisionModel: Pixtral-12B
+ * under LLaVA), its config's fields read under `sub` with
+ * PixtralVisionConfig's defaults: a patch convolution without bias, an
+ * RMSNorm before the encoder, layers of two RMSNorms, q, k, v and o
+ * projections of hidden x hidden and a gated MLP (gate, up, down), none
+ * with biases; its 2-D rotary positions have no weights. */
+static kvs_status pixtral_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+{
+	kvs_status st;
+	vit_shape v = { 1024, 4096, 24, 1024, 16, 3 };
+	if ((st = vit_read(sub, &v)))
+		return st;
+	uint64_t H = v.h, I = v.in;
+	acc t = { 0, false };
+	addmul(&t, (uint64_t)v.ch * v.patch * v.patch, H);   /* patch convolution */
+	add(&t, H);                                          /* ln_pre */
+	addmul(&t, v.layers, 2 * H + 4 * H * H + 3 * H * I);
+	if (t.ovf)
+		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
+				"not fit in 64 bits", sub->path);
+	*out = t.v;
+	*hidden = v.h;
+	return KVS_OK;
+}
+
 /* Llama 4's vision tower (transformers' Llama4VisionModel), its config's
- * fields read under `sub` with Llama4VisionConfig's defaults: a patch
- * projection of (channels x patch^2) x hidden without bias (an unfold
- * and a linear layer), a class embedding, learned positions for every
- * patch and the class token, LayerNorms (weight and bias) before and
- * after the encoder; layers of two LayerNorms, q, k, v, o projections of
- * hidden x hidden with biases and an fc1/fc2 MLP with biases; then the
- * pixel-shuffle adapter, an MLP without biases of intermediate_size x
- * projector_input_dim and projector_output_dim^2 (the shapes the model
- * builds).  *out_dim: vision_output_dim, the projector's input. */
+ * fields read under `sub` with Llama4VisionConfig's defaults: the CLIP
+ * encoder above, then the pixel-shuffle adapter, an MLP without biases
+ * of intermediate_size x projector_input_dim and projector_output_dim^2
+ * (the shapes the model builds).  *out_dim: vision_output_dim, the
+ * projector's input. */
 static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *out_dim)
 {
 	kvs_status st;
@@ -1102,14 +1160,9 @@ static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *
 	    (st = cfg_u32_in(sub, KEYS("vision_output_dim"), false, NULL, 1, 1u << 20, &vout,
 			     NULL)))
 		return st;
-	uint64_t side = v.image / v.patch, H = v.h, I = v.in;
 	acc t = { 0, false };
-	addmul(&t, (uint64_t)v.ch * v.patch * v.patch, H);   /* patch projection */
-	add(&t, H);                                          /* class embedding */
-	addmul(&t, side * side + 1, H);                      /* positions */
-	add(&t, 4 * H);                                      /* pre and post LayerNorms */
-	addmul(&t, v.layers, vit_layer(&v));
-	addmul(&t, I, pin);                                  /* adapter fc1 */
+	clip_encoder(&t, &v);
+	addmul(&t, v.in, pin);                               /* adapter fc1 */
 	addmul(&t, pout, pout);                              /* adapter fc2 */
 	if (t.ovf)
 		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
@@ -1162,7 +1215,7 @@ static void qvl_merger(acc *t, uint64_t norm, uint64_t w, uint32_t merge, uint64
  * with biases, an fc1/fc2 MLP of embed_dim x mlp_ratio with biases (a
  * ViT layer); the merger with a LayerNorm, into hidden_size (the text
  * model's width; the tower's own is embed_dim). */
-static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out)
+static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 {
 	kvs_status st;
 	qvl_shape q = { 32, 3, 14, 2, 2 };
@@ -1192,6 +1245,7 @@ static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out)
 		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
 				"not fit in 64 bits", sub->path);
 	*out = t.v;
+	*hidden = D;
 	return KVS_OK;
 }
 
@@ -1202,7 +1256,7 @@ static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out)
  * and an output projection with biases, a gated MLP (gate, up and down of
  * intermediate_size) with biases; the merger with an RMSNorm, into
  * out_hidden_size.  Its windowed attention has no weights of its own. */
-static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out)
+static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 {
 	kvs_status st;
 	qvl_shape q = { 32, 3, 14, 2, 2 };
@@ -1223,6 +1277,7 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out)
 		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
 				"not fit in 64 bits", sub->path);
 	*out = t.v;
+	*hidden = D;
 	return KVS_OK;
 }
 
@@ -1230,10 +1285,13 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out)
  * Gemma 3's after a SigLIP tower (Gemma3MultiModalProjector: an RMSNorm
  * over the tower's width and a vh x hidden matrix without bias; its
  * average pooling has no weights), Llama 4's after its own tower
- * (Llama4MultiModalProjector: vision_output_dim x hidden without bias).
- * false: a pairing kvsim does not count. */
+ * (Llama4MultiModalProjector: vision_output_dim x hidden without bias),
+ * LLaVA's and LLaVA-NeXT's after any (LlavaMultiModalProjector, from
+ * feature_layers layers' features, biases when proj_bias).  false: a
+ * pairing kvsim does not count. */
 static bool projector_params(const char *top_type, const char *tower_type, uint64_t vh,
-			     const kvs_model *m, uint64_t *out)
+			     uint64_t feature_layers, bool proj_bias, const kvs_model *m,
+			     uint64_t *out)
 {
 	if (type_is(top_type, KEYS("gemma3")) && type_is(tower_type, KEYS("siglip_vision_model"))) {
 		*out = vh * m->hidden_size + vh;
@@ -1243,7 +1301,70 @@ static bool projector_params(const char *top_type, const char *tower_type, uint6
 		*out = vh * m->hidden_size;
 		return true;
 	}
+	if (type_is(top_type, KEYS("llava", "llava_next"))) {
+		/* linear_1 from the tower's features (one layer's, or the
+		 * layers' of a vision_feature_layer list side by side) into
+		 * the text model, linear_2 within it, with biases unless
+		 * multimodal_projector_bias is false; LLaVA-NeXT adds its
+		 * image_newline, a vector of the text width */
+		uint64_t h = m->hidden_size, in = vh * feature_layers;
+		*out = in * h + h * h + (proj_bias ? 2 * h : 0) +
+		       (type_is(top_type, KEYS("llava_next")) ? h : 0);
+		return true;
+	}
 	return false;
+}
+
+/* The towers kvsim counts, by model_type: the count of one from its
+ * config section (*hidden: its output width, for a projector), and
+ * whether it holds its own projector (Qwen2-VL's and Qwen2.5-VL's patch
+ * mergers: the model has no other). */
+static const struct {
+	const char *type;
+	kvs_status (*count)(const cfg *sub, uint64_t *out, uint32_t *hidden);
+	bool own_projector;
+} tower_kinds[] = {
+	{ "siglip_vision_model", siglip_params, false },
+	{ "clip_vision_model", clip_params, false },
+	{ "pixtral", pixtral_params, false },
+	{ "llama4_vision_model", llama4_vision_params, false },
+	{ "qwen2_vl", qwen2vl_vision_params, true },
+	{ "qwen2_5_vl", qwen25vl_vision_params, true },
+};
+
+/* LLaVA's projector inputs at the top level: how many layers' features
+ * it concatenates (vision_feature_layer, one index or a list) and
+ * whether its two linear layers have biases (multimodal_projector_bias,
+ * default true). */
+static kvs_status llava_fields(const cfg *c, uint64_t *layers, bool *bias)
+{
+	*layers = 1;
+	*bias = true;
+	json_t *f = json_object_get(c->root, "vision_feature_layer");
+	if (f && !json_is_null(f)) {
+		if (json_is_array(f) && json_array_size(f) > 0) {
+			size_t k;
+			json_t *e;
+			json_array_foreach(f, k, e)
+				if (!json_is_integer(e))
+					return kvs_fail(KVS_ERR_PARSE, "%s: field "
+							"'vision_feature_layer'[%zu]: expected "
+							"an integer", c->path, k);
+			*layers = json_array_size(f);
+		} else if (!json_is_integer(f)) {
+			return kvs_fail(KVS_ERR_PARSE, "%s: field 'vision_feature_layer': "
+					"expected an integer or a non-empty list of integers",
+					c->path);
+		}
+	}
+	json_t *b = json_object_get(c->root, "multimodal_projector_bias");
+	if (b && !json_is_null(b)) {
+		if (!json_is_boolean(b))
+			return kvs_fail(KVS_ERR_PARSE, "%s: field 'multimodal_projector_bias': "
+					"expected true or false", c->path);
+		*bias = json_is_true(b);
+	}
+	return KVS_OK;
 }
 
 /* The towers of a multimodal config into m->vision_params (and
@@ -1254,6 +1375,11 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 		const char *key, *what;
 	} towers[] = { { "vision_config", "vision tower" }, { "audio_config", "audio tower" } };
 	const char *top_type = json_string_value(json_object_get(c->root, "model_type"));
+	uint64_t feature_layers;
+	bool proj_bias;
+	kvs_status st = llava_fields(c, &feature_layers, &proj_bias);
+	if (st)
+		return st;
 	for (size_t i = 0; i < KVS_ARRAY_LEN(towers); i++) {
 		json_t *v = json_object_get(c->root, towers[i].key);
 		if (!v || json_is_null(v))
@@ -1271,25 +1397,22 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 		const char *type = json_string_value(jt);
 		/* Qwen2-VL's and Qwen2.5-VL's towers: their configs name the
 		 * model at the top level (the tower's own model_type, when
-		 * written, is the same); the merger is the tower's */
+		 * written, is the same) */
 		if (i == 0 && !type && type_is(top_type, KEYS("qwen2_vl", "qwen2_5_vl")))
 			type = top_type;
-		bool siglip = type_is(type, KEYS("siglip_vision_model"));
-		bool qwen2 = type_is(type, KEYS("qwen2_vl")), qwen25 = type_is(type, KEYS("qwen2_5_vl"));
-		if (i != 0 || !(siglip || qwen2 || qwen25 ||
-				type_is(type, KEYS("llama4_vision_model")))) {
+		size_t k = 0;
+		while (k < KVS_ARRAY_LEN(tower_kinds) && !type_is(type, KEYS(tower_kinds[k].type)))
+			k++;
+		if (i != 0 || k == KVS_ARRAY_LEN(tower_kinds)) {
 			vision_unread(m, towers[i].what, type ? type : "(none given)");
 			continue;
 		}
 		uint64_t tower = 0, proj = 0;
 		uint32_t vh = 0;
-		kvs_status st = siglip ? siglip_params(&sub, &tower, &vh)
-			      : qwen2  ? qwen2vl_vision_params(&sub, &tower)
-			      : qwen25 ? qwen25vl_vision_params(&sub, &tower)
-				       : llama4_vision_params(&sub, &tower, &vh);
-		if (st)
+		if ((st = tower_kinds[k].count(&sub, &tower, &vh)))
 			return st;
-		if (!(qwen2 || qwen25) && !projector_params(top_type, type, vh, m, &proj))
+		if (!tower_kinds[k].own_projector &&
+		    !projector_params(top_type, type, vh, feature_layers, proj_bias, m, &proj))
 			vision_unread(m, "projector", top_type ? top_type : "(none given)");
 		if (tower > UINT64_MAX - proj)
 			return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter "

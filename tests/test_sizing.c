@@ -136,6 +136,24 @@ static const struct ref refs[] = {
 	 * 19,702,200, x 32 = 630,470,400; patches 1,505,280; the merger's
 	 * RMSNorm 1,280 and its MLP 44,573,184.  In all 8,292,166,656. */
 	{ "qwen2.5-vl-7b", 28, 28, 4, 128, 3584, 128000, 8292166656ull, 57344 },
+	/* LLaVA-1.5-7B (llava-hf/llava-1.5-7b-hf; Hugging Face counts its
+	 * checkpoints at 7.06B), by hand: Vicuna-7B's text model, Llama-2-7B's
+	 * shapes with 32,064 tokens (6,738,415,616 + 2 x 64 x 4096 =
+	 * 6,738,939,904); CLIP ViT-L/14 at 336 pixels (576 patches): patches
+	 * 3 x 14^2 x 1024 = 602,112, class 1,024, positions 577 x 1024 =
+	 * 590,848, LayerNorms 4,096, 24 layers of 4 x (1024^2 + 1024) + 2 x
+	 * 1024 x 4096 + 4096 + 1024 + 4096 = 12,596,224: 303,507,456; the
+	 * projector 1024 x 4096 + 4096 + 4096^2 + 4096 = 20,979,712.  In all
+	 * 7,063,427,072. */
+	{ "llava-1.5-7b", 32, 32, 32, 128, 4096, 4096, 7063427072ull, 524288 },
+	/* Pixtral-12B (mistral-community/pixtral-12b, its six bf16 shards
+	 * 25.37 GB), by hand: Mistral-NeMo's text model, 2 x 131,072 x 5120
+	 * embeddings and head 1,342,177,280, 40 layers of q 5120 x 4096, k
+	 * and v 2 x 5120 x 1024, o 4096 x 5120, MLP 3 x 5120 x 14336, norms
+	 * 10,240 = 272,640,000, the final norm 5,120: 12,247,782,400; the
+	 * tower 403,489,792 (test_vision_tower); the projector 1024 x 5120 +
+	 * 5120 + 5120^2 + 5120 = 31,467,520.  In all 12,682,739,712. */
+	{ "pixtral-12b", 40, 32, 8, 128, 5120, 1024000, 12682739712ull, 163840 },
 	{ "opt-13b", 40, 40, 40, 128, 5120, 2048, 12853473280ull, 819200 },
 	{ "opt-66b", 64, 72, 72, 128, 9216, 2048, 65719701504ull, 2359296 },
 	{ "gemma-2-9b", 42, 16, 8, 256, 3584, 8192, 9241705984ull, 344064 },
@@ -1299,6 +1317,71 @@ static void test_vision_tower(void **state)
 		     "field 'vision_config.spatial_merge_size': 0 is out of range");
 #undef QWEN2VL_TOWER
 
+	/* a CLIP tower under LLaVA, by hand: hidden 8, MLP 16, 2 layers, 8 x 8
+	 * images in 4 x 4 patches, 3 channels:
+	 *   patches 3 x 4 x 4 x 8 = 384 (no bias), class embedding 8,
+	 *   positions (4 + 1) x 8 = 40, pre and post LayerNorms 32,
+	 *   layers 2 x 600: tower 1,664
+	 *   LLaVA's projector into hidden 64: 8 x 64 + 64 + 64 x 64 + 64 = 4,736 */
+#define CLIP_TINY "\"vision_config\": {\"model_type\": \"clip_vision_model\", " \
+		  "\"hidden_size\": 8, \"intermediate_size\": 16, \"num_hidden_layers\": 2, " \
+		  "\"image_size\": 8, \"patch_size\": 4}"
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
+			       CLIP_TINY ", \"vision_feature_layer\": -2}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1664 + 4736);
+	assert_int_equal(m.num_params, 160832 + 6400);
+	assert_int_equal(m.num_active_params, 160832);
+	assert_string_equal(m.vision_unread, "");
+	/* two layers' features side by side: linear_1 from 16 */
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
+			       CLIP_TINY ", \"vision_feature_layer\": [-2, -5]}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1664 + 16 * 64 + 64 + 64 * 64 + 64);
+	/* no biases; LLaVA-NeXT's image_newline (64) */
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
+			       CLIP_TINY ", \"multimodal_projector_bias\": false}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1664 + 4736 - 128);
+	assert_int_equal(parse("{\"model_type\": \"llava_next\", \"text_config\": {" DENSE4 "}, "
+			       CLIP_TINY "}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1664 + 4736 + 64);
+	/* CLIPVisionConfig's defaults: hidden 768, MLP 3072, 12 layers,
+	 * 224-pixel images in 32-pixel patches (49): patches 2,359,296,
+	 * class 768, positions 38,400, LayerNorms 3,072, layers 12 x
+	 * 7,087,872; a CLIP tower under Gemma 3: its projector not counted */
+	assert_int_equal(parse("{\"model_type\": \"gemma3\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"clip_vision_model\"}}", &m),
+			 KVS_OK);
+	assert_int_equal(m.vision_params, 87456000ull);
+	assert_string_equal(m.vision_unread, "projector of model_type 'gemma3'");
+	expect_error("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
+		     CLIP_TINY ", \"vision_feature_layer\": \"last\"}", KVS_ERR_PARSE,
+		     "field 'vision_feature_layer': expected an integer or a non-empty list");
+	expect_error("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
+		     CLIP_TINY ", \"vision_feature_layer\": [-2, \"x\"]}", KVS_ERR_PARSE,
+		     "field 'vision_feature_layer'[1]: expected an integer");
+	expect_error("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
+		     CLIP_TINY ", \"multimodal_projector_bias\": 1}", KVS_ERR_PARSE,
+		     "field 'multimodal_projector_bias': expected true or false");
+	/* Pixtral's tower under LLaVA, by hand: hidden 8, MLP 16, 2 layers,
+	 * 4 x 4 patches, 3 channels: patches 384 (no bias), ln_pre 8, a layer
+	 * of two RMSNorms 16, q, k, v, o 4 x 64 and a gated MLP 3 x 8 x 16
+	 * (no biases): 656; the tower 384 + 8 + 1,312 = 1,704, the projector
+	 * as above 4,736 */
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"pixtral\", "
+			       "\"hidden_size\": 8, \"intermediate_size\": 16, "
+			       "\"num_hidden_layers\": 2, \"image_size\": 8, \"patch_size\": 4}}",
+			       &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1704 + 4736);
+	assert_string_equal(m.vision_unread, "");
+	/* PixtralVisionConfig's defaults are Pixtral-12B's tower: patches 3 x
+	 * 16^2 x 1024 = 786,432, ln_pre 1,024, 24 layers of 2,048 + 4 x
+	 * 1024^2 + 3 x 1024 x 4096 = 16,779,264 */
+	assert_int_equal(parse("{\"model_type\": \"paligemma\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"pixtral\"}}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 403489792ull);
+	assert_string_equal(m.vision_unread, "projector of model_type 'paligemma'");
+#undef CLIP_TINY
+
 	/* bad fields name the file and the field */
 	expect_error(GEMMA3_TINY(", \"vision_use_head\": 1", ""), KVS_ERR_PARSE,
 		     "field 'vision_config.vision_use_head': expected true or false");
@@ -1973,9 +2056,9 @@ static void test_invariants(void **state)
 			checked++;
 		}
 	}
-	/* 30 presets at 3 parallel layouts, all but the three of Qwen2-7B's
+	/* 32 presets at 3 parallel layouts, all but the three of Qwen2-7B's
 	 * shape (qwen2.5-7b, qwen2-vl-7b, qwen2.5-vl-7b) at tp 8 */
-	assert_int_equal(checked, (30 * 3 - 3) * 5 * 11 * 3);
+	assert_int_equal(checked, (32 * 3 - 3) * 5 * 11 * 3);
 }
 
 /* A bad unit inside a GPU preset: the message keeps the unit error (the

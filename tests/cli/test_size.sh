@@ -648,6 +648,20 @@ run 0 --model "$tmp/awq.json" --gpu h100-80gb &&
 # Qwen2-VL-2B (2.21B on Hugging Face): tied embeddings
 run 0 --model "$(bash "$ROOT/scripts/qwen2-vl-2b-config.sh" >"$tmp/q2b.json"; echo "$tmp/q2b.json")" --gpu h100-80gb &&
 	has "$out" "2,208,985,600 parameters" "Qwen2-VL-2B's count"
+# LLaVA-1.5-7B: a CLIP tower and LLaVA's projector (324,487,168,
+# test_sizing's hand count; Hugging Face: 7.06B in all), no warning
+run 0 --model llava-1.5-7b --gpu h100-80gb --json && {
+	[ "$(nget vision_params)" = 324487168 ] || fail "LLaVA's vision_params $(nget vision_params)"
+	[ "$(nget num_params)" = 7063427072 ] || fail "LLaVA's num_params $(nget num_params)"
+	[ -z "$err" ] || fail "llava-1.5-7b warned: $err"
+}
+# Pixtral-12B: Pixtral's tower and LLaVA's projector (434,957,312);
+# its bf16 shards on Hugging Face add up to 25.37 GB
+run 0 --model pixtral-12b --gpu h100-80gb --json && {
+	[ "$(nget vision_params)" = 434957312 ] || fail "Pixtral's vision_params $(nget vision_params)"
+	[ "$(jget weight_bytes)" = 25365479424 ] || fail "Pixtral's weight_bytes $(jget weight_bytes)"
+	[ -z "$err" ] || fail "pixtral-12b warned: $err"
+}
 # a tower kvsim has no shapes for: named, not silently dropped
 sed 's/"siglip_vision_model"/"mllama_vision_model"/' \
 	"$ROOT/sizing/presets/models/gemma-3-4b.json" >"$tmp/mm.json"
