@@ -24,28 +24,74 @@ typedef struct cfg {
 	json_t *root;
 	json_t *text;           /* "text_config" or NULL */
 	const char *prefix;     /* "vision_config." in a section's messages; NULL none */
+	json_t *defaults;       /* the text model's config class defaults, or NULL */
 } cfg;
 
 #define PFX(c) ((c)->prefix ? (c)->prefix : "")
 
-static json_t *cfg_get(const cfg *c, const char *key)
+/* A field the config writes: text_config's, else the top level's (NULL
+ * when absent or null; *named: written at all, null included). */
+static json_t *cfg_written(const cfg *c, const char *key, bool *named)
 {
-	json_t *v = c->text ? json_object_get(c->text, key) : NULL;
-	if (!v || json_is_null(v))
-		v = json_object_get(c->root, key);
+	json_t *t = c->text ? json_object_get(c->text, key) : NULL;
+	json_t *r = json_object_get(c->root, key);
+	if (named)
+		*named = t || r;
+	json_t *v = t && !json_is_null(t) ? t : r;
 	return v && !json_is_null(v) ? v : NULL;
 }
 
-/* First present key of a NULL-terminated alias list. */
+/* A config class default, for a field the config does not name at all
+ * (null written is a value: no window, say). */
+static json_t *cfg_default(const cfg *c, const char *key)
+{
+	bool named;
+	if (!c->defaults || cfg_written(c, key, &named) || named)
+		return NULL;
+	return json_object_get(c->defaults, key);
+}
+
+static json_t *cfg_get(const cfg *c, const char *key)
+{
+	json_t *v = cfg_written(c, key, NULL);
+	return v ? v : cfg_default(c, key);
+}
+
+/* First present key of a NULL-terminated alias list: any the config
+ * writes, then the defaults'. */
 static json_t *cfg_get_any(const cfg *c, const char *const *keys, const char **which)
 {
-	for (; *keys; keys++) {
-		json_t *v = cfg_get(c, *keys);
-		if (v) {
-			*which = *keys;
-			return v;
+	for (int pass = 0; pass < 2; pass++)
+		for (const char *const *k = keys; *k; k++) {
+			json_t *v = pass ? cfg_default(c, *k) : cfg_written(c, *k, NULL);
+			if (v) {
+				*which = *k;
+				return v;
+			}
 		}
-	}
+	return NULL;
+}
+
+/* transformers fills a field a config.json leaves out with its config
+ * class's default, and so does kvsim for the language models whose
+ * configs multimodal checkpoints nest with fields left out (LLaVA's
+ * Vicuna, Pixtral's Mistral-NeMo): LlamaConfig's and MistralConfig's
+ * shapes.  A field the config writes always wins. */
+static json_t *text_defaults(const char *model_type)
+{
+	if (!model_type)
+		return NULL;
+	if (strcmp(model_type, "llama") == 0)
+		return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "vocab_size", 32000,
+				 "hidden_size", 4096, "intermediate_size", 11008,
+				 "num_hidden_layers", 32, "num_attention_heads", 32,
+				 "max_position_embeddings", 2048);
+	if (strcmp(model_type, "mistral") == 0)
+		return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "vocab_size", 32000,
+				 "hidden_size", 4096, "intermediate_size", 14336,
+				 "num_hidden_layers", 32, "num_attention_heads", 32,
+				 "num_key_value_heads", 8, "max_position_embeddings", 131072,
+				 "sliding_window", 4096);
 	return NULL;
 }
 
@@ -1544,6 +1590,7 @@ kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t l
 		c.text = text;
 	const char *model_type = json_string_value(cfg_get(&c, "model_type"));
 	const char *name = json_string_value(cfg_get(&c, "_name_or_path"));
+	c.defaults = text_defaults(model_type);
 	snprintf(m.name, sizeof m.name, "%s", name && *name ? name : path);
 
 	/* the config's sections, in order: each names the file and field it
@@ -1558,6 +1605,7 @@ kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t l
 	wide_missing(&m);
 	*out = m;
 done:
+	json_decref(c.defaults);
 	json_decref(root);
 	return st;
 }

@@ -1141,6 +1141,47 @@ static uint64_t fp8_bytes(const kvs_model *m)
 #define GEMMA3_TINY(extra, more) "{\"model_type\": \"gemma3\", \"torch_dtype\": \"bfloat16\", " \
 				 "\"text_config\": {" DENSE4 "}, " SIGLIP(extra) more "}"
 
+/* Fields a config leaves out take the text model's config class defaults,
+ * as transformers fills them: LlamaConfig's and MistralConfig's shapes. */
+static void test_text_defaults(void **state)
+{
+	(void)state;
+	kvs_model m;
+	/* a bare Mistral config is Mistral-7B (the mistral-7b preset's
+	 * 7,241,732,096), its 4,096-token window included */
+	assert_int_equal(parse("{\"model_type\": \"mistral\"}", &m), KVS_OK);
+	assert_int_equal(m.num_params, 7241732096ull);
+	assert_int_equal(m.num_kv_heads, 8);
+	assert_int_equal(m.sliding_window, 4096);
+	assert_int_equal(m.max_position_embeddings, 131072);
+	/* llava-hf/llava-1.5-7b-hf's config as published: its text_config
+	 * writes only the vocabulary and positions, LlamaConfig gives the
+	 * rest (32 layers of 4096, 32 heads, MLP 11008); with its CLIP tower,
+	 * the llava-1.5-7b preset's count */
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {\"model_type\": "
+			       "\"llama\", \"vocab_size\": 32064, \"max_position_embeddings\": 4096}, "
+			       "\"vision_config\": {\"model_type\": \"clip_vision_model\", "
+			       "\"hidden_size\": 1024, \"intermediate_size\": 4096, "
+			       "\"num_hidden_layers\": 24, \"image_size\": 336, \"patch_size\": 14}}",
+			       &m), KVS_OK);
+	assert_int_equal(m.num_params, 7063427072ull);
+	assert_int_equal(m.num_kv_heads, 32);
+	assert_int_equal(m.max_position_embeddings, 4096);
+	/* what the config writes wins, at either level */
+	assert_int_equal(parse("{\"model_type\": \"llama\", \"num_hidden_layers\": 2, "
+			       "\"hidden_size\": 64, \"num_attention_heads\": 4, "
+			       "\"intermediate_size\": 128, \"vocab_size\": 100}", &m), KVS_OK);
+	assert_int_equal(m.num_layers, 2);
+	assert_int_equal(m.max_position_embeddings, 2048);
+	assert_int_equal(parse("{\"model_type\": \"mistral\", \"sliding_window\": null, "
+			       "\"num_key_value_heads\": 4}", &m), KVS_OK);
+	assert_int_equal(m.sliding_window, 0);
+	assert_int_equal(m.num_kv_heads, 4);
+	/* other families name what is missing, as before */
+	expect_error("{\"model_type\": \"qwen2\"}", KVS_ERR_PARSE,
+		     "missing field 'num_hidden_layers'");
+}
+
 static void test_vision_tower(void **state)
 {
 	(void)state;
@@ -2143,6 +2184,7 @@ int main(void)
 		cmocka_unit_test(test_config_variants),
 		cmocka_unit_test(test_quant_wide_modules),
 		cmocka_unit_test(test_quant_wide_projections),
+		cmocka_unit_test(test_text_defaults),
 		cmocka_unit_test(test_vision_tower),
 		cmocka_unit_test(test_quant_wide_405b_fp8),
 		cmocka_unit_test(test_data_expert_parallel),
