@@ -1017,11 +1017,10 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
  * A multimodal checkpoint holds an encoder beside its language model
  * ("vision_config", "audio_config") and a projector from the encoder's
  * width to the text model's.  Counted from their shapes: a SigLIP tower
- * (model_type siglip_vision_model: Gemma 3, PaliGemma) with Gemma 3's
- * projector, Llama 4's tower (llama4_vision_model) with its own, CLIP's
- * and Pixtral's towers (clip_vision_model, pixtral) and LLaVA's projector
- * after any tower, and
- * Qwen2-VL's and Qwen2.5-VL's towers (qwen2_vl, qwen2_5_vl) with their
+ * (model_type siglip_vision_model: Gemma 3, PaliGemma) with Gemma 3's or
+ * PaliGemma's projector, Llama 4's tower (llama4_vision_model) with its
+ * own, CLIP's and Pixtral's towers (clip_vision_model, pixtral) and
+ * LLaVA's projector after any tower, and Qwen2-VL's and Qwen2.5-VL's towers (qwen2_vl, qwen2_5_vl) with their
  * patch mergers; any other tower or projector is left out of the weights and named in
  * vision_unread (the CLI warns), never dropped silently. */
 
@@ -1332,7 +1331,8 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
  * over the tower's width and a vh x hidden matrix without bias; its
  * average pooling has no weights), Llama 4's after its own tower
  * (Llama4MultiModalProjector: vision_output_dim x hidden without bias),
- * LLaVA's and LLaVA-NeXT's after any (LlavaMultiModalProjector, from
+ * PaliGemma's after a SigLIP tower (PaliGemmaMultiModalProjector: vh x
+ * hidden with bias), LLaVA's and LLaVA-NeXT's after any (LlavaMultiModalProjector, from
  * feature_layers layers' features, biases when proj_bias).  false: a
  * pairing kvsim does not count. */
 static bool projector_params(const char *top_type, const char *tower_type, uint64_t vh,
@@ -1345,6 +1345,12 @@ static bool projector_params(const char *top_type, const char *tower_type, uint6
 	}
 	if (type_is(top_type, KEYS("llama4")) && type_is(tower_type, KEYS("llama4_vision_model"))) {
 		*out = vh * m->hidden_size;
+		return true;
+	}
+	if (type_is(top_type, KEYS("paligemma")) && type_is(tower_type, KEYS("siglip_vision_model"))) {
+		/* one linear layer with bias into projection_dim, which is
+		 * the text model's width (its image tokens are its inputs) */
+		*out = vh * m->hidden_size + m->hidden_size;
 		return true;
 	}
 	if (type_is(top_type, KEYS("llava", "llava_next"))) {

@@ -1291,11 +1291,33 @@ static void test_vision_tower(void **state)
 		     "\"vision_config\": {\"model_type\": \"llama4_vision_model\", "
 		     "\"vision_output_dim\": 0}}", KVS_ERR_PARSE,
 		     "field 'vision_config.vision_output_dim': 0 is out of range");
-	/* PaliGemma: the SigLIP tower counted, its projector not */
+	/* PaliGemma: the SigLIP tower and its projector, one linear layer
+	 * with bias into the text width, 8 x 64 + 64 = 576 */
 	assert_int_equal(parse("{\"model_type\": \"paligemma\", \"text_config\": {" DENSE4 "}, "
 			       SIGLIP(", \"vision_use_head\": false") "}", &m), KVS_OK);
-	assert_int_equal(m.vision_params, 1640);
-	assert_string_equal(m.vision_unread, "projector of model_type 'paligemma'");
+	assert_int_equal(m.vision_params, 1640 + 576);
+	assert_string_equal(m.vision_unread, "");
+	/* google/paligemma-3b-pt-224's config (Hugging Face counts its
+	 * checkpoints at 2.92B), by hand: Gemma-2B's text model with 257,216
+	 * tokens, tied: embeddings 526,778,368, 18 layers of q and o 2 x
+	 * 2048^2, k and v 2 x 2048 x 256, MLP 3 x 2048 x 16384, norms 4,096
+	 * (110,104,576), the final norm 2,048: 2,508,662,784; SigLIP
+	 * So400m/14 at 224 pixels without its head: patches 3 x 14^2 x 1152
+	 * + 1152 = 678,528, positions 256 x 1152 = 294,912, 27 layers of
+	 * 15,239,504, the final LayerNorm 2,304: 412,442,352; the projector
+	 * 1152 x 2048 + 2048 = 2,361,344.  In all 2,923,466,480. */
+	assert_int_equal(parse("{\"model_type\": \"paligemma\", \"hidden_size\": 2048, "
+			       "\"projection_dim\": 2048, \"text_config\": {\"hidden_size\": 2048, "
+			       "\"intermediate_size\": 16384, \"model_type\": \"gemma\", "
+			       "\"num_attention_heads\": 8, \"num_hidden_layers\": 18, "
+			       "\"num_image_tokens\": 256, \"num_key_value_heads\": 1, "
+			       "\"vocab_size\": 257216}, \"vision_config\": {\"hidden_size\": 1152, "
+			       "\"intermediate_size\": 4304, \"model_type\": \"siglip_vision_model\", "
+			       "\"num_attention_heads\": 16, \"num_hidden_layers\": 27, "
+			       "\"num_image_tokens\": 256, \"patch_size\": 14, \"projection_dim\": 2048, "
+			       "\"vision_use_head\": false}, \"vocab_size\": 257216}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 412442352ull + 2361344);
+	assert_int_equal(m.num_params, 2923466480ull);
 
 	/* Qwen2-VL's tower with its patch merger, by hand: embed_dim 8,
 	 * mlp_ratio 2 (MLP 16), 2 blocks, 3 channels, 2 x 2 patches of one
