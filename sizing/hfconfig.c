@@ -1057,6 +1057,16 @@ static void addmul(acc *a, uint64_t x, uint64_t y)
 }
 
 
+/* A tower's count into *out, or the overflow error naming the file. */
+static kvs_status tower_count(const cfg *sub, const acc *t, uint64_t *out)
+{
+	if (t->ovf)
+		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
+				"not fit in 64 bits", sub->path);
+	*out = t->v;
+	return KVS_OK;
+}
+
 /* The shape a ViT-style tower's config gives: width, MLP width, layers,
  * image and patch sides, channels. */
 typedef struct vit_shape {
@@ -1118,12 +1128,8 @@ static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 	add(&t, 2 * H);                                    /* post LayerNorm */
 	if (head)   /* probe, q/k/v and out projections, LayerNorm, MLP */
 		add(&t, H + 4 * (H * H + H) + 2 * H + 2 * H * I + I + H);
-	if (t.ovf)
-		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
-				"not fit in 64 bits", sub->path);
-	*out = t.v;
 	*hidden = v.h;
-	return KVS_OK;
+	return tower_count(sub, &t, out);
 }
 
 /* A CLIP-style encoder on the shape *v: a patch projection of (channels x
@@ -1153,12 +1159,8 @@ static kvs_status clip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 		return st;
 	acc t = { 0, false };
 	clip_encoder(&t, &v);
-	if (t.ovf)
-		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
-				"not fit in 64 bits", sub->path);
-	*out = t.v;
 	*hidden = v.h;
-	return KVS_OK;
+	return tower_count(sub, &t, out);
 }
 
 /* Pixtral's vision tower (transformers' PixtralVisionModel: Pixtral-12B
@@ -1178,12 +1180,8 @@ static kvs_status pixtral_params(const cfg *sub, uint64_t *out, uint32_t *hidden
 	addmul(&t, (uint64_t)v.ch * v.patch * v.patch, H);   /* patch convolution */
 	add(&t, H);                                          /* ln_pre */
 	addmul(&t, v.layers, 2 * H + 4 * H * H + 3 * H * I);
-	if (t.ovf)
-		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
-				"not fit in 64 bits", sub->path);
-	*out = t.v;
 	*hidden = v.h;
-	return KVS_OK;
+	return tower_count(sub, &t, out);
 }
 
 /* Llama 4's vision tower (transformers' Llama4VisionModel), its config's
@@ -1209,12 +1207,8 @@ static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *
 	clip_encoder(&t, &v);
 	addmul(&t, v.in, pin);                               /* adapter fc1 */
 	addmul(&t, pout, pout);                              /* adapter fc2 */
-	if (t.ovf)
-		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
-				"not fit in 64 bits", sub->path);
-	*out = t.v;
 	*out_dim = vout;
-	return KVS_OK;
+	return tower_count(sub, &t, out);
 }
 
 /* The fields of a Qwen2-VL / Qwen2.5-VL tower common to both: layers
@@ -1286,12 +1280,8 @@ static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 	addmul(&t, (uint64_t)q.ch * q.tps * q.patch * q.patch, E);   /* patch conv */
 	addmul(&t, q.depth, vit_layer(&v));
 	qvl_merger(&t, 2 * (uint64_t)E, E, q.merge, D);
-	if (t.ovf)
-		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
-				"not fit in 64 bits", sub->path);
-	*out = t.v;
 	*hidden = D;
-	return KVS_OK;
+	return tower_count(sub, &t, out);
 }
 
 /* Qwen2.5-VL's vision tower with its merger (transformers'
@@ -1318,12 +1308,8 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
 	/* norms, q/k/v and output, gate and up, down (widths < 2^21) */
 	addmul(&t, q.depth, 2 * h + 4 * (h * h + h) + 2 * (h * i + i) + i * h + h);
 	qvl_merger(&t, h, h, q.merge, D);
-	if (t.ovf)
-		return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter count does "
-				"not fit in 64 bits", sub->path);
-	*out = t.v;
 	*hidden = D;
-	return KVS_OK;
+	return tower_count(sub, &t, out);
 }
 
 /* The projector from a tower whose output is vh wide into the text model:

@@ -1602,6 +1602,19 @@ static void synthetic_profile(kvs_cost_config *k)
 	k->step_overhead_per_token_s = 1e-6;
 }
 
+/* gpt-oss-120b on one H100 at max_model_len 4,096: 18 full and 18
+ * windowed layers (128 tokens). */
+static void gptoss_deploy(kvs_deploy *d)
+{
+	kvs_model m;
+	kvs_gpu g;
+	if (kvs_model_load("gpt-oss-120b", &m) != KVS_OK ||
+	    kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
+		fail_msg("presets: %s", kvs_last_error());
+	kvs_deploy_defaults(d, &m, &g);
+	d->max_model_len = 4096;
+}
+
 /* Chunked attention (Llama 4): a query at position q attends to the keys of
  * its aligned chunk up to itself, (q mod C) + 1 of them, not the last C.
  * gpt-oss-120b's 18 windowed layers of 128 tokens, made chunked, against
@@ -1609,14 +1622,8 @@ static void synthetic_profile(kvs_cost_config *k)
 static void test_chunked_attention(void **state)
 {
 	(void)state;
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("gpt-oss-120b", &m) != KVS_OK ||
-	    kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
-		fail_msg("presets: %s", kvs_last_error());
 	kvs_deploy sd, cd;
-	kvs_deploy_defaults(&sd, &m, &g);
-	sd.max_model_len = 4096;
+	gptoss_deploy(&sd);
 	cd = sd;
 	cd.model.window_chunked = true;
 	kvs_sizing sz;
@@ -1713,14 +1720,8 @@ static void test_chunked_attention(void **state)
 static void test_hybrid_windows(void **state)
 {
 	(void)state;
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("gpt-oss-120b", &m) != KVS_OK ||
-	    kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
-		fail_msg("presets: %s", kvs_last_error());
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
-	d.max_model_len = 4096;
+	gptoss_deploy(&d);
 	kvs_sim_config c;
 	kvs_sim_config_defaults(&c, &d);
 	c.kv_budget_bytes = 300ull * 589824;
