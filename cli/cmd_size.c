@@ -660,6 +660,11 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		add(&t, lab, kvs_fmt_commas(mt->cudagraph_bytes, b1, sizeof b1),
 		    "%s, estimate, %s", ibytes(mt->cudagraph_bytes, b2, sizeof b2),
 		    mt->counted & KVS_MEM_CUDAGRAPH ? cnt : no);
+		if (d->model.vision_params && mt->engine == KVS_ENGINE_VLLM)
+			add(&t, "  vision encoder profile", "-",
+			    "not estimated: vLLM runs the encoder on its largest input "
+			    "before sizing the pool (Qwen2.5-VL-7B: a pool 10%% smaller, "
+			    "docs/VALIDATION.md); --reserve sets the whole non-KV term");
 	}
 	add(&t, "- non-KV total", kvs_fmt_commas(s->reserve_bytes, b1, sizeof b1), "%s, %s",
 	    ibytes(s->reserve_bytes, b2, sizeof b2),

@@ -629,6 +629,13 @@ run 0 --model qwen2-vl-7b --gpu h100-80gb && {
 	has "$out" "8,291,375,616 parameters (from the config's shapes), of which vision tower 0.68B" "Qwen2-VL's model line"
 	[ -z "$err" ] || fail "qwen2-vl-7b warned: $err"
 }
+# vLLM's encoder profile run is not estimated: said on the memory table
+run 0 --model qwen2.5-vl-7b --gpu h100-80gb &&
+	has "$out" "vision encoder profile                      -  not estimated" "encoder profile line"
+run 0 --model qwen2.5-vl-7b --gpu h100-80gb --engine sglang &&
+	case "$out" in *"vision encoder profile"*) fail "encoder profile line under sglang" ;; esac
+run 0 --model qwen2.5-7b --gpu h100-80gb &&
+	case "$out" in *"vision encoder profile"*) fail "encoder profile line without a tower" ;; esac
 run 0 --model qwen2.5-vl-7b --gpu h100-80gb --json && {
 	[ "$(nget vision_params)" = 676550144 ] || fail "Qwen2.5-VL's vision_params $(nget vision_params)"
 	[ "$(jget vision_weight_bytes)" = 1353100288 ] || fail "Qwen2.5-VL's vision_weight_bytes $(jget vision_weight_bytes)"
