@@ -1318,12 +1318,14 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
  * average pooling has no weights), Llama 4's after its own tower
  * (Llama4MultiModalProjector: vision_output_dim x hidden without bias),
  * PaliGemma's after a SigLIP tower (PaliGemmaMultiModalProjector: vh x
- * hidden with bias), LLaVA's and LLaVA-NeXT's after any (LlavaMultiModalProjector, from
- * feature_layers layers' features, biases when proj_bias).  false: a
+ * hidden with bias), LLaVA's, LLaVA-NeXT's and Mistral 3's after any
+ * (LlavaMultiModalProjector, from feature_layers layers' features, biases
+ * when proj_bias; Mistral3MultiModalProjector adds a norm and a patch
+ * merger of merge x merge patches).  false: a
  * pairing kvsim does not count. */
 static bool projector_params(const char *top_type, const char *tower_type, uint64_t vh,
-			     uint64_t feature_layers, bool proj_bias, const kvs_model *m,
-			     uint64_t *out)
+			     uint64_t feature_layers, bool proj_bias, uint64_t merge,
+			     const kvs_model *m, uint64_t *out)
 {
 	if (type_is(top_type, KEYS("gemma3")) && type_is(tower_type, KEYS("siglip_vision_model"))) {
 		*out = vh * m->hidden_size + vh;
@@ -1339,15 +1341,19 @@ static bool projector_params(const char *top_type, const char *tower_type, uint6
 		*out = vh * m->hidden_size + m->hidden_size;
 		return true;
 	}
-	if (type_is(top_type, KEYS("llava", "llava_next"))) {
+	if (type_is(top_type, KEYS("llava", "llava_next", "mistral3"))) {
 		/* linear_1 from the tower's features (one layer's, or the
 		 * layers' of a vision_feature_layer list side by side) into
-		 * the text model, linear_2 within it, with biases unless
-		 * multimodal_projector_bias is false; LLaVA-NeXT adds its
-		 * image_newline, a vector of the text width */
+		 * the text model, linear_2 within it, with biases when
+		 * proj_bias; LLaVA-NeXT adds its image_newline, a vector of
+		 * the text width; Mistral 3 an RMSNorm over the tower's width
+		 * and its patch merger, merge^2 patches' features into one
+		 * (no bias) */
 		uint64_t h = m->hidden_size, in = vh * feature_layers;
 		*out = in * h + h * h + (proj_bias ? 2 * h : 0) +
 		       (type_is(top_type, KEYS("llava_next")) ? h : 0);
+		if (type_is(top_type, KEYS("mistral3")))
+			*out += vh + vh * merge * merge * vh;
 		return true;
 	}
 	return false;
@@ -1371,13 +1377,23 @@ static const struct {
 };
 
 /* LLaVA's projector inputs at the top level: how many layers' features
- * it concatenates (vision_feature_layer, one index or a list) and
- * whether its two linear layers have biases (multimodal_projector_bias,
- * default true). */
-static kvs_status llava_fields(const cfg *c, uint64_t *layers, bool *bias)
+ * it concatenates (vision_feature_layer, one index or a list), whether
+ * its two linear layers have biases (multimodal_projector_bias, default
+ * true, false for Mistral 3) and Mistral 3's spatial_merge_size (2). */
+static kvs_status llava_fields(const cfg *c, const char *top_type, uint64_t *layers,
+			       bool *bias, uint64_t *merge)
 {
 	*layers = 1;
-	*bias = true;
+	*bias = !type_is(top_type, KEYS("mistral3"));
+	*merge = 2;
+	json_t *sm = json_object_get(c->root, "spatial_merge_size");
+	if (sm && !json_is_null(sm)) {
+		if (!json_is_integer(sm) || json_integer_value(sm) < 1 ||
+		    json_integer_value(sm) > 64)
+			return kvs_fail(KVS_ERR_PARSE, "%s: field 'spatial_merge_size': "
+					"expected an integer in [1, 64]", c->path);
+		*merge = (uint64_t)json_integer_value(sm);
+	}
 	json_t *f = json_object_get(c->root, "vision_feature_layer");
 	if (f && !json_is_null(f)) {
 		if (json_is_array(f) && json_array_size(f) > 0) {
@@ -1413,9 +1429,9 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 		const char *key, *what;
 	} towers[] = { { "vision_config", "vision tower" }, { "audio_config", "audio tower" } };
 	const char *top_type = json_string_value(json_object_get(c->root, "model_type"));
-	uint64_t feature_layers;
+	uint64_t feature_layers, merge;
 	bool proj_bias;
-	kvs_status st = llava_fields(c, &feature_layers, &proj_bias);
+	kvs_status st = llava_fields(c, top_type, &feature_layers, &proj_bias, &merge);
 	if (st)
 		return st;
 	for (size_t i = 0; i < KVS_ARRAY_LEN(towers); i++) {
@@ -1450,7 +1466,7 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 		if ((st = tower_kinds[k].count(&sub, &tower, &vh)))
 			return st;
 		if (!tower_kinds[k].own_projector &&
-		    !projector_params(top_type, type, vh, feature_layers, proj_bias, m, &proj))
+		    !projector_params(top_type, type, vh, feature_layers, proj_bias, merge, m, &proj))
 			vision_unread(m, "projector", top_type ? top_type : "(none given)");
 		if (tower > UINT64_MAX - proj)
 			return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter "

@@ -1436,6 +1436,44 @@ static void test_vision_tower(void **state)
 			       &m), KVS_OK);
 	assert_int_equal(m.vision_params, 1704 + 4736);
 	assert_string_equal(m.vision_unread, "");
+	/* Mistral 3 (Mistral Small 3.1): the same tower, its projector an
+	 * RMSNorm 8, the patch merger of 2 x 2 patches 4 x 8 x 8 = 256 (no
+	 * bias), and linear_1 and linear_2 without biases by default, 512 +
+	 * 4,096: 4,872 */
+#define MISTRAL3(top) "{\"model_type\": \"mistral3\", " top "\"text_config\": {" DENSE4 "}, " \
+		      "\"vision_config\": {\"model_type\": \"pixtral\", \"hidden_size\": 8, " \
+		      "\"intermediate_size\": 16, \"num_hidden_layers\": 2, \"image_size\": 8, " \
+		      "\"patch_size\": 4}}"
+	assert_int_equal(parse(MISTRAL3(""), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1704 + 4872);
+	assert_int_equal(parse(MISTRAL3("\"spatial_merge_size\": 1, "), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1704 + 4872 - 256 + 64);
+	assert_int_equal(parse(MISTRAL3("\"multimodal_projector_bias\": true, "), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1704 + 4872 + 128);
+	expect_error(MISTRAL3("\"spatial_merge_size\": 0, "), KVS_ERR_PARSE,
+		     "field 'spatial_merge_size': expected an integer in [1, 64]");
+#undef MISTRAL3
+	/* Mistral-Small-3.1-24B-Instruct-2503's config, by hand: the text
+	 * model 2 x 131,072 x 5120 = 1,342,177,280 in embeddings and head, 40
+	 * layers of attention 52,428,800, MLP 3 x 5120 x 32768 = 503,316,480
+	 * and norms 10,240, the final norm: 23,572,403,200; Pixtral's tower at
+	 * 14-pixel patches 602,112 + 1,024 + 24 x 16,779,264 = 403,305,472;
+	 * the projector 1,024 + 4096 x 1024 + 1024 x 5120 + 5120^2 =
+	 * 35,652,608.  In all 24,011,361,280 (Mistral's 24B). */
+	assert_int_equal(parse("{\"model_type\": \"mistral3\", \"multimodal_projector_bias\": false, "
+			       "\"spatial_merge_size\": 2, \"text_config\": {\"head_dim\": 128, "
+			       "\"hidden_size\": 5120, \"intermediate_size\": 32768, "
+			       "\"max_position_embeddings\": 131072, \"model_type\": \"mistral\", "
+			       "\"num_attention_heads\": 32, \"num_hidden_layers\": 40, "
+			       "\"num_key_value_heads\": 8, \"sliding_window\": null, "
+			       "\"vocab_size\": 131072}, \"vision_config\": {\"head_dim\": 64, "
+			       "\"hidden_size\": 1024, \"image_size\": 1540, \"intermediate_size\": 4096, "
+			       "\"model_type\": \"pixtral\", \"num_attention_heads\": 16, "
+			       "\"num_channels\": 3, \"num_hidden_layers\": 24, \"patch_size\": 14}, "
+			       "\"vision_feature_layer\": -1}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 403305472ull + 35652608);
+	assert_int_equal(m.num_params, 24011361280ull);
+	assert_int_equal(m.sliding_window, 0);
 	/* PixtralVisionConfig's defaults are Pixtral-12B's tower: patches 3 x
 	 * 16^2 x 1024 = 786,432, ln_pre 1,024, 24 layers of 2,048 + 4 x
 	 * 1024^2 + 3 x 1024 x 4096 = 16,779,264 */
