@@ -261,8 +261,9 @@ model, and the report names a change to vLLM's memory profiling (PR
 
 The Qwen2.5-VL-7B rows check a vision-language model against vLLM's own
 log. The weights are within 1.2% (the log's figure is what the load
-allocated, buffers included). The pool is 10% smaller in vLLM's log
-than in kvsim's (48.4 GiB of KV memory against 53.3 GiB): vLLM profiles
+allocated, buffers included). The pool is 9% smaller in vLLM's log
+than in kvsim's, kvsim's 10% larger (48.4 GiB of KV memory against
+53.3 GiB): vLLM profiles
 the vision encoder with one image of the largest size its processor
 accepts (16,384 encoder tokens, 65,536 patches through the ViT) before
 the language model's dummy step, and kvsim's profile-run term counts

@@ -495,13 +495,25 @@ double kvs_cost_prefill_attn(const kvs_cost *c, double chunk, double kv)
 	if (!a)
 		return 0;
 	if (c->win_layers > 0) {
-		/* the windowed layers see at most the window before the chunk
-		 * (chunked: the part of the chunk it starts in) */
-		double W = (double)c->window;
-		double wkv = c->window_chunked ? kv - W * floor(kv / W)
-					       : kv < W ? kv : W;
+		double W = (double)c->window, win = 0;
+		if (c->window_chunked) {
+			/* in pieces at the chunk boundaries: the first after the
+			 * keys of the chunk it starts in, the others from a
+			 * boundary, with none before them */
+			double off = kv - W * floor(kv / W);
+			double first = W - off < chunk ? W - off : chunk;
+			double rest = chunk - first, whole = floor(rest / W);
+			win = attn_prefill_at(a, first, off);
+			if (whole > 0)
+				win += whole * attn_prefill_at(a, W, 0);
+			if (rest - whole * W > 0)
+				win += attn_prefill_at(a, rest - whole * W, 0);
+		} else {
+			/* at most the window before the chunk */
+			win = attn_prefill_at(a, chunk, kv < W ? kv : W);
+		}
 		return (c->layers - c->win_layers) * attn_prefill_at(a, chunk, kv) +
-		       c->win_layers * attn_prefill_at(a, chunk, wkv);
+		       c->win_layers * win;
 	}
 	return c->layers * attn_prefill_at(a, chunk, kv);
 }

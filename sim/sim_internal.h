@@ -127,7 +127,9 @@ void kvs_cost_chunk_window(const kvs_cost *c, double n, double kv, double *ctx,
 uint64_t kvs_cost_decode_window(const kvs_cost *c, uint64_t prompt, uint64_t fin);
 /* Measured attention time (all layers, s) of one prefill chunk of chunk
  * tokens after kv tokens already cached, the windowed layers' over their
- * window; 0 without an attention profile. */
+ * window (chunked attention: the prefill chunk in pieces at the attention
+ * chunks' boundaries, each after the keys of its own attention chunk); 0
+ * without an attention profile. */
 double kvs_cost_prefill_attn(const kvs_cost *c, double chunk, double kv);
 /* Steps, at most kmax, that a decode span of n sequences starting at ctx0
  * context tokens can take on one segment of the measured attention grid

@@ -61,14 +61,24 @@ static json_t *cfg_get(const cfg *c, const char *key)
  * writes, then the defaults'. */
 static json_t *cfg_get_any(const cfg *c, const char *const *keys, const char **which)
 {
-	for (int pass = 0; pass < 2; pass++)
-		for (const char *const *k = keys; *k; k++) {
-			json_t *v = pass ? cfg_default(c, *k) : cfg_written(c, *k, NULL);
-			if (v) {
-				*which = *k;
-				return v;
-			}
+	bool named = false;
+	for (const char *const *k = keys; *k; k++) {
+		bool n;
+		json_t *v = cfg_written(c, *k, &n);
+		if (v) {
+			*which = *k;
+			return v;
 		}
+		named |= n;
+	}
+	/* an alias written as null is a value too: no default then */
+	for (const char *const *k = keys; *k && !named; k++) {
+		json_t *v = cfg_default(c, *k);
+		if (v) {
+			*which = *k;
+			return v;
+		}
+	}
 	return NULL;
 }
 
@@ -1312,6 +1322,74 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
 	return tower_count(sub, &t, out);
 }
 
+/* What a projector reads beside the tower's width: LLaVA's (and LLaVA-NeXT's
+ * and Mistral 3's) layers of features side by side (vision_feature_layer,
+ * one index or a list), biases (multimodal_projector_bias, default true,
+ * false for Mistral 3), Mistral 3's spatial_merge_size (2), PaliGemma's
+ * projection_dim (vision_config's, else the top level's; the text width
+ * when absent).  Read only for the model types that have them. */
+typedef struct proj_in {
+	uint64_t layers, merge, out;
+	bool bias;
+} proj_in;
+
+static kvs_status projector_fields(const cfg *c, const cfg *sub, const char *top_type,
+				   const kvs_model *m, proj_in *p)
+{
+	kvs_status st;
+	*p = (proj_in){ 1, 2, m->hidden_size, !type_is(top_type, KEYS("mistral3")) };
+	if (type_is(top_type, KEYS("paligemma"))) {
+		uint32_t out = m->hidden_size;
+		bool found = false;
+		if ((st = cfg_u32_in(sub, KEYS("projection_dim"), false, NULL, 1, 1u << 20, &out,
+				     &found)))
+			return st;
+		if (!found) {
+			cfg top = { .path = c->path, .root = c->root };
+			if ((st = cfg_u32_in(&top, KEYS("projection_dim"), false, NULL, 1, 1u << 20,
+					     &out, NULL)))
+				return st;
+		}
+		p->out = out;
+		return KVS_OK;
+	}
+	if (!type_is(top_type, KEYS("llava", "llava_next", "mistral3")))
+		return KVS_OK;
+	json_t *f = json_object_get(c->root, "vision_feature_layer");
+	if (f && !json_is_null(f)) {
+		if (json_is_array(f) && json_array_size(f) > 0) {
+			size_t k;
+			json_t *e;
+			json_array_foreach(f, k, e)
+				if (!json_is_integer(e))
+					return kvs_fail(KVS_ERR_PARSE, "%s: field "
+							"'vision_feature_layer'[%zu]: expected "
+							"an integer", c->path, k);
+			p->layers = json_array_size(f);
+		} else if (!json_is_integer(f)) {
+			return kvs_fail(KVS_ERR_PARSE, "%s: field 'vision_feature_layer': "
+					"expected an integer or a non-empty list of integers",
+					c->path);
+		}
+	}
+	json_t *b = json_object_get(c->root, "multimodal_projector_bias");
+	if (b && !json_is_null(b)) {
+		if (!json_is_boolean(b))
+			return kvs_fail(KVS_ERR_PARSE, "%s: field 'multimodal_projector_bias': "
+					"expected true or false", c->path);
+		p->bias = json_is_true(b);
+	}
+	json_t *sm = json_object_get(c->root, "spatial_merge_size");
+	if (type_is(top_type, KEYS("mistral3")) && sm && !json_is_null(sm)) {
+		if (!json_is_integer(sm) || json_integer_value(sm) < 1 ||
+		    json_integer_value(sm) > 64)
+			return kvs_fail(KVS_ERR_PARSE, "%s: field 'spatial_merge_size': "
+					"expected an integer in [1, 64]", c->path);
+		p->merge = (uint64_t)json_integer_value(sm);
+	}
+	return KVS_OK;
+}
+
 /* The projector from a tower whose output is vh wide into the text model:
  * Gemma 3's after a SigLIP tower (Gemma3MultiModalProjector: an RMSNorm
  * over the tower's width and a vh x hidden matrix without bias; its
@@ -1324,8 +1402,7 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
  * merger of merge x merge patches).  false: a
  * pairing kvsim does not count. */
 static bool projector_params(const char *top_type, const char *tower_type, uint64_t vh,
-			     uint64_t feature_layers, bool proj_bias, uint64_t merge,
-			     const kvs_model *m, uint64_t *out)
+			     const proj_in *p, const kvs_model *m, uint64_t *out)
 {
 	if (type_is(top_type, KEYS("gemma3")) && type_is(tower_type, KEYS("siglip_vision_model"))) {
 		*out = vh * m->hidden_size + vh;
@@ -1336,9 +1413,9 @@ static bool projector_params(const char *top_type, const char *tower_type, uint6
 		return true;
 	}
 	if (type_is(top_type, KEYS("paligemma")) && type_is(tower_type, KEYS("siglip_vision_model"))) {
-		/* one linear layer with bias into projection_dim, which is
-		 * the text model's width (its image tokens are its inputs) */
-		*out = vh * m->hidden_size + m->hidden_size;
+		/* one linear layer with bias into projection_dim (the text
+		 * model's width in every published checkpoint) */
+		*out = vh * p->out + p->out;
 		return true;
 	}
 	if (type_is(top_type, KEYS("llava", "llava_next", "mistral3"))) {
@@ -1349,11 +1426,11 @@ static bool projector_params(const char *top_type, const char *tower_type, uint6
 		 * the text width; Mistral 3 an RMSNorm over the tower's width
 		 * and its patch merger, merge^2 patches' features into one
 		 * (no bias) */
-		uint64_t h = m->hidden_size, in = vh * feature_layers;
-		*out = in * h + h * h + (proj_bias ? 2 * h : 0) +
+		uint64_t h = m->hidden_size, in = vh * p->layers;
+		*out = in * h + h * h + (p->bias ? 2 * h : 0) +
 		       (type_is(top_type, KEYS("llava_next")) ? h : 0);
 		if (type_is(top_type, KEYS("mistral3")))
-			*out += vh + vh * merge * merge * vh;
+			*out += vh + vh * p->merge * p->merge * vh;
 		return true;
 	}
 	return false;
@@ -1376,51 +1453,6 @@ static const struct {
 	{ "qwen2_5_vl", qwen25vl_vision_params, true },
 };
 
-/* LLaVA's projector inputs at the top level: how many layers' features
- * it concatenates (vision_feature_layer, one index or a list), whether
- * its two linear layers have biases (multimodal_projector_bias, default
- * true, false for Mistral 3) and Mistral 3's spatial_merge_size (2). */
-static kvs_status llava_fields(const cfg *c, const char *top_type, uint64_t *layers,
-			       bool *bias, uint64_t *merge)
-{
-	*layers = 1;
-	*bias = !type_is(top_type, KEYS("mistral3"));
-	*merge = 2;
-	json_t *sm = json_object_get(c->root, "spatial_merge_size");
-	if (sm && !json_is_null(sm)) {
-		if (!json_is_integer(sm) || json_integer_value(sm) < 1 ||
-		    json_integer_value(sm) > 64)
-			return kvs_fail(KVS_ERR_PARSE, "%s: field 'spatial_merge_size': "
-					"expected an integer in [1, 64]", c->path);
-		*merge = (uint64_t)json_integer_value(sm);
-	}
-	json_t *f = json_object_get(c->root, "vision_feature_layer");
-	if (f && !json_is_null(f)) {
-		if (json_is_array(f) && json_array_size(f) > 0) {
-			size_t k;
-			json_t *e;
-			json_array_foreach(f, k, e)
-				if (!json_is_integer(e))
-					return kvs_fail(KVS_ERR_PARSE, "%s: field "
-							"'vision_feature_layer'[%zu]: expected "
-							"an integer", c->path, k);
-			*layers = json_array_size(f);
-		} else if (!json_is_integer(f)) {
-			return kvs_fail(KVS_ERR_PARSE, "%s: field 'vision_feature_layer': "
-					"expected an integer or a non-empty list of integers",
-					c->path);
-		}
-	}
-	json_t *b = json_object_get(c->root, "multimodal_projector_bias");
-	if (b && !json_is_null(b)) {
-		if (!json_is_boolean(b))
-			return kvs_fail(KVS_ERR_PARSE, "%s: field 'multimodal_projector_bias': "
-					"expected true or false", c->path);
-		*bias = json_is_true(b);
-	}
-	return KVS_OK;
-}
-
 /* The towers of a multimodal config into m->vision_params (and
  * m->vision_unread), read once the text model's shape is. */
 static kvs_status parse_vision(const cfg *c, kvs_model *m)
@@ -1429,11 +1461,7 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 		const char *key, *what;
 	} towers[] = { { "vision_config", "vision tower" }, { "audio_config", "audio tower" } };
 	const char *top_type = json_string_value(json_object_get(c->root, "model_type"));
-	uint64_t feature_layers, merge;
-	bool proj_bias;
-	kvs_status st = llava_fields(c, top_type, &feature_layers, &proj_bias, &merge);
-	if (st)
-		return st;
+	kvs_status st;
 	for (size_t i = 0; i < KVS_ARRAY_LEN(towers); i++) {
 		json_t *v = json_object_get(c->root, towers[i].key);
 		if (!v || json_is_null(v))
@@ -1465,8 +1493,10 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 		uint32_t vh = 0;
 		if ((st = tower_kinds[k].count(&sub, &tower, &vh)))
 			return st;
-		if (!tower_kinds[k].own_projector &&
-		    !projector_params(top_type, type, vh, feature_layers, proj_bias, merge, m, &proj))
+		proj_in pin;
+		if ((st = projector_fields(c, &sub, top_type, m, &pin)))
+			return st;
+		if (!tower_kinds[k].own_projector && !projector_params(top_type, type, vh, &pin, m, &proj))
 			vision_unread(m, "projector", top_type ? top_type : "(none given)");
 		if (tower > UINT64_MAX - proj)
 			return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter "
@@ -1598,6 +1628,13 @@ kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t l
 		c.text = text;
 	const char *model_type = json_string_value(cfg_get(&c, "model_type"));
 	const char *name = json_string_value(cfg_get(&c, "_name_or_path"));
+	/* a text_config without its model_type (or none at all) is the
+	 * wrapper's default language model, as transformers builds it:
+	 * LlavaConfig's and LlavaNextConfig's Llama, Mistral3Config's Mistral */
+	if (type_is(model_type, KEYS("llava", "llava_next")))
+		model_type = "llama";
+	else if (type_is(model_type, KEYS("mistral3")))
+		model_type = "mistral";
 	c.defaults = text_defaults(model_type);
 	snprintf(m.name, sizeof m.name, "%s", name && *name ? name : path);
 

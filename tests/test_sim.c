@@ -1665,19 +1665,28 @@ static void test_chunked_attention(void **state)
 	assert_int_equal(kvs_cost_decode_window(&ch, 128, 129), 128);   /* no decode step */
 	assert_int_equal(kvs_cost_decode_window(&sl, 60, 70), 70);
 
-	/* a measured prefill attention of 1 us per cached key (one chunk
-	 * size): a chunk after 500 keys is read at 500 on the 18 full layers
-	 * and at 500 mod 128 = 116 on the chunked ones (128 sliding) */
-	double pre_kv[] = { 0, 1000 }, pre_s[] = { 0, 1e-3 }, csz[] = { 100 };
-	uint32_t pre_off[] = { 0, 2 };
-	struct kvs_attn_table at = { .nchunk = 1, .chunk = csz, .pre_off = pre_off,
+	/* a measured prefill attention grid, bilinear in the chunk's tokens c
+	 * and the cached keys kv (two chunk sizes, two KV lengths):
+	 * 1e-9 c kv + 1e-7 c.  On the chunked layers a prefill chunk is timed
+	 * in pieces at the attention chunks' boundaries: 100 after 100 is 28
+	 * after 100 (5.6 us) and 72 after none (7.2 us); 200 after 100 adds
+	 * a whole chunk of 128 after none (12.8 us) and 44 (4.4 us); the full
+	 * layers and a sliding window read the whole 100 before it */
+	double pre_kv[] = { 0, 1000, 0, 1000 }, csz[] = { 1, 201 };
+	double pre_s[] = { 1e-7, 1e-7 + 1e-6, 201e-7, 201e-7 + 201e-6 };
+	uint32_t pre_off[] = { 0, 2, 4 };
+	struct kvs_attn_table at = { .nchunk = 2, .chunk = csz, .pre_off = pre_off,
 				     .pre_kv = pre_kv, .pre_s = pre_s };
 	assert_close(ch.win_layers, 18, 1e-12);
 	assert_close(ch.layers, 36, 1e-12);
 	ch.cfg.attn = sl.cfg.attn = &at;
-	assert_close(kvs_cost_prefill_attn(&ch, 100, 500), 18 * 500e-6 + 18 * 116e-6, 1e-9);
-	assert_close(kvs_cost_prefill_attn(&sl, 100, 500), 18 * 500e-6 + 18 * 128e-6, 1e-9);
-	assert_close(kvs_cost_prefill_attn(&ch, 100, 100), 36 * 100e-6, 1e-9);
+	assert_close(kvs_cost_prefill_attn(&ch, 100, 100), 18 * 20e-6 + 18 * (5.6e-6 + 7.2e-6), 1e-9);
+	assert_close(kvs_cost_prefill_attn(&sl, 100, 100), 36 * 20e-6, 1e-9);
+	assert_close(kvs_cost_prefill_attn(&ch, 200, 100),
+		     18 * 40e-6 + 18 * (5.6e-6 + 12.8e-6 + 4.4e-6), 1e-9);
+	/* within one attention chunk, after 500 keys: read at 500 mod 128 = 116 */
+	assert_close(kvs_cost_prefill_attn(&ch, 10, 500),
+		     18 * (5e-6 + 1e-6) + 18 * (1.16e-6 + 1e-6), 1e-9);
 	ch.cfg.attn = sl.cfg.attn = NULL;
 
 	/* through the engine, stepping and the fast path: a lone request of

@@ -1177,6 +1177,22 @@ static void test_text_defaults(void **state)
 			       "\"num_key_value_heads\": 4}", &m), KVS_OK);
 	assert_int_equal(m.sliding_window, 0);
 	assert_int_equal(m.num_kv_heads, 4);
+	/* a null alias is a value too: no default window */
+	assert_int_equal(parse("{\"model_type\": \"mistral\", \"sliding_window_size\": null}", &m),
+			 KVS_OK);
+	assert_int_equal(m.sliding_window, 0);
+	/* a text_config without its model_type is the wrapper's default
+	 * language model: LLaVA's Llama (untied, as LlamaConfig) */
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {\"vocab_size\": 32064, "
+			       "\"max_position_embeddings\": 4096}, \"vision_config\": {\"model_type\": "
+			       "\"clip_vision_model\", \"hidden_size\": 1024, \"intermediate_size\": 4096, "
+			       "\"num_hidden_layers\": 24, \"image_size\": 336, \"patch_size\": 14}}",
+			       &m), KVS_OK);
+	assert_int_equal(m.num_params, 7063427072ull);
+	assert_false(m.tie_word_embeddings);
+	/* Mistral 3's Mistral, none given at all: Mistral-7B's shapes */
+	assert_int_equal(parse("{\"model_type\": \"mistral3\"}", &m), KVS_OK);
+	assert_int_equal(m.num_params, 7241732096ull);
 	/* other families name what is missing, as before */
 	expect_error("{\"model_type\": \"qwen2\"}", KVS_ERR_PARSE,
 		     "missing field 'num_hidden_layers'");
@@ -1297,6 +1313,20 @@ static void test_vision_tower(void **state)
 			       SIGLIP(", \"vision_use_head\": false") "}", &m), KVS_OK);
 	assert_int_equal(m.vision_params, 1640 + 576);
 	assert_string_equal(m.vision_unread, "");
+	/* into vision_config's projection_dim (else the top level's) */
+	assert_int_equal(parse("{\"model_type\": \"paligemma\", \"text_config\": {" DENSE4 "}, "
+			       SIGLIP(", \"vision_use_head\": false, \"projection_dim\": 32") "}", &m),
+			 KVS_OK);
+	assert_int_equal(m.vision_params, 1640 + 8 * 32 + 32);
+	assert_int_equal(parse("{\"model_type\": \"paligemma\", \"projection_dim\": 16, "
+			       "\"text_config\": {" DENSE4 "}, "
+			       SIGLIP(", \"vision_use_head\": false") "}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1640 + 8 * 16 + 16);
+	/* LLaVA's fields are read under LLaVA's model types only */
+	assert_int_equal(parse(GEMMA3_TINY(", \"vision_use_head\": false",
+					   ", \"vision_feature_layer\": \"last\", "
+					   "\"spatial_merge_size\": 0"), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1640 + 520);
 	/* google/paligemma-3b-pt-224's config (Hugging Face counts its
 	 * checkpoints at 2.92B), by hand: Gemma-2B's text model with 257,216
 	 * tokens, tied: embeddings 526,778,368, 18 layers of q and o 2 x
