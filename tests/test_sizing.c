@@ -4,6 +4,7 @@
  * parsing and its error messages; the shrink table and the advice.
  */
 #include "test_util.h"
+#include "kvs_config.h"
 
 #include "kvsim/model.h"
 
@@ -1327,7 +1328,7 @@ static void test_vision_tower(void **state)
 					   ", \"vision_feature_layer\": \"last\", "
 					   "\"spatial_merge_size\": 0"), &m), KVS_OK);
 	assert_int_equal(m.vision_params, 1640 + 520);
-	/* google/paligemma-3b-pt-224's config (Hugging Face counts its
+	/* google/paligemma-3b-pt-224's config (tests/data; Hugging Face counts its
 	 * checkpoints at 2.92B), by hand: Gemma-2B's text model with 257,216
 	 * tokens, tied: embeddings 526,778,368, 18 layers of q and o 2 x
 	 * 2048^2, k and v 2 x 2048 x 256, MLP 3 x 2048 x 16384, norms 4,096
@@ -1336,16 +1337,9 @@ static void test_vision_tower(void **state)
 	 * + 1152 = 678,528, positions 256 x 1152 = 294,912, 27 layers of
 	 * 15,239,504, the final LayerNorm 2,304: 412,442,352; the projector
 	 * 1152 x 2048 + 2048 = 2,361,344.  In all 2,923,466,480. */
-	assert_int_equal(parse("{\"model_type\": \"paligemma\", \"hidden_size\": 2048, "
-			       "\"projection_dim\": 2048, \"text_config\": {\"hidden_size\": 2048, "
-			       "\"intermediate_size\": 16384, \"model_type\": \"gemma\", "
-			       "\"num_attention_heads\": 8, \"num_hidden_layers\": 18, "
-			       "\"num_image_tokens\": 256, \"num_key_value_heads\": 1, "
-			       "\"vocab_size\": 257216}, \"vision_config\": {\"hidden_size\": 1152, "
-			       "\"intermediate_size\": 4304, \"model_type\": \"siglip_vision_model\", "
-			       "\"num_attention_heads\": 16, \"num_hidden_layers\": 27, "
-			       "\"num_image_tokens\": 256, \"patch_size\": 14, \"projection_dim\": 2048, "
-			       "\"vision_use_head\": false}, \"vocab_size\": 257216}", &m), KVS_OK);
+	assert_int_equal(kvs_model_from_json_file(KVS_SOURCE_ROOT
+						  "/tests/data/paligemma-3b-pt-224.json", &m),
+			 KVS_OK);
 	assert_int_equal(m.vision_params, 412442352ull + 2361344);
 	assert_int_equal(m.num_params, 2923466480ull);
 
@@ -1483,24 +1477,16 @@ static void test_vision_tower(void **state)
 	expect_error(MISTRAL3("\"spatial_merge_size\": 0, "), KVS_ERR_PARSE,
 		     "field 'spatial_merge_size': expected an integer in [1, 64]");
 #undef MISTRAL3
-	/* Mistral-Small-3.1-24B-Instruct-2503's config, by hand: the text
+	/* Mistral-Small-3.1-24B-Instruct-2503's config (tests/data), by hand: the text
 	 * model 2 x 131,072 x 5120 = 1,342,177,280 in embeddings and head, 40
 	 * layers of attention 52,428,800, MLP 3 x 5120 x 32768 = 503,316,480
 	 * and norms 10,240, the final norm: 23,572,403,200; Pixtral's tower at
 	 * 14-pixel patches 602,112 + 1,024 + 24 x 16,779,264 = 403,305,472;
 	 * the projector 1,024 + 4096 x 1024 + 1024 x 5120 + 5120^2 =
 	 * 35,652,608.  In all 24,011,361,280 (Mistral's 24B). */
-	assert_int_equal(parse("{\"model_type\": \"mistral3\", \"multimodal_projector_bias\": false, "
-			       "\"spatial_merge_size\": 2, \"text_config\": {\"head_dim\": 128, "
-			       "\"hidden_size\": 5120, \"intermediate_size\": 32768, "
-			       "\"max_position_embeddings\": 131072, \"model_type\": \"mistral\", "
-			       "\"num_attention_heads\": 32, \"num_hidden_layers\": 40, "
-			       "\"num_key_value_heads\": 8, \"sliding_window\": null, "
-			       "\"vocab_size\": 131072}, \"vision_config\": {\"head_dim\": 64, "
-			       "\"hidden_size\": 1024, \"image_size\": 1540, \"intermediate_size\": 4096, "
-			       "\"model_type\": \"pixtral\", \"num_attention_heads\": 16, "
-			       "\"num_channels\": 3, \"num_hidden_layers\": 24, \"patch_size\": 14}, "
-			       "\"vision_feature_layer\": -1}", &m), KVS_OK);
+	assert_int_equal(kvs_model_from_json_file(KVS_SOURCE_ROOT
+						  "/tests/data/mistral-small-3.1-24b.json", &m),
+			 KVS_OK);
 	assert_int_equal(m.vision_params, 403305472ull + 35652608);
 	assert_int_equal(m.num_params, 24011361280ull);
 	assert_int_equal(m.sliding_window, 0);
