@@ -41,20 +41,16 @@ static json_t *cfg_written(const cfg *c, const char *key, bool *named)
 	return v && !json_is_null(v) ? v : NULL;
 }
 
-/* A config class default, for a field the config does not name at all
- * (null written is a value: no window, say). */
-static json_t *cfg_default(const cfg *c, const char *key)
-{
-	bool named;
-	if (!c->defaults || cfg_written(c, key, &named) || named)
-		return NULL;
-	return json_object_get(c->defaults, key);
-}
-
+/* A field the config writes, else its config class default when the
+ * config does not name it at all (null written is a value: no window,
+ * say). */
 static json_t *cfg_get(const cfg *c, const char *key)
 {
-	json_t *v = cfg_written(c, key, NULL);
-	return v ? v : cfg_default(c, key);
+	bool named;
+	json_t *v = cfg_written(c, key, &named);
+	if (!v && !named && c->defaults)
+		v = json_object_get(c->defaults, key);
+	return v;
 }
 
 /* First present key of a NULL-terminated alias list: any the config
@@ -72,8 +68,8 @@ static json_t *cfg_get_any(const cfg *c, const char *const *keys, const char **w
 		named |= n;
 	}
 	/* an alias written as null is a value too: no default then */
-	for (const char *const *k = keys; *k && !named; k++) {
-		json_t *v = cfg_default(c, *k);
+	for (const char *const *k = keys; *k && !named && c->defaults; k++) {
+		json_t *v = json_object_get(c->defaults, *k);
 		if (v) {
 			*which = *k;
 			return v;
@@ -912,6 +908,10 @@ static kvs_status parse_dtype(const cfg *c, kvs_model *m)
 	return KVS_OK;
 }
 
+/* Qwen2-VL's and Qwen2.5-VL's text models (top level or text_config):
+ * Qwen2's, q, k and v biases and untied embeddings. */
+#define QWEN2_VL_TYPES "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"
+
 /* Architecture flags by family, then explicit fields; the windows and
  * the logit soft cap. */
 static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
@@ -920,8 +920,7 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 	bool opt = type_is(model_type, KEYS("opt"));
 	m->tie_word_embeddings = !type_is(model_type,
 		KEYS("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
-		     "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3", "qwen2_vl",
-		     "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"));
+		     "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3", QWEN2_VL_TYPES));
 	if (opt) {
 		bool bias = true;
 		if ((st = cfg_bool(c, "enable_bias", &bias, NULL)))
@@ -935,8 +934,7 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 					c->path, m->max_position_embeddings);
 		m->learned_positions = m->max_position_embeddings + 2; /* OPT's offset */
 	}
-	if (type_is(model_type, KEYS("qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text",
-				     "qwen2_5_vl", "qwen2_5_vl_text")))
+	if (type_is(model_type, KEYS("qwen2", "qwen2_moe", QWEN2_VL_TYPES)))
 		m->qkv_bias = true;
 	if (type_is(model_type, KEYS("gemma2", "gemma3", "gemma3_text")))
 		m->norms_per_layer = 4;
@@ -1029,10 +1027,11 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
  * width to the text model's.  Counted from their shapes: a SigLIP tower
  * (model_type siglip_vision_model: Gemma 3, PaliGemma) with Gemma 3's or
  * PaliGemma's projector, Llama 4's tower (llama4_vision_model) with its
- * own, CLIP's and Pixtral's towers (clip_vision_model, pixtral) and
- * LLaVA's projector after any tower, and Qwen2-VL's and Qwen2.5-VL's towers (qwen2_vl, qwen2_5_vl) with their
- * patch mergers; any other tower or projector is left out of the weights and named in
- * vision_unread (the CLI warns), never dropped silently. */
+ * own, CLIP's and Pixtral's towers (clip_vision_model, pixtral) with
+ * LLaVA's or Mistral 3's projector, and Qwen2-VL's and Qwen2.5-VL's
+ * towers (qwen2_vl, qwen2_5_vl) with their patch mergers; any other tower
+ * or projector is left out of the weights and named in vision_unread
+ * (the CLI warns), never dropped silently. */
 
 /* A tower kvsim does not count, or a projector: said, the first one. */
 static void vision_unread(kvs_model *m, const char *what, const char *type)
@@ -1114,6 +1113,13 @@ static uint64_t vit_layer(const vit_shape *v)
 	return 4 * (H * H + H) + 2 * H * I + I + H + 4 * H;
 }
 
+/* A patch convolution without bias: ch x frames x patch^2 inputs into
+ * width w (CLIP's, Pixtral's, Qwen2-VL's and Qwen2.5-VL's). */
+static void patch_conv(acc *t, uint64_t ch, uint64_t frames, uint64_t patch, uint64_t w)
+{
+	addmul(t, ch * frames * patch * patch, w);
+}
+
 /* A SigLIP vision tower (transformers' SiglipVisionModel), its config's
  * fields read under `sub` with SiglipVisionConfig's defaults, the ones a
  * config.json leaves out: a patch convolution with bias, learned
@@ -1149,7 +1155,7 @@ static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 static void clip_encoder(acc *t, const vit_shape *v)
 {
 	uint64_t side = v->image / v->patch, H = v->h;
-	addmul(t, (uint64_t)v->ch * v->patch * v->patch, H);   /* patch projection */
+	patch_conv(t, v->ch, 1, v->patch, H);
 	add(t, H);                                             /* class embedding */
 	addmul(t, side * side + 1, H);                         /* positions */
 	add(t, 4 * H);                                         /* pre and post LayerNorms */
@@ -1187,7 +1193,7 @@ static kvs_status pixtral_params(const cfg *sub, uint64_t *out, uint32_t *hidden
 		return st;
 	uint64_t H = v.h, I = v.in;
 	acc t = { 0, false };
-	addmul(&t, (uint64_t)v.ch * v.patch * v.patch, H);   /* patch convolution */
+	patch_conv(&t, v.ch, 1, v.patch, H);
 	add(&t, H);                                          /* ln_pre */
 	addmul(&t, v.layers, 2 * H + 4 * H * H + 3 * H * I);
 	*hidden = v.h;
@@ -1287,7 +1293,7 @@ static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 		return kvs_fail(KVS_ERR_PARSE, "%s: field '%smlp_ratio': embed_dim x "
 				"mlp_ratio is below 1", sub->path, PFX(sub));
 	acc t = { 0, false };
-	addmul(&t, (uint64_t)q.ch * q.tps * q.patch * q.patch, E);   /* patch conv */
+	patch_conv(&t, q.ch, q.tps, q.patch, E);
 	addmul(&t, q.depth, vit_layer(&v));
 	qvl_merger(&t, 2 * (uint64_t)E, E, q.merge, D);
 	*hidden = D;
@@ -1314,7 +1320,7 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
 		return st;
 	uint64_t h = H, i = I;
 	acc t = { 0, false };
-	addmul(&t, (uint64_t)q.ch * q.tps * q.patch * q.patch, h);   /* patch conv */
+	patch_conv(&t, q.ch, q.tps, q.patch, h);
 	/* norms, q/k/v and output, gate and up, down (widths < 2^21) */
 	addmul(&t, q.depth, 2 * h + 4 * (h * h + h) + 2 * (h * i + i) + i * h + h);
 	qvl_merger(&t, h, h, q.merge, D);
@@ -1493,11 +1499,13 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 		uint32_t vh = 0;
 		if ((st = tower_kinds[k].count(&sub, &tower, &vh)))
 			return st;
-		proj_in pin;
-		if ((st = projector_fields(c, &sub, top_type, m, &pin)))
-			return st;
-		if (!tower_kinds[k].own_projector && !projector_params(top_type, type, vh, &pin, m, &proj))
-			vision_unread(m, "projector", top_type ? top_type : "(none given)");
+		if (!tower_kinds[k].own_projector) {
+			proj_in pin;
+			if ((st = projector_fields(c, &sub, top_type, m, &pin)))
+				return st;
+			if (!projector_params(top_type, type, vh, &pin, m, &proj))
+				vision_unread(m, "projector", top_type ? top_type : "(none given)");
+		}
 		if (tower > UINT64_MAX - proj)
 			return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter "
 					"count does not fit in 64 bits", c->path);
