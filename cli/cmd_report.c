@@ -127,8 +127,8 @@ int kvs_cmd_report(kvs_args *it)
 	}
 	/* Ctrl-C: the first signal stops the report at its next step (the
 	 * library then removes what it drew and leaves DIR as it was); a
-	 * second (not the first delivered twice) ends the process at once, removing the staged files from
-	 * the handler, and so does SIGHUP.  Installed before any output
+	 * second (not the first delivered twice) ends the process at once,
+	 * removing the staged files from the handler, and so does SIGHUP.  Installed before any output
 	 * opens, so that its own handler leaves the signals to these. */
 	const volatile sig_atomic_t *report_interrupt = kvs_cli_interrupt_install();
 	kvs_cli_hangup_install();
