@@ -911,6 +911,9 @@ static kvs_status parse_dtype(const cfg *c, kvs_model *m)
 /* Qwen2-VL's and Qwen2.5-VL's text models (top level or text_config):
  * Qwen2's, q, k and v biases and untied embeddings. */
 #define QWEN2_VL_TYPES "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"
+/* Qwen3-VL's and Qwen3-VL-MoE's: Qwen3's and Qwen3-MoE's, q and k norms,
+ * untied unless the config ties them (its 2B and 4B do) */
+#define QWEN3_VL_TYPES "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text"
 
 /* Architecture flags by family, then explicit fields; the windows and
  * the logit soft cap. */
@@ -920,7 +923,8 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 	bool opt = type_is(model_type, KEYS("opt"));
 	m->tie_word_embeddings = !type_is(model_type,
 		KEYS("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
-		     "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3", QWEN2_VL_TYPES));
+		     "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3", QWEN2_VL_TYPES,
+		     QWEN3_VL_TYPES));
 	if (opt) {
 		bool bias = true;
 		if ((st = cfg_bool(c, "enable_bias", &bias, NULL)))
@@ -938,7 +942,8 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 		m->qkv_bias = true;
 	if (type_is(model_type, KEYS("gemma2", "gemma3", "gemma3_text")))
 		m->norms_per_layer = 4;
-	if (type_is(model_type, KEYS("qwen3", "qwen3_moe", "gemma3", "gemma3_text")))
+	if (type_is(model_type, KEYS("qwen3", "qwen3_moe", "gemma3", "gemma3_text",
+				     QWEN3_VL_TYPES)))
 		m->qk_norm = true;
 	bool ab = false, found = false;
 	if ((st = cfg_bool(c, "attention_bias", &ab, &found)))
@@ -1028,8 +1033,9 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
  * (model_type siglip_vision_model: Gemma 3, PaliGemma) with Gemma 3's or
  * PaliGemma's projector, Llama 4's tower (llama4_vision_model) with its
  * own, CLIP's and Pixtral's towers (clip_vision_model, pixtral) with
- * LLaVA's or Mistral 3's projector, and Qwen2-VL's and Qwen2.5-VL's
- * towers (qwen2_vl, qwen2_5_vl) with their patch mergers; any other tower
+ * LLaVA's or Mistral 3's projector, and Qwen2-VL's, Qwen2.5-VL's and
+ * Qwen3-VL's towers (qwen2_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe) with
+ * their patch mergers; any other tower
  * or projector is left out of the weights and named in vision_unread
  * (the CLI warns), never dropped silently. */
 
@@ -1328,6 +1334,64 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
 	return tower_count(sub, &t, out);
 }
 
+/* Qwen3-VL's vision tower with its mergers (transformers'
+ * Qwen3VLVisionModel; Qwen3-VL-MoE's is the same), fields under `sub` with
+ * Qwen3VLVisionConfig's defaults: the patch convolution over
+ * temporal_patch_size frames with a bias, hidden_size wide; learned
+ * positions (num_position_embeddings); depth ViT layers of
+ * intermediate_size (two LayerNorms, a packed q/k/v, an output projection
+ * and an fc1/fc2 MLP, all with biases); the merger with a LayerNorm over
+ * the tower's width, and one more merger per deepstack_visual_indexes
+ * entry (features taken after those blocks), its LayerNorm over the
+ * merged width; each into out_hidden_size.  Its 2-D rotary positions
+ * have no weights. */
+static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+{
+	kvs_status st;
+	qvl_shape q = { 27, 3, 16, 2, 2 };
+	vit_shape v = { .h = 1152, .in = 4304 };
+	uint32_t D = 3584, npos = 2304;
+	uint64_t ndeep = 3;
+	if ((st = qvl_read(sub, &q)) ||
+	    (st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &v.h, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("intermediate_size"), false, NULL, 1, 1u << 20, &v.in,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("out_hidden_size"), false, NULL, 1, 1u << 20, &D, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_position_embeddings"), false, NULL, 0, 1u << 24,
+			     &npos, NULL)))
+		return st;
+	json_t *ds = cfg_get(sub, "deepstack_visual_indexes");
+	if (ds && !json_is_null(ds)) {
+		if (!json_is_array(ds) || json_array_size(ds) > q.depth)
+			return kvs_fail(KVS_ERR_PARSE, "%s: field '%sdeepstack_visual_indexes': "
+					"expected a list of at most depth (%u) block indexes",
+					sub->path, PFX(sub), q.depth);
+		size_t k;
+		json_t *e;
+		json_array_foreach(ds, k, e)
+			if (!json_is_integer(e) || json_integer_value(e) < 0 ||
+			    json_integer_value(e) >= (json_int_t)q.depth)
+				return kvs_fail(KVS_ERR_PARSE, "%s: field "
+						"'%sdeepstack_visual_indexes'[%zu]: expected a "
+						"block index below depth (%u)", sub->path,
+						PFX(sub), k, q.depth);
+		ndeep = json_array_size(ds);
+	}
+	uint64_t H = v.h, M = H * q.merge * q.merge;
+	acc t = { 0, false };
+	patch_conv(&t, q.ch, q.tps, q.patch, H);
+	add(&t, H);                                          /* its bias */
+	addmul(&t, npos, H);                                 /* positions */
+	addmul(&t, q.depth, vit_layer(&v));
+	qvl_merger(&t, 2 * H, H, q.merge, D);
+	acc d = { 0, false };                                /* one deepstack merger */
+	qvl_merger(&d, 2 * M, H, q.merge, D);
+	t.ovf |= d.ovf;
+	addmul(&t, ndeep, d.v);
+	*hidden = D;
+	return tower_count(sub, &t, out);
+}
+
 /* What a projector reads beside the tower's width: LLaVA's (and LLaVA-NeXT's
  * and Mistral 3's) layers of features side by side (vision_feature_layer,
  * one index or a list), biases (multimodal_projector_bias, default true,
@@ -1457,6 +1521,11 @@ static const struct {
 	{ "llama4_vision_model", llama4_vision_params, false },
 	{ "qwen2_vl", qwen2vl_vision_params, true },
 	{ "qwen2_5_vl", qwen25vl_vision_params, true },
+	/* transformers 5 names the tower's own config qwen3_vl_vision */
+	{ "qwen3_vl", qwen3vl_vision_params, true },
+	{ "qwen3_vl_vision", qwen3vl_vision_params, true },
+	{ "qwen3_vl_moe", qwen3vl_vision_params, true },
+	{ "qwen3_vl_moe_vision", qwen3vl_vision_params, true },
 };
 
 /* The towers of a multimodal config into m->vision_params (and
@@ -1483,10 +1552,11 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 			return kvs_fail(KVS_ERR_PARSE, "%s: field '%smodel_type': expected a "
 					"string", c->path, prefix);
 		const char *type = json_string_value(jt);
-		/* Qwen2-VL's and Qwen2.5-VL's towers: their configs name the
-		 * model at the top level (the tower's own model_type, when
-		 * written, is the same) */
-		if (i == 0 && !type && type_is(top_type, KEYS("qwen2_vl", "qwen2_5_vl")))
+		/* Qwen2-VL's, Qwen2.5-VL's and Qwen3-VL's towers: their configs
+		 * name the model at the top level (the tower's own model_type,
+		 * when written, is the same, or Qwen3-VL's with "_vision") */
+		if (i == 0 && !type && type_is(top_type, KEYS("qwen2_vl", "qwen2_5_vl", "qwen3_vl",
+							      "qwen3_vl_moe")))
 			type = top_type;
 		size_t k = 0;
 		while (k < KVS_ARRAY_LEN(tower_kinds) && !type_is(type, KEYS(tower_kinds[k].type)))

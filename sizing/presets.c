@@ -24,7 +24,7 @@ static const char *const model_names[] = {
 	"llama-2-7b", "llama-2-13b", "llama-2-70b",
 	"llama-3-8b", "llama-3.1-8b", "llama-3-70b", "llama-3.1-70b", "llama-3.1-405b",
 	"mistral-7b", "mixtral-8x7b",
-	"qwen2.5-7b", "qwen2.5-72b", "qwen2-vl-7b", "qwen2.5-vl-7b",
+	"qwen2.5-7b", "qwen2.5-72b", "qwen2-vl-7b", "qwen2.5-vl-7b", "qwen3-vl-8b", "qwen3-vl-30b-a3b",
 	"opt-13b", "opt-66b",
 	"gemma-2-9b", "gemma-2-27b", "gemma-3-4b", "gemma-3-12b", "gemma-3-27b",
 	"deepseek-v3",

@@ -137,6 +137,30 @@ static const struct ref refs[] = {
 	 * 19,702,200, x 32 = 630,470,400; patches 1,505,280; the merger's
 	 * RMSNorm 1,280 and its MLP 44,573,184.  In all 8,292,166,656. */
 	{ "qwen2.5-vl-7b", 28, 28, 4, 128, 3584, 128000, 8292166656ull, 57344 },
+	/* Qwen3-VL-8B-Instruct (its safetensors hold 8,767,123,696
+	 * parameters, 17,534,247,392 bytes in bf16), by hand: the text
+	 * model, untied: embeddings and head 2 x 151936 x 4096 =
+	 * 1,244,659,712; 36 layers of q and o 2 x 4096^2, k and v 2 x 4096 x
+	 * 1024, q/k norms 256, MLP 3 x 4096 x 12288, norms 8,192
+	 * (192,946,432), the final norm 4,096: 8,190,735,360; the tower
+	 * (hidden 1152, MLP 4304, 27 blocks): patches 3 x 2 x 16^2 x 1152 +
+	 * 1152 = 1,770,624, positions 2304 x 1152 = 2,654,208, a block 4 x
+	 * (1152^2 + 1152) + 2 x 1152 x 4304 + 4304 + 1152 + 4 x 1152 =
+	 * 15,239,504 (411,466,608); the merger's LayerNorm 2,304, 4608 x
+	 * 4608 + 4608 = 21,238,272 and 4608 x 4096 + 4096 = 18,878,464
+	 * (40,119,040); three deepstack mergers, their LayerNorms over 4608
+	 * (9,216): 3 x 40,125,952.  In all 8,767,123,696. */
+	{ "qwen3-vl-8b", 36, 32, 8, 128, 4096, 262144, 8767123696ull, 147456 },
+	/* Qwen3-VL-30B-A3B-Instruct (31,070,754,032 parameters in its bf16
+	 * safetensors), by hand: untied embeddings and head 2 x 151936 x
+	 * 2048 = 622,329,856; 48 layers of q and o 2 x 2048 x 4096, k and v
+	 * 2 x 2048 x 512, q/k norms 256, norms 4,096 (18,878,720), 128
+	 * experts of 3 x 2048 x 768 and the router 128 x 2048 (604,241,920),
+	 * the final norm 2,048: 30,532,122,624; the tower as Qwen3-VL-8B's
+	 * into 2048: 1,770,624 + 2,654,208 + 411,466,608, the merger 2,304 +
+	 * 21,238,272 + 4608 x 2048 + 2048 = 30,679,808, three deepstack
+	 * mergers of 30,686,720: 538,631,408.  In all 31,070,754,032. */
+	{ "qwen3-vl-30b-a3b", 48, 32, 4, 128, 2048, 262144, 31070754032ull, 98304 },
 	/* LLaVA-1.5-7B (llava-hf/llava-1.5-7b-hf; Hugging Face counts its
 	 * checkpoints at 7.06B), by hand: Vicuna-7B's text model, Llama-2-7B's
 	 * shapes with 32,064 tokens (6,738,415,616 + 2 x 64 x 4096 =
@@ -1404,6 +1428,89 @@ static void test_vision_tower(void **state)
 		     "field 'vision_config.spatial_merge_size': 0 is out of range");
 #undef QWEN2VL_TOWER
 
+	/* Qwen3-VL's tower with its mergers, by hand: hidden 8, MLP 12 (fc1
+	 * and fc2), 2 blocks, 3 channels, 2 x 2 patches of one frame, 4
+	 * positions, merge 2 x 2 into 6, deepstack after blocks 0 and 1:
+	 *   patches 96 and their bias 8, positions 4 x 8 = 32
+	 *   a block 4 x 72 + 2 x 8 x 12 + 12 + 8 + 32 = 532
+	 *   merger: LayerNorm 16, 32 x 32 + 32 = 1,056, 32 x 6 + 6 = 198
+	 *   a deepstack merger: LayerNorm over 32 (64), 1,056, 198
+	 *   in all 104 + 32 + 1,064 + 1,270 + 2 x 1,318 = 5,106 */
+#define QWEN3VL_TOWER(type, deep) "\"vision_config\": {" type "\"depth\": 2, " \
+				  "\"hidden_size\": 8, \"intermediate_size\": 12, " \
+				  "\"in_channels\": 3, \"patch_size\": 2, " \
+				  "\"temporal_patch_size\": 1, \"spatial_merge_size\": 2, " \
+				  "\"out_hidden_size\": 6, \"num_position_embeddings\": 4" deep "}"
+	assert_int_equal(parse("{\"model_type\": \"qwen3_vl\", \"text_config\": {" DENSE4 "}, "
+			       QWEN3VL_TOWER("\"model_type\": \"qwen3_vl\", ",
+					     ", \"deepstack_visual_indexes\": [0, 1]") "}", &m),
+			 KVS_OK);
+	assert_int_equal(m.vision_params, 5106);
+	assert_int_equal(m.num_params, 160832 + 5106);
+	assert_int_equal(m.num_active_params, 160832);
+	assert_string_equal(m.vision_unread, "");
+	/* no model_type of its own (the top level's names it), transformers
+	 * 5's qwen3_vl_vision, Qwen3-VL-MoE's: the same tower; without the
+	 * list, Qwen3VLVisionConfig's three deepstack mergers; an empty list,
+	 * none */
+	assert_int_equal(parse("{\"model_type\": \"qwen3_vl_moe\", \"text_config\": {" DENSE4 "}, "
+			       QWEN3VL_TOWER("", ", \"deepstack_visual_indexes\": [1, 0]") "}",
+			       &m), KVS_OK);
+	assert_int_equal(m.vision_params, 5106);
+	assert_int_equal(parse("{\"model_type\": \"qwen3_vl\", \"text_config\": {" DENSE4 "}, "
+			       QWEN3VL_TOWER("\"model_type\": \"qwen3_vl_vision\", ", "") "}", &m),
+			 KVS_OK);
+	assert_int_equal(m.vision_params, 5106 + 1318);
+	assert_int_equal(parse("{\"model_type\": \"qwen3_vl\", \"text_config\": {" DENSE4 "}, "
+			       QWEN3VL_TOWER("", ", \"deepstack_visual_indexes\": []") "}", &m),
+			 KVS_OK);
+	assert_int_equal(m.vision_params, 5106 - 2 * 1318);
+	/* Qwen3VLVisionConfig's defaults: Qwen3-VL-8B's tower merging into
+	 * 3584 (each merger's fc2 4608 x 3584 + 3584): 1,770,624 + 2,654,208
+	 * + 411,466,608 + 37,759,232 + 3 x 37,766,144 = 566,949,104 */
+	assert_int_equal(parse("{\"model_type\": \"qwen3_vl\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"qwen3_vl\"}}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 566949104ull);
+	expect_error("{\"model_type\": \"qwen3_vl\", \"text_config\": {" DENSE4 "}, "
+		     QWEN3VL_TOWER("", ", \"deepstack_visual_indexes\": 8") "}", KVS_ERR_PARSE,
+		     "field 'vision_config.deepstack_visual_indexes': expected a list of at "
+		     "most depth (2) block indexes");
+	expect_error("{\"model_type\": \"qwen3_vl\", \"text_config\": {" DENSE4 "}, "
+		     QWEN3VL_TOWER("", ", \"deepstack_visual_indexes\": [0, 2]") "}",
+		     KVS_ERR_PARSE,
+		     "field 'vision_config.deepstack_visual_indexes'[1]: expected a block "
+		     "index below depth (2)");
+#undef QWEN3VL_TOWER
+	/* the family's text model: Qwen3's q and k norms (2 x 16 a layer)
+	 * and untied embeddings unless the config ties them */
+	assert_int_equal(parse("{\"model_type\": \"qwen3_vl\", \"text_config\": {"
+			       "\"model_type\": \"qwen3_vl_text\", \"num_hidden_layers\": 4, "
+			       "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+			       "\"hidden_size\": 64, \"intermediate_size\": 128, "
+			       "\"vocab_size\": 100}, \"vision_config\": {\"depth\": 0, "
+			       "\"hidden_size\": 8, \"intermediate_size\": 12, "
+			       "\"patch_size\": 2, \"temporal_patch_size\": 1, "
+			       "\"num_position_embeddings\": 0, "
+			       "\"deepstack_visual_indexes\": [], \"out_hidden_size\": 64}}", &m),
+			 KVS_OK);
+	assert_true(m.qk_norm && !m.tie_word_embeddings && !m.qkv_bias);
+	assert_int_equal(m.vision_params, 96 + 8 + 16 + 32 * 33 + 32 * 64 + 64);
+	assert_int_equal(m.num_params, 160832 + 4 * 32 + m.vision_params);
+	/* Qwen3-VL-4B-Instruct's config (tests/data; its safetensors hold
+	 * 4,437,815,808 parameters, 8,875,631,616 bytes), by hand: the text
+	 * model, tied: embeddings 151936 x 2560 = 388,956,160; 36 layers of q
+	 * and o 2 x 2560 x 4096, k and v 2 x 2560 x 1024, q/k norms 256, MLP
+	 * 3 x 2560 x 9728, norms 5,120 (100,930,816), the final norm 2,560:
+	 * 4,022,468,096; the tower (hidden 1024, MLP 4096, 24 blocks):
+	 * patches 1,572,864 + 1,024, positions 2,359,296, blocks 24 x
+	 * 12,596,224, the merger 2,048 + 4096 x 4097 + 4096 x 2560 + 2560 =
+	 * 27,271,680, three deepstack mergers of 27,277,824: 415,347,712. */
+	assert_int_equal(kvs_model_from_json_file(KVS_SOURCE_ROOT "/tests/data/qwen3-vl-4b.json",
+						  &m), KVS_OK);
+	assert_true(m.tie_word_embeddings && m.qk_norm);
+	assert_int_equal(m.vision_params, 415347712ull);
+	assert_int_equal(m.num_params, 4437815808ull);
+
 	/* a CLIP tower under LLaVA, by hand: hidden 8, MLP 16, 2 layers, 8 x 8
 	 * images in 4 x 4 patches, 3 channels:
 	 *   patches 3 x 4 x 4 x 8 = 384 (no bias), class embedding 8,
@@ -2173,9 +2280,9 @@ static void test_invariants(void **state)
 			checked++;
 		}
 	}
-	/* 32 presets at 3 parallel layouts, all but the three of Qwen2-7B's
+	/* 34 presets at 3 parallel layouts, all but the three of Qwen2-7B's
 	 * shape (qwen2.5-7b, qwen2-vl-7b, qwen2.5-vl-7b) at tp 8 */
-	assert_int_equal(checked, (32 * 3 - 3) * 5 * 11 * 3);
+	assert_int_equal(checked, (34 * 3 - 3) * 5 * 11 * 3);
 }
 
 /* A bad unit inside a GPU preset: the message keeps the unit error (the

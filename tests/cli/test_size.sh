@@ -669,6 +669,21 @@ run 0 --model pixtral-12b --gpu h100-80gb --json && {
 	[ "$(jget weight_bytes)" = 25365479424 ] || fail "Pixtral's weight_bytes $(jget weight_bytes)"
 	[ -z "$err" ] || fail "pixtral-12b warned: $err"
 }
+# Qwen3-VL: the tower with its merger and three deepstack mergers
+# (576,388,336, test_sizing's hand count) on the model line and in the
+# weights; Qwen3-VL-8B-Instruct's bf16 safetensors hold 17,534,247,392 bytes
+run 0 --model qwen3-vl-8b --gpu h100-80gb --json && {
+	[ -z "$err" ] || fail "qwen3-vl-8b warned: $err"
+	[ "$(nget vision_params)" = 576388336 ] || fail "Qwen3-VL's vision_params $(nget vision_params)"
+	[ "$(jget weight_bytes)" = 17534247392 ] || fail "Qwen3-VL's weight_bytes $(jget weight_bytes)"
+}
+run 0 --model qwen3-vl-8b --gpu h100-80gb &&
+	has "$out" "8,767,123,696 parameters (from the config's shapes), of which vision tower 0.58B" "Qwen3-VL's model line"
+# a deepstack list that is not one: the file and the field
+sed 's/"deepstack_visual_indexes": \[/"deepstack_visual_indexes": 3, "x": [/' \
+	"$ROOT/sizing/presets/models/qwen3-vl-8b.json" >"$tmp/q3.json"
+run 1 --model "$tmp/q3.json" --gpu h100-80gb &&
+	has "$err" "q3.json: field 'vision_config.deepstack_visual_indexes': expected a list" "deepstack list"
 # a tower kvsim has no shapes for: named, not silently dropped
 sed 's/"siglip_vision_model"/"mllama_vision_model"/' \
 	"$ROOT/sizing/presets/models/gemma-3-4b.json" >"$tmp/mm.json"
