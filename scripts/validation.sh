@@ -201,32 +201,29 @@ row "Hugging Face Hub, mistral-community/pixtral-12b: its six bf16 safetensors s
 	"pixtral-12b preset: Mistral-NeMo-12B's text model, Pixtral's tower (24 layers of 1024, gated MLP 4096, 16-pixel patches: 0.40B) and LLaVA's projector" \
 	"checkpoint size (GB)" 25.37 \
 	"$(awk -v w="$(size_json $c | jget weight_bytes)" 'BEGIN { printf "%.2f", w / 1e9 }')" "kvsim size $c"
-for n in 8b 4b; do
-	if [ $n = 8b ]; then
-		c="--model qwen3-vl-8b --gpu h100-80gb"
-		src="Hugging Face Hub, Qwen/Qwen3-VL-8B-Instruct: the safetensors parameter count (8,767,123,696; 17,534,247,392 bytes in model.safetensors.index.json, bf16)"
-		conf="qwen3-vl-8b preset: the text model (36 layers of 4096, 32 heads, 8 kv heads, q/k norms, untied) and the tower (27 blocks of 1152, MLP 4304, 16-pixel patches of 2 frames, 2304 learned positions, a 2 x 2 merger and three deepstack mergers into 4096: 0.58B)"
-		pub=8.77
-	else
-		c="--model tests/data/qwen3-vl-4b.json --gpu h100-80gb"
-		src="Hugging Face Hub, Qwen/Qwen3-VL-4B-Instruct: the safetensors parameter count (4,437,815,808; 8,875,631,616 bytes, bf16)"
-		conf="Qwen3-VL-4B-Instruct's config (tests/data): 36 layers of 2560, tied embeddings, a tower of 24 blocks of 1024 merging into 2560 (0.42B)"
-		pub=4.44
-	fi
-	j=$(size_json $c)
-	row "$src" "$conf" "total parameters (B)" "$pub" \
+# ckpt_rows SOURCE CONFIG PARAMS_B BYTES_GB KVSIM_ARGS...: a checkpoint's
+# parameter count and (BYTES_GB not "-") its size against kvsim's
+ckpt_rows() {
+	local src=$1 conf=$2 pb=$3 gb=$4 j
+	shift 4
+	j=$(size_json "$@")
+	row "$src" "$conf" "total parameters (B)" "$pb" \
 		"$(awk -v p="$(printf '%s\n' "$j" | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
-		"kvsim size $c"
-	if [ $n = 8b ]; then pub=17.53; else pub=8.88; fi
-	row "same" "same" "checkpoint size (GB)" "$pub" \
-		"$(awk -v w="$(printf '%s\n' "$j" | jget weight_bytes)" 'BEGIN { printf "%.2f", w / 1e9 }')" \
-		"kvsim size $c"
-done
-c="--model qwen3-vl-30b-a3b --gpu h100-80gb"
-row "Hugging Face Hub, Qwen/Qwen3-VL-30B-A3B-Instruct: the parameter count of its 13 bf16 safetensors shards (31,070,754,032)" \
+		"kvsim size $*"
+	[ "$gb" = - ] ||
+		row "same" "same" "checkpoint size (GB)" "$gb" \
+			"$(awk -v w="$(printf '%s\n' "$j" | jget weight_bytes)" 'BEGIN { printf "%.2f", w / 1e9 }')" \
+			"kvsim size $*"
+}
+ckpt_rows "Hugging Face Hub, Qwen/Qwen3-VL-8B-Instruct: the safetensors parameter count (8,767,123,696; 17,534,247,392 bytes in model.safetensors.index.json, bf16)" \
+	"qwen3-vl-8b preset: the text model (36 layers of 4096, 32 heads, 8 kv heads, q/k norms, untied) and the tower (27 blocks of 1152, MLP 4304, 16-pixel patches of 2 frames, 2304 learned positions, a 2 x 2 merger and three deepstack mergers into 4096: 0.58B)" \
+	8.77 17.53 --model qwen3-vl-8b --gpu h100-80gb
+ckpt_rows "Hugging Face Hub, Qwen/Qwen3-VL-4B-Instruct: the safetensors parameter count (4,437,815,808; 8,875,631,616 bytes, bf16)" \
+	"Qwen3-VL-4B-Instruct's config (tests/data): 36 layers of 2560, tied embeddings, a tower of 24 blocks of 1024 merging into 2560 (0.42B)" \
+	4.44 8.88 --model tests/data/qwen3-vl-4b.json --gpu h100-80gb
+ckpt_rows "Hugging Face Hub, Qwen/Qwen3-VL-30B-A3B-Instruct: the parameter count of its 13 bf16 safetensors shards (31,070,754,032)" \
 	"qwen3-vl-30b-a3b preset: the MoE text model (48 layers of 2048, 128 experts of 768, top-8, 32 heads, 4 kv heads, untied) and Qwen3-VL-8B's tower merging into 2048 (0.54B)" \
-	"total parameters (B)" 31.07 \
-	"$(awk -v p="$(size_json $c | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" "kvsim size $c"
+	31.07 - --model qwen3-vl-30b-a3b --gpu h100-80gb
 c="--model gemma-3-27b --gpu mi300x --max-model-len 4096"
 row "vLLM 0.11.0rc2 start-up log of an example server on ROCm (Model loading took 51.7891 GiB)" \
 	"Gemma-3-27B-it, bf16, tp 1" "model loading memory (GiB)" 51.79 \
