@@ -663,8 +663,9 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		if (d->model.vision_params && mt->engine == KVS_ENGINE_VLLM)
 			add(&t, "  vision encoder profile", "-",
 			    "not estimated: vLLM runs the encoder on its largest input "
-			    "before sizing the pool (Qwen2.5-VL-7B: vLLM's pool 9%% smaller, "
-			    "docs/VALIDATION.md); --reserve sets the whole non-KV term");
+			    "before sizing the pool (Qwen2.5-VL-7B: vLLM's pool 9%% smaller "
+			    "on an H100, 47%% on an L4, docs/VALIDATION.md); --reserve sets "
+			    "the whole non-KV term");
 	}
 	add(&t, "- non-KV total", kvs_fmt_commas(s->reserve_bytes, b1, sizeof b1), "%s, %s",
 	    ibytes(s->reserve_bytes, b2, sizeof b2),

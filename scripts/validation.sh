@@ -191,6 +191,10 @@ row "vLLM 0.8.2 start-up log in QwenLM/Qwen3-VL issue #1057 (Model loading took 
 	"$(awk -v w="$(printf '%s\n' "$j" | jget weight_bytes)" 'BEGIN { printf "%.2f", w / 2^30 }')" "kvsim size $c"
 row "same log" "same" "KV cache tokens" 905648 \
 	"$(printf '%s\n' "$j" | jget kv_capacity_tokens)" "kvsim size $c"
+c="--model qwen2.5-vl-7b --gpu l4 --max-model-len 2048"
+row "vLLM 0.9.0.1 start-up log in tsailiming/openshift-ai-bootstrap, docs/demo/bring-your-own-model.md (Model loading took 15.6271 GiB; encoder cache budget 16,384 tokens, profiled with 1 image item; Available KV cache memory: 1.81 GiB; GPU KV cache size: 33,824 tokens)" \
+	"Qwen2.5-VL-7B-Instruct, 1x L4, bf16, vllm serve with max_model_len 2048, the rest defaults (max_num_batched_tokens 2048)" \
+	"KV cache tokens" 33824 "$(size_json $c | jget kv_capacity_tokens)" "kvsim size $c"
 c="--model llava-1.5-7b --gpu h100-80gb"
 row "Hugging Face Hub, LLaVA-1.5-7B checkpoints (llava-hf/llava-1.5-7b-hf's shape, e.g. SurendraKumarDhaka/llava): the safetensors parameter count, 7.06B" \
 	"llava-1.5-7b preset: Vicuna-7B (Llama-2-7B's shapes, 32,064 tokens), CLIP ViT-L/14 at 336 pixels (0.30B) and LLaVA's two-layer projector (0.02B)" \
@@ -282,16 +286,26 @@ memory against kvsim's 13.93 GiB): that run had the LMCache connector
 model, and the report names a change to vLLM's memory profiling (PR
 #19312) as the cause; the difference is not explained further here.
 
-The Qwen2.5-VL-7B rows check a vision-language model against vLLM's own
-log. The weights are within 1.2% (the log's figure is what the load
-allocated, buffers included). The pool is 9% smaller in vLLM's log
-than in kvsim's, kvsim's 10% larger (48.4 GiB of KV memory against
-53.3 GiB): vLLM profiles
-the vision encoder with one image of the largest size its processor
-accepts (16,384 encoder tokens, 65,536 patches through the ViT) before
-the language model's dummy step, and kvsim's profile-run term counts
-the language model's activations only; the log gives no breakdown, so
-the encoder's share is not modelled here.
+The Qwen2.5-VL-7B rows check a vision-language model against two of
+vLLM's own logs. The weights are within 1.2% (the log's figure, the same
+in both, is what the load allocated, buffers included). Before it sizes
+the pool, vLLM runs the vision encoder on the largest item of the
+modality whose items have the most tokens (in both logs one image of
+16,384 encoder tokens, 65,536 patches through the ViT), keeps the
+encoder's outputs through the language model's dummy step, and counts
+the peak; kvsim's profile-run terms count the language model's
+activations and sampler only. The pool is 9% smaller in the H100 log
+than kvsim's (vLLM 0.8.2: 48.4 GiB of KV memory against 53.3 GiB) and
+47% smaller in the L4 log (vLLM 0.9.0.1, max_model_len 2048: 1.81 GiB
+against 3.40 GiB; vLLM's non-KV terms about 2.3 GiB by kvsim's device
+total, kvsim's 0.94 GiB): a peak of about the same size weighs most
+where little memory is left after the weights. Which item vLLM profiles
+changes with its version and settings (a video bounded by max_model_len
+when its frames outnumber an image's tokens, unless
+`--limit-mm-per-prompt` leaves videos out), and the logs give no
+breakdown, so the encoder's share is not modelled; `size` says so on its
+memory table, and `--reserve` sets the whole non-KV term where a
+start-up log gives it.
 
 EOF
 cat <<'EOF'
