@@ -229,9 +229,15 @@ ckpt_rows "Hugging Face Hub, Qwen/Qwen3-VL-30B-A3B-Instruct: the parameter count
 	"qwen3-vl-30b-a3b preset: the MoE text model (48 layers of 2048, 128 experts of 768, top-8, 32 heads, 4 kv heads, untied) and Qwen3-VL-8B's tower merging into 2048 (0.54B)" \
 	31.07 - --model qwen3-vl-30b-a3b --gpu h100-80gb
 c="--model gemma-3-27b --gpu mi300x --max-model-len 4096"
+j=$(size_json $c)
 row "vLLM 0.11.0rc2 start-up log of an example server on ROCm (Model loading took 51.7891 GiB)" \
 	"Gemma-3-27B-it, bf16, tp 1" "model loading memory (GiB)" 51.79 \
-	"$(awk -v w="$(size_json $c | jget weight_bytes)" 'BEGIN { printf "%.2f", w / 2^30 }')" \
+	"$(awk -v w="$(printf '%s\n' "$j" | jget weight_bytes)" 'BEGIN { printf "%.2f", w / 2^30 }')" \
+	"kvsim size $c"
+row "same log (Available KV cache memory: 109.86 GiB; encoder cache budget 8,192 tokens, profiled with 31 image items)" \
+	"same, max_model_len 4096, limit_mm_per_prompt image 2, the rest defaults" \
+	"KV cache memory (GiB)" 109.86 \
+	"$(awk -v w="$(printf '%s\n' "$j" | jget kv_budget_bytes)" 'BEGIN { printf "%.2f", w / 2^30 }')" \
 	"kvsim size $c"
 
 cat <<'EOF'
@@ -305,7 +311,10 @@ when its frames outnumber an image's tokens, unless
 `--limit-mm-per-prompt` leaves videos out), and the logs give no
 breakdown, so the encoder's share is not modelled; `size` says so on its
 memory table, and `--reserve` sets the whole non-KV term where a
-start-up log gives it.
+start-up log gives it. The Gemma-3-27B log on ROCm is the same story at a
+larger scale: 31 images of 4,096 SigLIP patches each (126,976 patches)
+before the language model's step, and vLLM's non-KV terms about 10.9
+GiB against kvsim's 3.56 GiB, so kvsim's KV memory is 7.3% larger.
 
 EOF
 cat <<'EOF'
