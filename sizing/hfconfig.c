@@ -989,9 +989,12 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
 		if (m->first_dense_layers > m->num_layers)
 			m->first_dense_layers = m->num_layers;
 		/* Llama 4: MoE every step-th layer, one shared expert as wide
-		 * as a routed one, dense layers of intermediate_size_mlp */
-		if ((st = cfg_u32(c, KEYS("interleave_moe_layer_step"), false, NULL, 1,
-				  &m->moe_layer_step, NULL)) ||
+		 * as a routed one, dense layers of intermediate_size_mlp; Qwen2-
+		 * and Qwen3-MoE's decoder_sparse_step the same layout (layer i
+		 * has experts when i + 1 is a multiple), their dense layers of
+		 * intermediate_size */
+		if ((st = cfg_u32(c, KEYS("interleave_moe_layer_step", "decoder_sparse_step"),
+				  false, NULL, 1, &m->moe_layer_step, NULL)) ||
 		    (st = cfg_u32(c, KEYS("intermediate_size_mlp"), false, NULL, 1,
 				  &m->dense_intermediate_size, NULL)))
 			return st;
@@ -1002,6 +1005,16 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
 		if ((st = cfg_u32(c, KEYS("moe_intermediate_size"), false, NULL, 1,
 				  &m->moe_intermediate_size, NULL)))
 			return st;
+		/* Qwen2- and Qwen3-MoE's dense layers by index: none in the
+		 * published checkpoints; any other list is refused rather than
+		 * counted as experts */
+		json_t *mo = cfg_get(c, "mlp_only_layers");
+		if (mo && !json_is_null(mo) && (!json_is_array(mo) || json_array_size(mo) > 0) &&
+		    !cfg_get(c, "kvsim_num_parameters"))
+			return kvs_fail(KVS_ERR_PARSE, "%s: field 'mlp_only_layers': kvsim counts "
+					"dense layers among MoE layers only as first_k_dense_replace "
+					"or a decoder_sparse_step gives them (expected []); give "
+					"kvsim_num_parameters", c->path);
 		if (n_shared) {
 			uint32_t per = m->moe_intermediate_size;
 			if (!per) /* shared experts as wide as the dense MLP */
@@ -1120,7 +1133,8 @@ static uint64_t vit_layer(const vit_shape *v)
 }
 
 /* A patch convolution without bias: ch x frames x patch^2 inputs into
- * width w (CLIP's, Pixtral's, Qwen2-VL's and Qwen2.5-VL's). */
+ * width w (CLIP's, Pixtral's, Qwen2-VL's, Qwen2.5-VL's, and Qwen3-VL's
+ * before its bias). */
 static void patch_conv(acc *t, uint64_t ch, uint64_t frames, uint64_t patch, uint64_t w)
 {
 	addmul(t, ch * frames * patch * patch, w);
@@ -1233,7 +1247,7 @@ static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *
 	return tower_count(sub, &t, out);
 }
 
-/* The fields of a Qwen2-VL / Qwen2.5-VL tower common to both: layers
+/* The fields the Qwen2-VL, Qwen2.5-VL and Qwen3-VL towers share: layers
  * ("depth"), channels, patch side and frames per patch, the merge side. */
 typedef struct qvl_shape {
 	uint32_t depth, ch, patch, tps, merge;
@@ -1255,10 +1269,12 @@ static kvs_status qvl_read(const cfg *sub, qvl_shape *q)
 	return KVS_OK;
 }
 
-/* The patch merger both end with (transformers' PatchMerger,
- * Qwen2_5_VLPatchMerger): a norm over the tower's width w (norm weights
- * given), then an MLP with biases from the merge^2 patches' features,
- * w merge^2 wide, to itself and to the text model's width `out`. */
+/* The patch merger they end with (transformers' PatchMerger,
+ * Qwen2_5_VLPatchMerger, Qwen3VLVisionPatchMerger): a norm (its weights
+ * given: over the tower's width w, or over the merged width for Qwen3-VL's
+ * deepstack mergers), then an MLP with biases from the merge^2 patches'
+ * features, w merge^2 wide, to itself and to the text model's width
+ * `out`. */
 static void qvl_merger(acc *t, uint64_t norm, uint64_t w, uint32_t merge, uint64_t out)
 {
 	uint64_t M = w * merge * merge;
@@ -1360,21 +1376,20 @@ static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 	    (st = cfg_u32_in(sub, KEYS("num_position_embeddings"), false, NULL, 0, 1u << 24,
 			     &npos, NULL)))
 		return st;
+	/* one merger per entry, whatever block it names (transformers
+	 * builds them all; an index past depth is never read) */
 	json_t *ds = cfg_get(sub, "deepstack_visual_indexes");
 	if (ds && !json_is_null(ds)) {
-		if (!json_is_array(ds) || json_array_size(ds) > q.depth)
+		if (!json_is_array(ds))
 			return kvs_fail(KVS_ERR_PARSE, "%s: field '%sdeepstack_visual_indexes': "
-					"expected a list of at most depth (%u) block indexes",
-					sub->path, PFX(sub), q.depth);
+					"expected a list of block indexes", sub->path, PFX(sub));
 		size_t k;
 		json_t *e;
 		json_array_foreach(ds, k, e)
-			if (!json_is_integer(e) || json_integer_value(e) < 0 ||
-			    json_integer_value(e) >= (json_int_t)q.depth)
+			if (!json_is_integer(e))
 				return kvs_fail(KVS_ERR_PARSE, "%s: field "
-						"'%sdeepstack_visual_indexes'[%zu]: expected a "
-						"block index below depth (%u)", sub->path,
-						PFX(sub), k, q.depth);
+						"'%sdeepstack_visual_indexes'[%zu]: expected an "
+						"integer", sub->path, PFX(sub), k);
 		ndeep = json_array_size(ds);
 	}
 	uint64_t H = v.h, M = H * q.merge * q.merge;
@@ -1508,8 +1523,8 @@ static bool projector_params(const char *top_type, const char *tower_type, uint6
 
 /* The towers kvsim counts, by model_type: the count of one from its
  * config section (*hidden: its output width, for a projector), and
- * whether it holds its own projector (Qwen2-VL's and Qwen2.5-VL's patch
- * mergers: the model has no other). */
+ * whether it holds its own projector (the Qwen-VL towers' patch mergers:
+ * the model has no other). */
 static const struct {
 	const char *type;
 	kvs_status (*count)(const cfg *sub, uint64_t *out, uint32_t *hidden);

@@ -1471,16 +1471,46 @@ static void test_vision_tower(void **state)
 	assert_int_equal(parse("{\"model_type\": \"qwen3_vl\", \"text_config\": {" DENSE4 "}, "
 			       "\"vision_config\": {\"model_type\": \"qwen3_vl\"}}", &m), KVS_OK);
 	assert_int_equal(m.vision_params, 566949104ull);
+	/* one merger per entry, as transformers builds them, whatever block
+	 * it names (a toy config's indexes past its depth included); Qwen3-VL-
+	 * MoE's tower named by its own type */
+	assert_int_equal(parse("{\"model_type\": \"qwen3_vl_moe\", \"text_config\": {" DENSE4 "}, "
+			       QWEN3VL_TOWER("\"model_type\": \"qwen3_vl_moe_vision\", ",
+					     ", \"deepstack_visual_indexes\": [8, 16, 24, 0]") "}",
+			       &m), KVS_OK);
+	assert_int_equal(m.vision_params, 5106 + 2 * 1318);
 	expect_error("{\"model_type\": \"qwen3_vl\", \"text_config\": {" DENSE4 "}, "
 		     QWEN3VL_TOWER("", ", \"deepstack_visual_indexes\": 8") "}", KVS_ERR_PARSE,
-		     "field 'vision_config.deepstack_visual_indexes': expected a list of at "
-		     "most depth (2) block indexes");
+		     "field 'vision_config.deepstack_visual_indexes': expected a list of "
+		     "block indexes");
 	expect_error("{\"model_type\": \"qwen3_vl\", \"text_config\": {" DENSE4 "}, "
-		     QWEN3VL_TOWER("", ", \"deepstack_visual_indexes\": [0, 2]") "}",
+		     QWEN3VL_TOWER("", ", \"deepstack_visual_indexes\": [0, \"2\"]") "}",
 		     KVS_ERR_PARSE,
-		     "field 'vision_config.deepstack_visual_indexes'[1]: expected a block "
-		     "index below depth (2)");
+		     "field 'vision_config.deepstack_visual_indexes'[1]: expected an integer");
 #undef QWEN3VL_TOWER
+	/* Qwen-MoE's layouts: experts every decoder_sparse_step-th layer
+	 * (layers 1 and 3 of 4 at 2: two dense MLPs of 128 instead of two
+	 * MoE layers), dense layers by index refused unless the count is
+	 * given */
+#define QMOE(extra) "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 4, " \
+		    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, " \
+		    "\"hidden_size\": 64, \"intermediate_size\": 128, \"vocab_size\": 100, " \
+		    "\"num_experts\": 4, \"num_experts_per_tok\": 2, " \
+		    "\"moe_intermediate_size\": 32" extra "}"
+	kvs_model all, half;
+	assert_int_equal(parse(QMOE(", \"decoder_sparse_step\": 1, \"mlp_only_layers\": []"),
+			       &all), KVS_OK);
+	assert_int_equal(parse(QMOE(", \"decoder_sparse_step\": 2"), &half), KVS_OK);
+	assert_int_equal(kvs_model_moe_layers(&half), 2);
+	/* an MoE layer: 4 experts of 3 x 64 x 32 and the router 4 x 64 =
+	 * 24,832; a dense one 3 x 64 x 128 = 24,576 */
+	assert_int_equal(all.num_params - half.num_params, 2 * (24832 - 24576));
+	expect_error(QMOE(", \"mlp_only_layers\": [0]"), KVS_ERR_PARSE,
+		     "field 'mlp_only_layers': kvsim counts dense layers among MoE layers only");
+	assert_int_equal(parse(QMOE(", \"mlp_only_layers\": [0], "
+				    "\"kvsim_num_parameters\": 123456789"), &m), KVS_OK);
+	assert_int_equal(m.num_params, 123456789);
+#undef QMOE
 	/* the family's text model: Qwen3's q and k norms (2 x 16 a layer)
 	 * and untied embeddings unless the config ties them */
 	assert_int_equal(parse("{\"model_type\": \"qwen3_vl\", \"text_config\": {"
@@ -1505,6 +1535,11 @@ static void test_vision_tower(void **state)
 	 * patches 1,572,864 + 1,024, positions 2,359,296, blocks 24 x
 	 * 12,596,224, the merger 2,048 + 4096 x 4097 + 4096 x 2560 + 2560 =
 	 * 27,271,680, three deepstack mergers of 27,277,824: 415,347,712. */
+	/* the qwen3-vl-8b preset's tower: the pieces in refs[] above,
+	 * 1,770,624 + 2,654,208 + 411,466,608 + 40,119,040 + 3 x 40,125,952 */
+	kvs_model m8;
+	assert_int_equal(kvs_model_load("qwen3-vl-8b", &m8), KVS_OK);
+	assert_int_equal(m8.vision_params, 576388336ull);
 	assert_int_equal(kvs_model_from_json_file(KVS_SOURCE_ROOT "/tests/data/qwen3-vl-4b.json",
 						  &m), KVS_OK);
 	assert_true(m.tie_word_embeddings && m.qk_norm);
