@@ -1085,6 +1085,21 @@ static void addmul(acc *a, uint64_t x, uint64_t y)
 }
 
 
+/* A list of integers (layer or block indexes) at field pfx key: its
+ * length, or the error naming the first entry that is not an integer. */
+static kvs_status int_list(const char *path, const char *pfx, const char *key, json_t *v,
+			   size_t *n)
+{
+	size_t k;
+	json_t *e;
+	json_array_foreach(v, k, e)
+		if (!json_is_integer(e))
+			return kvs_fail(KVS_ERR_PARSE, "%s: field '%s%s'[%zu]: expected an integer",
+					path, pfx, key, k);
+	*n = json_array_size(v);
+	return KVS_OK;
+}
+
 /* A tower's count into *out, or the overflow error naming the file. */
 static kvs_status tower_count(const cfg *sub, const acc *t, uint64_t *out)
 {
@@ -1383,14 +1398,10 @@ static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 		if (!json_is_array(ds))
 			return kvs_fail(KVS_ERR_PARSE, "%s: field '%sdeepstack_visual_indexes': "
 					"expected a list of block indexes", sub->path, PFX(sub));
-		size_t k;
-		json_t *e;
-		json_array_foreach(ds, k, e)
-			if (!json_is_integer(e))
-				return kvs_fail(KVS_ERR_PARSE, "%s: field "
-						"'%sdeepstack_visual_indexes'[%zu]: expected an "
-						"integer", sub->path, PFX(sub), k);
-		ndeep = json_array_size(ds);
+		size_t len;
+		if ((st = int_list(sub->path, PFX(sub), "deepstack_visual_indexes", ds, &len)))
+			return st;
+		ndeep = len;
 	}
 	uint64_t H = v.h, M = H * q.merge * q.merge;
 	acc t = { 0, false };
@@ -1443,14 +1454,10 @@ static kvs_status projector_fields(const cfg *c, const cfg *sub, const char *top
 	json_t *f = json_object_get(c->root, "vision_feature_layer");
 	if (f && !json_is_null(f)) {
 		if (json_is_array(f) && json_array_size(f) > 0) {
-			size_t k;
-			json_t *e;
-			json_array_foreach(f, k, e)
-				if (!json_is_integer(e))
-					return kvs_fail(KVS_ERR_PARSE, "%s: field "
-							"'vision_feature_layer'[%zu]: expected "
-							"an integer", c->path, k);
-			p->layers = json_array_size(f);
+			size_t len;
+			if ((st = int_list(c->path, "", "vision_feature_layer", f, &len)))
+				return st;
+			p->layers = len;
 		} else if (!json_is_integer(f)) {
 			return kvs_fail(KVS_ERR_PARSE, "%s: field 'vision_feature_layer': "
 					"expected an integer or a non-empty list of integers",
