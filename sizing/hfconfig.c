@@ -583,15 +583,23 @@ static void wide_missing(kvs_model *m)
 		 len ? "; " : "", what);
 }
 
-/* Whether layer i holds experts (kvs_model_moe_layers: Llama 4's every
- * step-th layer, counted from 1, or all after the leading dense ones). */
-static bool layer_is_moe(const kvs_model *m, uint32_t i)
+/* Whether layer i holds experts by the layout alone (Llama 4's and
+ * Qwen-MoE's every step-th layer, counted from 1, or all after the leading
+ * dense ones), and with the layers named dense (mlp_only_layers) too. */
+static bool layout_is_moe(const kvs_model *m, uint32_t i)
 {
 	if (!m->num_experts)
 		return false;
 	if (m->moe_layer_step > 1)
 		return (i + 1) % m->moe_layer_step == 0;
 	return i >= m->first_dense_layers;
+}
+
+static bool layer_is_moe(const kvs_model *m, uint32_t i)
+{
+	if (i < 64 * KVS_DENSE_LAYER_WORDS && (m->dense_layer_bits[i >> 6] >> (i & 63) & 1))
+		return false;
+	return layout_is_moe(m, i);
 }
 
 /* Of the parts `bits` of layer `layer` (UINT32_MAX: every), those the
@@ -964,6 +972,21 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 	return KVS_OK;
 }
 
+/* A list of integers (layer or block indexes) at field pfx key: its
+ * length, or the error naming the first entry that is not an integer. */
+static kvs_status int_list(const char *path, const char *pfx, const char *key, json_t *v,
+			   size_t *n)
+{
+	size_t k;
+	json_t *e;
+	json_array_foreach(v, k, e)
+		if (!json_is_integer(e))
+			return kvs_fail(KVS_ERR_PARSE, "%s: field '%s%s'[%zu]: expected an integer",
+					path, pfx, key, k);
+	*n = json_array_size(v);
+	return KVS_OK;
+}
+
 /* Mixture of experts. */
 static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
 {
@@ -1005,16 +1028,29 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
 		if ((st = cfg_u32(c, KEYS("moe_intermediate_size"), false, NULL, 1,
 				  &m->moe_intermediate_size, NULL)))
 			return st;
-		/* Qwen2- and Qwen3-MoE's dense layers by index: none in the
-		 * published checkpoints; any other list is refused rather than
-		 * counted as experts */
+		/* Qwen2- and Qwen3-MoE's dense layers by index (an index past
+		 * the layers, or negative, names none, as in transformers) */
 		json_t *mo = cfg_get(c, "mlp_only_layers");
-		if (mo && !json_is_null(mo) && (!json_is_array(mo) || json_array_size(mo) > 0) &&
-		    !cfg_get(c, "kvsim_num_parameters"))
-			return kvs_fail(KVS_ERR_PARSE, "%s: field 'mlp_only_layers': kvsim counts "
-					"dense layers among MoE layers only as first_k_dense_replace "
-					"or a decoder_sparse_step gives them (expected []); give "
-					"kvsim_num_parameters", c->path);
+		if (mo && !json_is_null(mo)) {
+			size_t k, n;
+			json_t *e;
+			if (!json_is_array(mo))
+				return kvs_fail(KVS_ERR_PARSE, "%s: field 'mlp_only_layers': "
+						"expected a list of layer indexes", c->path);
+			if ((st = int_list(c->path, "", "mlp_only_layers", mo, &n)))
+				return st;
+			json_array_foreach(mo, k, e) {
+				json_int_t i = json_integer_value(e);
+				if (i < 0 || i >= (json_int_t)m->num_layers)
+					continue;
+				if (i >= 64 * KVS_DENSE_LAYER_WORDS)
+					return kvs_fail(KVS_ERR_PARSE, "%s: field "
+							"'mlp_only_layers'[%zu]: kvsim reads dense "
+							"layers below %d", c->path, k,
+							64 * KVS_DENSE_LAYER_WORDS);
+				m->dense_layer_bits[i >> 6] |= 1ull << (i & 63);
+			}
+		}
 		if (n_shared) {
 			uint32_t per = m->moe_intermediate_size;
 			if (!per) /* shared experts as wide as the dense MLP */
@@ -1084,21 +1120,6 @@ static void addmul(acc *a, uint64_t x, uint64_t y)
 	add(a, mul(a, x, y));
 }
 
-
-/* A list of integers (layer or block indexes) at field pfx key: its
- * length, or the error naming the first entry that is not an integer. */
-static kvs_status int_list(const char *path, const char *pfx, const char *key, json_t *v,
-			   size_t *n)
-{
-	size_t k;
-	json_t *e;
-	json_array_foreach(v, k, e)
-		if (!json_is_integer(e))
-			return kvs_fail(KVS_ERR_PARSE, "%s: field '%s%s'[%zu]: expected an integer",
-					path, pfx, key, k);
-	*n = json_array_size(v);
-	return KVS_OK;
-}
 
 /* A tower's count into *out, or the overflow error naming the file. */
 static kvs_status tower_count(const cfg *sub, const acc *t, uint64_t *out)
@@ -1925,9 +1946,16 @@ uint32_t kvs_model_moe_layers(const kvs_model *m)
 {
 	if (!m->num_experts)
 		return 0;
-	if (m->moe_layer_step > 1)
-		return m->num_layers / m->moe_layer_step;
-	return m->first_dense_layers < m->num_layers ? m->num_layers - m->first_dense_layers : 0;
+	uint32_t n = m->moe_layer_step > 1 ? m->num_layers / m->moe_layer_step
+		   : m->first_dense_layers < m->num_layers ? m->num_layers - m->first_dense_layers
+		   : 0;
+	/* less the layers named dense that the layout gives experts */
+	for (uint32_t w = 0; w < KVS_DENSE_LAYER_WORDS; w++)
+		for (uint64_t b = m->dense_layer_bits[w]; b; b &= b - 1) {
+			uint32_t i = 64 * w + (uint32_t)__builtin_ctzll(b);
+			n -= i < m->num_layers && layout_is_moe(m, i);
+		}
+	return n;
 }
 
 uint32_t kvs_model_dense_layers(const kvs_model *m)

@@ -1490,8 +1490,8 @@ static void test_vision_tower(void **state)
 #undef QWEN3VL_TOWER
 	/* Qwen-MoE's layouts: experts every decoder_sparse_step-th layer
 	 * (layers 1 and 3 of 4 at 2: two dense MLPs of 128 instead of two
-	 * MoE layers), dense layers by index refused unless the count is
-	 * given */
+	 * MoE layers), and dense layers by index (mlp_only_layers; an index
+	 * past the layers or negative names none, as in transformers) */
 #define QMOE(extra) "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 4, " \
 		    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, " \
 		    "\"hidden_size\": 64, \"intermediate_size\": 128, \"vocab_size\": 100, " \
@@ -1505,11 +1505,27 @@ static void test_vision_tower(void **state)
 	/* an MoE layer: 4 experts of 3 x 64 x 32 and the router 4 x 64 =
 	 * 24,832; a dense one 3 x 64 x 128 = 24,576 */
 	assert_int_equal(all.num_params - half.num_params, 2 * (24832 - 24576));
-	expect_error(QMOE(", \"mlp_only_layers\": [0]"), KVS_ERR_PARSE,
-		     "field 'mlp_only_layers': kvsim counts dense layers among MoE layers only");
-	assert_int_equal(parse(QMOE(", \"mlp_only_layers\": [0], "
-				    "\"kvsim_num_parameters\": 123456789"), &m), KVS_OK);
-	assert_int_equal(m.num_params, 123456789);
+	assert_int_equal(parse(QMOE(", \"mlp_only_layers\": [0, 9, -1]"), &m), KVS_OK);
+	assert_int_equal(kvs_model_moe_layers(&m), 3);
+	assert_int_equal(all.num_params - m.num_params, 24832 - 24576);
+	/* layer 0 has no experts at step 2 anyway; layer 1 loses its own */
+	assert_int_equal(parse(QMOE(", \"decoder_sparse_step\": 2, \"mlp_only_layers\": [0]"),
+			       &m), KVS_OK);
+	assert_int_equal(m.num_params, half.num_params);
+	assert_int_equal(parse(QMOE(", \"decoder_sparse_step\": 2, \"mlp_only_layers\": [1]"),
+			       &m), KVS_OK);
+	assert_int_equal(kvs_model_moe_layers(&m), 1);
+	assert_int_equal(half.num_params - m.num_params, 24832 - 24576);
+	expect_error(QMOE(", \"mlp_only_layers\": 3"), KVS_ERR_PARSE,
+		     "field 'mlp_only_layers': expected a list of layer indexes");
+	expect_error(QMOE(", \"mlp_only_layers\": [0, \"1\"]"), KVS_ERR_PARSE,
+		     "field 'mlp_only_layers'[1]: expected an integer");
+	expect_error("{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 300, "
+		     "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+		     "\"hidden_size\": 64, \"intermediate_size\": 128, \"vocab_size\": 100, "
+		     "\"num_experts\": 4, \"num_experts_per_tok\": 2, "
+		     "\"moe_intermediate_size\": 32, \"mlp_only_layers\": [299]}", KVS_ERR_PARSE,
+		     "field 'mlp_only_layers'[0]: kvsim reads dense layers below 256");
 #undef QMOE
 	/* the family's text model: Qwen3's q and k norms (2 x 16 a layer)
 	 * and untied embeddings unless the config ties them */

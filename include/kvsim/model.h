@@ -57,6 +57,8 @@ typedef enum kvs_proj {
 /* "q_proj", ..., "down_proj"; "unknown" out of range. */
 const char *kvs_proj_name(kvs_proj p);
 
+#define KVS_DENSE_LAYER_WORDS 4     /* kvs_model.dense_layer_bits: layers below 256 */
+
 typedef struct kvs_model {
 	char name[KVS_NAME_MAX];
 	uint32_t num_layers;             /* num_hidden_layers */
@@ -172,6 +174,10 @@ typedef struct kvs_model {
 	char vision_unread[96];          /* a tower or projector kvsim does not
 					  * count, left out of the weights ("vision
 					  * tower of model_type 'x'"); "" none */
+	/* ---- appended: Qwen2-/Qwen3-MoE's mlp_only_layers ---- */
+	uint64_t dense_layer_bits[KVS_DENSE_LAYER_WORDS]; /* layer i < 64 x words
+					  * has a dense MLP where it would hold
+					  * experts when bit i is set */
 } kvs_model;
 
 #define KVS_WIDE_ALL UINT32_MAX      /* kvs_model.wide_*_layers: every layer */
