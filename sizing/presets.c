@@ -36,7 +36,7 @@ static const char *const model_names[] = {
 };
 
 static const char *const gpu_names[] = {
-	"a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb",
+	"a100-40gb", "a100-80gb", "h100-80gb", "h100-nvl-94gb", "h200-141gb",
 	"l4", "l40s", "b200", "mi300x",
 	NULL,
 };
@@ -88,15 +88,36 @@ static const char *canonical(const char *const *list, const char *name)
 	return name;
 }
 
-/* " (did you mean 'x'?)" or "" into buf */
+/* " (did you mean 'x'?)" or "" into buf; a name of 4 characters or more
+ * that begins two to six presets ("h100", "qwen3-vl") names them all:
+ * " (did you mean 'x' or 'y'?)" (the known names follow in the message
+ * anyway) */
 static const char *did_you_mean(const char *const *list, const char *name,
 				char *buf, size_t cap)
 {
-	const char *s = kvs_suggest(name, list, SIZE_MAX);
-	if (s)
-		snprintf(buf, cap, " (did you mean '%s'?)", s);
-	else
-		buf[0] = '\0';
+	buf[0] = '\0';
+	size_t len = strlen(name), n = 0, used = 0;
+	for (const char *const *l = list; *l && len >= 4; l++)
+		n += strncasecmp(*l, name, len) == 0;
+	if (n < 2 || n > 6) {
+		const char *s = kvs_suggest(name, list, SIZE_MAX);
+		if (s)
+			snprintf(buf, cap, " (did you mean '%s'?)", s);
+		return buf;
+	}
+	size_t k = 0;   /* named so far */
+	for (const char *const *l = list; *l && used < cap; l++) {
+		if (strncasecmp(*l, name, len) != 0)
+			continue;
+		const char *sep = k == 0 ? " (did you mean " : k + 1 == n ? " or " : ", ";
+		int w = snprintf(buf + used, cap - used, "%s'%s'", sep, *l);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+		k++;
+	}
+	if (used < cap)
+		snprintf(buf + used, cap - used, "?)");
 	return buf;
 }
 

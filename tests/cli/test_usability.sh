@@ -27,7 +27,9 @@ for c in size trace replay compare fleet; do
 done
 "$KVSIM" sweep --help | grep -q -- "--csv \[FILE\]" || fail "sweep --help names --csv"
 kvs_run size 2 --model llama3-8b && has "$err" "did you mean 'llama-3-8b'?" "model hint"
-kvs_run size 2 --gpu h100 && has "$err" "did you mean 'h100-80gb'?" "gpu hint"
+kvs_run size 2 --gpu h100 && has "$err" "did you mean 'h100-80gb' or 'h100-nvl-94gb'?" "gpu hint"
+kvs_run size 2 --gpu h100-80 && has "$err" "did you mean 'h100-80gb'?" "near gpu hint"
+kvs_run size 2 --model qwen3-vl && has "$err" "did you mean 'qwen3-vl-8b' or 'qwen3-vl-30b-a3b'?" "model family hint"
 
 # ---- forgiving input ---------------------------------------------------------------
 kvs_run size 0 --model Llama-3-8B --gpu H100-80GB --json && {
