@@ -316,7 +316,41 @@ larger scale: 31 images of 4,096 SigLIP patches each (126,976 patches)
 before the language model's step, and vLLM's non-KV terms about 10.9
 GiB against kvsim's 3.56 GiB, so kvsim's KV memory is 7.3% larger.
 
+## Parameter counts of the other presets
+
+The presets' counts from their config.json shapes against the count the
+checkpoint's publisher gives: Hugging Face's safetensors count where it is
+exact, the model card's rounded figure otherwise (then the error is the
+rounding's).
+
 EOF
+head_row
+# params_row SOURCE PRESET PUBLISHED_B [ACTIVE_PUBLISHED_B]
+params_row() {
+	local j
+	j=$(size_json --model "$2" --gpu h100-80gb)
+	row "$1" "$2 preset" "total parameters (B)" "$3" \
+		"$(awk -v p="$(printf '%s\n' "$j" | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
+		"kvsim size --model $2"
+	[ -z "${4:-}" ] ||
+		row "same" "same" "active parameters (B)" "$4" \
+			"$(awk -v p="$(printf '%s\n' "$j" | jgetn num_active_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
+			"kvsim size --model $2"
+}
+hf="Hugging Face Hub, the safetensors parameter count of"
+params_row "$hf meta-llama/Llama-2-13b-hf (13,015,864,320)" llama-2-13b 13.02
+params_row "$hf meta-llama/Meta-Llama-3-70B (70,553,706,496)" llama-3-70b 70.55
+params_row "$hf meta-llama/Llama-3.1-70B (70,553,706,496)" llama-3.1-70b 70.55
+params_row "$hf meta-llama/Llama-3.1-405B (405,853,388,800)" llama-3.1-405b 405.85
+params_row "$hf mistralai/Mistral-7B-v0.1 (7,241,732,096)" mistral-7b 7.24
+params_row "$hf mistralai/Mixtral-8x7B-v0.1 (46,702,792,704); Mistral AI's announcement: 12.9B used per token" mixtral-8x7b 46.70 12.9
+params_row "$hf Qwen/Qwen2.5-72B (72,706,203,648)" qwen2.5-72b 72.71
+params_row "$hf facebook/opt-66b (65,719,701,504)" opt-66b 65.72
+params_row "$hf google/gemma-2-27b (27,227,128,320)" gemma-2-27b 27.23
+params_row "Qwen3-8B model card: 8.2B parameters" qwen3-8b 8.2
+params_row "Qwen3-32B model card: 32.8B parameters" qwen3-32b 32.8
+params_row "Qwen3-30B-A3B model card: 30.5B parameters, 3.3B activated" qwen3-30b-a3b 30.5 3.3
+params_row "DeepSeek-V3 model card: 671B total parameters, 37B activated (the 14B of its multi-token-prediction module apart)" deepseek-v3 671 37
 cat <<'EOF'
 
 ## vLLM's start-up lines for hybrid models, from its logged KV memory
