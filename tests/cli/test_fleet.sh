@@ -180,6 +180,8 @@ run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --slo-tpot 0.05 --router l
 	echo "$err" | grep -q "kvsim fleet: $m replicas: .*misses" || fail "n - 1 replicas miss: $err"
 }
 # --json -: standard output is the JSON alone, the answer's line on stderr
+# (sanitizer builds: 60 requests, the answer's value is not checked here)
+kvs_scaled_limit 60
 run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --json - && command -v python3 >/dev/null && {
 	printf '%s' "$out" | python3 -c 'import json, sys; json.load(sys.stdin)' 2>/dev/null ||
 		fail "find-min-replicas --json -: not JSON: $(printf '%s' "$out" | head -c 200)"
@@ -191,6 +193,7 @@ echo "$err" | grep -q "replicas meet p99 TTFT <= 0.5 s at 20 requests/s" ||
 echo "$err" | grep -q "TPOT <= 0 s" && fail "find-min-replicas: a TPOT bound not given: $err"
 
 # every search writes fleet.search: the counts tried and their verdicts
+kvs_scaled_limit 150
 run 0 -q --find-min-replicas --rate 20 --slo-ttft 0.5 --json "$tmp/s.json" &&
 	command -v python3 >/dev/null && {
 	python3 - "$tmp/s.json" <<'PY' || fail "a finished search's fleet.search"
@@ -206,7 +209,9 @@ PY
 # an SLO no number of replicas meets: the search stops once more replicas
 # no longer help (no request queued, the p99 missed no better than the
 # count before), says so with the floor and what would help, writes its
-# outputs, exits 1 (before: doubling to 1,024, then "raise --max-replicas")
+# outputs, exits 1 (before: doubling to 1,024, then "raise --max-replicas");
+# sanitizer builds: 40 requests, enough to reach the floor
+kvs_scaled_limit 40
 run 1 -q --model llama-3-70b --gpu h100-80gb --tp 4 --slo-ttft 0.01 --find-min-replicas \
 	--json "$tmp/u.json" && {
 	has "$out" "kvsim fleet: unattainable: no number of replicas meets p99 TTFT <= 0.01 s" \
@@ -231,6 +236,7 @@ PY
 
 # --max-replicas reached while more replicas still help: the largest fleet
 # tried is written, with the counts tried, exit 1 (before: no output)
+kvs_scaled_limit 150
 run 1 -q --find-min-replicas --slo-ttft 0.5 --max-replicas 2 --rate 40 --json "$tmp/mr.json" && {
 	has "$out" "kvsim fleet: no fleet of up to 2 replicas meets the SLOs at 40 requests/s, and more replicas still helped (raise --max-replicas)" \
 		"max-replicas verdict"

@@ -9,8 +9,9 @@ ROOT="${KVS_SOURCE_ROOT:?}"
 SAMPLE="$ROOT/traces/samples/azure-conv-sample.csv"
 MOON="$ROOT/traces/samples/mooncake-sample.jsonl"
 # Requests per run: fewer under sanitizers (KVS_TEST_SCALE below 1), where
-# every engine step also runs the allocator validator.
-case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") N=300 N2=200 ;; *) N=60 N2=50 ;; esac
+# every engine step also runs the allocator validator; and the capacity
+# searches' bisection stops at a coarser rate tolerance there.
+case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") N=300 N2=200 TOL=0.05 ;; *) N=60 N2=50 TOL=0.25 ;; esac
 
 # run EXPECTED_RC ARGS...: kvsim sweep, stdout/stderr kept in $out/$err
 run() {
@@ -191,7 +192,7 @@ fi
 
 # capacity search
 if run 0 "$SAMPLE" --limit $N --block-sizes 16 --policies paged --find-max-rate \
-	--slo-ttft 2 --slo-tpot 0.2 --rate-tolerance 0.05 --quiet --json; then
+	--slo-ttft 2 --slo-tpot 0.2 --rate-tolerance "$TOL" --quiet --json; then
 	if command -v python3 >/dev/null; then
 		python3 -c '
 import json, sys
@@ -200,8 +201,8 @@ c = d["capacity"][0]
 assert c["outcome"] in ("found", "unbounded"), c
 assert c["max_rate"] > 0 and c["conversations_per_gpu"] > 0
 if c["outcome"] == "found":
-    assert abs(c["fail_rate"] / c["max_rate"] - 1.05) < 1e-9
-' <<<"$out" || fail "capacity JSON"
+    assert abs(c["fail_rate"] / c["max_rate"] - (1 + float(sys.argv[1]))) < 1e-9
+' "$TOL" <<<"$out" || fail "capacity JSON"
 	fi
 fi
 
@@ -209,7 +210,7 @@ fi
 # ---- --report DIR ----------------------------------------------------------------------
 # the sweep rendered: rows, capacity and recommendations
 if run 0 "$SAMPLE" --limit $N2 --block-sizes 4,16,64 --policies paged,oracle --find-max-rate \
-	--slo-ttft 2 --slo-tpot 0.2 --rate-tolerance 0.05 --quiet --json="$tmp/rep.json" \
+	--slo-ttft 2 --slo-tpot 0.2 --rate-tolerance "$TOL" --quiet --json="$tmp/rep.json" \
 	--report "$tmp/rep" && report_ok; then
 	check_report "$tmp/rep"
 	for fig in sweep-fragmentation sweep-throughput sweep-latency capacity; do

@@ -110,7 +110,7 @@ kvs_run replay 0 "$tmp/t.csv" --step-time-linear 0.01 --requests "$tmp/r.csv" -q
 }
 
 # ---- --bench-json: vllm bench serve's keys and units -----------------------------------------
-kvs_scaled_limit 200
+kvs_scaled_limit 60
 kvs_run replay 0 --goodput ttft:500 tpot:50 --gpu-hour-price 2 --bench-json "$tmp/b.json" \
 	--json "$tmp/j.json" --summary-csv "$tmp/s.csv" -q && {
 	for k in date backend model_id tokenizer_id num_prompts request_rate duration completed \
@@ -126,7 +126,7 @@ kvs_run replay 0 --goodput ttft:500 tpot:50 --gpu-hour-price 2 --bench-json "$tm
 	has "$out" "cost at \$2.00 per GPU-hour" "cost in the table"
 	has "$out" "\$ per million output tokens" "cost row"
 }
-kvs_scaled_limit 200
+kvs_scaled_limit 60
 kvs_run replay 0 --json "$tmp/j2.json" --bench-json "$tmp/b2.json" -q
 if command -v python3 >/dev/null 2>&1; then
 	python3 - "$tmp/b.json" "$tmp/j.json" "$tmp/s.csv" "$tmp/b2.json" <<'PY' || fail "--bench-json units and values"
@@ -160,7 +160,7 @@ assert "request_goodput" not in b2 and "goodput" not in b2 and "cost" not in b2
 assert b["max_concurrency"] is None and b2["max_concurrency"] is None, b["max_concurrency"]
 PY
 fi
-kvs_scaled_limit 200
+kvs_scaled_limit 60
 kvs_run replay 0 --max-concurrency 8 --bench-json "$tmp/b3.json" -q &&
 	has "$(cat "$tmp/b3.json")" '"max_concurrency": 8,' "--bench-json max_concurrency is --max-concurrency"
 # cost in sweep rows (table, JSON, CSV) and on the report page of a sweep and a compare
@@ -400,11 +400,14 @@ has "$(tail -c 3 "$tmp/k2.json")" "}"
 
 # progress when stderr is not a terminal: plain lines (every
 # KVSIM_PROGRESS_INTERVAL seconds) with elapsed time and rate; -q silences
-KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit 200 >/dev/null 2>"$tmp/p.err" || fail "replay with progress"
+# (fewer requests under sanitizers)
+plim=200 slim=40
+case "${KVS_TEST_SCALE:-1}" in 1 | 1.0 | "") ;; *) plim=60 slim=20 ;; esac
+KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit "$plim" >/dev/null 2>"$tmp/p.err" || fail "replay with progress"
 grep -q '^replay paged: .* arrived, .* finished, .* simulated, elapsed [0-9][0-9hms]*, [0-9]* finished/s' "$tmp/p.err" ||
 	fail "plain progress line: $(head -c 300 "$tmp/p.err")"
 grep -q $'\r' "$tmp/p.err" && fail "no carriage returns off a terminal"
-KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit 200 -q >/dev/null 2>"$tmp/p.err"
+KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" replay --limit "$plim" -q >/dev/null 2>"$tmp/p.err"
 [ -s "$tmp/p.err" ] && fail "-q silences progress: $(head -c 200 "$tmp/p.err")"
 
 KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep --limit 40 --block-sizes 16,32,64 --policies paged,max \
@@ -414,7 +417,7 @@ grep -q '^kvsim sweep: 4/4 combinations done, 4 simulations, elapsed [0-9]* s$' 
 	fail "sweep progress: the real total: $(head -c 300 "$tmp/p.err")"
 grep -q '^kvsim sweep: [0-3]/4 combinations done, [0-9]* simulations\?, running \(paged/\(16\|32\|64\)\|max/16\) at [0-9.]* req/s, elapsed' "$tmp/p.err" ||
 	fail "sweep progress: the combination running: $(head -c 300 "$tmp/p.err")"
-KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep --limit 40 --block-sizes 16 --policies paged -q \
+KVSIM_PROGRESS_INTERVAL=0 "$KVSIM" sweep --limit "$slim" --block-sizes 16 --policies paged -q \
 	--find-max-rate --slo-ttft 5 >/dev/null 2>"$tmp/p.err" || fail "sweep --find-max-rate -q"
 [ -s "$tmp/p.err" ] && fail "sweep -q silences progress: $(head -c 200 "$tmp/p.err")"
 
@@ -538,7 +541,7 @@ assert "scheduling_policy" not in json.load(open(f"{t}/q2-fcfs.json"))["engine"]
 PY
 fi
 # fcfs is the default, byte for byte
-kvs_scaled_limit 200
+kvs_scaled_limit 60
 kvs_run replay 0 --json "$tmp/f0.json" --requests "$tmp/f0.csv" -q && f0="$out"
 kvs_run replay 0 --scheduling-policy fcfs --json "$tmp/f1.json" --requests "$tmp/f1.csv" -q &&
 	{ [ "$out" = "$f0" ] && cmp -s "$tmp/f0.json" "$tmp/f1.json" && cmp -s "$tmp/f0.csv" "$tmp/f1.csv" ||
