@@ -583,9 +583,9 @@ static void wide_missing(kvs_model *m)
 		 len ? "; " : "", what);
 }
 
-/* Whether layer i holds experts by the layout alone (Llama 4's and
+/* Whether layer i holds experts by the layout alone: Llama 4's and
  * Qwen-MoE's every step-th layer, counted from 1, or all after the leading
- * dense ones), and with the layers named dense (mlp_only_layers) too. */
+ * dense ones. */
 static bool layout_is_moe(const kvs_model *m, uint32_t i)
 {
 	if (!m->num_experts)
@@ -595,6 +595,8 @@ static bool layout_is_moe(const kvs_model *m, uint32_t i)
 	return i >= m->first_dense_layers;
 }
 
+/* The same, less the layers named dense (mlp_only_layers): what
+ * kvs_model_moe_layers counts. */
 static bool layer_is_moe(const kvs_model *m, uint32_t i)
 {
 	if (i < 64 * KVS_DENSE_LAYER_WORDS && (m->dense_layer_bits[i >> 6] >> (i & 63) & 1))
@@ -972,11 +974,15 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 	return KVS_OK;
 }
 
-/* A list of integers (layer or block indexes) at field pfx key: its
- * length, or the error naming the first entry that is not an integer. */
-static kvs_status int_list(const char *path, const char *pfx, const char *key, json_t *v,
-			   size_t *n)
+/* A list of integers (`what`: "layer indexes", say) at field pfx key: its
+ * length into *n, or the error naming the field when it is not a list, or
+ * the first entry that is not an integer. */
+static kvs_status int_list(const char *path, const char *pfx, const char *key,
+			   const char *what, json_t *v, size_t *n)
 {
+	if (!json_is_array(v))
+		return kvs_fail(KVS_ERR_PARSE, "%s: field '%s%s': expected a list of %s",
+				path, pfx, key, what);
 	size_t k;
 	json_t *e;
 	json_array_foreach(v, k, e)
@@ -1031,13 +1037,10 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
 		/* Qwen2- and Qwen3-MoE's dense layers by index (an index past
 		 * the layers, or negative, names none, as in transformers) */
 		json_t *mo = cfg_get(c, "mlp_only_layers");
-		if (mo && !json_is_null(mo)) {
+		if (mo) {
 			size_t k, n;
 			json_t *e;
-			if (!json_is_array(mo))
-				return kvs_fail(KVS_ERR_PARSE, "%s: field 'mlp_only_layers': "
-						"expected a list of layer indexes", c->path);
-			if ((st = int_list(c->path, "", "mlp_only_layers", mo, &n)))
+			if ((st = int_list(c->path, "", "mlp_only_layers", "layer indexes", mo, &n)))
 				return st;
 			json_array_foreach(mo, k, e) {
 				json_int_t i = json_integer_value(e);
@@ -1415,12 +1418,10 @@ static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 	/* one merger per entry, whatever block it names (transformers
 	 * builds them all; an index past depth is never read) */
 	json_t *ds = cfg_get(sub, "deepstack_visual_indexes");
-	if (ds && !json_is_null(ds)) {
-		if (!json_is_array(ds))
-			return kvs_fail(KVS_ERR_PARSE, "%s: field '%sdeepstack_visual_indexes': "
-					"expected a list of block indexes", sub->path, PFX(sub));
+	if (ds) {
 		size_t len;
-		if ((st = int_list(sub->path, PFX(sub), "deepstack_visual_indexes", ds, &len)))
+		if ((st = int_list(sub->path, PFX(sub), "deepstack_visual_indexes",
+				   "block indexes", ds, &len)))
 			return st;
 		ndeep = len;
 	}
@@ -1476,7 +1477,8 @@ static kvs_status projector_fields(const cfg *c, const cfg *sub, const char *top
 	if (f && !json_is_null(f)) {
 		if (json_is_array(f) && json_array_size(f) > 0) {
 			size_t len;
-			if ((st = int_list(c->path, "", "vision_feature_layer", f, &len)))
+			if ((st = int_list(c->path, "", "vision_feature_layer", "layer indexes", f,
+					   &len)))
 				return st;
 			p->layers = len;
 		} else if (!json_is_integer(f)) {
