@@ -21,6 +21,8 @@ jgetn() { sed -n "s/^ *\"$1\": \([^,]*\),\{0,1\}$/\1/p" | head -1; }
 # signed error in percent, one decimal
 err() { awk -v k="$1" -v p="$2" 'BEGIN { printf "%+.1f%%", (k - p) / p * 100 }'; }
 fmt() { awk -v x="$1" -v d="${2:-0}" 'BEGIN { printf "%." d "f", x }'; }
+# a count or byte figure in billions (1e9), two decimals
+giga() { awk -v x="$1" 'BEGIN { printf "%.2f", x / 1e9 }'; }
 
 # row SOURCE CONFIG WHAT PUBLISHED KVSIM COMMAND
 row() { printf '| %s | %s | %s | %s | %s | %s | `%s` |\n' "$1" "$2" "$3" "$4" "$5" "$(err "$5" "$4")" "$6"; }
@@ -96,10 +98,10 @@ for n in 120b 20b; do
 	if [ $n = 120b ]; then
 		row "OpenAI, gpt-oss-120b & gpt-oss-20b model card (2025), Table 1" \
 			"gpt-oss-120b preset: the shape fields of its config.json (36 layers, 128 experts of 2880, 64 heads, 8 kv heads, head_dim 64, vocabulary 201,088, untied); MXFP4 experts, modules_to_not_convert attention, routers, embeddings, head" \
-			"total parameters (B)" 116.8 "$(awk -v p="$p" 'BEGIN { printf "%.2f", p / 1e9 }')" "kvsim size $c"
+			"total parameters (B)" 116.8 "$(giga "$p")" "kvsim size $c"
 	else
 		row "same" "gpt-oss-20b: the same with 24 layers and 32 experts" \
-			"total parameters (B)" 20.9 "$(awk -v p="$p" 'BEGIN { printf "%.2f", p / 1e9 }')" "kvsim size $c"
+			"total parameters (B)" 20.9 "$(giga "$p")" "kvsim size $c"
 	fi
 	row "same" "same" "checkpoint size (GiB)" "$([ $n = 120b ] && echo 60.8 || echo 12.8)" \
 		"$(awk -v w="$w" 'BEGIN { printf "%.2f", w / 2^30 }')" "kvsim size $c"
@@ -156,10 +158,10 @@ card_rows() {
 	j=$(size_json "$@")
 	row "Meta, Llama 4 model card (2025): Llama 4 $name, 17B active and ${total}B total parameters" \
 		"$conf" "total parameters (B)" "$total" \
-		"$(awk -v p="$(printf '%s\n' "$j" | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
+		"$(giga "$(printf '%s\n' "$j" | jgetn num_params)")" \
 		"kvsim size $*"
 	row "same" "same" "active parameters (B)" 17 \
-		"$(awk -v a="$(printf '%s\n' "$j" | jgetn num_active_params)" 'BEGIN { printf "%.2f", a / 1e9 }')" \
+		"$(giga "$(printf '%s\n' "$j" | jgetn num_active_params)")" \
 		"kvsim size $*"
 }
 card_rows Scout 109 "llama-4-scout preset: the config of Llama-4-Scout-17B-16E-Instruct, text model (48 layers, 16 experts of 8192 and a shared one, top-1, 40 heads, 8 kv heads, vocabulary 202,048) and vision encoder (34 layers of 1408, 336-pixel images in 14-pixel patches, pixel-shuffle adapter and projector: 0.87B)" \
@@ -180,7 +182,7 @@ for n in 7b 2b; do
 		pub=2.21
 	fi
 	row "$src" "$conf" "total parameters (B)" "$pub" \
-		"$(awk -v p="$(size_json $c | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
+		"$(giga "$(size_json $c | jgetn num_params)")" \
 		"kvsim size ${c/$tmp\//}"
 done
 c="--model qwen2.5-vl-7b --gpu h100-80gb"
@@ -199,12 +201,12 @@ c="--model llava-1.5-7b --gpu h100-80gb"
 row "Hugging Face Hub, LLaVA-1.5-7B checkpoints (llava-hf/llava-1.5-7b-hf's shape, e.g. SurendraKumarDhaka/llava): the safetensors parameter count, 7.06B" \
 	"llava-1.5-7b preset: Vicuna-7B (Llama-2-7B's shapes, 32,064 tokens), CLIP ViT-L/14 at 336 pixels (0.30B) and LLaVA's two-layer projector (0.02B)" \
 	"total parameters (B)" 7.06 \
-	"$(awk -v p="$(size_json $c | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" "kvsim size $c"
+	"$(giga "$(size_json $c | jgetn num_params)")" "kvsim size $c"
 c="--model pixtral-12b --gpu h100-80gb"
 row "Hugging Face Hub, mistral-community/pixtral-12b: its six bf16 safetensors shards, 4.99 + 4.96 + 4.91 + 4.91 + 4.26 + 1.34 GB" \
 	"pixtral-12b preset: Mistral-NeMo-12B's text model, Pixtral's tower (24 layers of 1024, gated MLP 4096, 16-pixel patches: 0.40B) and LLaVA's projector" \
 	"checkpoint size (GB)" 25.37 \
-	"$(awk -v w="$(size_json $c | jget weight_bytes)" 'BEGIN { printf "%.2f", w / 1e9 }')" "kvsim size $c"
+	"$(giga "$(size_json $c | jget weight_bytes)")" "kvsim size $c"
 # ckpt_rows SOURCE CONFIG PARAMS_B BYTES_GB KVSIM_ARGS...: a checkpoint's
 # parameter count and (BYTES_GB not "-") its size against kvsim's
 ckpt_rows() {
@@ -212,11 +214,11 @@ ckpt_rows() {
 	shift 4
 	j=$(size_json "$@")
 	row "$src" "$conf" "total parameters (B)" "$pb" \
-		"$(awk -v p="$(printf '%s\n' "$j" | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
+		"$(giga "$(printf '%s\n' "$j" | jgetn num_params)")" \
 		"kvsim size $*"
 	[ "$gb" = - ] ||
 		row "same" "same" "checkpoint size (GB)" "$gb" \
-			"$(awk -v w="$(printf '%s\n' "$j" | jget weight_bytes)" 'BEGIN { printf "%.2f", w / 1e9 }')" \
+			"$(giga "$(printf '%s\n' "$j" | jget weight_bytes)")" \
 			"kvsim size $*"
 }
 ckpt_rows "Hugging Face Hub, Qwen/Qwen3-VL-8B-Instruct: the safetensors parameter count (8,767,123,696; 17,534,247,392 bytes in model.safetensors.index.json, bf16)" \
@@ -330,11 +332,11 @@ params_row() {
 	local j
 	j=$(size_json --model "$2" --gpu h100-80gb)
 	row "$1" "$2 preset" "total parameters (B)" "$3" \
-		"$(awk -v p="$(printf '%s\n' "$j" | jgetn num_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
+		"$(giga "$(printf '%s\n' "$j" | jgetn num_params)")" \
 		"kvsim size --model $2"
 	[ -z "${4:-}" ] ||
 		row "same" "same" "active parameters (B)" "$4" \
-			"$(awk -v p="$(printf '%s\n' "$j" | jgetn num_active_params)" 'BEGIN { printf "%.2f", p / 1e9 }')" \
+			"$(giga "$(printf '%s\n' "$j" | jgetn num_active_params)")" \
 			"kvsim size --model $2"
 }
 hf="Hugging Face Hub, the safetensors parameter count of"
