@@ -238,12 +238,8 @@ static void test_one_replica_is_replay(void **state)
 	c.horizon_s = 1.7;
 	assert_same_as_replay(&c, set, "least-requests");
 	/* the roofline on a real deployment over the bundled Mooncake sample */
-	kvs_model m;
-	kvs_gpu g;
-	assert_int_equal(kvs_model_load("qwen2.5-7b", &m), KVS_OK);
-	assert_int_equal(kvs_gpu_preset("a100-80gb", &g), KVS_OK);
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_test_deploy(&d, "qwen2.5-7b", "a100-80gb");
 	kvs_sim_config_defaults(&c, &d);
 	c.enable_prefix_caching = true;
 	kvs_trace_opts o;
@@ -696,12 +692,8 @@ static void test_mooncake_prefix_beats_round_robin(void **state)
 		skip();
 		return;
 	}
-	kvs_model m;
-	kvs_gpu g;
-	assert_int_equal(kvs_model_load("qwen2.5-7b", &m), KVS_OK);
-	assert_int_equal(kvs_gpu_preset("h100-80gb", &g), KVS_OK);
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_test_deploy(&d, "qwen2.5-7b", "h100-80gb");
 	kvs_sim_config c;
 	kvs_sim_config_defaults(&c, &d);
 	c.enable_prefix_caching = true;

@@ -609,12 +609,8 @@ static void test_mooncake(void **state)
 		skip();
 		return;
 	}
-	kvs_model m;
-	kvs_gpu g;
-	assert_int_equal(kvs_model_load("llama-3-8b", &m), KVS_OK);
-	assert_int_equal(kvs_gpu_preset("a100-80gb", &g), KVS_OK);
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_test_deploy(&d, "llama-3-8b", "a100-80gb");
 	d.max_model_len = 131072;
 	kvs_sim_config c;
 	kvs_sim_config_defaults(&c, &d);
@@ -666,7 +662,7 @@ static void test_mooncake(void **state)
 	       h->load_s, h->bytes_per_s / 1e9);
 	assert_true(b->prefix_hit_rate_tokens > a->prefix_hit_rate_tokens);
 	assert_true(h->hit_blocks > 0);
-	assert_true(h->bytes_per_s == g.pcie_bytes_per_s);   /* the default */
+	assert_true(h->bytes_per_s == d.gpu.pcie_bytes_per_s);   /* the default */
 	/* the same requests either way */
 	assert_int_equal(a->completed + a->rejected, b->completed + b->rejected);
 	kvs_sim_result_destroy(res[0]);

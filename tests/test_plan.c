@@ -99,12 +99,8 @@ static kvs_request_set *sample_set(const char *rel)
 static void sweep_cfg(kvs_sweep_config *c, bool capacity)
 {
 	kvs_sim_config base;
-	kvs_model m;
-	kvs_gpu g;
 	kvs_deploy d;
-	assert_int_equal(kvs_model_load("llama-2-7b", &m), KVS_OK);
-	assert_int_equal(kvs_gpu_preset("a100-80gb", &g), KVS_OK);
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_test_deploy(&d, "llama-2-7b", "a100-80gb");
 	kvs_sim_config_defaults(&base, &d);
 	kvs_sweep_config_defaults(c, &base);
 	assert_int_equal(kvs_sweep_parse_block_sizes(capacity ? "16,64" : "8,16,32", c), KVS_OK);

@@ -1606,12 +1606,7 @@ static void synthetic_profile(kvs_cost_config *k)
  * windowed layers (128 tokens). */
 static void gptoss_deploy(kvs_deploy *d)
 {
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("gpt-oss-120b", &m) != KVS_OK ||
-	    kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
-		fail_msg("presets: %s", kvs_last_error());
-	kvs_deploy_defaults(d, &m, &g);
+	kvs_test_deploy(d, "gpt-oss-120b", "h100-80gb");
 	d->max_model_len = 4096;
 }
 
@@ -1882,12 +1877,8 @@ static void test_hybrid_windows(void **state)
 static void test_profile_step_time(void **state)
 {
 	(void)state;
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("llama-2-7b", &m) != KVS_OK || kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
-		fail_msg("presets: %s", kvs_last_error());
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_test_deploy(&d, "llama-2-7b", "h100-80gb");
 	kvs_sim_config c;
 	kvs_sim_config_defaults(&c, &d);
 	synthetic_profile(&c.cost);
@@ -2026,12 +2017,8 @@ static void test_attention_profile(void **state)
 	char dir[] = "/tmp/kvsim-attn-XXXXXX";
 	assert_non_null(mkdtemp(dir));
 	write_attention_profile(dir);
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("llama-2-7b", &m) != KVS_OK || kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
-		fail_msg("presets: %s", kvs_last_error());
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_test_deploy(&d, "llama-2-7b", "h100-80gb");
 	kvs_sim_config c;
 	kvs_sim_config_defaults(&c, &d);
 	assert_int_equal(kvs_cost_load_profile(dir, 1, &c.cost), KVS_OK);
@@ -2081,7 +2068,7 @@ static void test_attention_profile(void **state)
 	kvs_model m70;
 	assert_int_equal(kvs_model_load("llama-2-13b", &m70), KVS_OK);
 	kvs_deploy d2;
-	kvs_deploy_defaults(&d2, &m70, &g);
+	kvs_deploy_defaults(&d2, &m70, &d.gpu);
 	kvs_sim_config c2;
 	kvs_sim_config_defaults(&c2, &d2);
 	c2.cost = c.cost;
@@ -2494,12 +2481,8 @@ static void test_profile_real_files(void **state)
 static void test_fast_path_profile(void **state)
 {
 	(void)state;
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("llama-2-7b", &m) != KVS_OK || kvs_gpu_preset("h100-80gb", &g) != KVS_OK)
-		fail_msg("presets: %s", kvs_last_error());
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_test_deploy(&d, "llama-2-7b", "h100-80gb");
 	kvs_cost_config k;
 	synthetic_profile(&k);
 	fs_deploy = &d;
@@ -2562,12 +2545,8 @@ static void test_closed_loop(void **state)
 static void test_roofline(void **state)
 {
 	(void)state;
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("llama-3-8b", &m) != KVS_OK || kvs_gpu_preset("a100-80gb", &g) != KVS_OK)
-		fail_msg("presets: %s", kvs_last_error());
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_test_deploy(&d, "llama-3-8b", "a100-80gb");
 	kvs_sizing sz;
 	assert_int_equal(kvs_size_compute(&d, &sz), KVS_OK);
 	kvs_sim_config c;
@@ -2577,14 +2556,14 @@ static void test_roofline(void **state)
 	double t;
 	assert_int_equal(kvs_sim_step_time(&c, &one, &t), KVS_OK);
 	double want = ((double)sz.weight_bytes + 2.0 * sz.kv_bytes_per_token) /
-		      (g.hbm_bytes_per_s * 0.8) + 0.002;
+		      (d.gpu.hbm_bytes_per_s * 0.8) + 0.002;
 	assert_close(t, want, 1e-12);
 	/* a prefill of 8192 tokens: compute-bound, 2 x params FLOPs per token */
 	kvs_step_shape pre = { 8192, 1, 8192, 8192.0 * 8193 / 2, 0, 0 };
 	assert_int_equal(kvs_sim_step_time(&c, &pre, &t), KVS_OK);
-	double flops = 2.0 * (double)m.num_params * 8192 +
-		       4.0 * m.num_heads * m.head_dim * m.num_layers * (8192.0 * 8193 / 2);
-	assert_close(t, flops / (g.fp16_flops * 0.5) + 0.002, 1e-12);
+	double flops = 2.0 * (double)d.model.num_params * 8192 +
+		       4.0 * d.model.num_heads * d.model.head_dim * d.model.num_layers * (8192.0 * 8193 / 2);
+	assert_close(t, flops / (d.gpu.fp16_flops * 0.5) + 0.002, 1e-12);
 	/* decode lines agree with single steps */
 	kvs_cost cost;
 	assert_int_equal(kvs_cost_init(&cost, &c.cost, &d, &sz), KVS_OK);

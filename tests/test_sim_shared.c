@@ -40,12 +40,7 @@ static bool scaled(void)
 
 static void deploy_default(kvs_deploy *d)
 {
-	kvs_model m;
-	kvs_gpu g;
-	if (kvs_model_load("llama-3-8b", &m) != KVS_OK ||
-	    kvs_gpu_preset("a100-40gb", &g) != KVS_OK)
-		fail_msg("presets: %s", kvs_last_error());
-	kvs_deploy_defaults(d, &m, &g);
+	kvs_test_deploy(d, "llama-3-8b", "a100-40gb");
 }
 
 static kvs_request_set *load(const char *rel, uint64_t limit, uint32_t mml)

@@ -159,12 +159,8 @@ static void test_internal_fragmentation(void **state)
 
 static void real_config(kvs_sim_config *sc)
 {
-	kvs_model m;
-	kvs_gpu g;
-	assert_int_equal(kvs_model_load("llama-2-7b", &m), KVS_OK);
-	assert_int_equal(kvs_gpu_preset("a100-80gb", &g), KVS_OK);
 	kvs_deploy d;
-	kvs_deploy_defaults(&d, &m, &g);
+	kvs_test_deploy(&d, "llama-2-7b", "a100-80gb");
 	kvs_sim_config_defaults(sc, &d);
 }
 

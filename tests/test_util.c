@@ -1,5 +1,6 @@
 /* test_util.c - see test_util.h */
 #include "test_util.h"
+#include "kvsim/kvsim.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,4 +63,13 @@ unsigned long kvs_test_scaled(unsigned long n, unsigned long lo)
 {
 	unsigned long v = (unsigned long)((double)n * kvs_test_scale());
 	return v < lo ? lo : v;
+}
+
+void kvs_test_deploy(kvs_deploy *d, const char *model, const char *gpu)
+{
+	kvs_model m;
+	kvs_gpu g;
+	if (kvs_model_load(model, &m) != KVS_OK || kvs_gpu_preset(gpu, &g) != KVS_OK)
+		fail_msg("presets %s on %s: %s", model, gpu, kvs_last_error());
+	kvs_deploy_defaults(d, &m, &g);
 }

@@ -32,4 +32,9 @@ double kvs_test_scale(void);
 /* n scaled by kvs_test_scale(), at least lo. */
 unsigned long kvs_test_scaled(unsigned long n, unsigned long lo);
 
+/* *d: the deployment defaults of a model preset on a GPU preset; a preset
+ * that does not load fails the test. */
+struct kvs_deploy;
+void kvs_test_deploy(struct kvs_deploy *d, const char *model, const char *gpu);
+
 #endif
