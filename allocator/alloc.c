@@ -918,6 +918,12 @@ kvs_status kvs_alloc_block_table(const kvs_alloc *a, kvs_seq_id seq,
 	return KVS_OK;
 }
 
+uint32_t kvs_alloc_table_capacity(const kvs_alloc *a, kvs_seq_id seq)
+{
+	const kvs_seq_rec *s = kvs_alloc_find(a, seq);
+	return s ? s->table_cap : 0;
+}
+
 kvs_status kvs_alloc_slot(const kvs_alloc *a, kvs_seq_id seq, uint32_t pos,
 			  uint64_t *slot)
 {

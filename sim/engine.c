@@ -173,6 +173,9 @@ typedef struct sreq {
 	uint32_t tg_idx;           /* tg_in: its entry's index in s->tg */
 	uint32_t cap;              /* decode: tokens its blocks hold as the
 	                            * allocator knows them (len + room) */
+	uint32_t tcap;             /* lazy: entries its block table holds
+	                            * before it grows (the allocator's
+	                            * kvs_alloc_table_capacity) */
 	bool kv_remote;            /* its prompt's KV comes from elsewhere
 	                            * (kvs_sim_feed_kv) until admitted */
 	double kv_arrival;         /* then: its arrival at the fleet */
@@ -1284,6 +1287,7 @@ static bool queued_is_valid(const kvs_sim *s, const sreq *r, queue_tally *t)
 	if (!r->lazy)
 		return true;
 	/* in the table-growth list when its table grows before E */
+	KVS_VALID(r->tcap == kvs_alloc_table_capacity(s->alloc, r->seq));
 	KVS_VALID(r->tg_in || lz_table_step(s, r) >= r->E);
 	t->ntg += r->tg_in;
 	if (r->pf_def) {
@@ -1399,6 +1403,8 @@ static kvs_status check_queued(kvs_sim *s, sreq *r)
 		kvs_status st = sync_decode(s, r, s->G);
 		if (st != KVS_OK)
 			return st;
+		if (r->lazy)   /* the table may have grown */
+			r->tcap = kvs_alloc_table_capacity(s->alloc, r->seq);
 	}
 	CHECK(r->gen <= r->out_eff);
 	CHECK(r->len <= final_len(r) + 1);
@@ -1904,29 +1910,22 @@ static kvs_status sync_decode(kvs_sim *s, sreq *r, uint64_t to_step)
 	return sync_to(s, r, to_step, false);
 }
 
-/* Would syncing r to lz_done enlarge its block table's capacity?  Tables
- * grow by doubling from 4 entries (common/array.h), so a table of nb
- * blocks has room for at least the smallest 4 x 2^k >= nb. */
+/* Would syncing r to lz_done enlarge its block table's capacity (more
+ * blocks than the table's tcap entries)?  A recycled table keeps its
+ * buffer, so most tables never grow. */
 static bool lz_table_grows(const kvs_sim *s, const sreq *r)
 {
-	uint64_t t = r->len + (s->lz_done - r->S);
-	if (t <= r->cap)
-		return false;
-	uint64_t nb = bs_div(s, r->cap), need = bs_ceil(s, t);
-	/* the smallest 4 x 2^k >= nb: 4, else the power of two at or above nb */
-	uint64_t c = nb <= 4 ? 4 : 2ull << (63 - __builtin_clzll(nb - 1));
-	return need > c;
+	return r->len + (s->lz_done - r->S) > (uint64_t)r->tcap * s->block_size;
 }
 
 /* The lz_done past which syncing r would enlarge its table
  * (lz_table_grows(r) exactly when lz_done is larger): len + lz_done - S
- * past both cap and the table's room.  S - len does not change when r is
- * synced, and the room only grows, so it never falls. */
+ * past the tcap entries' tokens (at least cap: the table holds its
+ * blocks).  S - len does not change when r is synced, and tcap only
+ * grows, so it never falls. */
 static uint64_t lz_table_step(const kvs_sim *s, const sreq *r)
 {
-	uint64_t nb = bs_div(s, r->cap);
-	uint64_t c = (nb <= 4 ? 4 : 2ull << (63 - __builtin_clzll(nb - 1))) * s->block_size;
-	return r->S + (c > r->cap ? c : r->cap) - r->len;
+	return r->S + (uint64_t)r->tcap * s->block_size - r->len;
 }
 
 /* r (lazy) joins the table-growth list when its table grows before its
@@ -2006,8 +2005,11 @@ static kvs_status lz_sync_all(kvs_sim *s)
 		sreq *r = d[i].r;
 		kvs_require(r->lazy && r->tg_in);
 		r->tg_in = false;
-		if (lz_table_grows(s, r) && (st = sync_decode(s, r, s->lz_done)) != KVS_OK)
-			return st;
+		if (lz_table_grows(s, r)) {
+			if ((st = sync_decode(s, r, s->lz_done)) != KVS_OK)
+				return st;
+			r->tcap = kvs_alloc_table_capacity(s->alloc, r->seq);
+		}
 		/* within captg (the entries taken out made room): tg_add moves
 		 * neither array */
 		if ((st = tg_add(s, r)) != KVS_OK)
@@ -2054,6 +2056,7 @@ static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 		}
 		r->E = ef;
 		lz_register(s, r, bs_mod(s, c0));
+		r->tcap = kvs_alloc_table_capacity(s->alloc, r->seq);
 		kvs_status st = tg_add(s, r);
 		if (st != KVS_OK)
 			return st;

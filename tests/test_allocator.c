@@ -1113,6 +1113,39 @@ static void test_paged_metadata(void **state)
 	kvs_alloc_destroy(a);
 }
 
+/* Table capacity: 4 entries at the first admission, doubled as the table
+ * grows, kept by the record a released sequence leaves for the next one;
+ * the metadata counts it (4 bytes an entry).  No table: 0. */
+static void test_paged_table_capacity(void **state)
+{
+	(void)state;
+	kvs_alloc_config c = cfg_paged();
+	kvs_alloc *a = fx_make(&c);
+	kvs_alloc_stats s0, s1;
+	assert_int_equal(kvs_alloc_table_capacity(a, 1), 0);   /* unknown */
+	fx_admit_ok(a, 1, 6, 30);            /* 2 blocks */
+	assert_int_equal(kvs_alloc_table_capacity(a, 1), 4);
+	kvs_alloc_get_stats(a, &s0);
+	grow_ok(a, 1, 16);                   /* 4 blocks: room in 4 entries */
+	assert_int_equal(kvs_alloc_table_capacity(a, 1), 4);
+	grow_ok(a, 1, 1);                    /* the fifth block: 8 entries */
+	assert_int_equal(kvs_alloc_table_capacity(a, 1), 8);
+	kvs_alloc_get_stats(a, &s1);
+	assert_int_equal(s1.metadata_bytes - s0.metadata_bytes, 4u * 4u);
+	assert_int_equal(kvs_alloc_release(a, 1), KVS_OK);
+	assert_int_equal(kvs_alloc_table_capacity(a, 1), 0);
+	fx_admit_ok(a, 2, 1, 1);             /* one block, the record kept */
+	assert_int_equal(kvs_alloc_table_capacity(a, 2), 8);
+	kvs_alloc_destroy(a);
+
+	c.policy = KVS_POLICY_MAX;
+	c.max_model_len = 16;
+	a = fx_make(&c);
+	fx_admit_ok(a, 1, 6, 4);
+	assert_int_equal(kvs_alloc_table_capacity(a, 1), 0);
+	kvs_alloc_destroy(a);
+}
+
 /* The validator names the invariant that broke (file:line and the
  * expression) and needs no memory: it passes with every host allocation
  * failing, and each corruption below is caught by its own check. */
@@ -1171,6 +1204,7 @@ int main(void)
 		cmocka_unit_test(test_paged_owed),
 		cmocka_unit_test(test_paged_release_owed),
 		cmocka_unit_test(test_paged_metadata),
+		cmocka_unit_test(test_paged_table_capacity),
 		cmocka_unit_test(test_validator_names_invariant),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

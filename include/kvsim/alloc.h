@@ -372,6 +372,11 @@ bool kvs_alloc_is_valid(const kvs_alloc *a);
 /* Block table of seq: *ids[i] is the physical block of logical block i. */
 kvs_status kvs_alloc_block_table(const kvs_alloc *a, kvs_seq_id seq,
 				 const kvs_block_id **ids, uint32_t *n);
+/* Entries seq's block table holds before its buffer grows (the allocator
+ * metadata counts them); 0 for an unknown sequence.  A released sequence's
+ * buffer is kept for the next one admitted, so a table may hold more
+ * entries than its own lengths ever needed.  Other policies: 0.  O(1). */
+uint32_t kvs_alloc_table_capacity(const kvs_alloc *a, kvs_seq_id seq);
 /* Slot of token position pos: block_id * block_size + offset. */
 kvs_status kvs_alloc_slot(const kvs_alloc *a, kvs_seq_id seq, uint32_t pos,
 			  uint64_t *slot);
