@@ -373,7 +373,7 @@ struct kvs_sim {
 	 * they come within it; owed ones (taken, not yet synced) count their
 	 * tokens past the final length in frag_owed, internal fragmentation
 	 * as the allocator will see it */
-	struct pf_slot *pf_ring;   /* [PF_W]: tokens past final lengths, by step */
+	uint64_t *pf_ring;         /* [PF_W]: tokens past final lengths, by step */
 	struct pf_ent *pf;
 	size_t npf, cappf;
 	uint64_t frag_owed;
@@ -534,29 +534,18 @@ KVS_HEAP_DEFINE(dhh, dh_ent, dh_less)
 #define PF_W 4096
 
 /* A step's pending final partial crossings, in the ring: slot
- * step mod PF_W holds them when its step is that step (a slot whose step
- * has passed reads as none; no slot needs clearing) */
-typedef struct pf_slot {
-	uint64_t step;
-	uint64_t def;
-} pf_slot;
-
-/* The tokens past final lengths of the pending crossings of step t (in
- * the ring's window) */
+ * step mod PF_W holds the tokens past final lengths of those of its step
+ * in the window lz_done .. lz_done + PF_W - 1; pf_advance clears the
+ * slots of the steps it takes, so every other slot reads 0 (8 bytes a
+ * step: the ring is read at every step of a span through crossings) */
 static inline uint64_t pf_at(const kvs_sim *s, uint64_t t)
 {
-	const pf_slot *sl = &s->pf_ring[t & (PF_W - 1)];
-	return sl->step == t ? sl->def : 0;
+	return s->pf_ring[t & (PF_W - 1)];
 }
 
 static inline void pf_add(kvs_sim *s, uint64_t t, uint64_t def)
 {
-	pf_slot *sl = &s->pf_ring[t & (PF_W - 1)];
-	if (sl->step != t) {
-		sl->step = t;
-		sl->def = 0;
-	}
-	sl->def += def;
+	s->pf_ring[t & (PF_W - 1)] += def;
 }
 
 /* A sequence keyed by a step: a pending final partial crossing PF_W or
@@ -761,7 +750,7 @@ static int64_t lz_owed_bytes(const kvs_sim *s)
 static void pf_drop(kvs_sim *s, sreq *r)
 {
 	if (!r->pf_far)
-		s->pf_ring[r->pf_step & (PF_W - 1)].def -= r->pf_def;
+		s->pf_ring[r->pf_step & (PF_W - 1)] -= r->pf_def;
 	else
 		pfh_remove_seq(s->pf, &s->npf, r);
 	r->pf_def = 0;
@@ -783,20 +772,20 @@ static void pf_migrate(kvs_sim *s, uint64_t to)
 }
 
 /* The crossings of steps < to are taken (lz_done = to): the pending final
- * partial crossings among them are owed now (def: their sum when the
- * caller has it, else UINT64_MAX to read the ring), and far ones that
- * come within PF_W steps move to the ring. */
-static inline void pf_advance(kvs_sim *s, uint64_t to, uint64_t def)
+ * partial crossings among them are owed now, their slots cleared, and far
+ * ones that come within PF_W steps move to the ring. */
+static inline void pf_advance(kvs_sim *s, uint64_t to)
 {
 	uint64_t from = s->lz_done;
 	s->lz_done = to;
-	if (def != UINT64_MAX) {
-		s->frag_owed += def;
-	} else if (s->pf_ring) {
+	if (s->pf_ring) {
 		if (to - from > PF_W)
 			from = to - PF_W;
-		for (uint64_t t = from; t < to; t++)
-			s->frag_owed += pf_at(s, t);
+		for (uint64_t t = from; t < to; t++) {
+			uint64_t *sl = &s->pf_ring[t & (PF_W - 1)];
+			s->frag_owed += *sl;
+			*sl = 0;
+		}
 	}
 	if (KVS_UNLIKELY(s->npf && s->pf[0].step < to + PF_W))
 		pf_migrate(s, to);
@@ -1357,11 +1346,7 @@ static bool engine_is_valid(const kvs_sim *s)
 			  s->pf[i].r->pf_step == s->pf[i].step);
 	uint64_t ring = 0;
 	for (uint32_t i = 0; s->pf_ring && i < PF_W; i++)
-		if (s->pf_ring[i].step != UINT64_MAX && s->pf_ring[i].step >= s->lz_done) {
-			KVS_VALID(s->pf_ring[i].step < s->lz_done + PF_W &&
-				  (s->pf_ring[i].step & (PF_W - 1)) == i);
-			ring += s->pf_ring[i].def;
-		}
+		ring += s->pf_ring[i];
 	KVS_VALID(ring == t.pending_ring);
 	if (s->lazy_ok) {
 		uint64_t sum = 0;
@@ -2644,8 +2629,8 @@ static kvs_status lz_dissolve(kvs_sim *s, size_t *ndue)
 	s->lazy_on = false;
 	/* pending final partial crossings become ordinary events with the
 	 * rest (owed ones are synced below) */
-	for (uint32_t i = 0; s->pf_ring && i < PF_W; i++)
-		s->pf_ring[i].step = UINT64_MAX;
+	if (s->pf_ring)
+		memset(s->pf_ring, 0, PF_W * sizeof *s->pf_ring);
 	s->npf = 0;
 	for (size_t i = 0; i < s->ntg; i++)
 		s->tg[i].r->tg_in = false;
@@ -2841,7 +2826,7 @@ static kvs_status plan_due(kvs_sim *s, step_plan *b, size_t ndue)
 				return st;
 			avail -= c;
 		}
-		pf_advance(s, s->G + 1, UINT64_MAX);
+		pf_advance(s, s->G + 1);
 		/* new lazy entries while the pool holds two blocks per
 		 * decoding sequence */
 		if (!dissolved)
@@ -3124,7 +3109,7 @@ static kvs_status span_take(kvs_sim *s, const span_cross *x, const int64_t parts
 	kvs_status st = owed_take(s, x->n, s->G + 1, s->G + k - 1);
 	if (st != KVS_OK)
 		return st;
-	pf_advance(s, s->G + k, x->def);
+	pf_advance(s, s->G + k);
 	uint64_t held = (uint64_t)(parts[0] + parts[1] + parts[2]) + bytes;
 	if (held > s->held_peak) {
 		double d = (double)(s->ndec * s->kvb) * (double)x->last;
@@ -3602,8 +3587,6 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 		s->lz_bits = kvs_calloc(s->lz_words, sizeof *s->lz_bits);
 		s->pf_ring = kvs_calloc(PF_W, sizeof *s->pf_ring);
 		lz_fail = !s->lz_cnt || !s->lz_bits || !s->pf_ring;
-		for (uint32_t i = 0; !lz_fail && i < PF_W; i++)
-			s->pf_ring[i].step = UINT64_MAX;   /* no step yet */
 	}
 	if (!s->conc_time || !s->res || !s->ring || lz_fail) {
 		kvs_sim_destroy(s);
