@@ -373,7 +373,7 @@ struct kvs_sim {
 	 * they come within it; owed ones (taken, not yet synced) count their
 	 * tokens past the final length in frag_owed, internal fragmentation
 	 * as the allocator will see it */
-	uint64_t *pf_ring;         /* [PF_W]: tokens past final lengths, by step */
+	uint32_t *pf_ring;         /* [PF_W]: tokens past final lengths, by step */
 	struct pf_ent *pf;
 	size_t npf, cappf;
 	uint64_t frag_owed;
@@ -536,14 +536,15 @@ KVS_HEAP_DEFINE(dhh, dh_ent, dh_less)
 /* A step's pending final partial crossings, in the ring: slot
  * step mod PF_W holds the tokens past final lengths of those of its step
  * in the window lz_done .. lz_done + PF_W - 1; pf_advance clears the
- * slots of the steps it takes, so every other slot reads 0 (8 bytes a
- * step: the ring is read at every step of a span through crossings) */
+ * slots of the steps it takes, so every other slot reads 0 (4 bytes a
+ * step, 16 KiB: the ring is read at every step of a span through
+ * crossings, and written at a random step ahead per lazy sequence) */
 static inline uint64_t pf_at(const kvs_sim *s, uint64_t t)
 {
 	return s->pf_ring[t & (PF_W - 1)];
 }
 
-static inline void pf_add(kvs_sim *s, uint64_t t, uint64_t def)
+static inline void pf_add(kvs_sim *s, uint64_t t, uint32_t def)
 {
 	s->pf_ring[t & (PF_W - 1)] += def;
 }
@@ -782,7 +783,7 @@ static inline void pf_advance(kvs_sim *s, uint64_t to)
 		if (to - from > PF_W)
 			from = to - PF_W;
 		for (uint64_t t = from; t < to; t++) {
-			uint64_t *sl = &s->pf_ring[t & (PF_W - 1)];
+			uint32_t *sl = &s->pf_ring[t & (PF_W - 1)];
 			s->frag_owed += *sl;
 			*sl = 0;
 		}
@@ -2034,7 +2035,7 @@ static kvs_status decode_schedule(kvs_sim *s, sreq *r)
 					return kvs_fail(KVS_ERR_NOMEM, "out of memory (block crossings)");
 				pfh_push(s->pf, &s->npf, (pf_ent){ step, r });
 			} else {
-				pf_add(s, step, bs - q);
+				pf_add(s, step, (uint32_t)(bs - q));
 			}
 			r->pf_step = step;
 			r->pf_def = (uint32_t)(bs - q);
@@ -3575,10 +3576,13 @@ kvs_status kvs_sim_create(const kvs_sim_config *cfg, kvs_sim **out)
 	 * (paged: taking no block succeeds; kvs_alloc_block_pool would make
 	 * the allocator keep every free block's state word exact, which
 	 * only the inline pool calls need), and the fast path (stepping one
-	 * token at a time touches every sequence anyway) */
+	 * token at a time touches every sequence anyway); a step's slot in
+	 * the ring of final crossings sums fewer than block_size tokens per
+	 * running sequence, within its 32 bits */
 	s->lazy_ok = s->cfg.fast_path &&
 		     kvs_policy_has(cfg->policy, KVS_TRAIT_BLOCK_GRANULAR) &&
-		     kvs_alloc_blocks_take(s->alloc, 0, NULL) == KVS_OK;
+		     kvs_alloc_blocks_take(s->alloc, 0, NULL) == KVS_OK &&
+		     (uint64_t)cfg->max_num_seqs * s->block_size <= UINT32_MAX;
 	s->lazy_on = s->lazy_ok;
 	bool lz_fail = false;
 	if (s->lazy_ok) {
