@@ -4,7 +4,8 @@
  *
  * Field names are the ones Hugging Face transformers writes, with the older
  * GPT-style aliases (n_layer, n_head, n_embd, ...).  Multimodal configs keep
- * the language model under "text_config": its fields win over the top level.
+ * the language model under "text_config" (InternVL's chat configs:
+ * "llm_config"): its fields win over the top level.
  * JSON null counts as absent.  A missing required field is an error that
  * names the field and the file; so is a field of the wrong type or range.
  */
@@ -22,7 +23,7 @@
 typedef struct cfg {
 	const char *path;
 	json_t *root;
-	json_t *text;           /* "text_config" or NULL */
+	json_t *text;           /* "text_config" (or "llm_config") or NULL */
 	const char *prefix;     /* "vision_config." in a section's messages; NULL none */
 	json_t *defaults;       /* the text model's config class defaults, or NULL */
 } cfg;
@@ -933,8 +934,8 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 	bool opt = type_is(model_type, KEYS("opt"));
 	m->tie_word_embeddings = !type_is(model_type,
 		KEYS("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
-		     "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3", QWEN2_VL_TYPES,
-		     QWEN3_VL_TYPES));
+		     "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3", "internlm2",
+		     QWEN2_VL_TYPES, QWEN3_VL_TYPES));
 	if (opt) {
 		bool bias = true;
 		if ((st = cfg_bool(c, "enable_bias", &bias, NULL)))
@@ -950,6 +951,15 @@ static kvs_status parse_arch(const cfg *c, const char *model_type, kvs_model *m)
 	}
 	if (type_is(model_type, KEYS("qwen2", "qwen2_moe", QWEN2_VL_TYPES)))
 		m->qkv_bias = true;
+	if (type_is(model_type, KEYS("internlm2"))) {
+		/* InternLM2's packed wqkv and its wo share one flag, `bias`
+		 * (InternLM2Config's default true; its published configs
+		 * write false) */
+		bool bias = true;
+		if ((st = cfg_bool(c, "bias", &bias, NULL)))
+			return st;
+		m->qkv_bias = m->o_bias = bias;
+	}
 	if (type_is(model_type, KEYS("gemma2", "gemma3", "gemma3_text")))
 		m->norms_per_layer = 4;
 	if (type_is(model_type, KEYS("qwen3", "qwen3_moe", "gemma3", "gemma3_text",
@@ -1238,6 +1248,49 @@ static kvs_status clip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 	return tower_count(sub, &t, out);
 }
 
+/* InternViT (OpenGVLab's InternVisionModel: InternVL's tower, vision
+ * model_type intern_vit_6b for all its sizes), its config's fields read
+ * under `sub` with InternVisionConfig's defaults: a patch convolution with
+ * a bias, a class embedding, learned positions for every patch and the
+ * class token; layers of two norms (norm_type: "rms_norm", a weight, or
+ * "layer_norm", weight and bias), a packed q/k/v (biases when qkv_bias),
+ * RMSNorms over q and k across the heads when qk_normalization, an output
+ * projection and an fc1/fc2 MLP with biases, and two layer-scale vectors;
+ * no norm after the last layer. */
+static kvs_status internvit_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+{
+	kvs_status st;
+	vit_shape v = { 3200, 12800, 48, 224, 14, 3 };
+	bool qkv_bias = false, qk_norm = true, layer_norm = false;
+	if ((st = vit_read(sub, &v)) || (st = cfg_bool(sub, "qkv_bias", &qkv_bias, NULL)) ||
+	    (st = cfg_bool(sub, "qk_normalization", &qk_norm, NULL)))
+		return st;
+	json_t *nt = cfg_get(sub, "norm_type");
+	if (nt) {
+		const char *s = json_string_value(nt);
+		if (!s || (strcmp(s, "rms_norm") != 0 && strcmp(s, "layer_norm") != 0)) {
+			char text[64];
+			show(nt, text, sizeof text);
+			return kvs_fail(KVS_ERR_PARSE, "%s: field '%snorm_type': expected "
+					"\"rms_norm\" or \"layer_norm\", got %s", sub->path,
+					PFX(sub), text);
+		}
+		layer_norm = strcmp(s, "layer_norm") == 0;
+	}
+	uint64_t side = v.image / v.patch, H = v.h, I = v.in;
+	acc t = { 0, false };
+	addmul(&t, (uint64_t)v.ch * v.patch * v.patch + 1, H);   /* patch conv and its bias */
+	add(&t, H);                                              /* class embedding */
+	addmul(&t, side * side + 1, H);                          /* positions */
+	/* q/k/v, output, MLP, the two norms, the two layer scales (widths
+	 * below 2^21: no overflow) */
+	uint64_t layer = 3 * H * H + (qkv_bias ? 3 * H : 0) + (qk_norm ? 2 * H : 0) +
+			 H * H + H + 2 * H * I + I + H + (layer_norm ? 4 * H : 2 * H) + 2 * H;
+	addmul(&t, v.layers, layer);
+	*hidden = v.h;
+	return tower_count(sub, &t, out);
+}
+
 /* Pixtral's vision tower (transformers' PixtralVisionModel: Pixtral-12B
  * under LLaVA), its config's fields read under `sub` with
  * PixtralVisionConfig's defaults: a patch convolution without bias, an
@@ -1443,9 +1496,11 @@ static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 /* What a projector reads beside the tower's width: LLaVA's (and LLaVA-NeXT's
  * and Mistral 3's) layers of features side by side (vision_feature_layer,
  * one index or a list), biases (multimodal_projector_bias, default true,
- * false for Mistral 3), Mistral 3's spatial_merge_size (2), PaliGemma's
- * projection_dim (vision_config's, else the top level's; the text width
- * when absent).  Read only for the model types that have them. */
+ * false for Mistral 3), Mistral 3's spatial_merge_size (2), InternVL's
+ * downsample_ratio (0.5: its pixel shuffle puts int(1 / ratio)^2 patches'
+ * features side by side, in merge), PaliGemma's projection_dim
+ * (vision_config's, else the top level's; the text width when absent).
+ * Read only for the model types that have them. */
 typedef struct proj_in {
 	uint64_t layers, merge, out;
 	bool bias;
@@ -1469,6 +1524,21 @@ static kvs_status projector_fields(const cfg *c, const cfg *sub, const char *top
 				return st;
 		}
 		p->out = out;
+		return KVS_OK;
+	}
+	if (type_is(top_type, KEYS("internvl_chat"))) {
+		json_t *r = json_object_get(c->root, "downsample_ratio");
+		if (r && !json_is_null(r)) {
+			double x = json_is_number(r) ? json_number_value(r) : 0;
+			if (!(x > 1.0 / 64 && x <= 1)) {
+				char text[64];
+				show(r, text, sizeof text);
+				return kvs_fail(KVS_ERR_PARSE, "%s: field 'downsample_ratio': "
+						"expected a number in (1/64, 1], got %s",
+						c->path, text);
+			}
+			p->merge = (uint64_t)(1.0 / x);
+		}
 		return KVS_OK;
 	}
 	if (!type_is(top_type, KEYS("llava", "llava_next", "mistral3")))
@@ -1514,8 +1584,10 @@ static kvs_status projector_fields(const cfg *c, const cfg *sub, const char *top
  * hidden with bias), LLaVA's, LLaVA-NeXT's and Mistral 3's after any
  * (LlavaMultiModalProjector, from feature_layers layers' features, biases
  * when proj_bias; Mistral3MultiModalProjector adds a norm and a patch
- * merger of merge x merge patches).  false: a
- * pairing kvsim does not count. */
+ * merger of merge x merge patches), InternVL's after InternViT
+ * (InternVLChatModel's mlp1: a LayerNorm over merge^2 patches' features
+ * side by side, a linear layer into the text model and one within it,
+ * with biases).  false: a pairing kvsim does not count. */
 static bool projector_params(const char *top_type, const char *tower_type, uint64_t vh,
 			     const proj_in *p, const kvs_model *m, uint64_t *out)
 {
@@ -1531,6 +1603,11 @@ static bool projector_params(const char *top_type, const char *tower_type, uint6
 		/* one linear layer with bias into projection_dim (the text
 		 * model's width in every published checkpoint) */
 		*out = vh * p->out + p->out;
+		return true;
+	}
+	if (type_is(top_type, KEYS("internvl_chat")) && type_is(tower_type, KEYS("intern_vit_6b"))) {
+		uint64_t in = vh * p->merge * p->merge, h = m->hidden_size;
+		*out = 2 * in + in * h + h + h * h + h;
 		return true;
 	}
 	if (type_is(top_type, KEYS("llava", "llava_next", "mistral3"))) {
@@ -1563,6 +1640,7 @@ static const struct {
 	{ "siglip_vision_model", siglip_params, false },
 	{ "clip_vision_model", clip_params, false },
 	{ "pixtral", pixtral_params, false },
+	{ "intern_vit_6b", internvit_params, false },
 	{ "llama4_vision_model", llama4_vision_params, false },
 	{ "qwen2_vl", qwen2vl_vision_params, true },
 	{ "qwen2_5_vl", qwen25vl_vision_params, true },
@@ -1746,7 +1824,10 @@ kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t l
 		st = kvs_fail(KVS_ERR_PARSE, "%s: expected a JSON object (a config.json)", path);
 		goto done;
 	}
+	/* InternVL's chat configs (internvl_chat) name it llm_config */
 	json_t *text = json_object_get(root, "text_config");
+	if (!text || json_is_null(text))
+		text = json_object_get(root, "llm_config");
 	if (json_is_object(text))
 		c.text = text;
 	const char *model_type = json_string_value(cfg_get(&c, "model_type"));

@@ -1488,6 +1488,84 @@ static void test_vision_tower(void **state)
 		     KVS_ERR_PARSE,
 		     "field 'vision_config.deepstack_visual_indexes'[1]: expected an integer");
 #undef QWEN3VL_TOWER
+	/* InternVL's chat config: the text model under llm_config, InternViT,
+	 * and mlp1.  By hand, hidden 8, MLP 12, 2 layers, 4 x 4 images in
+	 * 2 x 2 patches (4 patches and the class token), 3 channels:
+	 *   patches (3 x 2 x 2 + 1) x 8 = 104, class embedding 8, positions
+	 *   5 x 8 = 40
+	 *   a layer with LayerNorms, q/k/v biases, no q/k norms:
+	 *     q/k/v 3 x 64 + 24, output 64 + 8, MLP 2 x 8 x 12 + 12 + 8,
+	 *     norms 4 x 8, layer scales 2 x 8 = 548; tower 152 + 2 x 548 = 1,248
+	 *   mlp1 at downsample_ratio 0.5 (2 x 2 patches side by side, 32 wide)
+	 *     into hidden 64: LayerNorm 64, 32 x 64 + 64, 64 x 64 + 64 = 6,336 */
+#define IVL(top, tower) "{\"model_type\": \"internvl_chat\", \"llm_config\": {" DENSE4 "}, " \
+			top "\"vision_config\": {\"model_type\": \"intern_vit_6b\", " \
+			"\"hidden_size\": 8, \"intermediate_size\": 12, " \
+			"\"num_hidden_layers\": 2, \"image_size\": 4, \"patch_size\": 2" tower "}}"
+	assert_int_equal(parse(IVL("\"downsample_ratio\": 0.5, ",
+				   ", \"norm_type\": \"layer_norm\", \"qkv_bias\": true, "
+				   "\"qk_normalization\": false"), &m), KVS_OK);
+	assert_int_equal(m.num_layers, 4);
+	assert_int_equal(m.vision_params, 1248 + 6336);
+	assert_int_equal(m.num_params, 160832 + 1248 + 6336);
+	assert_int_equal(m.num_active_params, 160832);
+	assert_string_equal(m.vision_unread, "");
+	/* InternVisionConfig's defaults (InternViT-6B's layers): RMSNorms,
+	 * q and k normalised, no q/k/v biases: a layer 192 + 16 + 72 + 212 +
+	 * 16 + 16 = 524; downsample_ratio 0.25 puts 4 x 4 patches side by
+	 * side (128 wide): 256 + 128 x 64 + 64 + 4,160 = 12,672 */
+	assert_int_equal(parse(IVL("\"downsample_ratio\": 0.25, ", ""), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 152 + 2 * 524 + 12672);
+	/* no downsample_ratio: InternVLChatConfig's 0.5 */
+	assert_int_equal(parse(IVL("", ""), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 152 + 2 * 524 + 6336);
+	/* every field defaulted: InternViT-6B at 224 pixels (48 layers of
+	 * 3200, MLP 12800, 14-pixel patches): patches 589 x 3200, class
+	 * 3200, positions 257 x 3200, layers 48 x 122,918,400 =
+	 * 5,902,793,600; mlp1 from 12800 into 64: 25,600 + 819,264 + 4,160 */
+	assert_int_equal(parse("{\"model_type\": \"internvl_chat\", \"llm_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"intern_vit_6b\"}}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 5902793600ull + 849024);
+	expect_error(IVL("", ", \"norm_type\": \"batch_norm\""), KVS_ERR_PARSE,
+		     "field 'vision_config.norm_type': expected \"rms_norm\" or \"layer_norm\", "
+		     "got \"batch_norm\"");
+	expect_error(IVL("", ", \"qkv_bias\": 1"), KVS_ERR_PARSE,
+		     "field 'vision_config.qkv_bias': expected true or false");
+	expect_error(IVL("\"downsample_ratio\": 0, ", ""), KVS_ERR_PARSE,
+		     "field 'downsample_ratio': expected a number in (1/64, 1], got 0");
+	expect_error(IVL("\"downsample_ratio\": \"0.5\", ", ""), KVS_ERR_PARSE,
+		     "field 'downsample_ratio': expected a number in (1/64, 1], got \"0.5\"");
+#undef IVL
+	/* InternLM2 (InternVL2.5-8B's text model): one `bias` for the
+	 * packed q/k/v and the output, InternLM2Config's default true (4 x
+	 * (64 + 32 + 32 + 64) = 768 more than DENSE4's shapes), untied */
+#define ILM2(extra) "{\"model_type\": \"internlm2\", \"num_hidden_layers\": 4, " \
+		    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, " \
+		    "\"hidden_size\": 64, \"intermediate_size\": 128, \"vocab_size\": 100" extra "}"
+	assert_int_equal(parse(ILM2(""), &m), KVS_OK);
+	assert_true(m.qkv_bias && m.o_bias && !m.tie_word_embeddings);
+	assert_int_equal(m.num_params, 160832 + 768);
+	assert_int_equal(parse(ILM2(", \"bias\": false"), &m), KVS_OK);
+	assert_int_equal(m.num_params, 160832);
+	expect_error(ILM2(", \"bias\": \"no\""), KVS_ERR_PARSE,
+		     "field 'bias': expected true or false");
+#undef ILM2
+	/* InternVL2.5-1B's shapes (tests/data: InternVL3-1B's config, the
+	 * same InternViT-300M and Qwen2.5-0.5B over 151,674 tokens):
+	 *   tower: patches 589 x 1024, class 1024, positions 1025 x 1024,
+	 *   24 layers of 12,598,272: 304,012,288
+	 *   mlp1: 8,192 + 4096 x 896 + 896 + 896 x 896 + 896 = 4,482,816
+	 *   text: embeddings and head 2 x 151,674 x 896, 24 layers of
+	 *   14,912,384, the final norm 896: 629,697,920
+	 * in all 938,193,024 (Hugging Face's safetensors count for
+	 * OpenGVLab/InternVL2_5-1B) */
+	assert_int_equal(kvs_model_from_json_file(KVS_SOURCE_ROOT "/tests/data/internvl3-1b.json",
+						  &m), KVS_OK);
+	assert_true(m.qkv_bias && !m.tie_word_embeddings);
+	assert_int_equal(m.num_layers, 24);
+	assert_int_equal(m.num_kv_heads, 2);
+	assert_int_equal(m.vision_params, 304012288ull + 4482816);
+	assert_int_equal(m.num_params, 938193024ull);
 	/* Qwen-MoE's layouts: experts every decoder_sparse_step-th layer
 	 * (layers 1 and 3 of 4 at 2: two dense MLPs of 128 instead of two
 	 * MoE layers), and dense layers by index (mlp_only_layers; an index

@@ -684,6 +684,21 @@ sed 's/"deepstack_visual_indexes": \[/"deepstack_visual_indexes": 3, "x": [/' \
 	"$ROOT/sizing/presets/models/qwen3-vl-8b.json" >"$tmp/q3.json"
 run 1 --model "$tmp/q3.json" --gpu h100-80gb &&
 	has "$err" "q3.json: field 'vision_config.deepstack_visual_indexes': expected a list" "deepstack list"
+# InternVL's chat config (model_type internvl_chat): the text model under
+# llm_config, InternViT-6B and mlp1 (InternVL2.5-38B's shapes, tests/data):
+# 38,388,164,992 parameters as Hugging Face counts them, the KV of
+# Qwen2.5-32B (64 layers x 8 kv heads x 128 x 2 x 2 bytes, over 2 GPUs)
+run 0 --model "$ROOT/tests/data/internvl2_5-38b.json" --gpu h100-80gb --tp 2 --json && {
+	[ -z "$err" ] || fail "InternVL2.5-38B warned: $err"
+	[ "$(nget num_params)" = 38388164992 ] || fail "InternVL's num_params $(nget num_params)"
+	[ "$(nget vision_params)" = 5628282240 ] || fail "InternVL's vision_params $(nget vision_params)"
+	[ "$(jget kv_bytes_per_token)" = 131072 ] || fail "InternVL's KV bytes $(jget kv_bytes_per_token)"
+}
+# a norm kvsim does not know: the file and the field
+sed 's/"norm_type": "rms_norm"/"norm_type": "group_norm"/' \
+	"$ROOT/tests/data/internvl2_5-38b.json" >"$tmp/ivl.json"
+run 1 --model "$tmp/ivl.json" --gpu h100-80gb &&
+	has "$err" "ivl.json: field 'vision_config.norm_type': expected \"rms_norm\" or \"layer_norm\", got \"group_norm\"" "InternViT's norm_type"
 # a tower kvsim has no shapes for: named, not silently dropped
 sed 's/"siglip_vision_model"/"mllama_vision_model"/' \
 	"$ROOT/sizing/presets/models/gemma-3-4b.json" >"$tmp/mm.json"
