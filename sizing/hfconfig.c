@@ -1248,47 +1248,143 @@ static kvs_status clip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 	return tower_count(sub, &t, out);
 }
 
-/* InternViT (OpenGVLab's InternVisionModel: InternVL's tower, vision
- * model_type intern_vit_6b for all its sizes), its config's fields read
- * under `sub` with InternVisionConfig's defaults: a patch convolution with
- * a bias, a class embedding, learned positions for every patch and the
- * class token; layers of two norms (norm_type: "rms_norm", a weight, or
- * "layer_norm", weight and bias), a packed q/k/v (biases when qkv_bias),
- * RMSNorms over q and k across the heads when qk_normalization, an output
- * projection and an fc1/fc2 MLP with biases, and two layer-scale vectors;
- * no norm after the last layer. */
+/* InternViT's shape, in either config format: widths, layers, channels,
+ * image and patch sides (height, width), and its optional parts. */
+typedef struct intern_shape {
+	uint32_t h, in, layers, ch, ih, iw, ph, pw;
+	bool qkv_bias, qk_norm, layer_norm, mask_token, positions, final_norm;
+} intern_shape;
+
+/* norm_type: "rms_norm" or "layer_norm" (*layer_norm: which), else the
+ * error naming the field */
+static kvs_status intern_norm(const cfg *sub, bool *layer_norm)
+{
+	json_t *nt = cfg_get(sub, "norm_type");
+	if (!nt)
+		return KVS_OK;
+	const char *s = json_string_value(nt);
+	if (!s || (strcmp(s, "rms_norm") != 0 && strcmp(s, "layer_norm") != 0)) {
+		char text[64];
+		show(nt, text, sizeof text);
+		return kvs_fail(KVS_ERR_PARSE, "%s: field '%snorm_type': expected \"rms_norm\" "
+				"or \"layer_norm\", got %s", sub->path, PFX(sub), text);
+	}
+	*layer_norm = strcmp(s, "layer_norm") == 0;
+	return KVS_OK;
+}
+
+/* A side pair: an integer (both) or a list of two (height, width), each
+ * in [1, 2^20]; absent, *a and *b stay. */
+static kvs_status side_pair(const cfg *sub, const char *key, uint32_t *a, uint32_t *b)
+{
+	json_t *v = cfg_get(sub, key);
+	if (!v)
+		return KVS_OK;
+	if (!json_is_array(v)) {
+		kvs_status st = cfg_u32_in(sub, KEYS(key), false, NULL, 1, 1u << 20, a, NULL);
+		*b = *a;
+		return st;
+	}
+	json_t *x = json_array_get(v, 0), *y = json_array_get(v, 1);
+	if (json_array_size(v) != 2 || !json_is_integer(x) || !json_is_integer(y) ||
+	    json_integer_value(x) < 1 || json_integer_value(x) > 1 << 20 ||
+	    json_integer_value(y) < 1 || json_integer_value(y) > 1 << 20) {
+		char text[64];
+		show(v, text, sizeof text);
+		return kvs_fail(KVS_ERR_PARSE, "%s: field '%s%s': expected an integer or two "
+				"in [1, 1048576], got %s", sub->path, PFX(sub), key, text);
+	}
+	*a = (uint32_t)json_integer_value(x);
+	*b = (uint32_t)json_integer_value(y);
+	return KVS_OK;
+}
+
+/* InternViT's weights: a patch convolution with a bias, a class embedding,
+ * an optional mask token, learned positions for every patch and the class
+ * token (unless left out); layers of two norms (LayerNorm: weight and
+ * bias; RMSNorm: a weight), q/k/v (biases when qkv_bias), RMSNorms over q
+ * and k across the heads when qk_norm, an output projection and an fc1/fc2
+ * MLP with biases, and two layer-scale vectors; an optional LayerNorm
+ * after the last layer. */
+static kvs_status intern_count(const cfg *sub, const intern_shape *s, uint64_t *out,
+			       uint32_t *hidden)
+{
+	if (s->ph > s->ih || s->pw > s->iw)
+		return kvs_fail(KVS_ERR_PARSE, "%s: field '%spatch_size': larger than "
+				"image_size", sub->path, PFX(sub));
+	uint64_t H = s->h, I = s->in, np = (uint64_t)(s->ih / s->ph) * (s->iw / s->pw);
+	acc t = { 0, false };
+	addmul(&t, (uint64_t)s->ch * s->ph * s->pw + 1, H);    /* patch conv and its bias */
+	add(&t, s->mask_token ? 2 * H : H);                    /* class (and mask) token */
+	if (s->positions)
+		addmul(&t, np + 1, H);
+	/* q/k/v, output, MLP, the two norms, the two layer scales (widths
+	 * below 2^21: no overflow) */
+	uint64_t layer = 3 * H * H + (s->qkv_bias ? 3 * H : 0) + (s->qk_norm ? 2 * H : 0) +
+			 H * H + H + 2 * H * I + I + H + (s->layer_norm ? 4 * H : 2 * H) + 2 * H;
+	addmul(&t, s->layers, layer);
+	if (s->final_norm)
+		add(&t, 2 * H);
+	*hidden = s->h;
+	return tower_count(sub, &t, out);
+}
+
+/* InternViT under InternVL's chat config (OpenGVLab's InternVisionModel,
+ * vision model_type intern_vit_6b for all its sizes), its fields read
+ * under `sub` with InternVisionConfig's defaults: InternViT-6B at 224
+ * pixels, RMSNorms, q/k norms, no q/k/v biases; no mask token, no norm
+ * after the last layer. */
 static kvs_status internvit_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 {
 	kvs_status st;
 	vit_shape v = { 3200, 12800, 48, 224, 14, 3 };
-	bool qkv_bias = false, qk_norm = true, layer_norm = false;
-	if ((st = vit_read(sub, &v)) || (st = cfg_bool(sub, "qkv_bias", &qkv_bias, NULL)) ||
-	    (st = cfg_bool(sub, "qk_normalization", &qk_norm, NULL)))
+	intern_shape s = { .qk_norm = true, .positions = true };
+	if ((st = vit_read(sub, &v)) || (st = cfg_bool(sub, "qkv_bias", &s.qkv_bias, NULL)) ||
+	    (st = cfg_bool(sub, "qk_normalization", &s.qk_norm, NULL)) ||
+	    (st = intern_norm(sub, &s.layer_norm)))
 		return st;
-	json_t *nt = cfg_get(sub, "norm_type");
-	if (nt) {
-		const char *s = json_string_value(nt);
-		if (!s || (strcmp(s, "rms_norm") != 0 && strcmp(s, "layer_norm") != 0)) {
-			char text[64];
-			show(nt, text, sizeof text);
-			return kvs_fail(KVS_ERR_PARSE, "%s: field '%snorm_type': expected "
-					"\"rms_norm\" or \"layer_norm\", got %s", sub->path,
-					PFX(sub), text);
-		}
-		layer_norm = strcmp(s, "layer_norm") == 0;
-	}
-	uint64_t side = v.image / v.patch, H = v.h, I = v.in;
-	acc t = { 0, false };
-	addmul(&t, (uint64_t)v.ch * v.patch * v.patch + 1, H);   /* patch conv and its bias */
-	add(&t, H);                                              /* class embedding */
-	addmul(&t, side * side + 1, H);                          /* positions */
-	/* q/k/v, output, MLP, the two norms, the two layer scales (widths
-	 * below 2^21: no overflow) */
-	uint64_t layer = 3 * H * H + (qkv_bias ? 3 * H : 0) + (qk_norm ? 2 * H : 0) +
-			 H * H + H + 2 * H * I + I + H + (layer_norm ? 4 * H : 2 * H) + 2 * H;
-	addmul(&t, v.layers, layer);
-	*hidden = v.h;
-	return tower_count(sub, &t, out);
+	s.h = v.h, s.in = v.in, s.layers = v.layers, s.ch = v.ch;
+	s.ih = s.iw = v.image, s.ph = s.pw = v.patch;
+	return intern_count(sub, &s, out, hidden);
+}
+
+/* The same tower in transformers' own format (InternVLVisionModel, vision
+ * model_type internvl_vision, the "-hf" checkpoints), with
+ * InternVLVisionConfig's defaults: InternViT-300M at 448 pixels
+ * (LayerNorms, no q/k/v biases, no q/k norms); attention_bias (or
+ * qkv_bias), use_qk_norm (or qk_normalization), image and patch sides as
+ * an integer or a pair, a mask token when use_mask_token, positions
+ * unless use_absolute_position_embeddings is false, a LayerNorm after the
+ * last layer when use_mean_pooling is false. */
+static kvs_status internvl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+{
+	kvs_status st;
+	intern_shape s = { 1024, 4096, 24, 3, 448, 448, 14, 14, .layer_norm = true,
+			   .positions = true };
+	bool pool = true, qb = false, qn = false, qb_found, qn_found;
+	if ((st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &s.h, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("intermediate_size"), false, NULL, 1, 1u << 20, &s.in,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_hidden_layers"), false, NULL, 0, 1u << 16, &s.layers,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_channels"), false, NULL, 1, 1024, &s.ch, NULL)) ||
+	    (st = side_pair(sub, "image_size", &s.ih, &s.iw)) ||
+	    (st = side_pair(sub, "patch_size", &s.ph, &s.pw)) ||
+	    (st = cfg_bool(sub, "attention_bias", &s.qkv_bias, &qb_found)) ||
+	    (st = cfg_bool(sub, "qkv_bias", &qb, NULL)) ||
+	    (st = cfg_bool(sub, "use_qk_norm", &s.qk_norm, &qn_found)) ||
+	    (st = cfg_bool(sub, "qk_normalization", &qn, NULL)) ||
+	    (st = cfg_bool(sub, "use_mask_token", &s.mask_token, NULL)) ||
+	    (st = cfg_bool(sub, "use_absolute_position_embeddings", &s.positions, NULL)) ||
+	    (st = cfg_bool(sub, "use_mean_pooling", &pool, NULL)) ||
+	    (st = intern_norm(sub, &s.layer_norm)))
+		return st;
+	if (!qb_found)
+		s.qkv_bias = qb;
+	if (!qn_found)
+		s.qk_norm = qn;
+	s.final_norm = !pool;
+	return intern_count(sub, &s, out, hidden);
 }
 
 /* Pixtral's vision tower (transformers' PixtralVisionModel: Pixtral-12B
@@ -1526,7 +1622,7 @@ static kvs_status projector_fields(const cfg *c, const cfg *sub, const char *top
 		p->out = out;
 		return KVS_OK;
 	}
-	if (type_is(top_type, KEYS("internvl_chat"))) {
+	if (type_is(top_type, KEYS("internvl_chat", "internvl"))) {
 		json_t *r = json_object_get(c->root, "downsample_ratio");
 		if (r && !json_is_null(r)) {
 			double x = json_is_number(r) ? json_number_value(r) : 0;
@@ -1605,7 +1701,8 @@ static bool projector_params(const char *top_type, const char *tower_type, uint6
 		*out = vh * p->out + p->out;
 		return true;
 	}
-	if (type_is(top_type, KEYS("internvl_chat")) && type_is(tower_type, KEYS("intern_vit_6b"))) {
+	if (type_is(top_type, KEYS("internvl_chat", "internvl")) &&
+	    type_is(tower_type, KEYS("intern_vit_6b", "internvl_vision"))) {
 		uint64_t in = vh * p->merge * p->merge, h = m->hidden_size;
 		*out = 2 * in + in * h + h + h * h + h;
 		return true;
@@ -1641,6 +1738,7 @@ static const struct {
 	{ "clip_vision_model", clip_params, false },
 	{ "pixtral", pixtral_params, false },
 	{ "intern_vit_6b", internvit_params, false },
+	{ "internvl_vision", internvl_vision_params, false },
 	{ "llama4_vision_model", llama4_vision_params, false },
 	{ "qwen2_vl", qwen2vl_vision_params, true },
 	{ "qwen2_5_vl", qwen25vl_vision_params, true },

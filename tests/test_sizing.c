@@ -1536,6 +1536,60 @@ static void test_vision_tower(void **state)
 	expect_error(IVL("\"downsample_ratio\": \"0.5\", ", ""), KVS_ERR_PARSE,
 		     "field 'downsample_ratio': expected a number in (1/64, 1], got \"0.5\"");
 #undef IVL
+	/* transformers' own InternVL format (internvl, an internvl_vision
+	 * tower under text_config's model): the same weights, with
+	 * InternVLVisionConfig's defaults (LayerNorms, no q/k/v biases, no
+	 * q/k norms): the toy tower's layer 192 + 72 + 212 + 32 + 16 = 524,
+	 * 24 more with attention_bias (or qkv_bias): 1,248 as above; a mask
+	 * token 8, a LayerNorm after the last layer 16 (use_mean_pooling
+	 * false), no positions -40; 4 x 6 images in 2 x 3 patches: the
+	 * convolution (3 x 6 + 1) x 8 = 152, still 4 patches */
+#define IVLHF(tower) "{\"model_type\": \"internvl\", \"text_config\": {" DENSE4 "}, " \
+		     "\"vision_config\": {\"model_type\": \"internvl_vision\", " \
+		     "\"hidden_size\": 8, \"intermediate_size\": 12, " \
+		     "\"num_hidden_layers\": 2, \"image_size\": [4, 4], \"patch_size\": 2" tower "}}"
+	assert_int_equal(parse(IVLHF(", \"attention_bias\": true"), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1248 + 6336);
+	assert_int_equal(m.num_params, 160832 + 1248 + 6336);
+	assert_int_equal(parse(IVLHF(", \"qkv_bias\": true"), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1248 + 6336);
+	assert_int_equal(parse(IVLHF(""), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1248 - 2 * 24 + 6336);
+	assert_int_equal(parse(IVLHF(", \"use_mask_token\": true, \"use_mean_pooling\": false, "
+				     "\"use_absolute_position_embeddings\": false"), &m), KVS_OK);
+	assert_int_equal(m.vision_params, 1200 + 8 + 16 - 40 + 6336);
+	assert_int_equal(parse("{\"model_type\": \"internvl\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"internvl_vision\", "
+			       "\"hidden_size\": 8, \"intermediate_size\": 12, "
+			       "\"num_hidden_layers\": 2, \"image_size\": [4, 6], "
+			       "\"patch_size\": [2, 3]}}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 152 + 8 + 40 + 2 * 524 + 6336);
+	expect_error(IVLHF(", \"use_qk_norm\": \"yes\""), KVS_ERR_PARSE,
+		     "field 'vision_config.use_qk_norm': expected true or false");
+	expect_error("{\"model_type\": \"internvl\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"model_type\": \"internvl_vision\", "
+		     "\"image_size\": [448]}}", KVS_ERR_PARSE,
+		     "field 'vision_config.image_size': expected an integer or two in "
+		     "[1, 1048576], got [448]");
+	expect_error("{\"model_type\": \"internvl\", \"text_config\": {" DENSE4 "}, "
+		     "\"vision_config\": {\"model_type\": \"internvl_vision\", "
+		     "\"image_size\": 8, \"patch_size\": [4, 16]}}", KVS_ERR_PARSE,
+		     "field 'vision_config.patch_size': larger than image_size");
+#undef IVLHF
+	/* InternVL3-1B in that format (its "-hf" checkpoint's shapes): the
+	 * same 938,193,024 as the chat config's below */
+	assert_int_equal(parse("{\"model_type\": \"internvl\", \"downsample_ratio\": 0.5, "
+			       "\"text_config\": {\"model_type\": \"qwen2\", "
+			       "\"hidden_size\": 896, \"intermediate_size\": 4864, "
+			       "\"num_hidden_layers\": 24, \"num_attention_heads\": 14, "
+			       "\"num_key_value_heads\": 2, \"vocab_size\": 151674, "
+			       "\"tie_word_embeddings\": false}, "
+			       "\"vision_config\": {\"model_type\": \"internvl_vision\", "
+			       "\"hidden_size\": 1024, \"intermediate_size\": 4096, "
+			       "\"num_hidden_layers\": 24, \"attention_bias\": true, "
+			       "\"image_size\": [448, 448], \"patch_size\": [14, 14], "
+			       "\"norm_type\": \"layer_norm\", \"use_qk_norm\": false}}", &m), KVS_OK);
+	assert_int_equal(m.num_params, 938193024ull);
 	/* InternLM2 (InternVL2.5-8B's text model): one `bias` for the
 	 * packed q/k/v and the output, InternLM2Config's default true (4 x
 	 * (64 + 32 + 32 + 64) = 768 more than DENSE4's shapes), untied */
