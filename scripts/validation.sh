@@ -230,20 +230,22 @@ ckpt_rows "Hugging Face Hub, Qwen/Qwen3-VL-4B-Instruct: the safetensors paramete
 ckpt_rows "Hugging Face Hub, Qwen/Qwen3-VL-30B-A3B-Instruct: the parameter count of its 13 bf16 safetensors shards (31,070,754,032)" \
 	"qwen3-vl-30b-a3b preset: the MoE text model (48 layers of 2048, 128 experts of 768, top-8, 32 heads, 4 kv heads, untied) and Qwen3-VL-8B's tower merging into 2048 (0.54B)" \
 	31.07 - --model qwen3-vl-30b-a3b --gpu h100-80gb
+# ivl_row REPO COUNT PARAMS_B FIXTURE SHAPES: an InternVL checkpoint's
+# safetensors count against kvsim's for its shapes under tests/data
+ivl_row() {
+	ckpt_rows "Hugging Face Hub, OpenGVLab/$1: the safetensors parameter count ($2)" \
+		"$5" "$3" - --model "tests/data/$4" --gpu h100-80gb
+}
 ivl="InternViT-300M at 448 pixels (24 layers of 1024, LayerNorms, q/k/v biases, layer scales) and mlp1 from 2 x 2 patches"
 ivl6="InternViT-6B at 448 pixels (45 layers of 3200, RMSNorms, q/k norms, layer scales) and mlp1 from 2 x 2 patches"
-ckpt_rows "Hugging Face Hub, OpenGVLab/InternVL2_5-1B: the safetensors parameter count (938,193,024)" \
-	"InternVL3-1B's config (tests/data; InternVL2.5-1B's shapes): $ivl, Qwen2.5-0.5B over 151,674 tokens under llm_config, untied" \
-	0.94 - --model tests/data/internvl3-1b.json --gpu h100-80gb
-ckpt_rows "Hugging Face Hub, OpenGVLab/InternVL2_5-8B: the safetensors parameter count (8,075,365,376)" \
-	"InternVL2.5-8B's shapes (tests/data): $ivl, InternLM2.5-7B (32 layers of 4096, 8 kv heads, MLP 14336, 92,553 tokens, no biases, untied)" \
-	8.08 - --model tests/data/internvl2_5-8b.json --gpu h100-80gb
-ckpt_rows "Hugging Face Hub, OpenGVLab/InternVL2_5-38B: the safetensors parameter count (38,388,164,992)" \
-	"InternVL2.5-38B's shapes (tests/data): $ivl6, Qwen2.5-32B over 151,674 tokens, untied" \
-	38.39 - --model tests/data/internvl2_5-38b.json --gpu h100-80gb
-ckpt_rows "Hugging Face Hub, OpenGVLab/InternVL2_5-78B: the safetensors parameter count (78,408,318,336)" \
-	"InternVL2.5-78B's shapes (tests/data): $ivl6, Qwen2.5-72B over 151,674 tokens, untied" \
-	78.41 - --model tests/data/internvl2_5-78b.json --gpu h100-80gb
+ivl_row InternVL2_5-1B 938,193,024 0.94 internvl3-1b.json \
+	"InternVL3-1B's config (tests/data; InternVL2.5-1B's shapes): $ivl, Qwen2.5-0.5B over 151,674 tokens under llm_config, untied"
+ivl_row InternVL2_5-8B 8,075,365,376 8.08 internvl2_5-8b.json \
+	"InternVL2.5-8B's shapes (tests/data): $ivl, InternLM2.5-7B (32 layers of 4096, 8 kv heads, MLP 14336, 92,553 tokens, no biases, untied)"
+ivl_row InternVL2_5-38B 38,388,164,992 38.39 internvl2_5-38b.json \
+	"InternVL2.5-38B's shapes (tests/data): $ivl6, Qwen2.5-32B over 151,674 tokens, untied"
+ivl_row InternVL2_5-78B 78,408,318,336 78.41 internvl2_5-78b.json \
+	"InternVL2.5-78B's shapes (tests/data): $ivl6, Qwen2.5-72B over 151,674 tokens, untied"
 c="--model gemma-3-27b --gpu mi300x --max-model-len 4096"
 j=$(size_json $c)
 row "vLLM 0.11.0rc2 start-up log of an example server on ROCm (Model loading took 51.7891 GiB)" \

@@ -96,9 +96,11 @@ if wanted config; then
 		"$root"/common/*.c "$root"/sizing/*.c -ljansson -lm -o "$bin"
 	corpus="$out/corpus-config"
 	mkdir -p "$corpus"
-	# seeds: every preset config.json, with option bytes 0, 0x3f and 0xc3
-	# (data-parallel ranks, expert parallelism, INT4 weights)
-	for s in "$root"/sizing/presets/models/*.json; do
+	# seeds: every preset config.json and the tests' model configs, with
+	# option bytes 0, 0x3f and 0xc3 (data-parallel ranks, expert
+	# parallelism, INT4 weights)
+	for s in "$root"/sizing/presets/models/*.json \
+		 $(grep -l '"model_type"' "$root"/tests/data/*.json); do
 		{ printf '\000'; cat "$s"; } > "$corpus/seed-$(basename "$s")"
 		{ printf '\077'; cat "$s"; } > "$corpus/seed-x-$(basename "$s")"
 		{ printf '\303'; cat "$s"; } > "$corpus/seed-ep-$(basename "$s")"
