@@ -658,8 +658,12 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		    mt->counted & KVS_MEM_CONTEXT ? cnt : "before vLLM's snapshot, not subtracted");
 		snprintf(lab, sizeof lab, "  CUDA graphs (%u sizes)", mt->cudagraph_sizes);
 		add(&t, lab, kvs_fmt_commas(mt->cudagraph_bytes, b1, sizeof b1),
-		    "%s, estimate, %s", ibytes(mt->cudagraph_bytes, b2, sizeof b2),
-		    mt->counted & KVS_MEM_CUDAGRAPH ? cnt : no);
+		    "%s, estimate, %s%s", ibytes(mt->cudagraph_bytes, b2, sizeof b2),
+		    mt->counted & KVS_MEM_CUDAGRAPH ? cnt : no,
+		    mt->engine == KVS_ENGINE_VLLM
+			    ? "; vLLM 0.21 and later subtract a profiled estimate of their "
+			      "own by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS), "
+			      "docs/SIZING.md" : "");
 		if (d->model.vision_params && mt->engine == KVS_ENGINE_VLLM)
 			add(&t, "  vision encoder profile", "-",
 			    "not estimated: vLLM runs the encoder on its largest input "
