@@ -1922,10 +1922,16 @@ kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t l
 		st = kvs_fail(KVS_ERR_PARSE, "%s: expected a JSON object (a config.json)", path);
 		goto done;
 	}
-	/* InternVL's chat configs (internvl_chat) name it llm_config */
-	json_t *text = json_object_get(root, "text_config");
+	/* InternVL's chat configs (internvl_chat) name it llm_config; one
+	 * that is not an object is refused, naming it */
+	const char *tkey = "text_config";
+	json_t *text = json_object_get(root, tkey);
 	if (!text || json_is_null(text))
-		text = json_object_get(root, "llm_config");
+		text = json_object_get(root, tkey = "llm_config");
+	if (text && !json_is_null(text) && !json_is_object(text)) {
+		st = kvs_fail(KVS_ERR_PARSE, "%s: field '%s': expected an object", path, tkey);
+		goto done;
+	}
 	if (json_is_object(text))
 		c.text = text;
 	const char *model_type = json_string_value(cfg_get(&c, "model_type"));

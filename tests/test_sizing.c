@@ -1535,6 +1535,10 @@ static void test_vision_tower(void **state)
 		     "field 'downsample_ratio': expected a number in (1/64, 1], got 0");
 	expect_error(IVL("\"downsample_ratio\": \"0.5\", ", ""), KVS_ERR_PARSE,
 		     "field 'downsample_ratio': expected a number in (1/64, 1], got \"0.5\"");
+	expect_error("{\"model_type\": \"internvl_chat\", \"llm_config\": \"qwen2\"}",
+		     KVS_ERR_PARSE, "field 'llm_config': expected an object");
+	expect_error("{\"model_type\": \"llava\", \"text_config\": [1]}",
+		     KVS_ERR_PARSE, "field 'text_config': expected an object");
 #undef IVL
 	/* transformers' own InternVL format (internvl, an internvl_vision
 	 * tower under text_config's model): the same weights, with
