@@ -661,9 +661,9 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		    "%s, estimate, %s%s", ibytes(mt->cudagraph_bytes, b2, sizeof b2),
 		    mt->counted & KVS_MEM_CUDAGRAPH ? cnt : no,
 		    mt->engine == KVS_ENGINE_VLLM
-			    ? "; vLLM 0.21 and later subtract a profiled estimate of their "
-			      "own by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS), "
-			      "docs/SIZING.md" : "");
+			    ? "; vLLM 0.21 and later, on CUDA GPUs, subtract a profiled "
+			      "estimate of their own by default "
+			      "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS), docs/SIZING.md" : "");
 		if (d->model.vision_params && mt->engine == KVS_ENGINE_VLLM)
 			add(&t, "  vision encoder profile", "-",
 			    "not estimated: vLLM runs the encoder on its largest input "

@@ -1095,9 +1095,10 @@ static kvs_status parse_moe(const cfg *c, const char *model_type, kvs_model *m)
  * (model_type siglip_vision_model: Gemma 3, PaliGemma) with Gemma 3's or
  * PaliGemma's projector, Llama 4's tower (llama4_vision_model) with its
  * own, CLIP's and Pixtral's towers (clip_vision_model, pixtral) with
- * LLaVA's or Mistral 3's projector, and Qwen2-VL's, Qwen2.5-VL's and
+ * LLaVA's or Mistral 3's projector, Qwen2-VL's, Qwen2.5-VL's and
  * Qwen3-VL's towers (qwen2_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe) with
- * their patch mergers; any other tower
+ * their patch mergers, and InternViT (intern_vit_6b, internvl_vision)
+ * with InternVL's mlp1; any other tower
  * or projector is left out of the weights and named in vision_unread
  * (the CLI warns), never dropped silently. */
 
@@ -1703,8 +1704,15 @@ static bool projector_params(const char *top_type, const char *tower_type, uint6
 	}
 	if (type_is(top_type, KEYS("internvl_chat", "internvl")) &&
 	    type_is(tower_type, KEYS("intern_vit_6b", "internvl_vision"))) {
+		/* saturating: the text width may be up to 2^32 (the
+		 * caller refuses a sum past 64 bits) */
+		acc t = { 0, false };
 		uint64_t in = vh * p->merge * p->merge, h = m->hidden_size;
-		*out = 2 * in + in * h + h + h * h + h;
+		addmul(&t, 2, in);
+		addmul(&t, in, h);
+		addmul(&t, h, h);
+		add(&t, 2 * h);
+		*out = t.ovf ? UINT64_MAX : t.v;
 		return true;
 	}
 	if (type_is(top_type, KEYS("llava", "llava_next", "mistral3"))) {
@@ -1715,11 +1723,14 @@ static bool projector_params(const char *top_type, const char *tower_type, uint6
 		 * the text width; Mistral 3 an RMSNorm over the tower's width
 		 * and its patch merger, merge^2 patches' features into one
 		 * (no bias) */
-		uint64_t h = m->hidden_size, in = vh * p->layers;
-		*out = in * h + h * h + (p->bias ? 2 * h : 0) +
-		       (type_is(top_type, KEYS("llava_next")) ? h : 0);
+		acc t = { 0, false };
+		uint64_t h = m->hidden_size, in = mul(&t, vh, p->layers);
+		addmul(&t, in, h);
+		addmul(&t, h, h);
+		add(&t, (p->bias ? 2 * h : 0) + (type_is(top_type, KEYS("llava_next")) ? h : 0));
 		if (type_is(top_type, KEYS("mistral3")))
-			*out += vh + vh * p->merge * p->merge * vh;
+			addmul(&t, vh, 1 + p->merge * p->merge * vh);
+		*out = t.ovf ? UINT64_MAX : t.v;
 		return true;
 	}
 	return false;
@@ -1896,6 +1907,28 @@ kvs_status kvs_model_from_json_file(const char *path, kvs_model *out)
 	return st;
 }
 
+/* The text model type InternVLChatConfig builds from llm_config's first
+ * architecture (InternLM2's when it names none); the wrapper's own type
+ * (counted Llama-like) for one kvsim has no family for. */
+static const char *internvl_llm_type(const cfg *c)
+{
+	static const struct {
+		const char *arch, *type;
+	} archs[] = {
+		{ "InternLM2ForCausalLM", "internlm2" }, { "Qwen2ForCausalLM", "qwen2" },
+		{ "LlamaForCausalLM", "llama" }, { "Phi3ForCausalLM", "phi3" },
+		{ "Qwen3ForCausalLM", "qwen3" }, { "Qwen3MoeForCausalLM", "qwen3_moe" },
+	};
+	json_t *a = c->text ? json_object_get(c->text, "architectures") : NULL;
+	const char *arch = json_string_value(json_array_get(a, 0));
+	if (!arch)
+		return "internlm2";
+	for (size_t i = 0; i < KVS_ARRAY_LEN(archs); i++)
+		if (strcmp(arch, archs[i].arch) == 0)
+			return archs[i].type;
+	return "internvl_chat";
+}
+
 kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t len,
 				    kvs_model *out)
 {
@@ -1935,14 +1968,22 @@ kvs_status kvs_model_from_json_text(const char *path, const char *data, size_t l
 	if (json_is_object(text))
 		c.text = text;
 	const char *model_type = json_string_value(cfg_get(&c, "model_type"));
-	const char *name = json_string_value(cfg_get(&c, "_name_or_path"));
+	/* the checkpoint's own name: the top level's (a nested section's
+	 * names the language model it was trained from) */
+	const char *name = json_string_value(json_object_get(root, "_name_or_path"));
 	/* a text_config without its model_type (or none at all) is the
 	 * wrapper's default language model, as transformers builds it:
-	 * LlavaConfig's and LlavaNextConfig's Llama, Mistral3Config's Mistral */
+	 * LlavaConfig's and LlavaNextConfig's Llama, Mistral3Config's Mistral,
+	 * InternVLConfig's Qwen2; InternVL's chat configs name theirs by
+	 * llm_config's architectures (InternLM2 when none) */
 	if (type_is(model_type, KEYS("llava", "llava_next")))
 		model_type = "llama";
 	else if (type_is(model_type, KEYS("mistral3")))
 		model_type = "mistral";
+	else if (type_is(model_type, KEYS("internvl")))
+		model_type = "qwen2";
+	else if (type_is(model_type, KEYS("internvl_chat")))
+		model_type = internvl_llm_type(&c);
 	c.defaults = text_defaults(model_type);
 	snprintf(m.name, sizeof m.name, "%s", name && *name ? name : path);
 

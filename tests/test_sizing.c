@@ -1522,7 +1522,8 @@ static void test_vision_tower(void **state)
 	/* every field defaulted: InternViT-6B at 224 pixels (48 layers of
 	 * 3200, MLP 12800, 14-pixel patches): patches 589 x 3200, class
 	 * 3200, positions 257 x 3200, layers 48 x 122,918,400 =
-	 * 5,902,793,600; mlp1 from 12800 into 64: 25,600 + 819,264 + 4,160 */
+	 * 5,900,083,200: 5,902,793,600; mlp1 from 12800 into 64: 25,600 +
+	 * 819,264 + 4,160 */
 	assert_int_equal(parse("{\"model_type\": \"internvl_chat\", \"llm_config\": {" DENSE4 "}, "
 			       "\"vision_config\": {\"model_type\": \"intern_vit_6b\"}}", &m), KVS_OK);
 	assert_int_equal(m.vision_params, 5902793600ull + 849024);
@@ -1535,6 +1536,15 @@ static void test_vision_tower(void **state)
 		     "field 'downsample_ratio': expected a number in (1/64, 1], got 0");
 	expect_error(IVL("\"downsample_ratio\": \"0.5\", ", ""), KVS_ERR_PARSE,
 		     "field 'downsample_ratio': expected a number in (1/64, 1], got \"0.5\"");
+	/* mlp1 into a text model 2^32 - 1 wide: the count past 64 bits is
+	 * refused, not wrapped */
+	expect_error("{\"model_type\": \"internvl_chat\", \"llm_config\": {\"model_type\": "
+		     "\"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 65537, "
+		     "\"hidden_size\": 4294967295, \"intermediate_size\": 1, \"vocab_size\": 1}, "
+		     "\"vision_config\": {\"model_type\": \"intern_vit_6b\", \"hidden_size\": 8, "
+		     "\"intermediate_size\": 12, \"num_hidden_layers\": 1, \"image_size\": 4, "
+		     "\"patch_size\": 2}}", KVS_ERR_OVERFLOW,
+		     "the vision tower's parameter count does not fit in 64 bits");
 	expect_error("{\"model_type\": \"internvl_chat\", \"llm_config\": \"qwen2\"}",
 		     KVS_ERR_PARSE, "field 'llm_config': expected an object");
 	expect_error("{\"model_type\": \"llava\", \"text_config\": [1]}",
@@ -1594,6 +1604,30 @@ static void test_vision_tower(void **state)
 			       "\"image_size\": [448, 448], \"patch_size\": [14, 14], "
 			       "\"norm_type\": \"layer_norm\", \"use_qk_norm\": false}}", &m), KVS_OK);
 	assert_int_equal(m.num_params, 938193024ull);
+	/* a text_config without its model_type: InternVLConfig's Qwen2 (q/k/v
+	 * biases, untied), so the same count */
+	assert_int_equal(parse("{\"model_type\": \"internvl\", "
+			       "\"text_config\": {\"hidden_size\": 896, \"intermediate_size\": 4864, "
+			       "\"num_hidden_layers\": 24, \"num_attention_heads\": 14, "
+			       "\"num_key_value_heads\": 2, \"vocab_size\": 151674}, "
+			       "\"vision_config\": {\"model_type\": \"internvl_vision\", "
+			       "\"attention_bias\": true}}", &m), KVS_OK);
+	assert_true(m.qkv_bias && !m.tie_word_embeddings);
+	assert_int_equal(m.num_params, 938193024ull);
+	/* an llm_config without its model_type: the type its architectures
+	 * name (Qwen2's q/k/v biases: 4 x 128 on DENSE4's shapes), InternLM2's
+	 * without any (q/k/v and output biases: 4 x 192) */
+#define IVLA(arch) "{\"model_type\": \"internvl_chat\", \"llm_config\": {" arch \
+		   "\"num_hidden_layers\": 4, \"num_attention_heads\": 4, " \
+		   "\"num_key_value_heads\": 2, \"hidden_size\": 64, " \
+		   "\"intermediate_size\": 128, \"vocab_size\": 100}}"
+	assert_int_equal(parse(IVLA("\"architectures\": [\"Qwen2ForCausalLM\"], "), &m), KVS_OK);
+	assert_int_equal(m.num_params, 160832 + 4 * 128);
+	assert_int_equal(parse(IVLA(""), &m), KVS_OK);
+	assert_int_equal(m.num_params, 160832 + 4 * 192);
+	assert_int_equal(parse(IVLA("\"architectures\": [\"LlamaForCausalLM\"], "), &m), KVS_OK);
+	assert_int_equal(m.num_params, 160832);
+#undef IVLA
 	/* InternLM2 (InternVL2.5-8B's text model): one `bias` for the
 	 * packed q/k/v and the output, InternLM2Config's default true (4 x
 	 * (64 + 32 + 32 + 64) = 768 more than DENSE4's shapes), untied */
@@ -1619,6 +1653,9 @@ static void test_vision_tower(void **state)
 	 * OpenGVLab/InternVL2_5-1B) */
 	assert_int_equal(kvs_model_from_json_file(KVS_SOURCE_ROOT "/tests/data/internvl3-1b.json",
 						  &m), KVS_OK);
+	/* named by its file: llm_config's _name_or_path is the language
+	 * model it was trained from */
+	assert_non_null(strstr(m.name, "internvl3-1b.json"));
 	assert_true(m.qkv_bias && !m.tie_word_embeddings);
 	assert_int_equal(m.num_layers, 24);
 	assert_int_equal(m.num_kv_heads, 2);

@@ -118,7 +118,7 @@ run 0 --model llama-3.1-8b --gpu h100-80gb --max-model-len 8192 --gpu-memory-uti
 	has "$out" "- activations (8192 tokens)" "activation term"
 	has "$out" "- logits, sampler (1024 seqs)" "sampler term"
 	has "$out" "CUDA graphs (51 sizes)" "cuda graph term"
-	has "$out" "vLLM 0.21 and later subtract a profiled estimate of their own by default" "graphs: vLLM 0.21's default said"
+	has "$out" "vLLM 0.21 and later, on CUDA GPUs, subtract a profiled estimate of their own by default" "graphs: vLLM 0.21's default said"
 }
 run 0 --model llama-3.1-8b --gpu h100-80gb --max-model-len 8192 --gpu-memory-utilization 0.95 --json && {
 	[ "$(jget num_gpu_blocks)" = 29750 ] || fail "llama-3.1-8b h100 blocks: $(jget num_gpu_blocks)"
