@@ -127,8 +127,10 @@ void kvs_bench_deploy(const char *name, const char *model, const char *gpu,
 		fprintf(stderr, "bench_%s: presets: %s\n", name, kvs_last_error());
 		exit(1);
 	}
-	if (gpu_mem)
+	if (gpu_mem) {
 		g.mem_bytes = gpu_mem;
+		g.smi_mem_bytes = 0;
+	}
 	kvs_deploy_defaults(d, &m, &g);
 }
 

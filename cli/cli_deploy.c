@@ -257,6 +257,7 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 		return deploy_fail(c, cmd, exit_for(st), "--gpu: %s", kvs_last_error());
 	if (c->gpu_mem) {
 		g.mem_bytes = c->gpu_mem;
+		g.smi_mem_bytes = 0;   /* the given total stands for both */
 		snprintf(g.mem_source, sizeof g.mem_source, "--gpu-mem");
 		if (!c->gpu_given)
 			fprintf(stderr, "kvsim %s: warning: --gpu-mem without --gpu: the bandwidth "

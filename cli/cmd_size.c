@@ -608,7 +608,9 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	if (mt->engine == KVS_ENGINE_TRTLLM)
 		snprintf(lab, sizeof lab, "taken (x %.2f of the free)", mt->fraction);
 	else
-		snprintf(lab, sizeof lab, "usable (x %.2f%s)", mt->fraction,
+		/* SGLang's own default has three decimals */
+		snprintf(lab, sizeof lab, "usable (x %.*f%s)",
+			 mt->engine == KVS_ENGINE_SGLANG ? 3 : 2, mt->fraction,
 			 mt->engine == KVS_ENGINE_SGLANG ? " mem_fraction_static" : "");
 	add(&t, lab, kvs_fmt_commas(s->usable_bytes, b1, sizeof b1), "%s",
 	    ibytes(s->usable_bytes, b2, sizeof b2));

@@ -116,6 +116,15 @@ v=$(size_json $c | jget kv_capacity_tokens)
 row "SGLang start-up log in vllm-project/vllm issue #21348 (#tokens: 367404, K size: 8.23 GB, V size: 8.23 GB)" \
 	"Qwen3-235B-A22B-FP8 (block-wise FP8), 4x H100-80GB, tp 4, mem_fraction_static 0.93" \
 	"KV cache tokens" 367404 "$v" "kvsim size $c"
+# SGLang's default mem_fraction_static, as its server_args log lines give it
+c="--model qwen2.5-7b --gpu h100-80gb --engine sglang"
+row "SGLang server_args logged by its documentation notebooks (offline engine page, run of 2026-02-05): mem_fraction_static=0.835, chunked_prefill_size=8192, tp_size=1, attention backend fa3" \
+	"default, tp 1; GPU assumed: an H100-80GB (fa3 is Hopper's; nvidia-smi 81,559 MiB)" \
+	"mem_fraction_static" 0.835 "$(size_json $c | jgetn fraction)" "kvsim size $c"
+c="--model qwen2.5-7b --gpu h200-141gb --engine sglang"
+row "SGLang 0.5.14 on an H20 of 141 GB, tp 1, in a public kernel-collector work log (\"SGLang derives mem_fraction_static=0.907\", its pools 134.3-134.8 GiB)" \
+	"default, tp 1; the H200 preset's 143,771 MiB assumed for the H20 141 GB" \
+	"mem_fraction_static" 0.907 "$(size_json $c | jgetn fraction)" "kvsim size $c"
 c="--model qwen3-235b-a22b --dtype fp8 --gpu h100-80gb --tp 4"
 v=$(size_json $c | jget kv_capacity_tokens)
 row "vLLM start-up log, same issue (GPU KV cache size: 178,880 tokens; LMCacheConnectorV1 on)" \

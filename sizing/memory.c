@@ -24,6 +24,7 @@
 #include "kvs_config.h"
 #include "sizing_internal.h"
 
+#include <math.h>
 #include <string.h>
 #include <strings.h>
 
@@ -85,10 +86,36 @@ void kvs_engine_batch_defaults(kvs_engine e, const kvs_gpu *g, uint32_t *max_num
 	*max_num_seqs = large ? 1024 : 256;
 }
 
-/* SGLang's mem_fraction_static by tensor parallelism (ServerArgs). */
-static double sglang_fraction(uint32_t tp)
+/* SGLang's default mem_fraction_static (ServerArgs._handle_gpu_memory_
+ * settings, since SGLang PR #10975): from the device total as nvidia-smi
+ * reports it (gpu_mem, MiB), a chunked_prefill_size and cuda_graph_max_bs
+ * by GPU size (cps: the caller's, when given), a reserve in MiB of
+ *   512 + max(cps, 2048) x 1.5 + cuda_graph_max_bs x 2 + tp x pp / 8 x 1024,
+ * at least 10 GiB above 60 GiB, and fraction = (gpu_mem - reserve) /
+ * gpu_mem to three decimals.  (Its additions for DP attention,
+ * speculative decoding, piecewise graphs and vision models are not
+ * modelled.) */
+static double sglang_fraction(const kvs_gpu *g, uint64_t tp, uint64_t pp, uint32_t cps)
 {
-	return tp >= 16 ? 0.79 : tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
+	double mib = (double)((g->smi_mem_bytes ? g->smi_mem_bytes : g->mem_bytes) >> 20);
+	uint32_t dcps, graph_bs;
+	if (mib < 20 * 1024)
+		dcps = 2048, graph_bs = 8;                       /* T4, 4080 */
+	else if (mib < 35 * 1024)
+		dcps = 2048, graph_bs = tp < 4 ? 24 : 80;        /* A10, 4090, L4 */
+	else if (mib < 60 * 1024)
+		dcps = 4096, graph_bs = tp < 4 ? 32 : 160;       /* A100-40GB, L40S */
+	else if (mib < 160 * 1024)
+		dcps = 8192, graph_bs = tp < 4 ? 256 : 512;      /* A100-80GB, H100, H200 */
+	else
+		dcps = 16384, graph_bs = 512;                    /* B200, MI300X */
+	if (!cps)
+		cps = dcps;
+	double reserve = 512 + (cps > 2048 ? cps : 2048) * 1.5 + graph_bs * 2.0 +
+			 (double)(tp * pp) / 8 * 1024;
+	if (mib > 60 * 1024 && reserve < 10 * 1024)
+		reserve = 10 * 1024;
+	return round((mib - reserve) / mib * 1000) / 1000;
 }
 
 static uint64_t clamp_u64(double x)
@@ -190,7 +217,8 @@ void kvs_mem_terms_compute(const kvs_deploy *d, kvs_mem_terms *out)
 		/* activations, sampler and graphs live in the 1 - fraction rest */
 		t.counted = KVS_MEM_ROPE | KVS_MEM_NON_TORCH | KVS_MEM_CONTEXT;
 		t.fraction = d->mem_fraction_static > 0 ? d->mem_fraction_static
-							 : sglang_fraction((uint32_t)tp);
+							 : sglang_fraction(&d->gpu, tp, pp,
+									   d->max_num_batched_tokens);
 		break;
 	case KVS_ENGINE_TRTLLM:
 		t.counted = KVS_MEM_ROPE | KVS_MEM_ACTIVATION | KVS_MEM_SAMPLER |

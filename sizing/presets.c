@@ -237,7 +237,7 @@ static kvs_status gpu_size(json_t *g, const char *path, const char *name,
 /* A GPU object's fields: each is read below, or (name, description) is
  * a label; keys that start with '_' are comments. */
 static const char *const gpu_keys[] = {
-	"name", "description", "memory", "datasheet_memory", "memory_source",
+	"name", "description", "memory", "datasheet_memory", "memory_source", "smi_memory",
 	"hbm_gb_per_s", "fp16_dense_tflops", "fp8_dense_tflops", "int8_dense_tops",
 	"pcie_gb_per_s", "interconnect_gb_per_s", NULL,
 };
@@ -255,7 +255,7 @@ static kvs_status gpu_keys_known(json_t *g, const char *path, const char *name)
 		return kvs_fail(KVS_ERR_PARSE, "%s: gpu '%s': unknown field '%s'%s%s%s "
 				"(fields: memory, hbm_gb_per_s, fp16_dense_tflops, "
 				"pcie_gb_per_s, interconnect_gb_per_s; optional "
-				"datasheet_memory, memory_source, fp8_dense_tflops, "
+				"datasheet_memory, memory_source, smi_memory, fp8_dense_tflops, "
 				"int8_dense_tops, name, description)", path, name, key,
 				near ? "; did you mean '" : "", near ? near : "",
 				near ? "'?" : "");
@@ -275,6 +275,7 @@ static kvs_status gpu_from_json(json_t *g, const char *path, const char *name,
 	snprintf(gpu.name, sizeof gpu.name, "%s", name);
 	if ((st = gpu_size(g, path, name, "memory", false, &gpu.mem_bytes)) ||
 	    (st = gpu_size(g, path, name, "datasheet_memory", true, &gpu.datasheet_mem_bytes)) ||
+	    (st = gpu_size(g, path, name, "smi_memory", true, &gpu.smi_mem_bytes)) ||
 	    (st = gpu_rate(g, path, name, "hbm_gb_per_s", 1e9, false, &gpu.hbm_bytes_per_s)) ||
 	    (st = gpu_rate(g, path, name, "fp16_dense_tflops", 1e12, false, &gpu.fp16_flops)) ||
 	    (st = gpu_rate(g, path, name, "fp8_dense_tflops", 1e12, true, &gpu.fp8_flops)) ||

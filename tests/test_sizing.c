@@ -712,18 +712,43 @@ static void test_weights_and_reserve(void **state)
 	assert_int_equal(s.kv_capacity_tokens, 1280 * 16);
 	d.kv_cache_memory_bytes = 0;
 
-	/* SGLang: total x 0.88 - weights - RoPE - non-torch - CUDA context */
+	/* SGLang: total x mem_fraction_static - weights - RoPE - non-torch -
+	 * CUDA context.  Its default on an A100-80GB (nvidia-smi: 81,920 MiB,
+	 * chunked_prefill_size 8192, cuda_graph_max_bs 256 at tp 1): a
+	 * reserve of 512 + 8192 x 1.5 + 256 x 2 + 1/8 x 1024 = 13,440 MiB,
+	 * (81,920 - 13,440) / 81,920 = 0.83594 -> 0.836 */
 	d.engine = KVS_ENGINE_SGLANG;
 	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_true(s.mem.fraction == 0.836);
 	uint64_t total = 85094039552ull;  /* 79.25 GiB */
-	uint64_t use = (uint64_t)(total * 0.88 + 0.5);
+	uint64_t use = (uint64_t)(total * 0.836 + 0.5);
 	assert_int_equal(s.usable_bytes, use);
 	assert_int_equal(s.reserve_bytes, 4096ull * 128 * 2 + (384ull << 20) + (512ull << 20));
 	assert_int_equal(s.kv_budget_bytes, use - 2 * 6738415616ull - s.reserve_bytes);
+	/* tp 2: 256 MiB more reserve, (81,920 - 13,568) / 81,920 -> 0.834;
+	 * a chunked_prefill_size of 16384 (--max-num-batched-tokens): 12,288
+	 * MiB more, (81,920 - 25,728) / 81,920 -> 0.686; on a GPU of 40,960
+	 * MiB (the A100-40GB: chunked_prefill_size 4096, cuda_graph_max_bs 32,
+	 * no 10 GiB floor): 512 + 6,144 + 64 + 128 = 6,848, -> 0.833; given
+	 * with --gpu-mem, its total stands for nvidia-smi's: 40 GiB as 40,960
+	 * MiB, the same */
 	d.tp = 2;
 	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
-	assert_true(s.mem.fraction == 0.87);
+	assert_true(s.mem.fraction == 0.834);
 	d.tp = 1;
+	d.max_num_batched_tokens = 16384;
+	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);
+	assert_true(s.mem.fraction == 0.686);
+	d.max_num_batched_tokens = 0;
+	kvs_gpu g40 = gpu("a100-40gb");
+	kvs_deploy d40 = d;
+	d40.gpu = g40;
+	assert_int_equal(kvs_size_compute(&d40, &s), KVS_OK);
+	assert_true(s.mem.fraction == 0.833);
+	d40.gpu.smi_mem_bytes = 0;
+	d40.gpu.mem_bytes = 40ull << 30;
+	assert_int_equal(kvs_size_compute(&d40, &s), KVS_OK);
+	assert_true(s.mem.fraction == 0.833);
 	/* TensorRT-LLM: 0.9 of what is free after weights and buffers */
 	d.engine = KVS_ENGINE_TRTLLM;
 	assert_int_equal(kvs_size_compute(&d, &s), KVS_OK);

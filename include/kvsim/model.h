@@ -195,6 +195,9 @@ typedef struct kvs_gpu {
 	double int8_ops;            /* dense INT8 op/s; 0 = unknown */
 	uint64_t datasheet_mem_bytes; /* the label's decimal figure (0 = not given) */
 	char mem_source[192];       /* where mem_bytes comes from, in words */
+	uint64_t smi_mem_bytes;     /* total as nvidia-smi (rocm-smi) reports it,
+				     * which SGLang's defaults read; 0: unknown
+				     * (mem_bytes stands in) */
 } kvs_gpu;
 
 /* Built-in presets (lowercase, dashes: "llama-2-7b", "h100-80gb").

@@ -221,6 +221,16 @@ run 0 --gpu "$tmp/mygpu.json" --model llama-3-8b --dtype fp8 && {
 	has "$out" "cudaMemGetInfo on our card" "custom memory source"
 	has "$out" "matmuls at the FP8 rate, 300 TFLOP/s" "fp8 rate used"
 }
+# smi_memory, the total nvidia-smi shows, sizes SGLang's default: 24,000
+# MiB is below 35 GiB (chunked_prefill_size 2048, cuda_graph_max_bs 24): a
+# reserve of 512 + 3,072 + 48 + 128 = 3,760 MiB, 1 - 3,760 / 24,000 = 0.843
+sed 's/"memory_source": "cudaMemGetInfo on our card",/&  "smi_memory": "24000MiB",/' \
+	"$tmp/mygpu.json" >"$tmp/smigpu.json"
+run 0 --gpu "$tmp/smigpu.json" --model llama-3-8b --engine sglang --json &&
+	has "$out" '"fraction": 0.843' "custom gpu: smi_memory read"
+sed 's/"memory_source": "cudaMemGetInfo on our card",/&  "smi_memory": "24000",/' \
+	"$tmp/mygpu.json" >"$tmp/smibad.json"
+run 1 --gpu "$tmp/smibad.json" && has "$err" "smibad.json: gpu 'smibad': field 'smi_memory'" "custom gpu: bad smi_memory"
 printf '{ "memory": "22GiB", "hbm_gb_per_s": 600 }\n' >"$tmp/badgpu.json"
 run 1 --gpu "$tmp/badgpu.json" && has "$err" "badgpu.json: gpu 'badgpu': missing field 'fp16_dense_tflops'" "custom gpu: missing field"
 printf '{ "name": "", "memory": "22GiB", "hbm_gb_per_s": 600, "fp16_dense_tflops": 100 }\n' >"$tmp/noname.json"
@@ -243,7 +253,11 @@ run 0 --gpu-mem 80GB && has "$err" "warning: --gpu-mem without --gpu: the bandwi
 run 0 --gpu-mem 80GB --gpu h100-80gb && { [ -z "$err" ] || fail "no warning with --gpu: $err"; has "$out" "(--gpu-mem)" "gpu-mem named"; }
 
 # ---- engines and vLLM's overrides --------------------------------------------
-run 0 --engine sglang --json && { has "$out" '"engine": "sglang"' "sglang"; has "$out" '"fraction": 0.88' "sglang default fraction"; }
+# SGLang's default mem_fraction_static from the GPU's size (the default GPU,
+# an A100-40GB of 40,960 MiB: 1 - 6,848 / 40,960 = 0.833; an H100 of
+# 81,559 MiB: 1 - 13,440 / 81,559 = 0.835, the value SGLang logs there)
+run 0 --engine sglang --json && { has "$out" '"engine": "sglang"' "sglang"; has "$out" '"fraction": 0.833' "sglang default fraction"; }
+run 0 --engine sglang --gpu h100-80gb --json && has "$out" '"fraction": 0.835' "sglang default fraction, h100"
 run 0 --engine sglang --mem-fraction-static 0.8 --json && has "$out" '"fraction": 0.8' "mem-fraction-static"
 run 0 --engine trtllm && has "$out" "As trtllm would size it" "trtllm"
 run 2 --mem-fraction-static 0.8 && has "$err" "--mem-fraction-static applies to --engine sglang only" "fraction needs sglang"
