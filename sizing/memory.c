@@ -90,8 +90,8 @@ void kvs_engine_batch_defaults(kvs_engine e, const kvs_gpu *g, uint32_t *max_num
  * settings, from SGLang PR #10975 through 0.5.14 with piecewise graphs
  * off; docs/SIZING.md says what later versions add): from the device
  * total as nvidia-smi reports it (gpu_mem, MiB), a chunked_prefill_size
- * and cuda_graph_max_bs
- * by GPU size (cps: the caller's, when given), a reserve in MiB of
+ * and cuda_graph_max_bs by GPU size (cps: the caller's, when given), a
+ * reserve in MiB of
  *   512 + max(cps, 2048) x 1.5 + cuda_graph_max_bs x 2 + tp x pp / 8 x 1024,
  * at least 10 GiB above 60 GiB, and fraction = (gpu_mem - reserve) /
  * gpu_mem to three decimals.  (Its additions for DP attention,
