@@ -1616,29 +1616,26 @@ static void test_vision_tower(void **state)
 		     "field 'vision_config.patch_size': larger than image_size");
 #undef IVLHF
 	/* InternVL3-1B in that format (its "-hf" checkpoint's shapes): the
-	 * same 938,193,024 as the chat config's below */
-	assert_int_equal(parse("{\"model_type\": \"internvl\", \"downsample_ratio\": 0.5, "
-			       "\"text_config\": {\"model_type\": \"qwen2\", "
-			       "\"hidden_size\": 896, \"intermediate_size\": 4864, "
-			       "\"num_hidden_layers\": 24, \"num_attention_heads\": 14, "
-			       "\"num_key_value_heads\": 2, \"vocab_size\": 151674, "
-			       "\"tie_word_embeddings\": false}, "
-			       "\"vision_config\": {\"model_type\": \"internvl_vision\", "
-			       "\"hidden_size\": 1024, \"intermediate_size\": 4096, "
-			       "\"num_hidden_layers\": 24, \"attention_bias\": true, "
-			       "\"image_size\": [448, 448], \"patch_size\": [14, 14], "
-			       "\"norm_type\": \"layer_norm\", \"use_qk_norm\": false}}", &m), KVS_OK);
+	 * same 938,193,024 as the chat config's below; and with a text_config
+	 * without its model_type and the tower's fields left to
+	 * InternVLVisionConfig's defaults: InternVLConfig's Qwen2 (q/k/v
+	 * biases, untied), the same count */
+#define IVL1B(type, tower) "{\"model_type\": \"internvl\", \"downsample_ratio\": 0.5, " \
+			   "\"text_config\": {" type "\"hidden_size\": 896, " \
+			   "\"intermediate_size\": 4864, \"num_hidden_layers\": 24, " \
+			   "\"num_attention_heads\": 14, \"num_key_value_heads\": 2, " \
+			   "\"vocab_size\": 151674}, \"vision_config\": {\"model_type\": " \
+			   "\"internvl_vision\", \"attention_bias\": true" tower "}}"
+	assert_int_equal(parse(IVL1B("\"model_type\": \"qwen2\", \"tie_word_embeddings\": false, ",
+				     ", \"hidden_size\": 1024, \"intermediate_size\": 4096, "
+				     "\"num_hidden_layers\": 24, \"image_size\": [448, 448], "
+				     "\"patch_size\": [14, 14], \"norm_type\": \"layer_norm\", "
+				     "\"use_qk_norm\": false"), &m), KVS_OK);
 	assert_int_equal(m.num_params, 938193024ull);
-	/* a text_config without its model_type: InternVLConfig's Qwen2 (q/k/v
-	 * biases, untied), so the same count */
-	assert_int_equal(parse("{\"model_type\": \"internvl\", "
-			       "\"text_config\": {\"hidden_size\": 896, \"intermediate_size\": 4864, "
-			       "\"num_hidden_layers\": 24, \"num_attention_heads\": 14, "
-			       "\"num_key_value_heads\": 2, \"vocab_size\": 151674}, "
-			       "\"vision_config\": {\"model_type\": \"internvl_vision\", "
-			       "\"attention_bias\": true}}", &m), KVS_OK);
+	assert_int_equal(parse(IVL1B("", ""), &m), KVS_OK);
 	assert_true(m.qkv_bias && !m.tie_word_embeddings);
 	assert_int_equal(m.num_params, 938193024ull);
+#undef IVL1B
 	/* an llm_config without its model_type: the type its architectures
 	 * name (Qwen2's q/k/v biases: 4 x 128 on DENSE4's shapes), InternLM2's
 	 * without any (q/k/v and output biases: 4 x 192) */
