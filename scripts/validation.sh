@@ -122,7 +122,7 @@ row "SGLang server_args logged by its documentation notebooks (offline engine pa
 	"default, tp 1; GPU assumed: an H100-80GB (fa3 is Hopper's; nvidia-smi 81,559 MiB)" \
 	"mem_fraction_static" 0.835 "$(size_json $c | jgetn fraction)" "kvsim size $c"
 c="--model qwen2.5-7b --gpu h200-141gb --engine sglang"
-row "SGLang 0.5.14 on an H20 of 141 GB, tp 1, in a public kernel-collector work log (\"SGLang derives mem_fraction_static=0.907\", its pools 134.3-134.8 GiB)" \
+row "SGLang 0.5.14 on an H20 of 141 GB, tp 1, in a public kernel-collector work log (\"SGLang derives mem_fraction_static=0.907\")" \
 	"default, tp 1; the H200 preset's 143,771 MiB assumed for the H20 141 GB" \
 	"mem_fraction_static" 0.907 "$(size_json $c | jgetn fraction)" "kvsim size $c"
 c="--model qwen3-235b-a22b --dtype fp8 --gpu h100-80gb --tp 4"

@@ -24,7 +24,8 @@
 #include "kvs_config.h"
 #include "sizing_internal.h"
 
-#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -89,15 +90,15 @@ void kvs_engine_batch_defaults(kvs_engine e, const kvs_gpu *g, uint32_t *max_num
 /* SGLang's default mem_fraction_static (ServerArgs._handle_gpu_memory_
  * settings, from SGLang PR #10975 through 0.5.14 with piecewise graphs
  * off; docs/SIZING.md says what later versions add): from the device
- * total as nvidia-smi reports it (gpu_mem, MiB), a chunked_prefill_size
- * and cuda_graph_max_bs by GPU size (cps: the caller's, when given), a
- * reserve in MiB of
+ * total as nvidia-smi reports it (gpu_mem, MiB), the chunked_prefill_size
+ * and cuda_graph_max_bs SGLang picks by GPU size (its own defaults: the
+ * simulators' token budget is vLLM's), a reserve in MiB of
  *   512 + max(cps, 2048) x 1.5 + cuda_graph_max_bs x 2 + tp x pp / 8 x 1024,
  * at least 10 GiB above 60 GiB, and fraction = (gpu_mem - reserve) /
- * gpu_mem to three decimals.  (Its additions for DP attention,
- * speculative decoding, piecewise graphs and vision models are not
- * modelled.) */
-static double sglang_fraction(const kvs_gpu *g, uint64_t tp, uint64_t pp, uint32_t cps)
+ * gpu_mem to three decimals, rounded from the double's exact value as
+ * Python's round() does.  (Its additions for DP attention, speculative
+ * decoding, piecewise graphs and vision models are not modelled.) */
+static double sglang_fraction(const kvs_gpu *g, uint64_t tp, uint64_t pp)
 {
 	double mib = (double)((g->smi_mem_bytes ? g->smi_mem_bytes : g->mem_bytes) >> 20);
 	uint32_t dcps, graph_bs;
@@ -111,13 +112,15 @@ static double sglang_fraction(const kvs_gpu *g, uint64_t tp, uint64_t pp, uint32
 		dcps = 8192, graph_bs = tp < 4 ? 256 : 512;      /* A100-80GB, H100, H200 */
 	else
 		dcps = 16384, graph_bs = 512;                    /* B200, MI300X */
-	if (!cps)
-		cps = dcps;
-	double reserve = 512 + (cps > 2048 ? cps : 2048) * 1.5 + graph_bs * 2.0 +
+	double reserve = 512 + (dcps > 2048 ? dcps : 2048) * 1.5 + graph_bs * 2.0 +
 			 (double)(tp * pp) / 8 * 1024;
 	if (mib > 60 * 1024 && reserve < 10 * 1024)
 		reserve = 10 * 1024;
-	return round((mib - reserve) / mib * 1000) / 1000;
+	/* printf rounds the exact binary value, ties to even, as round() in
+	 * Python does: round(x * 1000) / 1000 would round 0.8125 up */
+	char buf[32];
+	snprintf(buf, sizeof buf, "%.3f", (mib - reserve) / mib);
+	return strtod(buf, NULL);
 }
 
 static uint64_t clamp_u64(double x)
@@ -219,8 +222,7 @@ void kvs_mem_terms_compute(const kvs_deploy *d, kvs_mem_terms *out)
 		/* activations, sampler and graphs live in the 1 - fraction rest */
 		t.counted = KVS_MEM_ROPE | KVS_MEM_NON_TORCH | KVS_MEM_CONTEXT;
 		t.fraction = d->mem_fraction_static > 0 ? d->mem_fraction_static
-							 : sglang_fraction(&d->gpu, tp, pp,
-									   d->max_num_batched_tokens);
+							 : sglang_fraction(&d->gpu, tp, pp);
 		break;
 	case KVS_ENGINE_TRTLLM:
 		t.counted = KVS_MEM_ROPE | KVS_MEM_ACTIVATION | KVS_MEM_SAMPLER |

@@ -267,7 +267,8 @@ typedef struct kvs_deploy {
 	kvs_engine engine;              /* KVS_ENGINE_VLLM by default */
 	uint32_t max_num_seqs;          /* profile run's sequences; 0 = engine default */
 	uint32_t max_num_batched_tokens;/* profile run's tokens; 0 = engine default */
-	double mem_fraction_static;     /* sglang; 0 = its default for tp */
+	double mem_fraction_static;     /* sglang; 0 = SGLang's default for the
+					 * GPU and tp (docs/SIZING.md) */
 	double free_gpu_memory_fraction;/* trtllm; 0 = 0.9 */
 	uint64_t num_gpu_blocks_override; /* vLLM's override; 0 = none */
 	uint64_t kv_cache_memory_bytes; /* vLLM's kv_cache_memory_bytes; 0 = none */

@@ -29,6 +29,16 @@ run 0 -q && {
 	[ -z "$err" ] || fail "--quiet still wrote to stderr: $err"
 }
 
+# ---- SGLang's pool: the one size prints, whatever replay's token budget ----------
+# (A100-80GB: SGLang's default mem_fraction_static 0.836 with its own chunk
+# of 8192, while replay schedules vLLM's 2048-token steps; 25,814 blocks of
+# llama-3-8b as `kvsim size --engine sglang --gpu a100-80gb` gives them)
+run 0 "$S_NATIVE" -q --engine sglang --gpu a100-80gb --json "$tmp/sgl.json" && {
+	grep -q '"num_gpu_blocks": 25814' "$tmp/sgl.json" || fail "sglang: replay's pool is not size's"
+}
+run 0 "$S_NATIVE" -q --engine sglang --gpu a100-80gb --no-enable-chunked-prefill ||
+	fail "sglang without chunked prefill: $err"
+
 # ---- a tiny trace with hand-computed times (fixed 10 ms steps) ----------------------
 cat >"$tmp/tiny.csv" <<'CSV'
 TIMESTAMP,ContextTokens,GeneratedTokens
