@@ -33,7 +33,7 @@ void kvs_cmd_fleet_usage(FILE *f)
 		"  --router POLICY[:K=V,...]    how requests are routed (round-robin):\n", kvs_trace_default_path());
 	kvs_router_help(f);
 	fprintf(f,
-		"  --pool NAME:N:GPU:TP[:ROLE]  a pool of N replicas on GPU (preset) with\n"
+		"  --pool NAME:N:GPU:TP[:ROLE]  a pool of N replicas on GPU (preset or GPU file) with\n"
 		"                               tensor parallelism TP; repeat for a\n"
 		"                               heterogeneous fleet (instead of --replicas).\n"
 		"                               ROLE prefill, decode or both; when absent, a\n"
@@ -219,7 +219,7 @@ static bool parse_pool(const char *spec, const kvs_cli_sim *sim, kvs_fleet_pool 
 	p->replicas = (uint32_t)n;
 	p->role = role;
 	p->sim = *base;
-	if (kvs_gpu_preset(f[2], &p->sim.deploy.gpu) != KVS_OK) {
+	if (kvs_gpu_load(f[2], &p->sim.deploy.gpu) != KVS_OK) {
 		fprintf(stderr, "kvsim fleet: --pool '%s': %s\n", spec, kvs_last_error());
 		return false;
 	}
@@ -689,6 +689,14 @@ int kvs_cmd_fleet(kvs_args *it)
 	if (fo.find_min && !(sim->cfg.slo_ttft_s > 0) && !(sim->cfg.slo_tpot_s > 0)) {
 		fprintf(stderr, "kvsim fleet: --find-min-replicas needs --slo-ttft and/or "
 			"--slo-tpot\n");
+		return KVS_EXIT_USAGE;
+	}
+	if (fo.npools && (fe.dep.gpu_given || fe.dep.gpu_mem)) {
+		/* each pool loads its own GPU: one given for all would be
+		 * dropped silently */
+		fprintf(stderr, "kvsim fleet: --pool names each pool's GPU: not with %s (a GPU "
+			"file in the pool, NAME:N:FILE.json:TP, gives other figures)\n",
+			fe.dep.gpu_given ? "--gpu" : "--gpu-mem");
 		return KVS_EXIT_USAGE;
 	}
 	if (fo.npools && (fo.replicas_set || fo.find_min)) {

@@ -92,6 +92,18 @@ PY
 	fi
 }
 
+# ---- a pool's GPU: a preset or a GPU file; --gpu / --gpu-mem would be dropped, so refused
+cat >"$tmp/g40.json" <<'JSON'
+{ "memory": "39.50GiB", "hbm_gb_per_s": 1555, "fp16_dense_tflops": 312,
+  "pcie_gb_per_s": 32, "interconnect_gb_per_s": 300 }
+JSON
+run 0 "$tmp/tiny.csv" -q --pool p:1:"$tmp/g40.json":1 &&
+	has "$out" "KV pool per GPU 19.78 GiB" "pool on a GPU file (the a100-40gb's figures)"
+run 2 "$tmp/tiny.csv" -q --pool p:1:h100-80gb:1 --gpu-mem 40GiB &&
+	has "$err" "--pool names each pool's GPU: not with --gpu-mem" "--gpu-mem with --pool refused"
+run 2 "$tmp/tiny.csv" -q --pool p:1:h100-80gb:1 --gpu a100-40gb &&
+	has "$err" "--pool names each pool's GPU: not with --gpu" "--gpu with --pool refused"
+
 # ---- heterogeneous pools: 2 x (h100, tp 2) + 3 x (a100-40gb, tp 1) = 7 GPUs -----------------
 run 0 "$tmp/tiny.csv" -q --pool big:2:h100-80gb:2 --pool small:3:a100-40gb:1 \
 	--gpu-hour-price 2 --json "$tmp/p.json" && {
