@@ -612,8 +612,16 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		snprintf(lab, sizeof lab, "usable (x %.*f%s)",
 			 mt->engine == KVS_ENGINE_SGLANG ? 3 : 2, mt->fraction,
 			 mt->engine == KVS_ENGINE_SGLANG ? " mem_fraction_static" : "");
-	add(&t, lab, kvs_fmt_commas(s->usable_bytes, b1, sizeof b1), "%s",
-	    ibytes(s->usable_bytes, b2, sizeof b2));
+	/* SGLang's default, from the total nvidia-smi shows (its own rule,
+	 * docs/SIZING.md): that total said, so the figure can be checked */
+	char why[96] = "", smi[32];
+	if (mt->engine == KVS_ENGINE_SGLANG && !(d->mem_fraction_static > 0))
+		snprintf(why, sizeof why, ", SGLang's default for %s MiB (%s), tp %u x pp %u",
+			 kvs_fmt_commas((g->smi_mem_bytes ? g->smi_mem_bytes : g->mem_bytes) >> 20,
+					smi, sizeof smi),
+			 g->smi_mem_bytes ? "nvidia-smi" : "the driver total", d->tp, d->pp);
+	add(&t, lab, kvs_fmt_commas(s->usable_bytes, b1, sizeof b1), "%s%s",
+	    ibytes(s->usable_bytes, b2, sizeof b2), why);
 	/* the checkpoint's own method beside the width it is counted at */
 	bool method = d->model.quant_method[0] && d->weight_dtype == d->model.weight_dtype &&
 		      strcmp(d->model.quant_method, kvs_dtype_name(d->weight_dtype)) != 0;

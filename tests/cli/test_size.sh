@@ -258,6 +258,8 @@ run 0 --gpu-mem 80GB --gpu h100-80gb && { [ -z "$err" ] || fail "no warning with
 # 81,559 MiB: 1 - 13,440 / 81,559 = 0.835, the value SGLang logs there)
 run 0 --engine sglang --json && { has "$out" '"engine": "sglang"' "sglang"; has "$out" '"fraction": 0.833' "sglang default fraction"; }
 run 0 --engine sglang --gpu h100-80gb --json && has "$out" '"fraction": 0.835' "sglang default fraction, h100"
+run 0 --engine sglang --gpu h100-80gb && has "$out" "usable (x 0.835 mem_fraction_static)" "sglang fraction shown" &&
+	has "$out" "SGLang's default for 81,559 MiB (nvidia-smi), tp 1 x pp 1" "sglang default's inputs shown"
 run 0 --engine sglang --mem-fraction-static 0.8 --json && has "$out" '"fraction": 0.8' "mem-fraction-static"
 run 0 --engine trtllm && has "$out" "As trtllm would size it" "trtllm"
 run 2 --mem-fraction-static 0.8 && has "$err" "--mem-fraction-static applies to --engine sglang only" "fraction needs sglang"
