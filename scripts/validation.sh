@@ -249,8 +249,9 @@ ivl="InternViT-300M at 448 pixels (24 layers of 1024, LayerNorms, q/k/v biases, 
 ivl6="InternViT-6B at 448 pixels (45 layers of 3200, RMSNorms, q/k norms, layer scales) and mlp1 from 2 x 2 patches"
 ivl_row InternVL2_5-1B 938,193,024 0.94 internvl3-1b.json \
 	"InternVL3-1B's config (tests/data; InternVL2.5-1B's shapes): $ivl, Qwen2.5-0.5B over 151,674 tokens under llm_config, untied"
-ivl_row InternVL2_5-8B 8,075,365,376 8.08 internvl2_5-8b.json \
-	"InternVL2.5-8B's shapes (tests/data): $ivl, InternLM2.5-7B (32 layers of 4096, 8 kv heads, MLP 14336, 92,553 tokens, no biases, untied)"
+ckpt_rows "Hugging Face Hub, OpenGVLab/InternVL2_5-8B: the safetensors parameter count (8,075,365,376)" \
+	"internvl2.5-8b preset: $ivl, InternLM2.5-7B (32 layers of 4096, 8 kv heads, MLP 14336, 92,553 tokens, no biases, untied)" \
+	8.08 - --model internvl2.5-8b --gpu h100-80gb
 ivl_row InternVL2_5-38B 38,388,164,992 38.39 internvl2_5-38b.json \
 	"InternVL2.5-38B's shapes (tests/data): $ivl6, Qwen2.5-32B over 151,674 tokens, untied"
 ivl_row InternVL2_5-78B 78,408,318,336 78.41 internvl2_5-78b.json \

@@ -31,7 +31,7 @@ static const char *const model_names[] = {
 	"gpt-oss-20b", "gpt-oss-120b",
 	"qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b",
 	"llama-4-scout", "llama-4-maverick",
-	"llava-1.5-7b", "pixtral-12b",
+	"llava-1.5-7b", "pixtral-12b", "internvl2.5-8b",
 	NULL,
 };
 

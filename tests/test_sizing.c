@@ -179,6 +179,14 @@ static const struct ref refs[] = {
 	 * tower 403,489,792 (test_vision_tower); the projector 1024 x 5120 +
 	 * 5120 + 5120^2 + 5120 = 31,467,520.  In all 12,682,739,712. */
 	{ "pixtral-12b", 40, 32, 8, 128, 5120, 1024000, 12682739712ull, 163840 },
+	/* InternVL2.5-8B (Hugging Face's safetensors count 8,075,365,376),
+	 * by hand: InternViT-300M 304,012,288 and mlp1 33,570,816
+	 * (test_vision_tower's InternVL block); InternLM2.5-7B over 92,553
+	 * tokens, untied, no biases: 2 x 92,553 x 4096 = 758,194,176, 32
+	 * layers of q and o 2 x 4096^2, k and v 2 x 4096 x 1024, MLP 3 x
+	 * 4096 x 14336, norms 8,192 (218,112,000), the final norm 4,096:
+	 * 7,737,782,272.  In all 8,075,365,376. */
+	{ "internvl2.5-8b", 32, 32, 8, 128, 4096, 32768, 8075365376ull, 131072 },
 	{ "opt-13b", 40, 40, 40, 128, 5120, 2048, 12853473280ull, 819200 },
 	{ "opt-66b", 64, 72, 72, 128, 9216, 2048, 65719701504ull, 2359296 },
 	{ "gemma-2-9b", 42, 16, 8, 256, 3584, 8192, 9241705984ull, 344064 },
@@ -2530,9 +2538,9 @@ static void test_invariants(void **state)
 			checked++;
 		}
 	}
-	/* 34 presets at 3 parallel layouts, all but the three of Qwen2-7B's
+	/* 35 presets at 3 parallel layouts, all but the three of Qwen2-7B's
 	 * shape (qwen2.5-7b, qwen2-vl-7b, qwen2.5-vl-7b) at tp 8 */
-	assert_int_equal(checked, (34 * 3 - 3) * 5 * 11 * 3);
+	assert_int_equal(checked, (35 * 3 - 3) * 5 * 11 * 3);
 }
 
 /* A bad unit inside a GPU preset: the message keeps the unit error (the
