@@ -1153,19 +1153,30 @@ typedef struct vit_shape {
 
 /* The fields of *v read under `sub` over the defaults *v holds; a patch
  * larger than the image is an error naming the field. */
+/* The width, MLP width, layers and channels of a ViT-style tower under
+ * `sub`, over the defaults they hold (read alike by every such tower). */
+static kvs_status vit_widths(const cfg *sub, uint32_t *h, uint32_t *in, uint32_t *layers,
+			     uint32_t *ch)
+{
+	kvs_status st;
+	if ((st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, h, NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("intermediate_size"), false, NULL, 1, 1u << 20, in,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_hidden_layers"), false, NULL, 0, 1u << 16, layers,
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_channels"), false, NULL, 1, 1024, ch, NULL)))
+		return st;
+	return KVS_OK;
+}
+
 static kvs_status vit_read(const cfg *sub, vit_shape *v)
 {
 	kvs_status st;
-	if ((st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &v->h, NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("intermediate_size"), false, NULL, 1, 1u << 20, &v->in,
-			     NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("num_hidden_layers"), false, NULL, 0, 1u << 16,
-			     &v->layers, NULL)) ||
+	if ((st = vit_widths(sub, &v->h, &v->in, &v->layers, &v->ch)) ||
 	    (st = cfg_u32_in(sub, KEYS("image_size"), false, NULL, 1, 1u << 20, &v->image,
 			     NULL)) ||
 	    (st = cfg_u32_in(sub, KEYS("patch_size"), false, NULL, 1, 1u << 20, &v->patch,
-			     NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("num_channels"), false, NULL, 1, 1024, &v->ch, NULL)))
+			     NULL)))
 		return st;
 	if (v->patch > v->image)
 		return kvs_fail(KVS_ERR_PARSE, "%s: field '%spatch_size': %u is larger than "
@@ -1363,12 +1374,7 @@ static kvs_status internvl_vision_params(const cfg *sub, uint64_t *out, uint32_t
 	intern_shape s = { 1024, 4096, 24, 3, 448, 448, 14, 14, .layer_norm = true,
 			   .positions = true };
 	bool pool = true, qb = false, qn = false, qb_found, qn_found;
-	if ((st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &s.h, NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("intermediate_size"), false, NULL, 1, 1u << 20, &s.in,
-			     NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("num_hidden_layers"), false, NULL, 0, 1u << 16, &s.layers,
-			     NULL)) ||
-	    (st = cfg_u32_in(sub, KEYS("num_channels"), false, NULL, 1, 1024, &s.ch, NULL)) ||
+	if ((st = vit_widths(sub, &s.h, &s.in, &s.layers, &s.ch)) ||
 	    (st = side_pair(sub, "image_size", &s.ih, &s.iw)) ||
 	    (st = side_pair(sub, "patch_size", &s.ph, &s.pw)) ||
 	    (st = cfg_bool(sub, "attention_bias", &s.qkv_bias, &qb_found)) ||
