@@ -617,8 +617,7 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	char why[96] = "", smi[32];
 	if (mt->engine == KVS_ENGINE_SGLANG && !(d->mem_fraction_static > 0))
 		snprintf(why, sizeof why, ", SGLang's default for %s MiB (%s), tp %u x pp %u",
-			 kvs_fmt_commas((g->smi_mem_bytes ? g->smi_mem_bytes : g->mem_bytes) >> 20,
-					smi, sizeof smi),
+			 kvs_fmt_commas(kvs_gpu_smi_bytes(g) >> 20, smi, sizeof smi),
 			 g->smi_mem_bytes ? "nvidia-smi" : "the driver total", d->tp, d->pp);
 	add(&t, lab, kvs_fmt_commas(s->usable_bytes, b1, sizeof b1), "%s%s",
 	    ibytes(s->usable_bytes, b2, sizeof b2), why);

@@ -100,7 +100,7 @@ void kvs_engine_batch_defaults(kvs_engine e, const kvs_gpu *g, uint32_t *max_num
  * decoding, piecewise graphs and vision models are not modelled.) */
 static double sglang_fraction(const kvs_gpu *g, uint64_t tp, uint64_t pp)
 {
-	double mib = (double)((g->smi_mem_bytes ? g->smi_mem_bytes : g->mem_bytes) >> 20);
+	double mib = (double)(kvs_gpu_smi_bytes(g) >> 20);
 	uint32_t dcps, graph_bs;
 	if (mib < 20 * 1024)
 		dcps = 2048, graph_bs = 8;                       /* T4, 4080 */
@@ -112,8 +112,8 @@ static double sglang_fraction(const kvs_gpu *g, uint64_t tp, uint64_t pp)
 		dcps = 8192, graph_bs = tp < 4 ? 256 : 512;      /* A100-80GB, H100, H200 */
 	else
 		dcps = 16384, graph_bs = 512;                    /* B200, MI300X */
-	double reserve = 512 + (dcps > 2048 ? dcps : 2048) * 1.5 + graph_bs * 2.0 +
-			 (double)(tp * pp) / 8 * 1024;
+	/* SGLang's max(chunk, 2048): every chunk above is 2048 or more */
+	double reserve = 512 + dcps * 1.5 + graph_bs * 2.0 + (double)(tp * pp) / 8 * 1024;
 	if (mib > 60 * 1024 && reserve < 10 * 1024)
 		reserve = 10 * 1024;
 	/* printf rounds the exact binary value, ties to even, as round() in

@@ -297,6 +297,11 @@ static kvs_status gpu_from_json(json_t *g, const char *path, const char *name,
 	return KVS_OK;
 }
 
+uint64_t kvs_gpu_smi_bytes(const kvs_gpu *g)
+{
+	return g->smi_mem_bytes ? g->smi_mem_bytes : g->mem_bytes;
+}
+
 double kvs_gpu_matmul_rate(const kvs_gpu *g, kvs_dtype weight_dtype)
 {
 	if (weight_dtype == KVS_DTYPE_FP8 && g->fp8_flops > 0)

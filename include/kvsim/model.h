@@ -220,6 +220,9 @@ kvs_status kvs_gpu_load(const char *name_or_path, kvs_gpu *out);
  * FP8 rate for FP8 weights (W8A8), the INT8 rate for INT8 weights, the
  * FP16 rate otherwise or when the GPU has no such rate (W8A16 kernels). */
 double kvs_gpu_matmul_rate(const kvs_gpu *g, kvs_dtype weight_dtype);
+/* The device total as nvidia-smi (rocm-smi) shows it, what SGLang's
+ * defaults read: smi_mem_bytes, or mem_bytes where that is unknown. */
+uint64_t kvs_gpu_smi_bytes(const kvs_gpu *g);
 /* NULL-terminated arrays of preset names. */
 const char *const *kvs_model_preset_names(void);
 const char *const *kvs_gpu_preset_names(void);
