@@ -578,9 +578,9 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		       s->experts_per_gpu
 		       ? "; the routed experts spread over all of them (expert parallel)" : "");
 	if (d->pp > 1)
-		printf("  pp     %u stages run one after another (one batch in flight): the\n"
-		       "         decode rate below is a lower bound (vLLM keeps several\n"
-		       "         micro-batches in flight)\n", d->pp);
+		printf("  pp     %u stages, up to %u micro-batches in flight (vLLM's batch queue):\n"
+		       "         a step lasts one micro-batch's pass through every stage, each\n"
+		       "         stage reading its weights once per micro-batch\n", d->pp, d->pp);
 
 	printf("\nKV bytes per token, per GPU\n");
 	print_formula(d, s);

@@ -4,8 +4,14 @@
  * table, and closed-form sums of step times over decode spans.
  *
  * docs/COST-MODEL.md states the model and its defaults.  Everything here is
- * per rank of one tensor-parallel group; pipeline stages run one after the
- * other, so a step costs the sum over stages (pp x one stage).
+ * per rank of one tensor-parallel group.  At pp stages a step is one round
+ * of the engine's micro-batches: each sequence in one of m =
+ * kvs_cost_micro_batches(nseq) batches in flight, a round lasting one
+ * micro-batch's pass through every stage (pp stages in turn, each stage
+ * busy with the m batches in that time).  So a step costs what a step of
+ * 1/m of its tokens, sequences, context and attention costs over all
+ * stages (the weights read once per micro-batch and stage), plus the
+ * engine's per-step overhead once.
  */
 #include "kvs_config.h"
 #include "sim_internal.h"
@@ -352,6 +358,7 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 		return kvs_fail(KVS_ERR_INVALID, "per-sequence and per-token step overheads "
 				"must be >= 0");
 	c->layers = m->num_layers;
+	c->pp = pp;
 	c->allreduce_bytes_per_token = 2.0 * m->hidden_size;
 	if (cfg->profile_points) {
 		if (cfg->profile_tp != tp)
@@ -410,29 +417,29 @@ double kvs_interp(const double *xs, const double *ys, uint32_t n, double x)
 	return ys[lo] + (ys[hi] - ys[lo]) * (x - xs[lo]) / (xs[hi] - xs[lo]);
 }
 
-/* Profile terms of a step of T tokens: the non-attention operators of
- * every layer and the embedding, and the two all-reduces per layer. */
-static double profile_linear(const kvs_cost *c, uint64_t T)
+/* Profile terms of a step (or micro-batch) of t tokens: the
+ * non-attention operators of every layer and the embedding, and the two
+ * all-reduces per layer. */
+static double profile_linear(const kvs_cost *c, double t)
 {
 	const kvs_cost_config *k = &c->cfg;
-	if (!T)
+	if (!(t > 0))
 		return 0;
-	double t = (double)T;
 	return c->layers * kvs_interp(k->profile_tokens, k->profile_layer_s, k->profile_points, t) +
 	       kvs_interp(k->profile_tokens, k->profile_emb_s, k->profile_points, t);
 }
 
-static inline double comm_time(const kvs_cost *c, uint64_t T)
+static inline double comm_time(const kvs_cost *c, double t)
 {
 	const kvs_cost_config *k = &c->cfg;
-	if (!T)
+	if (!(t > 0))
 		return 0;
 	if (k->profile_points && k->allreduce_points)
 		return 2.0 * c->layers * kvs_interp(k->allreduce_bytes, k->allreduce_s,
 						k->allreduce_points,
-						c->allreduce_bytes_per_token * (double)T);
+						c->allreduce_bytes_per_token * t);
 	return c->allreduce_fixed_s > 0 ? c->allreduce_fixed_s +
-					  c->allreduce_per_token_s * (double)T : 0;
+					  c->allreduce_per_token_s * t : 0;
 }
 
 static double overhead(const kvs_cost_config *k, uint64_t T, uint64_t nseq)
@@ -567,13 +574,13 @@ uint64_t kvs_cost_decode_window(const kvs_cost *c, uint64_t prompt, uint64_t fin
 	return (keys + n / 2) / n;
 }
 
-/* Decode attention of n requests at per-request KV length kv0, and its
- * slope per step (one more token each) on kv0's segment. */
-static void attn_decode_line(const kvs_cost *c, uint64_t n, double kv0,
+/* Decode attention of dn requests (a micro-batch's share: not always
+ * whole) at per-request KV length kv0, and its slope per step (one more
+ * token each) on kv0's segment. */
+static void attn_decode_line(const kvs_cost *c, double dn, double kv0,
 			     double *v0, double *slope)
 {
 	const struct kvs_attn_table *a = c->cfg.attn;
-	double dn = (double)n;
 	const double *kv = a->kv;
 	uint32_t m = a->nkv;
 	double lo, hi;
@@ -622,38 +629,42 @@ double kvs_cost_step(const kvs_cost *c, uint64_t T, uint64_t nseq,
 		       k->kv_read_factor * k->linear_per_context_s * ctx +
 		       k->linear_per_seq_s * (double)nseq;
 	bool prof = k->profile_points > 0;
+	/* one micro-batch's share of the step through every stage (the
+	 * whole step at pp 1: each division by 1 is exact) */
+	double mb = kvs_cost_micro_batches(c, nseq);
+	double t = (double)T / mb;
 	if (prof && k->attn) {
 		/* measured attention: decode (the KV-read factor scales it) and
 		 * the prefill chunks' own times; the KV write is not profiled */
-		double dec = 0;
+		double dec = 0, dn = (double)ndec / mb;
 		if (ndec && c->win_layers > 0)
 			dec = (c->layers - c->win_layers) * k->kv_read_factor *
-			      attn_decode_at(k->attn, (double)ndec, ctx_dec / (double)ndec) +
+			      attn_decode_at(k->attn, dn, ctx_dec / (double)ndec) +
 			      c->win_layers * k->kv_read_factor *
-			      attn_decode_at(k->attn, (double)ndec, w->dec / (double)ndec);
+			      attn_decode_at(k->attn, dn, w->dec / (double)ndec);
 		else if (ndec)
 			dec = c->layers * k->kv_read_factor *
-			      attn_decode_at(k->attn, (double)ndec, ctx_dec / (double)ndec);
-		return dec + prefill_attn_s + profile_linear(c, T) + comm_time(c, T) +
+			      attn_decode_at(k->attn, dn, ctx_dec / (double)ndec);
+		return dec + prefill_attn_s / mb + profile_linear(c, t) + comm_time(c, t) +
 		       overhead(k, T, nseq);
 	}
 	/* measured profile: the linear layers are in profile_linear, the
 	 * roofline keeps attention and the KV read and write */
-	double flops = (prof ? 0 : c->linear_flops_per_token * (double)T) +
-		       c->attn_flops_per_pair * pairs;
+	double flops = (prof ? 0 : c->linear_flops_per_token * t) +
+		       c->attn_flops_per_pair * (pairs / mb);
 	/* KV read (scaled by the attention kernel's relative cost) and KV
-	 * written for the new tokens */
+	 * written for the new tokens; the weights, once per micro-batch */
 	double bytes = (prof ? 0 : c->weight_bytes) +
-		       c->kv_bytes_per_token * (k->kv_read_factor * ctx + (double)T);
+		       c->kv_bytes_per_token * (k->kv_read_factor * (ctx / mb) + t);
 	if (c->kv_win_bytes_per_token > 0) {
 		/* the windowed layers, over their windows */
-		flops += c->attn_win_flops_per_pair * w->pairs;
-		bytes += c->kv_win_bytes_per_token * (k->kv_read_factor * w->ctx + (double)T);
+		flops += c->attn_win_flops_per_pair * (w->pairs / mb);
+		bytes += c->kv_win_bytes_per_token * (k->kv_read_factor * (w->ctx / mb) + t);
 	}
 	double comp = flops / c->flop_rate;
 	double mem = bytes / c->byte_rate;
-	return (comp > mem ? comp : mem) + (prof ? profile_linear(c, T) : 0) +
-	       comm_time(c, T) + overhead(k, T, nseq);
+	return (comp > mem ? comp : mem) + (prof ? profile_linear(c, t) : 0) +
+	       comm_time(c, t) + overhead(k, T, nseq);
 }
 
 void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
@@ -671,19 +682,22 @@ void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
 		return;
 	}
 	/* a decode token attends to its whole context: pairs == ctx; the same
-	 * terms as kvs_cost_step with T = nseq = n, the profile's constant */
+	 * terms as kvs_cost_step with T = nseq = n, the profile's constant,
+	 * for one micro-batch's share (n, ctx0 and wctx over mb; the
+	 * per-request lengths unchanged) */
 	bool prof = k->profile_points > 0;
-	out->c = (prof ? profile_linear(c, n) : 0) + comm_time(c, n) + overhead(k, n, n);
+	double mb = kvs_cost_micro_batches(c, n), nm = dn / mb;
+	out->c = (prof ? profile_linear(c, nm) : 0) + comm_time(c, nm) + overhead(k, n, n);
 	if (prof && k->attn) {
 		double v0 = 0, sl = 0;
 		if (n)
-			attn_decode_line(c, n, ctx0 / dn, &v0, &sl);
+			attn_decode_line(c, nm, ctx0 / dn, &v0, &sl);
 		if (n && c->win_layers > 0) {
 			/* the windowed layers' read is constant over the span */
 			double lf = c->layers - c->win_layers;
 			out->a1 = out->a2 = lf * f * v0 +
 					    c->win_layers * f *
-					    attn_decode_at(c->cfg.attn, dn, wctx / dn);
+					    attn_decode_at(c->cfg.attn, nm, wctx / dn);
 			out->b1 = out->b2 = lf * f * sl;
 			return;
 		}
@@ -691,6 +705,9 @@ void kvs_cost_decode_lines(const kvs_cost *c, uint64_t n, double ctx0,
 		out->b1 = out->b2 = c->layers * f * sl;
 		return;
 	}
+	ctx0 /= mb;
+	wctx /= mb;
+	dn = nm;
 	double flops = (prof ? 0 : c->linear_flops_per_token * dn) +
 		       c->attn_flops_per_pair * ctx0;
 	double bytes = (prof ? 0 : c->weight_bytes) + c->kv_bytes_per_token * (f * ctx0 + dn);

@@ -2734,6 +2734,112 @@ static void test_kv_read_factor(void **state)
 	}
 }
 
+/* Pipeline stages with micro-batches in flight, by hand on small_deploy's
+ * figures (per rank and stage: 1e9 weight bytes, 1e5 KV bytes a token;
+ * 5e11 B/s and 5e14 FLOP/s effective; 4 layers of 8 heads x 64).  At pp
+ * stages a step of n sequences runs as m = min(pp, n) micro-batches: it
+ * lasts one micro-batch's pass through every stage, 1/m of the step's
+ * tokens, context and pairs with all stages' weights, plus the 2 ms
+ * overhead once. */
+static double pp_step(double w_all, double kv_all, double T, double ctx, double pairs,
+		      double m)
+{
+	double flops = 2e9 * T / m + 4.0 * 8 * 64 * 4 * pairs / m;
+	double bytes = w_all + kv_all * (ctx / m + T / m);
+	double comp = flops / 5e14, mem = bytes / 5e11;
+	return (comp > mem ? comp : mem) + 0.002;
+}
+
+static void test_pipeline_micro_batches(void **state)
+{
+	(void)state;
+	kvs_deploy d;
+	kvs_sizing sz;
+	small_deploy(&d, &sz);
+	kvs_cost_config cc;
+	kvs_cost_config_defaults(&cc);
+	cc.flops_efficiency = 0.5;
+	cc.bandwidth_efficiency = 0.5;
+	kvs_cost c;
+
+	/* pp 2: a decode of 4 sequences over 4,000 tokens in two halves:
+	 * (2e9 + 2e5 x (2000 + 2)) / 5e11 = 4.8008 ms, + 2 ms; one batch in
+	 * flight would have been (2e9 + 2e5 x 4004) / 5e11 + 2 ms = 7.6016 ms */
+	d.pp = 2;
+	assert_int_equal(kvs_cost_init(&c, &cc, &d, &sz), KVS_OK);
+	assert_true(kvs_cost_micro_batches(&c, 4) == 2.0);
+	assert_true(kvs_cost_micro_batches(&c, 1) == 1.0);
+	double t = kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, DEC_WIN(4000.0), 0);
+	assert_close(t, 6.8008e-3, 1e-12);
+	assert_close(t, pp_step(2e9, 2e5, 4, 4000, 4000, 2), 1e-15);
+	/* one sequence cannot be split: its pass is the whole step's */
+	t = kvs_cost_step(&c, 1, 1, 4000.0, 4000.0, 1, 4000.0, DEC_WIN(4000.0), 0);
+	assert_close(t, (2e9 + 2e5 * 4001) / 5e11 + 0.002, 1e-12);
+	/* compute-bound: two prompts of 4,096 tokens at once take half the
+	 * FLOPs of one pass each way; one prompt of 8,192 takes them all */
+	double pairs2 = 2.0 * 4096 * 4097 / 2, pairs1 = 8192.0 * 8193 / 2;
+	t = kvs_cost_step(&c, 8192, 2, 8192.0, pairs2, 0, 0, DEC_WIN(0), 0);
+	double want = pp_step(2e9, 2e5, 8192, 8192, pairs2, 2);
+	assert_close(t, want, 1e-12);
+	assert_close(t, (2e9 * 4096 + 8192.0 * pairs2 / 2) / 5e14 + 0.002, 1e-12);
+	t = kvs_cost_step(&c, 8192, 1, 8192.0, pairs1, 0, 0, DEC_WIN(0), 0);
+	assert_close(t, (2e9 * 8192 + 8192.0 * pairs1) / 5e14 + 0.002, 1e-12);
+
+	/* pp 4: three sequences make three micro-batches, five make four */
+	d.pp = 4;
+	assert_int_equal(kvs_cost_init(&c, &cc, &d, &sz), KVS_OK);
+	assert_true(kvs_cost_micro_batches(&c, 3) == 3.0);
+	assert_true(kvs_cost_micro_batches(&c, 5) == 4.0);
+	t = kvs_cost_step(&c, 3, 3, 3000.0, 3000.0, 3, 3000.0, DEC_WIN(3000.0), 0);
+	assert_close(t, (4e9 + 4e5 * (1000.0 + 1)) / 5e11 + 0.002, 1e-12);
+	t = kvs_cost_step(&c, 5, 5, 5000.0, 5000.0, 5, 5000.0, DEC_WIN(5000.0), 0);
+	assert_close(t, (4e9 + 4e5 * (1250.0 + 1.25)) / 5e11 + 0.002, 1e-12);
+
+	/* the decode-span lines split the same way: step j of a span of n
+	 * decodes from context 1000 n, for n below, at and above pp */
+	for (uint64_t n = 1; n <= 6; n++) {
+		kvs_lin2 L;
+		kvs_cost_decode_lines(&c, n, 1000.0 * n, 0, &L);
+		double m = n < 4 ? (double)n : 4.0;
+		for (uint64_t j = 0; j < 60; j += 13) {
+			double ctx = (1000.0 + j) * n;
+			double got = kvs_lin2_prefix(&L, j + 1) - kvs_lin2_prefix(&L, j);
+			assert_close(got, pp_step(4e9, 4e5, n, ctx, ctx, m), 1e-12);
+			assert_close(got, kvs_cost_step(&c, n, n, ctx, ctx, n, ctx, DEC_WIN(ctx), 0),
+				     1e-12);
+		}
+	}
+
+	/* the linear model is a fit of whole steps: pp does not split it */
+	kvs_cost_config lc;
+	kvs_cost_config_defaults(&lc);
+	lc.kind = KVS_COST_LINEAR;
+	lc.linear_base_s = 0.01;
+	lc.linear_per_token_s = 1e-5;
+	assert_int_equal(kvs_cost_init(&c, &lc, &d, &sz), KVS_OK);
+	assert_true(kvs_cost_micro_batches(&c, 8) == 1.0);
+	assert_close(kvs_cost_step(&c, 8, 8, 800.0, 800.0, 8, 800.0, DEC_WIN(800.0), 0),
+		     0.01 + 8e-5, 1e-12);
+
+	/* whole runs at pp 2 and 4: the decode spans in closed form give what
+	 * stepping one token at a time gives, the split changing with the
+	 * number of running sequences */
+	kvs_deploy dp;
+	kvs_test_deploy(&dp, "llama-2-7b", "h100-80gb");
+	fs_deploy = &dp;
+	for (uint32_t pp = 2; pp <= 4; pp += 2) {
+		dp.pp = pp;
+		compare_fast_slow(KVS_POLICY_PAGED, false, 1.0);
+		compare_fast_slow(KVS_POLICY_VATTENTION, true, 1.0);
+	}
+	kvs_cost_config pk;
+	synthetic_profile(&pk);
+	fs_cost = &pk;
+	compare_fast_slow(KVS_POLICY_PAGED, false, 1.0);
+	fs_cost = NULL;
+	fs_deploy = NULL;
+}
+
 static void test_bad_config(void **state)
 {
 	(void)state;
@@ -2811,6 +2917,7 @@ int main(void)
 		cmocka_unit_test(test_step_table_fit),
 		cmocka_unit_test(test_roofline),
 		cmocka_unit_test(test_profile_step_time),
+		cmocka_unit_test(test_pipeline_micro_batches),
 		cmocka_unit_test(test_profile_load),
 		cmocka_unit_test(test_fast_path_profile),
 		cmocka_unit_test(test_attention_profile),
