@@ -125,6 +125,9 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 	} else if (kvs_args_is(it, "--pp") || kvs_args_is(it, "--pipeline-parallel-size") ||
 		   kvs_args_is(it, "-pp")) {
 		ok = arg_u32(it, 1, 1024, &d->pp);
+	} else if (kvs_args_is(it, "--pp-balanced")) {
+		ok = kvs_args_no_value(it);
+		d->pp_balanced = ok;
 	} else if (kvs_args_is(it, "--dp") || kvs_args_is(it, "--data-parallel-size") ||
 		   kvs_args_is(it, "-dp")) {
 		ok = arg_u32(it, 1, 1024, &d->dp);
@@ -285,6 +288,9 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 		fprintf(stderr, "kvsim %s: warning: --enable-expert-parallel without "
 			"--data-parallel-size > 1: the experts spread over the tp GPUs, as "
 			"tensor parallelism shards them, and each GPU's memory is the same\n", cmd);
+	if (c->d.pp_balanced && c->d.pp <= 1)
+		fprintf(stderr, "kvsim %s: warning: --pp-balanced without "
+			"--pipeline-parallel-size > 1 changes nothing\n", cmd);
 
 	/* architecture overrides */
 	bool reshaped = false;
@@ -467,11 +473,16 @@ void kvs_cli_deploy_help(FILE *f)
 		"  --gpu-mem SIZE               device memory with a unit: 80GB (10^9), 79.2GiB (2^30)\n"
 		"  --gpu-memory-utilization F   share of device memory to use, (0, 1] (default 0.9)\n"
 		"  --tp, -tp, --tensor-parallel-size N    tensor-parallel GPUs (default 1)\n"
-		"  --pp, -pp, --pipeline-parallel-size N  pipeline stages (default 1); the\n"
-		"                               running sequences split into up to N\n"
-		"                               micro-batches in flight, as vLLM's batch queue\n"
-		"                               keeps them: a step lasts one micro-batch's pass\n"
-		"                               through all stages (docs/COST-MODEL.md)\n"
+		"  --pp, -pp, --pipeline-parallel-size N  pipeline stages (default 1), with\n"
+		"                               one batch in flight: a step passes through the\n"
+		"                               stages one after another, as vLLM V1's\n"
+		"                               scheduler mostly runs them (it fills its first\n"
+		"                               batch in flight before any other)\n"
+		"  --pp-balanced                at pp > 1, split the running sequences evenly\n"
+		"                               into up to pp micro-batches in flight (vLLM\n"
+		"                               V0's virtual engines): a step lasts one\n"
+		"                               micro-batch's pass, the other bound\n"
+		"                               (docs/COST-MODEL.md)\n"
 		"  --dp, -dp, --data-parallel-size N      data-parallel ranks of tp x pp GPUs,\n"
 		"                               each with its own KV pool and requests (size\n"
 		"                               only; default 1)\n"

@@ -577,10 +577,15 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		       "         requests%s\n", s->dp, d->tp * d->pp, d->tp * d->pp > 1 ? "s" : "",
 		       s->experts_per_gpu
 		       ? "; the routed experts spread over all of them (expert parallel)" : "");
-	if (d->pp > 1)
-		printf("  pp     %u stages, up to %u micro-batches in flight (vLLM's batch queue):\n"
+	if (d->pp > 1 && d->pp_balanced)
+		printf("  pp     %u stages, up to %u balanced micro-batches in flight (--pp-balanced):\n"
 		       "         a step lasts one micro-batch's pass through every stage, each\n"
-		       "         stage reading its weights once per micro-batch\n", d->pp, d->pp);
+		       "         stage reading its weights once per micro-batch (an upper bound\n"
+		       "         on the decode rate)\n", d->pp, d->pp);
+	else if (d->pp > 1)
+		printf("  pp     %u stages run one after another (one batch in flight, as vLLM\n"
+		       "         V1's scheduler mostly runs them): a lower bound on the decode\n"
+		       "         rate; --pp-balanced gives the other bound\n", d->pp);
 
 	printf("\nKV bytes per token, per GPU\n");
 	print_formula(d, s);
@@ -921,6 +926,8 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(e, "max_model_len", j_u64(s->max_model_len));
 	json_object_set_new(e, "engine", json_string(kvs_engine_name(d->engine)));
 	json_object_set_new(e, "windows_in_full", json_boolean(kvs_deploy_windows_in_full(d)));
+	if (d->pp_balanced)   /* only when given: documents without it stay as they were */
+		json_object_set_new(e, "pp_balanced", json_true());
 	json_object_set_new(o, "deploy", e);
 
 	json_t *f = JSON_TABLE(s, formula_fields);

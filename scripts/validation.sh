@@ -686,10 +686,12 @@ cat <<'EOF'
 ## Pipeline against tensor parallelism: vLLM on eight L4s
 
 A published pair of runs on the same eight L4s (PCIe only), one at
-pp 4 x tp 2 and one at pp 2 x tp 4, the rest the same.  kvsim replays
-1,000 requests arriving at once, their lengths lognormal with the run's
-means (233 prompt and 175 output tokens, from its published throughputs;
-sigma 1 assumed, ShareGPT's own lengths are not bundled), under the run's
+pp 4 x tp 2 and one at pp 2 x tp 4, the rest the same, from the time of
+vLLM's V0 engine, whose virtual engines balance the pipeline's batches
+(kvsim's `--pp-balanced`, docs/COST-MODEL.md).  kvsim replays 1,000
+requests arriving at once, their lengths lognormal with the run's means
+(233 prompt and 175 output tokens, from its published throughputs; sigma
+1 assumed, ShareGPT's own lengths are not bundled), under the run's
 scheduler settings.  Check-only.
 
 EOF
@@ -697,33 +699,33 @@ head_row
 "$K" gen --requests 1000 --arrival constant --rate 1000000 --prompt-len lognormal:233:1 \
 	--output-len lognormal:175:1 --seed 5 -o "$tmp/sg8.csv" 2>/dev/null
 l4="--model llama-3.1-70b --dtype fp8 --kv-cache-dtype fp8 --gpu l4 --max-model-len 32768 --max-num-batched-tokens 32768 --max-num-seqs 512 --no-enable-chunked-prefill"
+tput() { "$K" replay "$tmp/sg8.csv" $l4 "$@" 2>/dev/null | awk '/output tokens\/s/ { print $3 }'; }
 src="substratus.ai blog, \"Benchmarking 70B model on 8 x L4 GPUs vLLM: Pipeline vs Tensor Parallelism\" (vLLM benchmark_serving.py, ShareGPT, 1,000 prompts at once)"
 conf="Llama-3.1-70B-Instruct FP8, fp8 KV cache, 8x L4; max_model_len 32768, 32768 batched tokens, 512 sequences, chunked prefill off, enforce-eager"
-t42=$("$K" replay "$tmp/sg8.csv" $l4 --pp 4 --tp 2 2>/dev/null | awk '/output tokens\/s/ { print $3 }')
-t24=$("$K" replay "$tmp/sg8.csv" $l4 --pp 2 --tp 4 2>/dev/null | awk '/output tokens\/s/ { print $3 }')
-row "$src" "$conf, pp 4 x tp 2" "output tokens/s" 307.61 "$t42" "kvsim replay sg8.csv $l4 --pp 4 --tp 2"
-row "same" "same, pp 2 x tp 4" "output tokens/s" 261.16 "$t24" "kvsim replay sg8.csv $l4 --pp 2 --tp 4"
+t42=$(tput --pp 4 --tp 2 --pp-balanced)
+t24=$(tput --pp 2 --tp 4 --pp-balanced)
+row "$src" "$conf, pp 4 x tp 2" "output tokens/s" 307.61 "$t42" "kvsim replay sg8.csv $l4 --pp 4 --tp 2 --pp-balanced"
+row "same" "same, pp 2 x tp 4" "output tokens/s" 261.16 "$t24" "kvsim replay sg8.csv $l4 --pp 2 --tp 4 --pp-balanced"
 row "same" "same" "pp 4 x tp 2 over pp 2 x tp 4" 1.18 \
 	"$(awk -v a="$t42" -v b="$t24" 'BEGIN { printf "%.2f", a / b }')" "the two above"
-a42=$("$K" replay "$tmp/sg8.csv" $l4 --pp 4 --tp 2 --allreduce-latency 100e-6 2>/dev/null |
-	awk '/output tokens\/s/ { print $3 }')
-a24=$("$K" replay "$tmp/sg8.csv" $l4 --pp 2 --tp 4 --allreduce-latency 100e-6 2>/dev/null |
-	awk '/output tokens\/s/ { print $3 }')
+s42=$(tput --pp 4 --tp 2)
+s24=$(tput --pp 2 --tp 4)
+a42=$(tput --pp 4 --tp 2 --pp-balanced --allreduce-latency 100e-6)
+a24=$(tput --pp 2 --tp 4 --pp-balanced --allreduce-latency 100e-6)
 cat <<EOF
 
 kvsim is too fast on both and ranks them the wrong way round: the
 measurement has pp 4 x tp 2 ahead by 18%, kvsim has pp 2 x tp 4 ahead.
-What it leaves out weighs most at tp 4 on L4s: its all-reduce runs at
-the PCIe link's peak rate (32 GB/s) plus 10 us, where L4s without NVLink
-or peer-to-peer copies go through the host, and its fixed 2 ms per-step
-overhead does not grow with the kernel launches of an eager run (this
-one: each of tp 4's four workers launching every layer's kernels).  An all-reduce
-latency of 100 us alone does not reorder them (pp 4 x tp 2 at $a42
-against $a24 tokens/s), so the missing cost is mostly in the bandwidth
-or the eager launches.  The micro-batches in flight move kvsim
-toward the measurement: with one batch in flight (the earlier model,
-stages one after another) kvsim gave 310.5 and 550.4 tokens/s, a ratio
-of 0.56.  No default was changed on these rows.
+With one batch in flight (kvsim's default, vLLM V1's usual pipeline) it
+gives $s42 and $s24 tokens/s: the same order.  What it leaves out weighs
+most at tp 4 on L4s: its all-reduce runs at the PCIe link's peak rate
+(32 GB/s) plus 10 us, where L4s without NVLink or peer-to-peer copies go
+through the host, and its fixed 2 ms per-step overhead does not grow
+with the kernel launches of an eager run (this one: each of tp 4's four
+workers launching every layer's kernels).  An all-reduce latency of
+100 us alone does not reorder them ($a42 against $a24 tokens/s), so the
+missing cost is mostly in the bandwidth or the eager launches.  No
+default was changed on these rows.
 EOF
 
 cat <<'EOF'

@@ -4,14 +4,15 @@
  * table, and closed-form sums of step times over decode spans.
  *
  * docs/COST-MODEL.md states the model and its defaults.  Everything here is
- * per rank of one tensor-parallel group.  At pp stages a step is one round
- * of the engine's micro-batches: each sequence in one of m =
+ * per rank of one tensor-parallel group, for one pass through all pp
+ * stages in turn.  With balanced micro-batches (kvs_deploy.pp_balanced) a
+ * step is one round of them: each sequence in one of m =
  * kvs_cost_micro_batches(nseq) batches in flight, a round lasting one
- * micro-batch's pass through every stage (pp stages in turn, each stage
- * busy with the m batches in that time).  So a step costs what a step of
- * 1/m of its tokens, sequences, context and attention costs over all
- * stages (the weights read once per micro-batch and stage), plus the
- * engine's per-step overhead once.
+ * micro-batch's pass through every stage (each stage busy with the m
+ * batches in that time).  So a step then costs what a step of 1/m of its
+ * tokens, sequences, context and attention costs over all stages (the
+ * weights read once per micro-batch and stage), plus the engine's
+ * per-step overhead, whole, once.  Without it m is 1: one batch in flight.
  */
 #include "kvs_config.h"
 #include "sim_internal.h"
@@ -321,7 +322,7 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 	double mm_rate = kvs_gpu_matmul_rate(g, d->weight_dtype);
 	c->flop_rate = mm_rate * cfg->flops_efficiency;
 	c->byte_rate = g->hbm_bytes_per_s * cfg->bandwidth_efficiency;
-	/* stages run in turn: a step reads every stage's weights and KV */
+	/* one pass through the stages reads every stage's weights and KV */
 	c->weight_bytes = (double)sz->weight_bytes * pp;
 	c->kv_bytes_per_token = (double)sz->kv_bytes_per_token * pp;
 	c->linear_flops_per_token = 2.0 * active / tp;
@@ -358,7 +359,7 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 		return kvs_fail(KVS_ERR_INVALID, "per-sequence and per-token step overheads "
 				"must be >= 0");
 	c->layers = m->num_layers;
-	c->pp = pp;
+	c->pp = d->pp_balanced ? pp : 1;
 	c->allreduce_bytes_per_token = 2.0 * m->hidden_size;
 	if (cfg->profile_points) {
 		if (cfg->profile_tp != tp)

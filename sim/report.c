@@ -130,6 +130,8 @@ static json_t *engine_jt(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
 		set(o, "disable_hybrid_kv_cache_manager", json_true());
 	if (d->chunked_hybrid_on)
 		set(o, "allow_chunked_local_attn_with_hybrid_kv_cache", json_true());
+	if (d->pp_balanced)
+		set(o, "pp_balanced", json_true());
 	/* written only when the windowed layers are held in full, so
 	 * documents of models without windows stay as they were */
 	if (kvs_deploy_windows_in_full(d))

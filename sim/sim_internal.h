@@ -86,8 +86,9 @@ typedef struct kvs_cost {
 	double attn_win_flops_per_pair;
 	double win_layers;             /* of layers (measured attention) */
 	uint32_t window;               /* their window (tokens); 0 without */
-	uint32_t pp;                   /* pipeline stages: up to pp micro-batches
-	                                * in flight (kvs_cost_micro_batches);
+	uint32_t pp;                   /* micro-batches in flight at most
+	                                * (kvs_cost_micro_batches): the stages
+	                                * with balanced micro-batches, else 1;
 	                                * 1 under the linear model */
 	bool window_chunked;           /* Llama 4's chunked attention: a query
 	                                * attends within its aligned chunk of
@@ -96,10 +97,11 @@ typedef struct kvs_cost {
 
 kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 			 const kvs_deploy *d, const kvs_sizing *sz);
-/* Micro-batches a step of nseq sequences runs as at pp stages: the
- * engine keeps up to pp batches in flight, each of its own sequences, so
- * a step of nseq >= pp sequences splits into pp; fewer, into one each
- * (docs/COST-MODEL.md).  1 at pp 1. */
+/* Micro-batches a step of nseq sequences runs as at pp stages with
+ * balanced micro-batches (kvs_deploy.pp_balanced): up to pp batches in
+ * flight, each of its own sequences, so a step of nseq >= pp sequences
+ * splits into pp; fewer, into one each (docs/COST-MODEL.md).  1 at pp 1
+ * and without the balanced split. */
 static inline double kvs_cost_micro_batches(const kvs_cost *c, uint64_t nseq)
 {
 	if (c->pp <= 1 || nseq <= 1)

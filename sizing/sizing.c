@@ -337,7 +337,8 @@ void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g)
 /* Roofline decode step on one rank for `conv` conversations at full
  * context: weights (MoE: the experts those tokens touch) and every
  * conversation's cache read once; matmul and attention FLOPs; tp adds two
- * all-reduces per layer.  At pp stages the conversations run as
+ * all-reduces per layer.  Stages of a pipeline run one after another; with
+ * balanced micro-batches (pp_balanced) the conversations run as
  * min(pp, conv) micro-batches in flight, and a step (every conversation
  * one token) lasts one micro-batch's pass through the pp stages, each
  * stage reading its weights once per micro-batch (the simulator's model,
@@ -346,7 +347,7 @@ static double decode_step(const kvs_deploy *d, const kvs_sizing *s, uint64_t con
 {
 	const kvs_model *m = &d->model;
 	double ranks = (double)d->tp * d->pp;
-	uint64_t mb = d->pp > 1 ? (conv < d->pp ? conv : d->pp) : 1;
+	uint64_t mb = d->pp > 1 && d->pp_balanced ? (conv < d->pp ? conv : d->pp) : 1;
 	double c = (double)conv / (double)mb;
 	double w = (double)s->weight_bytes;
 	double active_w = w * ((double)m->num_active_params /

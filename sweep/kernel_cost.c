@@ -122,8 +122,9 @@ const char *kvs_kernel_source_name(kvs_kernel_source s)
 	return "unknown";
 }
 
-/* KV bytes per token read by one rank's step, times pp (stages run in
- * turn), as the step-time model counts them. */
+/* KV bytes per token read by one rank's pass through the stages, times
+ * pp, as the step-time model counts them (balanced micro-batches then
+ * charge a step 1/m of its sequences' reads). */
 static kvs_status kv_bytes_per_step_token(const kvs_sim_config *sc, double *kvb)
 {
 	kvs_sizing sz;

@@ -2734,13 +2734,14 @@ static void test_kv_read_factor(void **state)
 	}
 }
 
-/* Pipeline stages with micro-batches in flight, by hand on small_deploy's
- * figures (per rank and stage: 1e9 weight bytes, 1e5 KV bytes a token;
- * 5e11 B/s and 5e14 FLOP/s effective; 4 layers of 8 heads x 64).  At pp
- * stages a step of n sequences runs as m = min(pp, n) micro-batches: it
- * lasts one micro-batch's pass through every stage, 1/m of the step's
- * tokens, context and pairs with all stages' weights, plus the 2 ms
- * overhead once. */
+/* Pipeline stages, by hand on small_deploy's figures (per rank and stage:
+ * 1e9 weight bytes, 1e5 KV bytes a token; 5e11 B/s and 5e14 FLOP/s
+ * effective; 4 layers of 8 heads x 64).  By default one batch in flight:
+ * a step is one pass of the whole batch through the pp stages.  With
+ * balanced micro-batches a step of n sequences runs as m = min(pp, n)
+ * of them: it lasts one micro-batch's pass through every stage, 1/m of
+ * the step's tokens, context and pairs with all stages' weights, plus the
+ * 2 ms overhead once. */
 static double pp_step(double w_all, double kv_all, double T, double ctx, double pairs,
 		      double m)
 {
@@ -2762,10 +2763,16 @@ static void test_pipeline_micro_batches(void **state)
 	cc.bandwidth_efficiency = 0.5;
 	kvs_cost c;
 
-	/* pp 2: a decode of 4 sequences over 4,000 tokens in two halves:
-	 * (2e9 + 2e5 x (2000 + 2)) / 5e11 = 4.8008 ms, + 2 ms; one batch in
-	 * flight would have been (2e9 + 2e5 x 4004) / 5e11 + 2 ms = 7.6016 ms */
+	/* pp 2, one batch in flight: a decode of 4 sequences over 4,000
+	 * tokens passes both stages, (2e9 + 2e5 x 4004) / 5e11 + 2 ms */
 	d.pp = 2;
+	assert_int_equal(kvs_cost_init(&c, &cc, &d, &sz), KVS_OK);
+	assert_true(kvs_cost_micro_batches(&c, 4) == 1.0);
+	assert_close(kvs_cost_step(&c, 4, 4, 4000.0, 4000.0, 4, 4000.0, DEC_WIN(4000.0), 0),
+		     7.6016e-3, 1e-12);
+	/* balanced, in two halves: (2e9 + 2e5 x (2000 + 2)) / 5e11 = 4.8008 ms,
+	 * + 2 ms */
+	d.pp_balanced = true;
 	assert_int_equal(kvs_cost_init(&c, &cc, &d, &sz), KVS_OK);
 	assert_true(kvs_cost_micro_batches(&c, 4) == 2.0);
 	assert_true(kvs_cost_micro_batches(&c, 1) == 1.0);
@@ -2821,21 +2828,25 @@ static void test_pipeline_micro_batches(void **state)
 	assert_close(kvs_cost_step(&c, 8, 8, 800.0, 800.0, 8, 800.0, DEC_WIN(800.0), 0),
 		     0.01 + 8e-5, 1e-12);
 
-	/* whole runs at pp 2 and 4: the decode spans in closed form give what
+	/* whole runs at pp 2 and 4, balanced, on the roofline and on a
+	 * measured profile: the decode spans in closed form give what
 	 * stepping one token at a time gives, the split changing with the
 	 * number of running sequences */
 	kvs_deploy dp;
 	kvs_test_deploy(&dp, "llama-2-7b", "h100-80gb");
+	dp.pp_balanced = true;
+	kvs_cost_config rk, pk;
+	kvs_cost_config_defaults(&rk);
+	synthetic_profile(&pk);
 	fs_deploy = &dp;
 	for (uint32_t pp = 2; pp <= 4; pp += 2) {
 		dp.pp = pp;
+		fs_cost = &rk;
 		compare_fast_slow(KVS_POLICY_PAGED, false, 1.0);
 		compare_fast_slow(KVS_POLICY_VATTENTION, true, 1.0);
+		fs_cost = &pk;
+		compare_fast_slow(KVS_POLICY_PAGED, false, 1.0);
 	}
-	kvs_cost_config pk;
-	synthetic_profile(&pk);
-	fs_cost = &pk;
-	compare_fast_slow(KVS_POLICY_PAGED, false, 1.0);
 	fs_cost = NULL;
 	fs_deploy = NULL;
 }
