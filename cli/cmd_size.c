@@ -536,6 +536,17 @@ static void print_engine_lines(const kvs_deploy *d, const kvs_sizing *s)
 			 s->vllm_fit_max_model_len ? ": set --max-model-len to at most that, or raise "
 						     "--gpu-memory-utilization." : "");
 		wrap("  ", "  ", text);
+	} else if (s->vllm_request_bytes_all_stages > s->vllm_check_bytes) {
+		double gib = (double)(1ull << 30);
+		snprintf(text, sizeof text,
+			 "vLLM 0.14.0 and the releases before PR #33698 (February 2026) would "
+			 "not start: they check one max_model_len request over the layers of "
+			 "all %u stages, %.2f GiB, against one GPU's %.2f GiB "
+			 "(vllm-project/vllm issue #32105); with those versions lower "
+			 "--max-model-len or raise --gpu-memory-utilization.",
+			 d->pp, (double)s->vllm_request_bytes_all_stages / gib,
+			 (double)s->vllm_check_bytes / gib);
+		wrap("  ", "  ", text);
 	}
 }
 
@@ -962,6 +973,13 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(vl, "available_kv_cache_gib",
 			    json_real((double)s->vllm_check_bytes / (double)(1ull << 30)));
 	json_object_set_new(vl, "starts", json_boolean(s->vllm_starts));
+	if (d->pp > 1) {   /* vLLM 0.14-0.15's check at pp > 1 (docs/SIZING.md) */
+		json_object_set_new(vl, "request_bytes_all_stages",
+				    j_u64(s->vllm_request_bytes_all_stages));
+		json_object_set_new(vl, "starts_v0_14",
+				    json_boolean(s->vllm_request_bytes_all_stages <=
+						 s->vllm_check_bytes));
+	}
 	json_object_set_new(o, "vllm_log", vl);
 
 	json_t *sh = json_array();

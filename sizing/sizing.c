@@ -591,6 +591,10 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 	if (kvs_mul_overflow(s.num_gpu_blocks, d->block_size, &s.kv_capacity_tokens))
 		return ovf("KV capacity in tokens");
 	vllm_lines(d, &l, &s);
+	if (d->pp > 1)
+		s.vllm_request_bytes_all_stages =
+			vllm_request_bytes(&all, d->model.window_chunked, s.max_model_len,
+					   d->block_size, s.mem.profile_tokens);
 
 	/* whole conversations: layer-blocks of the pool over layer-blocks of one */
 	uint64_t conv_lb = kvs_sizing_layer_blocks(&l, d->block_size, d->context_tokens);

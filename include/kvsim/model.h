@@ -460,6 +460,13 @@ typedef struct kvs_sizing {
 					     * --num-gpu-blocks-override replaces
 					     * the block count */
 	bool vllm_starts;                   /* vllm_request_bytes fits in it */
+
+	/* ---- appended: vLLM 0.14's check at pp > 1 ------------------------- */
+	uint64_t vllm_request_bytes_all_stages; /* pp > 1: the same request
+					     * over every stage's layers, which
+					     * vLLM 0.14.0 checked against one
+					     * GPU's memory until PR #33698
+					     * (issue #32105); 0 at pp 1 */
 } kvs_sizing;
 
 /* KV bytes one token occupies on one rank, given the model, the cache dtype

@@ -752,6 +752,25 @@ for cmd in size replay; do
 		"$cmd --help: pp assumption" &&
 		has "$out" "--pp-balanced" "$cmd --help: --pp-balanced"
 done
+# vLLM 0.14's check at pp > 1 over every stage's layers: 10,000 tokens of
+# Llama-3.1-70B are 625 blocks of 16 x 40 layers x 4,096 B = 1,638,400,000 B
+# a stage (it starts), 3,276,800,000 B over both stages (0.14 would not)
+run 0 --model llama-3.1-70b --gpu h100-80gb --pp 2 --max-model-len 10000 &&
+	has "$out" "vLLM 0.14.0 and the releases before PR #33698 (February 2026) would not" \
+		"pp 2: vLLM 0.14's check said"
+run 0 --model llama-3.1-70b --gpu h100-80gb --pp 2 --max-model-len 10000 --json &&
+	python3 - "$out" <<'PY' || fail "pp 2: vllm_log request bytes over all stages"
+import json, sys
+v = json.loads(sys.argv[1])["vllm_log"]
+assert v["request_bytes"] == 625 * 16 * 40 * 4096, v
+assert v["request_bytes_all_stages"] == 625 * 16 * 80 * 4096, v
+assert v["starts"] is True and v["starts_v0_14"] is False, v
+PY
+run 0 --model llama-3.1-70b --gpu h100-80gb --pp 2 --max-model-len 4000 &&
+	case "$out" in *"PR #33698"*) fail "pp 2: 0.14 note where every check passes" ;; esac
+run 0 --model llama-3.1-70b --gpu h100-80gb --tp 2 --max-model-len 10000 --json &&
+	case "$out" in *"request_bytes_all_stages"*) fail "pp 1: all-stages key written" ;; esac
+
 # the decode step at pp 4 with 8 conversations or more, by hand: one batch
 # of all of them through the four stages (each stage's weights once), or,
 # balanced, two per micro-batch, each stage reading its weights four times
