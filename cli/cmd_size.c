@@ -727,6 +727,12 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		add(&t, "decode at full occupancy", b1,
 		    "tokens/s per %s, %.1f ms per step (roofline at peak bandwidth)",
 		    s->dp > 1 ? "rank" : "replica", s->decode_step_s * 1e3);
+		if (s->decode_tokens_per_s_other > 0) {
+			snprintf(b1, sizeof b1, "%.0f", s->decode_tokens_per_s_other);
+			add(&t, "  other pipeline bound", b1, "tokens/s %s",
+			    d->pp_balanced ? "with one batch in flight (without --pp-balanced)"
+					   : "with balanced micro-batches (--pp-balanced)");
+		}
 		if (s->dp > 1) {
 			snprintf(b1, sizeof b1, "%.0f", s->decode_tokens_per_s_total);
 			add(&t, "  on all ranks", b1, "tokens/s (no expert all-to-all modelled)");
@@ -947,6 +953,9 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(o, "kv_formula", f);
 
 	json_fields(o, s, sizing_fields, KVS_ARRAY_LEN(sizing_fields));
+	if (d->pp > 1)   /* the other pipeline bound; documents at pp 1 stay as they were */
+		json_object_set_new(o, "decode_tokens_per_s_other",
+				    json_real(s->decode_tokens_per_s_other));
 	/* only with a vision tower, so other documents stay as they were */
 	if (s->vision_weight_bytes)
 		json_object_set_new(o, "vision_weight_bytes", json_integer((json_int_t)

@@ -614,6 +614,12 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 	if (s.max_conversations && d->gpu.hbm_bytes_per_s > 0 && d->gpu.fp16_flops > 0) {
 		s.decode_step_s = decode_step(d, &s, s.max_conversations);
 		s.decode_tokens_per_s = (double)s.max_conversations / s.decode_step_s;
+		if (d->pp > 1) {   /* the other bound, for the range */
+			kvs_deploy o = *d;
+			o.pp_balanced = !d->pp_balanced;
+			s.decode_tokens_per_s_other =
+				(double)s.max_conversations / decode_step(&o, &s, s.max_conversations);
+		}
 	}
 	s.dp = d->dp > 1 ? d->dp : 1;
 	if (kvs_mul_overflow(s.max_conversations, s.dp, &s.max_conversations_total))

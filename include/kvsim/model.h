@@ -467,6 +467,11 @@ typedef struct kvs_sizing {
 					     * vLLM 0.14.0 checked against one
 					     * GPU's memory until PR #33698
 					     * (issue #32105); 0 at pp 1 */
+	double decode_tokens_per_s_other;   /* pp > 1: decode_tokens_per_s under
+					     * the other pipeline bound (balanced
+					     * micro-batches without pp_balanced,
+					     * one batch in flight with it); 0 at
+					     * pp 1 */
 } kvs_sizing;
 
 /* KV bytes one token occupies on one rank, given the model, the cache dtype
