@@ -2607,17 +2607,23 @@ static void small_deploy(kvs_deploy *d, kvs_sizing *sz)
 	sz->kv_bytes_per_token = 100000;
 }
 
+/* small_deploy and a roofline at 50% of peak FLOP/s and bandwidth */
+static void small_roofline(kvs_deploy *d, kvs_sizing *sz, kvs_cost_config *cc)
+{
+	small_deploy(d, sz);
+	kvs_cost_config_defaults(cc);
+	cc->flops_efficiency = 0.5;
+	cc->bandwidth_efficiency = 0.5;
+}
+
 static void test_kv_read_factor(void **state)
 {
 	(void)state;
 	kvs_deploy d;
 	kvs_sizing sz;
-	small_deploy(&d, &sz);
 	kvs_cost_config cc;
-	kvs_cost_config_defaults(&cc);
+	small_roofline(&d, &sz, &cc);
 	assert_true(cc.kv_read_factor == 1.0);
-	cc.flops_efficiency = 0.5;
-	cc.bandwidth_efficiency = 0.5;
 	double t[3];
 	for (int f = 1; f <= 2; f++) {
 		cc.kv_read_factor = f;
@@ -2756,11 +2762,8 @@ static void test_pipeline_micro_batches(void **state)
 	(void)state;
 	kvs_deploy d;
 	kvs_sizing sz;
-	small_deploy(&d, &sz);
 	kvs_cost_config cc;
-	kvs_cost_config_defaults(&cc);
-	cc.flops_efficiency = 0.5;
-	cc.bandwidth_efficiency = 0.5;
+	small_roofline(&d, &sz, &cc);
 	kvs_cost c;
 
 	/* pp 2, one batch in flight: a decode of 4 sequences over 4,000
