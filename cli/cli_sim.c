@@ -437,6 +437,10 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		c->fail_exit = KVS_EXIT_USAGE;
 		return false;
 	}
+	if (d->pp_balanced && d->pp > 1 && (c->table_path || c->step_linear_set))
+		fprintf(stderr, "kvsim %s: warning: --pp-balanced: --step-time-%s is a fit of "
+			"whole steps, which kvsim does not split into micro-batches; it "
+			"changes nothing\n", cmd, c->table_path ? "table" : "linear");
 	if (c->profile_dir && (c->table_path || c->step_linear_set)) {
 		fprintf(stderr, "kvsim %s: --step-time-profile and --step-time-%s both set "
 			"the step time; give one\n", cmd, c->table_path ? "table" : "linear");
@@ -805,7 +809,8 @@ static void print_header(FILE *f, const kvs_sim_config *cfg, const kvs_sim_stats
 	const kvs_deploy *d = &cfg->deploy;
 	char par[48] = "";
 	if (d->pp > 1)   /* the pool below is per GPU of tp x pp */
-		snprintf(par, sizeof par, ", pp %u", d->pp);
+		snprintf(par, sizeof par, ", pp %u%s", d->pp,
+			 d->pp_balanced ? " balanced" : "");
 	fprintf(f, "model %s on %s (tp %u%s), KV cache %s\n", d->model.name, d->gpu.name,
 		d->tp ? d->tp : 1, par, kvs_dtype_name(d->kv_dtype));
 	kvs_cli_sim_print_pool(f, cfg, st, NULL);

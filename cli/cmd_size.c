@@ -539,11 +539,11 @@ static void print_engine_lines(const kvs_deploy *d, const kvs_sizing *s)
 	} else if (s->vllm_request_bytes_all_stages > s->vllm_check_bytes) {
 		double gib = (double)(1ull << 30);
 		snprintf(text, sizeof text,
-			 "vLLM 0.14.0 and the releases before PR #33698 (February 2026) would "
-			 "not start: they check one max_model_len request over the layers of "
+			 "vLLM from 0.14.0 until PR #33698 (February 2026) would not start: "
+			 "those versions check one max_model_len request over the layers of "
 			 "all %u stages, %.2f GiB, against one GPU's %.2f GiB "
-			 "(vllm-project/vllm issue #32105); with those versions lower "
-			 "--max-model-len or raise --gpu-memory-utilization.",
+			 "(vllm-project/vllm issue #32105); with them lower --max-model-len "
+			 "or raise --gpu-memory-utilization.",
 			 d->pp, (double)s->vllm_request_bytes_all_stages / gib,
 			 (double)s->vllm_check_bytes / gib);
 		wrap("  ", "  ", text);
@@ -729,7 +729,8 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		    s->dp > 1 ? "rank" : "replica", s->decode_step_s * 1e3);
 		if (s->decode_tokens_per_s_other > 0) {
 			snprintf(b1, sizeof b1, "%.0f", s->decode_tokens_per_s_other);
-			add(&t, "  other pipeline bound", b1, "tokens/s %s",
+			add(&t, "  other pipeline bound", b1, "tokens/s per %s %s",
+			    s->dp > 1 ? "rank" : "replica",
 			    d->pp_balanced ? "with one batch in flight (without --pp-balanced)"
 					   : "with balanced micro-batches (--pp-balanced)");
 		}
@@ -982,7 +983,7 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(vl, "available_kv_cache_gib",
 			    json_real((double)s->vllm_check_bytes / (double)(1ull << 30)));
 	json_object_set_new(vl, "starts", json_boolean(s->vllm_starts));
-	if (d->pp > 1) {   /* vLLM 0.14-0.15's check at pp > 1 (docs/SIZING.md) */
+	if (d->pp > 1) {   /* vLLM's check from 0.14.0 until PR #33698 (docs/SIZING.md) */
 		json_object_set_new(vl, "request_bytes_all_stages",
 				    j_u64(s->vllm_request_bytes_all_stages));
 		json_object_set_new(vl, "starts_v0_14",

@@ -696,6 +696,7 @@ scheduler settings.  Check-only.
 
 EOF
 head_row
+gen8="kvsim gen --requests 1000 --arrival constant --rate 1000000 --prompt-len lognormal:233:1 --output-len lognormal:175:1 --seed 5 -o sg8.csv"
 "$K" gen --requests 1000 --arrival constant --rate 1000000 --prompt-len lognormal:233:1 \
 	--output-len lognormal:175:1 --seed 5 -o "$tmp/sg8.csv" 2>/dev/null
 l4="--model llama-3.1-70b --dtype fp8 --kv-cache-dtype fp8 --gpu l4 --max-model-len 32768 --max-num-batched-tokens 32768 --max-num-seqs 512 --no-enable-chunked-prefill"
@@ -704,8 +705,8 @@ src="substratus.ai blog, \"Benchmarking 70B model on 8 x L4 GPUs vLLM: Pipeline 
 conf="Llama-3.1-70B-Instruct FP8, fp8 KV cache, 8x L4; max_model_len 32768, 32768 batched tokens, 512 sequences, chunked prefill off, enforce-eager"
 t42=$(tput --pp 4 --tp 2 --pp-balanced)
 t24=$(tput --pp 2 --tp 4 --pp-balanced)
-row "$src" "$conf, pp 4 x tp 2" "output tokens/s" 307.61 "$t42" "kvsim replay sg8.csv $l4 --pp 4 --tp 2 --pp-balanced"
-row "same" "same, pp 2 x tp 4" "output tokens/s" 261.16 "$t24" "kvsim replay sg8.csv $l4 --pp 2 --tp 4 --pp-balanced"
+row "$src" "$conf, pp 4 x tp 2" "output tokens/s" 307.61 "$t42" "$gen8; kvsim replay sg8.csv $l4 --pp 4 --tp 2 --pp-balanced"
+row "same" "same, pp 2 x tp 4" "output tokens/s" 261.16 "$t24" "$gen8; kvsim replay sg8.csv $l4 --pp 2 --tp 4 --pp-balanced"
 row "same" "same" "pp 4 x tp 2 over pp 2 x tp 4" 1.18 \
 	"$(awk -v a="$t42" -v b="$t24" 'BEGIN { printf "%.2f", a / b }')" "the two above"
 s42=$(tput --pp 4 --tp 2)

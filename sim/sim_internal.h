@@ -89,7 +89,7 @@ typedef struct kvs_cost {
 	uint32_t pp;                   /* micro-batches in flight at most
 	                                * (kvs_cost_micro_batches): the stages
 	                                * with balanced micro-batches, else 1;
-	                                * 1 under the linear model */
+	                                * 0 under the linear model (read as 1) */
 	bool window_chunked;           /* Llama 4's chunked attention: a query
 	                                * attends within its aligned chunk of
 	                                * `window` tokens */

@@ -747,6 +747,14 @@ run 0 --model llama-3-70b --gpu h100-80gb --tp 2 &&
 run 0 --model llama-3-70b --gpu h100-80gb --tp 2 --pp-balanced &&
 	has "$err" "--pp-balanced without --pipeline-parallel-size > 1 changes nothing" \
 		"--pp-balanced at pp 1 warned"
+# a whole-step fit is not split: said; the replay header names the bound
+printf 'arrival_s,prompt_tokens,output_tokens\n0,100,10\n' >"$tmp/pp1.csv"
+kvs_run replay 0 "$tmp/pp1.csv" --pp 2 --pp-balanced --step-time-linear 0.01 &&
+	has "$err" "--pp-balanced: --step-time-linear is a fit of whole steps" \
+		"--pp-balanced under the linear model warned" &&
+	has "$out" "(tp 1, pp 2 balanced)" "replay header: the balanced bound"
+kvs_run replay 0 "$tmp/pp1.csv" --pp 2 --step-time-linear 0.01 &&
+	case "$out$err" in *balanced*) fail "balanced said without --pp-balanced" ;; esac
 for cmd in size replay; do
 	kvs_run "$cmd" 0 --help && has "$out" "one batch in flight: a step passes through the" \
 		"$cmd --help: pp assumption" &&
@@ -756,7 +764,7 @@ done
 # Llama-3.1-70B are 625 blocks of 16 x 40 layers x 4,096 B = 1,638,400,000 B
 # a stage (it starts), 3,276,800,000 B over both stages (0.14 would not)
 run 0 --model llama-3.1-70b --gpu h100-80gb --pp 2 --max-model-len 10000 &&
-	has "$out" "vLLM 0.14.0 and the releases before PR #33698 (February 2026) would not" \
+	has "$out" "vLLM from 0.14.0 until PR #33698 (February 2026) would not start" \
 		"pp 2: vLLM 0.14's check said"
 run 0 --model llama-3.1-70b --gpu h100-80gb --pp 2 --max-model-len 10000 --json &&
 	python3 - "$out" <<'PY' || fail "pp 2: vllm_log request bytes over all stages"
@@ -774,8 +782,9 @@ run 0 --model llama-3.1-70b --gpu h100-80gb --tp 2 --max-model-len 10000 --json 
 
 # the decode step at pp 4 with 8 conversations or more, by hand: one batch
 # of all of them through the four stages (each stage's weights once), or,
-# balanced, two per micro-batch, each stage reading its weights four times
-# and a quarter of the KV each time: the KV read is split, not the weights
+# balanced, a quarter of them per micro-batch, each stage reading its
+# weights four times and a quarter of the KV each time: the KV read is
+# split, not the weights
 for bal in "" --pp-balanced; do
 	run 0 --model llama-3-8b --gpu l4 --pp 4 --context 8K --json $bal &&
 		python3 - "$out" "$bal" <<'PY' || fail "pp 4 decode step ($bal) against its hand derivation"
