@@ -191,6 +191,8 @@ typedef struct kvs_cli_deploy {
 	kvs_deploy d;
 	bool set_context, set_block_size;
 	const char *dtype_arg, *kv_dtype_arg;  /* resolved against the model */
+	int pp_balanced_arg;        /* --pp-balanced 1, --no-pp-balanced 0; -1: the
+				     * engine's own (SGLang balances, vLLM V1 not) */
 	int fail_exit;              /* exit code when finish fails: 2 usage, 1 runtime */
 } kvs_cli_deploy;
 

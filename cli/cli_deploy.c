@@ -25,6 +25,7 @@ void kvs_cli_deploy_init(kvs_cli_deploy *c, const char *default_model,
 	c->model_arg = default_model ? default_model : "llama-2-7b";
 	c->gpu_arg = default_gpu ? default_gpu : KVS_CLI_DEFAULT_GPU;
 	kvs_deploy_defaults(&c->d, NULL, NULL);
+	c->pp_balanced_arg = -1;
 	c->fail_exit = KVS_EXIT_USAGE;
 }
 
@@ -125,9 +126,9 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 	} else if (kvs_args_is(it, "--pp") || kvs_args_is(it, "--pipeline-parallel-size") ||
 		   kvs_args_is(it, "-pp")) {
 		ok = arg_u32(it, 1, 1024, &d->pp);
-	} else if (kvs_args_is(it, "--pp-balanced")) {
+	} else if (kvs_args_is(it, "--pp-balanced") || kvs_args_is(it, "--no-pp-balanced")) {
 		ok = kvs_args_no_value(it);
-		d->pp_balanced = ok;
+		c->pp_balanced_arg = strcmp(it->flag, "--pp-balanced") == 0;
 	} else if (kvs_args_is(it, "--dp") || kvs_args_is(it, "--data-parallel-size") ||
 		   kvs_args_is(it, "-dp")) {
 		ok = arg_u32(it, 1, 1024, &d->dp);
@@ -288,9 +289,14 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 		fprintf(stderr, "kvsim %s: warning: --enable-expert-parallel without "
 			"--data-parallel-size > 1: the experts spread over the tp GPUs, as "
 			"tensor parallelism shards them, and each GPU's memory is the same\n", cmd);
-	if (c->d.pp_balanced && c->d.pp <= 1)
-		fprintf(stderr, "kvsim %s: warning: --pp-balanced without "
-			"--pipeline-parallel-size > 1 changes nothing\n", cmd);
+	/* the pipeline's batches: as given, else the engine's own (SGLang
+	 * caps each micro-batch at max_running_requests / pp) */
+	c->d.pp_balanced = c->d.pp > 1 && (c->pp_balanced_arg >= 0 ? c->pp_balanced_arg == 1
+								   : c->d.engine == KVS_ENGINE_SGLANG);
+	if (c->pp_balanced_arg >= 0 && c->d.pp <= 1)
+		fprintf(stderr, "kvsim %s: warning: --%spp-balanced without "
+			"--pipeline-parallel-size > 1 changes nothing\n", cmd,
+			c->pp_balanced_arg ? "" : "no-");
 
 	/* architecture overrides */
 	bool reshaped = false;
@@ -483,7 +489,10 @@ void kvs_cli_deploy_help(FILE *f)
 		"                               into up to pp micro-batches in flight (vLLM\n"
 		"                               V0's virtual engines): a step lasts one\n"
 		"                               micro-batch's pass, the upper bound on\n"
-		"                               throughput (docs/COST-MODEL.md)\n"
+		"                               throughput (docs/COST-MODEL.md); the default\n"
+		"                               with --engine sglang, whose scheduler caps\n"
+		"                               each micro-batch at max_running_requests / pp\n"
+		"  --no-pp-balanced             one batch in flight whatever the engine\n"
 		"  --dp, -dp, --data-parallel-size N      data-parallel ranks of tp x pp GPUs,\n"
 		"                               each with its own KV pool and requests (size\n"
 		"                               only; default 1)\n"

@@ -438,9 +438,10 @@ bool kvs_cli_sim_finish(kvs_cli_sim *c, const kvs_deploy *d, kvs_trace_opts *o,
 		return false;
 	}
 	if (d->pp_balanced && d->pp > 1 && (c->table_path || c->step_linear_set))
-		fprintf(stderr, "kvsim %s: warning: --pp-balanced: --step-time-%s is a fit of "
-			"whole steps, which kvsim does not split into micro-batches; it "
-			"changes nothing\n", cmd, c->table_path ? "table" : "linear");
+		fprintf(stderr, "kvsim %s: warning: balanced pipeline micro-batches "
+			"(--pp-balanced, or --engine sglang's default) change nothing under "
+			"--step-time-%s, a fit of whole steps that kvsim does not split\n",
+			cmd, c->table_path ? "table" : "linear");
 	if (c->profile_dir && (c->table_path || c->step_linear_set)) {
 		fprintf(stderr, "kvsim %s: --step-time-profile and --step-time-%s both set "
 			"the step time; give one\n", cmd, c->table_path ? "table" : "linear");

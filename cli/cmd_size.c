@@ -588,11 +588,17 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 		       "         requests%s\n", s->dp, d->tp * d->pp, d->tp * d->pp > 1 ? "s" : "",
 		       s->experts_per_gpu
 		       ? "; the routed experts spread over all of them (expert parallel)" : "");
-	if (d->pp > 1 && d->pp_balanced)
+	if (d->pp > 1 && d->pp_balanced && c->pp_balanced_arg == 1)
 		printf("  pp     %u stages, up to %u balanced micro-batches in flight (--pp-balanced):\n"
 		       "         a step lasts one micro-batch's pass through every stage, each\n"
 		       "         stage reading its weights once per micro-batch (an upper bound\n"
 		       "         on the decode rate)\n", d->pp, d->pp);
+	else if (d->pp > 1 && d->pp_balanced)
+		printf("  pp     %u stages, up to %u balanced micro-batches in flight, as SGLang's\n"
+		       "         scheduler keeps them (each at most max_running_requests / pp): a\n"
+		       "         step lasts one micro-batch's pass through every stage, each stage\n"
+		       "         reading its weights once per micro-batch (an upper bound on the\n"
+		       "         decode rate; --no-pp-balanced gives the other)\n", d->pp, d->pp);
 	else if (d->pp > 1)
 		printf("  pp     %u stages run one after another (one batch in flight, as vLLM\n"
 		       "         V1's scheduler mostly runs them): a lower bound on the decode\n"
@@ -731,7 +737,7 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 			snprintf(b1, sizeof b1, "%.0f", s->decode_tokens_per_s_other);
 			add(&t, "  other pipeline bound", b1, "tokens/s per %s %s",
 			    s->dp > 1 ? "rank" : "replica",
-			    d->pp_balanced ? "with one batch in flight (without --pp-balanced)"
+			    d->pp_balanced ? "with one batch in flight (--no-pp-balanced)"
 					   : "with balanced micro-batches (--pp-balanced)");
 		}
 		if (s->dp > 1) {
@@ -944,7 +950,7 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(e, "max_model_len", j_u64(s->max_model_len));
 	json_object_set_new(e, "engine", json_string(kvs_engine_name(d->engine)));
 	json_object_set_new(e, "windows_in_full", json_boolean(kvs_deploy_windows_in_full(d)));
-	if (d->pp_balanced)   /* only when given: documents without it stay as they were */
+	if (d->pp_balanced)   /* only when used: other documents stay as they were */
 		json_object_set_new(e, "pp_balanced", json_true());
 	json_object_set_new(o, "deploy", e);
 

@@ -747,10 +747,34 @@ run 0 --model llama-3-70b --gpu h100-80gb --tp 2 &&
 run 0 --model llama-3-70b --gpu h100-80gb --tp 2 --pp-balanced &&
 	has "$err" "--pp-balanced without --pipeline-parallel-size > 1 changes nothing" \
 		"--pp-balanced at pp 1 warned"
+# SGLang's scheduler balances its micro-batches: the default with
+# --engine sglang, --no-pp-balanced turns it off
+run 0 --model llama-3-70b --gpu h100-80gb --pp 2 --engine sglang &&
+	has "$out" "2 balanced micro-batches in flight, as SGLang's" "sglang at pp 2: balanced by default"
+run 0 --model llama-3-70b --gpu h100-80gb --pp 2 --engine sglang --no-pp-balanced &&
+	has "$out" "2 stages run one after another (one batch in flight" "--no-pp-balanced under sglang"
+run 0 --model llama-3-70b --gpu h100-80gb --tp 2 --no-pp-balanced &&
+	has "$err" "--no-pp-balanced without --pipeline-parallel-size > 1 changes nothing" \
+		"--no-pp-balanced at pp 1 warned"
+printf 'arrival_s,prompt_tokens,output_tokens\n0,300,40\n0.1,200,30\n0.2,500,20\n' >"$tmp/pp3.csv"
+kvs_run replay 0 "$tmp/pp3.csv" --model llama-3-8b --pp 2 --engine sglang --json "$tmp/sg_def.json" -q &&
+kvs_run replay 0 "$tmp/pp3.csv" --model llama-3-8b --pp 2 --engine sglang --pp-balanced \
+	--json "$tmp/sg_bal.json" -q &&
+kvs_run replay 0 "$tmp/pp3.csv" --model llama-3-8b --pp 2 --engine sglang --no-pp-balanced \
+	--json "$tmp/sg_one.json" -q &&
+	python3 - "$tmp" <<'PY' || fail "sglang at pp 2: balanced by default in replay"
+import json, sys
+d = {k: json.load(open(f"{sys.argv[1]}/sg_{k}.json")) for k in ("def", "bal", "one")}
+e = lambda k: d[k]["policies"]["paged"]["e2e_s"]["mean"]
+assert d["def"]["engine"].get("pp_balanced") is True, d["def"]["engine"]
+assert "pp_balanced" not in d["one"]["engine"]
+assert e("def") == e("bal") and e("def") < e("one"), (e("def"), e("bal"), e("one"))
+PY
+
 # a whole-step fit is not split: said; the replay header names the bound
 printf 'arrival_s,prompt_tokens,output_tokens\n0,100,10\n' >"$tmp/pp1.csv"
 kvs_run replay 0 "$tmp/pp1.csv" --pp 2 --pp-balanced --step-time-linear 0.01 &&
-	has "$err" "--pp-balanced: --step-time-linear is a fit of whole steps" \
+	has "$err" "change nothing under --step-time-linear, a fit of whole steps" \
 		"--pp-balanced under the linear model warned" &&
 	has "$out" "(tp 1, pp 2 balanced)" "replay header: the balanced bound"
 kvs_run replay 0 "$tmp/pp1.csv" --pp 2 --step-time-linear 0.01 &&
