@@ -297,9 +297,11 @@ typedef struct kvs_deploy {
 	/* ---- appended: pipeline micro-batches ---- */
 	bool pp_balanced;               /* at pp > 1, the running sequences
 					 * split evenly into min(pp, n) batches in
-					 * flight (vLLM V0's virtual engines); off:
-					 * one batch in flight, as vLLM V1's
-					 * scheduler mostly runs (docs/COST-MODEL.md) */
+					 * flight (vLLM V0's virtual engines,
+					 * SGLang's scheduler: the CLI's default
+					 * with --engine sglang); off: one batch in
+					 * flight, as vLLM V1's scheduler mostly
+					 * runs (docs/COST-MODEL.md) */
 } kvs_deploy;
 
 /* Fill d with defaults (tp = pp = 1, utilization 0.9, fp16, block 16,
