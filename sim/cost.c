@@ -359,7 +359,7 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
 		return kvs_fail(KVS_ERR_INVALID, "per-sequence and per-token step overheads "
 				"must be >= 0");
 	c->layers = m->num_layers;
-	c->pp = d->pp_balanced ? pp : 1;
+	c->in_flight = d->pp_balanced ? pp : 1;
 	c->allreduce_bytes_per_token = 2.0 * m->hidden_size;
 	if (cfg->profile_points) {
 		if (cfg->profile_tp != tp)

@@ -86,10 +86,10 @@ typedef struct kvs_cost {
 	double attn_win_flops_per_pair;
 	double win_layers;             /* of layers (measured attention) */
 	uint32_t window;               /* their window (tokens); 0 without */
-	uint32_t pp;                   /* micro-batches in flight at most
-	                                * (kvs_cost_micro_batches): the stages
-	                                * with balanced micro-batches, else 1;
-	                                * 0 under the linear model (read as 1) */
+	uint32_t in_flight;            /* micro-batches in flight at most
+	                                * (kvs_cost_micro_batches): pp with
+	                                * balanced micro-batches, else 1; 0
+	                                * under the linear model (read as 1) */
 	bool window_chunked;           /* Llama 4's chunked attention: a query
 	                                * attends within its aligned chunk of
 	                                * `window` tokens */
@@ -104,9 +104,9 @@ kvs_status kvs_cost_init(kvs_cost *c, const kvs_cost_config *cfg,
  * and without the balanced split. */
 static inline double kvs_cost_micro_batches(const kvs_cost *c, uint64_t nseq)
 {
-	if (c->pp <= 1 || nseq <= 1)
+	if (c->in_flight <= 1 || nseq <= 1)
 		return 1.0;
-	return (double)(nseq < c->pp ? nseq : c->pp);
+	return (double)(nseq < c->in_flight ? nseq : c->in_flight);
 }
 /* What the windowed layers of a step read (kvs_cost.window): the
  * decodes' context (dec), and the whole step's context and attention

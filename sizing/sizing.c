@@ -338,16 +338,18 @@ void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g)
  * context: weights (MoE: the experts those tokens touch) and every
  * conversation's cache read once; matmul and attention FLOPs; tp adds two
  * all-reduces per layer.  Stages of a pipeline run one after another; with
- * balanced micro-batches (pp_balanced) the conversations run as
+ * balanced micro-batches (`balanced`: pp_balanced, or the other bound's
+ * rate) the conversations run as
  * min(pp, conv) micro-batches in flight, and a step (every conversation
  * one token) lasts one micro-batch's pass through the pp stages, each
  * stage reading its weights once per micro-batch (the simulator's model,
  * docs/COST-MODEL.md). */
-static double decode_step(const kvs_deploy *d, const kvs_sizing *s, uint64_t conv)
+static double decode_step(const kvs_deploy *d, const kvs_sizing *s, uint64_t conv,
+			  bool balanced)
 {
 	const kvs_model *m = &d->model;
 	double ranks = (double)d->tp * d->pp;
-	uint64_t mb = d->pp > 1 && d->pp_balanced ? (conv < d->pp ? conv : d->pp) : 1;
+	uint64_t mb = d->pp > 1 && balanced ? (conv < d->pp ? conv : d->pp) : 1;
 	double c = (double)conv / (double)mb;
 	double w = (double)s->weight_bytes;
 	double active_w = w * ((double)m->num_active_params /
@@ -612,14 +614,12 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 	s.cache_to_weights = s.weight_bytes ? (double)s.bytes_per_context / (double)s.weight_bytes
 					    : 0.0;
 	if (s.max_conversations && d->gpu.hbm_bytes_per_s > 0 && d->gpu.fp16_flops > 0) {
-		s.decode_step_s = decode_step(d, &s, s.max_conversations);
+		s.decode_step_s = decode_step(d, &s, s.max_conversations, d->pp_balanced);
 		s.decode_tokens_per_s = (double)s.max_conversations / s.decode_step_s;
-		if (d->pp > 1) {   /* the other bound, for the range */
-			kvs_deploy o = *d;
-			o.pp_balanced = !d->pp_balanced;
+		if (d->pp > 1)   /* the other bound, for the range */
 			s.decode_tokens_per_s_other =
-				(double)s.max_conversations / decode_step(&o, &s, s.max_conversations);
-		}
+				(double)s.max_conversations /
+				decode_step(d, &s, s.max_conversations, !d->pp_balanced);
 	}
 	s.dp = d->dp > 1 ? d->dp : 1;
 	if (kvs_mul_overflow(s.max_conversations, s.dp, &s.max_conversations_total))
