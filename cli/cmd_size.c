@@ -695,12 +695,24 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 			    ? "; vLLM 0.21 and later, on CUDA GPUs, subtract a profiled "
 			      "estimate of their own by default "
 			      "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS), docs/SIZING.md" : "");
-		if (d->model.vision_params && mt->engine == KVS_ENGINE_VLLM)
+		if (mt->encoder_items) {
+			char b4[32], b5[32], b6[32];
+			snprintf(lab, sizeof lab, "- vision encoder (%u item%s)", mt->encoder_items,
+				 mt->encoder_items == 1 ? "" : "s");
+			add(&t, lab, kvs_fmt_commas(mt->encoder_bytes, b1, sizeof b1),
+			    "%s, profile run of the tower on %s patches (peak %s, embeddings "
+			    "kept %s), beyond the activations and sampler, %s",
+			    ibytes(mt->encoder_bytes, b2, sizeof b2),
+			    kvs_fmt_commas(mt->encoder_patches, b4, sizeof b4),
+			    ibytes(mt->encoder_peak_bytes, b5, sizeof b5),
+			    ibytes(mt->encoder_out_bytes, b6, sizeof b6),
+			    mt->counted & KVS_MEM_ENCODER ? cnt : no);
+		} else if (d->model.vision_params && mt->engine == KVS_ENGINE_VLLM) {
 			add(&t, "  vision encoder profile", "-",
-			    "not estimated: vLLM runs the encoder on its largest input "
-			    "before sizing the pool (Qwen2.5-VL-7B: vLLM's pool 9%% smaller "
-			    "on an H100, 47%% on an L4, docs/VALIDATION.md); --reserve sets "
-			    "the whole non-KV term");
+			    "not estimated for this tower: vLLM runs the encoder on its "
+			    "largest input before sizing the pool (docs/SIZING.md); "
+			    "--reserve sets the whole non-KV term");
+		}
 	}
 	add(&t, "- non-KV total", kvs_fmt_commas(s->reserve_bytes, b1, sizeof b1), "%s, %s",
 	    ibytes(s->reserve_bytes, b2, sizeof b2),
@@ -904,6 +916,14 @@ static const jfield mem_fields[] = {
 	JF_SAME(kvs_mem_terms, cudagraph_sizes),
 };
 
+static const jfield encoder_fields[] = {   /* with a modelled vision tower */
+	JF_SAME(kvs_mem_terms, encoder_items),
+	JF_SAME(kvs_mem_terms, encoder_patches),
+	JF_SAME(kvs_mem_terms, encoder_peak_bytes),
+	JF_SAME(kvs_mem_terms, encoder_out_bytes),
+	JF_SAME(kvs_mem_terms, encoder_bytes),
+};
+
 static const jfield shrink_fields[] = {   /* applicable rows only */
 	JF_SAME(kvs_shrink_row, kv_bytes_per_token),
 	JF_SAME(kvs_shrink_row, bytes_per_context),
@@ -978,11 +998,17 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 		{ KVS_MEM_ACTIVATION, "activation" }, { KVS_MEM_SAMPLER, "sampler" },
 		{ KVS_MEM_CUDAGRAPH, "cudagraph" }, { KVS_MEM_NON_TORCH, "non_torch" },
 		{ KVS_MEM_CONTEXT, "cuda_context" }, { KVS_MEM_ROPE, "rope_cache" },
+		{ KVS_MEM_ENCODER, "encoder" },
 	};
+	/* the encoder's terms only where a tower's run is modelled, so other
+	 * documents stay as they were */
+	unsigned counted = mt->encoder_items ? mt->counted : mt->counted & ~KVS_MEM_ENCODER;
 	for (size_t i = 0; i < KVS_ARRAY_LEN(terms); i++)
-		if (mt->counted & terms[i].bit)
+		if (counted & terms[i].bit)
 			json_array_append_new(cl, json_string(terms[i].key));
 	json_object_set_new(nk, "counted", cl);
+	if (mt->encoder_items)
+		json_fields(nk, mt, encoder_fields, KVS_ARRAY_LEN(encoder_fields));
 	json_object_set_new(o, "non_kv", nk);
 
 	json_t *vl = JSON_TABLE(s, vllm_log_fields);

@@ -327,22 +327,32 @@ the pool, vLLM runs the vision encoder on the largest item of the
 modality whose items have the most tokens (in both logs one image of
 16,384 encoder tokens, 65,536 patches through the ViT), keeps the
 encoder's outputs through the language model's dummy step, and counts
-the peak; kvsim's profile-run terms count the language model's
-activations and sampler only. The pool is 9% smaller in the H100 log
-than kvsim's (vLLM 0.8.2: 48.4 GiB of KV memory against 53.3 GiB) and
-47% smaller in the L4 log (vLLM 0.9.0.1, max_model_len 2048: 1.81 GiB
-against 3.40 GiB; vLLM's non-KV terms about 2.3 GiB by kvsim's device
-total, kvsim's 0.94 GiB): a peak of about the same size weighs most
-where little memory is left after the weights. Which item vLLM profiles
-changes with its version and settings (a video bounded by max_model_len
-when its frames outnumber an image's tokens, unless
-`--limit-mm-per-prompt` leaves videos out), and the logs give no
-breakdown, so the encoder's share is not modelled; `size` says so on its
-memory table, and `--reserve` sets the whole non-KV term where a
-start-up log gives it. The Gemma-3-27B log on ROCm is the same story at a
-larger scale: 31 images of 4,096 SigLIP patches each (126,976 patches)
-before the language model's step, and vLLM's non-KV terms about 10.9
-GiB against kvsim's 3.56 GiB, so kvsim's KV memory is 7.3% larger.
+the peak. kvsim models that run (docs/SIZING.md, "Vision encoder
+profile"): the input pixels and one layer's tensors per patch, counted
+as the language model's activations are, with no constant fitted to
+these logs. On the L4 (vLLM 0.9.0.1, max_model_len 2048) the tower's
+peak, 1.71 GiB, is above the language model's terms (0.53 GiB), and the
+KV memory falls from 3.40 GiB (+88% before) to 2.22 GiB against the
+log's 1.81 GiB: vLLM's non-KV terms are about 2.3 GiB by kvsim's device
+total, kvsim's now 2.11 GiB. What is left is the tower's own extra
+tensors (rotary tables, the window reordering, q, k and v copies for
+the attention kernel) and the fp32 pixels before their cast, which the
+count leaves out. On the H100 (vLLM 0.8.2) the language model's terms
+(2.14 GiB at 8,192 tokens and 1,024 sequences) are above the tower's
+peak, so only the kept embeddings count (112 MiB) and the pool is still
+10% larger than vLLM's (48.4 GiB of KV memory against 53.2 GiB): the
+log gives no breakdown of the rest. Which item vLLM profiles changes
+with its version and settings (a video bounded by max_model_len when its
+frames outnumber an image's tokens, unless `--limit-mm-per-prompt`
+leaves videos out); kvsim takes the largest image, and `--reserve` sets
+the whole non-KV term where a start-up log gives it. The Gemma-3-27B log
+on ROCm profiles 31 images of 4,096 SigLIP patches each (126,976
+patches, kvsim's count as well: 8,192 / 260 tokens an image) before the
+language model's step; kvsim's tower peak (2.72 GiB) is below its
+language-model terms there, and vLLM's non-KV terms are about 10.9 GiB
+against kvsim's 3.63 GiB, so kvsim's KV memory is 7.2% larger: the
+tower's attention on ROCm (31 images of 4,096 patches, 16 heads) may
+hold more than the count gives, not settled.
 
 ## Parameter counts of the other presets
 

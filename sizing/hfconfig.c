@@ -1210,7 +1210,8 @@ static void patch_conv(acc *t, uint64_t ch, uint64_t frames, uint64_t patch, uin
  * a final LayerNorm; and, unless vision_use_head is false, the
  * attention-pooling head (a probe, an attention with packed q/k/v, a
  * LayerNorm and an MLP).  *hidden: the tower's width, for the projector. */
-static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
+			 kvs_vision_profile *vp)
 {
 	kvs_status st;
 	vit_shape v = { 768, 3072, 12, 224, 16, 3 };
@@ -1225,6 +1226,11 @@ static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
 	add(&t, 2 * H);                                    /* post LayerNorm */
 	if (head)   /* probe, q/k/v and out projections, LayerNorm, MLP */
 		add(&t, H + 4 * (H * H + H) + 2 * H + 2 * H * I + I + H);
+	/* every image at image_size: (image / patch)^2 patches; the
+	 * item's tokens are the model's (parse_vision) */
+	*vp = (kvs_vision_profile){ .width = v.h, .mlp_width = v.in,
+				    .item_patches = side * side,
+				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch };
 	*hidden = v.h;
 	return tower_count(sub, &t, out);
 }
@@ -1248,8 +1254,10 @@ static void clip_encoder(acc *t, const vit_shape *v)
  * encoder above (its pre-LayerNorm "pre_layrnorm", the post-LayerNorm
  * kept in the checkpoint even where a model reads an earlier layer's
  * features).  *hidden: the tower's width, for the projector. */
-static kvs_status clip_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+static kvs_status clip_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
+			 kvs_vision_profile *vp)
 {
+	(void)vp;   /* its profile run is not modelled */
 	kvs_status st;
 	vit_shape v = { 768, 3072, 12, 224, 32, 3 };
 	if ((st = vit_read(sub, &v)))
@@ -1346,8 +1354,10 @@ static kvs_status intern_count(const cfg *sub, const intern_shape *s, uint64_t *
  * under `sub` with InternVisionConfig's defaults: InternViT-6B at 224
  * pixels, RMSNorms, q/k norms, no q/k/v biases; no mask token, no norm
  * after the last layer. */
-static kvs_status internvit_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+static kvs_status internvit_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
+			 kvs_vision_profile *vp)
 {
+	(void)vp;   /* its profile run is not modelled */
 	kvs_status st;
 	vit_shape v = { 3200, 12800, 48, 224, 14, 3 };
 	intern_shape s = { .qk_norm = true, .positions = true };
@@ -1368,8 +1378,10 @@ static kvs_status internvit_params(const cfg *sub, uint64_t *out, uint32_t *hidd
  * an integer or a pair, a mask token when use_mask_token, positions
  * unless use_absolute_position_embeddings is false, a LayerNorm after the
  * last layer when use_mean_pooling is false. */
-static kvs_status internvl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+static kvs_status internvl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
+			 kvs_vision_profile *vp)
 {
+	(void)vp;   /* its profile run is not modelled */
 	kvs_status st;
 	intern_shape s = { 1024, 4096, 24, 3, 448, 448, 14, 14, .layer_norm = true,
 			   .positions = true };
@@ -1400,8 +1412,10 @@ static kvs_status internvl_vision_params(const cfg *sub, uint64_t *out, uint32_t
  * RMSNorm before the encoder, layers of two RMSNorms, q, k, v and o
  * projections of hidden x hidden and a gated MLP (gate, up, down), none
  * with biases; its 2-D rotary positions have no weights. */
-static kvs_status pixtral_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+static kvs_status pixtral_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
+			 kvs_vision_profile *vp)
 {
+	(void)vp;   /* its profile run is not modelled */
 	kvs_status st;
 	vit_shape v = { 1024, 4096, 24, 1024, 16, 3 };
 	if ((st = vit_read(sub, &v)))
@@ -1421,8 +1435,10 @@ static kvs_status pixtral_params(const cfg *sub, uint64_t *out, uint32_t *hidden
  * of intermediate_size x projector_input_dim and projector_output_dim^2
  * (the shapes the model builds).  *out_dim: vision_output_dim, the
  * projector's input. */
-static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *out_dim)
+static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *out_dim,
+			kvs_vision_profile *vp)
 {
+	(void)vp;   /* its profile run is not modelled */
 	kvs_status st;
 	vit_shape v = { 768, 5632, 34, 448, 14, 3 };
 	uint32_t pin = 4096, pout = 4096, vout = 7680;
@@ -1464,6 +1480,25 @@ static kvs_status qvl_read(const cfg *sub, qvl_shape *q)
 	return KVS_OK;
 }
 
+/* The Qwen-VL towers' largest image as vLLM profiles it: the image
+ * processors' default max_pixels (Qwen2-VL's and Qwen2.5-VL's
+ * 12,845,056 = 16,384 x 28^2; Qwen3-VL's longest_edge 16,777,216 =
+ * 16,384 x 32^2) is 16,384 merged tokens, each of merge^2 patches of
+ * ch x tps x patch^2 values.  One token a merged patch; no other
+ * tokens counted (vision start and end are outside the item). */
+#define QVL_MAX_IMAGE_TOKENS 16384u
+
+static void qvl_profile(const qvl_shape *q, uint32_t width, uint32_t mlp, bool gated,
+			kvs_vision_profile *vp)
+{
+	*vp = (kvs_vision_profile){ .width = width, .mlp_width = mlp, .mlp_gated = gated,
+				    .item_patches = (uint64_t)QVL_MAX_IMAGE_TOKENS * q->merge *
+						    q->merge,
+				    .item_pixels = (uint64_t)q->ch * q->tps * q->patch * q->patch,
+				    .item_tokens = QVL_MAX_IMAGE_TOKENS,
+				    .item_embeds = QVL_MAX_IMAGE_TOKENS };
+}
+
 /* The patch merger they end with (transformers' PatchMerger,
  * Qwen2_5_VLPatchMerger, Qwen3VLVisionPatchMerger): a norm (its weights
  * given: over the tower's width w, or over the merged width for Qwen3-VL's
@@ -1487,7 +1522,8 @@ static void qvl_merger(acc *t, uint64_t norm, uint64_t w, uint32_t merge, uint64
  * with biases, an fc1/fc2 MLP of embed_dim x mlp_ratio with biases (a
  * ViT layer); the merger with a LayerNorm, into hidden_size (the text
  * model's width; the tower's own is embed_dim). */
-static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
+			 kvs_vision_profile *vp)
 {
 	kvs_status st;
 	qvl_shape q = { 32, 3, 14, 2, 2 };
@@ -1513,6 +1549,7 @@ static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 	patch_conv(&t, q.ch, q.tps, q.patch, E);
 	addmul(&t, q.depth, vit_layer(&v));
 	qvl_merger(&t, 2 * (uint64_t)E, E, q.merge, D);
+	qvl_profile(&q, E, v.in, false, vp);
 	*hidden = D;
 	return tower_count(sub, &t, out);
 }
@@ -1524,7 +1561,8 @@ static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
  * and an output projection with biases, a gated MLP (gate, up and down of
  * intermediate_size) with biases; the merger with an RMSNorm, into
  * out_hidden_size.  Its windowed attention has no weights of its own. */
-static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
+			 kvs_vision_profile *vp)
 {
 	kvs_status st;
 	qvl_shape q = { 32, 3, 14, 2, 2 };
@@ -1541,6 +1579,7 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
 	/* norms, q/k/v and output, gate and up, down (widths < 2^21) */
 	addmul(&t, q.depth, 2 * h + 4 * (h * h + h) + 2 * (h * i + i) + i * h + h);
 	qvl_merger(&t, h, h, q.merge, D);
+	qvl_profile(&q, H, I, true, vp);
 	*hidden = D;
 	return tower_count(sub, &t, out);
 }
@@ -1556,7 +1595,8 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
  * entry (features taken after those blocks), its LayerNorm over the
  * merged width; each into out_hidden_size.  Its 2-D rotary positions
  * have no weights. */
-static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden)
+static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
+			 kvs_vision_profile *vp)
 {
 	kvs_status st;
 	qvl_shape q = { 27, 3, 16, 2, 2 };
@@ -1592,6 +1632,7 @@ static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 	qvl_merger(&d, 2 * M, H, q.merge, D);
 	t.ovf |= d.ovf;
 	addmul(&t, ndeep, d.v);
+	qvl_profile(&q, v.h, v.in, false, vp);
 	*hidden = D;
 	return tower_count(sub, &t, out);
 }
@@ -1748,7 +1789,8 @@ static bool projector_params(const char *top_type, const char *tower_type, uint6
  * the model has no other). */
 static const struct {
 	const char *type;
-	kvs_status (*count)(const cfg *sub, uint64_t *out, uint32_t *hidden);
+	kvs_status (*count)(const cfg *sub, uint64_t *out, uint32_t *hidden,
+			    kvs_vision_profile *vp);
 	bool own_projector;
 } tower_kinds[] = {
 	{ "siglip_vision_model", siglip_params, false },
@@ -1765,6 +1807,32 @@ static const struct {
 	{ "qwen3_vl_moe", qwen3vl_vision_params, true },
 	{ "qwen3_vl_moe_vision", qwen3vl_vision_params, true },
 };
+
+/* The prompt tokens of a tower's largest item where the model, not the
+ * tower, decides them: Gemma 3 pools SigLIP's patches into
+ * mm_tokens_per_image embeddings (default 256) and its processor writes
+ * them as "\n\n", <start_of_image>, the image tokens, <end_of_image>,
+ * "\n\n" (four tokens more; vLLM's encoder budget counts them: 8,192 /
+ * 260 = 31 images in a logged profile run).  A SigLIP tower under any
+ * other model (PaliGemma) is left unmodelled. */
+static kvs_status item_tokens(const cfg *c, const char *top_type, const char *tower_type,
+			      kvs_vision_profile *vp)
+{
+	if (!type_is(tower_type, KEYS("siglip_vision_model")))
+		return KVS_OK;
+	if (!type_is(top_type, KEYS("gemma3"))) {
+		vp->item_tokens = 0;
+		return KVS_OK;
+	}
+	uint32_t n = 256;
+	kvs_status st = cfg_u32_in(c, KEYS("mm_tokens_per_image"), false, NULL, 1, 1u << 20, &n,
+				   NULL);
+	if (st)
+		return st;
+	vp->item_embeds = n;
+	vp->item_tokens = n + 4;
+	return KVS_OK;
+}
 
 /* The towers of a multimodal config into m->vision_params (and
  * m->vision_unread), read once the text model's shape is. */
@@ -1805,8 +1873,13 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 		}
 		uint64_t tower = 0, proj = 0;
 		uint32_t vh = 0;
-		if ((st = tower_kinds[k].count(&sub, &tower, &vh)))
+		kvs_vision_profile vp = { 0 };
+		if ((st = tower_kinds[k].count(&sub, &tower, &vh, &vp)))
 			return st;
+		if ((st = item_tokens(c, top_type, type, &vp)))
+			return st;
+		if (vp.item_tokens)
+			m->vision_profile = vp;
 		if (!tower_kinds[k].own_projector) {
 			proj_in pin;
 			if ((st = projector_fields(c, &sub, top_type, m, &pin)))

@@ -9,7 +9,9 @@
  *   +-- weights ............. weight_dtype, embeddings and lm_head at 16 bits
  *   |                         in quantised checkpoints, + the RoPE cache
  *   +-- profile-run peak .... activations of max_num_batched_tokens tokens
- *   |                         + logits and sampler of max_num_seqs x vocab
+ *   |                         + logits and sampler of max_num_seqs x vocab;
+ *   |                         under vLLM, a vision tower's run on its
+ *   |                         largest items where that is more
  *   +-- non-torch growth .... workspaces and runtime buffers; NCCL and
  *   |                         custom all-reduce buffers when tp x pp >= 2
  *   +-- CUDA graphs ......... captured after the KV cache is allocated: out
@@ -156,6 +158,39 @@ static double activation_per_token(const kvs_model *m, uint64_t tp)
 	return 2.0 * m->hidden_size + (attn > mlp ? attn : mlp);
 }
 
+/* vLLM's profile run of a vision tower, before the text model's dummy
+ * step (V1's GPUModelRunner.profile_run): as many items of the largest
+ * kind as the encoder budget holds (max(max_num_batched_tokens, one
+ * item's tokens) / one item's tokens), through the tower at once.  Its
+ * peak is the input pixels and one layer's tensors per patch, counted as
+ * the text model's are (activation_per_token): the residual stream and
+ * the normalised input, plus the larger of attention (q, k, v, output)
+ * and the MLP, both split over tp.  Its embeddings stay cached through
+ * the text model's dummy step.  What vLLM's measured peak gains is the
+ * larger of the tower's peak above the text model's terms and those
+ * kept embeddings.  Not capped by max_model_len (a vLLM 0.9 log profiles
+ * a 16,384-token image at max_model_len 2,048). */
+static void encoder_profile(const kvs_model *m, uint64_t tp, unsigned ab, kvs_mem_terms *t)
+{
+	const kvs_vision_profile *v = &m->vision_profile;
+	if (!v->item_tokens || !v->item_patches)
+		return;
+	uint32_t budget = t->profile_tokens > v->item_tokens ? t->profile_tokens
+							     : v->item_tokens;
+	t->encoder_items = budget / v->item_tokens;
+	double patches = (double)t->encoder_items * (double)v->item_patches;
+	double attn = 4.0 * (double)kvs_div_ceil(v->width, tp);
+	double mlp = (v->mlp_gated ? 3.0 : 2.0) * (double)kvs_div_ceil(v->mlp_width, tp);
+	double per_patch = 2.0 * v->width + (attn > mlp ? attn : mlp) + (double)v->item_pixels;
+	t->encoder_patches = (uint64_t)clamp_u64(patches);
+	t->encoder_peak_bytes = clamp_u64(per_patch * patches * ab);
+	t->encoder_out_bytes = clamp_u64((double)t->encoder_items * v->item_embeds *
+					 (double)m->hidden_size * ab);
+	uint64_t text = t->activation_bytes + t->sampler_bytes;
+	uint64_t above = t->encoder_peak_bytes > text ? t->encoder_peak_bytes - text : 0;
+	t->encoder_bytes = above > t->encoder_out_bytes ? above : t->encoder_out_bytes;
+}
+
 /* vLLM's piecewise CUDA graph capture sizes: 1, 2, 4, then every 8 up to
  * 248, then every 16 up to min(2 x max_num_seqs, 512). */
 static void capture_sizes(uint32_t seqs, uint32_t *count, uint32_t *max, double *sum)
@@ -231,8 +266,9 @@ void kvs_mem_terms_compute(const kvs_deploy *d, kvs_mem_terms *out)
 		break;
 	default:
 		t.counted = KVS_MEM_ROPE | KVS_MEM_ACTIVATION | KVS_MEM_SAMPLER |
-			    KVS_MEM_NON_TORCH;
+			    KVS_MEM_NON_TORCH | KVS_MEM_ENCODER;
 		t.fraction = d->gpu_memory_utilization;
+		encoder_profile(m, tp, ab, &t);   /* vLLM's run only */
 		break;
 	}
 	*out = t;
@@ -250,6 +286,7 @@ uint64_t kvs_reserve_estimate(const kvs_deploy *d)
 		{ KVS_MEM_CUDAGRAPH, &t.cudagraph_bytes },
 		{ KVS_MEM_NON_TORCH, &t.non_torch_bytes },
 		{ KVS_MEM_CONTEXT, &t.cuda_context_bytes },
+		{ KVS_MEM_ENCODER, &t.encoder_bytes },
 	};
 	uint64_t r = 0;
 	for (size_t i = 0; i < KVS_ARRAY_LEN(terms); i++)

@@ -59,6 +59,21 @@ const char *kvs_proj_name(kvs_proj p);
 
 #define KVS_DENSE_LAYER_WORDS 4     /* kvs_model.dense_layer_bits: layers below 256 */
 
+/* The largest item a vision tower takes, as vLLM's profile run feeds it
+ * before it sizes the KV pool (the item of the modality with the most
+ * tokens), and the tower's widths: what the encoder's memory in that run
+ * follows (docs/SIZING.md).  item_tokens 0: not modelled for the tower. */
+typedef struct kvs_vision_profile {
+	uint32_t width;          /* the tower's width */
+	uint32_t mlp_width;      /* its MLP's width */
+	bool mlp_gated;          /* gate and up projections (else fc1 and fc2) */
+	uint64_t item_patches;   /* patches of one item through the tower */
+	uint64_t item_pixels;    /* input values per patch */
+	uint32_t item_tokens;    /* the item's prompt tokens: the unit of the
+				  * encoder budget */
+	uint32_t item_embeds;    /* of which the tower's output embeddings */
+} kvs_vision_profile;
+
 typedef struct kvs_model {
 	char name[KVS_NAME_MAX];
 	uint32_t num_layers;             /* num_hidden_layers */
@@ -178,6 +193,8 @@ typedef struct kvs_model {
 	uint64_t dense_layer_bits[KVS_DENSE_LAYER_WORDS]; /* layer i < 64 x words
 					  * has a dense MLP where it would hold
 					  * experts when bit i is set */
+	/* ---- appended: the vision tower's profile-run input ---- */
+	kvs_vision_profile vision_profile;
 } kvs_model;
 
 #define KVS_WIDE_ALL UINT32_MAX      /* kvs_model.wide_*_layers: every layer */
@@ -344,6 +361,7 @@ enum {
 	KVS_MEM_NON_TORCH = 1u << 3,
 	KVS_MEM_CONTEXT = 1u << 4,
 	KVS_MEM_ROPE = 1u << 5,
+	KVS_MEM_ENCODER = 1u << 6,
 };
 
 typedef struct kvs_mem_terms {
@@ -364,6 +382,14 @@ typedef struct kvs_mem_terms {
 	unsigned counted;             /* KVS_MEM_* the engine subtracts */
 	double fraction;              /* gpu_memory_utilization, mem_fraction_static
 				       * or free_gpu_memory_fraction, as used */
+	/* vLLM's profile run of a vision tower (0 without a modelled one) */
+	uint32_t encoder_items;       /* items of the largest kind it feeds */
+	uint64_t encoder_patches;     /* patches through the tower */
+	uint64_t encoder_peak_bytes;  /* the tower's own peak, input included */
+	uint64_t encoder_out_bytes;   /* its embeddings, kept through the text
+				       * model's dummy step */
+	uint64_t encoder_bytes;       /* what the run adds to the text model's
+				       * peak (activations and sampler) */
 } kvs_mem_terms;
 
 /* Fill the terms for deployment d (reserve_bytes ignored).  O(1). */

@@ -646,9 +646,55 @@ run 0 --model qwen2-vl-7b --gpu h100-80gb && {
 	has "$out" "8,291,375,616 parameters (from the config's shapes), of which vision tower 0.68B" "Qwen2-VL's model line"
 	[ -z "$err" ] || fail "qwen2-vl-7b warned: $err"
 }
-# vLLM's encoder profile run is not estimated: said on the memory table
-run 0 --model qwen2.5-vl-7b --gpu h100-80gb &&
-	has "$out" "vision encoder profile                      -  not estimated" "encoder profile line"
+# vLLM's profile run of the vision tower, derived by hand.  Qwen2.5-VL on
+# an L4 at max_model_len 2048: the encoder budget max(2048, 16384) holds
+# one image of 16,384 tokens, 65,536 patches of 3 x 2 x 14^2 = 1,176
+# pixels; a layer's tensors per patch 2 x 1280 + max(4 x 1280, 3 x 3420)
+# = 12,820, so the peak is (12,820 + 1,176) x 65,536 x 2 B = 1,834,483,712;
+# above the activations and sampler (262,144,000 + 311,427,072) by
+# 1,260,912,640, more than the kept embeddings (16,384 x 3,584 x 2 B =
+# 117,440,512).  KV budget 3,647,435,195 - 1,260,912,640 = 2,386,522,555
+# B: 2,601 blocks of 917,504 B
+run 0 --model qwen2.5-vl-7b --gpu l4 --max-model-len 2048 && {
+	has "$out" "- vision encoder (1 item)         1,260,912,640  1.17 GiB, profile run of the tower on 65,536 patches" "encoder line on an L4"
+	has "$out" "num_gpu_blocks                            2,601" "encoder term in the L4 pool"
+}
+run 0 --model qwen2.5-vl-7b --gpu l4 --max-model-len 2048 --json && {
+	[ "$(nget encoder_peak_bytes)" = 1834483712 ] || fail "L4 encoder peak $(nget encoder_peak_bytes)"
+	[ "$(nget encoder_out_bytes)" = 117440512 ] || fail "L4 encoder out $(nget encoder_out_bytes)"
+	[ "$(nget encoder_bytes)" = 1260912640 ] || fail "L4 encoder bytes $(nget encoder_bytes)"
+	[ "$(nget encoder_patches)" = 65536 ] || fail "L4 encoder patches $(nget encoder_patches)"
+	has "$out" '"encoder"' "encoder in the counted terms"
+}
+# on an H100 the text model's terms (8,192 tokens, 1,024 sequences) are
+# above the tower's peak: only the kept embeddings count
+run 0 --model qwen2.5-vl-7b --gpu h100-80gb --json &&
+	[ "$(nget encoder_bytes)" = 117440512 ] || fail "H100 encoder bytes $(nget encoder_bytes)"
+# tp 2 splits attention and the MLP: 2 x 1280 + max(4 x 640, 3 x 1710)
+# + 1,176 = 8,866 a patch, x 65,536 x 2 B
+run 0 --model qwen2.5-vl-7b --gpu l4 --tp 2 --json &&
+	[ "$(nget encoder_peak_bytes)" = 1162084352 ] || fail "tp 2 encoder peak $(nget encoder_peak_bytes)"
+# Qwen3-VL: patches of 3 x 2 x 16^2 = 1,536 pixels, a plain MLP: 2 x 1152
+# + max(4 x 1152, 2 x 4304) + 1,536 = 12,448 a patch
+run 0 --model qwen3-vl-8b --gpu l4 --json &&
+	[ "$(nget encoder_peak_bytes)" = 1631584256 ] || fail "Qwen3-VL encoder peak $(nget encoder_peak_bytes)"
+# Gemma 3: 8,192 / (256 + 4) = 31 images of 64^2 SigLIP patches of 3 x
+# 14^2 pixels: (2 x 1152 + max(4 x 1152, 2 x 4304) + 588) x 126,976 x 2 B;
+# below the text model's terms, so the kept embeddings (31 x 256 x 5,376
+# x 2 B) count
+run 0 --model gemma-3-27b --gpu mi300x --max-model-len 4096 --json && {
+	[ "$(nget encoder_items)" = 31 ] || fail "Gemma 3 encoder items $(nget encoder_items)"
+	[ "$(nget encoder_peak_bytes)" = 2920448000 ] || fail "Gemma 3 encoder peak $(nget encoder_peak_bytes)"
+	[ "$(nget encoder_bytes)" = 85327872 ] || fail "Gemma 3 encoder bytes $(nget encoder_bytes)"
+}
+# a tower whose run is not modelled (LLaVA's CLIP) says so; text models
+# and other engines carry no encoder term
+run 0 --model llava-1.5-7b --gpu l4 &&
+	has "$out" "vision encoder profile                      -  not estimated for this tower" "encoder profile line"
+run 0 --model llama-2-7b --gpu l4 --json &&
+	case "$out" in *encoder*) fail "encoder term without a tower" ;; esac
+run 0 --model qwen2.5-vl-7b --gpu l4 --engine sglang --json &&
+	case "$out" in *encoder*) fail "encoder term under sglang" ;; esac
 run 0 --model qwen2.5-vl-7b --gpu h100-80gb --engine sglang &&
 	case "$out" in *"vision encoder profile"*) fail "encoder profile line under sglang" ;; esac
 run 0 --model qwen2.5-7b --gpu h100-80gb &&
