@@ -1260,6 +1260,133 @@ static void test_text_defaults(void **state)
 		     "missing field 'num_hidden_layers'");
 }
 
+/* vLLM's profile run of a vision tower (memory.c's encoder_profile),
+ * derived by hand on tiny towers. */
+static void test_vision_profile(void **state)
+{
+	(void)state;
+	kvs_model m;
+	/* Gemma 3's SigLIP: 8 wide, fc1/fc2 of 16, 64-pixel images in 4-pixel
+	 * patches (256 patches of 3 x 4^2 = 48 pixels), 2 embeddings an
+	 * image written with four tokens more */
+	assert_int_equal(parse("{\"model_type\": \"gemma3\", \"torch_dtype\": \"bfloat16\", "
+			       "\"mm_tokens_per_image\": 2, \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"siglip_vision_model\", "
+			       "\"hidden_size\": 8, \"intermediate_size\": 16, "
+			       "\"num_hidden_layers\": 2, \"image_size\": 64, \"patch_size\": 4, "
+			       "\"vision_use_head\": false}}", &m), KVS_OK);
+	const kvs_vision_profile *vp = &m.vision_profile;
+	assert_int_equal(vp->width, 8);
+	assert_int_equal(vp->mlp_width, 16);
+	assert_false(vp->mlp_gated);
+	assert_int_equal(vp->item_patches, 256);
+	assert_int_equal(vp->item_pixels, 48);
+	assert_int_equal(vp->item_embeds, 2);
+	assert_int_equal(vp->item_tokens, 6);
+	kvs_gpu g;
+	memset(&g, 0, sizeof g);
+	g.mem_bytes = 1ull << 30;
+	kvs_deploy d;
+	kvs_mem_terms t;
+	kvs_deploy_defaults(&d, &m, &g);
+	/* one token, one sequence: budget max(1, 6) holds one image; a patch
+	 * holds 2 x 8 + max(4 x 8, 2 x 16) + 48 = 96 values, so the peak is
+	 * 96 x 256 x 2 B = 49,152.  The text model's terms: a token's
+	 * 2 x 64 + max((2 x 4 + 2 x 2) x 16, 3 x 128) = 512 values x 2 B, and
+	 * one row of 100 logits x 8 B: 1,824.  The embeddings kept, 2 x 64 x
+	 * 2 B = 256, are less than the 47,328 above */
+	d.max_num_batched_tokens = 1;
+	d.max_num_seqs = 1;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.activation_bytes + t.sampler_bytes, 1824);
+	assert_int_equal(t.encoder_items, 1);
+	assert_int_equal(t.encoder_patches, 256);
+	assert_int_equal(t.encoder_peak_bytes, 49152);
+	assert_int_equal(t.encoder_out_bytes, 256);
+	assert_int_equal(t.encoder_bytes, 49152 - 1824);
+	assert_true(t.counted & KVS_MEM_ENCODER);
+	assert_int_equal(kvs_reserve_estimate(&d), t.rope_cache_bytes + 1824 +
+			 t.non_torch_bytes + 49152 - 1824);
+	/* tp 2 splits attention and the MLP: 16 + max(16, 16) + 48 = 80 */
+	d.tp = 2;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_peak_bytes, 80 * 256 * 2);
+	d.tp = 1;
+	/* 20 tokens: 20 / 6 = 3 images, 768 patches, peak 147,456; the text
+	 * terms (20,480 + 800) leave 126,176 */
+	d.max_num_batched_tokens = 20;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_items, 3);
+	assert_int_equal(t.encoder_peak_bytes, 96 * 768 * 2);
+	assert_int_equal(t.encoder_bytes, 96 * 768 * 2 - 20480 - 800);
+	/* 4,000 tokens: 666 images, 170,496 patches, a peak of 32,735,232
+	 * against text terms of 4,096,000 + 800 */
+	d.max_num_batched_tokens = 4000;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_items, 666);
+	assert_int_equal(t.encoder_bytes, 32735232 - 4096000 - 800);
+	/* other engines: no term */
+	d.engine = KVS_ENGINE_SGLANG;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_items, 0);
+	assert_int_equal(t.encoder_bytes, 0);
+	d.engine = KVS_ENGINE_TRTLLM;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_bytes, 0);
+	expect_error("{\"model_type\": \"gemma3\", \"mm_tokens_per_image\": 0, "
+		     "\"text_config\": {" DENSE4 "}, " SIGLIP("") "}", KVS_ERR_PARSE,
+		     "field 'mm_tokens_per_image': 0 is out of range");
+	/* Gemma 3's default, 256 embeddings in 260 tokens; 8-pixel images,
+	 * 4 patches: at 260 tokens and one sequence the peak (96 x 4 x 2 B =
+	 * 768) is below the text terms (266,240 + 800), so the kept
+	 * embeddings count, 256 x 64 x 2 B */
+	assert_int_equal(parse(GEMMA3_TINY("", ""), &m), KVS_OK);
+	assert_int_equal(m.vision_profile.item_tokens, 260);
+	kvs_deploy_defaults(&d, &m, &g);
+	d.max_num_batched_tokens = 260;
+	d.max_num_seqs = 1;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_items, 1);
+	assert_int_equal(t.encoder_peak_bytes, 768);
+	assert_int_equal(t.activation_bytes + t.sampler_bytes, 266240 + 800);
+	assert_int_equal(t.encoder_bytes, 256 * 64 * 2);
+	/* a SigLIP tower under PaliGemma, and LLaVA's CLIP: not modelled */
+	assert_int_equal(parse("{\"model_type\": \"paligemma\", \"text_config\": {" DENSE4 "}, "
+			       SIGLIP("") "}", &m), KVS_OK);
+	assert_int_equal(m.vision_profile.item_tokens, 0);
+	kvs_deploy_defaults(&d, &m, &g);
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_items, 0);
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"clip_vision_model\", "
+			       "\"image_size\": 8, \"patch_size\": 4}}", &m), KVS_OK);
+	assert_int_equal(m.vision_profile.item_tokens, 0);
+	/* the Qwen-VL towers: the processors' largest image, 16,384 tokens of
+	 * merge^2 patches; Qwen2-VL's fc1/fc2 of embed_dim x mlp_ratio,
+	 * Qwen2.5-VL's gated MLP */
+	assert_int_equal(parse("{\"model_type\": \"qwen2_vl\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"depth\": 2, \"embed_dim\": 8, "
+			       "\"mlp_ratio\": 2, \"in_chans\": 3, \"patch_size\": 2, "
+			       "\"temporal_patch_size\": 1, \"spatial_merge_size\": 3, "
+			       "\"hidden_size\": 6}}", &m), KVS_OK);
+	assert_int_equal(vp->width, 8);
+	assert_int_equal(vp->mlp_width, 16);
+	assert_false(vp->mlp_gated);
+	assert_int_equal(vp->item_patches, 16384 * 9);
+	assert_int_equal(vp->item_pixels, 12);
+	assert_int_equal(vp->item_tokens, 16384);
+	assert_int_equal(vp->item_embeds, 16384);
+	assert_int_equal(parse("{\"model_type\": \"qwen2_5_vl\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"qwen2_5_vl\", \"depth\": 2, "
+			       "\"hidden_size\": 8, \"intermediate_size\": 12, \"in_channels\": 3, "
+			       "\"patch_size\": 2, \"temporal_patch_size\": 2, "
+			       "\"spatial_merge_size\": 2, \"out_hidden_size\": 6}}", &m), KVS_OK);
+	assert_int_equal(vp->mlp_width, 12);
+	assert_true(vp->mlp_gated);
+	assert_int_equal(vp->item_patches, 65536);
+	assert_int_equal(vp->item_pixels, 24);
+}
+
 static void test_vision_tower(void **state)
 {
 	(void)state;
@@ -2627,6 +2754,7 @@ int main(void)
 		cmocka_unit_test(test_quant_wide_projections),
 		cmocka_unit_test(test_text_defaults),
 		cmocka_unit_test(test_vision_tower),
+		cmocka_unit_test(test_vision_profile),
 		cmocka_unit_test(test_quant_wide_405b_fp8),
 		cmocka_unit_test(test_data_expert_parallel),
 		cmocka_unit_test(test_parse_bytes),
