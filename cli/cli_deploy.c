@@ -12,6 +12,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -107,6 +108,85 @@ static bool arg_pos_double(kvs_args *it, double max, double *out)
 	return true;
 }
 
+/* One modality's count of --limit-mm-per-prompt: "image" sets the image
+ * limit; any other modality is accepted and left out (kvsim profiles
+ * images only).  false, with the usage error, on a bad count. */
+static bool mm_limit_set(kvs_args *it, kvs_deploy *d, const char *key, long long n)
+{
+	if (n < 0 || n > INT32_MAX) {
+		kvs_args_usage_error(it, "%s: the count of '%s' must be a non-negative "
+				     "integer, got %lld", it->flag, key, n);
+		return false;
+	}
+	if (strcmp(key, "image") == 0)
+		d->mm_image_limit = (uint32_t)n;
+	return true;
+}
+
+/* vLLM's --limit-mm-per-prompt: a JSON object ('{"image": 2, "video":
+ * 0}') or the older key=value list ('image=2,video=0'). */
+static bool arg_mm_limits(kvs_args *it, kvs_deploy *d)
+{
+	const char *v = kvs_args_value(it);
+	if (!v)
+		return false;
+	if (v[0] == '{') {
+		json_error_t e;
+		json_t *o = json_loads(v, JSON_REJECT_DUPLICATES, &e);
+		if (!o || !json_is_object(o)) {
+			kvs_args_usage_error(it, "%s: expected a JSON object of counts such as "
+					     "'{\"image\": 2}', got '%s'%s%s", it->flag, v,
+					     o ? "" : ": ", o ? "" : e.text);
+			json_decref(o);
+			return false;
+		}
+		const char *key;
+		json_t *val;
+		bool ok = true;
+		json_object_foreach(o, key, val) {
+			if (!json_is_integer(val)) {
+				kvs_args_usage_error(it, "%s: the count of '%s' must be a "
+						     "non-negative integer", it->flag, key);
+				ok = false;
+				break;
+			}
+			if (!(ok = mm_limit_set(it, d, key, (long long)json_integer_value(val))))
+				break;
+		}
+		json_decref(o);
+		return ok;
+	}
+	const char *p = v;
+	while (*p) {
+		const char *eq = strchr(p, '='), *end = strchr(p, ',');
+		if (!end)
+			end = p + strlen(p);
+		char key[32];
+		char *num_end;
+		if (!eq || eq > end || eq == p || (size_t)(eq - p) >= sizeof key ||
+		    eq + 1 == end || !(eq[1] >= '0' && eq[1] <= '9')) {
+			kvs_args_usage_error(it, "%s: expected MODALITY=COUNT[,...] such as "
+					     "'image=2,video=0' or a JSON object, got '%s'",
+					     it->flag, v);
+			return false;
+		}
+		memcpy(key, p, (size_t)(eq - p));
+		key[eq - p] = '\0';
+		errno = 0;
+		long long n = strtoll(eq + 1, &num_end, 10);
+		if (num_end != end || errno) {
+			kvs_args_usage_error(it, "%s: the count of '%s' must be a non-negative "
+					     "integer, got '%.*s'", it->flag, key,
+					     (int)(end - eq - 1), eq + 1);
+			return false;
+		}
+		if (!mm_limit_set(it, d, key, n))
+			return false;
+		p = *end ? end + 1 : end;
+	}
+	return true;
+}
+
 int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 {
 	kvs_deploy *d = &c->d;
@@ -135,6 +215,11 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 	} else if (kvs_args_is(it, "--enable-expert-parallel")) {
 		ok = kvs_args_no_value(it);
 		d->expert_parallel = ok;
+	} else if (kvs_args_is(it, "--limit-mm-per-prompt")) {
+		ok = arg_mm_limits(it, d);
+	} else if (kvs_args_is(it, "--skip-mm-profiling")) {
+		ok = kvs_args_no_value(it);
+		d->skip_mm_profiling = ok;
 	} else if (kvs_args_is(it, "--disable-hybrid-kv-cache-manager")) {
 		ok = kvs_args_no_value(it);
 		d->hybrid_kv_off = ok;
@@ -506,6 +591,12 @@ void kvs_cli_deploy_help(FILE *f)
 		"                               (Llama 4) in the hybrid manager, as vLLM's\n"
 		"                               VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1\n"
 		"                               does (by default vLLM holds it in full)\n"
+		"  --limit-mm-per-prompt L      vLLM: items of each modality one prompt may\n"
+		"                               hold, '{\"image\": 2}' or image=2 (default 999);\n"
+		"                               image=0 runs no vision encoder before sizing\n"
+		"                               the pool (kvsim profiles images only)\n"
+		"  --skip-mm-profiling          vLLM: no vision encoder run before sizing the\n"
+		"                               pool (vLLM's flag; the pool is then larger)\n"
 		"  --dtype T                    weights: auto, fp32, fp16, bf16, fp8, int8, int4\n"
 		"                               (default auto: the config's torch_dtype or quantization)\n"
 		"  --kv-cache-dtype T           cache: auto, fp16, bf16, fp8, int8, int4 (default auto)\n"

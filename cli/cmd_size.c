@@ -707,6 +707,11 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 			    ibytes(mt->encoder_peak_bytes, b5, sizeof b5),
 			    ibytes(mt->encoder_out_bytes, b6, sizeof b6),
 			    mt->counted & KVS_MEM_ENCODER ? cnt : no);
+		} else if (d->model.vision_profile.item_tokens && mt->engine == KVS_ENGINE_VLLM) {
+			add(&t, "  vision encoder profile", "-", "not run (%s): no encoder "
+			    "peak before vLLM sizes the pool",
+			    d->skip_mm_profiling ? "--skip-mm-profiling"
+						 : "--limit-mm-per-prompt image=0");
 		} else if (d->model.vision_params && mt->engine == KVS_ENGINE_VLLM) {
 			add(&t, "  vision encoder profile", "-",
 			    "not estimated for this tower: vLLM runs the encoder on its "

@@ -168,16 +168,29 @@ static double activation_per_token(const kvs_model *m, uint64_t tp)
  * and the MLP, both split over tp.  Its embeddings stay cached through
  * the text model's dummy step.  What vLLM's measured peak gains is the
  * larger of the tower's peak above the text model's terms and those
- * kept embeddings.  Not capped by max_model_len (a vLLM 0.9 log profiles
- * a 16,384-token image at max_model_len 2,048). */
-static void encoder_profile(const kvs_model *m, uint64_t tp, unsigned ab, kvs_mem_terms *t)
+ * kept embeddings.  An item longer than max_model_len still counts (a
+ * vLLM 0.9 log profiles a 16,384-token image at max_model_len 2,048). */
+static void encoder_profile(const kvs_deploy *d, uint64_t tp, unsigned ab, kvs_mem_terms *t)
 {
+	const kvs_model *m = &d->model;
 	const kvs_vision_profile *v = &m->vision_profile;
-	if (!v->item_tokens || !v->item_patches)
+	if (!v->item_tokens || !v->item_patches || d->skip_mm_profiling || !d->mm_image_limit)
 		return;
-	uint32_t budget = t->profile_tokens > v->item_tokens ? t->profile_tokens
-							     : v->item_tokens;
-	t->encoder_items = budget / v->item_tokens;
+	/* MultiModalBudget.get_max_items (chunked prefill on): the budget's
+	 * items, at most max_num_seqs prompts of max(1, min(limit,
+	 * max_model_len / item tokens)) items each, and at least one */
+	uint64_t T = v->item_tokens;
+	uint64_t budget = t->profile_tokens > T ? t->profile_tokens : T;
+	uint64_t mml = d->max_model_len ? d->max_model_len
+		     : m->max_position_embeddings ? m->max_position_embeddings
+		     : d->context_tokens;
+	uint64_t per_prompt = mml / T < d->mm_image_limit ? mml / T : d->mm_image_limit;
+	if (per_prompt < 1)
+		per_prompt = 1;
+	uint64_t items = budget / T, cap = (uint64_t)t->profile_seqs * per_prompt;
+	if (items > cap)
+		items = cap;
+	t->encoder_items = (uint32_t)(items ? items : 1);
 	double patches = (double)t->encoder_items * (double)v->item_patches;
 	double attn = 4.0 * (double)kvs_div_ceil(v->width, tp);
 	double mlp = (v->mlp_gated ? 3.0 : 2.0) * (double)kvs_div_ceil(v->mlp_width, tp);
@@ -268,7 +281,7 @@ void kvs_mem_terms_compute(const kvs_deploy *d, kvs_mem_terms *out)
 		t.counted = KVS_MEM_ROPE | KVS_MEM_ACTIVATION | KVS_MEM_SAMPLER |
 			    KVS_MEM_NON_TORCH | KVS_MEM_ENCODER;
 		t.fraction = d->gpu_memory_utilization;
-		encoder_profile(m, tp, ab, &t);   /* vLLM's run only */
+		encoder_profile(d, tp, ab, &t);   /* vLLM's run only */
 		break;
 	}
 	*out = t;

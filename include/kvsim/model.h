@@ -319,7 +319,17 @@ typedef struct kvs_deploy {
 					 * with --engine sglang); off: one batch in
 					 * flight, as vLLM V1's scheduler mostly
 					 * runs (docs/COST-MODEL.md) */
+	/* ---- appended: vLLM's multimodal profile run ---- */
+	uint32_t mm_image_limit;        /* images one prompt may hold (vLLM
+					 * --limit-mm-per-prompt image=N; its
+					 * default 999); 0: no image profiled */
+	bool skip_mm_profiling;         /* vLLM --skip-mm-profiling: no encoder
+					 * run before it sizes the pool */
 } kvs_deploy;
+
+/* vLLM's items per prompt of a modality --limit-mm-per-prompt leaves out
+ * (MultiModalConfig.get_limit_per_prompt) */
+#define KVS_MM_LIMIT_DEFAULT 999u
 
 /* Fill d with defaults (tp = pp = 1, utilization 0.9, fp16, block 16,
  * estimated reserve, ...) around the given model and GPU. */

@@ -687,6 +687,31 @@ run 0 --model gemma-3-27b --gpu mi300x --max-model-len 4096 --json && {
 	[ "$(nget encoder_peak_bytes)" = 2920448000 ] || fail "Gemma 3 encoder peak $(nget encoder_peak_bytes)"
 	[ "$(nget encoder_bytes)" = 85327872 ] || fail "Gemma 3 encoder bytes $(nget encoder_bytes)"
 }
+# vLLM caps the items at max_num_seqs prompts of max(1, min(limit,
+# max_model_len / item tokens)) items: 4 x min(2, 4096 / 260) = 8 images
+run 0 --model gemma-3-27b --gpu mi300x --max-model-len 4096 --max-num-seqs 4 \
+	--limit-mm-per-prompt '{"image": 2, "video": 0}' --json &&
+	[ "$(nget encoder_items)" = 8 ] || fail "capped encoder items $(nget encoder_items)"
+run 0 --model gemma-3-27b --gpu mi300x --max-model-len 300 --max-num-seqs 4 --json &&
+	[ "$(nget encoder_items)" = 4 ] || fail "one image a prompt: $(nget encoder_items)"
+run 0 --model gemma-3-27b --gpu mi300x --max-model-len 4096 --max-num-seqs 4 \
+	--limit-mm-per-prompt image=1,video=2 --json &&
+	[ "$(nget encoder_items)" = 4 ] || fail "image=1: $(nget encoder_items)"
+# no image profiled: no term, said on the table; the L4 pool as before
+# the term (3,975 blocks)
+for f in "--limit-mm-per-prompt image=0" "--limit-mm-per-prompt {\"image\":0}" --skip-mm-profiling; do
+	# shellcheck disable=SC2086  # the flag and its value as two words
+	run 0 --model qwen2.5-vl-7b --gpu l4 --max-model-len 2048 $f && {
+		has "$out" "vision encoder profile                      -  not run (" "no profile with $f"
+		has "$out" "num_gpu_blocks                            3,975" "pool without the encoder, $f"
+	}
+done
+run 2 --model qwen2.5-vl-7b --gpu l4 --limit-mm-per-prompt image=x &&
+	has "$err" "--limit-mm-per-prompt: expected MODALITY=COUNT" "bad limit list"
+run 2 --model qwen2.5-vl-7b --gpu l4 --limit-mm-per-prompt '{"image": -1}' &&
+	has "$err" "the count of 'image' must be a non-negative integer" "negative limit"
+run 2 --model qwen2.5-vl-7b --gpu l4 --limit-mm-per-prompt '{"image": 2' &&
+	has "$err" "expected a JSON object of counts" "bad limit JSON"
 # a tower whose run is not modelled (LLaVA's CLIP) says so; text models
 # and other engines carry no encoder term
 run 0 --model llava-1.5-7b --gpu l4 &&
