@@ -350,9 +350,12 @@ on ROCm profiles 31 images of 4,096 SigLIP patches each (126,976
 patches, kvsim's count as well: 8,192 / 260 tokens an image) before the
 language model's step; kvsim's tower peak (2.72 GiB) is below its
 language-model terms there, and vLLM's non-KV terms are about 10.9 GiB
-against kvsim's 3.63 GiB, so kvsim's KV memory is 7.2% larger: the
-tower's attention on ROCm (31 images of 4,096 patches, 16 heads) may
-hold more than the count gives, not settled.
+against kvsim's 3.63 GiB, so kvsim's KV memory is 7.2% larger. That
+vLLM (0.11) padded each image's kept output to the whole budget (31 x
+8,192 rows of 5,376: 2.54 GiB against the images' own 0.08 GiB; fixed
+later, vllm-project/vllm issue #29386); counting that padding would
+give +5.0%, and it is not modelled, since later versions do not pad.
+The rest is not explained by the log.
 
 ## Parameter counts of the other presets
 

@@ -1481,22 +1481,27 @@ static kvs_status qvl_read(const cfg *sub, qvl_shape *q)
 }
 
 /* The Qwen-VL towers' largest image as vLLM profiles it: the image
- * processors' default max_pixels (Qwen2-VL's and Qwen2.5-VL's
+ * processors' default pixel cap (Qwen2-VL's and Qwen2.5-VL's max_pixels
  * 12,845,056 = 16,384 x 28^2; Qwen3-VL's longest_edge 16,777,216 =
- * 16,384 x 32^2) is 16,384 merged tokens, each of merge^2 patches of
- * ch x tps x patch^2 values.  One token a merged patch; no other
- * tokens counted (vision start and end are outside the item). */
-#define QVL_MAX_IMAGE_TOKENS 16384u
+ * 16,384 x 32^2) in patches of patch^2 pixels, each of ch x tps x
+ * patch^2 values, merge^2 patches a token: 65,536 patches and 16,384
+ * tokens at the released shapes.  The vision start and end tokens are
+ * outside the item. */
+#define QVL2_MAX_PIXELS 12845056u
+#define QVL3_MAX_PIXELS 16777216u
 
-static void qvl_profile(const qvl_shape *q, uint32_t width, uint32_t mlp, bool gated,
-			kvs_vision_profile *vp)
+static void qvl_profile(const qvl_shape *q, uint64_t max_pixels, uint32_t width, uint32_t mlp,
+			bool gated, kvs_vision_profile *vp)
 {
+	uint64_t pp = (uint64_t)q->patch * q->patch, mm = (uint64_t)q->merge * q->merge;
+	uint64_t tokens = max_pixels / pp / mm;   /* patch <= 1024, merge <= 64 */
+	if (tokens == 0)
+		tokens = 1;
 	*vp = (kvs_vision_profile){ .width = width, .mlp_width = mlp, .mlp_gated = gated,
-				    .item_patches = (uint64_t)QVL_MAX_IMAGE_TOKENS * q->merge *
-						    q->merge,
-				    .item_pixels = (uint64_t)q->ch * q->tps * q->patch * q->patch,
-				    .item_tokens = QVL_MAX_IMAGE_TOKENS,
-				    .item_embeds = QVL_MAX_IMAGE_TOKENS };
+				    .item_patches = tokens * mm,
+				    .item_pixels = (uint64_t)q->ch * q->tps * pp,
+				    .item_tokens = (uint32_t)tokens,
+				    .item_embeds = (uint32_t)tokens };
 }
 
 /* The patch merger they end with (transformers' PatchMerger,
@@ -1549,7 +1554,7 @@ static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 	patch_conv(&t, q.ch, q.tps, q.patch, E);
 	addmul(&t, q.depth, vit_layer(&v));
 	qvl_merger(&t, 2 * (uint64_t)E, E, q.merge, D);
-	qvl_profile(&q, E, v.in, false, vp);
+	qvl_profile(&q, QVL2_MAX_PIXELS, E, v.in, false, vp);
 	*hidden = D;
 	return tower_count(sub, &t, out);
 }
@@ -1579,7 +1584,7 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
 	/* norms, q/k/v and output, gate and up, down (widths < 2^21) */
 	addmul(&t, q.depth, 2 * h + 4 * (h * h + h) + 2 * (h * i + i) + i * h + h);
 	qvl_merger(&t, h, h, q.merge, D);
-	qvl_profile(&q, H, I, true, vp);
+	qvl_profile(&q, QVL2_MAX_PIXELS, H, I, true, vp);
 	*hidden = D;
 	return tower_count(sub, &t, out);
 }
@@ -1632,7 +1637,7 @@ static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 	qvl_merger(&d, 2 * M, H, q.merge, D);
 	t.ovf |= d.ovf;
 	addmul(&t, ndeep, d.v);
-	qvl_profile(&q, v.h, v.in, false, vp);
+	qvl_profile(&q, QVL3_MAX_PIXELS, v.h, v.in, false, vp);
 	*hidden = D;
 	return tower_count(sub, &t, out);
 }

@@ -1320,11 +1320,36 @@ static void test_vision_profile(void **state)
 	assert_int_equal(t.encoder_peak_bytes, 96 * 768 * 2);
 	assert_int_equal(t.encoder_bytes, 96 * 768 * 2 - 20480 - 800);
 	/* 4,000 tokens: 666 images, 170,496 patches, a peak of 32,735,232
-	 * against text terms of 4,096,000 + 800 */
+	 * against text terms of 4,096,000 + 800 (max_model_len 8,192: one
+	 * prompt may hold 1,365 images) */
 	d.max_num_batched_tokens = 4000;
+	d.max_model_len = 8192;
 	kvs_mem_terms_compute(&d, &t);
 	assert_int_equal(t.encoder_items, 666);
 	assert_int_equal(t.encoder_bytes, 32735232 - 4096000 - 800);
+	/* the decoder's cap: one sequence of max(1, min(limit, 8,192 / 6))
+	 * images; max_model_len 3 still holds one */
+	d.mm_image_limit = 100;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_items, 100);
+	d.max_model_len = 3;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_items, 1);
+	d.max_num_seqs = 7;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_items, 7);
+	/* no image profiled: no term */
+	d.mm_image_limit = 0;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_items, 0);
+	assert_int_equal(t.encoder_bytes, 0);
+	d.mm_image_limit = KVS_MM_LIMIT_DEFAULT;
+	d.skip_mm_profiling = true;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_bytes, 0);
+	d.skip_mm_profiling = false;
+	d.max_model_len = 8192;
+	d.max_num_seqs = 1;
 	/* other engines: no term */
 	d.engine = KVS_ENGINE_SGLANG;
 	kvs_mem_terms_compute(&d, &t);
@@ -1361,9 +1386,10 @@ static void test_vision_profile(void **state)
 			       "\"vision_config\": {\"model_type\": \"clip_vision_model\", "
 			       "\"image_size\": 8, \"patch_size\": 4}}", &m), KVS_OK);
 	assert_int_equal(m.vision_profile.item_tokens, 0);
-	/* the Qwen-VL towers: the processors' largest image, 16,384 tokens of
-	 * merge^2 patches; Qwen2-VL's fc1/fc2 of embed_dim x mlp_ratio,
-	 * Qwen2.5-VL's gated MLP */
+	/* the Qwen-VL towers: the processors' largest image, 12,845,056
+	 * pixels in patches of 2 x 2 (3,211,264), merge^2 of them a token,
+	 * rounded down: 356,807 tokens of 9 patches at merge 3; Qwen2-VL's
+	 * fc1/fc2 of embed_dim x mlp_ratio, Qwen2.5-VL's gated MLP */
 	assert_int_equal(parse("{\"model_type\": \"qwen2_vl\", \"text_config\": {" DENSE4 "}, "
 			       "\"vision_config\": {\"depth\": 2, \"embed_dim\": 8, "
 			       "\"mlp_ratio\": 2, \"in_chans\": 3, \"patch_size\": 2, "
@@ -1372,10 +1398,10 @@ static void test_vision_profile(void **state)
 	assert_int_equal(vp->width, 8);
 	assert_int_equal(vp->mlp_width, 16);
 	assert_false(vp->mlp_gated);
-	assert_int_equal(vp->item_patches, 16384 * 9);
+	assert_int_equal(vp->item_patches, 356807 * 9);
 	assert_int_equal(vp->item_pixels, 12);
-	assert_int_equal(vp->item_tokens, 16384);
-	assert_int_equal(vp->item_embeds, 16384);
+	assert_int_equal(vp->item_tokens, 356807);
+	assert_int_equal(vp->item_embeds, 356807);
 	assert_int_equal(parse("{\"model_type\": \"qwen2_5_vl\", \"text_config\": {" DENSE4 "}, "
 			       "\"vision_config\": {\"model_type\": \"qwen2_5_vl\", \"depth\": 2, "
 			       "\"hidden_size\": 8, \"intermediate_size\": 12, \"in_channels\": 3, "
@@ -1383,7 +1409,8 @@ static void test_vision_profile(void **state)
 			       "\"spatial_merge_size\": 2, \"out_hidden_size\": 6}}", &m), KVS_OK);
 	assert_int_equal(vp->mlp_width, 12);
 	assert_true(vp->mlp_gated);
-	assert_int_equal(vp->item_patches, 65536);
+	assert_int_equal(vp->item_patches, 3211264);
+	assert_int_equal(vp->item_tokens, 802816);
 	assert_int_equal(vp->item_pixels, 24);
 }
 
