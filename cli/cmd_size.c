@@ -636,11 +636,17 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 			 mt->engine == KVS_ENGINE_SGLANG ? " mem_fraction_static" : "");
 	/* SGLang's default, from the total nvidia-smi shows (its own rule,
 	 * docs/SIZING.md): that total said, so the figure can be checked */
-	char why[96] = "", smi[32];
-	if (mt->engine == KVS_ENGINE_SGLANG && !(d->mem_fraction_static > 0))
-		snprintf(why, sizeof why, ", SGLang's default for %s MiB (%s), tp %u x pp %u",
-			 kvs_fmt_commas(kvs_gpu_smi_bytes(g) >> 20, smi, sizeof smi),
-			 g->smi_mem_bytes ? "nvidia-smi" : "the driver total", d->tp, d->pp);
+	char why[192] = "", smi[32];
+	if (mt->engine == KVS_ENGINE_SGLANG && !(d->mem_fraction_static > 0)) {
+		int n = snprintf(why, sizeof why, ", SGLang's default for %s MiB (%s), tp %u x pp %u",
+				 kvs_fmt_commas(kvs_gpu_smi_bytes(g) >> 20, smi, sizeof smi),
+				 g->smi_mem_bytes ? "nvidia-smi" : "the driver total", d->tp, d->pp);
+		if (mt->vlm_factor != 1.0 && n > 0 && (size_t)n < sizeof why)
+			snprintf(why + n, sizeof why - (size_t)n, ", x %.4f for the vision "
+				 "tower (%u layers of %u)", mt->vlm_factor,
+				 d->model.vision_profile.attr_layers,
+				 d->model.vision_profile.attr_hidden);
+	}
 	add(&t, lab, kvs_fmt_commas(s->usable_bytes, b1, sizeof b1), "%s%s",
 	    ibytes(s->usable_bytes, b2, sizeof b2), why);
 	/* the checkpoint's own method beside the width it is counted at */
@@ -1014,6 +1020,8 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(nk, "counted", cl);
 	if (mt->encoder_items)
 		json_fields(nk, mt, encoder_fields, KVS_ARRAY_LEN(encoder_fields));
+	if (mt->vlm_factor != 1.0)   /* SGLang's default for a vision model only */
+		json_object_set_new(nk, "vlm_factor", json_real(mt->vlm_factor));
 	json_object_set_new(o, "non_kv", nk);
 
 	json_t *vl = JSON_TABLE(s, vllm_log_fields);

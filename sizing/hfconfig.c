@@ -1193,6 +1193,13 @@ static uint64_t vit_layer(const vit_shape *v)
 	return 4 * (H * H + H) + 2 * H * I + I + H + 4 * H;
 }
 
+/* What SGLang reads of a tower whose profile run kvsim does not model:
+ * its config's num_hidden_layers and hidden_size. */
+static void vit_attrs(kvs_vision_profile *vp, uint32_t layers, uint32_t hidden)
+{
+	*vp = (kvs_vision_profile){ .attr_layers = layers, .attr_hidden = hidden };
+}
+
 /* A patch convolution without bias: ch x frames x patch^2 inputs into
  * width w (CLIP's, Pixtral's, Qwen2-VL's, Qwen2.5-VL's, and Qwen3-VL's
  * before its bias). */
@@ -1230,7 +1237,8 @@ static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
 	 * item's tokens are the model's (parse_vision) */
 	*vp = (kvs_vision_profile){ .width = v.h, .mlp_width = v.in,
 				    .item_patches = side * side,
-				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch };
+				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch,
+				    .attr_layers = v.layers, .attr_hidden = v.h };
 	*hidden = v.h;
 	return tower_count(sub, &t, out);
 }
@@ -1257,13 +1265,13 @@ static void clip_encoder(acc *t, const vit_shape *v)
 static kvs_status clip_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
 			 kvs_vision_profile *vp)
 {
-	(void)vp;   /* its profile run is not modelled */
 	kvs_status st;
 	vit_shape v = { 768, 3072, 12, 224, 32, 3 };
 	if ((st = vit_read(sub, &v)))
 		return st;
 	acc t = { 0, false };
 	clip_encoder(&t, &v);
+	vit_attrs(vp, v.layers, v.h);   /* its profile run is not modelled */
 	*hidden = v.h;
 	return tower_count(sub, &t, out);
 }
@@ -1357,7 +1365,6 @@ static kvs_status intern_count(const cfg *sub, const intern_shape *s, uint64_t *
 static kvs_status internvit_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
 			 kvs_vision_profile *vp)
 {
-	(void)vp;   /* its profile run is not modelled */
 	kvs_status st;
 	vit_shape v = { 3200, 12800, 48, 224, 14, 3 };
 	intern_shape s = { .qk_norm = true, .positions = true };
@@ -1367,6 +1374,7 @@ static kvs_status internvit_params(const cfg *sub, uint64_t *out, uint32_t *hidd
 		return st;
 	s.h = v.h, s.in = v.in, s.layers = v.layers, s.ch = v.ch;
 	s.ih = s.iw = v.image, s.ph = s.pw = v.patch;
+	vit_attrs(vp, v.layers, v.h);   /* its profile run is not modelled */
 	return intern_count(sub, &s, out, hidden);
 }
 
@@ -1381,7 +1389,6 @@ static kvs_status internvit_params(const cfg *sub, uint64_t *out, uint32_t *hidd
 static kvs_status internvl_vision_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
 			 kvs_vision_profile *vp)
 {
-	(void)vp;   /* its profile run is not modelled */
 	kvs_status st;
 	intern_shape s = { 1024, 4096, 24, 3, 448, 448, 14, 14, .layer_norm = true,
 			   .positions = true };
@@ -1403,6 +1410,7 @@ static kvs_status internvl_vision_params(const cfg *sub, uint64_t *out, uint32_t
 	if (!qn_found)
 		s.qk_norm = qn;
 	s.final_norm = !pool;
+	vit_attrs(vp, s.layers, s.h);   /* its profile run is not modelled */
 	return intern_count(sub, &s, out, hidden);
 }
 
@@ -1415,11 +1423,11 @@ static kvs_status internvl_vision_params(const cfg *sub, uint64_t *out, uint32_t
 static kvs_status pixtral_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
 			 kvs_vision_profile *vp)
 {
-	(void)vp;   /* its profile run is not modelled */
 	kvs_status st;
 	vit_shape v = { 1024, 4096, 24, 1024, 16, 3 };
 	if ((st = vit_read(sub, &v)))
 		return st;
+	vit_attrs(vp, v.layers, v.h);   /* its profile run is not modelled */
 	uint64_t H = v.h, I = v.in;
 	acc t = { 0, false };
 	patch_conv(&t, v.ch, 1, v.patch, H);
@@ -1438,7 +1446,6 @@ static kvs_status pixtral_params(const cfg *sub, uint64_t *out, uint32_t *hidden
 static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *out_dim,
 			kvs_vision_profile *vp)
 {
-	(void)vp;   /* its profile run is not modelled */
 	kvs_status st;
 	vit_shape v = { 768, 5632, 34, 448, 14, 3 };
 	uint32_t pin = 4096, pout = 4096, vout = 7680;
@@ -1454,6 +1461,7 @@ static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *
 	clip_encoder(&t, &v);
 	addmul(&t, v.in, pin);                               /* adapter fc1 */
 	addmul(&t, pout, pout);                              /* adapter fc2 */
+	vit_attrs(vp, v.layers, v.h);   /* its profile run is not modelled */
 	*out_dim = vout;
 	return tower_count(sub, &t, out);
 }
@@ -1462,6 +1470,8 @@ static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *
  * ("depth"), channels, patch side and frames per patch, the merge side. */
 typedef struct qvl_shape {
 	uint32_t depth, ch, patch, tps, merge;
+	uint32_t attr_layers;   /* num_hidden_layers when written (the config
+				 * classes have none: 24, SGLang's default) */
 } qvl_shape;
 
 static kvs_status qvl_read(const cfg *sub, qvl_shape *q)
@@ -1475,7 +1485,9 @@ static kvs_status qvl_read(const cfg *sub, qvl_shape *q)
 	    (st = cfg_u32_in(sub, KEYS("temporal_patch_size"), false, NULL, 1, 1u << 10, &q->tps,
 			     NULL)) ||
 	    (st = cfg_u32_in(sub, KEYS("spatial_merge_size"), false, NULL, 1, 1u << 6, &q->merge,
-			     NULL)))
+			     NULL)) ||
+	    (st = cfg_u32_in(sub, KEYS("num_hidden_layers"), false, NULL, 0, 1u << 16,
+			     &q->attr_layers, NULL)))
 		return st;
 	return KVS_OK;
 }
@@ -1491,7 +1503,7 @@ static kvs_status qvl_read(const cfg *sub, qvl_shape *q)
 #define QVL3_MAX_PIXELS 16777216u
 
 static void qvl_profile(const qvl_shape *q, uint64_t max_pixels, uint32_t width, uint32_t mlp,
-			bool gated, kvs_vision_profile *vp)
+			bool gated, uint32_t attr_hidden, kvs_vision_profile *vp)
 {
 	uint64_t pp = (uint64_t)q->patch * q->patch, mm = (uint64_t)q->merge * q->merge;
 	uint64_t tokens = max_pixels / pp / mm;   /* patch <= 1024, merge <= 64 */
@@ -1501,7 +1513,8 @@ static void qvl_profile(const qvl_shape *q, uint64_t max_pixels, uint32_t width,
 				    .item_patches = tokens * mm,
 				    .item_pixels = (uint64_t)q->ch * q->tps * pp,
 				    .item_tokens = (uint32_t)tokens,
-				    .item_embeds = (uint32_t)tokens };
+				    .item_embeds = (uint32_t)tokens,
+				    .attr_layers = q->attr_layers, .attr_hidden = attr_hidden };
 }
 
 /* The patch merger they end with (transformers' PatchMerger,
@@ -1531,7 +1544,7 @@ static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 			 kvs_vision_profile *vp)
 {
 	kvs_status st;
-	qvl_shape q = { 32, 3, 14, 2, 2 };
+	qvl_shape q = { 32, 3, 14, 2, 2, 24 };
 	uint32_t E = 1280, D = 3584;
 	double ratio = 4;
 	if ((st = qvl_read(sub, &q)) ||
@@ -1554,7 +1567,7 @@ static kvs_status qwen2vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 	patch_conv(&t, q.ch, q.tps, q.patch, E);
 	addmul(&t, q.depth, vit_layer(&v));
 	qvl_merger(&t, 2 * (uint64_t)E, E, q.merge, D);
-	qvl_profile(&q, QVL2_MAX_PIXELS, E, v.in, false, vp);
+	qvl_profile(&q, QVL2_MAX_PIXELS, E, v.in, false, D, vp);
 	*hidden = D;
 	return tower_count(sub, &t, out);
 }
@@ -1570,7 +1583,7 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
 			 kvs_vision_profile *vp)
 {
 	kvs_status st;
-	qvl_shape q = { 32, 3, 14, 2, 2 };
+	qvl_shape q = { 32, 3, 14, 2, 2, 24 };
 	uint32_t H = 3584, I = 3420, D = 3584;
 	if ((st = qvl_read(sub, &q)) ||
 	    (st = cfg_u32_in(sub, KEYS("hidden_size"), false, NULL, 1, 1u << 20, &H, NULL)) ||
@@ -1584,7 +1597,7 @@ static kvs_status qwen25vl_vision_params(const cfg *sub, uint64_t *out, uint32_t
 	/* norms, q/k/v and output, gate and up, down (widths < 2^21) */
 	addmul(&t, q.depth, 2 * h + 4 * (h * h + h) + 2 * (h * i + i) + i * h + h);
 	qvl_merger(&t, h, h, q.merge, D);
-	qvl_profile(&q, QVL2_MAX_PIXELS, H, I, true, vp);
+	qvl_profile(&q, QVL2_MAX_PIXELS, H, I, true, H, vp);
 	*hidden = D;
 	return tower_count(sub, &t, out);
 }
@@ -1604,7 +1617,7 @@ static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 			 kvs_vision_profile *vp)
 {
 	kvs_status st;
-	qvl_shape q = { 27, 3, 16, 2, 2 };
+	qvl_shape q = { 27, 3, 16, 2, 2, 24 };
 	vit_shape v = { .h = 1152, .in = 4304 };
 	uint32_t D = 3584, npos = 2304;
 	uint64_t ndeep = 3;
@@ -1637,7 +1650,7 @@ static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 	qvl_merger(&d, 2 * M, H, q.merge, D);
 	t.ovf |= d.ovf;
 	addmul(&t, ndeep, d.v);
-	qvl_profile(&q, QVL3_MAX_PIXELS, v.h, v.in, false, vp);
+	qvl_profile(&q, QVL3_MAX_PIXELS, v.h, v.in, false, v.h, vp);
 	*hidden = D;
 	return tower_count(sub, &t, out);
 }
@@ -1883,8 +1896,7 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 			return st;
 		if ((st = item_tokens(c, top_type, type, &vp)))
 			return st;
-		if (vp.item_tokens)
-			m->vision_profile = vp;
+		m->vision_profile = vp;
 		if (!tower_kinds[k].own_projector) {
 			proj_in pin;
 			if ((st = projector_fields(c, &sub, top_type, m, &pin)))

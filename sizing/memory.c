@@ -98,8 +98,9 @@ void kvs_engine_batch_defaults(kvs_engine e, const kvs_gpu *g, uint32_t *max_num
  *   512 + max(cps, 2048) x 1.5 + cuda_graph_max_bs x 2 + tp x pp / 8 x 1024,
  * at least 10 GiB above 60 GiB, and fraction = (gpu_mem - reserve) /
  * gpu_mem to three decimals, rounded from the double's exact value as
- * Python's round() does.  (Its additions for DP attention, speculative
- * decoding, piecewise graphs and vision models are not modelled.) */
+ * Python's round() does; a vision model's then scaled (sglang_vlm_factor).
+ * (Its additions for DP attention, speculative decoding and piecewise
+ * graphs are not modelled.) */
 static double sglang_fraction(const kvs_gpu *g, uint64_t tp, uint64_t pp)
 {
 	double mib = (double)(kvs_gpu_smi_bytes(g) >> 20);
@@ -123,6 +124,24 @@ static double sglang_fraction(const kvs_gpu *g, uint64_t tp, uint64_t pp)
 	char buf[32];
 	snprintf(buf, sizeof buf, "%.3f", (mib - reserve) / mib);
 	return strtod(buf, NULL);
+}
+
+/* SGLang's reduction of its default mem_fraction_static for a vision
+ * model (ServerArgs.adjust_mem_fraction_for_vlm, 0.4 through 0.5.14):
+ * 0.95 x (1 - 0.1 x (r - 1)) with the second factor held to [0.8, 1.05],
+ * r the tower's num_hidden_layers x hidden_size^2 over ViT-L/14's 24 x
+ * 1024^2, read with getattr defaults of 24 and 1024; not rounded again.
+ * 1 without a counted tower. */
+static double sglang_vlm_factor(const kvs_model *m)
+{
+	const kvs_vision_profile *v = &m->vision_profile;
+	if (!m->vision_params || !v->attr_layers)
+		return 1.0;
+	double h = v->attr_hidden ? v->attr_hidden : 1024;
+	double r = (double)v->attr_layers * h * h / (24.0 * 1024.0 * 1024.0);
+	double f = 1.0 - 0.1 * (r - 1.0);
+	f = f < 0.8 ? 0.8 : f > 1.05 ? 1.05 : f;
+	return 0.95 * f;
 }
 
 static uint64_t clamp_u64(double x)
@@ -264,13 +283,16 @@ void kvs_mem_terms_compute(const kvs_deploy *d, kvs_mem_terms *out)
 	t.comm_bytes = tp * pp > 1 || kvs_deploy_expert_parallel(d) ? KVS_MEM_COMM_BYTES : 0;
 	t.non_torch_bytes = KVS_MEM_RUNTIME_BYTES + t.comm_bytes;
 	t.cuda_context_bytes = KVS_MEM_CONTEXT_BYTES;
+	t.vlm_factor = 1.0;
 
 	switch (t.engine) {
 	case KVS_ENGINE_SGLANG:
 		/* activations, sampler and graphs live in the 1 - fraction rest */
 		t.counted = KVS_MEM_ROPE | KVS_MEM_NON_TORCH | KVS_MEM_CONTEXT;
+		t.vlm_factor = d->mem_fraction_static > 0 ? 1.0 : sglang_vlm_factor(m);
 		t.fraction = d->mem_fraction_static > 0 ? d->mem_fraction_static
-							 : sglang_fraction(&d->gpu, tp, pp);
+							 : sglang_fraction(&d->gpu, tp, pp) *
+							   t.vlm_factor;
 		break;
 	case KVS_ENGINE_TRTLLM:
 		t.counted = KVS_MEM_ROPE | KVS_MEM_ACTIVATION | KVS_MEM_SAMPLER |

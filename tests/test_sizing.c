@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1358,6 +1359,23 @@ static void test_vision_profile(void **state)
 	d.engine = KVS_ENGINE_TRTLLM;
 	kvs_mem_terms_compute(&d, &t);
 	assert_int_equal(t.encoder_bytes, 0);
+	assert_true(t.vlm_factor == 1.0);
+	/* SGLang's default fraction for a vision model: this tower, 2 layers
+	 * of 8, is far below ViT-L/14, so the factor is held at 1.05: 0.95 x
+	 * 1.05 = 0.9975; a fraction given takes none */
+	d.engine = KVS_ENGINE_SGLANG;
+	kvs_mem_terms_compute(&d, &t);
+	assert_true(fabs(t.vlm_factor - 0.9975) < 1e-12);
+	double with = t.fraction;
+	kvs_deploy text = d;
+	text.model.vision_params = 0;
+	kvs_mem_terms_compute(&text, &t);
+	assert_true(t.vlm_factor == 1.0);
+	assert_true(fabs(with - t.fraction * 0.9975) < 1e-12);
+	d.mem_fraction_static = 0.5;
+	kvs_mem_terms_compute(&d, &t);
+	assert_true(t.vlm_factor == 1.0 && t.fraction == 0.5);
+	d.mem_fraction_static = 0;
 	expect_error("{\"model_type\": \"gemma3\", \"mm_tokens_per_image\": 0, "
 		     "\"text_config\": {" DENSE4 "}, " SIGLIP("") "}", KVS_ERR_PARSE,
 		     "field 'mm_tokens_per_image': 0 is out of range");

@@ -72,6 +72,11 @@ typedef struct kvs_vision_profile {
 	uint32_t item_tokens;    /* the item's prompt tokens: the unit of the
 				  * encoder budget */
 	uint32_t item_embeds;    /* of which the tower's output embeddings */
+	/* what SGLang's default mem_fraction_static reads of the tower
+	 * (getattr on the config as transformers loads it; 0: no tower) */
+	uint32_t attr_layers;    /* num_hidden_layers (24 where the config
+				  * has none: the Qwen-VL towers' "depth") */
+	uint32_t attr_hidden;    /* hidden_size (1024 where it has none) */
 } kvs_vision_profile;
 
 typedef struct kvs_model {
@@ -400,6 +405,9 @@ typedef struct kvs_mem_terms {
 				       * model's dummy step */
 	uint64_t encoder_bytes;       /* what the run adds to the text model's
 				       * peak (activations and sampler) */
+	double vlm_factor;            /* SGLang: the factor its default
+				       * fraction took for a vision tower (1:
+				       * none, or a fraction given) */
 } kvs_mem_terms;
 
 /* Fill the terms for deployment d (reserve_bytes ignored).  O(1). */
