@@ -187,6 +187,38 @@ static bool arg_mm_limits(kvs_args *it, kvs_deploy *d)
 	return true;
 }
 
+/* vLLM's --mm-processor-kwargs, a JSON object: max_pixels (a positive
+ * integer) caps the Qwen-VL towers' largest image; other keys are the
+ * processor's and are accepted as they are. */
+static bool arg_mm_processor_kwargs(kvs_args *it, kvs_deploy *d)
+{
+	const char *v = kvs_args_value(it);
+	if (!v)
+		return false;
+	json_error_t e;
+	json_t *o = json_loads(v, JSON_REJECT_DUPLICATES, &e);
+	if (!o || !json_is_object(o)) {
+		kvs_args_usage_error(it, "%s: expected a JSON object such as "
+				     "'{\"max_pixels\": 1003520}', got '%s'%s%s", it->flag, v,
+				     o ? "" : ": ", o ? "" : e.text);
+		json_decref(o);
+		return false;
+	}
+	json_t *mp = json_object_get(o, "max_pixels");
+	bool ok = true;
+	if (mp) {
+		if (!json_is_integer(mp) || json_integer_value(mp) < 1) {
+			kvs_args_usage_error(it, "%s: 'max_pixels' must be a positive integer",
+					     it->flag);
+			ok = false;
+		} else {
+			d->mm_max_pixels = (uint64_t)json_integer_value(mp);
+		}
+	}
+	json_decref(o);
+	return ok;
+}
+
 int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 {
 	kvs_deploy *d = &c->d;
@@ -217,6 +249,8 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 		d->expert_parallel = ok;
 	} else if (kvs_args_is(it, "--limit-mm-per-prompt")) {
 		ok = arg_mm_limits(it, d);
+	} else if (kvs_args_is(it, "--mm-processor-kwargs")) {
+		ok = arg_mm_processor_kwargs(it, d);
 	} else if (kvs_args_is(it, "--skip-mm-profiling")) {
 		ok = kvs_args_no_value(it);
 		d->skip_mm_profiling = ok;
@@ -382,6 +416,10 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 		fprintf(stderr, "kvsim %s: warning: --%spp-balanced without "
 			"--pipeline-parallel-size > 1 changes nothing\n", cmd,
 			c->pp_balanced_arg ? "" : "no-");
+	if (c->d.mm_max_pixels && !m.vision_profile.patch_side)
+		fprintf(stderr, "kvsim %s: warning: --mm-processor-kwargs max_pixels changes "
+			"nothing for %s (kvsim reads it for the Qwen-VL towers only)\n", cmd,
+			m.name);
 
 	/* architecture overrides */
 	bool reshaped = false;
@@ -597,6 +635,9 @@ void kvs_cli_deploy_help(FILE *f)
 		"                               the pool (kvsim profiles images only)\n"
 		"  --skip-mm-profiling          vLLM: no vision encoder run before sizing the\n"
 		"                               pool (vLLM's flag; the pool is then larger)\n"
+		"  --mm-processor-kwargs JSON   vLLM: the image processor's arguments;\n"
+		"                               '{\"max_pixels\": N}' caps the Qwen-VL towers'\n"
+		"                               largest image, which vLLM profiles\n"
 		"  --dtype T                    weights: auto, fp32, fp16, bf16, fp8, int8, int4\n"
 		"                               (default auto: the config's torch_dtype or quantization)\n"
 		"  --kv-cache-dtype T           cache: auto, fp16, bf16, fp8, int8, int4 (default auto)\n"

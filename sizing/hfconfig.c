@@ -1505,15 +1505,14 @@ static kvs_status qvl_read(const cfg *sub, qvl_shape *q)
 static void qvl_profile(const qvl_shape *q, uint64_t max_pixels, uint32_t width, uint32_t mlp,
 			bool gated, uint32_t attr_hidden, kvs_vision_profile *vp)
 {
-	uint64_t pp = (uint64_t)q->patch * q->patch, mm = (uint64_t)q->merge * q->merge;
-	uint64_t tokens = max_pixels / pp / mm;   /* patch <= 1024, merge <= 64 */
-	if (tokens == 0)
-		tokens = 1;
+	uint64_t patches;
+	uint32_t tokens;
+	kvs_vision_item_from_pixels(max_pixels, q->patch, q->merge, &patches, &tokens);
 	*vp = (kvs_vision_profile){ .width = width, .mlp_width = mlp, .mlp_gated = gated,
-				    .item_patches = tokens * mm,
-				    .item_pixels = (uint64_t)q->ch * q->tps * pp,
-				    .item_tokens = (uint32_t)tokens,
-				    .item_embeds = (uint32_t)tokens,
+				    .item_patches = patches,
+				    .item_pixels = (uint64_t)q->ch * q->tps * q->patch * q->patch,
+				    .item_tokens = tokens, .item_embeds = tokens,
+				    .patch_side = q->patch, .merge_side = q->merge,
 				    .attr_layers = q->attr_layers, .attr_hidden = attr_hidden };
 }
 

@@ -189,12 +189,33 @@ static double activation_per_token(const kvs_model *m, uint64_t tp)
  * larger of the tower's peak above the text model's terms and those
  * kept embeddings.  An item longer than max_model_len still counts (a
  * vLLM 0.9 log profiles a 16,384-token image at max_model_len 2,048). */
+void kvs_vision_item_from_pixels(uint64_t max_pixels, uint32_t patch, uint32_t merge,
+				 uint64_t *patches, uint32_t *tokens)
+{
+	uint64_t pp = (uint64_t)patch * patch, mm = (uint64_t)merge * merge;
+	uint64_t n = pp && mm ? max_pixels / pp / mm : 0;
+	if (n == 0)
+		n = 1;
+	if (n > UINT32_MAX)
+		n = UINT32_MAX;
+	*tokens = (uint32_t)n;
+	*patches = n * mm;
+}
+
 static void encoder_profile(const kvs_deploy *d, uint64_t tp, unsigned ab, kvs_mem_terms *t)
 {
 	const kvs_model *m = &d->model;
-	const kvs_vision_profile *v = &m->vision_profile;
+	kvs_vision_profile vv = m->vision_profile;
+	const kvs_vision_profile *v = &vv;
 	if (!v->item_tokens || !v->item_patches || d->skip_mm_profiling || !d->mm_image_limit)
 		return;
+	/* --mm-processor-kwargs max_pixels: the largest image of a
+	 * pixel-capped tower */
+	if (d->mm_max_pixels && v->patch_side) {
+		kvs_vision_item_from_pixels(d->mm_max_pixels, v->patch_side, v->merge_side,
+					    &vv.item_patches, &vv.item_tokens);
+		vv.item_embeds = vv.item_tokens;
+	}
 	/* MultiModalBudget.get_max_items (chunked prefill on): the budget's
 	 * items, at most max_num_seqs prompts of max(1, min(limit,
 	 * max_model_len / item tokens)) items each, and at least one */

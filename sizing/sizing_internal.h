@@ -41,4 +41,10 @@ kvs_model kvs_deploy_held_model(const kvs_deploy *d);
 uint64_t kvs_sizing_layer_blocks(const kvs_kv_layout *l, uint32_t block_size,
 				 uint64_t n_tokens);
 
+/* A pixel-capped image's item (the Qwen-VL towers): max_pixels in patches
+ * of patch^2 pixels, merge^2 patches a token, rounded down, at least one
+ * token; patches = tokens x merge^2. */
+void kvs_vision_item_from_pixels(uint64_t max_pixels, uint32_t patch, uint32_t merge,
+				 uint64_t *patches, uint32_t *tokens);
+
 #endif

@@ -72,6 +72,9 @@ typedef struct kvs_vision_profile {
 	uint32_t item_tokens;    /* the item's prompt tokens: the unit of the
 				  * encoder budget */
 	uint32_t item_embeds;    /* of which the tower's output embeddings */
+	uint32_t patch_side;     /* a pixel-capped item (the Qwen-VL towers):
+				  * patch side, pixels; 0: the item is fixed */
+	uint32_t merge_side;     /* patches merged into a token, per side */
 	/* what SGLang's default mem_fraction_static reads of the tower
 	 * (getattr on the config as transformers loads it; 0: no tower) */
 	uint32_t attr_layers;    /* num_hidden_layers (24 where the config
@@ -330,6 +333,9 @@ typedef struct kvs_deploy {
 					 * default 999); 0: no image profiled */
 	bool skip_mm_profiling;         /* vLLM --skip-mm-profiling: no encoder
 					 * run before it sizes the pool */
+	uint64_t mm_max_pixels;         /* --mm-processor-kwargs max_pixels: a
+					 * pixel-capped tower's largest image;
+					 * 0: the processor's default */
 } kvs_deploy;
 
 /* vLLM's items per prompt of a modality --limit-mm-per-prompt leaves out

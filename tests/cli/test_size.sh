@@ -706,6 +706,21 @@ for f in "--limit-mm-per-prompt image=0" "--limit-mm-per-prompt {\"image\":0}" -
 		has "$out" "num_gpu_blocks                            3,975" "pool without the encoder, $f"
 	}
 done
+# --mm-processor-kwargs max_pixels: 1,003,520 = 1,280 x 28^2 pixels, so
+# 1,280 tokens of 4 patches; the peak (13,996 x 5,120 x 2 B) is below the
+# text terms, so the kept embeddings count: 1,280 x 3,584 x 2 B
+run 0 --model qwen2.5-vl-7b --gpu l4 --max-model-len 2048 \
+	--mm-processor-kwargs '{"max_pixels": 1003520, "min_pixels": 3136}' --json && {
+	[ "$(nget encoder_patches)" = 5120 ] || fail "max_pixels patches $(nget encoder_patches)"
+	[ "$(nget encoder_peak_bytes)" = 143319040 ] || fail "max_pixels peak $(nget encoder_peak_bytes)"
+	[ "$(nget encoder_bytes)" = 9175040 ] || fail "max_pixels term $(nget encoder_bytes)"
+}
+run 0 --model llava-1.5-7b --gpu l4 --mm-processor-kwargs '{"max_pixels": 1003520}' &&
+	has "$err" "warning: --mm-processor-kwargs max_pixels changes nothing for llava-1.5-7b" "max_pixels on another tower"
+run 2 --model qwen2.5-vl-7b --gpu l4 --mm-processor-kwargs '{"max_pixels": 0}' &&
+	has "$err" "--mm-processor-kwargs: 'max_pixels' must be a positive integer" "bad max_pixels"
+run 2 --model qwen2.5-vl-7b --gpu l4 --mm-processor-kwargs 'max_pixels=4' &&
+	has "$err" "--mm-processor-kwargs: expected a JSON object" "kwargs not JSON"
 run 2 --model qwen2.5-vl-7b --gpu l4 --limit-mm-per-prompt image=x &&
 	has "$err" "--limit-mm-per-prompt: expected MODALITY=COUNT" "bad limit list"
 run 2 --model qwen2.5-vl-7b --gpu l4 --limit-mm-per-prompt '{"image": -1}' &&
