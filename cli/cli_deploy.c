@@ -108,6 +108,20 @@ static bool arg_pos_double(kvs_args *it, double max, double *out)
 	return true;
 }
 
+/* A flag's value that must be a JSON object (duplicate keys refused), or
+ * NULL with the usage error ("expected a JSON object <what>"). */
+static json_t *json_object_arg(kvs_args *it, const char *v, const char *what)
+{
+	json_error_t e;
+	json_t *o = json_loads(v, JSON_REJECT_DUPLICATES, &e);
+	if (o && json_is_object(o))
+		return o;
+	kvs_args_usage_error(it, "%s: expected a JSON object %s, got '%s'%s%s", it->flag, what, v,
+			     o ? "" : ": ", o ? "" : e.text);
+	json_decref(o);
+	return NULL;
+}
+
 /* One modality's count of --limit-mm-per-prompt: "image" sets the image
  * limit; any other modality is accepted and left out (kvsim profiles
  * images only).  false, with the usage error, on a bad count. */
@@ -131,15 +145,9 @@ static bool arg_mm_limits(kvs_args *it, kvs_deploy *d)
 	if (!v)
 		return false;
 	if (v[0] == '{') {
-		json_error_t e;
-		json_t *o = json_loads(v, JSON_REJECT_DUPLICATES, &e);
-		if (!o || !json_is_object(o)) {
-			kvs_args_usage_error(it, "%s: expected a JSON object of counts such as "
-					     "'{\"image\": 2}', got '%s'%s%s", it->flag, v,
-					     o ? "" : ": ", o ? "" : e.text);
-			json_decref(o);
+		json_t *o = json_object_arg(it, v, "of counts such as '{\"image\": 2}'");
+		if (!o)
 			return false;
-		}
 		const char *key;
 		json_t *val;
 		bool ok = true;
@@ -195,15 +203,9 @@ static bool arg_mm_processor_kwargs(kvs_args *it, kvs_deploy *d)
 	const char *v = kvs_args_value(it);
 	if (!v)
 		return false;
-	json_error_t e;
-	json_t *o = json_loads(v, JSON_REJECT_DUPLICATES, &e);
-	if (!o || !json_is_object(o)) {
-		kvs_args_usage_error(it, "%s: expected a JSON object such as "
-				     "'{\"max_pixels\": 1003520}', got '%s'%s%s", it->flag, v,
-				     o ? "" : ": ", o ? "" : e.text);
-		json_decref(o);
+	json_t *o = json_object_arg(it, v, "such as '{\"max_pixels\": 1003520}'");
+	if (!o)
 		return false;
-	}
 	json_t *mp = json_object_get(o, "max_pixels");
 	bool ok = true;
 	if (mp) {
