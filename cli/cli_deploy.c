@@ -122,18 +122,26 @@ static json_t *json_object_arg(kvs_args *it, const char *v, const char *what)
 	return NULL;
 }
 
-/* One modality's count of --limit-mm-per-prompt: "image" sets the image
- * limit; any other modality is accepted and left out (kvsim profiles
- * images only).  false, with the usage error, on a bad count. */
+/* One modality's count of --limit-mm-per-prompt: image and video are
+ * kept (video counts for the towers vLLM may profile a video of), audio
+ * is accepted and left out; any other key is refused.  false, with the
+ * usage error, on a bad key or count. */
 static bool mm_limit_set(kvs_args *it, kvs_deploy *d, const char *key, long long n)
 {
-	if (n < 0 || n > INT32_MAX) {
-		kvs_args_usage_error(it, "%s: the count of '%s' must be a non-negative "
-				     "integer, got %lld", it->flag, key, n);
+	uint32_t *slot = strcmp(key, "image") == 0 ? &d->mm_image_limit
+		       : strcmp(key, "video") == 0 ? &d->mm_video_limit : NULL;
+	if (!slot && strcmp(key, "audio") != 0) {
+		kvs_args_usage_error(it, "%s: unknown modality '%s' (image, video or audio)",
+				     it->flag, key);
 		return false;
 	}
-	if (strcmp(key, "image") == 0)
-		d->mm_image_limit = (uint32_t)n;
+	if (n < 0 || n > INT32_MAX) {
+		kvs_args_usage_error(it, "%s: the count of '%s' must be an integer from 0 to "
+				     "%d, got %lld", it->flag, key, INT32_MAX, n);
+		return false;
+	}
+	if (slot)
+		*slot = n ? (uint32_t)n : KVS_MM_LIMIT_ZERO;
 	return true;
 }
 
@@ -153,8 +161,8 @@ static bool arg_mm_limits(kvs_args *it, kvs_deploy *d)
 		bool ok = true;
 		json_object_foreach(o, key, val) {
 			if (!json_is_integer(val)) {
-				kvs_args_usage_error(it, "%s: the count of '%s' must be a "
-						     "non-negative integer", it->flag, key);
+				kvs_args_usage_error(it, "%s: the count of '%s' must be an "
+						     "integer, in '%s'", it->flag, key, v);
 				ok = false;
 				break;
 			}
@@ -165,14 +173,14 @@ static bool arg_mm_limits(kvs_args *it, kvs_deploy *d)
 		return ok;
 	}
 	const char *p = v;
-	while (*p) {
+	do {
 		const char *eq = strchr(p, '='), *end = strchr(p, ',');
 		if (!end)
 			end = p + strlen(p);
 		char key[32];
 		char *num_end;
 		if (!eq || eq > end || eq == p || (size_t)(eq - p) >= sizeof key ||
-		    eq + 1 == end || !(eq[1] >= '0' && eq[1] <= '9')) {
+		    eq + 1 == end || !(eq[1] >= '0' && eq[1] <= '9') || (*end && !end[1])) {
 			kvs_args_usage_error(it, "%s: expected MODALITY=COUNT[,...] such as "
 					     "'image=2,video=0' or a JSON object, got '%s'",
 					     it->flag, v);
@@ -183,15 +191,15 @@ static bool arg_mm_limits(kvs_args *it, kvs_deploy *d)
 		errno = 0;
 		long long n = strtoll(eq + 1, &num_end, 10);
 		if (num_end != end || errno) {
-			kvs_args_usage_error(it, "%s: the count of '%s' must be a non-negative "
-					     "integer, got '%.*s'", it->flag, key,
+			kvs_args_usage_error(it, "%s: the count of '%s' must be an integer from 0 "
+					     "to %d, got '%.*s'", it->flag, key, INT32_MAX,
 					     (int)(end - eq - 1), eq + 1);
 			return false;
 		}
 		if (!mm_limit_set(it, d, key, n))
 			return false;
 		p = *end ? end + 1 : end;
-	}
+	} while (*p);
 	return true;
 }
 
@@ -499,13 +507,18 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 			    d->mem_fraction_static > 0 ? "--mem-fraction-static"
 						       : "--free-gpu-memory-fraction",
 			    d->mem_fraction_static > 0 ? "sglang" : "trtllm");
+	bool mm = d->mm_image_limit || d->mm_video_limit || d->skip_mm_profiling ||
+		  d->mm_max_pixels;
 	if ((d->num_gpu_blocks_override || d->kv_cache_memory_bytes || d->hybrid_kv_off ||
-	     d->chunked_hybrid_on) && d->engine != KVS_ENGINE_VLLM)
+	     d->chunked_hybrid_on || mm) && d->engine != KVS_ENGINE_VLLM)
 		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "%s is a vLLM option (--engine vllm)",
 			    d->num_gpu_blocks_override ? "--num-gpu-blocks-override"
 			    : d->kv_cache_memory_bytes ? "--kv-cache-memory-bytes"
 			    : d->hybrid_kv_off ? "--disable-hybrid-kv-cache-manager"
-					       : "--allow-chunked-local-attn-with-hybrid-kv-cache");
+			    : d->chunked_hybrid_on ? "--allow-chunked-local-attn-with-hybrid-kv-cache"
+			    : d->skip_mm_profiling ? "--skip-mm-profiling"
+			    : d->mm_max_pixels ? "--mm-processor-kwargs"
+					       : "--limit-mm-per-prompt");
 	if (c->dtype_arg && strcmp(c->dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->dtype_arg, &d->weight_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--dtype: %s", kvs_last_error());
@@ -632,9 +645,10 @@ void kvs_cli_deploy_help(FILE *f)
 		"                               VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1\n"
 		"                               does (by default vLLM holds it in full)\n"
 		"  --limit-mm-per-prompt L      vLLM: items of each modality one prompt may\n"
-		"                               hold, '{\"image\": 2}' or image=2 (default 999);\n"
-		"                               image=0 runs no vision encoder before sizing\n"
-		"                               the pool (kvsim profiles images only)\n"
+		"                               hold, '{\"image\": 2, \"video\": 0}' or\n"
+		"                               image=2,video=0 (default 999 each); with no\n"
+		"                               modality the tower takes, no vision encoder\n"
+		"                               runs before vLLM sizes the pool\n"
 		"  --skip-mm-profiling          vLLM: no vision encoder run before sizing the\n"
 		"                               pool (vLLM's flag; the pool is then larger)\n"
 		"  --mm-processor-kwargs JSON   vLLM: the image processor's arguments;\n"

@@ -707,17 +707,21 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 				 mt->encoder_items == 1 ? "" : "s");
 			add(&t, lab, kvs_fmt_commas(mt->encoder_bytes, b1, sizeof b1),
 			    "%s, profile run of the tower on %s patches (peak %s, embeddings "
-			    "kept %s), beyond the activations and sampler, %s",
+			    "kept %s), beyond the activations and sampler, %s%s",
 			    ibytes(mt->encoder_bytes, b2, sizeof b2),
 			    kvs_fmt_commas(mt->encoder_patches, b4, sizeof b4),
 			    ibytes(mt->encoder_peak_bytes, b5, sizeof b5),
 			    ibytes(mt->encoder_out_bytes, b6, sizeof b6),
-			    mt->counted & KVS_MEM_ENCODER ? cnt : no);
-		} else if (d->model.vision_profile.item_tokens && mt->engine == KVS_ENGINE_VLLM) {
+			    mt->counted & KVS_MEM_ENCODER ? cnt : no,
+			    mt->encoder_video ? "; images are off, so vLLM profiles a video, "
+						"which kvsim does not model: the largest images "
+						"stand in" : "");
+		} else if (d->model.vision_profile.has_tower && mt->engine == KVS_ENGINE_VLLM &&
+			   !kvs_deploy_mm_profiled(d)) {
 			add(&t, "  vision encoder profile", "-", "not run (%s): no encoder "
 			    "peak before vLLM sizes the pool",
 			    d->skip_mm_profiling ? "--skip-mm-profiling"
-						 : "--limit-mm-per-prompt image=0");
+			    : "--limit-mm-per-prompt: no modality the tower takes");
 		} else if (d->model.vision_params && mt->engine == KVS_ENGINE_VLLM) {
 			add(&t, "  vision encoder profile", "-",
 			    "not estimated for this tower: vLLM runs the encoder on its "
@@ -983,6 +987,9 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 	json_object_set_new(e, "windows_in_full", json_boolean(kvs_deploy_windows_in_full(d)));
 	if (d->pp_balanced)   /* only when used: other documents stay as they were */
 		json_object_set_new(e, "pp_balanced", json_true());
+	json_t *mm = kvs_json_jt(kvs_sim_mm_json(d));   /* only those given */
+	json_object_update(e, mm);
+	json_decref(mm);
 	json_object_set_new(o, "deploy", e);
 
 	json_t *f = JSON_TABLE(s, formula_fields);

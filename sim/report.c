@@ -104,6 +104,36 @@ static json_t *opt_real(double v)
 	return v > 0 ? jreal(v) : json_null();
 }
 
+/* vLLM's multimodal flags, as given (vLLM's names); empty with none, so
+ * other documents stay as they were */
+static json_t *mm_jt(const kvs_deploy *d)
+{
+	json_t *o = json_object();
+	if (d->mm_image_limit || d->mm_video_limit) {
+		json_t *l = json_object();
+		const struct { const char *key; uint32_t v; } lim[] = {
+			{ "image", d->mm_image_limit }, { "video", d->mm_video_limit },
+		};
+		for (size_t i = 0; i < KVS_ARRAY_LEN(lim); i++)
+			if (lim[i].v)
+				set(l, lim[i].key, jint(lim[i].v == KVS_MM_LIMIT_ZERO ? 0 : lim[i].v));
+		set(o, "limit_mm_per_prompt", l);
+	}
+	if (d->skip_mm_profiling)
+		set(o, "skip_mm_profiling", json_true());
+	if (d->mm_max_pixels) {
+		json_t *k = json_object();
+		set(k, "max_pixels", jint(d->mm_max_pixels));
+		set(o, "mm_processor_kwargs", k);
+	}
+	return o;
+}
+
+kvs_json *kvs_sim_mm_json(const kvs_deploy *d)
+{
+	return kvs_json_of(mm_jt(d));
+}
+
 static json_t *engine_jt(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
 {
 	const kvs_deploy *d = &cfg->deploy;
@@ -132,6 +162,9 @@ static json_t *engine_jt(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
 		set(o, "allow_chunked_local_attn_with_hybrid_kv_cache", json_true());
 	if (d->pp_balanced)
 		set(o, "pp_balanced", json_true());
+	json_t *mm = mm_jt(d);
+	json_object_update(o, mm);
+	json_decref(mm);
 	/* written only when the windowed layers are held in full, so
 	 * documents of models without windows stay as they were */
 	if (kvs_deploy_windows_in_full(d))

@@ -1512,6 +1512,7 @@ static void qvl_profile(const qvl_shape *q, uint64_t max_pixels, uint32_t width,
 				    .item_patches = patches,
 				    .item_pixels = (uint64_t)q->ch * q->tps * q->patch * q->patch,
 				    .item_tokens = tokens, .item_embeds = tokens,
+				    .takes_video = true,
 				    .patch_side = q->patch, .merge_side = q->merge,
 				    .attr_layers = q->attr_layers, .attr_hidden = attr_hidden };
 }
@@ -1851,6 +1852,18 @@ static kvs_status item_tokens(const cfg *c, const char *top_type, const char *to
 	return KVS_OK;
 }
 
+/* A tower config's integer as transformers' getattr would give it for a
+ * config class kvsim does not read: the value written, or dflt (a value
+ * of another type is left to the model's own reader). */
+static uint32_t attr_or(const cfg *sub, const char *key, uint32_t dflt)
+{
+	json_t *x = cfg_get(sub, key);
+	if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+	    json_integer_value(x) > (json_int_t)(1u << 20))
+		return dflt;
+	return (uint32_t)json_integer_value(x);
+}
+
 /* The towers of a multimodal config into m->vision_params (and
  * m->vision_unread), read once the text model's shape is. */
 static kvs_status parse_vision(const cfg *c, kvs_model *m)
@@ -1884,6 +1897,10 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 		size_t k = 0;
 		while (k < KVS_ARRAY_LEN(tower_kinds) && !type_is(type, KEYS(tower_kinds[k].type)))
 			k++;
+		if (i == 0)   /* SGLang scales its default fraction for any */
+			m->vision_profile = (kvs_vision_profile){
+				.has_tower = true, .attr_layers = attr_or(&sub, "num_hidden_layers", 24),
+				.attr_hidden = attr_or(&sub, "hidden_size", 1024) };
 		if (i != 0 || k == KVS_ARRAY_LEN(tower_kinds)) {
 			vision_unread(m, towers[i].what, type ? type : "(none given)");
 			continue;
@@ -1895,6 +1912,7 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 			return st;
 		if ((st = item_tokens(c, top_type, type, &vp)))
 			return st;
+		vp.has_tower = true;
 		m->vision_profile = vp;
 		if (!tower_kinds[k].own_projector) {
 			proj_in pin;

@@ -130,14 +130,14 @@ static double sglang_fraction(const kvs_gpu *g, uint64_t tp, uint64_t pp)
  * model (ServerArgs.adjust_mem_fraction_for_vlm, 0.4 through 0.5.14):
  * 0.95 x (1 - 0.1 x (r - 1)) with the second factor held to [0.8, 1.05],
  * r the tower's num_hidden_layers x hidden_size^2 over ViT-L/14's 24 x
- * 1024^2, read with getattr defaults of 24 and 1024; not rounded again.
- * 1 without a counted tower. */
+ * 1024^2, read with getattr defaults of 24 and 1024 (a tower kvsim does
+ * not count included); not rounded again.  1 without a vision_config. */
 static double sglang_vlm_factor(const kvs_model *m)
 {
 	const kvs_vision_profile *v = &m->vision_profile;
-	if (!m->vision_params || !v->attr_layers)
+	if (!v->has_tower)
 		return 1.0;
-	double h = v->attr_hidden ? v->attr_hidden : 1024;
+	double h = v->attr_hidden;
 	double r = (double)v->attr_layers * h * h / (24.0 * 1024.0 * 1024.0);
 	double f = 1.0 - 0.1 * (r - 1.0);
 	f = f < 0.8 ? 0.8 : f > 1.05 ? 1.05 : f;
@@ -202,13 +202,31 @@ void kvs_vision_item_from_pixels(uint64_t max_pixels, uint32_t patch, uint32_t m
 	*patches = n * mm;
 }
 
+/* A modality's limit per prompt as vLLM takes it. */
+static uint64_t mm_limit(uint32_t stored)
+{
+	return stored == KVS_MM_LIMIT_ZERO ? 0 : stored ? stored : KVS_MM_LIMIT_DEFAULT;
+}
+
+bool kvs_deploy_mm_profiled(const kvs_deploy *d)
+{
+	const kvs_vision_profile *v = &d->model.vision_profile;
+	return v->has_tower && !d->skip_mm_profiling &&
+	       (mm_limit(d->mm_image_limit) || (v->takes_video && mm_limit(d->mm_video_limit)));
+}
+
 static void encoder_profile(const kvs_deploy *d, uint64_t tp, unsigned ab, kvs_mem_terms *t)
 {
 	const kvs_model *m = &d->model;
 	kvs_vision_profile vv = m->vision_profile;
 	const kvs_vision_profile *v = &vv;
-	if (!v->item_tokens || !v->item_patches || d->skip_mm_profiling || !d->mm_image_limit)
+	uint64_t images = mm_limit(d->mm_image_limit), videos = mm_limit(d->mm_video_limit);
+	if (!v->item_tokens || !v->item_patches || !kvs_deploy_mm_profiled(d))
 		return;
+	/* images off, videos on: vLLM profiles a video, which kvsim does not
+	 * model; the largest image, at the video limit, stands in */
+	t->encoder_video = !images;
+	uint64_t limit = images ? images : videos;
 	/* --mm-processor-kwargs max_pixels: the largest image of a
 	 * pixel-capped tower */
 	if (d->mm_max_pixels && v->patch_side) {
@@ -224,7 +242,7 @@ static void encoder_profile(const kvs_deploy *d, uint64_t tp, unsigned ab, kvs_m
 	uint64_t mml = d->max_model_len ? d->max_model_len
 		     : m->max_position_embeddings ? m->max_position_embeddings
 		     : d->context_tokens;
-	uint64_t per_prompt = mml / T < d->mm_image_limit ? mml / T : d->mm_image_limit;
+	uint64_t per_prompt = mml / T < limit ? mml / T : limit;
 	if (per_prompt < 1)
 		per_prompt = 1;
 	uint64_t items = budget / T, cap = (uint64_t)t->profile_seqs * per_prompt;

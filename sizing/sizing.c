@@ -332,7 +332,6 @@ void kvs_deploy_defaults(kvs_deploy *d, const kvs_model *m, const kvs_gpu *g)
 	d->context_tokens = ctx;
 	d->reserve_bytes = -1;
 	d->gpu_hour_price = 0.0;
-	d->mm_image_limit = KVS_MM_LIMIT_DEFAULT;
 }
 
 /* Roofline decode step on one rank for `conv` conversations at full

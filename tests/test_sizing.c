@@ -1284,6 +1284,9 @@ static void test_vision_profile(void **state)
 	assert_int_equal(vp->item_pixels, 48);
 	assert_int_equal(vp->item_embeds, 2);
 	assert_int_equal(vp->item_tokens, 6);
+	assert_true(vp->has_tower && !vp->takes_video);
+	assert_int_equal(vp->attr_layers, 2);
+	assert_int_equal(vp->attr_hidden, 8);
 	kvs_gpu g;
 	memset(&g, 0, sizeof g);
 	g.mem_bytes = 1ull << 30;
@@ -1339,12 +1342,15 @@ static void test_vision_profile(void **state)
 	d.max_num_seqs = 7;
 	kvs_mem_terms_compute(&d, &t);
 	assert_int_equal(t.encoder_items, 7);
-	/* no image profiled: no term */
-	d.mm_image_limit = 0;
+	/* image=0 on a tower without videos: no term; 0 stored is the
+	 * default */
+	d.mm_image_limit = KVS_MM_LIMIT_ZERO;
 	kvs_mem_terms_compute(&d, &t);
 	assert_int_equal(t.encoder_items, 0);
 	assert_int_equal(t.encoder_bytes, 0);
-	d.mm_image_limit = KVS_MM_LIMIT_DEFAULT;
+	assert_false(kvs_deploy_mm_profiled(&d));
+	d.mm_image_limit = 0;
+	assert_true(kvs_deploy_mm_profiled(&d));
 	d.skip_mm_profiling = true;
 	kvs_mem_terms_compute(&d, &t);
 	assert_int_equal(t.encoder_bytes, 0);
@@ -1367,8 +1373,8 @@ static void test_vision_profile(void **state)
 	kvs_mem_terms_compute(&d, &t);
 	assert_true(fabs(t.vlm_factor - 0.9975) < 1e-12);
 	double with = t.fraction;
-	kvs_deploy text = d;
-	text.model.vision_params = 0;
+	kvs_deploy text = d;   /* no vision_config */
+	memset(&text.model.vision_profile, 0, sizeof text.model.vision_profile);
 	kvs_mem_terms_compute(&text, &t);
 	assert_true(t.vlm_factor == 1.0);
 	assert_true(fabs(with - t.fraction * 0.9975) < 1e-12);
@@ -1420,6 +1426,10 @@ static void test_vision_profile(void **state)
 	assert_int_equal(vp->item_pixels, 12);
 	assert_int_equal(vp->item_tokens, 356807);
 	assert_int_equal(vp->item_embeds, 356807);
+	/* what SGLang reads: no num_hidden_layers (24), hidden_size 6 */
+	assert_true(vp->takes_video);
+	assert_int_equal(vp->attr_layers, 24);
+	assert_int_equal(vp->attr_hidden, 6);
 	assert_int_equal(parse("{\"model_type\": \"qwen2_5_vl\", \"text_config\": {" DENSE4 "}, "
 			       "\"vision_config\": {\"model_type\": \"qwen2_5_vl\", \"depth\": 2, "
 			       "\"hidden_size\": 8, \"intermediate_size\": 12, \"in_channels\": 3, "
@@ -1430,6 +1440,33 @@ static void test_vision_profile(void **state)
 	assert_int_equal(vp->item_patches, 3211264);
 	assert_int_equal(vp->item_tokens, 802816);
 	assert_int_equal(vp->item_pixels, 24);
+	assert_int_equal(vp->attr_layers, 24);
+	assert_int_equal(vp->attr_hidden, 8);
+	/* a num_hidden_layers written is read */
+	assert_int_equal(parse("{\"model_type\": \"qwen2_5_vl\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"num_hidden_layers\": 5}}", &m), KVS_OK);
+	assert_int_equal(vp->attr_layers, 5);
+	/* images off, videos on: a Qwen-VL tower is still profiled, the
+	 * largest image standing in for vLLM's video; videos off too: not */
+	kvs_deploy_defaults(&d, &m, &g);
+	d.mm_image_limit = KVS_MM_LIMIT_ZERO;
+	kvs_mem_terms_compute(&d, &t);
+	assert_true(t.encoder_video && t.encoder_items == 1);
+	d.mm_video_limit = KVS_MM_LIMIT_ZERO;
+	kvs_mem_terms_compute(&d, &t);
+	assert_int_equal(t.encoder_items, 0);
+	/* a tower kvsim does not count: no weights, no profile, but SGLang
+	 * scales its fraction by what it reads: 27 layers of 1152 give 0.95 x
+	 * (1 - 0.1 x (1.423828125 - 1)) */
+	assert_int_equal(parse("{\"model_type\": \"idefics3\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"idefics3_vision\", "
+			       "\"num_hidden_layers\": 27, \"hidden_size\": 1152}}", &m), KVS_OK);
+	assert_int_equal(m.vision_params, 0);
+	assert_true(vp->has_tower && vp->item_tokens == 0);
+	kvs_deploy_defaults(&d, &m, &g);
+	d.engine = KVS_ENGINE_SGLANG;
+	kvs_mem_terms_compute(&d, &t);
+	assert_true(fabs(t.vlm_factor - 0.95 * (1 - 0.1 * 0.423828125)) < 1e-12);
 }
 
 static void test_vision_tower(void **state)

@@ -72,6 +72,9 @@ typedef struct kvs_vision_profile {
 	uint32_t item_tokens;    /* the item's prompt tokens: the unit of the
 				  * encoder budget */
 	uint32_t item_embeds;    /* of which the tower's output embeddings */
+	bool takes_video;        /* vLLM may profile a video instead (the
+				  * Qwen-VL towers) */
+	bool has_tower;          /* a vision_config, counted or not */
 	uint32_t patch_side;     /* a pixel-capped item (the Qwen-VL towers):
 				  * patch side, pixels; 0: the item is fixed */
 	uint32_t merge_side;     /* patches merged into a token, per side */
@@ -329,8 +332,10 @@ typedef struct kvs_deploy {
 					 * runs (docs/COST-MODEL.md) */
 	/* ---- appended: vLLM's multimodal profile run ---- */
 	uint32_t mm_image_limit;        /* images one prompt may hold (vLLM
-					 * --limit-mm-per-prompt image=N; its
-					 * default 999); 0: no image profiled */
+					 * --limit-mm-per-prompt image=N); 0:
+					 * vLLM's default, 999;
+					 * KVS_MM_LIMIT_ZERO: image=0 */
+	uint32_t mm_video_limit;        /* videos, likewise (video=N) */
 	bool skip_mm_profiling;         /* vLLM --skip-mm-profiling: no encoder
 					 * run before it sizes the pool */
 	uint64_t mm_max_pixels;         /* --mm-processor-kwargs max_pixels: a
@@ -339,8 +344,15 @@ typedef struct kvs_deploy {
 } kvs_deploy;
 
 /* vLLM's items per prompt of a modality --limit-mm-per-prompt leaves out
- * (MultiModalConfig.get_limit_per_prompt) */
+ * (MultiModalConfig.get_limit_per_prompt); a limit of 0 given, as
+ * kvs_deploy stores it (0 there is the default) */
 #define KVS_MM_LIMIT_DEFAULT 999u
+#define KVS_MM_LIMIT_ZERO UINT32_MAX
+
+/* Does vLLM run d's vision tower before it sizes the pool: a
+ * vision_config, no --skip-mm-profiling, and a modality the tower takes
+ * (images; videos too for the Qwen-VL towers) with a limit above 0. */
+bool kvs_deploy_mm_profiled(const kvs_deploy *d);
 
 /* Fill d with defaults (tp = pp = 1, utilization 0.9, fp16, block 16,
  * estimated reserve, ...) around the given model and GPU. */
@@ -411,6 +423,8 @@ typedef struct kvs_mem_terms {
 				       * model's dummy step */
 	uint64_t encoder_bytes;       /* what the run adds to the text model's
 				       * peak (activations and sampler) */
+	bool encoder_video;           /* images off, videos on: vLLM profiles a
+				       * video, the largest image stands in */
 	double vlm_factor;            /* SGLang: the factor its default
 				       * fraction took for a vision tower (1:
 				       * none, or a fraction given) */

@@ -610,6 +610,10 @@ kvs_status kvs_sim_step_time(const kvs_sim_config *cfg,
  * releases them with kvs_json_free).  NULL on allocation failure. */
 kvs_json *kvs_sim_model_json(const kvs_model *m);
 kvs_json *kvs_sim_gpu_json(const kvs_gpu *g);
+/* vLLM's multimodal flags of d as given, under vLLM's names
+ * (limit_mm_per_prompt, skip_mm_profiling, mm_processor_kwargs); an empty
+ * object without them. */
+kvs_json *kvs_sim_mm_json(const kvs_deploy *d);
 /* engine settings (the policy excluded) and the sized pool */
 kvs_json *kvs_sim_engine_json(const kvs_sim_config *cfg,
 			      const kvs_sim_stats *sized);
