@@ -177,18 +177,6 @@ static double activation_per_token(const kvs_model *m, uint64_t tp)
 	return 2.0 * m->hidden_size + (attn > mlp ? attn : mlp);
 }
 
-/* vLLM's profile run of a vision tower, before the text model's dummy
- * step (V1's GPUModelRunner.profile_run): as many items of the largest
- * kind as the encoder budget holds (max(max_num_batched_tokens, one
- * item's tokens) / one item's tokens), through the tower at once.  Its
- * peak is the input pixels and one layer's tensors per patch, counted as
- * the text model's are (activation_per_token): the residual stream and
- * the normalised input, plus the larger of attention (q, k, v, output)
- * and the MLP, both split over tp.  Its embeddings stay cached through
- * the text model's dummy step.  What vLLM's measured peak gains is the
- * larger of the tower's peak above the text model's terms and those
- * kept embeddings.  An item longer than max_model_len still counts (a
- * vLLM 0.9 log profiles a 16,384-token image at max_model_len 2,048). */
 void kvs_vision_item_from_pixels(uint64_t max_pixels, uint32_t patch, uint32_t merge,
 				 uint64_t *patches, uint32_t *tokens)
 {
@@ -215,6 +203,18 @@ bool kvs_deploy_mm_profiled(const kvs_deploy *d)
 	       (mm_limit(d->mm_image_limit) || (v->takes_video && mm_limit(d->mm_video_limit)));
 }
 
+/* vLLM's profile run of a vision tower, before the text model's dummy
+ * step (V1's GPUModelRunner.profile_run): as many items of the largest
+ * kind as the encoder budget holds (max(max_num_batched_tokens, one
+ * item's tokens) / one item's tokens), through the tower at once.  Its
+ * peak is the input pixels and one layer's tensors per patch, counted as
+ * the text model's are (activation_per_token): the residual stream and
+ * the normalised input, plus the larger of attention (q, k, v, output)
+ * and the MLP, both split over tp.  Its embeddings stay cached through
+ * the text model's dummy step.  What vLLM's measured peak gains is the
+ * larger of the tower's peak above the text model's terms and those
+ * kept embeddings.  An item longer than max_model_len still counts (a
+ * vLLM 0.9 log profiles a 16,384-token image at max_model_len 2,048). */
 static void encoder_profile(const kvs_deploy *d, uint64_t tp, unsigned ab, kvs_mem_terms *t)
 {
 	const kvs_model *m = &d->model;
