@@ -483,6 +483,34 @@ questions:
 		wrap("  - ", "    ", *q);
 }
 
+/* Where vLLM's vision-encoder run takes a tenth of the KV budget or more:
+ * the pool without it (a text-only deployment), and the flag that shrinks
+ * the largest image. */
+static void print_encoder_note(const kvs_deploy *d, const kvs_sizing *s)
+{
+	const kvs_mem_terms *mt = &s->mem;
+	if (!mt->encoder_bytes || !(mt->counted & KVS_MEM_ENCODER) || !s->reserve_estimated ||
+	    mt->encoder_bytes < s->kv_budget_bytes / 10)
+		return;
+	kvs_deploy text = *d;
+	text.mm_image_limit = text.mm_video_limit = KVS_MM_LIMIT_ZERO;
+	kvs_sizing ts;
+	if (kvs_size_compute(&text, &ts) != KVS_OK)
+		return;
+	char b1[32], b2[32], b3[32], line[512];
+	snprintf(line, sizeof line, "The vision encoder's profile run takes %s of the pool: "
+		 "%s tokens of KV cache, %s without it (text-only serving: "
+		 "--limit-mm-per-prompt '{\"image\": 0, \"video\": 0}')%s.",
+		 ibytes(mt->encoder_bytes, b1, sizeof b1),
+		 kvs_fmt_commas(s->kv_capacity_tokens, b2, sizeof b2),
+		 kvs_fmt_commas(ts.kv_capacity_tokens, b3, sizeof b3),
+		 d->model.vision_profile.patch_side
+			 ? "; smaller images shrink it: --mm-processor-kwargs "
+			   "'{\"max_pixels\": N}'" : "");
+	printf("\n");
+	wrap("", "", line);
+}
+
 /* The lines a user compares with the engine's own start-up log. */
 static void print_engine_lines(const kvs_deploy *d, const kvs_sizing *s)
 {
@@ -787,6 +815,7 @@ static void print_text(const kvs_deploy *d, const kvs_sizing *s,
 	else
 		printf("\nMemory per GPU (engine %s)\n", kvs_engine_name(s->mem.engine));
 	print_table(&t);
+	print_encoder_note(d, s);
 	print_engine_lines(d, s);
 	print_shrinks(rows, gpus);
 	if (a->needed)

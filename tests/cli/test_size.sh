@@ -659,6 +659,12 @@ run 0 --model qwen2.5-vl-7b --gpu l4 --max-model-len 2048 && {
 	has "$out" "- vision encoder (1 item)         1,260,912,640  1.17 GiB, profile run of the tower on 65,536 patches" "encoder line on an L4"
 	has "$out" "num_gpu_blocks                            2,601" "encoder term in the L4 pool"
 }
+# the run takes more than a tenth of the pool there: the pool without it
+# (3,975 blocks of 16) and the flags that shrink it are said
+run 0 --model qwen2.5-vl-7b --gpu l4 --max-model-len 2048 &&
+	has "$(printf '%s' "$out" | tr '\n' ' ')" "The vision encoder's profile run takes 1.17 GiB of the pool: 41,616 tokens of KV cache, 63,600 without it" "encoder note"
+run 0 --model qwen2.5-vl-7b --gpu h100-80gb &&
+	case "$out" in *"profile run takes"*) fail "encoder note under a tenth" ;; esac
 run 0 --model qwen2.5-vl-7b --gpu l4 --max-model-len 2048 --json && {
 	[ "$(nget encoder_peak_bytes)" = 1834483712 ] || fail "L4 encoder peak $(nget encoder_peak_bytes)"
 	[ "$(nget encoder_out_bytes)" = 117440512 ] || fail "L4 encoder out $(nget encoder_out_bytes)"
