@@ -1271,7 +1271,13 @@ static kvs_status clip_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
 		return st;
 	acc t = { 0, false };
 	clip_encoder(&t, &v);
-	vit_attrs(vp, v.layers, v.h);   /* its profile run is not modelled */
+	/* every image at image_size, a patch a token and the class token;
+	 * the item's tokens are the model's (parse_vision) */
+	uint64_t side = v.image / v.patch;
+	*vp = (kvs_vision_profile){ .width = v.h, .mlp_width = v.in,
+				    .item_patches = side * side + 1,
+				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch,
+				    .attr_layers = v.layers, .attr_hidden = v.h };
 	*hidden = v.h;
 	return tower_count(sub, &t, out);
 }
@@ -1374,7 +1380,13 @@ static kvs_status internvit_params(const cfg *sub, uint64_t *out, uint32_t *hidd
 		return st;
 	s.h = v.h, s.in = v.in, s.layers = v.layers, s.ch = v.ch;
 	s.ih = s.iw = v.image, s.ph = s.pw = v.patch;
-	vit_attrs(vp, v.layers, v.h);   /* its profile run is not modelled */
+	/* one tile: image_size square and the class token (the model
+	 * multiplies by its tiles, parse_vision) */
+	uint64_t side = v.image / v.patch;
+	*vp = (kvs_vision_profile){ .width = v.h, .mlp_width = v.in,
+				    .item_patches = side * side + 1,
+				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch,
+				    .attr_layers = v.layers, .attr_hidden = v.h };
 	return intern_count(sub, &s, out, hidden);
 }
 
@@ -1427,7 +1439,12 @@ static kvs_status pixtral_params(const cfg *sub, uint64_t *out, uint32_t *hidden
 	vit_shape v = { 1024, 4096, 24, 1024, 16, 3 };
 	if ((st = vit_read(sub, &v)))
 		return st;
-	vit_attrs(vp, v.layers, v.h);   /* its profile run is not modelled */
+	/* its largest image: image_size square, no class token; gated MLP */
+	uint64_t side = v.image / v.patch;
+	*vp = (kvs_vision_profile){ .width = v.h, .mlp_width = v.in, .mlp_gated = true,
+				    .item_patches = side * side,
+				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch,
+				    .attr_layers = v.layers, .attr_hidden = v.h };
 	uint64_t H = v.h, I = v.in;
 	acc t = { 0, false };
 	patch_conv(&t, v.ch, 1, v.patch, H);
@@ -1827,28 +1844,74 @@ static const struct {
 };
 
 /* The prompt tokens of a tower's largest item where the model, not the
- * tower, decides them: Gemma 3 pools SigLIP's patches into
- * mm_tokens_per_image embeddings (default 256) and its processor writes
- * them as "\n\n", <start_of_image>, the image tokens, <end_of_image>,
- * "\n\n" (four tokens more; vLLM's encoder budget counts them: 8,192 /
- * 260 = 31 images in a logged profile run).  A SigLIP tower under any
- * other model (PaliGemma) is left unmodelled. */
-static kvs_status item_tokens(const cfg *c, const char *top_type, const char *tower_type,
-			      kvs_vision_profile *vp)
+ * tower, decides them (the tower's count gave its patches):
+ * - Gemma 3 pools SigLIP's patches into mm_tokens_per_image embeddings
+ *   (default 256), written as "\n\n", <start_of_image>, the image tokens,
+ *   <end_of_image>, "\n\n": four tokens more (vLLM's encoder budget counts
+ *   them: 8,192 / 260 = 31 images in a logged profile run);
+ * - LLaVA's CLIP tower: one token a patch, the class token's too under
+ *   vision_feature_select_strategy "full" (default "default": without);
+ * - Pixtral's tower under LLaVA: one token a patch, and a break or end
+ *   token after each row (64 x 65 = 4,160 at 1,024 pixels in 16-pixel
+ *   patches); under Mistral 3 the same over merge x merge patches;
+ * - InternViT under InternVL's chat model: max_dynamic_patch tiles of the
+ *   image and, with use_thumbnail, one more, each tile's patches over
+ *   merge^2 (downsample_ratio), between <img> and </img>.
+ * A pairing not listed is left unmodelled (item_tokens 0). */
+static uint32_t sat_u32(uint64_t x)
 {
-	if (!type_is(tower_type, KEYS("siglip_vision_model")))
+	return x < UINT32_MAX ? (uint32_t)x : UINT32_MAX;
+}
+
+static kvs_status item_tokens(const cfg *c, const char *top_type, const char *tower_type,
+			      const proj_in *pin, kvs_vision_profile *vp)
+{
+	kvs_status st;
+	if (vp->item_tokens)   /* the tower's own (the Qwen-VL towers) */
 		return KVS_OK;
-	if (!type_is(top_type, KEYS("gemma3"))) {
-		vp->item_tokens = 0;
+	if (type_is(tower_type, KEYS("siglip_vision_model")) && type_is(top_type, KEYS("gemma3"))) {
+		uint32_t n = 256;
+		if ((st = cfg_u32_in(c, KEYS("mm_tokens_per_image"), false, NULL, 1, 1u << 20, &n,
+				     NULL)))
+			return st;
+		vp->item_embeds = n;
+		vp->item_tokens = n + 4;
 		return KVS_OK;
 	}
-	uint32_t n = 256;
-	kvs_status st = cfg_u32_in(c, KEYS("mm_tokens_per_image"), false, NULL, 1, 1u << 20, &n,
-				   NULL);
-	if (st)
-		return st;
-	vp->item_embeds = n;
-	vp->item_tokens = n + 4;
+	if (type_is(tower_type, KEYS("clip_vision_model")) && type_is(top_type, KEYS("llava"))) {
+		json_t *sel = json_object_get(c->root, "vision_feature_select_strategy");
+		if (sel && !json_is_null(sel) && !json_is_string(sel))
+			return kvs_fail(KVS_ERR_PARSE, "%s: field 'vision_feature_select_strategy': "
+					"expected a string", c->path);
+		bool full = sel && json_is_string(sel) && strcmp(json_string_value(sel), "full") == 0;
+		uint64_t n = vp->item_patches - (full ? 0 : 1);   /* patches with the class token */
+		vp->item_tokens = vp->item_embeds = sat_u32(n);
+		return KVS_OK;
+	}
+	if (type_is(tower_type, KEYS("pixtral")) && type_is(top_type, KEYS("llava", "mistral3"))) {
+		uint64_t side = (uint64_t)llround(sqrt((double)vp->item_patches));
+		uint64_t merge = type_is(top_type, KEYS("mistral3")) && pin->merge ? pin->merge : 1;
+		uint64_t rows = side / merge ? side / merge : 1;
+		vp->item_embeds = sat_u32(rows * rows);
+		vp->item_tokens = sat_u32(rows * (rows + 1));
+		return KVS_OK;
+	}
+	if (type_is(tower_type, KEYS("intern_vit_6b")) && type_is(top_type, KEYS("internvl_chat"))) {
+		uint32_t tiles = 12;
+		bool thumb = true;
+		if ((st = cfg_u32_in(c, KEYS("max_dynamic_patch"), false, NULL, 1, 1024, &tiles,
+				     NULL)) ||
+		    (st = cfg_bool(c, "use_thumbnail", &thumb, NULL)))
+			return st;
+		uint64_t n = tiles + (thumb && tiles != 1 ? 1 : 0);
+		uint64_t per_tile = vp->item_patches - 1;   /* a tile's patches, class token apart */
+		uint64_t mm = pin->merge ? pin->merge * pin->merge : 1;
+		vp->item_patches *= n;
+		vp->item_embeds = sat_u32(n * (per_tile / mm));
+		vp->item_tokens = sat_u32((uint64_t)vp->item_embeds + 2);
+		return KVS_OK;
+	}
+	vp->item_tokens = 0;
 	return KVS_OK;
 }
 
@@ -1910,17 +1973,17 @@ static kvs_status parse_vision(const cfg *c, kvs_model *m)
 		kvs_vision_profile vp = { 0 };
 		if ((st = tower_kinds[k].count(&sub, &tower, &vh, &vp)))
 			return st;
-		if ((st = item_tokens(c, top_type, type, &vp)))
-			return st;
-		vp.has_tower = true;
-		m->vision_profile = vp;
+		proj_in pin = { 1, 1, 0, false };
 		if (!tower_kinds[k].own_projector) {
-			proj_in pin;
 			if ((st = projector_fields(c, &sub, top_type, m, &pin)))
 				return st;
 			if (!projector_params(top_type, type, vh, &pin, m, &proj))
 				vision_unread(m, "projector", top_type ? top_type : "(none given)");
 		}
+		if ((st = item_tokens(c, top_type, type, &pin, &vp)))
+			return st;
+		vp.has_tower = true;
+		m->vision_profile = vp;
 		if (tower > UINT64_MAX - proj)
 			return kvs_fail(KVS_ERR_OVERFLOW, "%s: the vision tower's parameter "
 					"count does not fit in 64 bits", c->path);

@@ -1399,17 +1399,48 @@ static void test_vision_profile(void **state)
 	assert_int_equal(t.encoder_peak_bytes, 768);
 	assert_int_equal(t.activation_bytes + t.sampler_bytes, 266240 + 800);
 	assert_int_equal(t.encoder_bytes, 256 * 64 * 2);
-	/* a SigLIP tower under PaliGemma, and LLaVA's CLIP: not modelled */
+	/* a SigLIP tower under PaliGemma: not modelled */
 	assert_int_equal(parse("{\"model_type\": \"paligemma\", \"text_config\": {" DENSE4 "}, "
 			       SIGLIP("") "}", &m), KVS_OK);
 	assert_int_equal(m.vision_profile.item_tokens, 0);
 	kvs_deploy_defaults(&d, &m, &g);
 	kvs_mem_terms_compute(&d, &t);
 	assert_int_equal(t.encoder_items, 0);
+	/* LLaVA's CLIP: 8-pixel images in 4-pixel patches, 4 patches and the
+	 * class token; 4 tokens ("default" drops the class token), 5 with
+	 * "full"; CLIP under another model: not modelled */
 	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
 			       "\"vision_config\": {\"model_type\": \"clip_vision_model\", "
 			       "\"image_size\": 8, \"patch_size\": 4}}", &m), KVS_OK);
-	assert_int_equal(m.vision_profile.item_tokens, 0);
+	assert_int_equal(m.vision_profile.item_patches, 5);
+	assert_int_equal(m.vision_profile.item_tokens, 4);
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"vision_feature_select_strategy\": "
+			       "\"full\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"clip_vision_model\", "
+			       "\"image_size\": 8, \"patch_size\": 4}}", &m), KVS_OK);
+	assert_int_equal(m.vision_profile.item_tokens, 5);
+	expect_error("{\"model_type\": \"llava\", \"vision_feature_select_strategy\": 1, "
+		     "\"text_config\": {" DENSE4 "}, \"vision_config\": {\"model_type\": "
+		     "\"clip_vision_model\"}}", KVS_ERR_PARSE,
+		     "field 'vision_feature_select_strategy': expected a string");
+	/* Pixtral under LLaVA: 16-pixel images in 4-pixel patches, 4 rows of
+	 * 4 and a break: 20 tokens, 16 embeddings; under Mistral 3 with
+	 * merge 2: 2 rows of 2 and a break, 6 tokens */
+	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"pixtral\", "
+			       "\"hidden_size\": 8, \"intermediate_size\": 16, "
+			       "\"image_size\": 16, \"patch_size\": 4}}", &m), KVS_OK);
+	assert_true(m.vision_profile.mlp_gated);
+	assert_int_equal(m.vision_profile.item_patches, 16);
+	assert_int_equal(m.vision_profile.item_tokens, 20);
+	assert_int_equal(m.vision_profile.item_embeds, 16);
+	assert_int_equal(parse("{\"model_type\": \"mistral3\", \"spatial_merge_size\": 2, "
+			       "\"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"pixtral\", "
+			       "\"hidden_size\": 8, \"intermediate_size\": 16, "
+			       "\"image_size\": 16, \"patch_size\": 4}}", &m), KVS_OK);
+	assert_int_equal(m.vision_profile.item_tokens, 6);
+	assert_int_equal(m.vision_profile.item_embeds, 4);
 	/* the Qwen-VL towers: the processors' largest image, 12,845,056
 	 * pixels in patches of 2 x 2 (3,211,264), merge^2 of them a token,
 	 * rounded down: 356,807 tokens of 9 patches at merge 3; Qwen2-VL's

@@ -787,9 +787,36 @@ run 0 --model qwen2.5-vl-7b --gpu h100-80gb --engine sglang --mem-fraction-stati
 	case "$out" in *vlm_factor*) fail "vlm_factor with a fraction given" ;; esac
 run 0 --model qwen2.5-7b --gpu h100-80gb --engine sglang --json &&
 	case "$out" in *vlm_factor*) fail "vlm_factor without a tower" ;; esac
-# a tower whose run is not modelled (LLaVA's CLIP) says so; text models
+# LLaVA-1.5's CLIP: 336-pixel images in 14-pixel patches, 576 tokens (the
+# class token dropped, strategy "default"); on an L4 max(2048, 576) / 576
+# = 3 images of 577 patches: (2 x 1024 + max(4 x 1024, 2 x 4096) + 588)
+# x 1,731 x 2 B; kept 3 x 576 x 4096 x 2 B
+run 0 --model llava-1.5-7b --gpu l4 --json && {
+	[ "$(nget encoder_items)" = 3 ] || fail "LLaVA items $(nget encoder_items)"
+	[ "$(nget encoder_peak_bytes)" = 37486536 ] || fail "LLaVA peak $(nget encoder_peak_bytes)"
+	[ "$(nget encoder_bytes)" = 14155776 ] || fail "LLaVA term $(nget encoder_bytes)"
+}
+# Pixtral-12B: 64 x 64 patches, 64 rows of 65 tokens (4,160), one image
+# at 8,192 tokens: (2 x 1024 + max(4 x 1024, 3 x 4096) + 768) x 4,096 x 2
+# B, gated MLP; kept 4,096 x 5,120 x 2 B
+run 0 --model pixtral-12b --gpu h100-80gb --json && {
+	[ "$(nget encoder_items)" = 1 ] || fail "Pixtral items $(nget encoder_items)"
+	[ "$(nget encoder_peak_bytes)" = 123731968 ] || fail "Pixtral peak $(nget encoder_peak_bytes)"
+	[ "$(nget encoder_out_bytes)" = 41943040 ] || fail "Pixtral kept $(nget encoder_out_bytes)"
+}
+# InternVL2.5-8B: 12 tiles and a thumbnail of 32^2 patches and a class
+# token (13 x 1,025), 13 x 256 embeddings between <img> and </img> (3,330
+# tokens): on an H100 8,192 / 3,330 = 2 images; (2 x 1024 + max(4 x
+# 1024, 2 x 4096) + 588) x 26,650 x 2 B
+run 0 --model internvl2.5-8b --gpu h100-80gb --json && {
+	[ "$(nget encoder_items)" = 2 ] || fail "InternVL items $(nget encoder_items)"
+	[ "$(nget encoder_patches)" = 26650 ] || fail "InternVL patches $(nget encoder_patches)"
+	[ "$(nget encoder_peak_bytes)" = 577132400 ] || fail "InternVL peak $(nget encoder_peak_bytes)"
+	[ "$(nget encoder_out_bytes)" = 54525952 ] || fail "InternVL kept $(nget encoder_out_bytes)"
+}
+# a tower whose run is not modelled (Llama 4's) says so; text models
 # and other engines carry no encoder term
-run 0 --model llava-1.5-7b --gpu l4 &&
+run 0 --model llama-4-scout --gpu h100-80gb --tp 4 &&
 	has "$out" "vision encoder profile                      -  not estimated for this tower" "encoder profile line"
 run 0 --model llama-2-7b --gpu l4 --json &&
 	case "$out" in *encoder*) fail "encoder term without a tower" ;; esac
