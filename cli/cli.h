@@ -194,6 +194,8 @@ typedef struct kvs_cli_deploy {
 	int pp_balanced_arg;        /* --pp-balanced 1, --no-pp-balanced 0; -1: the
 				     * engine's own (SGLang balances, vLLM V1 not) */
 	int fail_exit;              /* exit code when finish fails: 2 usage, 1 runtime */
+	const char *mm_flag;        /* the first of vLLM's multimodal flags
+				     * given (refused under other engines) */
 } kvs_cli_deploy;
 
 /* The one default GPU of every command. */

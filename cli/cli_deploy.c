@@ -259,11 +259,14 @@ int kvs_cli_deploy_arg(kvs_args *it, kvs_cli_deploy *c)
 		d->expert_parallel = ok;
 	} else if (kvs_args_is(it, "--limit-mm-per-prompt")) {
 		ok = arg_mm_limits(it, d);
+		c->mm_flag = c->mm_flag ? c->mm_flag : "--limit-mm-per-prompt";
 	} else if (kvs_args_is(it, "--mm-processor-kwargs")) {
 		ok = arg_mm_processor_kwargs(it, d);
+		c->mm_flag = c->mm_flag ? c->mm_flag : "--mm-processor-kwargs";
 	} else if (kvs_args_is(it, "--skip-mm-profiling")) {
 		ok = kvs_args_no_value(it);
 		d->skip_mm_profiling = ok;
+		c->mm_flag = c->mm_flag ? c->mm_flag : "--skip-mm-profiling";
 	} else if (kvs_args_is(it, "--disable-hybrid-kv-cache-manager")) {
 		ok = kvs_args_no_value(it);
 		d->hybrid_kv_off = ok;
@@ -507,18 +510,14 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 			    d->mem_fraction_static > 0 ? "--mem-fraction-static"
 						       : "--free-gpu-memory-fraction",
 			    d->mem_fraction_static > 0 ? "sglang" : "trtllm");
-	bool mm = d->mm_image_limit || d->mm_video_limit || d->skip_mm_profiling ||
-		  d->mm_max_pixels;
 	if ((d->num_gpu_blocks_override || d->kv_cache_memory_bytes || d->hybrid_kv_off ||
-	     d->chunked_hybrid_on || mm) && d->engine != KVS_ENGINE_VLLM)
+	     d->chunked_hybrid_on || c->mm_flag) && d->engine != KVS_ENGINE_VLLM)
 		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "%s is a vLLM option (--engine vllm)",
 			    d->num_gpu_blocks_override ? "--num-gpu-blocks-override"
 			    : d->kv_cache_memory_bytes ? "--kv-cache-memory-bytes"
 			    : d->hybrid_kv_off ? "--disable-hybrid-kv-cache-manager"
 			    : d->chunked_hybrid_on ? "--allow-chunked-local-attn-with-hybrid-kv-cache"
-			    : d->skip_mm_profiling ? "--skip-mm-profiling"
-			    : d->mm_max_pixels ? "--mm-processor-kwargs"
-					       : "--limit-mm-per-prompt");
+						   : c->mm_flag);
 	if (c->dtype_arg && strcmp(c->dtype_arg, "auto") != 0) {
 		if (kvs_dtype_parse(c->dtype_arg, &d->weight_dtype) != KVS_OK)
 			return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--dtype: %s", kvs_last_error());

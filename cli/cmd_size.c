@@ -490,12 +490,13 @@ static void print_encoder_note(const kvs_deploy *d, const kvs_sizing *s)
 {
 	const kvs_mem_terms *mt = &s->mem;
 	if (!mt->encoder_bytes || !(mt->counted & KVS_MEM_ENCODER) || !s->reserve_estimated ||
+	    d->num_gpu_blocks_override || d->kv_cache_memory_bytes ||
 	    mt->encoder_bytes < s->kv_budget_bytes / 10)
 		return;
 	kvs_deploy text = *d;
 	text.mm_image_limit = text.mm_video_limit = KVS_MM_LIMIT_ZERO;
 	kvs_sizing ts;
-	if (kvs_size_compute(&text, &ts) != KVS_OK)
+	if (kvs_size_compute(&text, &ts) != KVS_OK || ts.kv_capacity_tokens <= s->kv_capacity_tokens)
 		return;
 	char b1[32], b2[32], b3[32], line[512];
 	snprintf(line, sizeof line, "The vision encoder's profile run takes %s of the pool: "
@@ -966,6 +967,7 @@ static const jfield encoder_fields[] = {   /* with a modelled vision tower */
 	JF_SAME(kvs_mem_terms, encoder_peak_bytes),
 	JF_SAME(kvs_mem_terms, encoder_out_bytes),
 	JF_SAME(kvs_mem_terms, encoder_bytes),
+	JF_SAME(kvs_mem_terms, encoder_video),
 };
 
 static const jfield shrink_fields[] = {   /* applicable rows only */

@@ -1855,8 +1855,9 @@ static const struct {
  *   token after each row (64 x 65 = 4,160 at 1,024 pixels in 16-pixel
  *   patches); under Mistral 3 the same over merge x merge patches;
  * - InternViT under InternVL's chat model: max_dynamic_patch tiles of the
- *   image and, with use_thumbnail, one more, each tile's patches over
- *   merge^2 (downsample_ratio), between <img> and </img>.
+ *   image (one without dynamic_image_size) and, with use_thumbnail, one
+ *   more, each tile's patches over merge^2 (downsample_ratio), between
+ *   <img> and </img>.
  * A pairing not listed is left unmodelled (item_tokens 0). */
 static uint32_t sat_u32(uint64_t x)
 {
@@ -1891,19 +1892,28 @@ static kvs_status item_tokens(const cfg *c, const char *top_type, const char *to
 	if (type_is(tower_type, KEYS("pixtral")) && type_is(top_type, KEYS("llava", "mistral3"))) {
 		uint64_t side = (uint64_t)llround(sqrt((double)vp->item_patches));
 		uint64_t merge = type_is(top_type, KEYS("mistral3")) && pin->merge ? pin->merge : 1;
-		uint64_t rows = side / merge ? side / merge : 1;
+		uint64_t rows = (side + merge - 1) / merge;   /* vLLM rounds up */
 		vp->item_embeds = sat_u32(rows * rows);
 		vp->item_tokens = sat_u32(rows * (rows + 1));
 		return KVS_OK;
 	}
 	if (type_is(tower_type, KEYS("intern_vit_6b")) && type_is(top_type, KEYS("internvl_chat"))) {
-		uint32_t tiles = 12;
-		bool thumb = true;
-		if ((st = cfg_u32_in(c, KEYS("max_dynamic_patch"), false, NULL, 1, 1024, &tiles,
+		/* InternVLChatConfig's defaults: no dynamic tiling (one
+		 * tile), 6 tiles when on, no thumbnail */
+		uint32_t tiles = 6;
+		bool dynamic = false, thumb = false;
+		if ((st = cfg_bool(c, "dynamic_image_size", &dynamic, NULL)) ||
+		    (st = cfg_u32_in(c, KEYS("max_dynamic_patch"), false, NULL, 1, 1024, &tiles,
 				     NULL)) ||
 		    (st = cfg_bool(c, "use_thumbnail", &thumb, NULL)))
 			return st;
+		if (!dynamic)
+			tiles = 1;
 		uint64_t n = tiles + (thumb && tiles != 1 ? 1 : 0);
+		/* a Qwen2 language model takes videos too (vLLM's InternVL) */
+		json_t *llm = json_object_get(c->root, "llm_config");
+		json_t *lt = json_is_object(llm) ? json_object_get(llm, "model_type") : NULL;
+		vp->takes_video = json_is_string(lt) && strcmp(json_string_value(lt), "qwen2") == 0;
 		uint64_t per_tile = vp->item_patches - 1;   /* a tile's patches, class token apart */
 		uint64_t mm = pin->merge ? pin->merge * pin->merge : 1;
 		vp->item_patches *= n;

@@ -1441,6 +1441,39 @@ static void test_vision_profile(void **state)
 			       "\"image_size\": 16, \"patch_size\": 4}}", &m), KVS_OK);
 	assert_int_equal(m.vision_profile.item_tokens, 6);
 	assert_int_equal(m.vision_profile.item_embeds, 4);
+	/* merge 3 over 4 patches a side: 2 rows, rounded up as vLLM does */
+	assert_int_equal(parse("{\"model_type\": \"mistral3\", \"spatial_merge_size\": 3, "
+			       "\"text_config\": {" DENSE4 "}, "
+			       "\"vision_config\": {\"model_type\": \"pixtral\", "
+			       "\"hidden_size\": 8, \"intermediate_size\": 16, "
+			       "\"image_size\": 16, \"patch_size\": 4}}", &m), KVS_OK);
+	assert_int_equal(m.vision_profile.item_tokens, 6);
+	/* InternVL's chat format: 16-pixel tiles in 4-pixel patches (16 and a
+	 * class token), downsample 0.5: 4 embeddings a tile; without
+	 * dynamic_image_size one tile (4 + 2 tokens); with it 3 tiles and a
+	 * thumbnail (16 + 2), 68 patches; a Qwen2 language model takes
+	 * videos */
+#define INTERNVL_TINY(extra) "{\"model_type\": \"internvl_chat\", \"downsample_ratio\": 0.5" \
+			     extra ", \"llm_config\": {" DENSE4 "}, \"vision_config\": " \
+			     "{\"model_type\": \"intern_vit_6b\", \"hidden_size\": 8, " \
+			     "\"intermediate_size\": 16, \"num_hidden_layers\": 2, " \
+			     "\"image_size\": 16, \"patch_size\": 4}}"
+	assert_int_equal(parse(INTERNVL_TINY(""), &m), KVS_OK);
+	assert_int_equal(m.vision_profile.item_patches, 17);
+	assert_int_equal(m.vision_profile.item_tokens, 6);
+	assert_false(m.vision_profile.takes_video);
+	assert_int_equal(parse(INTERNVL_TINY(", \"dynamic_image_size\": true, "
+					     "\"max_dynamic_patch\": 3, \"use_thumbnail\": true"),
+			       &m), KVS_OK);
+	assert_int_equal(m.vision_profile.item_patches, 68);
+	assert_int_equal(m.vision_profile.item_embeds, 16);
+	assert_int_equal(m.vision_profile.item_tokens, 18);
+	/* one tile and a thumbnail is still one tile */
+	assert_int_equal(parse(INTERNVL_TINY(", \"dynamic_image_size\": true, "
+					     "\"max_dynamic_patch\": 1, \"use_thumbnail\": true"),
+			       &m), KVS_OK);
+	assert_int_equal(m.vision_profile.item_patches, 17);
+#undef INTERNVL_TINY
 	/* the Qwen-VL towers: the processors' largest image, 12,845,056
 	 * pixels in patches of 2 x 2 (3,211,264), merge^2 of them a token,
 	 * rounded down: 356,807 tokens of 9 patches at merge 3; Qwen2-VL's

@@ -665,6 +665,12 @@ run 0 --model qwen2.5-vl-7b --gpu l4 --max-model-len 2048 &&
 	has "$(printf '%s' "$out" | tr '\n' ' ')" "The vision encoder's profile run takes 1.17 GiB of the pool: 41,616 tokens of KV cache, 63,600 without it" "encoder note"
 run 0 --model qwen2.5-vl-7b --gpu h100-80gb &&
 	case "$out" in *"profile run takes"*) fail "encoder note under a tenth" ;; esac
+# no note where the pool does not come from memory, or the run costs no
+# token
+run 0 --model qwen2.5-vl-7b --gpu l4 --num-gpu-blocks-override 1000 &&
+	case "$out" in *"profile run takes"*) fail "encoder note with a block override" ;; esac
+run 0 --model qwen2.5-vl-7b --gpu l4 --gpu-memory-utilization 0.5 &&
+	case "$out" in *"profile run takes"*) fail "encoder note with no pool either way" ;; esac
 run 0 --model qwen2.5-vl-7b --gpu l4 --max-model-len 2048 --json && {
 	[ "$(nget encoder_peak_bytes)" = 1834483712 ] || fail "L4 encoder peak $(nget encoder_peak_bytes)"
 	[ "$(nget encoder_out_bytes)" = 117440512 ] || fail "L4 encoder out $(nget encoder_out_bytes)"
@@ -740,6 +746,11 @@ run 2 --model qwen2.5-vl-7b --gpu l4 --limit-mm-per-prompt images=0 &&
 	has "$err" "unknown modality 'images' (image, video or audio)" "unknown modality"
 run 2 --model qwen2.5-vl-7b --gpu l4 --engine sglang --skip-mm-profiling &&
 	has "$err" "--skip-mm-profiling is a vLLM option" "skip under sglang"
+# refused whatever the value, even one that changes nothing
+run 2 --model qwen2.5-vl-7b --gpu l4 --engine trtllm --limit-mm-per-prompt audio=1 &&
+	has "$err" "--limit-mm-per-prompt is a vLLM option" "limit under trtllm"
+run 2 --model qwen2.5-vl-7b --gpu l4 --engine sglang --mm-processor-kwargs '{}' &&
+	has "$err" "--mm-processor-kwargs is a vLLM option" "kwargs under sglang"
 # --mm-processor-kwargs max_pixels: 1,003,520 = 1,280 x 28^2 pixels, so
 # 1,280 tokens of 4 patches; the peak (13,996 x 5,120 x 2 B) is below the
 # text terms, so the kept embeddings count: 1,280 x 3,584 x 2 B
