@@ -1478,7 +1478,13 @@ static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *
 	clip_encoder(&t, &v);
 	addmul(&t, v.in, pin);                               /* adapter fc1 */
 	addmul(&t, pout, pout);                              /* adapter fc2 */
-	vit_attrs(vp, v.layers, v.h);   /* its profile run is not modelled */
+	/* one image_size chunk and the class token (the model multiplies by
+	 * its chunks, parse_vision) */
+	uint64_t side = v.image / v.patch;
+	*vp = (kvs_vision_profile){ .width = v.h, .mlp_width = v.in,
+				    .item_patches = side * side + 1,
+				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch,
+				    .attr_layers = v.layers, .attr_hidden = v.h };
 	*out_dim = vout;
 	return tower_count(sub, &t, out);
 }
@@ -1857,7 +1863,8 @@ static const struct {
  * - InternViT under InternVL's chat model: max_dynamic_patch tiles of the
  *   image (one without dynamic_image_size) and, with use_thumbnail, one
  *   more, each tile's patches over merge^2 (downsample_ratio), between
- *   <img> and </img>.
+ *   <img> and </img>;
+ * - Llama 4's tower: 16 chunks and a global one (below).
  * A pairing not listed is left unmodelled (item_tokens 0). */
 static uint32_t sat_u32(uint64_t x)
 {
@@ -1919,6 +1926,25 @@ static kvs_status item_tokens(const cfg *c, const char *top_type, const char *to
 		vp->item_patches *= n;
 		vp->item_embeds = sat_u32(n * (per_tile / mm));
 		vp->item_tokens = sat_u32((uint64_t)vp->item_embeds + 2);
+		return KVS_OK;
+	}
+	if (type_is(tower_type, KEYS("llama4_vision_model")) && type_is(top_type, KEYS("llama4"))) {
+		/* the processor's max_patches (16) chunks stacked 16:1, as
+		 * vLLM's largest image, and the global chunk; each chunk's
+		 * patches over 1 / pixel_shuffle_ratio^2 (0.5: 4); written
+		 * as <|image_start|>, per row the chunk's tokens and a row
+		 * separator, <|image|>, the global chunk's, <|image_end|> */
+		json_t *vc = json_object_get(c->root, "vision_config");
+		json_t *r = json_is_object(vc) ? json_object_get(vc, "pixel_shuffle_ratio") : NULL;
+		double ratio = json_is_number(r) ? json_number_value(r) : 0.5;
+		if (!(ratio > 1.0 / 64 && ratio <= 1))
+			return kvs_fail(KVS_ERR_PARSE, "%s: field 'vision_config.pixel_shuffle_ratio': "
+					"expected a number in (1/64, 1]", c->path);
+		uint64_t ds = (uint64_t)llround(1.0 / (ratio * ratio));
+		uint64_t chunk = (vp->item_patches - 1) / ds, rows = 16;
+		vp->item_patches *= rows + 1;
+		vp->item_embeds = sat_u32((rows + 1) * chunk);
+		vp->item_tokens = sat_u32(1 + rows * (chunk + 1) + 1 + chunk + 1);
 		return KVS_OK;
 	}
 	vp->item_tokens = 0;

@@ -825,9 +825,26 @@ run 0 --model internvl2.5-8b --gpu h100-80gb --json && {
 	[ "$(nget encoder_peak_bytes)" = 577132400 ] || fail "InternVL peak $(nget encoder_peak_bytes)"
 	[ "$(nget encoder_out_bytes)" = 54525952 ] || fail "InternVL kept $(nget encoder_out_bytes)"
 }
-# a tower whose run is not modelled (Llama 4's) says so; text models
-# and other engines carry no encoder term
-run 0 --model llama-4-scout --gpu h100-80gb --tp 4 &&
+# Llama 4: 16 chunks and a global one of 24^2 patches and a class token,
+# 144 tokens a chunk after the pixel shuffle: 1 + 16 x 145 + 1 + 144 + 1 =
+# 2,467 tokens; 8,192 / 2,467 = 3 images, 3 x 17 x 577 = 29,427 patches;
+# at tp 4 (2 x 1408 + max(4 x 352, 2 x 1408) + 588) x 29,427 x 2 B; kept 3
+# x 17 x 144 x 5120 x 2 B
+run 0 --model llama-4-scout --gpu h100-80gb --tp 4 --json && {
+	[ "$(nget encoder_patches)" = 29427 ] || fail "Llama 4 patches $(nget encoder_patches)"
+	[ "$(nget encoder_peak_bytes)" = 366071880 ] || fail "Llama 4 peak $(nget encoder_peak_bytes)"
+	[ "$(nget encoder_out_bytes)" = 75202560 ] || fail "Llama 4 kept $(nget encoder_out_bytes)"
+}
+# a tower whose run is not modelled (SigLIP under PaliGemma) says so;
+# text models and other engines carry no encoder term
+cat > "$tmp/paligemma.json" <<'EOF'
+{"model_type": "paligemma", "text_config": {"model_type": "gemma", "num_hidden_layers": 4,
+ "num_attention_heads": 4, "num_key_value_heads": 1, "hidden_size": 256, "head_dim": 64,
+ "intermediate_size": 512, "vocab_size": 1000},
+ "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 64,
+ "intermediate_size": 128, "num_hidden_layers": 2, "image_size": 224, "patch_size": 14}}
+EOF
+run 0 --model "$tmp/paligemma.json" --gpu l4 &&
 	has "$out" "vision encoder profile                      -  not estimated for this tower" "encoder profile line"
 run 0 --model llama-2-7b --gpu l4 --json &&
 	case "$out" in *encoder*) fail "encoder term without a tower" ;; esac
