@@ -1200,6 +1200,19 @@ static void vit_attrs(kvs_vision_profile *vp, uint32_t layers, uint32_t hidden)
 	*vp = (kvs_vision_profile){ .attr_layers = layers, .attr_hidden = hidden };
 }
 
+/* A ViT-style tower's image (or one tile or chunk of it) at image_size:
+ * (image / patch)^2 patches, and the class token when `cls`; its widths
+ * and MLP kind, and what SGLang reads.  The item's tokens are the model's
+ * (item_tokens). */
+static void vit_profile(const vit_shape *v, bool cls, bool gated, kvs_vision_profile *vp)
+{
+	uint64_t side = v->image / v->patch;
+	*vp = (kvs_vision_profile){ .width = v->h, .mlp_width = v->in, .mlp_gated = gated,
+				    .item_patches = side * side + (cls ? 1 : 0),
+				    .item_pixels = (uint64_t)v->ch * v->patch * v->patch,
+				    .attr_layers = v->layers, .attr_hidden = v->h };
+}
+
 /* A patch convolution without bias: ch x frames x patch^2 inputs into
  * width w (CLIP's, Pixtral's, Qwen2-VL's, Qwen2.5-VL's, and Qwen3-VL's
  * before its bias). */
@@ -1233,12 +1246,7 @@ static kvs_status siglip_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
 	add(&t, 2 * H);                                    /* post LayerNorm */
 	if (head)   /* probe, q/k/v and out projections, LayerNorm, MLP */
 		add(&t, H + 4 * (H * H + H) + 2 * H + 2 * H * I + I + H);
-	/* every image at image_size: (image / patch)^2 patches; the
-	 * item's tokens are the model's (parse_vision) */
-	*vp = (kvs_vision_profile){ .width = v.h, .mlp_width = v.in,
-				    .item_patches = side * side,
-				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch,
-				    .attr_layers = v.layers, .attr_hidden = v.h };
+	vit_profile(&v, false, false, vp);   /* no class token */
 	*hidden = v.h;
 	return tower_count(sub, &t, out);
 }
@@ -1271,13 +1279,7 @@ static kvs_status clip_params(const cfg *sub, uint64_t *out, uint32_t *hidden,
 		return st;
 	acc t = { 0, false };
 	clip_encoder(&t, &v);
-	/* every image at image_size, a patch a token and the class token;
-	 * the item's tokens are the model's (parse_vision) */
-	uint64_t side = v.image / v.patch;
-	*vp = (kvs_vision_profile){ .width = v.h, .mlp_width = v.in,
-				    .item_patches = side * side + 1,
-				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch,
-				    .attr_layers = v.layers, .attr_hidden = v.h };
+	vit_profile(&v, true, false, vp);    /* with the class token */
 	*hidden = v.h;
 	return tower_count(sub, &t, out);
 }
@@ -1380,13 +1382,7 @@ static kvs_status internvit_params(const cfg *sub, uint64_t *out, uint32_t *hidd
 		return st;
 	s.h = v.h, s.in = v.in, s.layers = v.layers, s.ch = v.ch;
 	s.ih = s.iw = v.image, s.ph = s.pw = v.patch;
-	/* one tile: image_size square and the class token (the model
-	 * multiplies by its tiles, parse_vision) */
-	uint64_t side = v.image / v.patch;
-	*vp = (kvs_vision_profile){ .width = v.h, .mlp_width = v.in,
-				    .item_patches = side * side + 1,
-				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch,
-				    .attr_layers = v.layers, .attr_hidden = v.h };
+	vit_profile(&v, true, false, vp);    /* one tile (item_tokens: the tiles) */
 	return intern_count(sub, &s, out, hidden);
 }
 
@@ -1439,12 +1435,7 @@ static kvs_status pixtral_params(const cfg *sub, uint64_t *out, uint32_t *hidden
 	vit_shape v = { 1024, 4096, 24, 1024, 16, 3 };
 	if ((st = vit_read(sub, &v)))
 		return st;
-	/* its largest image: image_size square, no class token; gated MLP */
-	uint64_t side = v.image / v.patch;
-	*vp = (kvs_vision_profile){ .width = v.h, .mlp_width = v.in, .mlp_gated = true,
-				    .item_patches = side * side,
-				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch,
-				    .attr_layers = v.layers, .attr_hidden = v.h };
+	vit_profile(&v, false, true, vp);    /* no class token; gated MLP */
 	uint64_t H = v.h, I = v.in;
 	acc t = { 0, false };
 	patch_conv(&t, v.ch, 1, v.patch, H);
@@ -1478,13 +1469,7 @@ static kvs_status llama4_vision_params(const cfg *sub, uint64_t *out, uint32_t *
 	clip_encoder(&t, &v);
 	addmul(&t, v.in, pin);                               /* adapter fc1 */
 	addmul(&t, pout, pout);                              /* adapter fc2 */
-	/* one image_size chunk and the class token (the model multiplies by
-	 * its chunks, parse_vision) */
-	uint64_t side = v.image / v.patch;
-	*vp = (kvs_vision_profile){ .width = v.h, .mlp_width = v.in,
-				    .item_patches = side * side + 1,
-				    .item_pixels = (uint64_t)v.ch * v.patch * v.patch,
-				    .attr_layers = v.layers, .attr_hidden = v.h };
+	vit_profile(&v, true, false, vp);    /* one chunk (item_tokens: the chunks) */
 	*out_dim = vout;
 	return tower_count(sub, &t, out);
 }
@@ -1686,6 +1671,23 @@ static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
  * features side by side, in merge), PaliGemma's projection_dim
  * (vision_config's, else the top level's; the text width when absent).
  * Read only for the model types that have them. */
+/* A ratio field in (1/64, 1] (InternVL's downsample_ratio, Llama 4's
+ * pixel_shuffle_ratio) into *x; *x unchanged when absent or null. */
+static kvs_status ratio_field(const char *path, const char *name, json_t *r, double *x)
+{
+	if (!r || json_is_null(r))
+		return KVS_OK;
+	double v = json_is_number(r) ? json_number_value(r) : 0;
+	if (!(v > 1.0 / 64 && v <= 1)) {
+		char text[64];
+		show(r, text, sizeof text);
+		return kvs_fail(KVS_ERR_PARSE, "%s: field '%s': expected a number in (1/64, 1], "
+				"got %s", path, name, text);
+	}
+	*x = v;
+	return KVS_OK;
+}
+
 typedef struct proj_in {
 	uint64_t layers, merge, out;
 	bool bias;
@@ -1712,18 +1714,12 @@ static kvs_status projector_fields(const cfg *c, const cfg *sub, const char *top
 		return KVS_OK;
 	}
 	if (type_is(top_type, KEYS("internvl_chat", "internvl"))) {
-		json_t *r = json_object_get(c->root, "downsample_ratio");
-		if (r && !json_is_null(r)) {
-			double x = json_is_number(r) ? json_number_value(r) : 0;
-			if (!(x > 1.0 / 64 && x <= 1)) {
-				char text[64];
-				show(r, text, sizeof text);
-				return kvs_fail(KVS_ERR_PARSE, "%s: field 'downsample_ratio': "
-						"expected a number in (1/64, 1], got %s",
-						c->path, text);
-			}
+		double x = 0;
+		if ((st = ratio_field(c->path, "downsample_ratio",
+				      json_object_get(c->root, "downsample_ratio"), &x)))
+			return st;
+		if (x > 0)
 			p->merge = (uint64_t)(1.0 / x);
-		}
 		return KVS_OK;
 	}
 	if (!type_is(top_type, KEYS("llava", "llava_next", "mistral3")))
@@ -1935,11 +1931,11 @@ static kvs_status item_tokens(const cfg *c, const char *top_type, const char *to
 		 * as <|image_start|>, per row the chunk's tokens and a row
 		 * separator, <|image|>, the global chunk's, <|image_end|> */
 		json_t *vc = json_object_get(c->root, "vision_config");
-		json_t *r = json_is_object(vc) ? json_object_get(vc, "pixel_shuffle_ratio") : NULL;
-		double ratio = json_is_number(r) ? json_number_value(r) : 0.5;
-		if (!(ratio > 1.0 / 64 && ratio <= 1))
-			return kvs_fail(KVS_ERR_PARSE, "%s: field 'vision_config.pixel_shuffle_ratio': "
-					"expected a number in (1/64, 1]", c->path);
+		double ratio = 0.5;
+		if ((st = ratio_field(c->path, "vision_config.pixel_shuffle_ratio",
+				      json_is_object(vc) ? json_object_get(vc, "pixel_shuffle_ratio")
+							 : NULL, &ratio)))
+			return st;
 		uint64_t ds = (uint64_t)llround(1.0 / (ratio * ratio));
 		uint64_t chunk = (vp->item_patches - 1) / ds, rows = 16;
 		vp->item_patches *= rows + 1;

@@ -239,9 +239,7 @@ static void encoder_profile(const kvs_deploy *d, uint64_t tp, unsigned ab, kvs_m
 	 * max_model_len / item tokens)) items each, and at least one */
 	uint64_t T = v->item_tokens;
 	uint64_t budget = t->profile_tokens > T ? t->profile_tokens : T;
-	uint64_t mml = d->max_model_len ? d->max_model_len
-		     : m->max_position_embeddings ? m->max_position_embeddings
-		     : d->context_tokens;
+	uint64_t mml = kvs_deploy_max_model_len(d);
 	uint64_t per_prompt = mml / T < limit ? mml / T : limit;
 	if (per_prompt < 1)
 		per_prompt = 1;

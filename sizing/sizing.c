@@ -525,9 +525,7 @@ kvs_status kvs_size_compute(const kvs_deploy *d, kvs_sizing *out)
 		return st;
 	if (kvs_mul_overflow(s.bytes_per_context_replica, d->tp, &s.bytes_per_context_replica))
 		return ovf("KV bytes of the sequence on the replica");
-	s.max_model_len = d->max_model_len ? d->max_model_len
-		: d->model.max_position_embeddings ? d->model.max_position_embeddings
-		: d->context_tokens;
+	s.max_model_len = kvs_deploy_max_model_len(d);
 	s.context_over_max_model_len = d->context_tokens > s.max_model_len;
 
 	if (d->dp > 1024)

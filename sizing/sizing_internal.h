@@ -41,6 +41,15 @@ kvs_model kvs_deploy_held_model(const kvs_deploy *d);
 uint64_t kvs_sizing_layer_blocks(const kvs_kv_layout *l, uint32_t block_size,
 				 uint64_t n_tokens);
 
+/* The max_model_len d runs at: as given, else the model's
+ * max_position_embeddings, else the conversation's context. */
+static inline uint64_t kvs_deploy_max_model_len(const kvs_deploy *d)
+{
+	return d->max_model_len ? d->max_model_len
+	     : d->model.max_position_embeddings ? d->model.max_position_embeddings
+	     : d->context_tokens;
+}
+
 /* A pixel-capped image's item (the Qwen-VL towers): max_pixels in patches
  * of patch^2 pixels, merge^2 patches a token, rounded down, at least one
  * token; patches = tokens x merge^2. */
