@@ -1426,28 +1426,24 @@ static void test_vision_profile(void **state)
 	/* Pixtral under LLaVA: 16-pixel images in 4-pixel patches, 4 rows of
 	 * 4 and a break: 20 tokens, 16 embeddings; under Mistral 3 with
 	 * merge 2: 2 rows of 2 and a break, 6 tokens */
-	assert_int_equal(parse("{\"model_type\": \"llava\", \"text_config\": {" DENSE4 "}, "
-			       "\"vision_config\": {\"model_type\": \"pixtral\", "
-			       "\"hidden_size\": 8, \"intermediate_size\": 16, "
-			       "\"image_size\": 16, \"patch_size\": 4}}", &m), KVS_OK);
+#define PIXTRAL_TINY(top) "{\"model_type\": " top ", \"text_config\": {" DENSE4 "}, " \
+			  "\"vision_config\": {\"model_type\": \"pixtral\", " \
+			  "\"hidden_size\": 8, \"intermediate_size\": 16, " \
+			  "\"image_size\": 16, \"patch_size\": 4}}"
+	assert_int_equal(parse(PIXTRAL_TINY("\"llava\""), &m), KVS_OK);
 	assert_true(m.vision_profile.mlp_gated);
 	assert_int_equal(m.vision_profile.item_patches, 16);
 	assert_int_equal(m.vision_profile.item_tokens, 20);
 	assert_int_equal(m.vision_profile.item_embeds, 16);
-	assert_int_equal(parse("{\"model_type\": \"mistral3\", \"spatial_merge_size\": 2, "
-			       "\"text_config\": {" DENSE4 "}, "
-			       "\"vision_config\": {\"model_type\": \"pixtral\", "
-			       "\"hidden_size\": 8, \"intermediate_size\": 16, "
-			       "\"image_size\": 16, \"patch_size\": 4}}", &m), KVS_OK);
+	assert_int_equal(parse(PIXTRAL_TINY("\"mistral3\", \"spatial_merge_size\": 2"), &m),
+			 KVS_OK);
 	assert_int_equal(m.vision_profile.item_tokens, 6);
 	assert_int_equal(m.vision_profile.item_embeds, 4);
 	/* merge 3 over 4 patches a side: 2 rows, rounded up as vLLM does */
-	assert_int_equal(parse("{\"model_type\": \"mistral3\", \"spatial_merge_size\": 3, "
-			       "\"text_config\": {" DENSE4 "}, "
-			       "\"vision_config\": {\"model_type\": \"pixtral\", "
-			       "\"hidden_size\": 8, \"intermediate_size\": 16, "
-			       "\"image_size\": 16, \"patch_size\": 4}}", &m), KVS_OK);
+	assert_int_equal(parse(PIXTRAL_TINY("\"mistral3\", \"spatial_merge_size\": 3"), &m),
+			 KVS_OK);
 	assert_int_equal(m.vision_profile.item_tokens, 6);
+#undef PIXTRAL_TINY
 	/* InternVL's chat format: 16-pixel tiles in 4-pixel patches (16 and a
 	 * class token), downsample 0.5: 4 embeddings a tile; without
 	 * dynamic_image_size one tile (4 + 2 tokens); with it 3 tiles and a
