@@ -1049,11 +1049,10 @@ static json_t *json_report(const kvs_deploy *d, const kvs_sizing *s,
 		{ KVS_MEM_CONTEXT, "cuda_context" }, { KVS_MEM_ROPE, "rope_cache" },
 		{ KVS_MEM_ENCODER, "encoder" },
 	};
-	/* the encoder's terms only where a tower's run is modelled, so other
-	 * documents stay as they were */
-	unsigned counted = mt->encoder_items ? mt->counted : mt->counted & ~KVS_MEM_ENCODER;
+	/* "encoder" only where a tower's run is modelled (kvs_mem_terms sets
+	 * it then), so other documents stay as they were */
 	for (size_t i = 0; i < KVS_ARRAY_LEN(terms); i++)
-		if (counted & terms[i].bit)
+		if (mt->counted & terms[i].bit)
 			json_array_append_new(cl, json_string(terms[i].key));
 	json_object_set_new(nk, "counted", cl);
 	if (mt->encoder_items)

@@ -338,9 +338,11 @@ void kvs_mem_terms_compute(const kvs_deploy *d, kvs_mem_terms *out)
 		break;
 	default:
 		t.counted = KVS_MEM_ROPE | KVS_MEM_ACTIVATION | KVS_MEM_SAMPLER |
-			    KVS_MEM_NON_TORCH | KVS_MEM_ENCODER;
+			    KVS_MEM_NON_TORCH;
 		t.fraction = d->gpu_memory_utilization;
 		encoder_profile(d, tp, ab, &t);   /* vLLM's run only */
+		if (t.encoder_items)              /* a term only where a run is */
+			t.counted |= KVS_MEM_ENCODER;
 		break;
 	}
 	*out = t;

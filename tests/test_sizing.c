@@ -1348,6 +1348,7 @@ static void test_vision_profile(void **state)
 	kvs_mem_terms_compute(&d, &t);
 	assert_int_equal(t.encoder_items, 0);
 	assert_int_equal(t.encoder_bytes, 0);
+	assert_false(t.counted & KVS_MEM_ENCODER);
 	assert_false(kvs_deploy_mm_profiled(&d));
 	d.mm_image_limit = 0;
 	assert_true(kvs_deploy_mm_profiled(&d));

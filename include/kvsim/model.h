@@ -394,7 +394,7 @@ enum {
 	KVS_MEM_NON_TORCH = 1u << 3,
 	KVS_MEM_CONTEXT = 1u << 4,
 	KVS_MEM_ROPE = 1u << 5,
-	KVS_MEM_ENCODER = 1u << 6,
+	KVS_MEM_ENCODER = 1u << 6,   /* vLLM, where a vision tower's run is modelled */
 };
 
 typedef struct kvs_mem_terms {
