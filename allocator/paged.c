@@ -480,8 +480,10 @@ static kvs_status paged_init(kvs_alloc *a)
 	p->caching = c->enable_prefix_caching;
 	p->a = a;
 	p->b = kvs_calloc((size_t)n, sizeof *p->b);
-	p->pool.state_ = kvs_calloc((size_t)n, sizeof *p->pool.state_);
-	p->pool.free_ids_ = kvs_reallocarray(NULL, (size_t)n,
+	/* one spare entry each: slot n of the stack holds id n, whose state
+	 * word stays 0 (kvs_block_pool_give1's first test reads them) */
+	p->pool.state_ = kvs_calloc((size_t)n + 1, sizeof *p->pool.state_);
+	p->pool.free_ids_ = kvs_reallocarray(NULL, (size_t)n + 1,
 					     sizeof *p->pool.free_ids_);
 	if (!p->b || !p->pool.state_ || !p->pool.free_ids_)
 		goto nomem;
@@ -492,6 +494,7 @@ static kvs_status paged_init(kvs_alloc *a)
 		p->pool.free_ids_[i] = id;
 		p->pool.state_[id] = POOL | i;
 	}
+	p->pool.free_ids_[n] = (uint32_t)n;
 	p->pool.nfree_ = p->pool.nblocks_;
 	p->lru_head = p->lru_tail = NONE;
 	p->lazy = !p->caching;

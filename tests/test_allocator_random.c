@@ -609,6 +609,94 @@ static void test_paged_plain_random(void **state)
 	paged_run(false, 0.25);
 }
 
+/* ---- the raw block pool against a reference stack ------------------------------------ */
+
+/* kvs_block_pool_take1 / give1 and kvs_alloc_blocks_take / give, mixed,
+ * against an array stack: a take pops the reference's top, a give of a
+ * taken id pushes it, and a give of anything else (a free id, an id past
+ * the pool, the pool's size, KVS_BLOCK_NONE) fails and changes nothing.
+ * Gives favour the block taken last (back to the slot it came from: the
+ * inline give's shortcut) and the top that moved since (the slot holds
+ * another id). */
+static void test_pool_random(void **state)
+{
+	(void)state;
+	enum { N = 12 };
+	rng_state = 0x5eed0007;
+	kvs_alloc_config c;
+	kvs_alloc_config_defaults(&c);
+	c.kv_bytes_per_token = 64;
+	c.block_size = 16;
+	c.budget_bytes = N * 16 * 64;
+	c.max_model_len = 16 * N;
+	c.watermark = 0;
+	kvs_alloc *a = NULL;
+	assert_int_equal(kvs_alloc_create(&c, &a), KVS_OK);
+	kvs_block_pool *pool = kvs_alloc_block_pool(a);
+	assert_non_null(pool);
+	uint32_t stack[N], nfree = N;       /* reference: block 0 on top */
+	for (uint32_t i = 0; i < N; i++)
+		stack[i] = N - 1 - i;
+	bool taken[N] = { false };
+	uint32_t held[N], nheld = 0;         /* taken ids, in taking order */
+	uint64_t ops = num_ops() / 4;
+	for (uint64_t op = 0; op < ops; op++) {
+		uint32_t r = below(100);
+		if (r < 40) {                    /* take one or a few */
+			uint32_t n = r < 30 ? 1 : 1 + below(4);
+			kvs_block_id ids[4];
+			kvs_status rc;
+			if (n == 1) {
+				ids[0] = kvs_block_pool_take1(pool);
+				rc = ids[0] == KVS_BLOCK_NONE ? KVS_ERR_NOSPACE : KVS_OK;
+			} else {
+				rc = kvs_alloc_blocks_take(a, n, ids);
+			}
+			if (n > nfree) {
+				assert_int_equal(rc, KVS_ERR_NOSPACE);
+			} else {
+				assert_int_equal(rc, KVS_OK);
+				for (uint32_t i = 0; i < n; i++) {
+					assert_int_equal(ids[i], stack[--nfree]);
+					taken[ids[i]] = true;
+					held[nheld++] = ids[i];
+				}
+			}
+		} else if (r < 90 && nheld) {    /* give back one or a few held */
+			uint32_t n = r < 80 ? 1 : 1 + below(nheld < 3 ? nheld : 3);
+			kvs_block_id ids[3];
+			for (uint32_t i = 0; i < n; i++) {
+				uint32_t k = below(2) ? nheld - 1 : below(nheld);
+				ids[i] = held[k];
+				held[k] = held[--nheld];
+			}
+			kvs_status rc = n == 1 ? kvs_block_pool_give1(pool, ids[0])
+					       : kvs_alloc_blocks_give(a, n, ids);
+			assert_int_equal(rc, KVS_OK);
+			for (uint32_t i = 0; i < n; i++) {
+				taken[ids[i]] = false;
+				stack[nfree++] = ids[i];
+			}
+		} else {                         /* a give that must fail */
+			kvs_block_id bad;
+			uint32_t k = below(4);
+			if (k == 0)
+				bad = N;
+			else if (k == 1)
+				bad = below(2) ? KVS_BLOCK_NONE : N + below(1000);
+			else if (nfree)
+				bad = stack[below(nfree)];   /* free: given twice */
+			else
+				bad = N;
+			assert_false(bad < N && taken[bad]);
+			assert_int_equal(kvs_block_pool_give1(pool, bad), KVS_ERR_STATE);
+		}
+		assert_int_equal(kvs_alloc_free_blocks(a), nfree);
+		assert_true(kvs_alloc_is_valid(a));
+	}
+	kvs_alloc_destroy(a);
+}
+
 /* ---- contiguous reference model ------------------------------------------------------ */
 
 #define CS 120           /* token slots */
@@ -1005,6 +1093,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paged_random),
 		cmocka_unit_test(test_paged_plain_random),
+		cmocka_unit_test(test_pool_random),
 		cmocka_unit_test(test_max_random),
 		cmocka_unit_test(test_pow2_random),
 		cmocka_unit_test(test_oracle_random),

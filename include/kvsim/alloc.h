@@ -418,9 +418,11 @@ kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
  * is free exactly when that position is below the stack top and holds its
  * id (the sparse-set membership test).  So a take is one store (the top),
  * and a give, which must tell a taken block from a free one (given twice)
- * or one a sequence holds, three (state word, stack slot, top): a pair
- * costs about 2 ns here, against about 9 ns for malloc(64) + free through
- * jemalloc.
+ * or one a sequence holds, three (state word, stack slot, top), or only
+ * the top when the block goes back to the position it was taken from and
+ * that slot still holds it (nothing pushed since): then the next take reads
+ * a slot no pending store writes.  A pair costs about 1.4 ns on an AMD
+ * EPYC, against about 7 ns for malloc(64) + free through jemalloc.
  *
  * The struct body is visible only so that these two inline; it belongs to
  * the allocator: never read or write its fields.  The pool lives as long
@@ -428,8 +430,8 @@ kvs_status kvs_alloc_grow_taken(kvs_alloc *a, kvs_seq_id seq, uint32_t n,
  * kvs_alloc_blocks_take are the same kind and may be given back either
  * way. */
 typedef struct kvs_block_pool {
-	kvs_block_id *free_ids_;  /* [nblocks] free-id stack, top at nfree_ - 1 */
-	uint32_t *state_;         /* [nblocks] state word per block */
+	kvs_block_id *free_ids_;  /* [nblocks + 1] free-id stack, top at nfree_ - 1 */
+	uint32_t *state_;         /* [nblocks + 1] state word per block */
 	uint32_t nfree_;          /* blocks on the free stack */
 	uint32_t nblocks_;        /* blocks in the pool */
 } kvs_block_pool;
@@ -457,8 +459,11 @@ static inline kvs_block_id kvs_block_pool_take1(kvs_block_pool *pool)
 	uint32_t top = pool->nfree_;
 	if (KVS_UNLIKELY(top == 0))
 		return kvs_block_pool_take_slow(pool);
+	kvs_block_id id = pool->free_ids_[top - 1];
 	pool->nfree_ = top - 1;  /* its state word keeps position top - 1 */
-	return pool->free_ids_[top - 1];
+	if (id == KVS_BLOCK_NONE)  /* never on the stack: the caller's test */
+		__builtin_unreachable();  /* of the result folds away here */
+	return id;
 }
 
 /* Give back a block taken by kvs_block_pool_take1 or kvs_alloc_blocks_take.
@@ -467,16 +472,27 @@ static inline kvs_block_id kvs_block_pool_take1(kvs_block_pool *pool)
 static inline kvs_status kvs_block_pool_give1(kvs_block_pool *pool,
 					      kvs_block_id id)
 {
-	if (KVS_UNLIKELY(id >= pool->nblocks_))
-		return kvs_block_pool_give_fail(pool, id);
-	uint32_t st = pool->state_[id];
+	/* every field read before the first store, which could otherwise
+	 * alias them without strict aliasing */
+	kvs_block_id *ids = pool->free_ids_;
+	uint32_t *state = pool->state_;
 	uint32_t top = pool->nfree_;
-	uint32_t pos = st ^ KVS_BLOCK_POOL_TAG_;  /* >= 2^31 if not the pool's */
-	if (KVS_UNLIKELY(pos >= pool->nblocks_ ||
-			 (pos < top && pool->free_ids_[pos] == id)))
+	/* Given back to the position it was taken from, which still holds
+	 * it: only the top moves.  Slot nblocks_ holds id nblocks_, whose
+	 * spare state word never names a position, so a top at nblocks_
+	 * fails the second test and no bad id is read past its arrays. */
+	if (ids[top] == id && state[id] == (KVS_BLOCK_POOL_TAG_ | top)) {
+		pool->nfree_ = top + 1;
+		return KVS_OK;
+	}
+	uint32_t n = pool->nblocks_;
+	if (KVS_UNLIKELY(id >= n))
 		return kvs_block_pool_give_fail(pool, id);
-	pool->state_[id] = KVS_BLOCK_POOL_TAG_ | top;
-	pool->free_ids_[top] = id;
+	uint32_t pos = state[id] ^ KVS_BLOCK_POOL_TAG_;  /* >= 2^31 if not the pool's */
+	if (KVS_UNLIKELY(pos >= n || (pos < top && ids[pos] == id)))
+		return kvs_block_pool_give_fail(pool, id);
+	state[id] = KVS_BLOCK_POOL_TAG_ | top;
+	ids[top] = id;
 	pool->nfree_ = top + 1;
 	return KVS_OK;
 }
