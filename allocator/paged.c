@@ -1160,6 +1160,7 @@ static bool paged_is_valid(const kvs_alloc *a)
 	KVS_VALID(!a->off || kvs_offload_is_valid(a->off));
 	/* free stack */
 	KVS_VALID(p->pool.nfree_ <= n);
+	KVS_VALID(p->pool.free_ids_[n] == n && p->pool.state_[n] == 0);  /* spare */
 	KVS_VALID(p->lazy || p->stale_lo == n);         /* eager: nothing stale */
 	KVS_VALID(!p->lazy || !p->caching);
 	uint32_t stale = stale_floor(p);
