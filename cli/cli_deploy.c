@@ -403,16 +403,11 @@ bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 
 	/* data parallelism: each rank an engine of its own, with its own
 	 * requests; a replay simulates one engine */
-	if (c->d.dp > 1 && strcmp(cmd, "fleet") == 0)
-		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--data-parallel-size %u: a fleet's "
-				   "replicas are its data-parallel ranks, each with its whole "
-				   "model (give --replicas %u); 'kvsim size' sizes them with "
-				   "expert parallelism", c->d.dp, c->d.dp);
-	if (c->d.dp > 1 && strcmp(cmd, "size") != 0)
+	if (c->d.dp > 1 && strcmp(cmd, "size") != 0 && strcmp(cmd, "fleet") != 0)
 		return deploy_fail(c, cmd, KVS_EXIT_USAGE, "--data-parallel-size %u: %s simulates "
 				   "one engine, one data-parallel rank (give it its share of "
-				   "the load, or run 'kvsim fleet --replicas %u' for ranks "
-				   "behind a balancer); 'kvsim size' sizes all %u", c->d.dp, cmd,
+				   "the load); 'kvsim fleet --dp %u' runs the %u ranks behind "
+				   "vLLM's balancer, 'kvsim size' sizes them", c->d.dp, cmd,
 				   c->d.dp, c->d.dp);
 	if (c->d.expert_parallel && !m.num_experts)
 		fprintf(stderr, "kvsim %s: warning: --enable-expert-parallel: %s has no "
@@ -632,7 +627,7 @@ void kvs_cli_deploy_help(FILE *f)
 		"  --no-pp-balanced             one batch in flight whatever the engine\n"
 		"  --dp, -dp, --data-parallel-size N      data-parallel ranks of tp x pp GPUs,\n"
 		"                               each with its own KV pool and requests (size\n"
-		"                               only; default 1)\n"
+		"                               and fleet, whose replicas they are; default 1)\n"
 		"  --enable-expert-parallel     MoE: the routed experts spread over all dp x tp\n"
 		"                               GPUs of a stage instead of each rank's tp\n"
 		"  --disable-hybrid-kv-cache-manager  hold sliding-window and chunked layers'\n"

@@ -49,9 +49,14 @@ void kvs_cmd_fleet_usage(FILE *f)
 		"                               (s, ms, us, ns; 0); default ib-400g. Presets:\n");
 	kvs_fleet_link_help(f);
 	fprintf(f,
-		"  --router-refresh S           route on replica load, KV use and prefix\n"
-		"                               caches as of the last refresh, every S\n"
-		"                               seconds (0: exact)\n"
+		"  --router-refresh S           route on replica load, KV use, queues and\n"
+		"                               prefix caches as of the last refresh, every\n"
+		"                               S seconds (0: exact; default 0, vllm-dp 0.1)\n"
+		"  --dp, --data-parallel-size N vLLM's data parallelism: N replicas (the\n"
+		"                               ranks) behind --router vllm-dp unless another\n"
+		"                               is given; with --enable-expert-parallel an\n"
+		"                               MoE model's experts spread over all N x tp\n"
+		"                               GPUs (each rank's pool grows)\n"
 		"  --gpu-hour-price P           dollars per GPU-hour: fleet cost per hour and\n"
 		"                               per million output tokens\n"
 		"\n"
@@ -93,6 +98,7 @@ typedef struct fleet_opts {
 	double rate;
 	uint32_t max_replicas;
 	bool replicas_set;
+	bool router_set;         /* --router given */
 	const char *pool_specs[16];
 	size_t npools;
 	kvs_fleet_link link;
@@ -155,7 +161,10 @@ static int fleet_arg(kvs_args *it, kvs_cli_front *fe, void *ctx)
 		o->pool_specs[o->npools++] = v;
 		return 1;
 	}
-	return kvs_args_str(it, "--router", &o->router);
+	int r = kvs_args_str(it, "--router", &o->router);
+	if (r == 1)
+		o->router_set = true;
+	return r;
 }
 
 /* "NAME:N:GPU:TP[:ROLE]" on top of the base engine: the pool's GPU preset,
@@ -670,7 +679,8 @@ int kvs_cmd_fleet(kvs_args *it)
 	kvs_cli_front fe;
 	kvs_cli_front_init(&fe, it, 0);
 	const kvs_cli_sim *sim = &fe.sim;
-	fleet_opts fo = { .replicas = 1, .router = "round-robin", .max_replicas = 1024 };
+	fleet_opts fo = { .replicas = 1, .router = "round-robin", .max_replicas = 1024,
+			  .refresh_s = -1 };
 	int rc = kvs_cli_front_parse(&fe, fleet_arg, &fo);
 	if (rc != KVS_CLI_GO_ON)
 		return rc;
@@ -680,6 +690,21 @@ int kvs_cmd_fleet(kvs_args *it)
 	}
 	if ((rc = kvs_cli_front_finish(&fe)) != KVS_CLI_GO_ON)
 		return rc;
+	/* data parallelism: the ranks are the replicas, behind the engine's
+	 * own balancer unless a router is given */
+	uint32_t dp = fe.dep.d.dp;
+	if (dp > 1) {
+		const char *clash = fo.npools ? "--pool" : fo.find_min ? "--find-min-replicas" :
+				    fo.replicas_set && fo.replicas != dp ? "--replicas" : NULL;
+		if (clash) {
+			fprintf(stderr, "kvsim fleet: --data-parallel-size %u: the ranks are the "
+				"fleet's replicas; not with %s\n", dp, clash);
+			return kvs_cli_front_close(&fe, KVS_EXIT_USAGE);
+		}
+		fo.replicas = dp;
+		if (!fo.router_set)   /* SGLang's data-parallel controller: round robin */
+			fo.router = fe.dep.d.engine == KVS_ENGINE_SGLANG ? "round-robin" : "vllm-dp";
+	}
 	kvs_router *probe;
 	if (kvs_router_create(fo.router, 0, &probe) != KVS_OK) {
 		fprintf(stderr, "kvsim fleet: --router: %s\n", kvs_last_error());

@@ -63,6 +63,7 @@ typedef struct dg_side {
 	uint32_t *rep;             /* [n] replica ids */
 	uint64_t *out;             /* [n] router's view of outstanding */
 	double *kv;                /* [n] router's view of KV use */
+	uint64_t *wait, *run;      /* [n] router's view of the queues */
 	uint32_t *pfx;             /* [n] prefix matches of this request (UINT32_MAX: unread) */
 	kvs_router *router;
 } dg_side;
@@ -103,8 +104,10 @@ static kvs_status side_init(dg_side *s, uint32_t n)
 	s->rep = kvs_calloc(n, sizeof *s->rep);
 	s->out = kvs_calloc(n, sizeof *s->out);
 	s->kv = kvs_calloc(n, sizeof *s->kv);
+	s->wait = kvs_calloc(n, sizeof *s->wait);
+	s->run = kvs_calloc(n, sizeof *s->run);
 	s->pfx = kvs_calloc(n, sizeof *s->pfx);
-	if (!s->rep || !s->out || !s->kv || !s->pfx)
+	if (!s->rep || !s->out || !s->kv || !s->wait || !s->run || !s->pfx)
 		return kvs_fail(KVS_ERR_NOMEM, "out of memory (fleet)");
 	return KVS_OK;
 }
@@ -114,6 +117,8 @@ static void side_free(dg_side *s)
 	kvs_free(s->rep);
 	kvs_free(s->out);
 	kvs_free(s->kv);
+	kvs_free(s->wait);
+	kvs_free(s->run);
 	kvs_free(s->pfx);
 	kvs_router_destroy(s->router);
 }
@@ -217,7 +222,8 @@ static uint32_t side_prefix_of(void *ctx, uint32_t k)
 
 static void side_signals(fleet_disagg *d, dg_side *s)
 {
-	if (!(d->f->needs & (KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV)))
+	if (!(d->f->needs & (KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV |
+			     KVS_ROUTER_NEEDS_SCHED)))
 		return;
 	for (uint32_t k = 0; k < s->n; k++) {
 		uint32_t i = s->rep[k];
@@ -227,6 +233,8 @@ static void side_signals(fleet_disagg *d, dg_side *s)
 		uint64_t gone = l.completed + l.rejected + l.kv_sent;
 		s->out[k] = d->f->routed[i] > gone ? d->f->routed[i] - gone : 0;
 		s->kv[k] = l.kv_usage;
+		s->wait[k] = l.waiting + fleet_unseen(d->f->routed[i], &l);
+		s->run[k] = l.running;
 	}
 }
 
@@ -250,6 +258,8 @@ static uint32_t side_pick(fleet_disagg *d, dg_side *s, const kvs_request *req,
 		.n = s->n,
 		.outstanding = s->out,
 		.kv_usage = s->kv,
+		.waiting = s->wait,
+		.running = s->run,
 		.prefix_of = side_prefix_of,
 		.request_blocks = nblocks,
 		.ctx = d,
@@ -260,8 +270,10 @@ static uint32_t side_pick(fleet_disagg *d, dg_side *s, const kvs_request *req,
 	if (f->cfg->on_route)
 		f->cfg->on_route(f->cfg->on_route_ctx, req, i);
 	f->routed[i]++;
-	if (f->cfg->router_refresh_s > 0)
+	if (f->cfg->router_refresh_s > 0) {
 		s->out[k]++;   /* the router counts what it sends */
+		s->wait[k]++;
+	}
 	return i;
 }
 

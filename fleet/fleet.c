@@ -55,6 +55,7 @@ void kvs_fleet_config_defaults(kvs_fleet_config *c, const kvs_deploy *d)
 	kvs_sim_config_defaults(&c->sim, d);
 	c->replicas = 1;
 	c->router = "round-robin";
+	c->router_refresh_s = -1;    /* the router's own */
 	kvs_fleet_link_default(&c->kv_link);
 }
 
@@ -220,13 +221,16 @@ void fleet_src_free(fleet_src *s)
 /* The signals the router reads (none for round-robin and random). */
 static void read_signals(fleet_run *f)
 {
-	if (!(f->needs & (KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV)))
+	if (!(f->needs & (KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV |
+			  KVS_ROUTER_NEEDS_SCHED)))
 		return;
 	for (uint32_t i = 0; i < f->n; i++) {
 		kvs_sim_load l;
 		kvs_sim_get_load(f->sims[i], &l);
 		f->outstanding[i] = f->routed[i] - l.completed - l.rejected;
 		f->kv_usage[i] = l.kv_usage;
+		f->waiting[i] = l.waiting + fleet_unseen(f->routed[i], &l);
+		f->running[i] = l.running;
 	}
 }
 
@@ -346,6 +350,8 @@ static kvs_status colocated_loop(fleet_run *f, kvs_router *router)
 			.n = n,
 			.outstanding = f->outstanding,
 			.kv_usage = f->kv_usage,
+			.waiting = f->waiting,
+			.running = f->running,
 			.prefix_of = prefix_of,
 			.request_blocks = nblocks,
 			.ctx = f,
@@ -360,8 +366,12 @@ static kvs_status colocated_loop(fleet_run *f, kvs_router *router)
 		f->next_ev[k] = kvs_sim_next_event_s(f->sims[k]);
 		f->routed[k]++;
 		fed = true;
-		if (S > 0)
-			f->outstanding[k]++;   /* the router counts what it sends */
+		if (S > 0) {
+			/* the router counts what it sends (vLLM's balancer adds
+			 * each to its engine's waiting count) */
+			f->outstanding[k]++;
+			f->waiting[k]++;
+		}
 	}
 }
 
@@ -471,7 +481,7 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 	}
 	if (n == 0)
 		return kvs_fail(KVS_ERR_INVALID, "--replicas must be >= 1");
-	if (!(cfg->router_refresh_s >= 0) || !isfinite(cfg->router_refresh_s))
+	if (isnan(cfg->router_refresh_s) || !isfinite(cfg->router_refresh_s))
 		return kvs_fail(KVS_ERR_INVALID, "--router-refresh %g: must be a finite time >= 0",
 				cfg->router_refresh_s);
 	double w0 = wall_now();
@@ -480,6 +490,11 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 					  cfg->seed, &router);
 	if (st != KVS_OK)
 		return st;
+	/* the refresh resolved: from here on (and in the result) >= 0 */
+	kvs_fleet_config rcfg = *cfg;
+	if (rcfg.router_refresh_s < 0)
+		rcfg.router_refresh_s = kvs_router_default_refresh_s(router);
+	cfg = &rcfg;
 	if ((st = host_check(cfg, n)) != KVS_OK) {
 		kvs_router_destroy(router);
 		return st;
@@ -491,6 +506,8 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 	f.routed = kvs_calloc(n, sizeof *f.routed);
 	f.outstanding = kvs_calloc(n, sizeof *f.outstanding);
 	f.kv_usage = kvs_calloc(n, sizeof *f.kv_usage);
+	f.waiting = kvs_calloc(n, sizeof *f.waiting);
+	f.running = kvs_calloc(n, sizeof *f.running);
 	f.prefix = kvs_calloc(n, sizeof *f.prefix);
 	f.next_ev = kvs_calloc(n, sizeof *f.next_ev);
 	f.role = kvs_calloc(n, sizeof *f.role);
@@ -500,7 +517,7 @@ kvs_status kvs_fleet_run(const kvs_fleet_config *cfg, const kvs_request_source *
 		R->rs = kvs_calloc(n, sizeof *R->rs);
 	}
 	if (!R || !R->rep || !R->rs || !f.sims || !f.routed || !f.outstanding ||
-	    !f.kv_usage || !f.prefix || !f.next_ev || !f.role || !f.rcfg) {
+	    !f.kv_usage || !f.waiting || !f.running || !f.prefix || !f.next_ev || !f.role || !f.rcfg) {
 		st = kvs_fail(KVS_ERR_NOMEM, "out of memory (fleet of %u)", n);
 		goto done;
 	}
@@ -608,6 +625,8 @@ done:
 	kvs_free(f.routed);
 	kvs_free(f.outstanding);
 	kvs_free(f.kv_usage);
+	kvs_free(f.waiting);
+	kvs_free(f.running);
 	kvs_free(f.prefix);
 	kvs_free(f.next_ev);
 	kvs_free(f.role);

@@ -36,6 +36,7 @@ typedef struct fleet_run {
 	kvs_sim **sims;
 	uint64_t *routed;
 	uint64_t *outstanding;     /* router's view */
+	uint64_t *waiting, *running;  /* [n] router's view of the queues */
 	double *kv_usage;          /* router's view */
 	uint32_t *prefix;          /* this request's prefix per replica; UINT32_MAX: unread */
 	const uint32_t *stale;     /* [n] prefixes as of the last refresh, or NULL */
@@ -53,6 +54,15 @@ typedef struct fleet_run {
 	 * colocated replicas read the caller's flag itself. */
 	volatile sig_atomic_t *stop;
 } fleet_run;
+
+/* Requests fed to a replica whose arrival it has not processed yet (fed
+ * at the instant it is at): waiting, as an engine's add_request queues
+ * them at once. */
+static inline uint64_t fleet_unseen(uint64_t routed, const kvs_sim_load *l)
+{
+	uint64_t seen = l->arrived + l->kv_received;
+	return routed > seen ? routed - seen : 0;
+}
 
 /* Has the caller asked the run to stop? */
 static inline bool fleet_interrupted(const fleet_run *f)

@@ -37,6 +37,7 @@ typedef struct router_row {
 	const char *help;
 	const router_ops *ops;
 	unsigned needs;         /* KVS_ROUTER_NEEDS_* (score: those weighted) */
+	double refresh_s;       /* the signals' refresh when the fleet gives none */
 	router_param params[ROUTER_MAX_PARAMS];
 } router_row;
 
@@ -168,40 +169,60 @@ static uint32_t pick_score(kvs_router *r, const kvs_router_view *v)
 	return best;
 }
 
+/* vLLM's internal data-parallel balancer (DPLBAsyncMPClient): the
+ * lowest 4 x waiting + running, the first lowest in rank order. */
+static uint32_t pick_vllm_dp(kvs_router *r, const kvs_router_view *v)
+{
+	uint32_t best = 0;
+	uint64_t best_s = UINT64_MAX;
+	for (uint32_t i = 0; i < v->n; i++) {
+		uint64_t s = 4 * v->waiting[i] + v->running[i];
+		if (s < best_s) {
+			best_s = s;
+			best = i;
+		}
+	}
+	return best;
+}
+
 static const router_ops ops_round_robin = { pick_round_robin };
 static const router_ops ops_random = { pick_random };
 static const router_ops ops_least_requests = { pick_least_requests };
 static const router_ops ops_least_kv = { pick_least_kv };
 static const router_ops ops_prefix = { pick_prefix };
 static const router_ops ops_score = { pick_score };
+static const router_ops ops_vllm_dp = { pick_vllm_dp };
 
 /* ---- the registry --------------------------------------------------------------- */
 
 static const router_row routers[] = {
-	{ "round-robin", "replicas in turn (Vidur's round_robin)", &ops_round_robin, 0, { { 0 } } },
-	{ "random", "uniform at random, seeded by --seed (Vidur's random)", &ops_random, 0,
+	{ "round-robin", "replicas in turn (Vidur's round_robin)", &ops_round_robin, 0, 0, { { 0 } } },
+	{ "random", "uniform at random, seeded by --seed (Vidur's random)", &ops_random, 0, 0,
 	  { { 0 } } },
 	{ "least-requests", "fewest outstanding requests (Vidur's lor; vLLM production "
-	  "stack's session-less default)", &ops_least_requests, KVS_ROUTER_NEEDS_QUEUE,
+	  "stack's session-less default)", &ops_least_requests, KVS_ROUTER_NEEDS_QUEUE, 0,
 	  { { 0 } } },
 	{ "least-kv", "lowest KV block use (vLLM's gpu_cache_usage)", &ops_least_kv,
-	  KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV, { { 0 } } },
+	  KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV, 0, { { 0 } } },
 	{ "prefix", "longest cached prefix of the prompt's blocks, with SGLang's "
 	  "cache-aware load-imbalance guard", &ops_prefix,
-	  KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV | KVS_ROUTER_NEEDS_PREFIX,
+	  KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV | KVS_ROUTER_NEEDS_PREFIX, 0,
 	  { { "cache-threshold", 0.3, 0, "match ratio that routes by prefix" },
 	    { "balance-abs", 64, 0, "imbalance: max - min outstanding above this" },
 	    { "balance-rel", 1.5, 0, "and max above this times min" } } },
 	{ "score", "weighted sum of normalised scorers (llm-d inference scheduler)",
-	  &ops_score, 0,
+	  &ops_score, 0, 0,
 	  { { "prefix", 1, 0, "cached share of the prompt's blocks" },
 	    { "queue", 1, 0, "fewer outstanding requests (min-max normalised)" },
 	    { "kv", 1, 0, "free KV share" } } },
+	{ "vllm-dp", "lowest 4 x waiting + running requests, signals refreshed every "
+	  "0.1 s unless --router-refresh says otherwise (vLLM's data-parallel balancer)",
+	  &ops_vllm_dp, KVS_ROUTER_NEEDS_SCHED, 0.1, { { 0 } } },
 };
 
 const char *kvs_router_names(void)
 {
-	return "round-robin, random, least-requests, least-kv, prefix, score";
+	return "round-robin, random, least-requests, least-kv, prefix, score, vllm-dp";
 }
 
 void kvs_router_help(FILE *f)
@@ -318,6 +339,11 @@ unsigned kvs_router_needs(const kvs_router *r)
 	return (r->p[0] > 0 ? KVS_ROUTER_NEEDS_PREFIX : 0) |
 	       (r->p[1] > 0 ? KVS_ROUTER_NEEDS_QUEUE : 0) |
 	       (r->p[2] > 0 ? KVS_ROUTER_NEEDS_KV : 0);
+}
+
+double kvs_router_default_refresh_s(const kvs_router *r)
+{
+	return r->row->refresh_s;
 }
 
 const char *kvs_router_name(const kvs_router *r)

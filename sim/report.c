@@ -140,6 +140,11 @@ static json_t *engine_jt(const kvs_sim_config *cfg, const kvs_sim_stats *sized)
 	json_t *o = json_object();
 	set(o, "tp", jint(d->tp ? d->tp : 1));
 	set(o, "pp", jint(d->pp ? d->pp : 1));
+	if (d->dp > 1) {   /* a data-parallel fleet's ranks (only then: other
+			    * documents keep their keys) */
+		set(o, "dp", jint(d->dp));
+		set(o, "expert_parallel", json_boolean(d->expert_parallel));
+	}
 	set(o, "block_size", jint(d->block_size ? d->block_size : 16));
 	set(o, "max_num_seqs", jint(cfg->max_num_seqs));
 	set(o, "max_num_batched_tokens", jint(cfg->max_num_batched_tokens));

@@ -361,6 +361,75 @@ static void test_least_requests_by_hand(void **state)
 	kvs_request_set_destroy(set);
 }
 
+/* vllm-dp: the lowest 4 x waiting + running, the first lowest in index
+ * order.  Picks by hand on made-up queues, then the requests of
+ * test_least_requests_by_hand: A -> 0 (tie), B -> 1 (A waits on 0: 4
+ * against 0); at 1 s A runs on 0 (1) and B is done (0): C -> 1, then D
+ * -> 0 (1 against C waiting, 4), E -> 1 (A running + D waiting, 5,
+ * against 4).  With signals refreshed every 100 s the router sees only
+ * its own sends, each 4 more on its replica: they alternate. */
+static void test_vllm_dp_by_hand(void **state)
+{
+	(void)state;
+	kvs_router *rt;
+	assert_int_equal(kvs_router_create("vllm-dp", 0, &rt), KVS_OK);
+	assert_true(kvs_router_needs(rt) == KVS_ROUTER_NEEDS_SCHED);
+	assert_true(kvs_router_default_refresh_s(rt) == 0.1);
+	static const struct { uint64_t w[3], r[3]; uint32_t pick; } cases[] = {
+		{ { 0, 1, 9 }, { 3, 0, 0 }, 0 },     /* 3 < 4 < 36 */
+		{ { 0, 1, 9 }, { 4, 0, 0 }, 0 },     /* 4 = 4: the first */
+		{ { 0, 1, 9 }, { 5, 0, 0 }, 1 },     /* 5 > 4 */
+		{ { 2, 2, 1 }, { 0, 1, 5 }, 0 },     /* 8, 9, 9 */
+		{ { 2, 2, 0 }, { 1, 1, 9 }, 0 },     /* 9, 9, 9: the first */
+		{ { 3, 2, 0 }, { 0, 1, 8 }, 2 },     /* 12, 9, 8 */
+	};
+	for (size_t i = 0; i < KVS_ARRAY_LEN(cases); i++) {
+		double kv[3] = { 0.9, 0.0, 0.5 };
+		uint64_t out[3] = { 7, 0, 3 };
+		kvs_router_view v = { .n = 3, .outstanding = out, .kv_usage = kv,
+				      .waiting = cases[i].w, .running = cases[i].r };
+		assert_int_equal(kvs_router_pick(rt, &v), cases[i].pick);
+	}
+	kvs_router_destroy(rt);
+
+	kvs_request q[5] = {
+		mkreq(0, 0.0, 16, 1000), mkreq(1, 0.0, 16, 2), mkreq(2, 1.0, 16, 5),
+		mkreq(3, 1.0, 16, 5), mkreq(4, 1.0, 16, 5),
+	};
+	kvs_request_set *set = set_of(q, 5);
+	kvs_sim_config c;
+	cfg_fixed(&c, 8000, false);
+	uint32_t to[5];
+	routes R = { to, 0, 5 };
+	kvs_fleet_result *r = fleet(&c, 2, "vllm-dp", 0, set, &R);
+	static const uint32_t exact[5] = { 0, 1, 1, 0, 1 };
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(to[i], exact[i]);
+	assert_true(kvs_fleet_result_config(r)->router_refresh_s == 0);
+	assert_fleet_accounting(r, 5);
+	kvs_fleet_result_destroy(r);
+
+	r = fleet(&c, 2, "vllm-dp", 100.0, set, &R);
+	static const uint32_t stale[5] = { 0, 1, 0, 1, 0 };
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(to[i], stale[i]);
+	assert_fleet_accounting(r, 5);
+	kvs_fleet_result_destroy(r);
+
+	/* the fleet's default refresh is the router's own: 0.1 s here (the
+	 * snapshot at 0 s, then at 1 s, where A runs and B is done: as
+	 * exact) and 0 for the others */
+	r = fleet(&c, 2, "vllm-dp", -1, set, &R);
+	assert_true(kvs_fleet_result_config(r)->router_refresh_s == 0.1);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(to[i], exact[i]);
+	kvs_fleet_result_destroy(r);
+	r = fleet(&c, 2, "least-requests", -1, set, &R);
+	assert_true(kvs_fleet_result_config(r)->router_refresh_s == 0);
+	kvs_fleet_result_destroy(r);
+	kvs_request_set_destroy(set);
+}
+
 /* least-kv: A holds 1600 tokens (100 blocks of the 400) on replica 0 when
  * B arrives: B -> 1 though both have one request outstanding... and C,
  * at the same instant as B, finds replica 1's B not yet admitted (0 blocks
@@ -430,7 +499,8 @@ static void test_accounting_all_routers(void **state)
 {
 	(void)state;
 	static const char *routers[] = { "round-robin", "random", "least-requests",
-					 "least-kv", "prefix", "score", "score:kv=1,queue=0,prefix=0" };
+					 "least-kv", "prefix", "score", "score:kv=1,queue=0,prefix=0",
+					 "vllm-dp" };
 	size_t n = kvs_test_scaled(600, 100);
 	kvs_request_set *set = mixed_set(n);
 	kvs_sim_config c;
@@ -522,7 +592,7 @@ static void test_router_specs(void **state)
 				     "prefix:cache-threshold=abc", "score:kv=",
 				     /* decimal only: hex, inf and blanks are not numbers */
 				     "prefix:cache-threshold=0x10", "score:kv=inf",
-				     "score:kv= 1" };
+				     "score:kv= 1", "vllm-dp:x=1" };
 	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
 		r = NULL;
 		if (kvs_router_create(bad[i], 0, &r) != KVS_ERR_INVALID)
@@ -1356,6 +1426,7 @@ int main(void)
 		cmocka_unit_test(test_step_api_is_run),
 		cmocka_unit_test(test_round_robin_order),
 		cmocka_unit_test(test_least_requests_by_hand),
+		cmocka_unit_test(test_vllm_dp_by_hand),
 		cmocka_unit_test(test_least_kv_by_hand),
 		cmocka_unit_test(test_prefix_by_hand),
 		cmocka_unit_test(test_accounting_all_routers),

@@ -47,6 +47,9 @@ typedef struct kvs_router_view {
 	const uint64_t *outstanding;    /* [n] requests routed there and not yet
 	                                 * completed or rejected */
 	const double *kv_usage;         /* [n] share of KV blocks in use, 0..1 */
+	/* [n] the engines' scheduler queues: requests waiting (or swapped
+	 * out) and sequences running */
+	const uint64_t *waiting, *running;
 	/* [n] leading blocks of the request's prompt cached on each replica;
 	 * computed on first use by prefix_of (NULL before) */
 	uint32_t (*prefix_of)(void *ctx, uint32_t replica);
@@ -66,8 +69,13 @@ enum {
 	KVS_ROUTER_NEEDS_QUEUE = 1,   /* outstanding */
 	KVS_ROUTER_NEEDS_KV = 2,      /* kv_usage */
 	KVS_ROUTER_NEEDS_PREFIX = 4,  /* prefix_of */
+	KVS_ROUTER_NEEDS_SCHED = 8,   /* waiting, running */
 };
 unsigned kvs_router_needs(const kvs_router *r);
+/* The signals' refresh interval the router's engine uses when the fleet
+ * gives none (seconds; 0: exact signals).  vllm-dp: 0.1, the interval
+ * of vLLM's data-parallel coordinator. */
+double kvs_router_default_refresh_s(const kvs_router *r);
 /* The router's name ("score", "prefix", ...). */
 const char *kvs_router_name(const kvs_router *r);
 /* The specification with every parameter spelled out (for reports). */
@@ -126,8 +134,10 @@ typedef struct kvs_fleet_config {
 	size_t npools;
 	const char *router;        /* router specification (round-robin) */
 	double router_refresh_s;   /* 0: exact signals; > 0: outstanding, KV
-	                            * use and prefix matches as of the last
-	                            * refresh, every S s */
+	                            * use, queues and prefix matches as of the
+	                            * last refresh, every S s; < 0 (the
+	                            * default): the router's own
+	                            * (kvs_router_default_refresh_s) */
 	uint64_t seed;             /* for the random router */
 	/* Optional: told every routing decision (tests, per-request output). */
 	void (*on_route)(void *ctx, const kvs_request *req, uint32_t replica);

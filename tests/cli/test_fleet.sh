@@ -11,7 +11,8 @@ run() { kvs_run fleet "$@"; } # run EXPECTED_RC ARGS...: $out, $err
 # ---- help lists every option and router ---------------------------------------------
 run 0 --help && for f in --replicas --router --router-refresh --gpu-hour-price \
 	--find-min-replicas --rate --max-replicas --json --report \
-	round-robin random least-requests least-kv prefix score cache-threshold \
+	round-robin random least-requests least-kv prefix score cache-threshold vllm-dp \
+	--data-parallel-size \
 	--policy --max-num-seqs --enable-prefix-caching --slo-ttft --slo-tpot \
 	--model --gpu --tp --block-size --limit; do
 	has "$out" "$f" "help"
@@ -447,5 +448,51 @@ assert f["arrived"] + f["after_horizon"] == r["arrived"] + r["after_horizon"], (
 PY
 	fi
 }
+
+# ---- data parallelism: the ranks behind vLLM's balancer --------------------------------
+# --dp 4 --enable-expert-parallel: four replicas, router vllm-dp refreshed
+# every 0.1 s, each rank's pool the one 'size' gives for the same flags
+dpf=(--model qwen3-30b-a3b --gpu h100-80gb --dp 4 --enable-expert-parallel)
+run 0 -q "${dpf[@]}" --limit 200 --json "$tmp/dp.json" &&
+	kvs_run size 0 "${dpf[@]}" --json "$tmp/dps.json" &&
+	command -v python3 >/dev/null && {
+	python3 - "$tmp/dp.json" "$tmp/dps.json" <<'PY' || fail "fleet --dp JSON"
+import json, sys
+f, s = (json.load(open(p)) for p in sys.argv[1:3])
+fl = f["fleet"]
+assert fl["replicas"] == 4 and fl["router"] == "vllm-dp", fl
+assert fl["router_refresh_s"] == 0.1, fl
+assert fl["kv"]["gpus"] == 4, fl["kv"]
+assert f["engine"]["kv_budget_bytes"] == s["kv_budget_bytes"], (f["engine"]["kv_budget_bytes"], s["kv_budget_bytes"])
+assert f["engine"]["dp"] == 4 and f["engine"]["expert_parallel"] is True
+acc = f["policies"]["paged"]["accounting"]
+assert sum(r["routed"] for r in f["replicas"]) == acc["arrived"] == 200, acc
+PY
+}
+# without expert parallelism each rank holds the whole model: a smaller pool
+run 0 -q --model qwen3-30b-a3b --gpu h100-80gb --dp 4 --limit 50 --json "$tmp/dp0.json" &&
+	command -v python3 >/dev/null && {
+	python3 - "$tmp/dp0.json" "$tmp/dp.json" <<'PY' || fail "fleet --dp without expert parallelism"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["engine"]["kv_budget_bytes"] < b["engine"]["kv_budget_bytes"]
+assert a["engine"]["expert_parallel"] is False
+PY
+}
+# a router given, or SGLang's controller (round robin), and the refresh given
+run 0 -q --dp 2 --router least-requests --limit 20 && has "$out" "router least-requests" "--dp --router"
+run 0 -q --dp 2 --engine sglang --limit 20 && has "$out" "router round-robin" "--dp under sglang"
+run 0 -q --dp 2 --limit 20 --router-refresh 0 && {
+	has "$out" "router vllm-dp" "--dp default router"
+	case "$out" in *"refreshed every"*) fail "--router-refresh 0 kept a refresh" ;; esac
+}
+run 0 -q --dp 2 --limit 20 && has "$out" "signals refreshed every 0.1 s" "vllm-dp's refresh"
+# the ranks are the replicas
+expect 2 "data-parallel-size 2.*not with --replicas" fleet --dp 2 --replicas 3
+expect 2 "data-parallel-size 2.*not with --pool" fleet --dp 2 --pool a:1:h100-80gb:1
+expect 2 "data-parallel-size 2.*not with --find-min-replicas" fleet --dp 2 --find-min-replicas --slo-ttft 1
+run 0 -q --dp 2 --replicas 2 --limit 10
+expect 2 "fleet --dp 2" replay --dp 2
+expect 2 "router 'vllm-dp': takes no parameters" fleet --router vllm-dp:x=1
 
 finish "cli fleet"

@@ -591,10 +591,11 @@ run 2 --model mixtral-8x7b --dp 16 --enable-expert-parallel &&
 	has "$err" "the model has 8 experts per layer, fewer than one per GPU" "more GPUs than experts"
 run 2 --model mixtral-8x7b --dp 2 --enable-expert-parallel=0 &&
 	has "$err" "--enable-expert-parallel takes no value" "EP flag with a value"
-kvs_run fleet 2 -q --model llama-3-8b --dp 2 &&
-	has "$err" "a fleet's replicas are its data-parallel ranks" "dp refused by fleet"
 kvs_run replay 2 -q --model llama-3-8b --dp 2 &&
-	has "$err" "--data-parallel-size 2: replay simulates one engine, one data-parallel rank" "dp refused by replay"
+	has "$err" "--data-parallel-size 2: replay simulates one engine, one data-parallel rank" "dp refused by replay" &&
+	has "$err" "'kvsim fleet --dp 2' runs the 2 ranks" "replay --dp points to fleet --dp"
+kvs_run compare 2 -q --model llama-3-8b --dp 2 &&
+	has "$err" "--data-parallel-size 2: compare simulates one engine" "dp refused by compare"
 run 2 --dp 0 && has "$err" "--dp" "dp 0 refused"
 
 # ---- the examples of README.md and docs/SIZING.md ----------------------------
