@@ -283,9 +283,16 @@ static void print_fleet_header(FILE *f, const kvs_fleet_result *r, const char *p
 				 c->pools[p].sim.max_num_batched_tokens !=
 					 c->pools[0].sim.max_num_batched_tokens;
 	if (!c->npools) {
-		fprintf(f, "model %s on %s (tp %u), KV cache %s, %u replica%s\n", d->model.name,
-			d->gpu.name, d->tp ? d->tp : 1, kvs_dtype_name(d->kv_dtype), n,
-			n == 1 ? "" : "s");
+		if (d->dp > 1)   /* the replicas are data-parallel ranks */
+			fprintf(f, "model %s on %s (tp %u), KV cache %s, %u data-parallel ranks%s\n",
+				d->model.name, d->gpu.name, d->tp ? d->tp : 1,
+				kvs_dtype_name(d->kv_dtype), n,
+				d->expert_parallel && d->model.num_experts
+					? " (experts spread over all of them)" : "");
+		else
+			fprintf(f, "model %s on %s (tp %u), KV cache %s, %u replica%s\n",
+				d->model.name, d->gpu.name, d->tp ? d->tp : 1,
+				kvs_dtype_name(d->kv_dtype), n, n == 1 ? "" : "s");
 		kvs_cli_sim_print_pool(f, kvs_sim_result_config(r0), kvs_sim_result_stats(r0),
 				       NULL);
 	} else {

@@ -469,6 +469,7 @@ acc = f["policies"]["paged"]["accounting"]
 assert sum(r["routed"] for r in f["replicas"]) == acc["arrived"] == 200, acc
 PY
 }
+run 0 -q "${dpf[@]}" --limit 20 && has "$out" "4 data-parallel ranks (experts spread over all of them)" "--dp header"
 # without expert parallelism each rank holds the whole model: a smaller pool
 run 0 -q --model qwen3-30b-a3b --gpu h100-80gb --dp 4 --limit 50 --json "$tmp/dp0.json" &&
 	command -v python3 >/dev/null && {
