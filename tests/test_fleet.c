@@ -321,6 +321,35 @@ static void test_round_robin_order(void **state)
 	kvs_request_set_destroy(set);
 }
 
+/* A (long) and B (short) at 0, then C, D and E together at 1 s: the
+ * requests of the by-hand routing tests below, on 2 replicas */
+static kvs_request_set *abcde_set(kvs_sim_config *c)
+{
+	kvs_request q[5] = {
+		mkreq(0, 0.0, 16, 1000), mkreq(1, 0.0, 16, 2), mkreq(2, 1.0, 16, 5),
+		mkreq(3, 1.0, 16, 5), mkreq(4, 1.0, 16, 5),
+	};
+	cfg_fixed(c, 8000, false);
+	return set_of(q, 5);
+}
+
+/* The fleet of 2 under router at refresh routes the five as want says;
+ * every request accounted for.  The result, for more checks. */
+static kvs_fleet_result *routes_are(const kvs_sim_config *c, const char *router,
+				    double refresh, const kvs_request_set *set,
+				    const uint32_t want[5])
+{
+	uint32_t to[5];
+	routes R = { to, 0, 5 };
+	kvs_fleet_result *r = fleet(c, 2, router, refresh, set, &R);
+	for (int i = 0; i < 5; i++)
+		if (to[i] != want[i])
+			fail_msg("%s, refresh %g: request %d went to %u, not %u", router,
+				 refresh, i, to[i], want[i]);
+	assert_fleet_accounting(r, 5);
+	return r;
+}
+
 /* A (long) and B (short) at 0; B is done (2 steps of about 10 ms) long
  * before C, D, E arrive together at 1 s while A still runs (1000 steps).
  * least-requests: A -> 0 (tie, lowest), B -> 1 (0 has 1), then at 1 s
@@ -330,34 +359,14 @@ static void test_round_robin_order(void **state)
 static void test_least_requests_by_hand(void **state)
 {
 	(void)state;
-	kvs_request q[5] = {
-		mkreq(0, 0.0, 16, 1000), mkreq(1, 0.0, 16, 2), mkreq(2, 1.0, 16, 5),
-		mkreq(3, 1.0, 16, 5), mkreq(4, 1.0, 16, 5),
-	};
-	kvs_request_set *set = set_of(q, 5);
 	kvs_sim_config c;
-	cfg_fixed(&c, 8000, false);
-	uint32_t to[5];
-	routes R = { to, 0, 5 };
-	kvs_fleet_result *r = fleet(&c, 2, "least-requests", 0, set, &R);
+	kvs_request_set *set = abcde_set(&c);
 	static const uint32_t exact[5] = { 0, 1, 1, 0, 1 };
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(to[i], exact[i]);
-	assert_fleet_accounting(r, 5);
-	kvs_fleet_result_destroy(r);
-
-	r = fleet(&c, 2, "least-requests", 100.0, set, &R);
 	static const uint32_t stale[5] = { 0, 1, 0, 1, 0 };
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(to[i], stale[i]);
-	assert_fleet_accounting(r, 5);
-	kvs_fleet_result_destroy(r);
-
+	kvs_fleet_result_destroy(routes_are(&c, "least-requests", 0, set, exact));
+	kvs_fleet_result_destroy(routes_are(&c, "least-requests", 100.0, set, stale));
 	/* score with the queue scorer alone is least-requests */
-	r = fleet(&c, 2, "score:prefix=0,queue=1,kv=0", 0, set, &R);
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(to[i], exact[i]);
-	kvs_fleet_result_destroy(r);
+	kvs_fleet_result_destroy(routes_are(&c, "score:prefix=0,queue=1,kv=0", 0, set, exact));
 	kvs_request_set_destroy(set);
 }
 
@@ -392,39 +401,21 @@ static void test_vllm_dp_by_hand(void **state)
 	}
 	kvs_router_destroy(rt);
 
-	kvs_request q[5] = {
-		mkreq(0, 0.0, 16, 1000), mkreq(1, 0.0, 16, 2), mkreq(2, 1.0, 16, 5),
-		mkreq(3, 1.0, 16, 5), mkreq(4, 1.0, 16, 5),
-	};
-	kvs_request_set *set = set_of(q, 5);
 	kvs_sim_config c;
-	cfg_fixed(&c, 8000, false);
-	uint32_t to[5];
-	routes R = { to, 0, 5 };
-	kvs_fleet_result *r = fleet(&c, 2, "vllm-dp", 0, set, &R);
+	kvs_request_set *set = abcde_set(&c);
 	static const uint32_t exact[5] = { 0, 1, 1, 0, 1 };
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(to[i], exact[i]);
-	assert_true(kvs_fleet_result_config(r)->router_refresh_s == 0);
-	assert_fleet_accounting(r, 5);
-	kvs_fleet_result_destroy(r);
-
-	r = fleet(&c, 2, "vllm-dp", 100.0, set, &R);
 	static const uint32_t stale[5] = { 0, 1, 0, 1, 0 };
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(to[i], stale[i]);
-	assert_fleet_accounting(r, 5);
+	kvs_fleet_result *r = routes_are(&c, "vllm-dp", 0, set, exact);
+	assert_true(kvs_fleet_result_config(r)->router_refresh_s == 0);
 	kvs_fleet_result_destroy(r);
-
+	kvs_fleet_result_destroy(routes_are(&c, "vllm-dp", 100.0, set, stale));
 	/* the fleet's default refresh is the router's own: 0.1 s here (the
 	 * snapshot at 0 s, then at 1 s, where A runs and B is done: as
 	 * exact) and 0 for the others */
-	r = fleet(&c, 2, "vllm-dp", -1, set, &R);
+	r = routes_are(&c, "vllm-dp", -1, set, exact);
 	assert_true(kvs_fleet_result_config(r)->router_refresh_s == 0.1);
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(to[i], exact[i]);
 	kvs_fleet_result_destroy(r);
-	r = fleet(&c, 2, "least-requests", -1, set, &R);
+	r = routes_are(&c, "least-requests", -1, set, exact);
 	assert_true(kvs_fleet_result_config(r)->router_refresh_s == 0);
 	kvs_fleet_result_destroy(r);
 	kvs_request_set_destroy(set);
