@@ -209,9 +209,9 @@ static int sweep_arg(kvs_args *it, opts *o)
 			}
 			memcpy(buf, p, k);
 			buf[k] = '\0';
-			if (!kvs_parse_double(buf, &x) || !(x > 0) || !isfinite(x)) {
+			if (!kvs_parse_double(buf, &x) || !(x >= 1e-9 && x <= 1e9)) {
 				kvs_args_usage_error(it, "--rates: '%s' is not a request rate "
-						     "> 0 (requests/s)", buf);
+						     "in [1e-09, 1e+09] (requests/s)", buf);
 				return -1;
 			}
 			for (size_t j = 0; j < o->nrates; j++)

@@ -1011,7 +1011,8 @@ kvs_json *kvs_sweep_curve_json(kvs_sweep_result *const *R, const double *rates, 
 		}
 	}
 	jset(doc, "rates", rs);
-	jset(doc, "base_rate", jreal(R[0]->base_rate));
+	/* the trace's own rate: each result's is at its rates[i] time scale */
+	jset(doc, "base_rate", jreal(R[0]->base_rate * R[0]->cfg.time_scale));
 	jset(doc, "curve", curve);
 	jset(doc, "simulations", jint(sims));
 	if (cut)

@@ -372,6 +372,27 @@ run 2 "$SAMPLE" --rates 1,x
 has "$err" "'x' is not a request rate" "--rates with a bad rate"
 run 2 "$SAMPLE" --rates 1,,2
 run 2 "$SAMPLE" --rates 0
+run 2 "$SAMPLE" --rates 1e-20 && has "$err" "not a request rate in [1e-09, 1e+09]" "--rates below the range"
+run 2 "$SAMPLE" --rates 2,1e300 && has "$err" "'1e300' is not a request rate" "--rates above the range"
+# base_rate is the trace's own rate whatever the rates asked for
+run 0 "$SAMPLE" --limit 30 --block-sizes 16 --policies paged --rates 2,8 --json "$tmp/rb.json" &&
+	kvs_run trace 0 "$SAMPLE" --limit 30 --json "$tmp/rbt.json" &&
+	command -v python3 >/dev/null && {
+	python3 - "$tmp/rb.json" "$tmp/rbt.json" <<'PY' || fail "--rates base_rate is not the trace's rate"
+import json, sys
+s, t = (json.load(open(p)) for p in sys.argv[1:3])
+def find(o, k):
+    if isinstance(o, dict):
+        if k in o: return o[k]
+        for v in o.values():
+            r = find(v, k)
+            if r is not None: return r
+    return None
+rate = find(t, "mean_rate")
+assert abs(s["base_rate"] - rate) < 1e-9 * rate, (s["base_rate"], rate)
+assert s["rates"] == [2, 8], s["rates"]
+PY
+}
 run 2 "$SAMPLE" --rates 1,2,1.0 && has "$err" "--rates: 1.0 given twice" "a rate given twice"
 run 2 "$SAMPLE" --rates 2 --find-max-rate --slo-ttft 2
 has "$err" "--rates cannot be combined with --find-max-rate" "--rates with --find-max-rate"
