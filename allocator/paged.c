@@ -463,7 +463,7 @@ static kvs_status paged_init(kvs_alloc *a)
 	if (host && meta > host)
 		return kvs_fail(KVS_ERR_NOMEM, "allocator: %llu device blocks and %llu host "
 				"swap blocks need %.1f GiB of host memory for their metadata, "
-				"more than this machine's %.1f GiB; raise block_size",
+				"more than the %.1f GiB this machine has available; raise block_size",
 				(unsigned long long)n, (unsigned long long)hn0,
 				(double)meta / 1073741824.0, (double)host / 1073741824.0);
 	paged *p = kvs_calloc(1, sizeof *p);

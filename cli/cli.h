@@ -197,6 +197,10 @@ typedef struct kvs_cli_deploy {
 	const char *mm_flag;        /* the first of vLLM's multimodal flags
 				     * given (refused under other engines) */
 } kvs_cli_deploy;
+/* A warning on standard error when a vLLM override (--kv-cache-memory-
+ * bytes, --num-gpu-blocks-override) sizes a pool that, with the weights,
+ * exceeds the GPU's memory: vLLM would fail to allocate it. */
+void kvs_cli_override_warn(const char *cmd, const kvs_deploy *d, const kvs_sizing *s);
 
 /* The one default GPU of every command. */
 #define KVS_CLI_DEFAULT_GPU "a100-40gb"

@@ -381,6 +381,21 @@ static int exit_for(kvs_status st)
 		? KVS_EXIT_FAIL : KVS_EXIT_USAGE;
 }
 
+void kvs_cli_override_warn(const char *cmd, const kvs_deploy *d, const kvs_sizing *s)
+{
+	if (!s->kv_from_override || !d->gpu.mem_bytes)
+		return;
+	uint64_t need = s->kv_budget_bytes + s->weight_bytes;
+	if (need >= s->kv_budget_bytes && need <= d->gpu.mem_bytes)
+		return;
+	fprintf(stderr, "kvsim %s: warning: %s: a KV pool of %.2f GiB and %.2f GiB of "
+		"weights exceed the %.2f GiB of one %s: vLLM could not allocate it\n", cmd,
+		d->num_gpu_blocks_override ? "--num-gpu-blocks-override"
+					   : "--kv-cache-memory-bytes",
+		(double)s->kv_budget_bytes / 1073741824.0, (double)s->weight_bytes / 1073741824.0,
+		(double)d->gpu.mem_bytes / 1073741824.0, d->gpu.name);
+}
+
 bool kvs_cli_deploy_finish(kvs_cli_deploy *c, const char *cmd)
 {
 	kvs_model m;

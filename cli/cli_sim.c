@@ -280,7 +280,10 @@ static bool pool_blocks_ok(const kvs_cli_sim *c, const kvs_deploy *d, const char
 	for (size_t i = 0; i < c->npolicies; i++)
 		pooled |= kvs_policy_has(c->policies[i], KVS_TRAIT_BLOCK_GRANULAR);
 	kvs_sizing sz;
-	if (!pooled || kvs_size_compute(d, &sz) != KVS_OK)
+	if (kvs_size_compute(d, &sz) != KVS_OK)
+		return true;
+	kvs_cli_override_warn(cmd, d, &sz);
+	if (!pooled)
 		return true;
 	uint64_t budget = c->cfg.kv_budget_bytes ? c->cfg.kv_budget_bytes : sz.kv_budget_bytes;
 	uint64_t kvb = c->cfg.kv_bytes_per_token ? c->cfg.kv_bytes_per_token

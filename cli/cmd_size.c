@@ -1183,6 +1183,7 @@ int kvs_cmd_size(kvs_args *it)
 		kvs_cli_out_close("size", "--json", jo, false);
 		return KVS_EXIT_FAIL;
 	}
+	kvs_cli_override_warn("size", &c.d, &s);
 	if (json) {
 		json_t *o = json_report(&c.d, &s, rows, &a);
 		char *text = kvs_cli_json_text(o, JSON_INDENT(2) | JSON_SORT_KEYS);

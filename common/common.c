@@ -214,6 +214,17 @@ uint64_t kvs_mem_peak_rss(void)
 
 uint64_t kvs_host_memory_bytes(void)
 {
+	FILE *f = fopen("/proc/meminfo", "r");
+	if (f) {
+		char line[256];
+		unsigned long long kb = 0;
+		bool found = false;
+		while (!found && fgets(line, sizeof line, f))
+			found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+		fclose(f);
+		if (found && kb > 0)
+			return (uint64_t)kb * 1024u;
+	}
 	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
 	return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
 }

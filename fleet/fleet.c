@@ -437,8 +437,9 @@ static kvs_status host_check(const kvs_fleet_config *cfg, uint32_t n)
 	if (need <= (double)host)
 		return KVS_OK;
 	return kvs_fail(KVS_ERR_NOMEM, "%u replicas need about %.1f GiB of host memory for "
-			"their KV pools' bookkeeping (up to %.0f KiB each), more than this "
-			"machine's %.1f GiB: fewer replicas, or a larger block size", n,
+			"their KV pools' bookkeeping (up to %.0f KiB each), more than the "
+			"%.1f GiB this machine has available: fewer replicas, or a larger "
+			"block size", n,
 			need / 1073741824.0, per_max / 1024.0, (double)host / 1073741824.0);
 }
 

@@ -174,7 +174,9 @@ const char *kvs_mem_allocator(void);
 /* Peak resident set size of this process in bytes (0 if unknown). */
 uint64_t kvs_mem_peak_rss(void);
 
-/* Physical memory of this machine in bytes (0 if unknown). */
+/* Host memory a run can still take, in bytes: MemAvailable of
+ * /proc/meminfo (free memory plus what the kernel can reclaim), else the
+ * machine's physical memory; 0 if unknown. */
 uint64_t kvs_host_memory_bytes(void);
 
 /* ---- SHA-256 (FIPS 180-4) ------------------------------------------------

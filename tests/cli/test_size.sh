@@ -597,6 +597,13 @@ kvs_run replay 2 -q --model llama-3-8b --dp 2 &&
 kvs_run compare 2 -q --model llama-3-8b --dp 2 &&
 	has "$err" "--data-parallel-size 2: compare simulates one engine" "dp refused by compare"
 run 2 --dp 0 && has "$err" "--dp" "dp 0 refused"
+# a vLLM override past the GPU's memory: said, the figures kept as asked
+run 0 --model llama-3-8b --kv-cache-memory-bytes 1TB &&
+	has "$err" "warning: --kv-cache-memory-bytes: a KV pool of 931.32 GiB and 14.96 GiB of weights exceed the 39.50 GiB of one a100-40gb" "override past the GPU"
+run 0 --model llama-3-8b --kv-cache-memory-bytes 20GiB &&
+	case "$err" in *warning*) fail "an override that fits warned: $err" ;; esac
+kvs_run replay 0 -q --limit 5 --num-gpu-blocks-override 10000000 &&
+	has "$err" "warning: --num-gpu-blocks-override: a KV pool of 19531.25 GiB" "replay override past the GPU"
 
 # ---- the examples of README.md and docs/SIZING.md ----------------------------
 run 0 --model llama-2-7b --gpu a100-80gb --context 4000 && {
