@@ -1161,6 +1161,8 @@ static bool paged_is_valid(const kvs_alloc *a)
 	/* free stack */
 	KVS_VALID(p->pool.nfree_ <= n);
 	KVS_VALID(p->pool.free_ids_[n] == n && p->pool.state_[n] == 0);  /* spare */
+	for (uint32_t k = p->pool.nfree_; k < n; k++)   /* read by give1's first test */
+		KVS_VALID(p->pool.free_ids_[k] < n);
 	KVS_VALID(p->lazy || p->stale_lo == n);         /* eager: nothing stale */
 	KVS_VALID(!p->lazy || !p->caching);
 	uint32_t stale = stale_floor(p);

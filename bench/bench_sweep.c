@@ -65,6 +65,7 @@ typedef struct serial_job {
 	const kvs_sweep_config *c;
 	const kvs_request_set *set;
 	kvs_status st;
+	char err[512];      /* the thread's message (errors are per thread) */
 } serial_job;
 
 static void *serial_thread(void *arg)
@@ -72,6 +73,8 @@ static void *serial_thread(void *arg)
 	serial_job *j = arg;
 	kvs_sweep_result *R = NULL;
 	j->st = kvs_sweep_run(j->c, j->set, &R);
+	if (j->st != KVS_OK)
+		snprintf(j->err, sizeof j->err, "%s", kvs_last_error());
 	kvs_sweep_result_destroy(R);
 	return NULL;
 }
@@ -79,7 +82,7 @@ static void *serial_thread(void *arg)
 /* Two serial sweeps (c->jobs must be 1) at once on two threads: wall s. */
 static double run_two_serial(const kvs_sweep_config *c, const kvs_request_set *set)
 {
-	serial_job j[2] = { { c, set, KVS_OK }, { c, set, KVS_OK } };
+	serial_job j[2] = { { c, set, KVS_OK, "" }, { c, set, KVS_OK, "" } };
 	pthread_t t[2];
 	uint64_t t0 = kvs_bench_now_ns();
 	for (int i = 0; i < 2; i++)
@@ -92,7 +95,7 @@ static double run_two_serial(const kvs_sweep_config *c, const kvs_request_set *s
 	double s = (double)(kvs_bench_now_ns() - t0) / 1e9;
 	for (int i = 0; i < 2; i++)
 		if (j[i].st != KVS_OK) {
-			fprintf(stderr, "bench_sweep: %s\n", "a serial sweep failed");
+			fprintf(stderr, "bench_sweep: %s\n", j[i].err);
 			exit(1);
 		}
 	return s;

@@ -677,6 +677,25 @@ static void test_pool_random(void **state)
 				taken[ids[i]] = false;
 				stack[nfree++] = ids[i];
 			}
+		} else if (r < 93 && nheld && nfree) {
+			/* a batch give with a free id after held ones: refused,
+			 * nothing changed (its pushes above the top read as
+			 * taken again) */
+			kvs_block_id ids[3] = { held[below(nheld)], 0, 0 };
+			uint32_t m = 2;
+			if (nheld > 1 && ids[0] != held[nheld - 1])
+				ids[m - 1] = held[nheld - 1], m = 3;
+			ids[m - 1] = stack[below(nfree)];
+			assert_int_equal(kvs_alloc_blocks_give(a, m, ids), KVS_ERR_STATE);
+		} else if (r < 96 && pool->nfree_ < N) {
+			/* the id in the slot just above the top, when not held:
+			 * the shortcut's first test passes, the second must not */
+			kvs_block_id id = pool->free_ids_[pool->nfree_];
+			bool held_now = false;
+			for (uint32_t i = 0; i < nheld; i++)
+				held_now |= held[i] == id;
+			if (!held_now)
+				assert_int_equal(kvs_block_pool_give1(pool, id), KVS_ERR_STATE);
 		} else {                         /* a give that must fail */
 			kvs_block_id bad;
 			uint32_t k = below(4);
