@@ -106,16 +106,16 @@ int main(int argc, char **argv)
 	const char *name = argv[1];
 	if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
 		printf("kvsim %s\n", kvs_version());
-		return KVS_EXIT_OK;
+		return finish("--version", KVS_EXIT_OK);
 	}
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
 		usage(stdout);
-		return KVS_EXIT_OK;
+		return finish("--help", KVS_EXIT_OK);
 	}
 	if (strcmp(name, "help") == 0) {
 		if (argc < 3) {
 			usage(stdout);
-			return KVS_EXIT_OK;
+			return finish("help", KVS_EXIT_OK);
 		}
 		const struct command *c = find(argv[2]);
 		if (!c) {

@@ -21,6 +21,7 @@ struct kvs_trace_writer {
 	bool with_hashes;
 	bool header_done;
 	bool io_error;
+	int io_errno;          /* errno when the error was seen (0: unknown) */
 	uint64_t written;
 	char *path;
 };
@@ -166,8 +167,10 @@ kvs_status kvs_trace_writer_put(kvs_trace_writer *w, const kvs_request *r)
 	st = w->format == KVS_TRACE_NATIVE_CSV ? put_csv(w, r) : put_jsonl(w, r);
 	if (st == KVS_OK)
 		w->written++;
-	if (ferror(w->f))
+	if (ferror(w->f) && !w->io_error) {
 		w->io_error = true;
+		w->io_errno = errno;
+	}
 	return st;
 }
 
@@ -184,8 +187,13 @@ kvs_status kvs_trace_writer_close(kvs_trace_writer *w)
 			fputs(",hash_block_tokens,hash_ids", w->f);
 		fputc('\n', w->f);
 	}
+	if (!w->io_error && (fflush(w->f) != 0 || ferror(w->f))) {
+		w->io_error = true;
+		w->io_errno = errno;
+	}
 	if (w->io_error) {
-		st = kvs_fail(KVS_ERR_IO, "%s: write failed: %s", w->path, strerror(errno));
+		st = kvs_fail(KVS_ERR_IO, "%s: write failed: %s", w->path,
+			      strerror(w->io_errno ? w->io_errno : EIO));
 		kvs_outfile_discard(w->out);
 	} else {
 		st = kvs_outfile_commit(w->out);

@@ -45,6 +45,18 @@ if [ -w /dev/full ]; then
 		[ $? -eq 1 ] || fail "kvsim $c to a full stdout does not exit 1"
 		grep -q 'write failed' "$tmp/err" || fail "kvsim $c to a full stdout: $(cat "$tmp/err")"
 	done
+	# and the top-level help and version too
+	for a in --help help --version "size --help"; do
+		"$KVSIM" $a >/dev/full 2>"$tmp/err"
+		[ $? -eq 1 ] || fail "kvsim $a to a full stdout does not exit 1"
+		grep -q 'write failed: No space left on device' "$tmp/err" ||
+			fail "kvsim $a to a full stdout: $(cat "$tmp/err")"
+	done
+	# a trace written to a full device names the reason, not a stale errno
+	"$KVSIM" trace --limit 20 --write /dev/full >/dev/null 2>"$tmp/err"
+	[ $? -eq 1 ] || fail "trace --write /dev/full does not exit 1"
+	grep -q '/dev/full: write failed: No space left on device' "$tmp/err" ||
+		fail "trace --write /dev/full: $(cat "$tmp/err")"
 fi
 
 finish "cli"
