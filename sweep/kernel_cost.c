@@ -327,6 +327,12 @@ kvs_status kvs_kernel_profile_load(const char *path, kvs_kernel_profile **out)
 				      pus > 0 ? "contiguous_us" : "paged_us");
 			break;
 		}
+		double ratio = pus / cus;
+		if (!(ratio > 0) || !isfinite(ratio)) {
+			st = kvs_fail(KVS_ERR_PARSE, "%s: entries[%zu]: paged_us / contiguous_us = "
+				      "%g / %g is not a finite ratio > 0", path, i, pus, cus);
+			break;
+		}
 		/* merge batches at the same (block size, context) */
 		size_t j;
 		for (j = 0; j < p->npts; j++)
@@ -337,7 +343,7 @@ kvs_status kvs_kernel_profile_load(const char *path, kvs_kernel_profile **out)
 			p->pts[j].context = ctx;
 			p->npts++;
 		}
-		p->pts[j].ratio += pus / cus;
+		p->pts[j].ratio += ratio;
 		p->pts[j].n++;
 	}
 	json_decref(root);

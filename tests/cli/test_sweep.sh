@@ -409,6 +409,10 @@ grep -q 'missing.json' <<<"$err" || fail "missing profile not named: $err"
 echo '{"entries": [{"block_size": 16}]}' >"$tmp/p.json"
 run 1 "$SAMPLE" --kernel-profile "$tmp/p.json"
 grep -q 'entries\[0\]' <<<"$err" || fail "profile error does not name the entry: $err"
+echo '{"entries": [{"block_size": 16, "context": 1024, "batch": 8, "paged_us": 1e308,
+  "contiguous_us": 1e-308}]}' >"$tmp/pinf.json"
+run 1 "$SAMPLE" --kernel-profile "$tmp/pinf.json" &&
+	has "$err" "pinf.json: entries[0]: paged_us / contiguous_us = 1e+308 / 1e-308 is not a finite ratio" "an infinite kernel ratio"
 run 1 "$tmp/none.csv"
 run 1 "$SAMPLE" --kernel-profile "$tmp"
 grep -q 'is a directory' <<<"$err" || fail "directory as kernel profile unclear: $err"
