@@ -76,6 +76,19 @@ static kvs_status fill(kvs_linebuf *lb)
 	return KVS_OK;
 }
 
+/* A first line holding a carriage return: the file ends its lines in '\r'
+ * alone (classic Mac OS), so its lines would run together. */
+static kvs_status cr_only(const kvs_linebuf *lb, const char *s, size_t n)
+{
+	while (n > 0 && s[n - 1] == '\r')   /* "\r\r\n" ends a line too */
+		n--;
+	if (lb->lineno != 1 || !memchr(s, '\r', n))
+		return KVS_OK;
+	return kvs_fail(KVS_ERR_PARSE, "%s:1: a carriage return inside the line: the file "
+			"ends its lines in \\r alone (classic Mac OS); convert them to \\n "
+			"(tr '\\r' '\\n')", lb->path);
+}
+
 kvs_status kvs_linebuf_next(kvs_linebuf *lb, char **line, size_t *len)
 {
 	size_t scanned = 0; /* bytes of the pending line already searched */
@@ -92,6 +105,8 @@ kvs_status kvs_linebuf_next(kvs_linebuf *lb, char **line, size_t *len)
 			lb->lineno++;
 			if (n > 0 && s[n - 1] == '\r')
 				n--;
+			if (KVS_UNLIKELY(lb->lineno == 1) && cr_only(lb, s, n) != KVS_OK)
+				return KVS_ERR_PARSE;
 			s[n] = '\0';
 			*line = s;
 			*len = n;
@@ -110,6 +125,8 @@ kvs_status kvs_linebuf_next(kvs_linebuf *lb, char **line, size_t *len)
 			lb->lineno++;
 			if (n > 0 && s[n - 1] == '\r')
 				n--;
+			if (cr_only(lb, s, n) != KVS_OK)
+				return KVS_ERR_PARSE;
 			s[n] = '\0'; /* buf has cap + 1 bytes */
 			*line = s;
 			*len = n;

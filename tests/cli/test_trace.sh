@@ -161,4 +161,15 @@ has "$j" '"total": 4'
 j=$("$K" trace "$tmp/a.jsonl" --json)
 has "$j" '"format": "native-jsonl"'
 has "$j" '"total": 1609464'
+# line endings: \r\n and \r\r\n read; \r alone (classic Mac OS) is named
+printf 'arrival_s,prompt_tokens,output_tokens\r\n0,10,5\r\n1,10,5\r\n' >"$tmp/crlf.csv"
+j=$("$K" trace "$tmp/crlf.csv" --json) && has "$j" '"requests": 2' || fail "CRLF trace"
+printf 'arrival_s,prompt_tokens,output_tokens\r\r\n0,10,5\r\r\n' >"$tmp/crcrlf.csv"
+"$K" trace "$tmp/crcrlf.csv" >/dev/null 2>&1 || fail "a \\r\\r\\n trace"
+printf 'arrival_s,prompt_tokens,output_tokens\r0,10,5\r1,10,5\r' >"$tmp/cr.csv"
+rc=0
+"$K" trace "$tmp/cr.csv" >/dev/null 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "a CR-only trace does not exit 1"
+grep -q 'cr.csv:1: a carriage return inside the line: the file ends its lines in \\r alone' "$tmp/err" ||
+	fail "CR-only trace: $(cat "$tmp/err")"
 finish "cli trace"
