@@ -24,7 +24,8 @@
 typedef struct router_param {
 	const char *name;
 	double def;
-	double min;    /* accepted range [min, +inf) */
+	double min;    /* accepted range [min, max] (max 0: unbounded) */
+	double max;
 	const char *help;
 } router_param;
 
@@ -207,14 +208,14 @@ static const router_row routers[] = {
 	{ "prefix", "longest cached prefix of the prompt's blocks, with SGLang's "
 	  "cache-aware load-imbalance guard", &ops_prefix,
 	  KVS_ROUTER_NEEDS_QUEUE | KVS_ROUTER_NEEDS_KV | KVS_ROUTER_NEEDS_PREFIX, 0,
-	  { { "cache-threshold", 0.3, 0, "match ratio that routes by prefix" },
-	    { "balance-abs", 64, 0, "imbalance: max - min outstanding above this" },
-	    { "balance-rel", 1.5, 0, "and max above this times min" } } },
+	  { { "cache-threshold", 0.3, 0, 1, "match ratio that routes by prefix" },
+	    { "balance-abs", 64, 0, 0, "imbalance: max - min outstanding above this" },
+	    { "balance-rel", 1.5, 0, 0, "and max above this times min" } } },
 	{ "score", "weighted sum of normalised scorers (llm-d inference scheduler)",
 	  &ops_score, 0, 0,
-	  { { "prefix", 1, 0, "cached share of the prompt's blocks" },
-	    { "queue", 1, 0, "fewer outstanding requests (min-max normalised)" },
-	    { "kv", 1, 0, "free KV share" } } },
+	  { { "prefix", 1, 0, 0, "cached share of the prompt's blocks" },
+	    { "queue", 1, 0, 0, "fewer outstanding requests (min-max normalised)" },
+	    { "kv", 1, 0, 0, "free KV share" } } },
 	{ "vllm-dp", "lowest 4 x waiting + running requests, signals refreshed every "
 	  "0.1 s unless --router-refresh says otherwise (vLLM's data-parallel balancer)",
 	  &ops_vllm_dp, KVS_ROUTER_NEEDS_SCHED, 0.1, { { 0 } } },
@@ -271,6 +272,7 @@ kvs_status kvs_router_create(const char *spec, uint64_t seed, kvs_router **out)
 			return kvs_fail(KVS_ERR_INVALID, "router '%s': takes no parameters", row->name);
 		}
 		const char *p = colon + 1;
+		unsigned seen = 0;
 		while (*p) {
 			const char *eq = strchr(p, '='), *end = strchr(p, ',');
 			if (!end)
@@ -299,12 +301,24 @@ kvs_status kvs_router_create(const char *spec, uint64_t seed, kvs_router **out)
 				buf[vl] = 0;
 				num = kvs_parse_decimal(buf, &val);
 			}
-			if (!num || val < row->params[k].min) {
+			double hi = row->params[k].max;
+			if (!num || val < row->params[k].min || (hi > 0 && val > hi)) {
 				kvs_free(r);
+				if (hi > 0)
+					return kvs_fail(KVS_ERR_INVALID, "router '%s': %s='%.*s': "
+							"expected a number in [%g, %g]", row->name,
+							row->params[k].name, (int)vl, eq + 1,
+							row->params[k].min, hi);
 				return kvs_fail(KVS_ERR_INVALID, "router '%s': %s='%.*s': expected a "
 						"number >= %g", row->name, row->params[k].name,
 						(int)vl, eq + 1, row->params[k].min);
 			}
+			if (seen & (1u << k)) {
+				kvs_free(r);
+				return kvs_fail(KVS_ERR_INVALID, "router '%s': %s given twice",
+						row->name, row->params[k].name);
+			}
+			seen |= 1u << k;
 			r->p[k] = val;
 			p = *end ? end + 1 : end;
 		}

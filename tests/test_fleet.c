@@ -583,7 +583,9 @@ static void test_router_specs(void **state)
 				     "prefix:cache-threshold=abc", "score:kv=",
 				     /* decimal only: hex, inf and blanks are not numbers */
 				     "prefix:cache-threshold=0x10", "score:kv=inf",
-				     "score:kv= 1", "vllm-dp:x=1" };
+				     "score:kv= 1", "vllm-dp:x=1",
+				     /* a match ratio past 1; a parameter twice */
+				     "prefix:cache-threshold=1.5", "score:kv=1,kv=2" };
 	for (size_t i = 0; i < KVS_ARRAY_LEN(bad); i++) {
 		r = NULL;
 		if (kvs_router_create(bad[i], 0, &r) != KVS_ERR_INVALID)
