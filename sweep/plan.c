@@ -288,8 +288,20 @@ static kvs_status stats_from(const json_t *o, kvs_sim_stats *st, const char *fil
 					"non-negative integer", file, i);
 		st->rejected_by[i] = (uint64_t)json_integer_value(v);
 	}
-	/* a point's figures are a run's: its accounting balances, as the run
-	 * that wrote it checked (a file edited or damaged since does not) */
+	/* a point's figures are a run's: none negative (NaN stands for a
+	 * figure with no data) ... */
+	for (size_t i = 0; i < KVS_ARRAY_LEN(stats_fields); i++) {
+		double x;
+		if (stats_fields[i].type != F_F64 ||
+		    strcmp(stats_fields[i].name, "wall_s") == 0)   /* -1: not timed */
+			continue;
+		memcpy(&x, (const char *)st + stats_fields[i].off, 8);
+		if (x < 0)
+			return kvs_fail(KVS_ERR_PARSE, "%s: stats.%s: %g is negative (not a "
+					"run's figure)", file, stats_fields[i].name, x);
+	}
+	/* ... and its accounting balances, as the run that wrote it checked (a
+	 * file edited or damaged since does not) */
 	uint64_t by = 0;
 	bool wrap = false;
 	for (int i = 0; i < KVS_SIM_REJECT_COUNT_; i++) {
@@ -727,6 +739,16 @@ static kvs_status point_check(const kvs_sweep_plan *p, const json_t *doc, size_t
 	if (!json_is_integer(ix) || (size_t)json_integer_value(ix) != i)
 		return kvs_fail(KVS_ERR_INVALID, "%s: holds point %lld, not %zu", file,
 				(long long)json_integer_value(ix), i);
+	/* the point's row, policy and block size, as the plan has them */
+	const kvs_sweep_point *pt = &p->work.points[i];
+	const json_t *row = json_object_get(doc, "row"), *bs = json_object_get(doc, "block_size");
+	const char *pol = jstr(doc, "policy");
+	if (!json_is_integer(row) || json_integer_value(row) != (json_int_t)pt->row ||
+	    !pol || strcmp(pol, kvs_policy_name(pt->policy)) != 0 ||
+	    !json_is_integer(bs) || json_integer_value(bs) != (json_int_t)pt->block_size)
+		return kvs_fail(KVS_ERR_INVALID, "%s: row, policy or block_size is not the "
+				"plan's point %zu (row %zu, %s, block size %u)", file, i,
+				(size_t)pt->row, kvs_policy_name(pt->policy), pt->block_size);
 	return KVS_OK;
 }
 

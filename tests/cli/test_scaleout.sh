@@ -149,6 +149,15 @@ awk 'f == 1 { sub(/[0-9]+/, "-1"); f = 2 } /"rejected_by": \[/ && !f { f = 1 } {
 	bad3/point-000000.json >bad3/p && mv bad3/p bad3/point-000000.json
 kvs_run sweep 1 --from-plan other.json --merge bad3
 has "$err" "bad3/point-000000.json: stats.rejected_by[0]: expected a non-negative integer" "a negative reason count refused"
+# a negative figure, and a point whose row or policy is not the plan's
+"$KVSIM" sweep --from-plan other.json --points 0 --out bad4 -q || fail "bad4 point"
+sed -i '0,/"requests_per_s": [0-9.e+-]*/s//"requests_per_s": -2.5/' bad4/point-000000.json
+kvs_run sweep 1 --from-plan other.json --merge bad4
+has "$err" "bad4/point-000000.json: stats.requests_per_s: -2.5 is negative" "a negative figure refused"
+"$KVSIM" sweep --from-plan other.json --points 0 --out bad5 -q || fail "bad5 point"
+sed -i 's/"row": 0/"row": 5/' bad5/point-000000.json
+kvs_run sweep 1 --from-plan other.json --merge bad5
+has "$err" "bad5/point-000000.json: row, policy or block_size is not the plan's point 0" "another row refused"
 printf 'x' >>"$trace"
 kvs_run sweep 1 --from-plan plan.json --merge pts3
 has "$err" "not the plan's trace" "a changed trace refused"
