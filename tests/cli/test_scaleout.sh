@@ -134,30 +134,25 @@ kvs_run sweep 1 --from-plan plan.json --points 0 --out pts
 has "$err" "pts/point-000000.json: from another plan" "no skip over another plan's file"
 kvs_run sweep 1 --from-plan other.json --merge "$PWD/no-such-dir"
 has "$err" "no-such-dir: cannot open the points' directory" "a missing points directory named"
-# a point whose figures are not a run's: accounting that does not add up,
-# a negative count
-mkdir -p bad && "$KVSIM" sweep --from-plan other.json --points 0 --out bad -q || fail "bad point"
-sed -i '0,/"arrived": \([0-9]*\)/s//"arrived": 1\10/' bad/point-000000.json
-kvs_run sweep 1 --from-plan other.json --merge bad
-has "$err" "bad/point-000000.json: stats: arrived" "a point whose accounting does not balance refused"
-"$KVSIM" sweep --from-plan other.json --points 0 --out bad2 -q || fail "bad2 point"
-sed -i '0,/"completed": [0-9]*/s//"completed": -4/' bad2/point-000000.json
-kvs_run sweep 1 --from-plan other.json --merge bad2
-has "$err" "bad2/point-000000.json: stats.completed: expected a non-negative integer" "a negative count refused"
-"$KVSIM" sweep --from-plan other.json --points 0 --out bad3 -q || fail "bad3 point"
-awk 'f == 1 { sub(/[0-9]+/, "-1"); f = 2 } /"rejected_by": \[/ && !f { f = 1 } { print }' \
-	bad3/point-000000.json >bad3/p && mv bad3/p bad3/point-000000.json
-kvs_run sweep 1 --from-plan other.json --merge bad3
-has "$err" "bad3/point-000000.json: stats.rejected_by[0]: expected a non-negative integer" "a negative reason count refused"
-# a negative figure, and a point whose row or policy is not the plan's
-"$KVSIM" sweep --from-plan other.json --points 0 --out bad4 -q || fail "bad4 point"
-sed -i '0,/"requests_per_s": [0-9.e+-]*/s//"requests_per_s": -2.5/' bad4/point-000000.json
-kvs_run sweep 1 --from-plan other.json --merge bad4
-has "$err" "bad4/point-000000.json: stats.requests_per_s: -2.5 is negative" "a negative figure refused"
-"$KVSIM" sweep --from-plan other.json --points 0 --out bad5 -q || fail "bad5 point"
-sed -i 's/"row": 0/"row": 5/' bad5/point-000000.json
-kvs_run sweep 1 --from-plan other.json --merge bad5
-has "$err" "bad5/point-000000.json: row, policy or block_size is not the plan's point 0" "another row refused"
+# a point whose figures are not a run's, or not the plan's point: DIR gets
+# point 0, EDIT (a sed program) changes it, the merge must name WANT
+tampered() {
+	local dir=$1 edit=$2 want=$3 what=$4
+	"$KVSIM" sweep --from-plan other.json --points 0 --out "$dir" -q || fail "$dir point"
+	sed -i "$edit" "$dir/point-000000.json"
+	kvs_run sweep 1 --from-plan other.json --merge "$dir"
+	has "$err" "$dir/point-000000.json: $want" "$what"
+}
+tampered bad '0,/"arrived": \([0-9]*\)/s//"arrived": 1\10/' "stats: arrived" \
+	"a point whose accounting does not balance refused"
+tampered bad2 '0,/"completed": [0-9]*/s//"completed": -4/' \
+	"stats.completed: expected a non-negative integer" "a negative count refused"
+tampered bad3 '/"rejected_by": \[/{n;s/[0-9][0-9]*/-1/}' \
+	"stats.rejected_by[0]: expected a non-negative integer" "a negative reason count refused"
+tampered bad4 '0,/"requests_per_s": [0-9.e+-]*/s//"requests_per_s": -2.5/' \
+	"stats.requests_per_s: -2.5 is negative" "a negative figure refused"
+tampered bad5 's/"row": 0/"row": 5/' \
+	"row, policy or block_size is not the plan's point 0" "another row refused"
 printf 'x' >>"$trace"
 kvs_run sweep 1 --from-plan plan.json --merge pts3
 has "$err" "not the plan's trace" "a changed trace refused"
