@@ -1663,14 +1663,6 @@ static kvs_status qwen3vl_vision_params(const cfg *sub, uint64_t *out, uint32_t 
 	return tower_count(sub, &t, out);
 }
 
-/* What a projector reads beside the tower's width: LLaVA's (and LLaVA-NeXT's
- * and Mistral 3's) layers of features side by side (vision_feature_layer,
- * one index or a list), biases (multimodal_projector_bias, default true,
- * false for Mistral 3), Mistral 3's spatial_merge_size (2), InternVL's
- * downsample_ratio (0.5: its pixel shuffle puts int(1 / ratio)^2 patches'
- * features side by side, in merge), PaliGemma's projection_dim
- * (vision_config's, else the top level's; the text width when absent).
- * Read only for the model types that have them. */
 /* A ratio field in (1/64, 1] (InternVL's downsample_ratio, Llama 4's
  * pixel_shuffle_ratio) into *x; *x unchanged when absent or null. */
 static kvs_status ratio_field(const char *path, const char *name, json_t *r, double *x)
@@ -1688,6 +1680,14 @@ static kvs_status ratio_field(const char *path, const char *name, json_t *r, dou
 	return KVS_OK;
 }
 
+/* What a projector reads beside the tower's width: LLaVA's (and LLaVA-NeXT's
+ * and Mistral 3's) layers of features side by side (vision_feature_layer,
+ * one index or a list), biases (multimodal_projector_bias, default true,
+ * false for Mistral 3), Mistral 3's spatial_merge_size (2), InternVL's
+ * downsample_ratio (0.5: its pixel shuffle puts int(1 / ratio)^2 patches'
+ * features side by side, in merge), PaliGemma's projection_dim
+ * (vision_config's, else the top level's; the text width when absent).
+ * Read only for the model types that have them. */
 typedef struct proj_in {
 	uint64_t layers, merge, out;
 	bool bias;
@@ -1845,6 +1845,12 @@ static const struct {
 	{ "qwen3_vl_moe_vision", qwen3vl_vision_params, true },
 };
 
+/* x, or UINT32_MAX when it does not fit */
+static uint32_t sat_u32(uint64_t x)
+{
+	return x < UINT32_MAX ? (uint32_t)x : UINT32_MAX;
+}
+
 /* The prompt tokens of a tower's largest item where the model, not the
  * tower, decides them (the tower's count gave its patches):
  * - Gemma 3 pools SigLIP's patches into mm_tokens_per_image embeddings
@@ -1862,11 +1868,6 @@ static const struct {
  *   <img> and </img>;
  * - Llama 4's tower: 16 chunks and a global one (below).
  * A pairing not listed is left unmodelled (item_tokens 0). */
-static uint32_t sat_u32(uint64_t x)
-{
-	return x < UINT32_MAX ? (uint32_t)x : UINT32_MAX;
-}
-
 static kvs_status item_tokens(const cfg *c, const char *top_type, const char *tower_type,
 			      const proj_in *pin, kvs_vision_profile *vp)
 {
