@@ -385,8 +385,9 @@ void kvs_cli_override_warn(const char *cmd, const kvs_deploy *d, const kvs_sizin
 {
 	if (!s->kv_from_override || !d->gpu.mem_bytes)
 		return;
-	uint64_t need = s->kv_budget_bytes + s->weight_bytes;
-	if (need >= s->kv_budget_bytes && need <= d->gpu.mem_bytes)
+	uint64_t need;
+	if (!kvs_add_overflow(s->kv_budget_bytes, s->weight_bytes, &need) &&
+	    need <= d->gpu.mem_bytes)
 		return;
 	fprintf(stderr, "kvsim %s: warning: %s: a KV pool of %.2f GiB and %.2f GiB of "
 		"weights exceed the %.2f GiB of one %s: vLLM could not allocate it\n", cmd,
